@@ -1,0 +1,160 @@
+// Package gpu samples NVIDIA GPUs through nvidia-smi and parses its output:
+// the --query-gpu CSV (driver ≥ 450; with or without header and units), the
+// --help-query-gpu field list, and the one-line whole-command failures
+// ("Unable to determine the device handle …", "No devices were found", …).
+//
+// A value nvidia-smi could not give ("[N/A]", "[Not Supported]", "ERR!", …)
+// is kept as a distinct Status, never as 0.
+package gpu
+
+import (
+	"strconv"
+	"time"
+)
+
+// Status says whether a cell held a value, and if not, which non-value.
+type Status uint8
+
+const (
+	OK           Status = iota // a parsed value
+	NA                         // "[N/A]" or "N/A"
+	NotSupported               // "[Not Supported]"
+	UnknownError               // "[Unknown Error]"
+	Lost                       // "[GPU is lost]"
+	Err                        // "ERR!"
+	Empty                      // "" (an empty cell)
+	Deprecated                 // "[Requested functionality has been deprecated]"
+	OtherToken                 // another bracketed token, e.g. "[Insufficient Permissions]"
+	Invalid                    // garbled: text where a number was expected
+	Absent                     // not queried: the driver does not support the field
+)
+
+var statusNames = [...]string{"ok", "n/a", "not-supported", "unknown-error", "lost", "err", "empty", "deprecated", "other", "invalid", "absent"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Reading is one numeric cell. Value is meaningful only when Status is OK;
+// otherwise Raw holds the literal token as nvidia-smi printed it ("[N/A]").
+type Reading struct {
+	Value  float64
+	Status Status
+	Raw    string
+}
+
+// Valid reports whether the reading holds a value.
+func (r Reading) Valid() bool { return r.Status == OK }
+
+// Text is one string cell (name, bus id, P-state, persistence mode). S is
+// the trimmed text when Status is OK, else the literal token.
+type Text struct {
+	S      string
+	Status Status
+}
+
+// ClockEventReason is one bit of nvidia-smi's clocks_event_reasons.active
+// bitmask (called clocks_throttle_reasons before driver 535; NVML
+// nvmlClocksEventReason*).
+type ClockEventReason uint64
+
+const (
+	ReasonGPUIdle              ClockEventReason = 0x1
+	ReasonApplicationsClocks   ClockEventReason = 0x2
+	ReasonSWPowerCap           ClockEventReason = 0x4
+	ReasonHWSlowdown           ClockEventReason = 0x8
+	ReasonSyncBoost            ClockEventReason = 0x10
+	ReasonSWThermalSlowdown    ClockEventReason = 0x20
+	ReasonHWThermalSlowdown    ClockEventReason = 0x40
+	ReasonHWPowerBrakeSlowdown ClockEventReason = 0x80
+	ReasonDisplayClockSetting  ClockEventReason = 0x100
+)
+
+// ClockEvents is the active clock-event (throttle) reason bitmask.
+type ClockEvents struct {
+	Mask   ClockEventReason
+	Status Status // OK when Mask was read
+	Raw    string // literal token when Status is not OK
+}
+
+// GPU is one GPU's row of one sample. Units are in the field names.
+type GPU struct {
+	Index int  // nvidia-smi index (0-based)
+	Name  Text // "NVIDIA H200"
+	BusID Text // "00000000:83:00.0"
+	UUID  Text
+
+	UtilGPUPct  Reading // utilization.gpu, %
+	UtilMemPct  Reading // utilization.memory, %
+	MemUsedMiB  Reading // memory.used, MiB
+	MemTotalMiB Reading // memory.total, MiB
+	PowerDrawW  Reading // power.draw, W
+	PowerLimitW Reading // power.limit, W
+	TempC       Reading // temperature.gpu, °C
+	SMClockMHz  Reading // clocks.current.sm, MHz
+	MemClockMHz Reading // clocks.current.memory, MHz
+	SMClockMax  Reading // clocks.max.sm, MHz
+	FanPct      Reading // fan.speed, %
+
+	PState           Text    // "P0" … "P12"
+	PCIeGenCurrent   Reading // pcie.link.gen.current
+	PCIeGenMax       Reading // pcie.link.gen.max (min of GPU and host)
+	PCIeWidthCurrent Reading // pcie.link.width.current, lanes
+	PCIeWidthMax     Reading // pcie.link.width.max, lanes
+
+	ClockEvents ClockEvents // clocks_event_reasons.active
+	Persistence Text        // persistence_mode: "Enabled" / "Disabled"
+	ECCMode     Text        // ecc.mode.current: "Enabled" / "Disabled" / "[N/A]"
+	MIGMode     Text        // mig.mode.current
+}
+
+// Sample is one tick of the sampler: every GPU the host reported at At.
+type Sample struct {
+	At   time.Time
+	GPUs []GPU
+}
+
+// Kind implements event.Payload.
+func (Sample) Kind() string { return "gpu-sample" }
+
+// FailureClass names a whole-command nvidia-smi failure, in kebab case:
+// "gpu-lost", "no-devices", "driver-not-loaded", "driver-library-mismatch",
+// "nvml-init-unknown-error", or, for "Unable to determine the device handle
+// for GPU …: <reason>", the reason in kebab case ("unknown-error",
+// "not-found", …).
+type FailureClass string
+
+const (
+	FailGPULost               FailureClass = "gpu-lost"
+	FailNoDevices             FailureClass = "no-devices"
+	FailDriverNotLoaded       FailureClass = "driver-not-loaded"
+	FailDriverLibraryMismatch FailureClass = "driver-library-mismatch"
+	FailNVMLInitUnknown       FailureClass = "nvml-init-unknown-error"
+)
+
+// Failure is a whole-command failure that nvidia-smi printed instead of CSV.
+// It is an event payload.
+type Failure struct {
+	Class       FailureClass
+	BusID       string // "0000:0B:00.0" when the message names one
+	Reason      string // the message's reason text, e.g. "Unknown Error"
+	NeedsReboot bool   // "Reboot the system to recover this GPU"
+	NVMLVersion string // "570.124" from "NVML library version: …"
+	Line        string // the message line as printed
+}
+
+// Kind implements event.Payload.
+func (Failure) Kind() string { return "gpu-failure" }
+
+// Stale reports that no complete sample arrived for Missed intervals; the
+// sampler restarts its nvidia-smi stream. It is an event payload.
+type Stale struct {
+	LastSample time.Time // zero if none ever arrived
+	Missed     int
+}
+
+// Kind implements event.Payload.
+func (Stale) Kind() string { return "gpu-stale" }
