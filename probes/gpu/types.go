@@ -109,12 +109,23 @@ type GPU struct {
 	Persistence Text        // persistence_mode: "Enabled" / "Disabled"
 	ECCMode     Text        // ecc.mode.current: "Enabled" / "Disabled" / "[N/A]"
 	MIGMode     Text        // mig.mode.current
+
+	// Lost is set when any cell of the row read "[GPU is lost]": the GPU
+	// fell off the bus mid-stream and needs a reboot; its other readings may
+	// still hold values from before.
+	Lost bool
 }
 
 // Sample is one tick of the sampler: every GPU the host reported at At.
 type Sample struct {
 	At   time.Time
-	GPUs []GPU
+	GPUs []GPU // sorted by Index
+
+	// Missing lists, sorted, the indices of GPUs that reported earlier in
+	// this sampler's run but sent no usable row in this tick (nvidia-smi
+	// stopped printing them, or their row was garbled). They are not in
+	// GPUs; a view keeps their last values and marks them as not reporting.
+	Missing []int
 }
 
 // Kind implements event.Payload.
@@ -133,6 +144,9 @@ const (
 	FailDriverNotLoaded       FailureClass = "driver-not-loaded"
 	FailDriverLibraryMismatch FailureClass = "driver-library-mismatch"
 	FailNVMLInitUnknown       FailureClass = "nvml-init-unknown-error"
+	// FailNoNVIDIASMI: the host has no nvidia-smi on its PATH (the shell
+	// answered exit status 127).
+	FailNoNVIDIASMI FailureClass = "nvidia-smi-not-found"
 )
 
 // Failure is a whole-command failure that nvidia-smi printed instead of CSV.
@@ -153,7 +167,11 @@ func (Failure) Kind() string { return "gpu-failure" }
 // sampler restarts its nvidia-smi stream. It is an event payload.
 type Stale struct {
 	LastSample time.Time // zero if none ever arrived
-	Missed     int
+	Missed     int       // whole intervals since LastSample (or since the sampler started)
+	// Reason says why the stream is being restarted: "no sample for 3
+	// intervals", "nvidia-smi exited: exit status 6", "connection to host
+	// lost", … Sanitised, at most a few hundred bytes.
+	Reason string
 }
 
 // Kind implements event.Payload.
