@@ -1,0 +1,273 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+)
+
+// Thresholds for highlighting. They are judgement calls for datacenter GPUs
+// (H100/H200/B200 slow down near 87–90 °C; an idle GPU legitimately drops
+// to a lower P-state and PCIe gen to save power, so those only count under
+// load).
+const (
+	busyUtilPct = 10 // util.gpu above this (%) means "under load"
+	tempWarnC   = 85 // temperature.gpu at or above this (°C) is highlighted
+)
+
+// tone names a Styles token without holding the style, so cached cells stay
+// valid when the palette changes.
+type tone uint8
+
+const (
+	toneText tone = iota
+	toneDim
+	toneWarn
+	toneCrit
+	toneOK
+	toneAccent
+	toneTitle
+)
+
+func (s *Styles) tone(t tone) Tone {
+	switch t {
+	case toneDim:
+		return s.Dim
+	case toneWarn:
+		return s.Warn
+	case toneCrit:
+		return s.Crit
+	case toneOK:
+		return s.OK
+	case toneAccent:
+		return s.Accent
+	case toneTitle:
+		return s.Title
+	}
+	return s.Text
+}
+
+// cell is one formatted table cell: plain text plus the token to paint it.
+type cell struct {
+	text string
+	tone tone
+}
+
+// token renders a non-value as a short marker (never 0) and the tone it
+// deserves: a lost GPU is critical, an error is a warning, a value the
+// driver does not offer is merely dim.
+func token(st gpu.Status) cell {
+	switch st {
+	case gpu.NA:
+		return cell{"N/A", toneDim}
+	case gpu.NotSupported:
+		return cell{"n/s", toneDim}
+	case gpu.UnknownError:
+		return cell{"UNK", toneWarn}
+	case gpu.Lost:
+		return cell{"LOST", toneCrit}
+	case gpu.Err:
+		return cell{"ERR", toneWarn}
+	case gpu.Empty:
+		return cell{"?", toneDim}
+	case gpu.Deprecated:
+		return cell{"dep", toneDim}
+	case gpu.OtherToken:
+		return cell{"oth", toneWarn}
+	case gpu.Invalid:
+		return cell{"bad", toneWarn}
+	case gpu.Absent:
+		return cell{"n/q", toneDim}
+	}
+	return cell{"?", toneWarn}
+}
+
+// worse returns the more severe of two tones (text < dim < warn < crit).
+func worse(a, b tone) tone {
+	rank := func(t tone) int {
+		switch t {
+		case toneCrit:
+			return 3
+		case toneWarn:
+			return 2
+		case toneDim:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+func num(r gpu.Reading, prec int, unit string) cell {
+	if !r.Valid() {
+		return token(r.Status)
+	}
+	return cell{strconv.FormatFloat(r.Value, 'f', prec, 64) + unit, toneText}
+}
+
+// pair formats "a/b" where either side may be a non-value token.
+func pair(a, b gpu.Reading, scale float64, prec int) cell {
+	fa, fb := numScaled(a, scale, prec), numScaled(b, scale, prec)
+	return cell{fa.text + "/" + fb.text, worse(fa.tone, fb.tone)}
+}
+
+func numScaled(r gpu.Reading, scale float64, prec int) cell {
+	if !r.Valid() {
+		return token(r.Status)
+	}
+	return cell{strconv.FormatFloat(r.Value/scale, 'f', prec, 64), toneText}
+}
+
+func textCell(t gpu.Text) cell {
+	if t.Status != gpu.OK {
+		return token(t.Status)
+	}
+	return cell{t.S, toneText}
+}
+
+// shortName drops vendor words that every row repeats: "NVIDIA H200" →
+// "H200", "NVIDIA GeForce RTX 4080 SUPER" → "RTX 4080 SUPER".
+func shortName(s string) string {
+	for _, p := range []string{"NVIDIA ", "Tesla ", "GeForce "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return s
+}
+
+// busy reports whether the GPU is under load, the condition under which a
+// low P-state or a downshifted PCIe link is abnormal.
+func busy(g *gpu.GPU) bool {
+	return g.UtilGPUPct.Valid() && g.UtilGPUPct.Value > busyUtilPct
+}
+
+// reasonNames are the short names of the clock-event reasons, in bit order.
+var reasonNames = []struct {
+	bit  gpu.ClockEventReason
+	name string
+	sev  tone
+}{
+	{gpu.ReasonGPUIdle, "idle", toneText},
+	{gpu.ReasonApplicationsClocks, "app-clk", toneWarn},
+	{gpu.ReasonSWPowerCap, "sw-power", toneWarn},
+	{gpu.ReasonHWSlowdown, "hw-slow", toneCrit},
+	{gpu.ReasonSyncBoost, "sync-boost", toneWarn},
+	{gpu.ReasonSWThermalSlowdown, "sw-thermal", toneWarn},
+	{gpu.ReasonHWThermalSlowdown, "hw-thermal", toneCrit},
+	{gpu.ReasonHWPowerBrakeSlowdown, "power-brake", toneCrit},
+	{gpu.ReasonDisplayClockSetting, "display-clk", toneWarn},
+}
+
+// throttleCell names the active clock-event reasons. "-" means none; "idle"
+// alone is the normal state of an unloaded GPU and is not highlighted.
+func throttleCell(ce gpu.ClockEvents) cell {
+	if ce.Status != gpu.OK {
+		return token(ce.Status)
+	}
+	if ce.Mask == 0 {
+		return cell{"-", toneText}
+	}
+	var parts []string
+	t := toneText
+	rest := ce.Mask
+	for _, r := range reasonNames {
+		if ce.Mask&r.bit != 0 {
+			parts = append(parts, r.name)
+			t = worse(t, r.sev)
+			rest &^= r.bit
+		}
+	}
+	if rest != 0 {
+		parts = append(parts, "0x"+strconv.FormatUint(uint64(rest), 16))
+		t = worse(t, toneWarn)
+	}
+	return cell{strings.Join(parts, ","), t}
+}
+
+func pstateCell(g *gpu.GPU) cell {
+	c := textCell(g.PState)
+	if g.PState.Status == gpu.OK && g.PState.S != "P0" && busy(g) {
+		c.tone = toneWarn
+	}
+	return c
+}
+
+// pcieCell formats the current link as "Gen5x16"; it is highlighted when
+// the GPU is busy and either the generation or the width is below max.
+func pcieCell(g *gpu.GPU) cell {
+	gen, w := g.PCIeGenCurrent, g.PCIeWidthCurrent
+	if !gen.Valid() {
+		return token(gen.Status)
+	}
+	if !w.Valid() {
+		return token(w.Status)
+	}
+	c := cell{"Gen" + strconv.FormatFloat(gen.Value, 'f', 0, 64) + "x" + strconv.FormatFloat(w.Value, 'f', 0, 64), toneText}
+	if busy(g) && ((g.PCIeGenMax.Valid() && gen.Value < g.PCIeGenMax.Value) ||
+		(g.PCIeWidthMax.Valid() && w.Value < g.PCIeWidthMax.Value)) {
+		c.tone = toneWarn
+	}
+	return c
+}
+
+func tempCell(r gpu.Reading) cell {
+	c := num(r, 0, "C")
+	if r.Valid() && r.Value >= tempWarnC {
+		c.tone = toneWarn
+	}
+	return c
+}
+
+// gpuCells formats every column of one GPU row.
+func gpuCells(g *gpu.GPU) [numCols]cell {
+	var c [numCols]cell
+	c[colIdx] = cell{strconv.Itoa(g.Index), toneText}
+	c[colName] = textCell(g.Name)
+	if c[colName].tone == toneText {
+		c[colName].text = shortName(c[colName].text)
+	}
+	c[colUtil] = num(g.UtilGPUPct, 0, "%")
+	c[colMem] = pair(g.MemUsedMiB, g.MemTotalMiB, 1024, 1)
+	c[colPower] = pair(g.PowerDrawW, g.PowerLimitW, 1, 0)
+	c[colTemp] = tempCell(g.TempC)
+	c[colSM] = num(g.SMClockMHz, 0, "")
+	c[colP] = pstateCell(g)
+	c[colPCIe] = pcieCell(g)
+	c[colThrottle] = throttleCell(g.ClockEvents)
+	if gpuLost(g) {
+		c[colIdx].tone = toneCrit
+	}
+	return c
+}
+
+// gpuLost reports a row in which nvidia-smi said "[GPU is lost]".
+func gpuLost(g *gpu.GPU) bool {
+	return g.Name.Status == gpu.Lost || g.UtilGPUPct.Status == gpu.Lost ||
+		g.MemUsedMiB.Status == gpu.Lost || g.TempC.Status == gpu.Lost
+}
+
+// abnormal reports whether any cell of the row is highlighted.
+func abnormal(c *[numCols]cell) bool {
+	for _, x := range c {
+		if x.tone == toneWarn || x.tone == toneCrit {
+			return true
+		}
+	}
+	return false
+}
+
+// normBusID makes "00000000:0B:00.0" (nvidia-smi CSV) and "0000:0b:00.0"
+// (failure messages) compare equal: lower case, domain without leading
+// zeros.
+func normBusID(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	dom, rest, ok := strings.Cut(s, ":")
+	if !ok || strings.Count(rest, ":") != 1 {
+		return s
+	}
+	dom = strings.TrimLeft(dom, "0")
+	return dom + ":" + rest
+}

@@ -1,0 +1,439 @@
+package tui
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+)
+
+type col int
+
+const (
+	colIdx col = iota
+	colName
+	colUtil
+	colMem
+	colPower
+	colTemp
+	colSM
+	colP
+	colPCIe
+	colThrottle
+	numCols
+)
+
+var colHead = [numCols]string{"GPU", "name", "util", "mem GiB", "power W", "temp", "SM MHz", "P", "PCIe", "throttle"}
+
+// colMin are the narrowest widths a column gets (cells), so the table does
+// not jitter as values change from "9%" to "100%".
+var colMin = [numCols]int{3, 4, 4, 11, 7, 4, 6, 3, 7, 8}
+
+// dropOrder is which columns a narrow terminal loses first.
+var dropOrder = []col{colName, colSM, colPower, colP, colMem}
+
+const (
+	nameMaxW      = 16 // longest model name shown, cells
+	throttleWantW = 20 // throttle text worth dropping the name for, cells
+)
+
+// gpuRow is one GPU's latest sample, its formatted cells and its rendered
+// line (cached until the data or the layout changes).
+type gpuRow struct {
+	g        gpu.GPU
+	cells    [numCols]cell
+	abnormal bool
+	missing  bool   // absent from the latest sample
+	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
+	line     string // rendered; "" when it must be redrawn
+}
+
+// gpuFailure is one distinct nvidia-smi failure, deduplicated by class and
+// bus id (the same line repeats every interval).
+type gpuFailure struct {
+	f     gpu.Failure
+	bus   string // normalised bus id, "" when the message names none
+	at    time.Time
+	count int
+}
+
+// tableLayout is which columns are shown and how wide they are.
+type tableLayout struct {
+	width int
+	show  [numCols]bool
+	w     [numCols]int
+	sep   int
+	stale bool
+	gen   int // styles generation
+}
+
+// gpuTable holds the GPU rows by nvidia-smi index, the failure banner and
+// the stale marker.
+type gpuTable struct {
+	rows     []gpuRow // sorted by index
+	byIdx    map[int]int
+	failures []gpuFailure
+	stale    *gpu.Stale
+	staleAt  time.Time
+	last     time.Time // time of the latest sample
+	maxW     [numCols]int
+	layout   tableLayout
+	top      int // first visible row when the table scrolls
+	visible  int // rows shown by the last render
+	samples  int
+}
+
+func newGPUTable() gpuTable {
+	return gpuTable{byIdx: map[int]int{}}
+}
+
+// cleanText sanitises a remote string cell (name, bus id).
+func cleanText(t gpu.Text) gpu.Text {
+	t.S = sanitizeString(t.S)
+	return t
+}
+
+func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
+	if !s.At.IsZero() {
+		at = s.At
+	}
+	t.samples++
+	t.last = at
+	t.stale = nil
+	present := make(map[int]bool, len(s.GPUs))
+	for i := range s.GPUs {
+		g := s.GPUs[i]
+		g.Name, g.BusID, g.UUID = cleanText(g.Name), cleanText(g.BusID), cleanText(g.UUID)
+		g.PState, g.Persistence = cleanText(g.PState), cleanText(g.Persistence)
+		present[g.Index] = true
+		pos, ok := t.byIdx[g.Index]
+		if !ok {
+			t.rows = append(t.rows, gpuRow{})
+			pos = len(t.rows) - 1
+			t.rows[pos].g.Index = g.Index
+			t.rows[pos].missing = true // forces the first fill below
+			sort.Slice(t.rows, func(a, b int) bool { return t.rows[a].g.Index < t.rows[b].g.Index })
+			for j := range t.rows {
+				t.byIdx[t.rows[j].g.Index] = j
+			}
+			pos = t.byIdx[g.Index]
+		}
+		r := &t.rows[pos]
+		if r.g != g || r.missing {
+			r.g = g
+			r.cells = gpuCells(&g)
+			r.abnormal = abnormal(&r.cells)
+			r.missing = false
+			r.line = ""
+		}
+	}
+	for i := range t.rows {
+		if !present[t.rows[i].g.Index] && !t.rows[i].missing {
+			t.rows[i].missing = true
+			t.rows[i].abnormal = true
+			t.rows[i].line = ""
+		}
+	}
+	// A failure is over once the GPU it names reports again, or, for a
+	// whole-host failure, once any sample arrives.
+	kept := t.failures[:0]
+	for _, f := range t.failures {
+		if len(s.GPUs) > 0 && (f.bus == "" || t.healthyBus(f.bus)) {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	t.failures = kept
+	t.matchFailures()
+	t.measure()
+}
+
+func (t *gpuTable) healthyBus(bus string) bool {
+	for i := range t.rows {
+		r := &t.rows[i]
+		if !r.missing && normBusID(r.g.BusID.S) == bus && !gpuLost(&r.g) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *gpuTable) applyFailure(f gpu.Failure, at time.Time) {
+	f.Line = sanitizeString(f.Line)
+	f.Reason = sanitizeString(f.Reason)
+	f.BusID = sanitizeString(f.BusID)
+	f.Class = gpu.FailureClass(sanitizeString(string(f.Class)))
+	bus := normBusID(f.BusID)
+	for i := range t.failures {
+		if t.failures[i].f.Class == f.Class && t.failures[i].bus == bus {
+			t.failures[i].f, t.failures[i].at = f, at
+			t.failures[i].count++
+			t.matchFailures()
+			return
+		}
+	}
+	t.failures = append(t.failures, gpuFailure{f: f, bus: bus, at: at, count: 1})
+	t.matchFailures()
+}
+
+// matchFailures marks the rows whose bus id a failure names.
+func (t *gpuTable) matchFailures() {
+	for i := range t.rows {
+		r := &t.rows[i]
+		why := ""
+		for _, f := range t.failures {
+			if f.bus != "" && f.bus == normBusID(r.g.BusID.S) {
+				why = string(f.f.Class)
+				if f.f.Reason != "" {
+					why += ": " + f.f.Reason
+				}
+				break
+			}
+		}
+		if why != r.lostWhy {
+			r.lostWhy = why
+			r.line = ""
+		}
+	}
+}
+
+func (t *gpuTable) applyStale(s gpu.Stale, at time.Time) {
+	t.stale = &s
+	t.staleAt = at
+}
+
+// measure records the widest cell of every column.
+func (t *gpuTable) measure() {
+	var m [numCols]int
+	for i := range t.rows {
+		for c := range numCols {
+			w := len(t.rows[i].cells[c].text)
+			if c == colName {
+				w = ansi.StringWidth(t.rows[i].cells[c].text)
+			}
+			m[c] = max(m[c], w)
+		}
+	}
+	m[colName] = min(m[colName], nameMaxW)
+	t.maxW = m
+}
+
+// computeLayout decides columns and widths for a terminal width: a column
+// is as wide as its header, its minimum and its widest cell. When a row
+// would not fit with the throttle text (up to throttleWantW cells), the
+// model name goes first, then the double spacing, then the columns in
+// dropOrder.
+func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
+	l := tableLayout{width: width, sep: 2, stale: t.stale != nil, gen: gen}
+	for c := range numCols {
+		l.show[c] = true
+		l.w[c] = max(colMin[c], len(colHead[c]), t.maxW[c])
+	}
+	l.w[colName] = min(l.w[colName], nameMaxW)
+	throttleW := max(colMin[colThrottle], min(t.maxW[colThrottle], throttleWantW))
+	need := func() int {
+		n, cols := 0, 0
+		for c := range numCols {
+			if l.show[c] {
+				cols++
+				if c == colThrottle {
+					n += throttleW
+				} else {
+					n += l.w[c]
+				}
+			}
+		}
+		return n + l.sep*(cols-1)
+	}
+	if need() > width {
+		l.show[colName] = false
+	}
+	if need() > width {
+		l.sep = 1
+	}
+	for _, c := range dropOrder {
+		if need() <= width {
+			break
+		}
+		l.show[c] = false
+	}
+	used := 0
+	for c := range colThrottle {
+		if l.show[c] {
+			used += l.w[c] + l.sep
+		}
+	}
+	l.w[colThrottle] = max(0, width-used)
+	return l
+}
+
+// render appends the header row and up to maxRows GPU rows to out.
+func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, focused bool) []string {
+	l := t.computeLayout(width, gen)
+	if l != t.layout {
+		t.layout = l
+		for i := range t.rows {
+			t.rows[i].line = ""
+		}
+	}
+	if len(t.rows) == 0 {
+		msg := "GPU  waiting for nvidia-smi"
+		if len(t.failures) > 0 {
+			msg = "GPU  no sample"
+		}
+		return append(out, st.Dim.Render(ansi.Truncate(msg, width, "")))
+	}
+	visible := min(len(t.rows), max(maxRows, 1))
+	t.visible = visible
+	t.top = clamp(t.top, 0, len(t.rows)-visible)
+
+	var b strings.Builder
+	for c := range numCols {
+		if !l.show[c] {
+			continue
+		}
+		if col(c) == colThrottle {
+			b.WriteString(colHead[c])
+			break
+		}
+		b.WriteString(padRight(colHead[c], l.w[c]+l.sep))
+	}
+	head := ansi.Truncate(b.String(), width, "")
+	if visible < len(t.rows) {
+		hidden := 0
+		for i := range t.rows {
+			if (i < t.top || i >= t.top+visible) && t.rows[i].abnormal {
+				hidden++
+			}
+		}
+		note := "GPU " + strconv.Itoa(t.rows[t.top].g.Index) + "-" + strconv.Itoa(t.rows[t.top+visible-1].g.Index) +
+			" of " + strconv.Itoa(len(t.rows))
+		if hidden > 0 {
+			note += ", " + strconv.Itoa(hidden) + " abnormal hidden"
+		}
+		if focused {
+			note += ", j/k scroll"
+		} else {
+			note += ", tab to scroll"
+		}
+		noteTone := st.Dim
+		if hidden > 0 {
+			noteTone = st.Warn
+		}
+		// Right-aligned when there is room, else right after the headers.
+		gap := max(2, width-textWidth(head)-len(note))
+		if room := width - textWidth(head) - gap; room >= 8 {
+			out = append(out, st.Title.Render(head)+spaces(gap)+noteTone.Render(truncate(note, room)))
+		} else {
+			out = append(out, st.Title.Render(head))
+		}
+	} else {
+		out = append(out, st.Title.Render(head))
+	}
+	for i := t.top; i < t.top+visible; i++ {
+		r := &t.rows[i]
+		if r.line == "" {
+			r.line = t.renderRow(r, st)
+		}
+		out = append(out, r.line)
+	}
+	return out
+}
+
+func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
+	l := &t.layout
+	var b strings.Builder
+	b.Grow(l.width + 64)
+	paint := func(c cell) string {
+		tn := c.tone
+		if l.stale && tn == toneText {
+			tn = toneDim // old values, but what was abnormal stays marked
+		}
+		return st.tone(tn).Render(c.text)
+	}
+	left := l.width
+	for c := range numCols {
+		if !l.show[c] || left <= 0 {
+			continue
+		}
+		x := r.cells[c]
+		if r.missing && c > colName {
+			// The GPU vanished from nvidia-smi's output: say so across the
+			// value columns rather than showing its last values as current.
+			x = cell{"LOST  missing from the latest sample", toneCrit}
+			if r.lostWhy != "" {
+				x.text = "LOST  " + r.lostWhy
+			}
+			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
+			break
+		}
+		if r.lostWhy != "" && c == colIdx {
+			x.tone = toneCrit
+		}
+		if col(c) == colThrottle || left <= l.w[c] {
+			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
+			break
+		}
+		txt := truncate(x.text, l.w[c])
+		b.WriteString(paint(cell{txt, x.tone}))
+		pad := l.w[c] - textWidth(txt) + l.sep
+		b.WriteString(spaces(pad))
+		left -= l.w[c] + l.sep
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// banners returns the table-level notices: nvidia-smi failures and stale
+// data, newest first.
+func (t *gpuTable) banners(now time.Time) []cell {
+	var out []cell
+	for i := len(t.failures) - 1; i >= 0; i-- {
+		f := t.failures[i]
+		var b strings.Builder
+		b.WriteString("nvidia-smi failed: ")
+		b.WriteString(string(f.f.Class))
+		if f.f.BusID != "" {
+			b.WriteString(" bus ")
+			b.WriteString(f.f.BusID)
+		}
+		if f.f.Reason != "" {
+			b.WriteString(" (")
+			b.WriteString(f.f.Reason)
+			b.WriteString(")")
+		}
+		if f.f.NeedsReboot {
+			b.WriteString(", reboot needed")
+		}
+		if f.count > 1 {
+			b.WriteString(", seen ")
+			b.WriteString(strconv.Itoa(f.count))
+			b.WriteString("x")
+		}
+		if age := ago(now, f.at); age != "" {
+			b.WriteString(", last ")
+			b.WriteString(age)
+			b.WriteString(" ago")
+		}
+		out = append(out, cell{b.String(), toneCrit})
+	}
+	if t.stale != nil {
+		msg := "GPUs stale"
+		if age := ago(now, t.stale.LastSample); age != "" {
+			msg += " " + age
+		}
+		msg += ": no sample for " + strconv.Itoa(t.stale.Missed) + " intervals"
+		if !t.stale.LastSample.IsZero() {
+			msg += " since " + t.stale.LastSample.Format("15:04:05")
+		}
+		msg += "; restarting nvidia-smi"
+		out = append(out, cell{msg, toneWarn})
+	}
+	return out
+}
+
+func (t *gpuTable) scroll(delta int) {
+	t.top = clamp(t.top+delta, 0, max(0, len(t.rows)-max(t.visible, 1)))
+}

@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"charm.land/bubbles/v2/key"
+)
+
+// Binding is one key binding as data (lazygit style): the keys, the help
+// text, the help group it is listed under, and why it cannot act right now.
+type Binding struct {
+	key.Binding
+	// Group is the full-help column: "log", "view" or "actions".
+	Group string
+	// Unavailable returns why the key cannot act now, or "" when it can.
+	// A key that cannot act puts this reason in the status line instead of
+	// being silently ignored. Nil means always available.
+	Unavailable func(m *Model) string
+	// Short lists the binding in the footer. When the footer is too narrow,
+	// "actions" bindings are dropped first.
+	Short bool
+}
+
+func bind(group, help, desc string, keys ...string) Binding {
+	return Binding{Binding: key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc)), Group: group}
+}
+
+// footer marks b for the footer's short help.
+func footer(b Binding) Binding {
+	b.Short = true
+	return b
+}
+
+// KeyMap is every binding of the cockpit. Primary bindings are plain
+// letters (tmux without extended keys cannot tell shift+enter from enter).
+type KeyMap struct {
+	Help     Binding
+	Quit     Binding
+	Focus    Binding
+	Follow   Binding
+	Filter   Binding
+	Up       Binding
+	Down     Binding
+	PageUp   Binding
+	PageDown Binding
+	Bottom   Binding
+	Top      Binding
+
+	// Later features: listed in help, answered with why they cannot act.
+	Kill       Binding
+	Launch     Binding
+	Profile    Binding
+	Git        Binding
+	Experiment Binding
+	Note       Binding
+	Bench      Binding
+}
+
+// notYet returns an Unavailable func for a feature that is not built yet;
+// in a read-only replay, actions that would change the host say that first.
+func notYet(what string, changesHost bool) func(*Model) string {
+	return func(m *Model) string {
+		if changesHost && m.opts.ReadOnly {
+			return "read-only replay: " + what + " would change the host"
+		}
+		return "not available yet: " + what
+	}
+}
+
+// DefaultKeyMap returns the standard bindings.
+func DefaultKeyMap() KeyMap {
+	k := KeyMap{
+		Help:     footer(bind("view", "?", "help", "?")),
+		Quit:     footer(bind("view", "q", "quit", "q", "ctrl+c")),
+		Focus:    bind("view", "tab", "focus gpus/log", "tab"),
+		Follow:   footer(bind("log", "f", "follow", "f")),
+		Filter:   footer(bind("log", "/", "filter", "/")),
+		Up:       bind("log", "k/up", "scroll up", "k", "up"),
+		Down:     bind("log", "j/down", "scroll down", "j", "down"),
+		PageUp:   bind("log", "pgup", "page up", "pgup"),
+		PageDown: bind("log", "pgdn", "page down", "pgdown"),
+		Bottom:   bind("log", "G/end", "bottom, follow", "G", "end"),
+		Top:      bind("log", "home", "top", "home"),
+
+		Kill:       footer(bind("actions", "K", "kill", "K")),
+		Launch:     footer(bind("actions", "L", "launch", "L")),
+		Profile:    footer(bind("actions", "p", "profile", "p")),
+		Git:        footer(bind("actions", "g", "git", "g")),
+		Experiment: footer(bind("actions", "e", "experiment", "e")),
+		Note:       footer(bind("actions", "n", "note", "n")),
+		Bench:      footer(bind("actions", "b", "bench", "b")),
+	}
+	k.Focus.Unavailable = func(m *Model) string {
+		if len(m.gpus.rows) == 0 || m.gpus.visible >= len(m.gpus.rows) {
+			return "all GPU rows fit on screen; nothing to scroll"
+		}
+		return ""
+	}
+	k.Kill.Unavailable = notYet("kill (server control)", true)
+	k.Launch.Unavailable = notYet("launch (server control)", true)
+	k.Profile.Unavailable = notYet("launch profiles (NCCL env)", true)
+	k.Git.Unavailable = notYet("git status/stash/checkout", true)
+	k.Experiment.Unavailable = notYet("experiments", false)
+	k.Note.Unavailable = notYet("session notes", false)
+	k.Bench.Unavailable = notYet("benchmark client", true)
+	return k
+}
+
+// all lists the bindings in footer and help order.
+func (k *KeyMap) all() []*Binding {
+	return []*Binding{
+		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench,
+		&k.Filter, &k.Follow, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
+		&k.Focus,
+	}
+}
+
+// ShortHelp lists the footer bindings (bubbles/help.KeyMap), in the order
+// of DESIGN.md.
+func (k KeyMap) ShortHelp() []key.Binding {
+	var out []key.Binding
+	for _, b := range k.all() {
+		if b.Short {
+			out = append(out, b.Binding)
+		}
+	}
+	return out
+}
+
+// FullHelp groups every binding by Group (bubbles/help.KeyMap).
+func (k KeyMap) FullHelp() [][]key.Binding {
+	var out [][]key.Binding
+	for _, g := range helpGroups {
+		var col []key.Binding
+		for _, b := range k.all() {
+			if b.Group == g {
+				col = append(col, b.Binding)
+			}
+		}
+		out = append(out, col)
+	}
+	return out
+}
+
+var helpGroups = []string{"log", "view", "actions"}

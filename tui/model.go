@@ -1,0 +1,470 @@
+// Package tui is flightdeck's terminal cockpit (Bubble Tea v2): a header
+// with host, connection, server state and HEAD; one row per GPU with
+// abnormal values highlighted; a tok/s sparkline; a filterable log tail.
+//
+// The model consumes the event stream (EventsMsg batches of event.Event)
+// and is deterministic: Update does no I/O and never reads the clock (time
+// comes from events and ClockMsg), so a replayed journal renders what was
+// seen live. Run wires a model to a channel of events.
+package tui
+
+import (
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// Theme picks the palette.
+type Theme uint8
+
+const (
+	// ThemeAuto starts dark and follows the terminal's background-colour
+	// reply if one arrives (it is never waited for: tmux and SSH often drop it).
+	ThemeAuto  Theme = iota
+	ThemeDark        // always the dark palette
+	ThemeLight       // always the light palette
+)
+
+// Options configure a Model.
+type Options struct {
+	// Host is shown in the header until a remote.State names the host.
+	Host string
+	// ReadOnly is for journal replay: no clock ticks (time comes only from
+	// events) and keys that would change the host say so instead of acting.
+	ReadOnly bool
+	// LogPath is the followed server log, shown above the log tail until a
+	// serverlog.Lines names it.
+	LogPath string
+	// Head is the repository HEAD text, e.g. "bba2fc4 (+3 dirty)"; HeadMsg
+	// replaces it. It is a hook until a sessions payload carries git state.
+	Head string
+	// Theme is the palette; NoColor (set it from NO_COLOR) overrides it with
+	// a colourless one that marks abnormal values by bold and reverse video.
+	Theme   Theme
+	NoColor bool
+	// LogLines is the log ring buffer size in lines; 0 means DefaultLogLines.
+	LogLines int
+	// Keys replaces DefaultKeyMap when non-nil.
+	Keys *KeyMap
+}
+
+type focusArea uint8
+
+const (
+	focusLog focusArea = iota
+	focusGPUs
+)
+
+type serverPhase uint8
+
+const (
+	serverUnknown  serverPhase = iota
+	serverStarting             // the log was reset: a new launch
+	serverRunning              // throughput lines seen, no readiness line
+	serverReady
+	serverFailed
+)
+
+type serverState struct {
+	phase serverPhase
+	name  string // "sglang" / "vllm" when a Ready said so
+	since time.Time
+	fail  serverlog.FailureClass
+}
+
+// Model is the cockpit's root Bubble Tea model. Create it with New; it is
+// used by pointer (Update mutates it and returns it).
+type Model struct {
+	opts     Options
+	keys     KeyMap
+	styles   Styles
+	styleGen int
+
+	width, height int
+	now           time.Time
+
+	host    string
+	conn    remote.State
+	hasConn bool
+	server  serverState
+	head    string
+
+	gpus gpuTable
+	rate rateSeries
+	log  logTail
+
+	focus     focusArea
+	showHelp  bool
+	filtering bool
+	input     textinput.Model
+	status    string // the answer to the last key that could not act
+	quitting  bool
+}
+
+// Default terminal size until the first tea.WindowSizeMsg.
+const (
+	defaultWidth  = 80
+	defaultHeight = 24
+)
+
+// New returns a model with no data yet; it renders "waiting" placeholders.
+func New(o Options) *Model {
+	m := &Model{
+		opts:   o,
+		host:   sanitizeString(o.Host),
+		head:   sanitizeString(o.Head),
+		gpus:   newGPUTable(),
+		log:    newLogTail(o.LogLines),
+		width:  defaultWidth,
+		height: defaultHeight,
+	}
+	m.log.path = sanitizeString(o.LogPath)
+	if o.Keys != nil {
+		m.keys = *o.Keys
+	} else {
+		m.keys = DefaultKeyMap()
+	}
+	m.input = textinput.New()
+	m.input.Prompt = "/"
+	m.input.Placeholder = "filter (enter keeps, esc clears)"
+	switch {
+	case o.NoColor:
+		m.setStyles(PlainStyles())
+	case o.Theme == ThemeLight:
+		m.setStyles(DefaultStyles(false))
+	default:
+		m.setStyles(DefaultStyles(true))
+	}
+	return m
+}
+
+func (m *Model) setStyles(s Styles) {
+	m.styles = s
+	m.styleGen++
+	is := textinput.DefaultStyles(s.Dark)
+	is.Focused.Prompt = s.Accent.Style()
+	is.Focused.Placeholder = s.Dim.Style()
+	is.Blurred.Prompt = s.Accent.Style()
+	is.Cursor.Blink = false // a blinking cursor would make frames time-dependent
+	m.input.SetStyles(is)
+}
+
+// Styles returns the palette in use.
+func (m *Model) Styles() Styles { return m.styles }
+
+// Init asks for the terminal's background colour (answered later, if at
+// all) and, unless read-only, starts the clock that ages "ready 3m12s".
+func (m *Model) Init() tea.Cmd {
+	var cmds []tea.Cmd
+	if m.opts.Theme == ThemeAuto && !m.opts.NoColor {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
+	if !m.opts.ReadOnly {
+		cmds = append(cmds, tick())
+	}
+	return tea.Batch(cmds...)
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(clockEvery, func(t time.Time) tea.Msg { return ClockMsg{Now: t} })
+}
+
+// Update applies one message. It never blocks and does no I/O.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case EventsMsg:
+		for _, ev := range msg {
+			m.apply(ev)
+		}
+	case event.Event:
+		m.apply(msg)
+	case ClockMsg:
+		m.observe(msg.Now)
+		if !m.opts.ReadOnly {
+			return m, tick()
+		}
+	case HeadMsg:
+		m.head = sanitizeString(msg.Head)
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 1), max(msg.Height, 1)
+		m.input.SetWidth(max(m.width-20, 10))
+	case tea.BackgroundColorMsg:
+		if m.opts.Theme == ThemeAuto && !m.opts.NoColor {
+			m.setStyles(DefaultStyles(msg.IsDark()))
+		}
+	case tea.PasteMsg:
+		if m.filtering {
+			var cmd tea.Cmd
+			m.input, cmd = m.input.Update(msg)
+			m.log.setFilter(m.input.Value())
+			return m, cmd
+		}
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+// observe advances the model's clock; it never goes backwards.
+func (m *Model) observe(t time.Time) {
+	if t.After(m.now) {
+		m.now = t
+	}
+}
+
+// apply routes one event by payload type (and GPU index inside the
+// table), whatever has focus.
+func (m *Model) apply(ev event.Event) {
+	m.observe(ev.At)
+	switch p := deref(ev.Data).(type) {
+	case remote.State:
+		m.conn, m.hasConn = p, true
+		if p.Host != "" {
+			m.host = sanitizeString(p.Host)
+		}
+	case gpu.Sample:
+		m.gpus.applySample(p, ev.At)
+	case gpu.Failure:
+		m.gpus.applyFailure(p, ev.At)
+	case gpu.Stale:
+		m.gpus.applyStale(p, ev.At)
+	case serverlog.Lines:
+		m.log.ingest(p)
+	case serverlog.Reset:
+		m.log.reset(p)
+		m.server = serverState{phase: serverStarting, since: ev.At}
+	case serverlog.Rate:
+		m.rate.apply(p)
+		if !p.Dropped && m.server.phase != serverReady && m.server.phase != serverRunning {
+			m.server = serverState{phase: serverRunning, name: m.server.name, since: ev.At}
+		}
+	case serverlog.Ready:
+		m.server = serverState{phase: serverReady, name: sanitizeString(p.Server), since: ev.At}
+		m.log.mark(p.Text, lineReady)
+	case serverlog.Failure:
+		m.server = serverState{phase: serverFailed, name: m.server.name, since: ev.At, fail: serverlog.FailureClass(sanitizeString(string(p.Class)))}
+		m.log.mark(p.Text, lineFailure)
+	}
+}
+
+// deref accepts payloads sent by pointer as well as by value.
+func deref(p event.Payload) event.Payload {
+	switch v := p.(type) {
+	case *remote.State:
+		return derefOr(v)
+	case *gpu.Sample:
+		return derefOr(v)
+	case *gpu.Failure:
+		return derefOr(v)
+	case *gpu.Stale:
+		return derefOr(v)
+	case *serverlog.Lines:
+		return derefOr(v)
+	case *serverlog.Reset:
+		return derefOr(v)
+	case *serverlog.Rate:
+		return derefOr(v)
+	case *serverlog.Ready:
+		return derefOr(v)
+	case *serverlog.Failure:
+		return derefOr(v)
+	}
+	return p
+}
+
+func derefOr[T event.Payload](p *T) event.Payload {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// key handles a key press: the filter input first, then bindings.
+func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := &m.keys
+	if m.filtering {
+		switch msg.String() {
+		case "ctrl+c":
+			m.quitting = true
+			return m, tea.Quit
+		case "esc":
+			m.filtering = false
+			m.input.Blur()
+			m.input.SetValue("")
+			m.log.setFilter("")
+			return m, nil
+		case "enter":
+			m.filtering = false
+			m.input.Blur()
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		m.log.setFilter(m.input.Value())
+		return m, cmd
+	}
+	m.status = ""
+	if msg.String() == "esc" {
+		switch {
+		case m.showHelp:
+			m.showHelp = false
+		case m.log.filter != "":
+			m.input.SetValue("")
+			m.log.setFilter("")
+		}
+		return m, nil
+	}
+	for _, b := range k.all() {
+		if !key.Matches(msg, b.Binding) {
+			continue
+		}
+		if b.Unavailable != nil {
+			if why := b.Unavailable(m); why != "" {
+				m.status = why
+				return m, nil
+			}
+		}
+		return m.act(b)
+	}
+	return m, nil
+}
+
+// act performs an available binding.
+func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
+	k := &m.keys
+	page := max(m.log.height-1, 1)
+	if m.focus == focusGPUs {
+		page = max(m.gpus.visible-1, 1)
+	}
+	switch b {
+	case &k.Quit:
+		m.quitting = true
+		return m, tea.Quit
+	case &k.Help:
+		m.showHelp = !m.showHelp
+	case &k.Focus:
+		if m.focus == focusLog {
+			m.focus = focusGPUs
+		} else {
+			m.focus = focusLog
+		}
+	case &k.Follow:
+		if m.log.follow {
+			m.log.pause()
+		} else {
+			m.log.resume()
+		}
+	case &k.Filter:
+		m.filtering = true
+		m.input.SetValue(m.log.filter)
+		m.input.CursorEnd()
+		return m, m.input.Focus()
+	case &k.Up:
+		m.scroll(-1)
+	case &k.Down:
+		m.scroll(1)
+	case &k.PageUp:
+		m.scroll(-page)
+	case &k.PageDown:
+		m.scroll(page)
+	case &k.Bottom:
+		if m.focus == focusGPUs {
+			m.gpus.scroll(len(m.gpus.rows))
+		} else {
+			m.log.resume()
+		}
+	case &k.Top:
+		if m.focus == focusGPUs {
+			m.gpus.top = 0
+		} else {
+			m.log.home()
+		}
+	}
+	return m, nil
+}
+
+// scroll moves the focused panel; the GPU table only while it scrolls
+// (the terminal may have grown since tab was pressed).
+func (m *Model) scroll(d int) {
+	if m.focus == focusGPUs && m.gpus.visible < len(m.gpus.rows) {
+		m.gpus.scroll(d)
+		return
+	}
+	m.log.scroll(d)
+}
+
+// Quitting reports whether the model asked the program to quit. Quitting
+// only ends the UI; it never stops the inference server.
+func (m *Model) Quitting() bool { return m.quitting }
+
+// Status is the one-line answer to the last key that could not act, e.g.
+// "not available yet: kill (server control)"; "" when none.
+func (m *Model) Status() string { return m.status }
+
+// Following reports whether the log tail follows new lines.
+func (m *Model) Following() bool { return m.log.follow }
+
+// Filter is the active log filter (lower-cased), "" when none.
+func (m *Model) Filter() string { return m.log.filter }
+
+// hostLabel is the host for the header and window title.
+func (m *Model) hostLabel() string {
+	if m.host == "" {
+		return "local"
+	}
+	return m.host
+}
+
+var _ tea.Model = (*Model)(nil)
+
+// footer is the status line when a key could not act, else the short
+// help: "key desc" pairs in ShortHelp order while they fit, with keys that
+// cannot act now dimmed.
+func (m *Model) footer(width int) string {
+	st := &m.styles
+	if m.status != "" {
+		return st.Warn.Render(truncate(m.status, width))
+	}
+	all := m.keys.all()
+	pairW := func(b *Binding) int { return textWidth(b.Help().Key) + 1 + textWidth(b.Help().Desc) + 2 }
+	// Navigation and quit always fit first; actions fill what is left.
+	show := make([]bool, len(all))
+	used := -2
+	for pass := range 2 {
+		for i, kb := range all {
+			if !kb.Short || show[i] || (pass == 0) == (kb.Group == "actions") {
+				continue
+			}
+			if used+pairW(kb) > width {
+				break // keep the footer a prefix of the list, no gaps
+			}
+			show[i] = true
+			used += pairW(kb)
+		}
+	}
+	var b strings.Builder
+	for i, kb := range all {
+		if !show[i] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("  ")
+		}
+		kt := st.Key
+		if kb.Unavailable != nil && kb.Unavailable(m) != "" {
+			kt = st.Dim
+		}
+		b.WriteString(kt.Render(kb.Help().Key))
+		b.WriteString(" ")
+		b.WriteString(st.Dim.Render(kb.Help().Desc))
+	}
+	return b.String()
+}

@@ -1,0 +1,196 @@
+package tui
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+)
+
+// sparkGlyphs are the eight block elements, lowest first. They are
+// narrow in every terminal (unlike braille or emoji), so tmux keeps columns.
+var sparkGlyphs = [8]string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
+
+const (
+	rateCap      = 1024 // points kept; wider than any terminal
+	sparkMinSpan = 0.05 // the y range is at least 5% of the window max, so ±0.5 tok/s noise is not a cliff
+)
+
+// rateSeries is the tok/s series from serverlog.Rate events. A Dropped
+// rate (the idle-gap artefact) becomes a gap (NaN), drawn as a blank.
+type rateSeries struct {
+	vals      []float64 // ring buffer, len ≤ rateCap
+	head      int       // index of the oldest value once full
+	last      float64   // latest kept rate, tok/s
+	hasLast   bool
+	accept    float64 // latest accept length
+	hasAccept bool
+	ranks     int
+	seq       int // bumped on every change, for the render cache
+
+	cache    string
+	cacheKey [3]int // width, seq, styles generation
+}
+
+func (s *rateSeries) push(v float64) {
+	if len(s.vals) < rateCap {
+		s.vals = append(s.vals, v)
+	} else {
+		s.vals[s.head] = v
+		s.head = (s.head + 1) % rateCap
+	}
+	s.seq++
+}
+
+// at returns the i-th value, oldest first.
+func (s *rateSeries) at(i int) float64 {
+	return s.vals[(s.head+i)%len(s.vals)]
+}
+
+func (s *rateSeries) apply(r serverlog.Rate) {
+	if r.Dropped || math.IsNaN(r.TokPerSec) || math.IsInf(r.TokPerSec, 0) {
+		// Mark one gap per idle period, not one per dropped line.
+		if n := len(s.vals); n > 0 && !math.IsNaN(s.at(n-1)) {
+			s.push(math.NaN())
+		}
+		return
+	}
+	s.push(r.TokPerSec)
+	s.last, s.hasLast = r.TokPerSec, true
+	s.ranks = r.Ranks
+	if r.HasAccept {
+		s.accept, s.hasAccept = r.AcceptLength, true
+	}
+}
+
+// render draws "tok/s <bars>  82.4 now  median 82.1  accept 2.31" in width
+// cells. The bars fill whatever the text leaves, newest at the right, and
+// the median is over exactly the points drawn.
+func (s *rateSeries) render(st *Styles, gen, width int) string {
+	key := [3]int{width, s.seq, gen}
+	if key == s.cacheKey && s.cache != "" {
+		return s.cache
+	}
+	s.cacheKey = key
+	s.cache = s.draw(st, width)
+	return s.cache
+}
+
+func (s *rateSeries) draw(st *Styles, width int) string {
+	const label = "tok/s "
+	if !s.hasLast {
+		return st.Title.Render(truncate("tok/s", width)) + " " + st.Dim.Render(truncate("waiting for throughput lines in the log", width-len(label)))
+	}
+	nowTxt := strconv.FormatFloat(s.last, 'f', 1, 64)
+	accTxt := strconv.FormatFloat(s.accept, 'f', 2, 64)
+	// Narrow panels drop the accept length, then the median, keeping at
+	// least 8 bars; the width estimate allows a median as long as "now".
+	withMed, withAcc := true, s.hasAccept
+	statsW := func(medW int) int {
+		w := 2 + len(nowTxt) + len(" now")
+		if withMed {
+			w += len("  median ") + medW
+		}
+		if withAcc {
+			w += len("  accept ") + len(accTxt)
+		}
+		return w
+	}
+	if width-len(label)-statsW(len(nowTxt)+1) < 8 {
+		withAcc = false
+		if width-len(label)-statsW(len(nowTxt)+1) < 8 {
+			withMed = false
+		}
+	}
+	// The median is over exactly the bars drawn, and the bar count depends
+	// on the median's width: settle it in a few rounds (widths change by at
+	// most a digit).
+	var window []float64
+	medTxt := ""
+	bw := width - len(label) - statsW(len(nowTxt))
+	for range 4 {
+		n := clamp(bw, 0, len(s.vals))
+		window = window[:0]
+		for i := len(s.vals) - n; i < len(s.vals); i++ {
+			window = append(window, s.at(i))
+		}
+		medTxt = "-"
+		if med, ok := median(window); ok {
+			medTxt = strconv.FormatFloat(med, 'f', 1, 64)
+		}
+		next := width - len(label) - statsW(len(medTxt))
+		if next >= n && next <= bw {
+			bw = next
+			break
+		}
+		bw = next
+	}
+	if bw < len(window) { // did not settle: keep the width exact
+		window = window[len(window)-max(bw, 0):]
+	}
+
+	var b strings.Builder
+	b.WriteString(st.Title.Render("tok/s"))
+	b.WriteByte(' ')
+	b.WriteString(spaces(bw - len(window)))
+	b.WriteString(st.Spark.Render(bars(window)))
+	b.WriteString("  ")
+	b.WriteString(st.Accent.Render(nowTxt))
+	b.WriteString(st.Dim.Render(" now"))
+	if withMed {
+		b.WriteString(st.Dim.Render("  median "))
+		b.WriteString(medTxt)
+	}
+	if withAcc {
+		b.WriteString(st.Dim.Render("  accept "))
+		b.WriteString(accTxt)
+	}
+	return b.String()
+}
+
+// bars maps values to block glyphs between the window's max and
+// max-span (span at least sparkMinSpan of the max); NaN is a gap.
+func bars(v []float64) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			lo, hi = min(lo, x), max(hi, x)
+		}
+	}
+	span := max(hi-lo, math.Abs(hi)*sparkMinSpan)
+	var b strings.Builder
+	b.Grow(len(v) * 3)
+	for _, x := range v {
+		switch {
+		case math.IsNaN(x):
+			b.WriteByte(' ')
+		case span <= 0:
+			b.WriteString(sparkGlyphs[0])
+		default:
+			lvl := int(math.Round((x - (hi - span)) / span * 7))
+			b.WriteString(sparkGlyphs[clamp(lvl, 0, 7)])
+		}
+	}
+	return b.String()
+}
+
+// median of the non-gap values; ok is false when there are none.
+func median(v []float64) (float64, bool) {
+	xs := make([]float64, 0, len(v))
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, false
+	}
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m], true
+	}
+	return (xs[m-1] + xs[m]) / 2, true
+}

@@ -1,0 +1,342 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// layout is how many lines each part of the screen gets.
+type layout struct {
+	banners  int // GPU failure / stale lines
+	gpuRows  int // GPU rows below the table header
+	logLines int
+}
+
+const maxBanners = 3
+
+// computeLayout splits the height: header, banners, table header, GPU rows,
+// sparkline, log title, log lines, footer. The log keeps at least a third of
+// what the fixed lines leave (and 3 lines); GPU rows get the rest, all of
+// them when the terminal is tall enough, else the table scrolls.
+func computeLayout(height, nGPUs, nBanners int) layout {
+	l := layout{banners: min(nBanners, maxBanners)}
+	fixed := 1 + l.banners + 1 + 1 + 1 + 1 // header, table header, spark, log title, footer
+	avail := height - fixed
+	if avail < 2 {
+		// Tiny terminal: drop banners before GPU rows.
+		l.banners = max(0, l.banners+avail-2)
+		avail = 2
+	}
+	minLog := max(3, avail/3)
+	l.gpuRows = max(1, min(max(nGPUs, 1), avail-minLog))
+	l.logLines = max(0, avail-l.gpuRows)
+	return l
+}
+
+// View renders the whole screen: exactly height lines, none wider than
+// width cells.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = "flightdeck " + m.hostLabel()
+	return v
+}
+
+func (m *Model) render() string {
+	w, h := m.width, m.height
+	st := &m.styles
+	lines := make([]string, 0, h+8)
+	lines = append(lines, m.header(w))
+
+	banners := m.gpus.banners(m.now)
+	l := computeLayout(h, len(m.gpus.rows), len(banners))
+	if len(banners) > l.banners && l.banners > 0 {
+		more := len(banners) - l.banners + 1
+		banners = append(banners[:l.banners-1], cell{"+" + strconv.Itoa(more) + " more nvidia-smi notices", toneCrit})
+	}
+	for _, b := range banners[:l.banners] {
+		lines = append(lines, st.tone(b.tone).Render(truncate(b.text, w)))
+	}
+
+	body := l.gpuRows + 1 + 1 + 1 + l.logLines // table header, spark, log title
+	if m.showHelp {
+		lines = m.fullHelp(lines, w, body)
+	} else {
+		lines = m.gpus.render(lines, st, m.styleGen, w, l.gpuRows, m.focus == focusGPUs)
+		// An empty table renders one line; keep the rest of the layout fixed.
+		for len(lines) < 1+l.banners+1+l.gpuRows {
+			lines = append(lines, "")
+		}
+		lines = append(lines, m.rate.render(st, m.styleGen, w))
+		lines = append(lines, m.logTitle(w))
+		lines = m.log.render(lines, st, w, l.logLines)
+	}
+	for len(lines) < h-1 {
+		lines = append(lines, "")
+	}
+	lines = lines[:min(len(lines), h-1)]
+	lines = append(lines, m.footer(w))
+	return strings.Join(lines, "\n")
+}
+
+// seg is one header field: text, a shorter form for narrow terminals
+// ("" when none), and tone.
+type seg struct {
+	text  string
+	short string
+	tone  tone
+}
+
+// header is "flightdeck  host  conn  server  HEAD ...", cut to width; when
+// the full forms do not fit, every field switches to its short form first.
+func (m *Model) header(w int) string {
+	host := m.hostLabel()
+	segs := make([]seg, 0, 6)
+	segs = append(segs, seg{text: "flightdeck", tone: toneAccent}, seg{host, strings.TrimSuffix(host, ":22"), toneText})
+	if m.hasConn {
+		segs = append(segs, m.connSeg())
+	}
+	if s, ok := m.serverSeg(); ok {
+		segs = append(segs, s)
+	}
+	if m.head != "" {
+		h := "HEAD " + m.head
+		short, _, _ := strings.Cut(h[5:], " ")
+		segs = append(segs, seg{h, "HEAD " + short, toneText})
+	}
+	full := 0
+	for _, s := range segs {
+		full += textWidth(s.text) + 2
+	}
+	useShort := full-2 > w
+	var b strings.Builder
+	left := w
+	for i, s := range segs {
+		t := s.text
+		if useShort && s.short != "" {
+			t = s.short
+		}
+		if i > 0 {
+			if left <= 2 {
+				break
+			}
+			b.WriteString("  ")
+			left -= 2
+		}
+		t = truncate(t, left)
+		b.WriteString(m.styles.tone(s.tone).Render(t))
+		left -= textWidth(t)
+		if left <= 0 {
+			break
+		}
+	}
+	return b.String()
+}
+
+func (m *Model) connSeg() seg {
+	c := m.conn
+	switch c.Conn {
+	case remote.Connected:
+		return seg{text: "connected", tone: toneOK}
+	case remote.Connecting:
+		return seg{text: "connecting", tone: toneWarn}
+	case remote.Reconnecting:
+		t := "reconnecting (attempt " + strconv.Itoa(c.Attempt)
+		short := "reconnecting #" + strconv.Itoa(c.Attempt)
+		if !c.NextTry.IsZero() && !m.now.IsZero() {
+			if c.NextTry.After(m.now) {
+				in := shortDur(c.NextTry.Sub(m.now))
+				t += ", next in " + in
+				short += " in " + in
+			} else {
+				t += ", dialing"
+			}
+		}
+		return seg{t + ")", short, toneWarn}
+	case remote.Failed:
+		t := "failed"
+		if c.Err != nil {
+			t += ": " + sanitizeString(c.Err.Error())
+		}
+		return seg{text: t, tone: toneCrit}
+	case remote.Closed:
+		return seg{text: "closed", tone: toneDim}
+	}
+	return seg{text: c.Conn.String(), tone: toneWarn}
+}
+
+func (m *Model) serverSeg() (seg, bool) {
+	s := m.server
+	name := s.name
+	if name != "" {
+		name += " "
+	}
+	var t string
+	tn := toneOK
+	switch s.phase {
+	case serverStarting:
+		t, tn = "starting", toneWarn
+	case serverRunning:
+		t = "running"
+	case serverReady:
+		t = "ready"
+		if age := ago(m.now, s.since); age != "" {
+			t += " " + age
+		}
+	case serverFailed:
+		t, tn = "failed ("+string(s.fail)+")", toneCrit
+	default:
+		return seg{}, false
+	}
+	return seg{name + t, t, tn}, true
+}
+
+// logTitle is "log <path>  follow|paused  filter ... ────" or, while the
+// filter is being typed, the input.
+func (m *Model) logTitle(w int) string {
+	st := &m.styles
+	if m.filtering {
+		m.input.SetWidth(max(w-4, 1))
+		return truncateStyled(m.input.View(), w)
+	}
+	var b strings.Builder
+	n := 0
+	put := func(s string, t Tone) {
+		if n >= w {
+			return
+		}
+		s = truncate(s, w-n)
+		b.WriteString(t.Render(s))
+		n += textWidth(s)
+	}
+	put("log", st.Title)
+	if m.log.path != "" {
+		put(" "+m.log.path, st.Dim)
+	}
+	if m.log.follow {
+		put("  follow", st.OK)
+	} else {
+		put("  paused", st.Warn)
+		if m.log.newLines > 0 {
+			put(" +"+strconv.FormatInt(m.log.newLines, 10)+" new", st.Warn)
+		}
+		put(" (G follows)", st.Dim)
+	}
+	if m.log.filter != "" {
+		put("  filter ", st.Dim)
+		put(m.log.filter, st.Accent)
+		put(" "+strconv.Itoa(m.log.count())+" lines (esc clears)", st.Dim)
+	}
+	if n+2 <= w {
+		put(" "+strings.Repeat("─", w-n-1), st.Dim)
+	}
+	return b.String()
+}
+
+// truncateStyled cuts a string that may hold escape sequences.
+func truncateStyled(s string, w int) string {
+	if isASCII(s) {
+		return truncate(s, w)
+	}
+	return ansiTruncate(s, w)
+}
+
+// fullHelp renders every binding, grouped, in columns when they fit; keys
+// that cannot act now are dimmed.
+func (m *Model) fullHelp(lines []string, w, h int) []string {
+	st := &m.styles
+	type entry struct{ key, desc, why string }
+	var groups [][]entry
+	for _, g := range helpGroups {
+		var es []entry
+		for _, b := range m.keys.all() {
+			if b.Group != g {
+				continue
+			}
+			e := entry{key: b.Help().Key, desc: b.Help().Desc}
+			if b.Unavailable != nil {
+				e.why = b.Unavailable(m)
+			}
+			es = append(es, e)
+		}
+		groups = append(groups, es)
+	}
+	out := []string{st.Title.Render(truncate("keys", w)) + st.Dim.Render(truncate("  (? or esc closes; dim keys cannot act now, press one to see why)", w-4))}
+	// Each column: group title then "key  desc" lines.
+	type column struct {
+		lines []string // styled
+		width int
+	}
+	var cols []column
+	for gi, es := range groups {
+		kw := 0
+		for _, e := range es {
+			kw = max(kw, textWidth(e.key))
+		}
+		c := column{lines: []string{st.Accent.Render(helpGroups[gi])}, width: len(helpGroups[gi])}
+		for _, e := range es {
+			plain := padRight(e.key, kw) + "  " + e.desc
+			c.width = max(c.width, textWidth(plain))
+			if e.why != "" {
+				c.lines = append(c.lines, st.Dim.Render(plain))
+			} else {
+				c.lines = append(c.lines, st.Key.Render(padRight(e.key, kw))+"  "+e.desc)
+			}
+		}
+		cols = append(cols, c)
+	}
+	// Lay columns side by side while they fit, else start a new band.
+	var band []column
+	flush := func() {
+		rows := 0
+		for _, c := range band {
+			rows = max(rows, len(c.lines))
+		}
+		for r := range rows {
+			var b strings.Builder
+			for i, c := range band {
+				cellTxt := ""
+				if r < len(c.lines) {
+					cellTxt = c.lines[r]
+				}
+				b.WriteString(cellTxt)
+				if i < len(band)-1 {
+					vis := 0
+					if r < len(c.lines) {
+						vis = textWidth(stripSGR(c.lines[r]))
+					}
+					b.WriteString(spaces(c.width - vis + 4))
+				}
+			}
+			out = append(out, b.String())
+		}
+		out = append(out, "")
+		band = band[:0]
+	}
+	bw := 0
+	for _, c := range cols {
+		if len(band) > 0 && bw+c.width > w {
+			flush()
+			bw = 0
+		}
+		band = append(band, c)
+		bw += c.width + 4
+	}
+	if len(band) > 0 {
+		flush()
+	}
+	for i := range out {
+		out[i] = truncateStyled(out[i], w)
+	}
+	if len(out) > h {
+		out = out[:h]
+	}
+	for len(out) < h {
+		out = append(out, "")
+	}
+	return append(lines, out...)
+}
