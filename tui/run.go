@@ -1,0 +1,115 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+)
+
+// Bridge batches a stream of events into EventsMsg for a running program.
+// tea.Program.Send is unbuffered and every message costs a frame, so
+// events are coalesced: a batch is sent FlushEvery after its first event,
+// or as soon as it holds MaxBatch events, whichever comes first.
+type Bridge struct {
+	// Events is the event stream; nil or closed means none (more).
+	Events <-chan event.Event
+	// Msgs carries other messages (HeadMsg, future action results) to the
+	// program as they are. Pending events are flushed before each one, so
+	// the model sees the two streams in arrival order.
+	Msgs <-chan tea.Msg
+	// FlushEvery defaults to 50 ms (k9s's log flush).
+	FlushEvery time.Duration
+	// MaxBatch defaults to 512 events.
+	MaxBatch int
+}
+
+const (
+	defaultFlushEvery = 50 * time.Millisecond
+	defaultMaxBatch   = 512
+)
+
+// Run runs the cockpit on the terminal until the user quits (nil), ctx
+// ends (ctx.Err()), or the program fails. Events from the channel reach the
+// model in batches (see Bridge). Quitting ends only the UI: nothing here
+// stops the inference server or closes the host.
+func Run(ctx context.Context, m *Model, events <-chan event.Event, opts ...tea.ProgramOption) error {
+	return Bridge{Events: events}.Run(ctx, m, opts...)
+}
+
+// Run starts a tea.Program for m with opts (AltScreen comes from the view)
+// and the bridge goroutine, and returns when the program ends. The bridge
+// stops when ctx ends or the program quits; Run waits for it.
+func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) error {
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(parent)}, opts...)...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.pump(ctx, p.Send)
+	}()
+	_, err := p.Run()
+	cancel()
+	<-done
+	if err != nil && parent.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
+		return parent.Err()
+	}
+	return err
+}
+
+// pump moves events and messages to send until ctx ends or both inputs
+// are closed. send may block (the program is busy); ctx ending unblocks it
+// because tea.Program.Send returns once the program has stopped.
+func (b Bridge) pump(ctx context.Context, send func(tea.Msg)) {
+	every, maxN := b.FlushEvery, b.MaxBatch
+	if every <= 0 {
+		every = defaultFlushEvery
+	}
+	if maxN <= 0 {
+		maxN = defaultMaxBatch
+	}
+	events, msgs := b.Events, b.Msgs
+	var batch EventsMsg
+	timer := time.NewTimer(every)
+	timer.Stop()
+	flush := func() {
+		if len(batch) > 0 {
+			send(batch)
+			batch = nil
+		}
+		timer.Stop()
+	}
+	for events != nil || msgs != nil || len(batch) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				events = nil
+				flush()
+				continue
+			}
+			if len(batch) == 0 {
+				timer.Reset(every)
+			}
+			batch = append(batch, e)
+			if len(batch) >= maxN {
+				flush()
+			}
+		case msg, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				continue
+			}
+			flush()
+			send(msg)
+		case <-timer.C:
+			flush()
+		}
+	}
+}
