@@ -1,0 +1,64 @@
+package tui
+
+import (
+	"testing"
+	"time"
+)
+
+// Goals (issue 2): View of 8 GPUs + 5,000-line log + full sparkline at
+// 200x60 ≤ 1 ms median; 72 GPUs ≤ 3 ms.
+
+func benchView(b *testing.B, nGPU int, fresh bool) {
+	m := scene(200, 60, nGPU, 5000, Options{})
+	s := h200s(nGPU)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if fresh {
+			// Every row changes, as with a new nvidia-smi sample: no cache hit.
+			i++
+			for j := range s.GPUs {
+				s.GPUs[j].PowerDrawW.Value = float64(600 + (i+j)%100)
+			}
+			m.Update(EventsMsg{ev(time.Duration(i)*time.Second, s)})
+		}
+		_ = m.View()
+	}
+}
+
+func BenchmarkView8GPUs(b *testing.B)           { benchView(b, 8, false) }
+func BenchmarkView72GPUs(b *testing.B)          { benchView(b, 72, false) }
+func BenchmarkSampleAndView8GPUs(b *testing.B)  { benchView(b, 8, true) }
+func BenchmarkSampleAndView72GPUs(b *testing.B) { benchView(b, 72, true) }
+func BenchmarkView8GPUsFiltered(b *testing.B) {
+	m := scene(200, 60, 8, 5000, Options{})
+	press(m, "/")
+	typeText(m, "token: 6")
+	press(m, "enter")
+	for b.Loop() {
+		_ = m.View()
+	}
+}
+
+// BenchmarkUpdate100LogLines is one bridge batch of 100 decode lines into
+// a full 10,000-line ring, followed by the frame it causes.
+func BenchmarkUpdate100LogLines(b *testing.B) {
+	m := scene(200, 60, 8, 10000, Options{})
+	batch := EventsMsg{ev(0, decodeLines(20000, 100))}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Update(batch)
+	}
+}
+
+func BenchmarkUpdate100LogLinesFiltered(b *testing.B) {
+	m := scene(200, 60, 8, 10000, Options{})
+	press(m, "/")
+	typeText(m, "NCCL")
+	press(m, "enter")
+	batch := EventsMsg{ev(0, decodeLines(20000, 100))}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Update(batch)
+	}
+}

@@ -1,0 +1,133 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+func isQuit(cmd tea.Cmd) bool {
+	if cmd == nil {
+		return false
+	}
+	_, ok := cmd().(tea.QuitMsg)
+	return ok
+}
+
+func TestQuitKeys(t *testing.T) {
+	for _, k := range []string{"q", "ctrl+c"} {
+		m := newSized(80, 24, Options{})
+		if cmd := press(m, k); !isQuit(cmd) || !m.Quitting() {
+			t.Errorf("%s did not quit", k)
+		}
+	}
+	// ctrl+c quits even while typing a filter.
+	m := newSized(80, 24, Options{})
+	press(m, "/")
+	if !isQuit(press(m, "ctrl+c")) {
+		t.Error("ctrl+c in the filter input did not quit")
+	}
+}
+
+func TestUnavailableKeysSayWhy(t *testing.T) {
+	cases := map[string]string{
+		"K": "not available yet: kill (server control)",
+		"L": "not available yet: launch (server control)",
+		"p": "not available yet: launch profiles (NCCL env)",
+		"g": "not available yet: git status/stash/checkout",
+		"e": "not available yet: experiments",
+		"n": "not available yet: session notes",
+		"b": "not available yet: benchmark client",
+	}
+	for k, want := range cases {
+		m := newSized(80, 24, Options{})
+		if cmd := press(m, k); cmd != nil {
+			t.Errorf("%s returned a command", k)
+		}
+		if m.Status() != want {
+			t.Errorf("%s: status %q, want %q", k, m.Status(), want)
+		}
+		ls := screenLines(m)
+		if ls[len(ls)-1] != want {
+			t.Errorf("%s: footer %q", k, ls[len(ls)-1])
+		}
+		press(m, "j") // any key clears the answer
+		if m.Status() != "" {
+			t.Errorf("status not cleared: %q", m.Status())
+		}
+	}
+	m := newSized(80, 24, Options{ReadOnly: true})
+	press(m, "K")
+	if !strings.HasPrefix(m.Status(), "read-only replay:") {
+		t.Errorf("read-only K: %q", m.Status())
+	}
+	press(m, "tab")
+	if m.Status() != "all GPU rows fit on screen; nothing to scroll" {
+		t.Errorf("tab with nothing to scroll: %q", m.Status())
+	}
+}
+
+func TestHelpListsEveryBinding(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	press(m, "?")
+	scr := plain(m)
+	for _, b := range m.keys.all() {
+		h := b.Help()
+		if !strings.Contains(scr, h.Key) || !strings.Contains(scr, h.Desc) {
+			t.Errorf("help lacks %q %q:\n%s", h.Key, h.Desc, scr)
+		}
+	}
+	if !painted(m, m.styles.Dim, "K  kill") {
+		t.Error("unavailable keys should be dimmed in help")
+	}
+	press(m, "?")
+	if strings.Contains(plain(m), "dim keys cannot act") {
+		t.Error("? did not close help")
+	}
+	press(m, "?", "esc")
+	if m.showHelp {
+		t.Error("esc did not close help")
+	}
+}
+
+func TestFooterFitsAndKeepsQuit(t *testing.T) {
+	for _, w := range []int{40, 60, 80, 120, 200} {
+		m := newSized(w, 24, Options{})
+		ls := screenLines(m)
+		f := ls[len(ls)-1]
+		if len([]rune(f)) > w {
+			t.Errorf("width %d: footer %d wide", w, len([]rune(f)))
+		}
+		if !strings.Contains(f, "q quit") || !strings.HasPrefix(f, "? help") {
+			t.Errorf("width %d: footer %q", w, f)
+		}
+	}
+	m := newSized(200, 24, Options{})
+	ls := screenLines(m)
+	want := "? help  K kill  L launch  p profile  g git  e experiment  n note  b bench  / filter  f follow  q quit"
+	if ls[len(ls)-1] != want {
+		t.Errorf("footer %q\nwant   %q", ls[len(ls)-1], want)
+	}
+}
+
+func TestKeyMapImplementsHelpKeyMap(t *testing.T) {
+	k := DefaultKeyMap()
+	if len(k.ShortHelp()) != 11 {
+		t.Errorf("short help has %d bindings", len(k.ShortHelp()))
+	}
+	n := 0
+	for _, col := range k.FullHelp() {
+		n += len(col)
+	}
+	if n != len(k.all()) {
+		t.Errorf("full help has %d of %d bindings", n, len(k.all()))
+	}
+	for _, b := range k.all() {
+		for _, key := range b.Keys() {
+			if strings.HasPrefix(key, "shift+") || strings.HasPrefix(key, "alt+") {
+				t.Errorf("binding %q needs extended keys in tmux", key)
+			}
+		}
+	}
+}
