@@ -92,7 +92,7 @@ type seg struct {
 }
 
 // header is "flightdeck  host  conn  server  HEAD ...", cut to width; when
-// the full forms do not fit, every field switches to its short form first.
+// it does not fit, fields switch to their short forms, rightmost first.
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
 	segs := make([]seg, 0, 6)
@@ -108,18 +108,21 @@ func (m *Model) header(w int) string {
 		short, _, _ := strings.Cut(h[5:], " ")
 		segs = append(segs, seg{h, "HEAD " + short, toneText})
 	}
-	full := 0
+	// Shorten fields from the right until the line fits.
+	total := -2
 	for _, s := range segs {
-		full += textWidth(s.text) + 2
+		total += textWidth(s.text) + 2
 	}
-	useShort := full-2 > w
+	for i := len(segs) - 1; i > 0 && total > w; i-- {
+		if segs[i].short != "" {
+			total += textWidth(segs[i].short) - textWidth(segs[i].text)
+			segs[i].text = segs[i].short
+		}
+	}
 	var b strings.Builder
 	left := w
 	for i, s := range segs {
 		t := s.text
-		if useShort && s.short != "" {
-			t = s.short
-		}
 		if i > 0 {
 			if left <= 2 {
 				break
