@@ -247,7 +247,7 @@ func cleanText(c []byte, max int) string {
 	var sb strings.Builder
 	for len(c) > 0 && sb.Len() < max {
 		r, n := utf8.DecodeRune(c)
-		if unsafeRune(r) {
+		if n == 1 && r == utf8.RuneError || unsafeRune(r) {
 			r = utf8.RuneError
 		}
 		if sb.Len()+utf8.RuneLen(r) > max {
@@ -266,7 +266,7 @@ func safeText(c []byte) bool {
 	}
 	for len(c) > 0 {
 		r, n := utf8.DecodeRune(c)
-		if unsafeRune(r) {
+		if n == 1 && r == utf8.RuneError || unsafeRune(r) {
 			return false
 		}
 		c = c[n:]
@@ -274,10 +274,9 @@ func safeText(c []byte) bool {
 	return true
 }
 
+// unsafeRune reports a rune a terminal would act on instead of printing.
 func unsafeRune(r rune) bool {
 	switch {
-	case r == utf8.RuneError:
-		return true
 	case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
 		return true
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:

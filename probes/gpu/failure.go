@@ -73,8 +73,8 @@ func ClassifyFailure(line []byte) (f Failure, ok bool) {
 				class = FailDriverLibraryMismatch
 			case strings.EqualFold(reason, "Unknown Error"):
 				class = FailNVMLInitUnknown
-			case reason == "":
-				class = "nvml-init-failed"
+			case class == "nvml-init-":
+				class = "nvml-init-failed" // no words in the reason
 			}
 			return newFailure(class, "", reason, line), true
 		}

@@ -72,7 +72,7 @@ func readFixture(t *testing.T, file string) []byte {
 // captureSection returns the body of the capture section whose title starts
 // with title ("load :: query-gpu"): the lines after the banner that closes
 // its "# $ command" header, up to the next banner or end.
-func captureSection(t *testing.T, capture []byte, title string) []byte {
+func captureSection(t testing.TB, capture []byte, title string) []byte {
 	t.Helper()
 	lines := strings.Split(string(capture), "\n")
 	for i, l := range lines {

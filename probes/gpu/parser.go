@@ -14,9 +14,15 @@ import (
 type Parser struct {
 	fields   []string
 	cols     []column
-	template GPU // every field Absent, except those the query has
+	template GPU // every field Absent
 	intern   map[string]string
+	// recent holds, per column and GPU index (mod recentPerCol), the last
+	// string seen there: a GPU's name and bus id repeat every tick, so
+	// one comparison usually finds them without a map lookup.
+	recent []string
 }
+
+const recentPerCol = 64
 
 // column is what one CSV column holds.
 type column struct {
@@ -42,6 +48,7 @@ func NewParser(fields []string) (*Parser, error) {
 		cols:   makeColumns(fields),
 		intern: make(map[string]string, 64),
 	}
+	p.recent = make([]string, len(p.cols)*recentPerCol)
 	seen := make(map[slot]bool, len(p.cols))
 	hasIndex := false
 	for _, c := range p.cols {
@@ -205,7 +212,7 @@ func (p *Parser) ParseInto(g *GPU, line []byte) error {
 			out.Lost = out.Lost || r.Status == Lost
 			out.set(col.slot, r, Text{}, ClockEvents{})
 		case kindText:
-			t := p.text(c)
+			t := p.text(c, n, out.Index)
 			out.Lost = out.Lost || t.Status == Lost
 			out.set(col.slot, Reading{}, t, ClockEvents{})
 		case kindMask:
@@ -235,13 +242,23 @@ func countRest(rest []byte, more bool) int {
 	return n
 }
 
-// text parses a string cell, reusing a previously seen string for the same
-// bytes.
-func (p *Parser) text(c []byte) Text {
+// text parses a string cell of column col in the row of GPU idx (-1 when
+// not known yet), reusing a previously seen string for the same bytes.
+func (p *Parser) text(c []byte, col, idx int) Text {
+	slot := -1
+	if idx >= 0 {
+		slot = col*recentPerCol + idx%recentPerCol
+		if s := p.recent[slot]; s != "" && s == string(c) {
+			return Text{S: s}
+		}
+	}
 	if st, raw := token(c); st != OK {
 		return Text{S: raw, Status: st}
 	}
 	if s, ok := p.intern[string(c)]; ok {
+		if slot >= 0 {
+			p.recent[slot] = s
+		}
 		return Text{S: s}
 	}
 	if !safeText(c) || len(c) > maxTextLen {
@@ -252,5 +269,8 @@ func (p *Parser) text(c []byte) Text {
 	}
 	s := string(c)
 	p.intern[s] = s
+	if slot >= 0 {
+		p.recent[slot] = s
+	}
 	return Text{S: s}
 }

@@ -135,7 +135,9 @@ func (Sample) Kind() string { return "gpu-sample" }
 // "gpu-lost", "no-devices", "driver-not-loaded", "driver-library-mismatch",
 // "nvml-init-unknown-error", or, for "Unable to determine the device handle
 // for GPU …: <reason>", the reason in kebab case ("unknown-error",
-// "not-found", …).
+// "not-found", …), and for another "Failed to initialize NVML: <reason>",
+// "nvml-init-<reason in kebab case>". The sampler adds
+// "nvidia-smi-not-found" when the host has no nvidia-smi.
 type FailureClass string
 
 const (
