@@ -1,0 +1,616 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// serverOptions are the fake server's flags. SGLang's own flags that the
+// model uses are accepted under their SGLang names; other SGLang flags are
+// accepted and ignored so a real launch command line works unchanged.
+type serverOptions struct {
+	host          string
+	port          int
+	repo          string
+	modelPath     string
+	servedName    string
+	tp, dp        int
+	memFraction   float64
+	eagle         bool
+	specSteps     int
+	startupDelay  time.Duration // model time
+	timeScale     float64       // >1 runs every simulated duration faster
+	seed          int64         // 0: random
+	replayLog     string
+	replayEvery   time.Duration // model time between replayed lines
+	logPrefix     string        // "tp", "dp" or "none"
+	noAutoLoad    bool
+	simDir        string
+	disableCustom bool
+}
+
+// boolFlags are SGLang switches that take no value.
+var boolFlags = map[string]bool{
+	"--trust-remote-code": true, "--disable-custom-all-reduce": true, "--enable-metrics": true,
+	"--disable-cuda-graph": true, "--disable-radix-cache": true, "--enable-dp-attention": true,
+	"--skip-server-warmup": true, "--enable-torch-compile": true, "--disable-overlap-schedule": true,
+	"--no-auto-load": true, "--eagle": true, "--log-requests": true,
+}
+
+func parseServerArgs(args []string, cfg simConfig) (serverOptions, error) {
+	o := serverOptions{
+		host: "127.0.0.1", port: 30000, modelPath: "/shared/kimi-k2.5-int4",
+		tp: cfg.GPUs, dp: 1, memFraction: 0.88, specSteps: 2,
+		startupDelay: time.Duration(cfg.StartupDelay * float64(time.Second)),
+		timeScale:    cfg.TimeScale, seed: cfg.Seed, replayLog: cfg.ReplayLog,
+		replayEvery: 450 * time.Millisecond, logPrefix: cfg.LogPrefix,
+		eagle: cfg.Eagle, noAutoLoad: cfg.NoAutoLoad,
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			return o, fmt.Errorf("unexpected argument %q", a)
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		if boolFlags[name] {
+			switch name {
+			case "--no-auto-load":
+				o.noAutoLoad = true
+			case "--eagle":
+				o.eagle = true
+			case "--disable-custom-all-reduce":
+				o.disableCustom = true
+			}
+			continue
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return o, fmt.Errorf("%s needs a value", name)
+			}
+			i++
+			val = args[i]
+		}
+		var err error
+		switch name {
+		case "--host":
+			o.host = val
+		case "--port":
+			o.port, err = strconv.Atoi(val)
+		case "--repo":
+			o.repo = val
+		case "--model-path", "--model":
+			o.modelPath = val
+		case "--served-model-name":
+			o.servedName = val
+		case "--tp-size", "--tp":
+			o.tp, err = strconv.Atoi(val)
+		case "--dp-size", "--dp":
+			o.dp, err = strconv.Atoi(val)
+		case "--mem-fraction-static":
+			o.memFraction, err = strconv.ParseFloat(val, 64)
+		case "--speculative-algorithm", "--speculative-algo":
+			o.eagle = strings.HasPrefix(strings.ToUpper(val), "EAGLE")
+		case "--speculative-num-steps":
+			o.specSteps, err = strconv.Atoi(val)
+		case "--startup-delay":
+			o.startupDelay, err = parseSeconds(val)
+		case "--time-scale":
+			o.timeScale, err = strconv.ParseFloat(val, 64)
+		case "--seed", "--random-seed":
+			o.seed, err = strconv.ParseInt(val, 10, 64)
+		case "--replay-log":
+			o.replayLog = val
+		case "--replay-interval":
+			o.replayEvery, err = parseSeconds(val)
+		case "--log-prefix":
+			o.logPrefix = val
+		case "--sim-dir":
+			o.simDir = val
+		default:
+			// Another SGLang option with a value: accepted, no effect here.
+		}
+		if err != nil {
+			return o, fmt.Errorf("%s %q: %w", name, val, err)
+		}
+	}
+	switch {
+	case o.port < 0 || o.port > 65535:
+		return o, fmt.Errorf("--port %d out of range", o.port)
+	case o.tp < 1 || o.tp > MaxGPUs:
+		return o, fmt.Errorf("--tp-size %d out of range 1..%d", o.tp, MaxGPUs)
+	case o.dp < 1 || o.dp > o.tp:
+		return o, fmt.Errorf("--dp-size %d out of range 1..tp", o.dp)
+	case !(o.timeScale > 0 && o.timeScale <= maxTimeScale):
+		return o, fmt.Errorf("--time-scale must be in (0, %d]", maxTimeScale)
+	case o.startupDelay < 0:
+		return o, fmt.Errorf("--startup-delay must be ≥ 0")
+	case o.replayEvery <= 0:
+		return o, fmt.Errorf("--replay-interval must be > 0")
+	}
+	switch o.logPrefix {
+	case "":
+		o.logPrefix = "tp"
+		if o.dp > 1 {
+			o.logPrefix = "dp"
+		}
+	case "tp", "none":
+	case "dp":
+		if o.dp == 1 {
+			o.dp = 2
+		}
+	default:
+		return o, fmt.Errorf("--log-prefix %q: want tp, dp or none", o.logPrefix)
+	}
+	if o.servedName == "" {
+		o.servedName = o.modelPath
+	}
+	return o, nil
+}
+
+// maxTimeScale bounds --time-scale: beyond it the engine's sleeps vanish
+// and it would only spin.
+const maxTimeScale = 1000
+
+// parseSeconds accepts a Go duration ("2.5s", "300ms") or plain seconds ("2.5").
+func parseSeconds(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("not a duration")
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// serverEnv is what the server role runs against.
+type serverEnv struct {
+	dir            string // sim dir; "" disables the GPU state file
+	stdout, stderr io.Writer
+	environ        []string          // decides the NCCL profile
+	ready          func(addr string) // test hook: called once the HTTP port is bound
+}
+
+// logWriter serialises log lines: one Write per complete line, so a tail
+// never sees two lines interleaved.
+type logWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string // "tp", "dp", "none"
+}
+
+func (l *logWriter) line(rank, msg string) {
+	ts := time.Now().Format("2006-01-02 15:04:05")
+	var s string
+	if rank == "" || l.prefix == "none" {
+		s = "[" + ts + "] " + msg + "\n"
+	} else {
+		s = "[" + ts + " " + rank + "] " + msg + "\n"
+	}
+	l.mu.Lock()
+	io.WriteString(l.w, s)
+	l.mu.Unlock()
+}
+
+func (l *logWriter) raw(s string) {
+	l.mu.Lock()
+	io.WriteString(l.w, s+"\n")
+	l.mu.Unlock()
+}
+
+// rankTag is the scheduler rank tag of TP rank r ("TP3" or "DP3 TP3").
+func (s *server) rankTag(r int) string {
+	if s.opt.logPrefix == "dp" {
+		return fmt.Sprintf("DP%d TP%d", r, r)
+	}
+	return fmt.Sprintf("TP%d", r)
+}
+
+// Memory model of one H200 rank (MiB) for Kimi-K2.5 INT4 at TP 8.
+const (
+	gpuTotalMiB    = 143771
+	gpuReservedMiB = 614
+	ctxMiB         = 2007  // CUDA context + NCCL communicators (1.96 GB)
+	weightsMiB     = 73339 // 71.62 GB of weights per rank
+	graphsMiB      = 1024  // captured CUDA graphs
+	kvBytesPerTok  = 70272 // MLA latent cache, 61 layers
+	maxContext     = 262144
+)
+
+// server is one fake SGLang server process.
+type server struct {
+	opt     serverOptions
+	env     serverEnv
+	log     *logWriter
+	rng     *rand.Rand
+	rngMu   sync.Mutex
+	rate    float64 // single-request tok/s after launch noise
+	kvToks  int
+	kvMiB   int64
+	started time.Time // wall
+
+	mu       sync.Mutex
+	memMiB   int64
+	load     float64
+	heat     float64
+	ready    bool
+	stopping bool
+
+	eng *engine
+}
+
+func (s *server) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / s.opt.timeScale)
+}
+
+// sleep waits d of model time; false if ctx ended first.
+func (s *server) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(s.scaled(d))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *server) set(mem int64, load float64) {
+	s.mu.Lock()
+	if mem >= 0 {
+		s.memMiB = mem
+	}
+	if load >= 0 {
+		s.load = load
+	}
+	s.mu.Unlock()
+}
+
+func (s *server) randFloat() float64 {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.Float64()
+}
+
+// runServer is the fake SGLang server. It returns the exit status.
+func runServer(ctx context.Context, args []string, e serverEnv) int {
+	dir := e.dir
+	cfg, err := readConfig(dir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sglang-server: %v\n", err)
+		return 2
+	}
+	o, err := parseServerArgs(args, cfg)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "launch_server.py: error: %v\n", err)
+		return 2
+	}
+	if o.simDir != "" {
+		e.dir = o.simDir
+	}
+	seed := o.seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	s := &server{opt: o, env: e, log: &logWriter{w: e.stdout, prefix: o.logPrefix},
+		rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), started: time.Now()}
+
+	regressed := false
+	if o.repo != "" {
+		if regressed, err = TreeRegressed(o.repo); err != nil {
+			fmt.Fprintf(e.stderr, "sglang-server: read repo: %v\n", err)
+		}
+	}
+	s.rate = ModelTokPerSec(HasNCCLProfile(e.environ), regressed, o.eagle) * launchNoise(s.rng)
+	s.kvMiB = int64(float64(gpuTotalMiB)*o.memFraction) - ctxMiB - weightsMiB - graphsMiB
+	if s.kvMiB < 1024 {
+		s.kvMiB = 1024
+	}
+	s.kvToks = int(s.kvMiB * 1048576 / kvBytesPerTok)
+	s.eng = newEngine(s)
+
+	hbCtx, hbStop := context.WithCancel(context.Background())
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); s.heartbeat(hbCtx) }()
+	defer func() {
+		hbStop()
+		<-hbDone
+		s.writeState(true)
+	}()
+
+	var ln net.Listener
+	if o.replayLog != "" {
+		ln, err = s.listen()
+		if err != nil {
+			return 1
+		}
+	} else if ln, err = s.startup(ctx); err != nil {
+		if ctx.Err() != nil {
+			s.shutdown(nil)
+			return 0
+		}
+		return 1
+	}
+	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	if e.ready != nil {
+		e.ready(ln.Addr().String())
+	}
+
+	engDone := make(chan struct{})
+	go func() { defer close(engDone); s.eng.run(ctx) }()
+	if o.replayLog != "" {
+		s.replay(ctx)
+	} else {
+		s.warmup(ctx)
+	}
+	<-ctx.Done()
+	s.shutdown(srv)
+	<-engDone
+	return 0
+}
+
+func (s *server) listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.opt.host, strconv.Itoa(s.opt.port)))
+	if err != nil {
+		// SGLang's wording when the port is taken.
+		s.log.line("", fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address ('%s', %d): address already in use", s.opt.host, s.opt.port))
+		return nil, err
+	}
+	s.opt.port = ln.Addr().(*net.TCPAddr).Port
+	return ln, nil
+}
+
+// startup logs SGLang's start-up sequence over the start-up delay, moving
+// GPU memory the way a real launch does, and binds the HTTP port at the
+// "Uvicorn running" line. The server is not ready yet when it returns.
+func (s *server) startup(ctx context.Context) (net.Listener, error) {
+	o := s.opt
+	d := o.startupDelay
+	at := func(frac float64) time.Duration { return time.Duration(frac * float64(d)) }
+	elapsed := time.Duration(0)
+	until := func(frac float64) bool {
+		ok := s.sleep(ctx, at(frac)-elapsed)
+		elapsed = at(frac)
+		return ok
+	}
+	gb := func(mib int64) string { return fmt.Sprintf("%.2f GB", float64(mib)/1024) }
+	avail := func(used int64) string { return gb(gpuTotalMiB - gpuReservedMiB - used) }
+	ranks := s.rng.Perm(o.tp)
+
+	s.log.line("", "server_args=ServerArgs("+s.serverArgs()+")")
+	s.set(520, 0.02)
+	if !until(0.06) {
+		return nil, ctx.Err()
+	}
+	s.log.line(s.rankTag(0), "sglang is using nccl==2.27.3")
+	for _, r := range ranks {
+		s.log.line(s.rankTag(r), "Init torch distributed ends. mem usage="+gb(ctxMiB))
+	}
+	s.set(ctxMiB, 0.05)
+	if !until(0.1) {
+		return nil, ctx.Err()
+	}
+	for _, r := range ranks {
+		s.log.line(s.rankTag(r), "Load weight begin. avail mem="+avail(ctxMiB))
+	}
+	for k := 1; k <= 10; k++ { // weights stream in
+		if !until(0.1 + 0.035*float64(k)) {
+			return nil, ctx.Err()
+		}
+		s.set(ctxMiB+weightsMiB*int64(k)/10, 0.1)
+	}
+	used := int64(ctxMiB + weightsMiB)
+	for _, r := range ranks {
+		s.log.line(s.rankTag(r), fmt.Sprintf("Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=%s, mem usage=%s.", avail(used), gb(weightsMiB)))
+	}
+	if !until(0.5) {
+		return nil, ctx.Err()
+	}
+	s.log.line(s.rankTag(0), "Using KV cache dtype: torch.bfloat16")
+	s.log.line(s.rankTag(0), fmt.Sprintf("KV Cache is allocated. #tokens: %d, K size: %s, V size: %s", s.kvToks, gb(s.kvMiB/2), gb(s.kvMiB-s.kvMiB/2)))
+	used += s.kvMiB
+	s.set(used, 0.1)
+	s.log.line(s.rankTag(0), "Memory pool end. avail mem="+avail(used))
+	if !until(0.55) {
+		return nil, ctx.Err()
+	}
+	s.log.line(s.rankTag(0), "Capture cuda graph begin. This can take up to several minutes. avail mem="+avail(used+64))
+	s.log.line(s.rankTag(0), "Capture cuda graph bs [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160]")
+	s.set(-1, 0.35)
+	if !until(0.8) {
+		return nil, ctx.Err()
+	}
+	used += graphsMiB
+	s.set(used, 0.02)
+	for _, r := range ranks {
+		took := (at(0.8) - at(0.55)).Seconds() * (0.98 + 0.04*s.randFloat())
+		s.log.line(s.rankTag(r), fmt.Sprintf("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%s. avail mem=%s.", took, gb(graphsMiB), avail(used)))
+	}
+	if !until(0.82) {
+		return nil, ctx.Err()
+	}
+	ln, err := s.listen()
+	if err != nil {
+		return nil, err
+	}
+	pid := os.Getpid()
+	s.log.line("", fmt.Sprintf("INFO:     Started server process [%d]", pid))
+	s.log.line("", "INFO:     Waiting for application startup.")
+	s.log.line("", "INFO:     Application startup complete.")
+	s.log.line("", fmt.Sprintf("INFO:     Uvicorn running on http://%s (Press CTRL+C to quit)", net.JoinHostPort(o.host, strconv.Itoa(s.opt.port))))
+	return ln, nil
+}
+
+// warmup finishes start-up like SGLang: a warm-up request, then the ready line.
+func (s *server) warmup(ctx context.Context) {
+	d := s.opt.startupDelay
+	if !s.sleep(ctx, time.Duration(0.05*float64(d))) {
+		return
+	}
+	s.accessLog("GET /get_model_info", http.StatusOK)
+	r := s.eng.submit(6, 1)
+	select {
+	case <-ctx.Done():
+		return
+	case <-r.done:
+	}
+	if !s.sleep(ctx, time.Duration(0.1*float64(d))) {
+		return
+	}
+	s.accessLog("POST /generate", http.StatusOK)
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+	s.log.line("", "The server is fired up and ready to roll!")
+	s.eng.setAuto(!s.opt.noAutoLoad)
+}
+
+func (s *server) accessLog(reqLine string, code int) {
+	port := 40000 + int(s.randFloat()*20000)
+	s.log.line("", fmt.Sprintf("INFO:     127.0.0.1:%d - \"%s HTTP/1.1\" %d %s", port, reqLine, code, http.StatusText(code)))
+}
+
+func (s *server) isReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready && !s.stopping
+}
+
+// shutdown logs uvicorn's shutdown lines and stops serving.
+func (s *server) shutdown(srv *http.Server) {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	s.log.line("", "INFO:     Shutting down")
+	if srv != nil {
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		srv.Shutdown(c)
+		cancel()
+	}
+	s.log.line("", "INFO:     Waiting for application shutdown.")
+	s.log.line("", "INFO:     Application shutdown complete.")
+	s.log.line("", fmt.Sprintf("INFO:     Finished server process [%d]", os.Getpid()))
+}
+
+// replay writes a real log's lines (without a leading "# source:" line) at
+// a steady cadence, from the top again after the end, and reports full GPU
+// memory and load meanwhile.
+func (s *server) replay(ctx context.Context) {
+	b, err := os.ReadFile(s.opt.replayLog)
+	if err != nil {
+		fmt.Fprintf(s.env.stderr, "sglang-server: replay log: %v\n", err)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"), "\n")
+	if len(lines) > 0 && strings.HasPrefix(lines[0], "# source:") {
+		lines = lines[1:]
+	}
+	s.set(ctxMiB+weightsMiB+s.kvMiB+graphsMiB, 1)
+	go func() {
+		if s.sleep(ctx, s.opt.startupDelay) {
+			s.mu.Lock()
+			s.ready = true
+			s.mu.Unlock()
+		}
+	}()
+	if len(lines) == 0 {
+		return
+	}
+	for i := 0; ; i++ {
+		if i > 0 && i%len(lines) == 0 && !s.sleep(ctx, 4*s.opt.replayEvery) {
+			return
+		}
+		s.log.raw(lines[i%len(lines)])
+		if !s.sleep(ctx, s.opt.replayEvery) {
+			return
+		}
+	}
+}
+
+// heartbeat publishes the GPU state every 200 ms (wall) and integrates heat.
+func (s *server) heartbeat(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		now := time.Now()
+		dt := now.Sub(last).Seconds() * s.opt.timeScale
+		last = now
+		s.mu.Lock()
+		s.heat += (s.load - s.heat) * (1 - math.Exp(-dt/heatTau))
+		s.mu.Unlock()
+		s.writeState(false)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *server) writeState(exited bool) {
+	if s.env.dir == "" {
+		return
+	}
+	s.mu.Lock()
+	st := serverState{PID: os.Getpid(), Heartbeat: time.Now().UnixNano(), TP: s.opt.tp,
+		MemMiB: s.memMiB, Load: s.load, Heat: s.heat, Exited: exited}
+	s.mu.Unlock()
+	if exited {
+		st.MemMiB, st.Load = 0, 0
+	}
+	b, _ := json.Marshal(st)
+	path := filepath.Join(s.env.dir, stateFile)
+	if err := writeFileAtomic(path, b, 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(s.env.stderr, "sglang-server: write gpu state: %v\n", err)
+	}
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// serverArgs renders a ServerArgs(...) repr like SGLang's launch echo.
+func (s *server) serverArgs() string {
+	o := s.opt
+	spec, steps, topk, draft := "None", "None", "None", "None"
+	if o.eagle {
+		spec, steps, topk, draft = "'EAGLE3'", strconv.Itoa(o.specSteps), "1", strconv.Itoa(numDraftTokens)
+	}
+	kv := []string{
+		"model_path='" + o.modelPath + "'", "tokenizer_path='" + o.modelPath + "'", "tokenizer_mode='auto'",
+		"skip_tokenizer_init=False", "load_format='auto'", "trust_remote_code=True", "dtype='auto'",
+		"kv_cache_dtype='auto'", "quantization=None", "context_length=None", "device='cuda'",
+		"served_model_name='" + o.servedName + "'", "chat_template=None", "is_embedding=False", "revision=None",
+		"host='" + o.host + "'", fmt.Sprintf("port=%d", o.port), fmt.Sprintf("mem_fraction_static=%g", o.memFraction),
+		"max_running_requests=None", "max_total_tokens=None", "chunked_prefill_size=8192", "max_prefill_tokens=16384",
+		"schedule_policy='fcfs'", "schedule_conservativeness=1.0", "cpu_offload_gb=0",
+		fmt.Sprintf("tp_size=%d", o.tp), "stream_interval=1", "stream_output=False", fmt.Sprintf("random_seed=%d", o.seed),
+		"watchdog_timeout=300", "dist_timeout=None", "download_dir=None", "base_gpu_id=0", "gpu_id_step=1",
+		"log_level='info'", "log_level_http=None", "log_requests=False", "log_requests_level=0", "show_time_cost=False",
+		"enable_metrics=False", fmt.Sprintf("decode_log_interval=%d", decodeLogInterval), "api_key=None",
+		fmt.Sprintf("dp_size=%d", o.dp), "load_balance_method='round_robin'", "dist_init_addr=None", "nnodes=1", "node_rank=0",
+		"speculative_algorithm=" + spec, "speculative_num_steps=" + steps, "speculative_eagle_topk=" + topk,
+		"speculative_num_draft_tokens=" + draft, "disable_cuda_graph=False", "cuda_graph_max_bs=160",
+		"disable_custom_all_reduce=" + pyBool(o.disableCustom), "enable_dp_attention=" + pyBool(o.logPrefix == "dp"),
+		"enable_piecewise_cuda_graph=False",
+	}
+	return strings.Join(kv, ", ")
+}
