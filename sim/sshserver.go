@@ -1,0 +1,484 @@
+package sim
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// MaxSessionsPerConn is OpenSSH's default MaxSessions, which the in-process
+// server enforces too.
+const MaxSessionsPerConn = 10
+
+// SSHServer is an in-process SSH server on 127.0.0.1 that behaves like
+// OpenSSH where flightdeck relies on it: public-key auth with one key, "exec"
+// runs `sh -c COMMAND` (as the current user, in the sim dir, with the sim's
+// bin directory first on PATH), exit-status/exit-signal, no shell or pty,
+// env requests refused (no AcceptEnv), keepalive@openssh.com answered with
+// failure, direct-tcpip to loopback only, at most 10 sessions per
+// connection. Closing a session channel (or the connection) kills the
+// command's process group.
+type SSHServer struct {
+	cfg    *ssh.ServerConfig
+	dir    string // working directory of commands
+	binDir string // prepended to PATH
+
+	mu       sync.Mutex
+	addr     string // fixed after the first Start, so Restart keeps the port
+	ln       net.Listener
+	conns    map[net.Conn]struct{}
+	wg       sync.WaitGroup
+	hostKey  ssh.PublicKey
+	stopping bool
+}
+
+// sshKeys are the throwaway keys of a sim host.
+type sshKeys struct {
+	hostSigner ssh.Signer
+	hostPriv   ed25519.PrivateKey
+	clientPub  ssh.PublicKey
+	clientPriv ed25519.PrivateKey
+}
+
+func newSSHKeys() (*sshKeys, error) {
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		return nil, err
+	}
+	cpub, cpriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := ssh.NewPublicKey(cpub)
+	if err != nil {
+		return nil, err
+	}
+	return &sshKeys{hostSigner: signer, hostPriv: hostPriv, clientPub: pub, clientPriv: cpriv}, nil
+}
+
+func newSSHServer(k *sshKeys, dir, binDir string) *SSHServer {
+	want := k.clientPub.Marshal()
+	cfg := &ssh.ServerConfig{
+		ServerVersion: "SSH-2.0-flightdeck-sim",
+		MaxAuthTries:  6,
+		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			if bytes.Equal(key.Marshal(), want) {
+				return &ssh.Permissions{}, nil
+			}
+			return nil, errors.New("unknown public key")
+		},
+	}
+	cfg.AddHostKey(k.hostSigner)
+	return &SSHServer{cfg: cfg, dir: dir, binDir: binDir, conns: map[net.Conn]struct{}{}, hostKey: k.hostSigner.PublicKey()}
+}
+
+// Addr is "127.0.0.1:PORT" ("" before the first Start).
+func (s *SSHServer) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Start listens (on a random loopback port the first time, on the same
+// port after a Stop) and serves until Stop.
+func (s *SSHServer) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return nil
+	}
+	addr := s.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("ssh listen %s: %w", addr, err)
+	}
+	s.ln, s.addr, s.stopping = ln, ln.Addr().String(), false
+	s.wg.Add(1)
+	go s.accept(ln)
+	return nil
+}
+
+// Stop closes the listener and every connection, kills the commands they
+// were running, and waits for all of it to finish. Start serves again on
+// the same port with the same host key (a restarted sshd).
+func (s *SSHServer) Stop() error {
+	s.mu.Lock()
+	ln := s.ln
+	s.ln, s.stopping = nil, true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	var err error
+	if ln != nil {
+		err = ln.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *SSHServer) accept(ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			c.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+}
+
+func (s *SSHServer) serveConn(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	c.SetDeadline(time.Now().Add(10 * time.Second)) // handshake only
+	sc, chans, reqs, err := ssh.NewServerConn(c, s.cfg)
+	if err != nil {
+		return
+	}
+	c.SetDeadline(time.Time{})
+	defer sc.Close()
+	go func() {
+		// keepalive@openssh.com and every other global request: refused,
+		// which is how OpenSSH answers keepalives.
+		for r := range reqs {
+			if r.WantReply {
+				r.Reply(false, nil)
+			}
+		}
+	}()
+	var sessMu sync.Mutex
+	sessions := 0
+	var connWG sync.WaitGroup
+	defer connWG.Wait()
+	for nc := range chans {
+		switch nc.ChannelType() {
+		case "session":
+			sessMu.Lock()
+			if sessions >= MaxSessionsPerConn {
+				sessMu.Unlock()
+				nc.Reject(ssh.Prohibited, "open failed")
+				continue
+			}
+			sessions++
+			sessMu.Unlock()
+			connWG.Add(1)
+			go func() {
+				defer connWG.Done()
+				s.session(nc, sc)
+				sessMu.Lock()
+				sessions--
+				sessMu.Unlock()
+			}()
+		case "direct-tcpip":
+			connWG.Add(1)
+			go func() { defer connWG.Done(); directTCPIP(nc) }()
+		default:
+			nc.Reject(ssh.UnknownChannelType, "unknown channel type")
+		}
+	}
+}
+
+// session serves one session channel: a single "exec".
+func (s *SSHServer) session(nc ssh.NewChannel, sc *ssh.ServerConn) {
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		return
+	}
+	defer ch.Close()
+	var p *sessionProc
+	for r := range reqs {
+		ok := false
+		if r.Type == "exec" && p == nil {
+			var payload struct{ Command string }
+			if ssh.Unmarshal(r.Payload, &payload) == nil {
+				p, err = s.startProc(payload.Command, ch, sc)
+				ok = err == nil
+				if err != nil {
+					fmt.Fprintf(ch.Stderr(), "flightdeck sim sshd: %v\n", err)
+				}
+			}
+		}
+		// "env" (no AcceptEnv), "shell", "pty-req", "subsystem", "signal" …: refused.
+		if r.WantReply {
+			r.Reply(ok, nil)
+		}
+		if r.Type == "exec" && !ok {
+			ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{127}))
+			return
+		}
+	}
+	// The client closed the channel or the connection dropped.
+	if p != nil {
+		p.kill()
+		<-p.done
+	}
+}
+
+// sessionProc is a running exec command.
+type sessionProc struct {
+	cmd        *exec.Cmd
+	rOut, rErr *os.File
+	done       chan struct{}
+	once       sync.Once
+}
+
+func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn) (*sessionProc, error) {
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var env []string
+	path := s.binDir
+	for _, e := range os.Environ() {
+		k, v, _ := strings.Cut(e, "=")
+		switch k {
+		case EnvRole, "SSH_CONNECTION", "SSH_CLIENT":
+			continue
+		case "PATH":
+			path = s.binDir + ":" + v
+			continue
+		}
+		env = append(env, e)
+	}
+	rh, rp, _ := net.SplitHostPort(sc.RemoteAddr().String())
+	lh, lp, _ := net.SplitHostPort(sc.LocalAddr().String())
+	cmd.Env = append(env, "PATH="+path, "SSH_CONNECTION="+rh+" "+rp+" "+lh+" "+lp, "SSH_CLIENT="+rh+" "+rp+" "+lp)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	rOut, wOut, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	rErr, wErr, err := os.Pipe()
+	if err != nil {
+		rOut.Close()
+		wOut.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = wOut, wErr
+	err = cmd.Start()
+	wOut.Close()
+	wErr.Close()
+	if err != nil {
+		rOut.Close()
+		rErr.Close()
+		return nil, err
+	}
+	p := &sessionProc{cmd: cmd, rOut: rOut, rErr: rErr, done: make(chan struct{})}
+	go func() {
+		io.Copy(stdin, ch)
+		stdin.Close()
+	}()
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); io.Copy(ch, rOut) }()
+	go func() { defer copies.Done(); io.Copy(ch.Stderr(), rErr) }()
+	go func() {
+		defer close(p.done)
+		werr := cmd.Wait()
+		// Like sshd, wait for EOF on the output: a background child that
+		// kept stdout open keeps the session open.
+		copies.Wait()
+		rOut.Close()
+		rErr.Close()
+		var ee *exec.ExitError
+		switch {
+		case werr == nil:
+			ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{0}))
+		case errors.As(werr, &ee):
+			ws, _ := ee.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				name := strings.TrimPrefix(unixSignalName(ws.Signal()), "SIG")
+				ch.SendRequest("exit-signal", false, ssh.Marshal(struct {
+					Signal     string
+					CoreDumped bool
+					Msg, Lang  string
+				}{name, ws.CoreDump(), "", ""}))
+			} else {
+				ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(ws.ExitStatus())}))
+			}
+		default:
+			ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{255}))
+		}
+		ch.CloseWrite()
+		ch.Close()
+	}()
+	return p, nil
+}
+
+// kill ends the command's process group: TERM, then KILL after a second.
+// Detached children (setsid) are in another group and survive, as they do
+// under sshd.
+func (p *sessionProc) kill() {
+	p.once.Do(func() {
+		select {
+		case <-p.done:
+			return // exited and reaped: its pid may already belong to someone else
+		default:
+		}
+		pgid := p.cmd.Process.Pid
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		go func() {
+			select {
+			case <-p.done:
+			case <-time.After(time.Second):
+				syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+		}()
+		// Unblock the output copies even if a detached child holds the pipes.
+		time.AfterFunc(1500*time.Millisecond, func() { p.rOut.Close(); p.rErr.Close() })
+	})
+}
+
+func unixSignalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "TERM"
+	case syscall.SIGKILL:
+		return "KILL"
+	case syscall.SIGINT:
+		return "INT"
+	case syscall.SIGHUP:
+		return "HUP"
+	case syscall.SIGPIPE:
+		return "PIPE"
+	case syscall.SIGQUIT:
+		return "QUIT"
+	case syscall.SIGABRT:
+		return "ABRT"
+	case syscall.SIGSEGV:
+		return "SEGV"
+	case syscall.SIGUSR1:
+		return "USR1"
+	case syscall.SIGUSR2:
+		return "USR2"
+	case syscall.SIGALRM:
+		return "ALRM"
+	}
+	return strconv.Itoa(int(sig))
+}
+
+// directTCPIP forwards a channel to a loopback port (ssh -L); any other
+// destination is refused.
+func directTCPIP(nc ssh.NewChannel) {
+	var d struct {
+		Host     string
+		Port     uint32
+		OrigHost string
+		OrigPort uint32
+	}
+	if err := ssh.Unmarshal(nc.ExtraData(), &d); err != nil {
+		nc.Reject(ssh.ConnectionFailed, "bad direct-tcpip request")
+		return
+	}
+	switch d.Host {
+	case "127.0.0.1", "localhost", "::1":
+	default:
+		nc.Reject(ssh.Prohibited, "administratively prohibited: open failed")
+		return
+	}
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(d.Host, strconv.Itoa(int(d.Port))), 5*time.Second)
+	if err != nil {
+		nc.Reject(ssh.ConnectionFailed, "connect failed: "+err.Error())
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		conn.Close()
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		io.Copy(conn, ch)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		io.Copy(ch, conn)
+		ch.CloseWrite()
+	}()
+	wg.Wait()
+	ch.Close()
+	conn.Close()
+}
+
+// writeSSHFiles writes the client identity (OpenSSH format, 0600), its .pub,
+// an authorized_keys holding it, the host key pair, and known_hosts with the
+// host key for addr ("[127.0.0.1]:PORT" form).
+func writeSSHFiles(dir string, k *sshKeys, addr string) (identity, knownHostsPath string, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
+	blk, err := ssh.MarshalPrivateKey(k.clientPriv, "flightdeck-sim client")
+	if err != nil {
+		return "", "", err
+	}
+	hblk, err := ssh.MarshalPrivateKey(k.hostPriv, "flightdeck-sim host")
+	if err != nil {
+		return "", "", err
+	}
+	identity = filepath.Join(dir, "id_ed25519")
+	knownHostsPath = filepath.Join(dir, "known_hosts")
+	files := []struct {
+		name string
+		data []byte
+		perm os.FileMode
+	}{
+		{"id_ed25519", pem.EncodeToMemory(blk), 0o600},
+		{"id_ed25519.pub", ssh.MarshalAuthorizedKey(k.clientPub), 0o644},
+		{"authorized_keys", ssh.MarshalAuthorizedKey(k.clientPub), 0o600},
+		{"ssh_host_ed25519_key", pem.EncodeToMemory(hblk), 0o600},
+		{"ssh_host_ed25519_key.pub", ssh.MarshalAuthorizedKey(k.hostSigner.PublicKey()), 0o644},
+		{"known_hosts", []byte(knownhosts.Line([]string{knownhosts.Normalize(addr)}, k.hostSigner.PublicKey()) + "\n"), 0o600},
+	}
+	for _, f := range files {
+		if err := writeFileAtomic(filepath.Join(dir, f.name), f.data, f.perm); err != nil {
+			return "", "", err
+		}
+	}
+	return identity, knownHostsPath, nil
+}
