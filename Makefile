@@ -1,0 +1,17 @@
+# The test command the README names and .ci/run calls.
+GO ?= go
+
+.PHONY: test build bench vet fuzz
+
+test: vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+build:
+	$(GO) build -o flightdeck ./cmd/flightdeck
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./probes/... ./tui/...
