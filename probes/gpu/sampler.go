@@ -40,8 +40,9 @@ import (
 //
 // Set the exported fields before Run; the zero values take the defaults
 // given. A Sampler remembers the probed field list across stream restarts
-// and Run calls (it probes again only when a stream fails without printing
-// a single row, e.g. after a driver change rejected a field).
+// and Run calls; it probes again only when a stream exits without printing
+// a single row or failure message (e.g. nvidia-smi rejected a field after a
+// driver change).
 type Sampler struct {
 	Host remote.Host
 

@@ -118,8 +118,8 @@ type GPU struct {
 
 // Sample is one tick of the sampler: every GPU the host reported at At.
 type Sample struct {
-	At   time.Time
-	GPUs []GPU // sorted by Index
+	At   time.Time // when the tick's first row was read
+	GPUs []GPU     // sorted by Index
 
 	// Missing lists, sorted, the indices of GPUs that reported earlier in
 	// this sampler's run but sent no usable row in this tick (nvidia-smi
