@@ -1,0 +1,294 @@
+// Package sanitize makes remote text (server log lines, command output, git
+// branch names, process names) safe to print in a terminal.
+//
+// Server logs carry user prompts, so their bytes are attacker-controlled
+// (CVE-2021-25743 class: OSC 52 clipboard writes, CSI 21t title reports that
+// type into the operator's stdin, ESC[2A / \r rewriting earlier lines, bidi
+// overrides that reorder what is shown). The policy, applied in order:
+//
+//  1. Escape sequences are removed: 7-bit ESC sequences (CSI, OSC, DCS, APC,
+//     PM, SOS, two-byte ESC x) as delimited by the charmbracelet/x/ansi
+//     sequence decoder, plus two damaged forms found in real logs: the ESC
+//     byte lost ("[36m", vllm#2734) and ESC rendered as the text "#033"
+//     ("#033[2m", CloudWatch exports, TGI#1763). A string sequence (OSC, DCS,
+//     APC, PM, SOS) still open at the end of the line is not removed: its ESC
+//     is shown as \x1b and its text is kept, so a stray ESC cannot hide the
+//     rest of a line.
+//  2. What remains is escaped so that it is visible and inert:
+//     C0 controls and DEL as \xNN (\r is \x0d, backspace \x08, NUL \x00);
+//     C1 controls U+0080–U+009F (including U+009B, the 8-bit CSI) as \u00NN;
+//     bidi controls (unicode.Bidi_Control: U+061C, U+200E/F, U+202A–U+202E,
+//     U+2066–U+2069) and the line/paragraph separators U+2028/U+2029 as
+//     \uNNNN; each byte that is not valid UTF-8 as \xNN.
+//  3. A tab becomes spaces up to the next multiple of 8 columns (columns are
+//     counted in runes), so width arithmetic in the UI stays exact. One
+//     trailing \r (a CRLF line ending) is dropped.
+//  4. The result is cut at MaxRunes runes, and TruncMarker plus the number of
+//     input bytes not shown is appended: " [+1234 bytes]".
+//
+// A literal backslash is not escaped, so the text `\x1b` in the input looks
+// like an escaped ESC; this keeps Windows paths and regexes readable.
+//
+// The output is always valid UTF-8 and never contains ESC, another C0
+// control (tab included), DEL, a C1 control or a bidi control.
+package sanitize
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// MaxRunes is the most runes of sanitised text a line keeps; longer lines
+// are cut and end with TruncMarker. 4096 runes is about 20 screen widths at
+// 200 columns: enough for any real log record (SGLang's server_args echo is
+// ~5,000 bytes and is the longest seen).
+const MaxRunes = 4096
+
+// TruncMarker starts the suffix of a cut line; it is followed by the number
+// of input bytes left out and "bytes]", e.g. " [+1234 bytes]".
+const TruncMarker = " [+"
+
+// tabWidth is the tab-stop interval used when expanding tabs.
+const tabWidth = 8
+
+// Line returns b as text that is safe to print in a terminal (see the
+// package documentation for what is removed and escaped). A line of plain
+// printable ASCII costs one scan and one copy.
+func Line(b []byte) string {
+	if isPlain(b) {
+		return string(b)
+	}
+	return slow(b)
+}
+
+// String is Line for a string; plain printable ASCII is returned as is,
+// without a copy.
+func String(s string) string {
+	if isPlain(s) {
+		return s
+	}
+	return slow(s)
+}
+
+// isPlain reports whether s is printable ASCII no longer than MaxRunes with
+// nothing that looks like a damaged escape sequence ("[36m", "#033[").
+func isPlain[T string | []byte](s T) bool {
+	if len(s) > MaxRunes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+		if (c == '[' && lostSGRLen(s, i) > 0) || (c == '#' && cloudWatchLen(s, i) > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// HasEscapes reports whether s contains something Strip would remove: an
+// ESC byte, a lost-ESC SGR sequence ("[1;32m") or a CloudWatch "#033[..m".
+// It is a single scan and does not allocate.
+func HasEscapes[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 0x1b:
+			return true
+		case '[':
+			if lostSGRLen(s, i) > 0 {
+				return true
+			}
+		case '#':
+			if cloudWatchLen(s, i) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// AppendStripped appends b to dst without its escape sequences (the three
+// forms of step 1 in the package documentation) and returns the extended
+// buffer. Other bytes, controls included, are copied unchanged: this is for
+// parsers that match text, not for display. An unterminated string sequence
+// is removed to the end of the line.
+func AppendStripped(dst, b []byte) []byte {
+	for i := 0; i < len(b); {
+		if n := escapeLen(b, i); n > 0 {
+			i += n
+			continue
+		}
+		if b[i] == 0x1b {
+			// Unterminated string sequence: for matching, drop the rest.
+			break
+		}
+		dst = append(dst, b[i])
+		i++
+	}
+	return dst
+}
+
+// escapeLen returns the length of the escape sequence starting at s[i] in
+// any of the three forms, 0 when none starts there; an unterminated string
+// sequence (OSC, DCS, APC, PM, SOS) returns 0, so its ESC stays visible.
+func escapeLen[T string | []byte](s T, i int) int {
+	switch s[i] {
+	case 0x1b:
+		_, _, n, state := ansi.DecodeSequence(s[i:], ansi.NormalState, nil)
+		if state == ansi.StringState {
+			return 0 // unterminated OSC/DCS/APC/PM/SOS
+		}
+		if n < 1 {
+			n = 1
+		}
+		return n
+	case '[':
+		return lostSGRLen(s, i)
+	case '#':
+		return cloudWatchLen(s, i)
+	}
+	return 0
+}
+
+// lostSGRLen returns the length of an SGR sequence whose ESC was lost
+// ("[0m", "[1;36m") starting at s[i], or 0. To keep ordinary bracketed text,
+// the parameters are 1–3 digit numbers separated by ';' and the sequence
+// must not be followed by ']' ("timeout [5m]" is text).
+func lostSGRLen[T string | []byte](s T, i int) int {
+	j := i + 1
+	digits := 0
+	for ; j < len(s) && j-i <= 16; j++ {
+		c := s[j]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+			if digits > 3 {
+				return 0
+			}
+		case c == ';':
+			if digits == 0 {
+				return 0
+			}
+			digits = 0
+		case c == 'm':
+			if digits == 0 || (j+1 < len(s) && s[j+1] == ']') {
+				return 0
+			}
+			return j + 1 - i
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// cloudWatchLen returns the length of a CSI sequence whose ESC is rendered
+// as the text "#033" ("#033[2m", "#033[0m") starting at s[i], or 0.
+func cloudWatchLen[T string | []byte](s T, i int) int {
+	const intro = "#033["
+	if len(s)-i < len(intro)+1 || string(s[i:i+len(intro)]) != intro {
+		return 0
+	}
+	for j := i + len(intro); j < len(s) && j-i <= 32; j++ {
+		c := s[j]
+		switch {
+		case c >= 0x30 && c <= 0x3f: // parameter bytes
+		case c >= 0x20 && c <= 0x2f: // intermediate bytes
+		case c >= 0x40 && c <= 0x7e: // final byte
+			return j + 1 - i
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// slow is the general path: strip, escape, expand tabs, cut.
+func slow[T string | []byte](s T) string {
+	n := len(s)
+	if n > 0 && s[n-1] == '\r' {
+		n-- // CRLF line ending
+	}
+	s = s[:n]
+
+	var out strings.Builder
+	out.Grow(min(n, MaxRunes) + 16)
+	runes := 0
+	for i := 0; i < n; {
+		if runes >= MaxRunes {
+			out.WriteString(TruncMarker)
+			out.WriteString(strconv.Itoa(n - i))
+			out.WriteString(" bytes]")
+			break
+		}
+		c := s[i]
+		if k := escapeLen(s, i); k > 0 {
+			i += k
+			continue
+		}
+		switch {
+		case c == '\t':
+			pad := tabWidth - runes%tabWidth
+			for range pad {
+				out.WriteByte(' ')
+			}
+			runes += pad
+			i++
+			continue
+		case c < 0x20 || c == 0x7f:
+			runes += writeByteEscape(&out, c)
+			i++
+			continue
+		case c < 0x80:
+			out.WriteByte(c)
+			runes++
+			i++
+			continue
+		}
+		r, size := decodeRune(s, i)
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			runes += writeByteEscape(&out, c)
+			i++
+			continue
+		case r < 0xa0, r >= 0x61c && r <= 0x2069 && (r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Bidi_Control, r)):
+			out.WriteString(`\u`)
+			out.WriteString(hex4(r))
+			runes += 6
+		default:
+			out.WriteRune(r)
+			runes++
+		}
+		i += size
+	}
+	return out.String()
+}
+
+// decodeRune decodes the rune at s[i] without converting the rest of s.
+func decodeRune[T string | []byte](s T, i int) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	k := copy(buf[:], s[i:])
+	return utf8.DecodeRune(buf[:k])
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeByteEscape writes c as \xNN and returns the runes written.
+func writeByteEscape(out *strings.Builder, c byte) int {
+	out.WriteString(`\x`)
+	out.WriteByte(hexDigits[c>>4])
+	out.WriteByte(hexDigits[c&0xf])
+	return 4
+}
+
+// hex4 formats r (≤ U+FFFF) as four lowercase hex digits.
+func hex4(r rune) string {
+	b := [4]byte{hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf]}
+	return string(b[:])
+}
