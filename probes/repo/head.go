@@ -1,0 +1,173 @@
+// Package repo observes the inference server's git checkout on the host:
+// which commit is checked out and whether the working tree is dirty. It only
+// reads; changing the checkout belongs to remote/git.
+package repo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// Head is the checked-out commit of a repository on the host. It is an
+// event payload. Text fields are raw (remote) text: sanitise before display.
+type Head struct {
+	Path       string    // repository path on the host
+	Commit     string    // full commit id
+	Short      string    // abbreviated commit id, as git abbreviates it
+	Subject    string    // first line of the commit message
+	Branch     string    // checked-out branch, "" when HEAD is detached
+	CommitTime time.Time // committer date
+	Dirty      int       // paths with uncommitted changes (staged, unstaged or untracked)
+}
+
+// Kind implements event.Payload.
+func (Head) Kind() string { return "repo-head" }
+
+// Same reports whether h and o show the same checkout state.
+func (h Head) Same(o Head) bool {
+	return h.Path == o.Path && h.Commit == o.Commit && h.Branch == o.Branch && h.Dirty == o.Dirty
+}
+
+// Unreadable reports that the repository could not be read (not a git
+// checkout, git missing, path gone). It is an event payload.
+type Unreadable struct {
+	Path string
+	Err  string
+}
+
+// Kind implements event.Payload.
+func (Unreadable) Kind() string { return "repo-unreadable" }
+
+// sep separates the three git outputs of one Read; git never prints it in
+// the fields we ask for (NUL-free formats, %x1e only as our own separator).
+const sep = "\x1e\x1e\n"
+
+// Read runs one short shell command on host that prints HEAD, the branch and
+// the porcelain status of the repository at path, and parses it. Errors:
+// quoting errors for unusable paths, the remote error (an *remote.ExitError
+// whose Stderr says why, e.g. "not a git repository"), or a parse error.
+func Read(ctx context.Context, host remote.Host, path string) (Head, error) {
+	logCmd, err := remote.Command("git", "-C", path, "log", "-1", "--format=%H%x1f%h%x1f%ct%x1f%s")
+	if err != nil {
+		return Head{}, err
+	}
+	branchCmd, _ := remote.Command("git", "-C", path, "symbolic-ref", "-q", "--short", "HEAD")
+	statusCmd, _ := remote.Command("git", "--no-optional-locks", "-C", path, "status", "--porcelain=v1", "-z")
+	cmd := logCmd + " && printf '\\036\\036\\n' && { " + branchCmd + " || true; } && printf '\\036\\036\\n' && " + statusCmd
+	res, err := host.Run(ctx, cmd, nil)
+	if err != nil {
+		var ee *remote.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return Head{}, fmt.Errorf("read HEAD of %s: %s", path, bytes.TrimSpace(ee.Stderr))
+		}
+		return Head{}, fmt.Errorf("read HEAD of %s: %w", path, err)
+	}
+	return parse(path, res.Stdout)
+}
+
+func parse(path string, out []byte) (Head, error) {
+	parts := bytes.SplitN(out, []byte(sep), 3)
+	if len(parts) != 3 {
+		return Head{}, fmt.Errorf("read HEAD of %s: unexpected git output %q", path, truncate(out))
+	}
+	f := bytes.SplitN(bytes.TrimRight(parts[0], "\n"), []byte{0x1f}, 4)
+	if len(f) != 4 || len(f[0]) < 7 {
+		return Head{}, fmt.Errorf("read HEAD of %s: unexpected git log output %q", path, truncate(parts[0]))
+	}
+	secs, err := strconv.ParseInt(string(f[2]), 10, 64)
+	if err != nil {
+		return Head{}, fmt.Errorf("read HEAD of %s: commit time %q: %w", path, f[2], err)
+	}
+	h := Head{
+		Path:       path,
+		Commit:     string(f[0]),
+		Short:      string(f[1]),
+		CommitTime: time.Unix(secs, 0),
+		Subject:    string(f[3]),
+		Branch:     string(bytes.TrimSpace(parts[1])),
+	}
+	// porcelain -z: "XY path\0", and renames add "orig\0" after the entry.
+	st := parts[2]
+	for len(st) > 0 {
+		i := bytes.IndexByte(st, 0)
+		if i < 0 {
+			i = len(st)
+		}
+		entry := st[:i]
+		st = st[min(i+1, len(st)):]
+		if len(entry) < 3 {
+			continue
+		}
+		h.Dirty++
+		if entry[0] == 'R' || entry[0] == 'C' {
+			if j := bytes.IndexByte(st, 0); j >= 0 {
+				st = st[j+1:]
+			} else {
+				st = nil
+			}
+		}
+	}
+	return h, nil
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 200 {
+		return b[:200]
+	}
+	return b
+}
+
+// Watcher polls a repository's HEAD and emits a Head whenever it changes
+// (and once at start), or Unreadable when it cannot be read.
+type Watcher struct {
+	Host     remote.Host
+	Path     string
+	Interval time.Duration // between polls; default 3 s
+	Timeout  time.Duration // deadline of one poll; default 10 s
+}
+
+// Run polls until ctx ends, then returns nil.
+func (w *Watcher) Run(ctx context.Context, sink event.Sink) error {
+	every := w.Interval
+	if every <= 0 {
+		every = 3 * time.Second
+	}
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	var last Head
+	var lastErr string
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		h, err := Read(pctx, w.Host, w.Path)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			if msg := err.Error(); msg != lastErr {
+				lastErr = msg
+				last = Head{}
+				sink(event.Event{At: time.Now(), Data: Unreadable{Path: w.Path, Err: msg}})
+			}
+		case !h.Same(last):
+			last, lastErr = h, ""
+			sink(event.Event{At: time.Now(), Data: h})
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
