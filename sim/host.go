@@ -397,6 +397,33 @@ func (h *Host) StopServer(ctx context.Context) error {
 	return nil
 }
 
+// stopOtherServer ends a fake server that was launched some other way (a
+// launcher through SSH, `setsid -f`) and still heart-beats into this sim
+// directory, so closing the demo leaves no server behind.
+func (h *Host) stopOtherServer(ctx context.Context) {
+	b, err := os.ReadFile(filepath.Join(h.Dir, stateFile))
+	if err != nil {
+		return
+	}
+	var st serverState
+	if json.Unmarshal(b, &st) != nil || st.Exited || st.PID <= 0 || st.PID == os.Getpid() ||
+		time.Since(time.Unix(0, st.Heartbeat)) > staleAfter || !pidAlive(st.PID) {
+		return
+	}
+	target := st.PID
+	if pgid, err := syscall.Getpgid(st.PID); err == nil && pgid == st.PID {
+		target = -pgid // a session leader from setsid: take its group
+	}
+	syscall.Kill(target, syscall.SIGTERM)
+	deadline := time.Now().Add(5 * time.Second)
+	for pidAlive(st.PID) && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pidAlive(st.PID) {
+		syscall.Kill(target, syscall.SIGKILL)
+	}
+}
+
 // SetFaults replaces the injected nvidia-smi faults; running nvidia-smi
 // loops pick them up on their next tick. The zero Faults clears them.
 func (h *Host) SetFaults(f Faults) error {
@@ -424,12 +451,15 @@ func (h *Host) RestartSSH() error {
 	return h.ssh.Start()
 }
 
-// Close stops the fake server and the SSH server and removes the directory
-// if Start created it. It is safe to call more than once.
+// Close stops the fake server (the one StartServer launched, and one
+// launched any other way that still heart-beats into this directory), the
+// SSH server, and removes the directory if Start created it. It is safe to
+// call more than once.
 func (h *Host) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := h.StopServer(ctx)
+	h.stopOtherServer(ctx)
 	if h.ssh != nil {
 		if e := h.ssh.Stop(); e != nil && err == nil && !errors.Is(e, net.ErrClosed) {
 			err = e

@@ -397,3 +397,51 @@ func TestSMILoopWrapper(t *testing.T) {
 		t.Errorf("5 ticks of -lms 100 took %v", d)
 	}
 }
+
+// TestCloseStopsDetachedServer launches the server the way a launcher does
+// over SSH (setsid, stdio redirected), checks it outlives the session, and
+// that Close still stops it.
+func TestCloseStopsDetachedServer(t *testing.T) {
+	h, err := Start(context.Background(), Options{StartupDelay: 200 * time.Millisecond, TimeScale: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var words []string
+	for _, a := range h.ServerArgv() {
+		q, err := quote(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		words = append(words, q)
+	}
+	logq, _ := quote(h.LogPath)
+	cmd := "setsid -f " + strings.Join(words, " ") + " >>" + logq + " 2>&1 </dev/null"
+	c := dial(t, h)
+	if out, err := run(t, c, cmd); err != nil {
+		t.Fatalf("launch: %v %s", err, out)
+	}
+	c.Close()
+	var pid int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sv := readServerView(h.Dir, time.Now())
+		if pid = sv.PID; sv.Alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(h.LogPath)
+			t.Fatalf("no heartbeat from the detached server; log:\n%s", log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h.ServerPID() != 0 {
+		t.Error("ServerPID reports a server StartServer did not launch")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pidAlive(pid) {
+		t.Errorf("detached server %d still running after Close", pid)
+	}
+}

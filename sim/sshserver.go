@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -256,7 +257,8 @@ func (s *SSHServer) session(nc ssh.NewChannel, sc *ssh.ServerConn) {
 type sessionProc struct {
 	cmd        *exec.Cmd
 	rOut, rErr *os.File
-	done       chan struct{}
+	finished   atomic.Bool   // exited and its output drained: nothing left to kill
+	done       chan struct{} // closed after the exit status went out
 	once       sync.Once
 }
 
@@ -318,6 +320,7 @@ func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn
 		// Like sshd, wait for EOF on the output: a background child that
 		// kept stdout open keeps the session open.
 		copies.Wait()
+		p.finished.Store(true)
 		rOut.Close()
 		rErr.Close()
 		var ee *exec.ExitError
@@ -350,10 +353,10 @@ func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn
 // under sshd.
 func (p *sessionProc) kill() {
 	p.once.Do(func() {
-		select {
-		case <-p.done:
-			return // exited and reaped: its pid may already belong to someone else
-		default:
+		if p.finished.Load() {
+			// The command completed (a `setsid -f` child may still be on its
+			// way out of the group, and the pid may be reused): leave it.
+			return
 		}
 		pgid := p.cmd.Process.Pid
 		syscall.Kill(-pgid, syscall.SIGTERM)
