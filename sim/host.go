@@ -59,6 +59,11 @@ type Options struct {
 	NoAutoLoad bool
 	// NoSSH skips the in-process SSH server (local-only tests).
 	NoSSH bool
+	// AllHostKeyTypes makes the SSH server offer ECDSA P-256 and RSA 2048
+	// host keys besides ed25519, like a stock sshd, while known_hosts holds
+	// only the ed25519 key: the setup where x/crypto's default host-key
+	// algorithm order picks a key known_hosts lacks.
+	AllHostKeyTypes bool
 	// Executable is the binary the wrappers re-execute (default
 	// os.Executable()); it must call RunRoleFromEnv first thing.
 	Executable string
@@ -203,7 +208,7 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 		}
 	}
 	if !opt.NoSSH {
-		keys, kerr := newSSHKeys()
+		keys, kerr := newSSHKeys(opt.AllHostKeyTypes)
 		if kerr != nil {
 			return h, kerr
 		}

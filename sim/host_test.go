@@ -445,3 +445,27 @@ func TestCloseStopsDetachedServer(t *testing.T) {
 		t.Errorf("detached server %d still running after Close", pid)
 	}
 }
+
+// TestSSHAllHostKeyTypes reproduces the known trap: with ecdsa and rsa host
+// keys on offer and only ed25519 in known_hosts, x/crypto's default
+// algorithm order fails; asking for ed25519 works.
+func TestSSHAllHostKeyTypes(t *testing.T) {
+	h := startHost(t, Options{AllHostKeyTypes: true, NoAutoLoad: true})
+	key, _ := os.ReadFile(h.IdentityPath)
+	signer, err := ssh.ParsePrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk, _ := knownhosts.New(h.KnownHostsPath)
+	cfg := &ssh.ClientConfig{User: h.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk, Timeout: 10 * time.Second}
+	if c, err := ssh.Dial("tcp", h.SSHAddr, cfg); err == nil {
+		c.Close()
+		t.Error("default host-key algorithms succeeded; want the ecdsa key to be rejected by known_hosts")
+	}
+	cfg.HostKeyAlgorithms = []string{ssh.KeyAlgoED25519}
+	c, err := ssh.Dial("tcp", h.SSHAddr, cfg)
+	if err != nil {
+		t.Fatalf("ed25519 only: %v", err)
+	}
+	c.Close()
+}

@@ -2,8 +2,11 @@ package sim
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -53,11 +56,12 @@ type SSHServer struct {
 type sshKeys struct {
 	hostSigner ssh.Signer
 	hostPriv   ed25519.PrivateKey
+	extraHost  []ssh.Signer // ecdsa/rsa host keys offered besides ed25519 (not in known_hosts)
 	clientPub  ssh.PublicKey
 	clientPriv ed25519.PrivateKey
 }
 
-func newSSHKeys() (*sshKeys, error) {
+func newSSHKeys(allTypes bool) (*sshKeys, error) {
 	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
@@ -74,7 +78,25 @@ func newSSHKeys() (*sshKeys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sshKeys{hostSigner: signer, hostPriv: hostPriv, clientPub: pub, clientPriv: cpriv}, nil
+	k := &sshKeys{hostSigner: signer, hostPriv: hostPriv, clientPub: pub, clientPriv: cpriv}
+	if allTypes {
+		ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		rk, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range []any{ec, rk} {
+			sg, err := ssh.NewSignerFromKey(key)
+			if err != nil {
+				return nil, err
+			}
+			k.extraHost = append(k.extraHost, sg)
+		}
+	}
+	return k, nil
 }
 
 func newSSHServer(k *sshKeys, dir, binDir string) *SSHServer {
@@ -90,6 +112,9 @@ func newSSHServer(k *sshKeys, dir, binDir string) *SSHServer {
 		},
 	}
 	cfg.AddHostKey(k.hostSigner)
+	for _, sg := range k.extraHost {
+		cfg.AddHostKey(sg)
+	}
 	return &SSHServer{cfg: cfg, dir: dir, binDir: binDir, conns: map[net.Conn]struct{}{}, hostKey: k.hostSigner.PublicKey()}
 }
 
