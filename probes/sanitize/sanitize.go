@@ -8,7 +8,7 @@
 //
 //  1. Escape sequences are removed: 7-bit ESC sequences (CSI, OSC, DCS, APC,
 //     PM, SOS, two-byte ESC x) as delimited by the charmbracelet/x/ansi
-//     sequence decoder, plus two damaged forms found in real logs: the ESC
+//     parser's state table, plus two damaged forms found in real logs: the ESC
 //     byte lost ("[36m", vllm#2734) and ESC rendered as the text "#033"
 //     ("#033[2m", CloudWatch exports, TGI#1763). A string sequence (OSC, DCS,
 //     APC, PM, SOS) still open at the end of the line is not removed: its ESC
@@ -39,7 +39,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/ansi/parser"
 )
 
 // MaxRunes is the most runes of sanitised text a line keeps; longer lines
@@ -140,20 +140,56 @@ func AppendStripped(dst, b []byte) []byte {
 func escapeLen[T string | []byte](s T, i int) int {
 	switch s[i] {
 	case 0x1b:
-		_, _, n, state := ansi.DecodeSequence(s[i:], ansi.NormalState, nil)
-		if state == ansi.StringState {
-			return 0 // unterminated OSC/DCS/APC/PM/SOS
-		}
-		if n < 1 {
-			n = 1
-		}
-		return n
+		return escSeqLen(s, i)
 	case '[':
 		return lostSGRLen(s, i)
 	case '#':
 		return cloudWatchLen(s, i)
 	}
 	return 0
+}
+
+// escSeqLen returns the length of the 7-bit sequence that starts with the
+// ESC at s[i], following the DEC/ECMA-48 state machine of
+// github.com/charmbracelet/x/ansi/parser (the one ansi.Strip uses): CSI
+// up to its final byte, OSC up to BEL or ST, DCS/SOS/PM/APC up to ST, ESC x.
+// A sequence broken off by another ESC, CAN/SUB, a C1 control or a
+// printable non-ASCII character ends before that byte. A CSI or ESC
+// sequence cut by the end of the line is removed to the end; a string
+// sequence still open there returns 0.
+func escSeqLen[T string | []byte](s T, i int) int {
+	state := parser.EscapeState
+	for j := i + 1; j < len(s); j++ {
+		c := s[j]
+		next, action := parser.Table.Transition(state, c)
+		switch {
+		case c == 0x1b:
+			if isStringState(state) && j+1 < len(s) && s[j+1] == '\\' {
+				return j + 2 - i // ST
+			}
+			return j - i
+		case next == parser.Utf8State,
+			next == parser.GroundState && action == parser.ExecuteAction,
+			next == parser.GroundState && action == parser.IgnoreAction && (c == 0x18 || c == 0x1a):
+			return j - i // broken off; the byte is shown (escaped) on its own
+		case next == parser.GroundState:
+			return j + 1 - i
+		}
+		state = next
+	}
+	if isStringState(state) {
+		return 0
+	}
+	return len(s) - i
+}
+
+func isStringState(st parser.State) bool {
+	switch st {
+	case parser.OscStringState, parser.SosStringState, parser.PmStringState, parser.ApcStringState,
+		parser.DcsEntryState, parser.DcsParamState, parser.DcsIntermediateState, parser.DcsStringState:
+		return true
+	}
+	return false
 }
 
 // lostSGRLen returns the length of an SGR sequence whose ESC was lost
