@@ -18,6 +18,7 @@ const (
 	HasQueued
 	HasCUDAGraph
 	HasTokenUsage
+	HasTokens
 )
 
 // Throughput is one generation-throughput report parsed from one log line:
@@ -28,7 +29,8 @@ type Throughput struct {
 	PromptTokPerSec float64 // vLLM "Avg prompt throughput", tok/s
 	AcceptLength    float64 // speculative decoding mean accept length (incl. bonus token)
 	AcceptRate      float64 // speculative decoding accept rate, 0–1
-	TokenUsage      float64 // KV-cache usage fraction 0–1 (SGLang "token usage")
+	TokenUsage      float64 // KV-cache usage fraction 0–1 (SGLang "token usage", vLLM "GPU KV cache usage" / 100)
+	Tokens          int64   // SGLang "#token" / "#full token": KV-cache tokens in use
 	Running         int     // #running-req / Running: N reqs
 	Queued          int     // #queue-req / Waiting / Pending
 	CUDAGraph       bool    // SGLang "cuda graph: True"

@@ -1,0 +1,281 @@
+package serverlog
+
+import (
+	"slices"
+	"time"
+)
+
+// Defaults of the Aggregator's tunables.
+const (
+	// DefaultIdleGap: a SGLang point that comes this long (by the lines'
+	// own timestamps) after the previous point, or that is the first
+	// point, starts a new busy period.
+	DefaultIdleGap = 10 * time.Second
+	// DefaultDropBelow: the first point of a busy period is dropped when
+	// it is below this fraction of the point after it.
+	DefaultDropBelow = 0.05
+	// roundSpan: lines of one DP round whose timestamps differ by up to
+	// this much still belong together (a round can straddle a second).
+	roundSpan = 1 // seconds
+	// historyLen: how many kept points the end-of-input rule looks at.
+	historyLen = 16
+)
+
+// Aggregator turns per-rank / per-engine Throughput reports into the
+// server's tok/s series (Rate values), in order:
+//
+//   - SGLang with DP attention (the rank tag has DPn): every DP rank logs its
+//     own line; lines with distinct DP ranks whose timestamps are within 1 s
+//     of the round's first line form one round, and the point is their sum.
+//     A round ends when a DP rank repeats, when a line comes more than 1 s
+//     later, or, once the set of ranks is known from an earlier round, as
+//     soon as every known rank has reported.
+//   - SGLang without DP: only TP0 or untagged lines count (other TP ranks
+//     repeat TP0's numbers); each is a point.
+//   - vLLM: engines ("Engine 000:", "Engine 001:") are summed like DP ranks;
+//     V0 lines (no engine) are points.
+//
+// Idle artefact (SGLang only): the first decode line after idle divides the
+// tokens of 40 steps by the whole idle gap, so it reads near 0 (0.39 then
+// 178.86 tok/s in sglang#11948). A point is the first of a busy period when
+// there is no earlier point or its timestamp is at least IdleGap after the
+// previous point's; such a point is held until the next point arrives and
+// is marked Dropped when it is below DropBelow (5%) of that next point. At
+// the end of input (Flush) a held point with no successor is dropped only
+// when it is below DropBelow of the median of the last 16 kept points.
+// A real stall that recovers looks the same in the log and is treated the
+// same.
+//
+// AcceptLength is the mean of the ranks' "accept len" (SGLang) or, for
+// vLLM, the "Mean acceptance length" of the latest SpecDecoding line given
+// to AddSpec (vLLM prints it after the throughput line, so it lags by one
+// interval).
+//
+// The zero value is ready to use with the defaults. Not safe for concurrent
+// use.
+type Aggregator struct {
+	IdleGap   time.Duration // 0 means DefaultIdleGap
+	DropBelow float64       // 0 means DefaultDropBelow
+
+	group    round
+	known    []int // DP ranks / engines seen in closed rounds
+	hasKnown bool
+
+	prevSec  int64 // timestamp of the previous point, seconds
+	prevOK   bool  // prevSec is valid
+	anyPoint bool  // a point was made
+
+	held     Rate // first point of a busy period, waiting for its successor
+	holding  bool
+	history  []float64 // last kept SGLang points
+	specLen  float64   // latest vLLM mean acceptance length
+	haveSpec bool
+}
+
+// round is the DP ranks / engines gathered for one point.
+type round struct {
+	keys      []int
+	sum       float64
+	acceptSum float64
+	acceptN   int
+	sec       int64
+	secOK     bool
+	sglang    bool
+	open      bool
+}
+
+// Add feeds one Throughput and appends the points it completes to dst.
+func (a *Aggregator) Add(dst []Rate, t Throughput) []Rate {
+	sglang := t.Server != ServerVLLM
+	key := -1
+	if sglang {
+		if t.DP < 0 && !isTP0OrNone(t.Rank) {
+			return dst
+		}
+		key = t.DP
+	} else {
+		key = t.Engine
+	}
+	sec, secOK := stampSeconds(t.Stamp)
+
+	if a.group.open && (a.group.sglang != sglang || key < 0 || slices.Contains(a.group.keys, key) ||
+		(secOK && a.group.secOK && (sec-a.group.sec > roundSpan || sec < a.group.sec))) {
+		dst = a.closeRound(dst)
+	}
+	g := &a.group
+	if !g.open {
+		*g = round{keys: g.keys[:0], sec: sec, secOK: secOK, sglang: sglang, open: true}
+	}
+	g.keys = append(g.keys, key)
+	g.sum += t.TokPerSec
+	if t.Has&HasAcceptLength != 0 {
+		g.acceptSum += t.AcceptLength
+		g.acceptN++
+	}
+	if key < 0 || (a.hasKnown && coversAll(g.keys, a.known)) {
+		dst = a.closeRound(dst)
+	}
+	return dst
+}
+
+// AddSpec records a vLLM speculative-decoding line; its mean acceptance
+// length is carried by the following vLLM points.
+func (a *Aggregator) AddSpec(s SpecDecode) {
+	if s.Has&HasMeanAcceptLength != 0 {
+		a.specLen, a.haveSpec = s.MeanAcceptLength, true
+	}
+}
+
+// Flush closes the open round and releases a held point; call it at the
+// end of input.
+func (a *Aggregator) Flush(dst []Rate) []Rate {
+	if a.group.open {
+		dst = a.closeRound(dst)
+	}
+	if a.holding {
+		r := a.held
+		a.holding = false
+		if len(a.history) > 0 && r.TokPerSec < a.dropBelow()*median(a.history) {
+			r.Dropped = true
+		}
+		dst = a.keep(dst, r)
+	}
+	return dst
+}
+
+// Reset forgets all state, for a log that restarted.
+func (a *Aggregator) Reset() {
+	*a = Aggregator{IdleGap: a.IdleGap, DropBelow: a.DropBelow}
+}
+
+func (a *Aggregator) closeRound(dst []Rate) []Rate {
+	g := &a.group
+	g.open = false
+	if len(g.keys) > 1 || g.keys[0] >= 0 {
+		for _, k := range g.keys {
+			if !slices.Contains(a.known, k) {
+				a.known = append(a.known, k)
+			}
+		}
+		a.hasKnown = true
+	}
+	r := Rate{TokPerSec: g.sum, Ranks: len(g.keys)}
+	switch {
+	case g.acceptN > 0:
+		r.AcceptLength, r.HasAccept = g.acceptSum/float64(g.acceptN), true
+	case !g.sglang && a.haveSpec:
+		r.AcceptLength, r.HasAccept = a.specLen, true
+	}
+	if !g.sglang {
+		return append(dst, r)
+	}
+
+	// SGLang idle-artefact rule.
+	firstOfBusy := !a.anyPoint || (a.prevOK && g.secOK && time.Duration(g.sec-a.prevSec)*time.Second >= a.idleGap())
+	a.anyPoint = true
+	a.prevSec, a.prevOK = g.sec, g.secOK
+	if a.holding {
+		h := a.held
+		a.holding = false
+		if h.TokPerSec < a.dropBelow()*r.TokPerSec {
+			h.Dropped = true
+		}
+		dst = a.keep(dst, h)
+	}
+	if firstOfBusy {
+		a.held, a.holding = r, true
+		return dst
+	}
+	return a.keep(dst, r)
+}
+
+// keep appends r and, when it is part of the series, remembers it.
+func (a *Aggregator) keep(dst []Rate, r Rate) []Rate {
+	if !r.Dropped {
+		if len(a.history) == historyLen {
+			a.history = append(a.history[:0], a.history[1:]...)
+		}
+		a.history = append(a.history, r.TokPerSec)
+	}
+	return append(dst, r)
+}
+
+func (a *Aggregator) idleGap() time.Duration {
+	if a.IdleGap > 0 {
+		return a.IdleGap
+	}
+	return DefaultIdleGap
+}
+
+func (a *Aggregator) dropBelow() float64 {
+	if a.DropBelow > 0 {
+		return a.DropBelow
+	}
+	return DefaultDropBelow
+}
+
+// isTP0OrNone reports whether an SGLang rank tag without DP is the one
+// whose numbers stand for the server: no tag, or TP0 (with any EPn/PPn).
+func isTP0OrNone(rank string) bool {
+	if rank == "" {
+		return true
+	}
+	for i := 0; i < len(rank); {
+		j := i
+		for j < len(rank) && rank[j] != ' ' {
+			j++
+		}
+		tok := rank[i:j]
+		if len(tok) > 2 && tok[:2] == "TP" {
+			return tok == "TP0"
+		}
+		i = j + 1
+	}
+	return true
+}
+
+func coversAll(have, want []int) bool {
+	for _, k := range want {
+		if !slices.Contains(have, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// stampSeconds converts "2025-10-20 03:02:22" or "05-19 10:13:11" (no
+// year: year 0 is used, which is fine for differences within a year) to
+// seconds.
+func stampSeconds(s string) (int64, bool) {
+	year := 0
+	switch len(s) {
+	case 19:
+		year = atoi(s[0:4])
+		s = s[5:]
+	case 14:
+	default:
+		return 0, false
+	}
+	mon, day, h, m, sec := atoi(s[0:2]), atoi(s[3:5]), atoi(s[6:8]), atoi(s[9:11]), atoi(s[12:14])
+	if mon < 1 || mon > 12 || day < 1 || day > 31 || h > 23 || m > 59 || sec > 60 {
+		return 0, false
+	}
+	return time.Date(year, time.Month(mon), day, h, m, sec, 0, time.UTC).Unix(), true
+}
+
+func atoi(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int(s[i]-'0')
+	}
+	return n
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,132 @@
+package serverlog
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func classesOf(fs []Failure) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, string(f.Class))
+	}
+	return out
+}
+
+func TestClassifierSignatures(t *testing.T) {
+	tests := []struct {
+		line string
+		want []string // classes reported for this line alone, in specificity order
+	}{
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 616.00 MiB. GPU 0 has a total capacity of 79.10 GiB", []string{"oom"}},
+		{"RuntimeError: CUDA out of memory. Tried to allocate 60.00 MiB (GPU 0; 6.00 GiB total capacity; 4.11 GiB already allocated)", []string{"oom"}},
+		{"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", []string{"oom"}},
+		{"ERROR 03-02 [engine.py:1] MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the original error: OutOfMemoryError('CUDA out of memory. ...')", []string{"oom", "engine-dead"}},
+		{"RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)", []string{"nccl"}},
+		{"<host>:1234:5678 [0] transport/nvls.cc:157 NCCL WARN Cuda failure 1 'invalid argument'", []string{"nccl"}},
+		{"ncclUnhandledCudaError: Call to CUDA function failed.", []string{"nccl"}},
+		{"RuntimeError: CUDA error: an illegal memory access was encountered", []string{"cuda-illegal-memory"}},
+		{"[2025-08-02 19:24:30 TP3] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", []string{"watchdog-timeout"}},
+		{"[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE) ran for 600060 milliseconds before timing out.", []string{"watchdog-timeout"}},
+		{"vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.", []string{"engine-dead"}},
+		{"RuntimeError: Engine core initialization failed. See root cause above.", []string{"engine-dead"}},
+		{"OSError: [Errno 98] Address already in use", []string{"port-in-use"}},
+		{"ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use", []string{"port-in-use"}},
+		{"listen tcp :8000: bind: address already in use", []string{"port-in-use"}},
+		{"Killed", []string{"killed"}},
+		{"Loading checkpoint shards:  75%|███████▌  | 3/4 [00:08<00:02,  2.83s/it]Killed", []string{"killed"}},
+		{"[1]+  Killed                  python3 -m sglang.launch_server --model-path x", []string{"killed"}},
+		{"[123.456] Out of memory: Killed process 576419 (python) total-vm:78521468kB", []string{"killed"}},
+		{"Memory cgroup out of memory: Killed process 576419 (python)", []string{"killed"}},
+		{"ollama.service: A process of this unit has been killed by the OOM killer.", []string{"killed"}},
+		{"Traceback (most recent call last):", []string{"traceback"}},
+		{`File "/x/y.py", line 12, in f`, []string{"traceback"}},
+		// Not failures.
+		{"[2025-04-03 04:46:21] server_args=ServerArgs(watchdog_timeout=300, enable_nccl_nvls=False, disable_cuda_graph=False)", nil},
+		{"[2025-02-21 22:59:28] Received sigquit from a child process. It usually means the child failed.", nil},
+		{"Setup Custom allreduce failed with CUDART error: peer access is not supported between these two devices.", nil},
+		{"[TensorRT-LLM][WARNING] Using an engine plan file across different models of devices is not recommended and is likely to affect performance or even cause errors.", nil},
+		{"INFO:     127.0.0.1:55504 - \"GET / HTTP/1.1\" 404 Not Found", nil},
+		{"the request was Killedx by nobody", nil},
+		{"SkillKilled", nil},
+		{`see File "notes.txt" for details`, nil},
+		{"ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL.", nil},
+		{"2024-04-18T18:44:03.144-04:00   #033[2m2024-04-18T22:43:58.111453Z#033[0m #033[32m INFO#033[0m Waiting for shard to be ready... rank=0", nil},
+	}
+	for _, tc := range tests {
+		var c Classifier
+		got := classesOf(c.Feed(nil, []byte(tc.line), 1))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Feed(%q) = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
+func TestClassifierPrimaryAndDedup(t *testing.T) {
+	// A traceback first, then the cause; fallout after it.
+	lines := []string{
+		"[2025-02-21 22:59:28 TP2] Scheduler hit an exception: Traceback (most recent call last):",
+		`  File "/sgl/scheduler.py", line 1825, in run_scheduler_process`,
+		"    scheduler.event_loop_overlap()",
+		`  File "/sgl/pynccl.py", line 329, in NCCL_CHECK`,
+		`    raise RuntimeError(f"NCCL error: {error_str}")`,
+		"RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+		"(APIServer pid=1) ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+		"RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB",
+	}
+	var c Classifier
+	var all []Failure
+	for i, l := range lines {
+		all = c.Feed(all, []byte(l), i+1)
+	}
+	if got := classesOf(all); !slices.Equal(got, []string{"traceback", "nccl", "engine-dead", "oom"}) {
+		t.Fatalf("reported %v", got)
+	}
+	nccl := all[1]
+	if nccl.Line != 6 || nccl.Rank != "TP2" || !strings.HasPrefix(nccl.Text, "RuntimeError: NCCL error") {
+		t.Errorf("nccl failure = %+v: want line 6 (the exception, not the source line), rank TP2 inherited from the traceback", nccl)
+	}
+	p, ok := c.Primary()
+	if !ok || p.Class != FailNCCL {
+		t.Errorf("primary = %+v, want the first cause class (nccl)", p)
+	}
+
+	// The same class within DedupLines is one incident; after it, a new one.
+	var d Classifier
+	var got []Failure
+	for i := range 8 {
+		got = d.Feed(got, []byte(fmt.Sprintf("[2025-01-01 00:00:00 TP%d] torch.OutOfMemoryError: CUDA out of memory.", i)), i+1)
+	}
+	if len(got) != 1 || got[0].Rank != "TP0" {
+		t.Fatalf("8 ranks printing the same OOM gave %+v, want one report from TP0", got)
+	}
+	for i := range DedupLines + 1 {
+		got = d.Feed(got, []byte("[2025-01-01 00:00:01 TP0] Decode batch. filler"), 9+i)
+	}
+	got = d.Feed(got, []byte("torch.OutOfMemoryError: CUDA out of memory."), 500)
+	if len(got) != 2 || got[1].Line != 500 {
+		t.Errorf("a new OOM after %d quiet lines: got %+v", DedupLines, got)
+	}
+
+	// Only consequences: engine-dead wins over traceback.
+	var e Classifier
+	e.Feed(nil, []byte("Traceback (most recent call last):"), 1)
+	e.Feed(nil, []byte("EngineDeadError: EngineCore encountered an issue."), 2)
+	if p, _ := e.Primary(); p.Class != FailEngineDead {
+		t.Errorf("primary = %q, want engine-dead", p.Class)
+	}
+	e.Reset()
+	if _, ok := e.Primary(); ok {
+		t.Error("Primary after Reset")
+	}
+}
+
+func TestClassifierDoesNotAllocateOnCleanLines(t *testing.T) {
+	var c Classifier
+	line := []byte("[2025-10-22 10:27:57 TP0] Load weight end. type=Gemma3ForConditionalGeneration, dtype=torch.bfloat16, avail mem=131.08 GB, mem usage=8.13 GB.")
+	if n := testing.AllocsPerRun(100, func() { c.Feed(nil, line, 1) }); n != 0 {
+		t.Errorf("Feed allocates %v times on a clean line", n)
+	}
+}

@@ -1,0 +1,421 @@
+package serverlog
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+)
+
+// WriteJSONL scans the log r (see ScanLines: 1-based physical line numbers,
+// a leading "# source:" line skipped but counted) and writes one JSON object
+// per finding to w, one per line, in input order; this is the output of
+// `flightdeck parse log`. Fields that the line did not have are omitted.
+// Shapes (field order as written):
+//
+//	{"type":"throughput","tok_s":178.86,"rank":"TP0","accept_length":2.17,"accept_rate":0.54,
+//	 "server":"sglang","engine":0,"prompt_tok_s":0,"running":1,"queued":0,"tokens":186,
+//	 "token_usage":0,"cuda_graph":true,"stamp":"2025-10-22 10:27:57","line":4}
+//	{"type":"prefill","rank":"TP0","new_seq":1,"new_token":48,"cached_token":0,
+//	 "cache_hit_rate_pct":0,"token_usage":0,"running":0,"queued":0,"input_tok_s":559.53,
+//	 "cuda_graph":true,"stamp":"…","line":3}
+//	{"type":"spec_decode","mean_acceptance_length":1,"draft_acceptance_rate":0,"accepted":0,
+//	 "drafted":495,"emitted":…,"system_efficiency":…,"num_spec_tokens":…,"accepted_tok_s":0,
+//	 "drafted_tok_s":1.23,"per_position":[0,0,0,0,0],"engine":0,"stamp":"…","line":3}
+//	{"type":"ready","server":"vllm","url":"http://0.0.0.0:8000","line":2}
+//	{"type":"failure","class":"oom","rank":"TP0","line":9,"text":"…"}
+//	{"type":"bench","tool":"sglang.bench_serving","backend":"sglang","output_tok_s":…,
+//	 "ttft_mean_ms":…,"ttft_median_ms":…,"ttft_p99_ms":…,"itl_mean_ms":…,"itl_median_ms":…,
+//	 "itl_p99_ms":…,"tpot_mean_ms":…,"tpot_median_ms":…,"tpot_p99_ms":…,"e2e_mean_ms":…,
+//	 "e2e_median_ms":…,"successful_requests":…,"failed_requests":…,"duration_s":…,
+//	 "total_input_tokens":…,"total_generated_tokens":…,"request_throughput":…,
+//	 "input_tok_s":…,"total_tok_s":…,"max_concurrency":…,"request_rate":…,"concurrency":…,
+//	 "line":2}
+//
+// bench_one_batch adds "batch_size", "prefill_latency_s", "prefill_tok_s",
+// "decode_tok_s" (list), "decode_median_latency_s", "decode_median_tok_s"
+// (equal to output_tok_s) and "total_latency_s". token_usage and
+// draft_acceptance_rate are fractions 0–1 (vLLM prints percentages). A
+// "request_rate" of "inf" is written as the string "inf".
+//
+// When failures were found, a last object summarises them in the terms of
+// the fixtures' MANIFEST: {"type":"failure_summary","failure":"nccl",
+// "failure_also":["oom","traceback"],"rank":"…","line":N} where failure is
+// the primary class (Classifier.Primary) and line is its first line.
+//
+// Text fields are sanitised (probes/sanitize). It returns the first read or
+// write error.
+func WriteJSONL(w io.Writer, r io.Reader) error {
+	enc := jsonlWriter{w: w, buf: make([]byte, 0, 64<<10)}
+	s, err := Scan(r, enc.payload)
+	if err != nil {
+		enc.flush()
+		return err
+	}
+	if p, ok := s.Primary(); ok {
+		enc.summary(p, s.Failures())
+	}
+	return enc.flush()
+}
+
+// jsonlWriter appends JSON objects to buf and writes buf out in large
+// pieces; it remembers the first write error and then stops writing.
+type jsonlWriter struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func (e *jsonlWriter) flush() error {
+	if e.err == nil && len(e.buf) > 0 {
+		_, e.err = e.w.Write(e.buf)
+	}
+	e.buf = e.buf[:0]
+	return e.err
+}
+
+func (e *jsonlWriter) payload(p event.Payload) {
+	b := e.buf
+	switch v := p.(type) {
+	case Throughput:
+		b = appendThroughput(b, v)
+	case Prefill:
+		b = appendPrefill(b, v)
+	case SpecDecode:
+		b = appendSpec(b, v)
+	case Ready:
+		b = append(b, `{"type":"ready"`...)
+		b = strField(b, "server", v.Server)
+		b = strField(b, "url", v.URL)
+		b = intField(b, "line", int64(v.Line))
+		b = append(b, "}\n"...)
+	case Failure:
+		b = append(b, `{"type":"failure"`...)
+		b = strField(b, "class", string(v.Class))
+		b = strField(b, "rank", v.Rank)
+		b = intField(b, "line", int64(v.Line))
+		b = appendKey(b, "text")
+		b = appendString(b, v.Text)
+		b = append(b, "}\n"...)
+	case Bench:
+		b = appendBench(b, v)
+	default:
+		return
+	}
+	e.buf = b
+	if len(e.buf) >= 60<<10 {
+		e.flush()
+	}
+}
+
+func (e *jsonlWriter) summary(primary Failure, all []Failure) {
+	b := append(e.buf, `{"type":"failure_summary"`...)
+	b = strField(b, "failure", string(primary.Class))
+	b = appendKey(b, "failure_also")
+	b = append(b, '[')
+	n := 0
+	for _, f := range all {
+		if f.Class == primary.Class {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, string(f.Class))
+		n++
+	}
+	b = append(b, ']')
+	b = strField(b, "rank", primary.Rank)
+	b = intField(b, "line", int64(primary.Line))
+	e.buf = append(b, "}\n"...)
+}
+
+func appendThroughput(b []byte, t Throughput) []byte {
+	b = append(b, `{"type":"throughput"`...)
+	b = floatField(b, "tok_s", t.TokPerSec)
+	b = strField(b, "rank", t.Rank)
+	if t.Has&HasAcceptLength != 0 {
+		b = floatField(b, "accept_length", t.AcceptLength)
+	}
+	if t.Has&HasAcceptRate != 0 {
+		b = floatField(b, "accept_rate", t.AcceptRate)
+	}
+	b = strField(b, "server", t.Server)
+	if t.Engine >= 0 {
+		b = intField(b, "engine", int64(t.Engine))
+	}
+	if t.Has&HasPromptTokPerSec != 0 {
+		b = floatField(b, "prompt_tok_s", t.PromptTokPerSec)
+	}
+	if t.Has&HasRunning != 0 {
+		b = intField(b, "running", int64(t.Running))
+	}
+	if t.Has&HasQueued != 0 {
+		b = intField(b, "queued", int64(t.Queued))
+	}
+	if t.Has&HasTokens != 0 {
+		b = intField(b, "tokens", t.Tokens)
+	}
+	if t.Has&HasTokenUsage != 0 {
+		b = floatField(b, "token_usage", round9(t.TokenUsage))
+	}
+	if t.Has&HasCUDAGraph != 0 {
+		b = boolField(b, "cuda_graph", t.CUDAGraph)
+	}
+	b = strField(b, "stamp", t.Stamp)
+	b = intField(b, "line", int64(t.Line))
+	return append(b, "}\n"...)
+}
+
+func appendPrefill(b []byte, p Prefill) []byte {
+	b = append(b, `{"type":"prefill"`...)
+	b = strField(b, "rank", p.Rank)
+	if p.Has&HasNewSeq != 0 {
+		b = intField(b, "new_seq", int64(p.NewSeq))
+	}
+	if p.Has&HasNewTokens != 0 {
+		b = intField(b, "new_token", p.NewTokens)
+	}
+	if p.Has&HasCachedTokens != 0 {
+		b = intField(b, "cached_token", p.CachedTokens)
+	}
+	if p.Has&HasCacheHitRate != 0 {
+		b = floatField(b, "cache_hit_rate_pct", p.CacheHitRatePct)
+	}
+	if p.Has&HasPrefillTokenUsage != 0 {
+		b = floatField(b, "token_usage", p.TokenUsage)
+	}
+	if p.Has&HasPrefillRunning != 0 {
+		b = intField(b, "running", int64(p.Running))
+	}
+	if p.Has&HasPrefillQueued != 0 {
+		b = intField(b, "queued", int64(p.Queued))
+	}
+	if p.Has&HasPrefillInputTokPerSec != 0 {
+		b = floatField(b, "input_tok_s", p.InputTokPerSec)
+	}
+	if p.Has&HasPrefillCUDAGraph != 0 {
+		b = boolField(b, "cuda_graph", p.CUDAGraph)
+	}
+	b = strField(b, "stamp", p.Stamp)
+	b = intField(b, "line", int64(p.Line))
+	return append(b, "}\n"...)
+}
+
+func appendSpec(b []byte, s SpecDecode) []byte {
+	b = append(b, `{"type":"spec_decode"`...)
+	if s.Has&HasMeanAcceptLength != 0 {
+		b = floatField(b, "mean_acceptance_length", s.MeanAcceptLength)
+	}
+	if s.Has&HasDraftAcceptRate != 0 {
+		b = floatField(b, "draft_acceptance_rate", round9(s.DraftAcceptRate))
+	}
+	if s.Has&HasAccepted != 0 {
+		b = intField(b, "accepted", s.Accepted)
+	}
+	if s.Has&HasDrafted != 0 {
+		b = intField(b, "drafted", s.Drafted)
+	}
+	if s.Has&HasEmitted != 0 {
+		b = intField(b, "emitted", s.Emitted)
+	}
+	if s.Has&HasSystemEfficiency != 0 {
+		b = floatField(b, "system_efficiency", s.SystemEfficiency)
+	}
+	if s.Has&HasNumSpecTokens != 0 {
+		b = intField(b, "num_spec_tokens", int64(s.NumSpecTokens))
+	}
+	if s.Has&HasAcceptedTokPerSec != 0 {
+		b = floatField(b, "accepted_tok_s", s.AcceptedTokPerSec)
+	}
+	if s.Has&HasDraftedTokPerSec != 0 {
+		b = floatField(b, "drafted_tok_s", s.DraftedTokPerSec)
+	}
+	if s.Has&HasPerPosition != 0 {
+		b = floatList(b, "per_position", s.PerPosition)
+	}
+	if s.Engine >= 0 {
+		b = intField(b, "engine", int64(s.Engine))
+	}
+	b = strField(b, "stamp", s.Stamp)
+	b = intField(b, "line", int64(s.Line))
+	return append(b, "}\n"...)
+}
+
+func appendBench(b []byte, v Bench) []byte {
+	b = append(b, `{"type":"bench"`...)
+	b = strField(b, "tool", v.Tool)
+	b = strField(b, "backend", v.Backend)
+	fields := []struct {
+		bit BenchFields
+		key string
+		val float64
+	}{
+		{HasOutputTokPerSec, "output_tok_s", v.OutputTokPerSec},
+		{HasTTFTMean, "ttft_mean_ms", v.TTFTMeanMs},
+		{HasTTFTMedian, "ttft_median_ms", v.TTFTMedianMs},
+		{HasTTFTP99, "ttft_p99_ms", v.TTFTP99Ms},
+		{HasITLMean, "itl_mean_ms", v.ITLMeanMs},
+		{HasITLMedian, "itl_median_ms", v.ITLMedianMs},
+		{HasITLP99, "itl_p99_ms", v.ITLP99Ms},
+		{HasTPOTMean, "tpot_mean_ms", v.TPOTMeanMs},
+		{HasTPOTMedian, "tpot_median_ms", v.TPOTMedianMs},
+		{HasTPOTP99, "tpot_p99_ms", v.TPOTP99Ms},
+		{HasE2EMean, "e2e_mean_ms", v.E2EMeanMs},
+		{HasE2EMedian, "e2e_median_ms", v.E2EMedianMs},
+	}
+	for _, f := range fields {
+		if v.Has&f.bit != 0 {
+			b = floatField(b, f.key, f.val)
+		}
+	}
+	if v.Has&HasSuccessfulRequests != 0 {
+		b = intField(b, "successful_requests", int64(v.SuccessfulRequests))
+	}
+	if v.Has&HasFailedRequests != 0 {
+		b = intField(b, "failed_requests", int64(v.FailedRequests))
+	}
+	if v.Has&HasDuration != 0 {
+		b = floatField(b, "duration_s", v.DurationS)
+	}
+	if v.Has&HasTotalInputTokens != 0 {
+		b = intField(b, "total_input_tokens", v.TotalInputTokens)
+	}
+	if v.Has&HasTotalGeneratedTokens != 0 {
+		b = intField(b, "total_generated_tokens", v.TotalGeneratedTokens)
+	}
+	if v.Has&HasRequestThroughput != 0 {
+		b = floatField(b, "request_throughput", v.RequestThroughput)
+	}
+	if v.Has&HasInputTokPerSec != 0 {
+		b = floatField(b, "input_tok_s", v.InputTokPerSec)
+	}
+	if v.Has&HasTotalTokPerSec != 0 {
+		b = floatField(b, "total_tok_s", v.TotalTokPerSec)
+	}
+	if v.Has&HasMaxConcurrency != 0 {
+		b = intField(b, "max_concurrency", int64(v.MaxConcurrency))
+	}
+	if v.Has&HasRequestRate != 0 {
+		b = floatField(b, "request_rate", v.RequestRate)
+	}
+	if v.Has&HasConcurrency != 0 {
+		b = floatField(b, "concurrency", v.Concurrency)
+	}
+	if v.Tool == ToolSGLangBenchOneBatch {
+		if v.Has&HasBatchSize != 0 {
+			b = intField(b, "batch_size", int64(v.BatchSize))
+		}
+		if v.Has&HasPrefillLatency != 0 {
+			b = floatField(b, "prefill_latency_s", v.PrefillLatencyS)
+		}
+		if v.Has&HasPrefillTokPerSec != 0 {
+			b = floatField(b, "prefill_tok_s", v.PrefillTokPerSec)
+		}
+		if v.Has&HasDecodeTokPerSec != 0 {
+			b = floatList(b, "decode_tok_s", v.DecodeTokPerSec)
+		}
+		if v.Has&HasDecodeMedianLatency != 0 {
+			b = floatField(b, "decode_median_latency_s", v.DecodeMedianLatencyS)
+		}
+		if v.Has&HasOutputTokPerSec != 0 {
+			b = floatField(b, "decode_median_tok_s", v.OutputTokPerSec)
+		}
+		if v.Has&HasTotalLatency != 0 {
+			b = floatField(b, "total_latency_s", v.TotalLatencyS)
+		}
+	}
+	b = intField(b, "line", int64(v.Line))
+	return append(b, "}\n"...)
+}
+
+func appendKey(b []byte, key string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
+}
+
+// strField writes a string field, omitted when empty.
+func strField(b []byte, key, val string) []byte {
+	if val == "" {
+		return b
+	}
+	return appendString(appendKey(b, key), val)
+}
+
+func intField(b []byte, key string, v int64) []byte {
+	return strconv.AppendInt(appendKey(b, key), v, 10)
+}
+
+func boolField(b []byte, key string, v bool) []byte {
+	return strconv.AppendBool(appendKey(b, key), v)
+}
+
+func floatField(b []byte, key string, v float64) []byte {
+	return appendFloat(appendKey(b, key), v)
+}
+
+func floatList(b []byte, key string, v []float64) []byte {
+	b = append(appendKey(b, key), '[')
+	for i, f := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendFloat(b, f)
+	}
+	return append(b, ']')
+}
+
+// appendFloat writes the shortest decimal that reads back as v; JSON has no
+// Inf or NaN, so those become the strings "inf", "-inf", "nan".
+func appendFloat(b []byte, v float64) []byte {
+	switch {
+	case math.IsInf(v, 1):
+		return append(b, `"inf"`...)
+	case math.IsInf(v, -1):
+		return append(b, `"-inf"`...)
+	case math.IsNaN(v):
+		return append(b, `"nan"`...)
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64)
+}
+
+// round9 rounds a fraction computed from a printed percentage (95.9/100 =
+// 0.9590000000000001) back to the digits the log had.
+func round9(v float64) float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) || math.Abs(v) > 1e9 {
+		return v
+	}
+	return math.Round(v*1e9) / 1e9
+}
+
+// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = fmt.Appendf(b, `\u%04x`, c)
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,140 @@
+package serverlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+)
+
+func TestWriteJSONLEagle3(t *testing.T) {
+	f, err := os.Open("testdata/sglang-decode-eagle3-2025-10.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	if err := WriteJSONL(&out, f); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := []string{
+		`{"type":"prefill","rank":"TP0","new_seq":1,"new_token":28,"cached_token":0,"token_usage":0,"running":0,"queued":0,"stamp":"2025-10-22 10:27:56","line":2}`,
+		`{"type":"throughput","tok_s":0.39,"rank":"TP0","accept_length":2.17,"accept_rate":0.54,"server":"sglang","running":1,"queued":0,"tokens":108,"token_usage":0,"cuda_graph":true,"stamp":"2025-10-22 10:27:57","line":3}`,
+		`{"type":"throughput","tok_s":178.86,"rank":"TP0","accept_length":1.95,"accept_rate":0.49,"server":"sglang","running":1,"queued":0,"tokens":186,"token_usage":0,"cuda_graph":true,"stamp":"2025-10-22 10:27:57","line":4}`,
+	}
+	if len(lines) != 6 {
+		t.Fatalf("got %d records:\n%s", len(lines), out.String())
+	}
+	for i, w := range want {
+		if lines[i] != w {
+			t.Errorf("record %d\n got %s\nwant %s", i, lines[i], w)
+		}
+	}
+}
+
+func TestWriteJSONLFailuresAndShapes(t *testing.T) {
+	in := strings.Join([]string{
+		"# source: not line 1 of the fixture rules? it is: skipped but counted",
+		"INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+		"\x1b[31mERROR\x1b[0m 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory.\x1b]52;c;cHduZWQ=\x07 \u202e",
+		"============ Serving Benchmark Result ============",
+		"Traffic request rate:                    inf       ",
+		"Output token throughput (tok/s):         100.5     ",
+		"==================================================",
+		"SpecDecoding metrics: Mean acceptance length: 2.44, Accepted: 10 tokens, Drafted: 20 tokens, Per-position acceptance rate: 0.600, 0.400, Avg Draft acceptance rate: 88.8%",
+	}, "\n") // no final newline
+	var out bytes.Buffer
+	if err := WriteJSONL(&out, strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := []string{
+		`{"type":"ready","url":"http://0.0.0.0:8000","line":2}`,
+		`{"type":"failure","class":"oom","line":3,"text":"ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. \\u202e"}`,
+		`{"type":"bench","tool":"sglang.bench_serving","output_tok_s":100.5,"request_rate":"inf","line":4}`,
+		`{"type":"spec_decode","mean_acceptance_length":2.44,"draft_acceptance_rate":0.888,"accepted":10,"drafted":20,"per_position":[0.6,0.4],"line":8}`,
+		`{"type":"failure_summary","failure":"oom","failure_also":[],"line":3}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, l := range got {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("invalid JSON: %s", l)
+		}
+	}
+}
+
+func TestScanLinesHugeLine(t *testing.T) {
+	var in bytes.Buffer
+	in.WriteString("first\n")
+	in.WriteString("torch.OutOfMemoryError: CUDA out of memory. ")
+	in.Write(bytes.Repeat([]byte("A"), 3<<20)) // 3 MiB on one line
+	in.WriteString("\n[2025-11-11 04:06:27] Decode batch, #running-req: 46, gen throughput (token/s): 1447.08, #queue-req: 0, \n")
+	var lens []int
+	var nums []int
+	if err := ScanLines(bytes.NewReader(in.Bytes()), func(line []byte, n int) {
+		lens = append(lens, len(line))
+		nums = append(nums, n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(lens) != 3 || lens[1] != MaxLineBytes || nums[2] != 3 {
+		t.Fatalf("lines %v numbered %v; want the long one cut to %d and the next still line 3", lens, nums, MaxLineBytes)
+	}
+	var out bytes.Buffer
+	if err := WriteJSONL(&out, bytes.NewReader(in.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	recs := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(recs) != 3 || !strings.Contains(recs[0], `"class":"oom","line":2`) || len(recs[0]) > 5000 ||
+		!strings.Contains(recs[1], `"tok_s":1447.08`) || !strings.Contains(recs[1], `"line":3`) {
+		t.Errorf("records: %d, first %d bytes: %.200s", len(recs), len(recs[0]), out.String())
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWriteJSONLReportsWriteError(t *testing.T) {
+	in := strings.NewReader("[2025-11-11 04:06:27] Decode batch, gen throughput (token/s): 1.00, #queue-req: 0\n")
+	if err := WriteJSONL(failWriter{}, in); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteJSONL = %v, want the write error", err)
+	}
+}
+
+func TestParsersDoNotAllocate(t *testing.T) {
+	other := []byte("[2025-10-16 09:06:10 TP5] Load weight begin. avail mem=137.29 GB")
+	decode := []byte("[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 186, token usage: 0.00, accept len: 1.95, accept rate: 0.49, cuda graph: True, gen throughput (token/s): 178.86, #queue-req: 0, ")
+	vllm := []byte("(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, Prefix cache hit rate: 0.0%")
+	coloured := []byte("\x1b[32m[2025-10-16 09:06:10 TP5]\x1b[0m Load weight begin. avail mem=137.29 GB")
+	checks := []struct {
+		name string
+		max  float64
+		fn   func()
+	}{
+		{"decode parser, other line", 0, func() { ParseSGLangDecode(other) }},
+		{"decode parser, coloured other line", 0, func() { ParseSGLangDecode(coloured) }},
+		{"prefill parser, other line", 0, func() { ParseSGLangPrefill(other) }},
+		{"vLLM parser, other line", 0, func() { ParseVLLMThroughput(other) }},
+		{"spec parser, other line", 0, func() { ParseVLLMSpecDecode(other) }},
+		{"ready parser, other line", 0, func() { ParseReady(other) }},
+		{"decode parser, decode line (stamp string only)", 1, func() { ParseSGLangDecode(decode) }},
+		{"vLLM parser, metrics line (stamp string only)", 1, func() { ParseVLLMThroughput(vllm) }},
+	}
+	for _, c := range checks {
+		if n := testing.AllocsPerRun(200, c.fn); n > c.max {
+			t.Errorf("%s: %v allocations, want ≤ %v", c.name, n, c.max)
+		}
+	}
+	var s Scanner
+	if n := testing.AllocsPerRun(200, func() { s.Feed(other, 1, func(event.Payload) {}) }); n != 0 {
+		t.Errorf("Scanner.Feed on a line without findings: %v allocations", n)
+	}
+}
