@@ -116,20 +116,6 @@ func parseServerArgs(args []string, cfg simConfig) (serverOptions, error) {
 			return o, fmt.Errorf("%s %q: %w", name, val, err)
 		}
 	}
-	switch {
-	case o.port < 0 || o.port > 65535:
-		return o, fmt.Errorf("--port %d out of range", o.port)
-	case o.tp < 1 || o.tp > MaxGPUs:
-		return o, fmt.Errorf("--tp-size %d out of range 1..%d", o.tp, MaxGPUs)
-	case o.dp < 1 || o.dp > o.tp:
-		return o, fmt.Errorf("--dp-size %d out of range 1..tp", o.dp)
-	case !(o.timeScale > 0 && o.timeScale <= maxTimeScale):
-		return o, fmt.Errorf("--time-scale must be in (0, %d]", maxTimeScale)
-	case o.startupDelay < 0:
-		return o, fmt.Errorf("--startup-delay must be ≥ 0")
-	case o.replayEvery <= 0:
-		return o, fmt.Errorf("--replay-interval must be > 0")
-	}
 	switch o.logPrefix {
 	case "":
 		o.logPrefix = "tp"
@@ -143,6 +129,20 @@ func parseServerArgs(args []string, cfg simConfig) (serverOptions, error) {
 		}
 	default:
 		return o, fmt.Errorf("--log-prefix %q: want tp, dp or none", o.logPrefix)
+	}
+	switch {
+	case o.port < 0 || o.port > 65535:
+		return o, fmt.Errorf("--port %d out of range", o.port)
+	case o.tp < 1 || o.tp > MaxGPUs:
+		return o, fmt.Errorf("--tp-size %d out of range 1..%d", o.tp, MaxGPUs)
+	case o.dp < 1 || o.dp > o.tp:
+		return o, fmt.Errorf("--dp-size %d out of range 1..tp", o.dp)
+	case !(o.timeScale > 0 && o.timeScale <= maxTimeScale):
+		return o, fmt.Errorf("--time-scale must be in (0, %d]", maxTimeScale)
+	case o.startupDelay < 0:
+		return o, fmt.Errorf("--startup-delay must be ≥ 0")
+	case o.replayEvery <= 0:
+		return o, fmt.Errorf("--replay-interval must be > 0")
 	}
 	if o.servedName == "" {
 		o.servedName = o.modelPath
