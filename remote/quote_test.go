@@ -109,3 +109,11 @@ func FuzzQuote(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkCommand(b *testing.B) {
+	for b.Loop() {
+		if _, err := Command("nvidia-smi", "--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits", "-lms", "1000"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

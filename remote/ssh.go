@@ -246,8 +246,6 @@ func (s *SSH) Close() error {
 
 // dial connects through every ProxyJump hop to the target.
 func (s *SSH) dial(ctx context.Context) (*sshConn, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
-	defer cancel()
 	var closers []io.Closer
 	fail := func(err error) (*sshConn, error) {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -255,9 +253,10 @@ func (s *SSH) dial(ctx context.Context) (*sshConn, error) {
 		}
 		return nil, err
 	}
-	var prev *ssh.Client
 	hosts := append(append([]*hostConfig(nil), s.hops...), s.target)
-	for i, h := range hosts {
+	// Keys first, outside the dial timeout: this may ask for a passphrase.
+	var keys []*signerSet
+	for _, h := range hosts {
 		signers, err := s.auth.load(h)
 		if err != nil {
 			return fail(err)
@@ -265,6 +264,13 @@ func (s *SSH) dial(ctx context.Context) (*sshConn, error) {
 		if signers.agent != nil {
 			closers = append(closers, signers.agent)
 		}
+		keys = append(keys, signers)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
+	defer cancel()
+	var prev *ssh.Client
+	for i, h := range hosts {
+		signers := keys[i]
 		cb, algos, err := s.checkers[i].prepare()
 		if err != nil {
 			return fail(err)
@@ -308,7 +314,8 @@ func (s *SSH) dial(ctx context.Context) (*sshConn, error) {
 		}
 		prev = client
 	}
-	// Close the target client first, then the hops inward-out, then agents.
+	// Close the target client first, then the hops inward-out, then the
+	// agent connections.
 	var ordered []io.Closer
 	for i := len(closers) - 1; i >= 0; i-- {
 		ordered = append(ordered, closers[i])
