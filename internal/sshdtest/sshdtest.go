@@ -5,14 +5,25 @@
 // test (root in CI).
 //
 // A test that serves fake binaries (a fake nvidia-smi, a fake inference
-// server) puts their directory first on the sessions' PATH:
+// server: executable files with a #! line) puts their directory first on
+// the sessions' PATH, and connects with options that never read the real
+// ~/.ssh:
 //
 //	srv := sshdtest.Start(t, sshdtest.Options{PathDirs: []string{fakebin}})
 //	known := filepath.Join(t.TempDir(), "known_hosts")
 //	srv.WriteKnownHosts(known)
 //	h, err := remote.DialSSH(ctx, srv.Target(), remote.SSHOptions{
-//		IdentityFiles: []string{srv.ClientKeyPath()}, KnownHostsFiles: []string{known},
-//		NoAgent: true, DisableSSHG: true, ConfigFile: os.DevNull})
+//		ConfigFile:      os.DevNull,
+//		IdentityFiles:   []string{srv.ClientKeyPath()},
+//		KnownHostsFiles: []string{known},
+//		NoAgent:         true,
+//		ReconnectMin:    20 * time.Millisecond,
+//		ReconnectMax:    200 * time.Millisecond,
+//	})
+//
+// srv.Stop() then srv.Restart() drops every connection (and kills the
+// commands sshd ran) and brings the same host back on the same port.
+// Commands run in the user's login shell, in the user's home directory.
 //
 // When sshd is not installed the test is skipped, unless the environment
 // variable CI is set: then it fails, so CI never skips silently.
