@@ -379,35 +379,64 @@ func (s *Server) writeHostKeys(fresh bool) {
 		if !ok {
 			s.t.Fatalf("sshdtest: unknown host key type %q (want one of %v)", kt, KeyTypes)
 		}
-		pubs[kt] = writePrivateKey(s.t, filepath.Join(s.dir, "host_"+kt), priv, "")
+		pubs[kt] = writePrivateKey(s.t, filepath.Join(s.dir, "host_"+kt), priv)
 	}
 	s.mu.Lock()
 	s.hostKeys = pubs
 	s.mu.Unlock()
 }
 
-// writeClientKeys writes an unencrypted and an encrypted client key and
-// authorizes both.
-func (s *Server) writeClientKeys() {
-	var auth []byte
-	for _, name := range []string{"client_ed25519", "client_encrypted"} {
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			s.t.Fatalf("sshdtest: %v", err)
-		}
-		pass := ""
-		if name == "client_encrypted" {
-			pass = EncryptedKeyPassphrase
-		}
-		path := filepath.Join(s.dir, name)
-		pub := writePrivateKey(s.t, path, priv, pass)
-		auth = append(auth, ssh.MarshalAuthorizedKey(pub)...)
-		if pass == "" {
-			s.clientKey = path
-		} else {
-			s.encClientKey = path
-		}
+// encryptedClientKey is generated once per test binary: the bcrypt KDF of
+// an encrypted OpenSSH key costs about a second under the race detector.
+var encryptedClientKey = sync.OnceValues(func() (ed25519.PrivateKey, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	return priv, err
+})
+
+var encryptedClientPEM = sync.OnceValues(func() ([]byte, error) {
+	priv, err := encryptedClientKey()
+	if err != nil {
+		return nil, err
 	}
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(priv, "sshdtest", []byte(EncryptedKeyPassphrase))
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(block), nil
+})
+
+// writeClientKeys writes a fresh unencrypted client key and the encrypted
+// one, and authorizes both.
+func (s *Server) writeClientKeys() {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
+	s.clientKey = filepath.Join(s.dir, "client_ed25519")
+	pub := writePrivateKey(s.t, s.clientKey, priv)
+	auth := ssh.MarshalAuthorizedKey(pub)
+
+	encPriv, err := encryptedClientKey()
+	if err != nil {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
+	encPEM, err := encryptedClientPEM()
+	if err != nil {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
+	signer, err := ssh.NewSignerFromKey(encPriv)
+	if err != nil {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
+	s.encClientKey = filepath.Join(s.dir, "client_encrypted")
+	if err := os.WriteFile(s.encClientKey, encPEM, 0o600); err != nil {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
+	encPub := ssh.MarshalAuthorizedKey(signer.PublicKey())
+	if err := os.WriteFile(s.encClientKey+".pub", encPub, 0o644); err != nil {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
+	auth = append(auth, encPub...)
 	if err := os.WriteFile(filepath.Join(s.dir, "authorized_keys"), auth, 0o600); err != nil {
 		s.t.Fatalf("sshdtest: %v", err)
 	}
@@ -415,14 +444,8 @@ func (s *Server) writeClientKeys() {
 
 // writePrivateKey writes priv in OpenSSH format (0600) and its .pub, and
 // returns the public key.
-func writePrivateKey(t testing.TB, path string, priv any, passphrase string) ssh.PublicKey {
-	var block *pem.Block
-	var err error
-	if passphrase == "" {
-		block, err = ssh.MarshalPrivateKey(priv, "sshdtest")
-	} else {
-		block, err = ssh.MarshalPrivateKeyWithPassphrase(priv, "sshdtest", []byte(passphrase))
-	}
+func writePrivateKey(t testing.TB, path string, priv any) ssh.PublicKey {
+	block, err := ssh.MarshalPrivateKey(priv, "sshdtest")
 	if err != nil {
 		t.Fatalf("sshdtest: %v", err)
 	}
