@@ -9,6 +9,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 )
@@ -249,10 +251,29 @@ func (m *Model) apply(ev event.Event) {
 	case serverlog.Ready:
 		m.server = serverState{phase: serverReady, name: sanitizeString(p.Server), since: ev.At}
 		m.log.mark(p.Text, lineReady)
+	case repo.Head:
+		m.head = formatHead(p)
+	case repo.Unreadable:
+		m.head = "? (repository unreadable)"
 	case serverlog.Failure:
 		m.server = serverState{phase: serverFailed, name: m.server.name, since: ev.At, fail: serverlog.FailureClass(sanitizeString(string(p.Class)))}
 		m.log.mark(p.Text, lineFailure)
 	}
+}
+
+// formatHead is the header's HEAD field: "3207427 Fix PCG MoE Error (+2
+// dirty)". Remote text is sanitised; a long subject is cut.
+func formatHead(h repo.Head) string {
+	var b strings.Builder
+	b.WriteString(sanitizeString(h.Short))
+	if subj := sanitizeString(h.Subject); subj != "" {
+		b.WriteByte(' ')
+		b.WriteString(truncate(subj, 40))
+	}
+	if h.Dirty > 0 {
+		fmt.Fprintf(&b, " (+%d dirty)", h.Dirty)
+	}
+	return b.String()
 }
 
 // deref accepts payloads sent by pointer as well as by value.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 )
@@ -427,3 +428,21 @@ func TestSparklineWindowIsPanelWidth(t *testing.T) {
 		t.Errorf("width %d", ansi.StringWidth(line))
 	}
 }
+
+func TestHeaderShowsRepoHeadFromTheStream(t *testing.T) {
+	m := newSized(160, 24, Options{Host: "gpu-box"})
+	m.Update(EventsMsg{{At: time.Unix(100, 0), Data: repo.Head{Short: "3207427", Subject: "Fix PCG MoE Error\x1b[2J", Dirty: 2}}})
+	got := ansi.Strip(m.View().Content)
+	if !strings.Contains(got, "HEAD 3207427 Fix PCG MoE Error (+2 dirty)") {
+		t.Fatalf("header lacks HEAD:\n%s", firstLine(got))
+	}
+	if strings.Contains(m.View().Content, "\x1b[2J") {
+		t.Fatal("commit subject escape sequence reached the screen")
+	}
+	m.Update(EventsMsg{{At: time.Unix(101, 0), Data: repo.Unreadable{Path: "/x", Err: "not a git repository"}}})
+	if got := firstLine(ansi.Strip(m.View().Content)); !strings.Contains(got, "HEAD ? (repository unreadable)") {
+		t.Fatalf("header after unreadable repo: %s", got)
+	}
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
