@@ -1,0 +1,78 @@
+package sessions
+
+import (
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+)
+
+func lines(offset int64, texts ...string) serverlog.Lines {
+	var ls serverlog.Lines
+	for _, s := range texts {
+		ls.Lines = append(ls.Lines, serverlog.Line{Offset: offset, Text: []byte(s)})
+		offset += int64(len(s)) + 1
+	}
+	return ls
+}
+
+// TestLogPipelineParsesInOrder: raw lines pass through first, then what was
+// parsed from them, then the aggregate tok/s points; a Reset starts over.
+func TestLogPipelineParsesInOrder(t *testing.T) {
+	var got []event.Event
+	p := &LogPipeline{Server: serverlog.ServerSGLang, Sink: func(e event.Event) { got = append(got, e) }}
+	at := time.Unix(1000, 0)
+	decode := func(sec int, tok string) string {
+		return "[2025-10-22 10:27:" + string(rune('0'+sec/10)) + string(rune('0'+sec%10)) +
+			" TP0] Decode batch. #running-req: 1, #token: 900, token usage: 0.01, cuda graph: True, gen throughput (token/s): " + tok + ", #queue-req: 0, "
+	}
+	p.Publish(event.Event{At: at, Data: lines(0,
+		decode(10, "88.50"), decode(11, "89.25"), decode(12, "89.75"),
+		"[2025-10-22 10:27:13] The server is fired up and ready to roll!",
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 616.00 MiB.",
+	)})
+
+	if _, ok := got[0].Data.(serverlog.Lines); !ok {
+		t.Fatalf("first event %T, want the raw lines", got[0].Data)
+	}
+	var tput, rates []float64
+	var ready, oom bool
+	for _, e := range got[1:] {
+		if !e.At.Equal(at) {
+			t.Errorf("%T stamped %v, want the lines' time", e.Data, e.At)
+		}
+		switch d := e.Data.(type) {
+		case serverlog.Throughput:
+			tput = append(tput, d.TokPerSec)
+		case serverlog.Rate:
+			if !d.Dropped {
+				rates = append(rates, d.TokPerSec)
+			}
+		case serverlog.Ready:
+			ready = true
+		case serverlog.Failure:
+			oom = oom || d.Class == serverlog.FailOOM
+		}
+	}
+	if len(tput) != 3 || tput[0] != 88.5 || tput[2] != 89.75 {
+		t.Errorf("throughput %v", tput)
+	}
+	if len(rates) < 2 || rates[len(rates)-1] != 89.75 && rates[len(rates)-1] != 89.25 {
+		t.Errorf("rates %v", rates)
+	}
+	if !ready || !oom {
+		t.Errorf("ready %v oom %v", ready, oom)
+	}
+
+	// After a reset the next lines are a new run: nothing spills over.
+	got = nil
+	p.Publish(event.Event{At: at, Data: serverlog.Reset{Reason: "truncated"}})
+	p.Publish(event.Event{At: at, Data: lines(0, decode(20, "62.50"))})
+	if len(got) < 2 {
+		t.Fatalf("events after reset: %d", len(got))
+	}
+	if _, ok := got[0].Data.(serverlog.Reset); !ok {
+		t.Fatalf("reset not passed on: %T", got[0].Data)
+	}
+}
