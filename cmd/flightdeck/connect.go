@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/tui"
+)
+
+// connectFlags are the options of `flightdeck connect`.
+type connectFlags struct {
+	log        string
+	repo       string
+	interval   time.Duration
+	acceptNew  bool
+	sshConfig  string
+	identities []string
+	knownHosts []string
+	user       string
+	port       int
+	nvidiaSMI  string
+	server     string
+	noColor    bool
+}
+
+func newConnectCmd() *cobra.Command {
+	var f connectFlags
+	cmd := &cobra.Command{
+		Use:   "connect HOST",
+		Short: "Open the cockpit on a GPU host over SSH (or \"local\" on this machine)",
+		Long: `connect opens the cockpit on HOST: an SSH target (user@host[:port]) or an alias
+from ~/.ssh/config (HostName, User, Port, IdentityFile and ProxyJump are
+honoured; ssh-agent and identity files authenticate; known_hosts is checked
+strictly), or "local" to watch this machine without SSH (e.g. inside tmux on
+the GPU host).
+
+An unknown host key is refused with its SHA256 fingerprint: check it, then
+pass --accept-new-host-key to record it (like StrictHostKeyChecking=
+accept-new). A changed host key is always refused.
+
+Quitting the cockpit never stops the inference server.`,
+		Example: `  flightdeck connect gpu-box --log /data/logs/sglang.log
+  flightdeck connect root@10.1.230.174:22 --log /data/logs/sglang.log --repo /root/sglang
+  flightdeck connect local --log ./server.log --interval 500ms`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runConnect(cmd.Context(), args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.log, "log", "", "server log file on the host to follow")
+	fl.StringVar(&f.repo, "repo", "", "the server's git checkout on the host, to show HEAD")
+	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
+	fl.BoolVar(&f.acceptNew, "accept-new-host-key", false, "record the key of a host not yet in known_hosts (never a changed key)")
+	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "ssh config file to read instead of ~/.ssh/config")
+	fl.StringArrayVarP(&f.identities, "identity", "i", nil, "identity file (repeatable; replaces IdentityFile from the config)")
+	fl.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file (repeatable; replaces the configured ones)")
+	fl.StringVarP(&f.user, "user", "l", "", "user to log in as, unless the target names one")
+	fl.IntVarP(&f.port, "port", "p", 0, "SSH port, unless the target names one")
+	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "nvidia-smi command on the host")
+	fl.StringVar(&f.server, "server", "", `server writing the log: "sglang" or "vllm" (default: inferred)`)
+	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	return cmd
+}
+
+func runConnect(ctx context.Context, target string, f connectFlags) error {
+	if f.interval < 10*time.Millisecond {
+		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
+	}
+	switch f.server {
+	case "", "sglang", "vllm":
+	default:
+		return fmt.Errorf(`--server %q: want "sglang" or "vllm"`, f.server)
+	}
+	host, err := openHost(ctx, target, f)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	return runCockpit(ctx, host, sessions.LiveConfig{
+		Host:       host,
+		LogPath:    f.log,
+		RepoPath:   f.repo,
+		Interval:   f.interval,
+		Server:     f.server,
+		GPUProgram: f.nvidiaSMI,
+	}, tui.Options{Host: host.Name(), LogPath: f.log, NoColor: f.noColor})
+}
+
+// openHost returns the local host for "local", else dials target over SSH.
+// The first dial happens before the screen opens so that host-key and
+// authentication errors are printed plainly; later drops reconnect inside
+// the cockpit.
+func openHost(ctx context.Context, target string, f connectFlags) (remote.Host, error) {
+	if target == "local" {
+		return remote.NewLocal(), nil
+	}
+	opts := remote.SSHOptions{
+		ConfigFile:       f.sshConfig,
+		IdentityFiles:    f.identities,
+		KnownHostsFiles:  f.knownHosts,
+		AcceptNewHostKey: f.acceptNew,
+		User:             f.user,
+		Port:             f.port,
+	}
+	if term.IsTerminal(os.Stdin.Fd()) {
+		opts.Passphrase = promptPassphrase
+	}
+	fmt.Fprintf(os.Stderr, "flightdeck: connecting to %s ...\n", target)
+	h, err := remote.DialSSH(ctx, target, opts)
+	if err != nil {
+		return nil, explainDialError(target, err)
+	}
+	return h, nil
+}
+
+// explainDialError adds the next step to errors a user can act on.
+func explainDialError(target string, err error) error {
+	var unknown *remote.UnknownHostKeyError
+	if errors.As(err, &unknown) {
+		return fmt.Errorf("%w\nIf the fingerprint is right, run again with --accept-new-host-key to record it.", err)
+	}
+	return fmt.Errorf("connect %s: %w", target, err)
+}
+
+func promptPassphrase(file string) ([]byte, error) {
+	fmt.Fprintf(os.Stderr, "Enter passphrase for key %s: ", file)
+	defer fmt.Fprintln(os.Stderr)
+	return term.ReadPassword(os.Stdin.Fd())
+}
+
+// runCockpit runs the live probes against host and the screen on the same
+// event stream until the user quits or ctx ends. The probes stop with the
+// screen; the inference server is never touched.
+func runCockpit(ctx context.Context, host remote.Host, cfg sessions.LiveConfig, opts tui.Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream := sessions.NewStream()
+	events := stream.Subscribe(ctx, 4096)
+	liveDone := make(chan error, 1)
+	go func() { liveDone <- sessions.RunLive(ctx, cfg, stream.Sink()) }()
+
+	uiErr := tui.Run(ctx, tui.New(opts), events)
+	cancel()
+	liveErr := <-liveDone
+	stream.Close()
+	if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
+		return uiErr
+	}
+	return liveErr
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/tui"
+)
+
+type demoFlags struct {
+	gpus       int
+	gpuCapture string
+	replayLog  string
+	noNCCL     bool
+	eagle      bool
+	interval   time.Duration
+	dir        string
+	noColor    bool
+}
+
+func newDemoCmd() *cobra.Command {
+	var f demoFlags
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Open the cockpit on a built-in simulated 8-GPU host (no GPU needed)",
+		Long: `demo builds a simulated GPU host in a temporary directory — a fake nvidia-smi
+for N H200-like GPUs, a fake SGLang server whose log and tok/s follow the
+reference numbers (62.5 tok/s untuned, 89 with the NCCL profile, x0.92 at the
+regressing commit), and a git checkout with that regression in its history —
+serves it through an SSH server on 127.0.0.1 with throwaway keys, and opens
+the cockpit on it through the same SSH client path as connect.
+
+Everything is removed when you quit.`,
+		Example: `  flightdeck demo
+  flightdeck demo --gpus 72
+  flightdeck demo --gpu-capture shared/fixtures/nvidia-smi/captures/linux-x86_64__nvidia-h200__590.48.01.txt
+  flightdeck demo --replay-log server.log`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDemo(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.gpus, "gpus", 8, fmt.Sprintf("number of simulated GPUs (1-%d)", sim.MaxGPUs))
+	fl.StringVar(&f.gpuCapture, "gpu-capture", "", "replay the load-section --query-gpu CSV of a real nvidia-smi capture")
+	fl.StringVar(&f.replayLog, "replay-log", "", "make the simulated server replay a real log file")
+	fl.BoolVar(&f.noNCCL, "no-nccl-profile", false, "launch the simulated server without the NCCL profile (62.5 tok/s)")
+	fl.BoolVar(&f.eagle, "eagle", false, "simulate EAGLE-3 speculative decoding (accept length)")
+	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
+	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
+	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	return cmd
+}
+
+func runDemo(ctx context.Context, f demoFlags) error {
+	if f.gpus < 1 || f.gpus > sim.MaxGPUs {
+		return fmt.Errorf("--gpus %d: want 1 to %d", f.gpus, sim.MaxGPUs)
+	}
+	if f.interval < 10*time.Millisecond {
+		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
+	}
+	for _, p := range []string{f.gpuCapture, f.replayLog} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			return err
+		}
+	}
+	h, err := sim.Start(ctx, sim.Options{
+		Dir:         f.dir,
+		GPUs:        f.gpus,
+		GPUCapture:  f.gpuCapture,
+		ReplayLog:   f.replayLog,
+		NCCLProfile: !f.noNCCL,
+		Eagle:       f.eagle,
+	})
+	if err != nil {
+		return fmt.Errorf("start the simulated host: %w", err)
+	}
+	defer h.Close()
+	if err := h.StartServer(ctx, nil); err != nil {
+		return fmt.Errorf("start the simulated server: %w", err)
+	}
+
+	// The real SSH client path, pinned to the sim's throwaway key and
+	// known_hosts so that the user's ~/.ssh is neither read nor written.
+	host, err := remote.DialSSH(ctx, h.Target(), remote.SSHOptions{
+		ConfigFile:      os.DevNull,
+		IdentityFiles:   []string{h.IdentityPath},
+		KnownHostsFiles: []string{h.KnownHostsPath},
+		NoAgent:         true,
+	})
+	if err != nil {
+		return fmt.Errorf("connect to the simulated host: %w", err)
+	}
+	defer host.Close()
+
+	return runCockpit(ctx, host, sessions.LiveConfig{
+		Host:     host,
+		LogPath:  h.LogPath,
+		RepoPath: h.RepoPath,
+		Interval: f.interval,
+		Server:   "sglang",
+	}, tui.Options{Host: "demo " + host.Name(), LogPath: h.LogPath, NoColor: f.noColor})
+}

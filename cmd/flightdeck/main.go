@@ -1,0 +1,107 @@
+// Command flightdeck is a terminal cockpit for debugging the performance of
+// LLM inference servers (SGLang, vLLM) on GPU hosts: live per-GPU panels from
+// nvidia-smi, the server log with its tok/s, over SSH or locally.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flightdeck-dev/flightdeck/sim"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3"; the
+// VCS revision from the build info is used otherwise.
+var version = ""
+
+func main() {
+	// The simulated host re-executes this binary as its fake nvidia-smi and
+	// fake inference server; those roles run here and exit.
+	sim.RunRoleFromEnv()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		var ec exitCode
+		if !errors.As(err, &ec) {
+			fmt.Fprintln(os.Stderr, "flightdeck:", err)
+			ec = 1
+		}
+		os.Exit(int(ec))
+	}
+}
+
+// exitCode ends the program with a status after the command has already
+// reported why on stderr.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "flightdeck",
+		Short: "A terminal cockpit for debugging LLM inference servers on GPU hosts",
+		Long: `flightdeck watches a GPU host running an inference server (SGLang, vLLM): live
+per-GPU panels (util, memory, power, temperature, SM/memory clocks, P-state,
+PCIe gen/width, throttle reasons), the server log and its tok/s, over SSH or
+locally.
+
+Try it without a GPU:  flightdeck demo`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newConnectCmd(), newDemoCmd(), newParseCmd(), newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the flightdeck version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "flightdeck", versionString())
+			return err
+		},
+	}
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+	}
+	return v + " " + bi.GoVersion
+}
