@@ -34,6 +34,7 @@
 package sanitize
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode"
@@ -92,26 +93,37 @@ func isPlain[T string | []byte](s T) bool {
 	return true
 }
 
-// HasEscapes reports whether s contains something Strip would remove: an
-// ESC byte, a lost-ESC SGR sequence ("[1;32m") or a CloudWatch "#033[..m".
-// It is a single scan and does not allocate.
-func HasEscapes[T string | []byte](s T) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case 0x1b:
-			return true
-		case '[':
-			if lostSGRLen(s, i) > 0 {
-				return true
-			}
-		case '#':
-			if cloudWatchLen(s, i) > 0 {
-				return true
-			}
+// HasEscapes reports whether b contains something AppendStripped would
+// remove: an ESC byte, a lost-ESC SGR sequence ("[1;32m") or a CloudWatch
+// "#033[..m". It is a few vectorised scans and does not allocate.
+func HasEscapes(b []byte) bool {
+	if bytes.IndexByte(b, 0x1b) >= 0 {
+		return true
+	}
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '[')
+		if j < 0 {
+			break
 		}
+		if lostSGRLen(b, i+j) > 0 {
+			return true
+		}
+		i += j + 1
+	}
+	for i := 0; i < len(b); {
+		j := bytes.Index(b[i:], cloudWatchIntro)
+		if j < 0 {
+			break
+		}
+		if cloudWatchLen(b, i+j) > 0 {
+			return true
+		}
+		i += j + 1
 	}
 	return false
 }
+
+var cloudWatchIntro = []byte("#033[")
 
 // AppendStripped appends b to dst without its escape sequences (the three
 // forms of step 1 in the package documentation) and returns the extended
