@@ -107,12 +107,11 @@ var (
 // complete result. The zero value is ready to use; it is not safe for
 // concurrent use.
 type BenchParser struct {
-	mode    uint8 // benchIdle, benchServing, benchOneBatch
-	pass    bool  // bench_one_batch: the current pass is not the warm-up
-	cur     Bench
-	sglang  bool // a row only sglang.bench_serving prints was seen
-	vllm    bool // a row only vllm bench serve prints was seen
-	anyRows bool
+	mode   uint8 // benchIdle, benchServing, benchOneBatch
+	pass   bool  // bench_one_batch: the current pass is not the warm-up
+	cur    Bench
+	sglang bool // a row only sglang.bench_serving prints was seen
+	vllm   bool // a row only vllm bench serve prints was seen
 }
 
 const (
@@ -125,27 +124,40 @@ const (
 // (the closing "=====" rule or the first line after the table, the "Total."
 // line of a bench_one_batch Benchmark pass).
 func (p *BenchParser) Feed(line []byte, lineNo int) (Bench, bool) {
+	b, ok, _ := p.feed(line, lineNo)
+	return b, ok
+}
+
+// active reports whether the parser is inside a table or a pass.
+func (p *BenchParser) active() bool { return p.mode != benchIdle }
+
+// feed is Feed that also reports whether the line belonged to benchmark
+// output (a table row, a pass line, a start marker), so that other parsers
+// can skip it.
+func (p *BenchParser) feed(line []byte, lineNo int) (b Bench, ok, consumed bool) {
 	switch p.mode {
 	case benchServing:
-		if done, consumed := p.servingLine(line); done {
-			b, ok := p.finishServing()
-			if !consumed {
-				p.idleLine(line, lineNo)
-			}
-			return b, ok
+		done, used := p.servingLine(line)
+		if !done {
+			return Bench{}, false, true
 		}
-		return Bench{}, false
+		b, ok = p.finishServing()
+		if !used {
+			used = p.idleLine(line, lineNo)
+		}
+		return b, ok, used
 	case benchOneBatch:
-		if done, consumed := p.oneBatchLine(line); done || !consumed {
-			b, ok := p.finishOneBatch()
-			if !consumed {
-				p.idleLine(line, lineNo)
-			}
-			return b, ok
+		done, used := p.oneBatchLine(line)
+		if !done && used {
+			return Bench{}, false, true
 		}
-		return Bench{}, false
+		b, ok = p.finishOneBatch()
+		if !used {
+			used = p.idleLine(line, lineNo)
+		}
+		return b, ok, used
 	}
-	return p.idleLine(line, lineNo)
+	return Bench{}, false, p.idleLine(line, lineNo)
 }
 
 // Flush reports a result cut short by the end of the input.
@@ -159,11 +171,21 @@ func (p *BenchParser) Flush() (Bench, bool) {
 	return Bench{}, false
 }
 
-// idleLine looks for the start of a result; it never completes one.
-func (p *BenchParser) idleLine(line []byte, lineNo int) (Bench, bool) {
+// isBenchStart reports whether line can start benchmark output (idleLine
+// would start a result on it).
+func isBenchStart(line []byte) bool {
+	if bytes.Index(line, kwServingResult) >= 0 {
+		return true
+	}
+	t := bytes.TrimSpace(line)
+	return bytes.Equal(t, kwWarmupPass) || bytes.Equal(t, kwBenchPass) || bytes.HasPrefix(t, kwOBPrefill)
+}
+
+// idleLine looks for the start of a result and reports whether one started.
+func (p *BenchParser) idleLine(line []byte, lineNo int) bool {
 	if bytes.Index(line, kwServingResult) >= 0 {
 		*p = BenchParser{mode: benchServing, cur: Bench{Line: lineNo}}
-		return Bench{}, false
+		return true
 	}
 	t := bytes.TrimSpace(line)
 	switch {
@@ -175,8 +197,10 @@ func (p *BenchParser) idleLine(line []byte, lineNo int) (Bench, bool) {
 		// Output without pass headers (older bench_latency).
 		*p = BenchParser{mode: benchOneBatch, pass: true, cur: Bench{Tool: ToolSGLangBenchOneBatch, Line: lineNo}}
 		p.oneBatchLine(line)
+	default:
+		return false
 	}
-	return Bench{}, false
+	return true
 }
 
 // servingLine reads one line inside a Serving Benchmark Result table. done
@@ -196,13 +220,20 @@ func (p *BenchParser) servingLine(line []byte) (done, consumed bool) {
 	if !ok {
 		return true, false
 	}
-	p.anyRows = true
 	b := &p.cur
 	num := func(bit BenchFields, dst *float64) {
-		if f, ok := parseFloat(value); ok && !math.IsNaN(f) {
+		if f, ok := parseFloat(value); ok {
 			*dst = f
 			b.Has |= bit
 		}
+	}
+	rate := func() {
+		if string(value) == "inf" { // no rate limit: all requests at once
+			b.RequestRate = math.Inf(1)
+			b.Has |= HasRequestRate
+			return
+		}
+		num(HasRequestRate, &b.RequestRate)
 	}
 	integer := func(bit BenchFields, dst *int) {
 		if n, ok := parseInt(value); ok {
@@ -225,10 +256,10 @@ func (p *BenchParser) servingLine(line []byte) (done, consumed bool) {
 		}
 	case "Traffic request rate:":
 		p.sglang = true
-		num(HasRequestRate, &b.RequestRate)
+		rate()
 	case "Request rate configured (RPS):":
 		p.vllm = true
-		num(HasRequestRate, &b.RequestRate)
+		rate()
 	case "Max request concurrency:", "Max reqeuest concurrency:": // v0.4.0 typo
 		p.sglang = true
 		integer(HasMaxConcurrency, &b.MaxConcurrency)
@@ -310,7 +341,7 @@ func benchRow(line []byte) (label, value []byte, ok bool) {
 }
 
 func (p *BenchParser) finishServing() (Bench, bool) {
-	b, ok := p.cur, p.anyRows
+	b, ok := p.cur, p.cur.Has != 0
 	switch {
 	case p.sglang:
 		b.Tool = ToolSGLangBenchServing

@@ -88,28 +88,51 @@ var (
 	kwKilled    = []byte("Killed")
 )
 
+// Anchors: a substring that every signature of a group contains, chosen to
+// start with a byte that is rare in logs (bytes.Index scans for the first
+// byte), so that a line without failures costs a dozen vectorised scans.
+var (
+	anchorOutOfMem   = []byte("OutOfMemory")      // torch.OutOfMemoryError
+	anchorOfMem      = []byte("f memory")         // CUDA out of memory, Cuda failure 'out of memory'
+	anchorMemFrac    = []byte("fraction-static")  // Not enough memory. Please try to increase --mem-fraction-static
+	anchorIllegal    = []byte("gal memory acc")   // illegal memory access
+	anchorIllegalAdr = []byte("galAddress")       // cudaErrorIllegalAddress
+	anchorNCCL       = []byte("CCL")              // NCCL error, NCCL WARN
+	anchorNCCLLower  = []byte("ccl")              // ncclUnhandledCudaError, ...
+	anchorWatchdog   = []byte("Watchdog")         // Watchdog timeout, Watchdog caught collective operation timeout
+	anchorWatchdogLc = []byte("watchdog timeout") // Scheduler watchdog timeout
+	anchorEngine     = []byte("Engine")           // EngineDeadError, Engine loop, Engine core
+	anchorInUse      = []byte("y in use")         // Address already in use, address already in use
+	anchorErrno      = []byte("Errno")            // [Errno 98]
+	anchorBind       = []byte("bind on address")  // uvicorn
+	anchorKilled     = []byte("Killed")           // Killed, Killed process
+	anchorKilledLc   = []byte("killed by")        // killed by the OOM killer
+)
+
 // matchLine returns the classes whose signature is on line.
 func matchLine(line []byte) classSet {
 	var set classSet
-	if containsAny(line, sigOOM) {
-		set |= setOOM
+	if bytes.Contains(line, anchorOutOfMem) || bytes.Contains(line, anchorOfMem) || bytes.Contains(line, anchorMemFrac) {
+		if containsAny(line, sigOOM) {
+			set |= setOOM
+		}
 	}
-	if containsAny(line, sigNCCL) {
-		set |= setNCCL
-	}
-	if containsAny(line, sigIllegal) {
+	if (bytes.Contains(line, anchorIllegal) || bytes.Contains(line, anchorIllegalAdr)) && containsAny(line, sigIllegal) {
 		set |= setIllegal
 	}
-	if containsAny(line, sigWatchdog) {
+	if (bytes.Contains(line, anchorNCCL) || bytes.Contains(line, anchorNCCLLower)) && containsAny(line, sigNCCL) {
+		set |= setNCCL
+	}
+	if (bytes.Contains(line, anchorWatchdog) || bytes.Contains(line, anchorWatchdogLc)) && containsAny(line, sigWatchdog) {
 		set |= setWatchdog
 	}
-	if containsAny(line, sigEngineDead) {
+	if bytes.Contains(line, anchorEngine) && containsAny(line, sigEngineDead) {
 		set |= setEngineDead
 	}
-	if containsAny(line, sigPortInUse) {
+	if (bytes.Contains(line, anchorInUse) || bytes.Contains(line, anchorErrno) || bytes.Contains(line, anchorBind)) && containsAny(line, sigPortInUse) {
 		set |= setPortInUse
 	}
-	if containsAny(line, sigKilled) || killedAtEnd(line) {
+	if (bytes.Contains(line, anchorKilled) || bytes.Contains(line, anchorKilledLc)) && (containsAny(line, sigKilled) || killedAtEnd(line)) {
 		set |= setKilled
 		// The kernel's "Memory cgroup out of memory: Killed process" is
 		// the host OOM killer, not a CUDA OOM.
@@ -124,13 +147,10 @@ func matchLine(line []byte) classSet {
 }
 
 // afterFrame narrows the classes of the line that follows a traceback frame
-// line: that line is the frame's source code (`raise RuntimeError(f"NCCL
-// error: {error_str}")`), so only the exception line further down names
-// the failure.
-func afterFrame(set classSet, line []byte) classSet {
-	if isFrame(line) {
-		return set
-	}
+// line (and is not a frame itself): that line is the frame's source code
+// (`raise RuntimeError(f"NCCL error: {error_str}")`), so only the exception
+// line further down names the failure.
+func afterFrame(set classSet) classSet {
 	return set & setTraceback
 }
 
@@ -206,13 +226,13 @@ const rankContextLines = 64
 // The zero value is ready to use. A Classifier is not safe for concurrent
 // use.
 type Classifier struct {
-	n         int                  // lines fed
-	last      [len(classOrder)]int // line counter at the last sighting of each class, 0 = never
-	seen      []Failure            // first report of each class, in the order found
-	ctxRank   string               // rank of the last failure/traceback line that had one
-	ctxAt     int                  // line counter of that line
-	reported  classSet
-	prevFrame bool // the previous line was a traceback frame
+	n        int                  // lines fed
+	last     [len(classOrder)]int // line counter at the last sighting of each class, 0 = never
+	seen     []Failure            // first report of each class, in the order found
+	ctxRank  string               // rank of the last failure/traceback line that had one
+	ctxAt    int                  // line counter of that line
+	frameAt  int                  // line counter of the last traceback frame line
+	reported classSet
 }
 
 // Feed classifies the next line of the log and appends the failures it
@@ -221,21 +241,45 @@ type Classifier struct {
 // Failure.Line (pass 0 when streaming). Text is the line, sanitised.
 // Feed does not allocate for lines without a signature.
 func (c *Classifier) Feed(dst []Failure, line []byte, lineNo int) []Failure {
-	c.n++
 	var buf [cleanBufSize]byte
-	cl := clean(line, &buf)
+	return c.feed(dst, analyzeFailure(line, &buf), line, c.n+1, lineNo)
+}
+
+// failureInfo is what the stateless part of the classifier finds on one
+// line; Scan computes it in parallel.
+type failureInfo struct {
+	set   classSet
+	frame bool   // the line is a traceback frame
+	rank  string // the line's own rank tag, "" when none
+}
+
+func analyzeFailure(line []byte, buf *[cleanBufSize]byte) failureInfo {
+	cl := clean(line, buf)
 	set := matchLine(cl)
-	if c.prevFrame {
-		set = afterFrame(set, cl)
+	if set == 0 {
+		return failureInfo{}
 	}
-	c.prevFrame = set&setTraceback != 0 && isFrame(cl)
+	return failureInfo{set: set, frame: set&setTraceback != 0 && isFrame(cl), rank: lineRank(cl)}
+}
+
+// feed applies fi, found on line, the n-th line of the log (every line
+// counts, with or without a signature).
+func (c *Classifier) feed(dst []Failure, fi failureInfo, line []byte, n, lineNo int) []Failure {
+	c.n = n
+	set := fi.set
+	if c.frameAt != 0 && c.frameAt == n-1 && !fi.frame {
+		set = afterFrame(set)
+	}
+	if fi.frame {
+		c.frameAt = n
+	}
 	if set == 0 {
 		return dst
 	}
-	rank := lineRank(cl)
+	rank := fi.rank
 	if rank != "" {
-		c.ctxRank, c.ctxAt = rank, c.n
-	} else if c.ctxRank != "" && c.n-c.ctxAt <= rankContextLines {
+		c.ctxRank, c.ctxAt = rank, n
+	} else if c.ctxRank != "" && n-c.ctxAt <= rankContextLines {
 		rank = c.ctxRank
 	}
 	var text string
@@ -244,8 +288,8 @@ func (c *Classifier) Feed(dst []Failure, line []byte, lineNo int) []Failure {
 			continue
 		}
 		prev := c.last[i]
-		c.last[i] = c.n
-		if prev != 0 && c.n-prev <= DedupLines {
+		c.last[i] = n
+		if prev != 0 && n-prev <= DedupLines {
 			continue
 		}
 		if text == "" {

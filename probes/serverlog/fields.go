@@ -2,6 +2,7 @@ package serverlog
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
@@ -25,6 +26,31 @@ func clean(line []byte, buf *[cleanBufSize]byte) []byte {
 	return sanitize.AppendStripped(buf[:0], line)
 }
 
+// cleanFirst prepares a line whose keyword kw is at line[at:] for parsing:
+// it strips escape sequences into buf when the line has a raw ESC anywhere
+// or a damaged escape ("[32m", "#033[2m") before the keyword. Damaged
+// escapes after the keyword are looked for only when the first parse fails
+// (cleanAgain), so a plain line costs two short scans. It returns the line
+// to parse, the keyword's position in it (-1 when stripping removed it) and
+// whether it was cleaned.
+func cleanFirst(line []byte, at int, kw []byte, buf *[cleanBufSize]byte) ([]byte, int, bool) {
+	if bytes.IndexByte(line, 0x1b) < 0 && !sanitize.HasEscapes(line[:at]) {
+		return line, at, false
+	}
+	line = sanitize.AppendStripped(buf[:0], line)
+	return line, bytes.Index(line, kw), true
+}
+
+// cleanAgain strips a line whose first parse failed or met an unreadable
+// value, when it has damaged escapes; otherwise it returns -1 (no retry).
+func cleanAgain(line, kw []byte, buf *[cleanBufSize]byte) ([]byte, int) {
+	if !sanitize.HasEscapes(line) {
+		return line, -1
+	}
+	line = sanitize.AppendStripped(buf[:0], line)
+	return line, bytes.Index(line, kw)
+}
+
 // kvIter walks the "key: value" pieces of an SGLang batch line or a vLLM
 // metrics line: pieces are separated by ", " and the key is what comes
 // before the piece's last ": " (research notes §0.4).
@@ -38,12 +64,12 @@ type kvIter struct {
 func (it *kvIter) next() (key, val []byte, last, ok bool) {
 	for len(it.rest) > 0 {
 		var piece []byte
-		if i := bytes.Index(it.rest, commaSpace); i >= 0 {
+		if i := indexCommaSpace(it.rest); i >= 0 {
 			piece, it.rest = it.rest[:i], it.rest[i+2:]
 		} else {
 			piece, it.rest, last = it.rest, nil, true
 		}
-		j := bytes.LastIndex(piece, colonSpace)
+		j := lastColonSpace(piece)
 		if j < 0 {
 			continue // "#cache_miss" style noise or an empty piece
 		}
@@ -52,10 +78,34 @@ func (it *kvIter) next() (key, val []byte, last, ok bool) {
 	return nil, nil, false, false
 }
 
-var (
-	commaSpace = []byte(", ")
-	colonSpace = []byte(": ")
-)
+var commaSpace = []byte(", ")
+
+// indexCommaSpace is bytes.Index(b, ", ") by way of IndexByte, which is
+// cheaper for the comma-sparse pieces of a metrics line.
+func indexCommaSpace(b []byte) int {
+	for off := 0; ; {
+		i := bytes.IndexByte(b[off:], ',')
+		if i < 0 {
+			return -1
+		}
+		off += i
+		if off+1 < len(b) && b[off+1] == ' ' {
+			return off
+		}
+		off++
+	}
+}
+
+// lastColonSpace is bytes.LastIndex(piece, ": ") for short pieces, without
+// Rabin-Karp.
+func lastColonSpace(piece []byte) int {
+	for j := len(piece) - 2; j >= 0; j-- {
+		if piece[j] == ':' && piece[j+1] == ' ' {
+			return j
+		}
+	}
+	return -1
+}
 
 // trimValue strips surrounding spaces and a trailing ',', '.', '\r'
 // (notes §0.4: values end in ", " or "." or have padding).
@@ -123,9 +173,13 @@ func parseFloat(b []byte) (float64, bool) {
 	return f, true
 }
 
+// slowFloat parses what the fast path does not; "inf", "nan" and
+// overflowing values are refused, since no rate or count can be infinite
+// (the one "inf" a tool prints, bench_serving's request rate, is handled
+// where it is read).
 func slowFloat(b []byte) (float64, bool) {
 	f, err := strconv.ParseFloat(string(b), 64)
-	return f, err == nil
+	return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 }
 
 // parseInt parses a non-negative decimal integer, allowing the thousands
@@ -224,23 +278,23 @@ func findRank(prefix []byte) (rank []byte, dp int) {
 		start, stop := -1, -1
 		dp = -1
 		for i := 0; i < len(group); {
-			j := bytes.IndexByte(group[i:], ' ')
-			if j < 0 {
-				j = len(group) - i
+			j := i
+			for j < len(group) && group[j] != ' ' {
+				j++
 			}
-			tok := group[i : i+j]
+			tok := group[i:j]
 			if n, ok := rankToken(tok); ok {
 				if start < 0 {
 					start = i
 				}
-				stop = i + j
+				stop = j
 				if tok[0] == 'D' && tok[1] == 'P' {
 					dp = n
 				}
 			} else if start >= 0 {
 				break // rank tokens are contiguous
 			}
-			i += j + 1
+			i = j + 1
 		}
 		if start >= 0 {
 			return group[start:stop], dp

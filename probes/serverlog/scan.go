@@ -39,71 +39,165 @@ type Scanner struct {
 
 	cls       Classifier
 	bench     BenchParser
-	inferred  string
-	n         int // lines fed
-	readyAt   int // line counter of the last readiness report, 0 = none
+	an        analyzer
+	sawSGLang bool // an SGLang line (batch line, "[YYYY-MM-DD HH:MM:SS" prefix, ready line) was seen
+	sawVLLM   bool // a vLLM line (metrics, spec decode, ready line) was seen
+	n         int  // lines fed
+	readyAt   int  // line counter of the last readiness report, 0 = none
 	failures  []Failure
-	skipFails bool
 }
 
 // Feed scans one line (without its newline; a trailing \r is ignored) and
 // calls emit for each finding, in order. lineNo is stored in the
 // findings' Line field (0 when streaming).
 func (s *Scanner) Feed(line []byte, lineNo int, emit func(event.Payload)) {
-	s.n++
+	line = trimCR(line)
+	info := s.an.analyze(line, lineNo)
+	s.apply(&info, line, s.n+1, lineNo, emit)
+}
+
+func trimCR(line []byte) []byte {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
+		return line[:n-1]
 	}
-	if b, ok := s.bench.Feed(line, lineNo); ok {
-		emit(b)
+	return line
+}
+
+// lineInfo is what the stateless part of the scanner finds on one line:
+// the parsers' results, ready to emit, and the failure signatures. Scan
+// computes it on several goroutines; apply then runs the stateful part in
+// order.
+type lineInfo struct {
+	found        event.Payload // Throughput, Prefill, SpecDecode or Ready, Line and Stamp set
+	foundServer  string        // the server that the finding shows
+	http         bool          // a "Uvicorn running on" line
+	httpURL      string
+	httpSGLang   bool // ... with SGLang's own prefix
+	benchStart   bool // the line can start benchmark output
+	sglangPrefix bool // the line starts with SGLang's "[YYYY-MM-DD HH:MM:SS"
+	fail         failureInfo
+}
+
+func (i *lineInfo) empty() bool {
+	return i.found == nil && !i.http && !i.benchStart && !i.sglangPrefix && i.fail.set == 0
+}
+
+// analyzer holds the scratch state of the stateless part: a buffer for
+// stripping colour codes and the last timestamp string, reused while it
+// repeats (log timestamps repeat for every line of a second).
+type analyzer struct {
+	buf   [cleanBufSize]byte
+	stamp string
+}
+
+func (a *analyzer) intern(b []byte) string {
+	if b == nil {
+		return ""
 	}
-	if t, ok := ParseSGLangDecode(line); ok {
-		t.Line = lineNo
-		s.inferred = ServerSGLang
-		emit(t)
-		return
+	if string(b) != a.stamp {
+		a.stamp = string(b)
 	}
-	if t, ok := ParseVLLMThroughput(line); ok {
-		t.Line = lineNo
-		s.inferred = ServerVLLM
-		emit(t)
-		return
+	return a.stamp
+}
+
+// analyze runs every parser on line, most frequent first, and stops at the
+// first that recognises it.
+func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
+	if t, stamp, ok := parseSGLangDecode(line, &a.buf); ok {
+		t.Line, t.Stamp = lineNo, a.intern(stamp)
+		return lineInfo{found: t, foundServer: ServerSGLang}
 	}
-	if p, ok := ParseSGLangPrefill(line); ok {
-		p.Line = lineNo
-		s.inferred = ServerSGLang
-		emit(p)
-		return
+	if t, stamp, ok := parseVLLMThroughput(line, &a.buf); ok {
+		t.Line, t.Stamp = lineNo, a.intern(stamp)
+		return lineInfo{found: t, foundServer: ServerVLLM}
 	}
-	if sd, ok := ParseVLLMSpecDecode(line); ok {
-		sd.Line = lineNo
-		s.inferred = ServerVLLM
-		emit(sd)
-		return
+	if p, stamp, ok := parseSGLangPrefill(line, &a.buf); ok {
+		p.Line, p.Stamp = lineNo, a.intern(stamp)
+		return lineInfo{found: p, foundServer: ServerSGLang}
 	}
-	if len(line) > 20 && line[0] == '[' && matchShape(line[1:20], "dddd-dd-dd dd:dd:dd") {
-		s.inferred = ServerSGLang
+	if sd, stamp, ok := parseVLLMSpecDecode(line, &a.buf); ok {
+		sd.Line, sd.Stamp = lineNo, a.intern(stamp)
+		return lineInfo{found: sd, foundServer: ServerVLLM}
 	}
+	if isBenchStart(line) {
+		return lineInfo{benchStart: true}
+	}
+	info := lineInfo{sglangPrefix: len(line) > 20 && line[0] == '[' && matchShape(line[1:20], "dddd-dd-dd dd:dd:dd")}
 	if r, ok := ParseReady(line); ok {
 		r.Line = lineNo
-		s.inferred = r.Server
-		s.readyAt = s.n
-		emit(r)
-		return
+		info.found, info.foundServer = r, r.Server
+		return info
 	}
 	if url, sglangPrefix, ok := ParseHTTPBound(line); ok {
-		if s.server() != ServerSGLang && !sglangPrefix && (s.readyAt == 0 || s.n-s.readyAt > readyDedupLines) {
-			s.readyAt = s.n
-			emit(Ready{Server: s.server(), URL: url, Text: sanitize.Line(line), Line: lineNo})
+		info.http, info.httpURL, info.httpSGLang = true, url, sglangPrefix
+		return info
+	}
+	info.fail = analyzeFailure(line, &a.buf)
+	return info
+}
+
+// apply runs the stateful part for line, the n-th line fed (every line
+// counts), whose stateless findings are info.
+func (s *Scanner) apply(info *lineInfo, line []byte, n, lineNo int, emit func(event.Payload)) {
+	s.n = n
+	// Inside a benchmark table every line is a row (or ends the table).
+	if s.bench.active() {
+		b, ok, consumed := s.bench.feed(line, lineNo)
+		if ok {
+			emit(b)
+		}
+		if consumed {
+			return
+		}
+	}
+	if info.found != nil {
+		if _, ready := info.found.(Ready); !ready {
+			s.saw(info.foundServer)
+			emit(info.found)
+			return
+		}
+	}
+	if info.benchStart {
+		if _, _, started := s.bench.feed(line, lineNo); started {
+			return
+		}
+	}
+	if info.sglangPrefix {
+		s.sawSGLang = true
+	}
+	if info.found != nil { // Ready
+		s.saw(info.foundServer)
+		s.readyAt = n
+		emit(info.found)
+		return
+	}
+	if info.http {
+		sglang := s.Server == ServerSGLang || (s.Server == "" && s.sawSGLang)
+		if !sglang && !info.httpSGLang && (s.readyAt == 0 || n-s.readyAt > readyDedupLines) {
+			s.readyAt = n
+			server := s.Server
+			if server == "" && s.sawVLLM {
+				server = ServerVLLM
+			}
+			emit(Ready{Server: server, URL: info.httpURL, Text: sanitize.Line(line), Line: lineNo})
 		}
 		return
 	}
-	start := len(s.failures)
-	s.failures = s.cls.Feed(s.failures, line, lineNo)
-	for _, f := range s.failures[start:] {
-		emit(f)
+	if info.fail.set != 0 {
+		s.failures = s.cls.feed(s.failures[:0], info.fail, line, n, lineNo)
+		for _, f := range s.failures {
+			emit(f)
+		}
 	}
-	s.failures = s.failures[:0]
+}
+
+func (s *Scanner) saw(server string) {
+	switch server {
+	case ServerSGLang:
+		s.sawSGLang = true
+	case ServerVLLM:
+		s.sawVLLM = true
+	}
 }
 
 // Flush reports what the end of input completes (a benchmark table that
@@ -125,13 +219,6 @@ func (s *Scanner) Failures() []Failure { return s.cls.Seen() }
 // Reset forgets all state, for a log that was truncated or replaced.
 func (s *Scanner) Reset() {
 	*s = Scanner{Server: s.Server}
-}
-
-func (s *Scanner) server() string {
-	if s.Server != "" {
-		return s.Server
-	}
-	return s.inferred
 }
 
 // MaxLineBytes is the longest line ScanLines passes on whole; the rest of
@@ -184,14 +271,4 @@ func ScanLines(r io.Reader, fn func(line []byte, lineNo int)) error {
 			return fmt.Errorf("serverlog: read log: %w", err)
 		}
 	}
-}
-
-// Scan runs a Scanner over all of r (see ScanLines for line numbering) and
-// calls emit for each finding, in input order, then Flush. It returns the
-// Scanner so that the caller can ask for the primary failure.
-func Scan(r io.Reader, emit func(event.Payload)) (*Scanner, error) {
-	s := &Scanner{}
-	err := ScanLines(r, func(line []byte, lineNo int) { s.Feed(line, lineNo, emit) })
-	s.Flush(emit)
-	return s, err
 }

@@ -34,19 +34,44 @@ var (
 // not allocate on lines that do not match, nor for rank tags TP0–TP15.
 func ParseSGLangDecode(line []byte) (Throughput, bool) {
 	if bytes.Index(line, kwDecodeBatch) < 0 {
-		return Throughput{}, false
+		return Throughput{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	line = clean(line, &buf)
+	t, stamp, ok := parseSGLangDecode(line, &buf)
+	if ok && stamp != nil {
+		t.Stamp = string(stamp)
+	}
+	return t, ok
+}
+
+// parseSGLangDecode is ParseSGLangDecode without the Stamp string: the
+// stamp is returned as bytes of line or buf, for the caller to intern.
+func parseSGLangDecode(line []byte, buf *[cleanBufSize]byte) (Throughput, []byte, bool) {
 	at := bytes.Index(line, kwDecodeBatch)
 	if at < 0 {
-		return Throughput{}, false
+		return Throughput{}, nil, false
 	}
+	line, at, cleaned := cleanFirst(line, at, kwDecodeBatch, buf)
+	if at < 0 {
+		return Throughput{}, nil, false
+	}
+	t, stamp, ok, bad := decodeFields(line, at)
+	if (!ok || bad) && !cleaned {
+		if line, at = cleanAgain(line, kwDecodeBatch, buf); at >= 0 {
+			t, stamp, ok, _ = decodeFields(line, at)
+		}
+	}
+	return t, stamp, ok
+}
+
+// decodeFields reads a decode line whose keyword is at line[at:]. bad
+// reports a known field whose value could not be read.
+func decodeFields(line []byte, at int) (t Throughput, stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwDecodeBatch):])
 	if !ok {
-		return Throughput{}, false
+		return Throughput{}, nil, false, false
 	}
-	t := Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	haveRate := false
 	it := kvIter{rest: body}
 	for {
@@ -58,36 +83,50 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 		case "gen throughput (token/s)":
 			if f, ok := parseFloat(val); ok && !last && hasFraction(val) && f >= 0 {
 				t.TokPerSec, haveRate = f, true
+			} else if !ok {
+				bad = true
 			}
 		case "#running-req":
 			if n, ok := parseInt(val); ok {
 				t.Running = int(n)
 				t.Has |= HasRunning
+			} else {
+				bad = true
 			}
 		case "#queue-req":
 			if n, ok := parseInt(val); ok {
 				t.Queued = int(n)
 				t.Has |= HasQueued
+			} else {
+				bad = true
 			}
 		case "#token", "#full token":
 			if n, ok := parseInt(val); ok {
 				t.Tokens = n
 				t.Has |= HasTokens
+			} else {
+				bad = true
 			}
 		case "token usage", "full token usage":
 			if f, ok := parseFloat(val); ok {
 				t.TokenUsage = f
 				t.Has |= HasTokenUsage
+			} else {
+				bad = true
 			}
 		case "accept len":
 			if f, ok := parseFloat(val); ok {
 				t.AcceptLength = f
 				t.Has |= HasAcceptLength
+			} else {
+				bad = true
 			}
 		case "accept rate":
 			if f, ok := parseFloat(val); ok {
 				t.AcceptRate = f
 				t.Has |= HasAcceptRate
+			} else {
+				bad = true
 			}
 		default:
 			if bytes.HasSuffix(key, []byte(" graph")) {
@@ -95,11 +134,13 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 					t.CUDAGraph = b
 					t.Has |= HasCUDAGraph
 				}
+			} else {
+				bad = true
 			}
 		}
 	}
 	if !haveRate {
-		return Throughput{}, false
+		return Throughput{}, nil, false, bad
 	}
 	prefix := line[:at]
 	rank, dp := findRank(prefix)
@@ -107,10 +148,7 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 		t.Rank = internRank(rank)
 	}
 	t.DP = dp
-	if st := findStamp(prefix); st != nil {
-		t.Stamp = string(st)
-	}
-	return t, true
+	return t, findStamp(prefix), true, bad
 }
 
 // batchBody skips what follows "Decode batch" / "Prefill batch" up to the
@@ -203,19 +241,41 @@ func (p Prefill) CacheHitRate() (float64, bool) {
 // neither #new-seq nor #new-token. It does not allocate on other lines.
 func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 	if bytes.Index(line, kwPrefillBatch) < 0 {
-		return Prefill{}, false
+		return Prefill{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	line = clean(line, &buf)
+	p, stamp, ok := parseSGLangPrefill(line, &buf)
+	if ok && stamp != nil {
+		p.Stamp = string(stamp)
+	}
+	return p, ok
+}
+
+// parseSGLangPrefill is ParseSGLangPrefill returning the stamp as bytes.
+func parseSGLangPrefill(line []byte, buf *[cleanBufSize]byte) (Prefill, []byte, bool) {
 	at := bytes.Index(line, kwPrefillBatch)
 	if at < 0 {
-		return Prefill{}, false
+		return Prefill{}, nil, false
 	}
+	line, at, cleaned := cleanFirst(line, at, kwPrefillBatch, buf)
+	if at < 0 {
+		return Prefill{}, nil, false
+	}
+	p, stamp, ok, bad := prefillFields(line, at)
+	if (!ok || bad) && !cleaned {
+		if line, at = cleanAgain(line, kwPrefillBatch, buf); at >= 0 {
+			p, stamp, ok, _ = prefillFields(line, at)
+		}
+	}
+	return p, stamp, ok
+}
+
+func prefillFields(line []byte, at int) (p Prefill, stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
-		return Prefill{}, false
+		return Prefill{}, nil, false, false
 	}
-	p := Prefill{DP: -1}
+	p = Prefill{DP: -1}
 	it := kvIter{rest: body}
 	for {
 		key, val, _, ok := it.next()
@@ -227,42 +287,58 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 			if n, ok := parseInt(val); ok {
 				p.NewSeq = int(n)
 				p.Has |= HasNewSeq
+			} else {
+				bad = true
 			}
 		case "#new-token":
 			if n, ok := parseInt(val); ok {
 				p.NewTokens = n
 				p.Has |= HasNewTokens
+			} else {
+				bad = true
 			}
 		case "#cached-token":
 			if n, ok := parseInt(val); ok {
 				p.CachedTokens = n
 				p.Has |= HasCachedTokens
+			} else {
+				bad = true
 			}
 		case "cache hit rate":
 			v, _ := cutSuffix(val, "%")
 			if f, ok := parseFloat(v); ok {
 				p.CacheHitRatePct = f
 				p.Has |= HasCacheHitRate
+			} else {
+				bad = true
 			}
 		case "token usage", "full token usage":
 			if f, ok := parseFloat(val); ok {
 				p.TokenUsage = f
 				p.Has |= HasPrefillTokenUsage
+			} else {
+				bad = true
 			}
 		case "#running-req":
 			if n, ok := parseInt(val); ok {
 				p.Running = int(n)
 				p.Has |= HasPrefillRunning
+			} else {
+				bad = true
 			}
 		case "#queue-req":
 			if n, ok := parseInt(val); ok {
 				p.Queued = int(n)
 				p.Has |= HasPrefillQueued
+			} else {
+				bad = true
 			}
 		case "input throughput (token/s)":
 			if f, ok := parseFloat(val); ok {
 				p.InputTokPerSec = f
 				p.Has |= HasPrefillInputTokPerSec
+			} else {
+				bad = true
 			}
 		default:
 			if bytes.HasSuffix(key, []byte(" graph")) {
@@ -270,11 +346,13 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 					p.CUDAGraph = b
 					p.Has |= HasPrefillCUDAGraph
 				}
+			} else {
+				bad = true
 			}
 		}
 	}
 	if p.Has&(HasNewSeq|HasNewTokens) == 0 {
-		return Prefill{}, false
+		return Prefill{}, nil, false, bad
 	}
 	prefix := line[:at]
 	rank, dp := findRank(prefix)
@@ -282,8 +360,5 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 		p.Rank = internRank(rank)
 	}
 	p.DP = dp
-	if st := findStamp(prefix); st != nil {
-		p.Stamp = string(st)
-	}
-	return p, true
+	return p, findStamp(prefix), true, bad
 }

@@ -8,6 +8,7 @@ var (
 	kwEngine    = []byte("Engine ")
 	kwSpecV0    = []byte("Speculative metrics: ")
 	kwSpecV1    = []byte("SpecDecoding metrics: ")
+	kwSpec      = []byte("Spec") // common to both spec forms: one scan for other lines
 	kwPerPos    = []byte("Per-position acceptance rate: ")
 	kwAvgDraft  = []byte(", Avg Draft acceptance rate: ")
 )
@@ -30,18 +31,44 @@ var (
 // its " tokens/s" unit (a cut line). It does not allocate on other lines.
 func ParseVLLMThroughput(line []byte) (Throughput, bool) {
 	if bytes.Index(line, kwAvgGen) < 0 {
-		return Throughput{}, false
+		return Throughput{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	line = clean(line, &buf)
-	at := bytes.Index(line, kwAvgPrompt)
+	t, stamp, ok := parseVLLMThroughput(line, &buf)
+	if ok && stamp != nil {
+		t.Stamp = string(stamp)
+	}
+	return t, ok
+}
+
+// parseVLLMThroughput is ParseVLLMThroughput returning the stamp as bytes.
+func parseVLLMThroughput(line []byte, buf *[cleanBufSize]byte) (Throughput, []byte, bool) {
+	at := bytes.Index(line, kwAvgGen)
 	if at < 0 {
-		at = bytes.Index(line, kwAvgGen)
-		if at < 0 {
-			return Throughput{}, false
+		return Throughput{}, nil, false
+	}
+	line, at, cleaned := cleanFirst(line, at, kwAvgGen, buf)
+	if at < 0 {
+		return Throughput{}, nil, false
+	}
+	t, stamp, ok, bad := vllmFields(line, at)
+	if (!ok || bad) && !cleaned {
+		if line, at = cleanAgain(line, kwAvgGen, buf); at >= 0 {
+			t, stamp, ok, _ = vllmFields(line, at)
 		}
 	}
-	t := Throughput{DP: -1, Engine: -1, Server: ServerVLLM}
+	return t, stamp, ok
+}
+
+// vllmFields reads a metrics line whose "Avg generation throughput" is at
+// line[genAt:]; the fields start at "Avg prompt throughput" when it is
+// there.
+func vllmFields(line []byte, genAt int) (t Throughput, stamp []byte, ok, bad bool) {
+	at := bytes.LastIndex(line[:genAt], kwAvgPrompt)
+	if at < 0 {
+		at = genAt
+	}
+	t = Throughput{DP: -1, Engine: -1, Server: ServerVLLM}
 	haveRate := false
 	it := kvIter{rest: line[at:]}
 	for {
@@ -61,6 +88,8 @@ func ParseVLLMThroughput(line []byte) (Throughput, bool) {
 				if f, ok := parseFloat(v); ok {
 					t.PromptTokPerSec = f
 					t.Has |= HasPromptTokPerSec
+				} else {
+					bad = true
 				}
 			}
 		case "Running":
@@ -68,6 +97,8 @@ func ParseVLLMThroughput(line []byte) (Throughput, bool) {
 				if n, ok := parseInt(v); ok {
 					t.Running = int(n)
 					t.Has |= HasRunning
+				} else {
+					bad = true
 				}
 			}
 		case "Waiting", "Pending":
@@ -75,6 +106,8 @@ func ParseVLLMThroughput(line []byte) (Throughput, bool) {
 				if n, ok := parseInt(v); ok {
 					t.Queued = int(n)
 					t.Has |= HasQueued
+				} else {
+					bad = true
 				}
 			}
 		case "GPU KV cache usage":
@@ -82,19 +115,18 @@ func ParseVLLMThroughput(line []byte) (Throughput, bool) {
 				if f, ok := parseFloat(v); ok {
 					t.TokenUsage = f / 100
 					t.Has |= HasTokenUsage
+				} else {
+					bad = true
 				}
 			}
 		}
 	}
 	if !haveRate {
-		return Throughput{}, false
+		return Throughput{}, nil, false, bad
 	}
 	prefix := line[:at]
 	t.Engine = engineIndex(prefix)
-	if st := findStamp(prefix); st != nil {
-		t.Stamp = string(st)
-	}
-	return t, true
+	return t, findStamp(prefix), true, bad
 }
 
 // engineIndex reads "Engine 000: " at the end of a V1 prefix; -1 when
@@ -169,21 +201,51 @@ func (SpecDecode) Kind() string { return "spec-decode" }
 // line with neither an acceptance rate nor a mean acceptance length. It
 // allocates only for the per-position list.
 func ParseVLLMSpecDecode(line []byte) (SpecDecode, bool) {
-	at := bytes.Index(line, kwSpecV1)
+	if bytes.Index(line, kwSpec) < 0 {
+		return SpecDecode{}, false // before buf, which costs a 1 KiB clear
+	}
+	var buf [cleanBufSize]byte
+	sd, stamp, ok := parseVLLMSpecDecode(line, &buf)
+	if ok && stamp != nil {
+		sd.Stamp = string(stamp)
+	}
+	return sd, ok
+}
+
+// parseVLLMSpecDecode is ParseVLLMSpecDecode returning the stamp as bytes.
+func parseVLLMSpecDecode(line []byte, buf *[cleanBufSize]byte) (SpecDecode, []byte, bool) {
+	if bytes.Index(line, kwSpec) < 0 {
+		return SpecDecode{}, nil, false
+	}
 	kw := kwSpecV1
+	at := bytes.Index(line, kwSpecV1)
 	if at < 0 {
 		if at = bytes.Index(line, kwSpecV0); at < 0 {
-			return SpecDecode{}, false
+			return SpecDecode{}, nil, false
 		}
 		kw = kwSpecV0
 	}
-	var buf [cleanBufSize]byte
-	line = clean(line, &buf)
-	if at = bytes.Index(line, kw); at < 0 {
-		return SpecDecode{}, false
+	line, at, cleaned := cleanFirst(line, at, kw, buf)
+	if at < 0 {
+		return SpecDecode{}, nil, false
 	}
+	sd, ok, bad := specFields(line, at, kw)
+	if (!ok || bad) && !cleaned {
+		if l2, at2 := cleanAgain(line, kw, buf); at2 >= 0 {
+			line, at = l2, at2
+			sd, ok, _ = specFields(line, at, kw)
+		}
+	}
+	if !ok {
+		return SpecDecode{}, nil, false
+	}
+	return sd, findStamp(line[:at]), true
+}
+
+// specFields reads a spec-decode line whose keyword kw is at line[at:].
+func specFields(line []byte, at int, kw []byte) (s SpecDecode, ok, bad bool) {
 	body := line[at+len(kw):]
-	s := SpecDecode{Engine: engineIndex(line[:at])}
+	s = SpecDecode{Engine: engineIndex(line[:at])}
 
 	// Cut the per-position list out first: it is the one value that
 	// contains ", " (notes §2.3). The pieces before and after it are
@@ -216,6 +278,8 @@ func ParseVLLMSpecDecode(line []byte) (SpecDecode, bool) {
 			if f, ok := parseFloat(val); ok {
 				s.MeanAcceptLength = f
 				s.Has |= HasMeanAcceptLength
+			} else {
+				bad = true
 			}
 		case "Draft acceptance rate", "Avg Draft acceptance rate":
 			v, pct := cutSuffix(val, "%")
@@ -225,57 +289,74 @@ func ParseVLLMSpecDecode(line []byte) (SpecDecode, bool) {
 				}
 				s.DraftAcceptRate = f
 				s.Has |= HasDraftAcceptRate
+			} else {
+				bad = true
 			}
 		case "System efficiency":
 			if f, ok := parseFloat(val); ok {
 				s.SystemEfficiency = f
 				s.Has |= HasSystemEfficiency
+			} else {
+				bad = true
 			}
 		case "Number of speculative tokens":
 			if n, ok := parseInt(val); ok {
 				s.NumSpecTokens = int(n)
 				s.Has |= HasNumSpecTokens
+			} else {
+				bad = true
 			}
 		case "Number of accepted tokens", "Accepted":
 			v, _ := cutSuffix(val, "tokens")
 			if n, ok := parseInt(v); ok {
 				s.Accepted = n
 				s.Has |= HasAccepted
+			} else {
+				bad = true
 			}
 		case "Number of draft tokens", "Drafted":
 			v, _ := cutSuffix(val, "tokens")
 			if n, ok := parseInt(v); ok {
 				s.Drafted = n
 				s.Has |= HasDrafted
+			} else {
+				bad = true
 			}
 		case "Number of emitted tokens":
 			if n, ok := parseInt(val); ok {
 				s.Emitted = n
 				s.Has |= HasEmitted
+			} else {
+				bad = true
 			}
 		case "Accepted throughput":
 			if v, ok := cutSuffix(val, "tokens/s"); ok {
 				if f, ok := parseFloat(v); ok {
 					s.AcceptedTokPerSec = f
 					s.Has |= HasAcceptedTokPerSec
+				} else {
+					bad = true
 				}
+			} else {
+				bad = true
 			}
 		case "Drafted throughput":
 			if v, ok := cutSuffix(val, "tokens/s"); ok {
 				if f, ok := parseFloat(v); ok {
 					s.DraftedTokPerSec = f
 					s.Has |= HasDraftedTokPerSec
+				} else {
+					bad = true
 				}
+			} else {
+				bad = true
 			}
 		}
 	}
 	if s.Has&(HasDraftAcceptRate|HasMeanAcceptLength) == 0 {
-		return SpecDecode{}, false
+		return SpecDecode{}, false, bad
 	}
-	if st := findStamp(line[:at]); st != nil {
-		s.Stamp = string(st)
-	}
-	return s, true
+	return s, true, bad
 }
 
 // parseFloatList parses "0.983, 0.949, 0.915".

@@ -1,0 +1,142 @@
+package serverlog
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+)
+
+// scanSequential is the reference: every line through Scanner.Feed.
+func scanSequential(data []byte) ([]event.Payload, []Failure) {
+	var out []event.Payload
+	s := &Scanner{}
+	emit := func(p event.Payload) { out = append(out, p) }
+	_ = ScanLines(bytes.NewReader(data), func(line []byte, n int) { s.Feed(line, n, emit) })
+	s.Flush(emit)
+	return out, s.Failures()
+}
+
+func scanParallel(data []byte, workers, blockSize int) ([]event.Payload, []Failure) {
+	var out []event.Payload
+	s, _ := scanBlocks(bytes.NewReader(data), func(p event.Payload) { out = append(out, p) }, workers, blockSize, MaxLineBytes)
+	return out, s.Failures()
+}
+
+func checkSameScan(t *testing.T, name string, data []byte, workers, blockSize int) {
+	t.Helper()
+	want, wantF := scanSequential(data)
+	got, gotF := scanParallel(data, workers, blockSize)
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotF, wantF) {
+		n := min(len(got), len(want))
+		i := 0
+		for i < n && reflect.DeepEqual(got[i], want[i]) {
+			i++
+		}
+		t.Fatalf("%s (workers %d, block %d): parallel scan differs at finding %d of %d/%d:\n got %+v\nwant %+v",
+			name, workers, blockSize, i, len(got), len(want), at(got, i), at(want, i))
+	}
+}
+
+func at(v []event.Payload, i int) any {
+	if i < len(v) {
+		return v[i]
+	}
+	return "(none)"
+}
+
+func fixtureTexts(t testing.TB) map[string][]byte {
+	files, _ := filepath.Glob("testdata/*.txt")
+	out := map[string][]byte{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = data
+	}
+	return out
+}
+
+func TestScanParallelMatchesSequential(t *testing.T) {
+	texts := fixtureTexts(t)
+	var all bytes.Buffer
+	for name, data := range texts {
+		for _, bs := range []int{1, 7, 64, 4096} {
+			checkSameScan(t, name, data, 3, bs)
+		}
+		all.Write(data)
+		all.WriteByte('\n')
+	}
+	// Everything at once, with tables, tracebacks and rank context crossing
+	// block boundaries.
+	for _, bs := range []int{1, 100, 1000, scanBlockSize} {
+		checkSameScan(t, "all fixtures", all.Bytes(), 4, bs)
+	}
+
+	// Shuffled lines of every fixture plus edge cases.
+	var lines []string
+	for _, data := range texts {
+		lines = append(lines, strings.Split(string(data), "\n")...)
+	}
+	lines = append(lines, "", "\r", "Killed", "Benchmark ...", "Warmup ...",
+		"INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+		"[2025-01-01 00:00:00] The server is fired up and ready to roll!",
+		"\x1b[31mRuntimeError: CUDA error: an illegal memory access was encountered\x1b[0m",
+		strings.Repeat("x", 70000))
+	r := rand.New(rand.NewPCG(7, 8))
+	for round := range 40 {
+		var b strings.Builder
+		if round%3 == 0 {
+			b.WriteString("# source: shuffled\n")
+		}
+		for range 200 {
+			b.WriteString(lines[r.IntN(len(lines))])
+			if r.IntN(10) == 0 {
+				b.WriteString("\r")
+			}
+			b.WriteString("\n")
+		}
+		data := []byte(b.String())
+		if round%2 == 0 {
+			data = bytes.TrimSuffix(data, []byte("\n")) // no final newline
+		}
+		checkSameScan(t, "shuffled", data, 1+round%4, 1+r.IntN(3000))
+	}
+}
+
+func TestScanParallelLongLines(t *testing.T) {
+	var in bytes.Buffer
+	in.WriteString("# source: x\nfirst\n")
+	in.WriteString("torch.OutOfMemoryError: CUDA out of memory. ")
+	in.Write(bytes.Repeat([]byte("A"), 3<<20))
+	in.WriteString("\n[2025-11-11 04:06:27] Decode batch, #running-req: 46, gen throughput (token/s): 1447.08, #queue-req: 0, \nlast without newline Killed")
+	checkSameScan(t, "long lines", in.Bytes(), 2, 1<<20)
+	got, _ := scanParallel(in.Bytes(), 2, 1<<20)
+	if len(got) != 3 {
+		t.Fatalf("findings %d: %+v", len(got), got)
+	}
+	if f, ok := got[0].(Failure); !ok || f.Line != 3 || len(f.Text) > 5000 {
+		t.Errorf("first finding %+v", got[0])
+	}
+	if tp, ok := got[1].(Throughput); !ok || tp.Line != 4 {
+		t.Errorf("second finding %+v", got[1])
+	}
+	if f, ok := got[2].(Failure); !ok || f.Class != FailKilled || f.Line != 5 {
+		t.Errorf("third finding %+v", got[2])
+	}
+}
+
+func FuzzScanParallel(f *testing.F) {
+	for _, data := range fixtureTexts(f) {
+		f.Add(data, uint16(13), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, blockSize uint16, workers uint8) {
+		checkSameScan(t, "fuzz", data, 1+int(workers%4), 1+int(blockSize))
+	})
+}
