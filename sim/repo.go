@@ -7,7 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // RepoCommits are the commit ids (full SHA-1) of the simulated SGLang
@@ -32,15 +35,22 @@ type repoCommit struct {
 // commit adds the RegressionMarker to the all-reduce path. It uses the git
 // CLI with a local identity and fixed dates, and never reads the user's
 // global git configuration.
+//
+// The history is written by one `git fast-import` (three git processes in
+// all, not three per commit): the demo builds it at every start, and it must
+// look alive within seconds on a loaded laptop.
 func BuildRepo(ctx context.Context, dir string) (RepoCommits, error) {
 	var rc RepoCommits
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rc, err
 	}
-	git := func(env []string, args ...string) (string, error) {
+	git := func(stdin []byte, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", args...)
 		cmd.Dir = dir
-		cmd.Env = append(gitEnv(), env...)
+		cmd.Env = gitEnv()
+		if stdin != nil {
+			cmd.Stdin = bytes.NewReader(stdin)
+		}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
@@ -51,33 +61,45 @@ func BuildRepo(ctx context.Context, dir string) (RepoCommits, error) {
 	if _, err := git(nil, "init", "-q", "-b", "main"); err != nil {
 		return rc, err
 	}
-	for _, kv := range [][2]string{{"user.name", "Sim Engineer"}, {"user.email", "engineer@gpu-box.example"},
-		{"commit.gpgsign", "false"}, {"core.autocrlf", "false"}} {
-		if _, err := git(nil, "config", kv[0], kv[1]); err != nil {
-			return rc, err
+	// The engineer's identity for commits made later in the demo, written
+	// straight into .git/config (the file git itself would write).
+	cfg, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return rc, err
+	}
+	_, err = cfg.WriteString("[user]\n\tname = Sim Engineer\n\temail = engineer@gpu-box.example\n" +
+		"[commit]\n\tgpgsign = false\n[core]\n\tautocrlf = false\n")
+	if cerr := cfg.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return rc, err
+	}
+
+	history := repoHistory()
+	stream, err := fastImportStream(history)
+	if err != nil {
+		return rc, err
+	}
+	marks := filepath.Join(dir, ".git", "sim-marks")
+	if _, err := git(stream, "fast-import", "--quiet", "--date-format=raw", "--export-marks="+marks); err != nil {
+		return rc, err
+	}
+	mb, err := os.ReadFile(marks)
+	os.Remove(marks)
+	if err != nil {
+		return rc, err
+	}
+	ids := make(map[string]string, len(history))
+	for _, line := range strings.Split(strings.TrimSpace(string(mb)), "\n") {
+		if mark, id, ok := strings.Cut(line, " "); ok {
+			ids[mark] = id
 		}
 	}
-	for _, c := range repoHistory() {
-		for path, body := range c.files {
-			p := filepath.Join(dir, filepath.FromSlash(path))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return rc, err
-			}
-			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-				return rc, err
-			}
-		}
-		if _, err := git(nil, "add", "-A"); err != nil {
-			return rc, err
-		}
-		env := []string{"GIT_AUTHOR_NAME=" + c.author, "GIT_AUTHOR_EMAIL=" + c.email, "GIT_AUTHOR_DATE=" + c.date,
-			"GIT_COMMITTER_NAME=" + c.author, "GIT_COMMITTER_EMAIL=" + c.email, "GIT_COMMITTER_DATE=" + c.date}
-		if _, err := git(env, "commit", "-q", "--no-verify", "-m", c.subject); err != nil {
-			return rc, err
-		}
-		id, err := git(nil, "rev-parse", "HEAD")
-		if err != nil {
-			return rc, err
+	for i, c := range history {
+		id := ids[":"+strconv.Itoa(i+1)]
+		if id == "" {
+			return rc, fmt.Errorf("git fast-import: no commit for mark %d", i+1)
 		}
 		rc.All = append(rc.All, id)
 		switch c.mark {
@@ -88,7 +110,43 @@ func BuildRepo(ctx context.Context, dir string) (RepoCommits, error) {
 		}
 	}
 	rc.Latest = rc.All[len(rc.All)-1]
+	if _, err := git(nil, "checkout", "-q", "-f", "main"); err != nil {
+		return rc, err
+	}
 	return rc, nil
+}
+
+// fastImportStream renders the history as a `git fast-import` stream whose
+// commit objects are byte-identical to `git commit -m SUBJECT` ones: same
+// trees, identities, raw dates and "SUBJECT\n" messages.
+func fastImportStream(history []repoCommit) ([]byte, error) {
+	var b bytes.Buffer
+	data := func(s string) { fmt.Fprintf(&b, "data %d\n%s\n", len(s), s) }
+	for i, c := range history {
+		when, err := time.Parse(time.RFC3339, c.date)
+		if err != nil {
+			return nil, fmt.Errorf("sim repo: commit %q date: %w", c.subject, err)
+		}
+		_, off := when.Zone()
+		sign := '+'
+		if off < 0 {
+			sign, off = '-', -off
+		}
+		ident := fmt.Sprintf("%s <%s> %d %c%02d%02d", c.author, c.email, when.Unix(), sign, off/3600, off%3600/60)
+		fmt.Fprintf(&b, "commit refs/heads/main\nmark :%d\nauthor %s\ncommitter %s\n", i+1, ident, ident)
+		data(c.subject + "\n")
+		paths := make([]string, 0, len(c.files))
+		for p := range c.files {
+			paths = append(paths, p)
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			fmt.Fprintf(&b, "M 100644 inline %s\n", p)
+			data(c.files[p])
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
 }
 
 // gitEnv is the environment for git: the caller's, minus anything that
