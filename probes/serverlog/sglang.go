@@ -31,7 +31,8 @@ var (
 // ok is false when the line is not a decode line or its throughput is
 // missing or untrustworthy (no decimal part, or cut off at the end of the
 // line where a log shipper may have truncated it). Line is left 0. It does
-// not allocate on lines that do not match, nor for rank tags TP0–TP15.
+// not allocate on lines that do not match; on a match it allocates only the
+// Stamp string (rank tags TP0–TP15 are shared constants).
 func ParseSGLangDecode(line []byte) (Throughput, bool) {
 	if bytes.Index(line, kwDecodeBatch) < 0 {
 		return Throughput{}, false // before buf, which costs a 1 KiB clear
