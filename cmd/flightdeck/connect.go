@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/tui"
@@ -85,14 +86,16 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		return err
 	}
 	defer host.Close()
-	return runCockpit(ctx, host, sessions.LiveConfig{
+	cfg := sessions.LiveConfig{
 		Host:       host,
 		LogPath:    f.log,
 		RepoPath:   f.repo,
 		Interval:   f.interval,
 		Server:     f.server,
 		GPUProgram: f.nvidiaSMI,
-	}, tui.Options{Host: host.Name(), LogPath: f.log, NoColor: f.noColor})
+	}
+	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoColor: f.noColor},
+		func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, cfg, sink) })
 }
 
 // openHost returns the local host for "local", else dials target over SSH.
@@ -137,23 +140,34 @@ func promptPassphrase(file string) ([]byte, error) {
 	return term.ReadPassword(os.Stdin.Fd())
 }
 
-// runCockpit runs the live probes against host and the screen on the same
-// event stream until the user quits or ctx ends. The probes stop with the
-// screen; the inference server is never touched.
-func runCockpit(ctx context.Context, host remote.Host, cfg sessions.LiveConfig, opts tui.Options) error {
+// runCockpit runs the screen and, beside it, live: the function that
+// publishes the host's events to the stream (sessions.RunLive, after any
+// set-up it needs). The screen opens at once; it closes when the user quits,
+// when ctx ends, or when live fails, whose error is then returned. Quitting
+// stops the probes, never the inference server.
+func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Context, sink event.Sink) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream := sessions.NewStream()
 	events := stream.Subscribe(ctx, 4096)
 	liveDone := make(chan error, 1)
-	go func() { liveDone <- sessions.RunLive(ctx, cfg, stream.Sink()) }()
+	go func() {
+		err := live(ctx, stream.Sink())
+		if err != nil {
+			cancel() // close the screen so the error can be printed
+		}
+		liveDone <- err
+	}()
 
 	uiErr := tui.Run(ctx, tui.New(opts), events)
 	cancel()
 	liveErr := <-liveDone
 	stream.Close()
+	if liveErr != nil && !errors.Is(liveErr, context.Canceled) {
+		return liveErr
+	}
 	if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
 		return uiErr
 	}
-	return liveErr
+	return nil
 }

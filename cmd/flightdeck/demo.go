@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sim"
@@ -74,40 +75,45 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			return err
 		}
 	}
-	h, err := sim.Start(ctx, sim.Options{
-		Dir:         f.dir,
-		GPUs:        f.gpus,
-		GPUCapture:  f.gpuCapture,
-		ReplayLog:   f.replayLog,
-		NCCLProfile: !f.noNCCL,
-		Eagle:       f.eagle,
-	})
-	if err != nil {
-		return fmt.Errorf("start the simulated host: %w", err)
+	label := "demo (simulated host)"
+	live := func(ctx context.Context, sink event.Sink) error {
+		// Building the host takes a moment on a busy laptop: say so on the
+		// screen, which is already open.
+		sink(event.Event{At: time.Now(), Data: remote.State{Host: label, Conn: remote.Connecting, Since: time.Now()}})
+		h, err := sim.Start(ctx, sim.Options{
+			Dir:         f.dir,
+			GPUs:        f.gpus,
+			GPUCapture:  f.gpuCapture,
+			ReplayLog:   f.replayLog,
+			NCCLProfile: !f.noNCCL,
+			Eagle:       f.eagle,
+		})
+		if err != nil {
+			return fmt.Errorf("start the simulated host: %w", err)
+		}
+		defer h.Close()
+		if err := h.StartServer(ctx, nil); err != nil {
+			return fmt.Errorf("start the simulated server: %w", err)
+		}
+		// The real SSH client path, pinned to the sim's throwaway key and
+		// known_hosts so that the user's ~/.ssh is neither read nor written.
+		host, err := remote.DialSSH(ctx, h.Target(), remote.SSHOptions{
+			ConfigFile:      os.DevNull,
+			IdentityFiles:   []string{h.IdentityPath},
+			KnownHostsFiles: []string{h.KnownHostsPath},
+			NoAgent:         true,
+		})
+		if err != nil {
+			return fmt.Errorf("connect to the simulated host: %w", err)
+		}
+		defer host.Close()
+		return sessions.RunLive(ctx, sessions.LiveConfig{
+			Host:     host,
+			LogPath:  h.LogPath,
+			RepoPath: h.RepoPath,
+			Interval: f.interval,
+			Server:   "sglang",
+		}, sink)
 	}
-	defer h.Close()
-	if err := h.StartServer(ctx, nil); err != nil {
-		return fmt.Errorf("start the simulated server: %w", err)
-	}
-
-	// The real SSH client path, pinned to the sim's throwaway key and
-	// known_hosts so that the user's ~/.ssh is neither read nor written.
-	host, err := remote.DialSSH(ctx, h.Target(), remote.SSHOptions{
-		ConfigFile:      os.DevNull,
-		IdentityFiles:   []string{h.IdentityPath},
-		KnownHostsFiles: []string{h.KnownHostsPath},
-		NoAgent:         true,
-	})
-	if err != nil {
-		return fmt.Errorf("connect to the simulated host: %w", err)
-	}
-	defer host.Close()
-
-	return runCockpit(ctx, host, sessions.LiveConfig{
-		Host:     host,
-		LogPath:  h.LogPath,
-		RepoPath: h.RepoPath,
-		Interval: f.interval,
-		Server:   "sglang",
-	}, tui.Options{Host: "demo " + host.Name(), LogPath: h.LogPath, NoColor: f.noColor})
+	return runCockpit(ctx, tui.Options{Host: label, NoColor: f.noColor}, live)
 }

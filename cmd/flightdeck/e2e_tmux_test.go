@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/sim"
+)
+
+// These tests run the real binary in a real tmux, as a user would: start
+// `flightdeck demo` in a detached session, read the screen with
+// capture-pane, press q.
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// flightdeckBinary builds the command once per test run.
+func flightdeckBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "flightdeck-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "flightdeck")
+		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// tmuxSession is one detached session on a private tmux server.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed; CI must run the tmux end-to-end tests (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+}
+
+// startTmux runs command in a new detached w×h session. The shell keeps the
+// pane open after the command exits and prints its status, so a failure is
+// on screen for the assertions.
+func startTmux(t *testing.T, w, h int, command string) *tmuxSession {
+	t.Helper()
+	needTmux(t)
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("fd-e2e-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	s.tmux("-f", os.DevNull, "new-session", "-d", "-s", "e2e", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h),
+		command+`; echo "EXIT STATUS $?"; sleep 600`)
+	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) capture() string { return s.tmux("capture-pane", "-p", "-t", "e2e") }
+
+// waitScreen polls the screen until check passes (returns "") or the
+// deadline, then fails with the last reason and screen.
+func (s *tmuxSession) waitScreen(d time.Duration, check func(screen string) string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		screen := s.capture()
+		why := check(screen)
+		if why == "" {
+			return screen
+		}
+		if os.Getenv("FD_E2E_DEBUG") != "" {
+			s.t.Logf("%s: %s", time.Now().Format("15:04:05.000"), why)
+		}
+		if strings.Contains(screen, "EXIT STATUS") || time.Now().After(deadline) {
+			s.t.Fatalf("%s\n--- screen ---\n%s", why, screen)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// gpuRow matches a table row at 200 columns: index, name, util, memory,
+// power, temperature, SM clock, P-state, PCIe.
+var gpuRow = regexp.MustCompile(`(?m)^(\d+)\s+H200\s+(\d+)%\s+([\d.]+)/([\d.]+)\s+(\d+)/(\d+)\s+(\d+)C\s+(\d+)\s+(P\d+)\s+(Gen\dx\d+)`)
+
+var nowRate = regexp.MustCompile(`([\d.]+) now`)
+
+func countGPURows(screen string) int { return len(gpuRow.FindAllStringSubmatch(screen, -1)) }
+
+func TestDemoInTmux(t *testing.T) {
+	bin := flightdeckBinary(t)
+	s := startTmux(t, 200, 50, bin+" demo")
+	want := sim.ModelTokPerSec(true, true, false) // NCCL profile on the regressing HEAD
+
+	start := time.Now()
+	s.waitScreen(20*time.Second, func(screen string) string {
+		if n := countGPURows(screen); n != 8 {
+			return fmt.Sprintf("%d GPU rows with values, want 8", n)
+		}
+		if !strings.Contains(screen, "Decode batch") {
+			return "no decode log lines"
+		}
+		return ""
+	})
+	t.Logf("8 GPU rows and log lines after %v", time.Since(start).Round(time.Millisecond))
+
+	screen := s.waitScreen(30*time.Second, func(screen string) string {
+		m := nowRate.FindStringSubmatch(screen)
+		if m == nil {
+			return "no tok/s figure"
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		if math.Abs(v-want) > 0.05*want {
+			return fmt.Sprintf("tok/s %v not within 5%% of the simulated %.1f", v, want)
+		}
+		return ""
+	})
+	for _, want := range []string{"connected", "HEAD ", "Raise the nightly benchmark timeout", "sglang ready"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q", want)
+		}
+	}
+	for _, m := range gpuRow.FindAllStringSubmatch(screen, -1) {
+		if m[9] != "P0" || m[10] != "Gen5x16" {
+			t.Errorf("GPU %s: %s %s, want P0 Gen5x16 under load", m[1], m[9], m[10])
+		}
+	}
+	simDir := regexp.MustCompile(`(/\S*flightdeck-sim-\S+)/logs/sglang\.log`).FindStringSubmatch(screen)
+
+	s.tmux("send-keys", "-t", "e2e", "q")
+	screen = s.waitScreen(15*time.Second, func(screen string) string {
+		if !strings.Contains(screen, "EXIT STATUS") {
+			return "q did not quit"
+		}
+		return ""
+	})
+	if !strings.Contains(screen, "EXIT STATUS 0") {
+		t.Fatalf("demo exited with an error:\n%s", screen)
+	}
+	if simDir != nil {
+		if _, err := os.Stat(simDir[1]); !os.IsNotExist(err) {
+			t.Errorf("simulated host %s left behind after quit (stat: %v)", simDir[1], err)
+		}
+	}
+}
+
+func TestDemoWithGPUCaptureInTmux(t *testing.T) {
+	bin := flightdeckBinary(t)
+	capture, err := filepath.Abs("../../sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startTmux(t, 200, 50, bin+" demo --gpu-capture "+capture)
+	// The capture's load row: 100 % util, 32362 / 143771 MiB, 627.40 / 700 W,
+	// 52 °C, SM 1980 MHz, P0, PCIe Gen5 x16.
+	s.waitScreen(20*time.Second, func(screen string) string {
+		rows := gpuRow.FindAllStringSubmatch(screen, -1)
+		if len(rows) != 8 {
+			return fmt.Sprintf("%d GPU rows, want 8", len(rows))
+		}
+		for _, m := range rows {
+			got := strings.Join(m[2:], " ")
+			if want := "100 31.6 140.4 627 700 52 1980 P0 Gen5x16"; got != want {
+				return fmt.Sprintf("GPU %s shows %q, want the capture's %q", m[1], got, want)
+			}
+		}
+		return ""
+	})
+}

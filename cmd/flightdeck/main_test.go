@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/sim"
+)
+
+func TestMain(m *testing.M) {
+	sim.RunRoleFromEnv()
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
+	os.Exit(m.Run())
+}
+
+// runCLI runs the command line in-process and returns stdout, stderr and
+// the error Execute returned.
+func runCLI(t *testing.T, stdin io.Reader, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	if stdin != nil {
+		root.SetIn(stdin)
+	}
+	err := root.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+func TestParseLogCLI(t *testing.T) {
+	out, _, err := runCLI(t, nil, "parse", "log", "testdata/sglang-decode-eagle3-2025-10.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Line 1 of the file is the fixture's source line, line 2 a prefill,
+	// line 4 the first steady decode line after the idle one.
+	for _, want := range []string{
+		`{"type":"throughput","tok_s":0.39,"rank":"TP0","accept_length":2.17,"accept_rate":0.54,`,
+		`{"type":"throughput","tok_s":178.86,"rank":"TP0","accept_length":1.95,"accept_rate":0.49,`,
+		`"line":4}`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %s\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `"type":"throughput"`); n != 5 {
+		t.Errorf("%d throughput records, want 5", n)
+	}
+}
+
+func TestParseLogCLIReadsStdin(t *testing.T) {
+	in := strings.NewReader("[2025-10-22 10:27:58] The server is fired up and ready to roll!\n")
+	out, _, err := runCLI(t, in, "parse", "log", "-")
+	if err != nil || strings.TrimSpace(out) != `{"type":"ready","server":"sglang","line":1}` {
+		t.Fatalf("out %q err %v", out, err)
+	}
+}
+
+func TestParseGPUCLI(t *testing.T) {
+	out, _, err := runCLI(t, nil, "parse", "gpu", "testdata/failure-gpu-lost.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"type":"failure"`, `"failure_class":"gpu-lost"`, `"pci_bus_id":"0000:01:00.0"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s: %s", want, out)
+		}
+	}
+
+	in := strings.NewReader("0, 97, [N/A]\n1, 95, 61\nthis is not csv\n")
+	out, errOut, err := runCLI(t, in, "parse", "gpu", "--fields", "index,utilization.gpu,temperature.gpu", "-")
+	var ec exitCode
+	if !errors.As(err, &ec) || ec != 1 {
+		t.Fatalf("err = %v, want exit status 1 for a garbled row", err)
+	}
+	if !strings.Contains(errOut, "3") {
+		t.Errorf("stderr does not name line 3: %q", errOut)
+	}
+	if !strings.Contains(out, `"index":0,`) || !strings.Contains(out, `"temp_c":"[N/A]"`) || !strings.Contains(out, `"temp_c":61`) {
+		t.Errorf("good rows not written, or [N/A] not kept: %s", out)
+	}
+}
+
+func TestParseMissingFile(t *testing.T) {
+	_, _, err := runCLI(t, nil, "parse", "log", "testdata/does-not-exist.log")
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v, want not-exist", err)
+	}
+}
+
+func TestVersionCLI(t *testing.T) {
+	out, _, err := runCLI(t, nil, "version")
+	if err != nil || !strings.HasPrefix(out, "flightdeck ") {
+		t.Fatalf("out %q err %v", out, err)
+	}
+}
