@@ -360,12 +360,16 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 			continue
 		}
 		x := r.cells[c]
-		if r.missing && c > colName {
-			// The GPU vanished from nvidia-smi's output: say so across the
-			// value columns rather than showing its last values as current.
+		if (r.missing || r.g.Lost) && c > colName {
+			// The GPU vanished from nvidia-smi's output, or its cells read
+			// "[GPU is lost]": say so once across the value columns rather
+			// than as LOST in every cell or as its last values.
 			x = cell{"LOST  missing from the latest sample", toneCrit}
-			if r.lostWhy != "" {
+			switch {
+			case r.lostWhy != "":
 				x.text = "LOST  " + r.lostWhy
+			case !r.missing:
+				x.text = "LOST  nvidia-smi reads [GPU is lost]: reboot the system to recover this GPU"
 			}
 			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
 			break

@@ -152,6 +152,16 @@ func TestLostGPU(t *testing.T) {
 	if !painted(m, m.styles.Crit, "2") || !painted(m, m.styles.Crit, "LOST") {
 		t.Error("lost row not painted critical")
 	}
+
+	// The parser flags the whole GPU (gpu.GPU.Lost): one message across
+	// the row instead of LOST in every cell.
+	lost.Lost = true
+	s.GPUs[2] = lost
+	send(m, ev(2*time.Second, s))
+	row = rowOf(t, m, "2")
+	if !strings.Contains(row, "LOST  nvidia-smi reads [GPU is lost]") || strings.Count(row, "LOST") > 2 { // the name cell may read LOST too
+		t.Errorf("lost GPU row: %q", row)
+	}
 }
 
 func TestGPUFailureBannerAndMissingRow(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +26,7 @@ type demoFlags struct {
 	interval   time.Duration
 	dir        string
 	noColor    bool
+	faults     []string
 }
 
 func newDemoCmd() *cobra.Command {
@@ -42,7 +45,8 @@ Everything is removed when you quit.`,
 		Example: `  flightdeck demo
   flightdeck demo --gpus 72
   flightdeck demo --gpu-capture shared/fixtures/nvidia-smi/captures/linux-x86_64__nvidia-h200__590.48.01.txt
-  flightdeck demo --replay-log server.log`,
+  flightdeck demo --replay-log server.log
+  flightdeck demo --fault lost=6 --fault pcie=3 --fault thermal=4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), f)
@@ -56,6 +60,7 @@ Everything is removed when you quit.`,
 	fl.BoolVar(&f.eagle, "eagle", false, "simulate EAGLE-3 speculative decoding (accept length)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
 	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
+	fl.StringArrayVar(&f.faults, "fault", nil, "inject an nvidia-smi fault (repeatable): lost=GPU, pcie=GPU (Gen4 x8), thermal=GPU, handle-lost=GPU, stall")
 	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
 	return cmd
 }
@@ -75,6 +80,10 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			return err
 		}
 	}
+	faults, err := parseFaults(f.faults)
+	if err != nil {
+		return err
+	}
 	label := "demo (simulated host)"
 	live := func(ctx context.Context, sink event.Sink) error {
 		// Building the host takes a moment on a busy laptop: say so on the
@@ -92,6 +101,9 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			return fmt.Errorf("start the simulated host: %w", err)
 		}
 		defer h.Close()
+		if err := h.SetFaults(faults); err != nil {
+			return fmt.Errorf("inject faults: %w", err)
+		}
 		if err := h.StartServer(ctx, nil); err != nil {
 			return fmt.Errorf("start the simulated server: %w", err)
 		}
@@ -116,4 +128,34 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}, sink)
 	}
 	return runCockpit(ctx, tui.Options{Host: label, NoColor: f.noColor}, live)
+}
+
+// parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",
+// "handle-lost=N" (N a GPU index) and "stall".
+func parseFaults(specs []string) (sim.Faults, error) {
+	var fs sim.Faults
+	for _, spec := range specs {
+		kind, arg, hasArg := strings.Cut(spec, "=")
+		if kind == "stall" && !hasArg {
+			fs.Stall = true
+			continue
+		}
+		gpu, err := strconv.Atoi(arg)
+		if !hasArg || err != nil || gpu < 0 || gpu >= sim.MaxGPUs {
+			return fs, fmt.Errorf("--fault %q: want lost=GPU, pcie=GPU, thermal=GPU, handle-lost=GPU or stall", spec)
+		}
+		switch kind {
+		case "lost":
+			fs.LostGPUs = append(fs.LostGPUs, gpu)
+		case "pcie":
+			fs.PCIeDegradedGPUs = append(fs.PCIeDegradedGPUs, gpu)
+		case "thermal":
+			fs.ThermalGPUs = append(fs.ThermalGPUs, gpu)
+		case "handle-lost":
+			fs.HandleLostGPU = &gpu
+		default:
+			return fs, fmt.Errorf("--fault %q: unknown fault %q", spec, kind)
+		}
+	}
+	return fs, nil
 }
