@@ -42,12 +42,7 @@ Fields absent from a line are omitted. "line" is the physical line number.`,
 				return err
 			}
 			defer closeIn()
-			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			err = serverlog.WriteJSONL(out, in)
-			if ferr := out.Flush(); err == nil {
-				err = ferr
-			}
-			return err
+			return buffered(cmd.OutOrStdout(), func(w io.Writer) error { return serverlog.WriteJSONL(w, in) })
 		},
 	}
 
@@ -83,11 +78,7 @@ good rows are still written and the exit status is 1.`,
 					}
 				}
 			}
-			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			err = gpu.WriteJSONL(out, in, list)
-			if ferr := out.Flush(); err == nil {
-				err = ferr
-			}
+			err = buffered(cmd.OutOrStdout(), func(w io.Writer) error { return gpu.WriteJSONL(w, in, list) })
 			var garbled *gpu.GarbledError
 			if errors.As(err, &garbled) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "flightdeck: parse gpu:", err)
@@ -100,6 +91,17 @@ good rows are still written and the exit status is 1.`,
 
 	parse.AddCommand(logCmd, gpuCmd)
 	return parse
+}
+
+// buffered runs write on a buffered w and flushes it, also after an error
+// (the good records before a garbled row are kept).
+func buffered(w io.Writer, write func(io.Writer) error) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	err := write(bw)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // openInput opens name, or standard input for "-".

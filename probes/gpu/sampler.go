@@ -116,7 +116,7 @@ func (s *Sampler) Run(ctx context.Context, sink event.Sink) error {
 		return errors.New("gpu: Sampler.Run: nil sink")
 	}
 	c := s.settings()
-	if _, err := shellCommand(c.program); err != nil {
+	if _, err := remote.Command(c.program); err != nil {
 		return err
 	}
 	r := &run{s: s, c: c, sink: sink, start: c.now()}
@@ -180,7 +180,7 @@ func (r *run) attempt(ctx context.Context) bool {
 		return false
 	}
 	ms := strconv.FormatInt(r.c.interval.Milliseconds(), 10)
-	cmd, err := shellCommand(r.c.program, "--query-gpu="+strings.Join(fields, ","),
+	cmd, err := remote.Command(r.c.program, "--query-gpu="+strings.Join(fields, ","),
 		"--format=csv,noheader,nounits", "-lms", ms)
 	if err != nil {
 		r.stale(err.Error())
@@ -213,7 +213,7 @@ func (r *run) probe(ctx context.Context) ([]string, bool) {
 	if f != nil {
 		return f, true
 	}
-	cmd, err := shellCommand(r.c.program, "--help-query-gpu")
+	cmd, err := remote.Command(r.c.program, "--help-query-gpu")
 	if err != nil {
 		r.stale(err.Error())
 		return nil, false

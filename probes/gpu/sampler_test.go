@@ -488,14 +488,3 @@ func TestSamplerConfigErrors(t *testing.T) {
 		t.Error("unquotable program: want error")
 	}
 }
-
-func TestShellCommand(t *testing.T) {
-	got, err := shellCommand("/opt/my tools/nvidia-smi", "--query-gpu=index,name", "-lms", "1000", "it's")
-	want := `'/opt/my tools/nvidia-smi' '--query-gpu=index,name' -lms 1000 "it's"`
-	if err != nil || got != want {
-		t.Errorf("got %s, %v; want %s", got, err, want)
-	}
-	if _, err := shellCommand("x", "a\x00b"); err == nil {
-		t.Error("NUL: want error")
-	}
-}
