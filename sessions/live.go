@@ -21,7 +21,15 @@ type LiveConfig struct {
 	Interval   time.Duration // GPU sampling interval; default 1 s
 	Server     string        // serverlog.ServerSGLang / ServerVLLM when known; "" infers it from the log
 	GPUProgram string        // nvidia-smi on the host; default "nvidia-smi"
+	// LogBacklog is how much of an existing log is read at start, in bytes
+	// (from the first line that starts in the last LogBacklog bytes);
+	// default DefaultLogBacklog. A multi-GB log is not replayed over SSH.
+	LogBacklog int64
 }
+
+// DefaultLogBacklog is the default LiveConfig.LogBacklog: 2 MiB, about
+// 10,000 SGLang lines, as many as the screen keeps.
+const DefaultLogBacklog = 2 << 20
 
 // RunLive runs every probe against cfg.Host and publishes what they observe
 // to sink until ctx ends: connection states, GPU samples and failures, log
@@ -37,6 +45,9 @@ func RunLive(ctx context.Context, cfg LiveConfig, sink event.Sink) error {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	if cfg.LogBacklog <= 0 {
+		cfg.LogBacklog = DefaultLogBacklog
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -73,7 +84,7 @@ func RunLive(ctx context.Context, cfg LiveConfig, sink event.Sink) error {
 	if cfg.LogPath != "" {
 		lp := &LogPipeline{Server: cfg.Server, Sink: sink}
 		run(func() error {
-			return serverlog.NewFollower(cfg.Host, cfg.LogPath, lp.Publish, serverlog.FollowOptions{}).Run(ctx)
+			return serverlog.NewFollower(cfg.Host, cfg.LogPath, lp.Publish, serverlog.FollowOptions{Backlog: cfg.LogBacklog}).Run(ctx)
 		})
 	}
 	if cfg.RepoPath != "" {

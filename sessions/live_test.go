@@ -1,11 +1,16 @@
 package sessions
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 func lines(offset int64, texts ...string) serverlog.Lines {
@@ -74,5 +79,37 @@ func TestLogPipelineParsesInOrder(t *testing.T) {
 	}
 	if _, ok := got[0].Data.(serverlog.Reset); !ok {
 		t.Fatalf("reset not passed on: %T", got[0].Data)
+	}
+}
+
+// TestRunLiveStartsNearTheEndOfABigLog: a long-running server's log is not
+// replayed over SSH; reading starts at a line boundary within the backlog.
+func TestRunLiveStartsNearTheEndOfABigLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.log")
+	line := strings.Repeat("x", 99) + "\n"
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, 1000)), 0o644); err != nil { // 100,000 bytes
+		t.Fatal(err)
+	}
+	host := remote.NewLocal()
+	defer host.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first := make(chan serverlog.Lines, 1)
+	go RunLive(ctx, LiveConfig{Host: host, LogPath: path, LogBacklog: 1050, GPUProgram: "true"}, func(e event.Event) {
+		if l, ok := e.Data.(serverlog.Lines); ok {
+			select {
+			case first <- l:
+			default:
+			}
+		}
+	})
+	select {
+	case l := <-first:
+		// The first line starting in the last 1050 bytes is at 99,000.
+		if l.Lines[0].Offset != 99000 || len(l.Lines) != 10 {
+			t.Fatalf("first batch starts at %d with %d lines, want 99000 and 10", l.Lines[0].Offset, len(l.Lines))
+		}
+	case <-ctx.Done():
+		t.Fatal("no log lines")
 	}
 }
