@@ -85,6 +85,10 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		return err
 	}
 	label := "demo (simulated host)"
+	server := "sglang" // the simulated server writes SGLang's format
+	if f.replayLog != "" {
+		server = "" // a replayed log may be vLLM's: infer it
+	}
 	live := func(ctx context.Context, sink event.Sink) error {
 		// Building the host takes a moment on a busy laptop: say so on the
 		// screen, which is already open.
@@ -124,7 +128,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			LogPath:  h.LogPath,
 			RepoPath: h.RepoPath,
 			Interval: f.interval,
-			Server:   "sglang",
+			Server:   server,
 		}, sink)
 	}
 	return runCockpit(ctx, tui.Options{Host: label, NoColor: f.noColor}, live)
