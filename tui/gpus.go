@@ -51,6 +51,10 @@ type gpuRow struct {
 	line     string // rendered; "" when it must be redrawn
 }
 
+// spanning reports a row drawn as one message across the value columns
+// (missing, lost, or named by a failure) instead of its cells.
+func (r *gpuRow) spanning() bool { return r.missing || r.g.Lost || r.lostWhy != "" }
+
 // gpuFailure is one distinct nvidia-smi failure, deduplicated by class and
 // bus id (the same line repeats every interval).
 type gpuFailure struct {
@@ -179,8 +183,10 @@ func (t *gpuTable) applyFailure(f gpu.Failure, at time.Time) {
 	t.matchFailures()
 }
 
-// matchFailures marks the rows whose bus id a failure names.
+// matchFailures marks the rows whose bus id a failure names, and
+// re-measures when that changes which rows span.
 func (t *gpuTable) matchFailures() {
+	changed := false
 	for i := range t.rows {
 		r := &t.rows[i]
 		why := ""
@@ -196,7 +202,11 @@ func (t *gpuTable) matchFailures() {
 		if why != r.lostWhy {
 			r.lostWhy = why
 			r.line = ""
+			changed = true
 		}
+	}
+	if changed {
+		t.measure()
 	}
 }
 
@@ -205,11 +215,17 @@ func (t *gpuTable) applyStale(s gpu.Stale, at time.Time) {
 	t.staleAt = at
 }
 
-// measure records the widest cell of every column.
+// measure records the widest cell of every column. Spanning rows do not
+// count past the name: their cells are not drawn, and LOST/LOST would
+// otherwise widen the power column of every other row.
 func (t *gpuTable) measure() {
 	var m [numCols]int
 	for i := range t.rows {
-		for c := range numCols {
+		last := numCols
+		if t.rows[i].spanning() {
+			last = colName + 1
+		}
+		for c := range last {
 			w := len(t.rows[i].cells[c].text)
 			if c == colName {
 				w = ansi.StringWidth(t.rows[i].cells[c].text)
@@ -305,7 +321,7 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 	if visible < len(t.rows) {
 		hidden := 0
 		for i := range t.rows {
-			if (i < t.top || i >= t.top+visible) && t.rows[i].abnormal {
+			if (i < t.top || i >= t.top+visible) && (t.rows[i].abnormal || t.rows[i].spanning()) {
 				hidden++
 			}
 		}
@@ -360,7 +376,7 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 			continue
 		}
 		x := r.cells[c]
-		if (r.missing || r.g.Lost) && c > colName {
+		if r.spanning() && c > colName {
 			// The GPU vanished from nvidia-smi's output, or its cells read
 			// "[GPU is lost]": say so once across the value columns rather
 			// than as LOST in every cell or as its last values.

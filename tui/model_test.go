@@ -456,3 +456,58 @@ func TestHeaderShowsRepoHeadFromTheStream(t *testing.T) {
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// A row that renders as one spanning message (lost, missing, or named by a
+// failure) must not widen the columns of the rows around it.
+func TestSpanningRowsDoNotWidenColumns(t *testing.T) {
+	healthy := newSized(120, 24, Options{})
+	send(healthy, ev(0, h200s(8)))
+	want := tableHeader(healthy)
+
+	lostGPU := func() gpu.GPU {
+		g := gpu.GPU{Index: 6, Lost: true, Name: txt("NVIDIA H200"), BusID: txt("00000000:78:00.0")}
+		for _, r := range []*gpu.Reading{&g.UtilGPUPct, &g.MemUsedMiB, &g.MemTotalMiB, &g.PowerDrawW,
+			&g.PowerLimitW, &g.TempC, &g.SMClockMHz, &g.PCIeGenCurrent, &g.PCIeWidthCurrent} {
+			*r = bad(gpu.Lost, "[GPU is lost]")
+		}
+		g.PState = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
+		g.ClockEvents = gpu.ClockEvents{Status: gpu.Lost, Raw: "[GPU is lost]"}
+		return g
+	}
+	m := newSized(120, 24, Options{})
+	s := h200s(8)
+	s.GPUs[6] = lostGPU()
+	send(m, ev(0, s))
+	if got := tableHeader(m); got != want {
+		t.Errorf("a lost GPU widened the columns:\n got %q\nwant %q", got, want)
+	}
+
+	// Named by a failure: the row spans too, whatever its cells hold.
+	f := newSized(120, 24, Options{})
+	s = h200s(8)
+	s.GPUs[6].PState = gpu.Text{S: "[Unknown Error]", Status: gpu.UnknownError}
+	s.GPUs[6].PowerDrawW = bad(gpu.UnknownError, "[Unknown Error]")
+	s.GPUs[6].PowerLimitW = bad(gpu.Lost, "[GPU is lost]")
+	send(f, ev(0, s), ev(0, gpu.Failure{Class: "unknown-error", BusID: "0000:78:00.0", Reason: "Unknown Error"}))
+	if row := rowOf(t, f, "6"); !strings.Contains(row, "LOST  unknown-error: Unknown Error") {
+		t.Errorf("row named by a failure: %q", row)
+	}
+	if got := tableHeader(f); got != want {
+		t.Errorf("a row named by a failure widened the columns:\n got %q\nwant %q", got, want)
+	}
+	// Once it reports healthy again it is measured again.
+	send(f, ev(time.Second, h200s(8)))
+	if got := tableHeader(f); got != want {
+		t.Errorf("after recovery:\n got %q\nwant %q", got, want)
+	}
+}
+
+// tableHeader is the stripped GPU table header line.
+func tableHeader(m *Model) string {
+	for _, l := range screenLines(m) {
+		if strings.HasPrefix(l, "GPU  ") {
+			return l
+		}
+	}
+	return ""
+}
