@@ -39,6 +39,10 @@ const (
 type Options struct {
 	// Host is shown in the header until a remote.State names the host.
 	Host string
+	// Label is a fixed name shown in the header and window title before
+	// the host, e.g. "demo": "flightdeck  demo  root@127.0.0.1:40123
+	// connected". Unlike Host, no remote.State replaces it. "" shows none.
+	Label string
 	// ReadOnly is for journal replay: no clock ticks (time comes only from
 	// events) and keys that would change the host say so instead of acting.
 	ReadOnly bool
@@ -94,6 +98,7 @@ type Model struct {
 	now           time.Time
 
 	host    string
+	label   string // Options.Label, sanitised
 	conn    remote.State
 	hasConn bool
 	server  serverState
@@ -122,6 +127,7 @@ func New(o Options) *Model {
 	m := &Model{
 		opts:   o,
 		host:   sanitizeString(o.Host),
+		label:  sanitizeString(o.Label),
 		head:   sanitizeString(o.Head),
 		gpus:   newGPUTable(),
 		log:    newLogTail(o.LogLines),
@@ -435,6 +441,14 @@ func (m *Model) Following() bool { return m.log.follow }
 
 // Filter is the active log filter (lower-cased), "" when none.
 func (m *Model) Filter() string { return m.log.filter }
+
+// windowTitle is "flightdeck [label] host".
+func (m *Model) windowTitle() string {
+	if m.label != "" {
+		return "flightdeck " + m.label + " " + m.hostLabel()
+	}
+	return "flightdeck " + m.hostLabel()
+}
 
 // hostLabel is the host for the header and window title.
 func (m *Model) hostLabel() string {

@@ -511,3 +511,34 @@ func tableHeader(m *Model) string {
 	}
 	return ""
 }
+
+// Options.Label stays in the header (and window title) before the host,
+// whatever host a remote.State names.
+func TestHeaderLabelStaysBeforeTheHost(t *testing.T) {
+	m := newSized(120, 24, Options{Label: "demo", Host: "demo (simulated host)"})
+	if h := screenLines(m)[0]; h != "flightdeck  demo  demo (simulated host)" {
+		t.Errorf("before any state: %q", h)
+	}
+	send(m, ev(0, remote.State{Host: "root@127.0.0.1:40123", Conn: remote.Connected}))
+	if h := screenLines(m)[0]; h != "flightdeck  demo  root@127.0.0.1:40123  connected" {
+		t.Errorf("after the state: %q", h)
+	}
+	if got := m.View().WindowTitle; got != "flightdeck demo root@127.0.0.1:40123" {
+		t.Errorf("window title %q", got)
+	}
+	if !painted(m, m.styles.Title, "demo") {
+		t.Error("label not painted as a title")
+	}
+	// Remote-controlled text never reaches the terminal raw; the caller's
+	// label is sanitised too.
+	e := newSized(120, 24, Options{Label: "x\x1b]0;pwn\x07"})
+	if err := onlySGR(e.View().Content); err != nil {
+		t.Error(err)
+	}
+	// Without a label the header is as before.
+	n := newSized(120, 24, Options{})
+	send(n, ev(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Connected}))
+	if h := screenLines(n)[0]; h != "flightdeck  root@gpu-box:22  connected" {
+		t.Errorf("no label: %q", h)
+	}
+}

@@ -42,7 +42,7 @@ func computeLayout(height, nGPUs, nBanners int) layout {
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = "flightdeck " + m.hostLabel()
+	v.WindowTitle = m.windowTitle()
 	return v
 }
 
@@ -91,12 +91,16 @@ type seg struct {
 	tone  tone
 }
 
-// header is "flightdeck  host  conn  server  HEAD ...", cut to width; when
+// header is "flightdeck  [label]  host  conn  server  HEAD ...", cut to width; when
 // it does not fit, fields switch to their short forms, rightmost first.
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
-	segs := make([]seg, 0, 6)
-	segs = append(segs, seg{text: "flightdeck", tone: toneAccent}, seg{host, strings.TrimSuffix(host, ":22"), toneText})
+	segs := make([]seg, 0, 7)
+	segs = append(segs, seg{text: "flightdeck", tone: toneAccent})
+	if m.label != "" {
+		segs = append(segs, seg{text: m.label, tone: toneTitle})
+	}
+	segs = append(segs, seg{host, strings.TrimSuffix(host, ":22"), toneText})
 	if m.hasConn {
 		segs = append(segs, m.connSeg())
 	}
