@@ -65,6 +65,15 @@ func notYet(what string, changesHost bool) func(*Model) string {
 	}
 }
 
+// needsLog is the Unavailable func of the log keys: without a followed
+// server log they have nothing to act on.
+func needsLog(m *Model) string {
+	if m.noLog() {
+		return noLogText
+	}
+	return ""
+}
+
 // DefaultKeyMap returns the standard bindings.
 func DefaultKeyMap() KeyMap {
 	k := KeyMap{
@@ -94,6 +103,8 @@ func DefaultKeyMap() KeyMap {
 		}
 		return ""
 	}
+	k.Follow.Unavailable = needsLog
+	k.Filter.Unavailable = needsLog
 	k.Kill.Unavailable = notYet("kill (server control)", true)
 	k.Launch.Unavailable = notYet("launch (server control)", true)
 	k.Profile.Unavailable = notYet("launch profiles (NCCL env)", true)

@@ -58,6 +58,7 @@ type logTail struct {
 
 	pending []pendingMark
 	path    string
+	seen    bool // a serverlog.Lines or Reset arrived: a log is followed
 }
 
 func newLogTail(capacity int) logTail {
@@ -95,6 +96,7 @@ func (t *logTail) add(e logEntry) {
 
 // ingest sanitises and appends a batch of raw lines.
 func (t *logTail) ingest(ls serverlog.Lines) {
+	t.seen = true
 	if ls.Path != "" {
 		t.path = sanitizeString(ls.Path)
 	}
@@ -117,6 +119,7 @@ func (t *logTail) ingest(ls serverlog.Lines) {
 
 // reset appends the truncation/rotation marker.
 func (t *logTail) reset(r serverlog.Reset) {
+	t.seen = true
 	reason := sanitizeString(r.Reason)
 	if reason == "" {
 		reason = "reset"

@@ -49,6 +49,12 @@ type Options struct {
 	// LogPath is the followed server log, shown above the log tail until a
 	// serverlog.Lines names it.
 	LogPath string
+	// NoLog says the session follows no server log (connect without
+	// --log): until a serverlog.Lines arrives anyway, the tok/s line and
+	// the log area say so and how to follow one, instead of waiting for
+	// throughput lines. Leave it false when a log will be followed even if
+	// its path is not known yet (the demo).
+	NoLog bool
 	// Head is the repository HEAD text, e.g. "bba2fc4 (+3 dirty)"; HeadMsg
 	// replaces it. It is a hook until a sessions payload carries git state.
 	Head string
@@ -441,6 +447,9 @@ func (m *Model) Following() bool { return m.log.follow }
 
 // Filter is the active log filter (lower-cased), "" when none.
 func (m *Model) Filter() string { return m.log.filter }
+
+// noLog reports that no server log is followed and none has arrived.
+func (m *Model) noLog() bool { return m.opts.NoLog && !m.log.seen }
 
 // windowTitle is "flightdeck [label] host".
 func (m *Model) windowTitle() string {

@@ -71,9 +71,17 @@ func (m *Model) render() string {
 		for len(lines) < 1+l.banners+1+l.gpuRows {
 			lines = append(lines, "")
 		}
-		lines = append(lines, m.rate.render(st, m.styleGen, w))
-		lines = append(lines, m.logTitle(w))
-		lines = m.log.render(lines, st, w, l.logLines)
+		if m.noLog() {
+			lines = append(lines, st.Title.Render(truncate("tok/s", w))+" "+st.Dim.Render(truncate(noLogText, w-len("tok/s "))))
+			lines = append(lines, m.logTitle(w))
+			if l.logLines > 0 {
+				lines = append(lines, st.Dim.Render(truncate(noLogText, w)))
+			}
+		} else {
+			lines = append(lines, m.rate.render(st, m.styleGen, w))
+			lines = append(lines, m.logTitle(w))
+			lines = m.log.render(lines, st, w, l.logLines)
+		}
 	}
 	for len(lines) < h-1 {
 		lines = append(lines, "")
@@ -82,6 +90,10 @@ func (m *Model) render() string {
 	lines = append(lines, m.footer(w))
 	return strings.Join(lines, "\n")
 }
+
+// noLogText replaces the tok/s series and the log tail when the session
+// follows no server log (Options.NoLog).
+const noLogText = "no server log followed (start with --log PATH)"
 
 // seg is one header field: text, a shorter form for narrow terminals
 // ("" when none), and tone.
@@ -224,9 +236,12 @@ func (m *Model) logTitle(w int) string {
 	if m.log.path != "" {
 		put(" "+m.log.path, st.Dim)
 	}
-	if m.log.follow {
+	switch {
+	case m.noLog():
+		// Nothing is followed: no follow state to show.
+	case m.log.follow:
 		put("  follow", st.OK)
-	} else {
+	default:
 		put("  paused", st.Warn)
 		if m.log.newLines > 0 {
 			put(" +"+strconv.FormatInt(m.log.newLines, 10)+" new", st.Warn)

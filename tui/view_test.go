@@ -179,3 +179,48 @@ func troubleScene(o Options) *Model {
 	send(m, connReconnecting(207*time.Second, 2, 210*time.Second))
 	return m
 }
+
+// With no server log followed, the screen says so and how to follow one
+// instead of waiting for lines that will never come.
+func TestNoLogFollowedSaysSo(t *testing.T) {
+	const msg = "no server log followed (start with --log PATH)"
+	m := newSized(80, 24, Options{Host: "local", NoLog: true})
+	send(m, connected(), ev(0, h200s(8)))
+	scr := plain(m)
+	if strings.Contains(scr, "waiting for throughput") {
+		t.Errorf("still waiting for a log:\n%s", scr)
+	}
+	if !strings.Contains(scr, "tok/s "+msg) {
+		t.Errorf("tok/s line does not say why:\n%s", scr)
+	}
+	if body := logBody(m); len(body) != 1 || body[0] != msg {
+		t.Errorf("log area %q, want the message once", body)
+	}
+	if !painted(m, m.styles.Dim, msg) {
+		t.Error("the message should be dim")
+	}
+	if title := logTitle(m); strings.Contains(title, "follow") {
+		t.Errorf("log title claims to follow: %q", title)
+	}
+	// The log keys say why they cannot act.
+	for _, k := range []string{"f", "/"} {
+		press(m, k)
+		if m.Status() != msg {
+			t.Errorf("%s: status %q", k, m.Status())
+		}
+	}
+	press(m, "esc")
+	// Lines that arrive anyway are shown as usual.
+	send(m, ev(time.Second, linesOf("hello")))
+	if body := logBody(m); len(body) != 1 || body[0] != "hello" {
+		t.Errorf("lines after all: %q", body)
+	}
+	if strings.Contains(plain(m), msg) {
+		t.Errorf("message stays after lines arrived:\n%s", plain(m))
+	}
+	// Without NoLog (the demo: the path is not known yet) it waits.
+	w := newSized(80, 24, Options{})
+	if !strings.Contains(plain(w), "tok/s waiting for throughput lines in the log") || strings.Contains(plain(w), msg) {
+		t.Errorf("default should wait:\n%s", plain(w))
+	}
+}
