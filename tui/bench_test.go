@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -9,7 +10,16 @@ import (
 // 200x60 ≤ 1 ms median; 72 GPUs ≤ 3 ms.
 
 func benchView(b *testing.B, nGPU int, fresh bool) {
-	m := scene(200, 60, nGPU, 5000, Options{})
+	benchViewAt(b, 200, 60, nGPU, fresh, false)
+}
+
+// benchViewAt renders a w×h scene; wrap turns log wrapping on (at 200
+// columns the decode lines fit, at 80 each takes two rows).
+func benchViewAt(b *testing.B, w, h, nGPU int, fresh, wrap bool) {
+	m := scene(w, h, nGPU, 5000, Options{})
+	if wrap {
+		press(m, "w")
+	}
 	s := h200s(nGPU)
 	b.ReportAllocs()
 	i := 0
@@ -26,10 +36,30 @@ func benchView(b *testing.B, nGPU int, fresh bool) {
 	}
 }
 
-func BenchmarkView8GPUs(b *testing.B)           { benchView(b, 8, false) }
-func BenchmarkView72GPUs(b *testing.B)          { benchView(b, 72, false) }
-func BenchmarkSampleAndView8GPUs(b *testing.B)  { benchView(b, 8, true) }
-func BenchmarkSampleAndView72GPUs(b *testing.B) { benchView(b, 72, true) }
+func BenchmarkView8GPUs(b *testing.B)              { benchView(b, 8, false) }
+func BenchmarkView72GPUs(b *testing.B)             { benchView(b, 72, false) }
+func BenchmarkSampleAndView8GPUs(b *testing.B)     { benchView(b, 8, true) }
+func BenchmarkSampleAndView72GPUs(b *testing.B)    { benchView(b, 72, true) }
+func BenchmarkView8GPUsWrap(b *testing.B)          { benchViewAt(b, 200, 60, 8, false, true) }
+func BenchmarkView72GPUsWrap(b *testing.B)         { benchViewAt(b, 200, 60, 72, false, true) }
+func BenchmarkSampleAndView8GPUsWrap(b *testing.B) { benchViewAt(b, 200, 60, 8, true, true) }
+func BenchmarkView8GPUsWrap80x24(b *testing.B)     { benchViewAt(b, 80, 24, 8, false, true) }
+func BenchmarkView8GPUsWrapLongLines(b *testing.B) {
+	// Every visible line is 4 kB of mixed-width text: the wrap's worst case.
+	m := scene(200, 60, 8, 0, Options{})
+	press(m, "w")
+	long := strings.Repeat("décodé 宽 token/s ", 240)
+	var ls []string
+	for range 200 {
+		ls = append(ls, long)
+	}
+	m.Update(EventsMsg{ev(0, linesOf(ls...))})
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = m.View()
+	}
+}
+
 func BenchmarkView8GPUsFiltered(b *testing.B) {
 	m := scene(200, 60, 8, 5000, Options{})
 	press(m, "/")

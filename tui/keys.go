@@ -37,6 +37,7 @@ type KeyMap struct {
 	Focus    Binding
 	Follow   Binding
 	Filter   Binding
+	Wrap     Binding
 	Up       Binding
 	Down     Binding
 	PageUp   Binding
@@ -82,6 +83,7 @@ func DefaultKeyMap() KeyMap {
 		Focus:    bind("view", "tab", "focus gpus/log", "tab"),
 		Follow:   footer(bind("log", "f", "follow", "f")),
 		Filter:   footer(bind("log", "/", "filter", "/")),
+		Wrap:     footer(bind("log", "w", "wrap", "w")),
 		Up:       bind("log", "k/up", "scroll up", "k", "up"),
 		Down:     bind("log", "j/down", "scroll down", "j", "down"),
 		PageUp:   bind("log", "pgup", "page up", "pgup"),
@@ -105,6 +107,7 @@ func DefaultKeyMap() KeyMap {
 	}
 	k.Follow.Unavailable = needsLog
 	k.Filter.Unavailable = needsLog
+	k.Wrap.Unavailable = needsLog
 	k.Kill.Unavailable = notYet("kill (server control)", true)
 	k.Launch.Unavailable = notYet("launch (server control)", true)
 	k.Profile.Unavailable = notYet("launch profiles (NCCL env)", true)
@@ -119,7 +122,7 @@ func DefaultKeyMap() KeyMap {
 func (k *KeyMap) all() []*Binding {
 	return []*Binding{
 		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench,
-		&k.Filter, &k.Follow, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
+		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
 		&k.Focus,
 	}
 }

@@ -105,7 +105,7 @@ func TestFooterFitsAndKeepsQuit(t *testing.T) {
 	}
 	m := newSized(200, 24, Options{})
 	ls := screenLines(m)
-	want := "? help  K kill  L launch  p profile  g git  e experiment  n note  b bench  / filter  f follow  q quit"
+	want := "? help  K kill  L launch  p profile  g git  e experiment  n note  b bench  / filter  f follow  w wrap  q quit"
 	if ls[len(ls)-1] != want {
 		t.Errorf("footer %q\nwant   %q", ls[len(ls)-1], want)
 	}
@@ -113,7 +113,7 @@ func TestFooterFitsAndKeepsQuit(t *testing.T) {
 
 func TestKeyMapImplementsHelpKeyMap(t *testing.T) {
 	k := DefaultKeyMap()
-	if len(k.ShortHelp()) != 11 {
+	if len(k.ShortHelp()) != 12 {
 		t.Errorf("short help has %d bindings", len(k.ShortHelp()))
 	}
 	n := 0

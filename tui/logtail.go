@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 )
 
@@ -39,9 +41,10 @@ const (
 	maxPending  = 32
 )
 
-// logTail is a ring buffer of sanitised log lines with follow, scrolling
-// and a substring filter. Lines are addressed by seq, a count since the
-// start that never repeats; the ring keeps seqs [start, end).
+// logTail is a ring buffer of sanitised log lines with follow, scrolling,
+// soft wrap and a substring filter. Lines are addressed by seq, a count
+// since the start that never repeats; the ring keeps seqs [start, end).
+// Scrolling moves by source lines, wrapped or not.
 type logTail struct {
 	buf   []logEntry
 	cap   int
@@ -51,7 +54,18 @@ type logTail struct {
 	follow   bool
 	topSeq   int64 // first visible line when not following
 	newLines int64 // lines appended while not following
-	height   int   // visible lines at the last render
+	height   int   // visible rows at the last render
+	width    int   // cells at the last render
+	shown    int   // source lines (whole or part) at the last render
+
+	wrap   bool  // long lines continue on further rows instead of being cut
+	bounds []int // scratch for wrapBounds
+
+	// Row breaks of visible non-ASCII lines by seq, for width wrapW: the
+	// grapheme walk costs about 30 ns a cluster, and a 4 kB line is
+	// walked for the window and again for its rows on every frame.
+	wrapW   int
+	wrapMem map[int64][]int
 
 	filter  string  // lower-cased; "" for none
 	matches []int64 // seqs that pass the filter, ascending
@@ -208,23 +222,117 @@ func (t *logTail) posOf(seq int64) int {
 	return int(max(seq, t.start) - t.start)
 }
 
-// first is the display position of the first visible line.
-func (t *logTail) first() int {
-	n, h := t.count(), max(t.height, 1)
-	if t.follow {
-		return max(0, n-h)
+// Soft wrap: continuation rows start with wrapMark (wrapMarkW cells), so
+// they are not mistaken for indented lines such as traceback frames.
+const (
+	wrapMark     = "↳ "
+	wrapMarkW    = 2
+	minWrapWidth = 8 // narrower than this, lines are cut even with wrap on
+)
+
+func (t *logTail) wrapping() bool { return t.wrap && t.width >= minWrapWidth }
+
+// rowsAt is how many rows the line at display position pos takes.
+func (t *logTail) rowsAt(pos int) int {
+	if !t.wrapping() {
+		return 1
 	}
-	return clamp(t.posOf(t.topSeq), 0, max(0, n-h))
+	seq := t.seqAt(pos)
+	s := t.entry(seq).text
+	first, rest := t.width, t.width-wrapMarkW
+	if isASCII(s) {
+		if len(s) <= first {
+			return 1
+		}
+		return 1 + (len(s)-first+rest-1)/rest
+	}
+	return len(t.rowBounds(seq)) - 1
+}
+
+// maxWrapMem bounds the row-break cache (lines); far more than a screen.
+const maxWrapMem = 512
+
+// rowBounds returns the row breaks of line seq at the current width (see
+// wrapBounds). The slice is shared: read it before the next call.
+func (t *logTail) rowBounds(seq int64) []int {
+	s := t.entry(seq).text
+	if isASCII(s) {
+		t.bounds = wrapBounds(t.bounds[:0], s, t.width, t.width-wrapMarkW)
+		return t.bounds
+	}
+	if t.wrapW != t.width || len(t.wrapMem) >= maxWrapMem {
+		t.wrapW = t.width
+		clear(t.wrapMem)
+	}
+	if b, ok := t.wrapMem[seq]; ok {
+		return b
+	}
+	if t.wrapMem == nil {
+		t.wrapMem = make(map[int64][]int)
+	}
+	b := wrapBounds(nil, s, t.width, t.width-wrapMarkW)
+	t.wrapMem[seq] = b
+	return b
+}
+
+// fromBottom is the window that ends with the newest line's last row: the
+// first line at least partly visible and how many of its rows are above
+// the top.
+func (t *logTail) fromBottom() (pos, skip int) {
+	h, rows := max(t.height, 1), 0
+	for p := t.count() - 1; p >= 0; p-- {
+		rows += t.rowsAt(p)
+		if rows >= h {
+			return p, rows - h
+		}
+	}
+	return 0, 0
+}
+
+// maxTop is the last display position a paused view may start at: the
+// view still ends at the newest line, which is shown whole.
+func (t *logTail) maxTop() int {
+	n := t.count()
+	if !t.wrapping() {
+		return max(0, n-max(t.height, 1))
+	}
+	top, skip := t.fromBottom()
+	if skip > 0 && top < n-1 {
+		top++
+	}
+	return top
+}
+
+// window is the display position of the first visible line and how many
+// of its rows are hidden above the top (only when following with wrap).
+func (t *logTail) window() (first, skip int) {
+	switch {
+	case t.follow && t.wrapping():
+		return t.fromBottom()
+	case t.follow:
+		return max(0, t.count()-max(t.height, 1)), 0
+	}
+	return clamp(t.posOf(t.topSeq), 0, t.maxTop()), 0
+}
+
+// page is how many lines pgup/pgdn move: a screenful less one, counted in
+// source lines.
+func (t *logTail) page() int {
+	if t.wrapping() {
+		return max(t.shown-1, 1)
+	}
+	return max(t.height-1, 1)
 }
 
 // scroll moves the view by delta lines (negative is up); moving up pauses
 // follow so that new lines do not pull the view away.
 func (t *logTail) scroll(delta int) {
-	n, h := t.count(), max(t.height, 1)
+	n := t.count()
 	if n == 0 {
 		return
 	}
-	pos := clamp(t.first()+delta, 0, max(0, n-h))
+	first, _ := t.window()
+	pos := clamp(first+delta, 0, t.maxTop())
 	if delta < 0 && t.follow {
 		t.pause()
 	}
@@ -237,7 +345,7 @@ func (t *logTail) pause() {
 	if !t.follow {
 		return
 	}
-	first := t.first()
+	first, _ := t.window()
 	t.follow = false
 	t.newLines = 0
 	if t.count() > 0 {
@@ -257,40 +365,96 @@ func (t *logTail) home() {
 	t.topSeq = t.start
 }
 
-// render appends up to h lines of the visible window to out, each cut to w
-// cells. Only the window is touched, whatever the buffer holds.
+// render appends up to h rows of the visible window to out, none wider
+// than w cells: one per line cut to w, or with wrap on, each line's rows.
+// Only the window is touched, whatever the buffer holds.
 func (t *logTail) render(out []string, st *Styles, w, h int) []string {
-	t.height = max(h, 1)
+	t.height, t.width = max(h, 1), w
 	n := t.count()
-	first := t.first()
-	for pos := first; pos < n && pos < first+h; pos++ {
+	first, skip := t.window()
+	wrap := t.wrapping()
+	t.shown = 0
+	for pos, rows := first, 0; pos < n && rows < h; pos++ {
 		e := t.entry(t.seqAt(pos))
-		txt := truncate(e.text, w)
-		switch e.kind {
-		case lineMarker:
-			out = append(out, st.Dim.Render(txt))
-		case lineReady:
-			out = append(out, st.OK.Render(txt))
-		case lineFailure:
-			out = append(out, st.Crit.Render(txt))
-		default:
-			out = append(out, t.highlight(txt, st))
+		t.shown++
+		mi := t.match(e)
+		if !wrap {
+			out = append(out, t.paint(e, truncate(e.text, w), 0, mi, st))
+			rows++
+			continue
 		}
+		b := t.rowBounds(t.seqAt(pos))
+		for r := skip; r+1 < len(b) && rows < h; r++ {
+			row := t.paint(e, e.text[b[r]:b[r+1]], b[r], mi, st)
+			if r > 0 {
+				row = st.Dim.Render(wrapMark) + row
+			}
+			out = append(out, row)
+			rows++
+		}
+		skip = 0
 	}
 	return out
 }
 
-// highlight paints the first filter match in a line.
-func (t *logTail) highlight(s string, st *Styles) string {
-	if t.filter == "" || !isASCII(t.filter) {
+// match is the byte offset of the first filter match in a normal line, or
+// -1 (marked lines are painted whole; non-ASCII filters are not painted).
+func (t *logTail) match(e *logEntry) int {
+	if t.filter == "" || e.kind != lineNormal || !isASCII(t.filter) {
+		return -1
+	}
+	return indexFoldASCII(e.text, t.filter)
+}
+
+// paint styles s, the part of e.text that starts at byte off: by line kind,
+// or for a normal line with the part of the match at mi (if any) that
+// falls inside s highlighted.
+func (t *logTail) paint(e *logEntry, s string, off, mi int, st *Styles) string {
+	switch e.kind {
+	case lineMarker:
+		return st.Dim.Render(s)
+	case lineReady:
+		return st.OK.Render(s)
+	case lineFailure:
+		return st.Crit.Render(s)
+	}
+	if mi < 0 {
 		return s
 	}
-	i := indexFoldASCII(s, t.filter)
-	if i < 0 {
+	i, j := max(mi, off)-off, min(mi+len(t.filter), off+len(s))-off
+	if i >= j {
 		return s
 	}
-	j := i + len(t.filter)
 	return s[:i] + st.Accent.Render(s[i:j]) + s[j:]
+}
+
+// wrapBounds appends to dst the byte offsets that cut plain text s into
+// rows of at most first cells, then rest cells each: 0, then one offset per
+// break, then len(s). Grapheme clusters are never split; a wide one that
+// does not fit starts the next row. rest must be at least 2.
+func wrapBounds(dst []int, s string, first, rest int) []int {
+	dst = append(dst, 0)
+	if isASCII(s) {
+		for i, lim := 0, first; len(s)-i > lim; lim = rest {
+			i += lim
+			dst = append(dst, i)
+		}
+		return append(dst, len(s))
+	}
+	w, lim := 0, first
+	for i := 0; i < len(s); {
+		cl, cw := ansi.FirstGraphemeCluster(s[i:], ansi.GraphemeWidth)
+		if len(cl) == 0 {
+			cl = s[i : i+1]
+		}
+		if w+cw > lim && w > 0 {
+			dst = append(dst, i)
+			w, lim = 0, rest
+		}
+		w += cw
+		i += len(cl)
+	}
+	return append(dst, len(s))
 }
 
 // containsFold reports whether s contains the lower-case needle q,

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
@@ -272,5 +273,188 @@ func TestLongAndWideLinesFitTheWidth(t *testing.T) {
 	}
 	if len(m.log.entry(m.log.start).text) > 5*4096 {
 		t.Errorf("a 100 kB line is stored whole (%d bytes)", len(m.log.entry(m.log.start).text))
+	}
+}
+
+// unwrap joins wrapped body rows back into source lines: a row that starts
+// with the continuation mark continues the line before it.
+func unwrap(rows []string) []string {
+	var out []string
+	for _, r := range rows {
+		if c, ok := strings.CutPrefix(r, wrapMark); ok && len(out) > 0 {
+			out[len(out)-1] += c
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestLogWrap(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	var src []string
+	for i := range 40 {
+		src = append(src, decodeLine(i, 80+float64(i)/100))
+	}
+	send(m, ev(0, linesOf(src...)))
+	newest := src[len(src)-1]
+	if strings.Contains(plain(m), "gen throughput") {
+		t.Fatal("the setup expects decode lines cut at 80 columns")
+	}
+	h := len(logBody(m))
+
+	press(m, "w")
+	if !m.Wrapping() || !strings.Contains(logTitle(m), "  follow wrap ") {
+		t.Fatalf("w should turn wrap on and say so: %q", logTitle(m))
+	}
+	body := logBody(m)
+	if len(body) != h {
+		t.Fatalf("wrapped view has %d rows, want the same %d", len(body), h)
+	}
+	for i, r := range body {
+		if w := ansi.StringWidth(r); w > 80 {
+			t.Errorf("row %d is %d cells: %q", i, w, r)
+		}
+	}
+	// Follow fills from the bottom: the last rows are the newest line,
+	// whole, with its throughput in view.
+	lines := unwrap(body)
+	if lines[len(lines)-1] != newest {
+		t.Errorf("newest line not whole at the bottom:\n got %q\nwant %q", lines[len(lines)-1], newest)
+	}
+	if !strings.Contains(strings.Join(body, "\n"), "gen throughput (token/s): 80.39") {
+		t.Errorf("throughput of the newest line not on screen: %q", body)
+	}
+	// Every whole line shown reads as its source; the top one may be a tail.
+	for i, l := range lines[1:] {
+		if want := src[len(src)-len(lines)+1+i]; l != want {
+			t.Errorf("line %d: %q, want %q", i, l, want)
+		}
+	}
+	if !strings.HasSuffix(src[len(src)-len(lines)], strings.TrimPrefix(lines[0], wrapMark)) {
+		t.Errorf("top row is not the tail of its line: %q", lines[0])
+	}
+	if !painted(m, m.styles.Dim, wrapMark) {
+		t.Error("continuation mark should be dim")
+	}
+
+	// Scrolling is by source lines; the top of a paused view is a line start.
+	press(m, "home")
+	if got := logBody(m); got[0] != src[0][:80] || !strings.HasPrefix(got[1], wrapMark) {
+		t.Errorf("home: %q", got[:2])
+	}
+	press(m, "j")
+	if got := logBody(m); got[0] != src[1][:80] {
+		t.Errorf("j: %q", got[0])
+	}
+	if !strings.Contains(logTitle(m), "  paused wrap ") {
+		t.Errorf("paused title: %q", logTitle(m))
+	}
+	// Scrolled to the end while paused, the newest line is whole.
+	for range 50 {
+		press(m, "j")
+	}
+	if got := unwrap(logBody(m)); got[len(got)-1] != newest {
+		t.Errorf("paused at the bottom, newest line cut: %q", got[len(got)-1])
+	}
+	// A page moves by the lines that were on screen.
+	press(m, "home")
+	shown := len(unwrap(logBody(m)))
+	press(m, "pgdown")
+	if got := logBody(m); got[0] != src[shown-1][:80] {
+		t.Errorf("pgdn from the top: first %q, want line %d", got[0], shown-1)
+	}
+	press(m, "G", "w")
+	if m.Wrapping() || strings.Contains(logTitle(m), "wrap") {
+		t.Errorf("w again should turn wrap off: %q", logTitle(m))
+	}
+	if got := logBody(m); got[len(got)-1] != newest[:80] {
+		t.Errorf("unwrapped: %q", got[len(got)-1])
+	}
+}
+
+func TestLogWrapWidths(t *testing.T) {
+	wide := strings.Repeat("宽", 100) // 200 cells
+	cases := []struct {
+		name string
+		line string
+		rows int
+	}{
+		{"exactly the width", strings.Repeat("x", 80), 1},
+		{"one more", strings.Repeat("x", 81), 2},
+		{"two rows exactly", strings.Repeat("x", 80+78), 2},
+		{"wide runes never split", wide, 3}, // 80 + 78 + 42 cells
+		{"wide rune at the edge", "y" + wide, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newSized(80, 24, Options{})
+			press(m, "w")
+			send(m, ev(0, linesOf(c.line)))
+			body := logBody(m)
+			if len(body) != c.rows {
+				t.Fatalf("%d rows, want %d: %q", len(body), c.rows, body)
+			}
+			for i, r := range body {
+				if w := ansi.StringWidth(r); w > 80 {
+					t.Errorf("row %d is %d cells", i, w)
+				}
+				if i > 0 && ansi.StringWidth(r) < 80-1 && i < len(body)-1 {
+					t.Errorf("row %d is short (%d cells) before the last", i, ansi.StringWidth(r))
+				}
+			}
+			if got := unwrap(body); got[0] != c.line {
+				t.Errorf("rows do not join back into the line: %q", got)
+			}
+		})
+	}
+	// A resize re-wraps (the row breaks of wide lines are cached by width).
+	m := newSized(80, 24, Options{})
+	press(m, "w")
+	send(m, ev(0, linesOf(wide)))
+	for _, w := range []int{60, 80, 33} {
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 24})
+		body := logBody(m)
+		for i, r := range body {
+			if got := ansi.StringWidth(r); got > w || (i < len(body)-1 && got < w-1) {
+				t.Errorf("width %d: row %d is %d cells", w, i, got)
+			}
+		}
+		if got := unwrap(body); len(got) != 1 || got[0] != wide {
+			t.Errorf("width %d: rows do not join back: %q", w, got)
+		}
+	}
+
+	// A line taller than the log area shows its tail when following, its
+	// head when scrolled to it.
+	m = newSized(80, 24, Options{})
+	press(m, "w")
+	long := strings.Repeat("0123456789", 400) + " END"
+	send(m, ev(0, linesOf("before", long)))
+	body := logBody(m)
+	if !strings.HasSuffix(body[len(body)-1], " END") || len(body) != 18 {
+		t.Errorf("follow on a tall line: %d rows, last %q", len(body), body[len(body)-1])
+	}
+	press(m, "k")
+	if got := logBody(m); got[0] != "before" || got[1] != long[:80] {
+		t.Errorf("scrolled up: %q", got[:2])
+	}
+	press(m, "j")
+	if got := logBody(m); got[0] != long[:80] {
+		t.Errorf("scrolled to the tall line: %q", got[0])
+	}
+}
+
+func TestLogWrapKeepsFilterHighlight(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	send(m, ev(0, linesOf(decodeLine(1, 82.41), "other")))
+	press(m, "w", "/")
+	typeText(m, "token/s")
+	press(m, "enter")
+	if got := logBody(m); len(got) != 2 || !strings.Contains(got[1], "token/s") {
+		t.Fatalf("filtered and wrapped: %q", got)
+	}
+	if !painted(m, m.styles.Accent, "token/s") {
+		t.Error("match on a continuation row not highlighted")
 	}
 }

@@ -373,7 +373,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 // act performs an available binding.
 func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	k := &m.keys
-	page := max(m.log.height-1, 1)
+	page := m.log.page()
 	if m.focus == focusGPUs {
 		page = max(m.gpus.visible-1, 1)
 	}
@@ -395,6 +395,8 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		} else {
 			m.log.resume()
 		}
+	case &k.Wrap:
+		m.log.wrap = !m.log.wrap
 	case &k.Filter:
 		m.filtering = true
 		m.input.SetValue(m.log.filter)
@@ -445,6 +447,10 @@ func (m *Model) Status() string { return m.status }
 // Following reports whether the log tail follows new lines.
 func (m *Model) Following() bool { return m.log.follow }
 
+// Wrapping reports whether long log lines wrap onto continuation rows
+// (toggled by w) instead of being cut at the terminal width.
+func (m *Model) Wrapping() bool { return m.log.wrap }
+
 // Filter is the active log filter (lower-cased), "" when none.
 func (m *Model) Filter() string { return m.log.filter }
 
@@ -479,12 +485,17 @@ func (m *Model) footer(width int) string {
 	}
 	all := m.keys.all()
 	pairW := func(b *Binding) int { return textWidth(b.Help().Key) + 1 + textWidth(b.Help().Desc) + 2 }
-	// Navigation and quit always fit first; actions fill what is left.
+	// Help and quit always fit first, then the log keys; actions fill what
+	// is left.
 	show := make([]bool, len(all))
 	used := -2
-	for pass := range 2 {
+	for pass := range 3 {
 		for i, kb := range all {
-			if !kb.Short || show[i] || (pass == 0) == (kb.Group == "actions") {
+			if !kb.Short || show[i] {
+				continue
+			}
+			switch essential := kb == &m.keys.Help || kb == &m.keys.Quit; {
+			case pass == 0 && !essential, pass == 1 && kb.Group == "actions", pass == 2 && kb.Group != "actions":
 				continue
 			}
 			if used+pairW(kb) > width {

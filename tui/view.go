@@ -214,7 +214,7 @@ func (m *Model) serverSeg() (seg, bool) {
 	return seg{name + t, t, tn}, true
 }
 
-// logTitle is "log <path>  follow|paused  filter ... ────" or, while the
+// logTitle is "log <path>  follow|paused [wrap]  filter ... ────" or, while the
 // filter is being typed, the input.
 func (m *Model) logTitle(w int) string {
 	st := &m.styles
@@ -241,8 +241,14 @@ func (m *Model) logTitle(w int) string {
 		// Nothing is followed: no follow state to show.
 	case m.log.follow:
 		put("  follow", st.OK)
+		if m.log.wrap {
+			put(" wrap", st.Title)
+		}
 	default:
 		put("  paused", st.Warn)
+		if m.log.wrap {
+			put(" wrap", st.Title)
+		}
 		if m.log.newLines > 0 {
 			put(" +"+strconv.FormatInt(m.log.newLines, 10)+" new", st.Warn)
 		}
@@ -334,7 +340,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 					b.WriteString(spaces(c.width - vis + 4))
 				}
 			}
-			out = append(out, b.String())
+			out = append(out, strings.TrimRight(b.String(), " "))
 		}
 		out = append(out, "")
 		band = band[:0]

@@ -39,21 +39,27 @@ func TestComputeLayout(t *testing.T) {
 func TestEverySizeFits(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {200, 60}, {120, 40}, {60, 20}, {40, 10}, {20, 5}, {1, 1}, {300, 100}} {
 		for _, n := range []int{0, 1, 8, 72} {
-			m := scene(sz[0], sz[1], n, 300, Options{})
-			send(m, ev(5*time.Second, gpu.Stale{Missed: 3}), ev(5*time.Second, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:01:00.0", NeedsReboot: true}))
-			for _, keys := range [][]string{nil, {"?"}, {"/", "d"}, {"k"}} {
-				press(m, keys...)
-				c := m.View().Content
-				ls := strings.Split(c, "\n")
-				if len(ls) != sz[1] {
-					t.Errorf("%dx%d %d GPUs %v: %d lines", sz[0], sz[1], n, keys, len(ls))
+			for _, wrap := range []bool{false, true} {
+				m := scene(sz[0], sz[1], n, 300, Options{})
+				send(m, ev(5*time.Second, gpu.Stale{Missed: 3}), ev(5*time.Second, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:01:00.0", NeedsReboot: true}),
+					ev(5*time.Second, linesOf("宽"+strings.Repeat("x宽", 300), "d "+strings.Repeat("é", 500))))
+				if wrap {
+					press(m, "w")
 				}
-				for i, l := range ls {
-					if w := ansi.StringWidth(l); w > sz[0] {
-						t.Errorf("%dx%d %d GPUs %v: line %d is %d wide: %q", sz[0], sz[1], n, keys, i, w, ansi.Strip(l))
+				for _, keys := range [][]string{nil, {"?"}, {"/", "d"}, {"k"}, {"home"}} {
+					press(m, keys...)
+					c := m.View().Content
+					ls := strings.Split(c, "\n")
+					if len(ls) != sz[1] {
+						t.Errorf("%dx%d %d GPUs wrap=%v %v: %d lines", sz[0], sz[1], n, wrap, keys, len(ls))
 					}
+					for i, l := range ls {
+						if w := ansi.StringWidth(l); w > sz[0] {
+							t.Errorf("%dx%d %d GPUs wrap=%v %v: line %d is %d wide: %q", sz[0], sz[1], n, wrap, keys, i, w, ansi.Strip(l))
+						}
+					}
+					press(m, "esc")
 				}
-				press(m, "esc")
 			}
 		}
 	}
