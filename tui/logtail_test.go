@@ -458,3 +458,30 @@ func TestLogWrapKeepsFilterHighlight(t *testing.T) {
 		t.Error("match on a continuation row not highlighted")
 	}
 }
+
+// A long log path gives way to the follow state in the title.
+func TestLogTitleKeepsStateOverPath(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	ls := numbered(0, 50)
+	ls.Path = "/tmp/flightdeck-sim-3254472238/logs/sglang.log"
+	send(m, ev(0, ls))
+	press(m, "w", "k")
+	more := numbered(50, 2)
+	more.Path = ls.Path
+	send(m, ev(time.Second, more))
+	title := logTitle(m)
+	if !strings.Contains(title, "paused wrap +2 new (G follows)") {
+		t.Errorf("state cut: %q", title)
+	}
+	if !strings.HasPrefix(title, "log …") || !strings.Contains(title, "/logs/sglang.log  paused") {
+		t.Errorf("path should lose its head: %q", title)
+	}
+	if w := ansi.StringWidth(title); w != 80 {
+		t.Errorf("title is %d cells", w)
+	}
+	// Room to spare: the whole path.
+	m.Update(tea.WindowSizeMsg{Width: 140, Height: 24})
+	if title := logTitle(m); !strings.HasPrefix(title, "log "+ls.Path+"  paused") {
+		t.Errorf("wide title: %q", title)
+	}
+}

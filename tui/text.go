@@ -41,6 +41,23 @@ func truncate(s string, w int) string {
 	return ansi.Truncate(s, w, "")
 }
 
+// truncateLeft keeps the last w cells of plain text.
+func truncateLeft(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if isASCII(s) {
+		if len(s) > w {
+			return s[len(s)-w:]
+		}
+		return s
+	}
+	if sw := ansi.StringWidth(s); sw > w {
+		return ansi.TruncateLeft(s, sw-w, "")
+	}
+	return s
+}
+
 // padRight pads plain text with spaces to w cells (never truncates).
 func padRight(s string, w int) string {
 	if n := w - textWidth(s); n > 0 {

@@ -222,6 +222,50 @@ func (m *Model) logTitle(w int) string {
 		m.input.SetWidth(max(w-4, 1))
 		return truncateStyled(m.input.View(), w)
 	}
+	type part struct {
+		s string
+		t Tone
+	}
+	var tail []part // everything after the path
+	switch {
+	case m.noLog():
+		// Nothing is followed: no follow state to show.
+	case m.log.follow:
+		tail = append(tail, part{"  follow", st.OK})
+		if m.log.wrap {
+			tail = append(tail, part{" wrap", st.Title})
+		}
+	default:
+		tail = append(tail, part{"  paused", st.Warn})
+		if m.log.wrap {
+			tail = append(tail, part{" wrap", st.Title})
+		}
+		if m.log.newLines > 0 {
+			tail = append(tail, part{" +" + strconv.FormatInt(m.log.newLines, 10) + " new", st.Warn})
+		}
+		tail = append(tail, part{" (G follows)", st.Dim})
+	}
+	if m.log.filter != "" {
+		tail = append(tail, part{"  filter ", st.Dim}, part{m.log.filter, st.Accent},
+			part{" " + strconv.Itoa(m.log.count()) + " lines (esc clears)", st.Dim})
+	}
+	// The state matters more than the path: a long path loses its head
+	// ("…/logs/sglang.log"), or goes, before the state is cut.
+	tailW := 0
+	for _, p := range tail {
+		tailW += textWidth(p.s)
+	}
+	path := ""
+	if m.log.path != "" {
+		room := w - len("log ") - tailW - 2 // keep a little rule
+		switch pw := textWidth(m.log.path); {
+		case pw <= room:
+			path = " " + m.log.path
+		case room >= 12:
+			path = " …" + truncateLeft(m.log.path, room-1)
+		}
+	}
+
 	var b strings.Builder
 	n := 0
 	put := func(s string, t Tone) {
@@ -233,31 +277,9 @@ func (m *Model) logTitle(w int) string {
 		n += textWidth(s)
 	}
 	put("log", st.Title)
-	if m.log.path != "" {
-		put(" "+m.log.path, st.Dim)
-	}
-	switch {
-	case m.noLog():
-		// Nothing is followed: no follow state to show.
-	case m.log.follow:
-		put("  follow", st.OK)
-		if m.log.wrap {
-			put(" wrap", st.Title)
-		}
-	default:
-		put("  paused", st.Warn)
-		if m.log.wrap {
-			put(" wrap", st.Title)
-		}
-		if m.log.newLines > 0 {
-			put(" +"+strconv.FormatInt(m.log.newLines, 10)+" new", st.Warn)
-		}
-		put(" (G follows)", st.Dim)
-	}
-	if m.log.filter != "" {
-		put("  filter ", st.Dim)
-		put(m.log.filter, st.Accent)
-		put(" "+strconv.Itoa(m.log.count())+" lines (esc clears)", st.Dim)
+	put(path, st.Dim)
+	for _, p := range tail {
+		put(p.s, p.t)
 	}
 	if n+2 <= w {
 		put(" "+strings.Repeat("─", w-n-1), st.Dim)
