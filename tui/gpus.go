@@ -297,8 +297,8 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 	}
 	if len(t.rows) == 0 {
 		msg := "GPU  waiting for nvidia-smi"
-		if len(t.failures) > 0 {
-			msg = "GPU  no sample"
+		if len(t.failures) > 0 || t.stale != nil {
+			msg = "GPU  no sample yet" // the banners above say why
 		}
 		return append(out, st.Dim.Render(ansi.Truncate(msg, width, "")))
 	}
@@ -359,6 +359,13 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 	return out
 }
 
+// The row message of a GPU nvidia-smi reads as "[GPU is lost]", and the
+// form that fits 80 columns after the index and name.
+const (
+	lostLong  = "LOST  nvidia-smi reads [GPU is lost]: reboot the system to recover this GPU"
+	lostShort = "LOST  [GPU is lost]: reboot the system to recover it"
+)
+
 func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 	l := &t.layout
 	var b strings.Builder
@@ -384,8 +391,10 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 			switch {
 			case r.lostWhy != "":
 				x.text = "LOST  " + r.lostWhy
+			case !r.missing && textWidth(lostLong) <= left:
+				x.text = lostLong
 			case !r.missing:
-				x.text = "LOST  nvidia-smi reads [GPU is lost]: reboot the system to recover this GPU"
+				x.text = lostShort
 			}
 			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
 			break

@@ -542,3 +542,52 @@ func TestHeaderLabelStaysBeforeTheHost(t *testing.T) {
 		t.Errorf("no label: %q", h)
 	}
 }
+
+// A lost GPU's row message has a short form that fits 80 columns whole
+// rather than being cut mid-word.
+func TestLostRowMessageFitsNarrowTerminals(t *testing.T) {
+	for _, c := range []struct {
+		w    int
+		want string
+	}{
+		{120, "LOST  nvidia-smi reads [GPU is lost]: reboot the system to recover this GPU"},
+		{80, "LOST  [GPU is lost]: reboot the system to recover it"},
+		{60, "LOST  [GPU is lost]: reboot the system to recover it"},
+	} {
+		m := newSized(c.w, 24, Options{})
+		s := h200s(8)
+		s.GPUs[6].Lost = true
+		send(m, ev(0, s))
+		if row := rowOf(t, m, "6"); !strings.HasSuffix(row, c.want) {
+			t.Errorf("width %d: %q, want it to end %q", c.w, row, c.want)
+		}
+	}
+}
+
+// Until the first sample, the table says whether nvidia-smi is merely
+// slow to answer or has been failing.
+func TestEmptyTableSaysWhy(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	if got := tableLine(m); got != "GPU  waiting for nvidia-smi" {
+		t.Errorf("before anything: %q", got)
+	}
+	send(m, ev(5*time.Second, gpu.Stale{Missed: 5}))
+	if got := tableLine(m); got != "GPU  no sample yet" {
+		t.Errorf("stale without a sample: %q", got)
+	}
+	f := newSized(80, 24, Options{})
+	send(f, ev(0, gpu.Failure{Class: gpu.FailDriverLibraryMismatch, Reason: "Driver/library version mismatch"}))
+	if got := tableLine(f); got != "GPU  no sample yet" {
+		t.Errorf("failing without a sample: %q", got)
+	}
+}
+
+// tableLine is the stripped first line of the GPU table (after banners).
+func tableLine(m *Model) string {
+	for _, l := range screenLines(m)[1:] {
+		if strings.HasPrefix(l, "GPU  ") {
+			return l
+		}
+	}
+	return ""
+}
