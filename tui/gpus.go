@@ -303,8 +303,6 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 		return append(out, st.Dim.Render(ansi.Truncate(msg, width, "")))
 	}
 	visible := min(len(t.rows), max(maxRows, 1))
-	t.visible = visible
-	t.top = clamp(t.top, 0, len(t.rows)-visible)
 
 	var b strings.Builder
 	for c := range numCols {
@@ -318,37 +316,65 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 		b.WriteString(padRight(colHead[c], l.w[c]+l.sep))
 	}
 	head := ansi.Truncate(b.String(), width, "")
-	if visible < len(t.rows) {
-		hidden := 0
-		for i := range t.rows {
-			if (i < t.top || i >= t.top+visible) && (t.rows[i].abnormal || t.rows[i].spanning()) {
-				hidden++
-			}
-		}
-		note := "GPU " + strconv.Itoa(t.rows[t.top].g.Index) + "-" + strconv.Itoa(t.rows[t.top+visible-1].g.Index) +
-			" of " + strconv.Itoa(len(t.rows))
-		if hidden > 0 {
-			note += ", " + strconv.Itoa(hidden) + " abnormal hidden"
-		}
-		if focused {
-			note += ", j/k scroll"
-		} else {
-			note += ", tab to scroll"
-		}
-		noteTone := st.Dim
-		if hidden > 0 {
-			noteTone = st.Warn
-		}
-		// Right-aligned when there is room, else right after the headers.
-		gap := max(2, width-textWidth(head)-len(note))
-		if room := width - textWidth(head) - gap; room >= 8 {
-			out = append(out, st.Title.Render(head)+spaces(gap)+noteTone.Render(truncate(note, room)))
-		} else {
-			out = append(out, st.Title.Render(head))
-		}
-	} else {
+	if visible == len(t.rows) {
+		t.visible, t.top = visible, 0
 		out = append(out, st.Title.Render(head))
+		return t.renderRows(out, st, visible)
 	}
+
+	// The table scrolls: say which rows show and how many abnormal ones
+	// do not, right of the headers, or when that does not fit (80
+	// columns), on a row of its own in place of the last GPU row.
+	room := width - textWidth(head) - 2
+	note, hint, noteTone := t.scrollNote(visible, focused, st)
+	switch {
+	case len(note)+len(hint) <= room:
+		note += hint
+	case len(note) <= room:
+	case visible >= 2:
+		visible--
+		note, hint, noteTone = t.scrollNote(visible, focused, st)
+		out = append(out, st.Title.Render(head))
+		out = t.renderRows(out, st, visible)
+		return append(out, noteTone.Render(truncate(note+hint, width)))
+	default:
+		note = ""
+	}
+	if note == "" {
+		out = append(out, st.Title.Render(head))
+	} else {
+		out = append(out, st.Title.Render(head)+spaces(width-textWidth(head)-len(note))+noteTone.Render(note))
+	}
+	return t.renderRows(out, st, visible)
+}
+
+// scrollNote is "GPU 0-36 of 72, 1 abnormal hidden" and its key hint for
+// a table that shows visible rows (it also settles t.visible and t.top).
+func (t *gpuTable) scrollNote(visible int, focused bool, st *Styles) (note, hint string, tn Tone) {
+	t.visible = visible
+	t.top = clamp(t.top, 0, len(t.rows)-visible)
+	hidden := 0
+	for i := range t.rows {
+		if (i < t.top || i >= t.top+visible) && (t.rows[i].abnormal || t.rows[i].spanning()) {
+			hidden++
+		}
+	}
+	note = "GPU " + strconv.Itoa(t.rows[t.top].g.Index) + "-" + strconv.Itoa(t.rows[t.top+visible-1].g.Index) +
+		" of " + strconv.Itoa(len(t.rows))
+	tn = st.Dim
+	if hidden > 0 {
+		note += ", " + strconv.Itoa(hidden) + " abnormal hidden"
+		tn = st.Warn
+	}
+	hint = ", tab to scroll"
+	if focused {
+		hint = ", j/k scroll"
+	}
+	return note, hint, tn
+}
+
+// renderRows appends the visible GPU rows from t.top.
+func (t *gpuTable) renderRows(out []string, st *Styles, visible int) []string {
 	for i := t.top; i < t.top+visible; i++ {
 		r := &t.rows[i]
 		if r.line == "" {

@@ -591,3 +591,39 @@ func tableLine(m *Model) string {
 	}
 	return ""
 }
+
+// When the table scrolls and its note does not fit beside the headers (80
+// columns), the note takes the last row: hidden abnormal GPUs are never
+// silent.
+func TestScrollNoteOnItsOwnRowWhenNarrow(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	s := h200s(64)
+	s.GPUs[40].TempC = ok(89)
+	send(m, ev(0, s))
+	ls := screenLines(m)
+	if strings.Contains(ls[1], "of 64") {
+		t.Fatalf("note squeezed into the headers: %q", ls[1])
+	}
+	// 13 table rows: 12 GPUs and the note.
+	if ls[13] != "11   H200  97%   120.4/141.0  623/700  63C   1980    P0   Gen5x16  -" {
+		t.Errorf("last GPU row %q", ls[13])
+	}
+	if ls[14] != "GPU 0-11 of 64, 1 abnormal hidden, tab to scroll" || !painted(m, m.styles.Warn, ls[14]) {
+		t.Errorf("note row %q", ls[14])
+	}
+	press(m, "tab", "j")
+	if ls := screenLines(m); ls[14] != "GPU 1-12 of 64, 1 abnormal hidden, j/k scroll" || !strings.HasPrefix(ls[2], "1 ") {
+		t.Errorf("after tab j: %q / %q", ls[2], ls[14])
+	}
+	// Wide enough: beside the headers, all rows for GPUs.
+	m.Update(tea.WindowSizeMsg{Width: 140, Height: 24})
+	ls = screenLines(m)
+	if !strings.HasSuffix(ls[1], "GPU 1-13 of 64, 1 abnormal hidden, j/k scroll") || !strings.HasPrefix(ls[14], "13 ") {
+		t.Errorf("wide: %q / %q", ls[1], ls[14])
+	}
+	// Between the two: the key hint goes first.
+	m.Update(tea.WindowSizeMsg{Width: 112, Height: 24})
+	if ls := screenLines(m); !strings.HasSuffix(ls[1], "  GPU 1-13 of 64, 1 abnormal hidden") {
+		t.Errorf("medium: %q", ls[1])
+	}
+}
