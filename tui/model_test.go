@@ -627,3 +627,24 @@ func TestScrollNoteOnItsOwnRowWhenNarrow(t *testing.T) {
 		t.Errorf("medium: %q", ls[1])
 	}
 }
+
+// A narrow header drops the fields that do not fit whole (a bare "HEAD"
+// or "rea" says nothing) rather than cutting them.
+func TestNarrowHeaderDropsFieldsWhole(t *testing.T) {
+	m := newSized(60, 24, Options{Head: "e7b9c70 [CI] Raise the nightly benchmark timeout"})
+	send(m, ev(0, remote.State{Host: "root@127.0.0.1:42133", Conn: remote.Connected}),
+		ev(0, serverlog.Ready{Server: "sglang"}))
+	m.Update(ClockMsg{Now: at(19 * time.Second)})
+	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42133  connected  ready 19s" {
+		t.Errorf("60 columns: %q", h)
+	}
+	m.Update(tea.WindowSizeMsg{Width: 50, Height: 24})
+	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42133  connected" {
+		t.Errorf("50 columns: %q", h)
+	}
+	// The host is cut rather than dropped: it says where this is.
+	m.Update(tea.WindowSizeMsg{Width: 20, Height: 24})
+	if h := screenLines(m)[0]; h != "flightdeck  root@127" {
+		t.Errorf("20 columns: %q", h)
+	}
+}

@@ -101,18 +101,21 @@ type seg struct {
 	text  string
 	short string
 	tone  tone
+	cut   bool // may be cut to fit; other fields are dropped whole
 }
 
 // header is "flightdeck  [label]  host  conn  server  HEAD ...", cut to width; when
-// it does not fit, fields switch to their short forms, rightmost first.
+// it does not fit, fields switch to their short forms, rightmost first, and
+// then those that still do not fit are dropped (the host and an error are
+// cut instead).
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
 	segs := make([]seg, 0, 7)
-	segs = append(segs, seg{text: "flightdeck", tone: toneAccent})
+	segs = append(segs, seg{text: "flightdeck", tone: toneAccent, cut: true})
 	if m.label != "" {
-		segs = append(segs, seg{text: m.label, tone: toneTitle})
+		segs = append(segs, seg{text: m.label, tone: toneTitle, cut: true})
 	}
-	segs = append(segs, seg{host, strings.TrimSuffix(host, ":22"), toneText})
+	segs = append(segs, seg{host, strings.TrimSuffix(host, ":22"), toneText, true})
 	if m.hasConn {
 		segs = append(segs, m.connSeg())
 	}
@@ -122,7 +125,7 @@ func (m *Model) header(w int) string {
 	if m.head != "" {
 		h := "HEAD " + m.head
 		short, _, _ := strings.Cut(h[5:], " ")
-		segs = append(segs, seg{h, "HEAD " + short, toneText})
+		segs = append(segs, seg{h, "HEAD " + short, toneText, false})
 	}
 	// Shorten fields from the right until the line fits.
 	total := -2
@@ -141,6 +144,9 @@ func (m *Model) header(w int) string {
 		t := s.text
 		if i > 0 {
 			if left <= 2 {
+				break
+			}
+			if !s.cut && textWidth(t) > left-2 {
 				break
 			}
 			b.WriteString("  ")
@@ -175,13 +181,13 @@ func (m *Model) connSeg() seg {
 				t += ", dialing"
 			}
 		}
-		return seg{t + ")", short, toneWarn}
+		return seg{t + ")", short, toneWarn, false}
 	case remote.Failed:
 		t := "failed"
 		if c.Err != nil {
 			t += ": " + sanitizeString(c.Err.Error())
 		}
-		return seg{text: t, tone: toneCrit}
+		return seg{text: t, tone: toneCrit, cut: true} // the start of an error still helps
 	case remote.Closed:
 		return seg{text: "closed", tone: toneDim}
 	}
@@ -211,7 +217,7 @@ func (m *Model) serverSeg() (seg, bool) {
 	default:
 		return seg{}, false
 	}
-	return seg{name + t, t, tn}, true
+	return seg{name + t, t, tn, false}, true
 }
 
 // logTitle is "log <path>  follow|paused [wrap]  filter ... ────" or, while the
