@@ -1,0 +1,378 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+)
+
+func TestNonValuesAreTokensNeverZero(t *testing.T) {
+	cases := []struct {
+		st   gpu.Status
+		want string
+	}{
+		{gpu.NA, "N/A"}, {gpu.NotSupported, "n/s"}, {gpu.UnknownError, "UNK"}, {gpu.Lost, "LOST"},
+		{gpu.Err, "ERR"}, {gpu.Empty, "?"}, {gpu.Deprecated, "dep"}, {gpu.OtherToken, "oth"},
+		{gpu.Invalid, "bad"}, {gpu.Absent, "n/q"},
+	}
+	for _, c := range cases {
+		t.Run(c.st.String(), func(t *testing.T) {
+			g := h200(0)
+			g.UtilGPUPct = bad(c.st, "[x]")
+			g.TempC = bad(c.st, "[x]")
+			g.SMClockMHz = bad(c.st, "[x]")
+			g.PowerDrawW = bad(c.st, "[x]")
+			g.PState = gpu.Text{S: "[x]", Status: c.st}
+			m := newSized(120, 24, Options{})
+			send(m, ev(0, sampleOf(g)))
+			f := strings.Fields(rowOf(t, m, "0"))
+			// idx name util mem power temp SM P PCIe throttle
+			if f[2] != c.want || f[5] != c.want || f[6] != c.want || f[7] != c.want {
+				t.Errorf("row %q: util/temp/SM/P want %q", f, c.want)
+			}
+			if f[4] != c.want+"/700" {
+				t.Errorf("power cell %q, want %q", f[4], c.want+"/700")
+			}
+			for _, x := range []string{f[2], f[5], f[6]} {
+				if strings.HasPrefix(x, "0") {
+					t.Errorf("non-value shown as a number: %q", x)
+				}
+			}
+		})
+	}
+}
+
+func TestGPURowValuesAndNameShortening(t *testing.T) {
+	m := newSized(120, 24, Options{})
+	send(m, ev(0, h200s(2)))
+	got := strings.Fields(rowOf(t, m, "1"))
+	want := []string{"1", "H200", "97%", "120.4/141.0", "613/700", "62C", "1980", "P0", "Gen5x16", "-"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("row = %q\nwant  %q", got, want)
+	}
+}
+
+func TestLostGPU(t *testing.T) {
+	m := newSized(120, 24, Options{})
+	send(m, ev(0, h200s(4)))
+	lost := gpu.GPU{Index: 2, Name: gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}}
+	for _, r := range []*gpu.Reading{&lost.UtilGPUPct, &lost.MemUsedMiB, &lost.MemTotalMiB, &lost.PowerDrawW,
+		&lost.PowerLimitW, &lost.TempC, &lost.SMClockMHz, &lost.PCIeGenCurrent, &lost.PCIeWidthCurrent} {
+		*r = bad(gpu.Lost, "[GPU is lost]")
+	}
+	lost.PState = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
+	lost.ClockEvents = gpu.ClockEvents{Status: gpu.Lost, Raw: "[GPU is lost]"}
+	s := h200s(4)
+	s.GPUs[2] = lost
+	send(m, ev(time.Second, s))
+	row := rowOf(t, m, "2")
+	if strings.Count(row, "LOST") < 8 {
+		t.Errorf("lost row should say LOST in every value cell: %q", row)
+	}
+	if strings.ContainsAny(strings.ReplaceAll(row, "2 ", ""), "0123456789") {
+		t.Errorf("lost row shows a number: %q", row)
+	}
+	if !painted(m, m.styles.Crit, "2") || !painted(m, m.styles.Crit, "LOST") {
+		t.Error("lost row not painted critical")
+	}
+
+	// The parser flags the whole GPU (gpu.GPU.Lost): one message across
+	// the row instead of LOST in every cell.
+	lost.Lost = true
+	s.GPUs[2] = lost
+	send(m, ev(2*time.Second, s))
+	row = rowOf(t, m, "2")
+	if !strings.Contains(row, "LOST  nvidia-smi reads [GPU is lost]") || strings.Count(row, "LOST") > 2 { // the name cell may read LOST too
+		t.Errorf("lost GPU row: %q", row)
+	}
+}
+
+func TestGPUFailureBannerAndMissingRow(t *testing.T) {
+	m := newSized(120, 24, Options{})
+	s := h200s(3)
+	s.GPUs[1].BusID = txt("00000000:0B:00.0")
+	send(m, ev(0, s))
+	// GPU 1 falls off the bus: nvidia-smi names it and reports the others.
+	s2 := h200s(3)
+	s2.GPUs = []gpu.GPU{s2.GPUs[0], s2.GPUs[2]}
+	send(m, ev(2*time.Second, gpu.Failure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error",
+		Line: "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error"}),
+		ev(2*time.Second, s2))
+	scr := plain(m)
+	if !strings.Contains(scr, "nvidia-smi failed: unknown-error bus 0000:0B:00.0 (Unknown Error)") {
+		t.Errorf("no failure banner:\n%s", scr)
+	}
+	if row := rowOf(t, m, "1"); !strings.Contains(row, "LOST  unknown-error: Unknown Error") {
+		t.Errorf("row of the failed bus id: %q", row)
+	}
+	// The same failure again is deduplicated and counted.
+	send(m, ev(3*time.Second, gpu.Failure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error"}))
+	if got := strings.Count(plain(m), "nvidia-smi failed"); got != 1 {
+		t.Errorf("%d banners, want 1 deduplicated", got)
+	}
+	if !strings.Contains(plain(m), "seen 2x") {
+		t.Errorf("repeat count missing:\n%s", plain(m))
+	}
+	// The GPU comes back: banner and LOST go.
+	send(m, ev(4*time.Second, s))
+	if strings.Contains(plain(m), "nvidia-smi failed") || strings.Contains(rowOf(t, m, "1"), "LOST") {
+		t.Errorf("failure not cleared by a healthy sample:\n%s", plain(m))
+	}
+
+	// A GPU that vanishes without a failure line is still not shown as current.
+	send(m, ev(5*time.Second, s2))
+	if row := rowOf(t, m, "1"); !strings.Contains(row, "LOST  missing from the latest sample") {
+		t.Errorf("vanished GPU row: %q", row)
+	}
+}
+
+func TestWholeHostFailureBanner(t *testing.T) {
+	m := newSized(120, 24, Options{})
+	send(m, ev(0, gpu.Failure{Class: gpu.FailDriverLibraryMismatch, Reason: "Driver/library version mismatch", NVMLVersion: "570.124"}))
+	if !strings.Contains(plain(m), "nvidia-smi failed: driver-library-mismatch (Driver/library version mismatch)") {
+		t.Errorf("banner missing:\n%s", plain(m))
+	}
+	if !strings.Contains(m.View().Content, m.styles.Crit.open+"nvidia-smi failed: driver-library-mismatch") {
+		t.Error("banner not critical")
+	}
+}
+
+func TestStaleMarkerClearedByNextSample(t *testing.T) {
+	m := newSized(120, 24, Options{})
+	s := h200s(2)
+	s.GPUs[1].PState = txt("P2")
+	send(m, ev(0, s))
+	send(m, ev(5*time.Second, gpu.Stale{LastSample: at(0), Missed: 3}))
+	scr := plain(m)
+	if !strings.Contains(scr, "GPUs stale 5s: no sample for 3 intervals since 10:27:00; restarting nvidia-smi") {
+		t.Errorf("no stale marker:\n%s", scr)
+	}
+	if !painted(m, m.styles.Dim, "97%") {
+		t.Error("stale rows should be dimmed")
+	}
+	if !painted(m, m.styles.Warn, "P2") {
+		t.Error("a stale row should keep its abnormal marks")
+	}
+	send(m, ev(6*time.Second, s))
+	if strings.Contains(plain(m), "stale") {
+		t.Errorf("stale marker not cleared:\n%s", plain(m))
+	}
+	if painted(m, m.styles.Dim, "97%") {
+		t.Error("rows still dimmed after a fresh sample")
+	}
+}
+
+func TestHighlights(t *testing.T) {
+	type tc struct {
+		name   string
+		mutate func(*gpu.GPU)
+		cell   string
+		tone   func(Styles) Tone // nil: must not be highlighted
+	}
+	warn := func(s Styles) Tone { return s.Warn }
+	crit := func(s Styles) Tone { return s.Crit }
+	cases := []tc{
+		{"pcie gen below max while busy", func(g *gpu.GPU) { g.PCIeGenCurrent = ok(4) }, "Gen4x16", warn},
+		{"pcie width below max while busy", func(g *gpu.GPU) { g.PCIeWidthCurrent = ok(8) }, "Gen5x8", warn},
+		{"pcie downshift while idle is normal", func(g *gpu.GPU) { g.UtilGPUPct = ok(0); g.PCIeGenCurrent = ok(1) }, "Gen1x16", nil},
+		{"pstate not P0 under load", func(g *gpu.GPU) { g.PState = txt("P2") }, "P2", warn},
+		{"pstate P8 idle is normal", func(g *gpu.GPU) { g.UtilGPUPct = ok(3); g.PState = txt("P8") }, "P8", nil},
+		{"temperature high", func(g *gpu.GPU) { g.TempC = ok(85) }, "85C", warn},
+		{"temperature fine", func(g *gpu.GPU) { g.TempC = ok(84) }, "84C", nil},
+		{"sw power cap", func(g *gpu.GPU) { g.ClockEvents.Mask = gpu.ReasonSWPowerCap }, "sw-power", warn},
+		{"hw thermal is critical", func(g *gpu.GPU) {
+			g.ClockEvents.Mask = gpu.ReasonHWThermalSlowdown | gpu.ReasonSWThermalSlowdown
+		}, "sw-thermal,hw-thermal", crit},
+		{"idle alone is normal", func(g *gpu.GPU) { g.UtilGPUPct = ok(0); g.ClockEvents.Mask = gpu.ReasonGPUIdle }, "idle", nil},
+		{"unknown bits shown in hex", func(g *gpu.GPU) { g.ClockEvents.Mask = 0x1000 }, "0x1000", warn},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := h200(0)
+			c.mutate(&g)
+			m := newSized(120, 24, Options{})
+			send(m, ev(0, sampleOf(g)))
+			if !strings.Contains(rowOf(t, m, "0"), c.cell) {
+				t.Fatalf("row %q lacks %q", rowOf(t, m, "0"), c.cell)
+			}
+			st := m.Styles()
+			for name, tn := range map[string]Tone{"warn": st.Warn, "crit": st.Crit} {
+				hl := painted(m, tn, c.cell)
+				switch {
+				case c.tone == nil && hl:
+					t.Errorf("%q painted %s, want plain", c.cell, name)
+				case c.tone != nil && c.tone(st) == tn && !hl:
+					t.Errorf("%q not painted %s", c.cell, name)
+				}
+			}
+		})
+	}
+}
+
+func TestDataRoutesByIndexRegardlessOfFocus(t *testing.T) {
+	m := newSized(120, 12, Options{})
+	send(m, ev(0, h200s(16))) // more rows than fit: the table scrolls
+	press(m, "tab")
+	if m.focus != focusGPUs {
+		t.Fatal("tab did not focus the GPU table")
+	}
+	g := h200(13)
+	g.TempC = ok(88)
+	s := h200s(16)
+	s.GPUs[13] = g
+	send(m, ev(time.Second, s))
+	if m.gpus.rows[m.gpus.byIdx[13]].g.TempC.Value != 88 {
+		t.Error("sample for an off-screen GPU was not applied")
+	}
+	if !strings.Contains(screenLines(m)[1], "1 abnormal hidden") {
+		t.Errorf("off-screen abnormal row not counted: %q", screenLines(m)[1])
+	}
+	press(m, "G")
+	if row := rowOf(t, m, "13"); !strings.Contains(row, "88C") {
+		t.Errorf("row 13 after scrolling: %q", row)
+	}
+}
+
+// A row that renders as one spanning message (lost, missing, or named by a
+// failure) must not widen the columns of the rows around it.
+func TestSpanningRowsDoNotWidenColumns(t *testing.T) {
+	healthy := newSized(120, 24, Options{})
+	send(healthy, ev(0, h200s(8)))
+	want := tableHeader(healthy)
+
+	lostGPU := func() gpu.GPU {
+		g := gpu.GPU{Index: 6, Lost: true, Name: txt("NVIDIA H200"), BusID: txt("00000000:78:00.0")}
+		for _, r := range []*gpu.Reading{&g.UtilGPUPct, &g.MemUsedMiB, &g.MemTotalMiB, &g.PowerDrawW,
+			&g.PowerLimitW, &g.TempC, &g.SMClockMHz, &g.PCIeGenCurrent, &g.PCIeWidthCurrent} {
+			*r = bad(gpu.Lost, "[GPU is lost]")
+		}
+		g.PState = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
+		g.ClockEvents = gpu.ClockEvents{Status: gpu.Lost, Raw: "[GPU is lost]"}
+		return g
+	}
+	m := newSized(120, 24, Options{})
+	s := h200s(8)
+	s.GPUs[6] = lostGPU()
+	send(m, ev(0, s))
+	if got := tableHeader(m); got != want {
+		t.Errorf("a lost GPU widened the columns:\n got %q\nwant %q", got, want)
+	}
+
+	// Named by a failure: the row spans too, whatever its cells hold.
+	f := newSized(120, 24, Options{})
+	s = h200s(8)
+	s.GPUs[6].PState = gpu.Text{S: "[Unknown Error]", Status: gpu.UnknownError}
+	s.GPUs[6].PowerDrawW = bad(gpu.UnknownError, "[Unknown Error]")
+	s.GPUs[6].PowerLimitW = bad(gpu.Lost, "[GPU is lost]")
+	send(f, ev(0, s), ev(0, gpu.Failure{Class: "unknown-error", BusID: "0000:78:00.0", Reason: "Unknown Error"}))
+	if row := rowOf(t, f, "6"); !strings.Contains(row, "LOST  unknown-error: Unknown Error") {
+		t.Errorf("row named by a failure: %q", row)
+	}
+	if got := tableHeader(f); got != want {
+		t.Errorf("a row named by a failure widened the columns:\n got %q\nwant %q", got, want)
+	}
+	// Once it reports healthy again it is measured again.
+	send(f, ev(time.Second, h200s(8)))
+	if got := tableHeader(f); got != want {
+		t.Errorf("after recovery:\n got %q\nwant %q", got, want)
+	}
+}
+
+// tableHeader is the stripped GPU table header line.
+func tableHeader(m *Model) string {
+	for _, l := range screenLines(m) {
+		if strings.HasPrefix(l, "GPU  ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// A lost GPU's row message has a short form that fits 80 columns whole
+// rather than being cut mid-word.
+func TestLostRowMessageFitsNarrowTerminals(t *testing.T) {
+	for _, c := range []struct {
+		w    int
+		want string
+	}{
+		{120, "LOST  nvidia-smi reads [GPU is lost]: reboot the system to recover this GPU"},
+		{80, "LOST  [GPU is lost]: reboot the system to recover it"},
+		{60, "LOST  [GPU is lost]: reboot the system to recover it"},
+	} {
+		m := newSized(c.w, 24, Options{})
+		s := h200s(8)
+		s.GPUs[6].Lost = true
+		send(m, ev(0, s))
+		if row := rowOf(t, m, "6"); !strings.HasSuffix(row, c.want) {
+			t.Errorf("width %d: %q, want it to end %q", c.w, row, c.want)
+		}
+	}
+}
+
+// Until the first sample, the table says whether nvidia-smi is merely
+// slow to answer or has been failing.
+func TestEmptyTableSaysWhy(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	if got := tableLine(m); got != "GPU  waiting for nvidia-smi" {
+		t.Errorf("before anything: %q", got)
+	}
+	send(m, ev(5*time.Second, gpu.Stale{Missed: 5}))
+	if got := tableLine(m); got != "GPU  no sample yet" {
+		t.Errorf("stale without a sample: %q", got)
+	}
+	f := newSized(80, 24, Options{})
+	send(f, ev(0, gpu.Failure{Class: gpu.FailDriverLibraryMismatch, Reason: "Driver/library version mismatch"}))
+	if got := tableLine(f); got != "GPU  no sample yet" {
+		t.Errorf("failing without a sample: %q", got)
+	}
+}
+
+// tableLine is the stripped first line of the GPU table (after banners).
+func tableLine(m *Model) string {
+	for _, l := range screenLines(m)[1:] {
+		if strings.HasPrefix(l, "GPU  ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// When the table scrolls and its note does not fit beside the headers (80
+// columns), the note takes the last row: hidden abnormal GPUs are never
+// silent.
+func TestScrollNoteOnItsOwnRowWhenNarrow(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	s := h200s(64)
+	s.GPUs[40].TempC = ok(89)
+	send(m, ev(0, s))
+	ls := screenLines(m)
+	if strings.Contains(ls[1], "of 64") {
+		t.Fatalf("note squeezed into the headers: %q", ls[1])
+	}
+	// 13 table rows: 12 GPUs and the note.
+	if ls[13] != "11   H200  97%   120.4/141.0  623/700  63C   1980    P0   Gen5x16  -" {
+		t.Errorf("last GPU row %q", ls[13])
+	}
+	if ls[14] != "GPU 0-11 of 64, 1 abnormal hidden, tab to scroll" || !painted(m, m.styles.Warn, ls[14]) {
+		t.Errorf("note row %q", ls[14])
+	}
+	press(m, "tab", "j")
+	if ls := screenLines(m); ls[14] != "GPU 1-12 of 64, 1 abnormal hidden, j/k scroll" || !strings.HasPrefix(ls[2], "1 ") {
+		t.Errorf("after tab j: %q / %q", ls[2], ls[14])
+	}
+	// Wide enough: beside the headers, all rows for GPUs.
+	m.Update(tea.WindowSizeMsg{Width: 140, Height: 24})
+	ls = screenLines(m)
+	if !strings.HasSuffix(ls[1], "GPU 1-13 of 64, 1 abnormal hidden, j/k scroll") || !strings.HasPrefix(ls[14], "13 ") {
+		t.Errorf("wide: %q / %q", ls[1], ls[14])
+	}
+	// Between the two: the key hint goes first.
+	m.Update(tea.WindowSizeMsg{Width: 112, Height: 24})
+	if ls := screenLines(m); !strings.HasSuffix(ls[1], "  GPU 1-13 of 64, 1 abnormal hidden") {
+		t.Errorf("medium: %q", ls[1])
+	}
+}
