@@ -68,6 +68,15 @@ func parseSGLangDecode(line []byte, buf *[cleanBufSize]byte) (Throughput, []byte
 // decodeFields reads a decode line whose keyword is at line[at:]. bad
 // reports a known field whose value could not be read.
 func decodeFields(line []byte, at int) (t Throughput, stamp []byte, ok, bad bool) {
+	if t, stamp, ok, bad, sure := decodeFieldsFast(line, at); sure {
+		return t, stamp, ok, bad
+	}
+	return decodeFieldsGeneral(line, at)
+}
+
+// decodeFieldsGeneral is decodeFields for any layout: any key order, any
+// padding, unknown keys.
+func decodeFieldsGeneral(line []byte, at int) (t Throughput, stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwDecodeBatch):])
 	if !ok {
 		return Throughput{}, nil, false, false
@@ -272,6 +281,14 @@ func parseSGLangPrefill(line []byte, buf *[cleanBufSize]byte) (Prefill, []byte, 
 }
 
 func prefillFields(line []byte, at int) (p Prefill, stamp []byte, ok, bad bool) {
+	if p, stamp, ok, bad, sure := prefillFieldsFast(line, at); sure {
+		return p, stamp, ok, bad
+	}
+	return prefillFieldsGeneral(line, at)
+}
+
+// prefillFieldsGeneral is prefillFields for any layout.
+func prefillFieldsGeneral(line []byte, at int) (p Prefill, stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
 		return Prefill{}, nil, false, false

@@ -1,0 +1,95 @@
+package serverlog
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+)
+
+// checkFastPaths fails when a fast path disagrees with the general code on
+// line: the batch-line field readers, the stamp matcher and the prefix
+// shortcut of cleanFirst.
+func checkFastPaths(t *testing.T, line []byte) {
+	t.Helper()
+	if at := bytes.Index(line, kwDecodeBatch); at >= 0 {
+		ft, fstamp, fok, fbad, sure := decodeFieldsFast(line, at)
+		gt, gstamp, gok, gbad := decodeFieldsGeneral(line, at)
+		if sure && (!reflect.DeepEqual(ft, gt) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
+			t.Fatalf("decode fast path on %q:\n got %+v %q ok=%v bad=%v\nwant %+v %q ok=%v bad=%v", line, ft, fstamp, fok, fbad, gt, gstamp, gok, gbad)
+		}
+	}
+	if at := bytes.Index(line, kwPrefillBatch); at >= 0 {
+		fp, fstamp, fok, fbad, sure := prefillFieldsFast(line, at)
+		gp, gstamp, gok, gbad := prefillFieldsGeneral(line, at)
+		if sure && (!reflect.DeepEqual(fp, gp) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
+			t.Fatalf("prefill fast path on %q:\n got %+v %q ok=%v bad=%v\nwant %+v %q ok=%v bad=%v", line, fp, fstamp, fok, fbad, gp, gstamp, gok, gbad)
+		}
+	}
+	if got, want := isStamp(line), len(line) >= 19 && matchShape(line[:19], "dddd-dd-dd dd:dd:dd"); got != want {
+		t.Fatalf("isStamp(%q) = %v", line, got)
+	}
+	if plainOwnPrefix(line) && sanitize.HasEscapes(line) {
+		t.Fatalf("plainOwnPrefix(%q) but it has escapes", line)
+	}
+}
+
+func FuzzFastPathsMatchGeneral(f *testing.F) {
+	addFixtureSeeds(f, false)
+	for _, l := range fastPathLines {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkFastPaths(t, line)
+	})
+}
+
+// fastPathLines are batch lines in the layouts the fast paths read and
+// near misses they must leave to the general code.
+var fastPathLines = []string{
+	"[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 186, token usage: 0.00, accept len: 1.95, accept rate: 0.49, cuda graph: True, gen throughput (token/s): 178.86, #queue-req: 0, ",
+	"[2025-11-11 04:06:27] Decode batch, #running-req: 46, #token: 9000, token usage: 0.08, cuda graph: False, gen throughput (token/s): 1447.08, #queue-req: 0, ",
+	"[2026-04-05 11:00:00 TP15] Decode batch [4120], #running-req: 31, #token: 9000, token usage: 0.08, cuda graph: True, gen throughput (token/s): 2210.40, #queue-req: 0",
+	"[2026-04-05 11:00:00 TP16] Decode batch, #running-req: 31, gen throughput (token/s): 2210.40, #queue-req: 0",
+	"[2025-04-03 20:06:34 DP1 TP0] Decode batch. #running-req: 64, #token: 50000, token usage: 0.40, gen throughput (token/s): 1500.25, #queue-req: 3",
+	"[2026-07-04 08:00:01 TP0] Decode batch, #running-req: 4, #full token: 1200, full token usage: 0.01, npu graph: False, gen throughput (token/s): 95.50, #queue-req: 0",
+	"[2025-12-26 06:08:29 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 112.51",
+	"[2025-12-26 06:08:29 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 112, #queue-req: 0",
+	"[2025-12-26 06:08:29 TP0] Decode batch, #running-req: 1.5, gen throughput (token/s): 1.0, #queue-req: 99999999999999999999",
+	"[2025-12-26 06:08:29 TP0] Decode batch, gen throughput (token/s): 1234567890123456.78, cuda graph: maybe, ",
+	"[2025-12-26 06:08:29 TP0] Decode batch, gen throughput (token/s): 1., #queue-req: 0",
+	"[2025-12-26 06:08:29 TP0] Decode batch, #running-req: True, gen throughput (token/s): 5.00, #queue-req: 0,",
+	"[2025-12-26 06:08:29 TP0] [32mDecode batch, gen throughput (token/s): 5.00, #queue-req: 0, ",
+	"[2025-10-22 10:27:56 TP0] Prefill batch. #new-seq: 1, #new-token: 28, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, ",
+	"[2025-01-07 20:16:02 TP0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 1, cache hit rate: 12.50%, token usage: 0.00, #running-req: 0, #queue-req: 0",
+	"[2026-03-01 00:00:00 TP0] Prefill batch, #new-seq: 2, #new-token: 512, #cached-token: 0, token usage: 0.01, #running-req: 0, #queue-req: 0, input throughput (token/s): 559.53, cuda graph: True, ",
+	"[2025-01-07 20:16:02 TP0] Prefill batch. #new-seq: 1, cache hit rate: 12.50, #queue-req: 0",
+	"[2025-01-07 20:16:02 TP0] Prefill batch(mixed #running-req: 3). #new-seq: 1, #new-token: 7",
+	"[2025-10-22 10:27:57] INFO:     127.0.0.1:45678 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+	"[2025-10-22 10:27:57] [1;31mRuntimeError: CUDA error: out of memory",
+	"#033[2m[2025-12-26 06:08:29 TP0]#033[0m Killed",
+	"x\x1b",
+}
+
+// TestFastPathsTakeSGLangLayouts keeps the fast paths honest: the layouts
+// SGLang prints must not fall through to the general code unnoticed.
+func TestFastPathsTakeSGLangLayouts(t *testing.T) {
+	for _, l := range fastPathLines[:7] {
+		line := []byte(l)
+		if _, _, _, _, sure := decodeFieldsFast(line, bytes.Index(line, kwDecodeBatch)); !sure {
+			t.Errorf("decode fast path gave up on %q", l)
+		}
+		checkFastPaths(t, line)
+	}
+	for _, l := range fastPathLines[13:16] {
+		line := []byte(l)
+		if _, _, _, _, sure := prefillFieldsFast(line, bytes.Index(line, kwPrefillBatch)); !sure {
+			t.Errorf("prefill fast path gave up on %q", l)
+		}
+		checkFastPaths(t, line)
+	}
+	for _, l := range fastPathLines[16:] {
+		checkFastPaths(t, []byte(l))
+	}
+}
