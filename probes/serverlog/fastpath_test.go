@@ -9,8 +9,8 @@ import (
 )
 
 // checkFastPaths fails when a fast path disagrees with the general code on
-// line: the batch-line field readers, the stamp matcher and the prefix
-// shortcut of cleanFirst.
+// line: the batch-line field readers, the stamp matcher, the prefix
+// shortcut of cleanFirst and the quiet filter.
 func checkFastPaths(t *testing.T, line []byte) {
 	t.Helper()
 	if at := bytes.Index(line, kwDecodeBatch); at >= 0 {
@@ -32,6 +32,10 @@ func checkFastPaths(t *testing.T, line []byte) {
 	}
 	if plainOwnPrefix(line) && sanitize.HasEscapes(line) {
 		t.Fatalf("plainOwnPrefix(%q) but it has escapes", line)
+	}
+	var a, b analyzer
+	if got, want := a.analyze(line, 7), b.analyzeFull(line, 7); !reflect.DeepEqual(got, want) {
+		t.Fatalf("analyze(%q) with the quiet filter (quiet=%v):\n got %+v\nwant %+v", line, quiet(line), got, want)
 	}
 }
 
@@ -91,5 +95,37 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 	}
 	for _, l := range fastPathLines[16:] {
 		checkFastPaths(t, []byte(l))
+	}
+	for _, l := range append(benchOther[:], []byte(fastPathLines[18])) {
+		if !quiet(l) {
+			t.Errorf("an ordinary line is not quiet: %q", l)
+		}
+	}
+}
+
+// TestQuietCoversKeywords checks that every keyword of every parser and
+// failure signature contains a byte pair of the quiet filter, so that no
+// line with one is filtered out.
+func TestQuietCoversKeywords(t *testing.T) {
+	kws := [][]byte{kwAvgGen, kwPrefillBatch, kwSpec, kwServingResult, kwWarmupPass, kwBenchPass, kwOBPrefill,
+		kwSGLangReady, kwVLLMAPIServer, kwVLLMServer, kwUvicorn, kwTraceback, kwKilled,
+		kwFileLine} // a frame needs kwFile and kwFileLine: one of them is enough
+	for _, sigs := range [][][]byte{sigOOM, sigNCCL, sigIllegal, sigWatchdog, sigEngineDead, sigPortInUse, sigKilled} {
+		kws = append(kws, sigs...)
+	}
+	for _, kw := range kws {
+		covered := false
+		for _, p := range quietPairs {
+			if len(p) != 2 {
+				t.Fatalf("quiet pair %q is not two bytes", p)
+			}
+			covered = covered || bytes.Contains(kw, []byte(p))
+		}
+		if !covered {
+			t.Errorf("no quiet pair in keyword %q", kw)
+		}
+		if quiet(kw) {
+			t.Errorf("quiet(%q)", kw)
+		}
 	}
 }

@@ -101,12 +101,37 @@ func (a *analyzer) intern(b []byte) string {
 }
 
 // analyze runs every parser on line, most frequent first, and stops at the
-// first that recognises it.
+// first that recognises it. Lines that the quiet filter clears skip all
+// but the first parser; analyzeFull is the same without the filter.
 func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 	if t, stamp, ok := parseSGLangDecode(line, &a.buf); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, foundServer: ServerSGLang}
 	}
+	if quiet(line) {
+		return lineInfo{sglangPrefix: hasOwnPrefix(line)}
+	}
+	return a.analyzeRest(line, lineNo)
+}
+
+// analyzeFull is analyze without the quiet filter: the reference that the
+// filter must agree with.
+func (a *analyzer) analyzeFull(line []byte, lineNo int) lineInfo {
+	if t, stamp, ok := parseSGLangDecode(line, &a.buf); ok {
+		t.Line, t.Stamp = lineNo, a.intern(stamp)
+		return lineInfo{found: t, foundServer: ServerSGLang}
+	}
+	return a.analyzeRest(line, lineNo)
+}
+
+// hasOwnPrefix reports whether line starts with SGLang's
+// "[YYYY-MM-DD HH:MM:SS".
+func hasOwnPrefix(line []byte) bool {
+	return len(line) > 20 && line[0] == '[' && isStamp(line[1:])
+}
+
+// analyzeRest is analyze after the decode parser.
+func (a *analyzer) analyzeRest(line []byte, lineNo int) lineInfo {
 	if t, stamp, ok := parseVLLMThroughput(line, &a.buf); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, foundServer: ServerVLLM}
@@ -122,7 +147,7 @@ func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 	if isBenchStart(line) {
 		return lineInfo{benchStart: true}
 	}
-	info := lineInfo{sglangPrefix: len(line) > 20 && line[0] == '[' && matchShape(line[1:20], "dddd-dd-dd dd:dd:dd")}
+	info := lineInfo{sglangPrefix: hasOwnPrefix(line)}
 	if r, ok := ParseReady(line); ok {
 		r.Line = lineNo
 		info.found, info.foundServer = r, r.Server
