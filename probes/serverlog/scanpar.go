@@ -1,12 +1,12 @@
 package serverlog
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/flightdeck-dev/flightdeck/event"
@@ -52,7 +52,7 @@ type item struct {
 func scanBlocks(r io.Reader, emit func(event.Payload), workers, blockSize, maxLine int) (*Scanner, error) {
 	workers = max(workers, 1)
 	inflight := min(max(2*workers, 2), 16)
-	src := blockSource{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine}
+	src := blockSource{r: r, maxLine: max(maxLine, 1)}
 
 	free := make(chan *block, inflight)
 	for range inflight {
@@ -82,9 +82,9 @@ func scanBlocks(r io.Reader, emit func(event.Payload), workers, blockSize, maxLi
 				return
 			}
 			if b.data == nil {
-				// Room for the block and one buffered chunk past it; only a
-				// line longer than the reader's buffer makes it grow.
-				b.data = make([]byte, 0, blockSize+64<<10+1)
+				// Room for the block and one read past it; only a line
+				// longer than that makes it grow.
+				b.data = make([]byte, 0, blockSize+minRead)
 			}
 			var err error
 			b.data, err = src.fill(b.data[:0], blockSize)
@@ -187,65 +187,73 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload)) {
 
 // blockSource cuts its input into runs of whole lines, with the line rules
 // of ScanLines: a last line without a newline is a line if it is not
-// empty, and a line over maxLine bytes is cut to maxLine.
+// empty, and a line over maxLine bytes is cut to maxLine. It reads
+// straight into the block's buffer (no intermediate copy); the start of
+// the line that a read ends in waits in carry for the next block.
 type blockSource struct {
-	br      *bufio.Reader
+	r       io.Reader
 	maxLine int
+	carry   []byte // the start of the next line, at most maxLine bytes
+	skip    bool   // drop the input up to and including the next '\n': the rest of a cut line
+	empty   int    // reads in a row that returned nothing
+	err     error  // what ended the input (io.EOF at the end); the blocks already cut come first
 }
 
+// minRead is the least room a read is given.
+const minRead = 64 << 10
+
 // fill appends whole lines, each ending in '\n', to dst until it holds at
-// least target bytes or the input ends (io.EOF, with what was read).
+// least target bytes or the input ends (then the error that ended it,
+// io.EOF at the end, with what was read).
 func (s *blockSource) fill(dst []byte, target int) ([]byte, error) {
 	for len(dst) < target {
-		if s.br.Buffered() == 0 {
-			if _, err := s.br.Peek(1); err != nil {
-				return dst, err
+		if s.err != nil {
+			if len(s.carry) > 0 { // a last line without a newline
+				dst = append(append(dst, s.carry...), '\n')
+				s.carry = s.carry[:0]
 			}
+			return dst, s.err
 		}
-		buffered, _ := s.br.Peek(s.br.Buffered())
-		if i := bytes.LastIndexByte(buffered, '\n'); i >= 0 {
-			// Whole lines, each shorter than the reader's buffer: copy them
-			// in one go.
-			dst = append(dst, buffered[:i+1]...)
-			if _, err := s.br.Discard(i + 1); err != nil {
-				return dst, err
-			}
-			continue
-		}
-		// One line that did not fit in what was buffered.
-		line, ok, err := s.readLine()
-		if ok {
-			dst = append(append(dst, line...), '\n')
-		}
+		lineStart := len(dst) // the line in progress: carry, then what is read
+		dst = append(dst, s.carry...)
+		s.carry = s.carry[:0]
+		dst = slices.Grow(dst, minRead)
+		readAt := len(dst)
+		// A read of at most maxLine bytes cannot hold a whole line that is
+		// too long: only the line in progress needs a length check.
+		n, err := s.r.Read(dst[readAt : readAt+min(cap(dst)-readAt, s.maxLine)])
+		dst = dst[:readAt+n]
 		if err != nil {
-			return dst, err
+			s.err = err
+		} else if n == 0 {
+			if s.empty++; s.empty >= 100 {
+				s.err = io.ErrNoProgress
+			}
+		} else {
+			s.empty = 0
+		}
+		if s.skip {
+			i := bytes.IndexByte(dst[readAt:], '\n')
+			if i < 0 {
+				dst = dst[:readAt]
+				continue
+			}
+			dst = append(dst[:readAt], dst[readAt+i+1:]...)
+			s.skip = false
+		}
+		if i := bytes.IndexByte(dst[readAt:], '\n'); i >= 0 {
+			if end := readAt + i; end-lineStart > s.maxLine {
+				dst = append(dst[:lineStart+s.maxLine], dst[end:]...)
+			}
+		}
+		last := lineStart + bytes.LastIndexByte(dst[lineStart:], '\n') + 1
+		s.carry = append(s.carry, dst[last:]...)
+		dst = dst[:last]
+		if len(s.carry) > s.maxLine {
+			dst = append(append(dst, s.carry[:s.maxLine]...), '\n')
+			s.carry = s.carry[:0]
+			s.skip = true
 		}
 	}
 	return dst, nil
-}
-
-// readLine reads one line like ScanLines (cut at maxLine, without '\n').
-// ok is false when there was nothing left.
-func (s *blockSource) readLine() (line []byte, ok bool, err error) {
-	var long []byte
-	for {
-		chunk, err := s.br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if room := s.maxLine - len(long); room > 0 {
-				long = append(long, chunk[:min(len(chunk), room)]...)
-			}
-			continue
-		}
-		if len(chunk) == 0 && long == nil {
-			return nil, false, err
-		}
-		chunk = bytes.TrimSuffix(chunk, []byte{'\n'})
-		if room := s.maxLine - len(long); room > 0 {
-			long = append(long, chunk[:min(len(chunk), room)]...)
-		}
-		if long == nil {
-			long = []byte{}
-		}
-		return long, true, err
-	}
 }

@@ -2,6 +2,8 @@ package serverlog
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -139,4 +141,81 @@ func FuzzScanParallel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, blockSize uint16, workers uint8) {
 		checkSameScan(t, "fuzz", data, 1+int(workers%4), 1+int(blockSize))
 	})
+}
+
+// chunkReader returns its data in pieces of the sizes it is given, in
+// turn, with an occasional empty read; then io.EOF.
+type chunkReader struct {
+	data  []byte
+	sizes []int
+	i     int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(r.sizes[r.i%len(r.sizes)], len(p), len(r.data))
+	r.i++
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// cutLines is the reference for blockSource: the lines of data (a last
+// one without a newline counts when it is not empty), each cut to maxLine
+// bytes and ended with '\n'.
+func cutLines(data []byte, maxLine int) []byte {
+	var out []byte
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		out = append(append(out, line[:min(len(line), maxLine)]...), '\n')
+	}
+	return out
+}
+
+func TestBlockSourceCutsLinesLikeScanLines(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 3000 {
+		var data []byte
+		for range r.IntN(30) {
+			data = append(data, bytes.Repeat([]byte{'a' + byte(r.IntN(26))}, r.IntN(40))...)
+			if r.IntN(4) > 0 {
+				data = append(data, '\n')
+			}
+		}
+		maxLine := 1 + r.IntN(50)
+		target := 1 + r.IntN(100)
+		sizes := []int{1 + r.IntN(70), r.IntN(3), 1 + r.IntN(200)}
+		src := blockSource{r: &chunkReader{data: data, sizes: sizes}, maxLine: maxLine}
+		var got []byte
+		for {
+			blk, err := src.fill(make([]byte, 0, target+r.IntN(10)), target)
+			if len(blk) > 0 && blk[len(blk)-1] != '\n' {
+				t.Fatalf("round %d: block %q does not end a line", round, blk)
+			}
+			got = append(got, blk...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if want := cutLines(data, maxLine); !bytes.Equal(got, want) {
+			t.Fatalf("round %d (maxLine %d, target %d, reads %v):\n got %q\nwant %q\n  in %q", round, maxLine, target, sizes, got, want, data)
+		}
+	}
+}
+
+func TestBlockSourceStopsOnNoProgress(t *testing.T) {
+	src := blockSource{r: &chunkReader{data: []byte("x"), sizes: []int{0}}, maxLine: 10}
+	if _, err := src.fill(nil, 5); !errors.Is(err, io.ErrNoProgress) {
+		t.Fatalf("err = %v, want io.ErrNoProgress", err)
+	}
 }
