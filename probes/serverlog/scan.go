@@ -69,6 +69,7 @@ func trimCR(line []byte) []byte {
 // order.
 type lineInfo struct {
 	found        event.Payload // Throughput, Prefill, SpecDecode or Ready, Line and Stamp set
+	ready        bool          // found is a Ready
 	foundServer  string        // the server that the finding shows
 	http         bool          // a "Uvicorn running on" line
 	httpURL      string
@@ -150,7 +151,7 @@ func (a *analyzer) analyzeRest(line []byte, lineNo int) lineInfo {
 	info := lineInfo{sglangPrefix: hasOwnPrefix(line)}
 	if r, ok := ParseReady(line); ok {
 		r.Line = lineNo
-		info.found, info.foundServer = r, r.Server
+		info.found, info.foundServer, info.ready = r, r.Server, true
 		return info
 	}
 	if url, sglangPrefix, ok := ParseHTTPBound(line); ok {
@@ -175,12 +176,10 @@ func (s *Scanner) apply(info *lineInfo, line []byte, n, lineNo int, emit func(ev
 			return
 		}
 	}
-	if info.found != nil {
-		if _, ready := info.found.(Ready); !ready {
-			s.saw(info.foundServer)
-			emit(info.found)
-			return
-		}
+	if info.found != nil && !info.ready {
+		s.saw(info.foundServer)
+		emit(info.found)
+		return
 	}
 	if info.benchStart {
 		if _, _, started := s.bench.feed(line, lineNo); started {
