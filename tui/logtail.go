@@ -139,7 +139,7 @@ func (t *logTail) reset(r serverlog.Reset) {
 		reason = "reset"
 	}
 	t.add(logEntry{
-		text: "── log " + reason + ", restarting at " + strconv.FormatInt(r.Offset, 10) + " ──",
+		text: "-- log " + reason + ", restarting at " + strconv.FormatInt(r.Offset, 10) + " --",
 		kind: lineMarker,
 	})
 }

@@ -168,13 +168,13 @@ func TestLogResetMarkerAndRing(t *testing.T) {
 	}
 	send(m, ev(0, serverlog.Reset{Reason: "truncated", Offset: 0}), ev(0, numbered(0, 2)))
 	body := logBody(m)
-	if body[len(body)-3] != "── log truncated, restarting at 0 ──" {
+	if body[len(body)-3] != "-- log truncated, restarting at 0 --" {
 		t.Errorf("reset marker: %q", body)
 	}
 	// The marker survives a filter, so the context of matches is visible.
 	press(m, "/")
 	typeText(m, "0001")
-	if got := logBody(m); len(got) != 2 || !strings.HasPrefix(got[0], "── log truncated") {
+	if got := logBody(m); len(got) != 2 || !strings.HasPrefix(got[0], "-- log truncated") {
 		t.Errorf("filtered with marker: %q", got)
 	}
 	// The filter drops matches that fall out of the ring.
@@ -473,7 +473,7 @@ func TestLogTitleKeepsStateOverPath(t *testing.T) {
 	if !strings.Contains(title, "paused wrap +2 new (G follows)") {
 		t.Errorf("state cut: %q", title)
 	}
-	if !strings.HasPrefix(title, "log …") || !strings.Contains(title, "/logs/sglang.log  paused") {
+	if !strings.HasPrefix(title, "log ...") || !strings.Contains(title, "/logs/sglang.log  paused") {
 		t.Errorf("path should lose its head: %q", title)
 	}
 	if w := ansi.StringWidth(title); w != 80 {

@@ -256,7 +256,9 @@ func (m *Model) logTitle(w int) string {
 			part{" " + strconv.Itoa(m.log.count()) + " lines (esc clears)", st.Dim})
 	}
 	// The state matters more than the path: a long path loses its head
-	// ("…/logs/sglang.log"), or goes, before the state is cut.
+	// (".../logs/sglang.log"), or goes, before the state is cut. Chrome is
+	// plain ASCII: box drawing and the ellipsis are ambiguous-width
+	// characters, two cells wide in some CJK terminal setups.
 	tailW := 0
 	for _, p := range tail {
 		tailW += textWidth(p.s)
@@ -268,7 +270,7 @@ func (m *Model) logTitle(w int) string {
 		case pw <= room:
 			path = " " + m.log.path
 		case room >= 12:
-			path = " …" + truncateLeft(m.log.path, room-1)
+			path = " ..." + truncateLeft(m.log.path, room-4)
 		}
 	}
 
@@ -288,7 +290,7 @@ func (m *Model) logTitle(w int) string {
 		put(p.s, p.t)
 	}
 	if n+2 <= w {
-		put(" "+strings.Repeat("─", w-n-1), st.Dim)
+		put(" "+strings.Repeat("-", w-n-1), st.Dim)
 	}
 	return b.String()
 }

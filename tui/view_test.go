@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"image/color"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 func TestComputeLayout(t *testing.T) {
@@ -228,5 +231,35 @@ func TestNoLogFollowedSaysSo(t *testing.T) {
 	w := newSized(80, 24, Options{})
 	if !strings.Contains(plain(w), "tok/s waiting for throughput lines in the log") || strings.Contains(plain(w), msg) {
 		t.Errorf("default should wait:\n%s", plain(w))
+	}
+}
+
+// TestChromeIsASCII: with ASCII data, everything on screen but the
+// sparkline's block glyphs and the wrap mark is ASCII. Box drawing, the
+// ellipsis and similar characters are ambiguous-width (two cells in some
+// CJK setups) and would misalign the screen in tmux.
+func TestChromeIsASCII(t *testing.T) {
+	allowed := map[rune]bool{'↳': true}
+	for _, g := range sparkGlyphs {
+		allowed[[]rune(g)[0]] = true
+	}
+	for _, size := range [][2]int{{80, 24}, {200, 60}, {50, 20}} {
+		m := newSized(size[0], size[1], Options{Label: "demo", LogPath: "/data/logs/" + strings.Repeat("very-long-dir/", 20) + "sglang.log"})
+		s := h200s(8)
+		send(m, ev(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2, Err: errors.New("EOF")}),
+			ev(time.Second, s), ev(time.Second, serverlog.Reset{Reason: "truncated"}),
+			ev(2*time.Second, serverlog.Lines{Lines: []serverlog.Line{{Text: []byte(strings.Repeat("a long ascii log line ", 20))}}}),
+			ev(3*time.Second, serverlog.Rate{TokPerSec: 82}), ev(4*time.Second, serverlog.Rate{TokPerSec: 83}),
+			ev(5*time.Second, gpu.Stale{Missed: 3}), ev(5*time.Second, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:01:00.0"}))
+		for _, wrap := range []bool{false, true} {
+			if wrap != m.Wrapping() {
+				m.Update(tea.KeyPressMsg{Code: 'w', Text: "w"})
+			}
+			for _, r := range plain(m) {
+				if r > 0x7e && !allowed[r] {
+					t.Fatalf("%dx%d wrap=%v: non-ASCII %q (U+%04X) in chrome:\n%s", size[0], size[1], wrap, r, r, plain(m))
+				}
+			}
+		}
 	}
 }

@@ -94,7 +94,7 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		Server:     f.server,
 		GPUProgram: f.nvidiaSMI,
 	}
-	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoColor: f.noColor},
+	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor},
 		func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, cfg, sink) })
 }
 

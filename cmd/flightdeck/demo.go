@@ -84,7 +84,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	if err != nil {
 		return err
 	}
-	label := "demo (simulated host)"
+	label := "demo"
 	server := "sglang" // the simulated server writes SGLang's format
 	if f.replayLog != "" {
 		server = "" // a replayed log may be vLLM's: infer it
@@ -131,7 +131,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			Server:   server,
 		}, sink)
 	}
-	return runCockpit(ctx, tui.Options{Host: label, NoColor: f.noColor}, live)
+	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor}, live)
 }
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",
