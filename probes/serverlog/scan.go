@@ -65,22 +65,50 @@ func trimCR(line []byte) []byte {
 
 // lineInfo is what the stateless part of the scanner finds on one line:
 // the parsers' results, ready to emit, and the failure signatures. Scan
-// computes it on several goroutines; apply then runs the stateful part in
-// order.
+// computes it on several goroutines and keeps one per line with findings;
+// apply then runs the stateful part in order. It is kept small (40 bytes)
+// because a busy log has a finding on most lines.
 type lineInfo struct {
-	found        event.Payload // Throughput, Prefill, SpecDecode or Ready, Line and Stamp set
-	ready        bool          // found is a Ready
-	foundServer  string        // the server that the finding shows
-	http         bool          // a "Uvicorn running on" line
-	httpURL      string
-	httpSGLang   bool // ... with SGLang's own prefix
-	benchStart   bool // the line can start benchmark output
-	sglangPrefix bool // the line starts with SGLang's "[YYYY-MM-DD HH:MM:SS"
-	fail         failureInfo
+	found  event.Payload // Throughput, Prefill, SpecDecode or Ready, Line and Stamp set
+	text   string        // infoHTTP: the URL; a failure: the line's rank tag ("" when none)
+	fail   classSet      // failure classes on the line
+	flags  infoFlags
+	server serverID // the server that found shows
+}
+
+// infoFlags are the yes/no findings of lineInfo.
+type infoFlags uint8
+
+const (
+	infoReady        infoFlags = 1 << iota // found is a Ready
+	infoHTTP                               // a "Uvicorn running on" line
+	infoHTTPSGLang                         // ... with SGLang's own prefix
+	infoBenchStart                         // the line can start benchmark output
+	infoSGLangPrefix                       // the line starts with SGLang's "[YYYY-MM-DD HH:MM:SS"
+	infoFrame                              // a traceback frame line (with fail set)
+)
+
+// serverID is ServerSGLang or ServerVLLM in one byte.
+type serverID uint8
+
+const (
+	serverNone serverID = iota
+	serverSGLang
+	serverVLLM
+)
+
+func serverIDOf(server string) serverID {
+	switch server {
+	case ServerSGLang:
+		return serverSGLang
+	case ServerVLLM:
+		return serverVLLM
+	}
+	return serverNone
 }
 
 func (i *lineInfo) empty() bool {
-	return i.found == nil && !i.http && !i.benchStart && !i.sglangPrefix && i.fail.set == 0
+	return i.found == nil && i.flags == 0 && i.fail == 0
 }
 
 // analyzer holds the scratch state of the stateless part: a buffer for
@@ -107,10 +135,13 @@ func (a *analyzer) intern(b []byte) string {
 func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 	if t, stamp, ok := parseSGLangDecode(line, &a.buf); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
-		return lineInfo{found: t, foundServer: ServerSGLang}
+		return lineInfo{found: t, server: serverSGLang}
 	}
 	if quiet(line) {
-		return lineInfo{sglangPrefix: hasOwnPrefix(line)}
+		if hasOwnPrefix(line) {
+			return lineInfo{flags: infoSGLangPrefix}
+		}
+		return lineInfo{}
 	}
 	return a.analyzeRest(line, lineNo)
 }
@@ -120,7 +151,7 @@ func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 func (a *analyzer) analyzeFull(line []byte, lineNo int) lineInfo {
 	if t, stamp, ok := parseSGLangDecode(line, &a.buf); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
-		return lineInfo{found: t, foundServer: ServerSGLang}
+		return lineInfo{found: t, server: serverSGLang}
 	}
 	return a.analyzeRest(line, lineNo)
 }
@@ -135,30 +166,43 @@ func hasOwnPrefix(line []byte) bool {
 func (a *analyzer) analyzeRest(line []byte, lineNo int) lineInfo {
 	if t, stamp, ok := parseVLLMThroughput(line, &a.buf); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
-		return lineInfo{found: t, foundServer: ServerVLLM}
+		return lineInfo{found: t, server: serverVLLM}
 	}
 	if p, stamp, ok := parseSGLangPrefill(line, &a.buf); ok {
 		p.Line, p.Stamp = lineNo, a.intern(stamp)
-		return lineInfo{found: p, foundServer: ServerSGLang}
+		return lineInfo{found: p, server: serverSGLang}
 	}
 	if sd, stamp, ok := parseVLLMSpecDecode(line, &a.buf); ok {
 		sd.Line, sd.Stamp = lineNo, a.intern(stamp)
-		return lineInfo{found: sd, foundServer: ServerVLLM}
+		return lineInfo{found: sd, server: serverVLLM}
 	}
 	if isBenchStart(line) {
-		return lineInfo{benchStart: true}
+		return lineInfo{flags: infoBenchStart}
 	}
-	info := lineInfo{sglangPrefix: hasOwnPrefix(line)}
+	var info lineInfo
+	if hasOwnPrefix(line) {
+		info.flags = infoSGLangPrefix
+	}
 	if r, ok := ParseReady(line); ok {
 		r.Line = lineNo
-		info.found, info.foundServer, info.ready = r, r.Server, true
+		info.found, info.server = r, serverIDOf(r.Server)
+		info.flags |= infoReady
 		return info
 	}
 	if url, sglangPrefix, ok := ParseHTTPBound(line); ok {
-		info.http, info.httpURL, info.httpSGLang = true, url, sglangPrefix
+		info.flags |= infoHTTP
+		if sglangPrefix {
+			info.flags |= infoHTTPSGLang
+		}
+		info.text = url
 		return info
 	}
-	info.fail = analyzeFailure(line, &a.buf)
+	if fi := analyzeFailure(line, &a.buf); fi.set != 0 {
+		info.fail, info.text = fi.set, fi.rank
+		if fi.frame {
+			info.flags |= infoFrame
+		}
+	}
 	return info
 }
 
@@ -176,50 +220,51 @@ func (s *Scanner) apply(info *lineInfo, line []byte, n, lineNo int, emit func(ev
 			return
 		}
 	}
-	if info.found != nil && !info.ready {
-		s.saw(info.foundServer)
+	if info.found != nil && info.flags&infoReady == 0 {
+		s.saw(info.server)
 		emit(info.found)
 		return
 	}
-	if info.benchStart {
+	if info.flags&infoBenchStart != 0 {
 		if _, _, started := s.bench.feed(line, lineNo); started {
 			return
 		}
 	}
-	if info.sglangPrefix {
+	if info.flags&infoSGLangPrefix != 0 {
 		s.sawSGLang = true
 	}
 	if info.found != nil { // Ready
-		s.saw(info.foundServer)
+		s.saw(info.server)
 		s.readyAt = n
 		emit(info.found)
 		return
 	}
-	if info.http {
+	if info.flags&infoHTTP != 0 {
 		sglang := s.Server == ServerSGLang || (s.Server == "" && s.sawSGLang)
-		if !sglang && !info.httpSGLang && (s.readyAt == 0 || n-s.readyAt > readyDedupLines) {
+		if !sglang && info.flags&infoHTTPSGLang == 0 && (s.readyAt == 0 || n-s.readyAt > readyDedupLines) {
 			s.readyAt = n
 			server := s.Server
 			if server == "" && s.sawVLLM {
 				server = ServerVLLM
 			}
-			emit(Ready{Server: server, URL: info.httpURL, Text: sanitize.Line(line), Line: lineNo})
+			emit(Ready{Server: server, URL: info.text, Text: sanitize.Line(line), Line: lineNo})
 		}
 		return
 	}
-	if info.fail.set != 0 {
-		s.failures = s.cls.feed(s.failures[:0], info.fail, line, n, lineNo)
+	if info.fail != 0 {
+		fi := failureInfo{set: info.fail, frame: info.flags&infoFrame != 0, rank: info.text}
+		s.failures = s.cls.feed(s.failures[:0], fi, line, n, lineNo)
 		for _, f := range s.failures {
 			emit(f)
 		}
 	}
 }
 
-func (s *Scanner) saw(server string) {
+func (s *Scanner) saw(server serverID) {
 	switch server {
-	case ServerSGLang:
+	case serverSGLang:
 		s.sawSGLang = true
-	case ServerVLLM:
+	case serverVLLM:
 		s.sawVLLM = true
 	}
 }

@@ -44,9 +44,9 @@ type block struct {
 
 // item is a line with findings.
 type item struct {
-	idx        int // line index in the block
-	start, end int // the line's bytes, without '\n'
 	info       lineInfo
+	idx        int32 // line index in the block
+	start, end int32 // the line's bytes, without '\n' (a block is a few MiB at most)
 }
 
 func scanBlocks(r io.Reader, emit func(event.Payload), workers, blockSize, maxLine int) (*Scanner, error) {
@@ -146,14 +146,14 @@ func (b *block) analyze(an *analyzer) {
 			info := an.analyze(line, lineNo)
 			// Seeing the SGLang prefix only matters once: later sightings
 			// in the block change nothing.
-			if info.sglangPrefix {
+			if info.flags&infoSGLangPrefix != 0 {
 				if sawPrefix {
-					info.sglangPrefix = false
+					info.flags &^= infoSGLangPrefix
 				}
 				sawPrefix = true
 			}
 			if !info.empty() {
-				b.items = append(b.items, item{idx: idx, start: pos, end: end, info: info})
+				b.items = append(b.items, item{idx: int32(idx), start: int32(pos), end: int32(end), info: info})
 			}
 		}
 		pos = end + 1
@@ -177,19 +177,19 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload)) {
 	}
 	for i := range b.items {
 		it := &b.items[i]
-		walk(it.idx)
-		lineNo := b.firstLine + it.idx
-		if it.info.found != nil && !it.info.ready && !s.bench.active() {
+		walk(int(it.idx))
+		lineNo := b.firstLine + int(it.idx)
+		if it.info.found != nil && it.info.flags&infoReady == 0 && !s.bench.active() {
 			// What apply does with a parser's finding outside a table,
 			// without touching the line: its bytes were last seen by
 			// another core, and reading them costs a cache miss.
 			s.n = lineNo - skipped
-			s.saw(it.info.foundServer)
+			s.saw(it.info.server)
 			emit(it.info.found)
 		} else {
 			s.apply(&it.info, trimCR(b.data[it.start:it.end]), lineNo-skipped, lineNo, emit)
 		}
-		pos, idx = it.end+1, it.idx+1
+		pos, idx = int(it.end)+1, int(it.idx)+1
 	}
 	walk(b.lines)
 }
