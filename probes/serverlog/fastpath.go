@@ -1,6 +1,9 @@
 package serverlog
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Fast paths for the lines that make up most of a busy SGLang log: the
 // decode and prefill batch lines in the layouts SGLang prints itself. Each
@@ -448,4 +451,26 @@ func isStamp(b []byte) bool {
 func stampWord(w, tmpl, sep uint64) bool {
 	x := w ^ tmpl
 	return x&sep == 0 && ((x+0x7676767676767676)|x)&0x8080808080808080 == 0
+}
+
+// indexAfterOwnPrefix is bytes.Index(line, kw) for a kw with a lower-case
+// letter, looked for first right after SGLang's own prefix "[2025-10-22
+// 10:27:57] " or "[2025-10-22 10:27:57 DP1 TP0] ": that prefix (digits,
+// separators, capitals) cannot hold kw, so kw found there is the first.
+func indexAfterOwnPrefix(line, kw []byte) int {
+	if len(line) > 22 && line[0] == '[' && isStamp(line[1:]) {
+		for j := 20; j < len(line)-1 && j < 40; j++ {
+			c := line[j]
+			if c == ']' {
+				if line[j+1] == ' ' && bytes.HasPrefix(line[j+2:], kw) {
+					return j + 2
+				}
+				break
+			}
+			if !(c == ' ' || isDigit(c) || c >= 'A' && c <= 'Z') {
+				break
+			}
+		}
+	}
+	return bytes.Index(line, kw)
 }

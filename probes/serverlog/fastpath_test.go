@@ -30,12 +30,15 @@ func checkFastPaths(t *testing.T, line []byte) {
 	if got, want := isStamp(line), len(line) >= 19 && matchShape(line[:19], "dddd-dd-dd dd:dd:dd"); got != want {
 		t.Fatalf("isStamp(%q) = %v", line, got)
 	}
+	if got, want := indexAfterOwnPrefix(line, kwDecodeBatch), bytes.Index(line, kwDecodeBatch); got != want {
+		t.Fatalf("indexAfterOwnPrefix(%q) = %d, want %d", line, got, want)
+	}
 	if plainOwnPrefix(line) && sanitize.HasEscapes(line) {
 		t.Fatalf("plainOwnPrefix(%q) but it has escapes", line)
 	}
 	var a, b analyzer
 	if got, want := a.analyze(line, 7), b.analyzeFull(line, 7); !reflect.DeepEqual(got, want) {
-		t.Fatalf("analyze(%q) with the quiet filter (quiet=%v):\n got %+v\nwant %+v", line, quiet(line), got, want)
+		t.Fatalf("analyze(%q) with the quiet filter (quiet=%v):\n got %+v\nwant %+v", line, quiet(line, hasOwnPrefix(line)), got, want)
 	}
 }
 
@@ -97,7 +100,7 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 		checkFastPaths(t, []byte(l))
 	}
 	for _, l := range append(benchOther[:], []byte(fastPathLines[18])) {
-		if !quiet(l) {
+		if !quiet(l, hasOwnPrefix(l)) {
 			t.Errorf("an ordinary line is not quiet: %q", l)
 		}
 	}
@@ -124,8 +127,21 @@ func TestQuietCoversKeywords(t *testing.T) {
 		if !covered {
 			t.Errorf("no quiet pair in keyword %q", kw)
 		}
-		if quiet(kw) {
+		if quiet(kw, false) {
 			t.Errorf("quiet(%q)", kw)
+		}
+	}
+}
+
+// TestQuietPairs checks what quiet's skipping of the stamp relies on: no
+// pair starts with a byte of "2025-10-22 10:27:57".
+func TestQuietPairs(t *testing.T) {
+	for _, p := range quietPairs {
+		if len(p) != 2 {
+			t.Errorf("quiet pair %q is not two bytes", p)
+		}
+		if isDigit(p[0]) || p[0] == '-' || p[0] == ' ' || p[0] == ':' {
+			t.Errorf("quiet pair %q starts with a byte of a timestamp", p)
 		}
 	}
 }

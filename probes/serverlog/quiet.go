@@ -66,13 +66,21 @@ var quietTable = func() (t [1 << 16 / 64]uint64) {
 
 // quiet reports that the general analysis (analyzeRest) finds nothing on
 // line: no keyword of any parser, no failure signature, no escape
-// sequence. Lines shorter than two bytes are never quiet.
-func quiet(line []byte) bool {
+// sequence. Lines shorter than two bytes are never quiet. ownPrefix says
+// that line starts with SGLang's "[2025-10-22 10:27:57": no pair of the
+// table starts with a digit, '-', ' ' or ':' (TestQuietPairs), and the
+// '[' before four digits starts no colour code, so the scan starts after
+// the stamp.
+func quiet(line []byte, ownPrefix bool) bool {
 	if len(line) < 2 || line[len(line)-1] == 0x1b {
 		return false
 	}
-	prev := uint32(line[0])
-	for i := 1; i < len(line); i++ {
+	from := 1
+	if ownPrefix {
+		from = 21 // the first pair looked at is line[20:22]
+	}
+	prev := uint32(line[from-1])
+	for i := from; i < len(line); i++ {
 		c := uint32(line[i])
 		k := prev | c<<8
 		prev = c

@@ -137,8 +137,9 @@ func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverSGLang}
 	}
-	if quiet(line) {
-		if hasOwnPrefix(line) {
+	own := hasOwnPrefix(line)
+	if quiet(line, own) {
+		if own {
 			return lineInfo{flags: infoSGLangPrefix}
 		}
 		return lineInfo{}

@@ -48,7 +48,7 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 // parseSGLangDecode is ParseSGLangDecode without the Stamp string: the
 // stamp is returned as bytes of line or buf, for the caller to intern.
 func parseSGLangDecode(line []byte, buf *[cleanBufSize]byte) (Throughput, []byte, bool) {
-	at := bytes.Index(line, kwDecodeBatch)
+	at := indexAfterOwnPrefix(line, kwDecodeBatch)
 	if at < 0 {
 		return Throughput{}, nil, false
 	}
@@ -263,7 +263,7 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 
 // parseSGLangPrefill is ParseSGLangPrefill returning the stamp as bytes.
 func parseSGLangPrefill(line []byte, buf *[cleanBufSize]byte) (Prefill, []byte, bool) {
-	at := bytes.Index(line, kwPrefillBatch)
+	at := indexAfterOwnPrefix(line, kwPrefillBatch)
 	if at < 0 {
 		return Prefill{}, nil, false
 	}
