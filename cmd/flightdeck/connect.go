@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -134,7 +135,15 @@ func explainDialError(target string, err error) error {
 	return fmt.Errorf("connect %s: %w", target, err)
 }
 
+// screenOpen is set while the cockpit owns the terminal: a passphrase
+// asked for then (a reconnect needing a key not asked for before) cannot be
+// typed, so it is refused with a way out instead.
+var screenOpen atomic.Bool
+
 func promptPassphrase(file string) ([]byte, error) {
+	if screenOpen.Load() {
+		return nil, fmt.Errorf("key %s needs a passphrase while the cockpit is open: add it to ssh-agent (ssh-add %s)", file, file)
+	}
 	fmt.Fprintf(os.Stderr, "Enter passphrase for key %s: ", file)
 	defer fmt.Fprintln(os.Stderr)
 	return term.ReadPassword(os.Stdin.Fd())
@@ -159,7 +168,9 @@ func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Con
 		liveDone <- err
 	}()
 
+	screenOpen.Store(true)
 	uiErr := tui.Run(ctx, tui.New(opts), events)
+	screenOpen.Store(false)
 	cancel()
 	liveErr := <-liveDone
 	stream.Close()
