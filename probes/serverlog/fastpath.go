@@ -62,74 +62,74 @@ func fastKey(body []byte) (uint8, int) {
 	if len(body) < 8 {
 		return fkNone, 0
 	}
-	// Each case compares the rest of its key as constant strings of at
-	// most 16 bytes, which the compiler turns into loads, not calls.
+	// Each case compares the rest of its key with string literals (see
+	// hasKey).
 	rest := body[8:]
 	switch binary.LittleEndian.Uint64(body) {
 	case k8RunningReq: // #running-req:
-		if hasKey(rest, "-req: ") {
+		if len(rest) >= 6 && string(rest[:6]) == "-req: " {
 			return fkRunning, 14
 		}
 	case k8Token: // #token:
 		return fkToken, 8
 	case k8QueueReq: // #queue-req:
-		if hasKey(rest, "eq: ") {
+		if len(rest) >= 4 && string(rest[:4]) == "eq: " {
 			return fkQueued, 12
 		}
 	case k8NewSeq: // #new-seq:
-		if hasKey(rest, ": ") {
+		if len(rest) >= 2 && string(rest[:2]) == ": " {
 			return fkNewSeq, 10
 		}
 	case k8NewToken: // #new-token:
-		if hasKey(rest, "en: ") {
+		if len(rest) >= 4 && string(rest[:4]) == "en: " {
 			return fkNewToken, 12
 		}
 	case k8CachedToken: // #cached-token:
-		if hasKey(rest, "token: ") {
+		if len(rest) >= 7 && string(rest[:7]) == "token: " {
 			return fkCachedToken, 15
 		}
 	case k8FullToken: // #full token:
-		if hasKey(rest, "ken: ") {
+		if len(rest) >= 5 && string(rest[:5]) == "ken: " {
 			return fkToken, 13
 		}
 	case k8TokenUsage: // token usage:
-		if hasKey(rest, "age: ") {
+		if len(rest) >= 5 && string(rest[:5]) == "age: " {
 			return fkTokenUsage, 13
 		}
 	case k8FullTokenUsage: // full token usage:
-		if hasKey(rest, "en usage: ") {
+		if len(rest) >= 10 && string(rest[:10]) == "en usage: " {
 			return fkTokenUsage, 18
 		}
 	case k8AcceptLen: // accept len:
-		if hasKey(rest, "en: ") {
+		if len(rest) >= 4 && string(rest[:4]) == "en: " {
 			return fkAcceptLen, 12
 		}
 	case k8AcceptRate: // accept rate:
-		if hasKey(rest, "ate: ") {
+		if len(rest) >= 5 && string(rest[:5]) == "ate: " {
 			return fkAcceptRate, 13
 		}
 	case k8CudaGraph: // cuda graph:
-		if hasKey(rest, "ph: ") {
+		if len(rest) >= 4 && string(rest[:4]) == "ph: " {
 			return fkGraph, 12
 		}
 	case k8CpuGraph: // cpu graph:
-		if hasKey(rest, "h: ") {
+		if len(rest) >= 3 && string(rest[:3]) == "h: " {
 			return fkGraph, 11
 		}
 	case k8NpuGraph: // npu graph:
-		if hasKey(rest, "h: ") {
+		if len(rest) >= 3 && string(rest[:3]) == "h: " {
 			return fkGraph, 11
 		}
 	case k8CacheHitRate: // cache hit rate:
-		if hasKey(rest, "t rate: ") {
+		if len(rest) >= 8 && string(rest[:8]) == "t rate: " {
 			return fkCacheHitRate, 16
 		}
 	case k8GenThroughputTokenS: // gen throughput (token/s):
-		if len(rest) >= 18 && hasKey(rest, "ughput (token/s)") && hasKey(rest[16:], ": ") {
+		if len(rest) >= 18 && string(rest[:16]) == "ughput (token/s)" && string(rest[16:18]) == ": " {
 			return fkGenThroughput, 26
 		}
 	case k8InputThroughputTokenS: // input throughput (token/s):
-		if len(rest) >= 20 && hasKey(rest, "roughput (token/") && hasKey(rest[16:], "s): ") {
+		if len(rest) >= 20 && string(rest[:16]) == "roughput (token/" && string(rest[16:20]) == "s): " {
 			return fkInputThroughput, 28
 		}
 	}
@@ -189,25 +189,36 @@ func numInt(mant uint64, digits, frac int) (int64, bool) {
 // anything else.
 func scanBool(v []byte) (b bool, n int) {
 	switch {
-	case hasKey(v, "True"):
+	case len(v) >= 4 && string(v[:4]) == "True":
 		return true, 4
-	case hasKey(v, "False"):
+	case len(v) >= 5 && string(v[:5]) == "False":
 		return false, 5
 	}
 	return false, 0
 }
 
+// hasKey reports whether b starts with key. The hot paths spell the test
+// out instead, as len(b) >= n && string(b[:n]) == "literal": with the
+// literal in place (at most 16 bytes) the compiler compares loaded words,
+// while through this helper it calls memequal.
 func hasKey(b []byte, key string) bool {
 	return len(b) >= len(key) && string(b[:len(key)]) == key
 }
 
 // decodeFieldsFast is decodeFields for a line whose fields are all keys
 // of fastKey with plain values. sure is false when the line has anything
-// else; the other results are then meaningless.
-func decodeFieldsFast(line []byte, at int) (t Throughput, stamp []byte, ok, bad, sure bool) {
+// else; the other results are then meaningless. own says that line[:at] is
+// the line's own prefix (see ownPrefixEnd).
+func decodeFieldsFast(line []byte, at int, own bool) (t Throughput, stamp []byte, ok, bad, sure bool) {
 	body, ok := batchBody(line[at+len(kwDecodeBatch):])
 	if !ok {
 		return Throughput{}, nil, false, false, true
+	}
+	t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	if decodeLayout(body, &t) {
+		rank, dp, stamp := prefixRankStamp(line[:at], own)
+		t.Rank, t.DP = rank, dp
+		return t, stamp, true, false, true
 	}
 	t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	haveRate := false
@@ -288,14 +299,118 @@ func decodeFieldsFast(line []byte, at int) (t Throughput, stamp []byte, ok, bad,
 	if !haveRate {
 		return Throughput{}, nil, false, bad, true
 	}
-	rank, dp, stamp := prefixRankStamp(line[:at])
+	rank, dp, stamp := prefixRankStamp(line[:at], own)
 	t.Rank, t.DP = rank, dp
 	return t, stamp, true, bad, true
 }
 
+// decodeLayout reads the fields of a decode line in the layout SGLang's
+// scheduler has printed since 2025 (keys in this order, the accept pair
+// only with speculative decoding):
+//
+//	#running-req: N, #token: N, token usage: F, [accept len: F, accept rate: F, ]cuda graph: B, gen throughput (token/s): F, #queue-req: N[, ]
+//
+// into t, and reports whether the line was exactly that. Each value is
+// read as decodeFieldsGeneral reads it; a value that it would refuse, or
+// read on the slow path, makes decodeLayout give up instead.
+func decodeLayout(b []byte, t *Throughput) bool {
+	if len(b) < 14 || string(b[:14]) != "#running-req: " {
+		return false
+	}
+	m, d, f, b, _, ok := layoutNum(b[len("#running-req: "):])
+	if !ok || f >= 0 || d > 18 || (len(b) < 8 || string(b[:8]) != "#token: ") {
+		return false
+	}
+	t.Running = int(m)
+	if m, d, f, b, _, ok = layoutNum(b[len("#token: "):]); !ok || f >= 0 || d > 18 || (len(b) < 13 || string(b[:13]) != "token usage: ") {
+		return false
+	}
+	t.Tokens = int64(m)
+	if m, d, f, b, _, ok = layoutNum(b[len("token usage: "):]); !ok || d > 15 {
+		return false
+	}
+	t.TokenUsage = float64(int64(m)) / pow10[max(f, 0)]
+	t.Has = HasRunning | HasTokens | HasTokenUsage
+	if len(b) >= 12 && string(b[:12]) == "accept len: " {
+		if m, d, f, b, _, ok = layoutNum(b[len("accept len: "):]); !ok || d > 15 || (len(b) < 13 || string(b[:13]) != "accept rate: ") {
+			return false
+		}
+		t.AcceptLength = float64(int64(m)) / pow10[max(f, 0)]
+		if m, d, f, b, _, ok = layoutNum(b[len("accept rate: "):]); !ok || d > 15 {
+			return false
+		}
+		t.AcceptRate = float64(int64(m)) / pow10[max(f, 0)]
+		t.Has |= HasAcceptLength | HasAcceptRate
+	}
+	if len(b) < 12 || string(b[:12]) != "cuda graph: " {
+		return false
+	}
+	switch b = b[len("cuda graph: "):]; {
+	case (len(b) >= 6 && string(b[:6]) == "True, "):
+		t.CUDAGraph, b = true, b[len("True, "):]
+	case (len(b) >= 7 && string(b[:7]) == "False, "):
+		b = b[len("False, "):]
+	default:
+		return false
+	}
+	t.Has |= HasCUDAGraph
+	if len(b) < 26 || string(b[:16]) != "gen throughput (" || string(b[16:26]) != "token/s): " {
+		return false
+	}
+	// A rate that ends the line or has no decimals may have been cut.
+	m, d, f, b, last, ok := layoutNum(b[len("gen throughput (token/s): "):])
+	if !ok || last || f <= 0 || d > 15 || (len(b) < 12 || string(b[:12]) != "#queue-req: ") {
+		return false
+	}
+	t.TokPerSec = float64(int64(m)) / pow10[f]
+	if m, d, f, b, _, ok = layoutNum(b[len("#queue-req: "):]); !ok || f >= 0 || d > 18 || len(b) > 0 {
+		return false
+	}
+	t.Queued = int(m)
+	t.Has |= HasQueued
+	return true
+}
+
+// layoutNum reads a plain number (see scanNum) at the start of b, and the
+// ", " after it unless the number ends b (last). rest is what follows.
+func layoutNum(b []byte) (mant uint64, digits, frac int, rest []byte, last, ok bool) {
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		mant = mant*10 + uint64(c)
+	}
+	if i == 0 {
+		return 0, 0, 0, nil, false, false
+	}
+	digits, frac = i, -1
+	if i+1 < len(b) && b[i] == '.' && b[i+1]-'0' <= 9 {
+		i++
+		d := i
+		for ; i < len(b); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			mant = mant*10 + uint64(c)
+		}
+		frac = i - d
+		digits += frac
+	}
+	if i == len(b) {
+		return mant, digits, frac, nil, true, true
+	}
+	if i+1 < len(b) && b[i] == ',' && b[i+1] == ' ' {
+		return mant, digits, frac, b[i+2:], false, true
+	}
+	return 0, 0, 0, nil, false, false
+}
+
 // prefillFieldsFast is prefillFields for a line whose fields are all keys
 // of fastKey with plain values; sure as for decodeFieldsFast.
-func prefillFieldsFast(line []byte, at int) (p Prefill, stamp []byte, ok, bad, sure bool) {
+func prefillFieldsFast(line []byte, at int, own bool) (p Prefill, stamp []byte, ok, bad, sure bool) {
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
 		return Prefill{}, nil, false, false, true
@@ -392,22 +507,22 @@ func prefillFieldsFast(line []byte, at int) (p Prefill, stamp []byte, ok, bad, s
 	if p.Has&(HasNewSeq|HasNewTokens) == 0 {
 		return Prefill{}, nil, false, bad, true
 	}
-	rank, dp, stamp := prefixRankStamp(line[:at])
+	rank, dp, stamp := prefixRankStamp(line[:at], own)
 	p.Rank, p.DP = rank, dp
 	return p, stamp, true, bad, true
 }
 
 // prefixRankStamp returns the interned rank tag, DP rank and timestamp of a
-// batch line's prefix, as findRank, internRank and findStamp do. SGLang's
-// own prefixes "[2025-10-22 10:27:57] " and "[2025-10-22 10:27:57 TP3] "
-// are read directly.
-func prefixRankStamp(prefix []byte) (rank string, dp int, stamp []byte) {
-	if len(prefix) >= 22 && prefix[0] == '[' && isStamp(prefix[1:]) {
+// batch line's prefix, as findRank, internRank and findStamp do. own says
+// that prefix is the line's own prefix (see ownPrefixEnd); then
+// "[2025-10-22 10:27:57] " and "[2025-10-22 10:27:57 TP3] " are read
+// directly.
+func prefixRankStamp(prefix []byte, own bool) (rank string, dp int, stamp []byte) {
+	if own {
 		switch rest := prefix[20:]; {
-		case len(rest) == 2 && rest[0] == ']' && rest[1] == ' ':
+		case len(rest) == 2:
 			return "", -1, prefix[1:20]
-		case len(rest) >= 6 && len(rest) <= 7 && rest[0] == ' ' && rest[1] == 'T' && rest[2] == 'P' &&
-			rest[len(rest)-2] == ']' && rest[len(rest)-1] == ' ':
+		case (len(rest) == 6 || len(rest) == 7) && rest[0] == ' ' && rest[1] == 'T' && rest[2] == 'P':
 			if n, ok := rankToken(rest[1 : len(rest)-2]); ok && n < len(tpTags) {
 				return tpTags[n], -1, prefix[1:20]
 			}
@@ -453,24 +568,46 @@ func stampWord(w, tmpl, sep uint64) bool {
 	return x&sep == 0 && ((x+0x7676767676767676)|x)&0x8080808080808080 == 0
 }
 
-// indexAfterOwnPrefix is bytes.Index(line, kw) for a kw with a lower-case
-// letter, looked for first right after SGLang's own prefix "[2025-10-22
-// 10:27:57] " or "[2025-10-22 10:27:57 DP1 TP0] ": that prefix (digits,
-// separators, capitals) cannot hold kw, so kw found there is the first.
-func indexAfterOwnPrefix(line, kw []byte) int {
-	if len(line) > 22 && line[0] == '[' && isStamp(line[1:]) {
-		for j := 20; j < len(line)-1 && j < 40; j++ {
-			c := line[j]
-			if c == ']' {
-				if line[j+1] == ' ' && bytes.HasPrefix(line[j+2:], kw) {
-					return j + 2
-				}
-				break
+// ownPrefixEnd returns the length of SGLang's own line prefix
+// "[2025-10-22 10:27:57] " or "[2025-10-22 10:27:57 DP1 TP0] " at the start
+// of line: '[', a timestamp, spaces, digits and capitals, "] ". It is 0
+// when line does not start with one. Such a prefix holds no lower-case
+// letter, '[' (but the first), '#' or ESC, which the parsers use: a
+// keyword with a lower-case letter found right after it is its first
+// occurrence, and it has no escape sequence (the '[' before four digits
+// starts none).
+func ownPrefixEnd(line []byte) int {
+	if len(line) < 22 || line[0] != '[' || !isStamp(line[1:]) {
+		return 0
+	}
+	for j := 20; j < len(line)-1 && j < 40; j++ {
+		switch c := line[j]; {
+		case c == ']':
+			if line[j+1] == ' ' {
+				return j + 2
 			}
-			if !(c == ' ' || isDigit(c) || c >= 'A' && c <= 'Z') {
-				break
-			}
+			return 0
+		case c != ' ' && !isDigit(c) && (c < 'A' || c > 'Z'):
+			return 0
 		}
 	}
-	return bytes.Index(line, kw)
+	return 0
+}
+
+// indexDecodeBatch is bytes.Index(line, kwDecodeBatch), checked first
+// right after the line's own prefix (own from ownPrefixEnd).
+func indexDecodeBatch(line []byte, own int) int {
+	// A string literal, not kwDecodeBatch: see hasKey.
+	if b := line[own:]; own > 0 && len(b) >= 12 && string(b[:12]) == "Decode batch" {
+		return own
+	}
+	return bytes.Index(line, kwDecodeBatch)
+}
+
+// indexPrefillBatch is indexDecodeBatch for kwPrefillBatch.
+func indexPrefillBatch(line []byte, own int) int {
+	if b := line[own:]; own > 0 && len(b) >= 13 && string(b[:13]) == "Prefill batch" {
+		return own
+	}
+	return bytes.Index(line, kwPrefillBatch)
 }

@@ -14,14 +14,14 @@ import (
 func checkFastPaths(t *testing.T, line []byte) {
 	t.Helper()
 	if at := bytes.Index(line, kwDecodeBatch); at >= 0 {
-		ft, fstamp, fok, fbad, sure := decodeFieldsFast(line, at)
+		ft, fstamp, fok, fbad, sure := decodeFieldsFast(line, at, at > 0 && at == ownPrefixEnd(line))
 		gt, gstamp, gok, gbad := decodeFieldsGeneral(line, at)
 		if sure && (!reflect.DeepEqual(ft, gt) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
 			t.Fatalf("decode fast path on %q:\n got %+v %q ok=%v bad=%v\nwant %+v %q ok=%v bad=%v", line, ft, fstamp, fok, fbad, gt, gstamp, gok, gbad)
 		}
 	}
 	if at := bytes.Index(line, kwPrefillBatch); at >= 0 {
-		fp, fstamp, fok, fbad, sure := prefillFieldsFast(line, at)
+		fp, fstamp, fok, fbad, sure := prefillFieldsFast(line, at, at > 0 && at == ownPrefixEnd(line))
 		gp, gstamp, gok, gbad := prefillFieldsGeneral(line, at)
 		if sure && (!reflect.DeepEqual(fp, gp) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
 			t.Fatalf("prefill fast path on %q:\n got %+v %q ok=%v bad=%v\nwant %+v %q ok=%v bad=%v", line, fp, fstamp, fok, fbad, gp, gstamp, gok, gbad)
@@ -30,11 +30,20 @@ func checkFastPaths(t *testing.T, line []byte) {
 	if got, want := isStamp(line), len(line) >= 19 && matchShape(line[:19], "dddd-dd-dd dd:dd:dd"); got != want {
 		t.Fatalf("isStamp(%q) = %v", line, got)
 	}
-	if got, want := indexAfterOwnPrefix(line, kwDecodeBatch), bytes.Index(line, kwDecodeBatch); got != want {
-		t.Fatalf("indexAfterOwnPrefix(%q) = %d, want %d", line, got, want)
+	own := ownPrefixEnd(line)
+	if got, want := indexDecodeBatch(line, own), bytes.Index(line, kwDecodeBatch); got != want {
+		t.Fatalf("indexDecodeBatch(%q) = %d, want %d", line, got, want)
 	}
-	if plainOwnPrefix(line) && sanitize.HasEscapes(line) {
-		t.Fatalf("plainOwnPrefix(%q) but it has escapes", line)
+	if got, want := indexPrefillBatch(line, own), bytes.Index(line, kwPrefillBatch); got != want {
+		t.Fatalf("indexPrefillBatch(%q) = %d, want %d", line, got, want)
+	}
+	if own > 0 {
+		if sanitize.HasEscapes(line[:own]) || bytes.Contains(line[:own], kwDecodeBatch[:2]) || bytes.Contains(line[:own], kwPrefillBatch[:2]) {
+			t.Fatalf("ownPrefixEnd(%q) = %d, but the prefix has escapes or a keyword start", line, own)
+		}
+		if !hasOwnPrefix(line) {
+			t.Fatalf("ownPrefixEnd(%q) = %d without a stamp", line, own)
+		}
 	}
 	var a, b analyzer
 	if got, want := a.analyze(line, 7), b.analyzeFull(line, 7); !reflect.DeepEqual(got, want) {
@@ -84,14 +93,16 @@ var fastPathLines = []string{
 func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 	for _, l := range fastPathLines[:7] {
 		line := []byte(l)
-		if _, _, _, _, sure := decodeFieldsFast(line, bytes.Index(line, kwDecodeBatch)); !sure {
+		at := bytes.Index(line, kwDecodeBatch)
+		if _, _, _, _, sure := decodeFieldsFast(line, at, at == ownPrefixEnd(line)); !sure {
 			t.Errorf("decode fast path gave up on %q", l)
 		}
 		checkFastPaths(t, line)
 	}
 	for _, l := range fastPathLines[13:16] {
 		line := []byte(l)
-		if _, _, _, _, sure := prefillFieldsFast(line, bytes.Index(line, kwPrefillBatch)); !sure {
+		at := bytes.Index(line, kwPrefillBatch)
+		if _, _, _, _, sure := prefillFieldsFast(line, at, at == ownPrefixEnd(line)); !sure {
 			t.Errorf("prefill fast path gave up on %q", l)
 		}
 		checkFastPaths(t, line)

@@ -30,33 +30,16 @@ func clean(line []byte, buf *[cleanBufSize]byte) []byte {
 // it strips escape sequences into buf when the line has a raw ESC anywhere
 // or a damaged escape ("[32m", "#033[2m") before the keyword. Damaged
 // escapes after the keyword are looked for only when the first parse fails
-// (cleanAgain), so a plain line costs two short scans. It returns the line
-// to parse, the keyword's position in it (-1 when stripping removed it) and
-// whether it was cleaned.
-func cleanFirst(line []byte, at int, kw []byte, buf *[cleanBufSize]byte) ([]byte, int, bool) {
-	if bytes.IndexByte(line, 0x1b) < 0 && (plainOwnPrefix(line[:at]) || !sanitize.HasEscapes(line[:at])) {
+// (cleanAgain), so a plain line costs two short scans. ownPrefix says that
+// line[:at] is the line's own SGLang prefix (ownPrefixEnd), which has no
+// escapes. It returns the line to parse, the keyword's position in it (-1
+// when stripping removed it) and whether it was cleaned.
+func cleanFirst(line []byte, at int, kw []byte, buf *[cleanBufSize]byte, ownPrefix bool) ([]byte, int, bool) {
+	if bytes.IndexByte(line, 0x1b) < 0 && (ownPrefix || !sanitize.HasEscapes(line[:at])) {
 		return line, at, false
 	}
 	line = sanitize.AppendStripped(buf[:0], line)
 	return line, bytes.Index(line, kw), true
-}
-
-// plainOwnPrefix reports a prefix that is SGLang's own "[2025-10-22
-// 10:27:57" followed by bytes none of which is '[', '#' or ESC: such a
-// prefix has no escape sequence (sanitize.HasEscapes is false), since the
-// only '[' is followed by four digits, which no colour code is, and "#033["
-// cannot occur. It is cheaper than HasEscapes on the prefix of nearly every
-// batch line.
-func plainOwnPrefix(prefix []byte) bool {
-	if len(prefix) < 20 || prefix[0] != '[' || !isStamp(prefix[1:]) {
-		return false
-	}
-	for _, c := range prefix[20:] {
-		if c == '[' || c == '#' || c == 0x1b {
-			return false
-		}
-	}
-	return true
 }
 
 // cleanAgain strips a line whose first parse failed or met an unreadable

@@ -133,28 +133,29 @@ func (a *analyzer) intern(b []byte) string {
 // first that recognises it. Lines that the quiet filter clears skip all
 // but the first parser; analyzeFull is the same without the filter.
 func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
-	if t, stamp, ok := parseSGLangDecode(line, &a.buf); ok {
+	own := ownPrefixEnd(line)
+	if t, stamp, ok := parseSGLangDecode(line, &a.buf, own); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverSGLang}
 	}
-	own := hasOwnPrefix(line)
-	if quiet(line, own) {
-		if own {
+	stamped := own > 0 || hasOwnPrefix(line)
+	if quiet(line, stamped) {
+		if stamped {
 			return lineInfo{flags: infoSGLangPrefix}
 		}
 		return lineInfo{}
 	}
-	return a.analyzeRest(line, lineNo)
+	return a.analyzeRest(line, lineNo, own)
 }
 
-// analyzeFull is analyze without the quiet filter: the reference that the
-// filter must agree with.
+// analyzeFull is analyze without the quiet filter and without the own
+// prefix shortcuts: the reference that they must agree with.
 func (a *analyzer) analyzeFull(line []byte, lineNo int) lineInfo {
-	if t, stamp, ok := parseSGLangDecode(line, &a.buf); ok {
+	if t, stamp, ok := parseSGLangDecode(line, &a.buf, 0); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverSGLang}
 	}
-	return a.analyzeRest(line, lineNo)
+	return a.analyzeRest(line, lineNo, 0)
 }
 
 // hasOwnPrefix reports whether line starts with SGLang's
@@ -163,13 +164,14 @@ func hasOwnPrefix(line []byte) bool {
 	return len(line) > 20 && line[0] == '[' && isStamp(line[1:])
 }
 
-// analyzeRest is analyze after the decode parser.
-func (a *analyzer) analyzeRest(line []byte, lineNo int) lineInfo {
+// analyzeRest is analyze after the decode parser; own is
+// ownPrefixEnd(line), or 0 to do without.
+func (a *analyzer) analyzeRest(line []byte, lineNo, own int) lineInfo {
 	if t, stamp, ok := parseVLLMThroughput(line, &a.buf); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverVLLM}
 	}
-	if p, stamp, ok := parseSGLangPrefill(line, &a.buf); ok {
+	if p, stamp, ok := parseSGLangPrefill(line, &a.buf, own); ok {
 		p.Line, p.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: p, server: serverSGLang}
 	}
@@ -181,7 +183,7 @@ func (a *analyzer) analyzeRest(line []byte, lineNo int) lineInfo {
 		return lineInfo{flags: infoBenchStart}
 	}
 	var info lineInfo
-	if hasOwnPrefix(line) {
+	if own > 0 || hasOwnPrefix(line) {
 		info.flags = infoSGLangPrefix
 	}
 	if r, ok := ParseReady(line); ok {

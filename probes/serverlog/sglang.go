@@ -38,7 +38,7 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 		return Throughput{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	t, stamp, ok := parseSGLangDecode(line, &buf)
+	t, stamp, ok := parseSGLangDecode(line, &buf, ownPrefixEnd(line))
 	if ok && stamp != nil {
 		t.Stamp = string(stamp)
 	}
@@ -46,29 +46,32 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 }
 
 // parseSGLangDecode is ParseSGLangDecode without the Stamp string: the
-// stamp is returned as bytes of line or buf, for the caller to intern.
-func parseSGLangDecode(line []byte, buf *[cleanBufSize]byte) (Throughput, []byte, bool) {
-	at := indexAfterOwnPrefix(line, kwDecodeBatch)
+// stamp is returned as bytes of line or buf, for the caller to intern. own
+// is ownPrefixEnd(line), or 0 to do without.
+func parseSGLangDecode(line []byte, buf *[cleanBufSize]byte, own int) (Throughput, []byte, bool) {
+	at := indexDecodeBatch(line, own)
 	if at < 0 {
 		return Throughput{}, nil, false
 	}
-	line, at, cleaned := cleanFirst(line, at, kwDecodeBatch, buf)
+	ownAt := own > 0 && at == own
+	line, at, cleaned := cleanFirst(line, at, kwDecodeBatch, buf, ownAt)
 	if at < 0 {
 		return Throughput{}, nil, false
 	}
-	t, stamp, ok, bad := decodeFields(line, at)
+	t, stamp, ok, bad := decodeFields(line, at, ownAt && !cleaned)
 	if (!ok || bad) && !cleaned {
 		if line, at = cleanAgain(line, kwDecodeBatch, buf); at >= 0 {
-			t, stamp, ok, _ = decodeFields(line, at)
+			t, stamp, ok, _ = decodeFields(line, at, false)
 		}
 	}
 	return t, stamp, ok
 }
 
 // decodeFields reads a decode line whose keyword is at line[at:]. bad
-// reports a known field whose value could not be read.
-func decodeFields(line []byte, at int) (t Throughput, stamp []byte, ok, bad bool) {
-	if t, stamp, ok, bad, sure := decodeFieldsFast(line, at); sure {
+// reports a known field whose value could not be read. own says that
+// line[:at] is the line's own prefix (see ownPrefixEnd).
+func decodeFields(line []byte, at int, own bool) (t Throughput, stamp []byte, ok, bad bool) {
+	if t, stamp, ok, bad, sure := decodeFieldsFast(line, at, own); sure {
 		return t, stamp, ok, bad
 	}
 	return decodeFieldsGeneral(line, at)
@@ -254,34 +257,36 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 		return Prefill{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	p, stamp, ok := parseSGLangPrefill(line, &buf)
+	p, stamp, ok := parseSGLangPrefill(line, &buf, ownPrefixEnd(line))
 	if ok && stamp != nil {
 		p.Stamp = string(stamp)
 	}
 	return p, ok
 }
 
-// parseSGLangPrefill is ParseSGLangPrefill returning the stamp as bytes.
-func parseSGLangPrefill(line []byte, buf *[cleanBufSize]byte) (Prefill, []byte, bool) {
-	at := indexAfterOwnPrefix(line, kwPrefillBatch)
+// parseSGLangPrefill is ParseSGLangPrefill returning the stamp as bytes;
+// own as for parseSGLangDecode.
+func parseSGLangPrefill(line []byte, buf *[cleanBufSize]byte, own int) (Prefill, []byte, bool) {
+	at := indexPrefillBatch(line, own)
 	if at < 0 {
 		return Prefill{}, nil, false
 	}
-	line, at, cleaned := cleanFirst(line, at, kwPrefillBatch, buf)
+	ownAt := own > 0 && at == own
+	line, at, cleaned := cleanFirst(line, at, kwPrefillBatch, buf, ownAt)
 	if at < 0 {
 		return Prefill{}, nil, false
 	}
-	p, stamp, ok, bad := prefillFields(line, at)
+	p, stamp, ok, bad := prefillFields(line, at, ownAt && !cleaned)
 	if (!ok || bad) && !cleaned {
 		if line, at = cleanAgain(line, kwPrefillBatch, buf); at >= 0 {
-			p, stamp, ok, _ = prefillFields(line, at)
+			p, stamp, ok, _ = prefillFields(line, at, false)
 		}
 	}
 	return p, stamp, ok
 }
 
-func prefillFields(line []byte, at int) (p Prefill, stamp []byte, ok, bad bool) {
-	if p, stamp, ok, bad, sure := prefillFieldsFast(line, at); sure {
+func prefillFields(line []byte, at int, own bool) (p Prefill, stamp []byte, ok, bad bool) {
+	if p, stamp, ok, bad, sure := prefillFieldsFast(line, at, own); sure {
 		return p, stamp, ok, bad
 	}
 	return prefillFieldsGeneral(line, at)

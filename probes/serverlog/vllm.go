@@ -47,7 +47,7 @@ func parseVLLMThroughput(line []byte, buf *[cleanBufSize]byte) (Throughput, []by
 	if at < 0 {
 		return Throughput{}, nil, false
 	}
-	line, at, cleaned := cleanFirst(line, at, kwAvgGen, buf)
+	line, at, cleaned := cleanFirst(line, at, kwAvgGen, buf, false)
 	if at < 0 {
 		return Throughput{}, nil, false
 	}
@@ -225,7 +225,7 @@ func parseVLLMSpecDecode(line []byte, buf *[cleanBufSize]byte) (SpecDecode, []by
 		}
 		kw = kwSpecV0
 	}
-	line, at, cleaned := cleanFirst(line, at, kw, buf)
+	line, at, cleaned := cleanFirst(line, at, kw, buf, false)
 	if at < 0 {
 		return SpecDecode{}, nil, false
 	}
