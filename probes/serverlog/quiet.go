@@ -1,5 +1,7 @@
 package serverlog
 
+import "encoding/binary"
+
 // The quiet-line filter. Most lines of a log are neither a batch line nor
 // anything else the scanner reports; the general analysis spends some
 // twenty substring searches to find that out. quiet finds it in one pass:
@@ -75,20 +77,41 @@ func quiet(line []byte, ownPrefix bool) bool {
 	if len(line) < 2 || line[len(line)-1] == 0x1b {
 		return false
 	}
-	from := 1
+	i := 0 // the first byte of the next pair
 	if ownPrefix {
-		from = 21 // the first pair looked at is line[20:22]
+		i = 20
 	}
-	prev := uint32(line[from-1])
-	for i := from; i < len(line); i++ {
-		c := uint32(line[i])
-		k := prev | c<<8
-		prev = c
-		if quietTable[k>>6]&(1<<(k&63)) == 0 {
+	// Seven pairs per 8-byte load; the next load starts at the last byte
+	// of this one.
+	for ; i+8 <= len(line); i += 7 {
+		w := binary.LittleEndian.Uint64(line[i:])
+		if quietPair(w) || quietPair(w>>8) || quietPair(w>>16) || quietPair(w>>24) ||
+			quietPair(w>>32) || quietPair(w>>40) || quietPair(w>>48) {
+			if !quietAgain(line, i, min(i+7, len(line)-1)) {
+				return false
+			}
+		}
+	}
+	return quietAgain(line, i, len(line)-1)
+}
+
+// quietPair reports whether the low two bytes of w are a pair of the
+// table (the first byte in the low 8 bits).
+func quietPair(w uint64) bool {
+	k := uint32(w) & 0xffff
+	return quietTable[k>>6&1023]&(1<<(k&63)) != 0
+}
+
+// quietAgain looks at the pairs that start at line[from:to] one by one:
+// false for a pair of the table, unless it is a '[' and a digit that do
+// not start a colour code ("[2025-10-22 ...").
+func quietAgain(line []byte, from, to int) bool {
+	for i := from; i < to; i++ {
+		if !quietPair(uint64(line[i]) | uint64(line[i+1])<<8) {
 			continue
 		}
-		if line[i-1] == '[' && isDigit(line[i]) && !maybeLostSGR(line[i:]) {
-			continue // "[2025-10-22 ...": not a colour code
+		if line[i] == '[' && isDigit(line[i+1]) && !maybeLostSGR(line[i+1:]) {
+			continue
 		}
 		return false
 	}
