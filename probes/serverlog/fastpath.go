@@ -371,6 +371,43 @@ func decodeLayout(b []byte, t *Throughput) bool {
 	return true
 }
 
+// prefillLayout is decodeLayout for a prefill line in the layout SGLang
+// prints since 2025:
+//
+//	#new-seq: N, #new-token: N, #cached-token: N, token usage: F, #running-req: N, #queue-req: N[, ]
+func prefillLayout(b []byte, p *Prefill) bool {
+	if len(b) < 10 || string(b[:10]) != "#new-seq: " {
+		return false
+	}
+	m, d, f, b, _, ok := layoutNum(b[len("#new-seq: "):])
+	if !ok || f >= 0 || d > 18 || len(b) < 12 || string(b[:12]) != "#new-token: " {
+		return false
+	}
+	p.NewSeq = int(m)
+	if m, d, f, b, _, ok = layoutNum(b[len("#new-token: "):]); !ok || f >= 0 || d > 18 || len(b) < 15 || string(b[:15]) != "#cached-token: " {
+		return false
+	}
+	p.NewTokens = int64(m)
+	if m, d, f, b, _, ok = layoutNum(b[len("#cached-token: "):]); !ok || f >= 0 || d > 18 || len(b) < 13 || string(b[:13]) != "token usage: " {
+		return false
+	}
+	p.CachedTokens = int64(m)
+	if m, d, f, b, _, ok = layoutNum(b[len("token usage: "):]); !ok || d > 15 || len(b) < 14 || string(b[:14]) != "#running-req: " {
+		return false
+	}
+	p.TokenUsage = float64(int64(m)) / pow10[max(f, 0)]
+	if m, d, f, b, _, ok = layoutNum(b[len("#running-req: "):]); !ok || f >= 0 || d > 18 || len(b) < 12 || string(b[:12]) != "#queue-req: " {
+		return false
+	}
+	p.Running = int(m)
+	if m, d, f, b, _, ok = layoutNum(b[len("#queue-req: "):]); !ok || f >= 0 || d > 18 || len(b) > 0 {
+		return false
+	}
+	p.Queued = int(m)
+	p.Has = HasNewSeq | HasNewTokens | HasCachedTokens | HasPrefillTokenUsage | HasPrefillRunning | HasPrefillQueued
+	return true
+}
+
 // layoutNum reads a plain number (see scanNum) at the start of b, and the
 // ", " after it unless the number ends b (last). rest is what follows.
 func layoutNum(b []byte) (mant uint64, digits, frac int, rest []byte, last, ok bool) {
@@ -414,6 +451,12 @@ func prefillFieldsFast(line []byte, at int, own bool) (p Prefill, stamp []byte, 
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
 		return Prefill{}, nil, false, false, true
+	}
+	p = Prefill{DP: -1}
+	if prefillLayout(body, &p) {
+		rank, dp, stamp := prefixRankStamp(line[:at], own)
+		p.Rank, p.DP = rank, dp
+		return p, stamp, true, false, true
 	}
 	p = Prefill{DP: -1}
 	for len(body) > 0 {

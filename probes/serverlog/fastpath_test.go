@@ -107,6 +107,18 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 		}
 		checkFastPaths(t, line)
 	}
+	for _, l := range fastPathLines[:3] {
+		line := []byte(l)
+		body, _ := batchBody(line[bytes.Index(line, kwDecodeBatch)+len(kwDecodeBatch):])
+		if !decodeLayout(body, &Throughput{}) {
+			t.Errorf("decodeLayout refused %q", l)
+		}
+	}
+	line := []byte(fastPathLines[13])
+	body, _ := batchBody(line[bytes.Index(line, kwPrefillBatch)+len(kwPrefillBatch):])
+	if !prefillLayout(body, &Prefill{}) {
+		t.Errorf("prefillLayout refused %q", line)
+	}
 	for _, l := range fastPathLines[16:] {
 		checkFastPaths(t, []byte(l))
 	}
