@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strconv"
 	"unicode/utf8"
 
@@ -50,7 +51,10 @@ import (
 // write error.
 func WriteJSONL(w io.Writer, r io.Reader) error {
 	enc := jsonlWriter{w: w, buf: make([]byte, 0, 64<<10)}
-	s, err := Scan(r, enc.payload)
+	// The workers encode the parsers' findings; the ordered merge copies
+	// them out (and encodes the few findings of the stateful part).
+	pre := preEncoder{encode: appendPayload, write: enc.write}
+	s, err := scanBlocks(r, enc.payload, &pre, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
 	if err != nil {
 		enc.flush()
 		return err
@@ -78,7 +82,23 @@ func (e *jsonlWriter) flush() error {
 }
 
 func (e *jsonlWriter) payload(p event.Payload) {
-	b := e.buf
+	e.buf = appendPayload(e.buf, p)
+	if len(e.buf) >= 60<<10 {
+		e.flush()
+	}
+}
+
+// write appends records that appendPayload encoded.
+func (e *jsonlWriter) write(records []byte) {
+	e.buf = append(e.buf, records...)
+	if len(e.buf) >= 60<<10 {
+		e.flush()
+	}
+}
+
+// appendPayload appends the JSON record of p and its newline to b;
+// payloads of other kinds append nothing.
+func appendPayload(b []byte, p event.Payload) []byte {
 	switch v := p.(type) {
 	case Throughput:
 		b = appendThroughput(b, v)
@@ -102,13 +122,8 @@ func (e *jsonlWriter) payload(p event.Payload) {
 		b = append(b, "}\n"...)
 	case Bench:
 		b = appendBench(b, v)
-	default:
-		return
 	}
-	e.buf = b
-	if len(e.buf) >= 60<<10 {
-		e.flush()
-	}
+	return b
 }
 
 func (e *jsonlWriter) summary(primary Failure, all []Failure) {

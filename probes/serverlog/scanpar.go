@@ -28,7 +28,17 @@ const scanBlockSize = 1 << 20
 // those of feeding every line to Scanner.Feed. Every goroutine has ended
 // when Scan returns. It returns the first read error other than io.EOF.
 func Scan(r io.Reader, emit func(event.Payload)) (*Scanner, error) {
-	return scanBlocks(r, emit, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
+	return scanBlocks(r, emit, nil, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
+}
+
+// preEncoder lets the workers encode the parsers' findings (WriteJSONL's
+// JSON), so that the ordered merge only copies bytes: encode appends the
+// encoding of a finding, and write is called in order, in place of emit,
+// with that encoding. Findings of the stateful part (failures, benchmark
+// results, uvicorn readiness) still go to emit.
+type preEncoder struct {
+	encode func(dst []byte, p event.Payload) []byte
+	write  func(encoded []byte)
 }
 
 // block is a run of whole lines of the input, each ending in '\n', and what
@@ -39,17 +49,19 @@ type block struct {
 	lines      int
 	skipSource bool // its first line is the input's "# source:" header
 	items      []item
+	enc        []byte        // the items' encoded findings, with a preEncoder
 	done       chan struct{} // closed when items is ready
 }
 
 // item is a line with findings.
 type item struct {
-	info       lineInfo
-	idx        int32 // line index in the block
-	start, end int32 // the line's bytes, without '\n' (a block is a few MiB at most)
+	info        lineInfo
+	idx         int32 // line index in the block
+	start, end  int32 // the line's bytes, without '\n' (a block is a few MiB at most)
+	enc, encEnd int32 // the finding's encoding in the block's enc, with a preEncoder
 }
 
-func scanBlocks(r io.Reader, emit func(event.Payload), workers, blockSize, maxLine int) (*Scanner, error) {
+func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers, blockSize, maxLine int) (*Scanner, error) {
 	workers = max(workers, 1)
 	inflight := min(max(2*workers, 2), 16)
 	src := blockSource{r: r, maxLine: max(maxLine, 1)}
@@ -110,7 +122,7 @@ func scanBlocks(r io.Reader, emit func(event.Payload), workers, blockSize, maxLi
 			defer wg.Done()
 			var an analyzer
 			for b := range work {
-				b.analyze(&an)
+				b.analyze(&an, pre)
 				close(b.done)
 			}
 		}()
@@ -123,7 +135,7 @@ func scanBlocks(r io.Reader, emit func(event.Payload), workers, blockSize, maxLi
 		if b.firstLine == 1 && b.skipSource {
 			skipped = 1
 		}
-		s.applyBlock(b, skipped, emit)
+		s.applyBlock(b, skipped, emit, pre)
 		free <- b
 	}
 	wg.Wait()
@@ -131,9 +143,11 @@ func scanBlocks(r io.Reader, emit func(event.Payload), workers, blockSize, maxLi
 	return s, readErr
 }
 
-// analyze runs the stateless parsers over every line of b.
-func (b *block) analyze(an *analyzer) {
+// analyze runs the stateless parsers over every line of b, and pre's
+// encoder over their findings.
+func (b *block) analyze(an *analyzer, pre *preEncoder) {
 	b.items = b.items[:0]
+	b.enc = b.enc[:0]
 	b.skipSource = false
 	sawPrefix := false
 	for idx, pos := 0, 0; pos < len(b.data); idx++ {
@@ -153,7 +167,13 @@ func (b *block) analyze(an *analyzer) {
 				sawPrefix = true
 			}
 			if !info.empty() {
-				b.items = append(b.items, item{idx: int32(idx), start: int32(pos), end: int32(end), info: info})
+				it := item{idx: int32(idx), start: int32(pos), end: int32(end), info: info}
+				if pre != nil && info.found != nil && info.flags&infoReady == 0 {
+					it.enc = int32(len(b.enc))
+					b.enc = pre.encode(b.enc, info.found)
+					it.encEnd = int32(len(b.enc))
+				}
+				b.items = append(b.items, it)
 			}
 		}
 		pos = end + 1
@@ -162,7 +182,7 @@ func (b *block) analyze(an *analyzer) {
 
 // applyBlock runs the stateful part over b's lines with findings, and over
 // every line while a benchmark table is open.
-func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload)) {
+func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pre *preEncoder) {
 	pos, idx := 0, 0 // the next line not yet applied
 	var none lineInfo
 	walk := func(to int) {
@@ -185,7 +205,11 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload)) {
 			// another core, and reading them costs a cache miss.
 			s.n = lineNo - skipped
 			s.saw(it.info.server)
-			emit(it.info.found)
+			if pre != nil {
+				pre.write(b.enc[it.enc:it.encEnd])
+			} else {
+				emit(it.info.found)
+			}
 		} else {
 			s.apply(&it.info, trimCR(b.data[it.start:it.end]), lineNo-skipped, lineNo, emit)
 		}

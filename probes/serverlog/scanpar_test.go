@@ -26,13 +26,29 @@ func scanSequential(data []byte) ([]event.Payload, []Failure) {
 
 func scanParallel(data []byte, workers, blockSize int) ([]event.Payload, []Failure) {
 	var out []event.Payload
-	s, _ := scanBlocks(bytes.NewReader(data), func(p event.Payload) { out = append(out, p) }, workers, blockSize, MaxLineBytes)
+	s, _ := scanBlocks(bytes.NewReader(data), func(p event.Payload) { out = append(out, p) }, nil, workers, blockSize, MaxLineBytes)
 	return out, s.Failures()
+}
+
+// scanPreEncoded is scanParallel with WriteJSONL's pre-encoding: the
+// JSON records in the order written.
+func scanPreEncoded(data []byte, workers, blockSize int) []byte {
+	var out []byte
+	pre := preEncoder{encode: appendPayload, write: func(b []byte) { out = append(out, b...) }}
+	_, _ = scanBlocks(bytes.NewReader(data), func(p event.Payload) { out = appendPayload(out, p) }, &pre, workers, blockSize, MaxLineBytes)
+	return out
 }
 
 func checkSameScan(t *testing.T, name string, data []byte, workers, blockSize int) {
 	t.Helper()
 	want, wantF := scanSequential(data)
+	var wantJSON []byte
+	for _, p := range want {
+		wantJSON = appendPayload(wantJSON, p)
+	}
+	if got := scanPreEncoded(data, workers, blockSize); !bytes.Equal(got, wantJSON) {
+		t.Fatalf("%s (workers %d, block %d): pre-encoded scan differs:\n got %s\nwant %s", name, workers, blockSize, got, wantJSON)
+	}
 	got, gotF := scanParallel(data, workers, blockSize)
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotF, wantF) {
 		n := min(len(got), len(want))
