@@ -395,7 +395,36 @@ func appendFloat(b []byte, v float64) []byte {
 	case math.IsNaN(v):
 		return append(b, `"nan"`...)
 	}
+	if b, ok := appendHundredths(b, v); ok {
+		return b
+	}
 	return strconv.AppendFloat(b, v, 'f', -1, 64)
+}
+
+// appendHundredths writes v the way strconv.AppendFloat(b, v, 'f', -1, 64)
+// does when v is a whole number of hundredths n/100 with n < 10^15, as the
+// servers print their rates and fractions ("178.86", "0.49"); ok is false
+// for any other v. Such an n/100 reads back as v (v is the double nearest
+// to it), and it is the shortest decimal that does: two different
+// decimals of at most 15 significant digits never read back as the same
+// double. Formatting it needs no shortest-digits search.
+func appendHundredths(b []byte, v float64) ([]byte, bool) {
+	if !(v >= 0 && v < 1e13) || math.Signbit(v) {
+		return b, false
+	}
+	c := math.Round(v * 100)
+	if c/100 != v {
+		return b, false
+	}
+	n := uint64(c)
+	b = strconv.AppendUint(b, n/100, 10)
+	if f := n % 100; f != 0 {
+		b = append(b, '.', byte('0'+f/10))
+		if f%10 != 0 {
+			b = append(b, byte('0'+f%10))
+		}
+	}
+	return b, true
 }
 
 // round9 rounds a fraction computed from a printed percentage (95.9/100 =
@@ -409,6 +438,18 @@ func round9(v float64) float64 {
 
 // appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
 func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return appendStringEscaped(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendStringEscaped is appendString for a string that needs escapes.
+func appendStringEscaped(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
