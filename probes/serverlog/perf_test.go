@@ -116,8 +116,11 @@ func BenchmarkWriteJSONLMixed(b *testing.B) {
 //	FLIGHTDECK_BENCH_GREP=1 go test -run '^$' -bench VsGrep -benchtime 1x ./probes/serverlog/
 //
 // It reports grep's time, the scanner's (Scan: every parser, findings
-// counted) and WriteJSONL's (to io.Discard), and their ratios to grep. The
-// file is read once before timing so that both read from the page cache.
+// counted) and WriteJSONL's (to io.Discard), and their ratios to grep:
+// each round runs all three side by side, and the metrics are the medians
+// over the rounds (use -benchtime 5x or more on a shared machine). The
+// file is read once before timing so that both read from the page cache;
+// the load average is logged before and after.
 func BenchmarkVsGrep(b *testing.B) {
 	if os.Getenv("FLIGHTDECK_BENCH_GREP") != "1" {
 		b.Skip("set FLIGHTDECK_BENCH_GREP=1 to generate a 1 GiB log and compare with grep")
@@ -182,23 +185,44 @@ func BenchmarkVsGrep(b *testing.B) {
 		return time.Since(t0)
 	}
 	countGrep() // warm the page cache
+	b.Logf("load average before: %s", loadAverage())
+	var grepS, scanS, jsonlS, scanR, jsonlR []float64
 	b.ResetTimer()
 	for b.Loop() {
+		// Side by side, grep first each time: the ratios of one round
+		// share the machine's load of that moment.
 		gn, gt := countGrep()
 		sn, st := countScan()
 		jt := jsonl()
 		if gn != sn {
 			b.Fatalf("grep counted %d lines, the scanner %d throughput findings", gn, sn)
 		}
-		b.ReportMetric(gt.Seconds(), "grep-s")
-		b.ReportMetric(st.Seconds(), "scan-s")
-		b.ReportMetric(jt.Seconds(), "jsonl-s")
-		b.ReportMetric(st.Seconds()/gt.Seconds(), "scan/grep")
-		b.ReportMetric(jt.Seconds()/gt.Seconds(), "jsonl/grep")
+		grepS, scanS, jsonlS = append(grepS, gt.Seconds()), append(scanS, st.Seconds()), append(jsonlS, jt.Seconds())
+		scanR, jsonlR = append(scanR, st.Seconds()/gt.Seconds()), append(jsonlR, jt.Seconds()/gt.Seconds())
 		b.Logf("%d MiB, %d decode lines: grep -c %v, Scan %v (%.2fx), WriteJSONL %v (%.2fx)",
 			size>>20, gn, gt.Round(time.Millisecond), st.Round(time.Millisecond), st.Seconds()/gt.Seconds(),
 			jt.Round(time.Millisecond), jt.Seconds()/gt.Seconds())
 	}
+	b.StopTimer()
+	// Medians over the rounds (-benchtime Nx): one slow round from
+	// another process on the machine does not decide the result.
+	b.ReportMetric(median(grepS), "grep-s")
+	b.ReportMetric(median(scanS), "scan-s")
+	b.ReportMetric(median(jsonlS), "jsonl-s")
+	b.ReportMetric(median(scanR), "scan/grep")
+	b.ReportMetric(median(jsonlR), "jsonl/grep")
+	b.Logf("median of %d rounds: Scan %.2fx grep, WriteJSONL %.2fx grep; load average after: %s",
+		len(scanR), median(scanR), median(jsonlR), loadAverage())
+}
+
+// loadAverage returns the 1, 5 and 15-minute load averages (Linux), or
+// "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 // writeSyntheticLog writes about size bytes of an SGLang server log under
