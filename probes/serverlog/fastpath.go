@@ -209,18 +209,18 @@ func hasKey(b []byte, key string) bool {
 // of fastKey with plain values. sure is false when the line has anything
 // else; the other results are then meaningless. own says that line[:at] is
 // the line's own prefix (see ownPrefixEnd).
-func decodeFieldsFast(line []byte, at int, own bool) (t Throughput, stamp []byte, ok, bad, sure bool) {
+func decodeFieldsFast(t *Throughput, line []byte, at int, own bool) (stamp []byte, ok, bad, sure bool) {
 	body, ok := batchBody(line[at+len(kwDecodeBatch):])
 	if !ok {
-		return Throughput{}, nil, false, false, true
+		return nil, false, false, true
 	}
-	t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
-	if decodeLayout(body, &t) {
+	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	if decodeLayout(body, t) {
 		rank, dp, stamp := prefixRankStamp(line[:at], own)
 		t.Rank, t.DP = rank, dp
-		return t, stamp, true, false, true
+		return stamp, true, false, true
 	}
-	t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	haveRate := false
 	for len(body) > 0 {
 		k, kl := fastKey(body)
@@ -228,7 +228,7 @@ func decodeFieldsFast(line []byte, at int, own bool) (t Throughput, stamp []byte
 		if k == fkGraph {
 			b, n := scanBool(v)
 			if n == 0 || !endsValue(v, n) {
-				return Throughput{}, nil, false, false, false
+				return nil, false, false, false
 			}
 			t.CUDAGraph = b
 			t.Has |= HasCUDAGraph
@@ -237,7 +237,7 @@ func decodeFieldsFast(line []byte, at int, own bool) (t Throughput, stamp []byte
 		}
 		mant, digits, frac, n := scanNum(v)
 		if n == 0 || !endsValue(v, n) {
-			return Throughput{}, nil, false, false, false
+			return nil, false, false, false
 		}
 		val, last := v[:n], n == len(v)
 		body = v[min(n+2, len(v)):]
@@ -293,15 +293,15 @@ func decodeFieldsFast(line []byte, at int, own bool) (t Throughput, stamp []byte
 				bad = true
 			}
 		default:
-			return Throughput{}, nil, false, false, false // another key, or a prefill key
+			return nil, false, false, false // another key, or a prefill key
 		}
 	}
 	if !haveRate {
-		return Throughput{}, nil, false, bad, true
+		return nil, false, bad, true
 	}
 	rank, dp, stamp := prefixRankStamp(line[:at], own)
 	t.Rank, t.DP = rank, dp
-	return t, stamp, true, bad, true
+	return stamp, true, bad, true
 }
 
 // decodeLayout reads the fields of a decode line in the layout SGLang's
@@ -312,61 +312,63 @@ func decodeFieldsFast(line []byte, at int, own bool) (t Throughput, stamp []byte
 //
 // into t, and reports whether the line was exactly that. Each value is
 // read as decodeFieldsGeneral reads it; a value that it would refuse, or
-// read on the slow path, makes decodeLayout give up instead.
+// read on the slow path, makes decodeLayout give up instead. i is the
+// position in b throughout: the helpers return the next one.
 func decodeLayout(b []byte, t *Throughput) bool {
 	if len(b) < 14 || string(b[:14]) != "#running-req: " {
 		return false
 	}
-	m, d, f, b, _, ok := layoutNum(b[len("#running-req: "):])
-	if !ok || f >= 0 || d > 18 || (len(b) < 8 || string(b[:8]) != "#token: ") {
+	n, i, ok := layoutInt(b, 14)
+	if !ok || len(b) < i+8 || string(b[i:i+8]) != "#token: " {
 		return false
 	}
-	t.Running = int(m)
-	if m, d, f, b, _, ok = layoutNum(b[len("#token: "):]); !ok || f >= 0 || d > 18 || (len(b) < 13 || string(b[:13]) != "token usage: ") {
+	t.Running = int(n)
+	if n, i, ok = layoutInt(b, i+8); !ok || len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
 		return false
 	}
-	t.Tokens = int64(m)
-	if m, d, f, b, _, ok = layoutNum(b[len("token usage: "):]); !ok || d > 15 {
+	t.Tokens = int64(n)
+	var f float64
+	if f, i, ok = layoutFloat(b, i+13, false); !ok {
 		return false
 	}
-	t.TokenUsage = float64(int64(m)) / pow10[max(f, 0)]
+	t.TokenUsage = f
 	t.Has = HasRunning | HasTokens | HasTokenUsage
-	if len(b) >= 12 && string(b[:12]) == "accept len: " {
-		if m, d, f, b, _, ok = layoutNum(b[len("accept len: "):]); !ok || d > 15 || (len(b) < 13 || string(b[:13]) != "accept rate: ") {
+	if len(b) >= i+12 && string(b[i:i+12]) == "accept len: " {
+		if f, i, ok = layoutFloat(b, i+12, false); !ok || len(b) < i+13 || string(b[i:i+13]) != "accept rate: " {
 			return false
 		}
-		t.AcceptLength = float64(int64(m)) / pow10[max(f, 0)]
-		if m, d, f, b, _, ok = layoutNum(b[len("accept rate: "):]); !ok || d > 15 {
+		t.AcceptLength = f
+		if f, i, ok = layoutFloat(b, i+13, false); !ok {
 			return false
 		}
-		t.AcceptRate = float64(int64(m)) / pow10[max(f, 0)]
+		t.AcceptRate = f
 		t.Has |= HasAcceptLength | HasAcceptRate
 	}
-	if len(b) < 12 || string(b[:12]) != "cuda graph: " {
-		return false
-	}
-	switch b = b[len("cuda graph: "):]; {
-	case (len(b) >= 6 && string(b[:6]) == "True, "):
-		t.CUDAGraph, b = true, b[len("True, "):]
-	case (len(b) >= 7 && string(b[:7]) == "False, "):
-		b = b[len("False, "):]
+	switch {
+	case len(b) >= i+18 && string(b[i:i+16]) == "cuda graph: True" && string(b[i+16:i+18]) == ", ":
+		t.CUDAGraph, i = true, i+18
+	case len(b) >= i+19 && string(b[i:i+16]) == "cuda graph: Fals" && string(b[i+16:i+19]) == "e, ":
+		i += 19
 	default:
 		return false
 	}
 	t.Has |= HasCUDAGraph
-	if len(b) < 26 || string(b[:16]) != "gen throughput (" || string(b[16:26]) != "token/s): " {
+	if len(b) < i+26 || string(b[i:i+16]) != "gen throughput (" || string(b[i+16:i+26]) != "token/s): " {
 		return false
 	}
-	// A rate that ends the line or has no decimals may have been cut.
-	m, d, f, b, last, ok := layoutNum(b[len("gen throughput (token/s): "):])
-	if !ok || last || f <= 0 || d > 15 || (len(b) < 12 || string(b[:12]) != "#queue-req: ") {
+	// A rate must have decimals and be followed by ", ": a log shipper
+	// may have cut it otherwise.
+	if f, i, ok = layoutFloat(b, i+26, true); !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
 		return false
 	}
-	t.TokPerSec = float64(int64(m)) / pow10[f]
-	if m, d, f, b, _, ok = layoutNum(b[len("#queue-req: "):]); !ok || f >= 0 || d > 18 || len(b) > 0 {
+	t.TokPerSec = f
+	if n, i, ok = layoutInt(b, i+12); !ok && !layoutEnd(b, i, n) {
 		return false
 	}
-	t.Queued = int(m)
+	if ok && i != len(b) {
+		return false
+	}
+	t.Queued = int(n)
 	t.Has |= HasQueued
 	return true
 }
@@ -379,93 +381,127 @@ func prefillLayout(b []byte, p *Prefill) bool {
 	if len(b) < 10 || string(b[:10]) != "#new-seq: " {
 		return false
 	}
-	m, d, f, b, _, ok := layoutNum(b[len("#new-seq: "):])
-	if !ok || f >= 0 || d > 18 || len(b) < 12 || string(b[:12]) != "#new-token: " {
+	n, i, ok := layoutInt(b, 10)
+	if !ok || len(b) < i+12 || string(b[i:i+12]) != "#new-token: " {
 		return false
 	}
-	p.NewSeq = int(m)
-	if m, d, f, b, _, ok = layoutNum(b[len("#new-token: "):]); !ok || f >= 0 || d > 18 || len(b) < 15 || string(b[:15]) != "#cached-token: " {
+	p.NewSeq = int(n)
+	if n, i, ok = layoutInt(b, i+12); !ok || len(b) < i+15 || string(b[i:i+15]) != "#cached-token: " {
 		return false
 	}
-	p.NewTokens = int64(m)
-	if m, d, f, b, _, ok = layoutNum(b[len("#cached-token: "):]); !ok || f >= 0 || d > 18 || len(b) < 13 || string(b[:13]) != "token usage: " {
+	p.NewTokens = int64(n)
+	if n, i, ok = layoutInt(b, i+15); !ok || len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
 		return false
 	}
-	p.CachedTokens = int64(m)
-	if m, d, f, b, _, ok = layoutNum(b[len("token usage: "):]); !ok || d > 15 || len(b) < 14 || string(b[:14]) != "#running-req: " {
+	p.CachedTokens = int64(n)
+	var f float64
+	if f, i, ok = layoutFloat(b, i+13, false); !ok || len(b) < i+14 || string(b[i:i+14]) != "#running-req: " {
 		return false
 	}
-	p.TokenUsage = float64(int64(m)) / pow10[max(f, 0)]
-	if m, d, f, b, _, ok = layoutNum(b[len("#running-req: "):]); !ok || f >= 0 || d > 18 || len(b) < 12 || string(b[:12]) != "#queue-req: " {
+	p.TokenUsage = f
+	if n, i, ok = layoutInt(b, i+14); !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
 		return false
 	}
-	p.Running = int(m)
-	if m, d, f, b, _, ok = layoutNum(b[len("#queue-req: "):]); !ok || f >= 0 || d > 18 || len(b) > 0 {
+	p.Running = int(n)
+	if n, i, ok = layoutInt(b, i+12); !ok && !layoutEnd(b, i, n) {
 		return false
 	}
-	p.Queued = int(m)
+	if ok && i != len(b) {
+		return false
+	}
+	p.Queued = int(n)
 	p.Has = HasNewSeq | HasNewTokens | HasCachedTokens | HasPrefillTokenUsage | HasPrefillRunning | HasPrefillQueued
 	return true
 }
 
-// layoutNum reads a plain number (see scanNum) at the start of b, and the
-// ", " after it unless the number ends b (last). rest is what follows.
-func layoutNum(b []byte) (mant uint64, digits, frac int, rest []byte, last, ok bool) {
-	i := 0
-	for ; i < len(b); i++ {
-		c := b[i] - '0'
+// layoutInt reads what parseInt reads as an integer, 1 to 18 digits,
+// at b[i:], and the ", " after it. next is the position after the ", ";
+// when ok is false it is the position after the digits (see layoutEnd).
+func layoutInt(b []byte, i int) (n uint64, next int, ok bool) {
+	j := i
+	for ; j < len(b); j++ {
+		c := b[j] - '0'
 		if c > 9 {
 			break
 		}
-		mant = mant*10 + uint64(c)
+		n = n*10 + uint64(c)
 	}
-	if i == 0 {
-		return 0, 0, 0, nil, false, false
+	if j == i || j-i > 18 {
+		return 0, -1, false
 	}
-	digits, frac = i, -1
-	if i+1 < len(b) && b[i] == '.' && b[i+1]-'0' <= 9 {
-		i++
-		d := i
-		for ; i < len(b); i++ {
-			c := b[i] - '0'
+	if j+1 < len(b) && b[j] == ',' && b[j+1] == ' ' {
+		return n, j + 2, true
+	}
+	return n, j, false
+}
+
+// layoutEnd reports whether layoutInt stopped at the end of b (at next)
+// after reading an integer: the last field of a line without a trailing
+// ", ".
+func layoutEnd(b []byte, next int, n uint64) bool {
+	return next == len(b) && next > 0 && b[next-1]-'0' <= 9
+}
+
+// layoutFloat reads what parseFloat reads on its fast path, digits and
+// optionally a '.' and more digits, 15 digits at most, at b[i:], and the
+// ", " after it; with rate the '.' is required. next is the position after
+// the ", ".
+func layoutFloat(b []byte, i int, rate bool) (f float64, next int, ok bool) {
+	var m uint64
+	j := i
+	for ; j < len(b); j++ {
+		c := b[j] - '0'
+		if c > 9 {
+			break
+		}
+		m = m*10 + uint64(c)
+	}
+	if j == i {
+		return 0, 0, false
+	}
+	digits, frac := j-i, 0
+	if j+1 < len(b) && b[j] == '.' && b[j+1]-'0' <= 9 {
+		j++
+		d := j
+		for ; j < len(b); j++ {
+			c := b[j] - '0'
 			if c > 9 {
 				break
 			}
-			mant = mant*10 + uint64(c)
+			m = m*10 + uint64(c)
 		}
-		frac = i - d
+		frac = j - d
 		digits += frac
+	} else if rate {
+		return 0, 0, false
 	}
-	if i == len(b) {
-		return mant, digits, frac, nil, true, true
+	if digits > 15 || j+1 >= len(b) || b[j] != ',' || b[j+1] != ' ' {
+		return 0, 0, false
 	}
-	if i+1 < len(b) && b[i] == ',' && b[i+1] == ' ' {
-		return mant, digits, frac, b[i+2:], false, true
-	}
-	return 0, 0, 0, nil, false, false
+	return float64(int64(m)) / pow10[frac], j + 2, true
 }
 
 // prefillFieldsFast is prefillFields for a line whose fields are all keys
 // of fastKey with plain values; sure as for decodeFieldsFast.
-func prefillFieldsFast(line []byte, at int, own bool) (p Prefill, stamp []byte, ok, bad, sure bool) {
+func prefillFieldsFast(p *Prefill, line []byte, at int, own bool) (stamp []byte, ok, bad, sure bool) {
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
-		return Prefill{}, nil, false, false, true
+		return nil, false, false, true
 	}
-	p = Prefill{DP: -1}
-	if prefillLayout(body, &p) {
+	*p = Prefill{DP: -1}
+	if prefillLayout(body, p) {
 		rank, dp, stamp := prefixRankStamp(line[:at], own)
 		p.Rank, p.DP = rank, dp
-		return p, stamp, true, false, true
+		return stamp, true, false, true
 	}
-	p = Prefill{DP: -1}
+	*p = Prefill{DP: -1}
 	for len(body) > 0 {
 		k, kl := fastKey(body)
 		v := body[kl:]
 		if k == fkGraph {
 			b, n := scanBool(v)
 			if n == 0 || !endsValue(v, n) {
-				return Prefill{}, nil, false, false, false
+				return nil, false, false, false
 			}
 			p.CUDAGraph = b
 			p.Has |= HasPrefillCUDAGraph
@@ -477,12 +513,12 @@ func prefillFieldsFast(line []byte, at int, own bool) (p Prefill, stamp []byte, 
 		if k == fkCacheHitRate {
 			// Printed as "12.50%"; the general code cuts the '%'.
 			if n == 0 || n == len(v) || v[n] != '%' {
-				return Prefill{}, nil, false, false, false
+				return nil, false, false, false
 			}
 			n++
 		}
 		if n == 0 || !endsValue(v, n) {
-			return Prefill{}, nil, false, false, false
+			return nil, false, false, false
 		}
 		body = v[min(n+2, len(v)):]
 		// The same reads as prefillFieldsGeneral, key by key.
@@ -544,15 +580,15 @@ func prefillFieldsFast(line []byte, at int, own bool) (p Prefill, stamp []byte, 
 				bad = true
 			}
 		default:
-			return Prefill{}, nil, false, false, false // another key, or a decode key
+			return nil, false, false, false // another key, or a decode key
 		}
 	}
 	if p.Has&(HasNewSeq|HasNewTokens) == 0 {
-		return Prefill{}, nil, false, bad, true
+		return nil, false, bad, true
 	}
 	rank, dp, stamp := prefixRankStamp(line[:at], own)
 	p.Rank, p.DP = rank, dp
-	return p, stamp, true, bad, true
+	return stamp, true, bad, true
 }
 
 // prefixRankStamp returns the interned rank tag, DP rank and timestamp of a
@@ -562,13 +598,15 @@ func prefillFieldsFast(line []byte, at int, own bool) (p Prefill, stamp []byte, 
 // directly.
 func prefixRankStamp(prefix []byte, own bool) (rank string, dp int, stamp []byte) {
 	if own {
+		// rest ends in "] "; "TP1".."TP9" and "TP10".."TP15" are what
+		// internRank keeps as constants.
 		switch rest := prefix[20:]; {
 		case len(rest) == 2:
 			return "", -1, prefix[1:20]
-		case (len(rest) == 6 || len(rest) == 7) && rest[0] == ' ' && rest[1] == 'T' && rest[2] == 'P':
-			if n, ok := rankToken(rest[1 : len(rest)-2]); ok && n < len(tpTags) {
-				return tpTags[n], -1, prefix[1:20]
-			}
+		case len(rest) == 6 && string(rest[:3]) == " TP" && isDigit(rest[3]):
+			return tpTags[rest[3]-'0'], -1, prefix[1:20]
+		case len(rest) == 7 && string(rest[:4]) == " TP1" && rest[4] >= '0' && rest[4] <= '5':
+			return tpTags[10+rest[4]-'0'], -1, prefix[1:20]
 		}
 	}
 	r, dp := findRank(prefix)
@@ -622,6 +660,13 @@ func stampWord(w, tmpl, sep uint64) bool {
 func ownPrefixEnd(line []byte) int {
 	if len(line) < 22 || line[0] != '[' || !isStamp(line[1:]) {
 		return 0
+	}
+	// "] " and " TP3] ", the usual ends, directly.
+	if line[20] == ']' && line[21] == ' ' {
+		return 22
+	}
+	if len(line) >= 26 && string(line[20:23]) == " TP" && isDigit(line[23]) && line[24] == ']' && line[25] == ' ' {
+		return 26
 	}
 	for j := 20; j < len(line)-1 && j < 40; j++ {
 		switch c := line[j]; {

@@ -14,16 +14,18 @@ import (
 func checkFastPaths(t *testing.T, line []byte) {
 	t.Helper()
 	if at := bytes.Index(line, kwDecodeBatch); at >= 0 {
-		ft, fstamp, fok, fbad, sure := decodeFieldsFast(line, at, at > 0 && at == ownPrefixEnd(line))
-		gt, gstamp, gok, gbad := decodeFieldsGeneral(line, at)
-		if sure && (!reflect.DeepEqual(ft, gt) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
+		var ft, gt Throughput
+		fstamp, fok, fbad, sure := decodeFieldsFast(&ft, line, at, at > 0 && at == ownPrefixEnd(line))
+		gstamp, gok, gbad := decodeFieldsGeneral(&gt, line, at)
+		if sure && (fok && !reflect.DeepEqual(ft, gt) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
 			t.Fatalf("decode fast path on %q:\n got %+v %q ok=%v bad=%v\nwant %+v %q ok=%v bad=%v", line, ft, fstamp, fok, fbad, gt, gstamp, gok, gbad)
 		}
 	}
 	if at := bytes.Index(line, kwPrefillBatch); at >= 0 {
-		fp, fstamp, fok, fbad, sure := prefillFieldsFast(line, at, at > 0 && at == ownPrefixEnd(line))
-		gp, gstamp, gok, gbad := prefillFieldsGeneral(line, at)
-		if sure && (!reflect.DeepEqual(fp, gp) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
+		var fp, gp Prefill
+		fstamp, fok, fbad, sure := prefillFieldsFast(&fp, line, at, at > 0 && at == ownPrefixEnd(line))
+		gstamp, gok, gbad := prefillFieldsGeneral(&gp, line, at)
+		if sure && (fok && !reflect.DeepEqual(fp, gp) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
 			t.Fatalf("prefill fast path on %q:\n got %+v %q ok=%v bad=%v\nwant %+v %q ok=%v bad=%v", line, fp, fstamp, fok, fbad, gp, gstamp, gok, gbad)
 		}
 	}
@@ -94,7 +96,7 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 	for _, l := range fastPathLines[:7] {
 		line := []byte(l)
 		at := bytes.Index(line, kwDecodeBatch)
-		if _, _, _, _, sure := decodeFieldsFast(line, at, at == ownPrefixEnd(line)); !sure {
+		if _, _, _, sure := decodeFieldsFast(&Throughput{}, line, at, at == ownPrefixEnd(line)); !sure {
 			t.Errorf("decode fast path gave up on %q", l)
 		}
 		checkFastPaths(t, line)
@@ -102,7 +104,7 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 	for _, l := range fastPathLines[13:16] {
 		line := []byte(l)
 		at := bytes.Index(line, kwPrefillBatch)
-		if _, _, _, _, sure := prefillFieldsFast(line, at, at == ownPrefixEnd(line)); !sure {
+		if _, _, _, sure := prefillFieldsFast(&Prefill{}, line, at, at == ownPrefixEnd(line)); !sure {
 			t.Errorf("prefill fast path gave up on %q", l)
 		}
 		checkFastPaths(t, line)
@@ -165,6 +167,21 @@ func TestQuietPairs(t *testing.T) {
 		}
 		if isDigit(p[0]) || p[0] == '-' || p[0] == ' ' || p[0] == ':' {
 			t.Errorf("quiet pair %q starts with a byte of a timestamp", p)
+		}
+	}
+}
+
+// TestRankAsPrinted: a rank tag is kept as printed, also where it could
+// be mistaken for an interned constant.
+func TestRankAsPrinted(t *testing.T) {
+	for _, tag := range []string{"TP0", "TP9", "TP10", "TP15", "TP16", "TP01", "TP007", "DP1 TP0"} {
+		for _, prefix := range []string{"[2025-10-22 10:27:57 " + tag + "] ", "x [2025-10-22 10:27:57 " + tag + "] "} {
+			line := prefix + "Decode batch, #running-req: 1, #token: 2, token usage: 0.01, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0, "
+			tp, ok := ParseSGLangDecode([]byte(line))
+			if !ok || tp.Rank != tag {
+				t.Errorf("%q: rank %q (ok %v), want %q", line, tp.Rank, ok, tag)
+			}
+			checkFastPaths(t, []byte(line))
 		}
 	}
 }

@@ -331,7 +331,8 @@ func rankToken(tok []byte) (int, bool) {
 // single tags TP0–TP15.
 func internRank(rank []byte) string {
 	if len(rank) >= 3 && len(rank) <= 4 && rank[0] == 'T' && rank[1] == 'P' {
-		if n, ok := rankToken(rank); ok && n < len(tpTags) {
+		// "TP01" is not "TP1": the tag is kept as printed.
+		if n, ok := rankToken(rank); ok && n < len(tpTags) && string(rank) == tpTags[n] {
 			return tpTags[n]
 		}
 	}

@@ -134,7 +134,8 @@ func (a *analyzer) intern(b []byte) string {
 // but the first parser; analyzeFull is the same without the filter.
 func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 	own := ownPrefixEnd(line)
-	if t, stamp, ok := parseSGLangDecode(line, &a.buf, own); ok {
+	var t Throughput
+	if stamp, ok := parseSGLangDecode(&t, line, &a.buf, own); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverSGLang}
 	}
@@ -151,7 +152,8 @@ func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 // analyzeFull is analyze without the quiet filter and without the own
 // prefix shortcuts: the reference that they must agree with.
 func (a *analyzer) analyzeFull(line []byte, lineNo int) lineInfo {
-	if t, stamp, ok := parseSGLangDecode(line, &a.buf, 0); ok {
+	var t Throughput
+	if stamp, ok := parseSGLangDecode(&t, line, &a.buf, 0); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverSGLang}
 	}
@@ -171,7 +173,8 @@ func (a *analyzer) analyzeRest(line []byte, lineNo, own int) lineInfo {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverVLLM}
 	}
-	if p, stamp, ok := parseSGLangPrefill(line, &a.buf, own); ok {
+	var p Prefill
+	if stamp, ok := parseSGLangPrefill(&p, line, &a.buf, own); ok {
 		p.Line, p.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: p, server: serverSGLang}
 	}

@@ -38,53 +38,59 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 		return Throughput{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	t, stamp, ok := parseSGLangDecode(line, &buf, ownPrefixEnd(line))
-	if ok && stamp != nil {
+	var t Throughput
+	stamp, ok := parseSGLangDecode(&t, line, &buf, ownPrefixEnd(line))
+	if !ok {
+		return Throughput{}, false
+	}
+	if stamp != nil {
 		t.Stamp = string(stamp)
 	}
-	return t, ok
+	return t, true
 }
 
-// parseSGLangDecode is ParseSGLangDecode without the Stamp string: the
-// stamp is returned as bytes of line or buf, for the caller to intern. own
-// is ownPrefixEnd(line), or 0 to do without.
-func parseSGLangDecode(line []byte, buf *[cleanBufSize]byte, own int) (Throughput, []byte, bool) {
+// parseSGLangDecode is ParseSGLangDecode into *t (left undefined when ok
+// is false) without the Stamp string: the stamp is returned as bytes of
+// line or buf, for the caller to intern. own is ownPrefixEnd(line), or 0 to
+// do without.
+func parseSGLangDecode(t *Throughput, line []byte, buf *[cleanBufSize]byte, own int) (stamp []byte, ok bool) {
 	at := indexDecodeBatch(line, own)
 	if at < 0 {
-		return Throughput{}, nil, false
+		return nil, false
 	}
 	ownAt := own > 0 && at == own
 	line, at, cleaned := cleanFirst(line, at, kwDecodeBatch, buf, ownAt)
 	if at < 0 {
-		return Throughput{}, nil, false
+		return nil, false
 	}
-	t, stamp, ok, bad := decodeFields(line, at, ownAt && !cleaned)
+	stamp, ok, bad := decodeFields(t, line, at, ownAt && !cleaned)
 	if (!ok || bad) && !cleaned {
 		if line, at = cleanAgain(line, kwDecodeBatch, buf); at >= 0 {
-			t, stamp, ok, _ = decodeFields(line, at, false)
+			stamp, ok, _ = decodeFields(t, line, at, false)
 		}
 	}
-	return t, stamp, ok
+	return stamp, ok
 }
 
-// decodeFields reads a decode line whose keyword is at line[at:]. bad
-// reports a known field whose value could not be read. own says that
-// line[:at] is the line's own prefix (see ownPrefixEnd).
-func decodeFields(line []byte, at int, own bool) (t Throughput, stamp []byte, ok, bad bool) {
-	if t, stamp, ok, bad, sure := decodeFieldsFast(line, at, own); sure {
-		return t, stamp, ok, bad
+// decodeFields reads a decode line whose keyword is at line[at:] into *t
+// (undefined when ok is false). bad reports a known field whose value
+// could not be read. own says that line[:at] is the line's own prefix (see
+// ownPrefixEnd).
+func decodeFields(t *Throughput, line []byte, at int, own bool) (stamp []byte, ok, bad bool) {
+	if stamp, ok, bad, sure := decodeFieldsFast(t, line, at, own); sure {
+		return stamp, ok, bad
 	}
-	return decodeFieldsGeneral(line, at)
+	return decodeFieldsGeneral(t, line, at)
 }
 
 // decodeFieldsGeneral is decodeFields for any layout: any key order, any
 // padding, unknown keys.
-func decodeFieldsGeneral(line []byte, at int) (t Throughput, stamp []byte, ok, bad bool) {
+func decodeFieldsGeneral(t *Throughput, line []byte, at int) (stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwDecodeBatch):])
 	if !ok {
-		return Throughput{}, nil, false, false
+		return nil, false, false
 	}
-	t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	haveRate := false
 	it := kvIter{rest: body}
 	for {
@@ -153,7 +159,7 @@ func decodeFieldsGeneral(line []byte, at int) (t Throughput, stamp []byte, ok, b
 		}
 	}
 	if !haveRate {
-		return Throughput{}, nil, false, bad
+		return nil, false, bad
 	}
 	prefix := line[:at]
 	rank, dp := findRank(prefix)
@@ -161,7 +167,7 @@ func decodeFieldsGeneral(line []byte, at int) (t Throughput, stamp []byte, ok, b
 		t.Rank = internRank(rank)
 	}
 	t.DP = dp
-	return t, findStamp(prefix), true, bad
+	return findStamp(prefix), true, bad
 }
 
 // batchBody skips what follows "Decode batch" / "Prefill batch" up to the
@@ -186,7 +192,11 @@ func batchBody(rest []byte) ([]byte, bool) {
 	if len(rest) == 0 || (rest[0] != '.' && rest[0] != ',') {
 		return nil, false
 	}
-	return bytes.TrimLeft(rest[1:], " "), true
+	i := 1
+	for i < len(rest) && rest[i] == ' ' {
+		i++
+	}
+	return rest[i:], true
 }
 
 // parseBool reads Python's "True" / "False".
@@ -257,48 +267,52 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 		return Prefill{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	p, stamp, ok := parseSGLangPrefill(line, &buf, ownPrefixEnd(line))
-	if ok && stamp != nil {
+	var p Prefill
+	stamp, ok := parseSGLangPrefill(&p, line, &buf, ownPrefixEnd(line))
+	if !ok {
+		return Prefill{}, false
+	}
+	if stamp != nil {
 		p.Stamp = string(stamp)
 	}
-	return p, ok
+	return p, true
 }
 
 // parseSGLangPrefill is ParseSGLangPrefill returning the stamp as bytes;
 // own as for parseSGLangDecode.
-func parseSGLangPrefill(line []byte, buf *[cleanBufSize]byte, own int) (Prefill, []byte, bool) {
+func parseSGLangPrefill(p *Prefill, line []byte, buf *[cleanBufSize]byte, own int) (stamp []byte, ok bool) {
 	at := indexPrefillBatch(line, own)
 	if at < 0 {
-		return Prefill{}, nil, false
+		return nil, false
 	}
 	ownAt := own > 0 && at == own
 	line, at, cleaned := cleanFirst(line, at, kwPrefillBatch, buf, ownAt)
 	if at < 0 {
-		return Prefill{}, nil, false
+		return nil, false
 	}
-	p, stamp, ok, bad := prefillFields(line, at, ownAt && !cleaned)
+	stamp, ok, bad := prefillFields(p, line, at, ownAt && !cleaned)
 	if (!ok || bad) && !cleaned {
 		if line, at = cleanAgain(line, kwPrefillBatch, buf); at >= 0 {
-			p, stamp, ok, _ = prefillFields(line, at, false)
+			stamp, ok, _ = prefillFields(p, line, at, false)
 		}
 	}
-	return p, stamp, ok
+	return stamp, ok
 }
 
-func prefillFields(line []byte, at int, own bool) (p Prefill, stamp []byte, ok, bad bool) {
-	if p, stamp, ok, bad, sure := prefillFieldsFast(line, at, own); sure {
-		return p, stamp, ok, bad
+func prefillFields(p *Prefill, line []byte, at int, own bool) (stamp []byte, ok, bad bool) {
+	if stamp, ok, bad, sure := prefillFieldsFast(p, line, at, own); sure {
+		return stamp, ok, bad
 	}
-	return prefillFieldsGeneral(line, at)
+	return prefillFieldsGeneral(p, line, at)
 }
 
 // prefillFieldsGeneral is prefillFields for any layout.
-func prefillFieldsGeneral(line []byte, at int) (p Prefill, stamp []byte, ok, bad bool) {
+func prefillFieldsGeneral(p *Prefill, line []byte, at int) (stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
-		return Prefill{}, nil, false, false
+		return nil, false, false
 	}
-	p = Prefill{DP: -1}
+	*p = Prefill{DP: -1}
 	it := kvIter{rest: body}
 	for {
 		key, val, _, ok := it.next()
@@ -375,7 +389,7 @@ func prefillFieldsGeneral(line []byte, at int) (p Prefill, stamp []byte, ok, bad
 		}
 	}
 	if p.Has&(HasNewSeq|HasNewTokens) == 0 {
-		return Prefill{}, nil, false, bad
+		return nil, false, bad
 	}
 	prefix := line[:at]
 	rank, dp := findRank(prefix)
@@ -383,5 +397,5 @@ func prefillFieldsGeneral(line []byte, at int) (p Prefill, stamp []byte, ok, bad
 		p.Rank = internRank(rank)
 	}
 	p.DP = dp
-	return p, findStamp(prefix), true, bad
+	return findStamp(prefix), true, bad
 }
