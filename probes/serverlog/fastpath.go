@@ -591,6 +591,44 @@ func prefillFieldsFast(p *Prefill, line []byte, at int, own bool) (stamp []byte,
 	return stamp, true, bad, true
 }
 
+// ownDecodeLine reads a line that is exactly SGLang's own prefix (own is
+// ownPrefixEnd(line), > 0), "Decode batch", '.' or ',', one space and the
+// 2025 decode layout (decodeLayout) into *t; ok is false for any other
+// line. Every byte of such a line is accounted for, so it has no escape
+// sequence and no other parser's keyword, and this is what
+// parseSGLangDecode reads from it, without its searches.
+func ownDecodeLine(t *Throughput, line []byte, own int) (stamp []byte, ok bool) {
+	b := line[own:]
+	if len(b) < 14 || string(b[:12]) != "Decode batch" || (b[12] != '.' && b[12] != ',') || b[13] != ' ' {
+		return nil, false
+	}
+	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	if !decodeLayout(b[14:], t) {
+		return nil, false
+	}
+	rank, dp, stamp := prefixRankStamp(line[:own], true)
+	t.Rank, t.DP = rank, dp
+	return stamp, true
+}
+
+// ownPrefillLine is ownDecodeLine for "Prefill batch" and the 2025
+// prefill layout: such a line has neither "Decode batch" nor "Avg
+// generation throughput: ", so the prefill parser is the one that would
+// read it, and this is what it reads.
+func ownPrefillLine(p *Prefill, line []byte, own int) (stamp []byte, ok bool) {
+	b := line[own:]
+	if len(b) < 15 || string(b[:13]) != "Prefill batch" || (b[13] != '.' && b[13] != ',') || b[14] != ' ' {
+		return nil, false
+	}
+	*p = Prefill{DP: -1}
+	if !prefillLayout(b[15:], p) {
+		return nil, false
+	}
+	rank, dp, stamp := prefixRankStamp(line[:own], true)
+	p.Rank, p.DP = rank, dp
+	return stamp, true
+}
+
 // prefixRankStamp returns the interned rank tag, DP rank and timestamp of a
 // batch line's prefix, as findRank, internRank and findStamp do. own says
 // that prefix is the line's own prefix (see ownPrefixEnd); then

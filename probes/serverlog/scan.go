@@ -135,6 +135,19 @@ func (a *analyzer) intern(b []byte) string {
 func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 	own := ownPrefixEnd(line)
 	var t Throughput
+	if own > 0 {
+		// Lines that are nothing but SGLang's prefix and a batch line in
+		// the 2025 layout: no other parser can claim them.
+		if stamp, ok := ownDecodeLine(&t, line, own); ok {
+			t.Line, t.Stamp = lineNo, a.intern(stamp)
+			return lineInfo{found: t, server: serverSGLang}
+		}
+		var p Prefill
+		if stamp, ok := ownPrefillLine(&p, line, own); ok {
+			p.Line, p.Stamp = lineNo, a.intern(stamp)
+			return lineInfo{found: p, server: serverSGLang}
+		}
+	}
 	if stamp, ok := parseSGLangDecode(&t, line, &a.buf, own); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverSGLang}
