@@ -327,21 +327,22 @@ func decodeLayout(b []byte, t *Throughput) bool {
 		return false
 	}
 	t.Tokens = int64(n)
-	var f float64
-	if f, i, ok = layoutFloat(b, i+13, false); !ok {
+	// The decimals are divided out at the end, where the divisions do not
+	// wait for each other.
+	usage, usageF, i, ok := layoutDecimal(b, i+13, false)
+	if !ok {
 		return false
 	}
-	t.TokenUsage = f
-	t.Has = HasRunning | HasTokens | HasTokenUsage
+	t.Has = HasRunning | HasTokens | HasTokenUsage | HasCUDAGraph | HasQueued
+	var alen, arate uint64
+	var alenF, arateF int
 	if len(b) >= i+12 && string(b[i:i+12]) == "accept len: " {
-		if f, i, ok = layoutFloat(b, i+12, false); !ok || len(b) < i+13 || string(b[i:i+13]) != "accept rate: " {
+		if alen, alenF, i, ok = layoutDecimal(b, i+12, false); !ok || len(b) < i+13 || string(b[i:i+13]) != "accept rate: " {
 			return false
 		}
-		t.AcceptLength = f
-		if f, i, ok = layoutFloat(b, i+13, false); !ok {
+		if arate, arateF, i, ok = layoutDecimal(b, i+13, false); !ok {
 			return false
 		}
-		t.AcceptRate = f
 		t.Has |= HasAcceptLength | HasAcceptRate
 	}
 	switch {
@@ -352,16 +353,15 @@ func decodeLayout(b []byte, t *Throughput) bool {
 	default:
 		return false
 	}
-	t.Has |= HasCUDAGraph
 	if len(b) < i+26 || string(b[i:i+16]) != "gen throughput (" || string(b[i+16:i+26]) != "token/s): " {
 		return false
 	}
 	// A rate must have decimals and be followed by ", ": a log shipper
 	// may have cut it otherwise.
-	if f, i, ok = layoutFloat(b, i+26, true); !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
+	rate, rateF, i, ok := layoutDecimal(b, i+26, true)
+	if !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
 		return false
 	}
-	t.TokPerSec = f
 	if n, i, ok = layoutInt(b, i+12); !ok && !layoutEnd(b, i, n) {
 		return false
 	}
@@ -369,7 +369,11 @@ func decodeLayout(b []byte, t *Throughput) bool {
 		return false
 	}
 	t.Queued = int(n)
-	t.Has |= HasQueued
+	t.TokenUsage = decimal(usage, usageF)
+	t.TokPerSec = decimal(rate, rateF)
+	if t.Has&HasAcceptLength != 0 {
+		t.AcceptLength, t.AcceptRate = decimal(alen, alenF), decimal(arate, arateF)
+	}
 	return true
 }
 
@@ -394,11 +398,11 @@ func prefillLayout(b []byte, p *Prefill) bool {
 		return false
 	}
 	p.CachedTokens = int64(n)
-	var f float64
-	if f, i, ok = layoutFloat(b, i+13, false); !ok || len(b) < i+14 || string(b[i:i+14]) != "#running-req: " {
+	usage, usageF, i, ok := layoutDecimal(b, i+13, false)
+	if !ok || len(b) < i+14 || string(b[i:i+14]) != "#running-req: " {
 		return false
 	}
-	p.TokenUsage = f
+	p.TokenUsage = decimal(usage, usageF)
 	if n, i, ok = layoutInt(b, i+14); !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
 		return false
 	}
@@ -442,12 +446,11 @@ func layoutEnd(b []byte, next int, n uint64) bool {
 	return next == len(b) && next > 0 && b[next-1]-'0' <= 9
 }
 
-// layoutFloat reads what parseFloat reads on its fast path, digits and
+// layoutDecimal reads what parseFloat reads on its fast path, digits and
 // optionally a '.' and more digits, 15 digits at most, at b[i:], and the
-// ", " after it; with rate the '.' is required. next is the position after
-// the ", ".
-func layoutFloat(b []byte, i int, rate bool) (f float64, next int, ok bool) {
-	var m uint64
+// ", " after it; with rate the '.' is required. The value is
+// decimal(m, frac); next is the position after the ", ".
+func layoutDecimal(b []byte, i int, rate bool) (m uint64, frac, next int, ok bool) {
 	j := i
 	for ; j < len(b); j++ {
 		c := b[j] - '0'
@@ -457,9 +460,9 @@ func layoutFloat(b []byte, i int, rate bool) (f float64, next int, ok bool) {
 		m = m*10 + uint64(c)
 	}
 	if j == i {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	digits, frac := j-i, 0
+	digits := j - i
 	if j+1 < len(b) && b[j] == '.' && b[j+1]-'0' <= 9 {
 		j++
 		d := j
@@ -473,12 +476,18 @@ func layoutFloat(b []byte, i int, rate bool) (f float64, next int, ok bool) {
 		frac = j - d
 		digits += frac
 	} else if rate {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	if digits > 15 || j+1 >= len(b) || b[j] != ',' || b[j+1] != ' ' {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return float64(int64(m)) / pow10[frac], j + 2, true
+	return m, frac, j + 2, true
+}
+
+// decimal is parseFloat's fast path: m (below 10^15) over 10^frac, one
+// correctly rounded division.
+func decimal(m uint64, frac int) float64 {
+	return float64(int64(m)) / pow10[frac]
 }
 
 // prefillFieldsFast is prefillFields for a line whose fields are all keys
