@@ -108,16 +108,16 @@ func appendPayload(b []byte, p event.Payload) []byte {
 		b = appendSpec(b, v)
 	case Ready:
 		b = append(b, `{"type":"ready"`...)
-		b = strField(b, "server", v.Server)
-		b = strField(b, "url", v.URL)
-		b = intField(b, "line", int64(v.Line))
+		b = strField(b, `,"server":`, v.Server)
+		b = strField(b, `,"url":`, v.URL)
+		b = intField(b, `,"line":`, int64(v.Line))
 		b = append(b, "}\n"...)
 	case Failure:
 		b = append(b, `{"type":"failure"`...)
-		b = strField(b, "class", string(v.Class))
-		b = strField(b, "rank", v.Rank)
-		b = intField(b, "line", int64(v.Line))
-		b = appendKey(b, "text")
+		b = strField(b, `,"class":`, string(v.Class))
+		b = strField(b, `,"rank":`, v.Rank)
+		b = intField(b, `,"line":`, int64(v.Line))
+		b = appendKey(b, `,"text":`)
 		b = appendString(b, v.Text)
 		b = append(b, "}\n"...)
 	case Bench:
@@ -128,8 +128,8 @@ func appendPayload(b []byte, p event.Payload) []byte {
 
 func (e *jsonlWriter) summary(primary Failure, all []Failure) {
 	b := append(e.buf, `{"type":"failure_summary"`...)
-	b = strField(b, "failure", string(primary.Class))
-	b = appendKey(b, "failure_also")
+	b = strField(b, `,"failure":`, string(primary.Class))
+	b = appendKey(b, `,"failure_also":`)
 	b = append(b, '[')
 	n := 0
 	for _, f := range all {
@@ -143,144 +143,144 @@ func (e *jsonlWriter) summary(primary Failure, all []Failure) {
 		n++
 	}
 	b = append(b, ']')
-	b = strField(b, "rank", primary.Rank)
-	b = intField(b, "line", int64(primary.Line))
+	b = strField(b, `,"rank":`, primary.Rank)
+	b = intField(b, `,"line":`, int64(primary.Line))
 	e.buf = append(b, "}\n"...)
 }
 
 func appendThroughput(b []byte, t Throughput) []byte {
 	b = append(b, `{"type":"throughput"`...)
-	b = floatField(b, "tok_s", t.TokPerSec)
-	b = strField(b, "rank", t.Rank)
+	b = floatField(b, `,"tok_s":`, t.TokPerSec)
+	b = strField(b, `,"rank":`, t.Rank)
 	if t.Has&HasAcceptLength != 0 {
-		b = floatField(b, "accept_length", t.AcceptLength)
+		b = floatField(b, `,"accept_length":`, t.AcceptLength)
 	}
 	if t.Has&HasAcceptRate != 0 {
-		b = floatField(b, "accept_rate", t.AcceptRate)
+		b = floatField(b, `,"accept_rate":`, t.AcceptRate)
 	}
-	b = strField(b, "server", t.Server)
+	b = strField(b, `,"server":`, t.Server)
 	if t.Engine >= 0 {
-		b = intField(b, "engine", int64(t.Engine))
+		b = intField(b, `,"engine":`, int64(t.Engine))
 	}
 	if t.Has&HasPromptTokPerSec != 0 {
-		b = floatField(b, "prompt_tok_s", t.PromptTokPerSec)
+		b = floatField(b, `,"prompt_tok_s":`, t.PromptTokPerSec)
 	}
 	if t.Has&HasRunning != 0 {
-		b = intField(b, "running", int64(t.Running))
+		b = intField(b, `,"running":`, int64(t.Running))
 	}
 	if t.Has&HasQueued != 0 {
-		b = intField(b, "queued", int64(t.Queued))
+		b = intField(b, `,"queued":`, int64(t.Queued))
 	}
 	if t.Has&HasTokens != 0 {
-		b = intField(b, "tokens", t.Tokens)
+		b = intField(b, `,"tokens":`, t.Tokens)
 	}
 	if t.Has&HasTokenUsage != 0 {
-		b = floatField(b, "token_usage", round9(t.TokenUsage))
+		b = floatField(b, `,"token_usage":`, round9(t.TokenUsage))
 	}
 	if t.Has&HasCUDAGraph != 0 {
-		b = boolField(b, "cuda_graph", t.CUDAGraph)
+		b = boolField(b, `,"cuda_graph":`, t.CUDAGraph)
 	}
-	b = strField(b, "stamp", t.Stamp)
-	b = intField(b, "line", int64(t.Line))
+	b = strField(b, `,"stamp":`, t.Stamp)
+	b = intField(b, `,"line":`, int64(t.Line))
 	return append(b, "}\n"...)
 }
 
 func appendPrefill(b []byte, p Prefill) []byte {
 	b = append(b, `{"type":"prefill"`...)
-	b = strField(b, "rank", p.Rank)
+	b = strField(b, `,"rank":`, p.Rank)
 	if p.Has&HasNewSeq != 0 {
-		b = intField(b, "new_seq", int64(p.NewSeq))
+		b = intField(b, `,"new_seq":`, int64(p.NewSeq))
 	}
 	if p.Has&HasNewTokens != 0 {
-		b = intField(b, "new_token", p.NewTokens)
+		b = intField(b, `,"new_token":`, p.NewTokens)
 	}
 	if p.Has&HasCachedTokens != 0 {
-		b = intField(b, "cached_token", p.CachedTokens)
+		b = intField(b, `,"cached_token":`, p.CachedTokens)
 	}
 	if p.Has&HasCacheHitRate != 0 {
-		b = floatField(b, "cache_hit_rate_pct", p.CacheHitRatePct)
+		b = floatField(b, `,"cache_hit_rate_pct":`, p.CacheHitRatePct)
 	}
 	if p.Has&HasPrefillTokenUsage != 0 {
-		b = floatField(b, "token_usage", p.TokenUsage)
+		b = floatField(b, `,"token_usage":`, p.TokenUsage)
 	}
 	if p.Has&HasPrefillRunning != 0 {
-		b = intField(b, "running", int64(p.Running))
+		b = intField(b, `,"running":`, int64(p.Running))
 	}
 	if p.Has&HasPrefillQueued != 0 {
-		b = intField(b, "queued", int64(p.Queued))
+		b = intField(b, `,"queued":`, int64(p.Queued))
 	}
 	if p.Has&HasPrefillInputTokPerSec != 0 {
-		b = floatField(b, "input_tok_s", p.InputTokPerSec)
+		b = floatField(b, `,"input_tok_s":`, p.InputTokPerSec)
 	}
 	if p.Has&HasPrefillCUDAGraph != 0 {
-		b = boolField(b, "cuda_graph", p.CUDAGraph)
+		b = boolField(b, `,"cuda_graph":`, p.CUDAGraph)
 	}
-	b = strField(b, "stamp", p.Stamp)
-	b = intField(b, "line", int64(p.Line))
+	b = strField(b, `,"stamp":`, p.Stamp)
+	b = intField(b, `,"line":`, int64(p.Line))
 	return append(b, "}\n"...)
 }
 
 func appendSpec(b []byte, s SpecDecode) []byte {
 	b = append(b, `{"type":"spec_decode"`...)
 	if s.Has&HasMeanAcceptLength != 0 {
-		b = floatField(b, "mean_acceptance_length", s.MeanAcceptLength)
+		b = floatField(b, `,"mean_acceptance_length":`, s.MeanAcceptLength)
 	}
 	if s.Has&HasDraftAcceptRate != 0 {
-		b = floatField(b, "draft_acceptance_rate", round9(s.DraftAcceptRate))
+		b = floatField(b, `,"draft_acceptance_rate":`, round9(s.DraftAcceptRate))
 	}
 	if s.Has&HasAccepted != 0 {
-		b = intField(b, "accepted", s.Accepted)
+		b = intField(b, `,"accepted":`, s.Accepted)
 	}
 	if s.Has&HasDrafted != 0 {
-		b = intField(b, "drafted", s.Drafted)
+		b = intField(b, `,"drafted":`, s.Drafted)
 	}
 	if s.Has&HasEmitted != 0 {
-		b = intField(b, "emitted", s.Emitted)
+		b = intField(b, `,"emitted":`, s.Emitted)
 	}
 	if s.Has&HasSystemEfficiency != 0 {
-		b = floatField(b, "system_efficiency", s.SystemEfficiency)
+		b = floatField(b, `,"system_efficiency":`, s.SystemEfficiency)
 	}
 	if s.Has&HasNumSpecTokens != 0 {
-		b = intField(b, "num_spec_tokens", int64(s.NumSpecTokens))
+		b = intField(b, `,"num_spec_tokens":`, int64(s.NumSpecTokens))
 	}
 	if s.Has&HasAcceptedTokPerSec != 0 {
-		b = floatField(b, "accepted_tok_s", s.AcceptedTokPerSec)
+		b = floatField(b, `,"accepted_tok_s":`, s.AcceptedTokPerSec)
 	}
 	if s.Has&HasDraftedTokPerSec != 0 {
-		b = floatField(b, "drafted_tok_s", s.DraftedTokPerSec)
+		b = floatField(b, `,"drafted_tok_s":`, s.DraftedTokPerSec)
 	}
 	if s.Has&HasPerPosition != 0 {
-		b = floatList(b, "per_position", s.PerPosition)
+		b = floatList(b, `,"per_position":`, s.PerPosition)
 	}
 	if s.Engine >= 0 {
-		b = intField(b, "engine", int64(s.Engine))
+		b = intField(b, `,"engine":`, int64(s.Engine))
 	}
-	b = strField(b, "stamp", s.Stamp)
-	b = intField(b, "line", int64(s.Line))
+	b = strField(b, `,"stamp":`, s.Stamp)
+	b = intField(b, `,"line":`, int64(s.Line))
 	return append(b, "}\n"...)
 }
 
 func appendBench(b []byte, v Bench) []byte {
 	b = append(b, `{"type":"bench"`...)
-	b = strField(b, "tool", v.Tool)
-	b = strField(b, "backend", v.Backend)
+	b = strField(b, `,"tool":`, v.Tool)
+	b = strField(b, `,"backend":`, v.Backend)
 	fields := []struct {
 		bit BenchFields
 		key string
 		val float64
 	}{
-		{HasOutputTokPerSec, "output_tok_s", v.OutputTokPerSec},
-		{HasTTFTMean, "ttft_mean_ms", v.TTFTMeanMs},
-		{HasTTFTMedian, "ttft_median_ms", v.TTFTMedianMs},
-		{HasTTFTP99, "ttft_p99_ms", v.TTFTP99Ms},
-		{HasITLMean, "itl_mean_ms", v.ITLMeanMs},
-		{HasITLMedian, "itl_median_ms", v.ITLMedianMs},
-		{HasITLP99, "itl_p99_ms", v.ITLP99Ms},
-		{HasTPOTMean, "tpot_mean_ms", v.TPOTMeanMs},
-		{HasTPOTMedian, "tpot_median_ms", v.TPOTMedianMs},
-		{HasTPOTP99, "tpot_p99_ms", v.TPOTP99Ms},
-		{HasE2EMean, "e2e_mean_ms", v.E2EMeanMs},
-		{HasE2EMedian, "e2e_median_ms", v.E2EMedianMs},
+		{HasOutputTokPerSec, `,"output_tok_s":`, v.OutputTokPerSec},
+		{HasTTFTMean, `,"ttft_mean_ms":`, v.TTFTMeanMs},
+		{HasTTFTMedian, `,"ttft_median_ms":`, v.TTFTMedianMs},
+		{HasTTFTP99, `,"ttft_p99_ms":`, v.TTFTP99Ms},
+		{HasITLMean, `,"itl_mean_ms":`, v.ITLMeanMs},
+		{HasITLMedian, `,"itl_median_ms":`, v.ITLMedianMs},
+		{HasITLP99, `,"itl_p99_ms":`, v.ITLP99Ms},
+		{HasTPOTMean, `,"tpot_mean_ms":`, v.TPOTMeanMs},
+		{HasTPOTMedian, `,"tpot_median_ms":`, v.TPOTMedianMs},
+		{HasTPOTP99, `,"tpot_p99_ms":`, v.TPOTP99Ms},
+		{HasE2EMean, `,"e2e_mean_ms":`, v.E2EMeanMs},
+		{HasE2EMedian, `,"e2e_median_ms":`, v.E2EMedianMs},
 	}
 	for _, f := range fields {
 		if v.Has&f.bit != 0 {
@@ -288,69 +288,68 @@ func appendBench(b []byte, v Bench) []byte {
 		}
 	}
 	if v.Has&HasSuccessfulRequests != 0 {
-		b = intField(b, "successful_requests", int64(v.SuccessfulRequests))
+		b = intField(b, `,"successful_requests":`, int64(v.SuccessfulRequests))
 	}
 	if v.Has&HasFailedRequests != 0 {
-		b = intField(b, "failed_requests", int64(v.FailedRequests))
+		b = intField(b, `,"failed_requests":`, int64(v.FailedRequests))
 	}
 	if v.Has&HasDuration != 0 {
-		b = floatField(b, "duration_s", v.DurationS)
+		b = floatField(b, `,"duration_s":`, v.DurationS)
 	}
 	if v.Has&HasTotalInputTokens != 0 {
-		b = intField(b, "total_input_tokens", v.TotalInputTokens)
+		b = intField(b, `,"total_input_tokens":`, v.TotalInputTokens)
 	}
 	if v.Has&HasTotalGeneratedTokens != 0 {
-		b = intField(b, "total_generated_tokens", v.TotalGeneratedTokens)
+		b = intField(b, `,"total_generated_tokens":`, v.TotalGeneratedTokens)
 	}
 	if v.Has&HasRequestThroughput != 0 {
-		b = floatField(b, "request_throughput", v.RequestThroughput)
+		b = floatField(b, `,"request_throughput":`, v.RequestThroughput)
 	}
 	if v.Has&HasInputTokPerSec != 0 {
-		b = floatField(b, "input_tok_s", v.InputTokPerSec)
+		b = floatField(b, `,"input_tok_s":`, v.InputTokPerSec)
 	}
 	if v.Has&HasTotalTokPerSec != 0 {
-		b = floatField(b, "total_tok_s", v.TotalTokPerSec)
+		b = floatField(b, `,"total_tok_s":`, v.TotalTokPerSec)
 	}
 	if v.Has&HasMaxConcurrency != 0 {
-		b = intField(b, "max_concurrency", int64(v.MaxConcurrency))
+		b = intField(b, `,"max_concurrency":`, int64(v.MaxConcurrency))
 	}
 	if v.Has&HasRequestRate != 0 {
-		b = floatField(b, "request_rate", v.RequestRate)
+		b = floatField(b, `,"request_rate":`, v.RequestRate)
 	}
 	if v.Has&HasConcurrency != 0 {
-		b = floatField(b, "concurrency", v.Concurrency)
+		b = floatField(b, `,"concurrency":`, v.Concurrency)
 	}
 	if v.Tool == ToolSGLangBenchOneBatch {
 		if v.Has&HasBatchSize != 0 {
-			b = intField(b, "batch_size", int64(v.BatchSize))
+			b = intField(b, `,"batch_size":`, int64(v.BatchSize))
 		}
 		if v.Has&HasPrefillLatency != 0 {
-			b = floatField(b, "prefill_latency_s", v.PrefillLatencyS)
+			b = floatField(b, `,"prefill_latency_s":`, v.PrefillLatencyS)
 		}
 		if v.Has&HasPrefillTokPerSec != 0 {
-			b = floatField(b, "prefill_tok_s", v.PrefillTokPerSec)
+			b = floatField(b, `,"prefill_tok_s":`, v.PrefillTokPerSec)
 		}
 		if v.Has&HasDecodeTokPerSec != 0 {
-			b = floatList(b, "decode_tok_s", v.DecodeTokPerSec)
+			b = floatList(b, `,"decode_tok_s":`, v.DecodeTokPerSec)
 		}
 		if v.Has&HasDecodeMedianLatency != 0 {
-			b = floatField(b, "decode_median_latency_s", v.DecodeMedianLatencyS)
+			b = floatField(b, `,"decode_median_latency_s":`, v.DecodeMedianLatencyS)
 		}
 		if v.Has&HasOutputTokPerSec != 0 {
-			b = floatField(b, "decode_median_tok_s", v.OutputTokPerSec)
+			b = floatField(b, `,"decode_median_tok_s":`, v.OutputTokPerSec)
 		}
 		if v.Has&HasTotalLatency != 0 {
-			b = floatField(b, "total_latency_s", v.TotalLatencyS)
+			b = floatField(b, `,"total_latency_s":`, v.TotalLatencyS)
 		}
 	}
-	b = intField(b, "line", int64(v.Line))
+	b = intField(b, `,"line":`, int64(v.Line))
 	return append(b, "}\n"...)
 }
 
+// appendKey appends key, which carries its punctuation: `,"name":`.
 func appendKey(b []byte, key string) []byte {
-	b = append(b, ',', '"')
-	b = append(b, key...)
-	return append(b, '"', ':')
+	return append(b, key...)
 }
 
 // strField writes a string field, omitted when empty.
@@ -412,7 +411,7 @@ func appendHundredths(b []byte, v float64) ([]byte, bool) {
 	if !(v >= 0 && v < 1e13) || math.Signbit(v) {
 		return b, false
 	}
-	c := math.Round(v * 100)
+	c := float64(int64(v*100 + 0.5)) // any candidate will do: the test below decides
 	if c/100 != v {
 		return b, false
 	}
