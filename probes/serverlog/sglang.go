@@ -34,12 +34,19 @@ var (
 // not allocate on lines that do not match; on a match it allocates only the
 // Stamp string (rank tags TP0–TP15 are shared constants).
 func ParseSGLangDecode(line []byte) (Throughput, bool) {
+	var t Throughput
+	own := ownPrefixEnd(line)
+	if own > 0 {
+		if stamp, ok := ownDecodeLine(&t, line, own); ok {
+			t.Stamp = string(stamp)
+			return t, true
+		}
+	}
 	if bytes.Index(line, kwDecodeBatch) < 0 {
 		return Throughput{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	var t Throughput
-	stamp, ok := parseSGLangDecode(&t, line, &buf, ownPrefixEnd(line))
+	stamp, ok := parseSGLangDecode(&t, line, &buf, own)
 	if !ok {
 		return Throughput{}, false
 	}
@@ -263,12 +270,19 @@ func (p Prefill) CacheHitRate() (float64, bool) {
 // ParseSGLangDecode. ok is false when the line is not a prefill line or has
 // neither #new-seq nor #new-token. It does not allocate on other lines.
 func ParseSGLangPrefill(line []byte) (Prefill, bool) {
+	var p Prefill
+	own := ownPrefixEnd(line)
+	if own > 0 {
+		if stamp, ok := ownPrefillLine(&p, line, own); ok {
+			p.Stamp = string(stamp)
+			return p, true
+		}
+	}
 	if bytes.Index(line, kwPrefillBatch) < 0 {
 		return Prefill{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
-	var p Prefill
-	stamp, ok := parseSGLangPrefill(&p, line, &buf, ownPrefixEnd(line))
+	stamp, ok := parseSGLangPrefill(&p, line, &buf, own)
 	if !ok {
 		return Prefill{}, false
 	}
