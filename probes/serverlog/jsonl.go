@@ -88,11 +88,18 @@ func (e *jsonlWriter) payload(p event.Payload) {
 	}
 }
 
-// write appends records that appendPayload encoded.
+// write writes records that appendPayload encoded: a large run directly,
+// after what is buffered.
 func (e *jsonlWriter) write(records []byte) {
-	e.buf = append(e.buf, records...)
-	if len(e.buf) >= 60<<10 {
-		e.flush()
+	if len(records) < 16<<10 {
+		e.buf = append(e.buf, records...)
+		if len(e.buf) >= 60<<10 {
+			e.flush()
+		}
+		return
+	}
+	if e.flush() == nil {
+		_, e.err = e.w.Write(records)
 	}
 }
 

@@ -32,9 +32,10 @@ func Scan(r io.Reader, emit func(event.Payload)) (*Scanner, error) {
 }
 
 // preEncoder lets the workers encode the parsers' findings (WriteJSONL's
-// JSON), so that the ordered merge only copies bytes: encode appends the
-// encoding of a finding, and write is called in order, in place of emit,
-// with that encoding. Findings of the stateful part (failures, benchmark
+// JSON), so that the ordered merge only passes bytes on: encode appends
+// the encoding of a finding, and write is called in order, in place of
+// emit, with the encodings of one or more consecutive findings (valid
+// during the call). Findings of the stateful part (failures, benchmark
 // results, uvicorn readiness) still go to emit.
 type preEncoder struct {
 	encode func(dst []byte, p event.Payload) []byte
@@ -184,12 +185,24 @@ func (b *block) analyze(an *analyzer, pre *preEncoder) {
 // every line while a benchmark table is open.
 func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pre *preEncoder) {
 	pos, idx := 0, 0 // the next line not yet applied
+	// Encoded findings not yet written, b.enc[pend:pendEnd]: consecutive
+	// ones are written in one piece.
+	pend, pendEnd := 0, 0
+	flush := func() {
+		if pendEnd > pend {
+			pre.write(b.enc[pend:pendEnd])
+		}
+		pend = pendEnd
+	}
 	var none lineInfo
 	walk := func(to int) {
 		for idx < to && s.bench.active() {
 			end := pos + bytes.IndexByte(b.data[pos:], '\n')
 			lineNo := b.firstLine + idx
 			if !(lineNo == 1 && b.skipSource) {
+				if pre != nil {
+					flush()
+				}
 				s.apply(&none, trimCR(b.data[pos:end]), lineNo-skipped, lineNo, emit)
 			}
 			pos, idx = end+1, idx+1
@@ -206,16 +219,26 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pr
 			s.n = lineNo - skipped
 			s.saw(it.info.server)
 			if pre != nil {
-				pre.write(b.enc[it.enc:it.encEnd])
+				if int(it.enc) != pendEnd {
+					flush()
+					pend = int(it.enc)
+				}
+				pendEnd = int(it.encEnd)
 			} else {
 				emit(it.info.found)
 			}
 		} else {
+			if pre != nil {
+				flush()
+			}
 			s.apply(&it.info, trimCR(b.data[it.start:it.end]), lineNo-skipped, lineNo, emit)
 		}
 		pos, idx = int(it.end)+1, int(it.idx)+1
 	}
 	walk(b.lines)
+	if pre != nil {
+		flush()
+	}
 }
 
 // blockSource cuts its input into runs of whole lines, with the line rules
