@@ -50,9 +50,13 @@ type block struct {
 	lines      int
 	skipSource bool // its first line is the input's "# source:" header
 	items      []item
+	prefixed   []lineAt      // lines whose only finding is SGLang's prefix
 	enc        []byte        // the items' encoded findings, with a preEncoder
 	done       chan struct{} // closed when items is ready
 }
+
+// lineAt is a line of a block: its index and the offset of its first byte.
+type lineAt struct{ idx, start int32 }
 
 // item is a line with findings.
 type item struct {
@@ -149,8 +153,8 @@ func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers,
 func (b *block) analyze(an *analyzer, pre *preEncoder) {
 	b.items = b.items[:0]
 	b.enc = b.enc[:0]
+	b.prefixed = b.prefixed[:0]
 	b.skipSource = false
-	sawPrefix := false
 	for idx, pos := 0, 0; pos < len(b.data); idx++ {
 		end := pos + bytes.IndexByte(b.data[pos:], '\n')
 		line := trimCR(b.data[pos:end])
@@ -159,15 +163,12 @@ func (b *block) analyze(an *analyzer, pre *preEncoder) {
 			b.skipSource = true
 		} else {
 			info := an.analyze(line, lineNo)
-			// Seeing the SGLang prefix only matters once: later sightings
-			// in the block change nothing.
-			if info.flags&infoSGLangPrefix != 0 {
-				if sawPrefix {
-					info.flags &^= infoSGLangPrefix
-				}
-				sawPrefix = true
-			}
-			if !info.empty() {
+			if info == (lineInfo{flags: infoSGLangPrefix}) {
+				// Only the prefix: applyBlock looks at these lines until
+				// the scanner has seen an SGLang line, which is at once
+				// in an SGLang log.
+				b.prefixed = append(b.prefixed, lineAt{int32(idx), int32(pos)})
+			} else if !info.empty() {
 				it := item{idx: int32(idx), start: int32(pos), end: int32(end), info: info}
 				if pre != nil && info.found != nil && info.flags&infoReady == 0 {
 					it.enc = int32(len(b.enc))
@@ -189,28 +190,44 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pr
 	// ones are written in one piece.
 	pend, pendEnd := 0, 0
 	flush := func() {
-		if pendEnd > pend {
+		if pre != nil && pendEnd > pend {
 			pre.write(b.enc[pend:pendEnd])
 		}
 		pend = pendEnd
 	}
+	pi := 0 // the next of b.prefixed
+	prefixOnly := lineInfo{flags: infoSGLangPrefix}
 	var none lineInfo
-	walk := func(to int) {
-		for idx < to && s.bench.active() {
+	// upTo applies the lines before line index to that are not items: all
+	// of them while a benchmark table is open (each is a row or ends it),
+	// otherwise only those with SGLang's prefix, until one is seen.
+	upTo := func(to int) {
+		for idx < to {
+			for pi < len(b.prefixed) && int(b.prefixed[pi].idx) < idx {
+				pi++
+			}
+			info := &none
+			if !s.bench.active() {
+				if s.sawSGLang || pi == len(b.prefixed) || int(b.prefixed[pi].idx) >= to {
+					return
+				}
+				idx, pos = int(b.prefixed[pi].idx), int(b.prefixed[pi].start)
+			}
+			if pi < len(b.prefixed) && int(b.prefixed[pi].idx) == idx {
+				info = &prefixOnly
+			}
 			end := pos + bytes.IndexByte(b.data[pos:], '\n')
 			lineNo := b.firstLine + idx
 			if !(lineNo == 1 && b.skipSource) {
-				if pre != nil {
-					flush()
-				}
-				s.apply(&none, trimCR(b.data[pos:end]), lineNo-skipped, lineNo, emit)
+				flush()
+				s.apply(info, trimCR(b.data[pos:end]), lineNo-skipped, lineNo, emit)
 			}
 			pos, idx = end+1, idx+1
 		}
 	}
 	for i := range b.items {
 		it := &b.items[i]
-		walk(int(it.idx))
+		upTo(int(it.idx))
 		lineNo := b.firstLine + int(it.idx)
 		if it.info.found != nil && it.info.flags&infoReady == 0 && !s.bench.active() {
 			// What apply does with a parser's finding outside a table,
@@ -228,17 +245,13 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pr
 				emit(it.info.found)
 			}
 		} else {
-			if pre != nil {
-				flush()
-			}
+			flush()
 			s.apply(&it.info, trimCR(b.data[it.start:it.end]), lineNo-skipped, lineNo, emit)
 		}
 		pos, idx = int(it.end)+1, int(it.idx)+1
 	}
-	walk(b.lines)
-	if pre != nil {
-		flush()
-	}
+	upTo(b.lines)
+	flush()
 }
 
 // blockSource cuts its input into runs of whole lines, with the line rules

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,10 +99,11 @@ func TestScanParallelMatchesSequential(t *testing.T) {
 		checkSameScan(t, "all fixtures", all.Bytes(), 4, bs)
 	}
 
-	// Shuffled lines of every fixture plus edge cases.
+	// Shuffled lines of every fixture plus edge cases (in a fixed order,
+	// so that a failure can be repeated).
 	var lines []string
-	for _, data := range texts {
-		lines = append(lines, strings.Split(string(data), "\n")...)
+	for _, name := range slices.Sorted(maps.Keys(texts)) {
+		lines = append(lines, strings.Split(string(texts[name]), "\n")...)
 	}
 	lines = append(lines, "", "\r", "Killed", "Benchmark ...", "Warmup ...",
 		"INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
@@ -126,6 +129,31 @@ func TestScanParallelMatchesSequential(t *testing.T) {
 		}
 		checkSameScan(t, "shuffled", data, 1+round%4, 1+r.IntN(3000))
 	}
+}
+
+// TestScanParallelPrefixInsideTable: an SGLang-prefixed line that a
+// benchmark table takes as a row does not count as an SGLang line; the
+// next prefixed line in the block does, and the uvicorn line after it is
+// then not readiness. (The parallel scan once kept only the first prefixed
+// line of a block.)
+func TestScanParallelPrefixInsideTable(t *testing.T) {
+	text := "============ Serving Benchmark Result ============\n" +
+		"[2025-10-16 09:06:10 TP7] Load weight begin. avail mem=137.52 GB\n" +
+		"\n" +
+		"some line\n" +
+		"[2025-08-02 06:06:21 TP2] Pyspy failed to dump PID 171. Error: /bin/dash: 1: py-spy: not found\n" +
+		"INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
+	for _, bs := range []int{1, 64, 4096} {
+		checkSameScan(t, "prefix inside a table", []byte(text), 2, bs)
+	}
+	got, _ := scanParallel([]byte(text), 2, 4096)
+	for _, p := range got {
+		if _, ok := p.(Ready); ok {
+			t.Errorf("uvicorn line after an SGLang line reported as readiness: %+v", p)
+		}
+	}
+	// A prefixed line that ends a table is applied after it, as a line.
+	checkSameScan(t, "prefix ends a table", []byte("Warmup ...\n[2025-08-02 06:06:21 TP2] x\nINFO:     Uvicorn running on http://0.0.0.0:8000\n"), 2, 4096)
 }
 
 func TestScanParallelLongLines(t *testing.T) {
