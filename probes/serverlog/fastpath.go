@@ -1,17 +1,21 @@
 package serverlog
 
-import (
-	"bytes"
-	"encoding/binary"
-)
+import "encoding/binary"
 
 // Fast paths for the lines that make up most of a busy SGLang log: the
 // decode and prefill batch lines in the layouts SGLang prints itself. Each
 // one either gives exactly the result of the general code or says it is
-// not sure (sure = false), and the caller then runs the general code; the
-// fuzz target FuzzFastPathsMatchGeneral checks that. What they save is the
-// general key/value splitter (a search per separator, a backward search per
-// piece, a string switch per key) and the rank search in the prefix.
+// not sure (sure = false, ok = false), and the caller then runs the
+// general code; the fuzz target FuzzFastPathsMatchGeneral checks that.
+// What they save is the general key/value splitter (a search per
+// separator, a backward search per piece, a string switch per key) and the
+// searches in the prefix. This file reads any order of the known keys;
+// layout.go the 2025 layouts in order, prefix.go SGLang's line prefix.
+//
+// Literal tests are spelled len(b) >= n && string(b[:n]) == "literal"
+// throughout: with the literal in place (16 bytes at most) the compiler
+// compares loaded words, while through a helper taking the key as a
+// parameter it calls memequal.
 
 // Key ids of the fast tokenizer.
 const (
@@ -62,8 +66,7 @@ func fastKey(body []byte) (uint8, int) {
 	if len(body) < 8 {
 		return fkNone, 0
 	}
-	// Each case compares the rest of its key with string literals (see
-	// hasKey).
+	// Each case compares the rest of its key with string literals.
 	rest := body[8:]
 	switch binary.LittleEndian.Uint64(body) {
 	case k8RunningReq: // #running-req:
@@ -197,14 +200,6 @@ func scanBool(v []byte) (b bool, n int) {
 	return false, 0
 }
 
-// hasKey reports whether b starts with key. The hot paths spell the test
-// out instead, as len(b) >= n && string(b[:n]) == "literal": with the
-// literal in place (at most 16 bytes) the compiler compares loaded words,
-// while through this helper it calls memequal.
-func hasKey(b []byte, key string) bool {
-	return len(b) >= len(key) && string(b[:len(key)]) == key
-}
-
 // decodeFieldsFast is decodeFields for a line whose fields are all keys
 // of fastKey with plain values. sure is false when the line has anything
 // else; the other results are then meaningless. own says that line[:at] is
@@ -302,192 +297,6 @@ func decodeFieldsFast(t *Throughput, line []byte, at int, own bool) (stamp []byt
 	rank, dp, stamp := prefixRankStamp(line[:at], own)
 	t.Rank, t.DP = rank, dp
 	return stamp, true, bad, true
-}
-
-// decodeLayout reads the fields of a decode line in the layout SGLang's
-// scheduler has printed since 2025 (keys in this order, the accept pair
-// only with speculative decoding):
-//
-//	#running-req: N, #token: N, token usage: F, [accept len: F, accept rate: F, ]cuda graph: B, gen throughput (token/s): F, #queue-req: N[, ]
-//
-// into t, and reports whether the line was exactly that. Each value is
-// read as decodeFieldsGeneral reads it; a value that it would refuse, or
-// read on the slow path, makes decodeLayout give up instead. i is the
-// position in b throughout: the helpers return the next one.
-func decodeLayout(b []byte, t *Throughput) bool {
-	if len(b) < 14 || string(b[:14]) != "#running-req: " {
-		return false
-	}
-	n, i, ok := layoutInt(b, 14)
-	if !ok || len(b) < i+8 || string(b[i:i+8]) != "#token: " {
-		return false
-	}
-	t.Running = int(n)
-	if n, i, ok = layoutInt(b, i+8); !ok || len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
-		return false
-	}
-	t.Tokens = int64(n)
-	// The decimals are divided out at the end, where the divisions do not
-	// wait for each other.
-	usage, usageF, i, ok := layoutDecimal(b, i+13, false)
-	if !ok {
-		return false
-	}
-	t.Has = HasRunning | HasTokens | HasTokenUsage | HasCUDAGraph | HasQueued
-	var alen, arate uint64
-	var alenF, arateF int
-	if len(b) >= i+12 && string(b[i:i+12]) == "accept len: " {
-		if alen, alenF, i, ok = layoutDecimal(b, i+12, false); !ok || len(b) < i+13 || string(b[i:i+13]) != "accept rate: " {
-			return false
-		}
-		if arate, arateF, i, ok = layoutDecimal(b, i+13, false); !ok {
-			return false
-		}
-		t.Has |= HasAcceptLength | HasAcceptRate
-	}
-	switch {
-	case len(b) >= i+18 && string(b[i:i+16]) == "cuda graph: True" && string(b[i+16:i+18]) == ", ":
-		t.CUDAGraph, i = true, i+18
-	case len(b) >= i+19 && string(b[i:i+16]) == "cuda graph: Fals" && string(b[i+16:i+19]) == "e, ":
-		i += 19
-	default:
-		return false
-	}
-	if len(b) < i+26 || string(b[i:i+16]) != "gen throughput (" || string(b[i+16:i+26]) != "token/s): " {
-		return false
-	}
-	// A rate must have decimals and be followed by ", ": a log shipper
-	// may have cut it otherwise.
-	rate, rateF, i, ok := layoutDecimal(b, i+26, true)
-	if !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
-		return false
-	}
-	if n, i, ok = layoutInt(b, i+12); !ok && !layoutEnd(b, i, n) {
-		return false
-	}
-	if ok && i != len(b) {
-		return false
-	}
-	t.Queued = int(n)
-	t.TokenUsage = decimal(usage, usageF)
-	t.TokPerSec = decimal(rate, rateF)
-	if t.Has&HasAcceptLength != 0 {
-		t.AcceptLength, t.AcceptRate = decimal(alen, alenF), decimal(arate, arateF)
-	}
-	return true
-}
-
-// prefillLayout is decodeLayout for a prefill line in the layout SGLang
-// prints since 2025:
-//
-//	#new-seq: N, #new-token: N, #cached-token: N, token usage: F, #running-req: N, #queue-req: N[, ]
-func prefillLayout(b []byte, p *Prefill) bool {
-	if len(b) < 10 || string(b[:10]) != "#new-seq: " {
-		return false
-	}
-	n, i, ok := layoutInt(b, 10)
-	if !ok || len(b) < i+12 || string(b[i:i+12]) != "#new-token: " {
-		return false
-	}
-	p.NewSeq = int(n)
-	if n, i, ok = layoutInt(b, i+12); !ok || len(b) < i+15 || string(b[i:i+15]) != "#cached-token: " {
-		return false
-	}
-	p.NewTokens = int64(n)
-	if n, i, ok = layoutInt(b, i+15); !ok || len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
-		return false
-	}
-	p.CachedTokens = int64(n)
-	usage, usageF, i, ok := layoutDecimal(b, i+13, false)
-	if !ok || len(b) < i+14 || string(b[i:i+14]) != "#running-req: " {
-		return false
-	}
-	p.TokenUsage = decimal(usage, usageF)
-	if n, i, ok = layoutInt(b, i+14); !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
-		return false
-	}
-	p.Running = int(n)
-	if n, i, ok = layoutInt(b, i+12); !ok && !layoutEnd(b, i, n) {
-		return false
-	}
-	if ok && i != len(b) {
-		return false
-	}
-	p.Queued = int(n)
-	p.Has = HasNewSeq | HasNewTokens | HasCachedTokens | HasPrefillTokenUsage | HasPrefillRunning | HasPrefillQueued
-	return true
-}
-
-// layoutInt reads what parseInt reads as an integer, 1 to 18 digits,
-// at b[i:], and the ", " after it. next is the position after the ", ";
-// when ok is false it is the position after the digits (see layoutEnd).
-func layoutInt(b []byte, i int) (n uint64, next int, ok bool) {
-	j := i
-	for ; j < len(b); j++ {
-		c := b[j] - '0'
-		if c > 9 {
-			break
-		}
-		n = n*10 + uint64(c)
-	}
-	if j == i || j-i > 18 {
-		return 0, -1, false
-	}
-	if j+1 < len(b) && b[j] == ',' && b[j+1] == ' ' {
-		return n, j + 2, true
-	}
-	return n, j, false
-}
-
-// layoutEnd reports whether layoutInt stopped at the end of b (at next)
-// after reading an integer: the last field of a line without a trailing
-// ", ".
-func layoutEnd(b []byte, next int, n uint64) bool {
-	return next == len(b) && next > 0 && b[next-1]-'0' <= 9
-}
-
-// layoutDecimal reads what parseFloat reads on its fast path, digits and
-// optionally a '.' and more digits, 15 digits at most, at b[i:], and the
-// ", " after it; with rate the '.' is required. The value is
-// decimal(m, frac); next is the position after the ", ".
-func layoutDecimal(b []byte, i int, rate bool) (m uint64, frac, next int, ok bool) {
-	j := i
-	for ; j < len(b); j++ {
-		c := b[j] - '0'
-		if c > 9 {
-			break
-		}
-		m = m*10 + uint64(c)
-	}
-	if j == i {
-		return 0, 0, 0, false
-	}
-	digits := j - i
-	if j+1 < len(b) && b[j] == '.' && b[j+1]-'0' <= 9 {
-		j++
-		d := j
-		for ; j < len(b); j++ {
-			c := b[j] - '0'
-			if c > 9 {
-				break
-			}
-			m = m*10 + uint64(c)
-		}
-		frac = j - d
-		digits += frac
-	} else if rate {
-		return 0, 0, 0, false
-	}
-	if digits > 15 || j+1 >= len(b) || b[j] != ',' || b[j+1] != ' ' {
-		return 0, 0, 0, false
-	}
-	return m, frac, j + 2, true
-}
-
-// decimal is parseFloat's fast path: m (below 10^15) over 10^frac, one
-// correctly rounded division.
-func decimal(m uint64, frac int) float64 {
-	return float64(int64(m)) / pow10[frac]
 }
 
 // prefillFieldsFast is prefillFields for a line whose fields are all keys
@@ -598,151 +407,4 @@ func prefillFieldsFast(p *Prefill, line []byte, at int, own bool) (stamp []byte,
 	rank, dp, stamp := prefixRankStamp(line[:at], own)
 	p.Rank, p.DP = rank, dp
 	return stamp, true, bad, true
-}
-
-// ownDecodeLine reads a line that is exactly SGLang's own prefix (own is
-// ownPrefixEnd(line), > 0), "Decode batch", '.' or ',', one space and the
-// 2025 decode layout (decodeLayout) into *t; ok is false for any other
-// line. Every byte of such a line is accounted for, so it has no escape
-// sequence and no other parser's keyword, and this is what
-// parseSGLangDecode reads from it, without its searches.
-func ownDecodeLine(t *Throughput, line []byte, own int) (stamp []byte, ok bool) {
-	b := line[own:]
-	if len(b) < 14 || string(b[:12]) != "Decode batch" || (b[12] != '.' && b[12] != ',') || b[13] != ' ' {
-		return nil, false
-	}
-	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
-	if !decodeLayout(b[14:], t) {
-		return nil, false
-	}
-	rank, dp, stamp := prefixRankStamp(line[:own], true)
-	t.Rank, t.DP = rank, dp
-	return stamp, true
-}
-
-// ownPrefillLine is ownDecodeLine for "Prefill batch" and the 2025
-// prefill layout: such a line has neither "Decode batch" nor "Avg
-// generation throughput: ", so the prefill parser is the one that would
-// read it, and this is what it reads.
-func ownPrefillLine(p *Prefill, line []byte, own int) (stamp []byte, ok bool) {
-	b := line[own:]
-	if len(b) < 15 || string(b[:13]) != "Prefill batch" || (b[13] != '.' && b[13] != ',') || b[14] != ' ' {
-		return nil, false
-	}
-	*p = Prefill{DP: -1}
-	if !prefillLayout(b[15:], p) {
-		return nil, false
-	}
-	rank, dp, stamp := prefixRankStamp(line[:own], true)
-	p.Rank, p.DP = rank, dp
-	return stamp, true
-}
-
-// prefixRankStamp returns the interned rank tag, DP rank and timestamp of a
-// batch line's prefix, as findRank, internRank and findStamp do. own says
-// that prefix is the line's own prefix (see ownPrefixEnd); then
-// "[2025-10-22 10:27:57] " and "[2025-10-22 10:27:57 TP3] " are read
-// directly.
-func prefixRankStamp(prefix []byte, own bool) (rank string, dp int, stamp []byte) {
-	if own {
-		// rest ends in "] "; "TP1".."TP9" and "TP10".."TP15" are what
-		// internRank keeps as constants.
-		switch rest := prefix[20:]; {
-		case len(rest) == 2:
-			return "", -1, prefix[1:20]
-		case len(rest) == 6 && string(rest[:3]) == " TP" && isDigit(rest[3]):
-			return tpTags[rest[3]-'0'], -1, prefix[1:20]
-		case len(rest) == 7 && string(rest[:4]) == " TP1" && rest[4] >= '0' && rest[4] <= '5':
-			return tpTags[10+rest[4]-'0'], -1, prefix[1:20]
-		}
-	}
-	r, dp := findRank(prefix)
-	if r != nil {
-		rank = internRank(r)
-	}
-	return rank, dp, findStamp(prefix)
-}
-
-// Templates for isStamp: the separators of "dddd-dd-dd dd:dd:dd" and '0'
-// in the digit places, as little-endian words over bytes 0–7, 8–15 and
-// 11–18; the masks select the separator places.
-const (
-	stampTmpl0 = 0x2d30302d30303030 // "0000-00-"
-	stampTmpl1 = 0x30303a3030203030 // "00 00:00"
-	stampTmpl2 = 0x30303a30303a3030 // "00:00:00"
-	stampSep0  = 0xff0000ff00000000
-	stampSep1  = 0x0000ff0000ff0000
-	stampSep2  = 0x0000ff0000ff0000
-)
-
-// isStamp reports whether b starts with a timestamp of the shape
-// "dddd-dd-dd dd:dd:dd" (d a digit): matchShape(b[:19], ...), eight bytes
-// at a time.
-func isStamp(b []byte) bool {
-	if len(b) < 19 {
-		return false
-	}
-	return stampWord(binary.LittleEndian.Uint64(b), stampTmpl0, stampSep0) &&
-		stampWord(binary.LittleEndian.Uint64(b[8:]), stampTmpl1, stampSep1) &&
-		stampWord(binary.LittleEndian.Uint64(b[11:]), stampTmpl2, stampSep2)
-}
-
-// stampWord checks eight bytes against a template: the separator places
-// equal, every other byte a digit. x^tmpl is 0–9 exactly for a digit; a
-// byte under 10 plus 0x76 stays under 0x80, and a byte that overflows
-// into the next one has its top bit set already.
-func stampWord(w, tmpl, sep uint64) bool {
-	x := w ^ tmpl
-	return x&sep == 0 && ((x+0x7676767676767676)|x)&0x8080808080808080 == 0
-}
-
-// ownPrefixEnd returns the length of SGLang's own line prefix
-// "[2025-10-22 10:27:57] " or "[2025-10-22 10:27:57 DP1 TP0] " at the start
-// of line: '[', a timestamp, spaces, digits and capitals, "] ". It is 0
-// when line does not start with one. Such a prefix holds no lower-case
-// letter, '[' (but the first), '#' or ESC, which the parsers use: a
-// keyword with a lower-case letter found right after it is its first
-// occurrence, and it has no escape sequence (the '[' before four digits
-// starts none).
-func ownPrefixEnd(line []byte) int {
-	if len(line) < 22 || line[0] != '[' || !isStamp(line[1:]) {
-		return 0
-	}
-	// "] " and " TP3] ", the usual ends, directly.
-	if line[20] == ']' && line[21] == ' ' {
-		return 22
-	}
-	if len(line) >= 26 && string(line[20:23]) == " TP" && isDigit(line[23]) && line[24] == ']' && line[25] == ' ' {
-		return 26
-	}
-	for j := 20; j < len(line)-1 && j < 40; j++ {
-		switch c := line[j]; {
-		case c == ']':
-			if line[j+1] == ' ' {
-				return j + 2
-			}
-			return 0
-		case c != ' ' && !isDigit(c) && (c < 'A' || c > 'Z'):
-			return 0
-		}
-	}
-	return 0
-}
-
-// indexDecodeBatch is bytes.Index(line, kwDecodeBatch), checked first
-// right after the line's own prefix (own from ownPrefixEnd).
-func indexDecodeBatch(line []byte, own int) int {
-	// A string literal, not kwDecodeBatch: see hasKey.
-	if b := line[own:]; own > 0 && len(b) >= 12 && string(b[:12]) == "Decode batch" {
-		return own
-	}
-	return bytes.Index(line, kwDecodeBatch)
-}
-
-// indexPrefillBatch is indexDecodeBatch for kwPrefillBatch.
-func indexPrefillBatch(line []byte, own int) int {
-	if b := line[own:]; own > 0 && len(b) >= 13 && string(b[:13]) == "Prefill batch" {
-		return own
-	}
-	return bytes.Index(line, kwPrefillBatch)
 }
