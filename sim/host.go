@@ -179,7 +179,7 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 	}
 	cfg := simConfig{GPUs: opt.GPUs, GPUCapture: opt.GPUCapture, Seed: opt.Seed, ReplayLog: opt.ReplayLog,
 		StartupDelay: opt.StartupDelay.Seconds(), TimeScale: opt.TimeScale, Eagle: opt.Eagle,
-		LogPrefix: opt.LogPrefix, NoAutoLoad: opt.NoAutoLoad}
+		LogPrefix: opt.LogPrefix, NoAutoLoad: opt.NoAutoLoad, OwnerPID: os.Getpid()}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	if err = writeFileAtomic(filepath.Join(h.Dir, configFile), b, 0o644); err != nil {
 		return h, err

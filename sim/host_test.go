@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -468,4 +469,52 @@ func TestSSHAllHostKeyTypes(t *testing.T) {
 		t.Fatalf("ed25519 only: %v", err)
 	}
 	c.Close()
+}
+
+// TestServerExitsWhenItsOwnerDies: a demo killed with SIGKILL (or a test
+// binary that dies) must not leave its simulated server running.
+func TestServerExitsWhenItsOwnerDies(t *testing.T) {
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Process.Kill()
+	h, err := Start(context.Background(), Options{NoSSH: true, StartupDelay: 100 * time.Millisecond, TimeScale: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// Hand the sim to the sleep process, as if it had built it.
+	cfgPath := filepath.Join(h.Dir, configFile)
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg simConfig
+	if err := json.Unmarshal(b, &cfg); err != nil || cfg.OwnerPID != os.Getpid() {
+		t.Fatalf("sim.json owner %d (err %v), want this process %d", cfg.OwnerPID, err, os.Getpid())
+	}
+	cfg.OwnerPID = owner.Process.Pid
+	if b, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.StartServer(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	pid := h.ServerPID()
+	if !pidAlive(pid) {
+		t.Fatal("server not running")
+	}
+	owner.Process.Kill()
+	owner.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for pidAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server %d still running 15 s after its owner died", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -135,6 +136,12 @@ func runServer(ctx context.Context, args []string, e serverEnv) int {
 		fmt.Fprintf(e.stderr, "sglang-server: %v\n", err)
 		return 2
 	}
+	if cfg.OwnerPID > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		go watchOwner(ctx, cfg.OwnerPID, time.Second, stop)
+	}
 	o, err := parseServerArgs(args, cfg)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "launch_server.py: error: %v\n", err)
@@ -203,6 +210,24 @@ func runServer(ctx context.Context, args []string, e serverEnv) int {
 	s.shutdown(srv)
 	<-engDone
 	return 0
+}
+
+// watchOwner calls gone when process pid no longer exists (checked every
+// interval), ending the server the way SIGTERM does.
+func watchOwner(ctx context.Context, pid int, every time.Duration, gone func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			gone()
+			return
+		}
+	}
 }
 
 func (s *server) listen() (net.Listener, error) {

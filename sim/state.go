@@ -41,6 +41,10 @@ type simConfig struct {
 	Eagle        bool    `json:"eagle,omitempty"`
 	LogPrefix    string  `json:"log_prefix,omitempty"`
 	NoAutoLoad   bool    `json:"no_auto_load,omitempty"`
+	// OwnerPID is the process that built the sim host (flightdeck demo, a
+	// test). The fake server exits when it is gone, so a demo killed with
+	// SIGKILL, or a test binary that dies, leaves no server behind.
+	OwnerPID int `json:"owner_pid,omitempty"`
 }
 
 func readConfig(dir string) (simConfig, error) {

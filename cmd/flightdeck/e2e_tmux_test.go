@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,6 +86,21 @@ func (s *tmuxSession) tmux(args ...string) string {
 	return string(out)
 }
 
+// quit presses q and waits for a clean exit.
+func (s *tmuxSession) quit() {
+	s.t.Helper()
+	s.tmux("send-keys", "-t", "e2e", "q")
+	screen := s.waitScreen(15*time.Second, func(screen string) string {
+		if !strings.Contains(screen, "EXIT STATUS") {
+			return "q did not quit"
+		}
+		return ""
+	})
+	if !strings.Contains(screen, "EXIT STATUS 0") {
+		s.t.Fatalf("flightdeck exited with an error:\n%s", screen)
+	}
+}
+
 func (s *tmuxSession) capture() string { return s.tmux("capture-pane", "-p", "-t", "e2e") }
 
 // waitScreen polls the screen until check passes (returns "") or the
@@ -156,16 +172,7 @@ func TestDemoInTmux(t *testing.T) {
 	}
 	simDir := regexp.MustCompile(`(/\S*flightdeck-sim-\S+)/logs/sglang\.log`).FindStringSubmatch(screen)
 
-	s.tmux("send-keys", "-t", "e2e", "q")
-	screen = s.waitScreen(15*time.Second, func(screen string) string {
-		if !strings.Contains(screen, "EXIT STATUS") {
-			return "q did not quit"
-		}
-		return ""
-	})
-	if !strings.Contains(screen, "EXIT STATUS 0") {
-		t.Fatalf("demo exited with an error:\n%s", screen)
-	}
+	s.quit()
 	if simDir != nil {
 		if _, err := os.Stat(simDir[1]); !os.IsNotExist(err) {
 			t.Errorf("simulated host %s left behind after quit (stat: %v)", simDir[1], err)
@@ -195,4 +202,41 @@ func TestDemoWithGPUCaptureInTmux(t *testing.T) {
 		}
 		return ""
 	})
+	s.quit()
+}
+
+// TestDemoCleansUpWhenItsPaneCloses: closing the pane (SIGHUP, as when a
+// tmux window is killed or an SSH session to the box drops) removes the
+// simulated host and stops its server, like q does.
+func TestDemoCleansUpWhenItsPaneCloses(t *testing.T) {
+	bin := flightdeckBinary(t)
+	s := startTmux(t, 120, 30, bin+" demo")
+	screen := s.waitScreen(30*time.Second, func(screen string) string {
+		if !strings.Contains(screen, "Decode batch") {
+			return "no decode log lines yet"
+		}
+		return ""
+	})
+	dir := regexp.MustCompile(`(/\S*flightdeck-sim-[^/\s]+)`).FindStringSubmatch(screen)
+	if dir == nil {
+		t.Fatalf("no sim dir on screen:\n%s", screen)
+	}
+	pid, err := os.ReadFile(filepath.Join(dir[1], "run", "sglang.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverPID, _ := strconv.Atoi(strings.Fields(string(pid))[0])
+	s.tmux("kill-server")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, statErr := os.Stat(dir[1])
+		alive := syscall.Kill(serverPID, 0) == nil
+		if os.IsNotExist(statErr) && !alive {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the pane closed: sim dir exists=%v, server %d alive=%v", statErr == nil, serverPID, alive)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

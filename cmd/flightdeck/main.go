@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,9 +27,25 @@ func main() {
 	// fake inference server; those roles run here and exit.
 	sim.RunRoleFromEnv()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a closed tmux pane or a dropped SSH session to the box
+	// must still stop the probes and remove the demo's simulated host.
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	var caught atomic.Value
+	go func() {
+		if sig, ok := <-sigs; ok {
+			caught.Store(sig)
+			cancel()
+		}
+	}()
 	err := newRootCmd().ExecuteContext(ctx)
-	stop()
+	signal.Stop(sigs)
+	cancel()
+	if sig, ok := caught.Load().(syscall.Signal); ok {
+		// The shell convention for a command ended by a signal.
+		os.Exit(128 + int(sig))
+	}
 	if err != nil {
 		var ec exitCode
 		if !errors.As(err, &ec) {

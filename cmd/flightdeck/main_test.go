@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +18,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
 }
 
 // runCLI runs the command line in-process and returns stdout, stderr and
