@@ -123,15 +123,18 @@ type sshConn struct {
 	cause   error // why it ended; valid once dead is closed
 }
 
-// kill closes the connection once, recording why.
+// kill closes the connection once, recording why. dead is closed before
+// the client: closing the client wakes every session's Wait, which must
+// then see the connection dead and report this cause (a keepalive timeout,
+// say), not the bare "exited without exit status" the teardown produces.
 func (c *sshConn) kill(cause error) {
 	c.once.Do(func() {
 		c.cause = cause
+		close(c.dead)
 		c.client.Close()
 		for _, cl := range c.closers {
 			cl.Close()
 		}
-		close(c.dead)
 	})
 }
 
