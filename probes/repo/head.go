@@ -125,7 +125,8 @@ func truncate(b []byte) []byte {
 }
 
 // Watcher polls a repository's HEAD and emits a Head whenever it changes
-// (and once at start), or Unreadable when it cannot be read.
+// (and once at start), or Unreadable when it cannot be read. While the host
+// is unreachable it emits nothing: the last HEAD still stands.
 type Watcher struct {
 	Host     remote.Host
 	Path     string
@@ -154,6 +155,9 @@ func (w *Watcher) Run(ctx context.Context, sink event.Sink) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.Is(err, remote.ErrDisconnected), errors.Is(err, context.DeadlineExceeded):
+			// The host, not the repository, is unreachable: the last HEAD
+			// still stands (the header shows the connection state).
 		case err != nil:
 			if msg := err.Error(); msg != lastErr {
 				lastErr = msg

@@ -2,6 +2,8 @@ package repo
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,5 +118,22 @@ func TestWatcherEmitsOnChangeOnly(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no event after the working tree changed")
 		}
+	}
+}
+
+// downHost fails every command as a dropped connection does.
+type downHost struct{ remote.Host }
+
+func (downHost) Run(context.Context, string, io.Reader) (remote.Result, error) {
+	return remote.Result{}, fmt.Errorf("remote: gpu-box: %w: still reconnecting", remote.ErrDisconnected)
+}
+
+func TestWatcherKeepsHeadWhileDisconnected(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var got []event.Event
+	(&Watcher{Host: downHost{}, Path: "/x", Interval: 10 * time.Millisecond}).Run(ctx, func(e event.Event) { got = append(got, e) })
+	if len(got) != 0 {
+		t.Fatalf("emitted %v while the host was unreachable, want nothing", got[0].Data)
 	}
 }
