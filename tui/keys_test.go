@@ -22,11 +22,19 @@ func TestQuitKeys(t *testing.T) {
 			t.Errorf("%s did not quit", k)
 		}
 	}
-	// ctrl+c quits even while typing a filter.
+	// ctrl+c while typing a filter cancels the filter (like esc); a second
+	// ctrl+c, outside the input, quits.
 	m := newSized(80, 24, Options{})
 	press(m, "/")
-	if !isQuit(press(m, "ctrl+c")) {
-		t.Error("ctrl+c in the filter input did not quit")
+	typeText(m, "nccl")
+	if cmd := press(m, "ctrl+c"); isQuit(cmd) || m.Quitting() {
+		t.Error("ctrl+c in the filter input quit instead of cancelling the filter")
+	}
+	if m.filtering || m.Filter() != "" {
+		t.Errorf("ctrl+c left the filter: typing %v, filter %q", m.filtering, m.Filter())
+	}
+	if !isQuit(press(m, "ctrl+c")) || !m.Quitting() {
+		t.Error("a second ctrl+c did not quit")
 	}
 }
 

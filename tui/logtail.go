@@ -67,7 +67,8 @@ type logTail struct {
 	wrapW   int
 	wrapMem map[int64][]int
 
-	filter  string  // lower-cased; "" for none
+	filter  string  // lower-cased for matching; "" for none
+	query   string  // the filter as typed, for display
 	matches []int64 // seqs that pass the filter, ascending
 
 	pending []pendingMark
@@ -180,6 +181,7 @@ func (t *logTail) mark(text string, kind lineKind) {
 
 // setFilter filters displayed lines by a case-insensitive substring.
 func (t *logTail) setFilter(q string) {
+	t.query = sanitizeString(q) // typed or pasted: shown in the title
 	q = strings.ToLower(q)
 	if q == t.filter {
 		return

@@ -123,7 +123,7 @@ func TestLogFilter(t *testing.T) {
 		t.Error("match not highlighted")
 	}
 	press(m, "enter")
-	if m.Filter() != "nccl" || strings.Join(logBody(m), "|") != strings.Join(want, "|") {
+	if m.Filter() != "NcCl" || strings.Join(logBody(m), "|") != strings.Join(want, "|") {
 		t.Errorf("enter should keep the filter: %q %q", m.Filter(), logBody(m))
 	}
 	// New lines are filtered as they arrive.
@@ -131,7 +131,8 @@ func TestLogFilter(t *testing.T) {
 	if got := logBody(m); got[len(got)-1] != "NCCL error: unhandled system error" || len(got) != 3 {
 		t.Errorf("incremental filter: %q", got)
 	}
-	if !strings.Contains(plain(m), "filter nccl 3 lines (esc clears)") {
+	// The title shows the filter as typed; matching ignores case.
+	if !strings.Contains(plain(m), "filter NcCl 3 lines (esc clears)") {
 		t.Errorf("filter not in title:\n%s", plain(m))
 	}
 	// Keys work normally after enter (q would quit; here: k scrolls).
@@ -157,6 +158,49 @@ func TestLogFilter(t *testing.T) {
 	press(m, "/")
 	if cmd := press(m, "q"); cmd != nil && isQuit(cmd) {
 		t.Error("q in the filter input quit the program")
+	}
+}
+
+// TestFilterPromptStaysOpen: only esc (or ctrl+c) closes the filter input.
+// Backspace on an empty filter, in any of the forms terminals send, keeps
+// it open, so further typing stays text and never runs as keys (the "q" of
+// "seq-d" quit the cockpit in a user test).
+func TestFilterPromptStaysOpen(t *testing.T) {
+	backspaces := []tea.KeyPressMsg{
+		{Code: tea.KeyBackspace},
+		{Code: tea.KeyBackspace, Mod: tea.ModAlt},
+		{Code: tea.KeyBackspace, Mod: tea.ModCtrl},
+		{Code: tea.KeyBackspace, Mod: tea.ModShift},
+		{Code: 'h', Mod: tea.ModCtrl},
+		{Code: tea.KeyDelete},
+	}
+	for _, bs := range backspaces {
+		t.Run(bs.String(), func(t *testing.T) {
+			m := newSized(80, 24, Options{})
+			send(m, ev(0, linesOf("seq-d 1", "other")))
+			press(m, "/")
+			for range 3 {
+				m.Update(bs)
+			}
+			if !m.filtering || !strings.HasPrefix(logTitle(m), "/") {
+				t.Fatalf("%s on an empty filter closed the prompt: %q", bs, logTitle(m))
+			}
+			for _, r := range "seq-d" {
+				if _, cmd := m.Update(tea.KeyPressMsg{Code: r, Text: string(r)}); isQuit(cmd) || m.Quitting() {
+					t.Fatalf("typing after %s quit the cockpit", bs)
+				}
+			}
+			if m.Filter() != "seq-d" || !m.filtering {
+				t.Errorf("after typing: filter %q, typing %v", m.Filter(), m.filtering)
+			}
+			// Deleting back to empty keeps it open too.
+			for range 8 {
+				m.Update(bs)
+			}
+			if !m.filtering {
+				t.Errorf("deleting the filter with %s closed the prompt", bs)
+			}
+		})
 	}
 }
 

@@ -324,11 +324,13 @@ func derefOr[T event.Payload](p *T) event.Payload {
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := &m.keys
 	if m.filtering {
+		// Only esc (or ctrl+c) closes the input, clearing the filter, and
+		// enter, keeping it: every other key, backspace on an empty filter
+		// included, stays text, so typing never runs as commands. ctrl+c
+		// cancels rather than quits: a ctrl+c meant for the input must not
+		// end the session; a second one, outside the input, quits.
 		switch msg.String() {
-		case "ctrl+c":
-			m.quitting = true
-			return m, tea.Quit
-		case "esc":
+		case "esc", "ctrl+c":
 			m.filtering = false
 			m.input.Blur()
 			m.input.SetValue("")
@@ -399,7 +401,7 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		m.log.wrap = !m.log.wrap
 	case &k.Filter:
 		m.filtering = true
-		m.input.SetValue(m.log.filter)
+		m.input.SetValue(m.log.query)
 		m.input.CursorEnd()
 		return m, m.input.Focus()
 	case &k.Up:
@@ -451,8 +453,9 @@ func (m *Model) Following() bool { return m.log.follow }
 // (toggled by w) instead of being cut at the terminal width.
 func (m *Model) Wrapping() bool { return m.log.wrap }
 
-// Filter is the active log filter (lower-cased), "" when none.
-func (m *Model) Filter() string { return m.log.filter }
+// Filter is the active log filter as typed, "" when none; it matches
+// regardless of case.
+func (m *Model) Filter() string { return m.log.query }
 
 // noLog reports that no server log is followed and none has arrived.
 func (m *Model) noLog() bool { return m.opts.NoLog && !m.log.seen }

@@ -252,7 +252,7 @@ func (m *Model) logTitle(w int) string {
 		tail = append(tail, part{" (G follows)", st.Dim})
 	}
 	if m.log.filter != "" {
-		tail = append(tail, part{"  filter ", st.Dim}, part{m.log.filter, st.Accent},
+		tail = append(tail, part{"  filter ", st.Dim}, part{m.log.query, st.Accent},
 			part{" " + strconv.Itoa(m.log.count()) + " lines (esc clears)", st.Dim})
 	}
 	// The state matters more than the path: a long path loses its head
