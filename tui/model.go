@@ -89,7 +89,12 @@ type serverState struct {
 	phase serverPhase
 	name  string // "sglang" / "vllm" when a Ready said so
 	since time.Time
-	fail  serverlog.FailureClass
+
+	// The run's primary failure (see failureTier); a serverlog.Reset
+	// starts a new run and clears it.
+	fail     serverlog.FailureClass
+	failTier int
+	hasFail  bool
 }
 
 // Model is the cockpit's root Bubble Tea model. Create it with New; it is
@@ -258,19 +263,43 @@ func (m *Model) apply(ev event.Event) {
 	case serverlog.Rate:
 		m.rate.apply(p)
 		if !p.Dropped && m.server.phase != serverReady && m.server.phase != serverRunning {
-			m.server = serverState{phase: serverRunning, name: m.server.name, since: ev.At}
+			m.server.phase, m.server.since = serverRunning, ev.At
 		}
 	case serverlog.Ready:
-		m.server = serverState{phase: serverReady, name: sanitizeString(p.Server), since: ev.At}
+		// A run's failures stay counted until a reset, as in the parser.
+		m.server.phase, m.server.name, m.server.since = serverReady, sanitizeString(p.Server), ev.At
 		m.log.mark(p.Text, lineReady)
 	case repo.Head:
 		m.head = formatHead(p)
 	case repo.Unreadable:
 		m.head = "? (repository unreadable)"
 	case serverlog.Failure:
-		m.server = serverState{phase: serverFailed, name: m.server.name, since: ev.At, fail: serverlog.FailureClass(sanitizeString(string(p.Class)))}
+		class := serverlog.FailureClass(sanitizeString(string(p.Class)))
+		if tier := failureTier(class); !m.server.hasFail || tier < m.server.failTier {
+			m.server.fail, m.server.failTier, m.server.hasFail = class, tier, true
+		}
+		m.server.phase, m.server.since = serverFailed, ev.At
 		m.log.mark(p.Text, lineFailure)
 	}
+}
+
+// failureTier ranks a failure class for the header, mirroring
+// serverlog.Classifier.Primary so that the cockpit names the class
+// `flightdeck parse log` calls primary: root causes first, then the
+// engine's death or the process being killed, then a bare traceback.
+// Within a tier the first class seen wins. Classes this build does not
+// know come last.
+func failureTier(c serverlog.FailureClass) int {
+	switch c {
+	case serverlog.FailCUDAIllegalMemory, serverlog.FailOOM, serverlog.FailNCCL,
+		serverlog.FailWatchdogTimeout, serverlog.FailPortInUse:
+		return 0
+	case serverlog.FailEngineDead, serverlog.FailKilled:
+		return 1
+	case serverlog.FailTraceback:
+		return 2
+	}
+	return 3
 }
 
 // formatHead is the header's HEAD field: "3207427 Fix PCG MoE Error (+2

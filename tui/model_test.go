@@ -2,6 +2,8 @@ package tui
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -280,4 +282,104 @@ func TestNarrowHeaderDropsFieldsWhole(t *testing.T) {
 	if h := screenLines(m)[0]; h != "flightdeck  root@127" {
 		t.Errorf("20 columns: %q", h)
 	}
+}
+
+// scanFailures runs a serverlog.Scanner over a fixture in testdata and
+// returns the Failure events it produces, in order, and its Primary.
+func scanFailures(t *testing.T, name string) ([]serverlog.Failure, serverlog.Failure) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var s serverlog.Scanner
+	var out []serverlog.Failure
+	err = serverlog.ScanLines(f, func(line []byte, n int) {
+		s.Feed(line, n, func(p event.Payload) {
+			if x, ok := p.(serverlog.Failure); ok {
+				out = append(out, x)
+			}
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := s.Primary()
+	if !ok {
+		t.Fatalf("%s: the scanner found no failure", name)
+	}
+	return out, p
+}
+
+// TestHeaderFailureIsThePrimary: the header names the class
+// `flightdeck parse log` calls primary (serverlog.Scanner.Primary), not
+// the latest Failure event: for the EngineDeadError crash that is
+// engine-dead, not the traceback after it; for vLLM's NCCL teardown it is
+// nccl, not the "out of memory" it wraps.
+func TestHeaderFailureIsThePrimary(t *testing.T) {
+	fixtures := []string{
+		"vllm-crash-enginedead-v1.txt",
+		"vllm-nccl-cuda-failure-oom-2025-05.txt",
+		"sglang-crash-illegal-memory-access-2025-02.txt",
+		"vllm-oom-v1-enginecore.txt",
+	}
+	differs := 0
+	for _, name := range fixtures {
+		t.Run(name, func(t *testing.T) {
+			fails, primary := scanFailures(t, name)
+			if fails[len(fails)-1].Class != primary.Class {
+				differs++
+			}
+			m := newSized(160, 24, Options{})
+			send(m, ev(0, serverlog.Reset{Reason: "truncated"}))
+			for i, f := range fails {
+				send(m, ev(time.Duration(i)*time.Second, f))
+			}
+			want := "failed (" + string(primary.Class) + ")"
+			if h := screenLines(m)[0]; !strings.Contains(h, want) {
+				t.Errorf("header %q, want %q (events %v)", h, want, classesOf(fails))
+			}
+		})
+	}
+	if differs == 0 {
+		t.Error("no fixture has a latest failure other than the primary: the test proves nothing")
+	}
+
+	// A new run (serverlog.Reset) forgets the previous run's failures.
+	m := newSized(160, 24, Options{})
+	nccl, _ := scanFailures(t, "vllm-nccl-cuda-failure-oom-2025-05.txt")
+	dead, _ := scanFailures(t, "vllm-crash-enginedead-v1.txt")
+	for _, f := range nccl {
+		send(m, ev(0, f))
+	}
+	send(m, ev(time.Second, serverlog.Reset{Reason: "truncated"}))
+	if h := screenLines(m)[0]; strings.Contains(h, "failed") {
+		t.Errorf("after a reset: %q", h)
+	}
+	for _, f := range dead {
+		send(m, ev(2*time.Second, f))
+	}
+	if h := screenLines(m)[0]; !strings.Contains(h, "failed (engine-dead)") {
+		t.Errorf("second run: %q", h)
+	}
+	// Without a reset the first root cause stays, as in the parser.
+	for _, f := range nccl {
+		send(m, ev(3*time.Second, f))
+	}
+	if h := screenLines(m)[0]; !strings.Contains(h, "failed (nccl)") {
+		t.Errorf("a root cause after engine-dead: %q", h)
+	}
+	send(m, ev(4*time.Second, serverlog.Failure{Class: serverlog.FailOOM, Text: "CUDA out of memory"}))
+	if h := screenLines(m)[0]; !strings.Contains(h, "failed (nccl)") {
+		t.Errorf("a later root cause replaced the first: %q", h)
+	}
+}
+
+func classesOf(fs []serverlog.Failure) []serverlog.FailureClass {
+	var out []serverlog.FailureClass
+	for _, f := range fs {
+		out = append(out, f.Class)
+	}
+	return out
 }
