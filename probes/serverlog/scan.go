@@ -130,8 +130,10 @@ func (a *analyzer) intern(b []byte) string {
 }
 
 // analyze runs every parser on line, most frequent first, and stops at the
-// first that recognises it. Lines that the quiet filter clears skip all
-// but the first parser; analyzeFull is the same without the filter.
+// first that recognises it. SGLang batch lines in the 2025 layout are read
+// whole first (ownDecodeLine, ownPrefillLine), and lines that the quiet
+// filter clears skip all but the decode parser; analyzeFull is the same
+// without these shortcuts.
 func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 	own := ownPrefixEnd(line)
 	var t Throughput
