@@ -101,13 +101,18 @@ func FuzzParseDecimal(f *testing.F) {
 
 // FuzzWriteJSONL: the header reader and writer turn any input into valid
 // JSON Lines (one object per line, each with a type) and at most a
-// GarbledError.
+// GarbledError, or refuse it as not --query-gpu output having written
+// nothing.
 func FuzzWriteJSONL(f *testing.F) {
 	f.Add([]byte("index, name, utilization.gpu [%]\n0, NVIDIA H200, 5 %\n1, x\n"), "")
 	f.Add([]byte("# source: x\n❯ nvidia-smi --loop=1\n41, 6, 13\n"), "temperature.gpu,utilization.gpu,utilization.memory")
 	f.Add([]byte("Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 570.124\n"), "")
 	f.Add([]byte("No devices were found\nJul 01 kernel: NVRM: GPU 0000:01:00.0: x, y\n"), "index")
 	f.Add([]byte("type, type, index\n\"a\\\", \x00, 1\n"), "")
+	f.Add([]byte("type, type, index\n\"a\\\", \x01, 1\n"), "")
+	f.Add([]byte("####################\n# nvidia_gpu_exporter GPU capture\n####################\n\n####################\n# load :: query-gpu (csv)\n# $ nvidia-smi\n####################\nindex, name\n0, x\n"), "")
+	f.Add([]byte("\x1f\x8b\x08\x00"), "")
+	f.Add([]byte("\xef\xbb\xbfindex, name\n0, gpu-nvidia-smi-01\n1, nvidia-smi\n$ nvidia-smi -q\n"), "")
 	f.Fuzz(func(t *testing.T, in []byte, fields string) {
 		var fl []string
 		if fields != "" {
@@ -116,11 +121,15 @@ func FuzzWriteJSONL(f *testing.F) {
 		var out bytes.Buffer
 		err := WriteJSONL(&out, bytes.NewReader(in), fl)
 		var ge *GarbledError
-		if err != nil && !errors.As(err, &ge) {
+		notGPU := errors.Is(err, ErrNotQueryGPU)
+		if err != nil && !errors.As(err, &ge) && !notGPU {
 			t.Fatalf("error %v", err)
 		}
 		if ge != nil && (ge.Count == 0 || len(ge.Rows) == 0 || ge.Rows[0].Line < 1) {
 			t.Fatalf("garbled %+v", ge)
+		}
+		if notGPU && out.Len() > 0 {
+			t.Fatalf("%v, but wrote %q", err, out.Bytes())
 		}
 		sc := bufio.NewScanner(&out)
 		sc.Buffer(nil, 1<<24)

@@ -3,6 +3,7 @@ package gpu
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -76,161 +77,282 @@ func (e *GarbledError) Error() string {
 //     "reason":… (when the message gives one), "needs_reboot":bool,
 //     "nvml_library_version":… (when given), "line":N}.
 //
-// Input: CSV with or without header, with or without units (header names
-// may carry them, "memory.used [MiB]"; values too, "81559 MiB"). A header
-// line may appear anywhere and applies to the rows after it; before any
-// header, rows use fields (the query's field list, e.g. from --fields), and
-// a header in the input overrides fields. Skipped: blank lines, lines
-// starting with '#' (a fixture's "# source:" line, pasted comments), and
-// pasted command lines (any line containing "nvidia-smi", e.g.
-// "$ nvidia-smi --query-gpu=… --format=csv"). nvidia-smi prints nothing
-// after a whole-command failure, so text after one that is not a CSV row
-// (a pasted kernel log) is skipped rather than reported.
+// Input is one of:
 //
-// Errors: a row with the wrong number of cells, an unparsable index, or no
-// field list to read it with is dropped; after the whole input is written
-// WriteJSONL returns a *GarbledError listing the dropped rows' line numbers
-// (1-based, counting every input line). Read and write errors are returned
-// as they are, and stop the output.
+//   - CSV (nvidia-smi --format=csv, driver ≥ 450) with or without header,
+//     with or without units (header names may carry them, "memory.used
+//     [MiB]"; values too, "81559 MiB"). A header is a line of ", "-separated
+//     field names, most of them lower-case dotted identifiers like
+//     "utilization.gpu", each optionally followed by " [unit]", at least one
+//     a field flightdeck reads (index, name, memory.used, …); any other line
+//     is a row. A header may appear anywhere and applies to the rows after
+//     it; before any header, rows use fields (the query's field list, e.g.
+//     from --fields), and a header in the input overrides fields. Skipped:
+//     blank lines, lines starting with '#' (a fixture's "# source:" line,
+//     pasted comments), a leading UTF-8 byte order mark, and pasted command
+//     lines that run nvidia-smi ("$ nvidia-smi --query-gpu=… --format=csv";
+//     a row whose cells contain the text, a host "gpu-nvidia-smi-01", stays a
+//     row). nvidia-smi prints nothing after a whole-command failure, so text
+//     after one that is not a CSV row (a pasted kernel log) is skipped rather
+//     than reported.
+//   - an nvidia_gpu_exporter capture (a file whose first line after its '#'
+//     rule is "# nvidia_gpu_exporter GPU capture"; see captureSections): only
+//     the body of its "# load :: query-gpu" section is read, as CSV, the
+//     section the fixtures' MANIFEST "expect" describes. Line numbers still
+//     count every line of the file.
+//
+// Empty input (or only blank and '#' lines) writes nothing and returns nil.
+//
+// Errors: input that starts with binary data (a NUL byte, gzip or UTF-16,
+// or mostly invalid UTF-8 in its first KiB) is refused before anything is
+// written, with an error wrapping ErrNotQueryGPU. A row with the wrong
+// number of cells, an unparsable index, or no field list to read it with is
+// dropped; after the whole input is written WriteJSONL returns a
+// *GarbledError listing the dropped rows' line numbers (1-based, counting
+// every input line). When nothing at all was recognised (no header, no
+// row, no failure; README text, a help page) the *GarbledError is wrapped
+// in an error that also wraps ErrNotQueryGPU and says what was expected; a
+// capture without a load query-gpu section gives ErrNotQueryGPU too. Read
+// and write errors are returned as they are, and stop the output.
 func WriteJSONL(w io.Writer, r io.Reader, fields []string) error {
-	bw := bufio.NewWriter(w)
-	jw := jsonlWriter{w: bw}
-	var plan *rowPlan
-	if len(fields) > 0 {
-		plan = newRowPlan(fields)
-	}
-	var (
-		garbled     GarbledError
-		pending     *Failure // a version mismatch, waiting for its "NVML library version" line
-		pendingLine int
-		sawFailure  bool
-		cells       [][]byte
-	)
-	flushPending := func() error {
-		if pending == nil {
-			return nil
-		}
-		err := jw.failure(*pending, pendingLine)
-		pending = nil
+	lr := newLineReader(r)
+	head, err := lr.r.Peek(sniffLen)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return err
 	}
-	lr := newLineReader(r)
+	if why := binaryReason(head, len(head) == sniffLen); why != "" {
+		return &notQueryGPUError{reason: why}
+	}
+	if bytes.HasPrefix(head, utf8BOM) {
+		lr.r.Discard(len(utf8BOM)) // cannot fail: the bytes are buffered
+	}
+	var capture *captureSections
+	if isCapture(head) {
+		capture = &captureSections{}
+	}
+
+	bw := bufio.NewWriter(w)
+	c := converter{jw: jsonlWriter{w: bw}, fields: len(fields) > 0}
+	if len(fields) > 0 {
+		c.plan = newRowPlan(fields)
+	}
 	for lineNo := 1; ; lineNo++ {
-		raw, long, err := lr.next()
+		line, long, err := lr.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return err
 		}
-		line := raw // trailing spaces may end an empty last cell: keep them
-		if v, ok := ParseNVMLVersion(line); ok && pending != nil {
-			pending.NVMLVersion = v
-			if err := flushPending(); err != nil {
-				return err
-			}
+		if capture != nil && !capture.body(line) {
 			continue
 		}
-		if err := flushPending(); err != nil {
-			return err
-		}
-		if len(bytes.TrimSpace(line)) == 0 || bytes.TrimSpace(line)[0] == '#' || isCommandEcho(line) {
-			continue
-		}
-		if f, ok := ClassifyFailure(line); ok {
-			sawFailure = true
-			if f.Class == FailDriverLibraryMismatch {
-				pending, pendingLine = &f, lineNo
-				continue
-			}
-			if err := jw.failure(f, lineNo); err != nil {
-				return err
-			}
-			continue
-		}
-		if names, ok := headerFields(line); ok {
-			plan = newRowPlan(names)
-			continue
-		}
-		var rowErr *RowError
-		switch {
-		case long:
-			rowErr = rowError(line, fmt.Sprintf("line longer than %d bytes", maxLineLen))
-		case plan == nil:
-			rowErr = rowError(line, "headerless row and no field list to read it with")
-		default:
-			cells = splitCells(cells, line)
-			rowErr = plan.check(cells, line)
-		}
-		if rowErr != nil {
-			if sawFailure {
-				continue // text pasted after a failure, not nvidia-smi output
-			}
-			rowErr.Line = lineNo
-			if len(garbled.Rows) < maxRowErrors {
-				garbled.Rows = append(garbled.Rows, *rowErr)
-			}
-			garbled.Count++
-			continue
-		}
-		if err := jw.row(plan, cells); err != nil {
+		if err := c.line(lineNo, line, long); err != nil {
 			return err
 		}
 	}
-	if err := flushPending(); err != nil {
+	if err := c.flushPending(); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	if garbled.Count > 0 {
-		return &garbled
+	switch {
+	case capture != nil && !capture.found:
+		return &notQueryGPUError{reason: `nvidia_gpu_exporter capture without a "# load :: query-gpu" section`}
+	case c.garbled.Count == 0:
+		return nil
+	case c.jw.n == 0 && !c.sawHeader:
+		return &notQueryGPUError{reason: c.unrecognised(), garbled: &c.garbled}
 	}
+	return &c.garbled
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// converter turns input lines into records; it holds what one line leaves
+// for the next.
+type converter struct {
+	jw          jsonlWriter
+	plan        *rowPlan // nil until a header or field list names the columns
+	fields      bool     // a field list was given
+	sawHeader   bool
+	sawFailure  bool
+	pending     *Failure // a version mismatch, waiting for its "NVML library version" line
+	pendingLine int
+	garbled     GarbledError
+	cells       [][]byte
+}
+
+func (c *converter) flushPending() error {
+	if c.pending == nil {
+		return nil
+	}
+	err := c.jw.failure(*c.pending, c.pendingLine)
+	c.pending = nil
+	return err
+}
+
+// line handles one input line (without its end of line; long when it was
+// cut). Only write errors are returned.
+func (c *converter) line(lineNo int, line []byte, long bool) error {
+	// trailing spaces may end an empty last cell: keep them
+	if v, ok := ParseNVMLVersion(line); ok && c.pending != nil {
+		c.pending.NVMLVersion = v
+		return c.flushPending()
+	}
+	if err := c.flushPending(); err != nil {
+		return err
+	}
+	if t := bytes.TrimSpace(line); len(t) == 0 || t[0] == '#' || isCommandEcho(t) {
+		return nil
+	}
+	if f, ok := ClassifyFailure(line); ok {
+		c.sawFailure = true
+		if f.Class == FailDriverLibraryMismatch {
+			c.pending, c.pendingLine = &f, lineNo
+			return nil
+		}
+		return c.jw.failure(f, lineNo)
+	}
+	shape := shapeRow
+	if !long {
+		var names []string
+		if names, shape = headerShape(line); shape == shapeHeader {
+			c.plan, c.sawHeader = newRowPlan(names), true
+			return nil
+		}
+	}
+	var rowErr *RowError
+	switch {
+	case long:
+		rowErr = rowError(line, fmt.Sprintf("line longer than %d bytes", maxLineLen))
+	case shape == shapeUnknownHead:
+		rowErr = rowError(line, "field names, but none that flightdeck reads (index, name, memory.used, …), so not a header")
+	case c.plan == nil:
+		rowErr = rowError(line, "headerless row and no field list to read it with")
+	default:
+		c.cells = splitCells(c.cells, line)
+		rowErr = c.plan.check(c.cells, line)
+	}
+	if rowErr == nil {
+		return c.jw.row(c.plan, c.cells)
+	}
+	if c.sawFailure {
+		return nil // text pasted after a failure, not nvidia-smi output
+	}
+	rowErr.Line = lineNo
+	if len(c.garbled.Rows) < maxRowErrors {
+		c.garbled.Rows = append(c.garbled.Rows, *rowErr)
+	}
+	c.garbled.Count++
 	return nil
 }
 
-// isCommandEcho reports a pasted shell command line such as
-// "❯ nvidia-smi --loop=1 --query-gpu=… --format=csv,noheader,nounits".
-// nvidia-smi's own output never contains the lower-case program name.
-func isCommandEcho(line []byte) bool {
-	return bytes.Contains(line, []byte("nvidia-smi"))
+// unrecognised says why input of which no line was recognised is not
+// --query-gpu output, and what was expected.
+func (c *converter) unrecognised() string {
+	var b strings.Builder
+	if c.fields {
+		fmt.Fprintf(&b, "no line is a header or a row of the %d given fields", len(c.plan.cols))
+	} else {
+		b.WriteString("no header line and no field list (--fields) to read headerless rows with")
+	}
+	fmt.Fprintf(&b, "; expected nvidia-smi --query-gpu=index,name,… --format=csv output, a whole-command failure message or an nvidia_gpu_exporter capture; %d line", c.garbled.Count)
+	if c.garbled.Count != 1 {
+		b.WriteByte('s')
+	}
+	first := c.garbled.Rows[0]
+	fmt.Fprintf(&b, " not understood, the first (line %d): %q", first.Line, first.Text)
+	return b.String()
 }
 
-// headerFields recognises a CSV header: every cell is a field name
-// (letters, digits, '.', '_'), optionally followed by a unit in brackets
-// ("utilization.gpu [%]"), and at least one cell is a field flightdeck
-// knows, contains a '.', or has a unit, so that a data row of plain words
-// ("Enabled, Disabled") is not taken for a header. It returns the names
-// without units.
+// headerFields recognises a --query-gpu CSV header: every cell is a name
+// (letters, digits, '.', '_', starting with a letter), optionally followed
+// by a unit in brackets ("utilization.gpu [%]"); most of the names look
+// like field names (lower-case dotted identifiers, or dotted names with a
+// few capitals such as "pci.baseClass", see fieldLike); and at least one is
+// a field flightdeck knows. A data row of plain words ("Enabled, Disabled")
+// or a line of prose ("compatible.") is therefore not a header. It returns
+// the names without units.
 func headerFields(line []byte) ([]string, bool) {
+	names, shape := headerShape(line)
+	return names, shape == shapeHeader
+}
+
+type lineShape uint8
+
+const (
+	shapeRow         lineShape = iota
+	shapeHeader                // a header (see headerFields)
+	shapeUnknownHead           // header-shaped, but names no field flightdeck knows
+)
+
+// headerShape classifies line for headerFields. shapeUnknownHead is a line
+// of field-like names none of which flightdeck reads ("timestamp", a line
+// of a field list): neither a header nor a plausible --query-gpu row, whose
+// values are numbers, tokens and capitalised words.
+func headerShape(line []byte) ([]string, lineShape) {
 	var names []string
-	convincing := false
+	known, fieldish := false, 0
 	rest := line
 	for more := true; more; {
 		var c []byte
 		c, rest, more = nextCell(rest)
-		name, unit := c, []byte(nil)
+		name := c
 		if i := bytes.Index(c, []byte(" [")); i > 0 && c[len(c)-1] == ']' {
-			name, unit = c[:i], c[i+2:len(c)-1]
-			if len(unit) == 0 || bytes.ContainsAny(unit, "[]") {
-				return nil, false
+			name = c[:i]
+			if unit := c[i+2 : len(c)-1]; len(unit) == 0 || bytes.ContainsAny(unit, "[]") {
+				return nil, shapeRow
 			}
 		}
 		if len(name) == 0 || !(name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z') {
-			return nil, false
+			return nil, shapeRow
 		}
 		for _, b := range name {
 			if !isNameByte(b) {
-				return nil, false
+				return nil, shapeRow
 			}
 		}
-		n := string(name)
-		if _, known := specByName[n]; known || unit != nil || strings.Contains(n, ".") {
-			convincing = true
+		if _, ok := specByName[string(name)]; ok {
+			known = true
 		}
-		names = append(names, n)
+		if fieldLike(name) {
+			fieldish++
+		}
+		names = append(names, string(name))
 	}
-	return names, convincing
+	switch {
+	case 2*fieldish <= len(names):
+		return nil, shapeRow
+	case !known:
+		return nil, shapeUnknownHead
+	}
+	return names, shapeHeader
+}
+
+// fieldLike reports a name shaped like a --query-gpu field: words of
+// [a-z0-9_] joined by single dots, starting with a letter
+// ("clocks_event_reasons.active", "index"), or a dotted name with capitals
+// ("pci.baseClass", "encoder.stats.sessionCount"). A capitalised single word
+// ("Enabled", a value) is not.
+func fieldLike(name []byte) bool {
+	if len(name) == 0 || name[0] == '.' || name[len(name)-1] == '.' {
+		return false
+	}
+	lower, dots := name[0] >= 'a' && name[0] <= 'z', 0
+	for i, b := range name {
+		switch {
+		case b >= 'a' && b <= 'z', b >= '0' && b <= '9', b == '_':
+		case b >= 'A' && b <= 'Z':
+			lower = false
+		case b == '.' && name[i-1] != '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return lower || dots > 0
 }
 
 // rowPlan maps the columns of one header (or field list) to JSON.
@@ -284,6 +406,7 @@ func (p *rowPlan) check(cells [][]byte, line []byte) *RowError {
 type jsonlWriter struct {
 	w   *bufio.Writer
 	buf []byte
+	n   int // records written
 }
 
 func (j *jsonlWriter) row(p *rowPlan, cells [][]byte) error {
@@ -319,6 +442,7 @@ func (j *jsonlWriter) row(p *rowPlan, cells [][]byte) error {
 	}
 	b = append(b, "}\n"...)
 	j.buf = b
+	j.n++
 	_, err := j.w.Write(b)
 	return err
 }
@@ -346,6 +470,7 @@ func (j *jsonlWriter) failure(f Failure, line int) error {
 	b = strconv.AppendInt(b, int64(line), 10)
 	b = append(b, "}\n"...)
 	j.buf = b
+	j.n++
 	_, err := j.w.Write(b)
 	return err
 }
