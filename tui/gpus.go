@@ -211,6 +211,7 @@ func (t *gpuTable) matchFailures() {
 }
 
 func (t *gpuTable) applyStale(s gpu.Stale, at time.Time) {
+	s.Reason = sanitizeString(s.Reason)
 	t.stale = &s
 	t.staleAt = at
 }
@@ -441,10 +442,26 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 	return strings.TrimRight(b.String(), " ")
 }
 
+// banner is one table-level notice line: its text, a shorter form for a
+// terminal too narrow for it ("" when none), and its tone.
+type banner struct {
+	text, short string
+	tone        tone
+}
+
+// fit returns the form of b that fits w cells, if either does, else the
+// text (to be cut).
+func (b banner) fit(w int) string {
+	if textWidth(b.text) > w && b.short != "" {
+		return b.short
+	}
+	return b.text
+}
+
 // banners returns the table-level notices: nvidia-smi failures and stale
 // data, newest first.
-func (t *gpuTable) banners(now time.Time) []cell {
-	var out []cell
+func (t *gpuTable) banners(now time.Time) []banner {
+	var out []banner
 	for i := len(t.failures) - 1; i >= 0; i-- {
 		f := t.failures[i]
 		var b strings.Builder
@@ -472,21 +489,34 @@ func (t *gpuTable) banners(now time.Time) []cell {
 			b.WriteString(age)
 			b.WriteString(" ago")
 		}
-		out = append(out, cell{b.String(), toneCrit})
+		out = append(out, banner{text: b.String(), tone: toneCrit})
 	}
 	if t.stale != nil {
-		msg := "GPUs stale"
-		if age := ago(now, t.stale.LastSample); age != "" {
-			msg += " " + age
-		}
-		msg += ": no sample for " + strconv.Itoa(t.stale.Missed) + " intervals"
-		if !t.stale.LastSample.IsZero() {
-			msg += " since " + t.stale.LastSample.Format("15:04:05")
-		}
-		msg += "; restarting nvidia-smi"
-		out = append(out, cell{msg, toneWarn})
+		out = append(out, staleBanner(t.stale, now))
 	}
 	return out
+}
+
+// staleBanner is "GPUs stale 19s (since 18:12:23): connection to host
+// lost; restarting nvidia-smi": the sampler's reason when it gives one,
+// else the missed intervals when there are any (never "0 intervals"). The
+// short form leaves out the clock time, which the age repeats.
+func staleBanner(s *gpu.Stale, now time.Time) banner {
+	head := "GPUs stale"
+	if age := ago(now, s.LastSample); age != "" {
+		head += " " + age
+	}
+	tail := "; restarting nvidia-smi"
+	switch {
+	case s.Reason != "":
+		tail = ": " + s.Reason + tail
+	case s.Missed > 0:
+		tail = ": no sample for " + strconv.Itoa(s.Missed) + " intervals" + tail
+	}
+	if s.LastSample.IsZero() {
+		return banner{text: head + tail, tone: toneWarn}
+	}
+	return banner{text: head + " (since " + s.LastSample.Format("15:04:05") + ")" + tail, short: head + tail, tone: toneWarn}
 }
 
 func (t *gpuTable) scroll(delta int) {

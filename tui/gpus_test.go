@@ -148,7 +148,12 @@ func TestStaleMarkerClearedByNextSample(t *testing.T) {
 	send(m, ev(0, s))
 	send(m, ev(5*time.Second, gpu.Stale{LastSample: at(0), Missed: 3}))
 	scr := plain(m)
-	if !strings.Contains(scr, "GPUs stale 5s: no sample for 3 intervals since 10:27:00; restarting nvidia-smi") {
+	if !strings.Contains(scr, "GPUs stale 5s (since 10:27:00): no sample for 3 intervals; restarting nvidia-smi") {
+		t.Errorf("no stale marker:\n%s", scr)
+	}
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(ClockMsg{Now: at(15 * time.Second)})
+	if scr := plain(m); !strings.Contains(scr, "GPUs stale 15s: no sample for 3 intervals; restarting nvidia-smi\n") {
 		t.Errorf("no stale marker:\n%s", scr)
 	}
 	if !painted(m, m.styles.Dim, "97%") {
@@ -163,6 +168,42 @@ func TestStaleMarkerClearedByNextSample(t *testing.T) {
 	}
 	if painted(m, m.styles.Dim, "97%") {
 		t.Error("rows still dimmed after a fresh sample")
+	}
+}
+
+// TestStaleBannerSaysWhy: the banner gives the sampler's Reason when it
+// has one (a lost connection is not "no sample for 0 intervals"), counts
+// missed intervals only when there are some, and fits 80 columns whole
+// in the common case (without the clock time, which the age repeats).
+func TestStaleBannerSaysWhy(t *testing.T) {
+	last := at(0)
+	cases := []struct {
+		st   gpu.Stale
+		want string
+	}{
+		{gpu.Stale{LastSample: last, Reason: "connection to host lost"},
+			"GPUs stale 19s (since 10:27:00): connection to host lost; restarting nvidia-smi"},
+		{gpu.Stale{LastSample: last, Missed: 2, Reason: "nvidia-smi exited: exit status 6\x1b[31m"},
+			"GPUs stale 19s: nvidia-smi exited: exit status 6; restarting nvidia-smi"},
+		{gpu.Stale{LastSample: last, Missed: 3, Reason: "no sample for 3 intervals"},
+			"GPUs stale 19s: no sample for 3 intervals; restarting nvidia-smi"},
+		{gpu.Stale{LastSample: last, Missed: 3},
+			"GPUs stale 19s: no sample for 3 intervals; restarting nvidia-smi"},
+		{gpu.Stale{LastSample: last},
+			"GPUs stale 19s (since 10:27:00); restarting nvidia-smi"},
+		{gpu.Stale{Reason: "connection to host lost"},
+			"GPUs stale: connection to host lost; restarting nvidia-smi"},
+	}
+	for _, c := range cases {
+		m := newSized(80, 24, Options{})
+		send(m, ev(0, h200s(2)), ev(19*time.Second, c.st))
+		banner := screenLines(m)[1]
+		if !strings.HasPrefix(banner, c.want) {
+			t.Errorf("%+v:\n got %q\nwant %q", c.st, banner, c.want)
+		}
+		if strings.Contains(banner, " 0 intervals") || strings.Contains(m.View().Content, "\x1b[31m") {
+			t.Errorf("%+v: %q", c.st, banner)
+		}
 	}
 }
 

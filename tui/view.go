@@ -56,10 +56,10 @@ func (m *Model) render() string {
 	l := computeLayout(h, len(m.gpus.rows), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
-		banners = append(banners[:l.banners-1], cell{"+" + strconv.Itoa(more) + " more nvidia-smi notices", toneCrit})
+		banners = append(banners[:l.banners-1], banner{text: "+" + strconv.Itoa(more) + " more nvidia-smi notices", tone: toneCrit})
 	}
 	for _, b := range banners[:l.banners] {
-		lines = append(lines, st.tone(b.tone).Render(truncate(b.text, w)))
+		lines = append(lines, st.tone(b.tone).Render(truncate(b.fit(w), w)))
 	}
 
 	body := l.gpuRows + 1 + 1 + 1 + l.logLines // table header, spark, log title
