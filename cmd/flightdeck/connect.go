@@ -52,7 +52,12 @@ Quitting the cockpit never stops the inference server.`,
 		Example: `  flightdeck connect gpu-box --log /data/logs/sglang.log
   flightdeck connect root@10.1.230.174:22 --log /data/logs/sglang.log --repo /root/sglang
   flightdeck connect local --log ./server.log --interval 500ms`,
-		Args: cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return errors.New(`connect needs one HOST: user@host[:port], an alias from ~/.ssh/config, or "local"`)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runConnect(cmd.Context(), args[0], f)
 		},
@@ -87,6 +92,10 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		return err
 	}
 	defer host.Close()
+	// After the dial, so that host-key and authentication errors come first.
+	if err := needTerminal(); err != nil {
+		return err
+	}
 	cfg := sessions.LiveConfig{
 		Host:       host,
 		LogPath:    f.log,
@@ -121,18 +130,27 @@ func openHost(ctx context.Context, target string, f connectFlags) (remote.Host, 
 	fmt.Fprintf(os.Stderr, "flightdeck: connecting to %s ...\n", target)
 	h, err := remote.DialSSH(ctx, target, opts)
 	if err != nil {
-		return nil, explainDialError(target, err)
+		// The remote errors say what to do next (--accept-new-host-key,
+		// ssh-add) themselves.
+		return nil, fmt.Errorf("connect %s: %w", target, err)
 	}
 	return h, nil
 }
 
-// explainDialError adds the next step to errors a user can act on.
-func explainDialError(target string, err error) error {
-	var unknown *remote.UnknownHostKeyError
-	if errors.As(err, &unknown) {
-		return fmt.Errorf("%w\nIf the fingerprint is right, run again with --accept-new-host-key to record it.", err)
+// needTerminal reports early, in plain words, that the cockpit cannot
+// run without a terminal (bubbletea would fail opening /dev/tty).
+func needTerminal() error {
+	if !term.IsTerminal(os.Stdout.Fd()) {
+		return errors.New("the cockpit needs a terminal: run it in a terminal or tmux (for scripts, see flightdeck parse)")
 	}
-	return fmt.Errorf("connect %s: %w", target, err)
+	if !term.IsTerminal(os.Stdin.Fd()) {
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			return fmt.Errorf("the cockpit needs a terminal for keys: %w", err)
+		}
+		tty.Close()
+	}
+	return nil
 }
 
 // screenOpen is set while the cockpit owns the terminal: a passphrase
@@ -159,9 +177,18 @@ func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Con
 	defer cancel()
 	stream := sessions.NewStream()
 	events := stream.Subscribe(ctx, 4096)
+	// The screen shows a failed connection in a few words; the full reason
+	// (fingerprints, the known_hosts line) is printed when it closes.
+	var lastConn atomic.Pointer[remote.State]
+	publish := func(e event.Event) {
+		if st, ok := e.Data.(remote.State); ok {
+			lastConn.Store(&st)
+		}
+		stream.Publish(e)
+	}
 	liveDone := make(chan error, 1)
 	go func() {
-		err := live(ctx, stream.Sink())
+		err := live(ctx, publish)
 		if err != nil {
 			cancel() // close the screen so the error can be printed
 		}
@@ -179,6 +206,9 @@ func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Con
 	}
 	if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
 		return uiErr
+	}
+	if st := lastConn.Load(); st != nil && st.Conn == remote.Failed && st.Err != nil {
+		return fmt.Errorf("connection to %s failed: %w", st.Host, st.Err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/sim"
 )
 
@@ -238,5 +239,44 @@ func TestDemoCleansUpWhenItsPaneCloses(t *testing.T) {
 			t.Fatalf("20 s after the pane closed: sim dir exists=%v, server %d alive=%v", statErr == nil, serverPID, alive)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestConnectHostKeyChangesMidSession: the host's key changes while the
+// cockpit is open (sshd restarted with new keys). The cockpit refuses to
+// reconnect, says so in the header, and on quit prints the full reason and
+// exits non-zero.
+func TestConnectHostKeyChangesMidSession(t *testing.T) {
+	bin := flightdeckBinary(t)
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	srv.WriteKnownHosts(known)
+	s := startTmux(t, 200, 30, fmt.Sprintf("%s connect %s -F /dev/null -i %s --known-hosts %s --interval 200ms",
+		bin, srv.Target(), srv.ClientKeyPath(), known))
+	s.waitScreen(30*time.Second, func(screen string) string {
+		if !strings.Contains(screen, "connected") {
+			return "not connected"
+		}
+		return ""
+	})
+	srv.ReplaceHostKeys()
+	s.waitScreen(30*time.Second, func(screen string) string {
+		if !strings.Contains(strings.SplitN(screen, "\n", 2)[0], "failed") {
+			return "header does not say the connection failed"
+		}
+		return ""
+	})
+	s.tmux("send-keys", "-t", "e2e", "q")
+	screen := s.waitScreen(15*time.Second, func(screen string) string {
+		if !strings.Contains(screen, "EXIT STATUS") {
+			return "q did not quit"
+		}
+		return ""
+	})
+	flat := strings.Join(strings.Fields(screen), " ")
+	for _, want := range []string{"REMOTE HOST IDENTIFICATION HAS CHANGED", srv.Fingerprint("ed25519"), "EXIT STATUS 1"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("after quit the screen lacks %q:\n%s", want, screen)
+		}
 	}
 }

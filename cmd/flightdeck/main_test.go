@@ -108,3 +108,37 @@ func TestVersionCLI(t *testing.T) {
 		t.Fatalf("out %q err %v", out, err)
 	}
 }
+
+func TestDemoFlagValidation(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--gpus", "0"}, "--gpus 0: want 1 to"},
+		{[]string{"demo", "--gpus", "100"}, "--gpus 100: want 1 to"},
+		{[]string{"demo", "--interval", "0"}, "too short"},
+		{[]string{"demo", "--fault", "lost=8"}, "GPU 8 does not exist (--gpus 8: 0 to 7)"},
+		{[]string{"demo", "--gpus", "16", "--fault", "thermal=-1"}, "GPU -1 does not exist"},
+		{[]string{"demo", "--fault", "stall=1"}, "stall takes no GPU"},
+		{[]string{"demo", "--fault", "melt=1"}, `unknown fault "melt"`},
+		{[]string{"demo", "--replay-log", "testdata"}, "--replay-log testdata: not a regular file"},
+		{[]string{"demo", "--gpu-capture", "testdata/nope.txt"}, "--gpu-capture: stat testdata/nope.txt"},
+		{[]string{"connect"}, "connect needs one HOST"},
+		{[]string{"connect", "a", "b"}, "connect needs one HOST"},
+	} {
+		_, _, err := runCLI(t, nil, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestCockpitNeedsATerminal(t *testing.T) {
+	// go test's stdout is a pipe, never a terminal.
+	for _, args := range [][]string{{"connect", "local"}, {"demo"}} {
+		_, _, err := runCLI(t, nil, args...)
+		if err == nil || !strings.Contains(err.Error(), "needs a terminal") {
+			t.Fatalf("%v: err = %v, want a plain 'needs a terminal' error", args, err)
+		}
+	}
+}
