@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -124,6 +125,39 @@ func TestHeaderConnectionStates(t *testing.T) {
 	m.Update(ClockMsg{Now: at(14 * time.Second)})
 	if h := screenLines(m)[0]; !strings.Contains(h, "(attempt 1, dialing)") {
 		t.Errorf("header after NextTry passed: %q", h)
+	}
+}
+
+// TestHeaderConnectionErrorIsBrief: a failed or reconnecting connection
+// is summarised by remote.Brief (the full error, with fingerprints and
+// known_hosts lines, is printed on quit), not cut mid-way through the
+// wrapped error chain.
+func TestHeaderConnectionErrorIsBrief(t *testing.T) {
+	changed := fmt.Errorf("remote: 127.0.0.1:42222: ssh: handshake failed: %w", &remote.HostKeyChangedError{
+		Host: "[127.0.0.1]:42222", KeyType: "ssh-ed25519", Fingerprint: "SHA256:new",
+		Known: []remote.KnownHostKey{{File: "/root/.ssh/known_hosts", Line: 3, KeyType: "ssh-ed25519", Fingerprint: "SHA256:old"}},
+	})
+	m := newSized(120, 24, Options{})
+	send(m, ev(0, remote.State{Host: "root@127.0.0.1:42222", Conn: remote.Failed, Err: changed}))
+	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42222  failed: host key changed (details on quit)" {
+		t.Errorf("failed header %q", h)
+	}
+	// Narrow: the hint goes before the reason is cut.
+	m.Update(tea.WindowSizeMsg{Width: 60, Height: 24})
+	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42222  failed: host key changed" {
+		t.Errorf("narrow failed header %q", h)
+	}
+	send(m, ev(time.Second, remote.State{Host: "root@127.0.0.1:42222", Conn: remote.Failed}))
+	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42222  failed" {
+		t.Errorf("failed without an error: %q", h)
+	}
+
+	m = newSized(120, 24, Options{})
+	lost := fmt.Errorf("remote: gpu-box:22: %w", remote.ErrDisconnected)
+	send(m, ev(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2, NextTry: at(3 * time.Second), Err: lost}))
+	want := "reconnecting (attempt 2, next in 3s): connection to host lost"
+	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box:22  "+want {
+		t.Errorf("reconnecting header %q, want %q", h, want)
 	}
 }
 

@@ -181,17 +181,32 @@ func (m *Model) connSeg() seg {
 				t += ", dialing"
 			}
 		}
-		return seg{t + ")", short, toneWarn, false}
-	case remote.Failed:
-		t := "failed"
-		if c.Err != nil {
-			t += ": " + sanitizeString(c.Err.Error())
+		t += ")"
+		if why := briefErr(c.Err); why != "" {
+			t += ": " + why
 		}
-		return seg{text: t, tone: toneCrit, cut: true} // the start of an error still helps
+		return seg{t, short, toneWarn, false}
+	case remote.Failed:
+		// The full error (fingerprints, known_hosts lines, keys tried) is
+		// printed when the cockpit quits; the header says so.
+		if c.Err == nil {
+			return seg{text: "failed", tone: toneCrit}
+		}
+		t := "failed: " + briefErr(c.Err)
+		return seg{text: t + " (details on quit)", short: t, tone: toneCrit, cut: true} // the start of an error still helps
 	case remote.Closed:
 		return seg{text: "closed", tone: toneDim}
 	}
 	return seg{text: c.Conn.String(), tone: toneWarn}
+}
+
+// briefErr is remote.Brief's few-word summary of a connection error,
+// sanitised and on one line; "" for nil.
+func briefErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return sanitizeString(remote.Brief(err))
 }
 
 func (m *Model) serverSeg() (seg, bool) {
