@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -290,6 +291,16 @@ func testCapture(t *testing.T, in []byte, want map[string]any) {
 	// Every column came out (the keys are unique).
 	if len(got[0]) != len(names)+1 {
 		t.Errorf("record has %d keys, want %d columns + type", len(got[0]), len(names))
+	}
+
+	// The whole capture file gives exactly the load section's records: the
+	// other sections (help text, -q, the idle CSV, compute apps) add none.
+	whole, err := jsonl(t, in, nil)
+	if err != nil {
+		t.Fatalf("whole capture: %v", err)
+	}
+	if !reflect.DeepEqual(whole, recs) {
+		t.Errorf("whole capture gives %d records, the load section %d", len(whole), len(recs))
 	}
 
 	// Parser, built from the header (units stripped), over the same rows.

@@ -130,6 +130,16 @@ func TestHeaderDetection(t *testing.T) {
 		"NVIDIA H200, 5":                         false,
 		"name [":                                 false,
 		"utilization.gpu [%":                     false,
+		// Names must look like fields, most of them, and one must be known.
+		"compatible.":                        false,
+		"occurred.":                          false,
+		"timestamp, driver_version":          false,
+		"Index, Name":                        false,
+		"index, Enabled, Disabled":           false,
+		"index, name, Foo":                   true,
+		"pci.baseClass, pci.subClass, index": true,
+		"vgpu_driver_capability.heterogenous_multivGPU, name": true,
+		"index, a..b, c.": false,
 	} {
 		if _, got := headerFields([]byte(line)); got != want {
 			t.Errorf("headerFields(%q) = %v, want %v", line, got, want)
