@@ -123,12 +123,12 @@ func WriteJSONL(w io.Writer, r io.Reader, fields []string) error {
 	if why := binaryReason(head, len(head) == sniffLen); why != "" {
 		return &notQueryGPUError{reason: why}
 	}
+	var capture *captureSections
+	if isCapture(bytes.TrimPrefix(head, utf8BOM)) {
+		capture = &captureSections{}
+	}
 	if bytes.HasPrefix(head, utf8BOM) {
 		lr.r.Discard(len(utf8BOM)) // cannot fail: the bytes are buffered
-	}
-	var capture *captureSections
-	if isCapture(head) {
-		capture = &captureSections{}
 	}
 
 	bw := bufio.NewWriter(w)
