@@ -32,8 +32,16 @@ var colHead = [numCols]string{"GPU", "name", "util", "mem GiB", "power W", "temp
 // not jitter as values change from "9%" to "100%".
 var colMin = [numCols]int{3, 4, 4, 11, 7, 4, 6, 3, 7, 8}
 
-// dropOrder is which columns a narrow terminal loses first.
-var dropOrder = []col{colName, colSM, colPower, colP, colMem}
+// Which columns a narrow terminal loses, first to last, until the rest
+// fits whole: a value cut short misleads ("Gen5x16" cut to "Gen5x1" reads
+// as an x1 link), a missing column does not. dropOrder goes while the
+// throttle list keeps room for its text; lastResort goes after the list
+// is squeezed to its minimum (it is shortened at a reason boundary, see
+// fitList). The index always stays.
+var (
+	dropOrder  = []col{colName, colSM, colPower, colP, colMem}
+	lastResort = []col{colPCIe, colTemp, colThrottle, colUtil}
+)
 
 const (
 	nameMaxW      = 16 // longest model name shown, cells
@@ -242,7 +250,8 @@ func (t *gpuTable) measure() {
 // is as wide as its header, its minimum and its widest cell. When a row
 // would not fit with the throttle text (up to throttleWantW cells), the
 // model name goes first, then the double spacing, then the columns in
-// dropOrder.
+// dropOrder; then the throttle list is squeezed to its minimum and the
+// columns in lastResort go. Every column shown fits whole.
 func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
 	l := tableLayout{width: width, sep: 2, stale: t.stale != nil, gen: gen}
 	for c := range numCols {
@@ -272,6 +281,15 @@ func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
 		l.sep = 1
 	}
 	for _, c := range dropOrder {
+		if need() <= width {
+			break
+		}
+		l.show[c] = false
+	}
+	if need() > width {
+		throttleW = colMin[colThrottle]
+	}
+	for _, c := range lastResort {
 		if need() <= width {
 			break
 		}
@@ -429,7 +447,12 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 		if r.lostWhy != "" && c == colIdx {
 			x.tone = toneCrit
 		}
-		if col(c) == colThrottle || left <= l.w[c] {
+		if col(c) == colThrottle {
+			b.WriteString(paint(cell{fitList(x.text, left), x.tone}))
+			break
+		}
+		if left <= l.w[c] {
+			// The last column shown: the layout made it fit whole.
 			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
 			break
 		}
@@ -440,6 +463,27 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 		left -= l.w[c] + l.sep
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+// fitList shortens a comma-separated list (the throttle reasons) to at
+// most w cells at an item boundary, saying how many items it leaves out:
+// "hw-slow,sw-thermal,hw-thermal" at 12 cells is "hw-slow,+2", at 8 "+3".
+// It returns "" when not even that fits.
+func fitList(s string, w int) string {
+	if textWidth(s) <= w {
+		return s
+	}
+	items := strings.Split(s, ",")
+	for k := len(items) - 1; k >= 1; k-- {
+		short := strings.Join(items[:k], ",") + ",+" + strconv.Itoa(len(items)-k)
+		if textWidth(short) <= w {
+			return short
+		}
+	}
+	if short := "+" + strconv.Itoa(len(items)); len(short) <= w {
+		return short
+	}
+	return ""
 }
 
 // banner is one table-level notice line: its text, a shorter form for a

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -415,5 +417,66 @@ func TestScrollNoteOnItsOwnRowWhenNarrow(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 112, Height: 24})
 	if ls := screenLines(m); !strings.HasSuffix(ls[1], "  GPU 1-13 of 64, 1 abnormal hidden") {
 		t.Errorf("medium: %q", ls[1])
+	}
+}
+
+// TestValueColumnsNeverCutMidValue: at every width from 10 to 80, every
+// GPU row shows whole values: a column that does not fit is dropped, never
+// cut inside its value ("Gen5x16" cut to "Gen5x1" reads as an x1 link). The
+// throttle list, which takes what is left of the row, is shortened at a
+// reason boundary with "+N" saying how many reasons are not shown.
+func TestValueColumnsNeverCutMidValue(t *testing.T) {
+	s := h200s(8)
+	s.GPUs[1].ClockEvents.Mask = gpu.ReasonSWPowerCap | gpu.ReasonHWSlowdown | gpu.ReasonSWThermalSlowdown | gpu.ReasonHWThermalSlowdown
+	s.GPUs[2].PowerDrawW = bad(gpu.NA, "[N/A]")
+	s.GPUs[3].PState = txt("P2")
+	s.GPUs[3].TempC = ok(101)
+	s.GPUs[4].MemUsedMiB = bad(gpu.UnknownError, "[Unknown Error]")
+	s.GPUs[5].ClockEvents.Mask = gpu.ReasonGPUIdle
+	s.GPUs[6].ClockEvents = gpu.ClockEvents{Status: gpu.NotSupported}
+	s.GPUs[7].PCIeWidthCurrent = ok(8)
+	headers := map[string]bool{"GPU": true, "name": true, "util": true, "mem": true, "GiB": true, "power": true,
+		"W": true, "temp": true, "SM": true, "MHz": true, "P": true, "PCIe": true, "throttle": true}
+	throttleParts := func(text string) []string { return strings.Split(text, ",") }
+	for w := 10; w <= 80; w++ {
+		m := newSized(w, 40, Options{})
+		send(m, ev(0, s))
+		lines := screenLines(m)
+		head := lines[1]
+		if !strings.HasPrefix(head, "GPU") {
+			t.Fatalf("width %d: no table header: %q", w, head)
+		}
+		for _, f := range strings.Fields(head) {
+			if !headers[f] {
+				t.Errorf("width %d: header cut: %q in %q", w, f, head)
+			}
+		}
+		for i, g := range s.GPUs {
+			row := lines[2+i]
+			cells := gpuCells(&g)
+			whole := map[string]bool{}
+			for _, c := range cells {
+				whole[c.text] = true
+			}
+			fields := strings.Fields(row)
+			if len(fields) == 0 || fields[0] != strconv.Itoa(g.Index) {
+				t.Errorf("width %d: row %d lost its index: %q", w, i, row)
+				continue
+			}
+			for _, f := range fields {
+				if whole[f] {
+					continue
+				}
+				// A shortened throttle list: whole reasons, then ",+N".
+				all := throttleParts(cells[colThrottle].text)
+				parts := throttleParts(f)
+				n, err := strconv.Atoi(strings.TrimPrefix(parts[len(parts)-1], "+"))
+				okShort := err == nil && strings.HasPrefix(parts[len(parts)-1], "+") &&
+					len(parts)-1+n == len(all) && slices.Equal(parts[:len(parts)-1], all[:len(parts)-1])
+				if !okShort {
+					t.Errorf("width %d: GPU %d: %q is not a whole value (row %q)", w, g.Index, f, row)
+				}
+			}
+		}
 	}
 }
