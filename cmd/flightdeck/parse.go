@@ -42,7 +42,10 @@ Fields absent from a line are omitted. "line" is the physical line number.`,
 				return err
 			}
 			defer closeIn()
-			return buffered(cmd.OutOrStdout(), func(w io.Writer) error { return serverlog.WriteJSONL(w, in) })
+			if err := output(cmd.OutOrStdout(), args[0], func(w io.Writer) error { return serverlog.WriteJSONL(w, in) }); err != nil {
+				return fmt.Errorf("parse log: %w", err)
+			}
+			return nil
 		},
 	}
 
@@ -61,6 +64,8 @@ nvidia-smi printed, such as "[N/A]" — never 0. A whole-command failure
 found", ...) gives {"type":"failure","failure_class":...,"pci_bus_id":...}.
 
 Headerless input needs --fields, the --query-gpu list it was produced with.
+A whole nvidia_gpu_exporter capture file is read from its "load ::
+query-gpu" section.
 Rows that cannot be read are reported on stderr with their line numbers; the
 good rows are still written and the exit status is 1.`,
 		Args: cobra.ExactArgs(1),
@@ -78,13 +83,16 @@ good rows are still written and the exit status is 1.`,
 					}
 				}
 			}
-			err = buffered(cmd.OutOrStdout(), func(w io.Writer) error { return gpu.WriteJSONL(w, in, list) })
+			err = output(cmd.OutOrStdout(), args[0], func(w io.Writer) error { return gpu.WriteJSONL(w, in, list) })
 			var garbled *gpu.GarbledError
 			if errors.As(err, &garbled) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "flightdeck: parse gpu:", err)
 				return exitCode(1)
 			}
-			return err
+			if err != nil {
+				return fmt.Errorf("parse gpu: %w", err)
+			}
+			return nil
 		},
 	}
 	gpuCmd.Flags().StringVar(&fields, "fields", "", "comma-separated --query-gpu field names of headerless input")
@@ -93,9 +101,14 @@ good rows are still written and the exit status is 1.`,
 	return parse
 }
 
-// buffered runs write on a buffered w and flushes it, also after an error
-// (the good records before a garbled row are kept).
-func buffered(w io.Writer, write func(io.Writer) error) error {
+// output runs write on w: buffered for a file, and flushed also after an
+// error (the good records before a garbled row are kept); unbuffered for
+// standard input, which may be a live stream (nvidia-smi -lms | parse gpu -)
+// whose records should come out as they are read.
+func output(w io.Writer, input string, write func(io.Writer) error) error {
+	if input == "-" {
+		return write(w)
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	err := write(bw)
 	if ferr := bw.Flush(); err == nil {
