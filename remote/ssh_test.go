@@ -24,13 +24,15 @@ import (
 // short timers so reconnect tests stay fast.
 func testOptions(t *testing.T, srv *sshdtest.Server, known string) SSHOptions {
 	return SSHOptions{
-		ConfigFile:        os.DevNull,
-		HomeDir:           t.TempDir(),
-		IdentityFiles:     []string{srv.ClientKeyPath()},
-		KnownHostsFiles:   []string{known},
-		NoAgent:           true,
-		DialTimeout:       5 * time.Second,
-		KeepaliveInterval: 200 * time.Millisecond,
+		ConfigFile:      os.DevNull,
+		HomeDir:         t.TempDir(),
+		IdentityFiles:   []string{srv.ClientKeyPath()},
+		KnownHostsFiles: []string{known},
+		NoAgent:         true,
+		DialTimeout:     5 * time.Second,
+		// Long enough that a CPU-starved CI machine does not miss three in a
+		// row; the keepalive test sets its own short interval.
+		KeepaliveInterval: 2 * time.Second,
 		KeepaliveCountMax: 3,
 		ReconnectMin:      20 * time.Millisecond,
 		ReconnectMax:      200 * time.Millisecond,

@@ -93,7 +93,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 		NoAgent:           true,
 		ReconnectMin:      50 * time.Millisecond,
 		ReconnectMax:      300 * time.Millisecond,
-		KeepaliveInterval: 300 * time.Millisecond,
+		KeepaliveInterval: 2 * time.Second, // sshd is killed, not frozen: no need to be quick
 	})
 	if err != nil {
 		t.Fatal(err)
