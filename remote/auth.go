@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -148,6 +149,9 @@ func isFatalIdentityError(err error) bool {
 	return errors.As(err, &f)
 }
 
+// passphraseTries is how many times a wrong passphrase is asked again.
+const passphraseTries = 3
+
 // loadFile returns the signer in id, or nil (and no error) when a default
 // file is missing or ssh-agent already holds the (encrypted) key.
 func (a *authSource) loadFile(id identityFile, agentKeys map[string]bool) (ssh.Signer, error) {
@@ -177,14 +181,20 @@ func (a *authSource) loadFile(id identityFile, agentKeys map[string]bool) (ssh.S
 		if a.passphrase == nil {
 			return nil, &PassphraseRequiredError{File: id.path}
 		}
-		pass, perr := a.passphrase(id.path)
-		if perr != nil {
-			return nil, &fatalIdentityError{fmt.Errorf("passphrase for %s: %w", id.path, perr)}
-		}
-		s, err = ssh.ParsePrivateKeyWithPassphrase(b, pass)
-		clear(pass)
-		if err != nil {
-			return nil, &fatalIdentityError{fmt.Errorf("identity file %s: %w", id.path, err)}
+		// Three tries, like ssh: a mistyped passphrase is common.
+		for try := 1; ; try++ {
+			pass, perr := a.passphrase(id.path)
+			if perr != nil {
+				return nil, &fatalIdentityError{fmt.Errorf("passphrase for %s: %w", id.path, perr)}
+			}
+			s, err = ssh.ParsePrivateKeyWithPassphrase(b, pass)
+			clear(pass)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, x509.IncorrectPasswordError) || try == passphraseTries {
+				return nil, &fatalIdentityError{fmt.Errorf("identity file %s: %w", id.path, err)}
+			}
 		}
 	case bytes.HasPrefix(bytes.TrimSpace(b), []byte("ssh-")) || bytes.HasPrefix(bytes.TrimSpace(b), []byte("ecdsa-")):
 		// A public key given as IdentityFile selects an agent key in

@@ -144,6 +144,30 @@ func TestSSHIdentities(t *testing.T) {
 		}
 	})
 
+	t.Run("a mistyped passphrase is asked again, three times at most", func(t *testing.T) {
+		opts := testOptions(t, srv, known)
+		opts.IdentityFiles = []string{enc}
+		answers := []string{"wrong", "also wrong", sshdtest.EncryptedKeyPassphrase}
+		asked := 0
+		opts.Passphrase = func(string) ([]byte, error) {
+			asked++
+			return []byte(answers[asked-1]), nil
+		}
+		dialTest(t, srv.Target(), opts).Close()
+		if asked != 3 {
+			t.Errorf("asked %d times, want 3", asked)
+		}
+
+		opts = testOptions(t, srv, known)
+		opts.IdentityFiles = []string{enc}
+		asked = 0
+		opts.Passphrase = func(string) ([]byte, error) { asked++; return []byte("wrong"), nil }
+		if _, err := DialSSH(context.Background(), srv.Target(), opts); err == nil || asked != 3 ||
+			!strings.Contains(err.Error(), "decryption password incorrect") {
+			t.Errorf("after 3 wrong passphrases: err %v, asked %d times", err, asked)
+		}
+	})
+
 	t.Run("agent holds the encrypted key", func(t *testing.T) {
 		b, err := os.ReadFile(enc)
 		if err != nil {
