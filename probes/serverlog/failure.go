@@ -319,20 +319,48 @@ func lineRank(line []byte) string {
 }
 
 // Primary returns the failure that best explains the log so far: the first
-// root-cause class found (cuda-illegal-memory, oom, nccl, watchdog-timeout,
-// port-in-use; on one line in that order), else the first of engine-dead
-// and killed, else traceback. Later failures are usually fallout of the
-// first (vllm#18446: the NCCL error comes first, the "Cuda failure 'out of
+// failure found of the lowest Tier (the root causes, then engine-dead and
+// killed, then traceback). Later failures are usually fallout of the first
+// (vllm#18446: the NCCL error comes first, the "Cuda failure 'out of
 // memory'" it wraps after). ok is false when nothing was found.
 func (c *Classifier) Primary() (Failure, bool) {
-	for _, want := range []classSet{causeClasses, setEngineDead | setKilled, setTraceback} {
-		for _, f := range c.seen {
-			if want&bitOf(f.Class) != 0 {
-				return f, true
-			}
+	best := -1
+	for i, f := range c.seen {
+		if best < 0 || f.Class.Tier() < c.seen[best].Class.Tier() {
+			best = i
 		}
 	}
-	return Failure{}, false
+	if best < 0 {
+		return Failure{}, false
+	}
+	return c.seen[best], true
+}
+
+// Tiers of FailureClass.Tier, lowest first.
+const (
+	TierCause       = 0 // a root cause: cuda-illegal-memory, oom, nccl, watchdog-timeout, port-in-use
+	TierConsequence = 1 // the engine died or the process was killed: engine-dead, killed
+	TierTraceback   = 2 // only a Python traceback: traceback
+	TierUnknown     = 3 // a class this package does not define
+)
+
+// Tier ranks c for choosing the failure that explains a run, lowest first:
+// TierCause for root causes (cuda-illegal-memory, oom, nccl,
+// watchdog-timeout, port-in-use), TierConsequence for the engine's death or
+// the process being killed (engine-dead, killed), TierTraceback for a bare
+// traceback, TierUnknown for any other value. Classifier.Primary (and so
+// Scanner.Primary and `flightdeck parse log`'s failure_summary) picks the
+// first failure found of the lowest tier; use Tier to agree with it.
+func (c FailureClass) Tier() int {
+	switch b := bitOf(c); {
+	case b&causeClasses != 0:
+		return TierCause
+	case b&(setEngineDead|setKilled) != 0:
+		return TierConsequence
+	case b&setTraceback != 0:
+		return TierTraceback
+	}
+	return TierUnknown
 }
 
 // Seen returns the first report of each class found so far, in the order

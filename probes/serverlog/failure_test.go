@@ -2,6 +2,8 @@ package serverlog
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -128,5 +130,59 @@ func TestClassifierDoesNotAllocateOnCleanLines(t *testing.T) {
 	line := []byte("[2025-10-22 10:27:57 TP0] Load weight end. type=Gemma3ForConditionalGeneration, dtype=torch.bfloat16, avail mem=131.08 GB, mem usage=8.13 GB.")
 	if n := testing.AllocsPerRun(100, func() { c.Feed(nil, line, 1) }); n != 0 {
 		t.Errorf("Feed allocates %v times on a clean line", n)
+	}
+}
+
+func TestFailureClassTier(t *testing.T) {
+	want := map[FailureClass]int{
+		FailCUDAIllegalMemory: TierCause, FailOOM: TierCause, FailNCCL: TierCause,
+		FailWatchdogTimeout: TierCause, FailPortInUse: TierCause,
+		FailEngineDead: TierConsequence, FailKilled: TierConsequence,
+		FailTraceback: TierTraceback,
+		"":            TierUnknown, "segfault": TierUnknown,
+	}
+	for c, w := range want {
+		if got := c.Tier(); got != w {
+			t.Errorf("%q.Tier() = %d, want %d", c, got, w)
+		}
+	}
+	for _, co := range classOrder {
+		if _, ok := want[co.class]; !ok {
+			t.Errorf("class %q has no expected tier in this test", co.class)
+		}
+	}
+}
+
+// TestPrimaryIsFirstOfLowestTier: Primary is the first failure found among
+// those of the lowest Tier, for any order in which classes are found.
+func TestPrimaryIsFirstOfLowestTier(t *testing.T) {
+	lines := map[FailureClass]string{
+		FailOOM:               "torch.OutOfMemoryError: CUDA out of memory.",
+		FailNCCL:              "RuntimeError: NCCL error: unhandled system error",
+		FailCUDAIllegalMemory: "RuntimeError: CUDA error: an illegal memory access was encountered",
+		FailWatchdogTimeout:   "Watchdog timeout (self.watchdog_timeout=300)",
+		FailEngineDead:        "EngineDeadError: EngineCore encountered an issue.",
+		FailTraceback:         "Traceback (most recent call last):",
+		FailPortInUse:         "OSError: [Errno 98] Address already in use",
+		FailKilled:            "Killed",
+	}
+	classes := slices.Sorted(maps.Keys(lines))
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 500 {
+		var c Classifier
+		var seen []Failure
+		for i := range 1 + r.IntN(5) {
+			class := classes[r.IntN(len(classes))]
+			seen = c.Feed(seen, []byte(lines[class]), i+1)
+		}
+		want := seen[0]
+		for _, f := range seen {
+			if f.Class.Tier() < want.Class.Tier() {
+				want = f
+			}
+		}
+		if got, ok := c.Primary(); !ok || got.Class != want.Class || got.Line != want.Line {
+			t.Fatalf("failures %v: Primary = %+v, want %+v", classesOf(seen), got, want)
+		}
 	}
 }
