@@ -3,6 +3,7 @@ package serverlog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -122,7 +123,12 @@ func FuzzWriteJSONL(f *testing.F) {
 	addFixtureSeeds(f, true)
 	f.Fuzz(func(t *testing.T, text []byte) {
 		var out bytes.Buffer
-		if err := WriteJSONL(&out, bytes.NewReader(text)); err != nil {
+		err := WriteJSONL(&out, bytes.NewReader(text))
+		head := text[:min(len(text), sniffLen)]
+		switch binary := binaryReason(head, len(head) == sniffLen) != ""; {
+		case binary && (!errors.Is(err, ErrBinaryInput) || out.Len() > 0):
+			t.Fatalf("binary input: err %v, wrote %d bytes", err, out.Len())
+		case !binary && err != nil:
 			t.Fatal(err)
 		}
 		for _, l := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")) {

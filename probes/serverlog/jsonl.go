@@ -1,6 +1,8 @@
 package serverlog
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -47,9 +49,23 @@ import (
 // "failure_also":["oom","traceback"],"rank":"…","line":N} where failure is
 // the primary class (Classifier.Primary) and line is its first line.
 //
-// Text fields are sanitised (probes/sanitize). It returns the first read or
-// write error.
+// Text fields are sanitised (probes/sanitize). Input whose first KiB is
+// not text (a NUL byte, gzip/zstd/xz/bzip2 or UTF-16 data, more than a
+// quarter invalid UTF-8) is refused before anything is written, with an
+// error wrapping ErrBinaryInput; empty input writes nothing and is not an
+// error. Otherwise it returns the first read or write error.
 func WriteJSONL(w io.Writer, r io.Reader) error {
+	// Reads of a block or more bypass the bufio buffer once it is drained,
+	// so the sniffing costs one small copy.
+	br := bufio.NewReaderSize(r, 4096)
+	head, err := br.Peek(sniffLen)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return fmt.Errorf("serverlog: read log: %w", err)
+	}
+	if why := binaryReason(head, len(head) == sniffLen); why != "" {
+		return fmt.Errorf("serverlog: %w: %s", ErrBinaryInput, why)
+	}
+	r = br
 	enc := jsonlWriter{w: w, buf: make([]byte, 0, 64<<10)}
 	// The workers encode the parsers' findings; the ordered merge copies
 	// them out (and encodes the few findings of the stateful part).

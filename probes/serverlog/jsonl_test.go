@@ -2,8 +2,10 @@ package serverlog
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -179,6 +181,56 @@ func TestAppendStringEscapesOnlyWhenNeeded(t *testing.T) {
 	for _, s := range []string{"", "TP0", "2025-10-22 10:27:57", "sglang", `a"b`, `a\b`, "tab\there", "é", "\xff", "\u2028", "x\x7f"} {
 		if got, want := string(appendString(nil, s)), string(appendStringEscaped(nil, s)); got != want {
 			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func TestWriteJSONLRefusesBinaryInput(t *testing.T) {
+	text, err := os.ReadFile("testdata/sglang-decode-eagle3-2025-10.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(text)
+	zw.Close()
+	elf := append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00>\x00"), text...)
+	random := make([]byte, 4096)
+	rand.NewChaCha8([32]byte{1}).Read(random) // a NUL byte or invalid UTF-8: either rule refuses it
+	utf16 := []byte{0xff, 0xfe, 'I', 0, 'N', 0, 'F', 0, 'O', 0}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"gzip", gz.Bytes(), "gzip-compressed"},
+		{"ELF executable", elf, "NUL byte at offset 7"},
+		{"random bytes", random, ""},
+		{"UTF-16", utf16, "UTF-16"},
+		{"zstd", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x04}, "zstd"},
+	} {
+		var out bytes.Buffer
+		err := WriteJSONL(&out, bytes.NewReader(tc.in))
+		if !errors.Is(err, ErrBinaryInput) || !strings.Contains(err.Error(), "binary input (compressed?)") ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: WriteJSONL = %v, want a binary-input error mentioning %q", tc.name, err, tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%s: wrote %q", tc.name, out.String())
+		}
+	}
+
+	// Text stays text: empty input, colour codes, a few Latin-1 bytes, and
+	// an input shorter than the sniff window.
+	latin1 := append([]byte("[2025-10-22 10:27:57 TP0] prompt caf\xe9 na\xefve\n"), text...)
+	for name, in := range map[string][]byte{
+		"empty":   nil,
+		"colour":  []byte("\x1b[32m[2025-10-22 10:27:57 TP0]\x1b[0m Decode batch. #running-req: 1, gen throughput (token/s): 12.50, #queue-req: 0, \n"),
+		"latin-1": latin1,
+		"short":   []byte("x"),
+	} {
+		if err := WriteJSONL(io.Discard, bytes.NewReader(in)); err != nil {
+			t.Errorf("%s: WriteJSONL = %v", name, err)
 		}
 	}
 }
