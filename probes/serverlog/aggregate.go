@@ -70,6 +70,17 @@ type Aggregator struct {
 	history  []float64 // last kept SGLang points
 	specLen  float64   // latest vLLM mean acceptance length
 	haveSpec bool
+
+	stamp     string // the last Stamp seen and its value in seconds
+	stampSec  int64
+	stampOK   bool
+	stampDone bool
+
+	// WriteJSONL's bookkeeping (track set): the Line of every Throughput
+	// of the held point, and of the points that were dropped.
+	track     bool
+	heldLines []int
+	dropped   []int
 }
 
 // round is the DP ranks / engines gathered for one point.
@@ -82,6 +93,7 @@ type round struct {
 	secOK     bool
 	sglang    bool
 	open      bool
+	lines     []int // the Throughputs' Line numbers, when tracking
 }
 
 // Add feeds one Throughput and appends the points it completes to dst.
@@ -96,7 +108,12 @@ func (a *Aggregator) Add(dst []Rate, t Throughput) []Rate {
 	} else {
 		key = t.Engine
 	}
-	sec, secOK := stampSeconds(t.Stamp)
+	if t.Stamp != a.stamp || !a.stampDone {
+		// Lines of one second share their stamp: parse it once.
+		a.stamp, a.stampDone = t.Stamp, true
+		a.stampSec, a.stampOK = stampSeconds(t.Stamp)
+	}
+	sec, secOK := a.stampSec, a.stampOK
 
 	if a.group.open && (a.group.sglang != sglang || key < 0 || slices.Contains(a.group.keys, key) ||
 		(secOK && a.group.secOK && (sec-a.group.sec > roundSpan || sec < a.group.sec))) {
@@ -104,9 +121,12 @@ func (a *Aggregator) Add(dst []Rate, t Throughput) []Rate {
 	}
 	g := &a.group
 	if !g.open {
-		*g = round{keys: g.keys[:0], sec: sec, secOK: secOK, sglang: sglang, open: true}
+		*g = round{keys: g.keys[:0], lines: g.lines[:0], sec: sec, secOK: secOK, sglang: sglang, open: true}
 	}
 	g.keys = append(g.keys, key)
+	if a.track {
+		g.lines = append(g.lines, t.Line)
+	}
 	g.sum += t.TokPerSec
 	if t.Has&HasAcceptLength != 0 {
 		g.acceptSum += t.AcceptLength
@@ -137,6 +157,7 @@ func (a *Aggregator) Flush(dst []Rate) []Rate {
 		a.holding = false
 		if len(a.history) > 0 && r.TokPerSec < a.dropBelow()*median(a.history) {
 			r.Dropped = true
+			a.dropped = append(a.dropped, a.heldLines...)
 		}
 		dst = a.keep(dst, r)
 	}
@@ -145,7 +166,14 @@ func (a *Aggregator) Flush(dst []Rate) []Rate {
 
 // Reset forgets all state, for a log that restarted.
 func (a *Aggregator) Reset() {
-	*a = Aggregator{IdleGap: a.IdleGap, DropBelow: a.DropBelow}
+	*a = Aggregator{IdleGap: a.IdleGap, DropBelow: a.DropBelow, track: a.track}
+}
+
+// undecided reports whether a Throughput already added may still turn out
+// to be part of a dropped point: an SGLang round is open, or a point is
+// held for its successor.
+func (a *Aggregator) undecided() bool {
+	return a.holding || (a.group.open && a.group.sglang)
 }
 
 func (a *Aggregator) closeRound(dst []Rate) []Rate {
@@ -179,11 +207,13 @@ func (a *Aggregator) closeRound(dst []Rate) []Rate {
 		a.holding = false
 		if h.TokPerSec < a.dropBelow()*r.TokPerSec {
 			h.Dropped = true
+			a.dropped = append(a.dropped, a.heldLines...)
 		}
 		dst = a.keep(dst, h)
 	}
 	if firstOfBusy {
 		a.held, a.holding = r, true
+		a.heldLines = append(a.heldLines[:0], g.lines...)
 		return dst
 	}
 	return a.keep(dst, r)

@@ -44,6 +44,16 @@ import (
 // draft_acceptance_rate are fractions 0–1 (vLLM prints percentages). A
 // "request_rate" of "inf" is written as the string "inf".
 //
+// A throughput record of a point that the cockpit's tok/s series drops as
+// SGLang's idle artefact (the near-zero first decode line after idle; see
+// Aggregator, whose rule decides) ends in "idle_artifact":true; the field
+// is absent otherwise. The rule needs the next point, so records from such
+// a point up to the next one are held back and written, in input order,
+// once it is decided (at the end of input for the last point). Only the
+// lines that make up the point are marked: with SGLang TP and no DP, the
+// TP0 (or untagged) line, since the Aggregator ignores the other ranks'
+// copies of it.
+//
 // When failures were found, a last object summarises them in the terms of
 // the fixtures' MANIFEST: {"type":"failure_summary","failure":"nccl",
 // "failure_also":["oom","traceback"],"rank":"…","line":N} where failure is
@@ -67,10 +77,18 @@ func WriteJSONL(w io.Writer, r io.Reader) error {
 	}
 	r = br
 	enc := jsonlWriter{w: w, buf: make([]byte, 0, 64<<10)}
-	// The workers encode the parsers' findings; the ordered merge copies
-	// them out (and encodes the few findings of the stateful part).
-	pre := preEncoder{encode: appendPayload, write: enc.write}
-	s, err := scanBlocks(r, enc.payload, &pre, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
+	// The workers encode the parsers' findings; the ordered merge passes
+	// them to the idle marker (and encodes the few findings of the
+	// stateful part), which writes them out in order.
+	mark := newIdleMarker(enc.write)
+	var scratch []byte
+	emit := func(p event.Payload) {
+		scratch = appendPayload(scratch[:0], p)
+		mark.record(p, scratch)
+	}
+	pre := preEncoder{encode: appendPayload, item: mark.record}
+	s, err := scanBlocks(r, emit, &pre, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
+	mark.flush()
 	if err != nil {
 		enc.flush()
 		return err
@@ -95,13 +113,6 @@ func (e *jsonlWriter) flush() error {
 	}
 	e.buf = e.buf[:0]
 	return e.err
-}
-
-func (e *jsonlWriter) payload(p event.Payload) {
-	e.buf = appendPayload(e.buf, p)
-	if len(e.buf) >= 60<<10 {
-		e.flush()
-	}
 }
 
 // write writes records that appendPayload encoded: a large run directly,

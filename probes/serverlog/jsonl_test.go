@@ -5,10 +5,13 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +32,7 @@ func TestWriteJSONLEagle3(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	want := []string{
 		`{"type":"prefill","rank":"TP0","new_seq":1,"new_token":28,"cached_token":0,"token_usage":0,"running":0,"queued":0,"stamp":"2025-10-22 10:27:56","line":2}`,
-		`{"type":"throughput","tok_s":0.39,"rank":"TP0","accept_length":2.17,"accept_rate":0.54,"server":"sglang","running":1,"queued":0,"tokens":108,"token_usage":0,"cuda_graph":true,"stamp":"2025-10-22 10:27:57","line":3}`,
+		`{"type":"throughput","tok_s":0.39,"rank":"TP0","accept_length":2.17,"accept_rate":0.54,"server":"sglang","running":1,"queued":0,"tokens":108,"token_usage":0,"cuda_graph":true,"stamp":"2025-10-22 10:27:57","line":3,"idle_artifact":true}`,
 		`{"type":"throughput","tok_s":178.86,"rank":"TP0","accept_length":1.95,"accept_rate":0.49,"server":"sglang","running":1,"queued":0,"tokens":186,"token_usage":0,"cuda_graph":true,"stamp":"2025-10-22 10:27:57","line":4}`,
 	}
 	if len(lines) != 6 {
@@ -232,5 +235,123 @@ func TestWriteJSONLRefusesBinaryInput(t *testing.T) {
 		if err := WriteJSONL(io.Discard, bytes.NewReader(in)); err != nil {
 			t.Errorf("%s: WriteJSONL = %v", name, err)
 		}
+	}
+}
+
+// TestWriteJSONLMarksIdleArtifact: the throughput records of a point that
+// the Aggregator drops carry "idle_artifact":true, every other record is
+// unchanged, and the records stay in input order although the decision
+// comes a point later.
+func TestWriteJSONLMarksIdleArtifact(t *testing.T) {
+	dp := func(stamp, rank string, tokS float64) string {
+		return fmt.Sprintf("[%s %s] Decode batch. #running-req: 1, gen throughput (token/s): %.2f, #queue-req: 0, ", stamp, rank, tokS)
+	}
+	prefill := "[2025-10-22 10:00:00 DP0 TP0] Prefill batch. #new-seq: 1, #new-token: 48, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, "
+	lines := []string{
+		dp("2025-10-22 10:00:00", "DP0 TP0", 0.2), // 2: first round, near zero: dropped
+		prefill, // 3
+		dp("2025-10-22 10:00:00", "DP1 TP1", 0.3), // 4: same round
+		prefill, // 5
+		dp("2025-10-22 10:00:01", "DP0 TP0", 100),     // 6: next round decides
+		dp("2025-10-22 10:00:01", "DP1 TP1", 110),     // 7
+		"torch.OutOfMemoryError: CUDA out of memory.", // 8: a failure (stateful part) between points
+		dp("2025-10-22 10:00:02", "DP0 TP0", 105),     // 9
+		dp("2025-10-22 10:00:02", "DP1 TP1", 95),      // 10
+		dp("2025-10-22 10:01:30", "DP0 TP0", 50),      // 11: after idle, not near zero: kept
+		dp("2025-10-22 10:01:30", "DP1 TP1", 40),      // 12
+		dp("2025-10-22 10:01:31", "DP0 TP0", 101),     // 13
+		dp("2025-10-22 10:01:31", "DP1 TP1", 99),      // 14
+		prefill,                                       // 15
+		dp("2025-10-22 10:05:00", "DP0 TP0", 0.4),     // 16: after idle, the last point: dropped at the end
+		dp("2025-10-22 10:05:00", "DP1 TP1", 0.1),     // 17
+		prefill, // 18
+	}
+	in := "# source: synthetic\n" + strings.Join(lines, "\n") + "\n"
+	for _, workers := range []int{1, 3} {
+		var out bytes.Buffer
+		pre := func() {
+			old := runtime.GOMAXPROCS(workers)
+			defer runtime.GOMAXPROCS(old)
+			if err := WriteJSONL(&out, strings.NewReader(in)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pre()
+		var marked, order []int
+		for _, rec := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(rec), &m); err != nil {
+				t.Fatalf("invalid record %s: %v", rec, err)
+			}
+			line, _ := m["line"].(float64)
+			if m["type"] != "failure_summary" {
+				order = append(order, int(line))
+			}
+			if v, ok := m["idle_artifact"]; ok {
+				if v != true || m["type"] != "throughput" {
+					t.Errorf("idle_artifact on %s", rec)
+				}
+				marked = append(marked, int(line))
+			}
+		}
+		if !slices.IsSorted(order) || len(order) != 17 {
+			t.Errorf("records out of order or missing: lines %v", order)
+		}
+		if fmt.Sprint(marked) != "[2 4 16 17]" {
+			t.Errorf("marked lines %v, want [2 4 16 17] (the first round and the last, both near zero after idle)\n%s", marked, out.String())
+		}
+	}
+}
+
+// TestWriteJSONLIdleArtifactAgreesWithAggregator: over every fixture, the
+// marked records are the lines of the points that the Aggregator (as the
+// cockpit runs it) drops.
+func TestWriteJSONLIdleArtifactAgreesWithAggregator(t *testing.T) {
+	total := 0
+	for name, data := range fixtureTexts(t) {
+		var a Aggregator
+		var rates []Rate
+		if _, err := Scan(bytes.NewReader(data), func(p event.Payload) {
+			switch v := p.(type) {
+			case Throughput:
+				rates = a.Add(rates, v)
+			case SpecDecode:
+				a.AddSpec(v)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rates = a.Flush(rates)
+		wantN, wantSum := 0, 0.0
+		for _, r := range rates {
+			if r.Dropped {
+				wantN += r.Ranks
+				wantSum += r.TokPerSec
+			}
+		}
+		var out bytes.Buffer
+		if err := WriteJSONL(&out, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		gotN, gotSum := 0, 0.0
+		for _, rec := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if strings.Contains(rec, `"idle_artifact":true`) {
+				var m struct {
+					TokS float64 `json:"tok_s"`
+				}
+				if err := json.Unmarshal([]byte(rec), &m); err != nil {
+					t.Fatal(err)
+				}
+				gotN++
+				gotSum += m.TokS
+			}
+		}
+		if gotN != wantN || math.Abs(gotSum-wantSum) > 1e-6 {
+			t.Errorf("%s: %d records marked (tok/s sum %v), the Aggregator dropped %d lines (sum %v)", name, gotN, gotSum, wantN, wantSum)
+		}
+		total += gotN
+	}
+	if total == 0 {
+		t.Error("no fixture has an idle artefact: the test checks nothing")
 	}
 }

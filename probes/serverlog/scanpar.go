@@ -33,13 +33,13 @@ func Scan(r io.Reader, emit func(event.Payload)) (*Scanner, error) {
 
 // preEncoder lets the workers encode the parsers' findings (WriteJSONL's
 // JSON), so that the ordered merge only passes bytes on: encode appends
-// the encoding of a finding, and write is called in order, in place of
-// emit, with the encodings of one or more consecutive findings (valid
-// during the call). Findings of the stateful part (failures, benchmark
-// results, uvicorn readiness) still go to emit.
+// the encoding of a finding, and item is called in order, in place of
+// emit, with each such finding and its encoding (valid during the call).
+// Findings of the stateful part (failures, benchmark results, uvicorn
+// readiness) still go to emit.
 type preEncoder struct {
 	encode func(dst []byte, p event.Payload) []byte
-	write  func(encoded []byte)
+	item   func(found event.Payload, encoded []byte)
 }
 
 // block is a run of whole lines of the input, each ending in '\n', and what
@@ -186,16 +186,7 @@ func (b *block) analyze(an *analyzer, pre *preEncoder) {
 // every line while a benchmark table is open.
 func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pre *preEncoder) {
 	pos, idx := 0, 0 // the next line not yet applied
-	// Encoded findings not yet written, b.enc[pend:pendEnd]: consecutive
-	// ones are written in one piece.
-	pend, pendEnd := 0, 0
-	flush := func() {
-		if pre != nil && pendEnd > pend {
-			pre.write(b.enc[pend:pendEnd])
-		}
-		pend = pendEnd
-	}
-	pi := 0 // the next of b.prefixed
+	pi := 0          // the next of b.prefixed
 	prefixOnly := lineInfo{flags: infoSGLangPrefix}
 	var none lineInfo
 	// upTo applies the lines before line index to that are not items: all
@@ -219,7 +210,6 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pr
 			end := pos + bytes.IndexByte(b.data[pos:], '\n')
 			lineNo := b.firstLine + idx
 			if !(lineNo == 1 && b.skipSource) {
-				flush()
 				s.apply(info, trimCR(b.data[pos:end]), lineNo-skipped, lineNo, emit)
 			}
 			pos, idx = end+1, idx+1
@@ -236,22 +226,16 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pr
 			s.n = lineNo - skipped
 			s.saw(it.info.server)
 			if pre != nil {
-				if int(it.enc) != pendEnd {
-					flush()
-					pend = int(it.enc)
-				}
-				pendEnd = int(it.encEnd)
+				pre.item(it.info.found, b.enc[it.enc:it.encEnd])
 			} else {
 				emit(it.info.found)
 			}
 		} else {
-			flush()
 			s.apply(&it.info, trimCR(b.data[it.start:it.end]), lineNo-skipped, lineNo, emit)
 		}
 		pos, idx = int(it.end)+1, int(it.idx)+1
 	}
 	upTo(b.lines)
-	flush()
 }
 
 // blockSource cuts its input into runs of whole lines, with the line rules

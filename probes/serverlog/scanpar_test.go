@@ -32,22 +32,34 @@ func scanParallel(data []byte, workers, blockSize int) ([]event.Payload, []Failu
 	return out, s.Failures()
 }
 
-// scanPreEncoded is scanParallel with WriteJSONL's pre-encoding: the
-// JSON records in the order written.
+// scanPreEncoded is scanParallel with WriteJSONL's pre-encoding and idle
+// marking: the JSON records in the order written.
 func scanPreEncoded(data []byte, workers, blockSize int) []byte {
 	var out []byte
-	pre := preEncoder{encode: appendPayload, write: func(b []byte) { out = append(out, b...) }}
-	_, _ = scanBlocks(bytes.NewReader(data), func(p event.Payload) { out = appendPayload(out, p) }, &pre, workers, blockSize, MaxLineBytes)
+	m := newIdleMarker(func(b []byte) { out = append(out, b...) })
+	emit := func(p event.Payload) { m.record(p, appendPayload(nil, p)) }
+	pre := preEncoder{encode: appendPayload, item: m.record}
+	_, _ = scanBlocks(bytes.NewReader(data), emit, &pre, workers, blockSize, MaxLineBytes)
+	m.flush()
+	return out
+}
+
+// encodeSequential is the reference for scanPreEncoded: the findings of
+// scanSequential, encoded one by one and marked.
+func encodeSequential(found []event.Payload) []byte {
+	var out []byte
+	m := newIdleMarker(func(b []byte) { out = append(out, b...) })
+	for _, p := range found {
+		m.record(p, appendPayload(nil, p))
+	}
+	m.flush()
 	return out
 }
 
 func checkSameScan(t *testing.T, name string, data []byte, workers, blockSize int) {
 	t.Helper()
 	want, wantF := scanSequential(data)
-	var wantJSON []byte
-	for _, p := range want {
-		wantJSON = appendPayload(wantJSON, p)
-	}
+	wantJSON := encodeSequential(want)
 	if got := scanPreEncoded(data, workers, blockSize); !bytes.Equal(got, wantJSON) {
 		t.Fatalf("%s (workers %d, block %d): pre-encoded scan differs:\n got %s\nwant %s", name, workers, blockSize, got, wantJSON)
 	}
