@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +22,8 @@ import (
 
 // FollowError reports that following the log failed for a while: tail
 // could not start, its stream ended (connection lost, process killed), or
-// tail complained on stderr ("cannot open 'x' for reading: Permission
-// denied"). The Follower retries by itself. It is an event payload.
+// tail or the shell complained in a way that is not a Notice. The Follower
+// retries by itself. It is an event payload.
 type FollowError struct {
 	Path  string
 	Err   string        // what went wrong, sanitised
@@ -47,45 +49,89 @@ type FollowOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxBatch is the most lines one Lines event carries (default 2048).
 	MaxBatch int
+	// CheckInterval is the least time between two content checks (see
+	// Follower), default 250 ms: while lines keep coming, they are
+	// delivered at most this much (plus a round trip) after tail read them.
+	CheckInterval time.Duration
 }
 
 // Follower follows one log file on a host, like `tail -F`, and survives
 // dropped connections, truncation and rotation without losing or repeating
 // a line. It emits, through its sink:
-//   - Lines: complete lines in batches (everything one read returned),
-//     never a partial line: the bytes after the last newline are held until
-//     their newline arrives;
+//   - Lines: complete lines in batches, never a partial line: the bytes
+//     after the last newline are held until their newline arrives;
 //   - Reset: the file was truncated, replaced or rotated and reading
 //     restarted at offset 0 (the consumer should drop what it derived from
-//     the old content);
+//     the old content); every line of the new content comes after it,
+//     exactly once, with its offset in the new file;
+//   - Notice: the file is missing, not a regular file, unreadable, or
+//     appeared (once per change of class, not on every retry);
 //   - FollowError: following failed for a while and is being retried.
 //
-// It runs `exec env LC_ALL=C tail -c +<offset+1> -F -- <path>` (no PTY, so
-// stdout is byte-exact and stderr separate; LC_ALL=C so that tail's notices
-// are in English), built with remote.Command. The offset advances only
-// over complete lines. GNU tail reports truncation and replacement on
-// stderr only ("file truncated", "has been replaced", "has appeared;
-// following new file"); on such a notice the Follower stops that tail,
-// emits Reset and restarts at 0. When the stream ends for any other reason
-// (process exit, connection lost) it restarts with backoff, and before
-// every start it runs `stat -L -c '%i %s' -- <path>`: a changed inode
-// (rotation while disconnected) or a size below the offset (truncation)
-// restarts at 0 with a Reset. A file that does not exist yet is waited for
-// (tail -F retries). Lines appended to a rotated-away file after the
-// connection dropped are not read (FILE.1 is not looked at).
+// How. It runs GNU tail from the offset with stderr merged into stdout,
+// `tail -c +<offset+1> -F -- <path> 2>&1`, LC_ALL=C (English messages),
+// no PTY (byte-exact output), built with remote.Quote. The merge keeps
+// tail's messages in order with the data: tail writes a message with
+// error(3), which flushes the data before it, so "file truncated" comes
+// exactly after the old file's last bytes (perhaps after a partial line)
+// and before the new content. To tell a message from log content that
+// imitates one, tail is executed by a path spelled with a per-Follower
+// random nonce: 64 random "./" or "/" segments ("/./././/./usr/bin/tail");
+// tail starts every message with that argv[0], log content cannot contain
+// it, and the rest of the message must be "…tail: <text>". On "file
+// truncated", "has been replaced", "has appeared" or "has become
+// accessible" the Follower drops the held partial line and emits Reset at
+// that point of the stream, then the new content from offset 0, without
+// restarting tail.
 //
-// Known limit: stdout and stderr are separate streams, so a few lines of
-// the new content that tail sends right after a truncation notice can be
-// delivered before the notice is read; they are delivered again after the
-// Reset. What follows a Reset is always exact.
+// GNU tail misses a truncation when the file is rewritten to at least its
+// old size before tail looks (truncate and a large write in a row, or
+// `cp` over the log): it then prints the new file from the old offset,
+// without a message. So lines are delivered only after a content check:
+// before a batch that continues the file at offset o is delivered, `dd`
+// reads the file's bytes just before o (up to 128) and the batch's first
+// bytes. If the bytes before o are those delivered, nothing was rewritten
+// since they were read, and the batch is delivered. If they differ but the
+// file has the batch's bytes at o, tail read the batch from the rewritten
+// file: the batch is dropped, Reset is emitted and tail restarts at 0.
+// Otherwise the file changed after tail read the batch: the batch is
+// delivered, then Reset, and tail restarts at 0. Checks run at most every
+// CheckInterval while lines arrive, one `dd` each, and not for a batch that
+// starts at offset 0 or holds one of tail's own resets: what tail read
+// before it reported a truncation is the old content, which is gone, so it
+// is delivered as read. Only regular files are read by dd (a FIFO would
+// lose bytes). A file rewritten with the very same bytes before o is not
+// told from an appended one; it does not matter, the bytes are the same.
+//
+// When the stream ends for any other reason (process exit, connection
+// lost) undelivered bytes are dropped (they are read again), and tail
+// restarts with backoff. Before every start `stat -L -c '%i %s %f'` runs:
+// a changed inode (rotation while disconnected), a size below the offset,
+// or bytes before the offset that are not those delivered (rewritten while
+// disconnected) restart at 0 with a Reset. A file that does not exist yet
+// is waited for (tail -F retries). Lines appended to a rotated-away file
+// after the connection dropped are not read (FILE.1 is not looked at).
+//
+// Needs GNU tail, stat and dd (coreutils) on the host. Without dd the
+// content check is off (a FollowError says so) and a rewrite that tail
+// misses goes unnoticed; another tail's messages would be read as log
+// lines. The nonce is on tail's command line, where local users of the
+// host can read it (ps); they could forge a message, log content alone
+// cannot.
 type Follower struct {
-	host remote.Host
-	path string
-	sink event.Sink
-	opts FollowOptions
+	host   remote.Host
+	path   string
+	sink   event.Sink
+	opts   FollowOptions
+	marker []byte // "/" and the nonce segments: how tail's argv[0] starts
 
 	offset atomic.Int64
 	mu     sync.Mutex // serialises sink calls
+
+	// Run's state, touched only by Run's goroutine.
+	anchor  []byte      // the file's last bytes before offset (at most anchorLen), as delivered
+	noCheck bool        // dd is missing: no content checks
+	notice  NoticeClass // the class of the last Notice emitted
 }
 
 // NewFollower returns a Follower of path on host that reports to sink. It
@@ -100,11 +146,32 @@ func NewFollower(host remote.Host, path string, sink event.Sink, opts FollowOpti
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 2048
 	}
-	f := &Follower{host: host, path: path, sink: sink, opts: opts}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = 250 * time.Millisecond
+	}
+	f := &Follower{host: host, path: path, sink: sink, opts: opts, marker: nonceMarker()}
 	if opts.Backlog <= 0 {
 		f.offset.Store(max(opts.Offset, 0))
 	}
 	return f
+}
+
+// nonceMarker returns "/" followed by 64 segments, "./" or "/" by the bits
+// of a random 64-bit value: a path prefix that names the root directory.
+func nonceMarker() []byte {
+	var b [8]byte
+	_, _ = crand.Read(b[:]) // never fails (crypto/rand panics rather than return an error)
+	v := binary.LittleEndian.Uint64(b[:])
+	m := make([]byte, 0, 1+2*64)
+	m = append(m, '/')
+	for i := range 64 {
+		if v>>i&1 == 1 {
+			m = append(m, '.', '/')
+		} else {
+			m = append(m, '/')
+		}
+	}
+	return m
 }
 
 // Offset returns the byte offset just after the last complete line
@@ -160,7 +227,15 @@ func (f *Follower) Run(ctx context.Context) error {
 			case st.size < off:
 				f.reset("truncated")
 			}
+			if f.Offset() > 0 && !f.anchorHolds(ctx) {
+				f.reset("truncated")
+				skipFirst = false
+			}
 			inode, haveInode = st.inode, st.hasInode
+			if st.regular && (f.notice == NoticeMissing || f.notice == NoticeNotAFile) {
+				// It came back while tail was not running to say so.
+				f.emitNotice(NoticeAppeared, quoteName(f.path)+" has appeared")
+			}
 		}
 		first = false
 
@@ -169,8 +244,8 @@ func (f *Follower) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if res.notice != "" {
-			f.reset(res.notice)
+		if res.restarted {
+			// A content check found the file rewritten; Reset is out.
 			haveInode = false
 			skipFirst = false
 			backoff = f.opts.MinBackoff
@@ -191,214 +266,191 @@ func (f *Follower) Run(ctx context.Context) error {
 	}
 }
 
-// fileStat is what `stat -L -c '%i %s'` said about the file.
+// fileStat is what `stat -L -c '%i %s %f'` said about the file.
 type fileStat struct {
 	exists   bool
 	hasInode bool
 	inode    uint64
 	size     int64
+	regular  bool
 }
 
 // stat runs stat on the file. A missing file is not an error; a stat that
 // fails otherwise (not installed, odd output) yields an existing file of
-// unknown inode and size, so that no reset is made on its account.
+// unknown inode, size and type, so that no reset is made on its account.
 func (f *Follower) stat(ctx context.Context) (fileStat, error) {
-	cmd, err := remote.Command("env", "LC_ALL=C", "stat", "-L", "-c", "%i %s", "--", f.path)
+	cmd, err := remote.Command("env", "LC_ALL=C", "stat", "-L", "-c", "%i %s %f", "--", f.path)
 	if err != nil {
 		return fileStat{}, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	res, err := f.host.Run(sctx, cmd, nil)
+	unknown := fileStat{exists: true, size: 1<<63 - 1}
 	var exitErr *remote.ExitError
 	if errors.As(err, &exitErr) {
 		if bytes.Contains(res.Stderr, []byte("No such file")) || bytes.Contains(exitErr.Stderr, []byte("No such file")) {
 			return fileStat{}, nil
 		}
-		return fileStat{exists: true, size: 1<<63 - 1}, nil
+		return unknown, nil
 	}
 	if err != nil {
 		return fileStat{}, err
 	}
 	fields := strings.Fields(string(res.Stdout))
-	if len(fields) != 2 {
-		return fileStat{exists: true, size: 1<<63 - 1}, nil
+	if len(fields) != 3 {
+		return unknown, nil
 	}
 	ino, err1 := strconv.ParseUint(fields[0], 10, 64)
 	size, err2 := strconv.ParseInt(fields[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return fileStat{exists: true, size: 1<<63 - 1}, nil
+	mode, err3 := strconv.ParseUint(fields[2], 16, 32)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return unknown, nil
 	}
-	return fileStat{exists: true, hasInode: true, inode: ino, size: size}, nil
+	return fileStat{exists: true, hasInode: true, inode: ino, size: size, regular: mode&0o170000 == 0o100000}, nil
 }
 
 // followResult is how one run of tail ended.
 type followResult struct {
-	notice  string // Reset reason from tail's stderr; the stream was stopped
-	healthy bool   // it delivered data or ran long enough to reset the backoff
-	skipped bool   // the Backlog's partial first line was dropped
-	err     error
+	restarted bool // a content check found the file rewritten: Reset is out, start again at 0
+	healthy   bool // it delivered data or ran long enough to reset the backoff
+	skipped   bool // the Backlog's partial first line was dropped
+	err       error
 }
 
 // healthyAfter: a tail that ran this long counts as healthy even without
 // data (an idle server writes nothing).
 const healthyAfter = 5 * time.Second
 
-// follow runs one tail from the current offset until its stream ends.
+// maxPending is how much of tail's output is read ahead of delivery (while
+// a content check runs); beyond it the reading waits.
+const maxPending = 16 << 20
+
+// tailCommand is the command line that runs tail from off: found on PATH,
+// executed by a path that starts with the marker (an absolute path, as
+// `command -v` prints it; relative when PATH has relative entries, then
+// made absolute), stderr merged into stdout.
+func (f *Follower) tailCommand(off int64) (string, error) {
+	q, err := remote.Quote(f.path)
+	if err != nil {
+		return "", err
+	}
+	return `p=$(command -v tail) && [ -f "$p" ] && [ -x "$p" ] || { echo "serverlog: tail not found on PATH" >&2; exit 127; }; ` +
+		`case $p in /*) ;; *) p=$PWD/$p ;; esac; LC_ALL=C; export LC_ALL; ` +
+		`exec "` + string(f.marker) + `${p#/}" -c +` + strconv.FormatInt(off+1, 10) + ` -F -- ` + q + ` 2>&1`, nil
+}
+
+// follow runs one tail from the current offset until its stream ends or a
+// content check restarts it.
 func (f *Follower) follow(ctx context.Context, skipFirst bool) followResult {
-	cmd, err := remote.Command("env", "LC_ALL=C", "tail", "-c", "+"+strconv.FormatInt(f.Offset()+1, 10), "-F", "--", f.path)
+	cmd, err := f.tailCommand(f.Offset())
 	if err != nil {
 		return followResult{err: err}
 	}
 	started := time.Now()
-	proc, err := f.host.Start(ctx, "exec "+cmd)
+	proc, err := f.host.Start(ctx, cmd)
 	if err != nil {
 		return followResult{err: err}
 	}
-
-	var notice atomic.Pointer[string]
-	var received atomic.Bool // stdout bytes arrived from this tail
+	src := newChunkSource(proc.Stdout())
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
-		f.watchStderr(proc, &notice, &received)
+		f.watchStderr(proc)
+	}()
+	defer func() {
+		proc.Close()
+		src.stop()
+		<-stderrDone
 	}()
 
 	res := followResult{}
-	rd := lineReader{skipFirst: skipFirst}
-	buf := make([]byte, 64<<10)
-	out := proc.Stdout()
+	st := streamState{
+		rd:     lineReader{skipFirst: skipFirst, recent: bytes.Clone(f.anchor), anchor: bytes.Clone(f.anchor)},
+		sp:     splitter{marker: f.marker},
+		offset: f.Offset(),
+	}
+	var batch []byte // what tail sent that is not delivered yet
+	var lastCheck time.Time
 	for {
-		n, rerr := out.Read(buf)
-		if n > 0 {
-			received.Store(true)
-			if notice.Load() != nil {
-				break // the rest belongs to the new file: re-read it from 0
+		data, end := src.take()
+		batch = append(batch, data...)
+		if len(batch) > 0 && end == nil {
+			p := f.process(st, batch)
+			switch {
+			case !p.needsCheck:
+				st = f.commit(p, &res)
+				batch = batch[:0]
+			case time.Since(lastCheck) < f.opts.CheckInterval:
+				// Let more arrive; it is checked with this.
+				if !sleep(ctx, f.opts.CheckInterval-time.Since(lastCheck)) {
+					return res
+				}
+				continue
+			default:
+				lastCheck = time.Now()
+				v, cerr := f.check(ctx, p)
+				switch v {
+				case checkOK:
+					st = f.commit(p, &res)
+					batch = batch[:0]
+				case checkStale:
+					// The batch came from the rewritten file at the old
+					// offset: drop it and read the file from 0.
+					f.reset("truncated")
+					res.restarted = true
+					return res
+				case checkChanged, checkGone:
+					// Read before the change: deliver it, then read the
+					// file anew.
+					f.commit(p, &res)
+					reason := "replaced"
+					if v == checkGone {
+						reason = "missing"
+					}
+					f.reset(reason)
+					res.restarted = true
+					return res
+				default: // the check could not run: read it all again
+					res.err = fmt.Errorf("content check: %w", cerr)
+					return res
+				}
 			}
-			res.healthy = true
-			lines, consumed := rd.feed(buf[:n], f.Offset())
-			f.offset.Add(consumed)
-			f.emitLines(lines)
 		}
-		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) && notice.Load() == nil && ctx.Err() == nil {
-				res.err = rerr
+		if end != nil {
+			// Undelivered bytes are read again by the next tail.
+			if !errors.Is(end, io.EOF) && ctx.Err() == nil {
+				res.err = end
 			}
 			break
 		}
+		select {
+		case <-ctx.Done():
+			return res
+		case <-src.ready:
+		}
 	}
-	proc.Close()
-	<-stderrDone
-	werr := proc.Wait()
-	if p := notice.Load(); p != nil {
-		res.notice = *p
-	}
-	if res.err == nil && res.notice == "" {
+	if werr := proc.Wait(); res.err == nil {
 		res.err = werr
 	}
-	res.skipped = rd.skipped
+	res.skipped = res.skipped || st.rd.skipped
 	res.healthy = res.healthy || time.Since(started) >= healthyAfter
 	return res
 }
 
-// watchStderr reads tail's stderr. A truncation or replacement notice is
-// stored and stops the process; other complaints are reported.
-func (f *Follower) watchStderr(proc remote.Process, notice *atomic.Pointer[string], received *atomic.Bool) {
+// watchStderr reports what the shell says before tail runs (tail's own
+// messages come on stdout).
+func (f *Follower) watchStderr(proc remote.Process) {
 	sc := bufio.NewScanner(proc.Stderr())
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
-		line := sc.Bytes()
-		reason := ""
-		switch {
-		case bytes.Contains(line, []byte("file truncated")):
-			reason = "truncated"
-		case bytes.Contains(line, []byte("has been replaced")):
-			reason = "replaced"
-		case bytes.Contains(line, []byte("has appeared;")):
-			reason = "rotated"
-		case bytes.Contains(line, []byte("has become inaccessible")),
-			bytes.Contains(line, []byte("cannot open")) && bytes.Contains(line, []byte("No such file")),
-			bytes.Contains(line, []byte("reverting to polling")):
-			continue // tail -F waits for the file to come back; polling is fine
-		default:
-			f.emitError(string(line), 0)
-			continue
-		}
-		if reason == "rotated" && f.Offset() == 0 && !received.Load() {
-			// The file did not exist when tail started: tail now reads the
-			// new file from byte 0, which is where we are.
-			continue
-		}
-		if notice.CompareAndSwap(nil, &reason) {
-			proc.Close()
-		}
+		f.emitError(string(sc.Bytes()), 0)
 	}
 }
 
-// lineReader cuts a byte stream into complete lines and holds the rest.
-type lineReader struct {
-	partial   []byte // bytes after the last newline, at most MaxLineBytes of them
-	partLen   int64  // length of the held partial line in the file
-	skipFirst bool   // drop everything up to the first newline (Backlog)
-	skipped   bool
-}
-
-// feed takes the next chunk of the stream, where base is the file offset of
-// the first held byte (the current offset); it returns the complete lines
-// and how many bytes of the file they span.
-func (r *lineReader) feed(chunk []byte, base int64) ([]Line, int64) {
-	var consumed int64
-	if r.skipFirst {
-		i := bytes.IndexByte(chunk, '\n')
-		if i < 0 {
-			// Still inside the cut line; it is never delivered, so the
-			// offset may move past it.
-			return nil, int64(len(chunk))
-		}
-		chunk = chunk[i+1:]
-		consumed = int64(i + 1)
-		r.skipFirst, r.skipped = false, true
-	}
-	last := bytes.LastIndexByte(chunk, '\n')
-	if last < 0 {
-		r.hold(chunk)
-		return nil, consumed
-	}
-	complete := chunk[:last+1]
-	// One backing array for the whole batch.
-	n := bytes.Count(complete, []byte{'\n'})
-	text := make([]byte, 0, len(r.partial)+len(complete))
-	lines := make([]Line, 0, n)
-	pos := base + consumed
-	for len(complete) > 0 {
-		i := bytes.IndexByte(complete, '\n')
-		seg := complete[:i]
-		start := len(text)
-		fileLen := int64(i + 1)
-		if r.partLen > 0 || len(r.partial) > 0 {
-			text = append(text, r.partial...)
-			fileLen += r.partLen
-			r.partial, r.partLen = r.partial[:0], 0
-		}
-		if room := MaxLineBytes - (len(text) - start); room > 0 {
-			text = append(text, seg[:min(len(seg), room)]...)
-		}
-		lines = append(lines, Line{Offset: pos, Text: text[start:len(text):len(text)]})
-		pos += fileLen
-		consumed += fileLen
-		complete = complete[i+1:]
-	}
-	r.hold(chunk[last+1:])
-	return lines, consumed
-}
-
-// hold keeps b as (the continuation of) the partial line, up to
-// MaxLineBytes bytes of it.
-func (r *lineReader) hold(b []byte) {
-	r.partLen += int64(len(b))
-	if room := MaxLineBytes - len(r.partial); room > 0 {
-		r.partial = append(r.partial, b[:min(len(b), room)]...)
-	}
+// quoteName quotes a path the way tail's messages do ('…').
+func quoteName(p string) string {
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
 func (f *Follower) emitLines(lines []Line) {
@@ -411,7 +463,17 @@ func (f *Follower) emitLines(lines []Line) {
 
 func (f *Follower) reset(reason string) {
 	f.offset.Store(0)
+	f.anchor = nil
 	f.emit(Reset{Path: f.path, Reason: reason, Offset: 0})
+}
+
+// emitNotice emits a Notice when its class differs from the last one's.
+func (f *Follower) emitNotice(class NoticeClass, text string) {
+	if class == f.notice {
+		return
+	}
+	f.notice = class
+	f.emit(Notice{Path: f.path, Class: class, Text: sanitize.String(text)})
 }
 
 func (f *Follower) emitError(msg string, retry time.Duration) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,10 +25,11 @@ import (
 // ends them (Wait then wraps remote.ErrDisconnected), and setDown makes new
 // calls fail as while reconnecting.
 type shHost struct {
-	mu     sync.Mutex
-	procs  map[*shProc]struct{}
-	down   bool
-	starts []string
+	mu      sync.Mutex
+	procs   map[*shProc]struct{}
+	down    bool
+	starts  []string
+	started []*shProc // in start order
 }
 
 func newShHost() *shHost { return &shHost{procs: map[*shProc]struct{}{}} }
@@ -96,6 +98,7 @@ func (h *shHost) Start(ctx context.Context, cmd string) (remote.Process, error) 
 	h.mu.Lock()
 	h.procs[p] = struct{}{}
 	h.starts = append(h.starts, cmd)
+	h.started = append(h.started, p)
 	h.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { p.kill(false) })
 	go func() {
@@ -128,9 +131,18 @@ func (h *shHost) startCount() int {
 	return len(h.starts)
 }
 
+// outputOf returns how many bytes the i-th started command's stdout has
+// given its reader.
+func (h *shHost) outputOf(i int) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.started[i].read.Load()
+}
+
 type shProc struct {
 	cmd            *exec.Cmd
 	stdout, stderr *os.File
+	read           atomic.Int64 // bytes read from stdout
 	done           chan struct{}
 	err            error
 	mu             sync.Mutex
@@ -138,8 +150,19 @@ type shProc struct {
 	closeOnce      sync.Once
 }
 
-func (p *shProc) Stdout() io.Reader { return p.stdout }
+func (p *shProc) Stdout() io.Reader { return countingReader{p.stdout, &p.read} }
 func (p *shProc) Stderr() io.Reader { return p.stderr }
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
 
 func (p *shProc) kill(dropped bool) {
 	p.mu.Lock()
@@ -512,7 +535,7 @@ func TestFollowerCommandIsQuoted(t *testing.T) {
 	h.mu.Lock()
 	cmd := h.starts[0]
 	h.mu.Unlock()
-	if !strings.HasPrefix(cmd, "exec env ") || !strings.Contains(cmd, " tail -c +1 -F -- ") {
+	if !strings.Contains(cmd, `exec "/`) || !strings.Contains(cmd, `${p#/}" -c +1 -F -- `) || !strings.HasSuffix(cmd, " 2>&1") {
 		t.Errorf("command = %q", cmd)
 	}
 }

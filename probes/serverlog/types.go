@@ -117,10 +117,54 @@ func (Lines) Kind() string { return "log-lines" }
 // Reset reports that the followed file was truncated, rotated or replaced,
 // and reading restarted at Offset (usually 0). It is an event payload.
 type Reset struct {
-	Path   string
-	Reason string // "truncated", "replaced", "rotated", "missing"
+	Path string
+	// Reason: "truncated" (tail said so, or the content check found the
+	// file rewritten in place), "replaced" (tail followed a new file at
+	// the path, or the file's content changed), "rotated" (a new file
+	// appeared at the path), "reopened" (the file became readable again),
+	// "missing" (the file is gone).
+	Reason string
 	Offset int64
 }
 
 // Kind implements event.Payload.
 func (Reset) Kind() string { return "log-reset" }
+
+// Notice reports a change in whether the followed file can be read: it is
+// missing, not a regular file, unreadable, or it appeared (again). The
+// Follower emits one when the class changes, not on every retry; Appeared
+// ends the problem that an earlier Notice reported. It is an event
+// payload.
+type Notice struct {
+	Path  string
+	Class NoticeClass // NoticeMissing, NoticeNotAFile, NoticeInaccessible, NoticeAppeared
+	// Text is GNU tail's message without its "tail: ", sanitised, e.g.
+	// "cannot open '/data/logs/server.log' for reading: No such file or
+	// directory", "error reading '/tmp': Is a directory", "'/data/logs/
+	// server.log' has appeared;  following new file"; or one in the same
+	// style when the Follower found the change itself ("'/data/logs/
+	// server.log' has appeared").
+	Text string
+}
+
+// Kind implements event.Payload.
+func (Notice) Kind() string { return "log-notice" }
+
+// NoticeClass says what a Notice reports.
+type NoticeClass string
+
+const (
+	// NoticeMissing: the file does not exist, or a directory on its path
+	// does not (ENOENT, ENOTDIR). The Follower waits for it to appear.
+	NoticeMissing NoticeClass = "missing"
+	// NoticeNotAFile: the path is a directory or another kind of file
+	// that tail cannot follow.
+	NoticeNotAFile NoticeClass = "not-a-file"
+	// NoticeInaccessible: the file exists but cannot be read (permission
+	// denied, I/O error).
+	NoticeInaccessible NoticeClass = "inaccessible"
+	// NoticeAppeared: the file exists and is readable again (created,
+	// recreated after rotation, or made readable), and is followed from
+	// its first byte.
+	NoticeAppeared NoticeClass = "appeared"
+)
