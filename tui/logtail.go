@@ -74,6 +74,34 @@ type logTail struct {
 	pending []pendingMark
 	path    string
 	seen    bool // a serverlog.Lines or Reset arrived: a log is followed
+
+	// notice is why the followed file cannot be read now (tail's words,
+	// sanitised) and noticeShort its gist for the title; "" when readable.
+	notice      string
+	noticeShort string
+}
+
+// setNotice records a serverlog.Notice: the file is missing, not a file or
+// unreadable, or (NoticeAppeared) readable again.
+func (t *logTail) setNotice(n serverlog.Notice) {
+	switch n.Class {
+	case serverlog.NoticeAppeared:
+		t.notice, t.noticeShort = "", ""
+		return
+	case serverlog.NoticeMissing:
+		t.noticeShort = "missing, waiting for it"
+	case serverlog.NoticeNotAFile:
+		t.noticeShort = "not a regular file"
+	default:
+		t.noticeShort = "cannot read it"
+	}
+	t.notice = sanitizeString(n.Text)
+	if t.notice == "" {
+		t.notice = t.noticeShort
+	}
+	if n.Path != "" {
+		t.path = sanitizeString(n.Path)
+	}
 }
 
 func newLogTail(capacity int) logTail {
@@ -112,6 +140,7 @@ func (t *logTail) add(e logEntry) {
 // ingest sanitises and appends a batch of raw lines.
 func (t *logTail) ingest(ls serverlog.Lines) {
 	t.seen = true
+	t.notice, t.noticeShort = "", "" // lines arrive: the file is readable
 	if ls.Path != "" {
 		t.path = sanitizeString(ls.Path)
 	}
@@ -373,6 +402,10 @@ func (t *logTail) home() {
 func (t *logTail) render(out []string, st *Styles, w, h int) []string {
 	t.height, t.width = max(h, 1), w
 	n := t.count()
+	if n == 0 && t.notice != "" && h > 0 {
+		// Nothing to show yet and the file cannot be read: say why.
+		return append(out, st.Warn.Render(truncate(t.notice, w)))
+	}
 	first, skip := t.window()
 	wrap := t.wrapping()
 	t.shown = 0

@@ -529,3 +529,31 @@ func TestLogTitleKeepsStateOverPath(t *testing.T) {
 		t.Errorf("wide title: %q", title)
 	}
 }
+
+// TestLogNoticeSaysWhyNothingArrives: a mistyped --log, or a directory,
+// must not look like a quiet server.
+func TestLogNoticeSaysWhyNothingArrives(t *testing.T) {
+	m := newSized(120, 24, Options{LogPath: "/data/logs/sglang.log"})
+	send(m, ev(time.Second, serverlog.Notice{Path: "/data/logs/sglang.log", Class: serverlog.NoticeMissing,
+		Text: "cannot open '/data/logs/sglang.log' for reading: No such file or directory"}))
+	scr := plain(m)
+	if !strings.Contains(scr, "log /data/logs/sglang.log  missing, waiting for it") {
+		t.Errorf("title does not say the file is missing:\n%s", scr)
+	}
+	if !strings.Contains(scr, "cannot open '/data/logs/sglang.log' for reading: No such file or directory") {
+		t.Errorf("log area does not show tail's reason:\n%s", scr)
+	}
+
+	send(m, ev(2*time.Second, serverlog.Notice{Path: "/tmp", Class: serverlog.NoticeNotAFile, Text: "error reading '/tmp': Is a directory\x1b[2J"}))
+	if scr := plain(m); !strings.Contains(scr, "not a regular file") || strings.Contains(m.View().Content, "\x1b[2J") {
+		t.Errorf("not-a-file notice:\n%s", scr)
+	}
+
+	// The file appears: the notice goes, lines show.
+	send(m, ev(3*time.Second, serverlog.Notice{Path: "/tmp", Class: serverlog.NoticeAppeared}),
+		ev(3*time.Second, serverlog.Lines{Lines: []serverlog.Line{{Text: []byte("first line")}}}))
+	scr = plain(m)
+	if strings.Contains(scr, "not a regular file") || strings.Contains(scr, "Is a directory") || !strings.Contains(scr, "first line") {
+		t.Errorf("after the file appeared:\n%s", scr)
+	}
+}

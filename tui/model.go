@@ -257,6 +257,8 @@ func (m *Model) apply(ev event.Event) {
 		m.gpus.applyStale(p, ev.At)
 	case serverlog.Lines:
 		m.log.ingest(p)
+	case serverlog.Notice:
+		m.log.setNotice(p)
 	case serverlog.Reset:
 		m.log.reset(p)
 		m.server = serverState{phase: serverStarting, since: ev.At}

@@ -248,6 +248,9 @@ func (m *Model) logTitle(w int) string {
 		t Tone
 	}
 	var tail []part // everything after the path
+	if m.log.noticeShort != "" {
+		tail = append(tail, part{"  " + m.log.noticeShort, st.Warn})
+	}
 	switch {
 	case m.noLog():
 		// Nothing is followed: no follow state to show.
