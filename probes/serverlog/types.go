@@ -155,7 +155,8 @@ type NoticeClass string
 
 const (
 	// NoticeMissing: the file does not exist, or a directory on its path
-	// does not (ENOENT, ENOTDIR). The Follower waits for it to appear.
+	// does not or is a file (ENOENT, ENOTDIR). The Follower waits for it to
+	// appear.
 	NoticeMissing NoticeClass = "missing"
 	// NoticeNotAFile: the path is a directory or another kind of file
 	// that tail cannot follow.
