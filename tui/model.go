@@ -90,7 +90,7 @@ type serverState struct {
 	name  string // "sglang" / "vllm" when a Ready said so
 	since time.Time
 
-	// The run's primary failure (see failureTier); a serverlog.Reset
+	// The run's primary failure (FailureClass.Tier); a serverlog.Reset
 	// starts a new run and clears it.
 	fail     serverlog.FailureClass
 	failTier int
@@ -277,31 +277,15 @@ func (m *Model) apply(ev event.Event) {
 		m.head = "? (repository unreadable)"
 	case serverlog.Failure:
 		class := serverlog.FailureClass(sanitizeString(string(p.Class)))
-		if tier := failureTier(class); !m.server.hasFail || tier < m.server.failTier {
+		// The primary class by serverlog's own rule (FailureClass.Tier, as
+		// Classifier.Primary and `flightdeck parse log` use): root causes
+		// first, the first seen within a tier.
+		if tier := class.Tier(); !m.server.hasFail || tier < m.server.failTier {
 			m.server.fail, m.server.failTier, m.server.hasFail = class, tier, true
 		}
 		m.server.phase, m.server.since = serverFailed, ev.At
 		m.log.mark(p.Text, lineFailure)
 	}
-}
-
-// failureTier ranks a failure class for the header, mirroring
-// serverlog.Classifier.Primary so that the cockpit names the class
-// `flightdeck parse log` calls primary: root causes first, then the
-// engine's death or the process being killed, then a bare traceback.
-// Within a tier the first class seen wins. Classes this build does not
-// know come last.
-func failureTier(c serverlog.FailureClass) int {
-	switch c {
-	case serverlog.FailCUDAIllegalMemory, serverlog.FailOOM, serverlog.FailNCCL,
-		serverlog.FailWatchdogTimeout, serverlog.FailPortInUse:
-		return 0
-	case serverlog.FailEngineDead, serverlog.FailKilled:
-		return 1
-	case serverlog.FailTraceback:
-		return 2
-	}
-	return 3
 }
 
 // formatHead is the header's HEAD field: "3207427 Fix PCG MoE Error (+2
