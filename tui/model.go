@@ -243,7 +243,7 @@ func (m *Model) observe(t time.Time) {
 // table), whatever has focus.
 func (m *Model) apply(ev event.Event) {
 	m.observe(ev.At)
-	switch p := deref(ev.Data).(type) {
+	switch p := ev.Data.(type) {
 	case remote.State:
 		m.conn, m.hasConn = p, true
 		if p.Host != "" {
@@ -301,38 +301,6 @@ func formatHead(h repo.Head) string {
 		fmt.Fprintf(&b, " (+%d dirty)", h.Dirty)
 	}
 	return b.String()
-}
-
-// deref accepts payloads sent by pointer as well as by value.
-func deref(p event.Payload) event.Payload {
-	switch v := p.(type) {
-	case *remote.State:
-		return derefOr(v)
-	case *gpu.Sample:
-		return derefOr(v)
-	case *gpu.Failure:
-		return derefOr(v)
-	case *gpu.Stale:
-		return derefOr(v)
-	case *serverlog.Lines:
-		return derefOr(v)
-	case *serverlog.Reset:
-		return derefOr(v)
-	case *serverlog.Rate:
-		return derefOr(v)
-	case *serverlog.Ready:
-		return derefOr(v)
-	case *serverlog.Failure:
-		return derefOr(v)
-	}
-	return p
-}
-
-func derefOr[T event.Payload](p *T) event.Payload {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 // key handles a key press: the filter input first, then bindings.

@@ -14,7 +14,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -185,15 +184,6 @@ func TestHeaderServerStateAndHead(t *testing.T) {
 	send(m2, ev(0, serverlog.Rate{TokPerSec: 80, Ranks: 1}))
 	if h := screenLines(m2)[0]; !strings.HasSuffix(h, "  running") {
 		t.Errorf("running: %q", h)
-	}
-}
-
-func TestEventsByPointerAreAccepted(t *testing.T) {
-	m := newSized(120, 24, Options{})
-	s := h200s(1)
-	send(m, ev(0, &s), ev(0, &serverlog.Rate{TokPerSec: 77.7, Ranks: 1}), ev(0, (*gpu.Stale)(nil)))
-	if !strings.Contains(plain(m), "77.7 now") || !strings.Contains(rowOf(t, m, "0"), "H200") {
-		t.Errorf("pointer payloads ignored:\n%s", plain(m))
 	}
 }
 
