@@ -3,8 +3,8 @@ package gpu
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"unicode/utf8"
+
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 )
 
 // What WriteJSONL accepts besides plain CSV, and what it refuses before
@@ -36,38 +36,7 @@ func (e *notQueryGPUError) Unwrap() []error {
 
 // sniffLen is how much of the input is looked at before the first line is
 // read: enough for a capture's banner and to tell text from binary.
-const sniffLen = 1024
-
-// binaryReason says why the first bytes of an input (at most sniffLen, full
-// says whether more may follow) are not text, or "" when they are. Text is
-// UTF-8 without NUL bytes; a few invalid bytes (a Latin-1 "°") are allowed,
-// more than a quarter of them is binary.
-func binaryReason(p []byte, full bool) string {
-	switch {
-	case bytes.HasPrefix(p, []byte{0x1f, 0x8b}):
-		return "gzip-compressed data; decompress it first (gunzip, zcat)"
-	case bytes.HasPrefix(p, []byte{0xff, 0xfe}), bytes.HasPrefix(p, []byte{0xfe, 0xff}):
-		return "UTF-16 text; convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)"
-	}
-	if i := bytes.IndexByte(p, 0); i >= 0 {
-		return fmt.Sprintf("binary data (NUL byte at offset %d)", i)
-	}
-	invalid := 0
-	for i := 0; i < len(p); {
-		if full && !utf8.FullRune(p[i:]) {
-			break // a rune cut by the sniff window
-		}
-		r, n := utf8.DecodeRune(p[i:])
-		if r == utf8.RuneError && n == 1 {
-			invalid++
-		}
-		i += n
-	}
-	if invalid*4 > len(p) {
-		return fmt.Sprintf("binary data (%d of the first %d bytes are not UTF-8)", invalid, len(p))
-	}
-	return ""
-}
+const sniffLen = sanitize.SniffLen
 
 // captureBanner is the title line that opens an nvidia_gpu_exporter capture
 // (utkuozdemir/nvidia_gpu_exporter, internal/captures/*.txt).

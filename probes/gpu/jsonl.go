@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 )
 
 // jsonKeyOrder is the order of the fixed keys in a WriteJSONL GPU record;
@@ -120,7 +122,7 @@ func WriteJSONL(w io.Writer, r io.Reader, fields []string) error {
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return err
 	}
-	if why := binaryReason(head, len(head) == sniffLen); why != "" {
+	if why := sanitize.NotText(head, len(head) == sniffLen); why != "" {
 		return &notQueryGPUError{reason: why}
 	}
 	var capture *captureSections

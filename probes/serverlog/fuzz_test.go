@@ -12,6 +12,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+
 	"github.com/flightdeck-dev/flightdeck/event"
 )
 
@@ -126,7 +128,7 @@ func FuzzWriteJSONL(f *testing.F) {
 		var out bytes.Buffer
 		err := WriteJSONL(&out, bytes.NewReader(text))
 		head := text[:min(len(text), sniffLen)]
-		switch binary := binaryReason(head, len(head) == sniffLen) != ""; {
+		switch binary := sanitize.NotText(head, len(head) == sniffLen) != ""; {
 		case binary && (!errors.Is(err, ErrBinaryInput) || out.Len() > 0):
 			t.Fatalf("binary input: err %v, wrote %d bytes", err, out.Len())
 		case !binary && err != nil:

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+
 	"github.com/flightdeck-dev/flightdeck/event"
 )
 
@@ -72,7 +74,7 @@ func WriteJSONL(w io.Writer, r io.Reader) error {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return fmt.Errorf("serverlog: read log: %w", err)
 	}
-	if why := binaryReason(head, len(head) == sniffLen); why != "" {
+	if why := sanitize.NotText(head, len(head) == sniffLen); why != "" {
 		return fmt.Errorf("serverlog: %w: %s", ErrBinaryInput, why)
 	}
 	r = br
