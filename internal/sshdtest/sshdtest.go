@@ -323,7 +323,18 @@ func (s *Server) writeConfig() {
 		}
 		path = strings.Join(s.opts.PathDirs, ":") + ":" + path
 	}
+	// Sessions get a HOME of their own: the login user's dotfiles (a
+	// .bashrc running pyenv or conda init) stay out of the tests, and a
+	// shell killed with sshd mid-login leaves no lock behind that would
+	// stall every later login (pyenv rehash waits 60 s for its lock).
+	home := filepath.Join(s.dir, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
 	setenv := []string{quoteSetEnv(s.t, "PATH", path)}
+	if _, ok := s.opts.Env["HOME"]; !ok {
+		setenv = append(setenv, quoteSetEnv(s.t, "HOME", home))
+	}
 	for k, v := range s.opts.Env {
 		setenv = append(setenv, quoteSetEnv(s.t, k, v))
 	}
