@@ -26,8 +26,8 @@ type manifestEntry struct {
 // notCovered lists fixtures of the covered kinds that this package does not
 // parse, with the reason.
 var notCovered = map[string]string{
-	"nvidia-smi/cases/csv-compute-apps-mig-h100.txt":      "--query-compute-apps output, not --query-gpu",
-	"nvidia-smi/cases/csv-compute-apps-not-supported.txt": "--query-compute-apps output, not --query-gpu",
+	"nvidia-smi/cases/csv-compute-apps-mig-h100.txt":      "--query-compute-apps output, not --query-gpu (TestComputeAppsManifest)",
+	"nvidia-smi/cases/csv-compute-apps-not-supported.txt": "--query-compute-apps output, not --query-gpu (TestComputeAppsManifest)",
 }
 
 // notAsserted lists expect keys that are about another parser's input.

@@ -226,9 +226,8 @@ func (r *run) probe(ctx context.Context) ([]string, bool) {
 	}
 	at := r.c.now()
 	r.emitFailures(at, res.Stdout, res.Stderr)
-	var exit *remote.ExitError
-	if errors.As(err, &exit) && exit.Code == 127 {
-		r.emit(at, Failure{Class: FailNoNVIDIASMI, Reason: firstLine(res.Stderr, exit.Stderr), Line: firstLine(res.Stderr, exit.Stderr)})
+	if f, ok := missingProgram(res, err); ok {
+		r.emit(at, f)
 	}
 	supported, perr := ParseHelpQueryGPU(res.Stdout)
 	if perr == nil {
@@ -255,31 +254,54 @@ func (r *run) probe(ctx context.Context) ([]string, bool) {
 // emitFailures emits every whole-command failure found in a finished
 // command's output.
 func (r *run) emitFailures(at time.Time, outs ...[]byte) {
+	for _, f := range failuresIn(outs...) {
+		r.emit(at, f)
+	}
+}
+
+// failuresIn returns every whole-command failure found in a finished
+// command's outputs, in order; a version mismatch carries the version from
+// its "NVML library version" line when one follows.
+func failuresIn(outs ...[]byte) []Failure {
+	var fs []Failure
 	for _, out := range outs {
 		var pending *Failure
 		for len(out) > 0 {
 			var line []byte
 			line, out, _ = bytes.Cut(out, []byte{'\n'})
 			if pending != nil {
-				if v, ok := ParseNVMLVersion(line); ok {
-					pending.NVMLVersion = v
-				}
-				r.emit(at, *pending)
+				v, ok := ParseNVMLVersion(line)
+				pending.NVMLVersion = v
+				fs = append(fs, *pending)
 				pending = nil
-				continue
+				if ok {
+					continue
+				}
 			}
 			if f, ok := ClassifyFailure(line); ok {
 				if f.Class == FailDriverLibraryMismatch {
 					pending = &f
 					continue
 				}
-				r.emit(at, f)
+				fs = append(fs, f)
 			}
 		}
 		if pending != nil {
-			r.emit(at, *pending)
+			fs = append(fs, *pending)
 		}
 	}
+	return fs
+}
+
+// missingProgram reports a command the shell could not find (exit status
+// 127, "sh: 1: nvidia-smi: not found") as a FailNoNVIDIASMI failure.
+func missingProgram(res remote.Result, err error) (Failure, bool) {
+	var exit *remote.ExitError
+	if !errors.As(err, &exit) || exit.Code != 127 {
+		return Failure{}, false
+	}
+	msg := firstLine(res.Stderr, exit.Stderr)
+	return Failure{Class: FailNoNVIDIASMI, Reason: msg, Line: msg}, true
 }
 
 // firstLine returns the first non-blank line of the first non-empty
