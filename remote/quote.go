@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -74,4 +75,39 @@ func EnvAssignment(name, value string) (string, error) {
 		return "", fmt.Errorf("remote: value of %s: %w", name, err)
 	}
 	return name + "=" + value, nil
+}
+
+var serverEnvName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// ValidateEnv checks variables meant for a server's environment: names must
+// match [A-Z_][A-Z0-9_]* (upper case, like NCCL_PROTO), and values must be
+// single-line text a POSIX shell can carry literally — no newline, carriage
+// return or NUL (named in the error), no other control character, valid
+// UTF-8. Values may contain spaces, quotes, $, backticks and the like: they
+// are quoted, never interpreted. It returns the first problem in name order,
+// naming the variable but never echoing its value (it may be a secret).
+func ValidateEnv(env map[string]string) error {
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if !serverEnvName.MatchString(k) {
+			return fmt.Errorf("%w %q: names are upper-case letters, digits and _ (like NCCL_PROTO), not starting with a digit", ErrBadEnvName, k)
+		}
+		v := env[k]
+		switch {
+		case strings.ContainsRune(v, '\n'):
+			return fmt.Errorf("value of %s contains a newline: environment values must be one line", k)
+		case strings.ContainsRune(v, '\r'):
+			return fmt.Errorf("value of %s contains a carriage return: environment values must be one line", k)
+		case strings.ContainsRune(v, 0):
+			return fmt.Errorf("value of %s contains a NUL byte, which no environment can carry", k)
+		}
+		if _, err := Quote(v); err != nil {
+			return fmt.Errorf("value of %s: control characters and invalid UTF-8 are not allowed: %w", k, err)
+		}
+	}
+	return nil
 }

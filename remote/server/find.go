@@ -1,0 +1,260 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// Proc is one process of a server's tree, from /proc/PID/stat.
+type Proc struct {
+	PID, PPID, PGID, SID int
+	State                string // "R", "S", "D", …; never "Z" (zombies are left out)
+	StartTime            uint64 // clock ticks since boot
+	Comm                 string // the kernel's 15-byte name, unsafe bytes replaced by "?"
+}
+
+// Target is what Kill acts on: a root process and, when the root leads
+// them, its process group and session.
+type Target struct {
+	PID       int
+	StartTime uint64 // must match /proc/PID/stat, else PID was reused and is not followed
+	PGID, SID int    // 0: not used (the root does not lead them)
+	Keep      []Proc // further processes known to belong to the server (orphaned workers)
+}
+
+// How a server was found.
+const (
+	ByPidfile = "pidfile" // launched by flightdeck: the pidfile's process is alive
+	ByPort    = "port"    // the process listening on the server port
+	ByProcess = "process" // a command line that looks like an inference server
+)
+
+// DefaultMatch is the extended regular expression Find uses to recognise
+// an inference server by its NUL-separated command line: SGLang's launcher
+// and its scheduler processes, vLLM's CLI, entry points and workers, and
+// the simulated server.
+const DefaultMatch = `sglang\.launch_server|sglang::|vllm\.entrypoints|(^|/|[^[:print:]])vllm[^[:print:]]serve([^[:print:]]|$)|VLLM::|flightdeck[^[:print:]]sim[^[:print:]]server`
+
+// Found is what Find learned about the server on a host.
+type Found struct {
+	Record     *Record // the pidfile, nil when there is none (or it is unreadable: see PidfileErr)
+	PidfileErr error   // why the pidfile could not be read, nil when fine or absent
+	Running    bool    // a server process is alive (Target is set)
+	How        string  // ByPidfile, ByPort or ByProcess when Running
+	Target     Target
+	Tree       []Proc // the live processes of the server
+	// ServerPID is the server process itself: the launch wrapper's child
+	// for a pidfile launch, else the root; 0 when not running.
+	ServerPID int
+	// Exit is the exit status the launch wrapper recorded for the pidfile's
+	// server (-1: none recorded: still running, or killed together with the
+	// wrapper).
+	Exit int
+	// Others lists further candidate server roots when the port or process
+	// match found more than one; Target is the first.
+	Others []Proc
+}
+
+// Find looks for the inference server on h: first the pidfile in logDir
+// (its process alive with the recorded start time), then the process
+// listening on port (0 skips), then command lines matching match ("" skips;
+// DefaultMatch is a good value). A server found by port or process was
+// launched by hand or by another tool; Kill works on it all the same.
+//
+// Errors: remote.ErrDisconnected wrapped when the connection dropped, or
+// the script's failure. Finding nothing is not an error: Running is false.
+func Find(ctx context.Context, h remote.Host, logDir string, port int, match string) (Found, error) {
+	f := Found{Exit: -1}
+	home, err := Home(ctx, h)
+	if err != nil {
+		return f, err
+	}
+	if logDir == "" {
+		logDir = DefaultLogDir
+	}
+	logDir = AbsPath(home, logDir)
+	cmd, err := remote.Command("sh", "-s", "--", path.Join(logDir, PidfileName), path.Join(logDir, exitFileName), strconv.Itoa(port), match)
+	if err != nil {
+		return f, err
+	}
+	res, err := h.Run(ctx, cmd, strings.NewReader(findScript))
+	if err != nil {
+		var ee *remote.ExitError
+		if errors.As(err, &ee) {
+			return f, fmt.Errorf("find the server on %s: %s", h.Name(), stderrOr(ee, err))
+		}
+		return f, fmt.Errorf("find the server on %s: %w", h.Name(), err)
+	}
+	return parseFind(res.Stdout), nil
+}
+
+// parseFind interprets findScript's output.
+func parseFind(out []byte) Found {
+	f := Found{Exit: -1}
+	var (
+		listen, match []int
+		procs         = map[int]Proc{}
+		self          = map[int]bool{} // the script and its ancestors
+		script        int
+		exitPID       = -1
+		exitCode      = -1
+	)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		kind, rest, _ := strings.Cut(sc.Text(), " ")
+		switch kind {
+		case "pidfile":
+			r, err := parseRecord([]byte(rest))
+			if err != nil {
+				f.PidfileErr = err
+				continue
+			}
+			f.Record = &r
+		case "exit":
+			p, c, _ := strings.Cut(rest, " ")
+			if pid, err := strconv.Atoi(p); err == nil {
+				if code, err := strconv.Atoi(c); err == nil {
+					exitPID, exitCode = pid, code
+				}
+			}
+		case "tree":
+			if p, ok := parseProc(rest); ok {
+				f.Tree = append(f.Tree, p)
+			}
+		case "listen", "match":
+			if pid, err := strconv.Atoi(rest); err == nil {
+				if kind == "listen" {
+					listen = append(listen, pid)
+				} else {
+					match = append(match, pid)
+				}
+			}
+		case "proc":
+			if p, ok := parseProc(rest); ok {
+				procs[p.PID] = p
+			}
+		case "script":
+			script, _ = strconv.Atoi(rest)
+		case "self":
+			if pid, err := strconv.Atoi(rest); err == nil {
+				self[pid] = true
+			}
+		}
+	}
+	if f.Record != nil && exitPID == f.Record.PID {
+		f.Exit = exitCode
+	}
+	if f.Record != nil && len(f.Tree) > 0 {
+		r := f.Record
+		f.Running, f.How = true, ByPidfile
+		f.Target = Target{PID: r.PID, StartTime: r.StartTime, PGID: leads(r.PGID, r.PID), SID: leads(r.SID, r.PID), Keep: f.Tree}
+		f.ServerPID = r.PID
+		for _, p := range f.Tree {
+			if p.PPID == r.PID {
+				f.ServerPID = p.PID
+				break
+			}
+		}
+		return f
+	}
+	f.Tree = nil
+	// Adoption: the listener first, then command-line matches whose parent
+	// is not itself a match (the launcher, not each of its workers), never
+	// this script or its children.
+	var roots []Proc
+	for _, pid := range listen {
+		// Never this script's own chain: the cockpit itself may listen
+		// there (a local host), or the SSH daemon serving it.
+		if p, ok := procs[pid]; ok && !self[pid] {
+			roots = append(roots, p)
+			f.How = ByPort
+			break
+		}
+	}
+	// Shells are never the server: a `bash -c "python3 -m sglang…"` wrapper
+	// (or our own scripts, whose arguments hold the pattern) matches, the
+	// server is its child.
+	matched := map[int]bool{}
+	for _, pid := range match {
+		if p, ok := procs[pid]; ok && !self[pid] && p.PPID != script && !isShell(p.Comm) {
+			matched[pid] = true
+		}
+	}
+	for _, pid := range match {
+		p := procs[pid]
+		if !matched[pid] || matched[p.PPID] {
+			continue
+		}
+		if len(roots) > 0 && roots[0].PID == pid {
+			continue
+		}
+		roots = append(roots, p)
+		if f.How == "" {
+			f.How = ByProcess
+		}
+	}
+	if len(roots) == 0 {
+		f.How = ""
+		return f
+	}
+	root := roots[0]
+	f.Running, f.ServerPID = true, root.PID
+	f.Target = Target{PID: root.PID, StartTime: root.StartTime, PGID: leads(root.PGID, root.PID), SID: leads(root.SID, root.PID)}
+	f.Tree = []Proc{root}
+	f.Others = slices.Clone(roots[1:])
+	return f
+}
+
+// leads returns id when the root pid leads it (group or session), else 0:
+// signalling the group or session of a server started from an interactive
+// shell would also hit that shell.
+func leads(id, pid int) int {
+	if id == pid {
+		return id
+	}
+	return 0
+}
+
+// parseProc reads "pid ppid pgid sid state starttime comm".
+func parseProc(s string) (Proc, bool) {
+	f := strings.Fields(s)
+	if len(f) < 7 {
+		return Proc{}, false
+	}
+	var p Proc
+	var err error
+	ints := []*int{&p.PID, &p.PPID, &p.PGID, &p.SID}
+	for i, dst := range ints {
+		if *dst, err = strconv.Atoi(f[i]); err != nil {
+			return Proc{}, false
+		}
+	}
+	if p.StartTime, err = strconv.ParseUint(f[5], 10, 64); err != nil || p.PID <= 0 {
+		return Proc{}, false
+	}
+	p.State, p.Comm = f[4], strings.Join(f[6:], " ")
+	return p, true
+}
+
+func (p Proc) keepWord() string {
+	return strconv.Itoa(p.PID) + ":" + strconv.FormatUint(p.StartTime, 10)
+}
+
+// isShell reports whether comm is a POSIX shell's name.
+func isShell(comm string) bool {
+	switch comm {
+	case "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox", "fish":
+		return true
+	}
+	return false
+}

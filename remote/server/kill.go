@@ -1,0 +1,102 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// KillResult is what Kill did.
+type KillResult struct {
+	Members   []Proc // the server's processes when the kill began
+	Escalated []int  // pids still alive after the grace period, sent SIGKILL
+	Survivors []Proc // processes alive even after SIGKILL (e.g. stuck in state D)
+}
+
+// SurvivorsError is returned by Kill when processes outlive SIGKILL.
+type SurvivorsError struct{ Survivors []Proc }
+
+func (e *SurvivorsError) Error() string {
+	var b strings.Builder
+	b.WriteString("still alive after SIGKILL:")
+	for _, p := range e.Survivors {
+		fmt.Fprintf(&b, " %d (%s, state %s)", p.PID, p.Comm, p.State)
+	}
+	return b.String()
+}
+
+// DefaultGrace is how long Kill waits after SIGTERM before SIGKILL.
+const DefaultGrace = 10 * time.Second
+
+// Kill stops the server t names and everything that belongs to it: the
+// root, its descendants (snapshotted before any signal, so workers that
+// called setsid or lost their parent are still found), its process group
+// and session when the root leads them, and t.Keep. It sends SIGTERM, waits
+// up to grace (0: DefaultGrace) for every non-zombie to exit, then SIGKILLs
+// the rest and waits 5 s more. A pid whose start time no longer matches is
+// another process and is never signalled.
+//
+// Kill does not wait for GPU memory; see the GPU checks in package
+// sessions. Errors: *SurvivorsError when processes outlive SIGKILL;
+// remote.ErrDisconnected wrapped when the connection dropped.
+func Kill(ctx context.Context, h remote.Host, t Target, grace time.Duration) (KillResult, error) {
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	secs := int((grace + time.Second - 1) / time.Second)
+	keep := make([]string, 0, len(t.Keep))
+	for _, p := range t.Keep {
+		keep = append(keep, p.keepWord())
+	}
+	cmd, err := remote.Command("sh", "-s", "--", strconv.Itoa(t.PID), strconv.FormatUint(t.StartTime, 10),
+		strconv.Itoa(t.PGID), strconv.Itoa(t.SID), strconv.Itoa(secs), strings.Join(keep, " "))
+	if err != nil {
+		return KillResult{}, err
+	}
+	res, err := h.Run(ctx, cmd, strings.NewReader(killScript))
+	r := parseKill(res.Stdout)
+	var ee *remote.ExitError
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.As(err, &ee) && ee.Code == 1 && len(r.Survivors) > 0:
+		return r, &SurvivorsError{Survivors: r.Survivors}
+	case errors.As(err, &ee):
+		return r, fmt.Errorf("kill on %s: %s", h.Name(), stderrOr(ee, err))
+	}
+	return r, fmt.Errorf("kill on %s: %w", h.Name(), err)
+}
+
+func parseKill(out []byte) KillResult {
+	var r KillResult
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		kind, rest, _ := strings.Cut(sc.Text(), " ")
+		switch kind {
+		case "member", "survivor":
+			p, ok := parseProc(rest)
+			if !ok {
+				continue
+			}
+			if kind == "member" {
+				r.Members = append(r.Members, p)
+			} else {
+				r.Survivors = append(r.Survivors, p)
+			}
+		case "escalate":
+			for _, w := range strings.Fields(rest) {
+				if pid, err := strconv.Atoi(w); err == nil {
+					r.Escalated = append(r.Escalated, pid)
+				}
+			}
+		}
+	}
+	return r
+}

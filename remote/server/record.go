@@ -1,0 +1,115 @@
+// Package server controls an inference server (SGLang, vLLM, the simulated
+// one) on a GPU host reached through a remote.Host: launch it detached so it
+// survives the SSH connection, find it again (adopt), kill its whole process
+// tree, wait until its GPU memory is free, and check its HTTP health through
+// the host's port forward.
+//
+// Every shell script here is fixed text sent on stdin ("sh -s -- ARGS");
+// all variable data travels as positional arguments quoted with
+// remote.Command, so no user text is ever interpreted by a shell.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// PidfileName is the file in the log directory that names the server the
+// cockpit launched last: one JSON object (Record). It is replaced
+// atomically at each launch.
+const PidfileName = "flightdeck-server.json"
+
+// Record is the pidfile: who the server is and how it was launched.
+type Record struct {
+	PID       int        `json:"pid"`        // the launch wrapper (session leader); the server is its child
+	PGID      int        `json:"pgid"`       // process group id (= PID after setsid)
+	SID       int        `json:"sid"`        // session id (= PID after setsid)
+	StartTime uint64     `json:"start_time"` // field 22 of /proc/PID/stat, clock ticks since boot; guards against PID reuse
+	Launch    LaunchInfo `json:"launch"`
+}
+
+// LaunchInfo is the resolved launch, as recorded in the pidfile. Env values whose
+// names look secret (see Redact) are stored as "<redacted>".
+type LaunchInfo struct {
+	Preset   string            `json:"preset,omitempty"`
+	Profile  string            `json:"profile,omitempty"`
+	Server   string            `json:"server,omitempty"` // "sglang" or "vllm": log format and readiness rules
+	Argv     []string          `json:"argv"`
+	Env      map[string]string `json:"env,omitempty"` // what the launch added; the rest is the login environment
+	Workdir  string            `json:"workdir"`       // absolute
+	LogPath  string            `json:"log"`           // absolute: <logdir>/<preset>-<timestamp>.log
+	ExitPath string            `json:"exit"`          // absolute: the wrapper writes the server's exit status here
+	Port     int               `json:"port,omitempty"`
+	At       time.Time         `json:"at"` // when the launch was requested (cockpit clock)
+}
+
+// CommandLine is the argv as one POSIX shell line, for display.
+func (l LaunchInfo) CommandLine() string { return displayLine(l.Argv) }
+
+// parseRecord reads a pidfile.
+func parseRecord(b []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("pidfile: %w", err)
+	}
+	if r.PID <= 1 {
+		return r, fmt.Errorf("pidfile: pid %d is not a server", r.PID)
+	}
+	return r, nil
+}
+
+var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE|CREDENTIAL|AUTH)`)
+
+// Redact returns env with the values of secret-looking variables (names
+// containing TOKEN, SECRET, PASSWORD, API_KEY, PRIVATE, CREDENTIAL, AUTH)
+// replaced by "<redacted>", for records, journals and screens. The server
+// itself still receives the real values.
+func Redact(env map[string]string) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		if secretName.MatchString(k) {
+			v = "<redacted>"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// ErrNoServer is returned by Find and Kill when no server is running.
+var ErrNoServer = errors.New("no server running")
+
+// displayLine joins words for display, quoting those that need it the way
+// a shell user would type them; words that cannot be quoted (control
+// characters) are shown Go-quoted.
+func displayLine(words []string) string {
+	var b strings.Builder
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(displayWord(w))
+	}
+	return b.String()
+}
+
+// EnvLine renders env as sorted NAME=value words, quoted for a shell.
+func EnvLine(env map[string]string) string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	words := make([]string, len(keys))
+	for i, k := range keys {
+		words[i] = k + "=" + env[k]
+	}
+	return displayLine(words)
+}

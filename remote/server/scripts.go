@@ -1,0 +1,179 @@
+package server
+
+// The scripts below are fixed text, sent on stdin to "sh -s -- ARGS…"; all
+// variable data arrives as positional parameters. They need a POSIX sh,
+// /proc, and coreutils (cat, mkdir, mv, rm, sleep with fractions) plus
+// util-linux setsid for the launch — what every Linux GPU host has.
+
+// procTree defines two shell functions. procs prints every process as
+// "pid ppid pgid sid state starttime comm" from /proc/PID/stat (comm with
+// anything but [A-Za-z0-9_.:/@+=-] replaced by "?"). tree ROOT STARTTIME
+// PGID SID "KEEP" prints, in the same format, a server's processes: ROOT
+// (if alive with that start time), its descendants, the members of process
+// group PGID and session SID (values ≤ 1 are ignored), and every
+// "pid:starttime" in KEEP that is still that process, with their
+// descendants. Zombies are left out: they hold no memory and cannot be
+// killed further.
+const procTree = `
+procs() {
+  cat /proc/[0-9]*/stat 2>/dev/null | awk '{
+    p = index($0, " (")
+    q = 0
+    for (i = length($0) - 1; i > p; i--) if (substr($0, i, 2) == ") ") { q = i; break }
+    if (p == 0 || q == 0) next
+    n = split(substr($0, q + 2), f, " ")
+    if (n < 20) next
+    comm = substr($0, p + 2, q - p - 2)
+    gsub(/[^A-Za-z0-9_.:\/@+=-]/, "?", comm)
+    if (comm == "") comm = "?"
+    print substr($0, 1, p - 1), f[2], f[3], f[4], f[1], f[20], comm
+  }'
+}
+tree() {
+  procs | awk -v root="$1" -v rst="$2" -v pg="$3" -v sid="$4" -v keep="$5" '
+  { ids[++k] = $1; pp[$1] = $2; gr[$1] = $3; se[$1] = $4; st[$1] = $5; t[$1] = $6; line[$1] = $0 }
+  END {
+    if (pg <= 1) pg = -1
+    if (sid <= 1) sid = -1
+    # A live ROOT with another start time is a new process that reused the
+    # pid: its group and session are not ours. The group and session of a vanished ROOT:
+    # their ids cannot have been reused while members remain (Linux does
+    # not hand out a pid still used as a pgid or sid).
+    if (root in t) { if (t[root] == rst) in_[root] = 1; else { pg = -1; sid = -1 } }
+    nk = split(keep, kv, " ")
+    for (j = 1; j <= nk; j++) { split(kv[j], a, ":"); if ((a[1] in t) && t[a[1]] == a[2]) in_[a[1]] = 1 }
+    do {
+      changed = 0
+      for (j = 1; j <= k; j++) {
+        id = ids[j]
+        if (id in in_) continue
+        if ((pp[id] in in_) || gr[id] == pg || se[id] == sid) { in_[id] = 1; changed = 1 }
+      }
+    } while (changed)
+    for (j = 1; j <= k; j++) { id = ids[j]; if ((id in in_) && st[id] != "Z" && st[id] != "X") print line[id] }
+  }'
+}
+`
+
+// launchScript starts the server detached and prints the pidfile.
+// Usage: sh -s -- WORKDIR LOG PIDFILE EXITFILE LAUNCHJSON ARGV…
+// Exit 3: the host cannot run it (no setsid, no working directory);
+// 4: LOG exists already; 5: a server from PIDFILE is still running
+// (stdout says "running PID"); 6: the wrapper never wrote the pidfile.
+const launchScript = `set -u
+workdir=$1 log=$2 pidf=$3 exitf=$4 launch=$5
+shift 5
+command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is not installed on the host: cannot detach the server" >&2; exit 3; }
+[ -d "$workdir" ] || { echo "working directory $workdir does not exist on the host" >&2; exit 3; }
+if [ -s "$pidf" ]; then
+  old=$(sed -n 's/^{"pid":\([0-9]*\),"pgid":[0-9]*,"sid":[0-9]*,"start_time":\([0-9]*\),.*/\1 \2/p' "$pidf")
+  if [ -n "$old" ]; then
+    opid=${old% *} ost=${old#* }
+    if read -r s < "/proc/$opid/stat" 2>/dev/null; then
+      f() { [ "${20}" = "$ost" ] && [ "$1" != Z ]; }
+      if f ${s##*) }; then echo "running $opid"; exit 5; fi
+    fi
+  fi
+fi
+mkdir -p "$(dirname "$log")" "$(dirname "$pidf")" || exit 3
+( set -C; : > "$log" ) 2>/dev/null || { echo "log file $log already exists" >&2; exit 4; }
+rm -f "$pidf" "$exitf"
+cd "$workdir" || exit 3
+setsid -f sh -c 'pidf=$1 exitf=$2 launch=$3
+shift 3
+f() { pgid=$3 sid=$4 st=${20}; }
+read -r s < /proc/$$/stat
+f ${s##*) }
+printf "{\"pid\":%s,\"pgid\":%s,\"sid\":%s,\"start_time\":%s,\"launch\":%s}\n" "$$" "$pgid" "$sid" "$st" "$launch" > "$pidf.tmp.$$"
+mv -f "$pidf.tmp.$$" "$pidf"
+"$@"
+rc=$?
+echo "$$ $rc" > "$exitf"
+exit "$rc"' flightdeck-server "$pidf" "$exitf" "$launch" "$@" >>"$log" 2>&1 </dev/null
+i=0
+while [ ! -s "$pidf" ]; do
+  i=$((i + 1))
+  [ "$i" -le 100 ] || { echo "the server wrapper wrote no pidfile within 10 s" >&2; exit 6; }
+  sleep 0.1
+done
+cat "$pidf"
+`
+
+// findScript reports what is known about the server on the host.
+// Usage: sh -s -- PIDFILE EXITFILE PORT PATTERN
+// Output lines: "pidfile JSON" and "exit PID STATUS" when those files
+// exist; "tree …" lines (as procTree prints them) for the pidfile's
+// server; "listen PID" for the process listening on TCP PORT (0 skips);
+// "match PID" for each process whose NUL-separated command line matches
+// the extended regular expression PATTERN ("" skips); "proc …" lines for
+// every listen and match PID; "script PID", this script's shell (its
+// children, like grep, hold PATTERN in their command lines), and "self PID"
+// for it and each of its ancestors (so may theirs).
+const findScript = procTree + `
+pidf=$1 exitf=$2 port=$3 pat=$4
+if [ -s "$pidf" ]; then
+  printf 'pidfile %s\n' "$(head -c 65536 "$pidf" | tr -d '\n')"
+  [ -s "$exitf" ] && printf 'exit %s\n' "$(head -c 64 "$exitf" | tr -d '\n')"
+  old=$(sed -n 's/^{"pid":\([0-9]*\),"pgid":\([0-9]*\),"sid":\([0-9]*\),"start_time":\([0-9]*\),.*/\1 \4 \2 \3/p' "$pidf")
+  [ -n "$old" ] && tree $old "" | sed 's/^/tree /'
+fi
+want=""
+if [ "$port" -gt 0 ] 2>/dev/null; then
+  hex=$(printf '%04X' "$port")
+  for inode in $(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v h=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == h { print $10 }' | sort -u); do
+    p=$(find /proc/[0-9]*/fd -lname "socket:\[$inode\]" 2>/dev/null | head -n 1 | sed 's|^/proc/\([0-9]*\)/.*|\1|')
+    [ -n "$p" ] && { echo "listen $p"; want="$want $p"; }
+  done
+fi
+if [ -n "$pat" ]; then
+  for p in $(grep -a -l -E -e "$pat" /proc/[0-9]*/cmdline 2>/dev/null | sed 's|^/proc/\([0-9]*\)/cmdline$|\1|'); do
+    echo "match $p"
+    want="$want $p"
+  done
+fi
+[ -n "$want" ] && procs | awk -v want="$want " 'index(want, " " $1 " ") { print "proc " $0 }'
+echo "script $$"
+p=$$
+while [ "$p" -gt 1 ] 2>/dev/null; do
+  echo "self $p"
+  read -r s < "/proc/$p/stat" || break
+  f() { p=$2; }
+  f ${s##*) }
+done
+`
+
+// killScript stops a server's whole process tree: SIGTERM to the root, its
+// group, its session and every process found in them (and descendants), then
+// SIGKILL to whatever is left after GRACE seconds.
+// Usage: sh -s -- ROOT STARTTIME PGID SID GRACE_SECONDS [KEEP]
+// Output: "member …" lines (the tree before the kill, as procTree prints),
+// "term", "escalate PIDS", "survivor …" lines, then "stopped" or "alive".
+// Exit 0 when nothing is left, 1 when survivors remain (e.g. state D).
+const killScript = procTree + `
+root=$1 st=$2 pg=$3 sid=$4 grace=$5 keep=${6:-}
+snap=$(tree "$root" "$st" "$pg" "$sid" "$keep")
+if [ -z "$snap" ]; then echo stopped; exit 0; fi
+printf '%s\n' "$snap" | sed 's/^/member /'
+keep="$keep $(printf '%s\n' "$snap" | awk '{ printf "%s:%s ", $1, $6 }')"
+pids() { tree "$root" "$st" "$pg" "$sid" "$keep" | awk '{ printf "%s ", $1 }'; }
+signal() {
+  [ "$pg" -gt 1 ] 2>/dev/null && kill "-$1" -- "-$pg" 2>/dev/null
+  p=$(pids)
+  [ -n "$p" ] && kill "-$1" $p 2>/dev/null
+  true
+}
+signal TERM
+echo term
+i=0
+while [ -n "$(pids)" ] && [ "$i" -lt $((grace * 5)) ]; do sleep 0.2; i=$((i + 1)); done
+p=$(pids)
+if [ -n "$p" ]; then
+  echo "escalate $p"
+  signal KILL
+  i=0
+  while [ -n "$(pids)" ] && [ "$i" -lt 25 ]; do sleep 0.2; i=$((i + 1)); done
+fi
+left=$(tree "$root" "$st" "$pg" "$sid" "$keep")
+if [ -n "$left" ]; then printf '%s\n' "$left" | sed 's/^/survivor /'; echo alive; exit 1; fi
+echo stopped
+`
