@@ -68,8 +68,9 @@ var identityFields = map[string]bool{
 // gpuRow is one GPU's values in one tick.
 type gpuRow map[string]string
 
-func (m *gpuModel) rows(now time.Time, sv serverView, f Faults) []gpuRow {
+func (m *gpuModel) rows(now time.Time, hv hostView, f Faults) []gpuRow {
 	ts := now.Format("2006/01/02 15:04:05.000")
+	procs := hv.procs(m.n)
 	out := make([]gpuRow, m.n)
 	var repeatBuses []int
 	if m.replay && m.n > len(m.cap.Rows) {
@@ -103,7 +104,7 @@ func (m *gpuModel) rows(now time.Time, sv serverView, f Faults) []gpuRow {
 			r["index"] = strconv.Itoa(i)
 			r["uuid"] = gpuUUID(i)
 			r["serial"] = fmt.Sprintf("165242%07d", 1003700+i*13)
-			m.synthesize(r, i, sv, f)
+			m.synthesize(r, i, hv.server, procs[i], f)
 		}
 		if has(f.LostGPUs, i) {
 			for k := range r {
@@ -128,22 +129,80 @@ const (
 	reasonSWThermalSlowdown = 0x20
 )
 
+// gpuProc is one process holding memory on a GPU, as nvidia-smi lists it.
+type gpuProc struct {
+	pid    int
+	name   string
+	memMiB int64
+}
+
+// hostView is what the fake nvidia-smi sees at one instant: the server and
+// the live worker processes, its own and orphans.
+type hostView struct {
+	server  serverView
+	workers []workerState
+}
+
+func readHostView(dir string, now time.Time) hostView {
+	return hostView{server: readServerView(dir, now), workers: readWorkers(dir, now)}
+}
+
+// schedulerName is the process name SGLang gives the scheduler of TP rank i.
+func schedulerName(i int) string { return fmt.Sprintf("sglang::scheduler_TP%d", i) }
+
+// procs returns, for each of n GPUs, the processes holding memory on it. A
+// live server holds memory on GPUs 0..TP-1, through its own worker where it
+// has one on that GPU (the worker mirrors the server's per-GPU memory);
+// other live workers (orphans of a dead or earlier server) add what they
+// hold.
+func (v hostView) procs(n int) [][]gpuProc {
+	sv := v.server
+	out := make([][]gpuProc, n)
+	for i := range out {
+		var own *workerState
+		if sv.Alive {
+			for k := range v.workers {
+				if w := &v.workers[k]; w.GPU == i && w.ServerPID == sv.PID {
+					own = w
+					break
+				}
+			}
+		}
+		if sv.Alive && i < sv.TP {
+			p := gpuProc{pid: sv.PID, name: schedulerName(i), memMiB: sv.MemMiB}
+			if own != nil {
+				p = gpuProc{pid: own.PID, name: own.Name, memMiB: own.MemMiB}
+			}
+			if i == 0 {
+				p.memMiB += 384 // rank 0 also holds the tokenizer-side buffers
+			} else if p.memMiB > 0 {
+				p.memMiB += int64((i * 37) % 96)
+			}
+			out[i] = append(out[i], p)
+		}
+		for k := range v.workers {
+			if w := &v.workers[k]; w.GPU == i && w != own {
+				out[i] = append(out[i], gpuProc{pid: w.PID, name: w.Name, memMiB: w.MemMiB})
+			}
+		}
+	}
+	return out
+}
+
 // synthesize overrides the modelled fields of a template row for GPU i.
 // Idle numbers follow the H200 capture's idle section (P0, 345 MHz SM,
 // ~77 W, 28–35 °C, reason 0x1); load numbers its load section (1980 MHz,
 // ~600–630 W, reason 0x0) with temperature rising with the server's heat.
-func (m *gpuModel) synthesize(r gpuRow, i int, sv serverView, f Faults) {
+// Memory is what procs hold on it.
+func (m *gpuModel) synthesize(r gpuRow, i int, sv serverView, procs []gpuProc, f Faults) {
 	on := sv.Alive && i < sv.TP
 	var load, heat float64
 	var mem int64
 	if on {
 		load = sv.Load
-		mem = sv.MemMiB
-		if i == 0 {
-			mem += 384 // rank 0 also holds the tokenizer-side buffers
-		} else if mem > 0 {
-			mem += int64((i * 37) % 96)
-		}
+	}
+	for _, p := range procs {
+		mem += max(p.memMiB, 0)
 	}
 	if i < sv.TP || sv.TP == 0 {
 		heat = sv.Heat

@@ -76,9 +76,12 @@ type Options struct {
 //	sim.json               configuration read by the roles
 //	bin/nvidia-smi         wrapper: the fake nvidia-smi
 //	bin/sglang-server      wrapper: the fake SGLang server (SGLang flags + --repo, --port, …)
-//	repo/                  git repository shaped like SGLang (see RepoCommits)
+//	bin/flightdeck         wrapper: `flightdeck sim server …` runs the fake server (RoleCLI)
+//	upstream.git/          bare repository with the whole history (the checkout's origin)
+//	repo/                  the checkout: main tracks origin/main, reset to the baseline (see RepoCommits)
 //	logs/sglang.log        the fake server's output (appended across launches)
 //	run/gpu-state.json     the server's heartbeat, GPU memory and load, for nvidia-smi
+//	run/worker-PID.json    a worker process's heartbeat and GPU memory (--sim-workers)
 //	run/faults.json        injected nvidia-smi faults (SetFaults)
 //	run/sglang.pid         "PID STARTTIME" of the server launched by StartServer
 //	ssh/id_ed25519(.pub)   client identity (0600) accepted by the SSH server
@@ -190,8 +193,11 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 	if err = writeWrapper(h.BinDir, ServerWrapper, RoleServer, h.Dir, exe); err != nil {
 		return h, err
 	}
+	if err = writeWrapper(h.BinDir, CLIWrapper, RoleCLI, h.Dir, exe); err != nil {
+		return h, err
+	}
 	if _, statErr := os.Stat(filepath.Join(h.RepoPath, ".git")); statErr != nil {
-		if h.Commits, err = BuildRepo(ctx, h.RepoPath); err != nil {
+		if h.Commits, err = BuildRepo(ctx, filepath.Join(h.Dir, upstream), h.RepoPath); err != nil {
 			return h, fmt.Errorf("sim: build repo: %w", err)
 		}
 	} else if h.Commits, err = readCommits(ctx, h.RepoPath); err != nil {
@@ -224,14 +230,16 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 	return h, nil
 }
 
-// readCommits recovers RepoCommits from an existing sim repository by subject.
+// readCommits recovers RepoCommits from an existing sim checkout by
+// subject, from the upstream history (origin/main): the checkout's own main
+// may be anywhere (baseline, pulled, reset).
 func readCommits(ctx context.Context, repo string) (RepoCommits, error) {
 	var rc RepoCommits
-	cmd := exec.CommandContext(ctx, "git", "log", "--reverse", "--format=%H %s", "main")
+	cmd := exec.CommandContext(ctx, "git", "log", "--reverse", "--format=%H %s", "refs/remotes/origin/main")
 	cmd.Dir, cmd.Env = repo, gitEnv()
 	out, err := cmd.Output()
 	if err != nil {
-		return rc, fmt.Errorf("sim: read repo history: %w", err)
+		return rc, fmt.Errorf("sim: read repo history (origin/main; a repo/ from an older flightdeck has none, remove it): %w", err)
 	}
 	hist := repoHistory()
 	for i, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -429,6 +437,41 @@ func (h *Host) stopOtherServer(ctx context.Context) {
 	}
 }
 
+// stopWorkers ends the worker processes that still heart-beat into this
+// sim directory (orphans of a server that died, stubborn ones that ignored
+// its SIGTERM): SIGTERM, then SIGKILL for those left after 2 s or when ctx
+// ends.
+func (h *Host) stopWorkers(ctx context.Context) {
+	var pids []int
+	for _, w := range readWorkers(h.Dir, time.Now()) {
+		if w.PID != os.Getpid() {
+			pids = append(pids, w.PID)
+			syscall.Kill(w.PID, syscall.SIGTERM)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	alive := func() bool { return slices.ContainsFunc(pids, pidAlive) }
+	for alive() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, pid := range pids {
+		if pidAlive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// WorkerPIDs lists the live worker processes of fake servers in this sim
+// directory (--sim-workers), by GPU: the server's own while it runs, and
+// orphans it left behind.
+func (h *Host) WorkerPIDs() []int {
+	var pids []int
+	for _, w := range readWorkers(h.Dir, time.Now()) {
+		pids = append(pids, w.PID)
+	}
+	return pids
+}
+
 // SetFaults replaces the injected nvidia-smi faults; running nvidia-smi
 // loops pick them up on their next tick. The zero Faults clears them.
 func (h *Host) SetFaults(f Faults) error {
@@ -458,13 +501,14 @@ func (h *Host) RestartSSH() error {
 
 // Close stops the fake server (the one StartServer launched, and one
 // launched any other way that still heart-beats into this directory), the
-// SSH server, and removes the directory if Start created it. It is safe to
-// call more than once.
+// worker processes still heart-beating into it, the SSH server, and removes
+// the directory if Start created it. It is safe to call more than once.
 func (h *Host) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := h.StopServer(ctx)
 	h.stopOtherServer(ctx)
+	h.stopWorkers(ctx)
 	if h.ssh != nil {
 		if e := h.ssh.Stop(); e != nil && err == nil && !errors.Is(e, net.ErrClosed) {
 			err = e

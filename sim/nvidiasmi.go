@@ -201,8 +201,8 @@ func runNvidiaSMI(ctx context.Context, args []string, e smiEnv) int {
 		printed := false
 		if f := readFaults(e.dir); !f.Stall {
 			now := e.now()
-			sv := readServerView(e.dir, now)
-			rows := model.rows(now, sv, f)
+			hv := readHostView(e.dir, now)
+			rows := model.rows(now, hv, f)
 			if f.HandleLostGPU != nil && *f.HandleLostGPU >= 0 && *f.HandleLostGPU < len(rows) {
 				bus := strings.TrimPrefix(rows[*f.HandleLostGPU]["pci.bus_id"], "0000")
 				fmt.Fprintf(&buf, "Unable to determine the device handle for GPU %s: GPU is lost. Reboot the system to recover this GPU\n", bus)
@@ -214,13 +214,13 @@ func runNvidiaSMI(ctx context.Context, args []string, e smiEnv) int {
 			case o.queryGPU != "":
 				q.write(&buf, rows, first)
 			case o.queryApps != "":
-				q.write(&buf, appRows(rows, sv), first)
+				q.write(&buf, appRows(rows, hv.procs(model.n)), first)
 			case o.list:
 				for _, r := range rows {
 					fmt.Fprintf(&buf, "GPU %s: %s (UUID: %s)\n", r["index"], r["name"], r["uuid"])
 				}
 			default:
-				writeTable(&buf, now, rows, appRows(rows, sv), c)
+				writeTable(&buf, now, rows, appRows(rows, hv.procs(model.n)), c)
 			}
 			printed, first = true, false
 		}
@@ -359,26 +359,32 @@ func appsHelp(c *Capture) string {
 	return ""
 }
 
-// appRows lists the fake server on every GPU it holds memory on, one row per
-// GPU, named like SGLang's per-rank scheduler processes.
-func appRows(gpus []gpuRow, sv serverView) []gpuRow {
-	if !sv.Alive || sv.PID == 0 {
-		return nil
-	}
+// appRows lists the processes holding memory on the given GPUs, one row per
+// process and GPU: the fake server's ranks (named like SGLang's per-rank
+// scheduler processes) or its workers, and orphaned workers. A row's memory
+// is capped so a GPU's rows never add up to more than its memory.used.
+func appRows(gpus []gpuRow, procs [][]gpuProc) []gpuRow {
 	var out []gpuRow
 	for _, g := range gpus {
 		i, _ := strconv.Atoi(g["index"])
-		mem, err := strconv.ParseInt(g["memory.used"], 10, 64)
-		if i >= sv.TP || err != nil || mem <= 0 {
-			continue
+		left, err := strconv.ParseInt(g["memory.used"], 10, 64)
+		if i < 0 || i >= len(procs) || err != nil {
+			continue // a lost GPU lists nothing
 		}
-		out = append(out, gpuRow{
-			"timestamp": g["timestamp"], "gpu_name": g["name"], "gpu_bus_id": g["pci.bus_id"],
-			"gpu_serial": g["serial"], "gpu_uuid": g["uuid"], "pid": strconv.Itoa(sv.PID),
-			"process_name":    fmt.Sprintf("sglang::scheduler_TP%d", i),
-			"used_gpu_memory": strconv.FormatInt(mem, 10),
-			"index":           g["index"],
-		})
+		for _, p := range procs[i] {
+			mem := min(p.memMiB, left)
+			if mem <= 0 {
+				continue
+			}
+			left -= mem
+			out = append(out, gpuRow{
+				"timestamp": g["timestamp"], "gpu_name": g["name"], "gpu_bus_id": g["pci.bus_id"],
+				"gpu_serial": g["serial"], "gpu_uuid": g["uuid"], "pid": strconv.Itoa(p.pid),
+				"process_name":    p.name,
+				"used_gpu_memory": strconv.FormatInt(mem, 10),
+				"index":           g["index"],
+			})
+		}
 	}
 	return out
 }

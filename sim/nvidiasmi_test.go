@@ -472,7 +472,7 @@ func BenchmarkSMITick(b *testing.B) {
 	for b.Loop() {
 		buf.Reset()
 		now := time.Now()
-		q.write(&buf, m.rows(now, readServerView(dir, now), readFaults(dir)), false)
+		q.write(&buf, m.rows(now, readHostView(dir, now), readFaults(dir)), false)
 	}
 }
 

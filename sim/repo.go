@@ -17,9 +17,9 @@ import (
 // repository's interesting points. The dates, authors and contents are
 // fixed, so the ids are the same on every machine with the same git.
 type RepoCommits struct {
-	Baseline   string // last good commit: the engineer's HEAD before the pull (89 tok/s)
+	Baseline   string // last good commit: the checkout's HEAD at start, before the pull (89 tok/s)
 	Regressing string // "Fix PCG MoE Error": touches pynccl.py and parallel_state.py (×0.92)
-	Latest     string // HEAD: an unrelated commit after the regression
+	Latest     string // origin/main: an unrelated commit after the regression
 	All        []string
 }
 
@@ -30,23 +30,31 @@ type repoCommit struct {
 	mark                         string // which RepoCommits field it fills
 }
 
-// BuildRepo creates a git repository at dir (which must not exist or be
-// empty) shaped like SGLang, with a history whose "Fix PCG MoE Error"
-// commit adds the RegressionMarker to the all-reduce path. It uses the git
-// CLI with a local identity and fixed dates, and never reads the user's
-// global git configuration.
+// BuildRepo builds the simulated SGLang repository the way the seeds' story
+// needs it: a bare repository at upstream holding the whole history, whose
+// "Fix PCG MoE Error" commit adds the RegressionMarker to the all-reduce
+// path, and at dir (which must not exist or be empty) a clone of it —
+// remote origin, branch main tracking origin/main — reset to the baseline
+// commit. The engineer's checkout is thus behind, and `git pull`
+// fast-forwards it onto the regression, as the unrecorded pull did.
 //
-// The history is written by one `git fast-import` (three git processes in
-// all, not three per commit): the demo builds it at every start, and it must
-// look alive within seconds on a loaded laptop.
-func BuildRepo(ctx context.Context, dir string) (RepoCommits, error) {
+// It uses the git CLI with a local identity and fixed dates, and never
+// reads the user's global git configuration. The history is written by one
+// `git fast-import` (four git commands in all, not several per commit):
+// the demo builds it at every start, and it must look alive within seconds
+// on a loaded laptop.
+func BuildRepo(ctx context.Context, upstream, dir string) (RepoCommits, error) {
 	var rc RepoCommits
+	upstream, err := filepath.Abs(upstream)
+	if err != nil {
+		return rc, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rc, err
 	}
-	git := func(stdin []byte, args ...string) (string, error) {
+	git := func(in string, stdin []byte, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = dir
+		cmd.Dir = in
 		cmd.Env = gitEnv()
 		if stdin != nil {
 			cmd.Stdin = bytes.NewReader(stdin)
@@ -58,31 +66,16 @@ func BuildRepo(ctx context.Context, dir string) (RepoCommits, error) {
 		}
 		return strings.TrimSpace(out.String()), nil
 	}
-	if _, err := git(nil, "init", "-q", "-b", "main"); err != nil {
+	if _, err := git(dir, nil, "init", "-q", "--bare", "-b", "main", upstream); err != nil {
 		return rc, err
 	}
-	// The engineer's identity for commits made later in the demo, written
-	// straight into .git/config (the file git itself would write).
-	cfg, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return rc, err
-	}
-	_, err = cfg.WriteString("[user]\n\tname = Sim Engineer\n\temail = engineer@gpu-box.example\n" +
-		"[commit]\n\tgpgsign = false\n[core]\n\tautocrlf = false\n")
-	if cerr := cfg.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return rc, err
-	}
-
 	history := repoHistory()
 	stream, err := fastImportStream(history)
 	if err != nil {
 		return rc, err
 	}
-	marks := filepath.Join(dir, ".git", "sim-marks")
-	if _, err := git(stream, "fast-import", "--quiet", "--date-format=raw", "--export-marks="+marks); err != nil {
+	marks := filepath.Join(upstream, "sim-marks")
+	if _, err := git(upstream, stream, "fast-import", "--quiet", "--date-format=raw", "--export-marks="+marks); err != nil {
 		return rc, err
 	}
 	mb, err := os.ReadFile(marks)
@@ -110,7 +103,25 @@ func BuildRepo(ctx context.Context, dir string) (RepoCommits, error) {
 		}
 	}
 	rc.Latest = rc.All[len(rc.All)-1]
-	if _, err := git(nil, "checkout", "-q", "-f", "main"); err != nil {
+
+	if _, err := git(dir, nil, "clone", "-q", upstream, "."); err != nil {
+		return rc, err
+	}
+	// The engineer's identity for commits made later in the demo, written
+	// straight into .git/config (the file git itself would write).
+	cfg, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return rc, err
+	}
+	_, err = cfg.WriteString("[user]\n\tname = Sim Engineer\n\temail = engineer@gpu-box.example\n" +
+		"[commit]\n\tgpgsign = false\n[core]\n\tautocrlf = false\n")
+	if cerr := cfg.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return rc, err
+	}
+	if _, err := git(dir, nil, "reset", "-q", "--hard", rc.Baseline); err != nil {
 		return rc, err
 	}
 	return rc, nil

@@ -21,23 +21,44 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func TestBuildRepo(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "repo")
-	rc, err := BuildRepo(context.Background(), dir)
+// buildRepo builds the simulated upstream and checkout in a temporary directory.
+func buildRepo(t *testing.T) (upstream, dir string, rc RepoCommits) {
+	t.Helper()
+	root := t.TempDir()
+	upstream, dir = filepath.Join(root, "upstream.git"), filepath.Join(root, "repo")
+	rc, err := BuildRepo(context.Background(), upstream, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return upstream, dir, rc
+}
+
+func TestBuildRepo(t *testing.T) {
+	upstream, dir, rc := buildRepo(t)
 	if len(rc.All) != 7 || rc.Latest != rc.All[6] || rc.Regressing != rc.All[5] || rc.Baseline != rc.All[3] {
 		t.Fatalf("commits %+v", rc)
 	}
-	if head := git(t, dir, "rev-parse", "HEAD"); head != rc.Latest {
-		t.Errorf("HEAD %s, want latest %s", head, rc.Latest)
+	// The engineer's checkout sits at the baseline, behind its upstream.
+	if head := git(t, dir, "rev-parse", "HEAD"); head != rc.Baseline {
+		t.Errorf("HEAD %s, want baseline %s", head, rc.Baseline)
 	}
 	if st := git(t, dir, "status", "--porcelain"); st != "" {
 		t.Errorf("fresh repo is dirty: %q", st)
 	}
 	if b := git(t, dir, "branch", "--show-current"); b != "main" {
 		t.Errorf("branch %q", b)
+	}
+	if u := git(t, dir, "rev-parse", "--abbrev-ref", "main@{upstream}"); u != "origin/main" {
+		t.Errorf("main tracks %q, want origin/main", u)
+	}
+	if url := git(t, dir, "remote", "get-url", "origin"); url != upstream {
+		t.Errorf("origin %q, want %q", url, upstream)
+	}
+	if tip := git(t, upstream, "rev-parse", "main"); tip != rc.Latest {
+		t.Errorf("upstream main %s, want latest %s", tip, rc.Latest)
+	}
+	if n := git(t, dir, "rev-list", "--count", "HEAD..origin/main"); n != "3" {
+		t.Errorf("checkout is %s commits behind origin/main, want 3", n)
 	}
 	if s := git(t, dir, "log", "-1", "--format=%s", rc.Regressing); s != "Fix PCG MoE Error" {
 		t.Errorf("regressing subject %q", s)
@@ -51,21 +72,29 @@ func TestBuildRepo(t *testing.T) {
 	if diff := git(t, dir, "show", rc.Regressing, "--", PyncclPath); !strings.Contains(diff, "+        if "+RegressionMarker+":") {
 		t.Errorf("regressing diff lacks the marker in the all-reduce path:\n%s", diff)
 	}
+	if rec, err := readCommits(context.Background(), dir); err != nil || !slices.Equal(rec.All, rc.All) || rec.Baseline != rc.Baseline || rec.Latest != rc.Latest {
+		t.Errorf("readCommits %+v (%v), want %+v", rec, err, rc)
+	}
+	// The unrecorded pull: a fast-forward onto the regression.
+	git(t, dir, "pull", "-q", "--ff-only")
+	if head := git(t, dir, "rev-parse", "HEAD"); head != rc.Latest {
+		t.Errorf("after pull HEAD %s, want latest %s", head, rc.Latest)
+	}
+	if rec, err := readCommits(context.Background(), dir); err != nil || rec.Baseline != rc.Baseline {
+		t.Errorf("readCommits after the pull: %+v (%v)", rec, err)
+	}
 	// Fixed identities and dates: the same ids on every build.
-	again, err := BuildRepo(context.Background(), filepath.Join(t.TempDir(), "repo"))
-	if err != nil || !slices.Equal(again.All, rc.All) {
-		t.Errorf("second build gave different ids: %v (%v)", again.All, err)
+	_, _, again := buildRepo(t)
+	if !slices.Equal(again.All, rc.All) {
+		t.Errorf("second build gave different ids: %v", again.All)
 	}
 }
 
 // TestRegressionFollowsWorkingTree: the fake server decides from the file
-// contents, so checkout, revert and stash change its speed like real code.
+// contents, so pull, checkout, revert and stash change its speed like real
+// code.
 func TestRegressionFollowsWorkingTree(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "repo")
-	rc, err := BuildRepo(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, dir, rc := buildRepo(t)
 	check := func(step string, want bool) {
 		t.Helper()
 		got, err := TreeRegressed(dir)
@@ -73,7 +102,9 @@ func TestRegressionFollowsWorkingTree(t *testing.T) {
 			t.Errorf("%s: regressed = %v (%v), want %v", step, got, err, want)
 		}
 	}
-	check("HEAD at latest", true)
+	check("HEAD at baseline", false)
+	git(t, dir, "pull", "-q", "--ff-only")
+	check("pulled to latest", true)
 	git(t, dir, "checkout", "-q", rc.Baseline)
 	check("checkout baseline", false)
 	git(t, dir, "checkout", "-q", rc.Regressing)

@@ -12,6 +12,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,18 +24,32 @@ import (
 
 // Environment variables that select and configure a role.
 const (
-	EnvRole = "FLIGHTDECK_SIM_ROLE" // "nvidia-smi" or "server"
+	EnvRole = "FLIGHTDECK_SIM_ROLE" // a Role* name
 	EnvDir  = "FLIGHTDECK_SIM_DIR"  // the sim directory (sim.json, run/, logs/)
 )
 
-// Role names, also the names of their wrapper scripts in the bin directory.
+// Role names.
 const (
-	RoleNvidiaSMI = "nvidia-smi"
-	RoleServer    = "server"
+	RoleNvidiaSMI = "nvidia-smi" // the fake nvidia-smi (wrapper bin/nvidia-smi)
+	RoleServer    = "server"     // the fake SGLang server (wrapper bin/sglang-server)
+	// RoleCLI is the simulated host's own flightdeck (wrapper bin/flightdeck):
+	// `flightdeck sim server ARGS…` runs the fake server as RoleServer does,
+	// so a launcher can start it the way it would start `flightdeck sim
+	// server` anywhere; any other command fails with status 2.
+	RoleCLI = "flightdeck"
+	// RoleWorker is a worker process of the fake server (--sim-workers);
+	// only the server starts it.
+	RoleWorker = "worker"
 )
 
-// ServerWrapper is the file name of the fake server's wrapper in BinDir.
-const ServerWrapper = "sglang-server"
+// Wrapper file names in BinDir.
+const (
+	ServerWrapper = "sglang-server" // the fake server
+	CLIWrapper    = "flightdeck"    // the simulated host's flightdeck (RoleCLI)
+)
+
+// cliUsage is RoleCLI's answer to anything but `sim server`.
+const cliUsage = "flightdeck: this is the simulated host's flightdeck: only `flightdeck sim server …` is available here"
 
 // RunRoleFromEnv runs a sim role and exits when FLIGHTDECK_SIM_ROLE is set;
 // otherwise it returns at once. Call it first thing in main() and in
@@ -56,12 +71,42 @@ func runRole(role, dir string, args []string) int {
 		// The default SIGTERM/SIGINT action (exit) is what the real tool does.
 		return runNvidiaSMI(context.Background(), args, smiEnv{dir: dir, stdout: os.Stdout})
 	case RoleServer:
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-		defer stop()
-		return runServer(ctx, args, serverEnv{dir: dir, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()})
+		return runServerProcess(args, dir)
+	case RoleCLI:
+		if len(args) >= 2 && args[0] == "sim" && args[1] == "server" {
+			return runServerProcess(args[2:], dir)
+		}
+		fmt.Fprintln(os.Stderr, cliUsage)
+		return 2
+	case RoleWorker:
+		return runWorker(args, dir)
 	}
 	fmt.Fprintf(os.Stderr, "flightdeck sim: unknown role %q\n", role)
 	return 127
+}
+
+// runServerProcess runs the fake server as this process: SIGTERM, SIGINT
+// and SIGHUP shut it down.
+func runServerProcess(args []string, dir string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	return runServer(ctx, args, serverEnv{dir: dir, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()})
+}
+
+// RunServer runs the fake SGLang server in this process until ctx ends
+// (its SIGTERM) or a simulated failure, and returns its exit status; it is
+// `flightdeck sim server ARGS…`. args are the server's flags (SGLang's
+// plus the sim's: --repo, --time-scale, --sim-fail, --sim-workers, …).
+//
+// The sim directory is --sim-dir, else $FLIGHTDECK_SIM_DIR: the server then
+// reads sim.json, publishes its GPU state for the fake nvidia-smi and, unless
+// --repo says otherwise, runs from <dir>/repo. Without one it runs
+// standalone: no GPU state, no repository (so not regressed), no workers.
+// Either way the NCCL profile comes from this process's environment.
+// Workers re-execute os.Executable(), which must call RunRoleFromEnv first
+// thing in main.
+func RunServer(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runServer(ctx, args, serverEnv{dir: os.Getenv(EnvDir), stdout: stdout, stderr: stderr, environ: os.Environ()})
 }
 
 // quote is POSIX shell quoting (mvdan.cc/sh/v3/syntax, LangPOSIX).

@@ -24,6 +24,7 @@ type serverEnv struct {
 	dir            string // sim dir; "" disables the GPU state file
 	stdout, stderr io.Writer
 	environ        []string          // decides the NCCL profile
+	exe            string            // binary re-executed as a worker ("": os.Executable())
 	ready          func(addr string) // test hook: called once the HTTP port is bound
 }
 
@@ -36,13 +37,25 @@ type logWriter struct {
 }
 
 func (l *logWriter) line(rank, msg string) {
+	s := l.stamp(rank, msg) + "\n"
+	l.mu.Lock()
+	io.WriteString(l.w, s)
+	l.mu.Unlock()
+}
+
+// stamp prefixes msg with SGLang's "[date time RANK] " tag.
+func (l *logWriter) stamp(rank, msg string) string {
 	ts := time.Now().Format("2006-01-02 15:04:05")
-	var s string
 	if rank == "" || l.prefix == "none" {
-		s = "[" + ts + "] " + msg + "\n"
-	} else {
-		s = "[" + ts + " " + rank + "] " + msg + "\n"
+		return "[" + ts + "] " + msg
 	}
+	return "[" + ts + " " + rank + "] " + msg
+}
+
+// block writes lines (already prefixed where they need it) in one Write,
+// so a traceback is never interleaved with another line.
+func (l *logWriter) block(lines []string) {
+	s := strings.Join(lines, "\n") + "\n"
 	l.mu.Lock()
 	io.WriteString(l.w, s)
 	l.mu.Unlock()
@@ -71,6 +84,7 @@ const (
 	graphsMiB      = 1024  // captured CUDA graphs
 	kvBytesPerTok  = 70272 // MLA latent cache, 61 layers
 	maxContext     = 262144
+	gpuCapMiB      = gpuTotalMiB - gpuReservedMiB // what processes can use
 )
 
 // server is one fake SGLang server process.
@@ -92,7 +106,8 @@ type server struct {
 	ready    bool
 	stopping bool
 
-	eng *engine
+	eng     *engine
+	workers []*workerProc // spawned by spawnWorkers; read-only afterwards
 }
 
 func (s *server) scaled(d time.Duration) time.Duration {
@@ -130,11 +145,24 @@ func (s *server) randFloat() float64 {
 
 // runServer is the fake SGLang server. It returns the exit status.
 func runServer(ctx context.Context, args []string, e serverEnv) int {
-	dir := e.dir
-	cfg, err := readConfig(dir)
+	if d := simDirArg(args); d != "" {
+		e.dir = d
+	}
+	cfg, err := readConfig(e.dir)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "sglang-server: %v\n", err)
 		return 2
+	}
+	o, err := parseServerArgs(args, cfg)
+	if err == nil && o.workers > 0 && e.dir == "" {
+		err = errors.New("--sim-workers needs a sim directory (--sim-dir or " + EnvDir + ")")
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "launch_server.py: error: %v\n", err)
+		return 2
+	}
+	if o.repo == "" && e.dir != "" {
+		o.repo = filepath.Join(e.dir, repoDir) // the sim's checkout is the server's source
 	}
 	if cfg.OwnerPID > 0 {
 		var stop context.CancelFunc
@@ -142,20 +170,20 @@ func runServer(ctx context.Context, args []string, e serverEnv) int {
 		defer stop()
 		go watchOwner(ctx, cfg.OwnerPID, time.Second, stop)
 	}
-	o, err := parseServerArgs(args, cfg)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "launch_server.py: error: %v\n", err)
-		return 2
-	}
-	if o.simDir != "" {
-		e.dir = o.simDir
-	}
 	seed := o.seed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
 	s := &server{opt: o, env: e, log: &logWriter{w: e.stdout, prefix: o.logPrefix},
 		rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), started: time.Now()}
+
+	// SGLang binds its HTTP port before it loads anything (sglang#17754), so
+	// a taken port fails at once. The GPU state file is left alone: it is
+	// usually the server holding the port that publishes it.
+	if err := checkPort(o.host, o.port); err != nil {
+		s.log.line("", bindErrorLine(o.host, o.port, err))
+		return 1
+	}
 
 	regressed := false
 	if o.repo != "" {
@@ -179,18 +207,28 @@ func runServer(ctx context.Context, args []string, e serverEnv) int {
 		<-hbDone
 		s.writeState(true)
 	}()
+	if err := s.spawnWorkers(); err != nil {
+		fmt.Fprintf(e.stderr, "sglang-server: start workers: %v\n", err)
+		for _, w := range s.workers {
+			w.proc.Kill() // half a set of workers is nobody's: never leave it
+		}
+		return 1
+	}
 
 	var ln net.Listener
 	if o.replayLog != "" {
 		ln, err = s.listen()
 		if err != nil {
+			s.endWorkers(syscall.SIGKILL)
 			return 1
 		}
 	} else if ln, err = s.startup(ctx); err != nil {
 		if ctx.Err() != nil {
+			s.endWorkers(syscall.SIGTERM)
 			s.shutdown(nil)
 			return 0
 		}
+		s.endWorkers(syscall.SIGKILL) // SGLang's kill_process_tree after a child failed
 		return 1
 	}
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
@@ -199,17 +237,53 @@ func runServer(ctx context.Context, args []string, e serverEnv) int {
 		e.ready(ln.Addr().String())
 	}
 
+	engCtx, engStop := context.WithCancel(ctx)
+	defer engStop()
 	engDone := make(chan struct{})
-	go func() { defer close(engDone); s.eng.run(ctx) }()
+	go func() { defer close(engDone); s.eng.run(engCtx) }()
 	if o.replayLog != "" {
 		s.replay(ctx)
 	} else {
 		s.warmup(ctx)
 	}
+	if o.simFail == "crash-after-ready" && s.isReady() && s.sleep(ctx, o.crashAfter) {
+		engStop()
+		<-engDone
+		s.mu.Lock()
+		s.stopping = true
+		s.mu.Unlock()
+		s.logIllegalMemoryAccess(s.rng.IntN(o.tp))
+		srv.Close()
+		s.endWorkers(syscall.SIGKILL)
+		return 1
+	}
 	<-ctx.Done()
+	s.endWorkers(syscall.SIGTERM)
 	s.shutdown(srv)
+	engStop()
 	<-engDone
 	return 0
+}
+
+// simDirArg returns the value of --sim-dir in a server command line, ""
+// when absent; the roles need it before the other flags, to read sim.json.
+func simDirArg(args []string) string {
+	dir := ""
+	for i := 0; i < len(args); i++ {
+		name, val, hasVal := strings.Cut(args[i], "=")
+		if name != "--sim-dir" {
+			continue
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				break
+			}
+			i++
+			val = args[i]
+		}
+		dir = val
+	}
+	return dir
 }
 
 // watchOwner calls gone when process pid no longer exists (checked every
@@ -230,11 +304,23 @@ func watchOwner(ctx context.Context, pid int, every time.Duration, gone func()) 
 	}
 }
 
+// checkPort binds host:port and lets it go, as SGLang's early check does;
+// port 0 (any free port) always passes.
+func checkPort(host string, port int) error {
+	if port == 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
 func (s *server) listen() (net.Listener, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(s.opt.host, strconv.Itoa(s.opt.port)))
 	if err != nil {
-		// SGLang's wording when the port is taken.
-		s.log.line("", fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address ('%s', %d): address already in use", s.opt.host, s.opt.port))
+		s.log.line("", bindErrorLine(s.opt.host, s.opt.port, err))
 		return nil, err
 	}
 	s.opt.port = ln.Addr().(*net.TCPAddr).Port
@@ -255,7 +341,10 @@ func (s *server) startup(ctx context.Context) (net.Listener, error) {
 		return ok
 	}
 	gb := func(mib int64) string { return fmt.Sprintf("%.2f GB", float64(mib)/1024) }
-	avail := func(used int64) string { return gb(gpuTotalMiB - gpuReservedMiB - used) }
+	// Memory other processes hold on a rank's GPU (orphaned workers of an
+	// earlier server) is not available to this one.
+	others := s.foreignMemory()
+	avail := func(r int, used int64) string { return gb(gpuCapMiB - used - sumMiB(others[r])) }
 	ranks := s.rng.Perm(o.tp)
 
 	s.log.line("", "server_args=ServerArgs("+s.serverArgs()+")")
@@ -264,6 +353,10 @@ func (s *server) startup(ctx context.Context) (net.Listener, error) {
 		return nil, ctx.Err()
 	}
 	s.log.line(s.rankTag(0), "sglang is using nccl==2.27.3")
+	if o.simFail == "nccl" {
+		s.logNCCLError(ranks[0])
+		return nil, errSimFailed
+	}
 	for _, r := range ranks {
 		s.log.line(s.rankTag(r), "Init torch distributed ends. mem usage="+gb(ctxMiB))
 	}
@@ -272,17 +365,38 @@ func (s *server) startup(ctx context.Context) (net.Listener, error) {
 		return nil, ctx.Err()
 	}
 	for _, r := range ranks {
-		s.log.line(s.rankTag(r), "Load weight begin. avail mem="+avail(ctxMiB))
+		s.log.line(s.rankTag(r), "Load weight begin. avail mem="+avail(r, ctxMiB))
+	}
+	// The rank that runs out of memory first, and at which tenth of the
+	// weights: where others hold too much, or anywhere with --sim-fail oom.
+	oomRank, oomAt := -1, 11
+	for _, r := range ranks {
+		free := gpuCapMiB - ctxMiB - sumMiB(others[r])
+		if k := int(max(free, 0)*10/weightsMiB) + 1; k <= 10 && k < oomAt {
+			oomRank, oomAt = r, k
+		}
+	}
+	if o.simFail == "oom" && oomRank < 0 {
+		oomRank, oomAt = ranks[0], 6
 	}
 	for k := 1; k <= 10; k++ { // weights stream in
 		if !until(0.1 + 0.035*float64(k)) {
 			return nil, ctx.Err()
 		}
+		if k == oomAt {
+			used := int64(ctxMiB + weightsMiB*int64(k-1)/10)
+			if len(others[oomRank]) == 0 {
+				used = gpuCapMiB - 1086 // the weights alone filled the GPU
+			}
+			s.set(used, 0.1)
+			s.logOOM(oomRank, used, weightsMiB/10, others[oomRank])
+			return nil, errSimFailed
+		}
 		s.set(ctxMiB+weightsMiB*int64(k)/10, 0.1)
 	}
 	used := int64(ctxMiB + weightsMiB)
 	for _, r := range ranks {
-		s.log.line(s.rankTag(r), fmt.Sprintf("Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=%s, mem usage=%s.", avail(used), gb(weightsMiB)))
+		s.log.line(s.rankTag(r), fmt.Sprintf("Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=%s, mem usage=%s.", avail(r, used), gb(weightsMiB)))
 	}
 	if !until(0.5) {
 		return nil, ctx.Err()
@@ -291,11 +405,11 @@ func (s *server) startup(ctx context.Context) (net.Listener, error) {
 	s.log.line(s.rankTag(0), fmt.Sprintf("KV Cache is allocated. #tokens: %d, K size: %s, V size: %s", s.kvToks, gb(s.kvMiB/2), gb(s.kvMiB-s.kvMiB/2)))
 	used += s.kvMiB
 	s.set(used, 0.1)
-	s.log.line(s.rankTag(0), "Memory pool end. avail mem="+avail(used))
+	s.log.line(s.rankTag(0), "Memory pool end. avail mem="+avail(0, used))
 	if !until(0.55) {
 		return nil, ctx.Err()
 	}
-	s.log.line(s.rankTag(0), "Capture cuda graph begin. This can take up to several minutes. avail mem="+avail(used+64))
+	s.log.line(s.rankTag(0), "Capture cuda graph begin. This can take up to several minutes. avail mem="+avail(0, used+64))
 	s.log.line(s.rankTag(0), "Capture cuda graph bs [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160]")
 	s.set(-1, 0.35)
 	if !until(0.8) {
@@ -305,7 +419,7 @@ func (s *server) startup(ctx context.Context) (net.Listener, error) {
 	s.set(used, 0.02)
 	for _, r := range ranks {
 		took := (at(0.8) - at(0.55)).Seconds() * (0.98 + 0.04*s.randFloat())
-		s.log.line(s.rankTag(r), fmt.Sprintf("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%s. avail mem=%s.", took, gb(graphsMiB), avail(used)))
+		s.log.line(s.rankTag(r), fmt.Sprintf("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%s. avail mem=%s.", took, gb(graphsMiB), avail(r, used)))
 	}
 	if !until(0.82) {
 		return nil, ctx.Err()

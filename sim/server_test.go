@@ -471,9 +471,29 @@ func TestParseServerArgs(t *testing.T) {
 	if err != nil || o.port != 8000 || o.host != "0.0.0.0" || o.tp != 8 || !o.disableCustom || o.modelPath != "/m" || o.startupDelay != 2500*time.Millisecond {
 		t.Errorf("the seeds' launch line: %+v, %v", o, err)
 	}
-	for _, bad := range [][]string{{"--port", "x"}, {"--tp-size", "0"}, {"--time-scale", "-1"}, {"--log-prefix", "xx"}, {"stray"}, {"--port"}} {
+	for _, bad := range [][]string{{"--port", "x"}, {"--tp-size", "0"}, {"--time-scale", "-1"}, {"--log-prefix", "xx"}, {"stray"}, {"--port"},
+		{"--sim-fail", "segfault"}, {"--sim-fail", "oom=3"}, {"--sim-fail", "crash-after-ready=-1"}, {"--sim-workers", "9"},
+		{"--sim-workers", "-1"}, {"--sim-fail", "oom", "--replay-log", "x.log"}} {
 		if _, err := parseServerArgs(bad, cfg); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+	for _, tc := range []struct {
+		args       []string
+		fail       string
+		after      time.Duration
+		workers    int
+		stub, sess bool
+	}{
+		{[]string{"--sim-fail", "oom"}, "oom", 0, 0, false, false},
+		{[]string{"--sim-fail=crash-after-ready"}, "crash-after-ready", 3 * time.Second, 0, false, false},
+		{[]string{"--sim-fail", "crash-after-ready=0.5"}, "crash-after-ready", 500 * time.Millisecond, 0, false, false},
+		{[]string{"--sim-stubborn-worker"}, "", 0, 1, true, false},
+		{[]string{"--sim-workers", "3", "--sim-setsid-worker", "--sim-orphan-workers"}, "", 0, 3, false, true},
+	} {
+		o, err := parseServerArgs(tc.args, cfg)
+		if err != nil || o.simFail != tc.fail || o.crashAfter != tc.after || o.workers != tc.workers || o.stubbornWorker != tc.stub || o.setsidWorker != tc.sess {
+			t.Errorf("%v: %+v, %v", tc.args, o, err)
 		}
 	}
 }
@@ -481,12 +501,14 @@ func TestParseServerArgs(t *testing.T) {
 func FuzzParseServerArgs(f *testing.F) {
 	f.Add("--model-path\x00/m\x00--tp-size\x008\x00--port=8000\x00--trust-remote-code")
 	f.Add("--log-prefix\x00dp\x00--dp-size\x002\x00--time-scale\x001e9")
+	f.Add("--sim-fail=crash-after-ready=2\x00--sim-workers\x002\x00--sim-stubborn-worker\x00--tp-size\x002")
 	f.Fuzz(func(t *testing.T, joined string) {
 		o, err := parseServerArgs(strings.Split(joined, "\x00"), simConfig{GPUs: 8, TimeScale: 1, StartupDelay: 2.5})
 		if err != nil {
 			return
 		}
-		if o.tp < 1 || o.dp < 1 || o.dp > o.tp || o.timeScale <= 0 || o.port < 0 || o.port > 65535 || o.replayEvery <= 0 {
+		if o.tp < 1 || o.dp < 1 || o.dp > o.tp || o.timeScale <= 0 || o.port < 0 || o.port > 65535 || o.replayEvery <= 0 ||
+			o.workers < 0 || o.workers > o.tp || o.crashAfter < 0 {
 			t.Fatalf("accepted invalid options %+v", o)
 		}
 	})

@@ -30,6 +30,37 @@ type serverOptions struct {
 	noAutoLoad    bool
 	simDir        string
 	disableCustom bool
+
+	// Failure modes, for tests of a launcher's failure classification.
+	// The log text is SGLang's own (see serverfail.go).
+	//   --sim-fail oom: CUDA OOM during weight loading, exit status 1
+	//   --sim-fail nccl: NCCL error while initialising the TP group, exit 1
+	//   --sim-fail crash-after-ready[=SECONDS]: CUDA illegal memory access
+	//     SECONDS of model time (default 3) after the ready line, exit 1
+	// A port that cannot be bound needs no flag: it is checked first thing,
+	// as SGLang does before loading, and fails with uvicorn's bind error.
+	simFail    string        // "", "oom", "nccl" or "crash-after-ready"
+	crashAfter time.Duration // model time after ready, for crash-after-ready
+
+	// Worker processes, for tests of killing a server's process tree. Worker
+	// k is this binary re-executed as TP rank k's scheduler (argv[0]
+	// "sglang::scheduler_TPk"); it holds that GPU's memory (run/worker-PID.json,
+	// which the fake nvidia-smi adds up) and keeps holding it when the
+	// server dies, until it is killed or the sim's owner is gone.
+	//   --sim-workers N: spawn N workers, 0 ≤ N ≤ tp (default 0: none)
+	//   --sim-stubborn-worker: the last worker ignores SIGTERM, SIGINT and
+	//     SIGHUP, like a worker stuck in an NCCL call (implies one worker)
+	//   --sim-setsid-worker: the first worker runs in its own session and
+	//     process group, out of reach of a group or session kill (implies
+	//     one worker)
+	//   --sim-orphan-workers: on SIGTERM, or after a failure, the server exits
+	//     without signalling its workers (like a Python parent that calls
+	//     os._exit); otherwise it sends them SIGTERM on SIGTERM, waits up to
+	//     2 s, and SIGKILLs them after a failure (SGLang's kill_process_tree)
+	workers        int
+	stubbornWorker bool
+	setsidWorker   bool
+	orphanWorkers  bool
 }
 
 // boolFlags are SGLang switches that take no value.
@@ -38,6 +69,7 @@ var boolFlags = map[string]bool{
 	"--disable-cuda-graph": true, "--disable-radix-cache": true, "--enable-dp-attention": true,
 	"--skip-server-warmup": true, "--enable-torch-compile": true, "--disable-overlap-schedule": true,
 	"--no-auto-load": true, "--eagle": true, "--log-requests": true,
+	"--sim-stubborn-worker": true, "--sim-setsid-worker": true, "--sim-orphan-workers": true,
 }
 
 func parseServerArgs(args []string, cfg simConfig) (serverOptions, error) {
@@ -63,6 +95,12 @@ func parseServerArgs(args []string, cfg simConfig) (serverOptions, error) {
 				o.eagle = true
 			case "--disable-custom-all-reduce":
 				o.disableCustom = true
+			case "--sim-stubborn-worker":
+				o.stubbornWorker = true
+			case "--sim-setsid-worker":
+				o.setsidWorker = true
+			case "--sim-orphan-workers":
+				o.orphanWorkers = true
 			}
 			continue
 		}
@@ -109,6 +147,10 @@ func parseServerArgs(args []string, cfg simConfig) (serverOptions, error) {
 			o.logPrefix = val
 		case "--sim-dir":
 			o.simDir = val
+		case "--sim-fail":
+			err = o.parseSimFail(val)
+		case "--sim-workers":
+			o.workers, err = strconv.Atoi(val)
 		default:
 			// Another SGLang option with a value: accepted, no effect here.
 		}
@@ -143,11 +185,42 @@ func parseServerArgs(args []string, cfg simConfig) (serverOptions, error) {
 		return o, fmt.Errorf("--startup-delay must be ≥ 0")
 	case o.replayEvery <= 0:
 		return o, fmt.Errorf("--replay-interval must be > 0")
+	case o.workers < 0 || o.workers > o.tp:
+		return o, fmt.Errorf("--sim-workers %d out of range 0..tp", o.workers)
+	case o.simFail != "" && o.replayLog != "":
+		return o, fmt.Errorf("--sim-fail does not apply to --replay-log")
+	}
+	if o.stubbornWorker || o.setsidWorker {
+		o.workers = max(o.workers, 1)
 	}
 	if o.servedName == "" {
 		o.servedName = o.modelPath
 	}
 	return o, nil
+}
+
+// parseSimFail reads --sim-fail: oom, nccl or crash-after-ready[=SECONDS].
+func (o *serverOptions) parseSimFail(val string) error {
+	mode, secs, hasSecs := strings.Cut(val, "=")
+	switch mode {
+	case "oom", "nccl":
+		if hasSecs {
+			return fmt.Errorf("%s takes no value", mode)
+		}
+	case "crash-after-ready":
+		o.crashAfter = 3 * time.Second
+		if hasSecs {
+			d, err := parseSeconds(secs)
+			if err != nil || d < 0 {
+				return fmt.Errorf("want crash-after-ready=SECONDS (≥ 0)")
+			}
+			o.crashAfter = d
+		}
+	default:
+		return fmt.Errorf("want oom, nccl or crash-after-ready[=SECONDS]")
+	}
+	o.simFail = mode
+	return nil
 }
 
 // maxTimeScale bounds --time-scale: beyond it the engine's sleeps vanish

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,8 +24,10 @@ const (
 	faultsFile = "run/faults.json"       // Faults, written by Host.SetFaults
 	pidFile    = "run/sglang.pid"        // "PID STARTTIME" of the fake server
 	logFile    = "logs/sglang.log"       // the fake server's stdout and stderr
-	binDir     = "bin"                   // wrappers: nvidia-smi, sglang-server
+	binDir     = "bin"                   // wrappers: nvidia-smi, sglang-server, flightdeck
 	repoDir    = "repo"                  // the simulated SGLang checkout
+	upstream   = "upstream.git"          // bare repository the checkout pulls from (origin)
+	workerGlob = "run/worker-*.json"     // workerState, one file per worker process
 	sshDir     = "ssh"                   // keys and known_hosts
 	staleAfter = 1500 * time.Millisecond // a heartbeat older than this means the server is gone
 )
@@ -121,6 +124,54 @@ func readServerView(dir string, now time.Time) serverView {
 		}
 	}
 	return v
+}
+
+// workerState is what a worker process of the fake server publishes in
+// run/worker-PID.json: the GPU memory it holds, for the fake nvidia-smi.
+// Rewritten atomically every heartbeat; removed when the worker exits.
+type workerState struct {
+	PID       int    `json:"pid"`
+	ServerPID int    `json:"server_pid"` // the server that spawned it
+	GPU       int    `json:"gpu"`
+	Name      string `json:"name"` // process name, e.g. "sglang::scheduler_TP3"
+	MemMiB    int64  `json:"mem_used_mib"`
+	Heartbeat int64  `json:"heartbeat_unix_ns"`
+}
+
+func workerFile(dir string, pid int) string {
+	return filepath.Join(dir, "run", "worker-"+strconv.Itoa(pid)+".json")
+}
+
+// readWorkers returns the live workers of the sim directory, by GPU then
+// pid. A worker is live while its pid exists, is not a zombie, and its
+// heartbeat is fresh; one killed with SIGKILL leaves its file behind, and
+// reads as gone at once (no pid) or within staleAfter (pid reused).
+func readWorkers(dir string, now time.Time) []workerState {
+	if dir == "" {
+		return nil
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, workerGlob))
+	var out []workerState
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var w workerState
+		if json.Unmarshal(b, &w) != nil || w.PID <= 0 {
+			continue
+		}
+		if now.Sub(time.Unix(0, w.Heartbeat)) < staleAfter && pidAlive(w.PID) {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b workerState) int {
+		if a.GPU != b.GPU {
+			return a.GPU - b.GPU
+		}
+		return a.PID - b.PID
+	})
+	return out
 }
 
 // pidAlive reports whether pid exists and is not a zombie.
