@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
 // LiveConfig says what to observe on a host.
@@ -21,6 +23,12 @@ type LiveConfig struct {
 	Interval   time.Duration // GPU sampling interval; default 1 s
 	Server     string        // serverlog.ServerSGLang / ServerVLLM when known; "" infers it from the log
 	GPUProgram string        // nvidia-smi on the host; default "nvidia-smi"
+	// Control, when set, watches the inference server (adopting a running
+	// one), tracks its readiness (server.Status events) and follows the log
+	// of its launch when LogPath is "" (and each new launch's log).
+	Control *Control
+	// NoGPU runs no GPU sampler (the CLI's launch waits only for the server).
+	NoGPU bool
 	// LogBacklog is how much of an existing log is read at start, in bytes
 	// (from the first line that starts in the last LogBacklog bytes);
 	// default DefaultLogBacklog. A multi-GB log is not replayed over SSH.
@@ -34,20 +42,102 @@ const DefaultLogBacklog = 2 << 20
 // RunLive runs every probe against cfg.Host and publishes what they observe
 // to sink until ctx ends: connection states, GPU samples and failures, log
 // lines with the throughput, readiness and failures parsed from them, the
-// aggregate tok/s series, and the checkout's HEAD. It returns nil when ctx
-// ends, or the first configuration error a probe reports at start.
+// aggregate tok/s series, the checkout's HEAD, and — with cfg.Control —
+// the server's status. It returns nil when ctx ends, or the first
+// configuration error a probe reports at start. It is NewLive(cfg,
+// sink).Run(ctx).
 //
 // sink is called from several goroutines; events of one probe arrive in
 // order.
 func RunLive(ctx context.Context, cfg LiveConfig, sink event.Sink) error {
-	if cfg.Host == nil {
-		return errors.New("live: no host")
-	}
+	return NewLive(cfg, sink).Run(ctx)
+}
+
+// Live is a running observation of one host (see RunLive). Its Sink is the
+// stream every source publishes to, including a Control's actions; with a
+// Control it tracks the server (ServerTracker) and publishes server.Status
+// whenever the status changes.
+type Live struct {
+	cfg     LiveConfig
+	out     event.Sink
+	mu      sync.Mutex // serialises the tracker
+	tracker ServerTracker
+	follow  chan followReq
+	cur     string // log path followed (guarded by mu)
+	health  chan struct{}
+}
+
+// NewLive prepares a Live; call Run. When cfg.Control is set, its Publish
+// and Follow are wired to this Live (Publish to Sink, Follow to FollowLog)
+// unless already set.
+func NewLive(cfg LiveConfig, sink event.Sink) *Live {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
 	if cfg.LogBacklog <= 0 {
 		cfg.LogBacklog = DefaultLogBacklog
+	}
+	l := &Live{cfg: cfg, out: sink, follow: make(chan followReq, 1), cur: cfg.LogPath, health: make(chan struct{}, 1)}
+	if c := cfg.Control; c != nil {
+		if c.Publish == nil {
+			c.Publish = l.Sink
+		}
+		if c.Follow == nil {
+			c.Follow = l.FollowLog
+		}
+	}
+	return l
+}
+
+// Sink publishes e to the stream (and to the server tracker).
+func (l *Live) Sink(e event.Event) {
+	if l.cfg.Control == nil {
+		l.out(e)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.out(e)
+	if st, changed := l.tracker.Apply(e); changed {
+		l.out(event.Event{At: e.At, Data: st})
+		if l.tracker.NeedsHealth() {
+			select {
+			case l.health <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// followReq asks followLogs to switch files.
+type followReq struct {
+	path      string
+	fromStart bool // a new launch's log: read it all; else the last LogBacklog bytes
+}
+
+// FollowLog switches the followed server log to path (a new launch's log),
+// read from its start. A path already followed is left alone.
+func (l *Live) FollowLog(path string) { l.switchLog(followReq{path: path, fromStart: true}) }
+
+func (l *Live) switchLog(r followReq) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.path == "" || r.path == l.cur {
+		return
+	}
+	l.cur = r.path
+	select {
+	case <-l.follow:
+	default:
+	}
+	l.follow <- r
+}
+
+// Run runs the probes until ctx ends.
+func (l *Live) Run(ctx context.Context) error {
+	cfg := l.cfg
+	if cfg.Host == nil {
+		return errors.New("live: no host")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -73,28 +163,82 @@ func RunLive(ctx context.Context, cfg LiveConfig, sink event.Sink) error {
 			if at.IsZero() {
 				at = time.Now()
 			}
-			sink(event.Event{At: at, Data: st})
+			l.Sink(event.Event{At: at, Data: st})
 		}
 		return nil
 	})
-	run(func() error {
-		s := &gpu.Sampler{Host: cfg.Host, Interval: cfg.Interval, Program: cfg.GPUProgram}
-		return s.Run(ctx, sink)
-	})
-	if cfg.LogPath != "" {
-		lp := &LogPipeline{Server: cfg.Server, Sink: sink}
+	if !cfg.NoGPU {
 		run(func() error {
-			return serverlog.NewFollower(cfg.Host, cfg.LogPath, lp.Publish, serverlog.FollowOptions{Backlog: cfg.LogBacklog}).Run(ctx)
+			s := &gpu.Sampler{Host: cfg.Host, Interval: cfg.Interval, Program: cfg.GPUProgram}
+			return s.Run(ctx, l.Sink)
 		})
+	}
+	if cfg.LogPath != "" || cfg.Control != nil {
+		run(func() error { return l.followLogs(ctx) })
 	}
 	if cfg.RepoPath != "" {
 		run(func() error {
 			w := &repo.Watcher{Host: cfg.Host, Path: cfg.RepoPath}
-			return w.Run(ctx, sink)
+			return w.Run(ctx, l.Sink)
 		})
+	}
+	if cfg.Control != nil {
+		run(func() error { l.monitor(ctx); return nil })
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// followLogs follows the current log, switching when FollowLog names a new
+// one. The first log is read from its last LogBacklog bytes; a switched-to
+// log (a new launch's) from its start.
+func (l *Live) followLogs(ctx context.Context) error {
+	l.mu.Lock()
+	path := l.cur
+	l.mu.Unlock()
+	backlog := l.cfg.LogBacklog
+	for {
+		if path == "" {
+			select {
+			case <-ctx.Done():
+				return nil
+			case r := <-l.follow:
+				path, backlog = r.path, l.cfg.LogBacklog
+				if r.fromStart {
+					backlog = 0
+				}
+			}
+			continue
+		}
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		lp := &LogPipeline{Server: l.cfg.Server, Sink: l.Sink}
+		if backlog == 0 {
+			// A new launch's file: the pipeline and the screen start over.
+			lp.Publish(event.Event{At: time.Now(), Data: serverlog.Reset{Path: path, Reason: "switched", Offset: 0}})
+		}
+		opt := serverlog.FollowOptions{Backlog: backlog}
+		go func() { done <- serverlog.NewFollower(l.cfg.Host, path, lp.Publish, opt).Run(fctx) }()
+		select {
+		case <-ctx.Done():
+			stop()
+			<-done
+			return nil
+		case err := <-done:
+			stop()
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		case r := <-l.follow:
+			stop()
+			<-done
+			path, backlog = r.path, l.cfg.LogBacklog
+			if r.fromStart {
+				backlog = 0
+			}
+		}
+	}
 }
 
 // LogPipeline turns the follower's raw log events into the parsed stream:
@@ -145,3 +289,72 @@ func (p *LogPipeline) Publish(e event.Event) {
 }
 
 func (p *LogPipeline) collect(f event.Payload) { p.found = append(p.found, f) }
+
+// monitor looks for the server every few seconds (every second while it
+// starts), publishes server.Observed, follows the log of the server it
+// finds when none was given, and checks HTTP health when the tracker wants
+// it (after the ready line, or for an adopted server).
+func (l *Live) monitor(ctx context.Context) {
+	c := l.cfg.Control
+	d := c.dialer()
+	var lastKey string
+	for {
+		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		f, err := c.Find(fctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			// Only changes go on the stream: a quiet server is not news.
+			if key := observedKey(f); key != lastKey {
+				lastKey = key
+				l.Sink(event.Event{At: time.Now(), Data: server.Observed{Found: f}})
+			}
+			if f.Record != nil && l.cfg.LogPath == "" {
+				l.mu.Lock()
+				none := l.cur == ""
+				l.mu.Unlock()
+				if none {
+					l.switchLog(followReq{path: f.Record.Launch.LogPath})
+				}
+			}
+		}
+		l.mu.Lock()
+		need, starting, port := l.tracker.NeedsHealth(), l.tracker.Starting(), l.tracker.Status().Port
+		l.mu.Unlock()
+		if port == 0 {
+			port = c.defaultPort()
+		}
+		if need && d != nil && port > 0 {
+			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			path, herr := server.Health(hctx, d, port)
+			cancel()
+			if herr == nil {
+				l.Sink(event.Event{At: time.Now(), Data: server.Healthy{Port: port, Path: path}})
+			}
+		}
+		wait := 3 * time.Second
+		if starting || need {
+			wait = time.Second
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		case <-l.health:
+			t.Stop()
+		}
+	}
+}
+
+// observedKey summarises what of a Found the tracker reacts to.
+func observedKey(f server.Found) string {
+	k := fmt.Sprintf("%t %d %s %d", f.Running, f.ServerPID, f.How, f.Exit)
+	if f.Record != nil {
+		k += fmt.Sprintf(" %d %d", f.Record.PID, f.Record.StartTime)
+	}
+	return k
+}

@@ -110,7 +110,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 		}, rec.sink)
 	}()
 
-	want := sim.ModelTokPerSec(true, true, false) // NCCL profile on the regressing HEAD: ~81.9
+	want := sim.ModelTokPerSec(true, false, false) // NCCL profile at the baseline HEAD: ~89
 	rec.waitFor(t, "8 GPUs with valid readings", time.Minute, func(es []event.Event) bool {
 		for _, e := range es {
 			if s, ok := e.Data.(gpu.Sample); ok && len(s.GPUs) == 8 && allValid(s) {
@@ -128,9 +128,9 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 		}
 		return n >= 3
 	})
-	rec.waitFor(t, "HEAD at the latest commit", time.Minute, func(es []event.Event) bool {
+	rec.waitFor(t, "HEAD at the baseline commit (the checkout before the unrecorded pull)", time.Minute, func(es []event.Event) bool {
 		for _, e := range es {
-			if hd, ok := e.Data.(repo.Head); ok && hd.Commit == h.Commits.Latest {
+			if hd, ok := e.Data.(repo.Head); ok && hd.Commit == h.Commits.Baseline {
 				return true
 			}
 		}

@@ -1,0 +1,347 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// LaunchRequest is what the user chooses for a launch: the launch form's
+// fields and the CLI's flags. Zero fields take the host's configured
+// defaults (see Control.Request).
+type LaunchRequest struct {
+	Preset  string
+	Profile string
+	Model   string
+	TP      int    // tensor-parallel size
+	Port    int    // HTTP port
+	Extra   string // extra flags, split like a shell command line (quotes allowed, no expansions)
+}
+
+// EnvChange is one difference between two launches' environments.
+type EnvChange struct {
+	Name     string
+	Old, New string // "" when absent
+	Added    bool   // not in the old launch
+	Removed  bool   // not in the new launch
+}
+
+// Plan is a resolved launch, ready to show and confirm.
+type Plan struct {
+	Request     LaunchRequest
+	Spec        server.Spec
+	CommandLine string      // "env NCCL_PROTO=LL … python3 -m sglang.launch_server …", quoted as a shell would need
+	EnvDiff     []EnvChange // against the last launch (nil when there was none)
+	Replaces    int         // pid of the running server the launch kills first; 0 when none
+}
+
+// Control drives the inference server on one host: the plain functions
+// behind the cockpit's K, L and p keys and the `flightdeck server`
+// commands. It publishes what it does (server.Launched, server.KillStep)
+// to Publish, the same stream the probes feed. Methods are safe for
+// concurrent use; Launch and Kill hold a lock so two never overlap.
+type Control struct {
+	Host       remote.Host
+	Dialer     remote.Dialer // for health checks; nil: Host when it is one
+	Config     *config.Config
+	Target     config.Host // the effective host settings (Config.Host(alias))
+	GPUProgram string      // nvidia-smi on the host; "" = "nvidia-smi"
+	Grace      time.Duration
+	GPUTimeout time.Duration // how long a kill waits for GPU memory; default 2 min
+	Publish    event.Sink    // nil: nothing published
+	Follow     func(path string)
+	// GPUCount, when set, gives the number of GPUs seen, the default TP.
+	GPUCount func() int
+	// NoProcessMatch stops Find from adopting a server by its command line
+	// (server.DefaultMatch), leaving the pidfile and the port. The demo and
+	// tests set it: on a shared machine another simulated host's server
+	// looks like an inference server too.
+	NoProcessMatch bool
+
+	act     sync.Mutex // one launch or kill at a time
+	mu      sync.Mutex
+	last    *server.LaunchInfo
+	lastReq *LaunchRequest
+	profile string // chosen with SetProfile, for the next launch
+}
+
+func (c *Control) publish(p event.Payload) {
+	if c.Publish != nil {
+		c.Publish(event.Event{At: time.Now(), Data: p})
+	}
+}
+
+// SetProfile chooses the env profile the next launch uses by default (the
+// cockpit's p key). It returns an error for an unknown profile.
+func (c *Control) SetProfile(name string) error {
+	if _, err := c.Config.ResolveProfile(name); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.profile = name
+	c.mu.Unlock()
+	return nil
+}
+
+// Profiles lists the profile names, sorted; Presets the preset names.
+func (c *Control) Profiles() []string { return slices.Sorted(maps.Keys(c.Config.Profiles)) }
+
+// Presets lists the preset names, sorted.
+func (c *Control) Presets() []string { return slices.Sorted(maps.Keys(c.Config.Presets)) }
+
+// Remember records the last launch found on the host (a pidfile), so the
+// next plan diffs against it and the form starts from it.
+func (c *Control) Remember(l server.LaunchInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil || l.At.After(c.last.At) {
+		c.last = &l
+	}
+}
+
+// Request is the launch form's starting point: the last request made here,
+// else the last launch found on the host, else the host's configuration;
+// then the profile chosen with SetProfile.
+func (c *Control) Request() LaunchRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var r LaunchRequest
+	switch {
+	case c.lastReq != nil:
+		r = *c.lastReq
+	case c.last != nil && c.last.Preset != "":
+		r = LaunchRequest{Preset: c.last.Preset, Profile: c.last.Profile, Port: c.last.Port, Model: c.Target.Model, TP: c.Target.TP}
+	default:
+		r = LaunchRequest{Preset: c.Target.Preset, Profile: c.Target.Profile, Model: c.Target.Model, TP: c.Target.TP, Port: c.Target.Port}
+	}
+	if c.profile != "" {
+		r.Profile = c.profile
+	}
+	if r.TP == 0 && c.GPUCount != nil {
+		r.TP = c.GPUCount()
+	}
+	return r
+}
+
+// Plan resolves req against the configuration: preset and profile exist,
+// placeholders have values, extra flags split, env valid. The result says
+// exactly what Launch will run and how its environment differs from the
+// last launch. Errors name the field ("preset", "profile", "model", …) and
+// carry the config file's line where one applies.
+func (c *Control) Plan(req LaunchRequest) (Plan, error) {
+	p := Plan{Request: req}
+	if req.Preset == "" {
+		return p, errors.New("no preset chosen")
+	}
+	preset, err := c.Config.Preset(req.Preset)
+	if err != nil {
+		return p, err
+	}
+	if req.Profile == "" {
+		req.Profile = "none"
+	}
+	env, err := c.Config.ResolveProfile(req.Profile)
+	if err != nil {
+		return p, err
+	}
+	if err := remote.ValidateEnv(env); err != nil {
+		return p, fmt.Errorf("profile %s: %w", req.Profile, err)
+	}
+	extra, err := config.SplitWords(req.Extra)
+	if err != nil {
+		return p, fmt.Errorf("extra flags: %w", err)
+	}
+	port := req.Port
+	if port == 0 {
+		port = preset.DefaultPort()
+	}
+	if port < 1 || port > 65535 {
+		return p, fmt.Errorf("port %d out of range 1-65535", port)
+	}
+	if req.TP < 0 {
+		return p, fmt.Errorf("tp %d must be positive", req.TP)
+	}
+	vals := map[string]string{"model": req.Model, "port": strconv.Itoa(port), "host": "127.0.0.1"}
+	if req.TP > 0 {
+		vals["tp"] = strconv.Itoa(req.TP)
+	}
+	argv, err := preset.Render(vals, extra)
+	if err != nil {
+		return p, err
+	}
+	p.Request.Port, p.Request.Profile = port, req.Profile
+	p.Spec = server.Spec{Preset: preset.Name, Profile: req.Profile, Server: preset.Server, Argv: argv, Env: env,
+		Workdir: c.Target.Workdir, LogDir: c.Target.LogDir, Port: port}
+	if err := p.Spec.Validate(); err != nil {
+		return p, err
+	}
+	words := argv
+	if len(env) > 0 {
+		words = append([]string{"env"}, server.EnvLine(env))
+		p.CommandLine = strings.Join(words, " ") + " " + (server.LaunchInfo{Argv: argv}).CommandLine()
+	} else {
+		p.CommandLine = (server.LaunchInfo{Argv: words}).CommandLine()
+	}
+	c.mu.Lock()
+	if c.last != nil {
+		p.EnvDiff = DiffEnv(c.last.Env, server.Redact(env))
+	}
+	c.mu.Unlock()
+	return p, nil
+}
+
+// DiffEnv lists the variables that differ between old and new, by name.
+func DiffEnv(old, new map[string]string) []EnvChange {
+	names := map[string]bool{}
+	for k := range old {
+		names[k] = true
+	}
+	for k := range new {
+		names[k] = true
+	}
+	var out []EnvChange
+	for _, k := range slices.Sorted(maps.Keys(names)) {
+		o, inOld := old[k]
+		n, inNew := new[k]
+		if inOld && inNew && o == n {
+			continue
+		}
+		out = append(out, EnvChange{Name: k, Old: o, New: n, Added: !inOld, Removed: !inNew})
+	}
+	return out
+}
+
+func (c *Control) dialer() remote.Dialer {
+	if c.Dialer != nil {
+		return c.Dialer
+	}
+	d, _ := c.Host.(remote.Dialer)
+	return d
+}
+
+// defaultPort is the configured port, else the configured preset's.
+func (c *Control) defaultPort() int {
+	if c.Target.Port != 0 {
+		return c.Target.Port
+	}
+	if p, err := c.Config.Preset(c.Target.Preset); err == nil {
+		return p.DefaultPort()
+	}
+	return 0
+}
+
+// Find looks for the server on the host (pidfile, then the configured
+// port, then a command line that looks like an inference server).
+func (c *Control) Find(ctx context.Context) (server.Found, error) {
+	match := server.DefaultMatch
+	if c.NoProcessMatch {
+		match = ""
+	}
+	f, err := server.Find(ctx, c.Host, c.Target.LogDir, c.defaultPort(), match)
+	if err == nil && f.Record != nil {
+		c.Remember(f.Record.Launch)
+	}
+	return f, err
+}
+
+// Launch runs plan: it kills the running server first if there is one
+// (waiting for its GPU memory), launches, publishes server.Launched and
+// switches the followed log to the new one. It returns once the server
+// process exists; readiness arrives as server.Status events.
+func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) {
+	c.act.Lock()
+	defer c.act.Unlock()
+	f, err := c.Find(ctx)
+	if err != nil {
+		return server.Record{}, err
+	}
+	if f.Running {
+		if err := c.kill(ctx, f); err != nil {
+			return server.Record{}, fmt.Errorf("relaunch: the old server: %w", err)
+		}
+	}
+	spec := plan.Spec
+	spec.At = time.Now()
+	rec, err := server.Launch(ctx, c.Host, spec)
+	if err != nil {
+		return rec, err
+	}
+	c.mu.Lock()
+	l := rec.Launch
+	c.last = &l
+	req := plan.Request
+	c.lastReq = &req
+	c.profile = ""
+	c.mu.Unlock()
+	c.publish(server.Launched{Record: rec})
+	if c.Follow != nil {
+		c.Follow(rec.Launch.LogPath)
+	}
+	return rec, nil
+}
+
+// Kill stops the running server and waits for its GPU memory. It returns
+// server.ErrNoServer when none is running.
+func (c *Control) Kill(ctx context.Context) error {
+	c.act.Lock()
+	defer c.act.Unlock()
+	f, err := c.Find(ctx)
+	if err != nil {
+		return err
+	}
+	if !f.Running {
+		return server.ErrNoServer
+	}
+	return c.kill(ctx, f)
+}
+
+func (c *Control) kill(ctx context.Context, f server.Found) error {
+	grace := c.Grace
+	if grace <= 0 {
+		grace = server.DefaultGrace
+	}
+	c.publish(server.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace)})
+	res, err := server.Kill(ctx, c.Host, f.Target, grace)
+	if err != nil {
+		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err})
+		return err
+	}
+	pids := make([]int, 0, len(res.Members))
+	for _, p := range res.Members {
+		pids = append(pids, p.PID)
+	}
+	detail := ""
+	if len(res.Escalated) > 0 {
+		detail = fmt.Sprintf("SIGKILL after %v: %v", grace, res.Escalated)
+	}
+	c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: "waiting for GPU memory to be freed"})
+	timeout := c.GPUTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	err = WaitGPUFree(ctx, c.Host, c.GPUProgram, pids, timeout, func(s string) {
+		c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: s})
+	})
+	switch {
+	case errors.Is(err, ErrNoGPUTool):
+		detail = strings.TrimPrefix(detail+"; "+err.Error(), "; ")
+	case err != nil:
+		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err})
+		return err
+	default:
+		detail = strings.TrimPrefix(detail+"; GPU memory free", "; ")
+	}
+	c.publish(server.KillStep{Step: "done", PID: f.ServerPID, Detail: detail})
+	return nil
+}

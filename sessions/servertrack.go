@@ -1,0 +1,179 @@
+package sessions
+
+import (
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// ServerTracker is the readiness state machine of the inference server:
+//
+//	launching → loading (start-up stages in the log) → ready (ready line,
+//	then an HTTP health answer) → failed (a failure in the log) / exited
+//	(gone by itself, with its status when recorded) / killed (by us)
+//
+// An already running server found at connect (adopted) starts as running
+// and becomes ready when its health check answers. It consumes the event
+// stream — server.Launched, server.Observed, server.Healthy,
+// server.KillStep, serverlog.Lines, serverlog.Ready, serverlog.Failure —
+// and is pure: no I/O, no clock. Not safe for concurrent use.
+type ServerTracker struct {
+	st        server.Status
+	known     bool // st holds an observation
+	readyLine bool // the ready line of this run was seen
+	killing   bool
+}
+
+// Status is the current status; Phase is "" before the first observation.
+func (t *ServerTracker) Status() server.Status { return t.st }
+
+// NeedsHealth reports whether a health check would move the server on: its
+// ready line was seen (or it was adopted running) and it is not ready yet.
+func (t *ServerTracker) NeedsHealth() bool {
+	switch t.st.Phase {
+	case server.PhaseRunning:
+		return true
+	case server.PhaseLoading, server.PhaseLaunching:
+		return t.readyLine
+	}
+	return false
+}
+
+// Starting reports whether the server is launching or loading (the monitor
+// then looks more often).
+func (t *ServerTracker) Starting() bool {
+	return t.st.Phase == server.PhaseLaunching || t.st.Phase == server.PhaseLoading
+}
+
+func (t *ServerTracker) set(p server.Phase, at time.Time) {
+	if t.st.Phase != p {
+		t.st.Phase, t.st.Since = p, at
+	}
+}
+
+// Apply feeds one event and returns the new status and whether it changed.
+func (t *ServerTracker) Apply(e event.Event) (server.Status, bool) {
+	before := t.st
+	switch p := e.Data.(type) {
+	case server.Launched:
+		l := p.Record.Launch
+		t.st = server.Status{Phase: server.PhaseLaunching, Server: l.Server, How: server.ByPidfile, Preset: l.Preset,
+			Profile: l.Profile, LogPath: l.LogPath, Port: l.Port, LaunchedAt: l.At, Since: e.At, Exit: -1}
+		t.known, t.readyLine, t.killing = true, false, false
+	case server.Observed:
+		t.observe(p.Found, e.At)
+	case server.Healthy:
+		if t.NeedsHealth() && (t.st.Port == 0 || p.Port == t.st.Port) {
+			t.set(server.PhaseReady, e.At)
+			t.st.Health, t.st.Stage, t.st.Port = p.Path, "", p.Port
+			if !t.st.LaunchedAt.IsZero() {
+				t.st.ReadyAfter = e.At.Sub(t.st.LaunchedAt)
+			}
+		}
+	case server.KillStep:
+		switch p.Step {
+		case "done":
+			t.killing = false
+			t.set(server.PhaseKilled, e.At)
+			t.st.Note, t.st.Stage, t.st.PID = p.Detail, "", 0
+		case "failed":
+			t.killing = false
+			t.st.Note = "kill failed: " + errText(p.Err)
+		default:
+			t.killing = true
+			t.set(server.PhaseStopping, e.At)
+			t.st.Note = p.Detail
+		}
+	case serverlog.Lines:
+		if t.Starting() && t.ours(p.Path) {
+			for _, l := range p.Lines {
+				if st, ok := serverlog.ParseStage(l.Text); ok {
+					t.set(server.PhaseLoading, e.At)
+					t.st.Stage = st
+				}
+			}
+		}
+	case serverlog.Ready:
+		switch t.st.Phase {
+		case server.PhaseLaunching, server.PhaseLoading, server.PhaseRunning:
+			t.readyLine = true
+			if p.Server != "" {
+				t.st.Server = sanitize.String(p.Server)
+			}
+			if t.st.Phase != server.PhaseRunning {
+				t.set(server.PhaseLoading, e.At)
+				t.st.Stage = "ready line; checking health"
+			}
+		}
+	case serverlog.Failure:
+		switch t.st.Phase {
+		case server.PhaseLaunching, server.PhaseLoading, server.PhaseRunning, server.PhaseReady, server.PhaseExited:
+			// Exited too: the log's last lines may arrive after the exit
+			// was seen; they say why (the exit status stays).
+			t.set(server.PhaseFailed, e.At)
+			t.st.Class, t.st.Text, t.st.Stage = string(p.Class), sanitize.String(p.Text), ""
+		case server.PhaseFailed:
+			// A traceback's cause comes after its first line: the primary
+			// class (FailureClass.Tier, the rule parse log uses) wins.
+			if p.Class.Tier() < serverlog.FailureClass(t.st.Class).Tier() {
+				t.st.Class, t.st.Text = string(p.Class), sanitize.String(p.Text)
+			}
+		}
+	}
+	return t.st, t.st != before
+}
+
+// ours reports whether a log path is the current run's log (any log when
+// the run's log is unknown).
+func (t *ServerTracker) ours(path string) bool {
+	return t.st.LogPath == "" || path == "" || path == t.st.LogPath
+}
+
+func (t *ServerTracker) observe(f server.Found, at time.Time) {
+	if f.Running {
+		t.st.PID, t.st.How = f.ServerPID, f.How
+		switch t.st.Phase {
+		case "", server.PhaseNone, server.PhaseExited, server.PhaseKilled:
+			// Adopted: running before we looked, or relaunched elsewhere.
+			t.st = server.Status{Phase: server.PhaseRunning, PID: f.ServerPID, How: f.How, Since: at, Exit: -1}
+			if r := f.Record; r != nil && f.How == server.ByPidfile {
+				l := r.Launch
+				t.st.Server, t.st.Preset, t.st.Profile, t.st.LogPath, t.st.Port = l.Server, l.Preset, l.Profile, l.LogPath, l.Port
+			}
+			t.readyLine, t.killing = false, false
+		}
+		t.known = true
+		return
+	}
+	if t.killing {
+		return // the kill reports its own end
+	}
+	switch t.st.Phase {
+	case "":
+		t.st = server.Status{Phase: server.PhaseNone, Since: at, Exit: -1}
+		if r := f.Record; r != nil {
+			// The last launch, for the header and the launch form.
+			l := r.Launch
+			t.st.Server, t.st.Preset, t.st.Profile, t.st.LogPath, t.st.Port = l.Server, l.Preset, l.Profile, l.LogPath, l.Port
+			if f.Exit >= 0 {
+				t.st.Phase, t.st.Exit = server.PhaseExited, f.Exit
+			}
+		}
+	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning:
+		t.set(server.PhaseExited, at)
+		t.st.Exit, t.st.PID, t.st.Stage = f.Exit, 0, ""
+	case server.PhaseFailed:
+		t.st.Exit, t.st.PID = f.Exit, 0
+	}
+	t.known = true
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return sanitize.String(err.Error())
+}

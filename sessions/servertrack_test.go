@@ -1,0 +1,121 @@
+package sessions
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+func TestServerTrackerLaunchToReady(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	rec := server.Record{PID: 100, Launch: server.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring", Server: "sglang", LogPath: "/l/sglang-1.log", Port: 30000, At: at(0)}}
+	lines := func(path string, text ...string) serverlog.Lines {
+		l := serverlog.Lines{Path: path}
+		for _, s := range text {
+			l.Lines = append(l.Lines, serverlog.Line{Text: []byte(s)})
+		}
+		return l
+	}
+	var tr ServerTracker
+	steps := []struct {
+		at      int
+		ev      event.Payload
+		phase   server.Phase
+		stage   string
+		changed bool
+		health  bool
+	}{
+		{0, server.Launched{Record: rec}, server.PhaseLaunching, "", true, false},
+		{1, server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, ServerPID: 101, Record: &rec, Exit: -1}}, server.PhaseLaunching, "", true, false},
+		{2, lines("/l/old.log", "[x TP0] Load weight begin. avail mem=1 GB"), server.PhaseLaunching, "", false, false}, // another file
+		{3, lines("/l/sglang-1.log", "[x TP0] Load weight begin. avail mem=1 GB"), server.PhaseLoading, serverlog.StageWeights, true, false},
+		{5, lines("/l/sglang-1.log", "[x TP0] Capture cuda graph begin. This can take up to several minutes."), server.PhaseLoading, serverlog.StageCUDAGraphs, true, false},
+		{6, server.Healthy{Port: 30000, Path: "/health"}, server.PhaseLoading, serverlog.StageCUDAGraphs, false, false}, // no ready line yet
+		{8, serverlog.Ready{Server: "sglang", Text: "The server is fired up and ready to roll!"}, server.PhaseLoading, "ready line; checking health", true, true},
+		{9, server.Healthy{Port: 30000, Path: "/health"}, server.PhaseReady, "", true, false},
+	}
+	for i, s := range steps {
+		st, changed := tr.Apply(event.Event{At: at(s.at), Data: s.ev})
+		if st.Phase != s.phase || st.Stage != s.stage || changed != s.changed || tr.NeedsHealth() != s.health {
+			t.Fatalf("step %d (%T): phase %q stage %q changed %v health %v; want %q %q %v %v", i, s.ev, st.Phase, st.Stage, changed, tr.NeedsHealth(), s.phase, s.stage, s.changed, s.health)
+		}
+	}
+	st := tr.Status()
+	if st.PID != 101 || st.ReadyAfter != 9*time.Second || st.Profile != "nccl-ll-ring" || st.Health != "/health" || st.Since != at(9) {
+		t.Errorf("ready status %+v", st)
+	}
+	// The process goes away by itself: exited with the recorded status.
+	st, _ = tr.Apply(event.Event{At: at(20), Data: server.Observed{Found: server.Found{Record: &rec, Exit: 3}}})
+	if st.Phase != server.PhaseExited || st.Exit != 3 || st.PID != 0 {
+		t.Errorf("after exit: %+v", st)
+	}
+	// Its last log lines, read after the exit was seen, say why.
+	st, _ = tr.Apply(event.Event{At: at(21), Data: serverlog.Failure{Class: serverlog.FailCUDAIllegalMemory, Text: "RuntimeError: CUDA error: an illegal memory access was encountered"}})
+	if st.Phase != server.PhaseFailed || st.Exit != 3 || st.Class != "cuda-illegal-memory" {
+		t.Errorf("failure after exit: %+v", st)
+	}
+}
+
+func TestServerTrackerFailureKillAndAdoption(t *testing.T) {
+	t0 := time.Now()
+	rec := server.Record{PID: 7, Launch: server.LaunchInfo{Preset: "sim", LogPath: "/l/a.log", Port: 1, At: t0}}
+	var tr ServerTracker
+	apply := func(p event.Payload) server.Status {
+		st, _ := tr.Apply(event.Event{At: time.Now(), Data: p})
+		return st
+	}
+	if st := apply(server.Observed{Found: server.Found{Exit: -1}}); st.Phase != server.PhaseNone {
+		t.Fatalf("nothing found: %q", st.Phase)
+	}
+	apply(server.Launched{Record: rec})
+	st := apply(serverlog.Failure{Class: serverlog.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory.\x1b[2J"})
+	if st.Phase != server.PhaseFailed || st.Class != "oom" || st.Text == "" || containsESC(st.Text) {
+		t.Fatalf("failure: %+v", st)
+	}
+	st = apply(server.Observed{Found: server.Found{Record: &rec, Exit: 1}})
+	if st.Phase != server.PhaseFailed || st.Exit != 1 {
+		t.Errorf("failed then exited: %+v (the failure stays the headline, with the status)", st)
+	}
+	// Adopt a server started by hand, kill it.
+	st = apply(server.Observed{Found: server.Found{Running: true, How: server.ByPort, ServerPID: 55, Exit: -1}})
+	if st.Phase != server.PhaseFailed {
+		t.Fatalf("a failed run is not replaced silently: %+v", st)
+	}
+	tr = ServerTracker{}
+	st = apply(server.Observed{Found: server.Found{Running: true, How: server.ByPort, ServerPID: 55, Exit: -1}})
+	if st.Phase != server.PhaseRunning || st.How != server.ByPort || !tr.NeedsHealth() {
+		t.Fatalf("adopted: %+v", st)
+	}
+	if st = apply(server.Healthy{Path: "/v1/models"}); st.Phase != server.PhaseReady || st.ReadyAfter != 0 {
+		t.Fatalf("adopted and healthy: %+v", st)
+	}
+	apply(server.KillStep{Step: "signalling", PID: 55})
+	if st = apply(server.Observed{Found: server.Found{Exit: -1}}); st.Phase != server.PhaseStopping {
+		t.Fatalf("gone during the kill: %+v (the kill reports its own end)", st)
+	}
+	apply(server.KillStep{Step: "waiting-gpu", Detail: "waiting for GPU memory: 1 processes, 70000 MiB"})
+	if st = tr.Status(); st.Note == "" {
+		t.Error("no note while waiting for GPU memory")
+	}
+	if st = apply(server.KillStep{Step: "done", Detail: "GPU memory free"}); st.Phase != server.PhaseKilled || st.PID != 0 {
+		t.Fatalf("killed: %+v", st)
+	}
+	apply(server.KillStep{Step: "failed", Err: errors.New("boom")})
+	if st = tr.Status(); st.Note != "kill failed: boom" {
+		t.Errorf("kill failure note %q", st.Note)
+	}
+}
+
+func containsESC(s string) bool {
+	for _, r := range s {
+		if r == 0x1b {
+			return true
+		}
+	}
+	return false
+}
