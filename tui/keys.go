@@ -17,6 +17,9 @@ type Binding struct {
 	// Short lists the binding in the footer. When the footer is too narrow,
 	// "actions" bindings are dropped first.
 	Short bool
+	// Long is the one-line description in the full help (?); "" means the
+	// footer's short description.
+	Long string
 }
 
 func bind(group, help, desc string, keys ...string) Binding {
@@ -45,10 +48,12 @@ type KeyMap struct {
 	Bottom   Binding
 	Top      Binding
 
+	// Server control (Options.Control).
+	Kill    Binding
+	Launch  Binding
+	Profile Binding
+
 	// Later features: listed in help, answered with why they cannot act.
-	Kill       Binding
-	Launch     Binding
-	Profile    Binding
 	Git        Binding
 	Experiment Binding
 	Note       Binding
@@ -108,9 +113,13 @@ func DefaultKeyMap() KeyMap {
 	k.Follow.Unavailable = needsLog
 	k.Filter.Unavailable = needsLog
 	k.Wrap.Unavailable = needsLog
-	k.Kill.Unavailable = notYet("kill (server control)", true)
-	k.Launch.Unavailable = notYet("launch (server control)", true)
-	k.Profile.Unavailable = notYet("launch profiles (NCCL env)", true)
+	k.Quit.Long = "quit (the server keeps running)"
+	k.Kill.Long = "kill the server: asks first, then waits for its GPU memory"
+	k.Launch.Long = "launch or relaunch the server (form; shows the command and env diff)"
+	k.Profile.Long = "choose the env profile (NCCL settings) for the next launch"
+	k.Kill.Unavailable = killUnavailable
+	k.Launch.Unavailable = launchUnavailable
+	k.Profile.Unavailable = profileUnavailable
 	k.Git.Unavailable = notYet("git status/stash/checkout", true)
 	k.Experiment.Unavailable = notYet("experiments", false)
 	k.Note.Unavailable = notYet("session notes", false)

@@ -40,9 +40,9 @@ func TestQuitKeys(t *testing.T) {
 
 func TestUnavailableKeysSayWhy(t *testing.T) {
 	cases := map[string]string{
-		"K": "not available yet: kill (server control)",
-		"L": "not available yet: launch (server control)",
-		"p": "not available yet: launch profiles (NCCL env)",
+		"K": "server control not available here",
+		"L": "server control not available here",
+		"p": "server control not available here",
 		"g": "not available yet: git status/stash/checkout",
 		"e": "not available yet: experiments",
 		"n": "not available yet: session notes",
@@ -86,7 +86,7 @@ func TestHelpListsEveryBinding(t *testing.T) {
 			t.Errorf("help lacks %q %q:\n%s", h.Key, h.Desc, scr)
 		}
 	}
-	if !painted(m, m.styles.Dim, "K  kill") {
+	if !painted(m, m.styles.Dim, "K  kill the server: asks first, then waits for its GPU memory") || !painted(m, m.styles.Dim, "g  git") {
 		t.Error("unavailable keys should be dimmed in help")
 	}
 	press(m, "?")

@@ -1,6 +1,8 @@
 // Package tui is flightdeck's terminal cockpit (Bubble Tea v2): a header
 // with host, connection, server state and HEAD; one row per GPU with
-// abnormal values highlighted; a tok/s sparkline; a filterable log tail.
+// abnormal values highlighted; a tok/s sparkline; a filterable log tail;
+// with Options.Control, server control: K kill (confirmed), L the launch
+// form, p the env profile picker, as overlays (control.go).
 //
 // The model consumes the event stream (EventsMsg batches of event.Event)
 // and is deterministic: Update does no I/O and never reads the clock (time
@@ -9,6 +11,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -22,6 +25,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
 // Theme picks the palette.
@@ -66,6 +70,11 @@ type Options struct {
 	LogLines int
 	// Keys replaces DefaultKeyMap when non-nil.
 	Keys *KeyMap
+	// Control drives the inference server (K kill, L launch, p profile);
+	// nil makes those keys say that server control is not available here.
+	// Its Launch and Kill run in tea.Cmds with a context that ends when
+	// Run returns. server.Status events drive the header either way.
+	Control ServerControl
 }
 
 type focusArea uint8
@@ -119,12 +128,24 @@ type Model struct {
 	rate rateSeries
 	log  logTail
 
-	focus     focusArea
-	showHelp  bool
-	filtering bool
-	input     textinput.Model
-	status    string // the answer to the last key that could not act
-	quitting  bool
+	focus      focusArea
+	showHelp   bool
+	filtering  bool
+	input      textinput.Model
+	status     string // the answer to the last key that could not act
+	statusTone tone
+	quitting   bool
+
+	// Server control (control.go): the overlay with the keys, its state,
+	// and the context Launch and Kill run under.
+	ctl        ServerControl
+	ctx        context.Context
+	srv        serverControl
+	modal      modal
+	killTarget string // "sglang pid 4123", as asked
+	form       *launchForm
+	picker     *profilePicker
+	quitArmed  bool // q pressed while an action runs: a second q quits
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -144,6 +165,8 @@ func New(o Options) *Model {
 		log:    newLogTail(o.LogLines),
 		width:  defaultWidth,
 		height: defaultHeight,
+		ctl:    o.Control,
+		ctx:    context.Background(),
 	}
 	m.log.path = sanitizeString(o.LogPath)
 	if o.Keys != nil {
@@ -174,6 +197,21 @@ func (m *Model) setStyles(s Styles) {
 	is.Blurred.Prompt = s.Accent.Style()
 	is.Cursor.Blink = false // a blinking cursor would make frames time-dependent
 	m.input.SetStyles(is)
+	if m.form != nil {
+		for i := fieldModel; i < numFields; i++ {
+			m.form.inputs[i].SetStyles(m.inputStyles())
+		}
+	}
+}
+
+// inputStyles are the launch form's text field styles.
+func (m *Model) inputStyles() textinput.Styles {
+	s := m.styles
+	is := textinput.DefaultStyles(s.Dark)
+	is.Focused.Placeholder = s.Dim.Style()
+	is.Blurred.Placeholder = s.Dim.Style()
+	is.Cursor.Blink = false
+	return is
 }
 
 // Styles returns the palette in use.
@@ -219,7 +257,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.opts.Theme == ThemeAuto && !m.opts.NoColor {
 			m.setStyles(DefaultStyles(msg.IsDark()))
 		}
+	case KillResultMsg, LaunchResultMsg:
+		m.actionResult(msg)
 	case tea.PasteMsg:
+		if m.modal == modalLaunch && !m.form.confirming {
+			return m, m.formInput(msg)
+		}
 		if m.filtering {
 			var cmd tea.Cmd
 			m.input, cmd = m.input.Update(msg)
@@ -275,6 +318,8 @@ func (m *Model) apply(ev event.Event) {
 		m.head = formatHead(p)
 	case repo.Unreadable:
 		m.head = "? (repository unreadable)"
+	case server.Status:
+		m.srv.setStatus(p)
 	case serverlog.Failure:
 		class := serverlog.FailureClass(sanitizeString(string(p.Class)))
 		// The primary class by serverlog's own rule (FailureClass.Tier, as
@@ -329,7 +374,17 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.log.setFilter(m.input.Value())
 		return m, cmd
 	}
-	m.status = ""
+	m.status, m.statusTone = "", toneWarn
+	switch m.modal {
+	case modalKill:
+		return m.killKey(msg)
+	case modalLaunch:
+		return m.launchKey(msg)
+	case modalProfile:
+		return m.pickerKey(msg)
+	}
+	armed := m.quitArmed
+	m.quitArmed = false
 	if msg.String() == "esc" {
 		switch {
 		case m.showHelp:
@@ -337,7 +392,16 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		case m.log.filter != "":
 			m.input.SetValue("")
 			m.log.setFilter("")
+		case m.srv.failed != "":
+			m.srv.failed = ""
 		}
+		return m, nil
+	}
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.srv.busy != actionNone && !armed {
+		// Quitting cancels the action's context: a kill or relaunch cut
+		// short leaves the server half-stopped. Ask once.
+		m.quitArmed = true
+		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
 		return m, nil
 	}
 	for _, b := range k.all() {
@@ -366,6 +430,16 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	case &k.Quit:
 		m.quitting = true
 		return m, tea.Quit
+	case &k.Kill:
+		m.showHelp = false
+		m.confirmKill()
+	case &k.Launch:
+		m.showHelp = false
+		m.openLaunch()
+		return m, m.form.setFocus(fieldPreset)
+	case &k.Profile:
+		m.showHelp = false
+		m.openPicker()
 	case &k.Help:
 		m.showHelp = !m.showHelp
 	case &k.Focus:
@@ -422,11 +496,14 @@ func (m *Model) scroll(d int) {
 }
 
 // Quitting reports whether the model asked the program to quit. Quitting
-// only ends the UI; it never stops the inference server.
+// only ends the UI; it never stops the inference server. A kill or launch
+// still in flight is cancelled (Run cancels its context), so q asks twice
+// while one runs.
 func (m *Model) Quitting() bool { return m.quitting }
 
 // Status is the one-line answer to the last key that could not act, e.g.
-// "not available yet: kill (server control)"; "" when none.
+// "no server running", or to the last server action, e.g. "launched:
+// /root/.flightdeck/logs/sglang-20251022-102700.log"; "" when none.
 func (m *Model) Status() string { return m.status }
 
 // Following reports whether the log tail follows new lines.
@@ -467,7 +544,26 @@ var _ tea.Model = (*Model)(nil)
 func (m *Model) footer(width int) string {
 	st := &m.styles
 	if m.status != "" {
-		return st.Warn.Render(truncate(m.status, width))
+		return st.tone(m.statusTone).Render(truncate(m.status, width))
+	}
+	if m.modal != modalNone {
+		var b strings.Builder
+		n := 0
+		for _, kd := range m.modalHelp() {
+			pw := textWidth(kd[0]) + 1 + textWidth(kd[1])
+			if n > 0 {
+				pw += 2
+			}
+			if n+pw > width {
+				break
+			}
+			if n > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(st.Key.Render(kd[0]) + " " + st.Dim.Render(kd[1]))
+			n += pw
+		}
+		return b.String()
 	}
 	all := m.keys.all()
 	pairW := func(b *Binding) int { return textWidth(b.Help().Key) + 1 + textWidth(b.Help().Desc) + 2 }

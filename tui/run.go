@@ -42,11 +42,14 @@ func Run(ctx context.Context, m *Model, events <-chan event.Event, opts ...tea.P
 
 // Run starts a tea.Program for m with opts (AltScreen comes from the view)
 // and the bridge goroutine, and returns when the program ends. The bridge
-// stops when ctx ends or the program quits; Run waits for it.
+// stops when ctx ends or the program quits; Run waits for it. A server
+// action still running (Options.Control's Launch or Kill) has its context
+// cancelled when Run returns.
 func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	m.ctx = ctx
 	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(parent)}, opts...)...)
 	done := make(chan struct{})
 	go func() {

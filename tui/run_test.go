@@ -124,15 +124,17 @@ func runOpts() []tea.ProgramOption {
 }
 
 func TestRunDeliversEventsAndQuits(t *testing.T) {
-	events := make(chan event.Event, 16)
+	events := make(chan event.Event)
 	msgs := make(chan tea.Msg, 1)
 	m := New(Options{Theme: ThemeDark})
-	events <- ev(0, h200s(8))
-	events <- rateEv(82.4)
-	close(events)
 	msgs <- HeadMsg{Head: "bba2fc4"}
 	go func() {
-		// q arrives after the events: it is sent after they are flushed.
+		// q arrives after the events (the bridge has taken both from the
+		// unbuffered channel): it is sent after they are flushed. With
+		// buffered events the bridge could pick q first.
+		events <- ev(0, h200s(8))
+		events <- rateEv(82.4)
+		close(events)
 		msgs <- tea.KeyPressMsg{Code: 'q', Text: "q"}
 		close(msgs)
 	}()

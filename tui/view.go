@@ -52,7 +52,9 @@ func (m *Model) render() string {
 	lines := make([]string, 0, h+8)
 	lines = append(lines, m.header(w))
 
-	banners := m.gpus.banners(m.now)
+	// Server notices first (at most two: an action's, a failure's line),
+	// then nvidia-smi's.
+	banners := append(m.serverBanners(), m.gpus.banners(m.now)...)
 	l := computeLayout(h, len(m.gpus.rows), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
@@ -88,6 +90,11 @@ func (m *Model) render() string {
 	}
 	lines = lines[:min(len(lines), h-1)]
 	lines = append(lines, m.footer(w))
+	if m.modal != modalNone {
+		if b, x, y := m.modalBox(w, h); len(b) > 0 {
+			splice(lines, b, x, y)
+		}
+	}
 	return strings.Join(lines, "\n")
 }
 
@@ -102,12 +109,40 @@ type seg struct {
 	short string
 	tone  tone
 	cut   bool // may be cut to fit; other fields are dropped whole
+	prio  int  // fields that do not fit are dropped lowest first
+	// detail is the width of a trailing detail (a loading stage, what a
+	// kill waits for) that gives way before other fields are dropped: all
+	// but its first minDetail cells.
+	detail int
 }
 
-// header is "flightdeck  [label]  host  conn  server  HEAD ...", cut to width; when
-// it does not fit, fields switch to their short forms, rightmost first, and
-// then those that still do not fit are dropped (the host and an error are
-// cut instead).
+// minDetail is how much of a field's detail the header keeps before it
+// drops other fields for it.
+const minDetail = 16
+
+// need is the width s asks for before other fields give way.
+func (s seg) need() int {
+	if s.text == "" {
+		return -2 // and no separator
+	}
+	return textWidth(s.text) - max(0, s.detail-minDetail)
+}
+
+// Header field priorities: what is dropped first when the line is full.
+const (
+	prioReadyIn = 1 + iota
+	prioHead
+	prioProfile
+	prioServer
+	prioConn
+)
+
+// header is "flightdeck  [label]  host  conn  server  profile  HEAD ...",
+// cut to width. When it does not fit, fields switch to their short forms,
+// rightmost first; then whole fields are dropped, lowest priority first
+// (a bare "HEAD" or "rea" says nothing), and fields that fit again get
+// their full form back. Fields that may be cut (the host, an error, a
+// server's stage) are cut instead of dropped.
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
 	segs := make([]seg, 0, 7)
@@ -115,17 +150,26 @@ func (m *Model) header(w int) string {
 	if m.label != "" {
 		segs = append(segs, seg{text: m.label, tone: toneTitle, cut: true})
 	}
-	segs = append(segs, seg{host, strings.TrimSuffix(host, ":22"), toneText, true})
+	segs = append(segs, seg{text: host, short: strings.TrimSuffix(host, ":22"), tone: toneText, cut: true})
 	if m.hasConn {
-		segs = append(segs, m.connSeg())
+		c := m.connSeg()
+		c.prio = prioConn
+		segs = append(segs, c)
 	}
-	if s, ok := m.serverSeg(); ok {
+	if m.srv.hasSt || m.srv.next != "" {
+		// server.Status (server control) supersedes the log heuristic.
+		segs = append(segs, m.statusSegs()...)
+	} else if s, ok := m.serverSeg(); ok {
 		segs = append(segs, s)
 	}
 	if m.head != "" {
 		h := "HEAD " + m.head
 		short, _, _ := strings.Cut(h[5:], " ")
-		segs = append(segs, seg{h, "HEAD " + short, toneText, false})
+		segs = append(segs, seg{text: h, short: "HEAD " + short, tone: toneText, prio: prioHead})
+	}
+	full := make([]string, len(segs))
+	for i, s := range segs {
+		full[i] = s.text
 	}
 	// Shorten fields from the right until the line fits.
 	total := -2
@@ -138,16 +182,56 @@ func (m *Model) header(w int) string {
 			segs[i].text = segs[i].short
 		}
 	}
+	// Drop whole fields, lowest priority (then rightmost) first, while
+	// what the rest needs (details cut short) does not fit.
+	total = -2
+	for _, s := range segs {
+		total += s.need() + 2
+	}
+	for total > w {
+		d := -1
+		for i, s := range segs {
+			if !s.cut && s.prio > 0 && s.text != "" && (d < 0 || s.prio <= segs[d].prio) {
+				d = i
+			}
+		}
+		if d < 0 {
+			break
+		}
+		total -= segs[d].need() + 2
+		segs[d].text = ""
+	}
+	// Room again: full forms back, left to right.
+	for i := range segs {
+		if segs[i].text != "" && segs[i].text != full[i] {
+			s := segs[i]
+			s.text = full[i]
+			if d := s.need() - segs[i].need(); total+d <= w {
+				segs[i].text, total = full[i], total+d
+			}
+		}
+	}
+	// What room is left goes to the details, left to right.
+	slack := w - total
 	var b strings.Builder
 	left := w
 	for i, s := range segs {
 		t := s.text
+		if t == "" {
+			continue
+		}
+		room := s.need()
+		if extra := textWidth(t) - room; extra > 0 {
+			room += max(0, min(extra, slack))
+			slack -= max(0, min(extra, slack))
+			t = truncate(t, room)
+		}
 		if i > 0 {
 			if left <= 2 {
 				break
 			}
 			if !s.cut && textWidth(t) > left-2 {
-				break
+				continue
 			}
 			b.WriteString("  ")
 			left -= 2
@@ -185,7 +269,7 @@ func (m *Model) connSeg() seg {
 		if why := briefErr(c.Err); why != "" {
 			t += ": " + why
 		}
-		return seg{t, short, toneWarn, false}
+		return seg{text: t, short: short, tone: toneWarn}
 	case remote.Failed:
 		// The full error (fingerprints, known_hosts lines, keys tried) is
 		// printed when the cockpit quits; the header says so.
@@ -232,7 +316,7 @@ func (m *Model) serverSeg() (seg, bool) {
 	default:
 		return seg{}, false
 	}
-	return seg{name + t, t, tn, false}, true
+	return seg{text: name + t, short: t, tone: tn, prio: prioServer}, true
 }
 
 // logTitle is "log <path>  follow|paused [wrap]  filter ... ────" or, while the
@@ -334,6 +418,9 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 				continue
 			}
 			e := entry{key: b.Help().Key, desc: b.Help().Desc}
+			if b.Long != "" {
+				e.desc = b.Long
+			}
 			if b.Unavailable != nil {
 				e.why = b.Unavailable(m)
 			}

@@ -1,0 +1,367 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions"
+)
+
+// ServerControl drives the inference server behind the K, L and p keys;
+// *sessions.Control implements it. Request, Presets, Profiles, Plan and
+// SetProfile do no I/O and are called from Update; Launch and Kill do I/O
+// and run only inside a tea.Cmd.
+type ServerControl interface {
+	// Request is the launch form's starting point.
+	Request() sessions.LaunchRequest
+	// Presets and Profiles list the names the form offers.
+	Presets() []string
+	Profiles() []string
+	// Plan resolves a request: the exact command line and the env diff
+	// against the last launch, or why it cannot launch.
+	Plan(sessions.LaunchRequest) (sessions.Plan, error)
+	// Launch kills a running server first (waiting for its GPU memory),
+	// then launches the plan.
+	Launch(context.Context, sessions.Plan) (server.Record, error)
+	// Kill stops the running server and waits for its GPU memory; it
+	// returns server.ErrNoServer when none runs.
+	Kill(context.Context) error
+	// SetProfile chooses the env profile of the next launch.
+	SetProfile(name string) error
+}
+
+var _ ServerControl = (*sessions.Control)(nil)
+
+// modal is the overlay that has the keys, if any.
+type modal uint8
+
+const (
+	modalNone    modal = iota
+	modalKill          // "Kill sglang pid 4123? ... y/N"
+	modalLaunch        // the launch form (and its relaunch confirmation)
+	modalProfile       // the profile picker
+)
+
+// action is a server action in flight (its tea.Cmd has not answered yet).
+type action uint8
+
+const (
+	actionNone action = iota
+	actionKill
+	actionLaunch
+)
+
+// serverControl is the TUI's side of server control: the latest
+// server.Status (sanitised), the action in flight, its last error, and the
+// profile picked with p for the next launch.
+type serverControl struct {
+	st     server.Status
+	hasSt  bool
+	busy   action
+	doing  string // what the action in flight does, for its banner
+	brief  string // doing for a narrow terminal
+	failed string // the last action's error, sanitised; "" when none
+	next   string // profile picked with p, until a launch from here succeeds
+}
+
+// setStatus stores a server.Status with every remote text sanitised.
+func (c *serverControl) setStatus(s server.Status) {
+	for _, f := range []*string{&s.Server, &s.How, &s.Preset, &s.Profile, &s.LogPath, &s.Stage, &s.Class, &s.Text, &s.Health, &s.Note} {
+		*f = sanitizeString(*f)
+	}
+	s.Phase = server.Phase(sanitizeString(string(s.Phase)))
+	c.st, c.hasSt = s, true
+}
+
+// running reports whether a server process runs, by the latest status.
+func (c *serverControl) running() bool {
+	if !c.hasSt || c.st.PID <= 0 {
+		return false
+	}
+	switch c.st.Phase {
+	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning, server.PhaseFailed:
+		return true
+	}
+	return false
+}
+
+// who names the running server: "sglang pid 4123", "server pid 4123".
+func (c *serverControl) who() string {
+	name := c.st.Server
+	if name == "" {
+		name = "server"
+	}
+	if c.st.PID > 0 {
+		return name + " pid " + strconv.Itoa(c.st.PID)
+	}
+	return name
+}
+
+// KillResultMsg is the answer of a kill started with K: Err is nil when
+// the server is gone and its GPU memory free, server.ErrNoServer when none
+// was running, else why the kill failed (survivors, GPU memory still held,
+// the connection).
+type KillResultMsg struct {
+	Target string // "sglang pid 4123", as confirmed
+	Err    error
+}
+
+// LaunchResultMsg is the answer of a launch started with L: the pidfile
+// record of the new server, or why it could not be launched.
+type LaunchResultMsg struct {
+	Plan   sessions.Plan
+	Record server.Record
+	Err    error
+}
+
+// controlUnavailable is why no server key can act: a replay, no control,
+// or an action in flight; "" when they can.
+func controlUnavailable(m *Model, what string) string {
+	switch {
+	case m.opts.ReadOnly:
+		return "read-only replay: " + what + " would change the host"
+	case m.ctl == nil:
+		return "server control not available here"
+	case m.srv.busy == actionKill:
+		return "a kill is in progress"
+	case m.srv.busy == actionLaunch:
+		return "a launch is in progress"
+	}
+	return ""
+}
+
+// notConnected is "not connected" while the host's connection is down; a
+// session that never reported a connection state (local) counts as up.
+func notConnected(m *Model) string {
+	if m.hasConn && m.conn.Conn != remote.Connected {
+		return "not connected"
+	}
+	return ""
+}
+
+func killUnavailable(m *Model) string {
+	if why := controlUnavailable(m, "kill"); why != "" {
+		return why
+	}
+	if why := notConnected(m); why != "" {
+		return why
+	}
+	if m.srv.hasSt && m.srv.st.Phase == server.PhaseStopping {
+		return "the server is already stopping"
+	}
+	if !m.srv.running() {
+		return "no server running"
+	}
+	return ""
+}
+
+func launchUnavailable(m *Model) string {
+	if why := controlUnavailable(m, "launch"); why != "" {
+		return why
+	}
+	return notConnected(m)
+}
+
+func profileUnavailable(m *Model) string {
+	return controlUnavailable(m, "a profile change")
+}
+
+// confirmKill opens the kill confirmation (K).
+func (m *Model) confirmKill() {
+	m.modal = modalKill
+	m.killTarget = m.srv.who()
+}
+
+// killQuestion is the confirmation's text.
+func (m *Model) killQuestion() string {
+	return "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory."
+}
+
+// killKey answers the confirmation: y kills, anything else cancels.
+func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	m.modal = modalNone
+	if msg.String() != "y" {
+		m.flash("kill cancelled", toneDim)
+		return m, nil
+	}
+	ctl, ctx, target := m.ctl, m.ctx, m.killTarget
+	m.srv.busy, m.srv.failed = actionKill, ""
+	m.srv.doing = "killing " + target + ": SIGTERM, SIGKILL after the grace period, then waiting for GPU memory"
+	m.srv.brief = "killing " + target + ", then waiting for GPU memory"
+	return m, func() tea.Msg { return KillResultMsg{Target: target, Err: ctl.Kill(ctx)} }
+}
+
+// startLaunch runs plan in a tea.Cmd.
+func (m *Model) startLaunch(plan sessions.Plan) tea.Cmd {
+	ctl, ctx := m.ctl, m.ctx
+	doing := "launching " + sanitizeString(plan.Request.Preset)
+	if p := sanitizeString(plan.Spec.Profile); p != "" {
+		doing += " (profile " + p + ")"
+	}
+	brief := doing
+	if m.srv.running() {
+		doing = "relaunching: killing " + m.srv.who() + ", waiting for GPU memory, then " + doing
+		brief = "relaunching: " + brief
+	}
+	m.srv.busy, m.srv.doing, m.srv.brief, m.srv.failed = actionLaunch, doing, brief, ""
+	return func() tea.Msg {
+		rec, err := ctl.Launch(ctx, plan)
+		return LaunchResultMsg{Plan: plan, Record: rec, Err: err}
+	}
+}
+
+// actionResult applies the answer of a kill or launch.
+func (m *Model) actionResult(msg tea.Msg) {
+	m.srv.busy, m.srv.doing, m.srv.brief = actionNone, "", ""
+	switch r := msg.(type) {
+	case KillResultMsg:
+		switch {
+		case r.Err == nil:
+			m.flash("killed "+sanitizeString(r.Target)+"; its GPU memory is free", toneOK)
+		case errors.Is(r.Err, server.ErrNoServer):
+			m.flash("no server running (it had already gone)", toneWarn)
+		default:
+			m.srv.failed = "kill failed: " + errText(r.Err)
+		}
+	case LaunchResultMsg:
+		if r.Err != nil {
+			m.srv.failed = "launch failed: " + errText(r.Err)
+			return
+		}
+		m.srv.next = ""
+		m.flash("launched: "+sanitizeString(r.Record.Launch.LogPath), toneOK)
+	}
+}
+
+// errText is an error on one sanitised line; a cancelled context (the
+// cockpit is quitting) says so.
+func errText(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "cancelled (the cockpit is quitting)"
+	}
+	return sanitizeString(err.Error())
+}
+
+// flash shows a one-line answer in the footer until the next key.
+func (m *Model) flash(s string, t tone) {
+	m.status, m.statusTone = s, t
+}
+
+// serverBanners are the lines under the header about the server: the
+// action in flight or the last one's error, and a failure's offending line.
+func (m *Model) serverBanners() []banner {
+	var out []banner
+	c := &m.srv
+	switch {
+	case c.busy != actionNone:
+		out = append(out, banner{text: c.doing, short: c.brief, tone: toneWarn})
+	case c.failed != "":
+		out = append(out, banner{text: c.failed + "  (esc hides)", short: c.failed, tone: toneCrit})
+	}
+	if c.hasSt && c.st.Phase == server.PhaseFailed && c.st.Text != "" {
+		class := c.st.Class
+		if class == "" {
+			class = "failure"
+		}
+		out = append(out, banner{text: "failed " + class + ": " + c.st.Text, short: c.st.Text, tone: toneCrit})
+	}
+	return out
+}
+
+// statusSegs are the header fields for the latest server.Status: the
+// server and its phase, the profile (and the one picked for the next
+// launch), and the time it took to become ready.
+func (m *Model) statusSegs() []seg {
+	c := &m.srv
+	s := &c.st
+	var out []seg
+	if c.hasSt {
+		age := ago(m.now, s.Since)
+		state, detail, tn := "", "", toneWarn
+		switch s.Phase {
+		case server.PhaseReady:
+			state, tn = join("ready", age), toneOK
+		case server.PhaseLoading:
+			state, detail = join("loading", age), s.Stage
+		case server.PhaseLaunching:
+			state = join("launching", age)
+		case server.PhaseRunning:
+			state, tn = "running", toneOK
+			if s.LaunchedAt.IsZero() {
+				state += " (adopted)"
+			}
+		case server.PhaseFailed:
+			state, tn = join("failed", s.Class), toneCrit
+		case server.PhaseExited:
+			state, tn = "exited", toneWarn
+			if s.Exit >= 0 {
+				state += " " + strconv.Itoa(s.Exit)
+			}
+			if s.Exit > 0 {
+				tn = toneCrit
+			}
+		case server.PhaseStopping:
+			state = "stopping"
+			if s.Note != "" {
+				detail = ": " + s.Note
+			}
+		case server.PhaseKilled:
+			state, tn = "killed", toneDim
+		case server.PhaseNone:
+			state, tn = "no server", toneDim
+		default:
+			state = string(s.Phase)
+		}
+		name := s.Server
+		if s.Phase == server.PhaseNone {
+			name = ""
+		}
+		who := name
+		if s.PID > 0 {
+			who = join(name, "pid "+strconv.Itoa(s.PID))
+		}
+		text, short := join(who, state), join(name, state)
+		if detail != "" {
+			if !strings.HasPrefix(detail, ":") {
+				detail = " " + detail
+			}
+			text, short = text+detail, short+detail
+		}
+		// A detail (a stage, what a kill waits for) may be cut; the rest of
+		// the header goes first.
+		out = append(out, seg{text: text, short: short, tone: tn, cut: detail != "", prio: prioServer, detail: textWidth(detail)})
+		if s.Phase == server.PhaseReady && s.ReadyAfter > 0 {
+			out = append(out, seg{text: "ready in " + shortDur(s.ReadyAfter), tone: toneDim, prio: prioReadyIn})
+		}
+	}
+	cur := ""
+	if c.hasSt {
+		cur = s.Profile
+	}
+	switch {
+	case c.next != "" && c.next != cur && cur != "":
+		out = append(out, seg{text: "profile " + cur + " -> " + c.next, short: "profile -> " + c.next, tone: toneWarn, prio: prioProfile})
+	case c.next != "" && c.next != cur:
+		out = append(out, seg{text: "next profile " + c.next, tone: toneWarn, prio: prioProfile})
+	case cur != "":
+		out = append(out, seg{text: "profile " + cur, tone: toneText, prio: prioProfile})
+	}
+	return out
+}
+
+// join joins the non-empty words with a space.
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
+}

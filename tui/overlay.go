@@ -1,0 +1,130 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Modal overlays are ASCII boxes ("+- title --+", "| ... |") spliced over
+// the screen between the header and the footer, so the rest of the screen
+// keeps updating around them. Box drawing characters are ambiguous-width
+// (two cells in some CJK terminal setups), so the frame is plain ASCII.
+
+// box frames body (styled lines, each at most iw cells) in a box iw+4
+// cells wide, the title in its top edge.
+func box(st *Styles, frame Tone, title string, body []string, iw int) []string {
+	bw := iw + 4
+	t := ""
+	if title != "" {
+		t = " " + truncate(title, max(bw-6, 0)) + " "
+	}
+	out := make([]string, 0, len(body)+2)
+	out = append(out, frame.Render("+-")+st.Title.Render(t)+frame.Render(strings.Repeat("-", max(bw-3-textWidth(t), 0))+"+"))
+	for _, l := range body {
+		l = truncateStyled(l, iw)
+		out = append(out, frame.Render("|")+" "+l+spaces(iw-ansi.StringWidth(l))+" "+frame.Render("|"))
+	}
+	return append(out, frame.Render("+"+strings.Repeat("-", bw-2)+"+"))
+}
+
+// splice draws the box lines over lines from row y, column x; lines
+// outside the box are unchanged.
+func splice(lines, boxLines []string, x, y int) {
+	for i, b := range boxLines {
+		r := y + i
+		if r < 0 || r >= len(lines) {
+			continue
+		}
+		base := lines[r]
+		left := ansi.Truncate(base, x, "")
+		lw := ansi.StringWidth(left)
+		right := ansi.TruncateLeft(base, x+ansi.StringWidth(b), "")
+		var s strings.Builder
+		s.WriteString(left)
+		if lw < x {
+			s.WriteString(spaces(x - lw))
+		}
+		s.WriteString(ansi.ResetStyle)
+		s.WriteString(b)
+		if right != "" {
+			s.WriteString(ansi.ResetStyle)
+			s.WriteString(right)
+		}
+		lines[r] = s.String()
+	}
+}
+
+// modalBox renders the open overlay for a w x h screen: its lines and
+// where they go. The body area is the rows between header and footer.
+func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
+	st := &m.styles
+	avail := h - 2 // header and footer stay
+	if avail < 3 || w < 8 {
+		return nil, 0, 0
+	}
+	var iw int
+	var body []string
+	var title string
+	frame := st.Accent
+	switch m.modal {
+	case modalKill:
+		title, frame = "kill the server", st.Crit
+		iw = min(w-4, 64)
+		q := wrapWords(m.killQuestion()+"  y/N", iw)
+		for i, l := range q {
+			if i == len(q)-1 {
+				body = append(body, strings.TrimSuffix(l, "y/N")+st.Key.Render("y/N"))
+				continue
+			}
+			body = append(body, l)
+		}
+	case modalLaunch:
+		title = "launch"
+		if m.srv.running() {
+			title = "relaunch " + m.srv.who()
+		}
+		iw = min(w-4, 116)
+		body = m.renderLaunch(iw, avail-2)
+	case modalProfile:
+		title = "env profile for the next launch"
+		iw = len(title) + 4
+		for _, n := range m.picker.names {
+			iw = max(iw, textWidth(sanitizeString(n))+len("> * ")+len("  (current)"))
+		}
+		iw = min(iw, w-4)
+		body = m.renderPicker(iw, avail-2)
+	default:
+		return nil, 0, 0
+	}
+	if iw < 1 {
+		return nil, 0, 0
+	}
+	lines = box(st, frame, title, body, iw)
+	if len(lines) > avail {
+		lines = append(lines[:avail-1:avail-1], lines[len(lines)-1])
+	}
+	x = (w - (iw + 4)) / 2
+	y = 1 + (avail-len(lines))/2
+	return lines, max(x, 0), y
+}
+
+// modalHelp is the footer while an overlay has the keys.
+func (m *Model) modalHelp() [][2]string {
+	switch m.modal {
+	case modalKill:
+		return [][2]string{{"y", "kill"}, {"n/esc", "cancel"}}
+	case modalLaunch:
+		if m.form.confirming {
+			verb := "launch"
+			if m.srv.running() {
+				verb = "relaunch"
+			}
+			return [][2]string{{"y", verb}, {"n/esc", "back to the form"}}
+		}
+		return [][2]string{{"enter", "launch"}, {"tab/up/down", "field"}, {"left/right", "choose"}, {"esc", "cancel"}}
+	case modalProfile:
+		return [][2]string{{"enter", "pick"}, {"up/down", "move"}, {"esc", "cancel"}}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package tui
+
+import (
+	"slices"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// profilePicker is the p overlay: the env profiles, the current one
+// marked, enter picks one for the next launch.
+type profilePicker struct {
+	names   []string
+	current int // the profile the next launch would use; -1 when unknown
+	cursor  int
+}
+
+// openPicker opens the picker on Control.Profiles, the cursor on the
+// profile the next launch would use (Control.Request's).
+func (m *Model) openPicker() {
+	names := m.ctl.Profiles()
+	if len(names) == 0 {
+		m.flash("no env profiles configured", toneWarn)
+		return
+	}
+	cur := m.ctl.Request().Profile
+	if cur == "" {
+		cur = "none"
+	}
+	p := &profilePicker{names: names, current: slices.Index(names, cur)}
+	p.cursor = max(p.current, 0)
+	m.picker, m.modal = p, modalProfile
+}
+
+// pickerKey handles a key while the picker is open.
+func (m *Model) pickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	p := m.picker
+	switch msg.String() {
+	case "esc", "ctrl+c", "q":
+		m.modal, m.picker = modalNone, nil
+		m.flash("profile unchanged", toneDim)
+	case "up", "k":
+		p.cursor = (p.cursor - 1 + len(p.names)) % len(p.names)
+	case "down", "j", "tab":
+		p.cursor = (p.cursor + 1) % len(p.names)
+	case "home", "g":
+		p.cursor = 0
+	case "end", "G":
+		p.cursor = len(p.names) - 1
+	case "enter":
+		m.modal, m.picker = modalNone, nil
+		name := p.names[p.cursor]
+		if err := m.ctl.SetProfile(name); err != nil {
+			m.flash("profile "+sanitizeString(name)+": "+errText(err), toneCrit)
+			return m, nil
+		}
+		m.srv.next = sanitizeString(name)
+		next := "L to launch"
+		if m.srv.running() {
+			next = "L to relaunch"
+		}
+		m.flash("profile "+m.srv.next+" for the next launch - "+next, toneOK)
+	}
+	return m, nil
+}
+
+// renderPicker is the picker's box content: a window of at most maxH
+// lines around the cursor.
+func (m *Model) renderPicker(iw, maxH int) []string {
+	st := &m.styles
+	p := m.picker
+	n := len(p.names)
+	rows := max(min(n, maxH), 1)
+	top := clamp(p.cursor-rows/2, 0, n-rows)
+	var out []string
+	for i := top; i < top+rows && i < n; i++ {
+		mark, name := "  ", sanitizeString(p.names[i])
+		if i == p.cursor {
+			mark = "> "
+		}
+		cur := "  "
+		if i == p.current {
+			cur = "* "
+		}
+		line := truncate(mark+cur+name, iw)
+		switch {
+		case i == p.cursor:
+			line = st.Accent.Render(line)
+		case i == p.current:
+			line = st.Title.Render(line)
+		}
+		if i == p.current && textWidth(mark+cur+name)+len("  (current)") <= iw {
+			line += st.Dim.Render("  (current)")
+		}
+		out = append(out, line)
+	}
+	return out
+}
