@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -19,18 +20,38 @@ import (
 
 // connectFlags are the options of `flightdeck connect`.
 type connectFlags struct {
-	log        string
-	repo       string
-	interval   time.Duration
+	ssh       sshFlags
+	log       string
+	repo      string
+	interval  time.Duration
+	nvidiaSMI string
+	server    string
+	noColor   bool
+}
+
+// sshFlags are the SSH options of every command that reaches a host.
+type sshFlags struct {
 	acceptNew  bool
 	sshConfig  string
 	identities []string
 	knownHosts []string
 	user       string
 	port       int
-	nvidiaSMI  string
-	server     string
-	noColor    bool
+}
+
+// addSSHFlags registers f's flags; the SSH port is -p/--port for connect
+// (like ssh -p) and --ssh-port where --port is the server's HTTP port.
+func addSSHFlags(fl *pflag.FlagSet, f *sshFlags, serverPort bool) {
+	fl.BoolVar(&f.acceptNew, "accept-new-host-key", false, "record the key of a host not yet in known_hosts (never a changed key)")
+	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "ssh config file to read instead of ~/.ssh/config")
+	fl.StringArrayVarP(&f.identities, "identity", "i", nil, "identity file (repeatable; replaces IdentityFile from the config)")
+	fl.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file (repeatable; replaces the configured ones)")
+	fl.StringVarP(&f.user, "user", "l", "", "user to log in as, unless the target names one")
+	if serverPort {
+		fl.IntVar(&f.port, "ssh-port", 0, "SSH port, unless the target names one")
+	} else {
+		fl.IntVarP(&f.port, "port", "p", 0, "SSH port, unless the target names one")
+	}
 }
 
 func newConnectCmd() *cobra.Command {
@@ -48,7 +69,13 @@ An unknown host key is refused with its SHA256 fingerprint: check it, then
 pass --accept-new-host-key to record it (like StrictHostKeyChecking=
 accept-new). A changed host key is always refused.
 
-Quitting the cockpit never stops the inference server.`,
+HOST may also name a [hosts.NAME] table of the configuration (flightdeck
+config init): its target, log directory, repository and launch defaults.
+Without --log the cockpit follows the log of the server flightdeck last
+launched on the host (its pidfile), and each new launch's log.
+
+Keys K (kill) and L (launch/relaunch with a preset and env profile) drive
+the server; quitting the cockpit never stops it.`,
 		Example: `  flightdeck connect gpu-box --log /data/logs/sglang.log
   flightdeck connect root@10.1.230.174:22 --log /data/logs/sglang.log --repo /root/sglang
   flightdeck connect local --log ./server.log --interval 500ms`,
@@ -66,12 +93,7 @@ Quitting the cockpit never stops the inference server.`,
 	fl.StringVar(&f.log, "log", "", "server log file on the host to follow")
 	fl.StringVar(&f.repo, "repo", "", "the server's git checkout on the host, to show HEAD")
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
-	fl.BoolVar(&f.acceptNew, "accept-new-host-key", false, "record the key of a host not yet in known_hosts (never a changed key)")
-	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "ssh config file to read instead of ~/.ssh/config")
-	fl.StringArrayVarP(&f.identities, "identity", "i", nil, "identity file (repeatable; replaces IdentityFile from the config)")
-	fl.StringArrayVar(&f.knownHosts, "known-hosts", nil, "known_hosts file (repeatable; replaces the configured ones)")
-	fl.StringVarP(&f.user, "user", "l", "", "user to log in as, unless the target names one")
-	fl.IntVarP(&f.port, "port", "p", 0, "SSH port, unless the target names one")
+	addSSHFlags(fl, &f.ssh, false)
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "nvidia-smi command on the host")
 	fl.StringVar(&f.server, "server", "", `server writing the log: "sglang" or "vllm" (default: inferred)`)
 	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
@@ -87,7 +109,17 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	default:
 		return fmt.Errorf(`--server %q: want "sglang" or "vllm"`, f.server)
 	}
-	host, err := openHost(ctx, target, f)
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	// HOST may name a [hosts.NAME] table of the config: its SSH target,
+	// log directory, repository and launch defaults.
+	hc := cfg.Host(target)
+	if f.repo == "" {
+		f.repo = hc.Repo
+	}
+	host, err := openHost(ctx, hc.Target, f.ssh)
 	if err != nil {
 		return err
 	}
@@ -96,23 +128,25 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	if err := needTerminal(); err != nil {
 		return err
 	}
-	cfg := sessions.LiveConfig{
+	ctl := &sessions.Control{Host: host, Config: cfg, Target: hc, GPUProgram: f.nvidiaSMI}
+	lc := sessions.LiveConfig{
 		Host:       host,
 		LogPath:    f.log,
 		RepoPath:   f.repo,
 		Interval:   f.interval,
 		Server:     f.server,
 		GPUProgram: f.nvidiaSMI,
+		Control:    ctl,
 	}
-	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor},
-		func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, cfg, sink) })
+	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl},
+		func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, lc, sink) })
 }
 
 // openHost returns the local host for "local", else dials target over SSH.
 // The first dial happens before the screen opens so that host-key and
 // authentication errors are printed plainly; later drops reconnect inside
 // the cockpit.
-func openHost(ctx context.Context, target string, f connectFlags) (remote.Host, error) {
+func openHost(ctx context.Context, target string, f sshFlags) (remote.Host, error) {
 	if target == "local" {
 		return remote.NewLocal(), nil
 	}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sim"
@@ -21,7 +24,7 @@ type demoFlags struct {
 	gpus       int
 	gpuCapture string
 	replayLog  string
-	noNCCL     bool
+	profile    string
 	eagle      bool
 	interval   time.Duration
 	dir        string
@@ -38,12 +41,18 @@ func newDemoCmd() *cobra.Command {
 for N H200-like GPUs, a fake SGLang server whose log and tok/s follow the
 reference numbers (62.5 tok/s untuned, 89 with the NCCL profile, x0.92 at the
 regressing commit), and a git checkout with that regression in its history —
-serves it through an SSH server on 127.0.0.1 with throwaway keys, and opens
-the cockpit on it through the same SSH client path as connect.
+serves it through an SSH server on 127.0.0.1 with throwaway keys, launches
+the simulated server with the "sim" preset (env profile --profile, default
+none) and opens the cockpit on it through the same SSH client path as
+connect.
+
+Try: L, choose the nccl-ll-ring profile, Enter, y — the server is killed,
+relaunched, goes ready, and the tok/s climbs from 62.5 to 89.
 
 Everything is removed when you quit.`,
 		Example: `  flightdeck demo
   flightdeck demo --gpus 64
+  flightdeck demo --profile nccl-ll-ring
   flightdeck demo --gpu-capture sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt
   flightdeck demo --replay-log server.log
   flightdeck demo --fault lost=6 --fault pcie=3 --fault thermal=4`,
@@ -56,7 +65,7 @@ Everything is removed when you quit.`,
 	fl.IntVar(&f.gpus, "gpus", 8, fmt.Sprintf("number of simulated GPUs (1-%d)", sim.MaxGPUs))
 	fl.StringVar(&f.gpuCapture, "gpu-capture", "", "replay the load-section --query-gpu CSV of a real nvidia-smi capture")
 	fl.StringVar(&f.replayLog, "replay-log", "", "make the simulated server replay a real log file")
-	fl.BoolVar(&f.noNCCL, "no-nccl-profile", false, "launch the simulated server without the NCCL profile (62.5 tok/s at the baseline commit, 57.5 at the regressing HEAD)")
+	fl.StringVar(&f.profile, "profile", "none", "env profile of the first launch (none: 62.5 tok/s; nccl-ll-ring: 89, the seeds' NCCL tuning)")
 	fl.BoolVar(&f.eagle, "eagle", false, "simulate EAGLE-3 2-step speculative decoding: accept length shown; 94 tok/s at the baseline commit, about 60 at the regressing HEAD (as in the seeds)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
 	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
@@ -96,17 +105,24 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	if f.replayLog != "" {
 		server = "" // a replayed log may be vLLM's: infer it
 	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if _, err := cfg.ResolveProfile(f.profile); err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	ctl := &lazyControl{cfg: cfg}
 	live := func(ctx context.Context, sink event.Sink) error {
 		// Building the host takes a moment on a busy laptop: say so on the
 		// screen, which is already open.
 		sink(event.Event{At: time.Now(), Data: remote.State{Host: label, Conn: remote.Connecting, Since: time.Now()}})
 		h, err := sim.Start(ctx, sim.Options{
-			Dir:         f.dir,
-			GPUs:        f.gpus,
-			GPUCapture:  f.gpuCapture,
-			ReplayLog:   f.replayLog,
-			NCCLProfile: !f.noNCCL,
-			Eagle:       f.eagle,
+			Dir:        f.dir,
+			GPUs:       f.gpus,
+			GPUCapture: f.gpuCapture,
+			ReplayLog:  f.replayLog,
+			Eagle:      f.eagle,
 		})
 		if err != nil {
 			return fmt.Errorf("start the simulated host: %w", err)
@@ -114,9 +130,6 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		defer h.Close()
 		if err := h.SetFaults(faults); err != nil {
 			return fmt.Errorf("inject faults: %w", err)
-		}
-		if err := h.StartServer(ctx, nil); err != nil {
-			return fmt.Errorf("start the simulated server: %w", err)
 		}
 		// The real SSH client path, pinned to the sim's throwaway key and
 		// known_hosts so that the user's ~/.ssh is neither read nor written.
@@ -130,15 +143,28 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			return fmt.Errorf("connect to the simulated host: %w", err)
 		}
 		defer host.Close()
-		return sessions.RunLive(ctx, sessions.LiveConfig{
+		c := &sessions.Control{Host: host, Config: cfg, Target: demoTarget(h, f), NoProcessMatch: true}
+		lv := sessions.NewLive(sessions.LiveConfig{
 			Host:     host,
-			LogPath:  h.LogPath,
 			RepoPath: h.RepoPath,
 			Interval: f.interval,
 			Server:   server,
+			Control:  c,
 		}, sink)
+		ctl.set(c)
+		// The first launch goes through the same path as the L key.
+		go func() {
+			plan, err := c.Plan(c.Request())
+			if err == nil {
+				_, err = c.Launch(ctx, plan)
+			}
+			if err != nil && ctx.Err() == nil {
+				sink(event.Event{At: time.Now(), Data: serverlog.Notice{Path: "launch", Class: serverlog.NoticeInaccessible, Text: "first launch failed: " + err.Error()}})
+			}
+		}()
+		return lv.Run(ctx)
 	}
-	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor}, live)
+	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl}, live)
 }
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",
@@ -175,4 +201,12 @@ func parseFaults(specs []string, gpus int) (sim.Faults, error) {
 		}
 	}
 	return fs, nil
+}
+
+// demoTarget is the simulated host as a configured host: the "sim" preset
+// serving the fake Kimi-K2.5 checkpoint on all GPUs, logs and pidfile in
+// the sim's logs/, launched from its git checkout.
+func demoTarget(h *sim.Host, f demoFlags) config.Host {
+	return config.Host{Name: "demo", Target: h.Target(), LogDir: filepath.Dir(h.LogPath), Repo: h.RepoPath,
+		Workdir: h.RepoPath, Preset: "sim", Profile: f.profile, Model: "/shared/kimi-k2.5-int4", TP: f.gpus, Port: h.ServerPort}
 }

@@ -75,7 +75,8 @@ Try it without a GPU:  flightdeck demo`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newConnectCmd(), newDemoCmd(), newParseCmd(), newVersionCmd())
+	root.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/flightdeck/config.toml)")
+	root.AddCommand(newConnectCmd(), newDemoCmd(), newServerCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
 	return root
 }
 

@@ -1,0 +1,521 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions"
+)
+
+// Exit statuses of the server commands, for scripts.
+const (
+	exitNoServer = 3   // status/kill: no server running
+	exitTimeout  = 124 // launch: not ready in --timeout (like timeout(1))
+)
+
+// serverFlags are the options shared by the server subcommands.
+type serverFlags struct {
+	ssh        sshFlags
+	nvidiaSMI  string
+	logDir     string
+	yes        bool
+	grace      time.Duration
+	gpuTimeout time.Duration
+}
+
+func (f *serverFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	addSSHFlags(fl, &f.ssh, true)
+	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "nvidia-smi command on the host")
+	fl.StringVar(&f.logDir, "log-dir", "", "directory on the host for per-launch logs and the pidfile (default: the host's log_dir in the config, else ~/.flightdeck/logs)")
+}
+
+func (f *serverFlags) addKill(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
+	fl.DurationVar(&f.grace, "grace", server.DefaultGrace, "time between SIGTERM and SIGKILL")
+	fl.DurationVar(&f.gpuTimeout, "gpu-timeout", 2*time.Minute, "how long to wait for the GPU memory to be freed")
+}
+
+// openControl loads the config, connects to alias and returns the host's
+// server control.
+func (f *serverFlags) openControl(ctx context.Context, alias string) (*sessions.Control, func(), error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	target := cfg.Host(alias)
+	if f.logDir != "" {
+		target.LogDir = f.logDir
+	}
+	host, err := openHost(ctx, target.Target, f.ssh)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &sessions.Control{Host: host, Config: cfg, Target: target, GPUProgram: f.nvidiaSMI, Grace: f.grace, GPUTimeout: f.gpuTimeout}
+	return c, func() { host.Close() }, nil
+}
+
+func newServerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Launch, kill, inspect the inference server on a host (what the cockpit's K and L keys do)",
+		Long: `server drives the inference server on HOST (an SSH target, an alias from
+~/.ssh/config or the flightdeck config, or "local"): launches are detached
+(setsid, a per-launch log, a pidfile) so they survive the SSH connection;
+kills take the whole process tree and wait for the GPU memory.
+
+Exit statuses: 0 success; 1 failure; 3 no server running (status, kill);
+124 launch not ready within --timeout.`,
+	}
+	cmd.AddCommand(newServerStatusCmd(), newServerLaunchCmd(), newServerKillCmd(), newServerLogsCmd())
+	return cmd
+}
+
+// statusJSON is `server status --json`.
+type statusJSON struct {
+	Running    bool              `json:"running"`
+	How        string            `json:"found_by,omitempty"`
+	PID        int               `json:"pid,omitempty"`
+	Healthy    bool              `json:"healthy"`
+	Health     string            `json:"health_endpoint,omitempty"`
+	Preset     string            `json:"preset,omitempty"`
+	Profile    string            `json:"profile,omitempty"`
+	Server     string            `json:"server,omitempty"`
+	Port       int               `json:"port,omitempty"`
+	Log        string            `json:"log,omitempty"`
+	Argv       []string          `json:"argv,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	LaunchedAt *time.Time        `json:"launched_at,omitempty"`
+	Exit       *int              `json:"exit_status,omitempty"`
+	Processes  []server.Proc     `json:"processes,omitempty"`
+}
+
+func newServerStatusCmd() *cobra.Command {
+	var f serverFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status HOST",
+		Short: "Show the server on HOST: found how, pid, health, launch (exit 3 when none runs)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, done, err := f.openControl(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			found, err := c.Find(ctx)
+			if err != nil {
+				return err
+			}
+			st := statusJSON{Running: found.Running, How: found.How, PID: found.ServerPID, Processes: found.Tree}
+			port := 0
+			if r := found.Record; r != nil {
+				l := r.Launch
+				st.Preset, st.Profile, st.Server, st.Port, st.Log, st.Argv, st.Env = l.Preset, l.Profile, l.Server, l.Port, l.LogPath, l.Argv, l.Env
+				at := l.At
+				st.LaunchedAt = &at
+				port = l.Port
+				if found.Exit >= 0 {
+					code := found.Exit
+					st.Exit = &code
+				}
+			}
+			if found.Running && found.How != server.ByPidfile {
+				st.Preset, st.Profile, st.Log, st.Argv, st.Env, st.LaunchedAt, st.Exit = "", "", "", nil, nil, nil, nil
+				port = c.Target.Port
+				if port == 0 {
+					if p, err := c.Config.Preset(c.Target.Preset); err == nil {
+						port = p.DefaultPort()
+					}
+				}
+			}
+			if found.Running && port > 0 {
+				if d, ok := c.Host.(remote.Dialer); ok {
+					hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					st.Health, err = server.Health(hctx, d, port)
+					cancel()
+					st.Healthy = err == nil
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(st); err != nil {
+					return err
+				}
+			} else {
+				printStatus(out, st, found)
+			}
+			if !found.Running {
+				return exitCode(exitNoServer)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatus(w io.Writer, st statusJSON, f server.Found) {
+	s := sanitize.String
+	switch {
+	case st.Running:
+		fmt.Fprintf(w, "running: %s pid %d (found by %s)", s(orDash(st.Server)), st.PID, st.How)
+		if st.Healthy {
+			fmt.Fprintf(w, ", healthy (%s)", st.Health)
+		} else {
+			fmt.Fprint(w, ", not answering HTTP health checks")
+		}
+		fmt.Fprintln(w)
+	case st.Exit != nil:
+		fmt.Fprintf(w, "not running: the last launch exited with status %d\n", *st.Exit)
+	default:
+		fmt.Fprintln(w, "not running")
+	}
+	if f.PidfileErr != nil {
+		fmt.Fprintln(w, "pidfile unreadable:", s(f.PidfileErr.Error()))
+	}
+	if st.LaunchedAt != nil {
+		fmt.Fprintf(w, "launch:  %s, preset %s, profile %s, port %d\n", st.LaunchedAt.Format(time.DateTime), s(orDash(st.Preset)), s(orDash(st.Profile)), st.Port)
+		if len(st.Env) > 0 {
+			fmt.Fprintln(w, "env:    ", s(server.EnvLine(st.Env)))
+		}
+		fmt.Fprintln(w, "command:", s((server.LaunchInfo{Argv: st.Argv}).CommandLine()))
+		fmt.Fprintln(w, "log:    ", s(st.Log))
+	}
+	for _, p := range st.Processes {
+		fmt.Fprintf(w, "  pid %d ppid %d pgid %d sid %d %s %s\n", p.PID, p.PPID, p.PGID, p.SID, p.State, s(p.Comm))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// confirm asks a yes/no question on the terminal; without a terminal it
+// refuses, naming the flag that skips it.
+func confirm(question string) error {
+	if !term.IsTerminal(os.Stdin.Fd()) {
+		return fmt.Errorf("%s — no terminal to confirm on: pass --yes", question)
+	}
+	fmt.Fprintf(os.Stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return errors.New("not confirmed")
+	}
+	return nil
+}
+
+func newServerKillCmd() *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   "kill HOST",
+		Short: "Kill the server's whole process tree and wait for its GPU memory",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, done, err := f.openControl(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			found, err := c.Find(ctx)
+			if err != nil {
+				return err
+			}
+			if !found.Running {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no server running on", c.Host.Name())
+				return exitCode(exitNoServer)
+			}
+			if !f.yes {
+				if err := confirm(fmt.Sprintf("Kill pid %d on %s (%d processes; SIGTERM, SIGKILL after %v)?", found.ServerPID, c.Host.Name(), len(found.Tree), f.grace)); err != nil {
+					return err
+				}
+			}
+			c.Publish = printKillSteps(cmd.ErrOrStderr())
+			if err := c.Kill(ctx); err != nil {
+				if errors.Is(err, server.ErrNoServer) {
+					return exitCode(exitNoServer)
+				}
+				return err
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	f.addKill(cmd)
+	return cmd
+}
+
+func printKillSteps(w io.Writer) event.Sink {
+	return func(e event.Event) {
+		if k, ok := e.Data.(server.KillStep); ok {
+			switch {
+			case k.Err != nil:
+				fmt.Fprintf(w, "kill: %s: %s\n", k.Step, sanitize.String(k.Err.Error()))
+			case k.Detail != "":
+				fmt.Fprintf(w, "kill: %s: %s\n", k.Step, sanitize.String(k.Detail))
+			default:
+				fmt.Fprintf(w, "kill: %s\n", k.Step)
+			}
+		}
+	}
+}
+
+func newServerLaunchCmd() *cobra.Command {
+	var f serverFlags
+	var req sessions.LaunchRequest
+	var noWait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "launch HOST",
+		Short: "Launch (or relaunch) the server with a preset and an env profile; wait until ready",
+		Long: `launch starts the inference server on HOST from a launch preset (a command
+template: sglang, sglang-eagle3, vllm, sim, or your own) with an env profile
+(none, nccl-ll-ring, nccl-debug, or your own), detached under setsid with
+its own log. A running server is killed first (asks unless --yes), and its
+GPU memory awaited. Then launch follows the new log until the server is
+ready (the ready line, then an HTTP health check), failed, or exited.
+
+Exit status: 0 ready; 1 failed, exited or could not launch; 124 not ready
+within --timeout. With --no-wait it returns once the process runs.`,
+		Example: `  flightdeck server launch gpu-box --preset sglang --profile nccl-ll-ring --model /models/Kimi-K2.5 --tp 8
+  flightdeck server launch local --preset sim --profile nccl-ll-ring --port 31000 --yes
+  flightdeck server launch gpu-box --extra '--mem-fraction-static 0.85 --enable-metrics'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, done, err := f.openControl(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runServerLaunch(ctx, cmd, c, f, req, noWait, timeout)
+		},
+	}
+	f.add(cmd)
+	f.addKill(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&req.Preset, "preset", "", "launch preset (default: the host's, else sglang)")
+	fl.StringVar(&req.Profile, "profile", "", "env profile (default: the host's, else none)")
+	fl.StringVar(&req.Model, "model", "", "{model} of the preset (default: the host's)")
+	fl.IntVar(&req.TP, "tp", 0, "{tp}: tensor-parallel size (default: the host's)")
+	fl.IntVar(&req.Port, "port", 0, "{port}: the server's HTTP port (default: the host's, else 30000 for SGLang, 8000 for vLLM)")
+	fl.StringVar(&req.Extra, "extra", "", "extra flags appended to the command, quoted like a shell command line")
+	fl.BoolVar(&noWait, "no-wait", false, "return once the server process runs, without waiting for ready")
+	fl.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for ready")
+	return cmd
+}
+
+func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Control, f serverFlags, req sessions.LaunchRequest, noWait bool, timeout time.Duration) error {
+	errw := cmd.ErrOrStderr()
+	def := c.Request()
+	if req.Preset == "" {
+		req.Preset = def.Preset
+	}
+	if req.Profile == "" {
+		req.Profile = def.Profile
+	}
+	if req.Model == "" {
+		req.Model = def.Model
+	}
+	if req.TP == 0 {
+		req.TP = def.TP
+	}
+	if req.Port == 0 {
+		req.Port = def.Port
+	}
+	found, err := c.Find(ctx) // also remembers the last launch for the env diff
+	if err != nil {
+		return err
+	}
+	plan, err := c.Plan(req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(errw, "command:", sanitize.String(plan.CommandLine))
+	for _, d := range plan.EnvDiff {
+		fmt.Fprintln(errw, "env:    ", sanitize.String(envChangeText(d)))
+	}
+	if found.Running {
+		if !f.yes {
+			if err := confirm(fmt.Sprintf("Relaunch: kill pid %d on %s, wait for its GPU memory, then launch?", found.ServerPID, c.Host.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	c.Publish = printKillSteps(errw)
+	rec, err := c.Launch(ctx, plan)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errw, "launched: pid %d, log %s\n", rec.PID, sanitize.String(rec.Launch.LogPath))
+	if noWait {
+		return nil
+	}
+	return waitReady(ctx, c, rec, timeout, errw)
+}
+
+func envChangeText(d sessions.EnvChange) string {
+	switch {
+	case d.Added:
+		return "+ " + d.Name + "=" + d.New
+	case d.Removed:
+		return "- " + d.Name + "=" + d.Old
+	}
+	return "~ " + d.Name + " " + d.Old + " -> " + d.New
+}
+
+// waitReady follows the launch's log and the server until it is ready,
+// failed or gone, printing each change of phase.
+func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, timeout time.Duration, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	final := make(chan server.Status, 1)
+	var last server.Status
+	sink := func(e event.Event) {
+		switch p := e.Data.(type) {
+		case server.Status:
+			if p.Phase != last.Phase || p.Stage != last.Stage {
+				line := string(p.Phase)
+				if p.Stage != "" {
+					line += ": " + p.Stage
+				}
+				if !rec.Launch.At.IsZero() {
+					line = fmt.Sprintf("%6.1fs  %s", time.Since(rec.Launch.At).Seconds(), line)
+				}
+				fmt.Fprintln(w, sanitize.String(line))
+			}
+			last = p
+			switch p.Phase {
+			case server.PhaseReady, server.PhaseFailed, server.PhaseExited, server.PhaseKilled:
+				select {
+				case final <- p:
+				default:
+				}
+			}
+		case serverlog.Failure:
+			fmt.Fprintln(w, "log:", sanitize.String(p.Text))
+		}
+	}
+	live := sessions.NewLive(sessions.LiveConfig{Host: c.Host, Control: c, NoGPU: true, Server: rec.Launch.Server}, sink)
+	// The launch already happened: tell the tracker, follow its log.
+	live.Sink(event.Event{At: rec.Launch.At, Data: server.Launched{Record: rec}})
+	live.FollowLog(rec.Launch.LogPath)
+	runErr := make(chan error, 1)
+	go func() { runErr <- live.Run(ctx) }()
+	select {
+	case st := <-final:
+		cancel()
+		<-runErr
+		switch st.Phase {
+		case server.PhaseReady:
+			fmt.Fprintf(w, "ready in %.1fs (health %s)\n", st.ReadyAfter.Seconds(), st.Health)
+			return nil
+		case server.PhaseFailed:
+			fmt.Fprintf(w, "failed: %s: %s\n", st.Class, sanitize.String(st.Text))
+			fmt.Fprintf(w, "(the process may still hold the GPUs: flightdeck server kill %s)\n", c.Target.Name)
+		case server.PhaseExited:
+			if st.Exit >= 0 {
+				fmt.Fprintf(w, "exited with status %d before it was ready; see %s\n", st.Exit, sanitize.String(rec.Launch.LogPath))
+			} else {
+				fmt.Fprintf(w, "the server process is gone before it was ready; see %s\n", sanitize.String(rec.Launch.LogPath))
+			}
+		}
+		return exitCode(1)
+	case err := <-runErr:
+		if ctx.Err() == context.DeadlineExceeded {
+			fmt.Fprintf(w, "not ready after %v (last: %s %s)\n", timeout, last.Phase, sanitize.String(last.Stage))
+			return exitCode(exitTimeout)
+		}
+		if err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
+}
+
+func newServerLogsCmd() *cobra.Command {
+	var f serverFlags
+	var follow bool
+	var lines int
+	cmd := &cobra.Command{
+		Use:   "logs HOST",
+		Short: "Print the current server's log (from its pidfile), sanitised; -f follows it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, done, err := f.openControl(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			found, err := c.Find(ctx)
+			if err != nil {
+				return err
+			}
+			if found.Record == nil {
+				return fmt.Errorf("no launch recorded on %s (no pidfile in %s): flightdeck only knows the logs of servers it launched", c.Host.Name(), c.Target.LogDir)
+			}
+			path := found.Record.Launch.LogPath
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			tailCmd, err := remote.Command("tail", "-n", strconv.Itoa(lines), "--", path)
+			if err != nil {
+				return err
+			}
+			if !follow {
+				res, err := c.Host.Run(ctx, tailCmd, nil)
+				if err != nil {
+					return fmt.Errorf("read %s: %w", path, err)
+				}
+				for _, l := range strings.SplitAfter(string(res.Stdout), "\n") {
+					if l != "" {
+						out.WriteString(sanitize.String(strings.TrimSuffix(l, "\n")) + "\n")
+					}
+				}
+				return nil
+			}
+			fol := serverlog.NewFollower(c.Host, path, func(e event.Event) {
+				if ls, ok := e.Data.(serverlog.Lines); ok {
+					for _, l := range ls.Lines {
+						out.WriteString(sanitize.Line(l.Text) + "\n")
+					}
+					out.Flush()
+				}
+			}, serverlog.FollowOptions{Backlog: int64(lines) * 200})
+			err = fol.Run(ctx)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines until interrupted")
+	cmd.Flags().IntVarP(&lines, "lines", "n", 50, "lines of the end of the log to print")
+	return cmd
+}
