@@ -41,7 +41,7 @@ type EnvChange struct {
 type Plan struct {
 	Request     LaunchRequest
 	Spec        server.Spec
-	CommandLine string      // "env NCCL_PROTO=LL … python3 -m sglang.launch_server …", quoted as a shell would need
+	CommandLine string      // "env NCCL_PROTO=LL … python3 -m sglang.launch_server …", quoted as a shell would need; secret values redacted
 	EnvDiff     []EnvChange // against the last launch (nil when there was none)
 	Replaces    int         // pid of the running server the launch kills first; 0 when none
 }
@@ -123,7 +123,7 @@ func (c *Control) Request() LaunchRequest {
 	case c.last != nil && c.last.Preset != "":
 		r = LaunchRequest{Preset: c.last.Preset, Profile: c.last.Profile, Port: c.last.Port, Model: c.Target.Model, TP: c.Target.TP}
 	default:
-		r = LaunchRequest{Preset: c.Target.Preset, Profile: c.Target.Profile, Model: c.Target.Model, TP: c.Target.TP, Port: c.Target.Port}
+		r = c.defaults()
 	}
 	if c.profile != "" {
 		r.Profile = c.profile
@@ -132,6 +132,22 @@ func (c *Control) Request() LaunchRequest {
 		r.TP = c.GPUCount()
 	}
 	return r
+}
+
+// Defaults is the request the host's configuration alone gives (what the
+// CLI's launch starts from: scripts get the same launch every time).
+func (c *Control) Defaults() LaunchRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.defaults()
+	if r.TP == 0 && c.GPUCount != nil {
+		r.TP = c.GPUCount()
+	}
+	return r
+}
+
+func (c *Control) defaults() LaunchRequest {
+	return LaunchRequest{Preset: c.Target.Preset, Profile: c.Target.Profile, Model: c.Target.Model, TP: c.Target.TP, Port: c.Target.Port}
 }
 
 // Plan resolves req against the configuration: preset and profile exist,
@@ -186,12 +202,10 @@ func (c *Control) Plan(req LaunchRequest) (Plan, error) {
 	if err := p.Spec.Validate(); err != nil {
 		return p, err
 	}
-	words := argv
+	// Shown on screens and in logs: secret-looking values redacted.
+	p.CommandLine = server.LaunchInfo{Argv: argv}.CommandLine()
 	if len(env) > 0 {
-		words = append([]string{"env"}, server.EnvLine(env))
-		p.CommandLine = strings.Join(words, " ") + " " + (server.LaunchInfo{Argv: argv}).CommandLine()
-	} else {
-		p.CommandLine = (server.LaunchInfo{Argv: words}).CommandLine()
+		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
 	}
 	c.mu.Lock()
 	if c.last != nil {

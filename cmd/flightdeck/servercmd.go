@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -332,7 +333,7 @@ within --timeout. With --no-wait it returns once the process runs.`,
 
 func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Control, f serverFlags, req sessions.LaunchRequest, noWait bool, timeout time.Duration) error {
 	errw := cmd.ErrOrStderr()
-	def := c.Request()
+	def := c.Defaults()
 	if req.Preset == "" {
 		req.Preset = def.Preset
 	}
@@ -395,8 +396,13 @@ func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, time
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	final := make(chan server.Status, 1)
-	var last server.Status
+	var (
+		mu   sync.Mutex
+		last server.Status
+	)
 	sink := func(e event.Event) {
+		mu.Lock()
+		defer mu.Unlock()
 		switch p := e.Data.(type) {
 		case server.Status:
 			if p.Phase != last.Phase || p.Stage != last.Stage {
@@ -429,6 +435,24 @@ func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, time
 	go func() { runErr <- live.Run(ctx) }()
 	select {
 	case st := <-final:
+		if st.Phase == server.PhaseFailed {
+			// A traceback's cause follows its first line: let the rest of
+			// it arrive, and report the primary class.
+			settle := time.NewTimer(1500 * time.Millisecond)
+		wait:
+			for {
+				select {
+				case st = <-final:
+				case <-settle.C:
+					break wait
+				case <-ctx.Done():
+					break wait
+				}
+			}
+			mu.Lock()
+			st = last
+			mu.Unlock()
+		}
 		cancel()
 		<-runErr
 		switch st.Phase {
@@ -448,7 +472,9 @@ func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, time
 		return exitCode(1)
 	case err := <-runErr:
 		if ctx.Err() == context.DeadlineExceeded {
+			mu.Lock()
 			fmt.Fprintf(w, "not ready after %v (last: %s %s)\n", timeout, last.Phase, sanitize.String(last.Stage))
+			mu.Unlock()
 			return exitCode(exitTimeout)
 		}
 		if err != nil {

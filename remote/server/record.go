@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -100,16 +99,15 @@ func displayLine(words []string) string {
 	return b.String()
 }
 
-// EnvLine renders env as sorted NAME=value words, quoted for a shell.
+// EnvLine renders env as sorted NAME=value words, each value quoted for a
+// shell where it needs it (NCCL_PROTO=LL, HF_HOME='/data/hf cache').
 func EnvLine(env map[string]string) string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
+	var b strings.Builder
+	for i, k := range sortedKeys(env) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k + "=" + displayWord(env[k]))
 	}
-	slices.Sort(keys)
-	words := make([]string, len(keys))
-	for i, k := range keys {
-		words[i] = k + "=" + env[k]
-	}
-	return displayLine(words)
+	return b.String()
 }

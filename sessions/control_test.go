@@ -1,0 +1,98 @@
+package sessions
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+func TestControlPlan(t *testing.T) {
+	cfg, err := config.Parse("config.toml", []byte(`
+[profiles.secret]
+extends = "nccl-ll-ring"
+env = { HF_TOKEN = "hf_abc", NCCL_NTHREADS = "256" }
+unset = ["NCCL_BUFFSIZE"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Control{Config: cfg, Target: config.Host{Preset: "sglang", Profile: "none", Model: "/models/Kimi K2.5", TP: 8, LogDir: "/data/logs"}}
+	req := c.Request()
+	if req.Preset != "sglang" || req.Profile != "none" || req.TP != 8 {
+		t.Fatalf("request from the host config: %+v", req)
+	}
+	req.Profile, req.Extra = "secret", `--served-model-name "kimi k2.5" --chat-template '$(id)'`
+	p, err := c.Plan(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgv := []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/Kimi K2.5", "--tp-size", "8", "--port", "30000",
+		"--host", "127.0.0.1", "--trust-remote-code", "--served-model-name", "kimi k2.5", "--chat-template", "$(id)"}
+	if !slices.Equal(p.Spec.Argv, wantArgv) {
+		t.Errorf("argv %q\nwant %q", p.Spec.Argv, wantArgv)
+	}
+	if p.Spec.Env["HF_TOKEN"] != "hf_abc" || p.Spec.Env["NCCL_NTHREADS"] != "256" || p.Spec.Env["NCCL_BUFFSIZE"] != "" || p.Spec.Env["NCCL_PROTO"] != "LL" {
+		t.Errorf("env %v", p.Spec.Env)
+	}
+	if strings.Contains(p.CommandLine, "hf_abc") || !strings.Contains(p.CommandLine, "HF_TOKEN='<redacted>'") ||
+		!strings.Contains(p.CommandLine, "'/models/Kimi K2.5'") || !strings.Contains(p.CommandLine, "'$(id)'") {
+		t.Errorf("command line %q", p.CommandLine)
+	}
+	if p.EnvDiff != nil {
+		t.Errorf("diff without a last launch: %v", p.EnvDiff)
+	}
+	// Against the last launch (as found in the host's pidfile).
+	c.Remember(server.LaunchInfo{Preset: "sglang", Profile: "nccl-debug", Env: map[string]string{"NCCL_DEBUG": "INFO", "NCCL_NTHREADS": "512"}, At: time.Now()})
+	p, _ = c.Plan(req)
+	var diff []string
+	for _, d := range p.EnvDiff {
+		diff = append(diff, d.Name)
+		switch d.Name {
+		case "NCCL_DEBUG":
+			if !d.Removed {
+				t.Errorf("NCCL_DEBUG: %+v, want removed", d)
+			}
+		case "NCCL_NTHREADS":
+			if d.Old != "512" || d.New != "256" || d.Added || d.Removed {
+				t.Errorf("NCCL_NTHREADS: %+v", d)
+			}
+		case "HF_TOKEN":
+			if !d.Added || d.New != "<redacted>" {
+				t.Errorf("HF_TOKEN: %+v, want added and redacted", d)
+			}
+		}
+	}
+	if want := []string{"HF_TOKEN", "NCCL_ALGO", "NCCL_DEBUG", "NCCL_MAX_NCHANNELS", "NCCL_NTHREADS", "NCCL_P2P_LEVEL", "NCCL_PROTO"}; !slices.Equal(diff, want) {
+		t.Errorf("diff %v, want %v", diff, want)
+	}
+	// The form starts from the last launch; p picks the next profile.
+	if err := c.SetProfile("nccl-ll-ring"); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Request(); r.Preset != "sglang" || r.Profile != "nccl-ll-ring" {
+		t.Errorf("request after p: %+v", r)
+	}
+	if err := c.SetProfile("nope"); err == nil {
+		t.Error("unknown profile accepted")
+	}
+
+	for _, tc := range []struct {
+		req  LaunchRequest
+		want string
+	}{
+		{LaunchRequest{Preset: "sglang-fp9", Profile: "none"}, "sglang-fp9"},
+		{LaunchRequest{Preset: "sglang", Profile: "nccl-fast"}, "nccl-fast"},
+		{LaunchRequest{Preset: "sglang", Profile: "none", TP: 8}, "placeholder {model} has no value"},
+		{LaunchRequest{Preset: "sglang", Profile: "none", Model: "m", TP: 8, Extra: "--x; rm -rf /"}, "extra flags"},
+		{LaunchRequest{Preset: "sglang", Profile: "none", Model: "m", TP: 8, Port: 70000}, "port 70000"},
+		{LaunchRequest{Preset: "sglang", Profile: "none", Model: "m\nx", TP: 8}, "newline"},
+	} {
+		if _, err := c.Plan(tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Plan(%+v) = %v, want an error naming %q", tc.req, err, tc.want)
+		}
+	}
+}
