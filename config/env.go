@@ -1,17 +1,16 @@
 package config
 
 import (
-	"fmt"
 	"maps"
 	"slices"
-	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 // ValidateEnv checks environment variables before they are passed to a
-// process: every name must match [A-Z_][A-Z0-9_]* and no value may contain a
-// newline, a carriage return or a NUL byte (they would break the env(1)
-// argument or the pidfile line the variables travel in, and NUL cannot be in
-// an environment at all). It returns nil, or an errors.Join of one *Error per
+// process, by the rules a launch applies (remote.CheckEnvName and
+// remote.CheckEnvValue): every name must match [A-Z_][A-Z0-9_]*; no value
+// may contain a newline, carriage return, NUL or other control character. It returns nil, or an errors.Join of one *Error per
 // bad variable (Key is the variable's name), sorted by name.
 func ValidateEnv(env map[string]string) error {
 	var errs []*Error
@@ -19,37 +18,27 @@ func ValidateEnv(env map[string]string) error {
 		if msg := checkEnvName(name); msg != "" {
 			errs = append(errs, &Error{Key: name, Msg: msg})
 		}
-		if msg := checkEnvValue(env[name]); msg != "" {
+		if msg := checkEnvValue(name, env[name]); msg != "" {
 			errs = append(errs, &Error{Key: name, Msg: msg})
 		}
 	}
 	return joinSorted(errs)
 }
 
-// checkEnvName returns why name is not a valid variable name, or "".
+// checkEnvName returns why name is not a valid variable name, or "" (the
+// rule of remote.CheckEnvName, the one a launch applies).
 func checkEnvName(name string) string {
-	if name == "" {
-		return "empty environment variable name"
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9' {
-			continue
-		}
-		return fmt.Sprintf("invalid environment variable name %q: names are upper-case letters, digits and _, not starting with a digit", name)
+	if err := remote.CheckEnvName(name); err != nil {
+		return err.Error()
 	}
 	return ""
 }
 
-// checkEnvValue returns why value cannot be an environment value, or "".
-func checkEnvValue(value string) string {
-	switch {
-	case strings.ContainsRune(value, '\n'):
-		return "value contains a newline"
-	case strings.ContainsRune(value, '\r'):
-		return "value contains a carriage return"
-	case strings.ContainsRune(value, 0):
-		return "value contains a NUL byte"
+// checkEnvValue returns why value cannot be an environment value, or ""
+// (remote.CheckEnvValue's rule).
+func checkEnvValue(name, value string) string {
+	if err := remote.CheckEnvValue(name, value); err != nil {
+		return err.Error()
 	}
 	return ""
 }

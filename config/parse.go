@@ -283,7 +283,7 @@ func (p *parser) checkProfile(pr Profile) {
 		if msg := checkEnvName(k); msg != "" {
 			p.errorf(key, "%s", msg)
 		}
-		if msg := checkEnvValue(pr.Env[k]); msg != "" {
+		if msg := checkEnvValue(k, pr.Env[k]); msg != "" {
 			p.errorf(key, "%s", msg)
 		}
 	}

@@ -293,7 +293,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown server", "[presets.p]\ncommand = \"run\"\nserver = \"trtllm\"\n", 3, 0, "presets.p.server", `unknown server "trtllm"`},
 		{"env name lower case", "[profiles.p]\nenv = { NCCL_X = \"1\",\n  nccl_proto = \"LL\" }\n", 3, 0, "profiles.p.env.nccl_proto", `invalid environment variable name "nccl_proto"`},
 		{"env name digit", "[profiles.p]\n[profiles.p.env]\nOK = \"1\"\n1X = \"1\"\n", 4, 0, "profiles.p.env.1X", `invalid environment variable name "1X"`},
-		{"env value newline", "[profiles.p]\nenv.A = \"x\\ny\"\n", 2, 0, "profiles.p.env.A", "value contains a newline"},
+		{"env value newline", "[profiles.p]\nenv.A = \"x\\ny\"\n", 2, 0, "profiles.p.env.A", "value of A contains a newline"},
 		{"env value NUL", "[profiles.p]\nenv.A = \"x\\u0000y\"\n", 2, 0, "profiles.p.env.A", "NUL"},
 		{"env value CR", "[profiles.p]\nenv.A = \"x\\ry\"\n", 2, 0, "profiles.p.env.A", "carriage return"},
 		{"env value float", "[profiles.p]\nenv.A = 1.5\n", 2, 0, "profiles.p.env.A", "expected a string, got a float"},
@@ -352,7 +352,7 @@ command = "run {what} $(evil)"
 		`c.toml:2: defaults.preset: unknown preset "nope" (known: sglang, sglang-eagle3, sim, vllm, x)`,
 		`c.toml:5: hosts.a.profile: unknown profile "nope" (known: nccl-debug, nccl-ll-ring, none, p, q)`,
 		`c.toml:7:1: hosts.a.prot: unknown key "prot" (did you mean "port"?)`,
-		`c.toml:10: profiles.p.env.bad_name: invalid environment variable name "bad_name": names are upper-case letters, digits and _, not starting with a digit`,
+		`c.toml:10: profiles.p.env.bad_name: invalid environment variable name "bad_name": names are upper-case letters, digits and _ (like NCCL_PROTO), not starting with a digit`,
 		`c.toml:11: profiles.p.extends: extends cycle: p → q → p`,
 		`c.toml:17: presets.x.command: column 12: "$(" needs a shell, but the command is an argv, not a shell script (put it in single quotes to pass it literally)`,
 	}
@@ -379,9 +379,9 @@ func TestValidateEnv(t *testing.T) {
 		{map[string]string{"1X": "1"}, `1X: invalid environment variable name "1X"`},
 		{map[string]string{"A-B": "1"}, `invalid environment variable name "A-B"`},
 		{map[string]string{"": "1"}, "empty environment variable name"},
-		{map[string]string{"A": "x\ny"}, "A: value contains a newline"},
-		{map[string]string{"A": "x\ry"}, "A: value contains a carriage return"},
-		{map[string]string{"A": "x\x00y"}, "A: value contains a NUL byte"},
+		{map[string]string{"A": "x\ny"}, "A: value of A contains a newline"},
+		{map[string]string{"A": "x\ry"}, "A: value of A contains a carriage return"},
+		{map[string]string{"A": "x\x00y"}, "A: value of A contains a NUL byte"},
 	}
 	for _, tt := range tests {
 		err := ValidateEnv(tt.env)

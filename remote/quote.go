@@ -79,13 +79,53 @@ func EnvAssignment(name, value string) (string, error) {
 
 var serverEnvName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
-// ValidateEnv checks variables meant for a server's environment: names must
-// match [A-Z_][A-Z0-9_]* (upper case, like NCCL_PROTO), and values must be
-// single-line text a POSIX shell can carry literally — no newline, carriage
-// return or NUL (named in the error), no other control character, valid
-// UTF-8. Values may contain spaces, quotes, $, backticks and the like: they
-// are quoted, never interpreted. It returns the first problem in name order,
-// naming the variable but never echoing its value (it may be a secret).
+// CheckEnvName reports whether name can name a variable of a server's
+// environment: [A-Z_][A-Z0-9_]* (upper case, like NCCL_PROTO). The error
+// is an *EnvNameError, which matches ErrBadEnvName with errors.Is.
+func CheckEnvName(name string) error {
+	if !serverEnvName.MatchString(name) {
+		return &EnvNameError{Name: name}
+	}
+	return nil
+}
+
+// EnvNameError is a variable name CheckEnvName refuses.
+type EnvNameError struct{ Name string }
+
+func (e *EnvNameError) Error() string {
+	if e.Name == "" {
+		return "empty environment variable name"
+	}
+	return fmt.Sprintf("invalid environment variable name %q: names are upper-case letters, digits and _ (like NCCL_PROTO), not starting with a digit", e.Name)
+}
+
+// Is makes errors.Is(err, ErrBadEnvName) hold.
+func (e *EnvNameError) Is(target error) bool { return target == ErrBadEnvName }
+
+// CheckEnvValue reports whether value, the value of variable name, is
+// single-line text a POSIX shell can carry literally: no newline, carriage
+// return or NUL (each named in the error), no other control character,
+// valid UTF-8. Spaces, quotes, $, backticks and the like are fine: they are
+// quoted, never interpreted. The error names the variable but never echoes
+// the value (it may be a secret).
+func CheckEnvValue(name, value string) error {
+	switch {
+	case strings.ContainsRune(value, '\n'):
+		return fmt.Errorf("value of %s contains a newline: environment values must be one line", name)
+	case strings.ContainsRune(value, '\r'):
+		return fmt.Errorf("value of %s contains a carriage return: environment values must be one line", name)
+	case strings.ContainsRune(value, 0):
+		return fmt.Errorf("value of %s contains a NUL byte, which no environment can carry", name)
+	}
+	if _, err := Quote(value); err != nil {
+		return fmt.Errorf("value of %s: control characters and invalid UTF-8 are not allowed: %w", name, err)
+	}
+	return nil
+}
+
+// ValidateEnv checks variables meant for a server's environment with
+// CheckEnvName and CheckEnvValue and returns the first problem in name
+// order.
 func ValidateEnv(env map[string]string) error {
 	names := make([]string, 0, len(env))
 	for k := range env {
@@ -93,20 +133,11 @@ func ValidateEnv(env map[string]string) error {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		if !serverEnvName.MatchString(k) {
-			return fmt.Errorf("%w %q: names are upper-case letters, digits and _ (like NCCL_PROTO), not starting with a digit", ErrBadEnvName, k)
+		if err := CheckEnvName(k); err != nil {
+			return err
 		}
-		v := env[k]
-		switch {
-		case strings.ContainsRune(v, '\n'):
-			return fmt.Errorf("value of %s contains a newline: environment values must be one line", k)
-		case strings.ContainsRune(v, '\r'):
-			return fmt.Errorf("value of %s contains a carriage return: environment values must be one line", k)
-		case strings.ContainsRune(v, 0):
-			return fmt.Errorf("value of %s contains a NUL byte, which no environment can carry", k)
-		}
-		if _, err := Quote(v); err != nil {
-			return fmt.Errorf("value of %s: control characters and invalid UTF-8 are not allowed: %w", k, err)
+		if err := CheckEnvValue(k, env[k]); err != nil {
+			return err
 		}
 	}
 	return nil

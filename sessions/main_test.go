@@ -4,17 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/internal/simtest"
 )
 
+// TestMain lets the simulated host re-execute this test binary as its
+// nvidia-smi, inference server and workers.
 func TestMain(m *testing.M) {
-	// The simulated host re-executes this test binary as its nvidia-smi and
-	// inference server.
-	sim.RunRoleFromEnv()
-	if os.Getenv("GORACE") == "" {
-		// Every re-executed fake nvidia-smi would otherwise sleep 1 s at exit
-		// under the race detector.
-		os.Setenv("GORACE", "atexit_sleep_ms=0")
-	}
+	simtest.Setup()
 	os.Exit(m.Run())
 }

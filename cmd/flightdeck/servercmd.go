@@ -73,6 +73,20 @@ func (f *serverFlags) openControl(ctx context.Context, alias string) (*sessions.
 	return c, func() { host.Close() }, nil
 }
 
+// openFound is openControl plus a first look for the server.
+func (f *serverFlags) openFound(ctx context.Context, alias string) (*sessions.Control, server.Found, func(), error) {
+	c, done, err := f.openControl(ctx, alias)
+	if err != nil {
+		return nil, server.Found{}, nil, err
+	}
+	found, err := c.Find(ctx)
+	if err != nil {
+		done()
+		return nil, found, nil, err
+	}
+	return c, found, done, nil
+}
+
 func newServerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -117,15 +131,11 @@ func newServerStatusCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, done, err := f.openControl(ctx, args[0])
+			c, found, done, err := f.openFound(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer done()
-			found, err := c.Find(ctx)
-			if err != nil {
-				return err
-			}
 			st := statusJSON{Running: found.Running, How: found.How, PID: found.ServerPID, Processes: found.Tree}
 			port := 0
 			if r := found.Record; r != nil {
@@ -238,15 +248,11 @@ func newServerKillCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, done, err := f.openControl(ctx, args[0])
+			c, found, done, err := f.openFound(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer done()
-			found, err := c.Find(ctx)
-			if err != nil {
-				return err
-			}
 			if !found.Running {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no server running on", c.Host.Name())
 				return exitCode(exitNoServer)
@@ -494,15 +500,11 @@ func newServerLogsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, done, err := f.openControl(ctx, args[0])
+			c, found, done, err := f.openFound(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer done()
-			found, err := c.Find(ctx)
-			if err != nil {
-				return err
-			}
 			if found.Record == nil {
 				return fmt.Errorf("no launch recorded on %s (no pidfile in %s): flightdeck only knows the logs of servers it launched", c.Host.Name(), c.Target.LogDir)
 			}

@@ -209,17 +209,9 @@ func appHeader(line []byte) ([]string, bool) {
 	for more := true; more; {
 		var c []byte
 		c, rest, more = nextCell(rest)
-		name := c
-		if i := bytes.Index(c, []byte(" [")); i > 0 && c[len(c)-1] == ']' {
-			name = c[:i]
-		}
-		if len(name) == 0 || !(name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z') {
+		name, ok := headerCellName(c)
+		if !ok {
 			return nil, false
-		}
-		for _, b := range name {
-			if !isNameByte(b) {
-				return nil, false
-			}
 		}
 		if _, ok := appFieldNames[string(name)]; ok {
 			known = true

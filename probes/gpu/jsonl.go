@@ -301,20 +301,9 @@ func headerShape(line []byte) ([]string, lineShape) {
 	for more := true; more; {
 		var c []byte
 		c, rest, more = nextCell(rest)
-		name := c
-		if i := bytes.Index(c, []byte(" [")); i > 0 && c[len(c)-1] == ']' {
-			name = c[:i]
-			if unit := c[i+2 : len(c)-1]; len(unit) == 0 || bytes.ContainsAny(unit, "[]") {
-				return nil, shapeRow
-			}
-		}
-		if len(name) == 0 || !(name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z') {
+		name, ok := headerCellName(c)
+		if !ok {
 			return nil, shapeRow
-		}
-		for _, b := range name {
-			if !isNameByte(b) {
-				return nil, shapeRow
-			}
 		}
 		if _, ok := specByName[string(name)]; ok {
 			known = true
@@ -517,4 +506,27 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// headerCellName reads one cell of a CSV header: a field name (letters,
+// digits, '.', '_', starting with a letter), optionally followed by a unit
+// in brackets ("memory.used [MiB]"). It returns the name, or false when the
+// cell cannot be a header cell.
+func headerCellName(c []byte) ([]byte, bool) {
+	name := c
+	if i := bytes.Index(c, []byte(" [")); i > 0 && c[len(c)-1] == ']' {
+		name = c[:i]
+		if unit := c[i+2 : len(c)-1]; len(unit) == 0 || bytes.ContainsAny(unit, "[]") {
+			return nil, false
+		}
+	}
+	if len(name) == 0 || !(name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z') {
+		return nil, false
+	}
+	for _, b := range name {
+		if !isNameByte(b) {
+			return nil, false
+		}
+	}
+	return name, true
 }
