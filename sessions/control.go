@@ -244,8 +244,8 @@ func (c *Control) dialer() remote.Dialer {
 	return d
 }
 
-// defaultPort is the configured port, else the configured preset's.
-func (c *Control) defaultPort() int {
+// DefaultPort is the host's configured server port, else its preset's (30000 for SGLang, 8000 for vLLM): where Find looks for a server by port.
+func (c *Control) DefaultPort() int {
 	if c.Target.Port != 0 {
 		return c.Target.Port
 	}
@@ -262,7 +262,7 @@ func (c *Control) Find(ctx context.Context) (server.Found, error) {
 	if c.NoProcessMatch {
 		match = ""
 	}
-	f, err := server.Find(ctx, c.Host, c.Target.LogDir, c.defaultPort(), match)
+	f, err := server.Find(ctx, c.Host, c.Target.LogDir, c.DefaultPort(), match)
 	if err == nil && f.Record != nil {
 		c.Remember(f.Record.Launch)
 	}

@@ -324,7 +324,7 @@ func (l *Live) monitor(ctx context.Context) {
 		need, starting, port := l.tracker.NeedsHealth(), l.tracker.Starting(), l.tracker.Status().Port
 		l.mu.Unlock()
 		if port == 0 {
-			port = c.defaultPort()
+			port = c.DefaultPort()
 		}
 		if need && d != nil && port > 0 {
 			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -151,12 +151,7 @@ func newServerStatusCmd() *cobra.Command {
 			}
 			if found.Running && found.How != server.ByPidfile {
 				st.Preset, st.Profile, st.Log, st.Argv, st.Env, st.LaunchedAt, st.Exit = "", "", "", nil, nil, nil, nil
-				port = c.Target.Port
-				if port == 0 {
-					if p, err := c.Config.Preset(c.Target.Preset); err == nil {
-						port = p.DefaultPort()
-					}
-				}
+				port = c.DefaultPort()
 			}
 			if found.Running && port > 0 {
 				if d, ok := c.Host.(remote.Dialer); ok {
