@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -70,6 +71,19 @@ func (f *serverFlags) openControl(ctx context.Context, alias string) (*sessions.
 		return nil, nil, err
 	}
 	c := &sessions.Control{Host: host, Config: cfg, Target: target, GPUProgram: f.nvidiaSMI, Grace: f.grace, GPUTimeout: f.gpuTimeout}
+	// The default {tp}: every GPU of the host, as nvidia-smi counts them.
+	var gpus int
+	var once sync.Once
+	c.GPUCount = func() int {
+		once.Do(func() {
+			qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if g, err := gpu.QueryGPUMemory(qctx, host, f.nvidiaSMI); err == nil {
+				gpus = len(g)
+			}
+		})
+		return gpus
+	}
 	return c, func() { host.Close() }, nil
 }
 
@@ -305,7 +319,7 @@ ready (the ready line, then an HTTP health check), failed, or exited.
 Exit status: 0 ready; 1 failed, exited or could not launch; 124 not ready
 within --timeout. With --no-wait it returns once the process runs.`,
 		Example: `  flightdeck server launch gpu-box --preset sglang --profile nccl-ll-ring --model /models/Kimi-K2.5 --tp 8
-  flightdeck server launch local --preset sim --profile nccl-ll-ring --port 31000 --yes
+  flightdeck server launch local --preset sim --model /shared/kimi-k2.5-int4 --tp 8 --port 31000 --profile nccl-ll-ring
   flightdeck server launch gpu-box --extra '--mem-fraction-static 0.85 --enable-metrics'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -324,7 +338,7 @@ within --timeout. With --no-wait it returns once the process runs.`,
 	fl.StringVar(&req.Preset, "preset", "", "launch preset (default: the host's, else sglang)")
 	fl.StringVar(&req.Profile, "profile", "", "env profile (default: the host's, else none)")
 	fl.StringVar(&req.Model, "model", "", "{model} of the preset (default: the host's)")
-	fl.IntVar(&req.TP, "tp", 0, "{tp}: tensor-parallel size (default: the host's)")
+	fl.IntVar(&req.TP, "tp", 0, "{tp}: tensor-parallel size (default: the host's, else every GPU nvidia-smi lists)")
 	fl.IntVar(&req.Port, "port", 0, "{port}: the server's HTTP port (default: the host's, else 30000 for SGLang, 8000 for vLLM)")
 	fl.StringVar(&req.Extra, "extra", "", "extra flags appended to the command, quoted like a shell command line")
 	fl.BoolVar(&noWait, "no-wait", false, "return once the server process runs, without waiting for ready")

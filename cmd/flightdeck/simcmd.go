@@ -25,7 +25,8 @@ numbers: 62.5 tok/s, 89 with the NCCL profile in its environment.
 It accepts SGLang's launch flags (--model-path, --tp-size, --port, --host,
 …) and simulation flags such as --startup-delay, --seed, --no-auto-load,
 --sim-fail oom|crash-after-ready. Use it with the "sim" launch preset:
-  flightdeck server launch local --preset sim --profile nccl-ll-ring`,
+  flightdeck server launch local --preset sim --model m --tp 8 --port 31000 --profile nccl-ll-ring
+(with flightdeck on the PATH of the host's shell).`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if code := sim.RunServer(cmd.Context(), args, os.Stdout, os.Stderr); code != 0 {
