@@ -55,9 +55,12 @@ type Defaults struct {
 	Preset  string // launch preset name
 	Profile string // environment profile name
 	Model   string // "" when not configured
-	TP      int    // tensor-parallel size; 0: the caller decides (e.g. the number of GPUs)
-	Port    int    // 0: DefaultPort of the preset's server kind
-	LogDir  string // on the GPU host: per-launch logs and the pidfile; may start with "~/"
+	// DraftModel fills {draft_model}: the EAGLE draft model of the
+	// sglang-eagle3 preset; "" when not configured.
+	DraftModel string
+	TP         int    // tensor-parallel size; 0: the caller decides (e.g. the number of GPUs)
+	Port       int    // 0: DefaultPort of the preset's server kind
+	LogDir     string // on the GPU host: per-launch logs and the pidfile; may start with "~/"
 }
 
 // Host is one [hosts.NAME] table. Empty strings and zero numbers mean "not
@@ -71,10 +74,12 @@ type Host struct {
 	Preset  string
 	Profile string
 	Model   string
-	TP      int
-	Port    int
-	File    string // the file it came from; "" when synthesised
-	Line    int    // line of its table in File; 0 when synthesised
+	// DraftModel fills {draft_model} (EAGLE draft model).
+	DraftModel string
+	TP         int
+	Port       int
+	File       string // the file it came from; "" when synthesised
+	Line       int    // line of its table in File; 0 when synthesised
 }
 
 // Profile is a named set of environment variables for the server process.
@@ -178,6 +183,9 @@ func (c *Config) Host(alias string) Host {
 	}
 	if h.Model == "" {
 		h.Model = c.Defaults.Model
+	}
+	if h.DraftModel == "" {
+		h.DraftModel = c.Defaults.DraftModel
 	}
 	if h.TP == 0 {
 		h.TP = c.Defaults.TP

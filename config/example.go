@@ -13,6 +13,7 @@ const Example = `# flightdeck configuration.
 preset  = "sglang"              # launch preset: built-in sglang, sglang-eagle3, vllm, sim, or one of [presets.*]
 profile = "none"                # environment profile: built-in none, nccl-ll-ring, nccl-debug, or one of [profiles.*]
 # model = "/models/Kimi-K2.5"   # fills {model}
+# draft_model = "/models/Kimi-K2.5-eagle3"   # fills {draft_model} (the sglang-eagle3 preset)
 # tp    = 8                     # fills {tp}; 0 or absent: the number of GPUs on the host
 # port  = 30000                 # fills {port}; absent: 30000 for sglang servers, 8000 for vllm
 log_dir = "~/.flightdeck/logs"  # on the GPU host: per-launch logs and the pidfile

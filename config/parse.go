@@ -26,6 +26,7 @@ type (
 		Preset  string `toml:"preset"`
 		Profile string `toml:"profile"`
 		Model   string `toml:"model"`
+		Draft   string `toml:"draft_model"`
 		TP      int    `toml:"tp"`
 		Port    int    `toml:"port"`
 		LogDir  string `toml:"log_dir"`
@@ -38,6 +39,7 @@ type (
 		Preset  string `toml:"preset"`
 		Profile string `toml:"profile"`
 		Model   string `toml:"model"`
+		Draft   string `toml:"draft_model"`
 		TP      int    `toml:"tp"`
 		Port    int    `toml:"port"`
 	}
@@ -155,12 +157,12 @@ func (p *parser) build(f *fileConfig) {
 	if f.Defaults.LogDir != "" {
 		d.LogDir = f.Defaults.LogDir
 	}
-	d.Model, d.TP, d.Port = f.Defaults.Model, f.Defaults.TP, f.Defaults.Port
+	d.Model, d.DraftModel, d.TP, d.Port = f.Defaults.Model, f.Defaults.Draft, f.Defaults.TP, f.Defaults.Port
 
 	for name, h := range f.Hosts {
 		p.c.Hosts[name] = Host{
 			Name: name, Target: h.Target, LogDir: h.LogDir, Repo: h.Repo, Workdir: h.Workdir,
-			Preset: h.Preset, Profile: h.Profile, Model: h.Model, TP: h.TP, Port: h.Port,
+			Preset: h.Preset, Profile: h.Profile, Model: h.Model, DraftModel: h.Draft, TP: h.TP, Port: h.Port,
 			File: p.name, Line: p.idx.line("hosts", name),
 		}
 	}

@@ -84,9 +84,9 @@ func (p Preset) Render(vals map[string]string, extra []string) ([]string, error)
 func valueHint(name string) string {
 	flag := "--" + strings.ReplaceAll(name, "_", "-")
 	switch name {
-	case "model", "tp", "port":
-		return fmt.Sprintf(" (set %s in [defaults] or the host, or pass %s)", name, flag)
-	case "host", "draft_model":
+	case "model", "tp", "port", "draft_model":
+		return fmt.Sprintf(" (set %s in [defaults] or the host, or pass %s; in the cockpit's launch form: %s)", name, flag, formField(name))
+	case "host":
 		return fmt.Sprintf(" (pass %s)", flag)
 	}
 	return ""
@@ -156,4 +156,12 @@ func checkTemplate(s string) string {
 		}
 	}
 	return ""
+}
+
+// formField names the cockpit launch form's field for a placeholder.
+func formField(name string) string {
+	if name == "draft_model" {
+		return "draft"
+	}
+	return name
 }

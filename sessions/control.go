@@ -24,6 +24,7 @@ type LaunchRequest struct {
 	Preset  string
 	Profile string
 	Model   string
+	Draft   string // {draft_model}: the EAGLE draft model (sglang-eagle3)
 	TP      int    // tensor-parallel size
 	Port    int    // HTTP port
 	Extra   string // extra flags, split like a shell command line (quotes allowed, no expansions)
@@ -42,7 +43,7 @@ type Plan struct {
 	Request     LaunchRequest
 	Spec        server.Spec
 	CommandLine string      // "env NCCL_PROTO=LL … python3 -m sglang.launch_server …", quoted as a shell would need; secret values redacted
-	EnvDiff     []EnvChange // against the last launch (nil when there was none)
+	EnvDiff     []EnvChange // against the last launch: nil when there was none, empty when the same
 	Replaces    int         // pid of the running server the launch kills first; 0 when none
 }
 
@@ -121,7 +122,7 @@ func (c *Control) Request() LaunchRequest {
 	case c.lastReq != nil:
 		r = *c.lastReq
 	case c.last != nil && c.last.Preset != "":
-		r = LaunchRequest{Preset: c.last.Preset, Profile: c.last.Profile, Port: c.last.Port, Model: c.Target.Model, TP: c.Target.TP}
+		r = LaunchRequest{Preset: c.last.Preset, Profile: c.last.Profile, Port: c.last.Port, Model: c.Target.Model, Draft: c.Target.DraftModel, TP: c.Target.TP}
 	default:
 		r = c.defaults()
 	}
@@ -147,7 +148,7 @@ func (c *Control) Defaults() LaunchRequest {
 }
 
 func (c *Control) defaults() LaunchRequest {
-	return LaunchRequest{Preset: c.Target.Preset, Profile: c.Target.Profile, Model: c.Target.Model, TP: c.Target.TP, Port: c.Target.Port}
+	return LaunchRequest{Preset: c.Target.Preset, Profile: c.Target.Profile, Model: c.Target.Model, Draft: c.Target.DraftModel, TP: c.Target.TP, Port: c.Target.Port}
 }
 
 // Plan resolves req against the configuration: preset and profile exist,
@@ -188,7 +189,7 @@ func (c *Control) Plan(req LaunchRequest) (Plan, error) {
 	if req.TP < 0 {
 		return p, fmt.Errorf("tp %d must be positive", req.TP)
 	}
-	vals := map[string]string{"model": req.Model, "port": strconv.Itoa(port), "host": "127.0.0.1"}
+	vals := map[string]string{"model": req.Model, "draft_model": req.Draft, "port": strconv.Itoa(port), "host": "127.0.0.1"}
 	if req.TP > 0 {
 		vals["tp"] = strconv.Itoa(req.TP)
 	}
@@ -209,7 +210,8 @@ func (c *Control) Plan(req LaunchRequest) (Plan, error) {
 	}
 	c.mu.Lock()
 	if c.last != nil {
-		p.EnvDiff = DiffEnv(c.last.Env, server.Redact(env))
+		// Non-nil when there was a last launch, even if nothing changed.
+		p.EnvDiff = append([]EnvChange{}, DiffEnv(c.last.Env, server.Redact(env))...)
 	}
 	c.mu.Unlock()
 	return p, nil

@@ -80,10 +80,18 @@ unset = ["NCCL_BUFFSIZE"]
 		t.Error("unknown profile accepted")
 	}
 
+	eagle, err := c.Plan(LaunchRequest{Preset: "sglang-eagle3", Profile: "none", Model: "m", Draft: "/models/eagle3 draft", TP: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.Index(eagle.Spec.Argv, "--speculative-draft-model-path"); i < 0 || eagle.Spec.Argv[i+1] != "/models/eagle3 draft" {
+		t.Errorf("eagle3 argv %q", eagle.Spec.Argv)
+	}
 	for _, tc := range []struct {
 		req  LaunchRequest
 		want string
 	}{
+		{LaunchRequest{Preset: "sglang-eagle3", Profile: "none", Model: "m", TP: 8}, "placeholder {draft_model} has no value"},
 		{LaunchRequest{Preset: "sglang-fp9", Profile: "none"}, "sglang-fp9"},
 		{LaunchRequest{Preset: "sglang", Profile: "nccl-fast"}, "nccl-fast"},
 		{LaunchRequest{Preset: "sglang", Profile: "none", TP: 8}, "placeholder {model} has no value"},

@@ -142,6 +142,8 @@ func (t *ServerTracker) observe(f server.Found, at time.Time) {
 			if r := f.Record; r != nil && f.How == server.ByPidfile {
 				l := r.Launch
 				t.st.Server, t.st.Preset, t.st.Profile, t.st.LogPath, t.st.Port = l.Server, l.Preset, l.Profile, l.LogPath, l.Port
+			} else if f.Port > 0 {
+				t.st.Port = f.Port // what it listens on, or its --port
 			}
 			t.readyLine, t.killing = false, false
 		}

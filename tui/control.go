@@ -81,12 +81,16 @@ func (c *serverControl) setStatus(s server.Status) {
 
 // running reports whether a server process runs, by the latest status.
 func (c *serverControl) running() bool {
-	if !c.hasSt || c.st.PID <= 0 {
+	if !c.hasSt {
 		return false
 	}
 	switch c.st.Phase {
-	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning, server.PhaseFailed:
+	case server.PhaseLaunching, server.PhaseLoading:
+		// Just launched: its pid is known a moment later, but a bad
+		// launch must be killable at once.
 		return true
+	case server.PhaseReady, server.PhaseRunning, server.PhaseFailed:
+		return c.st.PID > 0
 	}
 	return false
 }

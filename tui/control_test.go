@@ -166,12 +166,29 @@ func run(cmd tea.Cmd) []tea.Msg {
 	}
 }
 
+// TestKillJustLaunched: a launch whose pid is not known yet can be killed
+// at once (a bad launch is exactly what one wants to abort).
+func TestKillJustLaunched(t *testing.T) {
+	m, f := controlled(80, 24, &server.Status{Phase: server.PhaseLaunching, Server: "sglang", Since: t0, Exit: -1})
+	press(m, "K")
+	if m.modal == modalNone {
+		t.Fatalf("K while launching opened no confirmation; status %q", m.Status())
+	}
+	if got := boxText(m); !strings.HasPrefix(got, "Kill sglang? SIGTERM") {
+		t.Errorf("confirmation %q", got)
+	}
+	run(press(m, "y"))
+	if _, _, kills := f.counts(); kills != 1 {
+		t.Errorf("kills %d, want 1", kills)
+	}
+}
+
 func TestKillWithoutServerSaysSo(t *testing.T) {
 	for name, st := range map[string]*server.Status{
-		"no status":  nil,
-		"phase none": {Phase: server.PhaseNone, Since: t0, Exit: -1},
-		"exited":     {Phase: server.PhaseExited, Server: "sglang", Exit: 1, Since: t0},
-		"no pid yet": {Phase: server.PhaseLaunching, Server: "sglang", Since: t0, Exit: -1},
+		"no status":    nil,
+		"phase none":   {Phase: server.PhaseNone, Since: t0, Exit: -1},
+		"exited":       {Phase: server.PhaseExited, Server: "sglang", Exit: 1, Since: t0},
+		"failed, gone": {Phase: server.PhaseFailed, Server: "sglang", Class: "oom", Exit: 1, Since: t0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m, f := controlled(80, 24, st)
@@ -743,7 +760,7 @@ func TestOverlaysFit(t *testing.T) {
 func TestServerGolden(t *testing.T) {
 	form := func(w, h int) *Model {
 		m, _ := controlled(w, h, ptr(readyStatus()))
-		press(m, "L", "down", "left", "down", "down", "down", "down")
+		press(m, "L", "down", "left", "down", "down", "down", "down", "down")
 		typeText(m, "--mem-fraction-static 0.85")
 		return m
 	}

@@ -17,13 +17,14 @@ const (
 	fieldPreset = iota
 	fieldProfile
 	fieldModel
+	fieldDraft
 	fieldTP
 	fieldPort
 	fieldExtra
 	numFields
 )
 
-var fieldLabels = [numFields]string{"preset", "profile", "model", "tp", "port", "extra"}
+var fieldLabels = [numFields]string{"preset", "profile", "model", "draft", "tp", "port", "extra"}
 
 // launchForm is the L overlay: preset and profile chosen with left/right,
 // model, tp, port and extra flags typed; below them the plan of what would
@@ -63,7 +64,7 @@ func (m *Model) openLaunch() {
 		profile = "none"
 	}
 	f.profiles, f.profile = choices(ctl.Profiles(), profile)
-	vals := [numFields]string{fieldModel: req.Model, fieldExtra: req.Extra}
+	vals := [numFields]string{fieldModel: req.Model, fieldDraft: req.Draft, fieldExtra: req.Extra}
 	if req.TP > 0 {
 		vals[fieldTP] = strconv.Itoa(req.TP)
 	}
@@ -72,6 +73,7 @@ func (m *Model) openLaunch() {
 	}
 	placeholders := [numFields]string{
 		fieldModel: "model path or name",
+		fieldDraft: "EAGLE draft model (sglang-eagle3)",
 		fieldTP:    "default",
 		fieldPort:  "the preset's default",
 		fieldExtra: "more server flags, e.g. --mem-fraction-static 0.85",
@@ -100,6 +102,7 @@ func (f *launchForm) request() (sessions.LaunchRequest, string) {
 		r.Profile = f.profiles[f.profile]
 	}
 	r.Model = strings.TrimSpace(f.inputs[fieldModel].Value())
+	r.Draft = strings.TrimSpace(f.inputs[fieldDraft].Value())
 	r.Extra = f.inputs[fieldExtra].Value()
 	for _, n := range []struct {
 		field int

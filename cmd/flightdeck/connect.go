@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/tui"
@@ -128,7 +129,7 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	if err := needTerminal(); err != nil {
 		return err
 	}
-	ctl := &sessions.Control{Host: host, Config: cfg, Target: hc, GPUProgram: f.nvidiaSMI}
+	ctl := &sessions.Control{Host: host, Config: cfg, Target: hc, GPUProgram: f.nvidiaSMI, GPUCount: gpusSeen.count}
 	lc := sessions.LiveConfig{
 		Host:       host,
 		LogPath:    f.log,
@@ -215,8 +216,11 @@ func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Con
 	// (fingerprints, the known_hosts line) is printed when it closes.
 	var lastConn atomic.Pointer[remote.State]
 	publish := func(e event.Event) {
-		if st, ok := e.Data.(remote.State); ok {
-			lastConn.Store(&st)
+		switch p := e.Data.(type) {
+		case remote.State:
+			lastConn.Store(&p)
+		case gpu.Sample:
+			gpusSeen.n.Store(int64(len(p.GPUs)))
 		}
 		stream.Publish(e)
 	}
@@ -246,3 +250,11 @@ func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Con
 	}
 	return nil
 }
+
+// gpusSeen is how many GPUs the last sample had: the launch form's default
+// {tp} (every GPU of the host), read from Update, so never blocking.
+var gpusSeen gpuCounter
+
+type gpuCounter struct{ n atomic.Int64 }
+
+func (g *gpuCounter) count() int { return int(g.n.Load()) }

@@ -143,7 +143,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			return fmt.Errorf("connect to the simulated host: %w", err)
 		}
 		defer host.Close()
-		c := &sessions.Control{Host: host, Config: cfg, Target: demoTarget(h, f), NoProcessMatch: true}
+		c := &sessions.Control{Host: host, Config: cfg, Target: demoTarget(h, f), NoProcessMatch: true, GPUCount: gpusSeen.count}
 		lv := sessions.NewLive(sessions.LiveConfig{
 			Host:     host,
 			RepoPath: h.RepoPath,

@@ -164,8 +164,13 @@ func newServerStatusCmd() *cobra.Command {
 				}
 			}
 			if found.Running && found.How != server.ByPidfile {
-				st.Preset, st.Profile, st.Log, st.Argv, st.Env, st.LaunchedAt, st.Exit = "", "", "", nil, nil, nil, nil
+				// Adopted: the pidfile, if any, is an older launch's.
+				st.Preset, st.Profile, st.Server, st.Log, st.Argv, st.Env, st.LaunchedAt, st.Exit = "", "", "", "", nil, nil, nil, nil
 				port = c.DefaultPort()
+				if p := found.Port; p > 0 {
+					port = p
+				}
+				st.Port = port
 			}
 			if found.Running && port > 0 {
 				if d, ok := c.Host.(remote.Dialer); ok {
@@ -338,6 +343,7 @@ within --timeout. With --no-wait it returns once the process runs.`,
 	fl.StringVar(&req.Preset, "preset", "", "launch preset (default: the host's, else sglang)")
 	fl.StringVar(&req.Profile, "profile", "", "env profile (default: the host's, else none)")
 	fl.StringVar(&req.Model, "model", "", "{model} of the preset (default: the host's)")
+	fl.StringVar(&req.Draft, "draft-model", "", "{draft_model}: the EAGLE draft model of the sglang-eagle3 preset (default: the host's)")
 	fl.IntVar(&req.TP, "tp", 0, "{tp}: tensor-parallel size (default: the host's, else every GPU nvidia-smi lists)")
 	fl.IntVar(&req.Port, "port", 0, "{port}: the server's HTTP port (default: the host's, else 30000 for SGLang, 8000 for vLLM)")
 	fl.StringVar(&req.Extra, "extra", "", "extra flags appended to the command, quoted like a shell command line")
@@ -357,6 +363,9 @@ func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Contro
 	}
 	if req.Model == "" {
 		req.Model = def.Model
+	}
+	if req.Draft == "" {
+		req.Draft = def.Draft
 	}
 	if req.TP == 0 {
 		req.TP = def.TP
@@ -388,7 +397,7 @@ func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Contro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(errw, "launched: pid %d, log %s\n", rec.PID, sanitize.String(rec.Launch.LogPath))
+	fmt.Fprintf(errw, "launched: log %s\n", sanitize.String(rec.Launch.LogPath))
 	if noWait {
 		return nil
 	}

@@ -22,13 +22,35 @@ with gen throughput) to stdout and serves /health, /v1/models and
 OpenAI-style completions on --host/--port. Its speed follows the reference
 numbers: 62.5 tok/s, 89 with the NCCL profile in its environment.
 
-It accepts SGLang's launch flags (--model-path, --tp-size, --port, --host,
-…) and simulation flags such as --startup-delay, --seed, --no-auto-load,
---sim-fail oom|crash-after-ready. Use it with the "sim" launch preset:
+It accepts SGLang's launch flags (--model-path, --tp-size, --dp-size, --port,
+--host, --speculative-algorithm EAGLE3, …; others are accepted and ignored)
+and these of its own:
+  --sim-dir DIR            a simulated host's directory (GPU state for its
+                           nvidia-smi, its repo for the regression)
+  --repo DIR               the checkout whose HEAD sets the speed (x0.92 at the
+                           regressing commit)
+  --startup-delay DUR      start-up time (default 2.5s)
+  --time-scale X           run every simulated duration X times faster
+  --seed N                 reproducible noise
+  --no-auto-load           decode only for HTTP requests
+  --replay-log FILE        replay a real log instead of generating one
+  --eagle                  EAGLE-3 speculative decoding (accept length)
+  --sim-fail oom|nccl|crash-after-ready[=SECONDS]
+                           fail like the real server does
+  --sim-workers N          N worker processes holding GPU memory; with
+                           --sim-stubborn-worker (one ignores SIGTERM),
+                           --sim-setsid-worker (one leaves the session),
+                           --sim-orphan-workers (not signalled on exit)
+Use it with the "sim" launch preset:
   flightdeck server launch local --preset sim --model m --tp 8 --port 31000 --profile nccl-ll-ring
 (with flightdeck on the PATH of the host's shell).`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "-h" || a == "--help" {
+					return cmd.Help()
+				}
+			}
 			if code := sim.RunServer(cmd.Context(), args, os.Stdout, os.Stderr); code != 0 {
 				return exitCode(code)
 			}

@@ -16,10 +16,13 @@ import (
 
 // Proc is one process of a server's tree, from /proc/PID/stat.
 type Proc struct {
-	PID, PPID, PGID, SID int
-	State                string // "R", "S", "D", …; never "Z" (zombies are left out)
-	StartTime            uint64 // clock ticks since boot
-	Comm                 string // the kernel's 15-byte name, unsafe bytes replaced by "?"
+	PID       int    `json:"pid"`
+	PPID      int    `json:"ppid"`
+	PGID      int    `json:"pgid"`
+	SID       int    `json:"sid"`
+	State     string `json:"state"`      // "R", "S", "D", …; never "Z" (zombies are left out)
+	StartTime uint64 `json:"start_time"` // clock ticks since boot
+	Comm      string `json:"comm"`       // the kernel's 15-byte name, unsafe bytes replaced by "?"
 }
 
 // Target is what Kill acts on: a root process and, when the root leads
@@ -62,6 +65,10 @@ type Found struct {
 	// Others lists further candidate server roots when the port or process
 	// match found more than one; Target is the first.
 	Others []Proc
+	// Port is the server's HTTP port when Find learned it: the port it
+	// listens on (ByPort), or its --port argument (ByProcess); 0 otherwise
+	// (ByPidfile: see Record.Launch.Port).
+	Port int
 }
 
 // Find looks for the inference server on h: first the pidfile in logDir
@@ -94,7 +101,11 @@ func Find(ctx context.Context, h remote.Host, logDir string, port int, match str
 		}
 		return f, fmt.Errorf("find the server on %s: %w", h.Name(), err)
 	}
-	return parseFind(res.Stdout), nil
+	f = parseFind(res.Stdout)
+	if f.How == ByPort {
+		f.Port = port
+	}
+	return f, nil
 }
 
 // parseFind interprets findScript's output.
@@ -104,6 +115,7 @@ func parseFind(out []byte) Found {
 		listen, match []int
 		procs         = map[int]Proc{}
 		self          = map[int]bool{} // the script and its ancestors
+		cmdlines      = map[int][]string{}
 		script        int
 		exitPID       = -1
 		exitCode      = -1
@@ -142,6 +154,11 @@ func parseFind(out []byte) Found {
 		case "proc":
 			if p, ok := parseProc(rest); ok {
 				procs[p.PID] = p
+			}
+		case "cmdline":
+			p, args, _ := strings.Cut(rest, " ")
+			if pid, err := strconv.Atoi(p); err == nil {
+				cmdlines[pid] = strings.Split(strings.TrimSuffix(args, "\x1f"), "\x1f")
 			}
 		case "script":
 			script, _ = strconv.Atoi(rest)
@@ -212,6 +229,9 @@ func parseFind(out []byte) Found {
 	f.Target = Target{PID: root.PID, StartTime: root.StartTime, PGID: leads(root.PGID, root.PID), SID: leads(root.SID, root.PID)}
 	f.Tree = []Proc{root}
 	f.Others = slices.Clone(roots[1:])
+	if f.How == ByProcess {
+		f.Port = portArg(cmdlines[root.PID])
+	}
 	return f
 }
 
@@ -257,4 +277,21 @@ func isShell(comm string) bool {
 		return true
 	}
 	return false
+}
+
+// portArg is the value of a --port flag in a server's arguments
+// ("--port 30000" or "--port=30000"), 0 when there is none.
+func portArg(args []string) int {
+	for i, a := range args {
+		v, ok := strings.CutPrefix(a, "--port=")
+		if !ok && a == "--port" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if ok {
+			if p, err := strconv.Atoi(v); err == nil && p > 0 && p <= 65535 {
+				return p
+			}
+		}
+	}
+	return 0
 }

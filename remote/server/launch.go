@@ -78,7 +78,9 @@ func (s Spec) Validate() error {
 // Launch starts s on h detached from the SSH connection: setsid, stdin from
 // /dev/null, stdout and stderr appended to a new per-launch log
 // <logdir>/<preset>-<YYYYMMDD-HHMMSS>.log, the environment passed as
-// quoted "env NAME=VALUE" words (never SSH Setenv). A wrapper shell (the
+// quoted NAME=VALUE words that the launch script exports (never SSH
+// Setenv; never on the long-lived wrapper's command line, where ps would
+// show a secret). A wrapper shell (the
 // session leader) writes the pidfile <logdir>/flightdeck-server.json — pid,
 // pgid, sid, start time and the launch — runs the server as its child and
 // records its exit status in <logdir>/flightdeck-server.exit.
@@ -110,11 +112,11 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 		name = "server"
 	}
 	stamp := s.At.Format("20060102-150405")
-	argv := s.Argv
-	if len(s.Env) > 0 {
-		argv = append([]string{"env"}, envWords(s.Env)...)
-		argv = append(argv, s.Argv...)
-	}
+	// The variables go to the launch script, which exports them before it
+	// detaches the server: they reach the server's environment but not the
+	// command line of the long-lived wrapper, where ps would show a token
+	// to every user of the host.
+	env := envWords(s.Env)
 	for try := 0; ; try++ {
 		base := name + "-" + stamp
 		if try > 0 {
@@ -127,7 +129,8 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 		if err != nil {
 			return Record{}, err
 		}
-		args := append([]string{"-s", "--", workdir, l.LogPath, path.Join(logDir, PidfileName), l.ExitPath, string(js)}, argv...)
+		args := []string{"-s", "--", workdir, l.LogPath, path.Join(logDir, PidfileName), l.ExitPath, string(js), strconv.Itoa(len(env))}
+		args = append(append(args, env...), s.Argv...)
 		cmd, err := remote.Command("sh", args...)
 		if err != nil {
 			return Record{}, fmt.Errorf("launch: %w", err)

@@ -56,13 +56,16 @@ tree() {
 `
 
 // launchScript starts the server detached and prints the pidfile.
-// Usage: sh -s -- WORKDIR LOG PIDFILE EXITFILE LAUNCHJSON ARGV…
+// Usage: sh -s -- WORKDIR LOG PIDFILE EXITFILE LAUNCHJSON N NAME=VALUE… ARGV…
+// (N variables, exported with `export "$1"`, which assigns the word
+// literally: no expansion, no evaluation).
 // Exit 3: the host cannot run it (no setsid, no working directory);
 // 4: LOG exists already; 5: a server from PIDFILE is still running
 // (stdout says "running PID"); 6: the wrapper never wrote the pidfile.
 const launchScript = `set -u
-workdir=$1 log=$2 pidf=$3 exitf=$4 launch=$5
-shift 5
+workdir=$1 log=$2 pidf=$3 exitf=$4 launch=$5 nenv=$6
+shift 6
+while [ "$nenv" -gt 0 ]; do export "$1"; shift; nenv=$((nenv - 1)); done
 command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is not installed on the host: cannot detach the server" >&2; exit 3; }
 [ -d "$workdir" ] || { echo "working directory $workdir does not exist on the host" >&2; exit 3; }
 if [ -s "$pidf" ]; then
@@ -105,7 +108,8 @@ cat "$pidf"
 // exist; "tree …" lines (as procTree prints them) for the pidfile's
 // server; "listen PID" for the process listening on TCP PORT (0 skips);
 // "match PID" for each process whose NUL-separated command line matches
-// the extended regular expression PATTERN ("" skips); "proc …" lines for
+// the extended regular expression PATTERN ("" skips), each followed by
+// "cmdline PID ARGS" (arguments separated by 0x1f); "proc …" lines for
 // every listen and match PID; "script PID", this script's shell (its
 // children, like grep, hold PATTERN in their command lines), and "self PID"
 // for it and each of its ancestors (so may theirs).
@@ -128,6 +132,9 @@ fi
 if [ -n "$pat" ]; then
   for p in $(grep -a -l -E -e "$pat" /proc/[0-9]*/cmdline 2>/dev/null | sed 's|^/proc/\([0-9]*\)/cmdline$|\1|'); do
     echo "match $p"
+    printf 'cmdline %s ' "$p"
+    head -c 4096 "/proc/$p/cmdline" 2>/dev/null | tr '\000\n' '\037 '
+    echo
     want="$want $p"
   done
 fi

@@ -396,11 +396,12 @@ func TestKillStaleTargetSignalsNothing(t *testing.T) {
 
 func TestParseFindIgnoresGarbage(t *testing.T) {
 	f := parseFind([]byte("pidfile {not json\nexit x y\ntree 1 2\nlisten abc\nproc 5 1 5 5 S 99 sglang\nmatch 5\n" +
+		"cmdline 5 python3\x1f-m\x1fsglang.launch_server\x1f--port\x1f31000\x1f\n" +
 		"proc 8 1 8 8 S 99 bash\nmatch 8\nproc 10 9 9 9 S 99 grep\nmatch 10\nscript 9\nself 9\nself 3\nproc 3 1 3 3 S 9 python3\nmatch 3\n"))
 	if f.Record != nil || f.PidfileErr == nil {
 		t.Errorf("bad pidfile: %+v", f)
 	}
-	if !f.Running || f.How != ByProcess || f.ServerPID != 5 || f.Target.PGID != 5 {
+	if !f.Running || f.How != ByProcess || f.ServerPID != 5 || f.Target.PGID != 5 || f.Port != 31000 {
 		t.Errorf("match: %+v", f)
 	}
 }
@@ -413,6 +414,39 @@ func TestScriptsParse(t *testing.T) {
 		cmd.Stdin = strings.NewReader(s)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s script: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestLaunchKeepsSecretsOffCommandLines: a token in the environment
+// reaches the server but no process's command line, where any user of the
+// host could read it with ps.
+func TestLaunchKeepsSecretsOffCommandLines(t *testing.T) {
+	h := remote.NewLocal()
+	defer h.Close()
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	cleanupTree(t, h, dir)
+	r, err := Launch(ctx, h, Spec{Preset: "s", Argv: []string{"sh", "-c", `echo "token=$HF_TOKEN"; exec sleep 60`}, LogDir: dir, Workdir: dir,
+		Env: map[string]string{"HF_TOKEN": "hf_s3cret value"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server's output", func() bool {
+		b, _ := os.ReadFile(r.Launch.LogPath)
+		return strings.Contains(string(b), "\n") || len(b) > 0
+	})
+	if got := readFile(t, r.Launch.LogPath); got != "token=hf_s3cret value\n" {
+		t.Fatalf("server saw %q", got)
+	}
+	f, err := Find(ctx, h, dir, 0, "")
+	if err != nil || len(f.Tree) < 2 {
+		t.Fatalf("tree %+v %v", f.Tree, err)
+	}
+	for _, p := range f.Tree {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
+		if strings.Contains(string(b), "hf_s3cret") {
+			t.Errorf("pid %d (%s) shows the secret on its command line: %q", p.PID, p.Comm, b)
 		}
 	}
 }
