@@ -304,6 +304,7 @@ func (m *Model) apply(ev event.Event) {
 		m.log.setNotice(p)
 	case serverlog.Reset:
 		m.log.reset(p)
+		m.rate.endRun()
 		m.server = serverState{phase: serverStarting, since: ev.At}
 	case serverlog.Rate:
 		m.rate.apply(p)
@@ -319,6 +320,10 @@ func (m *Model) apply(ev event.Event) {
 	case repo.Unreadable:
 		m.head = "? (repository unreadable)"
 	case server.Status:
+		switch p.Phase {
+		case server.PhaseLaunching, server.PhaseKilled, server.PhaseExited:
+			m.rate.endRun() // the next figures are another run's
+		}
 		m.srv.setStatus(p)
 	case serverlog.Failure:
 		class := serverlog.FailureClass(sanitizeString(string(p.Class)))

@@ -17,6 +17,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
 func newSized(w, h int, o Options) *Model {
@@ -416,4 +417,33 @@ func classesOf(fs []serverlog.Failure) []serverlog.FailureClass {
 		out = append(out, f.Class)
 	}
 	return out
+}
+
+// TestSparklineRuns: a relaunch ends a run. The old bars stay (the climb
+// from 62.5 to 89 is visible), but "now" waits for the new run's first
+// figure and the median covers only the new run; a kill leaves no "now".
+func TestSparklineRuns(t *testing.T) {
+	m := newSized(100, 24, Options{})
+	tokLine := func() string {
+		for _, l := range screenLines(m) {
+			if strings.HasPrefix(l, "tok/s") {
+				return l
+			}
+		}
+		return ""
+	}
+	for range 20 {
+		send(m, ev(0, serverlog.Rate{TokPerSec: 62.5, Ranks: 1}))
+	}
+	send(m, ev(time.Second, server.Status{Phase: server.PhaseKilled, Exit: -1}))
+	if l := tokLine(); !strings.Contains(l, "  - now  median -") || !strings.Contains(l, "▁") && !strings.Contains(l, "█") {
+		t.Errorf("after the kill: %q", l)
+	}
+	send(m, ev(2*time.Second, server.Status{Phase: server.PhaseLaunching, Exit: -1}))
+	for _, v := range []float64{88.5, 89, 89.5} {
+		send(m, ev(3*time.Second, serverlog.Rate{TokPerSec: v, Ranks: 1}))
+	}
+	if l := tokLine(); !strings.HasSuffix(l, "89.5 now  median 89.0") {
+		t.Errorf("after the relaunch: %q", l)
+	}
 }

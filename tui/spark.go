@@ -29,12 +29,15 @@ type rateSeries struct {
 	hasAccept bool
 	ranks     int
 	seq       int // bumped on every change, for the render cache
+	total     int // values ever pushed
+	runFrom   int // total at the start of the current run: the median covers only its values
 
 	cache    string
 	cacheKey [3]int // width, seq, styles generation
 }
 
 func (s *rateSeries) push(v float64) {
+	s.total++
 	if len(s.vals) < rateCap {
 		s.vals = append(s.vals, v)
 	} else {
@@ -47,6 +50,18 @@ func (s *rateSeries) push(v float64) {
 // at returns the i-th value, oldest first.
 func (s *rateSeries) at(i int) float64 {
 	return s.vals[(s.head+i)%len(s.vals)]
+}
+
+// endRun marks the end of a server run (a relaunch, a kill, a new log):
+// the bars so far stay, after a gap, but "now" waits for the next run's
+// first figure and the median covers only the next run's.
+func (s *rateSeries) endRun() {
+	if n := len(s.vals); n > 0 && !math.IsNaN(s.at(n-1)) {
+		s.push(math.NaN())
+	}
+	s.runFrom = s.total
+	s.hasLast, s.hasAccept = false, false
+	s.seq++
 }
 
 func (s *rateSeries) apply(r serverlog.Rate) {
@@ -80,10 +95,13 @@ func (s *rateSeries) render(st *Styles, gen, width int) string {
 
 func (s *rateSeries) draw(st *Styles, width int) string {
 	const label = "tok/s "
-	if !s.hasLast {
+	if !s.hasLast && len(s.vals) == 0 {
 		return st.Title.Render(truncate("tok/s", width)) + " " + st.Dim.Render(truncate("waiting for throughput lines in the log", width-len(label)))
 	}
-	nowTxt := strconv.FormatFloat(s.last, 'f', 1, 64)
+	nowTxt := "-"
+	if s.hasLast {
+		nowTxt = strconv.FormatFloat(s.last, 'f', 1, 64)
+	}
 	accTxt := strconv.FormatFloat(s.accept, 'f', 2, 64)
 	// Narrow panels drop the accept length, then the median, keeping at
 	// least 8 bars; the width estimate allows a median as long as "now".
@@ -116,8 +134,10 @@ func (s *rateSeries) draw(st *Styles, width int) string {
 		for i := len(s.vals) - n; i < len(s.vals); i++ {
 			window = append(window, s.at(i))
 		}
+		// The median: the drawn points of the current run only.
+		first := len(window) - clamp(s.total-s.runFrom, 0, len(window))
 		medTxt = "-"
-		if med, ok := median(window); ok {
+		if med, ok := median(window[first:]); ok {
 			medTxt = strconv.FormatFloat(med, 'f', 1, 64)
 		}
 		next := width - len(label) - statsW(len(medTxt))
