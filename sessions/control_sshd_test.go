@@ -164,6 +164,26 @@ func TestControlOverRealSSHD(t *testing.T) {
 		t.Errorf("the next launch does not start from the adopted one's profile: %+v", ctl2.Request())
 	}
 
+	// A relaunch from elsewhere (the first cockpit's control, another
+	// connection): the second cockpit follows the new launch's log.
+	ctl.Host = host2
+	r2, err := ctl.Launch(ctx, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec2.waitFor(t, "the new launch's log lines in the other cockpit", 30*time.Second, func(es []event.Event) bool {
+		for _, e := range es {
+			if ls, ok := e.Data.(serverlog.Lines); ok && ls.Path == r2.Launch.LogPath {
+				return true
+			}
+		}
+		return false
+	})
+	rec2.waitFor(t, "the relaunched server ready", 30*time.Second, func(es []event.Event) bool {
+		st, ok := lastStatus(es)
+		return ok && st.Phase == server.PhaseReady && st.LogPath == r2.Launch.LogPath
+	})
+
 	// Kill: the whole tree, including the orphaned workers.
 	found, _ = ctl2.Find(ctx)
 	if len(found.Tree) < 4 {

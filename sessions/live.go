@@ -197,6 +197,7 @@ func (l *Live) followLogs(ctx context.Context) error {
 	path := l.cur
 	l.mu.Unlock()
 	backlog := l.cfg.LogBacklog
+	switched := false // a file was followed before this one
 	for {
 		if path == "" {
 			select {
@@ -213,10 +214,11 @@ func (l *Live) followLogs(ctx context.Context) error {
 		fctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		lp := &LogPipeline{Server: l.cfg.Server, Sink: l.Sink}
-		if backlog == 0 {
-			// A new launch's file: the pipeline and the screen start over.
+		if switched {
+			// Another launch's file: the screen's log starts over.
 			lp.Publish(event.Event{At: time.Now(), Data: serverlog.Reset{Path: path, Reason: "switched", Offset: 0}})
 		}
+		switched = true
 		opt := serverlog.FollowOptions{Backlog: backlog}
 		go func() { done <- serverlog.NewFollower(l.cfg.Host, path, lp.Publish, opt).Run(fctx) }()
 		select {
@@ -297,7 +299,7 @@ func (p *LogPipeline) collect(f event.Payload) { p.found = append(p.found, f) }
 func (l *Live) monitor(ctx context.Context) {
 	c := l.cfg.Control
 	d := c.dialer()
-	var lastKey string
+	var lastKey, lastRecord string
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		f, err := c.Find(fctx)
@@ -311,12 +313,15 @@ func (l *Live) monitor(ctx context.Context) {
 				lastKey = key
 				l.Sink(event.Event{At: time.Now(), Data: server.Observed{Found: f}})
 			}
-			if f.Record != nil && l.cfg.LogPath == "" {
-				l.mu.Lock()
-				none := l.cur == ""
-				l.mu.Unlock()
-				if none {
-					l.switchLog(followReq{path: f.Record.Launch.LogPath})
+			// Without --log, the screen follows the log of the server the
+			// pidfile names: the one found at start, and any launched later
+			// from elsewhere (a teammate's pane, the CLI). Our own launches
+			// have switched already (FollowLog).
+			if r := f.Record; r != nil && l.cfg.LogPath == "" {
+				rk := fmt.Sprintf("%d %d", r.PID, r.StartTime)
+				if rk != lastRecord {
+					lastRecord = rk
+					l.switchLog(followReq{path: r.Launch.LogPath})
 				}
 			}
 		}

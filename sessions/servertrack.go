@@ -135,7 +135,11 @@ func (t *ServerTracker) ours(path string) bool {
 func (t *ServerTracker) observe(f server.Found, at time.Time) {
 	if f.Running {
 		t.st.PID, t.st.How = f.ServerPID, f.How
-		switch t.st.Phase {
+		phase := t.st.Phase
+		if r := f.Record; r != nil && f.How == server.ByPidfile && t.st.LogPath != "" && r.Launch.LogPath != t.st.LogPath {
+			phase = "" // launched from elsewhere (a teammate, the CLI): a new run
+		}
+		switch phase {
 		case "", server.PhaseNone, server.PhaseExited, server.PhaseKilled:
 			// Adopted: running before we looked, or relaunched elsewhere.
 			t.st = server.Status{Phase: server.PhaseRunning, PID: f.ServerPID, How: f.How, Since: at, Exit: -1}

@@ -49,6 +49,13 @@ func TestServerTrackerLaunchToReady(t *testing.T) {
 	if st.PID != 101 || st.ReadyAfter != 9*time.Second || st.Profile != "nccl-ll-ring" || st.Health != "/health" || st.Since != at(9) {
 		t.Errorf("ready status %+v", st)
 	}
+	// A launch from elsewhere (another pidfile record) is a new run.
+	other := server.Record{PID: 200, Launch: server.LaunchInfo{Preset: "sglang", Profile: "none", LogPath: "/l/sglang-2.log", Port: 30000}}
+	if st, _ := tr.Apply(event.Event{At: at(12), Data: server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, ServerPID: 201, Record: &other, Exit: -1}}}); st.Phase != server.PhaseRunning || st.LogPath != "/l/sglang-2.log" || st.Profile != "none" {
+		t.Fatalf("relaunched elsewhere: %+v", st)
+	}
+	tr.Apply(event.Event{At: at(13), Data: server.Healthy{Port: 30000, Path: "/health"}})
+	tr.Apply(event.Event{At: at(14), Data: server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, ServerPID: 101, Record: &rec, Exit: -1}}})
 	// The process goes away by itself: exited with the recorded status.
 	st, _ = tr.Apply(event.Event{At: at(20), Data: server.Observed{Found: server.Found{Record: &rec, Exit: 3}}})
 	if st.Phase != server.PhaseExited || st.Exit != 3 || st.PID != 0 {

@@ -497,7 +497,11 @@ func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, time
 	case err := <-runErr:
 		if ctx.Err() == context.DeadlineExceeded {
 			mu.Lock()
-			fmt.Fprintf(w, "not ready after %v (last: %s %s)\n", timeout, last.Phase, sanitize.String(last.Stage))
+			what := string(last.Phase)
+			if last.Stage != "" {
+				what += ": " + sanitize.String(last.Stage)
+			}
+			fmt.Fprintf(w, "not ready after %v (last seen: %s); the server keeps starting: flightdeck server status %s\n", timeout, what, c.Target.Name)
 			mu.Unlock()
 			return exitCode(exitTimeout)
 		}
