@@ -79,8 +79,8 @@ extra = ["--draft {draft_model}"]
 	p := c.Presets["sglang-fp8"]
 	_, err = p.Render(map[string]string{"tp": "8", "port": "", "draft_model": "/d"}, nil)
 	want := []string{
-		"config.toml:2: presets.sglang-fp8.command: placeholder {model} has no value (set model in [defaults] or the host, or pass --model)",
-		"config.toml:2: presets.sglang-fp8.command: placeholder {port} has no value (set port in [defaults] or the host, or pass --port)",
+		"config.toml:2: presets.sglang-fp8.command: placeholder {model} has no value (set model in [defaults] or the host, or pass --model; in the cockpit's launch form: model)",
+		"config.toml:2: presets.sglang-fp8.command: placeholder {port} has no value (set port in [defaults] or the host, or pass --port; in the cockpit's launch form: port)",
 	}
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("got\n%v\nwant\n%s", err, strings.Join(want, "\n"))
@@ -89,13 +89,13 @@ extra = ["--draft {draft_model}"]
 		t.Errorf("problems %v", errs)
 	}
 	_, err = p.Render(map[string]string{"model": "m", "tp": "8", "port": "1"}, nil)
-	if err == nil || err.Error() != "config.toml:2: presets.sglang-fp8.extra: placeholder {draft_model} has no value (pass --draft-model)" {
+	if err == nil || err.Error() != "config.toml:2: presets.sglang-fp8.extra: placeholder {draft_model} has no value (set draft_model in [defaults] or the host, or pass --draft-model; in the cockpit's launch form: draft)" {
 		t.Errorf("missing draft_model in extra: %v", err)
 	}
 
 	// A built-in has no file or line.
 	_, err = Builtins().Presets["sglang-eagle3"].Render(map[string]string{"model": "m", "tp": "8", "port": "1"}, nil)
-	if err == nil || err.Error() != "presets.sglang-eagle3.command: placeholder {draft_model} has no value (pass --draft-model)" {
+	if err == nil || err.Error() != "presets.sglang-eagle3.command: placeholder {draft_model} has no value (set draft_model in [defaults] or the host, or pass --draft-model; in the cockpit's launch form: draft)" {
 		t.Errorf("built-in: %v", err)
 	}
 }

@@ -265,6 +265,11 @@ func (c *Control) Find(ctx context.Context) (server.Found, error) {
 		match = ""
 	}
 	f, err := server.Find(ctx, c.Host, c.Target.LogDir, c.DefaultPort(), match)
+	if errors.Is(err, remote.ErrDisconnected) && ctx.Err() == nil {
+		// Find only reads: after a dropped connection (the host reconnects
+		// by itself), one more try is safe.
+		f, err = server.Find(ctx, c.Host, c.Target.LogDir, c.DefaultPort(), match)
+	}
 	if err == nil && f.Record != nil {
 		c.Remember(f.Record.Launch)
 	}
