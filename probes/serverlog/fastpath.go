@@ -188,6 +188,25 @@ func numInt(mant uint64, digits, frac int) (int64, bool) {
 	return int64(mant), true
 }
 
+// setInt stores a whole-number reading in *dst and marks bit in *has; it
+// reports false, storing nothing, for a value that is not one.
+func setInt[T ~int | ~int64, H ~uint16](dst *T, has *H, bit H, mant uint64, digits, frac int) bool {
+	n, ok := numInt(mant, digits, frac)
+	if ok {
+		*dst, *has = T(n), *has|bit
+	}
+	return ok
+}
+
+// setFloat is setInt for a decimal reading.
+func setFloat[H ~uint16](dst *float64, has *H, bit H, val []byte, mant uint64, digits, frac int) bool {
+	f, ok := numFloat(val, mant, digits, frac)
+	if ok {
+		*dst, *has = f, *has|bit
+	}
+	return ok
+}
+
 // scanBool reads Python's True / False at the start of v; n is 0 for
 // anything else.
 func scanBool(v []byte) (b bool, n int) {
@@ -246,47 +265,17 @@ func decodeFieldsFast(t *Throughput, line []byte, at int, own bool) (stamp []byt
 				bad = true
 			}
 		case fkRunning:
-			if n, ok := numInt(mant, digits, frac); ok {
-				t.Running = int(n)
-				t.Has |= HasRunning
-			} else {
-				bad = true
-			}
+			bad = !setInt(&t.Running, &t.Has, HasRunning, mant, digits, frac) || bad
 		case fkQueued:
-			if n, ok := numInt(mant, digits, frac); ok {
-				t.Queued = int(n)
-				t.Has |= HasQueued
-			} else {
-				bad = true
-			}
+			bad = !setInt(&t.Queued, &t.Has, HasQueued, mant, digits, frac) || bad
 		case fkToken:
-			if n, ok := numInt(mant, digits, frac); ok {
-				t.Tokens = n
-				t.Has |= HasTokens
-			} else {
-				bad = true
-			}
+			bad = !setInt(&t.Tokens, &t.Has, HasTokens, mant, digits, frac) || bad
 		case fkTokenUsage:
-			if f, ok := numFloat(val, mant, digits, frac); ok {
-				t.TokenUsage = f
-				t.Has |= HasTokenUsage
-			} else {
-				bad = true
-			}
+			bad = !setFloat(&t.TokenUsage, &t.Has, HasTokenUsage, val, mant, digits, frac) || bad
 		case fkAcceptLen:
-			if f, ok := numFloat(val, mant, digits, frac); ok {
-				t.AcceptLength = f
-				t.Has |= HasAcceptLength
-			} else {
-				bad = true
-			}
+			bad = !setFloat(&t.AcceptLength, &t.Has, HasAcceptLength, val, mant, digits, frac) || bad
 		case fkAcceptRate:
-			if f, ok := numFloat(val, mant, digits, frac); ok {
-				t.AcceptRate = f
-				t.Has |= HasAcceptRate
-			} else {
-				bad = true
-			}
+			bad = !setFloat(&t.AcceptRate, &t.Has, HasAcceptRate, val, mant, digits, frac) || bad
 		default:
 			return nil, false, false, false // another key, or a prefill key
 		}
@@ -342,61 +331,21 @@ func prefillFieldsFast(p *Prefill, line []byte, at int, own bool) (stamp []byte,
 		// The same reads as prefillFieldsGeneral, key by key.
 		switch k {
 		case fkNewSeq:
-			if n, ok := numInt(mant, digits, frac); ok {
-				p.NewSeq = int(n)
-				p.Has |= HasNewSeq
-			} else {
-				bad = true
-			}
+			bad = !setInt(&p.NewSeq, &p.Has, HasNewSeq, mant, digits, frac) || bad
 		case fkNewToken:
-			if n, ok := numInt(mant, digits, frac); ok {
-				p.NewTokens = n
-				p.Has |= HasNewTokens
-			} else {
-				bad = true
-			}
+			bad = !setInt(&p.NewTokens, &p.Has, HasNewTokens, mant, digits, frac) || bad
 		case fkCachedToken:
-			if n, ok := numInt(mant, digits, frac); ok {
-				p.CachedTokens = n
-				p.Has |= HasCachedTokens
-			} else {
-				bad = true
-			}
+			bad = !setInt(&p.CachedTokens, &p.Has, HasCachedTokens, mant, digits, frac) || bad
 		case fkCacheHitRate:
-			if f, ok := numFloat(val, mant, digits, frac); ok {
-				p.CacheHitRatePct = f
-				p.Has |= HasCacheHitRate
-			} else {
-				bad = true
-			}
+			bad = !setFloat(&p.CacheHitRatePct, &p.Has, HasCacheHitRate, val, mant, digits, frac) || bad
 		case fkTokenUsage:
-			if f, ok := numFloat(val, mant, digits, frac); ok {
-				p.TokenUsage = f
-				p.Has |= HasPrefillTokenUsage
-			} else {
-				bad = true
-			}
+			bad = !setFloat(&p.TokenUsage, &p.Has, HasPrefillTokenUsage, val, mant, digits, frac) || bad
 		case fkRunning:
-			if n, ok := numInt(mant, digits, frac); ok {
-				p.Running = int(n)
-				p.Has |= HasPrefillRunning
-			} else {
-				bad = true
-			}
+			bad = !setInt(&p.Running, &p.Has, HasPrefillRunning, mant, digits, frac) || bad
 		case fkQueued:
-			if n, ok := numInt(mant, digits, frac); ok {
-				p.Queued = int(n)
-				p.Has |= HasPrefillQueued
-			} else {
-				bad = true
-			}
+			bad = !setInt(&p.Queued, &p.Has, HasPrefillQueued, mant, digits, frac) || bad
 		case fkInputThroughput:
-			if f, ok := numFloat(val, mant, digits, frac); ok {
-				p.InputTokPerSec = f
-				p.Has |= HasPrefillInputTokPerSec
-			} else {
-				bad = true
-			}
+			bad = !setFloat(&p.InputTokPerSec, &p.Has, HasPrefillInputTokPerSec, val, mant, digits, frac) || bad
 		default:
 			return nil, false, false, false // another key, or a decode key
 		}
