@@ -66,77 +66,52 @@ func fastKey(body []byte) (uint8, int) {
 	if len(body) < 8 {
 		return fkNone, 0
 	}
-	// Each case compares the rest of its key with string literals.
+	// The rest of the key after its first eight bytes, ": " included.
 	rest := body[8:]
+	var tail string
+	var id uint8
 	switch binary.LittleEndian.Uint64(body) {
 	case k8RunningReq: // #running-req:
-		if len(rest) >= 6 && string(rest[:6]) == "-req: " {
-			return fkRunning, 14
-		}
+		tail, id = "-req: ", fkRunning
 	case k8Token: // #token:
-		return fkToken, 8
+		tail, id = "", fkToken
 	case k8QueueReq: // #queue-req:
-		if len(rest) >= 4 && string(rest[:4]) == "eq: " {
-			return fkQueued, 12
-		}
+		tail, id = "eq: ", fkQueued
 	case k8NewSeq: // #new-seq:
-		if len(rest) >= 2 && string(rest[:2]) == ": " {
-			return fkNewSeq, 10
-		}
+		tail, id = ": ", fkNewSeq
 	case k8NewToken: // #new-token:
-		if len(rest) >= 4 && string(rest[:4]) == "en: " {
-			return fkNewToken, 12
-		}
+		tail, id = "en: ", fkNewToken
 	case k8CachedToken: // #cached-token:
-		if len(rest) >= 7 && string(rest[:7]) == "token: " {
-			return fkCachedToken, 15
-		}
+		tail, id = "token: ", fkCachedToken
 	case k8FullToken: // #full token:
-		if len(rest) >= 5 && string(rest[:5]) == "ken: " {
-			return fkToken, 13
-		}
+		tail, id = "ken: ", fkToken
 	case k8TokenUsage: // token usage:
-		if len(rest) >= 5 && string(rest[:5]) == "age: " {
-			return fkTokenUsage, 13
-		}
+		tail, id = "age: ", fkTokenUsage
 	case k8FullTokenUsage: // full token usage:
-		if len(rest) >= 10 && string(rest[:10]) == "en usage: " {
-			return fkTokenUsage, 18
-		}
+		tail, id = "en usage: ", fkTokenUsage
 	case k8AcceptLen: // accept len:
-		if len(rest) >= 4 && string(rest[:4]) == "en: " {
-			return fkAcceptLen, 12
-		}
+		tail, id = "en: ", fkAcceptLen
 	case k8AcceptRate: // accept rate:
-		if len(rest) >= 5 && string(rest[:5]) == "ate: " {
-			return fkAcceptRate, 13
-		}
+		tail, id = "ate: ", fkAcceptRate
 	case k8CudaGraph: // cuda graph:
-		if len(rest) >= 4 && string(rest[:4]) == "ph: " {
-			return fkGraph, 12
-		}
+		tail, id = "ph: ", fkGraph
 	case k8CpuGraph: // cpu graph:
-		if len(rest) >= 3 && string(rest[:3]) == "h: " {
-			return fkGraph, 11
-		}
+		tail, id = "h: ", fkGraph
 	case k8NpuGraph: // npu graph:
-		if len(rest) >= 3 && string(rest[:3]) == "h: " {
-			return fkGraph, 11
-		}
+		tail, id = "h: ", fkGraph
 	case k8CacheHitRate: // cache hit rate:
-		if len(rest) >= 8 && string(rest[:8]) == "t rate: " {
-			return fkCacheHitRate, 16
-		}
+		tail, id = "t rate: ", fkCacheHitRate
 	case k8GenThroughputTokenS: // gen throughput (token/s):
-		if len(rest) >= 18 && string(rest[:16]) == "ughput (token/s)" && string(rest[16:18]) == ": " {
-			return fkGenThroughput, 26
-		}
+		tail, id = "ughput (token/s): ", fkGenThroughput
 	case k8InputThroughputTokenS: // input throughput (token/s):
-		if len(rest) >= 20 && string(rest[:16]) == "roughput (token/" && string(rest[16:20]) == "s): " {
-			return fkInputThroughput, 28
-		}
+		tail, id = "roughput (token/s): ", fkInputThroughput
+	default:
+		return fkNone, 0
 	}
-	return fkNone, 0
+	if len(rest) < len(tail) || string(rest[:len(tail)]) != tail {
+		return fkNone, 0
+	}
+	return id, 8 + len(tail)
 }
 
 // scanNum reads the plain number at the start of v: digits, then
