@@ -251,3 +251,9 @@ func known[V any](m map[string]V) string {
 	}
 	return "known: " + strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }
+
+// PresetNames lists the presets (built-in and the file's), sorted.
+func (c *Config) PresetNames() []string { return slices.Sorted(maps.Keys(c.Presets)) }
+
+// ProfileNames lists the env profiles (built-in and the file's), sorted.
+func (c *Config) ProfileNames() []string { return slices.Sorted(maps.Keys(c.Profiles)) }

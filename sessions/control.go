@@ -75,6 +75,8 @@ type Control struct {
 	last    *server.LaunchInfo
 	lastReq *LaunchRequest
 	profile string // chosen with SetProfile, for the next launch
+
+	absLogDir, absWorkdir string // Target's, resolved on the host (dirs)
 }
 
 func (c *Control) publish(p event.Payload) {
@@ -96,10 +98,10 @@ func (c *Control) SetProfile(name string) error {
 }
 
 // Profiles lists the profile names, sorted; Presets the preset names.
-func (c *Control) Profiles() []string { return slices.Sorted(maps.Keys(c.Config.Profiles)) }
+func (c *Control) Profiles() []string { return c.Config.ProfileNames() }
 
 // Presets lists the preset names, sorted.
-func (c *Control) Presets() []string { return slices.Sorted(maps.Keys(c.Config.Presets)) }
+func (c *Control) Presets() []string { return c.Config.PresetNames() }
 
 // Remember records the last launch found on the host (a pidfile), so the
 // next plan diffs against it and the form starts from it.
@@ -246,6 +248,25 @@ func (c *Control) dialer() remote.Dialer {
 	return d
 }
 
+// dirs returns the host's log and working directories made absolute,
+// reading $HOME on the host once for the life of the Control (the monitor
+// calls Find every few seconds).
+func (c *Control) dirs(ctx context.Context) (logDir, workdir string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.absLogDir == "" {
+		logDir, workdir = c.Target.LogDir, c.Target.Workdir
+		if logDir == "" {
+			logDir = server.DefaultLogDir
+		}
+		if err := server.Resolve(ctx, c.Host, &logDir, &workdir); err != nil {
+			return "", "", err
+		}
+		c.absLogDir, c.absWorkdir = logDir, workdir
+	}
+	return c.absLogDir, c.absWorkdir, nil
+}
+
 // DefaultPort is the host's configured server port, else its preset's (30000 for SGLang, 8000 for vLLM): where Find looks for a server by port.
 func (c *Control) DefaultPort() int {
 	if c.Target.Port != 0 {
@@ -264,11 +285,15 @@ func (c *Control) Find(ctx context.Context) (server.Found, error) {
 	if c.NoProcessMatch {
 		match = ""
 	}
-	f, err := server.Find(ctx, c.Host, c.Target.LogDir, c.DefaultPort(), match)
+	logDir, _, err := c.dirs(ctx)
+	if err != nil {
+		return server.Found{}, err
+	}
+	f, err := server.Find(ctx, c.Host, logDir, c.DefaultPort(), match)
 	if errors.Is(err, remote.ErrDisconnected) && ctx.Err() == nil {
 		// Find only reads: after a dropped connection (the host reconnects
 		// by itself), one more try is safe.
-		f, err = server.Find(ctx, c.Host, c.Target.LogDir, c.DefaultPort(), match)
+		f, err = server.Find(ctx, c.Host, logDir, c.DefaultPort(), match)
 	}
 	if err == nil && f.Record != nil {
 		c.Remember(f.Record.Launch)
@@ -294,6 +319,9 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 	}
 	spec := plan.Spec
 	spec.At = time.Now()
+	if spec.LogDir, spec.Workdir, err = c.dirs(ctx); err != nil {
+		return server.Record{}, err
+	}
 	rec, err := server.Launch(ctx, c.Host, spec)
 	if err != nil {
 		return rec, err

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
 	"sync/atomic"
 
 	"github.com/flightdeck-dev/flightdeck/config"
@@ -31,9 +29,9 @@ func (l *lazyControl) Request() sessions.LaunchRequest {
 	return sessions.LaunchRequest{}
 }
 
-func (l *lazyControl) Presets() []string { return slices.Sorted(maps.Keys(l.cfg.Presets)) }
+func (l *lazyControl) Presets() []string { return l.cfg.PresetNames() }
 
-func (l *lazyControl) Profiles() []string { return slices.Sorted(maps.Keys(l.cfg.Profiles)) }
+func (l *lazyControl) Profiles() []string { return l.cfg.ProfileNames() }
 
 func (l *lazyControl) Plan(r sessions.LaunchRequest) (sessions.Plan, error) {
 	if c := l.c.Load(); c != nil {

@@ -81,14 +81,12 @@ type Found struct {
 // the script's failure. Finding nothing is not an error: Running is false.
 func Find(ctx context.Context, h remote.Host, logDir string, port int, match string) (Found, error) {
 	f := Found{Exit: -1}
-	home, err := Home(ctx, h)
-	if err != nil {
-		return f, err
-	}
 	if logDir == "" {
 		logDir = DefaultLogDir
 	}
-	logDir = AbsPath(home, logDir)
+	if err := Resolve(ctx, h, &logDir); err != nil {
+		return f, err
+	}
 	cmd, err := remote.Command("sh", "-s", "--", path.Join(logDir, PidfileName), path.Join(logDir, exitFileName), strconv.Itoa(port), match)
 	if err != nil {
 		return f, err

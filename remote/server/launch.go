@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,16 +99,13 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 	if s.At.IsZero() {
 		s.At = time.Now()
 	}
-	home, err := Home(ctx, h)
-	if err != nil {
-		return Record{}, err
-	}
-	logDir := s.LogDir
+	logDir, workdir := s.LogDir, s.Workdir
 	if logDir == "" {
 		logDir = DefaultLogDir
 	}
-	logDir = AbsPath(home, logDir)
-	workdir := AbsPath(home, s.Workdir)
+	if err := Resolve(ctx, h, &logDir, &workdir); err != nil {
+		return Record{}, err
+	}
 	name := presetFileName.ReplaceAllString(s.Preset, "_")
 	if name == "" {
 		name = "server"
@@ -163,7 +162,7 @@ const exitFileName = "flightdeck-server.exit"
 
 func envWords(env map[string]string) []string {
 	line := make([]string, 0, len(env))
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		line = append(line, k+"="+env[k])
 	}
 	return line
@@ -192,6 +191,26 @@ func Home(ctx context.Context, h remote.Host) (string, error) {
 		return "", fmt.Errorf("read $HOME on %s: %q is not an absolute path", h.Name(), sanitize.String(home))
 	}
 	return path.Clean(home), nil
+}
+
+// Resolve makes each path absolute on h with AbsPath, reading $HOME (one
+// command) only when one of them needs it.
+func Resolve(ctx context.Context, h remote.Host, paths ...*string) error {
+	home := ""
+	for _, p := range paths {
+		if path.IsAbs(*p) {
+			*p = path.Clean(*p)
+			continue
+		}
+		if home == "" {
+			var err error
+			if home, err = Home(ctx, h); err != nil {
+				return err
+			}
+		}
+		*p = AbsPath(home, *p)
+	}
+	return nil
 }
 
 // AbsPath resolves p on a host whose home is home: "~" and "~/x" expand,

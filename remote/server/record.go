@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -103,7 +105,7 @@ func displayLine(words []string) string {
 // shell where it needs it (NCCL_PROTO=LL, HF_HOME='/data/hf cache').
 func EnvLine(env map[string]string) string {
 	var b strings.Builder
-	for i, k := range sortedKeys(env) {
+	for i, k := range slices.Sorted(maps.Keys(env)) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
