@@ -119,7 +119,14 @@ if [ -s "$pidf" ]; then
   printf 'pidfile %s\n' "$(head -c 65536 "$pidf" | tr -d '\n')"
   [ -s "$exitf" ] && printf 'exit %s\n' "$(head -c 64 "$exitf" | tr -d '\n')"
   old=$(sed -n 's/^{"pid":\([0-9]*\),"pgid":\([0-9]*\),"sid":\([0-9]*\),"start_time":\([0-9]*\),.*/\1 \4 \2 \3/p' "$pidf")
-  [ -n "$old" ] && tree $old "" | sed 's/^/tree /'
+  if [ -n "$old" ]; then
+    t=$(tree $old "")
+    if [ -n "$t" ]; then
+      # The pidfile's server runs: no need to look further.
+      printf '%s\n' "$t" | sed 's/^/tree /'
+      port=0 pat=""
+    fi
+  fi
 fi
 want=""
 if [ "$port" -gt 0 ] 2>/dev/null; then
