@@ -58,6 +58,9 @@ func (f *serverFlags) addKill(cmd *cobra.Command) {
 // openControl loads the config, connects to alias and returns the host's
 // server control.
 func (f *serverFlags) openControl(ctx context.Context, alias string) (*sessions.Control, func(), error) {
+	if f.grace < 0 || f.gpuTimeout < 0 {
+		return nil, nil, errors.New("--grace and --gpu-timeout must not be negative")
+	}
 	cfg, err := loadConfig()
 	if err != nil {
 		return nil, nil, err
@@ -134,6 +137,8 @@ type statusJSON struct {
 	LaunchedAt *time.Time        `json:"launched_at,omitempty"`
 	Exit       *int              `json:"exit_status,omitempty"`
 	Processes  []server.Proc     `json:"processes,omitempty"`
+	// Candidates: several processes claim the port; none was adopted.
+	Candidates []server.Proc `json:"candidates,omitempty"`
 }
 
 func newServerStatusCmd() *cobra.Command {
@@ -171,6 +176,9 @@ func newServerStatusCmd() *cobra.Command {
 					port = p
 				}
 				st.Port = port
+			}
+			if !found.Running && len(found.Others) > 0 {
+				st.Port, st.Candidates = c.DefaultPort(), found.Others
 			}
 			if found.Running && port > 0 {
 				if d, ok := c.Host.(remote.Dialer); ok {
@@ -214,6 +222,8 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 		fmt.Fprintln(w)
 	case st.Exit != nil:
 		fmt.Fprintf(w, "not running: the last launch exited with status %d\n", *st.Exit)
+	case len(f.Others) > 0:
+		fmt.Fprintf(w, "not adopted: %d processes look like servers on port %d (pids%s); stop the wrong ones by hand\n", len(f.Others), st.Port, pidList(f.Others))
 	default:
 		fmt.Fprintln(w, "not running")
 	}
@@ -233,6 +243,28 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 	}
 }
 
+// foundHow says how a server was found, for confirmations: whose it is
+// matters before killing it.
+func foundHow(f server.Found) string {
+	switch f.How {
+	case server.ByPidfile:
+		return "launched by flightdeck"
+	case server.ByPort:
+		return fmt.Sprintf("listening on port %d, not launched by flightdeck", f.Port)
+	case server.ByProcess:
+		return fmt.Sprintf("command line with --port %d, not launched by flightdeck", f.Port)
+	}
+	return f.How
+}
+
+func pidList(ps []server.Proc) string {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, " %d", p.PID)
+	}
+	return b.String()
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -242,14 +274,24 @@ func orDash(s string) string {
 
 // confirm asks a yes/no question on the terminal; without a terminal it
 // refuses, naming the flag that skips it.
-func confirm(question string) error {
+func confirm(ctx context.Context, question string) error {
 	if !term.IsTerminal(os.Stdin.Fd()) {
 		return fmt.Errorf("%s — no terminal to confirm on: pass --yes", question)
 	}
 	fmt.Fprintf(os.Stderr, "%s [y/N] ", question)
-	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return errors.New("not confirmed")
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		answer <- line
+	}()
+	select {
+	case <-ctx.Done(): // Ctrl-C: no need to press Enter too
+		fmt.Fprintln(os.Stderr)
+		return ctx.Err()
+	case line := <-answer:
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return errors.New("not confirmed")
+		}
 	}
 	return nil
 }
@@ -267,12 +309,15 @@ func newServerKillCmd() *cobra.Command {
 				return err
 			}
 			defer done()
+			if !found.Running && len(found.Others) > 0 {
+				return fmt.Errorf("%d processes on %s claim port %d (pids%s): not guessing which to kill", len(found.Others), c.Host.Name(), c.DefaultPort(), pidList(found.Others))
+			}
 			if !found.Running {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no server running on", c.Host.Name())
 				return exitCode(exitNoServer)
 			}
 			if !f.yes {
-				if err := confirm(fmt.Sprintf("Kill pid %d on %s (%d processes; SIGTERM, SIGKILL after %v)?", found.ServerPID, c.Host.Name(), len(found.Tree), f.grace)); err != nil {
+				if err := confirm(ctx, fmt.Sprintf("Kill pid %d on %s (%s; SIGTERM, SIGKILL after %v)?", found.ServerPID, c.Host.Name(), foundHow(found), f.grace)); err != nil {
 					return err
 				}
 			}
@@ -354,6 +399,9 @@ within --timeout. With --no-wait it returns once the process runs.`,
 
 func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Control, f serverFlags, req sessions.LaunchRequest, noWait bool, timeout time.Duration) error {
 	errw := cmd.ErrOrStderr()
+	if timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration", timeout)
+	}
 	def := c.Defaults()
 	if req.Preset == "" {
 		req.Preset = def.Preset
@@ -387,7 +435,7 @@ func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Contro
 	}
 	if found.Running {
 		if !f.yes {
-			if err := confirm(fmt.Sprintf("Relaunch: kill pid %d on %s, wait for its GPU memory, then launch?", found.ServerPID, c.Host.Name())); err != nil {
+			if err := confirm(ctx, fmt.Sprintf("Relaunch: kill pid %d on %s (%s), wait for its GPU memory, then launch?", found.ServerPID, c.Host.Name(), foundHow(found))); err != nil {
 				return err
 			}
 		}
@@ -522,6 +570,9 @@ func newServerLogsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if lines < 0 {
+				return fmt.Errorf("-n %d: want 0 or more lines", lines)
+			}
 			c, found, done, err := f.openFound(ctx, args[0])
 			if err != nil {
 				return err
@@ -549,16 +600,28 @@ func newServerLogsCmd() *cobra.Command {
 				}
 				return nil
 			}
-			fol := serverlog.NewFollower(c.Host, path, func(e event.Event) {
-				if ls, ok := e.Data.(serverlog.Lines); ok {
-					for _, l := range ls.Lines {
+			// The same following as the cockpit's: from the pidfile's log,
+			// on to the next launch's when the server is relaunched.
+			var mu sync.Mutex
+			sink := func(e event.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch p := e.Data.(type) {
+				case serverlog.Lines:
+					for _, l := range p.Lines {
 						out.WriteString(sanitize.Line(l.Text) + "\n")
 					}
-					out.Flush()
+				case serverlog.Reset:
+					fmt.Fprintf(out, "--- %s: %s ---\n", p.Reason, sanitize.String(p.Path))
+				default:
+					return
 				}
-			}, serverlog.FollowOptions{Backlog: int64(lines) * 200})
-			err = fol.Run(ctx)
-			if errors.Is(err, context.Canceled) {
+				out.Flush()
+			}
+			live := sessions.NewLive(sessions.LiveConfig{Host: c.Host, Control: c, NoGPU: true,
+				LogPath: "", LogBacklog: int64(lines) * 200}, sink)
+			err = live.Run(ctx)
+			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 				return nil
 			}
 			return err

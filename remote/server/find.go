@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -62,20 +61,22 @@ type Found struct {
 	// server (-1: none recorded: still running, or killed together with the
 	// wrapper).
 	Exit int
-	// Others lists further candidate server roots when the port or process
-	// match found more than one; Target is the first.
+	// Others lists the servers that matched by command line and port when
+	// more than one did; Running is then false: Find does not guess which
+	// to adopt (and so Kill never hits the wrong one).
 	Others []Proc
-	// Port is the server's HTTP port when Find learned it: the port it
-	// listens on (ByPort), or its --port argument (ByProcess); 0 otherwise
-	// (ByPidfile: see Record.Launch.Port).
+	// Port is the port a server adopted by port or command line serves;
+	// 0 otherwise (ByPidfile: see Record.Launch.Port).
 	Port int
 }
 
 // Find looks for the inference server on h: first the pidfile in logDir
 // (its process alive with the recorded start time), then the process
-// listening on port (0 skips), then command lines matching match ("" skips;
-// DefaultMatch is a good value). A server found by port or process was
-// launched by hand or by another tool; Kill works on it all the same.
+// listening on port (0 skips), then a process whose command line matches
+// match ("" skips; DefaultMatch is a good value) and whose --port argument
+// is port — one still loading, not yet listening. A server found by port
+// or command line was launched by hand or by another tool; Kill works on
+// it all the same. Servers on other ports are never taken for this one.
 //
 // Errors: remote.ErrDisconnected wrapped when the connection dropped, or
 // the script's failure. Finding nothing is not an error: Running is false.
@@ -99,15 +100,11 @@ func Find(ctx context.Context, h remote.Host, logDir string, port int, match str
 		}
 		return f, fmt.Errorf("find the server on %s: %w", h.Name(), err)
 	}
-	f = parseFind(res.Stdout)
-	if f.How == ByPort {
-		f.Port = port
-	}
-	return f, nil
+	return parseFind(res.Stdout, port), nil
 }
 
-// parseFind interprets findScript's output.
-func parseFind(out []byte) Found {
+// parseFind interprets findScript's output for a server wanted on port.
+func parseFind(out []byte, port int) Found {
 	f := Found{Exit: -1}
 	var (
 		listen, match []int
@@ -205,17 +202,22 @@ func parseFind(out []byte) Found {
 			matched[pid] = true
 		}
 	}
-	for _, pid := range match {
-		p := procs[pid]
-		if !matched[pid] || matched[p.PPID] {
-			continue
+	// Only a server that says it serves the wanted port (--port N) is
+	// taken for ours: on a shared host, another team's server on another
+	// port looks just like it. Several such servers: no guess.
+	if len(roots) == 0 && port > 0 {
+		var cands []Proc
+		for _, pid := range match {
+			p := procs[pid]
+			if matched[pid] && !matched[p.PPID] && portArg(cmdlines[pid]) == port {
+				cands = append(cands, p)
+			}
 		}
-		if len(roots) > 0 && roots[0].PID == pid {
-			continue
-		}
-		roots = append(roots, p)
-		if f.How == "" {
-			f.How = ByProcess
+		switch {
+		case len(cands) == 1:
+			roots, f.How = cands, ByProcess
+		case len(cands) > 1:
+			f.Others = cands
 		}
 	}
 	if len(roots) == 0 {
@@ -226,10 +228,7 @@ func parseFind(out []byte) Found {
 	f.Running, f.ServerPID = true, root.PID
 	f.Target = Target{PID: root.PID, StartTime: root.StartTime, PGID: leads(root.PGID, root.PID), SID: leads(root.SID, root.PID)}
 	f.Tree = []Proc{root}
-	f.Others = slices.Clone(roots[1:])
-	if f.How == ByProcess {
-		f.Port = portArg(cmdlines[root.PID])
-	}
+	f.Port = port
 	return f
 }
 

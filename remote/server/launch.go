@@ -80,9 +80,8 @@ func (s Spec) Validate() error {
 // Launch starts s on h detached from the SSH connection: setsid, stdin from
 // /dev/null, stdout and stderr appended to a new per-launch log
 // <logdir>/<preset>-<YYYYMMDD-HHMMSS>.log, the environment passed as
-// quoted NAME=VALUE words that the launch script exports (never SSH
-// Setenv; never on the long-lived wrapper's command line, where ps would
-// show a secret). A wrapper shell (the
+// quoted export lines on the shell's stdin (never SSH Setenv, never on a
+// command line, where ps would show a secret). A wrapper shell (the
 // session leader) writes the pidfile <logdir>/flightdeck-server.json — pid,
 // pgid, sid, start time and the launch — runs the server as its child and
 // records its exit status in <logdir>/flightdeck-server.exit.
@@ -111,11 +110,18 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 		name = "server"
 	}
 	stamp := s.At.Format("20060102-150405")
-	// The variables go to the launch script, which exports them before it
-	// detaches the server: they reach the server's environment but not the
-	// command line of the long-lived wrapper, where ps would show a token
-	// to every user of the host.
-	env := envWords(s.Env)
+	// The variables travel on stdin, as quoted export lines ahead of the
+	// fixed script: they reach the server's environment but no command
+	// line, where ps would show a token to every user of the host.
+	var exports strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		q, err := remote.Quote(s.Env[k])
+		if err != nil {
+			return Record{}, fmt.Errorf("launch: value of %s: %w", k, err)
+		}
+		exports.WriteString("export " + k + "=" + q + "\n")
+	}
+	script := exports.String() + launchScript
 	for try := 0; ; try++ {
 		base := name + "-" + stamp
 		if try > 0 {
@@ -128,13 +134,12 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 		if err != nil {
 			return Record{}, err
 		}
-		args := []string{"-s", "--", workdir, l.LogPath, path.Join(logDir, PidfileName), l.ExitPath, string(js), strconv.Itoa(len(env))}
-		args = append(append(args, env...), s.Argv...)
+		args := append([]string{"-s", "--", workdir, l.LogPath, path.Join(logDir, PidfileName), l.ExitPath, string(js)}, s.Argv...)
 		cmd, err := remote.Command("sh", args...)
 		if err != nil {
 			return Record{}, fmt.Errorf("launch: %w", err)
 		}
-		res, err := h.Run(ctx, cmd, strings.NewReader(launchScript))
+		res, err := h.Run(ctx, cmd, strings.NewReader(script))
 		var ee *remote.ExitError
 		switch {
 		case err == nil:
@@ -159,14 +164,6 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 // exitFileName is where the launch wrapper writes "PID STATUS" when the
 // server exits (not when it is killed together with the wrapper).
 const exitFileName = "flightdeck-server.exit"
-
-func envWords(env map[string]string) []string {
-	line := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		line = append(line, k+"="+env[k])
-	}
-	return line
-}
 
 // stderrOr is the command's last stderr line, sanitised, or err's text.
 func stderrOr(ee *remote.ExitError, err error) string {

@@ -56,16 +56,15 @@ tree() {
 `
 
 // launchScript starts the server detached and prints the pidfile.
-// Usage: sh -s -- WORKDIR LOG PIDFILE EXITFILE LAUNCHJSON N NAME=VALUE… ARGV…
-// (N variables, exported with `export "$1"`, which assigns the word
-// literally: no expansion, no evaluation).
+// Usage: sh -s -- WORKDIR LOG PIDFILE EXITFILE LAUNCHJSON ARGV…, with the
+// server's variables as quoted `export NAME='value'` lines before it on
+// stdin.
 // Exit 3: the host cannot run it (no setsid, no working directory);
 // 4: LOG exists already; 5: a server from PIDFILE is still running
 // (stdout says "running PID"); 6: the wrapper never wrote the pidfile.
 const launchScript = `set -u
-workdir=$1 log=$2 pidf=$3 exitf=$4 launch=$5 nenv=$6
-shift 6
-while [ "$nenv" -gt 0 ]; do export "$1"; shift; nenv=$((nenv - 1)); done
+workdir=$1 log=$2 pidf=$3 exitf=$4 launch=$5
+shift 5
 command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is not installed on the host: cannot detach the server" >&2; exit 3; }
 [ -d "$workdir" ] || { echo "working directory $workdir does not exist on the host" >&2; exit 3; }
 if [ -s "$pidf" ]; then

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -358,21 +360,29 @@ func TestAdoptByProcessSparesTheUsersShell(t *testing.T) {
 	// Started like `python -m sglang.launch_server &` from a shell: same
 	// process group and session as the test, which must survive the kill.
 	exe, _ := os.Executable()
-	cmd := startHandServer(t, false, "env", "FLIGHTDECK_TEST_SLEEP=1", exe, "flightdeck-adopt-marker")
+	cmd := startHandServer(t, false, "env", "FLIGHTDECK_TEST_SLEEP=1", exe, "flightdeck-adopt-marker", "--port", "31999")
+	// Another server on another port, and its own port's search: never ours.
+	other := startHandServer(t, false, "env", "FLIGHTDECK_TEST_SLEEP=1", exe, "flightdeck-adopt-marker", "--port", "31998")
 	var f Found
 	var err error
 	waitFor(t, "process", func() bool {
-		f, err = Find(ctx, h, t.TempDir(), 0, "flightdeck-adopt-marker")
+		f, err = Find(ctx, h, t.TempDir(), 31999, "flightdeck-adopt-marker")
 		return err == nil && f.Running
 	})
-	if f.How != ByProcess || f.ServerPID != cmd.Process.Pid || f.Target.PGID != 0 || f.Target.SID != 0 {
+	if f.How != ByProcess || f.ServerPID != cmd.Process.Pid || f.Target.PGID != 0 || f.Target.SID != 0 || f.Port != 31999 {
 		t.Fatalf("found %+v, want pid %d by process match, group and session not led", f, cmd.Process.Pid)
+	}
+	if g, err := Find(ctx, h, t.TempDir(), 31997, "flightdeck-adopt-marker"); err != nil || g.Running || len(g.Others) != 0 {
+		t.Errorf("a port no server claims: %+v %v", g, err)
 	}
 	if _, err := Kill(ctx, h, f.Target, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err == nil {
 		t.Error("the adopted server exited cleanly; want killed by a signal")
+	}
+	if !alive(other.Process.Pid) {
+		t.Error("the server on the other port was killed")
 	}
 	if !alive(os.Getpid()) {
 		t.Fatal("unreachable")
@@ -395,14 +405,21 @@ func TestKillStaleTargetSignalsNothing(t *testing.T) {
 }
 
 func TestParseFindIgnoresGarbage(t *testing.T) {
-	f := parseFind([]byte("pidfile {not json\nexit x y\ntree 1 2\nlisten abc\nproc 5 1 5 5 S 99 sglang\nmatch 5\n" +
-		"cmdline 5 python3\x1f-m\x1fsglang.launch_server\x1f--port\x1f31000\x1f\n" +
-		"proc 8 1 8 8 S 99 bash\nmatch 8\nproc 10 9 9 9 S 99 grep\nmatch 10\nscript 9\nself 9\nself 3\nproc 3 1 3 3 S 9 python3\nmatch 3\n"))
+	f := parseFind([]byte("pidfile {not json\nexit x y\ntree 1 2\nlisten abc\nproc 5 1 5 5 S 99 sglang\nmatch 5\n"+
+		"cmdline 5 python3\x1f-m\x1fsglang.launch_server\x1f--port\x1f31000\x1f\n"+
+		"proc 8 1 8 8 S 99 bash\nmatch 8\nproc 10 9 9 9 S 99 grep\nmatch 10\nscript 9\nself 9\nself 3\nproc 3 1 3 3 S 9 python3\nmatch 3\n"+
+		"proc 6 1 6 6 S 99 python3\nmatch 6\ncmdline 6 vllm\x1fserve\x1fm\x1f--port=8000\n"), 31000)
 	if f.Record != nil || f.PidfileErr == nil {
 		t.Errorf("bad pidfile: %+v", f)
 	}
 	if !f.Running || f.How != ByProcess || f.ServerPID != 5 || f.Target.PGID != 5 || f.Port != 31000 {
 		t.Errorf("match: %+v", f)
+	}
+	// Two servers claiming the wanted port: no guess.
+	two := parseFind([]byte("proc 5 1 5 5 S 99 sglang\nmatch 5\ncmdline 5 x\x1f--port\x1f31000\n"+
+		"proc 7 1 7 7 S 99 sglang\nmatch 7\ncmdline 7 x\x1f--port=31000\n"), 31000)
+	if two.Running || len(two.Others) != 2 {
+		t.Errorf("ambiguous: %+v", two)
 	}
 }
 
@@ -421,9 +438,24 @@ func TestScriptsParse(t *testing.T) {
 // TestLaunchKeepsSecretsOffCommandLines: a token in the environment
 // reaches the server but no process's command line, where any user of the
 // host could read it with ps.
+// cmdRecorder records the command lines run on a host.
+type cmdRecorder struct {
+	remote.Host
+	mu   sync.Mutex
+	cmds []string
+}
+
+func (r *cmdRecorder) Run(ctx context.Context, cmd string, stdin io.Reader) (remote.Result, error) {
+	r.mu.Lock()
+	r.cmds = append(r.cmds, cmd)
+	r.mu.Unlock()
+	return r.Host.Run(ctx, cmd, stdin)
+}
+
 func TestLaunchKeepsSecretsOffCommandLines(t *testing.T) {
-	h := remote.NewLocal()
-	defer h.Close()
+	local := remote.NewLocal()
+	defer local.Close()
+	h := &cmdRecorder{Host: local}
 	ctx := ctxT(t)
 	dir := t.TempDir()
 	cleanupTree(t, h, dir)
@@ -442,6 +474,11 @@ func TestLaunchKeepsSecretsOffCommandLines(t *testing.T) {
 	f, err := Find(ctx, h, dir, 0, "")
 	if err != nil || len(f.Tree) < 2 {
 		t.Fatalf("tree %+v %v", f.Tree, err)
+	}
+	for _, c := range h.cmds {
+		if strings.Contains(c, "hf_s3cret") {
+			t.Errorf("a command line carries the secret: %q", c)
+		}
 	}
 	for _, p := range f.Tree {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
