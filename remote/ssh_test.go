@@ -300,3 +300,32 @@ func TestSSHCloseEndsEverything(t *testing.T) {
 	}
 	h.Close()
 }
+
+// TestSSHServerWithFewerSessionsThanOurCap: a server configured with
+// MaxSessions 3, below our cap of 8: sessions it refuses as over its limit
+// are retried until one of its sessions ends, so every command runs.
+func TestSSHServerWithFewerSessionsThanOurCap(t *testing.T) {
+	t.Parallel()
+	srv, known := knownServer(t, sshdtest.Options{Config: []string{"MaxSessions 3"}})
+	h := dialTest(t, srv.Target(), testOptions(t, srv, known))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			res, err := h.Run(ctx, fmt.Sprintf("sleep 0.3; echo %d", i), nil)
+			if err == nil && string(res.Stdout) != fmt.Sprintf("%d\n", i) {
+				err = fmt.Errorf("run %d printed %q", i, res.Stdout)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}

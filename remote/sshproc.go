@@ -7,9 +7,14 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
+
+// maxRefusedOpens bounds the retries of a session the server refused as
+// over its limit (about 8 s in all, 50 ms more each time).
+const maxRefusedOpens = 17
 
 // newSession opens a session on the live connection. It first takes a
 // session slot (held until release), waits for a redial if needed, and
@@ -25,6 +30,7 @@ func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *sshConn, func(), e
 	}
 	var once sync.Once
 	release := func() { once.Do(func() { <-s.sem }) }
+	refused := 0
 	for {
 		c, err := s.acquire(ctx)
 		if err != nil {
@@ -46,6 +52,21 @@ func (s *SSH) newSession(ctx context.Context) (*ssh.Session, *sshConn, func(), e
 			switch {
 			case r.err == nil:
 				return r.sess, c, release, nil
+			case errors.As(r.err, &oce) && oce.Reason == ssh.ConnectionFailed && refused < maxRefusedOpens:
+				// sshd's answer at MaxSessions ("open failed"): a session
+				// we closed may still count on its side until its command
+				// exits, or the server allows fewer than we assume. Wait
+				// for one to end.
+				refused++
+				t := time.NewTimer(time.Duration(refused) * 50 * time.Millisecond)
+				select {
+				case <-t.C:
+					continue
+				case <-ctx.Done():
+					t.Stop()
+					release()
+					return nil, nil, nil, fmt.Errorf("remote: %s: opening session: %w (%w)", s.name, ctx.Err(), r.err)
+				}
 			case errors.As(r.err, &oce):
 				release()
 				return nil, nil, nil, fmt.Errorf("remote: %s: opening session: %w", s.name, r.err)
