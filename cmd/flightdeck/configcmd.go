@@ -42,6 +42,7 @@ func configFile() (string, error) {
 func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
+		RunE:  runGroup,
 		Short: "Write or check the configuration file (hosts, env profiles, launch presets)",
 		Long: `The configuration lives in $XDG_CONFIG_HOME/flightdeck/config.toml
 (~/.config/flightdeck/config.toml); --config FILE selects another for any

@@ -123,3 +123,13 @@ func versionString() string {
 	}
 	return v + " " + bi.GoVersion
 }
+
+// runGroup is the RunE of a command that only groups subcommands: alone it
+// prints its help; with an unknown subcommand it fails, rather than
+// printing help and exiting 0 as cobra does for a group.
+func runGroup(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
+	return cmd.Help()
+}

@@ -17,6 +17,7 @@ import (
 func newParseCmd() *cobra.Command {
 	parse := &cobra.Command{
 		Use:   "parse",
+		RunE:  runGroup,
 		Short: "Parse saved server logs or nvidia-smi output into JSON Lines",
 		Long: `parse runs flightdeck's parsers over saved text, for scripts and for checking the
 parsers against output from your own machines. Both commands read FILE, or

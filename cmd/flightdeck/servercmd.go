@@ -107,6 +107,7 @@ func (f *serverFlags) openFound(ctx context.Context, alias string) (*sessions.Co
 func newServerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
+		RunE:  runGroup,
 		Short: "Launch, kill, inspect the inference server on a host (what the cockpit's K and L keys do)",
 		Long: `server drives the inference server on HOST (an SSH target, an alias from
 ~/.ssh/config or the flightdeck config, or "local"): launches are detached

@@ -158,3 +158,12 @@ func TestConfigCLI(t *testing.T) {
 		t.Errorf("server status with a broken config: %v", err)
 	}
 }
+
+func TestUnknownSubcommandFails(t *testing.T) {
+	for _, group := range []string{"parse", "server", "config", "sim"} {
+		_, _, err := runCLI(t, nil, group, "bogus")
+		if err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
+			t.Errorf("%s bogus: %v", group, err)
+		}
+	}
+}

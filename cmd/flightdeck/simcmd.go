@@ -11,6 +11,7 @@ import (
 func newSimCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
+		RunE:  runGroup,
 		Short: "Parts of the simulated GPU host, to run on their own",
 	}
 	cmd.AddCommand(&cobra.Command{
