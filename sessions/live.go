@@ -320,8 +320,10 @@ func (l *Live) monitor(ctx context.Context) {
 			if r := f.Record; r != nil && l.cfg.LogPath == "" {
 				rk := fmt.Sprintf("%d %d", r.PID, r.StartTime)
 				if rk != lastRecord {
+					// The first server found: its recent lines. A later
+					// launch: its log from the start.
+					l.switchLog(followReq{path: r.Launch.LogPath, fromStart: lastRecord != ""})
 					lastRecord = rk
-					l.switchLog(followReq{path: r.Launch.LogPath})
 				}
 			}
 		}

@@ -224,7 +224,7 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 	case st.Exit != nil:
 		fmt.Fprintf(w, "not running: the last launch exited with status %d\n", *st.Exit)
 	case len(f.Others) > 0:
-		fmt.Fprintf(w, "not adopted: %d processes look like servers on port %d (pids%s); stop the wrong ones by hand\n", len(f.Others), st.Port, pidList(f.Others))
+		fmt.Fprintf(w, "not adopted: %d processes listen on or claim port %d (pids%s); stop the wrong ones by hand\n", len(f.Others), st.Port, pidList(f.Others))
 	default:
 		fmt.Fprintln(w, "not running")
 	}
@@ -290,6 +290,9 @@ func confirm(ctx context.Context, question string) error {
 		fmt.Fprintln(os.Stderr)
 		return ctx.Err()
 	case line := <-answer:
+		if !strings.HasSuffix(line, "\n") {
+			fmt.Fprintln(os.Stderr) // end of input (Ctrl-D): end the prompt's line
+		}
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 			return errors.New("not confirmed")
 		}
@@ -311,7 +314,7 @@ func newServerKillCmd() *cobra.Command {
 			}
 			defer done()
 			if !found.Running && len(found.Others) > 0 {
-				return fmt.Errorf("%d processes on %s claim port %d (pids%s): not guessing which to kill", len(found.Others), c.Host.Name(), c.DefaultPort(), pidList(found.Others))
+				return fmt.Errorf("%d processes on %s serve or claim port %d (pids%s): not guessing which to kill", len(found.Others), c.Host.Name(), c.DefaultPort(), pidList(found.Others))
 			}
 			if !found.Running {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no server running on", c.Host.Name())
@@ -620,7 +623,7 @@ func newServerLogsCmd() *cobra.Command {
 				out.Flush()
 			}
 			live := sessions.NewLive(sessions.LiveConfig{Host: c.Host, Control: c, NoGPU: true,
-				LogPath: "", LogBacklog: int64(lines) * 200}, sink)
+				LogPath: "", LogBacklog: max(int64(lines)*200, 1)}, sink)
 			err = live.Run(ctx)
 			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 				return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -183,15 +184,29 @@ func parseFind(out []byte, port int) Found {
 	// Adoption: the listener first, then command-line matches whose parent
 	// is not itself a match (the launcher, not each of its workers), never
 	// this script or its children.
+	// The listeners (never this script's own chain: the cockpit itself may
+	// listen there on a local host, or the SSH daemon serving it), less
+	// those whose parent listens too (one server's IPv4 and IPv6 sockets,
+	// forked workers). Two unrelated ones: no guess.
 	var roots []Proc
+	listening := map[int]bool{}
 	for _, pid := range listen {
-		// Never this script's own chain: the cockpit itself may listen
-		// there (a local host), or the SSH daemon serving it.
-		if p, ok := procs[pid]; ok && !self[pid] {
-			roots = append(roots, p)
-			f.How = ByPort
-			break
+		if _, ok := procs[pid]; ok && !self[pid] {
+			listening[pid] = true
 		}
+	}
+	var listeners []Proc
+	for _, pid := range listen {
+		if p := procs[pid]; listening[pid] && !listening[p.PPID] && !slices.ContainsFunc(listeners, func(q Proc) bool { return q.PID == pid }) {
+			listeners = append(listeners, p)
+		}
+	}
+	switch {
+	case len(listeners) == 1:
+		roots, f.How = listeners, ByPort
+	case len(listeners) > 1:
+		f.Others = listeners
+		return f
 	}
 	// Shells are never the server: a `bash -c "python3 -m sglang…"` wrapper
 	// (or our own scripts, whose arguments hold the pattern) matches, the

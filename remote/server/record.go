@@ -64,10 +64,11 @@ func parseRecord(b []byte) (Record, error) {
 	return r, nil
 }
 
-var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE|CREDENTIAL|AUTH)`)
+var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSW|KEY|PRIVATE|CREDENTIAL|AUTH|COOKIE|SESSION)`)
 
 // Redact returns env with the values of secret-looking variables (names
-// containing TOKEN, SECRET, PASSWORD, API_KEY, PRIVATE, CREDENTIAL, AUTH)
+// containing TOKEN, SECRET, PASSW, KEY, PRIVATE, CREDENTIAL, AUTH, COOKIE
+// or SESSION, in any case: HF_TOKEN, AWS_ACCESS_KEY_ID, WANDB_KEY)
 // replaced by "<redacted>", for records, journals and screens. The server
 // itself still receives the real values.
 func Redact(env map[string]string) map[string]string {

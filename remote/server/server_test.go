@@ -415,6 +415,16 @@ func TestParseFindIgnoresGarbage(t *testing.T) {
 	if !f.Running || f.How != ByProcess || f.ServerPID != 5 || f.Target.PGID != 5 || f.Port != 31000 {
 		t.Errorf("match: %+v", f)
 	}
+	// Two unrelated processes listening on the port: no guess; a server
+	// and its child on its two sockets: the server.
+	l2 := parseFind([]byte("listen 5\nlisten 7\nproc 5 1 5 5 S 99 sglang\nproc 7 1 7 7 S 99 python3\n"), 31000)
+	if l2.Running || len(l2.Others) != 2 {
+		t.Errorf("two listeners: %+v", l2)
+	}
+	l1 := parseFind([]byte("listen 5\nlisten 7\nproc 5 1 5 5 S 99 sglang\nproc 7 5 5 5 S 99 sglang\n"), 31000)
+	if !l1.Running || l1.How != ByPort || l1.ServerPID != 5 || l1.Port != 31000 {
+		t.Errorf("server and its worker listening: %+v", l1)
+	}
 	// Two servers claiming the wanted port: no guess.
 	two := parseFind([]byte("proc 5 1 5 5 S 99 sglang\nmatch 5\ncmdline 5 x\x1f--port\x1f31000\n"+
 		"proc 7 1 7 7 S 99 sglang\nmatch 7\ncmdline 7 x\x1f--port=31000\n"), 31000)
@@ -484,6 +494,17 @@ func TestLaunchKeepsSecretsOffCommandLines(t *testing.T) {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
 		if strings.Contains(string(b), "hf_s3cret") {
 			t.Errorf("pid %d (%s) shows the secret on its command line: %q", p.PID, p.Comm, b)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	got := Redact(map[string]string{"HF_TOKEN": "a", "AWS_ACCESS_KEY_ID": "b", "WANDB_KEY": "c", "hf_api_key": "d",
+		"DB_PASSWORD": "e", "NCCL_PROTO": "LL", "CUDA_VISIBLE_DEVICES": "0,1"})
+	for k, v := range got {
+		secret := k != "NCCL_PROTO" && k != "CUDA_VISIBLE_DEVICES"
+		if secret != (v == "<redacted>") {
+			t.Errorf("%s = %q", k, v)
 		}
 	}
 }
