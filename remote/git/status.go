@@ -1,0 +1,280 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// statusScript prints the eight sections of a Status, each ended by
+// "\036\036\n": HEAD's commit, the branch, the upstream and its
+// ahead/behind counts, an operation in progress, `status --porcelain=v1
+// -z`, `diff --numstat -z HEAD`, the stash list and HEAD's reflog. It is
+// fixed text sent on stdin to "sh -s -- TOP GITDIR N"; a failure of the
+// first section (no commit yet, not a repository) fails the script.
+const statusScript = `top=$1 gd=$2 n=$3
+g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
+s() { printf '\036\036\n'; }
+g log -1 --format='%H%x1f%h%x1f%ct%x1f%an%x1f%s' HEAD || exit
+s
+g symbolic-ref -q --short HEAD
+s
+if u=$(g rev-parse --abbrev-ref --symbolic-full-name '@{upstream}' 2>/dev/null); then
+  printf '%s\n' "$u"
+  g rev-list --left-right --count 'HEAD...@{upstream}' 2>/dev/null
+fi
+s
+for op in MERGE_HEAD:merge rebase-merge:rebase rebase-apply:rebase CHERRY_PICK_HEAD:cherry-pick REVERT_HEAD:revert BISECT_LOG:bisect; do
+  if [ -e "$gd/${op%%:*}" ]; then printf '%s\n' "${op#*:}"; break; fi
+done
+s
+g --no-optional-locks status --porcelain=v1 -z --untracked-files=all || exit
+s
+g --no-optional-locks diff --no-renames --no-ext-diff --numstat -z HEAD || exit
+s
+g stash list -z --format='%H%x1f%ct%x1f%gs'
+s
+g reflog -z -n "$n" --date=unix --format='%H%x1f%h%x1f%gd%x1f%gs' 2>/dev/null
+s
+`
+
+// sectionEnd ends each section of the status script's output.
+var sectionEnd = []byte("\x1e\x1e\n")
+
+// DefaultReflog is how many reflog entries Status reads.
+const DefaultReflog = 20
+
+// Status reads the checkout's full status in one command on the host:
+// HEAD, branch, upstream ahead/behind, an operation in progress, the dirty
+// files with their diffstat against HEAD, the stash list and the last
+// reflog entries (reflog ≤ 0 reads DefaultReflog). It takes no lock in the
+// repository (--no-optional-locks), so polling never disturbs the user's
+// own git commands. Errors: the host's error, a *GitError (e.g. a
+// repository without commits), or a parse error naming the section.
+func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
+	if reflog <= 0 {
+		reflog = DefaultReflog
+	}
+	cmd, err := remote.Command("sh", "-s", "--", r.Path, r.GitDir, strconv.Itoa(reflog))
+	if err != nil {
+		return Status{}, err
+	}
+	res, err := r.Host.Run(ctx, cmd, strings.NewReader(statusScript))
+	if err != nil {
+		return Status{}, wrapErr([]string{"status"}, res, err)
+	}
+	st, err := ParseStatus(res.Stdout)
+	if err != nil {
+		return Status{}, err
+	}
+	st.Path = r.Path
+	st.Read = time.Now()
+	return st, nil
+}
+
+// ParseStatus parses the output of the status script (exported for the
+// fuzz test and `flightdeck parse`-style tools). It never panics; a
+// malformed section is an error that names it.
+func ParseStatus(out []byte) (Status, error) {
+	var st Status
+	secs := bytes.Split(out, sectionEnd)
+	if len(secs) != 9 || len(secs[8]) != 0 {
+		return st, fmt.Errorf("git status: unexpected output: %d sections, want 8: %q", len(secs)-1, truncate(out))
+	}
+	var err error
+	if st.Head, err = parseHead(secs[0]); err != nil {
+		return st, err
+	}
+	st.Branch = string(bytes.TrimSpace(secs[1]))
+	if st.Upstream, st.Ahead, st.Behind, err = parseUpstream(secs[2]); err != nil {
+		return st, err
+	}
+	st.Operation = string(bytes.TrimSpace(secs[3]))
+	if st.Files, err = parsePorcelain(secs[4]); err != nil {
+		return st, err
+	}
+	if err := addNumstat(st.Files, secs[5]); err != nil {
+		return st, err
+	}
+	if st.Stashes, err = parseStashes(secs[6]); err != nil {
+		return st, err
+	}
+	if st.Reflog, err = parseReflog(secs[7]); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// parseHead parses "%H\x1f%h\x1f%ct\x1f%an\x1f%s\n".
+func parseHead(b []byte) (Commit, error) {
+	f := bytes.SplitN(bytes.TrimSuffix(b, []byte("\n")), []byte{0x1f}, 5)
+	if len(f) != 5 || !isHexID(string(f[0])) || len(f[1]) < 4 {
+		return Commit{}, fmt.Errorf("git log: unexpected HEAD line %q", truncate(b))
+	}
+	t, err := unixTime(f[2])
+	if err != nil {
+		return Commit{}, fmt.Errorf("git log: commit time: %w", err)
+	}
+	return Commit{ID: string(f[0]), Short: string(f[1]), Time: t, Author: string(f[3]), Subject: string(f[4])}, nil
+}
+
+func unixTime(b []byte) (time.Time, error) {
+	secs, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a Unix time", truncate(b))
+	}
+	return time.Unix(secs, 0), nil
+}
+
+// parseUpstream parses "origin/main\n3\t0\n" (rev-list --left-right
+// --count HEAD...@{u}: ahead, then behind), or nothing.
+func parseUpstream(b []byte) (string, int, int, error) {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if lines[0] == "" {
+		return "", 0, 0, nil
+	}
+	if len(lines) < 2 {
+		return lines[0], 0, 0, nil // upstream gone (branch deleted on the remote)
+	}
+	f := strings.Fields(lines[1])
+	if len(lines) != 2 || len(f) != 2 {
+		return "", 0, 0, fmt.Errorf("git rev-list: unexpected upstream counts %q", truncate(b))
+	}
+	ahead, err1 := strconv.Atoi(f[0])
+	behind, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || ahead < 0 || behind < 0 {
+		return "", 0, 0, fmt.Errorf("git rev-list: unexpected upstream counts %q", truncate(b))
+	}
+	return lines[0], ahead, behind, nil
+}
+
+// parsePorcelain parses `git status --porcelain=v1 -z`: "XY path\0", and
+// for a rename or copy in the index "XY path\0orig\0".
+func parsePorcelain(b []byte) ([]File, error) {
+	var files []File
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			return files, fmt.Errorf("git status: entry without NUL: %q", truncate(b))
+		}
+		e := b[:i]
+		b = b[i+1:]
+		if len(e) < 4 || e[2] != ' ' {
+			return files, fmt.Errorf("git status: unexpected entry %q", truncate(e))
+		}
+		f := File{X: e[0], Y: e[1], Path: string(e[3:]), Added: -1, Deleted: -1}
+		if f.X == '!' {
+			continue
+		}
+		if f.X == 'R' || f.X == 'C' {
+			j := bytes.IndexByte(b, 0)
+			if j < 0 {
+				return files, fmt.Errorf("git status: rename of %q without its old path", truncate(e))
+			}
+			f.Orig = string(b[:j])
+			b = b[j+1:]
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// addNumstat fills Added/Deleted/Binary from `git diff --numstat -z
+// --no-renames HEAD`: "added\tdeleted\tpath\0", "-\t-\tpath\0" for binary.
+func addNumstat(files []File, b []byte) error {
+	byPath := make(map[string]int, len(files))
+	for i, f := range files {
+		byPath[f.Path] = i
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			return fmt.Errorf("git diff --numstat: entry without NUL: %q", truncate(b))
+		}
+		e := b[:i]
+		b = b[i+1:]
+		f := bytes.SplitN(e, []byte{'\t'}, 3)
+		if len(f) != 3 {
+			return fmt.Errorf("git diff --numstat: unexpected entry %q", truncate(e))
+		}
+		k, ok := byPath[string(f[2])]
+		if !ok {
+			continue // e.g. the old side of a rename
+		}
+		if string(f[0]) == "-" && string(f[1]) == "-" {
+			files[k].Binary = true
+			continue
+		}
+		add, err1 := strconv.Atoi(string(f[0]))
+		del, err2 := strconv.Atoi(string(f[1]))
+		if err1 != nil || err2 != nil || add < 0 || del < 0 {
+			return fmt.Errorf("git diff --numstat: unexpected counts in %q", truncate(e))
+		}
+		files[k].Added, files[k].Deleted = add, del
+	}
+	return nil
+}
+
+// parseStashes parses `git stash list -z --format=%H%x1f%ct%x1f%gs`.
+func parseStashes(b []byte) ([]Stash, error) {
+	var out []Stash
+	for n, e := range records(b) {
+		f := bytes.SplitN(e, []byte{0x1f}, 3)
+		if len(f) != 3 || !isHexID(string(f[0])) {
+			return out, fmt.Errorf("git stash list: unexpected entry %q", truncate(e))
+		}
+		t, err := unixTime(f[1])
+		if err != nil {
+			return out, fmt.Errorf("git stash list: %w", err)
+		}
+		out = append(out, Stash{Index: n, ID: string(f[0]), Time: t, Message: string(f[2])})
+	}
+	return out, nil
+}
+
+// parseReflog parses `git reflog -z --date=unix
+// --format=%H%x1f%h%x1f%gd%x1f%gs`, where %gd is "HEAD@{UNIX}".
+func parseReflog(b []byte) ([]RefEntry, error) {
+	var out []RefEntry
+	for _, e := range records(b) {
+		f := bytes.SplitN(e, []byte{0x1f}, 4)
+		if len(f) != 4 || !isHexID(string(f[0])) {
+			return out, fmt.Errorf("git reflog: unexpected entry %q", truncate(e))
+		}
+		sel := string(f[2])
+		i, j := strings.LastIndex(sel, "@{"), strings.LastIndex(sel, "}")
+		if i < 0 || j < i+2 {
+			return out, fmt.Errorf("git reflog: unexpected selector %q", sel)
+		}
+		t, err := unixTime([]byte(sel[i+2 : j]))
+		if err != nil {
+			return out, fmt.Errorf("git reflog: %w", err)
+		}
+		msg := string(f[3])
+		out = append(out, RefEntry{ID: string(f[0]), Short: string(f[1]), Time: t, Message: msg, Action: reflogAction(msg)})
+	}
+	return out, nil
+}
+
+// reflogAction is the first word of a reflog message: "pull" of "pull:
+// Fast-forward", "commit" of "commit (amend): x", "checkout" of
+// "checkout: moving from a to b".
+func reflogAction(msg string) string {
+	w, _, _ := strings.Cut(msg, ":")
+	w, _, _ = strings.Cut(w, " ")
+	return w
+}
+
+// records splits NUL-terminated records (a missing final NUL is allowed).
+func records(b []byte) [][]byte {
+	b = bytes.TrimSuffix(bytes.TrimRight(b, "\n"), []byte{0})
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Split(b, []byte{0})
+}
