@@ -20,6 +20,10 @@ type LiveConfig struct {
 	Host       remote.Host
 	LogPath    string        // server log to follow; "" follows none
 	RepoPath   string        // server checkout whose HEAD to watch; "" watches none
+	// Git, when set, watches the checkout instead (HEAD, dirty set, moves
+	// made outside, the full status for the git panel) and runs the git
+	// panel's actions; its Publish is wired to Sink when nil.
+	Git *Git
 	Interval   time.Duration // GPU sampling interval; default 1 s
 	Server     string        // serverlog.ServerSGLang / ServerVLLM when known; "" infers it from the log
 	GPUProgram string        // nvidia-smi on the host; default "nvidia-smi"
@@ -85,6 +89,9 @@ func NewLive(cfg LiveConfig, sink event.Sink) *Live {
 		if c.Follow == nil {
 			c.Follow = l.FollowLog
 		}
+	}
+	if g := cfg.Git; g != nil && g.Publish == nil {
+		g.Publish = l.Sink
 	}
 	return l
 }
@@ -176,7 +183,9 @@ func (l *Live) Run(ctx context.Context) error {
 	if cfg.LogPath != "" || cfg.Control != nil {
 		run(func() error { return l.followLogs(ctx) })
 	}
-	if cfg.RepoPath != "" {
+	if cfg.Git != nil {
+		run(func() error { return cfg.Git.Run(ctx) })
+	} else if cfg.RepoPath != "" {
 		run(func() error {
 			w := &repo.Watcher{Host: cfg.Host, Path: cfg.RepoPath}
 			return w.Run(ctx, l.Sink)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,14 +26,21 @@ type Head struct {
 	Branch     string    // checked-out branch, "" when HEAD is detached
 	CommitTime time.Time // committer date
 	Dirty      int       // paths with uncommitted changes (staged, unstaged or untracked)
+	// Entries are the dirty paths as "XY path" (porcelain v1 status letters,
+	// "?? path" untracked), in git's order, at most MaxEntries: what
+	// changed when the dirty set changed.
+	Entries []string
 }
+
+// MaxEntries caps Head.Entries (Dirty still counts every path).
+const MaxEntries = 500
 
 // Kind implements event.Payload.
 func (Head) Kind() string { return "repo-head" }
 
 // Same reports whether h and o show the same checkout state.
 func (h Head) Same(o Head) bool {
-	return h.Path == o.Path && h.Commit == o.Commit && h.Branch == o.Branch && h.Dirty == o.Dirty
+	return h.Path == o.Path && h.Commit == o.Commit && h.Branch == o.Branch && h.Dirty == o.Dirty && slices.Equal(h.Entries, o.Entries)
 }
 
 // Unreadable reports that the repository could not be read (not a git
@@ -106,6 +114,9 @@ func parse(path string, out []byte) (Head, error) {
 			continue
 		}
 		h.Dirty++
+		if len(h.Entries) < MaxEntries {
+			h.Entries = append(h.Entries, string(entry))
+		}
 		if entry[0] == 'R' || entry[0] == 'C' {
 			if j := bytes.IndexByte(st, 0); j >= 0 {
 				st = st[j+1:]

@@ -216,3 +216,50 @@ func (r *Repo) localBranch(ctx context.Context, ref string) (string, error) {
 	}
 	return ref, nil
 }
+
+// compareScript prints the counts of FROM..TO and TO..FROM and the paths
+// that differ between them (`diff --name-only -z`), each section ended by
+// "\036\036\n". Sent on stdin to "sh -s -- TOP FROM TO".
+const compareScript = `top=$1 from=$2 to=$3
+g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
+s() { printf '\036\036\n'; }
+g rev-list --count "$from..$to" || exit
+s
+g rev-list --count "$to..$from" || exit
+s
+g diff --no-ext-diff --no-renames --name-only -z "$from" "$to" || exit
+s
+`
+
+// Compare counts the commits TO has that FROM lacks (forward) and the
+// reverse (back), and lists the paths that differ between them, for the
+// HEAD-moved banner. from and to must be full commit ids (as Head and
+// Status carry). Errors: ErrBadRef for another string, the host's error,
+// a *GitError (e.g. a commit pruned since).
+func (r *Repo) Compare(ctx context.Context, from, to string) (forward, back int, files []string, err error) {
+	if !isHexID(from) || !isHexID(to) {
+		return 0, 0, nil, fmt.Errorf("compare %q %q: want full commit ids: %w", from, to, ErrBadRef)
+	}
+	cmd, err := remote.Command("sh", "-s", "--", r.Path, from, to)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	res, err := r.Host.Run(ctx, cmd, strings.NewReader(compareScript))
+	if err != nil {
+		return 0, 0, nil, wrapErr([]string{"rev-list"}, res, err)
+	}
+	secs := bytes.Split(res.Stdout, sectionEnd)
+	if len(secs) != 4 || len(secs[3]) != 0 {
+		return 0, 0, nil, fmt.Errorf("git compare: unexpected output %q", truncate(res.Stdout))
+	}
+	if forward, err = atoiSection(secs[0]); err != nil {
+		return 0, 0, nil, err
+	}
+	if back, err = atoiSection(secs[1]); err != nil {
+		return 0, 0, nil, err
+	}
+	for _, f := range records(secs[2]) {
+		files = append(files, string(f))
+	}
+	return forward, back, files, nil
+}

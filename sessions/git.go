@@ -1,0 +1,344 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+)
+
+// Git is the cockpit's side of the server's git checkout: it polls HEAD,
+// the branch and the dirty set cheaply (probes/repo.Read, every Interval),
+// runs the git actions (remote/git) one at a time, and publishes on the
+// event stream: repo.Head when the checkout changes, git.Status after each
+// change or Refresh, git.Action for each action, and git.Moved when HEAD,
+// the branch or the dirty set changed without an action made here (a `git
+// pull` in another pane). It implements tui.GitControl; the CLI calls
+// remote/git directly.
+type Git struct {
+	Host remote.Host
+	// Path is the checkout on the host (may start with "~/"); Open finds
+	// its top level.
+	Path string
+	// Publish receives the events; Live wires it to its Sink when nil.
+	Publish event.Sink
+	// Interval between polls; default 3 s. Timeout of one poll; default 10 s.
+	Interval, Timeout time.Duration
+
+	mu      sync.Mutex // serialises polls and actions; guards the fields below
+	repo    *git.Repo  // opened on first use
+	last    repo.Head  // the checkout as last seen (by a poll or after an action)
+	hasLast bool
+	lastErr string // the last Unreadable published
+
+	undoMu   sync.Mutex // guards undo (read from the UI goroutine)
+	undo     string     // snapshot id Undo restores
+	undoWhy  string     // its reason
+	undoSeen bool       // undo was set by an action here (not only from the host's list)
+}
+
+// pollDefaults returns the poll interval and timeout.
+func (g *Git) pollDefaults() (time.Duration, time.Duration) {
+	every, timeout := g.Interval, g.Timeout
+	if every <= 0 {
+		every = 3 * time.Second
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return every, timeout
+}
+
+// open returns the Repo, opening it on first use. Call with g.mu held.
+func (g *Git) open(ctx context.Context) (*git.Repo, error) {
+	if g.repo != nil {
+		return g.repo, nil
+	}
+	r, err := git.Open(ctx, g.Host, g.Path)
+	if err != nil {
+		return nil, err
+	}
+	g.repo = r
+	return r, nil
+}
+
+func (g *Git) publish(at time.Time, p event.Payload) {
+	if g.Publish != nil {
+		g.Publish(event.Event{At: at, Data: p})
+	}
+}
+
+// Run polls until ctx ends, then returns nil. The first poll publishes
+// the HEAD and the full status; a change made outside publishes git.Moved,
+// the new HEAD and the full status; an unreadable repository publishes
+// repo.Unreadable once per distinct error. While the host is unreachable
+// nothing is published: the last state stands.
+func (g *Git) Run(ctx context.Context) error {
+	every, timeout := g.pollDefaults()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		g.poll(pctx)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// poll reads the cheap state once and publishes what changed.
+func (g *Git) poll(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, err := g.open(ctx)
+	var h repo.Head
+	if err == nil {
+		h, err = repo.Read(ctx, g.Host, r.Path)
+	}
+	switch {
+	case ctx.Err() != nil, errors.Is(err, remote.ErrDisconnected), errors.Is(err, context.DeadlineExceeded):
+		return
+	case err != nil:
+		if msg := err.Error(); msg != g.lastErr {
+			g.lastErr, g.hasLast = msg, false
+			g.publish(time.Now(), repo.Unreadable{Path: g.Path, Err: msg})
+		}
+		return
+	case g.hasLast && h.Same(g.last):
+		return
+	}
+	g.lastErr = ""
+	before, had := g.last, g.hasLast
+	g.last, g.hasLast = h, true
+	now := time.Now()
+	g.publish(now, h)
+	st, serr := r.Status(ctx, 0)
+	if had {
+		g.publish(now, g.moved(ctx, r, before, h, st, serr == nil))
+	}
+	if !had {
+		g.loadUndo(ctx, r)
+	}
+	if serr == nil {
+		g.publish(now, st)
+	}
+}
+
+// moved describes a change made outside the cockpit.
+func (g *Git) moved(ctx context.Context, r *git.Repo, from, to repo.Head, st git.Status, hasSt bool) git.Moved {
+	m := git.Moved{
+		From: from.Commit, To: to.Commit, FromShort: from.Short, ToShort: to.Short,
+		FromBranch: from.Branch, ToBranch: to.Branch,
+		DirtyBefore: from.Dirty, DirtyAfter: to.Dirty, At: time.Now(),
+	}
+	if from.Commit != to.Commit {
+		if hasSt && len(st.Reflog) > 0 && st.Reflog[0].ID == to.Commit {
+			m.Action = st.Reflog[0].Action
+		}
+		if fwd, back, files, err := r.Compare(ctx, from.Commit, to.Commit); err == nil {
+			m.Forward, m.Back, m.FilesTotal = fwd, back, len(files)
+			m.Files = files[:min(len(files), 50)]
+		}
+	}
+	m.DirtyChanged = changedPaths(from.Entries, to.Entries, 50)
+	return m
+}
+
+// changedPaths lists the paths whose "XY path" entry appears in only one
+// of a and b, at most max.
+func changedPaths(a, b []string, max int) []string {
+	var out []string
+	add := func(e string) {
+		p := e
+		if len(e) > 3 {
+			p = e[3:]
+		}
+		if !slices.Contains(out, p) && len(out) < max {
+			out = append(out, p)
+		}
+	}
+	for _, e := range a {
+		if !slices.Contains(b, e) {
+			add(e)
+		}
+	}
+	for _, e := range b {
+		if !slices.Contains(a, e) {
+			add(e)
+		}
+	}
+	return out
+}
+
+// loadUndo offers the newest snapshot on the host for Undo when no action
+// has been made here yet (a restarted cockpit can still undo the last
+// action). Call with g.mu held.
+func (g *Git) loadUndo(ctx context.Context, r *git.Repo) {
+	snaps, err := r.Snapshots(ctx)
+	if err != nil || len(snaps) == 0 {
+		return
+	}
+	g.undoMu.Lock()
+	if !g.undoSeen {
+		g.undo, g.undoWhy = snaps[0].ID, snaps[0].Reason
+	}
+	g.undoMu.Unlock()
+}
+
+// Refresh reads the full status and publishes it. It leaves the poll's
+// baseline alone: a change made outside is still reported as moved.
+func (g *Git) Refresh(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, err := g.open(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := r.Status(ctx, 0)
+	if err != nil {
+		return err
+	}
+	g.publish(time.Now(), st)
+	return nil
+}
+
+// Log lists the checkout picker's commits (git.Repo.Log).
+func (g *Git) Log(ctx context.Context, n int) ([]git.Commit, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, err := g.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Log(ctx, n)
+}
+
+// Preview says what a checkout of ref would do (git.Repo.Preview, 20
+// commits each way).
+func (g *Git) Preview(ctx context.Context, ref string) (git.Preview, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, err := g.open(ctx)
+	if err != nil {
+		return git.Preview{}, err
+	}
+	return r.Preview(ctx, ref, 20)
+}
+
+// Snapshots lists the snapshots on the host, newest first.
+func (g *Git) Snapshots(ctx context.Context) ([]git.Snapshot, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, err := g.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Snapshots(ctx)
+}
+
+// do runs one action under the lock, then publishes it, takes its
+// outcome as the new baseline (so the poll does not call it a move), and
+// publishes the fresh HEAD and status.
+func (g *Git) do(ctx context.Context, act func(*git.Repo) (git.Action, error)) (git.Action, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, err := g.open(ctx)
+	if err != nil {
+		return git.Action{}, err
+	}
+	a, err := act(r)
+	if a.Snapshot == "" {
+		return a, err // nothing was done
+	}
+	g.publish(time.Now(), a)
+	g.undoMu.Lock()
+	g.undo, g.undoWhy, g.undoSeen = a.Snapshot, a.Op+" "+joinArgs(a.Args), true
+	g.undoMu.Unlock()
+	// The aftermath is read even if the caller gave up: the panel and the
+	// poll's baseline must show where the action left the checkout.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if h, herr := repo.Read(actx, g.Host, r.Path); herr == nil {
+		g.last, g.hasLast = h, true
+		g.publish(time.Now(), h)
+	}
+	if st, serr := r.Status(actx, 0); serr == nil {
+		g.publish(time.Now(), st)
+	}
+	return a, err
+}
+
+func joinArgs(args []string) string {
+	out := ""
+	for i, a := range args {
+		if i > 0 {
+			out += " "
+		}
+		if len(a) == 40 || len(a) == 64 {
+			a = a[:12]
+		}
+		out += a
+	}
+	return out
+}
+
+// Checkout checks out ref (git.Repo.Checkout).
+func (g *Git) Checkout(ctx context.Context, ref string) (git.Action, error) {
+	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Checkout(ctx, ref) })
+}
+
+// Stash stashes the dirty tree under name (git.Repo.Stash).
+func (g *Git) Stash(ctx context.Context, name string, untracked bool) (git.Action, error) {
+	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Stash(ctx, name, untracked) })
+}
+
+// StashApply applies (pop: and drops) the stash with commit id id.
+func (g *Git) StashApply(ctx context.Context, id string, pop bool) (git.Action, error) {
+	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.StashApply(ctx, id, pop) })
+}
+
+// StashDrop drops the stash with commit id id.
+func (g *Git) StashDrop(ctx context.Context, id string) (git.Action, error) {
+	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.StashDrop(ctx, id) })
+}
+
+// Revert restores paths to HEAD (git.Repo.Revert).
+func (g *Git) Revert(ctx context.Context, paths []string) (git.Action, error) {
+	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Revert(ctx, paths) })
+}
+
+// Restore brings back snapshot id (git.Repo.Restore).
+func (g *Git) Restore(ctx context.Context, id string) (git.Action, error) {
+	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Restore(ctx, id) })
+}
+
+// ErrNothingToUndo is returned by Undo when no snapshot is known.
+var ErrNothingToUndo = errors.New("nothing to undo: no git action has been made from flightdeck on this checkout")
+
+// Undo restores the snapshot taken before the last action (made here, or
+// the newest snapshot on the host when none was made here yet). Undoing
+// an undo redoes: the restore's own snapshot becomes the next undo.
+func (g *Git) Undo(ctx context.Context) (git.Action, error) {
+	id, _ := g.LastSnapshot()
+	if id == "" {
+		return git.Action{}, ErrNothingToUndo
+	}
+	return g.Restore(ctx, id)
+}
+
+// LastSnapshot returns the snapshot Undo would restore and why it was
+// taken ("checkout 3207427"); "" when none. It does no I/O.
+func (g *Git) LastSnapshot() (id, reason string) {
+	g.undoMu.Lock()
+	defer g.undoMu.Unlock()
+	return g.undo, g.undoWhy
+}
