@@ -17,13 +17,13 @@ import (
 
 // LiveConfig says what to observe on a host.
 type LiveConfig struct {
-	Host       remote.Host
-	LogPath    string        // server log to follow; "" follows none
-	RepoPath   string        // server checkout whose HEAD to watch; "" watches none
+	Host     remote.Host
+	LogPath  string // server log to follow; "" follows none
+	RepoPath string // server checkout whose HEAD to watch; "" watches none
 	// Git, when set, watches the checkout instead (HEAD, dirty set, moves
 	// made outside, the full status for the git panel) and runs the git
 	// panel's actions; its Publish is wired to Sink when nil.
-	Git *Git
+	Git        *Git
 	Interval   time.Duration // GPU sampling interval; default 1 s
 	Server     string        // serverlog.ServerSGLang / ServerVLLM when known; "" infers it from the log
 	GPUProgram string        // nvidia-smi on the host; default "nvidia-smi"
