@@ -202,20 +202,21 @@ func addNumstat(files []File, b []byte) error {
 		if len(f) != 3 {
 			return fmt.Errorf("git diff --numstat: unexpected entry %q", truncate(e))
 		}
-		k, ok := byPath[string(f[2])]
-		if !ok {
-			continue // e.g. the old side of a rename
-		}
-		if string(f[0]) == "-" && string(f[1]) == "-" {
-			files[k].Binary = true
-			continue
-		}
+		bin := string(f[0]) == "-" && string(f[1]) == "-"
 		add, err1 := strconv.Atoi(string(f[0]))
 		del, err2 := strconv.Atoi(string(f[1]))
-		if err1 != nil || err2 != nil || add < 0 || del < 0 {
+		if !bin && (err1 != nil || err2 != nil || add < 0 || del < 0) {
 			return fmt.Errorf("git diff --numstat: unexpected counts in %q", truncate(e))
 		}
-		files[k].Added, files[k].Deleted = add, del
+		k, ok := byPath[string(f[2])]
+		switch {
+		case !ok:
+			// e.g. the old side of a rename
+		case bin:
+			files[k].Binary = true
+		default:
+			files[k].Added, files[k].Deleted = add, del
+		}
 	}
 	return nil
 }
