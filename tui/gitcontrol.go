@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions"
 )
 
 // GitControl acts on the server's git checkout behind the git panel (g);
@@ -46,3 +47,5 @@ type GitControl interface {
 	// index, worktree and untracked files), after snapshotting the present.
 	Restore(ctx context.Context, id string) (git.Action, error)
 }
+
+var _ GitControl = (*sessions.Git)(nil)

@@ -92,7 +92,7 @@ the server; quitting the cockpit never stops it.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.log, "log", "", "server log file on the host to follow")
-	fl.StringVar(&f.repo, "repo", "", "the server's git checkout on the host, to show HEAD")
+	fl.StringVar(&f.repo, "repo", "", "the server's git checkout on the host: HEAD in the header, the git panel (g)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
 	addSSHFlags(fl, &f.ssh, false)
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "nvidia-smi command on the host")
@@ -130,16 +130,22 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		return err
 	}
 	ctl := &sessions.Control{Host: host, Config: cfg, Target: hc, GPUProgram: f.nvidiaSMI, GPUCount: gpusSeen.count}
+	var gc tui.GitControl
+	var g *sessions.Git
+	if f.repo != "" {
+		g = &sessions.Git{Host: host, Path: f.repo}
+		gc = g
+	}
 	lc := sessions.LiveConfig{
 		Host:       host,
 		LogPath:    f.log,
-		RepoPath:   f.repo,
+		Git:        g,
 		Interval:   f.interval,
 		Server:     f.server,
 		GPUProgram: f.nvidiaSMI,
 		Control:    ctl,
 	}
-	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl},
+	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc},
 		func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, lc, sink) })
 }
 

@@ -113,6 +113,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		return fmt.Errorf("--profile: %w", err)
 	}
 	ctl := &lazyControl{cfg: cfg}
+	gc := &lazyGit{}
 	live := func(ctx context.Context, sink event.Sink) error {
 		// Building the host takes a moment on a busy laptop: say so on the
 		// screen, which is already open.
@@ -144,14 +145,16 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}
 		defer host.Close()
 		c := &sessions.Control{Host: host, Config: cfg, Target: demoTarget(h, f), NoProcessMatch: true, GPUCount: gpusSeen.count}
+		g := &sessions.Git{Host: host, Path: h.RepoPath}
 		lv := sessions.NewLive(sessions.LiveConfig{
 			Host:     host,
-			RepoPath: h.RepoPath,
+			Git:      g,
 			Interval: f.interval,
 			Server:   server,
 			Control:  c,
 		}, sink)
 		ctl.set(c)
+		gc.set(g)
 		// The first launch goes through the same path as the L key.
 		go func() {
 			plan, err := c.Plan(c.Request())
@@ -164,7 +167,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}()
 		return lv.Run(ctx)
 	}
-	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl}, live)
+	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl, Git: gc}, live)
 }
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 )
@@ -59,4 +60,95 @@ func (l *lazyControl) SetProfile(name string) error {
 		return c.SetProfile(name)
 	}
 	return errNotYet
+}
+
+// lazyGit is the git panel's control for a host still being set up (the
+// demo's): until set, every action says the host is still starting.
+type lazyGit struct {
+	g atomic.Pointer[sessions.Git]
+}
+
+func (l *lazyGit) set(g *sessions.Git) { l.g.Store(g) }
+
+func (l *lazyGit) get() (*sessions.Git, error) {
+	if g := l.g.Load(); g != nil {
+		return g, nil
+	}
+	return nil, errNotYet
+}
+
+func (l *lazyGit) Refresh(ctx context.Context) error {
+	g, err := l.get()
+	if err != nil {
+		return err
+	}
+	return g.Refresh(ctx)
+}
+
+func (l *lazyGit) Log(ctx context.Context, n int) ([]git.Commit, error) {
+	g, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return g.Log(ctx, n)
+}
+
+func (l *lazyGit) Preview(ctx context.Context, ref string) (git.Preview, error) {
+	g, err := l.get()
+	if err != nil {
+		return git.Preview{}, err
+	}
+	return g.Preview(ctx, ref)
+}
+
+func (l *lazyGit) Snapshots(ctx context.Context) ([]git.Snapshot, error) {
+	g, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return g.Snapshots(ctx)
+}
+
+func (l *lazyGit) LastSnapshot() (string, string) {
+	if g := l.g.Load(); g != nil {
+		return g.LastSnapshot()
+	}
+	return "", ""
+}
+
+// act runs one action once the Git is set.
+func (l *lazyGit) act(f func(*sessions.Git) (git.Action, error)) (git.Action, error) {
+	g, err := l.get()
+	if err != nil {
+		return git.Action{}, err
+	}
+	return f(g)
+}
+
+func (l *lazyGit) Checkout(ctx context.Context, ref string) (git.Action, error) {
+	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Checkout(ctx, ref) })
+}
+
+func (l *lazyGit) Stash(ctx context.Context, name string, untracked bool) (git.Action, error) {
+	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Stash(ctx, name, untracked) })
+}
+
+func (l *lazyGit) StashApply(ctx context.Context, id string, pop bool) (git.Action, error) {
+	return l.act(func(g *sessions.Git) (git.Action, error) { return g.StashApply(ctx, id, pop) })
+}
+
+func (l *lazyGit) StashDrop(ctx context.Context, id string) (git.Action, error) {
+	return l.act(func(g *sessions.Git) (git.Action, error) { return g.StashDrop(ctx, id) })
+}
+
+func (l *lazyGit) Revert(ctx context.Context, paths []string) (git.Action, error) {
+	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Revert(ctx, paths) })
+}
+
+func (l *lazyGit) Undo(ctx context.Context) (git.Action, error) {
+	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Undo(ctx) })
+}
+
+func (l *lazyGit) Restore(ctx context.Context, id string) (git.Action, error) {
+	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Restore(ctx, id) })
 }
