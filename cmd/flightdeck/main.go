@@ -76,7 +76,7 @@ Try it without a GPU:  flightdeck demo`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/flightdeck/config.toml)")
-	root.AddCommand(newConnectCmd(), newDemoCmd(), newServerCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
+	root.AddCommand(newConnectCmd(), newDemoCmd(), newServerCmd(), newGitCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
 	return root
 }
 

@@ -226,7 +226,7 @@ func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) 
 // file of Status) to HEAD — index and worktree — and removes those that are
 // untracked, leaving every other file alone. A renamed file's old path is
 // restored with it. Errors: ErrBadPath for a refused path, an error naming
-// a path that has no uncommitted change.
+// a path that has no uncommitted change (also wrapping ErrBadPath).
 func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
 	a := Action{Op: "revert", Args: paths}
 	if len(paths) == 0 {
@@ -250,7 +250,7 @@ func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
 		f, ok := dirty[p]
 		switch {
 		case !ok:
-			return a, fmt.Errorf("revert: %q has no uncommitted change", p)
+			return a, fmt.Errorf("revert: %q has no uncommitted change: %w", p, ErrBadPath)
 		case f.Untracked():
 			untracked = append(untracked, p)
 		default:

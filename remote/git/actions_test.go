@@ -321,8 +321,13 @@ func TestRefusedRefsAndPaths(t *testing.T) {
 	if _, err := r.StashApply(ctx, "stash@{0}", true); !errors.Is(err, ErrBadRef) {
 		t.Errorf("StashApply by index: %v", err)
 	}
-	if _, err := r.Restore(ctx, "../../etc"); err == nil {
-		t.Error("Restore took a path as id")
+	for _, id := range []string{"../../etc", "20261129-215807.123-3f9a"} {
+		if _, err := r.Restore(ctx, id); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("Restore(%q) = %v, want ErrBadSnapshot", id, err)
+		}
+	}
+	if snaps, _ := r.Snapshots(ctx); len(snaps) != 0 {
+		t.Errorf("refused actions took snapshots: %+v", snaps)
 	}
 }
 

@@ -57,7 +57,7 @@ func Open(ctx context.Context, host remote.Host, dir string) (*Repo, error) {
 	if dir == "" {
 		return nil, errors.New("no repository path given")
 	}
-	prefix := ""
+	given, prefix := dir, ""
 	switch {
 	case dir == "~":
 		prefix, dir = `cd -- "$HOME" && `, "."
@@ -72,13 +72,13 @@ func Open(ctx context.Context, host remote.Host, dir string) (*Repo, error) {
 	if err != nil {
 		var ee *remote.ExitError
 		if errors.As(err, &ee) {
-			return nil, &NotRepoError{Path: dir, Msg: gitWords(ee.Stderr, err)}
+			return nil, &NotRepoError{Path: given, Msg: gitWords(ee.Stderr, err)}
 		}
-		return nil, fmt.Errorf("open repository %s: %w", dir, err)
+		return nil, fmt.Errorf("open repository %s: %w", given, err)
 	}
 	lines := strings.Split(strings.TrimRight(string(res.Stdout), "\n"), "\n")
 	if len(lines) != 2 || !path.IsAbs(lines[0]) || !path.IsAbs(lines[1]) {
-		return nil, &NotRepoError{Path: dir, Msg: fmt.Sprintf("unexpected rev-parse output %q (a bare repository has no worktree)", truncate(res.Stdout))}
+		return nil, &NotRepoError{Path: given, Msg: fmt.Sprintf("unexpected rev-parse output %q (a bare repository has no worktree)", truncate(res.Stdout))}
 	}
 	return &Repo{Host: host, Path: lines[0], GitDir: lines[1], SnapshotDir: path.Join(lines[1], "flightdeck", "snapshots")}, nil
 }

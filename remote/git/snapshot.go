@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -49,13 +50,15 @@ else
 fi
 g diff ` + diffOpts + ` > "$t/unstaged.patch" || exit
 g ls-files -z --others --exclude-standard > "$t/untracked.list" || exit
-(cd -- "$top" && tar --null -T "$t/untracked.list" -cf "$t/untracked.tar") || exit
+if [ -s "$t/untracked.list" ]; then
+  (cd -- "$top" && tar --null -T "$t/untracked.list" -cf "$t/untracked.tar") || exit
+fi
 g --no-optional-locks status --porcelain=v1 -z --untracked-files=all > "$t/status" || exit
 g stash list --format='%H %gs' > "$t/stashes" || exit
 mv -- "$t" "$dir" || exit
 files=$(tr -dc '\000' < "$dir/status" | wc -c)
 untracked=$(tr -dc '\000' < "$dir/untracked.list" | wc -c)
-bytes=$(cat "$dir/staged.patch" "$dir/unstaged.patch" "$dir/untracked.tar" | wc -c)
+bytes=$(cat "$dir/staged.patch" "$dir/unstaged.patch" "$dir/untracked.tar" 2>/dev/null | wc -c)
 echo $files $untracked $bytes
 `
 
@@ -190,6 +193,10 @@ func parseSnapshots(dir string, out []byte) []Snapshot {
 	return list
 }
 
+// ErrBadSnapshot is wrapped by the error for a snapshot id that is
+// malformed or not on the host.
+var ErrBadSnapshot = errors.New("no such snapshot")
+
 // restoreScript puts the checkout back in the state saved in DIR: HEAD
 // (the saved branch when it still points at the saved commit, else that
 // commit detached), the index and worktree (the present is discarded with
@@ -199,6 +206,7 @@ func parseSnapshots(dir string, out []byte) []Snapshot {
 // "differs". Sent on stdin to "sh -s -- TOP DIR".
 const restoreScript = `top=$1 dir=$2
 g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
+[ -f "$dir/status" ] || { echo "no snapshot $dir" >&2; exit 4; }
 head=$(cat "$dir/HEAD") && branch=$(cat "$dir/BRANCH") || exit
 if [ -z "$head" ]; then echo "snapshot of a branch without commits: restore it by hand from $dir" >&2; exit 1; fi
 g rev-parse -q --verify "$head^{commit}" >/dev/null || { echo "commit $head is no longer in the repository" >&2; exit 1; }
@@ -231,16 +239,31 @@ rm -f -- "$dir.after"
 // Action.Snapshot).
 func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 	if !snapshotID.MatchString(id) {
-		return Action{}, fmt.Errorf("%q is not a snapshot id (like 20261129-215807.123-3f9a)", id)
+		return Action{}, fmt.Errorf("%q is not a snapshot id (like 20261129-215807.123-3f9a): %w", id, ErrBadSnapshot)
 	}
 	dir := path.Join(r.SnapshotDir, id)
+	test, err := remote.Command("test", "-f", path.Join(dir, "status"))
+	if err != nil {
+		return Action{}, err
+	}
+	if _, err := r.Host.Run(ctx, test, nil); err != nil {
+		var ee *remote.ExitError
+		if errors.As(err, &ee) {
+			return Action{Op: "restore", Args: []string{id}}, fmt.Errorf("%s is not in %s: %w", id, r.SnapshotDir, ErrBadSnapshot)
+		}
+		return Action{Op: "restore", Args: []string{id}}, err
+	}
 	return r.act(ctx, "restore", []string{id}, "restore "+id, func(ctx context.Context) (string, []string, error) {
 		cmd, err := remote.Command("sh", "-s", "--", r.Path, dir)
 		if err != nil {
 			return "", nil, err
 		}
 		res, err := r.Host.Run(ctx, cmd, strings.NewReader(restoreScript))
-		out := clip(append(res.Stderr, res.Stdout...))
+		out := clip(append(append([]byte{}, res.Stderr...), res.Stdout...))
+		var ee *remote.ExitError
+		if errors.As(err, &ee) && ee.Code == 4 {
+			return out, nil, fmt.Errorf("%s: %w", id, ErrBadSnapshot)
+		}
 		if err != nil {
 			return out, nil, wrapErr([]string{"restore"}, res, err)
 		}

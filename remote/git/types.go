@@ -104,8 +104,8 @@ type Status struct {
 // Kind implements event.Payload.
 func (Status) Kind() string { return "git-status" }
 
-// Staged, Unstaged and Untracked count the dirty files by kind (a file both
-// staged and unstaged counts in both).
+// Counts counts the dirty files by kind: staged, unstaged, untracked and
+// conflicted (a file both staged and unstaged counts in both).
 func (s Status) Counts() (staged, unstaged, untracked, conflicted int) {
 	for _, f := range s.Files {
 		switch {
