@@ -8,7 +8,7 @@ import (
 // text, the help group it is listed under, and why it cannot act right now.
 type Binding struct {
 	key.Binding
-	// Group is the full-help column: "log", "view" or "actions".
+	// Group is the full-help column: "log", "view", "actions" or "git".
 	Group string
 	// Unavailable returns why the key cannot act now, or "" when it can.
 	// A key that cannot act puts this reason in the status line instead of
@@ -53,8 +53,20 @@ type KeyMap struct {
 	Launch  Binding
 	Profile Binding
 
+	// Git opens and closes the git panel (Options.Git, or a replayed
+	// git.Status); the Git* keys act in it (gitkeys.go).
+	Git          Binding
+	GitMark      Binding
+	GitRevert    Binding
+	GitStash     Binding
+	GitApply     Binding
+	GitPop       Binding
+	GitDrop      Binding
+	GitCheckout  Binding
+	GitUndo      Binding
+	GitSnapshots Binding
+
 	// Later features: listed in help, answered with why they cannot act.
-	Git        Binding
 	Experiment Binding
 	Note       Binding
 	Bench      Binding
@@ -103,6 +115,16 @@ func DefaultKeyMap() KeyMap {
 		Experiment: footer(bind("actions", "e", "experiment", "e")),
 		Note:       footer(bind("actions", "n", "note", "n")),
 		Bench:      footer(bind("actions", "b", "bench", "b")),
+
+		GitMark:      bind("git", "spc", "mark", "space"), // "spc": the help's git column fits 80 columns
+		GitRevert:    bind("git", "r", "revert", "r"),
+		GitStash:     bind("git", "s", "stash", "s"),
+		GitApply:     bind("git", "a", "apply", "a"),
+		GitPop:       bind("git", "P", "pop", "P"),
+		GitDrop:      bind("git", "D", "drop", "D"),
+		GitCheckout:  bind("git", "c", "checkout", "c"),
+		GitUndo:      bind("git", "u", "undo", "u"),
+		GitSnapshots: bind("git", "S", "snapshots", "S"),
 	}
 	k.Focus.Unavailable = func(m *Model) string {
 		if len(m.gpus.rows) == 0 || m.gpus.visible >= len(m.gpus.rows) {
@@ -110,9 +132,9 @@ func DefaultKeyMap() KeyMap {
 		}
 		return ""
 	}
-	k.Follow.Unavailable = needsLog
-	k.Filter.Unavailable = needsLog
-	k.Wrap.Unavailable = needsLog
+	k.Follow.Unavailable = logKeys
+	k.Filter.Unavailable = logKeys
+	k.Wrap.Unavailable = logKeys
 	k.Quit.Long = "quit (the server keeps running)"
 	k.Kill.Long = "kill the server: asks first, then waits for its GPU memory"
 	k.Launch.Long = "launch or relaunch the server (form; shows the command and env diff)"
@@ -120,7 +142,7 @@ func DefaultKeyMap() KeyMap {
 	k.Kill.Unavailable = killUnavailable
 	k.Launch.Unavailable = launchUnavailable
 	k.Profile.Unavailable = profileUnavailable
-	k.Git.Unavailable = notYet("git status/stash/checkout", true)
+	gitBindings(&k)
 	k.Experiment.Unavailable = notYet("experiments", false)
 	k.Note.Unavailable = notYet("session notes", false)
 	k.Bench.Unavailable = notYet("benchmark client", true)
@@ -129,11 +151,11 @@ func DefaultKeyMap() KeyMap {
 
 // all lists the bindings in footer and help order.
 func (k *KeyMap) all() []*Binding {
-	return []*Binding{
+	return append([]*Binding{
 		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench,
 		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
 		&k.Focus,
-	}
+	}, k.gitKeys()...)
 }
 
 // ShortHelp lists the footer bindings (bubbles/help.KeyMap), in the order
@@ -163,4 +185,4 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return out
 }
 
-var helpGroups = []string{"log", "view", "actions"}
+var helpGroups = []string{"log", "view", "git", "actions"}

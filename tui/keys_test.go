@@ -43,7 +43,7 @@ func TestUnavailableKeysSayWhy(t *testing.T) {
 		"K": "server control not available here",
 		"L": "server control not available here",
 		"p": "server control not available here",
-		"g": "not available yet: git status/stash/checkout",
+		"g": "the git panel needs --repo PATH (or repo in the host's config)",
 		"e": "not available yet: experiments",
 		"n": "not available yet: session notes",
 		"b": "not available yet: benchmark client",

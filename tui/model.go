@@ -2,7 +2,9 @@
 // with host, connection, server state and HEAD; one row per GPU with
 // abnormal values highlighted; a tok/s sparkline; a filterable log tail;
 // with Options.Control, server control: K kill (confirmed), L the launch
-// form, p the env profile picker, as overlays (control.go).
+// form, p the env profile picker, as overlays (control.go); with
+// Options.Git, the git panel (g) in place of the log tail: status, stash,
+// revert, checkout and undo (gitpanel.go).
 //
 // The model consumes the event stream (EventsMsg batches of event.Event)
 // and is deterministic: Update does no I/O and never reads the clock (time
@@ -25,6 +27,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
@@ -75,6 +78,14 @@ type Options struct {
 	// Its Launch and Kill run in tea.Cmds with a context that ends when
 	// Run returns. server.Status events drive the header either way.
 	Control ServerControl
+	// Git acts on the server's git checkout from the git panel (g); nil
+	// means no git control: g then opens a read-only panel if git.Status
+	// events arrive (a replayed journal), else says how to name a
+	// repository. Its I/O methods run in tea.Cmds under the context
+	// Control's do (it ends when Run returns); LastSnapshot is called from
+	// Update. git.Status, git.Action and git.Moved events drive the panel
+	// and its HEAD-moved banner either way.
+	Git GitControl
 }
 
 type focusArea uint8
@@ -146,6 +157,9 @@ type Model struct {
 	form       *launchForm
 	picker     *profilePicker
 	quitArmed  bool // q pressed while an action runs: a second q quits
+
+	// The git panel and its overlays (gitpanel.go).
+	git gitState
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -167,6 +181,7 @@ func New(o Options) *Model {
 		height: defaultHeight,
 		ctl:    o.Control,
 		ctx:    context.Background(),
+		git:    gitState{ctl: o.Git},
 	}
 	m.log.path = sanitizeString(o.LogPath)
 	if o.Keys != nil {
@@ -259,7 +274,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case KillResultMsg, LaunchResultMsg:
 		m.actionResult(msg)
+	case GitRefreshMsg, GitActionMsg, GitLogMsg, GitPreviewMsg, GitSnapshotsMsg:
+		m.gitResult(msg)
 	case tea.PasteMsg:
+		if isGitModal(m.modal) {
+			return m, m.gitPaste(msg)
+		}
 		if m.modal == modalLaunch && !m.form.confirming {
 			return m, m.formInput(msg)
 		}
@@ -335,6 +355,12 @@ func (m *Model) apply(ev event.Event) {
 		}
 		m.server.phase, m.server.since = serverFailed, ev.At
 		m.log.mark(p.Text, lineFailure)
+	case git.Status:
+		m.git.setStatus(p)
+	case git.Action:
+		m.git.setAction(p, ev.At)
+	case git.Moved:
+		m.git.setMoved(p)
 	}
 }
 
@@ -387,6 +413,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.launchKey(msg)
 	case modalProfile:
 		return m.pickerKey(msg)
+	case modalGitConfirm, modalGitStash, modalGitCheckout, modalGitSnapshots:
+		return m.gitModalKey(msg)
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
@@ -394,6 +422,10 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.showHelp:
 			m.showHelp = false
+		case m.git.open:
+			m.closeGit()
+		case m.git.movedN > 0:
+			m.git.movedN = 0 // the HEAD-moved banner is acknowledged
 		case m.log.filter != "":
 			m.input.SetValue("")
 			m.log.setFilter("")
@@ -402,11 +434,16 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.srv.busy != actionNone && !armed {
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.git.doing != "") && !armed {
 		// Quitting cancels the action's context: a kill or relaunch cut
-		// short leaves the server half-stopped. Ask once.
+		// short leaves the server half-stopped, a git action the tree
+		// half-changed. Ask once.
 		m.quitArmed = true
-		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
+		what := "a git action is in progress"
+		if m.srv.busy != actionNone {
+			what = controlUnavailable(m, "")
+		}
+		m.flash(what+"; quitting cancels it - q again to quit", toneWarn)
 		return m, nil
 	}
 	for _, b := range k.all() {
@@ -428,8 +465,15 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	k := &m.keys
 	page := m.log.page()
-	if m.focus == focusGPUs {
+	gitRows := m.git.open && m.focus == focusLog // the panel's cursor takes the log's keys
+	switch {
+	case m.focus == focusGPUs:
 		page = max(m.gpus.visible-1, 1)
+	case gitRows:
+		page = m.git.page()
+	}
+	if k.isGitKey(b) {
+		return m, m.gitAct(b)
 	}
 	switch b {
 	case &k.Quit:
@@ -445,6 +489,8 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	case &k.Profile:
 		m.showHelp = false
 		m.openPicker()
+	case &k.Git:
+		return m, m.toggleGit()
 	case &k.Help:
 		m.showHelp = !m.showHelp
 	case &k.Focus:
@@ -475,15 +521,21 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	case &k.PageDown:
 		m.scroll(page)
 	case &k.Bottom:
-		if m.focus == focusGPUs {
+		switch {
+		case m.focus == focusGPUs:
 			m.gpus.scroll(len(m.gpus.rows))
-		} else {
+		case gitRows:
+			m.git.move(m.git.rows())
+		default:
 			m.log.resume()
 		}
 	case &k.Top:
-		if m.focus == focusGPUs {
+		switch {
+		case m.focus == focusGPUs:
 			m.gpus.top = 0
-		} else {
+		case gitRows:
+			m.git.cursor = 0
+		default:
 			m.log.home()
 		}
 	}
@@ -495,6 +547,10 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 func (m *Model) scroll(d int) {
 	if m.focus == focusGPUs && m.gpus.visible < len(m.gpus.rows) {
 		m.gpus.scroll(d)
+		return
+	}
+	if m.git.open {
+		m.git.move(d)
 		return
 	}
 	m.log.scroll(d)
@@ -550,6 +606,9 @@ func (m *Model) footer(width int) string {
 	st := &m.styles
 	if m.status != "" {
 		return st.tone(m.statusTone).Render(truncate(m.status, width))
+	}
+	if m.modal == modalNone && m.git.open {
+		return m.gitFooter(width)
 	}
 	if m.modal != modalNone {
 		var b strings.Builder

@@ -95,7 +95,10 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 		iw = min(iw, w-4)
 		body = m.renderPicker(iw, avail-2)
 	default:
-		return nil, 0, 0
+		var ok bool
+		if title, frame, body, iw, ok = m.gitModalBox(w, avail); !ok {
+			return nil, 0, 0
+		}
 	}
 	if iw < 1 {
 		return nil, 0, 0
@@ -126,5 +129,5 @@ func (m *Model) modalHelp() [][2]string {
 	case modalProfile:
 		return [][2]string{{"enter", "pick"}, {"up/down", "move"}, {"esc", "cancel"}}
 	}
-	return nil
+	return m.gitModalHelp()
 }

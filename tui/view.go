@@ -53,8 +53,8 @@ func (m *Model) render() string {
 	lines = append(lines, m.header(w))
 
 	// Server notices first (at most two: an action's, a failure's line),
-	// then nvidia-smi's.
-	banners := append(m.serverBanners(), m.gpus.banners(m.now)...)
+	// then git's (an action in flight, HEAD moved), then nvidia-smi's.
+	banners := append(append(m.serverBanners(), m.gitBanners(w)...), m.gpus.banners(m.now)...)
 	l := computeLayout(h, len(m.gpus.rows), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
@@ -75,12 +75,19 @@ func (m *Model) render() string {
 		}
 		if m.noLog() {
 			lines = append(lines, st.Title.Render(truncate("tok/s", w))+" "+st.Dim.Render(truncate(noLogText, w-len("tok/s "))))
+		} else {
+			lines = append(lines, m.rate.render(st, m.styleGen, w))
+		}
+		switch {
+		case m.git.open:
+			// The git panel takes the log tail's place (title and lines).
+			lines = m.renderGit(lines, w, 1+l.logLines)
+		case m.noLog():
 			lines = append(lines, m.logTitle(w))
 			if l.logLines > 0 {
 				lines = append(lines, st.Dim.Render(truncate(noLogText, w)))
 			}
-		} else {
-			lines = append(lines, m.rate.render(st, m.styleGen, w))
+		default:
 			lines = append(lines, m.logTitle(w))
 			lines = m.log.render(lines, st, w, l.logLines)
 		}

@@ -1,0 +1,1094 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+)
+
+// fakeGit records what the git panel asks of GitControl and answers with
+// canned commits, previews and actions.
+type fakeGit struct {
+	mu    sync.Mutex
+	calls []string // "Checkout main", "StashApply <id> pop=true", ...
+	paths [][]string
+
+	log        []git.Commit
+	logErr     error
+	previews   map[string]git.Preview
+	previewErr error
+	snaps      []git.Snapshot
+	refreshErr error
+	// act, when set, makes an action's outcome from the canned one.
+	act    func(*git.Action)
+	actErr error
+	lastID string
+	lastRe string
+}
+
+const snapID = "20261129-215807-3f9a"
+
+func newFakeGit() *fakeGit {
+	return &fakeGit{
+		log:      testLog(),
+		previews: map[string]git.Preview{},
+		snaps: []git.Snapshot{
+			{ID: snapID, Reason: "checkout 3207427", Time: at(-5 * time.Minute), Head: strings.Repeat("b", 40), Branch: "main", Files: 4},
+			{ID: "20261128-101500-77aa", Reason: "stash", Time: at(-26 * time.Hour), Head: strings.Repeat("c", 40), Files: 1},
+		},
+	}
+}
+
+func (f *fakeGit) record(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+// Calls returns the calls so far.
+func (f *fakeGit) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeGit) action(op string, args ...string) (git.Action, error) {
+	a := git.Action{Op: op, Args: args, Snapshot: snapID, From: strings.Repeat("b", 40), To: strings.Repeat("b", 40), Branch: "main"}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.act != nil {
+		f.act(&a)
+	}
+	return a, f.actErr
+}
+
+func (f *fakeGit) Refresh(context.Context) error {
+	f.record("Refresh")
+	return f.refreshErr
+}
+
+func (f *fakeGit) Log(_ context.Context, n int) ([]git.Commit, error) {
+	f.record(fmt.Sprintf("Log %d", n))
+	return f.log, f.logErr
+}
+
+func (f *fakeGit) Preview(_ context.Context, ref string) (git.Preview, error) {
+	f.record("Preview " + ref)
+	if f.previewErr != nil {
+		return git.Preview{}, f.previewErr
+	}
+	if p, ok := f.previews[ref]; ok {
+		return p, nil
+	}
+	return git.Preview{Target: ref, From: testLog()[1], To: testLog()[2], BackCount: 1, Back: testLog()[1:2]}, nil
+}
+
+func (f *fakeGit) Checkout(_ context.Context, ref string) (git.Action, error) {
+	f.record("Checkout " + ref)
+	return f.action("checkout", ref)
+}
+
+func (f *fakeGit) Stash(_ context.Context, name string, untracked bool) (git.Action, error) {
+	f.record(fmt.Sprintf("Stash %q untracked=%v", name, untracked))
+	return f.action("stash", name)
+}
+
+func (f *fakeGit) StashApply(_ context.Context, id string, pop bool) (git.Action, error) {
+	f.record(fmt.Sprintf("StashApply %s pop=%v", id, pop))
+	op := "stash-apply"
+	if pop {
+		op = "stash-pop"
+	}
+	return f.action(op, id)
+}
+
+func (f *fakeGit) StashDrop(_ context.Context, id string) (git.Action, error) {
+	f.record("StashDrop " + id)
+	return f.action("stash-drop", id)
+}
+
+func (f *fakeGit) Revert(_ context.Context, paths []string) (git.Action, error) {
+	f.record(fmt.Sprintf("Revert %d", len(paths)))
+	f.mu.Lock()
+	f.paths = append(f.paths, paths)
+	f.mu.Unlock()
+	return f.action("revert", paths...)
+}
+
+func (f *fakeGit) Undo(context.Context) (git.Action, error) {
+	f.record("Undo")
+	return f.action("restore", f.lastID)
+}
+
+func (f *fakeGit) LastSnapshot() (string, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastID, f.lastRe
+}
+
+func (f *fakeGit) Snapshots(context.Context) ([]git.Snapshot, error) {
+	f.record("Snapshots")
+	return f.snaps, nil
+}
+
+func (f *fakeGit) Restore(_ context.Context, id string) (git.Action, error) {
+	f.record("Restore " + id)
+	return f.action("restore", id)
+}
+
+var _ GitControl = (*fakeGit)(nil)
+
+func hexID(c byte) string { return strings.Repeat(string(c), 40) }
+
+// testLog is Log's answer: HEAD on main, an origin/main commit, a tag, a
+// plain commit and a local branch's tip.
+func testLog() []git.Commit {
+	return []git.Commit{
+		{ID: hexID('3'), Short: "3207427", Subject: "Fix PCG MoE Error", Time: at(-2 * time.Hour), Refs: []string{"HEAD -> main", "origin/main"}},
+		{ID: hexID('b'), Short: "bba2fc4", Subject: "Tune NCCL ring for 8xH200", Time: at(-5 * time.Hour), Refs: []string{"tag: v0.5.1"}},
+		{ID: hexID('a'), Short: "a6d51c0", Subject: "Add EAGLE3 draft loader", Time: at(-26 * time.Hour)},
+		{ID: hexID('f'), Short: "f00dbab", Subject: "Try MoE kernel from PR 9001", Time: at(-50 * time.Hour), Refs: []string{"feature/moe", "origin/feature/moe"}},
+	}
+}
+
+// dirtyStatus is a checkout mid-merge with staged, unstaged, renamed,
+// conflicted, untracked and binary changes, two stashes and a reflog.
+func dirtyStatus() git.Status {
+	return git.Status{
+		Path:     "/root/sglang",
+		Branch:   "main",
+		Head:     git.Commit{ID: hexID('3'), Short: "3207427", Subject: "Fix PCG MoE Error", Time: at(-2 * time.Hour)},
+		Upstream: "origin/main", Ahead: 1, Behind: 2,
+		Operation: "merge",
+		Files: []git.File{
+			{Path: "python/sglang/srt/distributed/device_communicators/pynccl.py", X: ' ', Y: 'M', Added: 12, Deleted: 3},
+			{Path: "python/sglang/srt/distributed/parallel_state.py", X: 'M', Y: 'M', Added: 4, Deleted: 1},
+			{Path: "python/sglang/srt/new_name.py", Orig: "python/sglang/srt/old_name.py", X: 'R', Y: ' ', Added: 0, Deleted: 0},
+			{Path: "python/sglang/srt/layers/moe/fused_moe.py", X: 'U', Y: 'U', Added: 30, Deleted: 2},
+			{Path: "weights/draft.bin", X: ' ', Y: 'M', Added: -1, Deleted: -1, Binary: true},
+			{Path: "bench/notes.txt", X: '?', Y: '?', Added: -1, Deleted: -1},
+		},
+		Stashes: []git.Stash{
+			{Index: 0, ID: hexID('5'), Message: "On main: before checkout", Time: at(-2 * time.Hour)},
+			{Index: 1, ID: hexID('6'), Message: "WIP on main: bba2fc4 Tune NCCL ring", Time: at(-5 * 24 * time.Hour)},
+		},
+		Reflog: []git.RefEntry{
+			{ID: hexID('3'), Short: "3207427", Action: "pull", Message: "pull: Fast-forward", Time: at(-5 * time.Minute)},
+			{ID: hexID('b'), Short: "bba2fc4", Action: "checkout", Message: "checkout: moving from feature/moe to main", Time: at(-2 * time.Hour)},
+			{ID: hexID('f'), Short: "f00dbab", Action: "commit", Message: "commit: Try MoE kernel from PR 9001", Time: at(-50 * time.Hour)},
+		},
+	}
+}
+
+// gitNow is the clock of the git scenes (as in controlled).
+var gitNow = at(41*time.Second + 3*time.Minute + 12*time.Second)
+
+// gitScene is a connected cockpit with a fake GitControl and st as the
+// latest git.Status (none when nil).
+func gitScene(w, h int, st *git.Status, o Options) (*Model, *fakeGit) {
+	f := newFakeGit()
+	if o.Git == nil {
+		o.Git = f
+	}
+	m := scene(w, h, 8, 200, o)
+	if st != nil {
+		send(m, ev(4*time.Second, *st))
+	}
+	m.Update(ClockMsg{Now: gitNow})
+	return m, f
+}
+
+// openGit presses g and runs its Refresh.
+func openGit(t *testing.T, m *Model) {
+	t.Helper()
+	cmd := press(m, "g")
+	if !m.git.open {
+		t.Fatalf("g did not open the panel: %q", m.Status())
+	}
+	for _, msg := range run(cmd) {
+		m.Update(msg)
+	}
+}
+
+// do presses keys and feeds every resulting message back, as the program
+// would; it returns the messages.
+func do(m *Model, keys ...string) []tea.Msg {
+	var out []tea.Msg
+	for _, k := range keys {
+		_, cmd := m.Update(keyMsg(k))
+		for _, msg := range run(cmd) {
+			out = append(out, msg)
+			m.Update(msg)
+		}
+	}
+	return out
+}
+
+func space() tea.KeyPressMsg { return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "} }
+
+// lastCall is the latest GitControl call, "" when none.
+func lastCall(f *fakeGit) string {
+	c := f.Calls()
+	if len(c) == 0 {
+		return ""
+	}
+	return c[len(c)-1]
+}
+
+func TestGitKeyNeedsARepository(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	if cmd := press(m, "g"); cmd != nil || m.git.open {
+		t.Fatal("g opened the panel without git")
+	}
+	if m.Status() != "the git panel needs --repo PATH (or repo in the host's config)" {
+		t.Errorf("g: %q", m.Status())
+	}
+	// The panel keys say the same, not "open the panel".
+	press(m, "c")
+	if m.Status() != noRepoText {
+		t.Errorf("c: %q", m.Status())
+	}
+	// With git control, the panel keys outside the panel say to open it.
+	g, _ := gitScene(80, 24, ptr(dirtyStatus()), Options{})
+	press(g, "s")
+	if g.Status() != "open the git panel first (g)" {
+		t.Errorf("s with the panel closed: %q", g.Status())
+	}
+}
+
+func TestGitPanelOpensRefreshesAndCloses(t *testing.T) {
+	m, f := gitScene(100, 30, nil, Options{})
+	cmd := press(m, "g")
+	if !m.git.open || cmd == nil {
+		t.Fatal("g did not open the panel with a refresh")
+	}
+	if len(f.Calls()) != 0 {
+		t.Fatal("Refresh ran inside Update")
+	}
+	if !strings.Contains(plain(m), "reading git status ...") {
+		t.Errorf("no placeholder before the status:\n%s", plain(m))
+	}
+	for _, msg := range run(cmd) {
+		m.Update(msg)
+	}
+	if got := f.Calls(); len(got) != 1 || got[0] != "Refresh" {
+		t.Fatalf("calls %v", got)
+	}
+	// The status arrives as an event.
+	send(m, ev(5*time.Second, dirtyStatus()))
+	scr := plain(m)
+	for _, want := range []string{"changes  2 staged  3 unstaged  1 untracked  1 conflicted", "stashes  2", "reflog"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("panel lacks %q:\n%s", want, scr)
+		}
+	}
+	if strings.Contains(scr, "log /data/logs") {
+		t.Error("the log title is still shown")
+	}
+	// The log keeps ingesting underneath.
+	send(m, ev(6*time.Second, linesOf("a line that arrived under the git panel")))
+	press(m, "f")
+	if m.Status() != "the git panel is open (g or esc returns to the log)" {
+		t.Errorf("f in the panel: %q", m.Status())
+	}
+	press(m, "esc")
+	if m.git.open {
+		t.Fatal("esc did not close the panel")
+	}
+	if body := logBody(m); len(body) == 0 || body[len(body)-1] != "a line that arrived under the git panel" {
+		t.Errorf("log after the panel: %q", body)
+	}
+	// g toggles.
+	press(m, "g")
+	if press(m, "g"); m.git.open {
+		t.Error("g did not close the panel")
+	}
+	// A failed refresh says so and keeps the last status.
+	f.refreshErr = errors.New("ssh: connection lost")
+	openGit(t, m)
+	if m.Status() != "git status: ssh: connection lost" || !painted(m, m.styles.Crit, m.Status()) {
+		t.Errorf("refresh error: %q", m.Status())
+	}
+	if !strings.Contains(plain(m), "refresh failed: ssh: connection lost (showing the last status)") {
+		t.Errorf("panel after a failed refresh:\n%s", plain(m))
+	}
+}
+
+func TestGitPanelFooterAndHelp(t *testing.T) {
+	m, _ := gitScene(200, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	ls := screenLines(m)
+	want := "? help  spc mark  r revert  s stash  a apply  P pop  D drop  c checkout  u undo  S snapshots  g/esc close  q quit"
+	if ls[len(ls)-1] != want {
+		t.Errorf("footer %q\nwant   %q", ls[len(ls)-1], want)
+	}
+	// u cannot act (no snapshot yet): dimmed.
+	if !painted(m, m.styles.Dim, "u") || !painted(m, m.styles.Key, "c") {
+		t.Error("footer tones")
+	}
+	// Narrow: help, close and quit stay; checkout before snapshots.
+	m.Update(tea.WindowSizeMsg{Width: 60, Height: 30})
+	ls = screenLines(m)
+	f := ls[len(ls)-1]
+	if !strings.HasPrefix(f, "? help") || !strings.HasSuffix(f, "g/esc close  q quit") || !strings.Contains(f, "c checkout") || strings.Contains(f, "snapshots") {
+		t.Errorf("narrow footer %q", f)
+	}
+	press(m, "?")
+	scr := plain(m)
+	for _, want := range []string{"git", "spc  mark", "r    revert", "S    snapshots"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("help lacks %q:\n%s", want, scr)
+		}
+	}
+}
+
+func TestGitCursorMoves(t *testing.T) {
+	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	cursorLine := func() string {
+		for _, l := range screenLines(m) {
+			if strings.HasPrefix(l, ">") {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := cursorLine(); !strings.Contains(l, "pynccl.py") {
+		t.Errorf("cursor starts on %q", l)
+	}
+	press(m, "j", "down")
+	if l := cursorLine(); !strings.Contains(l, "new_name.py") {
+		t.Errorf("two down: %q", l)
+	}
+	press(m, "end")
+	if l := cursorLine(); !strings.Contains(l, "f00dbab") {
+		t.Errorf("end: %q", l)
+	}
+	press(m, "pgup", "home", "k")
+	if l := cursorLine(); !strings.Contains(l, "pynccl.py") {
+		t.Errorf("home: %q", l)
+	}
+	// A new status keeps the cursor on the same stash.
+	press(m, "end", "k", "k", "k")
+	if l := cursorLine(); !strings.Contains(l, "stash@{1}") {
+		t.Fatalf("cursor %q", l)
+	}
+	st := dirtyStatus()
+	st.Files = st.Files[:2]
+	send(m, ev(10*time.Second, st))
+	if l := cursorLine(); !strings.Contains(l, "stash@{1}") {
+		t.Errorf("after a new status the cursor is on %q", l)
+	}
+}
+
+// TestGitScrolls: a tree taller than the area scrolls with the cursor.
+func TestGitScrolls(t *testing.T) {
+	st := dirtyStatus()
+	for i := range 40 {
+		st.Files = append(st.Files, git.File{Path: fmt.Sprintf("gen/file%02d.py", i), X: ' ', Y: 'M', Added: i, Deleted: 1})
+	}
+	m, _ := gitScene(100, 30, &st, Options{})
+	openGit(t, m)
+	plain(m) // the page is the height of the last frame
+	m.Update(tea.KeyPressMsg{Code: tea.KeyPgDown})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyPgDown})
+	scr := plain(m)
+	if strings.Contains(scr, "changes  ") {
+		t.Error("the top did not scroll away")
+	}
+	if !strings.Contains(scr, ">") {
+		t.Errorf("cursor off screen:\n%s", scr)
+	}
+	press(m, "end")
+	if !strings.Contains(plain(m), "> ") || !strings.Contains(plain(m), "commit: Try MoE kernel") {
+		t.Errorf("end:\n%s", plain(m))
+	}
+	press(m, "home")
+	if !strings.Contains(plain(m), "changes  ") {
+		t.Errorf("home did not show the header:\n%s", plain(m))
+	}
+	if len(screenLines(m)) != 30 {
+		t.Error("frame height")
+	}
+}
+
+func TestGitRevertMarkedFiles(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	// Mark the first and the untracked file, unmark and remark the second.
+	m.Update(space())
+	press(m, "j")
+	m.Update(space())
+	m.Update(space())
+	press(m, "end")
+	press(m, "home", "j", "j", "j", "j", "j")
+	m.Update(space())
+	if !strings.Contains(plain(m), "2 marked") {
+		t.Errorf("marks not counted:\n%s", plain(m))
+	}
+	if cmd := press(m, "r"); cmd != nil {
+		t.Fatal("r acted before the confirmation")
+	}
+	box := boxText(m)
+	for _, want := range []string{"Revert 2 files to HEAD", "pynccl.py", "?? bench/notes.txt",
+		"Untracked files will be deleted: notes.txt.", "A snapshot of the tree is taken first (u undoes).", "y/enter revert n/esc cancel"} {
+		if !strings.Contains(box, want) {
+			t.Errorf("confirmation lacks %q: %s", want, box)
+		}
+	}
+	if strings.Contains(box, "parallel_state.py") {
+		t.Error("an unmarked file is listed")
+	}
+	cmd := press(m, "y")
+	if cmd == nil || len(f.Calls()) != 1 {
+		t.Fatalf("y: cmd %v, calls %v", cmd != nil, f.Calls())
+	}
+	// In flight: a banner, and the git keys are busy.
+	if ls := screenLines(m); ls[1] != "git: reverting 2 files ..." {
+		t.Errorf("banner %q", ls[1])
+	}
+	press(m, "s")
+	if m.Status() != "git is busy: reverting 2 files" {
+		t.Errorf("s while busy: %q", m.Status())
+	}
+	msgs := run(cmd)
+	want := []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "bench/notes.txt"}
+	if len(f.paths) != 1 || strings.Join(f.paths[0], "|") != strings.Join(want, "|") {
+		t.Fatalf("Revert(%q), want %q", f.paths, want)
+	}
+	m.Update(msgs[0])
+	if m.Status() != "reverted 2 files (snapshot "+snapID+"; u undoes)" || !painted(m, m.styles.OK, m.Status()) {
+		t.Errorf("flash %q", m.Status())
+	}
+	if strings.Contains(plain(m), "git: reverting") {
+		t.Error("banner stayed")
+	}
+	if got := f.Calls(); len(got) != 2 || got[1] != "Revert 2" {
+		t.Errorf("calls %v: the panel must not re-read the status itself", got)
+	}
+}
+
+func TestGitRevertCursorFileAndCancel(t *testing.T) {
+	for _, k := range []string{"n", "esc"} {
+		m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+		openGit(t, m)
+		press(m, "j", "r")
+		if !strings.Contains(boxText(m), "Revert 1 file to HEAD") || !strings.Contains(boxText(m), "parallel_state.py") {
+			t.Errorf("confirmation: %s", boxText(m))
+		}
+		if strings.Contains(boxText(m), "Untracked") {
+			t.Error("warns about untracked files that are not reverted")
+		}
+		if cmd := press(m, k); cmd != nil || m.modal != modalNone {
+			t.Errorf("%s did not cancel", k)
+		}
+		if m.Status() != "revert cancelled" || lastCall(f) != "Refresh" {
+			t.Errorf("%s: status %q, calls %v", k, m.Status(), f.Calls())
+		}
+		if !m.git.open {
+			t.Errorf("%s closed the panel too", k)
+		}
+	}
+	// On a stash row with nothing marked there is nothing to revert.
+	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	press(m, "end", "r")
+	if m.modal != modalNone || m.Status() != "nothing selected: move to a changed file or mark files with space" {
+		t.Errorf("r on the reflog: %q", m.Status())
+	}
+	m.Update(space())
+	if m.Status() != "the cursor is not on a changed file" {
+		t.Errorf("space on the reflog: %q", m.Status())
+	}
+}
+
+func TestGitStashForm(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	press(m, "s")
+	if m.modal != modalGitStash {
+		t.Fatalf("s: %q", m.Status())
+	}
+	box := boxText(m)
+	for _, want := range []string{"name", "[ ] include untracked files (1; tab)", "Stashes 5 files: pynccl.py, parallel_state.py, new_name.py, fused_moe.py, draft.bin.",
+		"Untracked files stay in the worktree.", "enter stash esc cancel"} {
+		if !strings.Contains(box, want) {
+			t.Errorf("form lacks %q: %s", want, box)
+		}
+	}
+	typeText(m, "before checkout sq") // keys are text: s, q do not act
+	press(m, "tab")
+	if !strings.Contains(boxText(m), "[x] include untracked files") || m.Quitting() {
+		t.Errorf("tab: %s", boxText(m))
+	}
+	press(m, "backspace", "backspace", "backspace")
+	cmd := press(m, "enter")
+	if cmd == nil || m.modal != modalNone {
+		t.Fatal("enter did not stash")
+	}
+	m.Update(run(cmd)[0])
+	if lastCall(f) != `Stash "before checkout" untracked=true` {
+		t.Errorf("calls %v", f.Calls())
+	}
+	if m.Status() != `stashed 6 files as "before checkout" (snapshot `+snapID+"; u undoes)" {
+		t.Errorf("flash %q", m.Status())
+	}
+	// esc cancels without a call; a clean tree is refused.
+	press(m, "s", "esc")
+	if m.modal != modalNone || m.Status() != "stash cancelled" || strings.HasPrefix(lastCall(f), "Stash") && len(f.Calls()) != 2 {
+		t.Errorf("esc: %q %v", m.Status(), f.Calls())
+	}
+	clean := dirtyStatus()
+	clean.Files, clean.Operation = nil, ""
+	send(m, ev(10*time.Second, clean))
+	if !strings.Contains(plain(m), "clean: nothing to stash or revert") {
+		t.Errorf("clean tree:\n%s", plain(m))
+	}
+	press(m, "s")
+	if m.modal != modalNone || m.Status() != "nothing to stash: the tree is clean" {
+		t.Errorf("s on a clean tree: %q", m.Status())
+	}
+	// ctrl+u toggles too; only untracked files: included from the start.
+	only := dirtyStatus()
+	only.Files = only.Files[5:]
+	send(m, ev(11*time.Second, only))
+	press(m, "s")
+	if !strings.Contains(boxText(m), "[x] include untracked") {
+		t.Errorf("untracked only: %s", boxText(m))
+	}
+	m.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+	if !strings.Contains(boxText(m), "[ ] include untracked") {
+		t.Errorf("ctrl+u: %s", boxText(m))
+	}
+	if cmd := press(m, "enter"); cmd != nil || !strings.HasPrefix(m.Status(), "nothing to stash without the untracked files") {
+		t.Errorf("stash of nothing: %q", m.Status())
+	}
+}
+
+func TestGitStashApplyPopDropByID(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	// The cursor on stash@{1}: apply it, by its commit id.
+	press(m, "home")
+	for range len(dirtyStatus().Files) + 1 {
+		press(m, "j")
+	}
+	press(m, "a")
+	if box := boxText(m); !strings.Contains(box, "Apply stash@{1} (WIP on main: bba2fc4 Tune NCCL ring) to the worktree?") {
+		t.Errorf("apply: %s", box)
+	}
+	m.Update(run(press(m, "enter"))[0])
+	if lastCall(f) != "StashApply "+hexID('6')+" pop=false" {
+		t.Errorf("apply called %v", f.Calls())
+	}
+	if m.Status() != "applied stash@{1} (snapshot "+snapID+"; u undoes)" {
+		t.Errorf("flash %q", m.Status())
+	}
+	// The cursor on a file: pop and drop take stash@{0}.
+	press(m, "home", "P")
+	if box := boxText(m); !strings.Contains(box, "Pop stash@{0} (On main: before checkout): apply it to the worktree, then drop it (kept if it conflicts).") {
+		t.Errorf("pop: %s", box)
+	}
+	f.act = func(a *git.Action) { a.Conflict = []string{"python/a.py", "b.py"}; a.Err = "CONFLICT (content)" }
+	m.Update(run(press(m, "y"))[0])
+	if lastCall(f) != "StashApply "+hexID('5')+" pop=true" {
+		t.Errorf("pop called %v", f.Calls())
+	}
+	if m.Status() != "stash pop conflicted in a.py, b.py: the stash is kept; u restores the tree as before" || !painted(m, m.styles.Warn, m.Status()) {
+		t.Errorf("conflict flash %q", m.Status())
+	}
+	f.act = nil
+	press(m, "D")
+	box := boxText(m)
+	if !strings.Contains(box, "Drop stash@{0} (On main: before checkout)?") || !strings.Contains(box, "Its commit "+hexID('5')+" stays recoverable from the snapshot.") {
+		t.Errorf("drop: %s", box)
+	}
+	if press(m, "n"); lastCall(f) == "StashDrop "+hexID('5') {
+		t.Fatal("n dropped")
+	}
+	press(m, "D")
+	m.Update(run(press(m, "y"))[0])
+	if lastCall(f) != "StashDrop "+hexID('5') {
+		t.Errorf("drop called %v", f.Calls())
+	}
+	if m.Status() != "dropped stash@{0} (commit 5555555) (snapshot "+snapID+"; u undoes)" {
+		t.Errorf("drop flash %q", m.Status())
+	}
+	// No stashes: a, P and D say so.
+	st := dirtyStatus()
+	st.Stashes = nil
+	send(m, ev(10*time.Second, st))
+	if !strings.Contains(plain(m), "no stashes") {
+		t.Error("empty stash section")
+	}
+	for _, k := range []string{"a", "P", "D"} {
+		if press(m, k); m.Status() != "no stashes" || m.modal != modalNone {
+			t.Errorf("%s without stashes: %q", k, m.Status())
+		}
+	}
+}
+
+func TestGitActionFailureFlash(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	f.act = func(a *git.Action) { a.Err = "error: Your local changes would be overwritten\x1b]0;pwn\x07" }
+	press(m, "P")
+	m.Update(run(press(m, "y"))[0])
+	if m.Status() != "stash pop stash@{0} failed: error: Your local changes would be overwritten" || !painted(m, m.styles.Crit, m.Status()) {
+		t.Errorf("failure flash %q", m.Status())
+	}
+	f.act, f.actErr = nil, errors.New("ssh: connection lost")
+	press(m, "a")
+	m.Update(run(press(m, "y"))[0])
+	if m.Status() != "stash apply stash@{0} failed: ssh: connection lost" {
+		t.Errorf("error flash %q", m.Status())
+	}
+	if err := onlySGR(m.View().Content); err != nil {
+		t.Error(err)
+	}
+}
+
+// checkoutPicker opens the picker and delivers the log.
+func checkoutPicker(t *testing.T, m *Model, f *fakeGit) {
+	t.Helper()
+	cmd := press(m, "c")
+	if m.modal != modalGitCheckout {
+		t.Fatalf("c: %q", m.Status())
+	}
+	if !strings.Contains(boxText(m), "loading commits ...") {
+		t.Errorf("no loading line: %s", boxText(m))
+	}
+	if lastCall(f) == "Log 40" {
+		t.Fatal("Log ran inside Update")
+	}
+	for _, msg := range run(cmd) {
+		m.Update(msg)
+	}
+	if lastCall(f) != "Log 40" {
+		t.Fatalf("calls %v", f.Calls())
+	}
+}
+
+func TestGitCheckoutTypedRef(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	checkoutPicker(t, m, f)
+	box := boxText(m)
+	for _, want := range []string{"> 3207427 2h Fix PCG MoE Error (HEAD -> main, origin/main)", "bba2fc4 5h Tune NCCL ring", "[log] reflog"} {
+		if !strings.Contains(box, want) {
+			t.Errorf("picker lacks %q: %s", want, box)
+		}
+	}
+	typeText(m, "HEAD~2")
+	if !strings.Contains(boxText(m), "> checkout HEAD~2") || strings.Contains(boxText(m), "3207427") {
+		t.Errorf("typed: %s", boxText(m))
+	}
+	f.previews["HEAD~2"] = git.Preview{
+		Target: "HEAD~2", From: testLog()[0], To: testLog()[2],
+		Back: testLog()[:2], BackCount: 9,
+		Files:    []git.Change{{Status: 'M', Path: "python/sglang/srt/distributed/device_communicators/pynccl.py"}, {Status: 'M', Path: "python/sglang/srt/distributed/parallel_state.py"}},
+		Blocking: []string{"python/sglang/srt/distributed/parallel_state.py"},
+	}
+	cmd := press(m, "enter")
+	if !strings.Contains(boxText(m), "previewing HEAD~2 ...") {
+		t.Errorf("no previewing line: %s", boxText(m))
+	}
+	m.Update(run(cmd)[0])
+	if lastCall(f) != "Preview HEAD~2" {
+		t.Fatalf("calls %v", f.Calls())
+	}
+	box = boxText(m)
+	for _, want := range []string{
+		"checkout HEAD~2 -> a6d51c0 Add EAGLE3 draft loader (detached)",
+		"leaves 9 commits: - 3207427 Fix PCG MoE Error - bba2fc4 Tune NCCL ring for 8xH200 ... and 7 more",
+		"touches 2 files: pynccl.py, parallel_state.py",
+		"dirty files the checkout would overwrite: python/sglang/srt/distributed/parallel_state.py; git will refuse: stash them first",
+		"y/enter checkout esc back n cancel",
+	} {
+		if !strings.Contains(box, want) {
+			t.Errorf("preview lacks %q: %s", want, box)
+		}
+	}
+	if !painted(m, m.styles.Crit, "dirty files the checkout would overwrite:") {
+		t.Error("blocking files not critical")
+	}
+	// esc goes back to the picker, the text kept; enter previews again.
+	press(m, "esc")
+	if m.modal != modalGitCheckout || m.git.co.input.Value() != "HEAD~2" {
+		t.Fatalf("esc in the preview: modal %d", m.modal)
+	}
+	m.Update(run(press(m, "enter"))[0])
+	cmd = press(m, "y")
+	if cmd == nil || m.modal != modalNone {
+		t.Fatal("y did not check out")
+	}
+	if ls := screenLines(m); ls[1] != "git: checking out a6d51c0 ..." {
+		t.Errorf("banner %q", ls[1])
+	}
+	m.Update(run(cmd)[0])
+	if lastCall(f) != "Checkout HEAD~2" {
+		t.Errorf("calls %v", f.Calls())
+	}
+	if m.Status() != "checked out a6d51c0 (snapshot "+snapID+"; u undoes)" {
+		t.Errorf("flash %q", m.Status())
+	}
+}
+
+func TestGitCheckoutChoosesBranchOrID(t *testing.T) {
+	cases := []struct {
+		name string
+		keys []string
+		want string
+	}{
+		{"HEAD's branch", nil, "main"},
+		{"a tagged commit: its id", []string{"down"}, hexID('b')},
+		{"a plain commit", []string{"down", "down"}, hexID('a')},
+		{"a local branch with a slash, not its remote", []string{"down", "down", "down"}, "feature/moe"},
+		{"the reflog: its id", []string{"tab", "down"}, hexID('b')},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+			openGit(t, m)
+			checkoutPicker(t, m, f)
+			press(m, c.keys...)
+			m.Update(run(press(m, "enter"))[0])
+			if lastCall(f) != "Preview "+c.want {
+				t.Fatalf("calls %v, want Preview %s", f.Calls(), c.want)
+			}
+			m.Update(run(press(m, "enter"))[0])
+			if lastCall(f) != "Checkout "+c.want {
+				t.Errorf("calls %v", f.Calls())
+			}
+		})
+	}
+}
+
+func TestGitCheckoutFilterAndCancel(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	checkoutPicker(t, m, f)
+	typeText(m, "eagle")
+	box := boxText(m)
+	if !strings.Contains(box, "a6d51c0") || strings.Contains(box, "bba2fc4") {
+		t.Errorf("filter: %s", box)
+	}
+	// down from the typed text chooses the match.
+	press(m, "down")
+	m.Update(run(press(m, "enter"))[0])
+	if lastCall(f) != "Preview "+hexID('a') {
+		t.Errorf("calls %v", f.Calls())
+	}
+	// n in the preview cancels everything; no checkout.
+	press(m, "n")
+	if m.modal != modalNone || m.Status() != "checkout cancelled" {
+		t.Errorf("n: modal %d %q", m.modal, m.Status())
+	}
+	// esc in the picker cancels; a late preview answer is dropped.
+	checkoutPicker(t, m, f)
+	cmd := press(m, "enter")
+	press(m, "esc")
+	m.Update(run(cmd)[0])
+	if m.modal != modalNone {
+		t.Error("a stale preview reopened the overlay")
+	}
+	for _, c := range f.Calls() {
+		if strings.HasPrefix(c, "Checkout") {
+			t.Errorf("checked out: %v", f.Calls())
+		}
+	}
+	// A preview error is flashed; the picker stays.
+	f.previewErr = errors.New(`unknown ref "nope"`)
+	checkoutPicker(t, m, f)
+	typeText(m, "nope")
+	m.Update(run(press(m, "enter"))[0])
+	if m.modal != modalGitCheckout || m.Status() != `preview nope: unknown ref "nope"` {
+		t.Errorf("preview error: modal %d %q", m.modal, m.Status())
+	}
+}
+
+func TestGitUndo(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	press(m, "u")
+	if m.modal != modalNone || m.Status() != "nothing to undo: no action was made from here" {
+		t.Errorf("u without a snapshot: %q", m.Status())
+	}
+	f.lastID, f.lastRe = snapID, "checkout 3207427"
+	press(m, "u")
+	if box := boxText(m); !strings.HasPrefix(box, "Restore snapshot "+snapID+" taken before checkout 3207427?") {
+		t.Errorf("undo: %s", box)
+	}
+	if press(m, "esc"); lastCall(f) == "Undo" {
+		t.Fatal("esc undid")
+	}
+	press(m, "u")
+	m.Update(run(press(m, "y"))[0])
+	if lastCall(f) != "Undo" || !strings.HasPrefix(m.Status(), "restored snapshot "+snapID) {
+		t.Errorf("undo: %v %q", f.Calls(), m.Status())
+	}
+}
+
+func TestGitSnapshotsRestore(t *testing.T) {
+	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	cmd := press(m, "S")
+	if !strings.Contains(boxText(m), "loading snapshots ...") {
+		t.Errorf("no loading line: %s", boxText(m))
+	}
+	m.Update(run(cmd)[0])
+	box := boxText(m)
+	for _, want := range []string{"> " + snapID + " 8m checkout 3207427 HEAD bbbbbbb main 4 files", "20261128-101500-77aa 1d stash HEAD ccccccc 1 file"} {
+		if !strings.Contains(box, want) {
+			t.Errorf("snapshots lack %q: %s", want, box)
+		}
+	}
+	press(m, "down", "enter")
+	if box := boxText(m); !strings.HasPrefix(box, "Restore snapshot 20261128-101500-77aa taken before stash (1d ago)?") {
+		t.Errorf("restore: %s", box)
+	}
+	press(m, "esc")
+	if m.modal != modalGitSnapshots {
+		t.Errorf("esc in the confirmation: modal %d", m.modal)
+	}
+	press(m, "enter")
+	m.Update(run(press(m, "y"))[0])
+	if lastCall(f) != "Restore 20261128-101500-77aa" {
+		t.Errorf("calls %v", f.Calls())
+	}
+}
+
+// TestGitReadOnly: a replayed journal shows the panel; nothing acts.
+func TestGitReadOnly(t *testing.T) {
+	m := scene(100, 30, 8, 20, Options{ReadOnly: true})
+	press(m, "g")
+	if m.git.open {
+		t.Fatal("g opened a panel with nothing to show")
+	}
+	send(m, ev(4*time.Second, dirtyStatus()))
+	if cmd := press(m, "g"); cmd != nil || !m.git.open {
+		t.Fatalf("g in a replay: %q", m.Status())
+	}
+	if !strings.Contains(plain(m), "stash@{0}") {
+		t.Errorf("replayed panel:\n%s", plain(m))
+	}
+	for k, what := range map[string]string{"r": "a revert", "s": "a stash", "a": "a stash apply", "P": "a stash pop",
+		"D": "a stash drop", "c": "a checkout", "u": "an undo", "S": "a restore"} {
+		if cmd := press(m, k); cmd != nil || m.modal != modalNone {
+			t.Errorf("%s acted in a replay", k)
+		}
+		if want := "read-only replay: " + what + " would change the host"; m.Status() != want {
+			t.Errorf("%s: %q, want %q", k, m.Status(), want)
+		}
+	}
+	// A replayed action shows as the last action.
+	send(m, ev(5*time.Second, git.Action{Op: "checkout", Args: []string{"3207427"}, Snapshot: snapID}))
+	m.Update(ClockMsg{Now: at(5*time.Second + 4*time.Minute)})
+	if !strings.Contains(plain(m), "last action 4m ago: checkout 3207427 ok (snapshot "+snapID+")") {
+		t.Errorf("last action:\n%s", plain(m))
+	}
+}
+
+func TestGitMovedBanner(t *testing.T) {
+	pull := git.Moved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427", FromBranch: "main", ToBranch: "main",
+		Action: "pull", Forward: 2, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "python/sglang/srt/distributed/parallel_state.py"}, FilesTotal: 2}
+	with := func(mv git.Moved, f func(*git.Moved)) git.Moved { f(&mv); return mv }
+	const keys = "  (g: git panel, esc: dismiss)"
+	cases := []struct {
+		name  string
+		mv    git.Moved
+		n     int
+		text  string
+		short string
+	}{
+		{"pull", pull, 1, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)" + keys,
+			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits)  g/esc"},
+		{"reset back", with(pull, func(m *git.Moved) { m.Action, m.Forward, m.Back = "reset", 0, 3 }), 1,
+			"HEAD moved bba2fc4 -> 3207427 (git reset, 3 commits back, touches pynccl.py, parallel_state.py)" + keys, ""},
+		{"both ways, many files", with(pull, func(m *git.Moved) {
+			m.Action, m.Back, m.Files, m.FilesTotal = "", 1, []string{"a/x.py", "b/y.py", "c/z.py", "d/w.py"}, 57
+		}), 1, "HEAD moved bba2fc4 -> 3207427 (2 commits ahead, 1 back, touches x.py, y.py, z.py +54 more)" + keys, ""},
+		{"one commit", with(pull, func(m *git.Moved) { m.Forward, m.Files, m.FilesTotal = 1, nil, 0 }), 1,
+			"HEAD moved bba2fc4 -> 3207427 (git pull, 1 commit)" + keys, ""},
+		{"branch and commit", with(pull, func(m *git.Moved) { m.Action, m.ToBranch = "checkout", "" }), 1,
+			"HEAD moved bba2fc4 -> 3207427 (git checkout, branch main -> detached, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
+		{"branch only", git.Moved{From: hexID('3'), To: hexID('3'), FromShort: "3207427", ToShort: "3207427", FromBranch: "main", ToBranch: "feature", Action: "checkout"}, 1,
+			"HEAD moved: branch main -> feature (git checkout)" + keys, "HEAD moved: branch main -> feature  g/esc"},
+		{"worktree", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 3,
+			DirtyChanged: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "foo.py"}}, 1,
+			"worktree changed outside flightdeck: pynccl.py, foo.py (3 dirty)" + keys, "worktree changed outside flightdeck (3 dirty)  g/esc"},
+		{"several", pull, 2, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py) (2 changes)" + keys,
+			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits) (2 changes)  g/esc"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forms := movedForms(c.mv, c.n)
+			text, short := forms[0], forms[len(forms)-1]
+			if text != c.text {
+				t.Errorf("text\n %q\nwant\n %q", text, c.text)
+			}
+			if c.short != "" && short != c.short {
+				t.Errorf("short\n %q\nwant\n %q", short, c.short)
+			}
+		})
+	}
+}
+
+func TestGitMovedAcknowledged(t *testing.T) {
+	mv := git.Moved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427", FromBranch: "main", ToBranch: "main",
+		Action: "pull", Forward: 2, Files: []string{"pynccl.py", "parallel_state.py"}, FilesTotal: 2}
+	m, _ := gitScene(200, 30, ptr(dirtyStatus()), Options{})
+	send(m, ev(5*time.Second, mv))
+	want := "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)  (g: git panel, esc: dismiss)"
+	if l := screenLines(m)[1]; l != want {
+		t.Errorf("banner %q", l)
+	}
+	if !painted(m, m.styles.Warn, want) {
+		t.Error("banner not in warning tone")
+	}
+	press(m, "j") // any other key leaves it
+	send(m, ev(6*time.Second, mv))
+	if l := screenLines(m)[1]; !strings.Contains(l, "(2 changes)") {
+		t.Errorf("second move: %q", l)
+	}
+	press(m, "esc")
+	if strings.Contains(plain(m), "HEAD moved") {
+		t.Error("esc did not dismiss")
+	}
+	// Opening the panel acknowledges too; while it is open, esc closes it
+	// first.
+	send(m, ev(7*time.Second, mv))
+	openGit(t, m)
+	if strings.Contains(plain(m), "HEAD moved") {
+		t.Error("g did not acknowledge")
+	}
+	send(m, ev(8*time.Second, mv))
+	press(m, "esc")
+	if m.git.open || !strings.Contains(plain(m), "HEAD moved") {
+		t.Error("esc in the panel should close it, not dismiss the banner")
+	}
+	// An overlay takes esc first.
+	openGit(t, m)
+	send(m, ev(9*time.Second, mv))
+	press(m, "c", "esc")
+	if !strings.Contains(plain(m), "HEAD moved") {
+		t.Error("esc in the checkout picker dismissed the banner")
+	}
+	// Narrow: the short form.
+	m.Update(tea.WindowSizeMsg{Width: 70, Height: 30})
+	if l := screenLines(m)[1]; l != "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits)  g/esc" {
+		t.Errorf("narrow banner %q", l)
+	}
+}
+
+// TestGitSanitised: escape sequences and invalid UTF-8 in paths, subjects,
+// branch names and messages never reach the terminal, and the raw path
+// still reaches Revert.
+func TestGitSanitised(t *testing.T) {
+	evil := "evil\x1b]0;pwn\x07\x1b[2J\xff.py"
+	st := dirtyStatus()
+	st.Files[0].Path = evil
+	st.Head.Subject = "Fix \x1b[31mred\x1b[0m \x9b2J subject \xfe"
+	st.Branch = "main\x1b[1A"
+	st.Stashes[0].Message = "On main: \x1b]52;c;cHdu\x07clipboard"
+	st.Reflog[0].Message = "pull: \x1b[2K\rFast-forward"
+	m, f := gitScene(120, 30, &st, Options{})
+	openGit(t, m)
+	send(m, ev(5*time.Second, git.Moved{From: "a", To: "b", FromShort: "a\x1b[2J", ToShort: "b", Files: []string{evil}, FilesTotal: 1, Forward: 1}))
+	c := m.View().Content
+	if err := onlySGR(c); err != nil {
+		t.Error(err)
+	}
+	if strings.Contains(c, "\xff") || strings.Contains(c, "\xfe") || strings.Contains(c, "\u009b") {
+		t.Error("invalid UTF-8 or a C1 control on screen")
+	}
+	scr := plain(m)
+	for _, want := range []string{`evil\xff.py`, "Fix red", "clipboard", "Fast-forward"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("screen lacks %q:\n%s", want, scr)
+		}
+	}
+	do(m, "r")
+	if err := onlySGR(m.View().Content); err != nil {
+		t.Error(err)
+	}
+	m.Update(run(press(m, "y"))[0])
+	if len(f.paths) != 1 || len(f.paths[0]) != 1 || f.paths[0][0] != evil {
+		t.Errorf("Revert got %q, want the raw path", f.paths)
+	}
+	// A commit subject in the checkout picker and preview.
+	f.log[0].Subject = "subject \x1b[2J\x1b]8;;http://x\x07link\xff"
+	f.previews["main"] = git.Preview{To: f.log[0], Branch: "main\x1b[1m", Forward: f.log[:1], ForwardCount: 1}
+	checkoutPicker(t, m, f)
+	if err := onlySGR(m.View().Content); err != nil {
+		t.Error(err)
+	}
+	m.Update(run(press(m, "enter"))[0])
+	if err := onlySGR(m.View().Content); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(boxText(m), `+ 3207427 subject link\xff`) {
+		t.Errorf("preview: %s", boxText(m))
+	}
+}
+
+// TestGitFits: the panel and every git overlay fit every size, in ASCII
+// chrome.
+func TestGitFits(t *testing.T) {
+	long := dirtyStatus()
+	long.Path = "/" + strings.Repeat("very-long-dir/", 20) + "sglang"
+	long.Head.Subject = strings.Repeat("a long subject ", 10)
+	long.Files = append(long.Files, git.File{Path: strings.Repeat("deep/", 40) + "x.py", Y: 'M', X: ' ', Added: 123456, Deleted: 7654321})
+	for _, sz := range [][2]int{{100, 30}, {80, 24}, {60, 20}, {40, 10}, {20, 5}, {1, 1}, {300, 100}} {
+		for _, keys := range [][]string{nil, {"r"}, {"s"}, {"c"}, {"c", "enter"}, {"P"}, {"D"}, {"S"}, {"S", "enter"}, {"?"}} {
+			m, f := gitScene(sz[0], sz[1], &long, Options{})
+			f.lastID, f.lastRe = snapID, "checkout 3207427"
+			f.previews["main"] = git.Preview{To: testLog()[0], Branch: "main", Forward: testLog(), ForwardCount: 40, Back: testLog(), BackCount: 40,
+				Blocking: []string{strings.Repeat("x", 300)}}
+			openGit(t, m)
+			send(m, ev(5*time.Second, git.Moved{From: "a", To: "b", FromShort: "a", ToShort: "b", Files: []string{"x"}, Forward: 1}))
+			do(m, keys...)
+			c := m.View().Content
+			ls := strings.Split(c, "\n")
+			if len(ls) != sz[1] {
+				t.Errorf("%dx%d %v: %d lines", sz[0], sz[1], keys, len(ls))
+			}
+			for i, l := range ls {
+				if w := ansiWidth(l); w > sz[0] {
+					t.Errorf("%dx%d %v: line %d is %d wide", sz[0], sz[1], keys, i, w)
+				}
+			}
+			for _, r := range plain(m) {
+				if r > 0x7e && (r < 0x2581 || r > 0x2588) {
+					t.Errorf("%dx%d %v: non-ASCII %q in chrome", sz[0], sz[1], keys, r)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestGitQuitWhileBusy: q during a git action asks once (quitting
+// cancels the action's context).
+func TestGitQuitWhileBusy(t *testing.T) {
+	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+	openGit(t, m)
+	press(m, "P", "y")
+	if cmd := press(m, "q"); isQuit(cmd) {
+		t.Fatal("q quit during a git action")
+	}
+	if m.Status() != "a git action is in progress; quitting cancels it - q again to quit" {
+		t.Errorf("status %q", m.Status())
+	}
+	if !isQuit(press(m, "q")) {
+		t.Error("second q did not quit")
+	}
+}

@@ -1,0 +1,477 @@
+package tui
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+)
+
+// GitRefreshMsg is the answer of the Refresh made when the git panel
+// opens: the fresh git.Status itself arrives as an event, so only an
+// error is reported here.
+type GitRefreshMsg struct{ Err error }
+
+// GitLogMsg is the answer of the checkout picker's Log.
+type GitLogMsg struct {
+	Seq     int // the request it answers; answers to a closed picker are dropped
+	Commits []git.Commit
+	Err     error
+}
+
+// GitPreviewMsg is the answer of a Preview asked from the checkout picker.
+type GitPreviewMsg struct {
+	Seq     int    // the request it answers
+	Ref     string // the ref as it will be checked out
+	Preview git.Preview
+	Err     error
+}
+
+// GitSnapshotsMsg is the answer of the snapshot picker's Snapshots.
+type GitSnapshotsMsg struct {
+	Seq       int // the request it answers
+	Snapshots []git.Snapshot
+	Err       error
+}
+
+// GitActionMsg is the answer of a git action started from the panel.
+// What and Done are sanitised texts prepared when it started.
+type GitActionMsg struct {
+	Op     string     // "checkout", "stash", "stash-apply", "stash-pop", "stash-drop", "revert", "undo", "restore"
+	What   string     // the action and its target, for a failure: "checkout 3207427"
+	Done   string     // the success text: "checked out 3207427"
+	Action git.Action // the outcome; Err set when git failed
+	Err    error      // why the action could not be attempted at all
+}
+
+// gitOpNames are the actions' names in messages.
+var gitOpNames = map[string]string{
+	"checkout": "checkout", "stash": "stash", "stash-apply": "stash apply", "stash-pop": "stash pop",
+	"stash-drop": "stash drop", "revert": "revert", "undo": "undo", "restore": "restore",
+}
+
+// noRepoText is g's answer when there is nothing to show.
+const noRepoText = "the git panel needs --repo PATH (or repo in the host's config)"
+
+// gitUnavailable is why g cannot open the panel: no git control and no
+// git.Status received (a replayed journal without one).
+func gitUnavailable(m *Model) string {
+	if m.git.open || m.git.ctl != nil || m.git.hasSt {
+		return ""
+	}
+	return noRepoText
+}
+
+// gitCan is why no acting git key can act now, what naming the action
+// for a read-only replay; "" when they can.
+func gitCan(m *Model, what string) string {
+	g := &m.git
+	switch {
+	case !g.open:
+		if why := gitUnavailable(m); why != "" {
+			return why
+		}
+		return "open the git panel first (g)"
+	case m.opts.ReadOnly:
+		return "read-only replay: " + what + " would change the host"
+	case g.ctl == nil:
+		return "git control not available here"
+	case g.doing != "":
+		return "git is busy: " + g.doing
+	}
+	return notConnected(m)
+}
+
+// gitNeedsStatus is gitCan plus a status to act on.
+func gitNeedsStatus(m *Model, what string) string {
+	if why := gitCan(m, what); why != "" {
+		return why
+	}
+	if !m.git.hasSt {
+		return "no git status yet"
+	}
+	return ""
+}
+
+func gitMarkUnavailable(m *Model) string {
+	if why := gitNeedsStatus(m, "a revert"); why != "" {
+		return why
+	}
+	if _, ok := m.git.cursorFile(); !ok {
+		return "the cursor is not on a changed file"
+	}
+	return ""
+}
+
+func gitRevertUnavailable(m *Model) string {
+	if why := gitNeedsStatus(m, "a revert"); why != "" {
+		return why
+	}
+	if len(m.git.marked) == 0 {
+		if _, ok := m.git.cursorFile(); !ok {
+			return "nothing selected: move to a changed file or mark files with space"
+		}
+	}
+	return ""
+}
+
+func gitStashUnavailable(m *Model) string {
+	if why := gitNeedsStatus(m, "a stash"); why != "" {
+		return why
+	}
+	if len(m.git.st.Files) == 0 {
+		return "nothing to stash: the tree is clean"
+	}
+	return ""
+}
+
+// gitStashOpUnavailable is the Unavailable func of a, P and D.
+func gitStashOpUnavailable(what string) func(*Model) string {
+	return func(m *Model) string {
+		if why := gitNeedsStatus(m, what); why != "" {
+			return why
+		}
+		if len(m.git.st.Stashes) == 0 {
+			return "no stashes"
+		}
+		return ""
+	}
+}
+
+func gitCheckoutUnavailable(m *Model) string { return gitNeedsStatus(m, "a checkout") }
+
+func gitUndoUnavailable(m *Model) string {
+	if why := gitCan(m, "an undo"); why != "" {
+		return why
+	}
+	if id, _ := m.git.ctl.LastSnapshot(); id == "" {
+		return "nothing to undo: no action was made from here"
+	}
+	return ""
+}
+
+func gitSnapshotsUnavailable(m *Model) string { return gitCan(m, "a restore") }
+
+// gitBindings sets the git panel keys' Unavailable funcs. Their help stays
+// one word (the git column shares the help's first band with log and view
+// at 80 columns).
+func gitBindings(k *KeyMap) {
+	k.Git.Unavailable = gitUnavailable
+	k.GitMark.Unavailable = gitMarkUnavailable
+	k.GitRevert.Unavailable = gitRevertUnavailable
+	k.GitStash.Unavailable = gitStashUnavailable
+	k.GitApply.Unavailable = gitStashOpUnavailable("a stash apply")
+	k.GitPop.Unavailable = gitStashOpUnavailable("a stash pop")
+	k.GitDrop.Unavailable = gitStashOpUnavailable("a stash drop")
+	k.GitCheckout.Unavailable = gitCheckoutUnavailable
+	k.GitUndo.Unavailable = gitUndoUnavailable
+	k.GitSnapshots.Unavailable = gitSnapshotsUnavailable
+}
+
+// gitKeys lists the panel's acting keys in footer order.
+func (k *KeyMap) gitKeys() []*Binding {
+	return []*Binding{&k.GitMark, &k.GitRevert, &k.GitStash, &k.GitApply, &k.GitPop, &k.GitDrop,
+		&k.GitCheckout, &k.GitUndo, &k.GitSnapshots}
+}
+
+// logKeys is the Unavailable func of the log's own keys (follow, filter,
+// wrap): the log must be followed and on screen.
+func logKeys(m *Model) string {
+	if m.git.open {
+		return "the git panel is open (g or esc returns to the log)"
+	}
+	return needsLog(m)
+}
+
+// toggleGit opens the panel (acknowledging a HEAD move, and refreshing
+// the status unless this is a replay) or closes it.
+func (m *Model) toggleGit() tea.Cmd {
+	g := &m.git
+	if g.open {
+		m.closeGit()
+		return nil
+	}
+	g.open, g.movedN = true, 0
+	m.showHelp = false
+	if m.opts.ReadOnly || g.ctl == nil {
+		return nil
+	}
+	ctl, ctx := g.ctl, m.ctx
+	return func() tea.Msg { return GitRefreshMsg{Err: ctl.Refresh(ctx)} }
+}
+
+// closeGit returns to the log; marks are forgotten (they are not shown
+// while the panel is closed, so they must not linger into a later revert).
+func (m *Model) closeGit() {
+	m.git.open = false
+	clear(m.git.marked)
+}
+
+// gitAct performs an available git panel key.
+func (m *Model) gitAct(b *Binding) tea.Cmd {
+	k := &m.keys
+	g := &m.git
+	switch b {
+	case &k.GitMark:
+		f, _ := g.cursorFile()
+		if g.marked == nil {
+			g.marked = map[string]bool{}
+		}
+		if g.marked[f.Path] {
+			delete(g.marked, f.Path)
+		} else {
+			g.marked[f.Path] = true
+		}
+	case &k.GitRevert:
+		m.confirmRevert()
+	case &k.GitStash:
+		return m.openStashForm()
+	case &k.GitApply:
+		m.confirmStashOp("stash-apply")
+	case &k.GitPop:
+		m.confirmStashOp("stash-pop")
+	case &k.GitDrop:
+		m.confirmStashOp("stash-drop")
+	case &k.GitCheckout:
+		return m.openCheckout()
+	case &k.GitUndo:
+		m.confirmUndo()
+	case &k.GitSnapshots:
+		return m.openSnapshots()
+	}
+	return nil
+}
+
+// isGitKey reports whether b is one of the panel's acting keys.
+func (k *KeyMap) isGitKey(b *Binding) bool {
+	for _, g := range k.gitKeys() {
+		if g == b {
+			return true
+		}
+	}
+	return false
+}
+
+// startGit marks an action in flight (its banner says doing; brief on a
+// narrow terminal) and returns the tea.Cmd that calls it.
+func (m *Model) startGit(op, what, done, doing, brief string, call func(context.Context, GitControl) (git.Action, error)) tea.Cmd {
+	g := &m.git
+	ctl, ctx := g.ctl, m.ctx
+	g.doing, g.brief = doing, brief
+	return func() tea.Msg {
+		a, err := call(ctx, ctl)
+		return GitActionMsg{Op: op, What: what, Done: done, Action: a, Err: err}
+	}
+}
+
+// gitResult applies the answer of a git tea.Cmd.
+func (m *Model) gitResult(msg tea.Msg) {
+	g := &m.git
+	switch r := msg.(type) {
+	case GitRefreshMsg:
+		if r.Err != nil {
+			g.readErr = errText(r.Err)
+			m.flash("git status: "+g.readErr, toneCrit)
+		}
+	case GitActionMsg:
+		g.doing, g.brief = "", ""
+		m.gitActionDone(r)
+	case GitLogMsg:
+		m.checkoutLog(r)
+	case GitPreviewMsg:
+		m.checkoutPreview(r)
+	case GitSnapshotsMsg:
+		m.snapshotsLoaded(r)
+	}
+}
+
+// gitActionDone flashes an action's outcome: success (with its snapshot
+// and how to undo it), a conflict, or a failure. The fresh status follows
+// on the event stream.
+func (m *Model) gitActionDone(r GitActionMsg) {
+	a := r.Action
+	name := gitOpNames[r.Op]
+	switch {
+	case r.Err != nil:
+		m.flash(r.What+" failed: "+errText(r.Err), toneCrit)
+	case len(a.Conflict) > 0:
+		kept := ""
+		if r.Op == "stash-pop" || r.Op == "stash-apply" {
+			kept = ": the stash is kept"
+		}
+		m.flash(name+" conflicted in "+baseNames(sanitizeAll(a.Conflict), 0, 3)+kept+"; u restores the tree as before", toneWarn)
+	case a.Err != "":
+		m.flash(r.What+" failed: "+sanitizeString(a.Err), toneCrit)
+	case a.Snapshot != "":
+		m.flash(r.Done+" (snapshot "+sanitizeString(a.Snapshot)+"; u undoes)", toneOK)
+	default:
+		m.flash(r.Done, toneOK)
+	}
+}
+
+// gitBanners are the lines under the header about git, for a w-cell
+// terminal: the action in flight and a HEAD move made outside the cockpit
+// (the longest of its forms that fits).
+func (m *Model) gitBanners(w int) []banner {
+	g := &m.git
+	var out []banner
+	if g.doing != "" {
+		out = append(out, banner{text: "git: " + g.doing + " ...", short: "git: " + g.brief + " ...", tone: toneWarn})
+	}
+	if g.movedN > 0 {
+		forms := movedForms(g.moved, g.movedN)
+		text := forms[len(forms)-1]
+		for _, f := range forms {
+			if textWidth(f) <= w {
+				text = f
+				break
+			}
+		}
+		out = append(out, banner{text: text, tone: toneWarn})
+	}
+	return out
+}
+
+// arrow joins the two sides of a change in banners. ASCII: the arrow
+// characters are ambiguous-width (two cells in some CJK setups), which
+// would misalign the screen in tmux.
+const arrow = " -> "
+
+// movedForms is the HEAD-moved banner for n moves since the last
+// acknowledgement (mv the latest), longest form first: the full text with
+// its keys, the full text with the keys brief, and a short form:
+//
+//	HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)  (g: git panel, esc: dismiss)
+//	HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)  g/esc
+//	HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits)  g/esc
+//
+// and likewise "HEAD moved: branch main -> feature (git checkout)" when
+// only the branch changed, and "worktree changed outside flightdeck:
+// pynccl.py, foo.py (3 dirty)" when only the dirty set did.
+func movedForms(mv git.Moved, n int) []string {
+	text, short := movedText(mv, n)
+	return []string{text + movedKeys, text + movedKeysBrief, short + movedKeysBrief}
+}
+
+// The keys a HEAD-moved banner mentions, in full and brief.
+const movedKeys, movedKeysBrief = "  (g: git panel, esc: dismiss)", "  g/esc"
+
+// movedText is a HEAD-moved banner's text and short form, without keys.
+func movedText(mv git.Moved, n int) (text, short string) {
+	more := ""
+	if n > 1 {
+		more = " (" + strconv.Itoa(n) + " changes)"
+	}
+	branch := ""
+	if mv.FromBranch != mv.ToBranch {
+		branch = "branch " + orDetached(mv.FromBranch) + arrow + orDetached(mv.ToBranch)
+	}
+	var how string
+	if mv.Action != "" {
+		how = "git " + mv.Action
+	}
+	switch {
+	case mv.From == mv.To && branch == "":
+		head := "worktree changed outside flightdeck"
+		text = head + ": " + baseNames(mv.DirtyChanged, 0, 3) + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)"
+		if len(mv.DirtyChanged) == 0 {
+			text = head + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)"
+		}
+		return text + more, head + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)" + more
+	case mv.From == mv.To:
+		head := "HEAD moved: " + branch
+		return head + paren(how) + more, head + more
+	}
+	head := "HEAD moved " + mv.FromShort + arrow + mv.ToShort
+	details := []string{how, branch, commitCount(mv.Forward, mv.Back)}
+	if total := max(mv.FilesTotal, len(mv.Files)); total > 0 {
+		details = append(details, "touches "+baseNames(mv.Files, mv.FilesTotal, 3))
+	}
+	return head + paren(details...) + more, head + paren(how, commitCount(mv.Forward, mv.Back)) + more
+}
+
+// orDetached is a branch name, "detached" for none.
+func orDetached(b string) string {
+	if b == "" {
+		return "detached"
+	}
+	return b
+}
+
+// commitCount is "2 commits" (forward), "3 commits back", or "2 commits
+// ahead, 3 back"; "" when HEAD moved by neither.
+func commitCount(fwd, back int) string {
+	switch {
+	case fwd > 0 && back > 0:
+		return plural(fwd, "commit") + " ahead, " + strconv.Itoa(back) + " back"
+	case back > 0:
+		return plural(back, "commit") + " back"
+	case fwd > 0:
+		return plural(fwd, "commit")
+	}
+	return ""
+}
+
+// paren is " (a, b)" of the non-empty parts, "" when all are empty.
+func paren(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(keep, ", ") + ")"
+}
+
+// gitFooter is the footer while the panel has the screen: help, the git
+// keys, close and quit; keys that cannot act are dimmed and, when the line
+// is too narrow, the less used keys go first.
+func (m *Model) gitFooter(width int) string {
+	st := &m.styles
+	k := &m.keys
+	type item struct {
+		key, desc string
+		b         *Binding
+		prio      int // lower stays longer
+	}
+	items := []item{{k.Help.Help().Key, k.Help.Help().Desc, &k.Help, 0}}
+	prio := map[*Binding]int{&k.GitCheckout: 1, &k.GitStash: 2, &k.GitUndo: 3, &k.GitRevert: 4, &k.GitMark: 5,
+		&k.GitPop: 6, &k.GitApply: 7, &k.GitDrop: 8, &k.GitSnapshots: 9}
+	for _, b := range k.gitKeys() {
+		items = append(items, item{b.Help().Key, b.Help().Desc, b, prio[b]})
+	}
+	items = append(items, item{k.Git.Help().Key + "/esc", "close", nil, 0}, item{k.Quit.Help().Key, k.Quit.Help().Desc, &k.Quit, 0})
+	show := make([]bool, len(items))
+	used := -2
+	for p := 0; p <= 9; p++ {
+		for i, it := range items {
+			if it.prio != p {
+				continue
+			}
+			if pw := textWidth(it.key) + 1 + textWidth(it.desc) + 2; used+pw <= width {
+				show[i], used = true, used+pw
+			}
+		}
+	}
+	var b strings.Builder
+	for i, it := range items {
+		if !show[i] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("  ")
+		}
+		kt := st.Key
+		if it.b != nil && it.b.Unavailable != nil && it.b.Unavailable(m) != "" {
+			kt = st.Dim
+		}
+		b.WriteString(kt.Render(it.key) + " " + st.Dim.Render(it.desc))
+	}
+	return b.String()
+}

@@ -1,0 +1,639 @@
+package tui
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+)
+
+// The git panel (g) takes the place of the log tail: the checkout's path,
+// branch and HEAD in its title, then the dirty files, the stashes and
+// HEAD's reflog, with a cursor over those rows. The log keeps ingesting
+// underneath; g or esc returns to it.
+//
+// The latest git.Status is kept as received: its paths and ids go back to
+// GitControl exactly (a sanitised path would name another file), and every
+// text is sanitised where it is drawn.
+
+// gitState is the git panel's side of the model.
+type gitState struct {
+	ctl GitControl // Options.Git; nil: a read-only panel (journal replay) or none
+
+	st      git.Status // the latest status, raw
+	hasSt   bool
+	readErr string // why the last Refresh failed, sanitised; "" when it did not
+
+	open   bool
+	cursor int             // index of the selected row: files, then stashes, then reflog entries
+	top    int             // first body line shown
+	height int             // body lines at the last render (the page size)
+	marked map[string]bool // raw paths marked with space for a revert
+
+	doing string // the action in flight, "checking out 3207427"; "" when none
+	brief string // doing for a narrow terminal
+
+	last   git.Action // the latest git.Action event, sanitised
+	lastAt time.Time
+	hasAct bool
+
+	moved  git.Moved // the latest HEAD move not acknowledged, sanitised
+	movedN int       // moves since the last acknowledgement
+
+	seq     int // numbers the reads an overlay waits for; stale answers are dropped
+	confirm *gitConfirm
+	stash   *gitStashForm
+	co      *gitCheckout
+	snaps   *gitSnapPicker
+}
+
+// gitRowKind is what a selectable row of the panel shows.
+type gitRowKind uint8
+
+const (
+	rowFile gitRowKind = iota
+	rowStash
+	rowReflog
+)
+
+// rows is the number of selectable rows.
+func (g *gitState) rows() int {
+	return len(g.st.Files) + len(g.st.Stashes) + len(g.st.Reflog)
+}
+
+// rowAt maps a row index to its kind and the index in its list.
+func (g *gitState) rowAt(r int) (gitRowKind, int, bool) {
+	nf, ns := len(g.st.Files), len(g.st.Stashes)
+	switch {
+	case r < 0 || r >= g.rows():
+		return 0, 0, false
+	case r < nf:
+		return rowFile, r, true
+	case r < nf+ns:
+		return rowStash, r - nf, true
+	}
+	return rowReflog, r - nf - ns, true
+}
+
+// cursorFile is the dirty file under the cursor.
+func (g *gitState) cursorFile() (git.File, bool) {
+	if k, i, ok := g.rowAt(g.cursor); ok && k == rowFile {
+		return g.st.Files[i], true
+	}
+	return git.File{}, false
+}
+
+// targetStash is the stash under the cursor, else stash@{0}.
+func (g *gitState) targetStash() (git.Stash, bool) {
+	if k, i, ok := g.rowAt(g.cursor); ok && k == rowStash {
+		return g.st.Stashes[i], true
+	}
+	if len(g.st.Stashes) > 0 {
+		return g.st.Stashes[0], true
+	}
+	return git.Stash{}, false
+}
+
+// rowKey identifies row r across statuses: a file by path, a stash by
+// commit id, a reflog entry by id and message.
+func (g *gitState) rowKey(r int) string {
+	k, i, ok := g.rowAt(r)
+	switch {
+	case !ok:
+		return ""
+	case k == rowFile:
+		return "f" + g.st.Files[i].Path
+	case k == rowStash:
+		return "s" + g.st.Stashes[i].ID
+	}
+	e := g.st.Reflog[i]
+	return "r" + e.ID + "\x00" + e.Message
+}
+
+// setStatus stores a fresh status; the cursor stays on the same file,
+// stash or reflog entry when it is still listed, and marks of paths that
+// are no longer dirty go.
+func (g *gitState) setStatus(s git.Status) {
+	key := g.rowKey(g.cursor)
+	g.st, g.hasSt, g.readErr = s, true, ""
+	for p := range g.marked {
+		if !g.dirty(p) {
+			delete(g.marked, p)
+		}
+	}
+	n := g.rows()
+	for r := range n {
+		if key != "" && g.rowKey(r) == key {
+			g.cursor = r
+			return
+		}
+	}
+	g.cursor = clamp(g.cursor, 0, n-1)
+}
+
+// dirty reports whether the raw path p is among the dirty files.
+func (g *gitState) dirty(p string) bool {
+	for _, f := range g.st.Files {
+		if f.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// setAction records the latest git.Action event, sanitised.
+func (g *gitState) setAction(a git.Action, at time.Time) {
+	for _, f := range []*string{&a.Op, &a.Snapshot, &a.From, &a.To, &a.Branch, &a.Err, &a.Output} {
+		*f = sanitizeString(*f)
+	}
+	a.Args = sanitizeAll(a.Args)
+	a.Conflict = sanitizeAll(a.Conflict)
+	g.last, g.lastAt, g.hasAct = a, at, true
+}
+
+// setMoved records a HEAD move made outside the cockpit, sanitised, for
+// the banner; it stays until acknowledged.
+func (g *gitState) setMoved(mv git.Moved) {
+	for _, f := range []*string{&mv.From, &mv.To, &mv.FromShort, &mv.ToShort, &mv.FromBranch, &mv.ToBranch, &mv.Action} {
+		*f = sanitizeString(*f)
+	}
+	mv.Files = sanitizeAll(mv.Files)
+	mv.DirtyChanged = sanitizeAll(mv.DirtyChanged)
+	g.moved = mv
+	g.movedN++
+}
+
+// sanitizeAll returns a sanitised copy of ss.
+func sanitizeAll(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = sanitizeString(s)
+	}
+	return out
+}
+
+// move moves the cursor by d rows, clamped.
+func (g *gitState) move(d int) {
+	g.cursor = clamp(g.cursor+d, 0, g.rows()-1)
+}
+
+// page is how far pgup/pgdn move the cursor.
+func (g *gitState) page() int { return max(g.height-1, 1) }
+
+// gitAge is the age of t at now in one unit: "40s", "3m", "2h", "5d"; ""
+// when either time is unknown or t is in the future (another clock).
+func gitAge(now, t time.Time) string {
+	if now.IsZero() || t.IsZero() || now.Before(t) {
+		return ""
+	}
+	s := int64(now.Sub(t) / time.Second)
+	switch {
+	case s < 60:
+		return strconv.FormatInt(s, 10) + "s"
+	case s < 3600:
+		return strconv.FormatInt(s/60, 10) + "m"
+	case s < 86400:
+		return strconv.FormatInt(s/3600, 10) + "h"
+	}
+	return strconv.FormatInt(s/86400, 10) + "d"
+}
+
+// shortID is the first 7 characters of a commit id, for ids git did not
+// abbreviate for us.
+func shortID(id string) string {
+	if len(id) > 7 {
+		return id[:7]
+	}
+	return id
+}
+
+// isCommitID reports a full commit id: 40 (SHA-1) or 64 (SHA-256) hex
+// digits.
+func isCommitID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// baseNames lists the base names of paths, the first n then "+K more"
+// (K counted from total when it is larger than the list).
+func baseNames(paths []string, total, n int) string {
+	total = max(total, len(paths))
+	var b strings.Builder
+	for i, p := range paths {
+		if i == n {
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(path.Base(p))
+	}
+	if more := total - min(n, len(paths)); more > 0 {
+		b.WriteString(" +" + strconv.Itoa(more) + " more")
+	}
+	return b.String()
+}
+
+// plural is "1 commit", "2 commits".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// gitLine is one line of the panel body: styled text and the selectable
+// row it shows (-1 for section headers and notes).
+type gitLine struct {
+	text string
+	row  int
+}
+
+// renderGit draws the panel in h lines (its title and h-1 body lines),
+// scrolled so that the cursor's row is visible.
+func (m *Model) renderGit(lines []string, w, h int) []string {
+	if h <= 0 {
+		return lines
+	}
+	lines = append(lines, m.gitTitle(w))
+	g := &m.git
+	bh := h - 1
+	g.height = bh
+	body := m.gitBody(w)
+	top := g.scrollTop(body, bh)
+	for i := top; i < top+bh; i++ {
+		if i < len(body) {
+			lines = append(lines, body[i].text)
+		} else {
+			lines = append(lines, "")
+		}
+	}
+	return lines
+}
+
+// scrollTop keeps the cursor's line in the bh visible lines, with the
+// headers just above it when they fit, and no blank space below content
+// that is taller than the area.
+func (g *gitState) scrollTop(body []gitLine, bh int) int {
+	ci := -1
+	for i, l := range body {
+		if l.row == g.cursor {
+			ci = i
+			break
+		}
+	}
+	top := clamp(g.top, 0, len(body)-bh)
+	if ci >= 0 {
+		if ci < top {
+			top = ci
+			for top > 0 && body[top-1].row < 0 && ci-(top-1) < bh {
+				top--
+			}
+		}
+		if ci >= top+bh {
+			top = ci - bh + 1
+		}
+	}
+	g.top = max(top, 0)
+	return g.top
+}
+
+// gitTitle is "git <path>  <branch>  <op> in progress  <short> <subject>
+// (<age>)  <upstream> ahead N behind M ----". When it does not fit, the
+// subject gives way first (down to 12 cells), then the path (cut from the
+// left, then dropped), then the upstream part (dropped whole).
+func (m *Model) gitTitle(w int) string {
+	st := &m.styles
+	g := &m.git
+	type part = titlePart
+	s := &g.st
+	var tail []part
+	subject, subjAt := "", -1
+	if !g.hasSt {
+		tail = append(tail, part{"  reading status ...", st.Dim})
+	} else {
+		if s.Branch != "" {
+			tail = append(tail, part{"  " + sanitizeString(s.Branch), st.Accent})
+		} else {
+			tail = append(tail, part{"  detached", st.Warn})
+		}
+		if s.Operation != "" {
+			tail = append(tail, part{"  " + strings.ToUpper(sanitizeString(s.Operation)) + " in progress", st.Crit})
+		}
+		tail = append(tail, part{"  " + sanitizeString(s.Head.Short), st.Text})
+		subject = truncate(sanitizeString(s.Head.Subject), 50)
+		subjAt = len(tail)
+		tail = append(tail, part{"", st.Text})
+		if a := gitAge(m.now, s.Head.Time); a != "" {
+			tail = append(tail, part{" (" + a + ")", st.Dim})
+		}
+		if s.Upstream != "" {
+			up := append([]part{{"  " + sanitizeString(s.Upstream), st.Dim}}, m.aheadBehind(s.Ahead, s.Behind)...)
+			upW := 0
+			for _, p := range up {
+				upW += textWidth(p.s)
+			}
+			if partsWidth(tail)+upW+len("git")+2+min(textWidth(subject)+1, 13) <= w {
+				tail = append(tail, up...)
+			}
+		}
+	}
+	fixed := len("git") + 2 + partsWidth(tail) // keep a little rule
+	// The subject gives way first, down to 12 cells, then the path goes
+	// (a path cut short names nothing), and the subject has its room.
+	room := w - fixed
+	p := ""
+	if sp := sanitizeString(s.Path); sp != "" && textWidth(sp)+1+min(textWidth(subject)+1, 13) <= room {
+		p = " " + sp
+		room -= textWidth(p)
+	}
+	if subjAt >= 0 && subject != "" {
+		subject = strings.TrimRight(truncate(subject, max(room-1, 0)), " ")
+		tail[subjAt].s = " " + subject
+	}
+	var b strings.Builder
+	n := 0
+	put := func(s string, t Tone) {
+		if n >= w || s == "" {
+			return
+		}
+		s = truncate(s, w-n)
+		b.WriteString(t.Render(s))
+		n += textWidth(s)
+	}
+	put("git", st.Title)
+	put(p, st.Dim)
+	for _, x := range tail {
+		put(x.s, x.t)
+	}
+	if n+2 <= w {
+		put(" "+strings.Repeat("-", w-n-1), st.Dim)
+	}
+	return b.String()
+}
+
+// titlePart is a piece of a title line and its tone.
+type titlePart struct {
+	s string
+	t Tone
+}
+
+// partsWidth is the width of the parts' text in cells.
+func partsWidth(ps []titlePart) int {
+	n := 0
+	for _, p := range ps {
+		n += textWidth(p.s)
+	}
+	return n
+}
+
+// aheadBehind is " ahead N behind M" ("up to date" when both are 0), the
+// behind count in warning tone.
+func (m *Model) aheadBehind(ahead, behind int) []titlePart {
+	st := &m.styles
+	type part = titlePart
+	if ahead == 0 && behind == 0 {
+		return []part{{" up to date", st.Dim}}
+	}
+	var out []part
+	if ahead > 0 {
+		out = append(out, part{" ahead " + strconv.Itoa(ahead), st.Text})
+	}
+	if behind > 0 {
+		out = append(out, part{" behind " + strconv.Itoa(behind), st.Warn})
+	}
+	return out
+}
+
+// gitBody is the panel's lines: the last action, the changes, the stashes
+// and the reflog.
+func (m *Model) gitBody(w int) []gitLine {
+	st := &m.styles
+	g := &m.git
+	if !g.hasSt {
+		switch {
+		case g.readErr != "":
+			return []gitLine{{st.Crit.Render(truncate("git status failed: "+g.readErr, w)), -1}}
+		case g.ctl == nil:
+			return []gitLine{{st.Dim.Render(truncate("no git status recorded", w)), -1}}
+		}
+		return []gitLine{{st.Dim.Render(truncate("reading git status ...", w)), -1}}
+	}
+	var out []gitLine
+	if g.readErr != "" {
+		out = append(out, gitLine{st.Crit.Render(truncate("refresh failed: "+g.readErr+" (showing the last status)", w)), -1})
+	}
+	if g.hasAct {
+		out = append(out, gitLine{st.Dim.Render(truncate(m.lastActionText(), w)), -1})
+	}
+	out = m.gitChanges(out, w)
+	out = append(out, gitLine{"", -1})
+	out = m.gitStashes(out, w)
+	out = append(out, gitLine{"", -1})
+	return m.gitReflog(out, w)
+}
+
+// lastActionText is "last action 5m ago: checkout 3207427 (snapshot ...)".
+func (m *Model) lastActionText() string {
+	a := &m.git.last
+	s := "last action"
+	if age := gitAge(m.now, m.git.lastAt); age != "" {
+		s += " " + age + " ago"
+	}
+	args := make([]string, len(a.Args))
+	for i, x := range a.Args {
+		args[i] = x
+		if isCommitID(x) {
+			args[i] = shortID(x)
+		}
+	}
+	what := strings.Join(args, " ")
+	if len(args) > 2 { // a revert's paths
+		what = baseNames(args, 0, 2)
+	}
+	s += ": " + join(a.Op, what)
+	switch {
+	case len(a.Conflict) > 0:
+		s += " conflicted in " + baseNames(a.Conflict, 0, 3)
+	case a.Err != "":
+		s += " failed: " + a.Err
+	default:
+		s += " ok"
+	}
+	if a.Snapshot != "" {
+		s += " (snapshot " + a.Snapshot + ")"
+	}
+	return s
+}
+
+// sectionHead is a section title in accent with dim details.
+func (m *Model) sectionHead(title, detail string, w int) string {
+	st := &m.styles
+	t := truncate(title, w)
+	if detail == "" || textWidth(t)+2 >= w {
+		return st.Accent.Render(t)
+	}
+	return st.Accent.Render(t) + st.Dim.Render(truncate("  "+detail, w-textWidth(t)))
+}
+
+// cursorMark is the first column of a row: ">" on the cursor's row.
+func (m *Model) cursorMark(row int) string {
+	if row == m.git.cursor && m.git.open {
+		return m.styles.Accent.Render(">")
+	}
+	return " "
+}
+
+// gitChanges is the "changes" section: counts, then one row per file.
+func (m *Model) gitChanges(out []gitLine, w int) []gitLine {
+	st := &m.styles
+	g := &m.git
+	staged, unstaged, untracked, conflicted := g.st.Counts()
+	var d []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{staged, "staged"}, {unstaged, "unstaged"}, {untracked, "untracked"}, {conflicted, "conflicted"}} {
+		if c.n > 0 {
+			d = append(d, strconv.Itoa(c.n)+" "+c.what)
+		}
+	}
+	if n := len(g.marked); n > 0 {
+		d = append(d, strconv.Itoa(n)+" marked")
+	}
+	out = append(out, gitLine{m.sectionHead("changes", strings.Join(d, "  "), w), -1})
+	if len(g.st.Files) == 0 {
+		return append(out, gitLine{"  " + st.Dim.Render(truncate("clean: nothing to stash or revert", w-2)), -1})
+	}
+	// The path column is as wide as the longest path, within the width.
+	pw := 0
+	names := make([]string, len(g.st.Files))
+	for i, f := range g.st.Files {
+		names[i] = fileName(f)
+		pw = max(pw, textWidth(names[i]))
+	}
+	pw = min(pw, max(w-len(">* XY  ")-len("  +9999 -9999"), 8))
+	for i, f := range g.st.Files {
+		out = append(out, gitLine{m.fileRow(f, names[i], i, pw, w), i})
+	}
+	return out
+}
+
+// fileName is a file's sanitised path, "orig -> path" for a rename.
+func fileName(f git.File) string {
+	if f.Orig != "" {
+		return sanitizeString(f.Orig) + " -> " + sanitizeString(f.Path)
+	}
+	return sanitizeString(f.Path)
+}
+
+// porcelain is a file's XY status letters, printable.
+func porcelain(f git.File) (x, y string) {
+	show := func(c byte) string {
+		if c < 0x20 || c > 0x7e {
+			return "?"
+		}
+		return string(c)
+	}
+	return show(f.X), show(f.Y)
+}
+
+// fileRow is "> * XY  path  +12 -3": the cursor, the mark, the porcelain
+// status, the path (cut from the left) and the diffstat ("bin" for a binary
+// file, "new" for an untracked one). A conflicted file is all critical.
+func (m *Model) fileRow(f git.File, name string, row, pw, w int) string {
+	st := &m.styles
+	mark := " "
+	if m.git.marked[f.Path] {
+		mark = st.Warn.Render("*")
+	}
+	x, y := porcelain(f)
+	if textWidth(name) > pw {
+		name = "..." + truncateLeft(name, max(pw-3, 1))
+	}
+	name = padRight(name, pw)
+	var stat string
+	switch {
+	case f.Untracked():
+		stat = st.Dim.Render("new")
+	case f.Binary || f.Added < 0 || f.Deleted < 0:
+		stat = st.Dim.Render("bin")
+	default:
+		stat = st.OK.Render("+"+strconv.Itoa(f.Added)) + " " + st.Crit.Render("-"+strconv.Itoa(f.Deleted))
+	}
+	var s string
+	switch {
+	case f.Conflicted():
+		s = st.Crit.Render(x+y+"  "+name) + "  " + st.Crit.Render("conflict")
+	case f.Untracked():
+		s = st.Dim.Render(x+y) + "  " + m.rowText(row, name) + "  " + stat
+	default:
+		s = st.OK.Render(x) + st.Warn.Render(y) + "  " + m.rowText(row, name) + "  " + stat
+	}
+	return truncateStyled(m.cursorMark(row)+mark+" "+s, w)
+}
+
+// rowText paints a row's main text: accent on the cursor's row.
+func (m *Model) rowText(row int, s string) string {
+	if row == m.git.cursor && m.git.open {
+		return m.styles.Accent.Render(s)
+	}
+	return s
+}
+
+// gitStashes is the "stashes" section: "stash@{0}  2h  On main: ...".
+func (m *Model) gitStashes(out []gitLine, w int) []gitLine {
+	st := &m.styles
+	g := &m.git
+	detail := ""
+	if n := len(g.st.Stashes); n > 0 {
+		detail = strconv.Itoa(n)
+	}
+	out = append(out, gitLine{m.sectionHead("stashes", detail, w), -1})
+	if len(g.st.Stashes) == 0 {
+		return append(out, gitLine{"  " + st.Dim.Render(truncate("no stashes", w-2)), -1})
+	}
+	base := len(g.st.Files)
+	for i, s := range g.st.Stashes {
+		row := base + i
+		ref := padRight(s.Ref(), len("stash@{10}"))
+		line := m.cursorMark(row) + "  " + m.rowText(row, ref) + "  " + st.Dim.Render(padRight(gitAge(m.now, s.Time), 4)) +
+			"  " + m.rowText(row, sanitizeString(s.Message))
+		out = append(out, gitLine{truncateStyled(line, w), row})
+	}
+	return out
+}
+
+// gitReflog is the "reflog" section: "3207427  5m  pull: Fast-forward".
+func (m *Model) gitReflog(out []gitLine, w int) []gitLine {
+	st := &m.styles
+	g := &m.git
+	out = append(out, gitLine{m.sectionHead("reflog", "", w), -1})
+	if len(g.st.Reflog) == 0 {
+		return append(out, gitLine{"  " + st.Dim.Render(truncate("no reflog entries", w-2)), -1})
+	}
+	base := len(g.st.Files) + len(g.st.Stashes)
+	for i, e := range g.st.Reflog {
+		row := base + i
+		short := sanitizeString(e.Short)
+		if short == "" {
+			short = shortID(sanitizeString(e.ID))
+		}
+		line := m.cursorMark(row) + "  " + m.rowText(row, short) + "  " + st.Dim.Render(padRight(gitAge(m.now, e.Time), 4)) +
+			"  " + m.rowText(row, sanitizeString(e.Message))
+		out = append(out, gitLine{truncateStyled(line, w), row})
+	}
+	return out
+}
