@@ -352,15 +352,17 @@ const arrow = " -> "
 // only the branch changed, and "worktree changed outside flightdeck:
 // pynccl.py, foo.py (3 dirty)" when only the dirty set did.
 func movedForms(mv git.Moved, n int) []string {
-	text, short := movedText(mv, n)
-	return []string{text + movedKeys, text + movedKeysBrief, short + movedKeysBrief}
+	text, short := movedText(mv, n, 3)
+	one, _ := movedText(mv, n, 1)
+	return []string{text + movedKeys, text + movedKeysBrief, one + movedKeysBrief, short + movedKeysBrief}
 }
 
 // The keys a HEAD-moved banner mentions, in full and brief.
 const movedKeys, movedKeysBrief = "  (g: git panel, esc: dismiss)", "  g/esc"
 
-// movedText is a HEAD-moved banner's text and short form, without keys.
-func movedText(mv git.Moved, n int) (text, short string) {
+// movedText is a HEAD-moved banner's text, naming at most files paths,
+// and its short form, without keys.
+func movedText(mv git.Moved, n, files int) (text, short string) {
 	more := ""
 	if n > 1 {
 		more = " (" + strconv.Itoa(n) + " changes)"
@@ -376,7 +378,7 @@ func movedText(mv git.Moved, n int) (text, short string) {
 	switch {
 	case mv.From == mv.To && branch == "":
 		head := "worktree changed outside flightdeck"
-		text = head + ": " + baseNames(mv.DirtyChanged, 0, 3) + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)"
+		text = head + ": " + baseNames(mv.DirtyChanged, 0, files) + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)"
 		if len(mv.DirtyChanged) == 0 {
 			text = head + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)"
 		}
@@ -388,7 +390,7 @@ func movedText(mv git.Moved, n int) (text, short string) {
 	head := "HEAD moved " + mv.FromShort + arrow + mv.ToShort
 	details := []string{how, branch, commitCount(mv.Forward, mv.Back)}
 	if total := max(mv.FilesTotal, len(mv.Files)); total > 0 {
-		details = append(details, "touches "+baseNames(mv.Files, mv.FilesTotal, 3))
+		details = append(details, "touches "+baseNames(mv.Files, mv.FilesTotal, files))
 	}
 	return head + paren(details...) + more, head + paren(how, commitCount(mv.Forward, mv.Back)) + more
 }

@@ -543,7 +543,11 @@ func previewParas(p git.Preview, ref, to string) []para {
 	if p.Branch != "" {
 		where = " (branch " + sanitizeString(p.Branch) + ")"
 	}
-	ps := []para{{text: "checkout " + ref + arrow + to + " " + sanitizeString(p.To.Subject) + where, tone: toneTitle}}
+	head := "checkout " + ref + arrow + to
+	if isCommitID(p.Target) || sanitizeString(p.Target) == to { // a commit picked from the list: no need to say it twice
+		head = "checkout " + to
+	}
+	ps := []para{{text: head + " " + sanitizeString(p.To.Subject) + where, tone: toneTitle}}
 	if p.ForwardCount == 0 && p.BackCount == 0 {
 		ps = append(ps, para{text: "same commit as HEAD", tone: toneDim})
 	}

@@ -463,7 +463,11 @@ func (m *Model) lastActionText() string {
 	if len(args) > 2 { // a revert's paths
 		what = baseNames(args, 0, 2)
 	}
-	s += ": " + join(a.Op, what)
+	op := a.Op
+	if name, ok := gitOpNames[op]; ok {
+		op = name
+	}
+	s += ": " + join(op, what)
 	switch {
 	case len(a.Conflict) > 0:
 		s += " conflicted in " + baseNames(a.Conflict, 0, 3)
