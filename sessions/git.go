@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -116,6 +117,12 @@ func (g *Git) poll(ctx context.Context) {
 	case g.hasLast && h.Same(g.last):
 		return
 	}
+	if g.hasLast {
+		var ok bool
+		if h, ok = g.settle(ctx, r, h); !ok {
+			return // still changing: the next poll looks again
+		}
+	}
 	g.lastErr = ""
 	before, had := g.last, g.hasLast
 	g.last, g.hasLast = h, true
@@ -131,6 +138,40 @@ func (g *Git) poll(ctx context.Context) {
 	if serr == nil {
 		g.publish(now, st)
 	}
+}
+
+// settleGap is how long settle waits between its reads.
+const settleGap = 150 * time.Millisecond
+
+// settle re-reads a checkout that changed until two reads settleGap apart
+// agree while no git command holds the index lock, and returns the settled
+// state; false when it does not settle in a few reads (or ctx ends). A
+// `git pull` writes the worktree before it moves HEAD: a read between the
+// two would report a dirty tree that nobody made.
+func (g *Git) settle(ctx context.Context, r *git.Repo, h repo.Head) (repo.Head, bool) {
+	lock, err := remote.Command("test", "-e", path.Join(r.GitDir, "index.lock"))
+	if err != nil {
+		return h, true
+	}
+	for range 8 {
+		select {
+		case <-ctx.Done():
+			return h, false
+		case <-time.After(settleGap):
+		}
+		if _, err := g.Host.Run(ctx, lock, nil); err == nil {
+			continue // a git command is changing the index and worktree
+		}
+		again, err := repo.Read(ctx, g.Host, r.Path)
+		if err != nil {
+			return h, false
+		}
+		if again.Same(h) {
+			return h, true
+		}
+		h = again
+	}
+	return h, false
 }
 
 // moved describes a change made outside the cockpit.

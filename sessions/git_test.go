@@ -50,15 +50,7 @@ func startGit(t *testing.T, host remote.Host) (*Git, *recorder, string, sim.Repo
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := newRecorder()
-	g := &Git{Host: host, Path: dir, Publish: rec.sink, Interval: 50 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { g.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	rec.waitFor(t, "first status", 10*time.Second, func(es []event.Event) bool {
-		return slices.ContainsFunc(es, func(e event.Event) bool { _, ok := e.Data.(git.Status); return ok })
-	})
+	g, rec := startGitAt(t, host, dir)
 	return g, rec, dir, rc
 }
 
@@ -159,14 +151,15 @@ func TestGitActionsAreNotMovesAndCanBeUndone(t *testing.T) {
 	}
 
 	// A new cockpit on the same checkout can still undo the last action.
-	g2, _, _, _ := startGitAt(t, remote.NewLocal(), dir)
+	g2, _ := startGitAt(t, remote.NewLocal(), dir)
 	if id, _ := g2.LastSnapshot(); id != u.Snapshot {
 		t.Errorf("restarted cockpit's undo %q, want %q", id, u.Snapshot)
 	}
 }
 
-// startGitAt polls an existing checkout.
-func startGitAt(t *testing.T, host remote.Host, dir string) (*Git, *recorder, string, sim.RepoCommits) {
+// startGitAt polls the checkout at dir every 50 ms and waits for its first
+// status.
+func startGitAt(t *testing.T, host remote.Host, dir string) (*Git, *recorder) {
 	t.Helper()
 	rec := newRecorder()
 	g := &Git{Host: host, Path: dir, Publish: rec.sink, Interval: 50 * time.Millisecond}
@@ -177,7 +170,7 @@ func startGitAt(t *testing.T, host remote.Host, dir string) (*Git, *recorder, st
 	rec.waitFor(t, "first status", 10*time.Second, func(es []event.Event) bool {
 		return slices.ContainsFunc(es, func(e event.Event) bool { _, ok := e.Data.(git.Status); return ok })
 	})
-	return g, rec, dir, sim.RepoCommits{}
+	return g, rec
 }
 
 func TestGitUnreadableRepository(t *testing.T) {

@@ -504,16 +504,7 @@ func (m *Model) cursorMark(row int) string {
 func (m *Model) gitChanges(out []gitLine, w int) []gitLine {
 	st := &m.styles
 	g := &m.git
-	staged, unstaged, untracked, conflicted := g.st.Counts()
-	var d []string
-	for _, c := range []struct {
-		n    int
-		what string
-	}{{staged, "staged"}, {unstaged, "unstaged"}, {untracked, "untracked"}, {conflicted, "conflicted"}} {
-		if c.n > 0 {
-			d = append(d, strconv.Itoa(c.n)+" "+c.what)
-		}
-	}
+	d := g.st.CountWords()
 	if n := len(g.marked); n > 0 {
 		d = append(d, strconv.Itoa(n)+" marked")
 	}

@@ -445,17 +445,7 @@ func printGitStatus(w io.Writer, st git.Status, reflog int, now time.Time) {
 	if len(st.Files) == 0 {
 		fmt.Fprintln(w, "changes    none")
 	} else {
-		staged, unstaged, untracked, conflicted := st.Counts()
-		var parts []string
-		for _, c := range []struct {
-			n    int
-			what string
-		}{{staged, "staged"}, {unstaged, "unstaged"}, {untracked, "untracked"}, {conflicted, "conflicted"}} {
-			if c.n > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
-			}
-		}
-		fmt.Fprintf(w, "changes    %d files: %s\n", len(st.Files), strings.Join(parts, ", "))
+		fmt.Fprintf(w, "changes    %d files: %s\n", len(st.Files), strings.Join(st.CountWords(), ", "))
 		names := make([]string, len(st.Files))
 		width := 0
 		for i, f := range st.Files {

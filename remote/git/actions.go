@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 // Every action below follows one pattern (act): read HEAD, take a
@@ -77,7 +75,7 @@ func (r *Repo) gitDo(ctx context.Context, args ...string) (string, error) {
 		return "", err
 	}
 	res, err := r.Host.Run(ctx, cmd, nil)
-	out := clip(append(append([]byte{}, res.Stderr...), res.Stdout...))
+	out := combined(res)
 	if err != nil {
 		return out, wrapErr(args, res, err)
 	}
@@ -192,19 +190,11 @@ func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) 
 		return Action{Op: op, Args: []string{id}}, fmt.Errorf("%q is not a stash commit id (40 hex digits): %w", id, ErrBadRef)
 	}
 	return r.act(ctx, op, []string{id}, op+" "+id[:12], func(ctx context.Context) (string, []string, error) {
-		c, err := remote.Command("sh", "-s", "--", r.Path, id, cmd)
-		if err != nil {
-			return "", nil, err
-		}
-		res, err := r.Host.Run(ctx, c, strings.NewReader(stashScript))
-		out := clip(append(append([]byte{}, res.Stderr...), res.Stdout...))
+		res, err := r.script(ctx, "stash "+cmd, stashScript, r.Path, id, cmd)
+		out := combined(res)
 		if err == nil || cmd == "drop" {
-			if err != nil {
-				err = wrapErr([]string{"stash", cmd}, res, err)
-			}
 			return out, nil, err
 		}
-		err = wrapErr([]string{"stash", cmd}, res, err)
 		st, serr := r.Status(ctx, 1)
 		if serr != nil {
 			return out, nil, err

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 // logFormat is the commit format of Log and Preview: id, short id, committer
@@ -97,13 +95,9 @@ func (r *Repo) Preview(ctx context.Context, ref string, limit int) (Preview, err
 	if err != nil {
 		return Preview{}, err
 	}
-	cmd, err := remote.Command("sh", "-s", "--", r.Path, to, strconv.Itoa(limit))
+	res, err := r.script(ctx, "log", previewScript, r.Path, to, strconv.Itoa(limit))
 	if err != nil {
 		return Preview{}, err
-	}
-	res, err := r.Host.Run(ctx, cmd, strings.NewReader(previewScript))
-	if err != nil {
-		return Preview{}, wrapErr([]string{"log"}, res, err)
 	}
 	p, err := parsePreview(res.Stdout)
 	if err != nil {
@@ -240,13 +234,9 @@ func (r *Repo) Compare(ctx context.Context, from, to string) (forward, back int,
 	if !isHexID(from) || !isHexID(to) {
 		return 0, 0, nil, fmt.Errorf("compare %q %q: want full commit ids: %w", from, to, ErrBadRef)
 	}
-	cmd, err := remote.Command("sh", "-s", "--", r.Path, from, to)
+	res, err := r.script(ctx, "rev-list", compareScript, r.Path, from, to)
 	if err != nil {
 		return 0, 0, nil, err
-	}
-	res, err := r.Host.Run(ctx, cmd, strings.NewReader(compareScript))
-	if err != nil {
-		return 0, 0, nil, wrapErr([]string{"rev-list"}, res, err)
 	}
 	secs := bytes.Split(res.Stdout, sectionEnd)
 	if len(secs) != 4 || len(secs[3]) != 0 {

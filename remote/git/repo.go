@@ -105,6 +105,26 @@ func (r *Repo) run(ctx context.Context, args ...string) ([]byte, error) {
 	return res.Stdout, nil
 }
 
+// script runs a fixed sh script, sent on stdin to "sh -s -- ARGS…", and
+// returns what it printed. A non-zero exit is a *GitError named by what
+// (its Code is the script's exit status).
+func (r *Repo) script(ctx context.Context, what, script string, args ...string) (remote.Result, error) {
+	cmd, err := remote.Command("sh", append([]string{"-s", "--"}, args...)...)
+	if err != nil {
+		return remote.Result{}, err
+	}
+	res, err := r.Host.Run(ctx, cmd, strings.NewReader(script))
+	if err != nil {
+		return res, wrapErr([]string{what}, res, err)
+	}
+	return res, nil
+}
+
+// combined is a command's stderr then stdout, trimmed and clipped.
+func combined(res remote.Result) string {
+	return clip(append(append([]byte{}, res.Stderr...), res.Stdout...))
+}
+
 // GitError is a git command that exited non-zero.
 type GitError struct {
 	Args   []string // the git arguments (after the -C and -c options)

@@ -97,13 +97,9 @@ func (r *Repo) Snapshot(ctx context.Context, reason string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	dir := path.Join(r.SnapshotDir, id)
-	cmd, err := remote.Command("sh", "-s", "--", r.Path, dir, string(meta))
+	res, err := r.script(ctx, "snapshot", snapshotScript, r.Path, dir, string(meta))
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
-	}
-	res, err := r.Host.Run(ctx, cmd, strings.NewReader(snapshotScript))
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", r.Path, wrapErr([]string{"snapshot"}, res, err))
+		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", r.Path, err)
 	}
 	f := strings.Fields(string(res.Stdout))
 	s := Snapshot{ID: id, Dir: dir, Reason: reason, Time: now}
@@ -154,13 +150,9 @@ done
 // Snapshots lists the repository's snapshots, newest first. Errors: the
 // host's error; a snapshot directory that cannot be parsed is skipped.
 func (r *Repo) Snapshots(ctx context.Context) ([]Snapshot, error) {
-	cmd, err := remote.Command("sh", "-s", "--", r.SnapshotDir)
+	res, err := r.script(ctx, "snapshots", listScript, r.SnapshotDir)
 	if err != nil {
-		return nil, err
-	}
-	res, err := r.Host.Run(ctx, cmd, strings.NewReader(listScript))
-	if err != nil {
-		return nil, fmt.Errorf("list snapshots: %w", wrapErr([]string{"snapshots"}, res, err))
+		return nil, fmt.Errorf("list snapshots: %w", err)
 	}
 	return parseSnapshots(r.SnapshotDir, res.Stdout), nil
 }
@@ -254,18 +246,14 @@ func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 		return Action{Op: "restore", Args: []string{id}}, err
 	}
 	return r.act(ctx, "restore", []string{id}, "restore "+id, func(ctx context.Context) (string, []string, error) {
-		cmd, err := remote.Command("sh", "-s", "--", r.Path, dir)
-		if err != nil {
-			return "", nil, err
-		}
-		res, err := r.Host.Run(ctx, cmd, strings.NewReader(restoreScript))
-		out := clip(append(append([]byte{}, res.Stderr...), res.Stdout...))
-		var ee *remote.ExitError
-		if errors.As(err, &ee) && ee.Code == 4 {
+		res, err := r.script(ctx, "restore", restoreScript, r.Path, dir)
+		out := combined(res)
+		var ge *GitError
+		if errors.As(err, &ge) && ge.Code == 4 {
 			return out, nil, fmt.Errorf("%s: %w", id, ErrBadSnapshot)
 		}
 		if err != nil {
-			return out, nil, wrapErr([]string{"restore"}, res, err)
+			return out, nil, err
 		}
 		if strings.HasSuffix(out, "differs") {
 			return out, nil, fmt.Errorf("restored snapshot %s, but git status differs from the saved one (compare with %s)", id, dir)

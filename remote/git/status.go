@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 // statusScript prints the eight sections of a Status, each ended by
@@ -60,13 +58,9 @@ func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
 	if reflog <= 0 {
 		reflog = DefaultReflog
 	}
-	cmd, err := remote.Command("sh", "-s", "--", r.Path, r.GitDir, strconv.Itoa(reflog))
+	res, err := r.script(ctx, "status", statusScript, r.Path, r.GitDir, strconv.Itoa(reflog))
 	if err != nil {
 		return Status{}, err
-	}
-	res, err := r.Host.Run(ctx, cmd, strings.NewReader(statusScript))
-	if err != nil {
-		return Status{}, wrapErr([]string{"status"}, res, err)
 	}
 	st, err := ParseStatus(res.Stdout)
 	if err != nil {

@@ -215,3 +215,19 @@ type Moved struct {
 
 // Kind implements event.Payload.
 func (Moved) Kind() string { return "git-moved" }
+
+// CountWords are the Counts as words, zero counts left out, in the order
+// staged, unstaged, untracked, conflicted: ["2 staged", "3 untracked"].
+func (s Status) CountWords() []string {
+	staged, unstaged, untracked, conflicted := s.Counts()
+	var out []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{staged, "staged"}, {unstaged, "unstaged"}, {untracked, "untracked"}, {conflicted, "conflicted"}} {
+		if c.n > 0 {
+			out = append(out, strconv.Itoa(c.n)+" "+c.what)
+		}
+	}
+	return out
+}
