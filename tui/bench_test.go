@@ -92,3 +92,19 @@ func BenchmarkUpdate100LogLinesFiltered(b *testing.B) {
 		m.Update(batch)
 	}
 }
+
+// BenchmarkViewGitPanel renders the git panel (a checkout mid-merge with
+// six dirty files, two stashes, a reflog) in the log's place, 8 GPUs,
+// 200x60.
+func BenchmarkViewGitPanel(b *testing.B) {
+	st := dirtyStatus()
+	m, _ := gitScene(200, 60, &st, Options{})
+	press(m, "g")
+	if !m.git.open {
+		b.Fatal("panel not open")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = m.View()
+	}
+}
