@@ -184,6 +184,11 @@ type Action struct {
 	// apply or pop that conflicted); the stash is kept.
 	Conflict []string
 	Output   string // git's own words (stderr and stdout, trimmed, at most 4 KiB)
+	// Notes are what the user must know about an action that succeeded:
+	// "main has moved since: restored at 3207427, detached", "stash
+	// brought back: On main: x", "big.bin (3.0 GiB, untracked) was not
+	// saved in the snapshot and was left alone".
+	Notes []string
 	Started  time.Time
 	Took     time.Duration
 }
