@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
@@ -66,7 +67,7 @@ func Read(ctx context.Context, host remote.Host, path string) (Head, error) {
 	if err != nil {
 		return Head{}, err
 	}
-	branchCmd, _ := remote.Command("git", "-C", path, "symbolic-ref", "-q", "--short", "HEAD")
+	branchCmd, _ := remote.Command("git", "-C", path, "symbolic-ref", "-q", "HEAD")
 	statusCmd, _ := remote.Command("git", "--no-optional-locks", "-C", path, "status", "--porcelain=v1", "-z")
 	cmd := logCmd + " && printf '\\036\\036\\n' && { " + branchCmd + " || true; } && printf '\\036\\036\\n' && " + statusCmd
 	res, err := host.Run(ctx, cmd, nil)
@@ -99,7 +100,7 @@ func parse(path string, out []byte) (Head, error) {
 		Short:      string(f[1]),
 		CommitTime: time.Unix(secs, 0),
 		Subject:    string(f[3]),
-		Branch:     string(bytes.TrimSpace(parts[1])),
+		Branch:     strings.TrimPrefix(string(bytes.TrimSpace(parts[1])), "refs/heads/"),
 	}
 	// porcelain -z: "XY path\0", and renames add "orig\0" after the entry.
 	st := parts[2]

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 // Every action below follows one pattern (act): read HEAD, take a
@@ -16,34 +20,71 @@ import (
 // failed partway, the Action comes back with Err set and a nil error, and
 // its Snapshot undoes whatever happened.
 
-// act runs do between a snapshot and a HEAD read. do returns git's words,
-// any conflicted paths, and its error.
-func (r *Repo) act(ctx context.Context, op string, args []string, reason string, do func(context.Context) (string, []string, error)) (Action, error) {
+// act runs do between a snapshot (of the present plus the extra paths)
+// and a HEAD read. do gets the snapshot and returns git's words, any
+// conflicted paths, and its error. Lines of git's words that start with
+// "note: " become Action.Notes.
+//
+// Once the snapshot is taken, the change runs to its end even if ctx is
+// cancelled (a quitting cockpit): a change cut in the middle is the one
+// way an action could leave the checkout half-done.
+func (r *Repo) act(ctx context.Context, op string, args []string, reason string, extra []string, do func(context.Context, Snapshot) (string, []string, error)) (Action, error) {
 	a := Action{Op: op, Args: args, Started: time.Now()}
 	before, _, err := r.head(ctx)
 	if err != nil {
 		return a, err
 	}
 	a.From = before
-	snap, err := r.Snapshot(ctx, reason)
+	snap, err := r.Snapshot(ctx, reason, extra...)
 	if err != nil {
 		return a, fmt.Errorf("%s not done: %w", op, err)
 	}
 	a.Snapshot = snap.ID
-	out, conflict, derr := do(ctx)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	out, conflict, derr := do(dctx, snap)
 	a.Output, a.Conflict = out, conflict
+	for _, l := range strings.Split(out, "\n") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(l), "note: "); ok {
+			a.Notes = append(a.Notes, n)
+		}
+	}
 	if derr != nil {
 		a.Err = derr.Error()
 	}
-	// The HEAD read after the change uses a fresh context: a caller that
-	// gave up must still learn where HEAD is when the change went through.
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	if a.To, a.Branch, err = r.head(hctx); err != nil && a.Err == "" {
+	if a.To, a.Branch, err = r.head(dctx); err != nil && a.Err == "" {
 		a.Err = "done, but HEAD could not be read after: " + err.Error()
 	}
+	if snap.Skipped > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%d untracked file(s) of %d MiB or more were not saved in the snapshot (see skipped.list in %s); no action removes them", snap.Skipped, BigFile>>20, snap.Dir))
+	}
+	r.prune(dctx)
 	a.Took = time.Since(a.Started)
 	return a, nil
+}
+
+// ErrUnmerged is wrapped by the error of an action refused because the
+// checkout has unmerged paths (a merge or stash apply that conflicted):
+// git would refuse it too, with words that are easy to misread.
+var ErrUnmerged = errors.New("unmerged paths")
+
+// clean refuses an action while paths are unmerged, naming them, and
+// returns the status it read.
+func (r *Repo) clean(ctx context.Context, op string) (Status, error) {
+	st, err := r.Status(ctx, 1)
+	if err != nil {
+		return st, err
+	}
+	var un []string
+	for _, f := range st.Files {
+		if f.Conflicted() {
+			un = append(un, f.Path)
+		}
+	}
+	if len(un) > 0 {
+		return st, fmt.Errorf("%s: %s unmerged — resolve (edit, then git add), revert the file, or undo first: %w", op, strings.Join(un, ", "), ErrUnmerged)
+	}
+	return st, nil
 }
 
 // head returns HEAD's commit id and the checked-out branch ("" detached).
@@ -52,7 +93,7 @@ func (r *Repo) head(ctx context.Context) (id, branch string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	sr, _ := r.git("symbolic-ref", "-q", "--short", "HEAD")
+	sr, _ := r.git("symbolic-ref", "-q", "HEAD")
 	res, err := r.Host.Run(ctx, rp+" && { "+sr+" || true; }", nil)
 	if err != nil {
 		return "", "", wrapErr([]string{"rev-parse"}, res, err)
@@ -62,7 +103,7 @@ func (r *Repo) head(ctx context.Context) (id, branch string, err error) {
 		return "", "", fmt.Errorf("git rev-parse HEAD: unexpected output %q", truncate(res.Stdout))
 	}
 	if len(lines) > 1 {
-		branch = lines[1]
+		branch = strings.TrimPrefix(lines[1], "refs/heads/")
 	}
 	return lines[0], branch, nil
 }
@@ -83,25 +124,28 @@ func (r *Repo) gitDo(ctx context.Context, args ...string) (string, error) {
 }
 
 // Checkout checks out ref: a local branch by its name, anything else
-// (commit id, tag, HEAD~2, origin/main) detached at its commit, which
-// Resolve finds first. Git refuses when dirty files would be overwritten
+// (commit id, tag, HEAD~2, origin/main) detached at its commit, found as
+// Preview finds it (a branch wins over a tag of the same name, as git
+// checkout has it). Git refuses when dirty files would be overwritten
 // (Action.Err says which; Preview.Blocking lists them beforehand); other
-// uncommitted changes are carried over, as git does.
+// uncommitted changes are carried over, as git does. Ignored files the
+// target tracks (Preview.Overwrites) are saved in the snapshot first.
+// Errors: ErrBadRef, ErrUnmerged, the host's.
 func (r *Repo) Checkout(ctx context.Context, ref string) (Action, error) {
-	to, err := r.Resolve(ctx, ref)
+	none := Action{Op: "checkout", Args: []string{ref}}
+	p, err := r.Preview(ctx, ref, 1)
 	if err != nil {
-		return Action{Op: "checkout", Args: []string{ref}}, err
+		return none, err
 	}
-	branch, err := r.localBranch(ctx, ref)
-	if err != nil {
-		return Action{Op: "checkout", Args: []string{ref}}, err
+	if _, err := r.clean(ctx, "checkout"); err != nil {
+		return none, err
 	}
-	return r.act(ctx, "checkout", []string{ref}, "checkout "+ref, func(ctx context.Context) (string, []string, error) {
-		if branch != "" {
-			out, err := r.gitDo(ctx, "checkout", "-q", branch, "--")
+	return r.act(ctx, "checkout", []string{ref}, "checkout "+ref, p.Overwrites, func(ctx context.Context, _ Snapshot) (string, []string, error) {
+		if p.Branch != "" {
+			out, err := r.gitDo(ctx, "checkout", "-q", p.Branch, "--")
 			return out, nil, err
 		}
-		out, err := r.gitDo(ctx, "checkout", "-q", "--detach", to, "--")
+		out, err := r.gitDo(ctx, "checkout", "-q", "--detach", p.To.ID, "--")
 		return out, nil, err
 	})
 }
@@ -134,7 +178,10 @@ func (r *Repo) Stash(ctx context.Context, name string, untracked bool) (Action, 
 	if untracked {
 		args = append(args, "--include-untracked")
 	}
-	return r.act(ctx, "stash", []string{name}, "stash "+name, func(ctx context.Context) (string, []string, error) {
+	if _, err := r.clean(ctx, "stash"); err != nil {
+		return Action{Op: "stash", Args: []string{name}}, err
+	}
+	return r.act(ctx, "stash", []string{name}, "stash "+name, nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		before, _ := r.stashTop(ctx)
 		out, err := r.gitDo(ctx, args...)
 		if err != nil {
@@ -164,7 +211,18 @@ const stashScript = `top=$1 id=$2 cmd=$3
 g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
 i=$(g stash list --format=%H | awk -v id="$id" '$0 == id { print NR - 1; exit }')
 [ -n "$i" ] || { echo "no stash with commit id $id (dropped already?)" >&2; exit 3; }
-g stash "$cmd" "stash@{$i}"
+if [ "$cmd" = drop ]; then g stash drop "stash@{$i}"; exit; fi
+# With --index the staged state comes back too; git refuses that when the
+# index cannot take it, before touching anything: then without.
+if ! g stash "$cmd" --index "stash@{$i}" 2> "$top/.git-fd-stash-err"; then
+  if grep -q -- '--index' "$top/.git-fd-stash-err"; then
+    rm -f -- "$top/.git-fd-stash-err"
+    echo "note: the staged state could not be restored; the changes are back unstaged" >&2
+    g stash "$cmd" "stash@{$i}"; exit
+  fi
+  cat "$top/.git-fd-stash-err" >&2; rm -f -- "$top/.git-fd-stash-err"; exit 1
+fi
+rm -f -- "$top/.git-fd-stash-err"
 `
 
 // StashApply applies the stash whose commit id is id (a full id, as in
@@ -186,27 +244,47 @@ func (r *Repo) StashDrop(ctx context.Context, id string) (Action, error) {
 }
 
 func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) {
+	none := Action{Op: op, Args: []string{id}}
 	if !isHexID(id) {
-		return Action{Op: op, Args: []string{id}}, fmt.Errorf("%q is not a stash commit id (40 hex digits): %w", id, ErrBadRef)
+		return none, fmt.Errorf("%q is not a stash commit id (40 hex digits): %w", id, ErrBadRef)
 	}
-	return r.act(ctx, op, []string{id}, op+" "+id[:12], func(ctx context.Context) (string, []string, error) {
+	var st Status
+	var err error
+	if cmd == "drop" {
+		st, err = r.Status(ctx, 1)
+	} else {
+		st, err = r.clean(ctx, "stash "+cmd)
+	}
+	if err != nil {
+		return none, err
+	}
+	i := slices.IndexFunc(st.Stashes, func(s Stash) bool { return s.ID == id })
+	if i < 0 {
+		return none, fmt.Errorf("no stash with commit id %s (dropped already?): %w", id[:12], ErrBadRef)
+	}
+	args := []string{id, st.Stashes[i].Message}
+	return r.act(ctx, op, args, op+" "+st.Stashes[i].Message, nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		res, err := r.script(ctx, "stash "+cmd, stashScript, r.Path, id, cmd)
 		out := combined(res)
 		if err == nil || cmd == "drop" {
 			return out, nil, err
 		}
-		st, serr := r.Status(ctx, 1)
+		after, serr := r.Status(ctx, 1)
 		if serr != nil {
 			return out, nil, err
 		}
 		var conflict []string
-		for _, f := range st.Files {
+		for _, f := range after.Files {
 			if f.Conflicted() {
 				conflict = append(conflict, f.Path)
 			}
 		}
 		if len(conflict) > 0 {
-			err = fmt.Errorf("stash %s conflicted in %s: the stash is kept; undo restores the tree as it was", cmd, strings.Join(conflict, ", "))
+			msg := fmt.Sprintf("stash %s conflicted in %s: the stash is kept; undo restores the tree as it was", cmd, strings.Join(conflict, ", "))
+			if strings.Contains(out, "already exists") {
+				msg += "; untracked files of the stash that already exist were not restored"
+			}
+			err = errors.New(msg)
 		}
 		return out, conflict, err
 	})
@@ -250,7 +328,7 @@ func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
 			}
 		}
 	}
-	return r.act(ctx, "revert", paths, "revert "+strings.Join(paths, " "), func(ctx context.Context) (string, []string, error) {
+	return r.act(ctx, "revert", paths, "revert "+strings.Join(paths, " "), nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
 		var outs []string
 		if len(tracked) > 0 {
 			out, err := r.gitDo(ctx, append([]string{"--literal-pathspecs", "restore", "--source=HEAD", "--staged", "--worktree", "--"}, tracked...)...)
@@ -260,6 +338,13 @@ func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
 			outs = append(outs, out)
 		}
 		if len(untracked) > 0 {
+			if skipped := r.skipped(ctx, pre); len(skipped) > 0 {
+				for _, p := range untracked {
+					if slices.Contains(skipped, p) {
+						return "", nil, fmt.Errorf("%s is %d MiB or more and was not saved in the snapshot: not deleting it (delete it yourself if you mean it)", p, BigFile>>20)
+					}
+				}
+			}
 			out, err := r.gitDo(ctx, append([]string{"--literal-pathspecs", "clean", "-f", "-q", "--"}, untracked...)...)
 			if err != nil {
 				return out, nil, err
@@ -268,4 +353,24 @@ func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
 		}
 		return strings.TrimSpace(strings.Join(outs, "\n")), nil, nil
 	})
+}
+
+// skipped lists the untracked files a snapshot did not copy (BigFile).
+func (r *Repo) skipped(ctx context.Context, s Snapshot) []string {
+	if s.Skipped == 0 {
+		return nil
+	}
+	cmd, err := remote.Command("cat", "--", path.Join(s.Dir, "skipped.list"))
+	if err != nil {
+		return nil
+	}
+	res, err := r.Host.Run(ctx, cmd, nil)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, rec := range records(res.Stdout) {
+		out = append(out, string(rec))
+	}
+	return out
 }

@@ -162,6 +162,32 @@ func TestCheckoutBlockedByDirtyFileChangesNothing(t *testing.T) {
 	}
 }
 
+func TestDiffstatFollowsRenames(t *testing.T) {
+	tr := newTestRepo(t)
+	long := strings.Repeat("# a line of the parallel state module\n", 20)
+	write(t, tr.dir, "model/parallel_state.py", long)
+	gitIn(t, tr.dir, "commit", "-q", "-am", "longer")
+	gitIn(t, tr.dir, "mv", "model/parallel_state.py", "model/state.py")
+	write(t, tr.dir, "model/state.py", long+"PCG = False\n")
+	r := open(t, hostCases()[0].host(t), tr.dir)
+	st, err := r.Status(ctxT(t), 0)
+	if err != nil || len(st.Files) != 1 {
+		t.Fatalf("%v %+v", err, st.Files)
+	}
+	if f := st.Files[0]; f.Path != "model/state.py" || f.Orig != "model/parallel_state.py" || f.Added != 1 || f.Deleted != 0 {
+		t.Errorf("%+v, want the rename with +1 -0", f)
+	}
+}
+
+func TestStatusOfARepositoryWithoutCommits(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q")
+	r := open(t, hostCases()[0].host(t), dir)
+	if _, err := r.Status(ctxT(t), 0); err == nil || !strings.Contains(err.Error(), "no commits yet") {
+		t.Errorf("err %v", err)
+	}
+}
+
 func TestCheckoutBranchByName(t *testing.T) {
 	tr := newTestRepo(t)
 	gitIn(t, tr.dir, "branch", "feature", tr.c2)

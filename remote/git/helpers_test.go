@@ -238,3 +238,11 @@ func dirty(t testing.TB, dir string) {
 	write(t, dir, "weights.bin", binary(2))
 	write(t, dir, "scratch/profile.bin", binary(3))
 }
+
+// execGit runs git in dir and returns its error (for commands expected to fail).
+func execGit(dir string, args ...string) error {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	return cmd.Run()
+}

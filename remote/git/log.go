@@ -75,6 +75,10 @@ g diff --no-ext-diff --no-renames --name-status -z HEAD "$to" || exit
 s
 g --no-optional-locks status --porcelain=v1 -z --untracked-files=all || exit
 s
+cd -- "$top" || exit
+g diff --no-ext-diff --no-renames --name-only -z --diff-filter=A HEAD "$to" |
+  xargs -0 sh -c 'for p; do if [ -e "$p" ] || [ -h "$p" ]; then printf "%s\0" "$p"; fi; done' sh || exit
+s
 `
 
 // Preview says what checking out ref would do: the commits it brings in
@@ -87,11 +91,15 @@ func (r *Repo) Preview(ctx context.Context, ref string, limit int) (Preview, err
 	if limit <= 0 {
 		limit = 20
 	}
-	to, err := r.Resolve(ctx, ref)
+	branch, err := r.localBranch(ctx, ref)
 	if err != nil {
 		return Preview{}, err
 	}
-	branch, err := r.localBranch(ctx, ref)
+	target := ref
+	if branch != "" {
+		target = "refs/heads/" + branch // git checkout takes a branch over a tag of the same name
+	}
+	to, err := r.Resolve(ctx, target)
 	if err != nil {
 		return Preview{}, err
 	}
@@ -110,8 +118,8 @@ func (r *Repo) Preview(ctx context.Context, ref string, limit int) (Preview, err
 func parsePreview(out []byte) (Preview, error) {
 	var p Preview
 	secs := bytes.Split(out, sectionEnd)
-	if len(secs) != 9 || len(secs[8]) != 0 {
-		return p, fmt.Errorf("git preview: unexpected output: %d sections, want 8: %q", len(secs)-1, truncate(out))
+	if len(secs) != 10 || len(secs[9]) != 0 {
+		return p, fmt.Errorf("git preview: unexpected output: %d sections, want 9: %q", len(secs)-1, truncate(out))
 	}
 	for i, c := range []*Commit{&p.From, &p.To} {
 		one, err := ParseLog(secs[0])
@@ -145,9 +153,16 @@ func parsePreview(out []byte) (Preview, error) {
 	for _, c := range p.Files {
 		changed[c.Path] = true
 	}
+	isDirty := make(map[string]bool, len(dirty))
 	for _, f := range dirty {
+		isDirty[f.Path] = true
 		if changed[f.Path] || (f.Orig != "" && changed[f.Orig]) {
 			p.Blocking = append(p.Blocking, f.Path)
+		}
+	}
+	for _, rec := range records(secs[6]) {
+		if path := string(rec); !isDirty[path] {
+			p.Overwrites = append(p.Overwrites, path) // exists, not listed by status: ignored
 		}
 	}
 	return p, nil

@@ -23,43 +23,81 @@ import (
 // standard a/ b/ prefixes, whole tree, binary as full-index binary hunks).
 const diffOpts = `--binary --no-ext-diff --no-textconv --no-color --no-relative --src-prefix=a/ --dst-prefix=b/ --submodule=short --ignore-submodules=none`
 
+// BigFile is the size from which an untracked file is not copied into a
+// snapshot (a profiler dump or a model checkpoint in the checkout would
+// fill the host's disk at every action): 256 MiB. Such a file is listed in
+// the snapshot's skipped.list, and no action removes it (a restore leaves
+// it alone; a revert of it is refused).
+const BigFile = 256 << 20
+
+// KeepSnapshots is how many snapshots are always kept; older ones are
+// pruned once they are a week old.
+const KeepSnapshots = 50
+
 // snapshotScript saves the checkout's uncommitted work in a new directory
 // DIR (made as DIR.tmp, then renamed, so a listed snapshot is complete):
-// meta.json (META, written by flightdeck), HEAD (commit id, empty when the
-// branch has no commit yet), BRANCH (full ref name, empty when detached),
-// staged.patch, unstaged.patch and worktree.patch (the diff against HEAD:
-// the one file to `git apply` by hand), untracked.list and untracked.tar
-// (the untracked, not ignored files, NUL-separated), status (porcelain v1
-// -z, to verify a restore) and stashes (the stash list: "ID MESSAGE"
-// lines, so a restore can bring back a dropped or popped stash). It prints
-// "files untracked bytes". Sent on stdin to "sh -s -- TOP DIR META".
-const snapshotScript = `top=$1 dir=$2 meta=$3
+//
+//	meta.json        META, written by flightdeck (id, reason, time)
+//	HEAD, BRANCH     the commit id (empty before the first commit) and the full branch ref (empty when detached)
+//	staged.patch     git diff --binary --cached HEAD: the index, put back with git apply --cached
+//	unstaged.patch   git diff --binary: index to worktree, for people
+//	worktree.patch   git diff --binary HEAD: everything, the one patch to git apply by hand
+//	tracked.list     dirty tracked paths (diff --name-only HEAD), assume-unchanged and
+//	                 skip-worktree files, and the EXTRA paths (ignored files a checkout will
+//	                 replace), NUL-separated
+//	tracked.tar      the worktree bytes of those that exist (present.list); absent.list the others
+//	unmerged.info    the conflict stages of unmerged paths, for update-index -z --index-info
+//	untracked.list   untracked, not ignored files below BIG bytes, and untracked.tar of them;
+//	                 skipped.list the bigger ones (not copied)
+//	gitstate/        MERGE_HEAD, MERGE_MSG, ... of an operation in progress
+//	status           git status --porcelain=v1 -z, to verify a restore
+//	stashes          the stash list, "ID MESSAGE" lines
+//	summary          "FILES UNTRACKED SKIPPED KIB"
+//
+// It prints the summary. Sent on stdin to "sh -s -- TOP GITDIR DIR META BIG
+// EXTRA...". Signals that a dropped connection or a quitting cockpit send
+// are ignored: a snapshot, once started, completes.
+const snapshotScript = `top=$1 gd=$2 dir=$3 meta=$4 big=$5
+shift 5
+trap '' HUP INT TERM PIPE
 g() { git -C "$top" -c core.quotepath=off -c color.ui=false -c diff.noprefix=false -c diff.mnemonicPrefix=false --no-pager "$@"; }
 umask 077
 t="$dir.tmp"
-rm -rf -- "$t" && mkdir -p -- "$t" || exit
+rm -rf -- "$t" && mkdir -p -- "$t/gitstate" || exit
 printf '%s\n' "$meta" > "$t/meta.json" || exit
 { g rev-parse -q --verify 'HEAD^{commit}' || :; } > "$t/HEAD"
 { g symbolic-ref -q HEAD || :; } > "$t/BRANCH"
 if [ -s "$t/HEAD" ]; then
   g diff ` + diffOpts + ` --cached HEAD > "$t/staged.patch" || exit
   g diff ` + diffOpts + ` HEAD > "$t/worktree.patch" || exit
+  g diff --no-ext-diff --no-renames --name-only -z HEAD > "$t/tracked.list" || exit
 else
   g diff ` + diffOpts + ` --cached > "$t/staged.patch" || exit
   : > "$t/worktree.patch"
+  g ls-files -z > "$t/tracked.list" || exit
 fi
 g diff ` + diffOpts + ` > "$t/unstaged.patch" || exit
-g ls-files -z --others --exclude-standard > "$t/untracked.list" || exit
-if [ -s "$t/untracked.list" ]; then
-  (cd -- "$top" && tar --null -T "$t/untracked.list" -cf "$t/untracked.tar") || exit
-fi
+g ls-files -z -v | xargs -0 sh -c 'for r; do case $r in [a-z]\ *|S\ *) printf "%s\0" "${r#??}";; esac; done' sh >> "$t/tracked.list" || exit
+for p; do printf '%s\0' "$p"; done >> "$t/tracked.list"
+g ls-files -z -u | xargs -0 sh -c 'for r; do printf "0 0000000000000000000000000000000000000000\t%s\0" "${r#*	}"; done' sh > "$t/unmerged.info" || exit
+g ls-files -z -u >> "$t/unmerged.info" || exit
+for f in MERGE_HEAD MERGE_MSG MERGE_MODE MERGE_RR AUTO_MERGE CHERRY_PICK_HEAD REVERT_HEAD; do
+  if [ -f "$gd/$f" ]; then cp -p -- "$gd/$f" "$t/gitstate/" || exit; fi
+done
+g ls-files -z --others --exclude-standard > "$t/untracked.all" || exit
+cd -- "$top" || exit
+xargs -0 sh -c 'for p; do if [ -e "$p" ] || [ -h "$p" ]; then printf "%s\0" "$p" >&3; else printf "%s\0" "$p"; fi; done' sh < "$t/tracked.list" > "$t/absent.list" 3> "$t/present.list" || exit
+if [ -s "$t/present.list" ]; then tar --null --no-recursion -T "$t/present.list" -cf "$t/tracked.tar" || exit; fi
+xargs -0 sh -c 'b=$1; shift; for p; do if [ -f "$p" ] && [ ! -h "$p" ] && [ "$(wc -c < "$p")" -ge "$b" ]; then printf "%s\0" "$p" >&3; else printf "%s\0" "$p"; fi; done' sh "$big" < "$t/untracked.all" > "$t/untracked.list" 3> "$t/skipped.list" || exit
+rm -f -- "$t/untracked.all"
+if [ -s "$t/untracked.list" ]; then tar --null -T "$t/untracked.list" -cf "$t/untracked.tar" || exit; fi
 g --no-optional-locks status --porcelain=v1 -z --untracked-files=all > "$t/status" || exit
 g stash list --format='%H %gs' > "$t/stashes" || exit
+files=$(g --no-optional-locks status --porcelain=v1 --untracked-files=all | wc -l)
+n() { tr -dc '\000' < "$1" | wc -c; }
+echo $files $(n "$t/untracked.list") $(n "$t/skipped.list") $(du -sk "$t" | cut -f1) > "$t/summary" || exit
 mv -- "$t" "$dir" || exit
-files=$(tr -dc '\000' < "$dir/status" | wc -c)
-untracked=$(tr -dc '\000' < "$dir/untracked.list" | wc -c)
-bytes=$(cat "$dir/staged.patch" "$dir/unstaged.patch" "$dir/untracked.tar" 2>/dev/null | wc -c)
-echo $files $untracked $bytes
+cat "$dir/summary"
 `
 
 // snapshotMeta is meta.json of a snapshot.
@@ -82,14 +120,18 @@ func newID(now time.Time) string {
 }
 
 // Snapshot saves every byte of the checkout's uncommitted work in a new
-// directory under r.SnapshotDir: the staged and unstaged binary diffs
-// against HEAD, a tar of the untracked (not ignored) files, the HEAD
-// commit, the branch and the stash list; reason says why ("checkout
-// 3207427"). Ignored files (build outputs, .venv) are not saved. Errors:
-// the host's error, or a *GitError naming the step that failed (a full
-// disk, an unreadable file); a failed snapshot leaves only a .tmp
-// directory and the caller must not act.
-func (r *Repo) Snapshot(ctx context.Context, reason string) (Snapshot, error) {
+// directory under r.SnapshotDir (see snapshotScript for its files): the
+// index as a binary patch against HEAD, the worktree bytes of every dirty
+// tracked file (and of assume-unchanged and skip-worktree files), the
+// conflict stages of unmerged paths, the state of a merge in progress, the
+// untracked (not ignored) files below BigFile, HEAD, the branch and the
+// stash list; reason says why ("checkout 3207427"). extra are more paths
+// (relative to the top level) to save, e.g. ignored files a checkout will
+// replace. Ignored files are not saved otherwise. Errors: the host's
+// error, or a *GitError naming the step that failed (a full disk, an
+// unreadable file); a failed snapshot leaves only a .tmp directory, and
+// the caller must not act.
+func (r *Repo) Snapshot(ctx context.Context, reason string, extra ...string) (Snapshot, error) {
 	now := time.Now()
 	id := newID(now)
 	meta, err := json.Marshal(snapshotMeta{ID: id, Reason: reason, Time: now, Repo: r.Path})
@@ -97,19 +139,37 @@ func (r *Repo) Snapshot(ctx context.Context, reason string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	dir := path.Join(r.SnapshotDir, id)
-	res, err := r.script(ctx, "snapshot", snapshotScript, r.Path, dir, string(meta))
+	args := append([]string{r.Path, r.GitDir, dir, string(meta), strconv.Itoa(BigFile)}, extra...)
+	// Once started, a snapshot completes even if the caller gives up.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
+	defer cancel()
+	res, err := r.script(sctx, "snapshot", snapshotScript, args...)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", r.Path, err)
 	}
-	f := strings.Fields(string(res.Stdout))
 	s := Snapshot{ID: id, Dir: dir, Reason: reason, Time: now}
-	if len(f) != 3 {
+	if !parseSummary(&s, string(res.Stdout)) {
 		return s, fmt.Errorf("snapshot of %s: unexpected output %q", r.Path, truncate(res.Stdout))
 	}
-	s.Files, _ = strconv.Atoi(f[0])
-	s.Untracked, _ = strconv.Atoi(f[1])
-	s.Bytes, _ = strconv.ParseInt(f[2], 10, 64)
-	return s, r.fillHead(ctx, &s)
+	return s, r.fillHead(sctx, &s)
+}
+
+// parseSummary reads "FILES UNTRACKED SKIPPED KIB" into s.
+func parseSummary(s *Snapshot, line string) bool {
+	f := strings.Fields(line)
+	if len(f) != 4 {
+		return false
+	}
+	var n [4]int64
+	for i, x := range f {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil || v < 0 {
+			return false
+		}
+		n[i] = v
+	}
+	s.Files, s.Untracked, s.Skipped, s.Bytes = int(n[0]), int(n[1]), int(n[2]), n[3]<<10
+	return true
 }
 
 // fillHead reads HEAD and BRANCH of a snapshot directory.
@@ -132,18 +192,17 @@ func (r *Repo) fillHead(ctx context.Context, s *Snapshot) error {
 	return nil
 }
 
-// listScript prints every complete snapshot under SD as "ID\037META\037HEAD
-// BRANCH FILES UNTRACKED BYTES\036". Sent on stdin to "sh -s -- SD".
+// listScript prints every complete snapshot under SD as
+// "ID\037META\037HEAD\037BRANCH\037SUMMARY\036" (small files only: a
+// listing never reads a tar). Sent on stdin to "sh -s -- SD".
 const listScript = `sd=$1
 [ -d "$sd" ] || exit 0
 for d in "$sd"/*; do
-  [ -f "$d/meta.json" ] && [ -f "$d/status" ] || continue
   case $d in *.tmp) continue;; esac
+  [ -f "$d/meta.json" ] && [ -f "$d/summary" ] || continue
   printf '%s\037' "${d##*/}"
   tr -d '\n' < "$d/meta.json"
-  printf '\037%s %s %s %s %s\036' "$(cat "$d/HEAD")" "$(cat "$d/BRANCH")" \
-    "$(tr -dc '\000' < "$d/status" | wc -c)" "$(tr -dc '\000' < "$d/untracked.list" | wc -c)" \
-    "$(cat "$d/staged.patch" "$d/unstaged.patch" "$d/untracked.tar" 2>/dev/null | wc -c)"
+  printf '\037%s\037%s\037%s\036' "$(cat "$d/HEAD")" "$(cat "$d/BRANCH")" "$(cat "$d/summary")"
 done
 `
 
@@ -160,24 +219,18 @@ func (r *Repo) Snapshots(ctx context.Context) ([]Snapshot, error) {
 func parseSnapshots(dir string, out []byte) []Snapshot {
 	var list []Snapshot
 	for _, rec := range bytes.Split(out, []byte{0x1e}) {
-		f := bytes.SplitN(rec, []byte{0x1f}, 3)
-		if len(f) != 3 || !snapshotID.Match(f[0]) {
+		f := bytes.Split(rec, []byte{0x1f})
+		if len(f) != 5 || !snapshotID.Match(f[0]) {
 			continue
 		}
 		var m snapshotMeta
 		if json.Unmarshal(f[1], &m) != nil || m.ID != string(f[0]) {
 			continue
 		}
-		s := Snapshot{ID: m.ID, Dir: path.Join(dir, m.ID), Reason: m.Reason, Time: m.Time}
-		w := strings.Fields(string(f[2]))
-		if len(w) == 5 || len(w) == 4 { // BRANCH is empty when detached
-			s.Head = w[0]
-			if len(w) == 5 {
-				s.Branch, w = strings.TrimPrefix(w[1], "refs/heads/"), append(w[:1], w[2:]...)
-			}
-			s.Files, _ = strconv.Atoi(w[1])
-			s.Untracked, _ = strconv.Atoi(w[2])
-			s.Bytes, _ = strconv.ParseInt(w[3], 10, 64)
+		s := Snapshot{ID: m.ID, Dir: path.Join(dir, m.ID), Reason: m.Reason, Time: m.Time,
+			Head: string(f[2]), Branch: strings.TrimPrefix(string(f[3]), "refs/heads/")}
+		if !parseSummary(&s, string(f[4])) {
+			continue
 		}
 		list = append(list, s)
 	}
@@ -185,38 +238,87 @@ func parseSnapshots(dir string, out []byte) []Snapshot {
 	return list
 }
 
+// prune removes snapshots beyond the newest KeepSnapshots that are older
+// than a week. Errors are ignored: pruning never stands in an action's way.
+func (r *Repo) prune(ctx context.Context) {
+	snaps, err := r.Snapshots(ctx)
+	if err != nil || len(snaps) <= KeepSnapshots {
+		return
+	}
+	var dirs []string
+	for _, s := range snaps[KeepSnapshots:] {
+		if time.Since(s.Time) > 7*24*time.Hour && snapshotID.MatchString(s.ID) {
+			dirs = append(dirs, s.Dir)
+		}
+	}
+	if len(dirs) == 0 {
+		return
+	}
+	if cmd, err := remote.Command("rm", append([]string{"-rf", "--"}, dirs...)...); err == nil {
+		_, _ = r.Host.Run(ctx, cmd, nil)
+	}
+}
+
 // ErrBadSnapshot is wrapped by the error for a snapshot id that is
 // malformed or not on the host.
 var ErrBadSnapshot = errors.New("no such snapshot")
 
-// restoreScript puts the checkout back in the state saved in DIR: HEAD
-// (the saved branch when it still points at the saved commit, else that
-// commit detached), the index and worktree (the present is discarded with
-// checkout -f and clean: the caller has snapshotted it), the untracked
-// files, and any saved stash that is no longer in the list. It then
-// compares the porcelain status with the saved one and prints "same" or
-// "differs". Sent on stdin to "sh -s -- TOP DIR".
-const restoreScript = `top=$1 dir=$2
+// restoreScript puts the checkout back in the state saved in DIR, after
+// the caller saved the present in PRE:
+//   - HEAD: the saved branch when it still points at the saved commit, else
+//     that commit detached (with a note); nothing moves, and no reflog
+//     entry is written, when HEAD is already there;
+//   - the index and tracked files as in HEAD (read-tree --reset -u), the
+//     present's untracked files that PRE saved removed (the big ones PRE
+//     skipped stay);
+//   - the index: staged.patch applied with --cached, then the conflict
+//     stages of unmerged paths, and a merge in progress (gitstate/);
+//   - the worktree: every saved tracked file's bytes from tracked.tar,
+//     absent ones removed, and the untracked files from untracked.tar;
+//   - the stash list as saved (with stashes made since on top).
+//
+// It prints "same" when `git status` then matches the saved one, else
+// "differs". Notes for the user go to stderr as "note: ..." lines. Sent
+// on stdin to "sh -s -- TOP GITDIR DIR PRE".
+const restoreScript = `top=$1 gd=$2 dir=$3 pre=$4
+trap '' HUP INT TERM PIPE
 g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
-[ -f "$dir/status" ] || { echo "no snapshot $dir" >&2; exit 4; }
+[ -f "$dir/summary" ] || { echo "no snapshot $dir" >&2; exit 4; }
 head=$(cat "$dir/HEAD") && branch=$(cat "$dir/BRANCH") || exit
 if [ -z "$head" ]; then echo "snapshot of a branch without commits: restore it by hand from $dir" >&2; exit 1; fi
 g rev-parse -q --verify "$head^{commit}" >/dev/null || { echo "commit $head is no longer in the repository" >&2; exit 1; }
+cur=$(g rev-parse -q --verify HEAD) curb=$(g symbolic-ref -q HEAD)
 if [ -n "$branch" ] && [ "$(g rev-parse -q --verify "$branch")" = "$head" ]; then
-  g checkout -q -f "${branch#refs/heads/}" -- || exit
+  if [ "$cur" != "$head" ] || [ "$curb" != "$branch" ]; then g checkout -q -f "${branch#refs/heads/}" -- || exit; fi
 else
-  [ -n "$branch" ] && echo "note: ${branch#refs/heads/} has moved since; restored at $head, detached" >&2
-  g checkout -q -f --detach "$head" -- || exit
+  if [ -n "$branch" ]; then echo "note: ${branch#refs/heads/} has moved since the snapshot: restored at ${head%"${head#???????}"}, detached" >&2; fi
+  if [ "$cur" != "$head" ] || [ -n "$curb" ]; then g checkout -q -f --detach "$head" -- || exit; fi
 fi
-g reset -q --hard "$head" || exit
-g clean -f -d -q || exit
-if [ -s "$dir/staged.patch" ]; then g apply --index --binary --whitespace=nowarn "$dir/staged.patch" || exit; fi
-if [ -s "$dir/unstaged.patch" ]; then g apply --binary --whitespace=nowarn "$dir/unstaged.patch" || exit; fi
+g read-tree --reset -u HEAD || exit
+if [ -s "$pre/untracked.list" ]; then (cd -- "$top" && xargs -0 rm -rf -- < "$pre/untracked.list") || exit; fi
+for f in MERGE_HEAD MERGE_MSG MERGE_MODE MERGE_RR AUTO_MERGE CHERRY_PICK_HEAD REVERT_HEAD; do rm -f -- "$gd/$f"; done
+if [ -d "$dir/gitstate" ]; then for f in "$dir"/gitstate/*; do [ -f "$f" ] && cp -p -- "$f" "$gd/"; done; fi
+if grep -q '^diff --git ' "$dir/staged.patch"; then
+  g apply --cached --binary --whitespace=nowarn "$dir/staged.patch" || echo "note: the staged changes could not be put back in the index (the files themselves are restored)" >&2
+fi
+if [ -s "$dir/unmerged.info" ]; then g update-index -z --index-info < "$dir/unmerged.info" || echo "note: the conflict stages could not be put back in the index" >&2; fi
+if [ -s "$dir/present.list" ]; then tar -xpf "$dir/tracked.tar" -C "$top" || exit; fi
+if [ -s "$dir/absent.list" ]; then (cd -- "$top" && xargs -0 rm -f -- < "$dir/absent.list") || exit; fi
 if [ -s "$dir/untracked.list" ]; then tar -xpf "$dir/untracked.tar" -C "$top" || exit; fi
-g stash list --format=%H > "$dir.now" 2>/dev/null
-awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) print l[i] }' "$dir/stashes" 2>/dev/null | while read -r id msg; do
-  grep -qx "$id" "$dir.now" || { g stash store -m "$msg" "$id" && echo "note: stash brought back: $msg" >&2; }
-done
+g stash list --format='%H %gs' > "$dir.now" 2>/dev/null
+missing=
+while read -r id msg; do grep -q "^$id " "$dir.now" || missing=1; done < "$dir/stashes"
+if [ -n "$missing" ]; then
+  { awk '{ l[NR] = $0 } END { for (i = NR; i > 0; i--) print l[i] }' "$dir/stashes"
+    awk 'NR == FNR { s[$1] = 1; next } !($1 in s) { l[++n] = $0 } END { for (i = n; i > 0; i--) print l[i] }' "$dir/stashes" "$dir.now"
+  } > "$dir.want"
+  g stash clear
+  while read -r id msg; do
+    g stash store -m "$msg" "$id" || echo "note: stash $id could not be brought back: $msg" >&2
+  done < "$dir.want"
+  echo "note: stashes brought back; the list is as it was" >&2
+  rm -f -- "$dir.want"
+fi
 rm -f -- "$dir.now"
 g --no-optional-locks status --porcelain=v1 -z --untracked-files=all > "$dir.after" || exit
 if cmp -s "$dir/status" "$dir.after"; then echo same; else echo differs; fi
@@ -234,7 +336,7 @@ func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 		return Action{}, fmt.Errorf("%q is not a snapshot id (like 20261129-215807.123-3f9a): %w", id, ErrBadSnapshot)
 	}
 	dir := path.Join(r.SnapshotDir, id)
-	test, err := remote.Command("test", "-f", path.Join(dir, "status"))
+	test, err := remote.Command("test", "-f", path.Join(dir, "summary"))
 	if err != nil {
 		return Action{}, err
 	}
@@ -245,8 +347,8 @@ func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 		}
 		return Action{Op: "restore", Args: []string{id}}, err
 	}
-	return r.act(ctx, "restore", []string{id}, "restore "+id, func(ctx context.Context) (string, []string, error) {
-		res, err := r.script(ctx, "restore", restoreScript, r.Path, dir)
+	return r.act(ctx, "restore", []string{id}, "restore "+id, nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
+		res, err := r.script(ctx, "restore", restoreScript, r.Path, r.GitDir, dir, pre.Dir)
 		out := combined(res)
 		var ge *GitError
 		if errors.As(err, &ge) && ge.Code == 4 {

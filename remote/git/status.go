@@ -3,6 +3,7 @@ package git
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
 s() { printf '\036\036\n'; }
 g log -1 --format='%H%x1f%h%x1f%ct%x1f%an%x1f%s' HEAD || exit
 s
-g symbolic-ref -q --short HEAD
+g symbolic-ref -q HEAD
 s
 if u=$(g rev-parse --abbrev-ref --symbolic-full-name '@{upstream}' 2>/dev/null); then
   printf '%s\n' "$u"
@@ -33,7 +34,7 @@ done
 s
 g --no-optional-locks status --porcelain=v1 -z --untracked-files=all || exit
 s
-g --no-optional-locks diff --no-renames --no-ext-diff --numstat -z HEAD || exit
+g --no-optional-locks diff --find-renames --no-ext-diff --numstat -z HEAD || exit
 s
 g stash list -z --format='%H%x1f%ct%x1f%gs'
 s
@@ -59,6 +60,10 @@ func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
 		reflog = DefaultReflog
 	}
 	res, err := r.script(ctx, "status", statusScript, r.Path, r.GitDir, strconv.Itoa(reflog))
+	var ge *GitError
+	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "'HEAD'") {
+		return Status{}, fmt.Errorf("%s has no commits yet: commit once, then flightdeck can show and protect it: %w", r.Path, err)
+	}
 	if err != nil {
 		return Status{}, err
 	}
@@ -84,7 +89,7 @@ func ParseStatus(out []byte) (Status, error) {
 	if st.Head, err = parseHead(secs[0]); err != nil {
 		return st, err
 	}
-	st.Branch = string(bytes.TrimSpace(secs[1]))
+	st.Branch = strings.TrimPrefix(string(bytes.TrimSpace(secs[1])), "refs/heads/")
 	if st.Upstream, st.Ahead, st.Behind, err = parseUpstream(secs[2]); err != nil {
 		return st, err
 	}
@@ -179,7 +184,8 @@ func parsePorcelain(b []byte) ([]File, error) {
 }
 
 // addNumstat fills Added/Deleted/Binary from `git diff --numstat -z
-// --no-renames HEAD`: "added\tdeleted\tpath\0", "-\t-\tpath\0" for binary.
+// --find-renames HEAD`: "added\tdeleted\tpath\0", "-\t-\tpath\0" for
+// binary, "added\tdeleted\t\0old\0new\0" for a rename.
 func addNumstat(files []File, b []byte) error {
 	byPath := make(map[string]int, len(files))
 	for i, f := range files {
@@ -195,6 +201,17 @@ func addNumstat(files []File, b []byte) error {
 		f := bytes.SplitN(e, []byte{'\t'}, 3)
 		if len(f) != 3 {
 			return fmt.Errorf("git diff --numstat: unexpected entry %q", truncate(e))
+		}
+		if len(f[2]) == 0 { // a rename: "A\tD\t\0OLD\0NEW\0"
+			var ok bool
+			if _, b, ok = bytes.Cut(b, []byte{0}); !ok {
+				return fmt.Errorf("git diff --numstat: rename without its paths: %q", truncate(e))
+			}
+			var newPath []byte
+			if newPath, b, ok = bytes.Cut(b, []byte{0}); !ok {
+				return fmt.Errorf("git diff --numstat: rename without its new path: %q", truncate(e))
+			}
+			f[2] = newPath
 		}
 		bin := string(f[0]) == "-" && string(f[1]) == "-"
 		add, err1 := strconv.Atoi(string(f[0]))

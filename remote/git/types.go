@@ -144,6 +144,10 @@ type Preview struct {
 	// Blocking are dirty paths that the checkout would have to overwrite:
 	// git refuses the checkout while they are dirty (stash them first).
 	Blocking []string
+	// Overwrites are ignored files in the worktree that the target tracks:
+	// git replaces them without asking. Checkout saves them in its
+	// snapshot first.
+	Overwrites []string
 }
 
 // Change is one path of a diff between two commits.
@@ -167,6 +171,7 @@ type Snapshot struct {
 	Files     int       // dirty paths then (staged, unstaged and untracked)
 	Bytes     int64     // size of its patches and tar on the host
 	Untracked int       // untracked files copied
+	Skipped   int       // untracked files of BigFile bytes or more, not copied (listed in skipped.list)
 }
 
 // Action is one git action made from flightdeck, with its outcome. It is an
@@ -188,9 +193,9 @@ type Action struct {
 	// "main has moved since: restored at 3207427, detached", "stash
 	// brought back: On main: x", "big.bin (3.0 GiB, untracked) was not
 	// saved in the snapshot and was left alone".
-	Notes []string
-	Started  time.Time
-	Took     time.Duration
+	Notes   []string
+	Started time.Time
+	Took    time.Duration
 }
 
 // Kind implements event.Payload.
