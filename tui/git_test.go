@@ -32,6 +32,9 @@ type fakeGit struct {
 	actErr error
 	lastID string
 	lastRe string
+	// stashMsgs, when set, are the stash messages by commit id that a
+	// stash apply, pop or drop puts in Args after the id.
+	stashMsgs map[string]string
 }
 
 const snapID = "20261129-215807-3f9a"
@@ -107,12 +110,23 @@ func (f *fakeGit) StashApply(_ context.Context, id string, pop bool) (git.Action
 	if pop {
 		op = "stash-pop"
 	}
-	return f.action(op, id)
+	return f.action(op, f.stashArgs(id)...)
 }
 
 func (f *fakeGit) StashDrop(_ context.Context, id string) (git.Action, error) {
 	f.record("StashDrop " + id)
-	return f.action("stash-drop", id)
+	return f.action("stash-drop", f.stashArgs(id)...)
+}
+
+// stashArgs are a stash action's Args: the id, and its message when
+// stashMsgs has it.
+func (f *fakeGit) stashArgs(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if msg, ok := f.stashMsgs[id]; ok {
+		return []string{id, msg}
+	}
+	return []string{id}
 }
 
 func (f *fakeGit) Revert(_ context.Context, paths []string) (git.Action, error) {
@@ -589,7 +603,7 @@ func TestGitStashApplyPopDropByID(t *testing.T) {
 	if lastCall(f) != "StashApply "+hexID('6')+" pop=false" {
 		t.Errorf("apply called %v", f.Calls())
 	}
-	if m.Status() != "applied stash@{1} (snapshot "+snapID+"; u undoes)" {
+	if m.Status() != "applied stash 6666666 (snapshot "+snapID+"; u undoes)" {
 		t.Errorf("flash %q", m.Status())
 	}
 	// The cursor on a file: pop and drop take stash@{0}.
@@ -602,7 +616,7 @@ func TestGitStashApplyPopDropByID(t *testing.T) {
 	if lastCall(f) != "StashApply "+hexID('5')+" pop=true" {
 		t.Errorf("pop called %v", f.Calls())
 	}
-	if m.Status() != "stash pop conflicted in a.py, b.py: the stash is kept; u restores the tree as before" || !painted(m, m.styles.Warn, m.Status()) {
+	if m.Status() != "stash pop conflicted in a.py, b.py: the stash is kept (u restores the tree as it was)" || !painted(m, m.styles.Warn, m.Status()) {
 		t.Errorf("conflict flash %q", m.Status())
 	}
 	f.act = nil
@@ -619,7 +633,7 @@ func TestGitStashApplyPopDropByID(t *testing.T) {
 	if lastCall(f) != "StashDrop "+hexID('5') {
 		t.Errorf("drop called %v", f.Calls())
 	}
-	if m.Status() != "dropped stash@{0} (commit 5555555) (snapshot "+snapID+"; u undoes)" {
+	if m.Status() != "dropped stash 5555555 (snapshot "+snapID+"; u undoes)" {
 		t.Errorf("drop flash %q", m.Status())
 	}
 	// No stashes: a, P and D say so.
@@ -636,23 +650,333 @@ func TestGitStashApplyPopDropByID(t *testing.T) {
 	}
 }
 
+// TestGitStashOutcomeNames: the outcome of a stash apply, pop or drop
+// names the stash by the message in Action.Args (stash@{N} has shifted by
+// then), else by its short commit id; a drop also gives the commit id.
+func TestGitStashOutcomeNames(t *testing.T) {
+	const msg = "On main: before checkout"
+	cases := []struct {
+		key      string
+		withMsg  bool
+		flash    string
+		lastLine string
+	}{
+		{"a", true, `applied stash "On main: before checkout"`, `: stash apply stash "On main: before checkout" ok (snapshot ` + snapID + ")"},
+		{"P", true, `popped stash "On main: before checkout"`, `: stash pop stash "On main: before checkout" ok (snapshot ` + snapID + ")"},
+		{"D", true, `dropped stash "On main: before checkout" (commit 5555555)`, `: stash drop stash "On main: before checkout" ok (snapshot ` + snapID + ")"},
+		{"a", false, "applied stash 5555555", ": stash apply stash 5555555 ok"},
+		{"P", false, "popped stash 5555555", ": stash pop stash 5555555 ok"},
+		{"D", false, "dropped stash 5555555", ": stash drop stash 5555555 ok"},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s message %v", c.key, c.withMsg), func(t *testing.T) {
+			m, f := gitScene(120, 30, ptr(dirtyStatus()), Options{})
+			openGit(t, m)
+			if c.withMsg {
+				f.stashMsgs = map[string]string{hexID('5'): msg}
+			}
+			press(m, c.key)
+			msgs := run(press(m, "y"))
+			m.Update(msgs[0])
+			if want := c.flash + " (snapshot " + snapID + "; u undoes)"; m.Status() != want {
+				t.Errorf("flash %q\nwant  %q", m.Status(), want)
+			}
+			// The Action as the event stream brings it.
+			send(m, ev(gitNow.Sub(t0), msgs[0].(GitActionMsg).Action))
+			if !strings.Contains(plain(m), "last action 0s ago"+c.lastLine) {
+				t.Errorf("panel lacks %q:\n%s", c.lastLine, plain(m))
+			}
+		})
+	}
+}
+
+// TestGitRevertWarnsOfDeletions: the revert confirmation says which files
+// leave the disk: untracked ones, and those new in the index (staged, not
+// in HEAD).
+func TestGitRevertWarnsOfDeletions(t *testing.T) {
+	modified := git.File{Path: "model/pynccl.py", X: ' ', Y: 'M', Added: 1}
+	added := git.File{Path: "model/new_kernel.py", X: 'A', Y: ' ', Added: 3}
+	addedEdited := git.File{Path: "model/other_kernel.py", X: 'A', Y: 'M', Added: 5}
+	untracked := git.File{Path: "scratch/notes.txt", X: '?', Y: '?', Added: -1, Deleted: -1}
+	bothAdded := git.File{Path: "model/both.py", X: 'A', Y: 'A', Added: 2}
+	const untrackedText = "Untracked files will be deleted:"
+	const addedText = "New in the index (staged, not in HEAD): deleted from disk too, like untracked files:"
+	cases := []struct {
+		name  string
+		files []git.File
+		want  []string
+		not   []string
+	}{
+		{"modified only", []git.File{modified}, nil, []string{untrackedText, addedText}},
+		{"staged new", []git.File{modified, added}, []string{addedText + " new_kernel.py."}, []string{untrackedText}},
+		{"staged new, edited since, and untracked", []git.File{addedEdited, untracked, added},
+			[]string{untrackedText + " notes.txt.", addedText + " other_kernel.py, new_kernel.py."}, nil},
+		{"conflicted (both added) is not new", []git.File{bothAdded}, nil, []string{addedText}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := dirtyStatus()
+			st.Files = c.files
+			m, _ := gitScene(120, 40, &st, Options{})
+			openGit(t, m)
+			for range c.files {
+				m.Update(space())
+				press(m, "j")
+			}
+			press(m, "r")
+			box := boxText(m)
+			for _, w := range c.want {
+				if !strings.Contains(box, w) {
+					t.Errorf("confirmation lacks %q: %s", w, box)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(box, n) {
+					t.Errorf("confirmation says %q: %s", n, box)
+				}
+			}
+		})
+	}
+}
+
+// TestGitCursorStartsOnFirstRow: when the panel first opens, the cursor
+// is on the first file, else the first stash, else the first reflog
+// entry, whatever statuses came before and after it opened.
+func TestGitCursorStartsOnFirstRow(t *testing.T) {
+	clean := dirtyStatus()
+	clean.Files, clean.Stashes, clean.Operation = nil, nil, ""
+	cleanStashed := clean
+	cleanStashed.Stashes = dirtyStatus().Stashes
+	cases := []struct {
+		name   string
+		before []git.Status // received while the panel was closed
+		after  *git.Status  // the open's refresh
+		want   string
+	}{
+		{"a clean tree that got dirty", []git.Status{clean, dirtyStatus()}, nil, "pynccl.py"},
+		{"dirtied after the open", []git.Status{clean}, ptr(dirtyStatus()), "pynccl.py"},
+		{"clean with stashes", []git.Status{clean, cleanStashed}, nil, "stash@{0}"},
+		{"clean without stashes", []git.Status{dirtyStatus(), clean}, nil, "3207427  "},
+		{"no status before the open", nil, ptr(dirtyStatus()), "pynccl.py"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, _ := gitScene(100, 30, nil, Options{})
+			for i, st := range c.before {
+				send(m, ev(time.Duration(i)*time.Second, st))
+			}
+			openGit(t, m)
+			if c.after != nil {
+				send(m, ev(10*time.Second, *c.after))
+			}
+			if l := cursorLine(m); !strings.Contains(l, c.want) {
+				t.Errorf("cursor on %q, want %q", l, c.want)
+			}
+			// Once moved, the cursor follows its row.
+			press(m, "end")
+			send(m, ev(11*time.Second, dirtyStatus()))
+			if l := cursorLine(m); !strings.Contains(l, "f00dbab") {
+				t.Errorf("after end and a new status: %q", l)
+			}
+		})
+	}
+}
+
+// cursorLine is the panel's line with the cursor, "" when none is shown.
+func cursorLine(m *Model) string {
+	for _, l := range screenLines(m) {
+		if strings.HasPrefix(l, ">") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestGitScrollKeepsSectionHeader: the header of the cursor's section
+// stays on screen whenever it fits with the cursor.
+func TestGitScrollKeepsSectionHeader(t *testing.T) {
+	// 0 changes, 1-3 files, 4 blank, 5 stashes, 6-7 stashes, 8 blank,
+	// 9 reflog, 10-29 reflog entries (rows 5-24).
+	var body []gitLine
+	add := func(n, row int) {
+		for i := range n {
+			r := -1
+			if row >= 0 {
+				r = row + i
+			}
+			body = append(body, gitLine{row: r})
+		}
+	}
+	add(1, -1)
+	add(3, 0)
+	add(2, -1)
+	add(2, 3)
+	add(2, -1)
+	add(20, 5)
+	cases := []struct {
+		name           string
+		cursor, oldTop int
+		bh             int
+		want           int
+	}{
+		{"stash under a stale top: back to its header", 4, 6, 5, 5},
+		{"stash: blank and header above it when scrolling up", 3, 7, 5, 4},
+		{"reflog entry near its header", 7, 12, 8, 9},
+		{"moving down into the reflog: its header stays", 8, 2, 5, 9},
+		{"deep in a long section: the cursor at the bottom", 20, 0, 5, 21},
+		{"first file", 0, 10, 5, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gitState{cursor: c.cursor, top: c.oldTop}
+			if got := g.scrollTop(body, c.bh); got != c.want {
+				t.Errorf("top %d, want %d", got, c.want)
+			}
+			ci := 0
+			for i, l := range body {
+				if l.row == c.cursor {
+					ci = i
+				}
+			}
+			if ci < g.top || ci >= g.top+c.bh {
+				t.Errorf("cursor line %d not in [%d, %d)", ci, g.top, g.top+c.bh)
+			}
+		})
+	}
+}
+
+// TestGitActionFailureFlash: a failure's flash names the snapshot that
+// holds the tree before it first, then only the first non-empty line of
+// git's error, sanitised (no "\x0a" for a newline); at 80 columns the
+// snapshot id is still on screen.
 func TestGitActionFailureFlash(t *testing.T) {
-	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
-	openGit(t, m)
-	f.act = func(a *git.Action) { a.Err = "error: Your local changes would be overwritten\x1b]0;pwn\x07" }
-	press(m, "P")
-	m.Update(run(press(m, "y"))[0])
-	if m.Status() != "stash pop stash@{0} failed: error: Your local changes would be overwritten" || !painted(m, m.styles.Crit, m.Status()) {
-		t.Errorf("failure flash %q", m.Status())
+	const gitErr = "error: Your local changes to the following files would be overwritten by merge:\n\tREADME.md\nPlease commit your changes or stash them before you merge.\x1b]0;pwn\x07\nAborting"
+	cases := []struct {
+		name   string
+		act    func(*git.Action)
+		actErr error
+		want   string
+	}{
+		{"multi-line git error", func(a *git.Action) { a.Err, a.Output = gitErr, gitErr }, nil,
+			"stash pop failed (tree before it: snapshot " + snapID + ", S restores): error: Your local changes to the following files would be overwritten by merge:"},
+		{"blank lines first", func(a *git.Action) { a.Err = "\n\n  fatal: unable to write new index file\x1b[2J\nmore" }, nil,
+			"stash pop failed (tree before it: snapshot " + snapID + ", S restores): fatal: unable to write new index file"},
+		{"no snapshot: nothing was changed", func(a *git.Action) {
+			a.Snapshot, a.Err = "", "snapshot: write /root/.git/flightdeck: no space left on device\nsecond"
+		}, nil,
+			"stash pop stash@{0} failed (nothing was changed): snapshot: write /root/.git/flightdeck: no space left on device"},
+		{"not attempted", nil, errors.New("ssh: connection lost\nreconnecting in 2s"), "stash pop stash@{0} failed: ssh: connection lost"},
 	}
-	f.act, f.actErr = nil, errors.New("ssh: connection lost")
-	press(m, "a")
-	m.Update(run(press(m, "y"))[0])
-	if m.Status() != "stash apply stash@{0} failed: ssh: connection lost" {
-		t.Errorf("error flash %q", m.Status())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+			openGit(t, m)
+			f.act, f.actErr = c.act, c.actErr
+			press(m, "P")
+			m.Update(run(press(m, "y"))[0])
+			if m.Status() != c.want || !painted(m, m.styles.Crit, truncate(m.Status(), 100)) {
+				t.Errorf("flash\n %q\nwant\n %q", m.Status(), c.want)
+			}
+			if strings.Contains(m.Status(), `\x0a`) || strings.Contains(m.Status(), `\x09`) {
+				t.Errorf("escaped newline or tab in the flash %q", m.Status())
+			}
+			if err := onlySGR(m.View().Content); err != nil {
+				t.Error(err)
+			}
+			m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+			if c.act != nil && strings.Contains(c.want, snapID) && !strings.Contains(plain(m), snapID) {
+				t.Errorf("the snapshot id is cut at 80 columns:\n%s", plain(m))
+			}
+		})
 	}
-	if err := onlySGR(m.View().Content); err != nil {
-		t.Error(err)
+}
+
+// TestGitFailedActionInPanel: under a failed "last action" line, the
+// first lines of git's output (at most 3, sanitised, one per line, without
+// the error's own line); after a success, the notes.
+func TestGitFailedActionInPanel(t *testing.T) {
+	out := "error: Your local changes would be overwritten by merge:\n\tREADME.md\x1b[2J\n\nPlease commit your changes.\nAborting\nnever shown"
+	cases := []struct {
+		name  string
+		a     git.Action
+		lines []string // the "last action" line and those under it
+		not   []string
+	}{
+		{"failure", git.Action{Op: "checkout", Args: []string{hexID('a')}, Snapshot: snapID, Err: out, Output: out},
+			[]string{"last action 0s ago: checkout aaaaaaa failed (snapshot " + snapID + "): error: Your local changes would be overwrit", // cut at 120 columns after the snapshot
+				"  README.md", "  Please commit your changes.", "  Aborting"},
+			[]string{"never shown", `\x0a`}},
+		{"conflict", git.Action{Op: "stash-pop", Args: []string{hexID('5'), "On main: x"}, Snapshot: snapID, Conflict: []string{"a.py"},
+			Err: "CONFLICT", Output: "Auto-merging a.py\nCONFLICT (content): Merge conflict in a.py\nThe stash entry is kept in case you need it again."},
+			[]string{`last action 0s ago: stash pop stash "On main: x" conflicted in a.py (snapshot ` + snapID + ")",
+				"  Auto-merging a.py", "  CONFLICT (content): Merge conflict in a.py", "  The stash entry is kept in case you need it again."}, nil},
+		{"success with notes", git.Action{Op: "restore", Args: []string{snapID}, Snapshot: "20261129-220000-aaaa",
+			Output: "note: main has moved since\nignored", Notes: []string{"main has moved since the snapshot: restored at 3207427, detached\x1b[2J", "big.bin was left alone"}},
+			[]string{"last action 0s ago: restore " + snapID + " ok (snapshot 20261129-220000-aaaa)",
+				"  note: main has moved since the snapshot: restored at 3207427, detached", "  note: big.bin was left alone"},
+			[]string{"ignored"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, _ := gitScene(120, 30, ptr(dirtyStatus()), Options{})
+			openGit(t, m)
+			send(m, ev(gitNow.Sub(t0), c.a))
+			ls := screenLines(m)
+			at := -1
+			for i, l := range ls {
+				if strings.HasPrefix(l, "last action") {
+					at = i
+				}
+			}
+			if at < 0 || at+len(c.lines) > len(ls) {
+				t.Fatalf("no last action:\n%s", plain(m))
+			}
+			for i, want := range c.lines {
+				if got := strings.TrimRight(ls[at+i], " "); got != want {
+					t.Errorf("line %d\n %q\nwant\n %q", i, got, want)
+				}
+			}
+			if got := strings.TrimSpace(ls[at+len(c.lines)]); got != "changes  2 staged  3 unstaged  1 untracked  1 conflicted" {
+				t.Errorf("after the action's lines: %q", got)
+			}
+			for _, n := range c.not {
+				if strings.Contains(plain(m), n) {
+					t.Errorf("panel shows %q:\n%s", n, plain(m))
+				}
+			}
+			if err := onlySGR(m.View().Content); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestGitSuccessNotes: an action's notes follow its success flash, in
+// warning tone.
+func TestGitSuccessNotes(t *testing.T) {
+	cases := []struct {
+		name  string
+		notes []string
+		want  string
+		tone  func(m *Model) Tone
+	}{
+		{"none", nil, "restored snapshot 20261128-101500-77aa (snapshot " + snapID + "; u undoes)", func(m *Model) Tone { return m.styles.OK }},
+		{"two", []string{"main had moved: HEAD is detached", "big.bin (3.0 GiB, untracked) was not saved\x1b[2J"},
+			"restored snapshot 20261128-101500-77aa (snapshot " + snapID + "; u undoes); main had moved: HEAD is detached; big.bin (3.0 GiB, untracked) was not saved",
+			func(m *Model) Tone { return m.styles.Warn }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, f := gitScene(200, 30, ptr(dirtyStatus()), Options{})
+			openGit(t, m)
+			f.act = func(a *git.Action) { a.Notes = c.notes }
+			m.Update(run(press(m, "S"))[0])
+			press(m, "down", "enter")
+			m.Update(run(press(m, "y"))[0])
+			if m.Status() != c.want || !painted(m, c.tone(m), m.Status()) {
+				t.Errorf("flash\n %q\nwant\n %q", m.Status(), c.want)
+			}
+		})
 	}
 }
 
@@ -832,9 +1156,65 @@ func TestGitUndo(t *testing.T) {
 	}
 	press(m, "u")
 	m.Update(run(press(m, "y"))[0])
-	if lastCall(f) != "Undo" || !strings.HasPrefix(m.Status(), "restored snapshot "+snapID) {
+	if lastCall(f) != "Undo" || m.Status() != "undid checkout 3207427: restored snapshot "+snapID+" (snapshot "+snapID+"; u undoes)" {
 		t.Errorf("undo: %v %q", f.Calls(), m.Status())
 	}
+}
+
+// TestGitUndoOutcome: the restore an undo publishes shows as the undo in
+// the panel, whether its event comes before or after the key's answer; a
+// later restore of the same snapshot from S shows as a restore.
+func TestGitUndoOutcome(t *testing.T) {
+	const before = "20261129-220000-aaaa" // the snapshot the undo takes first
+	restored := git.Action{Op: "restore", Args: []string{snapID}, Snapshot: before}
+	undoLine := "last action 0s ago: undo checkout 3207427 ok (restored snapshot " + snapID + "; snapshot " + before + " before it)"
+	for _, eventFirst := range []bool{true, false} {
+		t.Run(fmt.Sprint("event first ", eventFirst), func(t *testing.T) {
+			m, f := gitScene(160, 30, ptr(dirtyStatus()), Options{})
+			openGit(t, m)
+			f.lastID, f.lastRe = snapID, "checkout 3207427"
+			f.act = func(a *git.Action) { a.Snapshot = before }
+			press(m, "u")
+			cmd := press(m, "y")
+			if eventFirst {
+				send(m, ev(gitNow.Sub(t0), restored))
+			}
+			m.Update(run(cmd)[0])
+			if !eventFirst {
+				send(m, ev(gitNow.Sub(t0), restored))
+			}
+			if want := "undid checkout 3207427: restored snapshot " + snapID + " (snapshot " + before + "; u undoes)"; m.Status() != want {
+				t.Errorf("flash %q\nwant  %q", m.Status(), want)
+			}
+			if !strings.Contains(plain(m), undoLine) {
+				t.Errorf("panel lacks %q:\n%s", undoLine, plain(m))
+			}
+			// The same snapshot restored again from S is a restore.
+			send(m, ev(gitNow.Sub(t0), git.Action{Op: "restore", Args: []string{snapID}, Snapshot: "20261129-220500-bbbb"}))
+			if want := "last action 0s ago: restore " + snapID + " ok (snapshot 20261129-220500-bbbb)"; !strings.Contains(plain(m), want) {
+				t.Errorf("panel lacks %q:\n%s", want, plain(m))
+			}
+		})
+	}
+	t.Run("failed", func(t *testing.T) {
+		m, f := gitScene(220, 30, ptr(dirtyStatus()), Options{})
+		openGit(t, m)
+		f.lastID, f.lastRe = snapID, "checkout 3207427"
+		f.act = func(a *git.Action) {
+			a.Snapshot, a.Err = before, "error: patch failed: README.md:1\nerror: README.md: patch does not apply"
+		}
+		press(m, "u")
+		msg := run(press(m, "y"))[0]
+		m.Update(msg)
+		if want := "undo failed (tree before it: snapshot " + before + ", S restores): error: patch failed: README.md:1"; m.Status() != want {
+			t.Errorf("flash %q\nwant  %q", m.Status(), want)
+		}
+		send(m, ev(gitNow.Sub(t0), msg.(GitActionMsg).Action))
+		want := "last action 0s ago: undo checkout 3207427 failed (restoring snapshot " + snapID + "; snapshot " + before + " before it): error: patch failed: README.md:1"
+		if !strings.Contains(plain(m), want) || !strings.Contains(plain(m), "  error: README.md: patch does not apply") {
+			t.Errorf("panel lacks %q:\n%s", want, plain(m))
+		}
+	})
 }
 
 func TestGitSnapshotsRestore(t *testing.T) {
@@ -924,7 +1304,22 @@ func TestGitMovedBanner(t *testing.T) {
 			"HEAD moved: branch main -> feature (git checkout)" + keys, "HEAD moved: branch main -> feature  g/esc"},
 		{"worktree", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 3,
 			DirtyChanged: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "foo.py"}}, 1,
-			"worktree changed outside flightdeck: pynccl.py, foo.py (3 dirty)" + keys, "worktree changed outside flightdeck (3 dirty)  g/esc"},
+			"worktree changed outside flightdeck: pynccl.py, foo.py (3 dirty files now)" + keys, "worktree changed outside flightdeck (3 dirty files now)  g/esc"},
+		{"worktree, one dirty file", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 0, DirtyAfter: 1,
+			DirtyChanged: []string{"a.py"}}, 1,
+			"worktree changed outside flightdeck: a.py (1 dirty file now)" + keys, "worktree changed outside flightdeck (1 dirty file now)  g/esc"},
+		{"worktree, no names", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 2, DirtyAfter: 2}, 1,
+			"worktree changed outside flightdeck (2 dirty files now)" + keys, ""},
+		{"worktree clean again", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 0,
+			DirtyChanged: []string{"docs/nccl.md"}}, 1,
+			"worktree clean again (changed outside flightdeck: nccl.md)" + keys, "worktree clean again  g/esc"},
+		{"worktree clean again, many", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 5, DirtyAfter: 0,
+			DirtyChanged: []string{"a/1.py", "a/2.py", "a/3.py", "a/4.py", "a/5.py"}}, 2,
+			"worktree clean again (changed outside flightdeck: 1.py, 2.py, 3.py +2 more) (2 changes)" + keys, "worktree clean again (2 changes)  g/esc"},
+		{"worktree clean again, no names", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 1}, 1,
+			"worktree clean again (changed outside flightdeck)" + keys, ""},
+		{"HEAD moved, tree clean: not 'clean again'", with(pull, func(m *git.Moved) { m.DirtyBefore, m.DirtyAfter = 2, 0 }), 1,
+			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
 		{"several", pull, 2, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py) (2 changes)" + keys,
 			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits) (2 changes)  g/esc"},
 	}
@@ -1076,19 +1471,73 @@ func TestGitFits(t *testing.T) {
 	}
 }
 
-// TestGitQuitWhileBusy: q during a git action asks once (quitting
-// cancels the action's context).
+// TestGitQuitWhileBusy: q or ctrl+c during a git action does not cancel
+// it: the cockpit quits when the action's answer comes, or at a second
+// press.
 func TestGitQuitWhileBusy(t *testing.T) {
+	for _, first := range []string{"q", "ctrl+c"} {
+		for _, then := range []string{"answer", "q", "ctrl+c"} {
+			t.Run(first+" then "+then, func(t *testing.T) {
+				m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
+				openGit(t, m)
+				press(m, "P")
+				cmd := press(m, "y")
+				if q := press(m, first); isQuit(q) || m.Quitting() {
+					t.Fatalf("%s quit during a git action", first)
+				}
+				if m.Status() != gitQuitText || !painted(m, m.styles.Warn, m.Status()) {
+					t.Errorf("status %q", m.Status())
+				}
+				if l := screenLines(m)[1]; l != "git: popping stash@{0} ... (quitting when it ends)" {
+					t.Errorf("banner %q", l)
+				}
+				press(m, "j") // another key does not forget the request
+				if then == "answer" {
+					_, q := m.Update(run(cmd)[0])
+					if !isQuit(q) || !m.Quitting() {
+						t.Error("the action's answer did not quit")
+					}
+					if lastCall(f) != "StashApply "+hexID('5')+" pop=true" {
+						t.Errorf("calls %v", f.Calls())
+					}
+					return
+				}
+				if !isQuit(press(m, then)) || !m.Quitting() {
+					t.Errorf("a second %s did not quit at once", then)
+				}
+			})
+		}
+	}
+	// Without a quit request the answer does not quit.
 	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
-	press(m, "P", "y")
-	if cmd := press(m, "q"); isQuit(cmd) {
-		t.Fatal("q quit during a git action")
+	press(m, "P")
+	if _, q := m.Update(run(press(m, "y"))[0]); isQuit(q) || m.Quitting() {
+		t.Error("an action's answer quit")
 	}
-	if m.Status() != "a git action is in progress; quitting cancels it - q again to quit" {
+}
+
+// TestGitQuitWhileServerBusyToo: when the git action ends while a kill
+// still runs, the cockpit does not quit (that would cancel the kill): it
+// asks as q does during a kill.
+func TestGitQuitWhileServerBusyToo(t *testing.T) {
+	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{Control: newFake()})
+	send(m, ev(5*time.Second, readyStatus()))
+	press(m, "K", "y")
+	if m.srv.busy == actionNone {
+		t.Fatal("no kill in flight")
+	}
+	openGit(t, m)
+	press(m, "P")
+	cmd := press(m, "y")
+	press(m, "q")
+	if _, q := m.Update(run(cmd)[0]); isQuit(q) || m.Quitting() {
+		t.Fatal("quit while a kill runs")
+	}
+	if m.Status() != "the git action ended; a kill is in progress; quitting cancels it - q again to quit" {
 		t.Errorf("status %q", m.Status())
 	}
 	if !isQuit(press(m, "q")) {
-		t.Error("second q did not quit")
+		t.Error("q did not quit")
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -42,7 +43,7 @@ type GitSnapshotsMsg struct {
 type GitActionMsg struct {
 	Op     string     // "checkout", "stash", "stash-apply", "stash-pop", "stash-drop", "revert", "undo", "restore"
 	What   string     // the action and its target, for a failure: "checkout 3207427"
-	Done   string     // the success text: "checked out 3207427"
+	Done   string     // the success text: "checked out 3207427" (a stash apply, pop or drop names the stash from Action.Args when they have it)
 	Action git.Action // the outcome; Err set when git failed
 	Err    error      // why the action could not be attempted at all
 }
@@ -267,8 +268,9 @@ func (m *Model) startGit(op, what, done, doing, brief string, call func(context.
 	}
 }
 
-// gitResult applies the answer of a git tea.Cmd.
-func (m *Model) gitResult(msg tea.Msg) {
+// gitResult applies the answer of a git tea.Cmd; tea.Quit when q was
+// pressed while the action ran.
+func (m *Model) gitResult(msg tea.Msg) tea.Cmd {
 	g := &m.git
 	switch r := msg.(type) {
 	case GitRefreshMsg:
@@ -279,6 +281,10 @@ func (m *Model) gitResult(msg tea.Msg) {
 	case GitActionMsg:
 		g.doing, g.brief = "", ""
 		m.gitActionDone(r)
+		if g.quitWhen {
+			g.quitWhen = false
+			return m.quitAfterGit()
+		}
 	case GitLogMsg:
 		m.checkoutLog(r)
 	case GitPreviewMsg:
@@ -286,30 +292,107 @@ func (m *Model) gitResult(msg tea.Msg) {
 	case GitSnapshotsMsg:
 		m.snapshotsLoaded(r)
 	}
+	return nil
 }
 
-// gitActionDone flashes an action's outcome: success (with its snapshot
-// and how to undo it), a conflict, or a failure. The fresh status follows
-// on the event stream.
+// quitAfterGit quits once the git action that held the quit back has
+// ended, unless a server action still runs: quitting would cancel that
+// one, so it asks as q does then.
+func (m *Model) quitAfterGit() tea.Cmd {
+	if m.srv.busy != actionNone {
+		m.quitArmed = true
+		m.flash("the git action ended; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
+		return nil
+	}
+	m.quitting = true
+	return tea.Quit
+}
+
+// gitQuitText is the answer to q while a git action runs.
+const gitQuitText = "a git action is running: quitting when it ends (q again to quit now; the host finishes it)"
+
+// gitQuit answers q or ctrl+c while a git action runs: the first press
+// waits for the action (quitting cancels its context, which could leave
+// the checkout half-changed), the second quits at once.
+func (m *Model) gitQuit() tea.Cmd {
+	g := &m.git
+	if g.quitWhen {
+		m.quitting = true
+		return tea.Quit
+	}
+	g.quitWhen = true
+	m.flash(gitQuitText, toneWarn)
+	return nil
+}
+
+// gitActionDone flashes an action's outcome: success (with its snapshot,
+// how to undo it, and its notes), a conflict, or a failure (the snapshot
+// that holds the tree before it first, then the first line of git's
+// error). The fresh status follows on the event stream.
 func (m *Model) gitActionDone(r GitActionMsg) {
+	g := &m.git
 	a := r.Action
 	name := gitOpNames[r.Op]
+	snap := sanitizeString(a.Snapshot)
+	if r.Op == "undo" {
+		g.undoSnap = snap
+		if snap == "" { // not made: no restore to show as the undo
+			g.undoFrom = ""
+		}
+	}
 	switch {
 	case r.Err != nil:
-		m.flash(r.What+" failed: "+errText(r.Err), toneCrit)
+		why := errText(r.Err)
+		if !errors.Is(r.Err, context.Canceled) {
+			why = gitFirstLine(r.Err.Error())
+		}
+		m.flash(r.What+" failed: "+why, toneCrit)
 	case len(a.Conflict) > 0:
 		kept := ""
 		if r.Op == "stash-pop" || r.Op == "stash-apply" {
 			kept = ": the stash is kept"
 		}
-		m.flash(name+" conflicted in "+baseNames(sanitizeAll(a.Conflict), 0, 3)+kept+"; u restores the tree as before", toneWarn)
+		m.flash(name+" conflicted in "+baseNames(sanitizeAll(a.Conflict), 0, 3)+kept+" (u restores the tree as it was)", toneWarn)
 	case a.Err != "":
-		m.flash(r.What+" failed: "+sanitizeString(a.Err), toneCrit)
-	case a.Snapshot != "":
-		m.flash(r.Done+" (snapshot "+sanitizeString(a.Snapshot)+"; u undoes)", toneOK)
+		why := gitFirstLine(a.Err)
+		if why == "" {
+			why = gitFirstLine(a.Output)
+		}
+		if snap != "" {
+			m.flash(name+" failed (tree before it: snapshot "+snap+", S restores): "+why, toneCrit)
+		} else {
+			m.flash(r.What+" failed (nothing was changed): "+why, toneCrit)
+		}
 	default:
-		m.flash(r.Done, toneOK)
+		done := r.Done
+		if isStashOp(r.Op) && len(a.Args) > 0 {
+			done = stashDone(r.Op, sanitizeAll(a.Args))
+		}
+		if snap != "" {
+			done += " (snapshot " + snap + "; u undoes)"
+		}
+		var notes []string
+		for _, n := range a.Notes {
+			notes = append(notes, textLines(n, 0)...)
+		}
+		if len(notes) > 0 {
+			m.flash(done+"; "+strings.Join(notes, "; "), toneWarn)
+			return
+		}
+		m.flash(done, toneOK)
 	}
+}
+
+// stashDone is the success text of a stash apply, pop or drop, naming the
+// stash by the Action's Args (sanitised): `popped stash "On main: x"`;
+// a drop adds the commit id that brings it back.
+func stashDone(op string, args []string) string {
+	verb := map[string]string{"stash-apply": "applied", "stash-pop": "popped", "stash-drop": "dropped"}[op]
+	s := verb + " " + stashName(args)
+	if op == "stash-drop" && len(args) > 1 && args[1] != "" {
+		s += " (commit " + shortID(args[0]) + ")"
+	}
+	return s
 }
 
 // gitBanners are the lines under the header about git, for a w-cell
@@ -319,7 +402,11 @@ func (m *Model) gitBanners(w int) []banner {
 	g := &m.git
 	var out []banner
 	if g.doing != "" {
-		out = append(out, banner{text: "git: " + g.doing + " ...", short: "git: " + g.brief + " ...", tone: toneWarn})
+		quit := ""
+		if g.quitWhen {
+			quit = " (quitting when it ends)"
+		}
+		out = append(out, banner{text: "git: " + g.doing + " ..." + quit, short: "git: " + g.brief + " ..." + quit, tone: toneWarn})
 	}
 	if g.movedN > 0 {
 		forms := movedForms(g.moved, g.movedN)
@@ -350,7 +437,9 @@ const arrow = " -> "
 //
 // and likewise "HEAD moved: branch main -> feature (git checkout)" when
 // only the branch changed, and "worktree changed outside flightdeck:
-// pynccl.py, foo.py (3 dirty)" when only the dirty set did.
+// pynccl.py, foo.py (3 dirty files now)" when only the dirty set did, or
+// "worktree clean again (changed outside flightdeck: nccl.md)" when that
+// left the tree clean.
 func movedForms(mv git.Moved, n int) []string {
 	text, short := movedText(mv, n, 3)
 	one, _ := movedText(mv, n, 1)
@@ -376,13 +465,21 @@ func movedText(mv git.Moved, n, files int) (text, short string) {
 		how = "git " + mv.Action
 	}
 	switch {
+	case mv.From == mv.To && branch == "" && mv.DirtyAfter == 0:
+		head := "worktree clean again"
+		text = head + " (changed outside flightdeck)"
+		if len(mv.DirtyChanged) > 0 {
+			text = head + " (changed outside flightdeck: " + baseNames(mv.DirtyChanged, 0, files) + ")"
+		}
+		return text + more, head + more
 	case mv.From == mv.To && branch == "":
 		head := "worktree changed outside flightdeck"
-		text = head + ": " + baseNames(mv.DirtyChanged, 0, files) + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)"
-		if len(mv.DirtyChanged) == 0 {
-			text = head + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)"
+		now := " (" + plural(mv.DirtyAfter, "dirty file") + " now)"
+		text = head + now
+		if len(mv.DirtyChanged) > 0 {
+			text = head + ": " + baseNames(mv.DirtyChanged, 0, files) + now
 		}
-		return text + more, head + " (" + strconv.Itoa(mv.DirtyAfter) + " dirty)" + more
+		return text + more, head + now + more
 	case mv.From == mv.To:
 		head := "HEAD moved: " + branch
 		return head + paren(how) + more, head + more

@@ -114,11 +114,14 @@ func (m *Model) confirmRevert() {
 		files = []git.File{f}
 	}
 	paths := make([]string, len(files))
-	var untracked []string
+	var untracked, added []string
 	for i, f := range files {
 		paths[i] = f.Path
-		if f.Untracked() {
+		switch {
+		case f.Untracked():
 			untracked = append(untracked, sanitizeString(f.Path))
+		case stagedNew(f):
+			added = append(added, sanitizeString(f.Path))
 		}
 	}
 	ps := []para{{text: "Revert " + plural(len(files), "file") + " to HEAD (staged and unstaged changes):"}}
@@ -128,7 +131,7 @@ func (m *Model) confirmRevert() {
 		switch {
 		case f.Conflicted():
 			tn = toneCrit
-		case f.Untracked():
+		case f.Untracked(), stagedNew(f):
 			tn = toneWarn
 		}
 		if i == maxListed && len(files) > maxListed+1 {
@@ -139,6 +142,10 @@ func (m *Model) confirmRevert() {
 	}
 	if len(untracked) > 0 {
 		ps = append(ps, para{text: "Untracked files will be deleted: " + baseNames(untracked, 0, 5) + ".", tone: toneWarn})
+	}
+	if len(added) > 0 {
+		ps = append(ps, para{text: "New in the index (staged, not in HEAD): deleted from disk too, like untracked files: " +
+			baseNames(added, 0, 5) + ".", tone: toneWarn})
 	}
 	ps = append(ps, para{text: snapshotNote, tone: toneDim})
 	target := fileName(files[0])
@@ -153,6 +160,10 @@ func (m *Model) confirmRevert() {
 		},
 	})
 }
+
+// stagedNew reports a file added in the index that HEAD does not have
+// ("A " or "AM"): a revert deletes it from disk.
+func stagedNew(f git.File) bool { return f.X == 'A' && !f.Conflicted() }
 
 // maxListed is how many items an overlay's list shows before "... and K
 // more".
@@ -199,14 +210,18 @@ func (m *Model) confirmUndo() {
 	id, reason := m.git.ctl.LastSnapshot()
 	id, reason = sanitizeString(id), sanitizeString(reason)
 	q := "Restore snapshot " + id
+	undid := "undid the last action"
 	if reason != "" {
 		q += " taken before " + reason
+		undid = "undid " + reason
 	}
 	m.ask(&gitConfirm{
 		title: "undo", frame: toneWarn, verb: "restore", cancel: "undo cancelled",
 		paras: []para{{text: q + "?"}, {text: restoreNote, tone: toneDim}},
 		start: func() tea.Cmd {
-			return m.startGit("undo", "undo", "restored snapshot "+id, "restoring snapshot "+id, "undoing",
+			g := &m.git
+			g.undoFrom, g.undoWhy, g.undoSnap = id, reason, ""
+			return m.startGit("undo", "undo", undid+": restored snapshot "+id, "restoring snapshot "+id, "undoing",
 				func(ctx context.Context, g GitControl) (git.Action, error) { return g.Undo(ctx) })
 		},
 	})

@@ -26,18 +26,28 @@ type gitState struct {
 	hasSt   bool
 	readErr string // why the last Refresh failed, sanitised; "" when it did not
 
-	open   bool
-	cursor int             // index of the selected row: files, then stashes, then reflog entries
-	top    int             // first body line shown
-	height int             // body lines at the last render (the page size)
-	marked map[string]bool // raw paths marked with space for a revert
+	open    bool
+	cursor  int             // index of the selected row: files, then stashes, then reflog entries
+	touched bool            // the user has moved the cursor: until then it stays on the first row
+	top     int             // first body line shown
+	height  int             // body lines at the last render (the page size)
+	marked  map[string]bool // raw paths marked with space for a revert
 
-	doing string // the action in flight, "checking out 3207427"; "" when none
-	brief string // doing for a narrow terminal
+	doing    string // the action in flight, "checking out 3207427"; "" when none
+	brief    string // doing for a narrow terminal
+	quitWhen bool   // q was pressed while doing: quit when its GitActionMsg arrives
 
-	last   git.Action // the latest git.Action event, sanitised
-	lastAt time.Time
-	hasAct bool
+	last      git.Action // the latest git.Action event, sanitised; Err cut to its first line
+	lastOut   []string   // the first lines of its Output, sanitised, but for the error's own line
+	lastNotes []string   // its Notes, sanitised
+	lastAt    time.Time
+	hasAct    bool
+
+	// The undo started from here: the snapshot it restores and the action
+	// that snapshot preceded (sanitised), and the snapshot taken before the
+	// undo once its answer came: the "restore" Action it publishes is
+	// shown as the undo.
+	undoFrom, undoWhy, undoSnap string
 
 	moved  git.Moved // the latest HEAD move not acknowledged, sanitised
 	movedN int       // moves since the last acknowledgement
@@ -114,7 +124,9 @@ func (g *gitState) rowKey(r int) string {
 
 // setStatus stores a fresh status; the cursor stays on the same file,
 // stash or reflog entry when it is still listed, and marks of paths that
-// are no longer dirty go.
+// are no longer dirty go. Until the user moves it, the cursor stays on
+// the first row: the first file, else the first stash, else the first
+// reflog entry.
 func (g *gitState) setStatus(s git.Status) {
 	key := g.rowKey(g.cursor)
 	g.st, g.hasSt, g.readErr = s, true, ""
@@ -124,6 +136,10 @@ func (g *gitState) setStatus(s git.Status) {
 		}
 	}
 	n := g.rows()
+	if !g.touched {
+		g.cursor = 0
+		return
+	}
 	for r := range n {
 		if key != "" && g.rowKey(r) == key {
 			g.cursor = r
@@ -143,14 +159,68 @@ func (g *gitState) dirty(p string) bool {
 	return false
 }
 
-// setAction records the latest git.Action event, sanitised.
+// setAction records the latest git.Action event, sanitised: its error
+// cut to its first line, the first lines of git's output (else of the
+// error) but for that line, and its notes.
 func (g *gitState) setAction(a git.Action, at time.Time) {
-	for _, f := range []*string{&a.Op, &a.Snapshot, &a.From, &a.To, &a.Branch, &a.Err, &a.Output} {
+	for _, f := range []*string{&a.Op, &a.Snapshot, &a.From, &a.To, &a.Branch} {
 		*f = sanitizeString(*f)
 	}
+	out := a.Output
+	if strings.TrimSpace(out) == "" { // git's words are in the error
+		out = a.Err
+	}
+	a.Err = gitFirstLine(a.Err)
+	g.lastOut = nil
+	for _, l := range textLines(out, 0) {
+		if l != a.Err && len(g.lastOut) < maxOutputLines { // the error's line is shown already
+			g.lastOut = append(g.lastOut, l)
+		}
+	}
+	a.Output = ""
 	a.Args = sanitizeAll(a.Args)
 	a.Conflict = sanitizeAll(a.Conflict)
+	g.lastNotes = nil
+	for _, n := range a.Notes {
+		g.lastNotes = append(g.lastNotes, textLines(n, 0)...)
+	}
+	a.Notes = nil
 	g.last, g.lastAt, g.hasAct = a, at, true
+}
+
+// maxOutputLines is how many lines of git's output the panel shows under
+// a failed action.
+const maxOutputLines = 3
+
+// textLines are the non-empty lines of raw remote text, trimmed and
+// sanitised, at most n of them (n <= 0: all).
+func textLines(raw string, n int) []string {
+	var out []string
+	for _, l := range strings.FieldsFunc(raw, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if n > 0 && len(out) == n {
+			break
+		}
+		out = append(out, sanitizeString(l))
+	}
+	return out
+}
+
+// gitFirstLine is the first non-empty line of raw remote text, sanitised.
+func gitFirstLine(raw string) string {
+	if ls := textLines(raw, 1); len(ls) > 0 {
+		return ls[0]
+	}
+	return ""
+}
+
+// isUndo reports whether the recorded action a (a restore) is the undo
+// started from here.
+func (g *gitState) isUndo(a *git.Action) bool {
+	return a.Op == "restore" && g.undoFrom != "" && len(a.Args) > 0 && a.Args[0] == g.undoFrom &&
+		(g.undoSnap == "" || a.Snapshot == g.undoSnap)
 }
 
 // setMoved records a HEAD move made outside the cockpit, sanitised, for
@@ -180,6 +250,13 @@ func sanitizeAll(ss []string) []string {
 // move moves the cursor by d rows, clamped.
 func (g *gitState) move(d int) {
 	g.cursor = clamp(g.cursor+d, 0, g.rows()-1)
+	g.touched = true
+}
+
+// home moves the cursor to the first row.
+func (g *gitState) home() {
+	g.cursor = 0
+	g.touched = true
 }
 
 // page is how far pgup/pgdn move the cursor.
@@ -284,8 +361,9 @@ func (m *Model) renderGit(lines []string, w, h int) []string {
 }
 
 // scrollTop keeps the cursor's line in the bh visible lines, with the
-// headers just above it when they fit, and no blank space below content
-// that is taller than the area.
+// headers just above it when they fit, the header of the cursor's section
+// too whenever it fits, and no blank space below content that is taller
+// than the area.
 func (g *gitState) scrollTop(body []gitLine, bh int) int {
 	ci := -1
 	for i, l := range body {
@@ -304,6 +382,15 @@ func (g *gitState) scrollTop(body []gitLine, bh int) int {
 		}
 		if ci >= top+bh {
 			top = ci - bh + 1
+		}
+		// The section's rows follow its header: the header is the first
+		// line above them that is not a row.
+		hi := ci
+		for hi > 0 && body[hi].row >= 0 {
+			hi--
+		}
+		if body[hi].row < 0 && ci-hi < bh {
+			top = min(top, hi)
 		}
 	}
 	g.top = max(top, 0)
@@ -436,7 +523,7 @@ func (m *Model) gitBody(w int) []gitLine {
 		out = append(out, gitLine{st.Crit.Render(truncate("refresh failed: "+g.readErr+" (showing the last status)", w)), -1})
 	}
 	if g.hasAct {
-		out = append(out, gitLine{st.Dim.Render(truncate(m.lastActionText(), w)), -1})
+		out = m.gitLastAction(out, w)
 	}
 	out = m.gitChanges(out, w)
 	out = append(out, gitLine{"", -1})
@@ -445,11 +532,40 @@ func (m *Model) gitBody(w int) []gitLine {
 	return m.gitReflog(out, w)
 }
 
-// lastActionText is "last action 5m ago: checkout 3207427 (snapshot ...)".
+// gitLastAction is the "last action" line, then its notes (after a
+// success) or the first lines of git's output (after a failure).
+func (m *Model) gitLastAction(out []gitLine, w int) []gitLine {
+	st := &m.styles
+	g := &m.git
+	a := &g.last
+	tn := st.Dim
+	switch {
+	case len(a.Conflict) > 0:
+		tn = st.Warn
+	case a.Err != "":
+		tn = st.Crit
+	}
+	out = append(out, gitLine{tn.Render(truncate(m.lastActionText(), w)), -1})
+	if a.Err == "" && len(a.Conflict) == 0 {
+		for _, n := range g.lastNotes {
+			out = append(out, gitLine{truncateStyled("  "+st.Warn.Render(truncate("note: "+n, w-2)), w), -1})
+		}
+		return out
+	}
+	for _, l := range g.lastOut {
+		out = append(out, gitLine{truncateStyled("  "+st.Dim.Render(truncate(l, w-2)), w), -1})
+	}
+	return out
+}
+
+// lastActionText is "last action 5m ago: checkout 3207427 ok (snapshot
+// ...)"; a stash apply, pop or drop names the stash by its message, and
+// the undo started from here says so.
 func (m *Model) lastActionText() string {
-	a := &m.git.last
+	g := &m.git
+	a := &g.last
 	s := "last action"
-	if age := gitAge(m.now, m.git.lastAt); age != "" {
+	if age := gitAge(m.now, g.lastAt); age != "" {
 		s += " " + age + " ago"
 	}
 	args := make([]string, len(a.Args))
@@ -467,19 +583,56 @@ func (m *Model) lastActionText() string {
 	if name, ok := gitOpNames[op]; ok {
 		op = name
 	}
+	restored := ""
+	switch {
+	case g.isUndo(a):
+		op, what, restored = "undo", g.undoWhy, strings.Join(args, " ")
+	case isStashOp(a.Op):
+		what = stashName(a.Args)
+	}
 	s += ": " + join(op, what)
+	snap := ""
+	if restored != "" {
+		verb := "restored"
+		if a.Err != "" || len(a.Conflict) > 0 {
+			verb = "restoring"
+		}
+		restored = verb + " snapshot " + restored
+	}
+	switch {
+	case restored != "" && a.Snapshot != "":
+		snap = " (" + restored + "; snapshot " + a.Snapshot + " before it)"
+	case restored != "":
+		snap = " (" + restored + ")"
+	case a.Snapshot != "":
+		snap = " (snapshot " + a.Snapshot + ")"
+	}
+	// The snapshot before git's words: a long error is cut at the width.
 	switch {
 	case len(a.Conflict) > 0:
-		s += " conflicted in " + baseNames(a.Conflict, 0, 3)
+		return s + " conflicted in " + baseNames(a.Conflict, 0, 3) + snap
 	case a.Err != "":
-		s += " failed: " + a.Err
-	default:
-		s += " ok"
+		return s + " failed" + snap + ": " + a.Err
 	}
-	if a.Snapshot != "" {
-		s += " (snapshot " + a.Snapshot + ")"
+	return s + " ok" + snap
+}
+
+// isStashOp reports a stash apply, pop or drop.
+func isStashOp(op string) bool {
+	return op == "stash-apply" || op == "stash-pop" || op == "stash-drop"
+}
+
+// stashName names the stash of a stash apply, pop or drop from its
+// Action.Args (sanitised): [commit id, message] gives `stash "message"`,
+// [commit id] `stash 5555555`.
+func stashName(args []string) string {
+	switch {
+	case len(args) > 1 && args[1] != "":
+		return `stash "` + args[1] + `"`
+	case len(args) > 0:
+		return "stash " + shortID(args[0])
 	}
-	return s
+	return "stash"
 }
 
 // sectionHead is a section title in accent with dim details.

@@ -275,7 +275,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case KillResultMsg, LaunchResultMsg:
 		m.actionResult(msg)
 	case GitRefreshMsg, GitActionMsg, GitLogMsg, GitPreviewMsg, GitSnapshotsMsg:
-		m.gitResult(msg)
+		return m, m.gitResult(msg)
 	case tea.PasteMsg:
 		if isGitModal(m.modal) {
 			return m, m.gitPaste(msg)
@@ -434,16 +434,17 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.git.doing != "") && !armed {
-		// Quitting cancels the action's context: a kill or relaunch cut
-		// short leaves the server half-stopped, a git action the tree
-		// half-changed. Ask once.
+	if key.Matches(msg, k.Quit.Binding) && m.git.doing != "" {
+		// Quitting cancels the action's context: a git action cut short
+		// leaves the tree half-changed. q (or ctrl+c) quits when it ends;
+		// a second one at once.
+		return m, m.gitQuit()
+	}
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.srv.busy != actionNone && !armed {
+		// A kill or relaunch cut short leaves the server half-stopped.
+		// Ask once.
 		m.quitArmed = true
-		what := "a git action is in progress"
-		if m.srv.busy != actionNone {
-			what = controlUnavailable(m, "")
-		}
-		m.flash(what+"; quitting cancels it - q again to quit", toneWarn)
+		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
 		return m, nil
 	}
 	for _, b := range k.all() {
@@ -534,7 +535,7 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		case m.focus == focusGPUs:
 			m.gpus.top = 0
 		case gitRows:
-			m.git.cursor = 0
+			m.git.home()
 		default:
 			m.log.home()
 		}
@@ -559,7 +560,8 @@ func (m *Model) scroll(d int) {
 // Quitting reports whether the model asked the program to quit. Quitting
 // only ends the UI; it never stops the inference server. A kill or launch
 // still in flight is cancelled (Run cancels its context), so q asks twice
-// while one runs.
+// while one runs; during a git action q quits when the action ends (a
+// second q at once).
 func (m *Model) Quitting() bool { return m.quitting }
 
 // Status is the one-line answer to the last key that could not act, e.g.

@@ -22,7 +22,8 @@ import (
 
 // exitRefused is the exit status of a git command that refused its input
 // before acting: a ref that names no commit or looks like an option, a bad
-// path, an unknown stash or snapshot, a usage error.
+// path, an unknown stash or snapshot, no repository or not a git
+// checkout, a usage error.
 const exitRefused = 2
 
 // previewLimit is how many commits a checkout preview lists each way.
@@ -74,7 +75,7 @@ func (f *gitFlags) openRepo(cmd *cobra.Command, alias string) (*gitTarget, error
 				file = "the config file"
 			}
 		}
-		return nil, fmt.Errorf("no repository for %s: pass --repo PATH, or set repo = \"/path/to/checkout\" in [hosts.%s] of %s", alias, tomlKey(alias), file)
+		return nil, refusedf("no repository for %s: pass --repo PATH, or set repo = \"/path/to/checkout\" in [hosts.%s] of %s", alias, tomlKey(alias), file)
 	}
 	host, err := openHost(ctx, hc.Target, f.ssh)
 	if err != nil {
@@ -134,11 +135,19 @@ func (t *gitTarget) undo(id string) string {
 	return sanitize.String(line)
 }
 
-// report prints an action's outcome: done, its snapshot and the undo
-// command; or why it failed (exit status 1).
+// report prints an action's outcome: done, its snapshot, its notes
+// ("note: main has moved since ...") and the undo command; or why it
+// failed (exit status 1).
 func (t *gitTarget) report(a git.Action, done string) error {
 	if a.OK() {
-		fmt.Fprintf(t.cmd.OutOrStdout(), "%s (snapshot before it: %s)\nundo: %s\n", done, a.Snapshot, t.undo(a.Snapshot))
+		w := t.cmd.OutOrStdout()
+		fmt.Fprintf(w, "%s (snapshot before it: %s)\n", done, a.Snapshot)
+		for _, n := range a.Notes {
+			for _, l := range sanitizedLines(n) {
+				fmt.Fprintln(w, "note: "+l)
+			}
+		}
+		fmt.Fprintf(w, "undo: %s\n", t.undo(a.Snapshot))
 		return nil
 	}
 	w := t.cmd.ErrOrStderr()
@@ -182,17 +191,19 @@ type cleanError struct{ err error }
 func (e cleanError) Error() string { return sanitize.String(e.err.Error()) }
 func (e cleanError) Unwrap() error { return e.err }
 
-// gitRunE wraps a git subcommand: refused input prints its reason and
+// gitRunE wraps a git subcommand: refused input (a bad ref, path, stash
+// or snapshot, no repository or not a git checkout) prints its reason and
 // exits 2; other errors are sanitised for main to print.
 func gitRunE(run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		err := run(cmd, args)
 		var ec exitCode
 		var refused refusedError
+		var notRepo *git.NotRepoError
 		switch {
 		case err == nil || errors.As(err, &ec):
 			return err
-		case errors.As(err, &refused) || errors.Is(err, git.ErrBadRef) || errors.Is(err, git.ErrBadPath):
+		case errors.As(err, &refused) || errors.As(err, &notRepo) || errors.Is(err, git.ErrBadRef) || errors.Is(err, git.ErrBadPath):
 			fmt.Fprintln(cmd.ErrOrStderr(), "flightdeck:", sanitize.String(err.Error()))
 			return exitCode(exitRefused)
 		}
@@ -236,8 +247,9 @@ Refs are resolved to a commit before git sees them; a ref that starts with
 repository root.
 
 Exit statuses: 0 success; 1 failure (git's words are printed, e.g. a stash
-conflict); 2 refused: a ref naming no commit, a bad path, an unknown stash
-or snapshot, a usage error.`,
+conflict) or not confirmed; 2 input refused before anything runs: a ref
+naming no commit, a bad path, an unknown stash or snapshot, no repository
+(or one that is not a git checkout), a usage error.`,
 		Example: `  flightdeck git status gpu-box
   flightdeck git checkout gpu-box origin/main
   flightdeck git stash gpu-box push "before pull" -u
@@ -606,13 +618,15 @@ or applies, pops or drops one. STASH is stash@{N}, N (as in stash@{N}), or a
 stash's commit id (at least 4 hex digits); it is resolved to the stash's
 commit first, so a list that shifted in between cannot pick another.
 
-A pop or apply that conflicts stops with the conflicted paths listed and
-the stash kept (exit status 1); the printed undo command puts the tree
-back as it was before.`,
+apply, pop and drop say what they will do (the stash, its message, and
+for a drop its commit id) and ask first; --yes skips the question. A pop
+or apply that conflicts stops with the conflicted paths listed and the
+stash kept (exit status 1); the printed undo command puts the tree back
+as it was before, and brings back a dropped stash.`,
 		Example: `  flightdeck git stash gpu-box
   flightdeck git stash gpu-box push "before pull: my all_reduce" -u
   flightdeck git stash gpu-box pop stash@{0}
-  flightdeck git stash gpu-box drop 3f9a2c1`,
+  flightdeck git stash gpu-box drop 3f9a2c1 --yes`,
 		Args: gitArgs(func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
 				return errors.New("stash needs HOST")
@@ -675,6 +689,13 @@ back as it was before.`,
 			if err != nil {
 				return err
 			}
+			printStashOp(cmd.OutOrStdout(), verb, s, r.Path)
+			if !f.yes {
+				q := fmt.Sprintf("%s %s in %s on %s?", map[string]string{"apply": "Apply", "pop": "Pop", "drop": "Drop"}[verb], s.Ref(), sanitize.String(r.Path), r.Host.Name())
+				if err := confirm(ctx, q); err != nil {
+					return err
+				}
+			}
 			var a git.Action
 			switch verb {
 			case "drop":
@@ -690,8 +711,24 @@ back as it was before.`,
 		}),
 	}
 	f.add(cmd)
+	f.addYes(cmd)
 	cmd.Flags().BoolVarP(&untracked, "include-untracked", "u", false, "push: stash the untracked files too")
 	return cmd
+}
+
+// printStashOp says what a stash apply, pop or drop of s will do, before
+// it is confirmed.
+func printStashOp(w io.Writer, verb string, s git.Stash, repo string) {
+	fmt.Fprintf(w, "%s %s (%s) in %s: %s\n", verb, s.Ref(), short(s.ID), sanitize.String(repo), sanitize.String(s.Message))
+	switch verb {
+	case "apply":
+		fmt.Fprintln(w, "  applies it to the worktree; the stash is kept")
+	case "pop":
+		fmt.Fprintln(w, "  applies it to the worktree, then drops it; if the apply conflicts, the stash is kept")
+	case "drop":
+		fmt.Fprintf(w, "  drops commit %s; the printed undo command brings the stash back\n", s.ID)
+	}
+	fmt.Fprintln(w, "  a snapshot of the tree is saved first")
 }
 
 // resolveStash finds the stash that arg names: stash@{N}, N, or a commit
@@ -1020,13 +1057,6 @@ restore can itself be undone.`,
 			a, err := r.Restore(ctx, s.ID)
 			if err != nil {
 				return err
-			}
-			if a.OK() {
-				for _, l := range sanitizedLines(a.Output) {
-					if strings.HasPrefix(l, "note:") {
-						fmt.Fprintln(cmd.ErrOrStderr(), l)
-					}
-				}
 			}
 			return t.report(a, fmt.Sprintf("restored %s: HEAD %s", s.ID, headText(a.To, a.Branch)))
 		}),

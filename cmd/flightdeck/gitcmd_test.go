@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,8 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 )
 
 // gitRepoFixture is a clone of main (c1 → c2 → c3) reset to c1, so it is 2
@@ -255,17 +260,53 @@ func TestGitStatusCLI(t *testing.T) {
 	}
 }
 
+// exitStatus is the status main exits with for err.
+func exitStatus(err error) int {
+	var ec exitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ec):
+		return int(ec)
+	}
+	return 1
+}
+
+// TestGitNeedsARepo: no repository, or one that is not a git checkout, is
+// input refused before anything runs (exit status 2), with the reason.
 func TestGitNeedsARepo(t *testing.T) {
 	newGitRepoFixture(t) // empty XDG_CONFIG_HOME: no config file
-	_, _, err := runCLI(t, nil, "git", "status", "local")
-	if err == nil || !strings.Contains(err.Error(), "--repo PATH") || !strings.Contains(err.Error(), `repo = "/path/to/checkout" in [hosts.local]`) {
-		t.Errorf("status without a repository: %v", err)
+	plain := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"no --repo, no config repo", []string{"git", "status", "local"}, exitRefused,
+			[]string{"--repo PATH", `repo = "/path/to/checkout" in [hosts.local]`}},
+		{"no repo for an action", []string{"git", "checkout", "local", "main", "--yes"}, exitRefused, []string{"no repository for local"}},
+		{"a plain directory", []string{"git", "status", "local", "--repo", plain}, exitRefused, []string{"is not a git checkout"}},
+		{"a missing directory", []string{"git", "stash", "local", "--repo", filepath.Join(plain, "nope")}, exitRefused, []string{"is not a git checkout"}},
 	}
-	_, _, err = runCLI(t, nil, "git", "status", "local", "--repo", t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "is not a git checkout") {
-		t.Errorf("status of a plain directory: %v", err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, stderr, err := runCLI(t, nil, c.args...)
+			if got := exitStatus(err); got != c.code {
+				t.Errorf("exit status %d, want %d (%v)", got, c.code, err)
+			}
+			text := stderr
+			if err != nil {
+				text += err.Error()
+			}
+			for _, w := range c.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("no %q in %q", w, text)
+				}
+			}
+		})
 	}
-	_, _, err = runCLI(t, nil, "git", "bogus")
+	_, _, err := runCLI(t, nil, "git", "bogus")
 	if err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
 		t.Errorf("git bogus: %v", err)
 	}
@@ -293,9 +334,10 @@ func TestGitStashCLI(t *testing.T) {
 	if got := gitT(t, tr.dir, "status", "--porcelain"); got != "" {
 		t.Fatalf("tree not clean after the stash: %q", got)
 	}
-	out, stderr, err = runCLI(t, nil, git("pop", "stash@{0}")...)
+	out, stderr, err = runCLI(t, nil, git("pop", "stash@{0}", "--yes")...)
 	wantExit(t, err, 0, "pop:\n"+stderr)
-	if !strings.Contains(out, "popped stash@{0}") {
+	if !strings.Contains(out, "pop stash@{0} (") || !strings.Contains(out, "applies it to the worktree, then drops it; if the apply conflicts, the stash is kept") ||
+		!strings.Contains(out, "popped stash@{0}") {
 		t.Errorf("pop output:\n%s", out)
 	}
 	if after := treeState(t, tr.dir); after != before {
@@ -306,7 +348,7 @@ func TestGitStashCLI(t *testing.T) {
 	_, _, err = runCLI(t, nil, git("push", "mine")...)
 	wantExit(t, err, 0, "push")
 	gitT(t, tr.dir, "merge", "-q", "--ff-only", "origin/main") // the pull: c2 changes pynccl.py
-	out, stderr, err = runCLI(t, nil, git("pop", "0")...)
+	out, stderr, err = runCLI(t, nil, git("pop", "0", "-y")...)
 	wantExit(t, err, 1, "conflicting pop")
 	if !strings.Contains(stderr, "the stash is kept") || !strings.Contains(stderr, "conflicts:\n  model/pynccl.py") || len(undoLine(t, stderr)) == 0 {
 		t.Errorf("conflicting pop:\nstdout:\n%s\nstderr:\n%s", out, stderr)
@@ -319,15 +361,96 @@ func TestGitStashCLI(t *testing.T) {
 
 	// By commit id; a commit that is no stash is refused.
 	id := gitT(t, tr.dir, "rev-parse", "stash@{0}")
-	_, stderr, err = runCLI(t, nil, git("drop", tr.c1[:10])...)
+	_, stderr, err = runCLI(t, nil, git("drop", tr.c1[:10], "--yes")...)
 	wantExit(t, err, 2, "drop of a commit that is no stash")
 	if !strings.Contains(stderr, "is commit "+tr.c1[:7]+", not one of the 1 stash ") {
 		t.Errorf("drop of a non-stash: %s", stderr)
 	}
-	_, stderr, err = runCLI(t, nil, git("drop", id[:8])...)
+	out, stderr, err = runCLI(t, nil, git("drop", id[:8], "--yes")...)
 	wantExit(t, err, 0, "drop by id:\n"+stderr)
+	if !strings.Contains(out, "drop stash@{0} ("+id[:7]+") in "+tr.dir+": On main: mine\n  drops commit "+id+"; the printed undo command brings the stash back") {
+		t.Errorf("drop output:\n%s", out)
+	}
 	if got := gitT(t, tr.dir, "stash", "list"); got != "" {
 		t.Errorf("stash list after the drop: %q", got)
+	}
+}
+
+// TestGitStashOpsConfirm: apply, pop and drop say what they will do and
+// need a confirmation: without a terminal and without --yes they refuse
+// (exit status 1) and change nothing.
+func TestGitStashOpsConfirm(t *testing.T) {
+	tr := newGitRepoFixture(t)
+	writeFile(t, tr.dir, "model/pynccl.py", "def all_reduce(x):\n    return x * 2  # mine\n")
+	gitT(t, tr.dir, "stash", "push", "-q", "-m", "try LL128")
+	id := gitT(t, tr.dir, "rev-parse", "stash@{0}")
+	writeFile(t, tr.dir, "notes.txt", "untracked\n")
+	before := treeState(t, tr.dir)
+	noTerminal(t)
+	cases := []struct {
+		verb string
+		want string
+	}{
+		{"apply", "applies it to the worktree; the stash is kept"},
+		{"pop", "applies it to the worktree, then drops it; if the apply conflicts, the stash is kept"},
+		{"drop", "drops commit " + id + "; the printed undo command brings the stash back"},
+	}
+	for _, c := range cases {
+		t.Run(c.verb, func(t *testing.T) {
+			out, stderr, err := runCLI(t, nil, "git", "stash", "local", c.verb, "stash@{0}", "--repo", tr.dir)
+			if got := exitStatus(err); got != 1 || !strings.Contains(err.Error(), "no terminal to confirm on: pass --yes") {
+				t.Errorf("exit status %d (%v), want 1 asking for --yes\n%s", got, err, stderr)
+			}
+			for _, w := range []string{c.verb + " stash@{0} (" + id[:7] + ") in " + tr.dir + ": On main: try LL128\n", c.want} {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if after := treeState(t, tr.dir); after != before {
+				t.Errorf("unconfirmed %s changed the tree:\n%s", c.verb, after)
+			}
+			if got := gitT(t, tr.dir, "rev-parse", "stash@{0}"); got != id {
+				t.Errorf("stash@{0} is %s, want %s", got, id)
+			}
+			if _, err := os.Stat(filepath.Join(tr.dir, ".git", "flightdeck")); err == nil {
+				t.Error("an unconfirmed action took a snapshot")
+			}
+		})
+	}
+}
+
+// TestGitReportNotes: an action's notes follow its success line, each
+// line "note: ...", sanitised, before the undo command.
+func TestGitReportNotes(t *testing.T) {
+	const id = "20261129-215807.123-3f9a"
+	cases := []struct {
+		name  string
+		notes []string
+		want  string
+	}{
+		{"none", nil, "restored x (snapshot before it: " + id + ")\nundo: flightdeck git restore box " + id + "\n"},
+		{"two", []string{"main has moved since the snapshot: restored at 3207427, detached", "stashes brought back; the list is as it was"},
+			"restored x (snapshot before it: " + id + ")\nnote: main has moved since the snapshot: restored at 3207427, detached\n" +
+				"note: stashes brought back; the list is as it was\nundo: flightdeck git restore box " + id + "\n"},
+		{"remote text", []string{"stash 3f9a could not be brought back: On main: \x1b]0;pwn\x07x\nsecond line"},
+			"restored x (snapshot before it: " + id + ")\nnote: stash 3f9a could not be brought back: On main: x\nnote: second line\nundo: flightdeck git restore box " + id + "\n"},
+	}
+	saved := configPath // a global set by --config
+	configPath = ""
+	t.Cleanup(func() { configPath = saved })
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			cmd := &cobra.Command{}
+			cmd.SetOut(&out)
+			tg := &gitTarget{alias: "box", cmd: cmd, f: &gitFlags{}, repo: &git.Repo{Path: "/root/sglang"}}
+			if err := tg.report(git.Action{Op: "restore", Snapshot: id, Notes: c.notes}, "restored x"); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != c.want {
+				t.Errorf("output\n%s\nwant\n%s", out.String(), c.want)
+			}
+		})
 	}
 }
 
