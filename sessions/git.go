@@ -383,3 +383,25 @@ func (g *Git) LastSnapshot() (id, reason string) {
 	defer g.undoMu.Unlock()
 	return g.undo, g.undoWhy
 }
+
+// Idle waits until no git action or poll runs, or ctx ends, and reports
+// whether it is idle. busy is called first when one is running (to say
+// why quitting waits). A cockpit calls it before closing the host, so a
+// started action is not cut off.
+func (g *Git) Idle(ctx context.Context, busy func()) bool {
+	if g.mu.TryLock() {
+		g.mu.Unlock()
+		return true
+	}
+	if busy != nil {
+		busy()
+	}
+	done := make(chan struct{})
+	go func() { g.mu.Lock(); g.mu.Unlock(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

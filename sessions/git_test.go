@@ -218,3 +218,31 @@ func dialTestSSHD(t *testing.T) remote.Host {
 	t.Cleanup(func() { h.Close() })
 	return h
 }
+
+func TestGitIdleWaitsForTheActionInFlight(t *testing.T) {
+	g := &Git{}
+	if !g.Idle(context.Background(), func() { t.Error("busy called while idle") }) {
+		t.Fatal("not idle")
+	}
+	g.mu.Lock() // an action in flight
+	busy := make(chan struct{})
+	idle := make(chan bool)
+	go func() { idle <- g.Idle(context.Background(), func() { close(busy) }) }()
+	<-busy
+	select {
+	case <-idle:
+		t.Fatal("Idle returned while the action ran")
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.mu.Unlock()
+	if !<-idle {
+		t.Error("Idle reported busy after the action ended")
+	}
+	g.mu.Lock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if g.Idle(ctx, nil) {
+		t.Error("Idle reported idle when its context ended first")
+	}
+	g.mu.Unlock()
+}

@@ -145,8 +145,16 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		GPUProgram: f.nvidiaSMI,
 		Control:    ctl,
 	}
-	return runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc},
+	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc},
 		func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, lc, sink) })
+	if g != nil {
+		// A git action the screen was quit under finishes before the
+		// connection closes (it would be cut off in the middle).
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		g.Idle(wctx, func() { fmt.Fprintln(os.Stderr, "flightdeck: waiting for the git action in flight to finish ...") })
+	}
+	return err
 }
 
 // openHost returns the local host for "local", else dials target over SSH.
