@@ -450,25 +450,7 @@ func (m *Model) gitTitle(w int) string {
 		subject = strings.TrimRight(truncate(subject, max(room-1, 0)), " ")
 		tail[subjAt].s = " " + subject
 	}
-	var b strings.Builder
-	n := 0
-	put := func(s string, t Tone) {
-		if n >= w || s == "" {
-			return
-		}
-		s = truncate(s, w-n)
-		b.WriteString(t.Render(s))
-		n += textWidth(s)
-	}
-	put("git", st.Title)
-	put(p, st.Dim)
-	for _, x := range tail {
-		put(x.s, x.t)
-	}
-	if n+2 <= w {
-		put(" "+strings.Repeat("-", w-n-1), st.Dim)
-	}
-	return b.String()
+	return titleRule(st, w, "git", p, tail)
 }
 
 // titlePart is a piece of a title line and its tone.

@@ -334,10 +334,7 @@ func (m *Model) logTitle(w int) string {
 		m.input.SetWidth(max(w-4, 1))
 		return truncateStyled(m.input.View(), w)
 	}
-	type part struct {
-		s string
-		t Tone
-	}
+	type part = titlePart
 	var tail []part // everything after the path
 	if m.log.noticeShort != "" {
 		tail = append(tail, part{"  " + m.log.noticeShort, st.Warn})
@@ -383,17 +380,23 @@ func (m *Model) logTitle(w int) string {
 		}
 	}
 
+	return titleRule(st, w, "log", path, tail)
+}
+
+// titleRule is a section's title line, w cells at most: its name, a path
+// (dim), the tail parts, then a rule of dashes to the edge.
+func titleRule(st *Styles, w int, name, path string, tail []titlePart) string {
 	var b strings.Builder
 	n := 0
 	put := func(s string, t Tone) {
-		if n >= w {
+		if n >= w || s == "" {
 			return
 		}
 		s = truncate(s, w-n)
 		b.WriteString(t.Render(s))
 		n += textWidth(s)
 	}
-	put("log", st.Title)
+	put(name, st.Title)
 	put(path, st.Dim)
 	for _, p := range tail {
 		put(p.s, p.t)

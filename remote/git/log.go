@@ -117,9 +117,9 @@ func (r *Repo) Preview(ctx context.Context, ref string, limit int) (Preview, err
 
 func parsePreview(out []byte) (Preview, error) {
 	var p Preview
-	secs := bytes.Split(out, sectionEnd)
-	if len(secs) != 10 || len(secs[9]) != 0 {
-		return p, fmt.Errorf("git preview: unexpected output: %d sections, want 9: %q", len(secs)-1, truncate(out))
+	secs, err := sections(out, 9, "git preview")
+	if err != nil {
+		return p, err
 	}
 	for i, c := range []*Commit{&p.From, &p.To} {
 		one, err := ParseLog(secs[0])
@@ -129,7 +129,6 @@ func parsePreview(out []byte) (Preview, error) {
 		*c = one[0]
 		secs = secs[1:]
 	}
-	var err error
 	if p.Forward, err = ParseLog(secs[0]); err != nil {
 		return p, err
 	}
@@ -253,9 +252,9 @@ func (r *Repo) Compare(ctx context.Context, from, to string) (forward, back int,
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	secs := bytes.Split(res.Stdout, sectionEnd)
-	if len(secs) != 4 || len(secs[3]) != 0 {
-		return 0, 0, nil, fmt.Errorf("git compare: unexpected output %q", truncate(res.Stdout))
+	secs, err := sections(res.Stdout, 3, "git compare")
+	if err != nil {
+		return 0, 0, nil, err
 	}
 	if forward, err = atoiSection(secs[0]); err != nil {
 		return 0, 0, nil, err

@@ -45,6 +45,16 @@ s
 // sectionEnd ends each section of the status script's output.
 var sectionEnd = []byte("\x1e\x1e\n")
 
+// sections splits a script's output into its n sections, each ended by
+// sectionEnd; what names the script in the error for any other shape.
+func sections(out []byte, n int, what string) ([][]byte, error) {
+	secs := bytes.Split(out, sectionEnd)
+	if len(secs) != n+1 || len(secs[n]) != 0 {
+		return nil, fmt.Errorf("%s: unexpected output: %d sections, want %d: %q", what, len(secs)-1, n, truncate(out))
+	}
+	return secs[:n], nil
+}
+
 // DefaultReflog is how many reflog entries Status reads.
 const DefaultReflog = 20
 
@@ -81,11 +91,10 @@ func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
 // malformed section is an error that names it.
 func ParseStatus(out []byte) (Status, error) {
 	var st Status
-	secs := bytes.Split(out, sectionEnd)
-	if len(secs) != 9 || len(secs[8]) != 0 {
-		return st, fmt.Errorf("git status: unexpected output: %d sections, want 8: %q", len(secs)-1, truncate(out))
+	secs, err := sections(out, 8, "git status")
+	if err != nil {
+		return st, err
 	}
-	var err error
 	if st.Head, err = parseHead(secs[0]); err != nil {
 		return st, err
 	}
