@@ -453,12 +453,6 @@ func (m *Model) gitTitle(w int) string {
 	return titleRule(st, w, "git", p, tail)
 }
 
-// titlePart is a piece of a title line and its tone.
-type titlePart struct {
-	s string
-	t Tone
-}
-
 // partsWidth is the width of the parts' text in cells.
 func partsWidth(ps []titlePart) int {
 	n := 0

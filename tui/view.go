@@ -383,6 +383,12 @@ func (m *Model) logTitle(w int) string {
 	return titleRule(st, w, "log", path, tail)
 }
 
+// titlePart is a piece of a title line and its tone.
+type titlePart struct {
+	s string
+	t Tone
+}
+
 // titleRule is a section's title line, w cells at most: its name, a path
 // (dim), the tail parts, then a rule of dashes to the edge.
 func titleRule(st *Styles, w int, name, path string, tail []titlePart) string {
