@@ -583,6 +583,10 @@ func previewParas(p git.Preview, ref, to string) []para {
 		ps = append(ps, para{text: "dirty files the checkout would overwrite: " + strings.Join(sanitizeAll(p.Blocking), ", ") +
 			"; git will refuse: stash them first", tone: toneCrit})
 	}
+	if len(p.Overwrites) > 0 {
+		ps = append(ps, para{text: "ignored files the target tracks, which git replaces without asking: " + strings.Join(sanitizeAll(p.Overwrites), ", ") +
+			" (saved in the snapshot first)", tone: toneWarn})
+	}
 	return append(ps, para{text: snapshotNote, tone: toneDim})
 }
 

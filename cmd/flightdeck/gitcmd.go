@@ -857,6 +857,12 @@ func printPreview(w io.Writer, st git.Status, p git.Preview) {
 			fmt.Fprintln(w, "  "+s(b))
 		}
 	}
+	if len(p.Overwrites) > 0 {
+		fmt.Fprintf(w, "note: %d ignored file%s the target tracks will be replaced (git does not ask; the snapshot saves them first):\n", len(p.Overwrites), plural(len(p.Overwrites)))
+		for _, o := range p.Overwrites {
+			fmt.Fprintln(w, "  "+s(o))
+		}
+	}
 }
 
 func plural(n int) string {

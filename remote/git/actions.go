@@ -20,7 +20,8 @@ import (
 // failed partway, the Action comes back with Err set and a nil error, and
 // its Snapshot undoes whatever happened.
 
-// act runs do between a snapshot (of the present plus the extra paths)
+// act runs do between a snapshot (of the present plus the extra paths,
+// and those listed in extraFile on the host)
 // and a HEAD read. do gets the snapshot and returns git's words, any
 // conflicted paths, and its error. Lines of git's words that start with
 // "note: " become Action.Notes.
@@ -28,14 +29,14 @@ import (
 // Once the snapshot is taken, the change runs to its end even if ctx is
 // cancelled (a quitting cockpit): a change cut in the middle is the one
 // way an action could leave the checkout half-done.
-func (r *Repo) act(ctx context.Context, op string, args []string, reason string, extra []string, do func(context.Context, Snapshot) (string, []string, error)) (Action, error) {
+func (r *Repo) act(ctx context.Context, op string, args []string, reason, extraFile string, extra []string, do func(context.Context, Snapshot) (string, []string, error)) (Action, error) {
 	a := Action{Op: op, Args: args, Started: time.Now()}
 	before, _, err := r.head(ctx)
 	if err != nil {
 		return a, err
 	}
 	a.From = before
-	snap, err := r.Snapshot(ctx, reason, extra...)
+	snap, err := r.snapshot(ctx, reason, extraFile, extra)
 	if err != nil {
 		return a, fmt.Errorf("%s not done: %w", op, err)
 	}
@@ -56,7 +57,7 @@ func (r *Repo) act(ctx context.Context, op string, args []string, reason string,
 		a.Err = "done, but HEAD could not be read after: " + err.Error()
 	}
 	if snap.Skipped > 0 {
-		a.Notes = append(a.Notes, fmt.Sprintf("%d untracked file(s) of %d MiB or more were not saved in the snapshot (see skipped.list in %s); no action removes them", snap.Skipped, BigFile>>20, snap.Dir))
+		a.Notes = append(a.Notes, fmt.Sprintf("%d untracked file(s) of %d MiB or more were not copied into the snapshot (skipped.list in %s): revert and restore leave them alone", snap.Skipped, BigFile>>20, snap.Dir))
 	}
 	r.prune(dctx)
 	a.Took = time.Since(a.Started)
@@ -140,7 +141,7 @@ func (r *Repo) Checkout(ctx context.Context, ref string) (Action, error) {
 	if _, err := r.clean(ctx, "checkout"); err != nil {
 		return none, err
 	}
-	return r.act(ctx, "checkout", []string{ref}, "checkout "+ref, p.Overwrites, func(ctx context.Context, _ Snapshot) (string, []string, error) {
+	return r.act(ctx, "checkout", []string{ref}, "checkout "+ref, "", p.Overwrites, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		if p.Branch != "" {
 			out, err := r.gitDo(ctx, "checkout", "-q", p.Branch, "--")
 			return out, nil, err
@@ -181,7 +182,7 @@ func (r *Repo) Stash(ctx context.Context, name string, untracked bool) (Action, 
 	if _, err := r.clean(ctx, "stash"); err != nil {
 		return Action{Op: "stash", Args: []string{name}}, err
 	}
-	return r.act(ctx, "stash", []string{name}, "stash "+name, nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
+	return r.act(ctx, "stash", []string{name}, "stash "+name, "", nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		before, _ := r.stashTop(ctx)
 		out, err := r.gitDo(ctx, args...)
 		if err != nil {
@@ -214,15 +215,17 @@ i=$(g stash list --format=%H | awk -v id="$id" '$0 == id { print NR - 1; exit }'
 if [ "$cmd" = drop ]; then g stash drop "stash@{$i}"; exit; fi
 # With --index the staged state comes back too; git refuses that when the
 # index cannot take it, before touching anything: then without.
-if ! g stash "$cmd" --index "stash@{$i}" 2> "$top/.git-fd-stash-err"; then
-  if grep -q -- '--index' "$top/.git-fd-stash-err"; then
-    rm -f -- "$top/.git-fd-stash-err"
-    echo "note: the staged state could not be restored; the changes are back unstaged" >&2
-    g stash "$cmd" "stash@{$i}"; exit
+e=$(mktemp) || exit
+if ! g stash "$cmd" --index "stash@{$i}" 2> "$e"; then
+  if grep -q -- '--index' "$e"; then
+    rm -f -- "$e"
+    # Without --index the staged state is lost: apply, and keep the stash.
+    echo "note: the staged state could not be restored, so the changes are back unstaged and the stash is kept" >&2
+    g stash apply "stash@{$i}"; exit
   fi
-  cat "$top/.git-fd-stash-err" >&2; rm -f -- "$top/.git-fd-stash-err"; exit 1
+  cat -- "$e" >&2; rm -f -- "$e"; exit 1
 fi
-rm -f -- "$top/.git-fd-stash-err"
+rm -f -- "$e"
 `
 
 // StashApply applies the stash whose commit id is id (a full id, as in
@@ -263,7 +266,7 @@ func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) 
 		return none, fmt.Errorf("no stash with commit id %s (dropped already?): %w", id[:12], ErrBadRef)
 	}
 	args := []string{id, st.Stashes[i].Message}
-	return r.act(ctx, op, args, op+" "+st.Stashes[i].Message, nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
+	return r.act(ctx, op, args, op+" "+st.Stashes[i].Message, "", nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		res, err := r.script(ctx, "stash "+cmd, stashScript, r.Path, id, cmd)
 		out := combined(res)
 		if err == nil || cmd == "drop" {
@@ -328,7 +331,7 @@ func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
 			}
 		}
 	}
-	return r.act(ctx, "revert", paths, "revert "+strings.Join(paths, " "), nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
+	return r.act(ctx, "revert", paths, "revert "+strings.Join(paths, " "), "", nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
 		var outs []string
 		if len(tracked) > 0 {
 			out, err := r.gitDo(ctx, append([]string{"--literal-pathspecs", "restore", "--source=HEAD", "--staged", "--worktree", "--"}, tracked...)...)

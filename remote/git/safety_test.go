@@ -205,7 +205,7 @@ func TestBigUntrackedFilesAreNeitherCopiedNorDeleted(t *testing.T) {
 	if err != nil || a.OK() || !strings.Contains(a.Err, "not saved") {
 		t.Fatalf("revert of a big file: %v %+v", err, a)
 	}
-	if len(a.Notes) == 0 || !strings.Contains(a.Notes[0], "not saved") {
+	if len(a.Notes) == 0 || !strings.Contains(a.Notes[0], "not copied") {
 		t.Errorf("notes %q", a.Notes)
 	}
 	snaps, _ := r.Snapshots(ctx)
@@ -224,5 +224,117 @@ func TestBigUntrackedFilesAreNeitherCopiedNorDeleted(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(tr.dir, "small.txt")); string(b) != "small\n" {
 		t.Errorf("small.txt %q", b)
+	}
+}
+
+// onOther makes branch other at c1 plus a commit that tracks name with
+// content, and leaves the checkout on other.
+func onOther(t *testing.T, tr testRepo, name, content string) {
+	t.Helper()
+	gitIn(t, tr.dir, "checkout", "-q", "-b", "other")
+	write(t, tr.dir, name, content)
+	gitIn(t, tr.dir, "add", "-f", name)
+	gitIn(t, tr.dir, "commit", "-q", "-m", "track "+name)
+}
+
+func TestRestoreRefusesToOverwriteABigUntrackedFile(t *testing.T) {
+	tr := newTestRepo(t)
+	write(t, tr.dir, "dump.bin", "small\n")
+	write(t, tr.dir, "README.md", "mine\n")
+	r := open(t, hostCases()[0].host(t), tr.dir)
+	ctx := ctxT(t)
+	a, err := r.Revert(ctx, []string{"README.md"})
+	if err != nil || !a.OK() {
+		t.Fatal(err, a)
+	}
+	big := filepath.Join(tr.dir, "dump.bin")
+	if err := os.Truncate(big, BigFile+10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Restore(ctx, a.Snapshot); !errors.Is(err, ErrRestoreBlocked) || !strings.Contains(err.Error(), "dump.bin") {
+		t.Fatalf("restore over a big file: %v", err)
+	}
+	if fi, _ := os.Stat(big); fi.Size() != BigFile+10 {
+		t.Errorf("big file changed: %d bytes", fi.Size())
+	}
+}
+
+func TestRestoreRefusesToWriteThroughASymlink(t *testing.T) {
+	tr := newTestRepo(t)
+	write(t, tr.dir, "data/notes.txt", "old notes\n")
+	write(t, tr.dir, "README.md", "mine\n")
+	r := open(t, hostCases()[0].host(t), tr.dir)
+	ctx := ctxT(t)
+	a, err := r.Revert(ctx, []string{"README.md"})
+	if err != nil || !a.OK() {
+		t.Fatal(err, a)
+	}
+	shared := t.TempDir()
+	if err := os.Rename(filepath.Join(tr.dir, "data"), filepath.Join(shared, "data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(shared, "data"), filepath.Join(tr.dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, tr.dir, ".git/info/exclude", "data\n")
+	write(t, shared, "data/notes.txt", "new shared notes\n")
+	if _, err := r.Restore(ctx, a.Snapshot); !errors.Is(err, ErrRestoreBlocked) || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("restore through a symlink: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(shared, "data/notes.txt")); string(b) != "new shared notes\n" {
+		t.Errorf("wrote through the symlink: %q", b)
+	}
+}
+
+func TestRestoreSavesTheIgnoredFilesItReplaces(t *testing.T) {
+	tr := newTestRepo(t)
+	onOther(t, tr, "x.log", "tracked in other\n")
+	r := open(t, hostCases()[0].host(t), tr.dir)
+	ctx := ctxT(t)
+	s, err := r.Snapshot(ctx, "on other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, tr.dir, "checkout", "-q", "main")
+	write(t, tr.dir, ".git/info/exclude", "*.log\n")
+	write(t, tr.dir, "x.log", "NEW, today's run\n")
+	a, err := r.Restore(ctx, s.ID)
+	if err != nil || !a.OK() {
+		t.Fatal(err, a)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tr.dir, "x.log")); string(b) != "tracked in other\n" {
+		t.Fatalf("x.log after restore %q", b)
+	}
+	if b, err := r.Restore(ctx, a.Snapshot); err != nil || !b.OK() {
+		t.Fatal(err, b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tr.dir, "x.log")); string(b) != "NEW, today's run\n" {
+		t.Errorf("the ignored x.log was not saved before the restore replaced it: %q", b)
+	}
+}
+
+func TestRestoreOverAnUntrackedFileOfTheSameName(t *testing.T) {
+	tr := newTestRepo(t)
+	onOther(t, tr, "y.txt", "theirs\n")
+	r := open(t, hostCases()[0].host(t), tr.dir)
+	ctx := ctxT(t)
+	s, err := r.Snapshot(ctx, "on other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, tr.dir, "checkout", "-q", "main")
+	write(t, tr.dir, "y.txt", "mine, untracked\n")
+	a, err := r.Restore(ctx, s.ID)
+	if err != nil || !a.OK() {
+		t.Fatalf("%v %+v", err, a)
+	}
+	if got := gitIn(t, tr.dir, "status", "--porcelain"); got != "" {
+		t.Errorf("status after restore %q", got)
+	}
+	if b, err := r.Restore(ctx, a.Snapshot); err != nil || !b.OK() {
+		t.Fatal(err, b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tr.dir, "y.txt")); string(b) != "mine, untracked\n" {
+		t.Errorf("y.txt %q", b)
 	}
 }

@@ -55,10 +55,12 @@ const KeepSnapshots = 50
 //	summary          "FILES UNTRACKED SKIPPED KIB"
 //
 // It prints the summary. Sent on stdin to "sh -s -- TOP GITDIR DIR META BIG
-// EXTRA...". Signals that a dropped connection or a quitting cockpit send
+// EXTRAFILE EXTRA..." (EXTRAFILE: a NUL-separated list of more paths on
+// the host, or ""). A path that is a directory is saved with everything
+// in it (a directory that replaced a tracked file keeps its contents). Signals that a dropped connection or a quitting cockpit send
 // are ignored: a snapshot, once started, completes.
-const snapshotScript = `top=$1 gd=$2 dir=$3 meta=$4 big=$5
-shift 5
+const snapshotScript = `top=$1 gd=$2 dir=$3 meta=$4 big=$5 xf=$6
+shift 6
 trap '' HUP INT TERM PIPE
 g() { git -C "$top" -c core.quotepath=off -c color.ui=false -c diff.noprefix=false -c diff.mnemonicPrefix=false --no-pager "$@"; }
 umask 077
@@ -79,6 +81,7 @@ fi
 g diff ` + diffOpts + ` > "$t/unstaged.patch" || exit
 g ls-files -z -v | xargs -0 sh -c 'for r; do case $r in [a-z]\ *|S\ *) printf "%s\0" "${r#??}";; esac; done' sh >> "$t/tracked.list" || exit
 for p; do printf '%s\0' "$p"; done >> "$t/tracked.list"
+if [ -n "$xf" ] && [ -f "$xf" ]; then cat -- "$xf" >> "$t/tracked.list" || exit; fi
 g ls-files -z -u | xargs -0 sh -c 'for r; do printf "0 0000000000000000000000000000000000000000\t%s\0" "${r#*	}"; done' sh > "$t/unmerged.info" || exit
 g ls-files -z -u >> "$t/unmerged.info" || exit
 for f in MERGE_HEAD MERGE_MSG MERGE_MODE MERGE_RR AUTO_MERGE CHERRY_PICK_HEAD REVERT_HEAD; do
@@ -87,7 +90,7 @@ done
 g ls-files -z --others --exclude-standard > "$t/untracked.all" || exit
 cd -- "$top" || exit
 xargs -0 sh -c 'for p; do if [ -e "$p" ] || [ -h "$p" ]; then printf "%s\0" "$p" >&3; else printf "%s\0" "$p"; fi; done' sh < "$t/tracked.list" > "$t/absent.list" 3> "$t/present.list" || exit
-if [ -s "$t/present.list" ]; then tar --null --no-recursion -T "$t/present.list" -cf "$t/tracked.tar" || exit; fi
+if [ -s "$t/present.list" ]; then tar --null -T "$t/present.list" -cf "$t/tracked.tar" || exit; fi
 xargs -0 sh -c 'b=$1; shift; for p; do if [ -f "$p" ] && [ ! -h "$p" ] && [ "$(wc -c < "$p")" -ge "$b" ]; then printf "%s\0" "$p" >&3; else printf "%s\0" "$p"; fi; done' sh "$big" < "$t/untracked.all" > "$t/untracked.list" 3> "$t/skipped.list" || exit
 rm -f -- "$t/untracked.all"
 if [ -s "$t/untracked.list" ]; then tar --null -T "$t/untracked.list" -cf "$t/untracked.tar" || exit; fi
@@ -132,6 +135,12 @@ func newID(now time.Time) string {
 // unreadable file); a failed snapshot leaves only a .tmp directory, and
 // the caller must not act.
 func (r *Repo) Snapshot(ctx context.Context, reason string, extra ...string) (Snapshot, error) {
+	return r.snapshot(ctx, reason, "", extra)
+}
+
+// snapshot is Snapshot with more paths also read from extraFile on the
+// host (NUL-separated; "" for none).
+func (r *Repo) snapshot(ctx context.Context, reason, extraFile string, extra []string) (Snapshot, error) {
 	now := time.Now()
 	id := newID(now)
 	meta, err := json.Marshal(snapshotMeta{ID: id, Reason: reason, Time: now, Repo: r.Path})
@@ -139,7 +148,7 @@ func (r *Repo) Snapshot(ctx context.Context, reason string, extra ...string) (Sn
 		return Snapshot{}, err
 	}
 	dir := path.Join(r.SnapshotDir, id)
-	args := append([]string{r.Path, r.GitDir, dir, string(meta), strconv.Itoa(BigFile)}, extra...)
+	args := append([]string{r.Path, r.GitDir, dir, string(meta), strconv.Itoa(BigFile), extraFile}, extra...)
 	// Once started, a snapshot completes even if the caller gives up.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
@@ -263,6 +272,42 @@ func (r *Repo) prune(ctx context.Context) {
 // malformed or not on the host.
 var ErrBadSnapshot = errors.New("no such snapshot")
 
+// ErrRestoreBlocked is wrapped by the error of a restore refused before it
+// began: it would overwrite an untracked file too big to save first
+// (BigFile), or write through a symlink to a directory.
+var ErrRestoreBlocked = errors.New("move those paths away first")
+
+// restorePlanScript lists, NUL-separated in DIR.overwrite, the paths that
+// exist now and that restoring snapshot DIR will write over: those its
+// HEAD adds against the present HEAD and those it holds the bytes of. It
+// prints a line per problem: "X: a symlink to a directory (the restore
+// would write through it)" and "X: an untracked file of BIG bytes or more
+// (it cannot be saved first)". Sent on stdin to "sh -s -- TOP DIR BIG".
+const restorePlanScript = `top=$1 dir=$2 big=$3
+g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
+head=$(cat "$dir/HEAD") || exit
+cd -- "$top" || exit
+{
+  if [ -n "$head" ]; then g diff --no-ext-diff --no-renames --name-only -z --diff-filter=A HEAD "$head" || exit; fi
+  cat -- "$dir/present.list" "$dir/untracked.list" 2>/dev/null
+} | xargs -0 sh -c '
+  for p; do
+    if [ -e "$p" ] || [ -h "$p" ]; then printf "%s\0" "$p"; fi
+    d=$p
+    while case $d in */*) d=${d%/*}; true;; *) false;; esac; do
+      if [ -h "$d" ]; then printf "%s: a symlink to a directory (the restore would write through it)\n" "$d" >&2; break; fi
+    done
+  done' sh > "$dir.overwrite" 2> "$dir.problems" || exit
+g ls-files -z --others --exclude-standard | xargs -0 sh -c 'b=$1 ow=$2; shift 2
+  for p; do
+    if [ -f "$p" ] && [ ! -h "$p" ] && [ "$(wc -c < "$p")" -ge "$b" ] && tr "\000" "\n" < "$ow" | grep -Fxq -- "$p"; then
+      printf "%s: an untracked file of %s bytes or more (it cannot be saved first)\n" "$p" "$b"
+    fi
+  done' sh "$big" "$dir.overwrite" >> "$dir.problems" || exit
+sort -u "$dir.problems"
+rm -f -- "$dir.problems"
+`
+
 // restoreScript puts the checkout back in the state saved in DIR, after
 // the caller saved the present in PRE:
 //   - HEAD: the saved branch when it still points at the saved commit, else
@@ -283,25 +328,36 @@ var ErrBadSnapshot = errors.New("no such snapshot")
 const restoreScript = `top=$1 gd=$2 dir=$3 pre=$4
 trap '' HUP INT TERM PIPE
 g() { git -C "$top" -c core.quotepath=off -c color.ui=false --no-pager "$@"; }
+# A git status in another pane holds index.lock for a moment: wait it out.
+wl() { n=0; while [ -e "$gd/index.lock" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done; }
+w() {
+  wl
+  "$@" && return
+  n=0
+  while [ $n -lt 20 ]; do sleep 0.1; "$@" 2>/dev/null && return; n=$((n + 1)); done
+  "$@"
+}
 [ -f "$dir/summary" ] || { echo "no snapshot $dir" >&2; exit 4; }
 head=$(cat "$dir/HEAD") && branch=$(cat "$dir/BRANCH") || exit
 if [ -z "$head" ]; then echo "snapshot of a branch without commits: restore it by hand from $dir" >&2; exit 1; fi
 g rev-parse -q --verify "$head^{commit}" >/dev/null || { echo "commit $head is no longer in the repository" >&2; exit 1; }
 cur=$(g rev-parse -q --verify HEAD) curb=$(g symbolic-ref -q HEAD)
+# The present's untracked files go first (PRE saved them; the big ones it
+# skipped stay): after the checkout the same path may be a tracked file.
+if [ -s "$pre/untracked.list" ]; then (cd -- "$top" && xargs -0 rm -rf -- < "$pre/untracked.list") || exit; fi
 if [ -n "$branch" ] && [ "$(g rev-parse -q --verify "$branch")" = "$head" ]; then
-  if [ "$cur" != "$head" ] || [ "$curb" != "$branch" ]; then g checkout -q -f "${branch#refs/heads/}" -- || exit; fi
+  if [ "$cur" != "$head" ] || [ "$curb" != "$branch" ]; then w g checkout -q -f "${branch#refs/heads/}" -- || exit; fi
 else
   if [ -n "$branch" ]; then echo "note: ${branch#refs/heads/} has moved since the snapshot: restored at ${head%"${head#???????}"}, detached" >&2; fi
-  if [ "$cur" != "$head" ] || [ -n "$curb" ]; then g checkout -q -f --detach "$head" -- || exit; fi
+  if [ "$cur" != "$head" ] || [ -n "$curb" ]; then w g checkout -q -f --detach "$head" -- || exit; fi
 fi
-g read-tree --reset -u HEAD || exit
-if [ -s "$pre/untracked.list" ]; then (cd -- "$top" && xargs -0 rm -rf -- < "$pre/untracked.list") || exit; fi
+w g read-tree --reset -u HEAD || exit
 for f in MERGE_HEAD MERGE_MSG MERGE_MODE MERGE_RR AUTO_MERGE CHERRY_PICK_HEAD REVERT_HEAD; do rm -f -- "$gd/$f"; done
 if [ -d "$dir/gitstate" ]; then for f in "$dir"/gitstate/*; do [ -f "$f" ] && cp -p -- "$f" "$gd/"; done; fi
 if grep -q '^diff --git ' "$dir/staged.patch"; then
-  g apply --cached --binary --whitespace=nowarn "$dir/staged.patch" || echo "note: the staged changes could not be put back in the index (the files themselves are restored)" >&2
+  w g apply --cached --binary --whitespace=nowarn "$dir/staged.patch" || echo "note: the staged changes could not be put back in the index (the files themselves are restored)" >&2
 fi
-if [ -s "$dir/unmerged.info" ]; then g update-index -z --index-info < "$dir/unmerged.info" || echo "note: the conflict stages could not be put back in the index" >&2; fi
+if [ -s "$dir/unmerged.info" ]; then wl; g update-index -z --index-info < "$dir/unmerged.info" || echo "note: the conflict stages could not be put back in the index" >&2; fi
 if [ -s "$dir/present.list" ]; then tar -xpf "$dir/tracked.tar" -C "$top" || exit; fi
 if [ -s "$dir/absent.list" ]; then (cd -- "$top" && xargs -0 rm -f -- < "$dir/absent.list") || exit; fi
 if [ -s "$dir/untracked.list" ]; then tar -xpf "$dir/untracked.tar" -C "$top" || exit; fi
@@ -347,7 +403,23 @@ func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 		}
 		return Action{Op: "restore", Args: []string{id}}, err
 	}
-	return r.act(ctx, "restore", []string{id}, "restore "+id, nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
+	// What the restore will write over: saved first, with the present. A
+	// path it cannot save first (a big untracked file) or would reach
+	// through a symlinked directory refuses the restore.
+	res, err := r.script(ctx, "restore", restorePlanScript, r.Path, dir, strconv.Itoa(BigFile))
+	if err != nil {
+		return Action{Op: "restore", Args: []string{id}}, err
+	}
+	if problems := strings.TrimSpace(string(res.Stdout)); problems != "" {
+		return Action{Op: "restore", Args: []string{id}}, fmt.Errorf("restore of %s refused: %s: %w", id, strings.ReplaceAll(problems, "\n", "; "), ErrRestoreBlocked)
+	}
+	overwrite := dir + ".overwrite"
+	defer func() {
+		if rm, err := remote.Command("rm", "-f", "--", overwrite); err == nil {
+			_, _ = r.Host.Run(context.WithoutCancel(ctx), rm, nil)
+		}
+	}()
+	return r.act(ctx, "restore", []string{id}, "restore "+id, overwrite, nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
 		res, err := r.script(ctx, "restore", restoreScript, r.Path, r.GitDir, dir, pre.Dir)
 		out := combined(res)
 		var ge *GitError

@@ -72,7 +72,7 @@ func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
 	res, err := r.script(ctx, "status", statusScript, r.Path, r.GitDir, strconv.Itoa(reflog))
 	var ge *GitError
 	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "'HEAD'") {
-		return Status{}, fmt.Errorf("%s has no commits yet: commit once, then flightdeck can show and protect it: %w", r.Path, err)
+		return Status{}, fmt.Errorf("%s has no commits yet: commit once, then flightdeck can show and protect it", r.Path)
 	}
 	if err != nil {
 		return Status{}, err
