@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -302,7 +303,7 @@ func (g *Git) do(ctx context.Context, act func(*git.Repo) (git.Action, error)) (
 	}
 	g.publish(time.Now(), a)
 	g.undoMu.Lock()
-	g.undo, g.undoWhy, g.undoSeen = a.Snapshot, a.Op+" "+joinArgs(a.Args), true
+	g.undo, g.undoWhy, g.undoSeen = a.Snapshot, actionText(a), true
 	g.undoMu.Unlock()
 	// The aftermath is read even if the caller gave up: the panel and the
 	// poll's baseline must show where the action left the checkout.
@@ -316,6 +317,16 @@ func (g *Git) do(ctx context.Context, act func(*git.Repo) (git.Action, error)) (
 		g.publish(time.Now(), st)
 	}
 	return a, err
+}
+
+// actionText names an action for the undo prompt: "checkout 3207427",
+// "stash pop On main: nccl exp", "revert a.py b.py".
+func actionText(a git.Action) string {
+	op := strings.ReplaceAll(a.Op, "-", " ")
+	if strings.HasPrefix(a.Op, "stash-") && len(a.Args) == 2 {
+		return op + " " + a.Args[1] // the stash's message, not its commit id
+	}
+	return op + " " + joinArgs(a.Args)
 }
 
 func joinArgs(args []string) string {
