@@ -329,18 +329,16 @@ func actionText(a git.Action) string {
 	return op + " " + joinArgs(a.Args)
 }
 
+// joinArgs joins an action's arguments, commit ids abbreviated.
 func joinArgs(args []string) string {
-	out := ""
+	words := make([]string, len(args))
 	for i, a := range args {
-		if i > 0 {
-			out += " "
+		if git.IsCommitID(a) {
+			a = git.ShortID(a)
 		}
-		if len(a) == 40 || len(a) == 64 {
-			a = a[:12]
-		}
-		out += a
+		words[i] = a
 	}
-	return out
+	return strings.Join(words, " ")
 }
 
 // Checkout checks out ref (git.Repo.Checkout).

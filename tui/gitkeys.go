@@ -390,7 +390,7 @@ func stashDone(op string, args []string) string {
 	verb := map[string]string{"stash-apply": "applied", "stash-pop": "popped", "stash-drop": "dropped"}[op]
 	s := verb + " " + stashName(args)
 	if op == "stash-drop" && len(args) > 1 && args[1] != "" {
-		s += " (commit " + shortID(args[0]) + ")"
+		s += " (commit " + git.ShortID(args[0]) + ")"
 	}
 	return s
 }

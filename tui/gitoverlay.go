@@ -194,7 +194,7 @@ func (m *Model) confirmStashOp(op string) {
 		c.title, c.verb, c.frame = "drop stash", "drop", toneCrit
 		c.paras = []para{{text: "Drop " + desc + "?"},
 			{text: "Its commit " + sanitizeString(id) + " stays recoverable from the snapshot.", tone: toneWarn}}
-		done, doing = "dropped "+ref+" (commit "+shortID(sanitizeString(id))+")", "dropping "+ref
+		done, doing = "dropped "+ref+" (commit "+git.ShortID(sanitizeString(id))+")", "dropping "+ref
 	}
 	if call == nil {
 		call = func(ctx context.Context, g GitControl) (git.Action, error) { return g.StashDrop(ctx, id) }
@@ -428,7 +428,7 @@ func (m *Model) coItems() []coItem {
 		for _, e := range m.git.st.Reflog {
 			short := sanitizeString(e.Short)
 			if short == "" {
-				short = shortID(sanitizeString(e.ID))
+				short = git.ShortID(sanitizeString(e.ID))
 			}
 			add(e.ID, short+"  "+padRight(gitAge(m.now, e.Time), 4)+"  "+sanitizeString(e.Message))
 		}
@@ -529,7 +529,7 @@ func (m *Model) checkoutPreview(r GitPreviewMsg) {
 	p := r.Preview
 	to := sanitizeString(p.To.Short)
 	if to == "" {
-		to = shortID(sanitizeString(p.To.ID))
+		to = git.ShortID(sanitizeString(p.To.ID))
 	}
 	label := to
 	if p.Branch != "" {
@@ -559,7 +559,7 @@ func previewParas(p git.Preview, ref, to string) []para {
 		where = " (branch " + sanitizeString(p.Branch) + ")"
 	}
 	head := "checkout " + ref + arrow + to
-	if isCommitID(p.Target) || sanitizeString(p.Target) == to { // a commit picked from the list: no need to say it twice
+	if git.IsCommitID(p.Target) || sanitizeString(p.Target) == to { // a commit picked from the list: no need to say it twice
 		head = "checkout " + to
 	}
 	ps := []para{{text: head + " " + sanitizeString(p.To.Subject) + where, tone: toneTitle}}
@@ -605,7 +605,7 @@ func commitList(ps []para, head, sign string, tn tone, cs []git.Commit, total in
 		}
 		short := sanitizeString(c.Short)
 		if short == "" {
-			short = shortID(sanitizeString(c.ID))
+			short = git.ShortID(sanitizeString(c.ID))
 		}
 		ps = append(ps, para{text: sign + short + " " + sanitizeString(c.Subject), tone: tn, indent: 2, cut: true})
 	}
@@ -711,7 +711,7 @@ func (m *Model) snapshotsLoaded(r GitSnapshotsMsg) {
 // snapLine is a snapshot's row: "20261129-215807-3f9a  2h  checkout
 // 3207427  HEAD bba2fc4 main  4 files".
 func (m *Model) snapLine(s git.Snapshot) string {
-	head := "HEAD " + shortID(sanitizeString(s.Head))
+	head := "HEAD " + git.ShortID(sanitizeString(s.Head))
 	if s.Branch != "" {
 		head += " " + sanitizeString(s.Branch)
 	}

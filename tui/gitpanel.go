@@ -280,29 +280,6 @@ func gitAge(now, t time.Time) string {
 	return strconv.FormatInt(s/86400, 10) + "d"
 }
 
-// shortID is the first 7 characters of a commit id, for ids git did not
-// abbreviate for us.
-func shortID(id string) string {
-	if len(id) > 7 {
-		return id[:7]
-	}
-	return id
-}
-
-// isCommitID reports a full commit id: 40 (SHA-1) or 64 (SHA-256) hex
-// digits.
-func isCommitID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // baseNames lists the base names of paths, the first n then "+K more"
 // (K counted from total when it is larger than the list).
 func baseNames(paths []string, total, n int) string {
@@ -547,8 +524,8 @@ func (m *Model) lastActionText() string {
 	args := make([]string, len(a.Args))
 	for i, x := range a.Args {
 		args[i] = x
-		if isCommitID(x) {
-			args[i] = shortID(x)
+		if git.IsCommitID(x) {
+			args[i] = git.ShortID(x)
 		}
 	}
 	what := strings.Join(args, " ")
@@ -606,7 +583,7 @@ func stashName(args []string) string {
 	case len(args) > 1 && args[1] != "":
 		return `stash "` + args[1] + `"`
 	case len(args) > 0:
-		return "stash " + shortID(args[0])
+		return "stash " + git.ShortID(args[0])
 	}
 	return "stash"
 }
@@ -753,7 +730,7 @@ func (m *Model) gitReflog(out []gitLine, w int) []gitLine {
 		row := base + i
 		short := sanitizeString(e.Short)
 		if short == "" {
-			short = shortID(sanitizeString(e.ID))
+			short = git.ShortID(sanitizeString(e.ID))
 		}
 		line := m.cursorMark(row) + "  " + m.rowText(row, short) + "  " + st.Dim.Render(padRight(gitAge(m.now, e.Time), 4)) +
 			"  " + m.rowText(row, sanitizeString(e.Message))

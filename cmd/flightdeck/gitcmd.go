@@ -168,7 +168,7 @@ func (t *gitTarget) report(a git.Action, done string) error {
 		}
 	}
 	if a.From != "" && a.To != "" && a.From != a.To {
-		fmt.Fprintf(w, "HEAD moved: %s -> %s\n", short(a.From), short(a.To))
+		fmt.Fprintf(w, "HEAD moved: %s -> %s\n", git.ShortID(a.From), git.ShortID(a.To))
 	}
 	if a.Snapshot != "" {
 		fmt.Fprintf(w, "the tree as it was before is in snapshot %s\nundo: %s\n", a.Snapshot, t.undo(a.Snapshot))
@@ -487,7 +487,7 @@ func printGitStatus(w io.Writer, st git.Status, reflog int, now time.Time) {
 
 func printStashes(w io.Writer, stashes []git.Stash, now time.Time) {
 	for _, st := range stashes {
-		fmt.Fprintf(w, "  %-10s %s  %-8s  %s\n", st.Ref(), short(st.ID), ago(st.Time, now), sanitize.String(st.Message))
+		fmt.Fprintf(w, "  %-10s %s  %-8s  %s\n", st.Ref(), git.ShortID(st.ID), ago(st.Time, now), sanitize.String(st.Message))
 	}
 }
 
@@ -501,14 +501,6 @@ func diffstat(f git.File) string {
 		return ""
 	}
 	return fmt.Sprintf("+%d -%d", f.Added, f.Deleted)
-}
-
-// short abbreviates a full commit id for display.
-func short(id string) string {
-	if len(id) > 7 {
-		return id[:7]
-	}
-	return id
 }
 
 // ago says how long before now t was: "42s ago", "5m ago", "3h ago",
@@ -707,7 +699,7 @@ as it was before, and brings back a dropped stash.`,
 				return err
 			}
 			done := map[string]string{"apply": "applied", "pop": "popped", "drop": "dropped"}[verb]
-			return t.report(a, fmt.Sprintf("%s %s (%s): %s", done, s.Ref(), short(s.ID), sanitize.String(s.Message)))
+			return t.report(a, fmt.Sprintf("%s %s (%s): %s", done, s.Ref(), git.ShortID(s.ID), sanitize.String(s.Message)))
 		}),
 	}
 	f.add(cmd)
@@ -719,7 +711,7 @@ as it was before, and brings back a dropped stash.`,
 // printStashOp says what a stash apply, pop or drop of s will do, before
 // it is confirmed.
 func printStashOp(w io.Writer, verb string, s git.Stash, repo string) {
-	fmt.Fprintf(w, "%s %s (%s) in %s: %s\n", verb, s.Ref(), short(s.ID), sanitize.String(repo), sanitize.String(s.Message))
+	fmt.Fprintf(w, "%s %s (%s) in %s: %s\n", verb, s.Ref(), git.ShortID(s.ID), sanitize.String(repo), sanitize.String(s.Message))
 	switch verb {
 	case "apply":
 		fmt.Fprintln(w, "  applies it to the worktree; the stash is kept")
@@ -750,7 +742,7 @@ func resolveStash(ctx context.Context, r *git.Repo, stashes []git.Stash, arg, al
 			return s, nil
 		}
 	}
-	return git.Stash{}, refusedf("%q is commit %s, not one of the %d stash%s (list them: flightdeck git stash %s)", arg, short(id), len(stashes), map[bool]string{true: "", false: "es"}[len(stashes) == 1], alias)
+	return git.Stash{}, refusedf("%q is commit %s, not one of the %d stash%s (list them: flightdeck git stash %s)", arg, git.ShortID(id), len(stashes), map[bool]string{true: "", false: "es"}[len(stashes) == 1], alias)
 }
 
 func newGitCheckoutCmd() *cobra.Command {
@@ -813,9 +805,9 @@ of them is saved first, and the undo command printed.`,
 
 func headText(id, branch string) string {
 	if branch == "" {
-		return short(id) + " (detached)"
+		return git.ShortID(id) + " (detached)"
 	}
-	return short(id) + " on " + sanitize.String(branch)
+	return git.ShortID(id) + " on " + sanitize.String(branch)
 }
 
 func printPreview(w io.Writer, st git.Status, p git.Preview) {
@@ -995,7 +987,7 @@ untracked, bytes, dir}.`,
 			now := time.Now()
 			fmt.Fprintf(w, "%-24s  %-8s  %-7s  %-12s  %5s  %9s  %s\n", "ID", "AGE", "HEAD", "BRANCH", "FILES", "SIZE", "REASON")
 			for _, s := range snaps {
-				fmt.Fprintf(w, "%-24s  %-8s  %-7s  %-12s  %5d  %9s  %s\n", s.ID, ago(s.Time, now), short(s.Head),
+				fmt.Fprintf(w, "%-24s  %-8s  %-7s  %-12s  %5d  %9s  %s\n", s.ID, ago(s.Time, now), git.ShortID(s.Head),
 					orDash(sanitize.String(s.Branch)), s.Files, sizeText(s.Bytes), sanitize.String(s.Reason))
 			}
 			return nil

@@ -100,7 +100,7 @@ func (r *Repo) head(ctx context.Context) (id, branch string, err error) {
 		return "", "", wrapErr([]string{"rev-parse"}, res, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
-	if !isHexID(lines[0]) {
+	if !IsCommitID(lines[0]) {
 		return "", "", fmt.Errorf("git rev-parse HEAD: unexpected output %q", truncate(res.Stdout))
 	}
 	if len(lines) > 1 {
@@ -248,7 +248,7 @@ func (r *Repo) StashDrop(ctx context.Context, id string) (Action, error) {
 
 func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) {
 	none := Action{Op: op, Args: []string{id}}
-	if !isHexID(id) {
+	if !IsCommitID(id) {
 		return none, fmt.Errorf("%q is not a stash commit id (40 hex digits): %w", id, ErrBadRef)
 	}
 	var st Status

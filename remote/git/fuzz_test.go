@@ -84,7 +84,7 @@ func FuzzParseLogAndPreview(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if cs, err := ParseLog(b); err == nil {
 			for _, c := range cs {
-				if !isHexID(c.ID) {
+				if !IsCommitID(c.ID) {
 					t.Fatalf("bad id %q", c.ID)
 				}
 			}

@@ -34,7 +34,7 @@ func ParseLog(b []byte) ([]Commit, error) {
 	for _, e := range records(b) {
 		e = bytes.TrimPrefix(e, []byte("\n"))
 		f := bytes.SplitN(e, []byte{0x1f}, 6)
-		if len(f) != 6 || !isHexID(string(f[0])) {
+		if len(f) != 6 || !IsCommitID(string(f[0])) {
 			return out, fmt.Errorf("git log: unexpected entry %q", truncate(e))
 		}
 		t, err := unixTime(f[2])
@@ -245,7 +245,7 @@ s
 // Status carry). Errors: ErrBadRef for another string, the host's error,
 // a *GitError (e.g. a commit pruned since).
 func (r *Repo) Compare(ctx context.Context, from, to string) (forward, back int, files []string, err error) {
-	if !isHexID(from) || !isHexID(to) {
+	if !IsCommitID(from) || !IsCommitID(to) {
 		return 0, 0, nil, fmt.Errorf("compare %q %q: want full commit ids: %w", from, to, ErrBadRef)
 	}
 	res, err := r.script(ctx, "rev-list", compareScript, r.Path, from, to)

@@ -221,13 +221,15 @@ func (r *Repo) Resolve(ctx context.Context, ref string) (string, error) {
 		return "", err
 	}
 	id := strings.TrimSpace(string(out))
-	if !isHexID(id) {
+	if !IsCommitID(id) {
 		return "", fmt.Errorf("%q: rev-parse printed %q: %w", ref, truncate(out), ErrBadRef)
 	}
 	return id, nil
 }
 
-func isHexID(s string) bool {
+// IsCommitID reports a full commit id: 40 (SHA-1) or 64 (SHA-256)
+// lower-case hex digits, as git prints them.
+func IsCommitID(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
@@ -238,6 +240,15 @@ func isHexID(s string) bool {
 		}
 	}
 	return true
+}
+
+// ShortID abbreviates a commit id to 7 characters for display, where git
+// did not abbreviate it.
+func ShortID(id string) string {
+	if len(id) > 7 {
+		return id[:7]
+	}
+	return id
 }
 
 // CheckPath refuses a repository path before git sees it: empty, absolute,

@@ -121,7 +121,7 @@ func ParseStatus(out []byte) (Status, error) {
 // parseHead parses "%H\x1f%h\x1f%ct\x1f%an\x1f%s\n".
 func parseHead(b []byte) (Commit, error) {
 	f := bytes.SplitN(bytes.TrimSuffix(b, []byte("\n")), []byte{0x1f}, 5)
-	if len(f) != 5 || !isHexID(string(f[0])) || len(f[1]) < 4 {
+	if len(f) != 5 || !IsCommitID(string(f[0])) || len(f[1]) < 4 {
 		return Commit{}, fmt.Errorf("git log: unexpected HEAD line %q", truncate(b))
 	}
 	t, err := unixTime(f[2])
@@ -246,7 +246,7 @@ func parseStashes(b []byte) ([]Stash, error) {
 	var out []Stash
 	for n, e := range records(b) {
 		f := bytes.SplitN(e, []byte{0x1f}, 3)
-		if len(f) != 3 || !isHexID(string(f[0])) {
+		if len(f) != 3 || !IsCommitID(string(f[0])) {
 			return out, fmt.Errorf("git stash list: unexpected entry %q", truncate(e))
 		}
 		t, err := unixTime(f[1])
@@ -264,7 +264,7 @@ func parseReflog(b []byte) ([]RefEntry, error) {
 	var out []RefEntry
 	for _, e := range records(b) {
 		f := bytes.SplitN(e, []byte{0x1f}, 4)
-		if len(f) != 4 || !isHexID(string(f[0])) {
+		if len(f) != 4 || !IsCommitID(string(f[0])) {
 			return out, fmt.Errorf("git reflog: unexpected entry %q", truncate(e))
 		}
 		sel := string(f[2])
