@@ -83,9 +83,13 @@ func (r *Repo) clean(ctx context.Context, op string) (Status, error) {
 		}
 	}
 	if len(un) > 0 {
-		return st, fmt.Errorf("%s: %s unmerged — resolve (edit, then git add), revert the file, or undo first: %w", op, strings.Join(un, ", "), ErrUnmerged)
+		return st, unmergedError(op, un)
 	}
 	return st, nil
+}
+
+func unmergedError(op string, paths []string) error {
+	return fmt.Errorf("%s: %s unmerged — resolve (edit, then git add), revert the file, or undo first: %w", op, strings.Join(paths, ", "), ErrUnmerged)
 }
 
 // head returns HEAD's commit id and the checked-out branch ("" detached).
@@ -138,8 +142,8 @@ func (r *Repo) Checkout(ctx context.Context, ref string) (Action, error) {
 	if err != nil {
 		return none, err
 	}
-	if _, err := r.clean(ctx, "checkout"); err != nil {
-		return none, err
+	if len(p.Unmerged) > 0 {
+		return none, unmergedError("checkout", p.Unmerged)
 	}
 	return r.act(ctx, "checkout", []string{ref}, "checkout "+ref, "", p.Overwrites, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		if p.Branch != "" {

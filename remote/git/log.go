@@ -155,6 +155,9 @@ func parsePreview(out []byte) (Preview, error) {
 	isDirty := make(map[string]bool, len(dirty))
 	for _, f := range dirty {
 		isDirty[f.Path] = true
+		if f.Conflicted() {
+			p.Unmerged = append(p.Unmerged, f.Path)
+		}
 		if changed[f.Path] || (f.Orig != "" && changed[f.Orig]) {
 			p.Blocking = append(p.Blocking, f.Path)
 		}

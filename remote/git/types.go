@@ -144,6 +144,9 @@ type Preview struct {
 	// Blocking are dirty paths that the checkout would have to overwrite:
 	// git refuses the checkout while they are dirty (stash them first).
 	Blocking []string
+	// Unmerged are paths with conflict stages: git refuses any checkout
+	// until they are resolved, and so does Checkout.
+	Unmerged []string
 	// Overwrites are ignored files in the worktree that the target tracks:
 	// git replaces them without asking. Checkout saves them in its
 	// snapshot first.
