@@ -169,6 +169,9 @@ func launchUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "launch"); why != "" {
 		return why
 	}
+	if m.git.doing != "" {
+		return "git is busy (" + m.git.doing + "): a server launched now would load a half-changed checkout"
+	}
 	return notConnected(m)
 }
 

@@ -1301,7 +1301,7 @@ func TestGitMovedBanner(t *testing.T) {
 		{"branch and commit", with(pull, func(m *git.Moved) { m.Action, m.ToBranch = "checkout", "" }), 1,
 			"HEAD moved bba2fc4 -> 3207427 (git checkout, branch main -> detached, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
 		{"branch only", git.Moved{From: hexID('3'), To: hexID('3'), FromShort: "3207427", ToShort: "3207427", FromBranch: "main", ToBranch: "feature", Action: "checkout"}, 1,
-			"HEAD moved: branch main -> feature (git checkout)" + keys, "HEAD moved: branch main -> feature  g/esc"},
+			"branch changed outside flightdeck: main -> feature (HEAD 3207427 as before) (git checkout)" + keys, "branch changed outside flightdeck: main -> feature (HEAD 3207427 as before)  g/esc"},
 		{"worktree", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 3,
 			DirtyChanged: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "foo.py"}}, 1,
 			"worktree changed outside flightdeck: pynccl.py, foo.py (3 dirty files now)" + keys, "worktree changed outside flightdeck (3 dirty files now)  g/esc"},
@@ -1315,13 +1315,13 @@ func TestGitMovedBanner(t *testing.T) {
 			"worktree clean again (changed outside flightdeck: nccl.md)" + keys, "worktree clean again  g/esc"},
 		{"worktree clean again, many", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 5, DirtyAfter: 0,
 			DirtyChanged: []string{"a/1.py", "a/2.py", "a/3.py", "a/4.py", "a/5.py"}}, 2,
-			"worktree clean again (changed outside flightdeck: 1.py, 2.py, 3.py +2 more) (2 changes)" + keys, "worktree clean again (2 changes)  g/esc"},
+			"worktree clean again (changed outside flightdeck: 1.py, 2.py, 3.py +2 more) (2 changes since dismissed)" + keys, "worktree clean again (2 changes since dismissed)  g/esc"},
 		{"worktree clean again, no names", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 1}, 1,
 			"worktree clean again (changed outside flightdeck)" + keys, ""},
 		{"HEAD moved, tree clean: not 'clean again'", with(pull, func(m *git.Moved) { m.DirtyBefore, m.DirtyAfter = 2, 0 }), 1,
 			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
-		{"several", pull, 2, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py) (2 changes)" + keys,
-			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits) (2 changes)  g/esc"},
+		{"several", pull, 2, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py) (2 changes since dismissed)" + keys,
+			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits) (2 changes since dismissed)  g/esc"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1351,7 +1351,7 @@ func TestGitMovedAcknowledged(t *testing.T) {
 	}
 	press(m, "j") // any other key leaves it
 	send(m, ev(6*time.Second, mv))
-	if l := screenLines(m)[1]; !strings.Contains(l, "(2 changes)") {
+	if l := screenLines(m)[1]; !strings.Contains(l, "(2 changes since dismissed)") {
 		t.Errorf("second move: %q", l)
 	}
 	press(m, "esc")
@@ -1539,5 +1539,29 @@ func TestGitQuitWhileServerBusyToo(t *testing.T) {
 	}
 	if !isQuit(press(m, "q")) {
 		t.Error("q did not quit")
+	}
+}
+
+// A launch while a git action changes the checkout would start the server
+// on a half-changed tree: L waits for git.
+func TestGitBusyRefusesLaunch(t *testing.T) {
+	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{Control: newFake()})
+	send(m, ev(5*time.Second, readyStatus()))
+	openGit(t, m)
+	press(m, "P")
+	cmd := press(m, "y")
+	if cmd == nil || m.git.doing == "" {
+		t.Fatal("no git action in flight")
+	}
+	press(m, "L")
+	if m.modal == modalLaunch || !strings.HasPrefix(m.Status(), "git is busy (") {
+		t.Fatalf("L during a git action: modal %v, status %q", m.modal, m.Status())
+	}
+	for _, msg := range run(cmd) {
+		m.Update(msg)
+	}
+	press(m, "L")
+	if m.modal != modalLaunch {
+		t.Errorf("L after the git action: status %q", m.Status())
 	}
 }

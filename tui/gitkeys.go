@@ -435,7 +435,8 @@ const arrow = " -> "
 //	HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)  g/esc
 //	HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits)  g/esc
 //
-// and likewise "HEAD moved: branch main -> feature (git checkout)" when
+// and likewise "branch changed outside flightdeck: main -> feature (HEAD
+// 3207427 as before) (git checkout)" when
 // only the branch changed, and "worktree changed outside flightdeck:
 // pynccl.py, foo.py (3 dirty files now)" when only the dirty set did, or
 // "worktree clean again (changed outside flightdeck: nccl.md)" when that
@@ -454,7 +455,7 @@ const movedKeys, movedKeysBrief = "  (g: git panel, esc: dismiss)", "  g/esc"
 func movedText(mv git.Moved, n, files int) (text, short string) {
 	more := ""
 	if n > 1 {
-		more = " (" + strconv.Itoa(n) + " changes)"
+		more = " (" + strconv.Itoa(n) + " changes since dismissed)"
 	}
 	branch := ""
 	if mv.FromBranch != mv.ToBranch {
@@ -481,7 +482,7 @@ func movedText(mv git.Moved, n, files int) (text, short string) {
 		}
 		return text + more, head + now + more
 	case mv.From == mv.To:
-		head := "HEAD moved: " + branch
+		head := "branch changed outside flightdeck: " + orDetached(mv.FromBranch) + arrow + orDetached(mv.ToBranch) + " (HEAD " + mv.ToShort + " as before)"
 		return head + paren(how) + more, head + more
 	}
 	head := "HEAD moved " + mv.FromShort + arrow + mv.ToShort

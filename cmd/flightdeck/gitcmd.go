@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -203,7 +204,8 @@ func gitRunE(run func(cmd *cobra.Command, args []string) error) func(*cobra.Comm
 		switch {
 		case err == nil || errors.As(err, &ec):
 			return err
-		case errors.As(err, &refused) || errors.As(err, &notRepo) || errors.Is(err, git.ErrBadRef) || errors.Is(err, git.ErrBadPath):
+		case errors.As(err, &refused) || errors.As(err, &notRepo) || errors.Is(err, git.ErrBadRef) || errors.Is(err, git.ErrBadPath) ||
+			errors.Is(err, git.ErrBadSnapshot) || errors.Is(err, git.ErrNoCommits) || errors.Is(err, git.ErrUnmerged) || errors.Is(err, git.ErrRestoreBlocked):
 			fmt.Fprintln(cmd.ErrOrStderr(), "flightdeck:", sanitize.String(err.Error()))
 			return exitCode(exitRefused)
 		}
@@ -249,7 +251,8 @@ repository root.
 Exit statuses: 0 success; 1 failure (git's words are printed, e.g. a stash
 conflict) or not confirmed; 2 input refused before anything runs: a ref
 naming no commit, a bad path, an unknown stash or snapshot, no repository
-(or one that is not a git checkout), a usage error.`,
+(or one that is not a git checkout, or has no commits), unmerged paths, a
+restore that would write over what it cannot save first, a usage error.`,
 		Example: `  flightdeck git status gpu-box
   flightdeck git checkout gpu-box origin/main
   flightdeck git stash gpu-box push "before pull" -u
@@ -723,12 +726,24 @@ func printStashOp(w io.Writer, verb string, s git.Stash, repo string) {
 	fmt.Fprintln(w, "  a snapshot of the tree is saved first")
 }
 
+// The forms of STASH: stash@{N}, N (at most 3 digits, so that an all-digit
+// short commit id is not taken for an index), or a commit id.
+var (
+	stashRef   = regexp.MustCompile(`^stash@\{[0-9]{1,3}\}$`)
+	stashIndex = regexp.MustCompile(`^[0-9]{1,3}$`)
+	stashID    = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
+)
+
 // resolveStash finds the stash that arg names: stash@{N}, N, or a commit
 // id that must be one of the stashes'.
 func resolveStash(ctx context.Context, r *git.Repo, stashes []git.Stash, arg, alias string) (git.Stash, error) {
 	ref := arg
-	if len(arg) > 0 && len(arg) < 4 && strings.Trim(arg, "0123456789") == "" {
+	switch {
+	case stashIndex.MatchString(arg):
 		ref = "stash@{" + arg + "}"
+	case !stashRef.MatchString(arg) && !stashID.MatchString(arg):
+		// git itself reads "stash@{0}xyz" or "stash@{1}:f.txt" as stash@{N}.
+		return git.Stash{}, refusedf("%s is not stash@{N}, N or a stash's commit id (list them: flightdeck git stash %s)", sanitize.String(strconv.Quote(arg)), alias)
 	}
 	id, err := r.Resolve(ctx, ref)
 	if errors.Is(err, git.ErrBadRef) {

@@ -359,6 +359,16 @@ func TestGitStashCLI(t *testing.T) {
 		t.Errorf("stash gone after the conflict:\n%s", out)
 	}
 
+	// Junk after a stash ref is refused, though git itself would read
+	// "stash@{0}xyz" or "stash@{0}:f.txt" as stash@{0}.
+	for _, bad := range []string{"stash@{0}xyz", "stash@{0}:model/pynccl.py", "stash@{ 0}", "stash@{0}; touch pwned", "0x1"} {
+		_, stderr, err = runCLI(t, nil, git("drop", bad, "--yes")...)
+		wantExit(t, err, 2, "drop "+bad)
+		if !strings.Contains(stderr, "is not stash@{N}, N or a stash's commit id") {
+			t.Errorf("drop %q: %s", bad, stderr)
+		}
+	}
+
 	// By commit id; a commit that is no stash is refused.
 	id := gitT(t, tr.dir, "rev-parse", "stash@{0}")
 	_, stderr, err = runCLI(t, nil, git("drop", tr.c1[:10], "--yes")...)

@@ -216,8 +216,8 @@ func TestBigUntrackedFilesAreNeitherCopiedNorDeleted(t *testing.T) {
 	if err != nil || !b.OK() {
 		t.Fatal(err, b)
 	}
-	if _, err := r.Restore(ctx, snaps[0].ID); err != nil {
-		t.Fatal(err)
+	if c, err := r.Restore(ctx, snaps[0].ID); err != nil || !c.OK() {
+		t.Fatalf("restore beside a big file: %v %+v", err, c)
 	}
 	if fi, err := os.Stat(big); err != nil || fi.Size() != BigFile+1 {
 		t.Errorf("big file after restore: %v", err)
@@ -256,6 +256,9 @@ func TestRestoreRefusesToOverwriteABigUntrackedFile(t *testing.T) {
 	}
 	if fi, _ := os.Stat(big); fi.Size() != BigFile+10 {
 		t.Errorf("big file changed: %d bytes", fi.Size())
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.SnapshotDir, "*.overwrite")); len(left) > 0 {
+		t.Errorf("a refused restore left %v", left)
 	}
 }
 

@@ -377,7 +377,15 @@ if [ -n "$missing" ]; then
 fi
 rm -f -- "$dir.now"
 g --no-optional-locks status --porcelain=v1 -z --untracked-files=all > "$dir.after" || exit
-if cmp -s "$dir/status" "$dir.after"; then echo same; else echo differs; fi
+if [ -s "$pre/skipped.list" ]; then
+  # The big untracked files PRE could not save stay where they are: they
+  # are not a difference.
+  tr '\000' '\n' < "$pre/skipped.list" | sed 's/^/?? /' > "$dir.skip"
+  tr '\000' '\n' < "$dir.after" | grep -vxF -f "$dir.skip" > "$dir.after2"
+  tr '\000' '\n' < "$dir/status" | grep -vxF -f "$dir.skip" > "$dir.before2"
+  if cmp -s "$dir.before2" "$dir.after2"; then echo same; else echo differs; fi
+  rm -f -- "$dir.skip" "$dir.after2" "$dir.before2"
+elif cmp -s "$dir/status" "$dir.after"; then echo same; else echo differs; fi
 rm -f -- "$dir.after"
 `
 
@@ -406,6 +414,12 @@ func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 	// What the restore will write over: saved first, with the present. A
 	// path it cannot save first (a big untracked file) or would reach
 	// through a symlinked directory refuses the restore.
+	overwrite := dir + ".overwrite"
+	defer func() {
+		if rm, err := remote.Command("rm", "-f", "--", overwrite); err == nil {
+			_, _ = r.Host.Run(context.WithoutCancel(ctx), rm, nil)
+		}
+	}()
 	res, err := r.script(ctx, "restore", restorePlanScript, r.Path, dir, strconv.Itoa(BigFile))
 	if err != nil {
 		return Action{Op: "restore", Args: []string{id}}, err
@@ -413,12 +427,6 @@ func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 	if problems := strings.TrimSpace(string(res.Stdout)); problems != "" {
 		return Action{Op: "restore", Args: []string{id}}, fmt.Errorf("restore of %s refused: %s: %w", id, strings.ReplaceAll(problems, "\n", "; "), ErrRestoreBlocked)
 	}
-	overwrite := dir + ".overwrite"
-	defer func() {
-		if rm, err := remote.Command("rm", "-f", "--", overwrite); err == nil {
-			_, _ = r.Host.Run(context.WithoutCancel(ctx), rm, nil)
-		}
-	}()
 	return r.act(ctx, "restore", []string{id}, "restore "+id, overwrite, nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
 		res, err := r.script(ctx, "restore", restoreScript, r.Path, r.GitDir, dir, pre.Dir)
 		out := combined(res)

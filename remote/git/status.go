@@ -55,6 +55,10 @@ func sections(out []byte, n int, what string) ([][]byte, error) {
 	return secs[:n], nil
 }
 
+// ErrNoCommits is wrapped by the error of Status for a repository whose
+// branch has no commit yet.
+var ErrNoCommits = errors.New("no commits")
+
 // DefaultReflog is how many reflog entries Status reads.
 const DefaultReflog = 20
 
@@ -72,7 +76,7 @@ func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
 	res, err := r.script(ctx, "status", statusScript, r.Path, r.GitDir, strconv.Itoa(reflog))
 	var ge *GitError
 	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "'HEAD'") {
-		return Status{}, fmt.Errorf("%s has no commits yet: commit once, then flightdeck can show and protect it", r.Path)
+		return Status{}, fmt.Errorf("%s has no commits yet: commit once, then flightdeck can show and protect it: %w", r.Path, ErrNoCommits)
 	}
 	if err != nil {
 		return Status{}, err
