@@ -661,12 +661,12 @@ func TestGitStashOutcomeNames(t *testing.T) {
 		flash    string
 		lastLine string
 	}{
-		{"a", true, `applied stash "On main: before checkout"`, `: stash apply stash "On main: before checkout" ok (snapshot ` + snapID + ")"},
-		{"P", true, `popped stash "On main: before checkout"`, `: stash pop stash "On main: before checkout" ok (snapshot ` + snapID + ")"},
-		{"D", true, `dropped stash "On main: before checkout" (commit 5555555)`, `: stash drop stash "On main: before checkout" ok (snapshot ` + snapID + ")"},
-		{"a", false, "applied stash 5555555", ": stash apply stash 5555555 ok"},
-		{"P", false, "popped stash 5555555", ": stash pop stash 5555555 ok"},
-		{"D", false, "dropped stash 5555555", ": stash drop stash 5555555 ok"},
+		{"a", true, `applied stash "On main: before checkout"`, `: stash apply "On main: before checkout" ok (snapshot ` + snapID + ")"},
+		{"P", true, `popped stash "On main: before checkout"`, `: stash pop "On main: before checkout" ok (snapshot ` + snapID + ")"},
+		{"D", true, `dropped stash "On main: before checkout" (commit 5555555)`, `: stash drop "On main: before checkout" ok (snapshot ` + snapID + ")"},
+		{"a", false, "applied stash 5555555", ": stash apply 5555555 ok"},
+		{"P", false, "popped stash 5555555", ": stash pop 5555555 ok"},
+		{"D", false, "dropped stash 5555555", ": stash drop 5555555 ok"},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s message %v", c.key, c.withMsg), func(t *testing.T) {
@@ -908,7 +908,7 @@ func TestGitFailedActionInPanel(t *testing.T) {
 			[]string{"never shown", `\x0a`}},
 		{"conflict", git.Action{Op: "stash-pop", Args: []string{hexID('5'), "On main: x"}, Snapshot: snapID, Conflict: []string{"a.py"},
 			Err: "CONFLICT", Output: "Auto-merging a.py\nCONFLICT (content): Merge conflict in a.py\nThe stash entry is kept in case you need it again."},
-			[]string{`last action 0s ago: stash pop stash "On main: x" conflicted in a.py (snapshot ` + snapID + ")",
+			[]string{`last action 0s ago: stash pop "On main: x" conflicted in a.py (snapshot ` + snapID + ")",
 				"  Auto-merging a.py", "  CONFLICT (content): Merge conflict in a.py", "  The stash entry is kept in case you need it again."}, nil},
 		{"success with notes", git.Action{Op: "restore", Args: []string{snapID}, Snapshot: "20261129-220000-aaaa",
 			Output: "note: main has moved since\nignored", Notes: []string{"main has moved since the snapshot: restored at 3207427, detached\x1b[2J", "big.bin was left alone"}},

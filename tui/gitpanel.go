@@ -541,7 +541,7 @@ func (m *Model) lastActionText() string {
 	case g.isUndo(a):
 		op, what, restored = "undo", g.undoWhy, strings.Join(args, " ")
 	case isStashOp(a.Op):
-		what = stashName(a.Args)
+		what = strings.TrimPrefix(stashName(a.Args), "stash ") // the op says "stash pop" already
 	}
 	s += ": " + join(op, what)
 	snap := ""

@@ -460,7 +460,7 @@ func printGitStatus(w io.Writer, st git.Status, reflog int, now time.Time) {
 	if len(st.Files) == 0 {
 		fmt.Fprintln(w, "changes    none")
 	} else {
-		fmt.Fprintf(w, "changes    %d files: %s\n", len(st.Files), strings.Join(st.CountWords(), ", "))
+		fmt.Fprintf(w, "changes    %d file%s: %s\n", len(st.Files), plural(len(st.Files)), strings.Join(st.CountWords(), ", "))
 		names := make([]string, len(st.Files))
 		width := 0
 		for i, f := range st.Files {
