@@ -169,12 +169,13 @@ func CheckMessage(s string) error {
 	return nil
 }
 
-// ErrNothingToStash is Action.Err of a stash of a clean tree.
+// ErrNothingToStash is returned by Stash for a clean tree (or one with
+// only untracked files, when they are not to be stashed): nothing is done.
 var ErrNothingToStash = errors.New("nothing to stash: no local changes")
 
 // Stash stashes the uncommitted changes under name (`git stash push
 // --message=NAME`), with the untracked files too when untracked is set.
-// A clean tree gives Action.Err ErrNothingToStash's text.
+// A clean tree returns ErrNothingToStash, without a snapshot.
 func (r *Repo) Stash(ctx context.Context, name string, untracked bool) (Action, error) {
 	if err := CheckMessage(name); err != nil {
 		return Action{Op: "stash", Args: []string{name}}, err
@@ -183,8 +184,12 @@ func (r *Repo) Stash(ctx context.Context, name string, untracked bool) (Action, 
 	if untracked {
 		args = append(args, "--include-untracked")
 	}
-	if _, err := r.clean(ctx, "stash"); err != nil {
+	st, err := r.clean(ctx, "stash")
+	if err != nil {
 		return Action{Op: "stash", Args: []string{name}}, err
+	}
+	if !slices.ContainsFunc(st.Files, func(f File) bool { return untracked || !f.Untracked() }) {
+		return Action{Op: "stash", Args: []string{name}}, ErrNothingToStash
 	}
 	return r.act(ctx, "stash", []string{name}, "stash "+name, "", nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		before, _ := r.stashTop(ctx)

@@ -275,9 +275,16 @@ func TestStashDropIsUndoable(t *testing.T) {
 func TestStashOfCleanTreeSaysSo(t *testing.T) {
 	tr := newTestRepo(t)
 	r := open(t, hostCases()[0].host(t), tr.dir)
-	a, err := r.Stash(ctxT(t), "x", true)
-	if err != nil || a.Err != ErrNothingToStash.Error() {
-		t.Errorf("%v %+v", err, a)
+	write(t, tr.dir, "notes.txt", "untracked only\n")
+	if a, err := r.Stash(ctxT(t), "x", false); !errors.Is(err, ErrNothingToStash) || a.Snapshot != "" {
+		t.Errorf("only untracked files, not included: %v %+v", err, a)
+	}
+	os.Remove(filepath.Join(tr.dir, "notes.txt"))
+	if _, err := r.Stash(ctxT(t), "x", true); !errors.Is(err, ErrNothingToStash) {
+		t.Errorf("clean tree: %v", err)
+	}
+	if snaps, _ := r.Snapshots(ctxT(t)); len(snaps) != 0 {
+		t.Errorf("refused stashes took snapshots: %d", len(snaps))
 	}
 }
 
