@@ -1,0 +1,87 @@
+package journal
+
+import (
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// Experiment is one experiment folded from the event stream (live) or a
+// journal (replay, ls, show, export).
+type Experiment struct {
+	ID         string
+	Name       string
+	Hypothesis string
+	Conclusion string
+	Started    time.Time
+	Ended      time.Time // zero while open
+	StartedBy  Trigger
+	EndedBy    Trigger // "" while open
+	Launch     *server.LaunchInfo
+	// Fingerprint is nil until the exp-fingerprint event arrives.
+	Fingerprint *Fingerprint
+	// Result is the final result once ended; while open, the provisional
+	// result over the samples seen so far (Live reports which).
+	Result  Result
+	EndGPUs []gpu.GPU
+	Notes   []TimedNote // notes written while it was open, in time order
+}
+
+// Open reports whether the experiment has not ended.
+func (e *Experiment) Open() bool { return e.Ended.IsZero() }
+
+// TimedNote is a note with its time.
+type TimedNote struct {
+	At time.Time
+	Note
+}
+
+// Ledger folds experiment and note events (exp-start, exp-fingerprint,
+// exp-update, exp-end, note) and the throughput and server events an open
+// experiment's provisional result needs (tok-rate, server-status,
+// server-ready, log-reset) into the session's experiments. The cockpit's
+// experiments panel, the live Lab and the journal commands all use it, so
+// they agree. The zero Ledger is empty and ready; it is not safe for
+// concurrent use.
+type Ledger struct {
+	exps  []Experiment
+	notes []TimedNote
+	fold  ledgerFold
+}
+
+// Apply folds one event; it reports whether the ledger changed. Unknown
+// payloads are ignored.
+func (l *Ledger) Apply(e event.Event) bool { return l.apply(e) }
+
+// Experiments returns the experiments in start order. The slice and its
+// elements must not be modified.
+func (l *Ledger) Experiments() []Experiment { return l.exps }
+
+// Current returns the open experiment, or nil.
+func (l *Ledger) Current() *Experiment {
+	if n := len(l.exps); n > 0 && l.exps[n-1].Open() {
+		return &l.exps[n-1]
+	}
+	return nil
+}
+
+// Find returns the experiment with id or name, or nil.
+func (l *Ledger) Find(idOrName string) *Experiment {
+	for i := range l.exps {
+		if l.exps[i].ID == idOrName {
+			return &l.exps[i]
+		}
+	}
+	for i := range l.exps {
+		if l.exps[i].Name == idOrName {
+			return &l.exps[i]
+		}
+	}
+	return nil
+}
+
+// Notes returns every note of the session in time order, inside an
+// experiment or not.
+func (l *Ledger) Notes() []TimedNote { return l.notes }

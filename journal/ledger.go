@@ -1,0 +1,11 @@
+package journal
+
+import "github.com/flightdeck-dev/flightdeck/event"
+
+// ledgerFold is the Ledger's working state (helper B implements it).
+type ledgerFold struct{}
+
+func (l *Ledger) apply(e event.Event) bool {
+	_ = e
+	return false // TODO(helper B): fold experiments, notes and tok-rate samples
+}
