@@ -85,3 +85,9 @@ func (l *Ledger) Find(idOrName string) *Experiment {
 // Notes returns every note of the session in time order, inside an
 // experiment or not.
 func (l *Ledger) Notes() []TimedNote { return l.notes }
+
+// Provisional returns the open experiment's result over the tok/s samples
+// seen so far (same rules as the final result), or a zero Result when none
+// is open. It costs O(n log n) in the samples: call it when drawing, not
+// per event.
+func (l *Ledger) Provisional() Result { return l.provisional() }
