@@ -201,7 +201,11 @@ func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.srv.busy, m.srv.failed = actionKill, ""
 	m.srv.doing = "killing " + target + ": SIGTERM, SIGKILL after the grace period, then waiting for GPU memory"
 	m.srv.brief = "killing " + target + ", then waiting for GPU memory"
-	return m, func() tea.Msg { return KillResultMsg{Target: target, Err: ctl.Kill(ctx)} }
+	rec := m.recorder("kill " + target)
+	return m, func() tea.Msg {
+		rec()
+		return KillResultMsg{Target: target, Err: ctl.Kill(ctx)}
+	}
 }
 
 // startLaunch runs plan in a tea.Cmd.
@@ -217,7 +221,20 @@ func (m *Model) startLaunch(plan sessions.Plan) tea.Cmd {
 		brief = "relaunching: " + brief
 	}
 	m.srv.busy, m.srv.doing, m.srv.brief, m.srv.failed = actionLaunch, doing, brief, ""
+	what := "launch " + plan.Request.Preset
+	profile := plan.Spec.Profile
+	if profile == "" {
+		profile = plan.Request.Profile
+	}
+	if profile != "" {
+		what += " profile " + profile
+	}
+	if m.srv.running() {
+		what = "re" + what
+	}
+	record := m.recorder(what)
 	return func() tea.Msg {
+		record()
 		rec, err := ctl.Launch(ctx, plan)
 		return LaunchResultMsg{Plan: plan, Record: rec, Err: err}
 	}

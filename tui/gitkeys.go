@@ -184,6 +184,9 @@ func logKeys(m *Model) string {
 	if m.git.open {
 		return "the git panel is open (g or esc returns to the log)"
 	}
+	if m.exp.open {
+		return "the experiments panel is open (x or esc returns to the log)"
+	}
 	return needsLog(m)
 }
 
@@ -196,6 +199,7 @@ func (m *Model) toggleGit() tea.Cmd {
 		return nil
 	}
 	g.open, g.movedN = true, 0
+	m.exp.open = false
 	m.showHelp = false
 	if m.opts.ReadOnly || g.ctl == nil {
 		return nil
@@ -262,7 +266,9 @@ func (m *Model) startGit(op, what, done, doing, brief string, call func(context.
 	g := &m.git
 	ctl, ctx := g.ctl, m.ctx
 	g.doing, g.brief = doing, brief
+	rec := m.recorder("git " + what)
 	return func() tea.Msg {
+		rec()
 		a, err := call(ctx, ctl)
 		return GitActionMsg{Op: op, What: what, Done: done, Action: a, Err: err}
 	}

@@ -66,10 +66,26 @@ type KeyMap struct {
 	GitUndo      Binding
 	GitSnapshots Binding
 
+	// Experiment starts or ends an experiment, Note writes a note
+	// (Options.Experiments); Experiments opens the experiments panel.
+	Experiment  Binding
+	Note        Binding
+	Experiments Binding
+
 	// Later features: listed in help, answered with why they cannot act.
-	Experiment Binding
-	Note       Binding
-	Bench      Binding
+	Bench Binding
+
+	// Replay's keys (NewReplay): play/pause, speed, seek, marks and a
+	// typed time. The live cockpit does not use them; its help lists them
+	// only in a replay.
+	Play     Binding
+	Faster   Binding
+	Slower   Binding
+	Back     Binding
+	Forward  Binding
+	PrevMark Binding
+	NextMark Binding
+	JumpTo   Binding
 }
 
 // notYet returns an Unavailable func for a feature that is not built yet;
@@ -108,13 +124,23 @@ func DefaultKeyMap() KeyMap {
 		Bottom:   bind("log", "G/end", "bottom, follow", "G", "end"),
 		Top:      bind("log", "home", "top", "home"),
 
-		Kill:       footer(bind("actions", "K", "kill", "K")),
-		Launch:     footer(bind("actions", "L", "launch", "L")),
-		Profile:    footer(bind("actions", "p", "profile", "p")),
-		Git:        footer(bind("actions", "g", "git", "g")),
-		Experiment: footer(bind("actions", "e", "experiment", "e")),
-		Note:       footer(bind("actions", "n", "note", "n")),
-		Bench:      footer(bind("actions", "b", "bench", "b")),
+		Kill:        footer(bind("actions", "K", "kill", "K")),
+		Launch:      footer(bind("actions", "L", "launch", "L")),
+		Profile:     footer(bind("actions", "p", "profile", "p")),
+		Git:         footer(bind("actions", "g", "git", "g")),
+		Experiment:  footer(bind("actions", "e", "experiment", "e")),
+		Note:        footer(bind("actions", "n", "note", "n")),
+		Experiments: bind("view", "x", "experiments", "x"),
+		Bench:       footer(bind("actions", "b", "bench", "b")),
+
+		Play:     footer(bind("replay", "spc", "play", "space")),
+		Faster:   footer(bind("replay", "+/-", "speed", "+", "=")),
+		Slower:   bind("replay", "-", "slower", "-"),
+		Back:     bind("replay", "left/right", "seek 10s", "left"),
+		Forward:  bind("replay", "right", "forward 10s", "right"),
+		PrevMark: footer(bind("replay", "[/]", "mark", "[")),
+		NextMark: bind("replay", "]", "next mark", "]"),
+		JumpTo:   footer(bind("replay", "t", "time", "t")),
 
 		GitMark:      bind("git", "spc", "mark", "space"), // "spc": the help's git column fits 80 columns
 		GitRevert:    bind("git", "r", "revert", "r"),
@@ -143,8 +169,12 @@ func DefaultKeyMap() KeyMap {
 	k.Launch.Unavailable = launchUnavailable
 	k.Profile.Unavailable = profileUnavailable
 	gitBindings(&k)
-	k.Experiment.Unavailable = notYet("experiments", false)
-	k.Note.Unavailable = notYet("session notes", false)
+	expBindings(&k)
+	k.Play.Long = "play or pause"
+	k.Faster.Long = "faster or slower: 1x 2x 4x ... 64x"
+	k.Back.Long = "seek back or forward 10 s"
+	k.PrevMark.Long = "previous or next experiment start or end, or note"
+	k.JumpTo.Long = "jump to a time: h:mm:ss, mm:ss or seconds"
 	k.Bench.Unavailable = notYet("benchmark client", true)
 	return k
 }
@@ -154,8 +184,14 @@ func (k *KeyMap) all() []*Binding {
 	return append([]*Binding{
 		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench,
 		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
-		&k.Focus,
+		&k.Focus, &k.Experiments,
 	}, k.gitKeys()...)
+}
+
+// replayKeys lists the replay's bindings as its help shows them: one
+// entry per pair (+/-, left/right, [/]).
+func (k *KeyMap) replayKeys() []*Binding {
+	return []*Binding{&k.Play, &k.Faster, &k.Back, &k.PrevMark, &k.JumpTo}
 }
 
 // ShortHelp lists the footer bindings (bubbles/help.KeyMap), in the order

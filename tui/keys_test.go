@@ -44,8 +44,8 @@ func TestUnavailableKeysSayWhy(t *testing.T) {
 		"L": "server control not available here",
 		"p": "server control not available here",
 		"g": "the git panel needs --repo PATH (or repo in the host's config)",
-		"e": "not available yet: experiments",
-		"n": "not available yet: session notes",
+		"e": noJournalText,
+		"n": noJournalText,
 		"b": "not available yet: benchmark client",
 	}
 	for k, want := range cases {

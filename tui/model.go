@@ -4,7 +4,11 @@
 // with Options.Control, server control: K kill (confirmed), L the launch
 // form, p the env profile picker, as overlays (control.go); with
 // Options.Git, the git panel (g) in place of the log tail: status, stash,
-// revert, checkout and undo (gitpanel.go).
+// revert, checkout and undo (gitpanel.go); with Options.Experiments, e
+// starts and ends experiments and n writes notes into the session
+// journal, and x opens the experiments panel (experiments*.go). NewReplay
+// plays a recorded journal back through the same model, read-only, with a
+// timeline (replay.go, timeline.go).
 //
 // The model consumes the event stream (EventsMsg batches of event.Event)
 // and is deterministic: Update does no I/O and never reads the clock (time
@@ -23,6 +27,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
@@ -86,6 +91,13 @@ type Options struct {
 	// Update. git.Status, git.Action and git.Moved events drive the panel
 	// and its HEAD-moved banner either way.
 	Git GitControl
+	// Experiments starts and ends experiments and writes notes (e, n) in
+	// the session journal; nil means no journal: e and n say so. Its calls
+	// run in tea.Cmds under the context Control's do. Experiment and note
+	// events drive the header and the experiments panel (x) either way.
+	Experiments ExperimentControl
+	// Replay configures NewReplay; the live cockpit ignores it.
+	Replay ReplayOptions
 }
 
 type focusArea uint8
@@ -160,6 +172,13 @@ type Model struct {
 
 	// The git panel and its overlays (gitpanel.go).
 	git gitState
+
+	// Experiments, notes, the journal's state and the experiments panel
+	// (experiments.go), the key being handled (recorded as the cause of
+	// the action it starts), and HEAD's short id for experiment names.
+	exp       expState
+	pressed   string
+	headShort string
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -182,6 +201,7 @@ func New(o Options) *Model {
 		ctl:    o.Control,
 		ctx:    context.Background(),
 		git:    gitState{ctl: o.Git},
+		exp:    expState{ctl: o.Experiments},
 	}
 	m.log.path = sanitizeString(o.LogPath)
 	if o.Keys != nil {
@@ -215,6 +235,11 @@ func (m *Model) setStyles(s Styles) {
 	if m.form != nil {
 		for i := fieldModel; i < numFields; i++ {
 			m.form.inputs[i].SetStyles(m.inputStyles())
+		}
+	}
+	if m.exp.form != nil {
+		for i := range m.exp.form.inputs {
+			m.exp.form.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
 }
@@ -251,6 +276,14 @@ func tick() tea.Cmd {
 
 // Update applies one message. It never blocks and does no I/O.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if c := m.concludePending(); c != nil {
+		cmd = tea.Batch(cmd, c)
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case EventsMsg:
 		for _, ev := range msg {
@@ -276,9 +309,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.actionResult(msg)
 	case GitRefreshMsg, GitActionMsg, GitLogMsg, GitPreviewMsg, GitSnapshotsMsg:
 		return m, m.gitResult(msg)
+	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg:
+		m.expResult(msg)
 	case tea.PasteMsg:
 		if isGitModal(m.modal) {
 			return m, m.gitPaste(msg)
+		}
+		if isExpModal(m.modal) {
+			return m, m.expPaste(msg)
 		}
 		if m.modal == modalLaunch && !m.form.confirming {
 			return m, m.formInput(msg)
@@ -306,6 +344,9 @@ func (m *Model) observe(t time.Time) {
 // table), whatever has focus.
 func (m *Model) apply(ev event.Event) {
 	m.observe(ev.At)
+	if m.exp.ledger.Apply(ev) {
+		m.exp.gen++
+	}
 	switch p := ev.Data.(type) {
 	case remote.State:
 		m.conn, m.hasConn = p, true
@@ -337,6 +378,7 @@ func (m *Model) apply(ev event.Event) {
 		m.log.mark(p.Text, lineReady)
 	case repo.Head:
 		m.head = formatHead(p)
+		m.headShort = sanitizeString(p.Short)
 	case repo.Unreadable:
 		m.head = "? (repository unreadable)"
 	case server.Status:
@@ -357,10 +399,19 @@ func (m *Model) apply(ev event.Event) {
 		m.log.mark(p.Text, lineFailure)
 	case git.Status:
 		m.git.setStatus(p)
+		if p.Head.Short != "" {
+			m.headShort = sanitizeString(p.Head.Short)
+		}
 	case git.Action:
 		m.git.setAction(p, ev.At)
 	case git.Moved:
 		m.git.setMoved(p)
+	case journal.ExperimentEnd:
+		m.expEnded(p)
+	case journal.ExperimentUpdate:
+		m.expUpdated(p)
+	case journal.Status:
+		m.exp.setJournal(p)
 	}
 }
 
@@ -406,6 +457,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	m.status, m.statusTone = "", toneWarn
+	m.pressed = msg.String()
 	switch m.modal {
 	case modalKill:
 		return m.killKey(msg)
@@ -415,6 +467,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.pickerKey(msg)
 	case modalGitConfirm, modalGitStash, modalGitCheckout, modalGitSnapshots:
 		return m.gitModalKey(msg)
+	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
+		return m.expKey(msg)
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
@@ -424,6 +478,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.showHelp = false
 		case m.git.open:
 			m.closeGit()
+		case m.exp.open:
+			m.exp.open = false
 		case m.git.movedN > 0:
 			m.git.movedN = 0 // the HEAD-moved banner is acknowledged
 		case m.log.filter != "":
@@ -467,11 +523,14 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	k := &m.keys
 	page := m.log.page()
 	gitRows := m.git.open && m.focus == focusLog // the panel's cursor takes the log's keys
+	expRows := m.exp.open && m.focus == focusLog
 	switch {
 	case m.focus == focusGPUs:
 		page = max(m.gpus.visible-1, 1)
 	case gitRows:
 		page = m.git.page()
+	case expRows:
+		page = m.exp.page()
 	}
 	if k.isGitKey(b) {
 		return m, m.gitAct(b)
@@ -492,6 +551,12 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		m.openPicker()
 	case &k.Git:
 		return m, m.toggleGit()
+	case &k.Experiments:
+		m.toggleExperiments()
+	case &k.Experiment:
+		return m, m.openExperiment()
+	case &k.Note:
+		return m, m.openNote()
 	case &k.Help:
 		m.showHelp = !m.showHelp
 	case &k.Focus:
@@ -527,6 +592,8 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 			m.gpus.scroll(len(m.gpus.rows))
 		case gitRows:
 			m.git.move(m.git.rows())
+		case expRows:
+			m.exp.move(len(m.exp.ledger.Experiments()))
 		default:
 			m.log.resume()
 		}
@@ -536,6 +603,8 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 			m.gpus.top = 0
 		case gitRows:
 			m.git.home()
+		case expRows:
+			m.exp.move(-len(m.exp.ledger.Experiments()))
 		default:
 			m.log.home()
 		}
@@ -552,6 +621,10 @@ func (m *Model) scroll(d int) {
 	}
 	if m.git.open {
 		m.git.move(d)
+		return
+	}
+	if m.exp.open {
+		m.exp.move(d)
 		return
 	}
 	m.log.scroll(d)
@@ -612,10 +685,17 @@ func (m *Model) footer(width int) string {
 	if m.modal == modalNone && m.git.open {
 		return m.gitFooter(width)
 	}
+	if m.modal == modalNone && m.exp.open {
+		return m.expFooter(width)
+	}
 	if m.modal != modalNone {
+		help := m.modalHelp
+		if isExpModal(m.modal) {
+			help = m.expModalHelp
+		}
 		var b strings.Builder
 		n := 0
-		for _, kd := range m.modalHelp() {
+		for _, kd := range help() {
 			pw := textWidth(kd[0]) + 1 + textWidth(kd[1])
 			if n > 0 {
 				pw += 2
@@ -632,6 +712,17 @@ func (m *Model) footer(width int) string {
 		return b.String()
 	}
 	all := m.keys.all()
+	if m.opts.ReadOnly {
+		// A replay: its own keys instead of actions that cannot act.
+		ro := []*Binding{all[0]}
+		ro = append(ro, m.keys.replayKeys()...)
+		for _, b := range all[1:] {
+			if b.Group != "actions" {
+				ro = append(ro, b)
+			}
+		}
+		all = ro
+	}
 	pairW := func(b *Binding) int { return textWidth(b.Help().Key) + 1 + textWidth(b.Help().Desc) + 2 }
 	// Help and quit always fit first, then the log keys; actions fill what
 	// is left.

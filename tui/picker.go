@@ -59,6 +59,7 @@ func (m *Model) pickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			next = "L to relaunch"
 		}
 		m.flash("profile "+m.srv.next+" for the next launch - "+next, toneOK)
+		return m, m.recordCmd("profile " + name)
 	}
 	return m, nil
 }

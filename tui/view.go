@@ -82,6 +82,8 @@ func (m *Model) render() string {
 		case m.git.open:
 			// The git panel takes the log tail's place (title and lines).
 			lines = m.renderGit(lines, w, 1+l.logLines)
+		case m.exp.open:
+			lines = m.renderExperiments(lines, w, 1+l.logLines)
 		case m.noLog():
 			lines = append(lines, m.logTitle(w))
 			if l.logLines > 0 {
@@ -98,7 +100,7 @@ func (m *Model) render() string {
 	lines = lines[:min(len(lines), h-1)]
 	lines = append(lines, m.footer(w))
 	if m.modal != modalNone {
-		if b, x, y := m.modalBox(w, h); len(b) > 0 {
+		if b, x, y := m.overlayBox(w, h); len(b) > 0 {
 			splice(lines, b, x, y)
 		}
 	}
@@ -137,10 +139,13 @@ func (s seg) need() int {
 
 // Header field priorities: what is dropped first when the line is full.
 const (
-	prioReadyIn = 1 + iota
+	prioRec = 1 + iota
+	prioExp
+	prioReadyIn
 	prioHead
 	prioProfile
 	prioServer
+	prioJournal
 	prioConn
 )
 
@@ -163,6 +168,8 @@ func (m *Model) header(w int) string {
 		c.prio = prioConn
 		segs = append(segs, c)
 	}
+	exp, rec := m.expSegs()
+	segs = append(segs, rec...)
 	if m.srv.hasSt || m.srv.next != "" {
 		// server.Status (server control) supersedes the log heuristic.
 		segs = append(segs, m.statusSegs()...)
@@ -174,6 +181,7 @@ func (m *Model) header(w int) string {
 		short, _, _ := strings.Cut(h[5:], " ")
 		segs = append(segs, seg{text: h, short: "HEAD " + short, tone: toneText, prio: prioHead})
 	}
+	segs = append(segs, exp...)
 	full := make([]string, len(segs))
 	for i, s := range segs {
 		full[i] = s.text
@@ -427,9 +435,17 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 	st := &m.styles
 	type entry struct{ key, desc, why string }
 	var groups [][]entry
-	for _, g := range helpGroups {
+	names := helpGroups
+	if m.opts.ReadOnly {
+		names = append([]string{"replay"}, helpGroups...)
+	}
+	for _, g := range names {
 		var es []entry
-		for _, b := range m.keys.all() {
+		list := m.keys.all()
+		if g == "replay" {
+			list = m.keys.replayKeys()
+		}
+		for _, b := range list {
 			if b.Group != g {
 				continue
 			}
@@ -456,7 +472,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 		for _, e := range es {
 			kw = max(kw, textWidth(e.key))
 		}
-		c := column{lines: []string{st.Accent.Render(helpGroups[gi])}, width: len(helpGroups[gi])}
+		c := column{lines: []string{st.Accent.Render(names[gi])}, width: len(names[gi])}
 		for _, e := range es {
 			plain := padRight(e.key, kw) + "  " + e.desc
 			c.width = max(c.width, textWidth(plain))

@@ -1,0 +1,625 @@
+package tui
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+)
+
+// The experiments panel (x) takes the log tail's place like the git
+// panel: one row per experiment of the session (id, name, commit, profile,
+// tok/s median with its 95 % interval, samples, delta against the first
+// experiment with a result, and how it ended), a cursor over them, and
+// below the rows the selected experiment's hypothesis, conclusion, result,
+// fingerprint and notes. It draws only what the ledger folded from
+// events, so a replay shows it as it was.
+
+// toggleExperiments opens the panel (closing the git panel) or closes it.
+func (m *Model) toggleExperiments() {
+	if m.exp.open {
+		m.exp.open = false
+		return
+	}
+	m.exp.open = true
+	m.showHelp = false
+	if m.git.open {
+		m.closeGit()
+	}
+}
+
+// count is the number of experiments.
+func (x *expState) count() int { return len(x.ledger.Experiments()) }
+
+// sel is the selected experiment's index: the newest until the user
+// moves the cursor; -1 when there are none.
+func (x *expState) sel() int {
+	n := x.count()
+	if !x.touched {
+		return n - 1
+	}
+	return clamp(x.cursor, 0, n-1)
+}
+
+// move moves the cursor by d rows, clamped.
+func (x *expState) move(d int) {
+	x.cursor = clamp(x.sel()+d, 0, x.count()-1)
+	x.touched = true
+}
+
+// page is how far pgup/pgdn move the cursor.
+func (x *expState) page() int { return max(x.height-1, 1) }
+
+// expFooter is the footer while the panel has the screen.
+func (m *Model) expFooter(width int) string {
+	st := &m.styles
+	k := &m.keys
+	items := []struct {
+		key, desc string
+		b         *Binding
+	}{
+		{k.Help.Help().Key, k.Help.Help().Desc, &k.Help},
+		{"up/down", "select", nil},
+		{k.Experiment.Help().Key, k.Experiment.Help().Desc, &k.Experiment},
+		{k.Note.Help().Key, k.Note.Help().Desc, &k.Note},
+		{k.Experiments.Help().Key + "/esc", "close", nil},
+		{k.Quit.Help().Key, k.Quit.Help().Desc, &k.Quit},
+	}
+	var b strings.Builder
+	used := -2
+	for _, it := range items {
+		pw := textWidth(it.key) + 1 + textWidth(it.desc) + 2
+		if used+pw > width && it.b != &k.Quit {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("  ")
+		}
+		kt := st.Key
+		if it.b != nil && it.b.Unavailable != nil && it.b.Unavailable(m) != "" {
+			kt = st.Dim
+		}
+		b.WriteString(kt.Render(it.key) + " " + st.Dim.Render(it.desc))
+		used += pw
+	}
+	return truncateStyled(b.String(), width)
+}
+
+// expRow is one experiment's row, its cells plain and sanitised.
+type expRow struct {
+	id, name, commit, profile, rate, n, delta, state string
+	stTone                                           tone
+}
+
+// expResult is an experiment's result: the provisional one while it is
+// open (cached per ledger change), else the final one.
+func (m *Model) expResultOf(e *journal.Experiment) journal.Result {
+	if e.Open() && m.exp.ledger.Current() == e {
+		return m.exp.provisional()
+	}
+	return e.Result
+}
+
+// expRows are the panel's rows and the baseline's id ("" when no
+// experiment has a result yet).
+func (m *Model) expRows() ([]expRow, string) {
+	exps := m.exp.ledger.Experiments()
+	base, baseID := 0.0, ""
+	for i := range exps {
+		if r := m.expResultOf(&exps[i]); r.N > 0 && r.Median > 0 {
+			base, baseID = r.Median, sanitizeString(exps[i].ID)
+			break
+		}
+	}
+	rows := make([]expRow, len(exps))
+	for i := range exps {
+		e := &exps[i]
+		r := m.expResultOf(e)
+		row := expRow{id: sanitizeString(e.ID), name: sanitizeString(e.Name), commit: "-", profile: "-", rate: "-", n: strconv.Itoa(r.N), delta: "-"}
+		if fp := e.Fingerprint; fp != nil && fp.Git != nil && fp.Git.Head != "" {
+			row.commit = git.ShortID(sanitizeString(fp.Git.Head))
+			if fp.Git.PatchBytes > 0 || len(fp.Git.Untracked) > 0 {
+				row.commit += "+" // dirty
+			}
+		}
+		if p := expProfile(e); p != "" {
+			row.profile = p
+		}
+		if r.N > 0 {
+			row.rate = medianText(r) + " " + intervalText(r)
+			switch {
+			case row.id == baseID:
+				row.delta = "base"
+			case base > 0:
+				row.delta = strconv.FormatFloat((r.Median-base)/base*100, 'f', 1, 64) + "%"
+				if r.Median >= base {
+					row.delta = "+" + row.delta
+				}
+			}
+		}
+		if e.Open() {
+			row.state, row.stTone = "open", toneOK
+		} else {
+			row.state, row.stTone = endedHow(e.EndedBy), toneDim
+			switch e.EndedBy {
+			case journal.TriggerExit:
+				row.stTone = toneWarn
+			case "": // a start came with no end before it: the cockpit crashed
+				row.state, row.stTone = "end lost", toneWarn
+			}
+		}
+		rows[i] = row
+	}
+	return rows, baseID
+}
+
+// expProfile is the env profile of an experiment's launch, sanitised.
+func expProfile(e *journal.Experiment) string {
+	switch {
+	case e.Launch != nil && e.Launch.Profile != "":
+		return sanitizeString(e.Launch.Profile)
+	case e.Fingerprint != nil && e.Fingerprint.Launch != nil:
+		return sanitizeString(e.Fingerprint.Launch.Profile)
+	}
+	return ""
+}
+
+// renderExperiments draws the panel in h lines: its title, the rows (a
+// window around the cursor) and the selected experiment's details.
+func (m *Model) renderExperiments(lines []string, w, h int) []string {
+	if h <= 0 {
+		return lines
+	}
+	st := &m.styles
+	x := &m.exp
+	rows, baseID := m.expRows()
+	var tail []titlePart
+	if n := len(rows); n > 0 {
+		tail = append(tail, titlePart{"  " + plural(n, "experiment"), st.Dim})
+		if cur := x.ledger.Current(); cur != nil {
+			tail = append(tail, titlePart{"  " + sanitizeString(cur.ID) + " open", st.OK})
+		}
+		if baseID != "" {
+			tail = append(tail, titlePart{"  delta vs " + baseID, st.Dim})
+		}
+	}
+	lines = append(lines, titleRule(st, w, "experiments", "", tail))
+	bh := h - 1
+	if bh <= 0 {
+		return lines
+	}
+	var body []string
+	if len(rows) == 0 {
+		why := "no experiments yet: e starts one (a launch from here starts one too)"
+		switch {
+		case m.opts.ReadOnly:
+			why = "no experiments recorded by this point of the journal"
+		case x.ctl == nil:
+			why = noJournalText
+		}
+		body = append(body, st.Dim.Render(truncate(why, w)))
+	} else {
+		// The rows get up to half the area (all of them when they fit),
+		// the details the rest.
+		vis := min(len(rows), max(1, bh/2-1))
+		if len(rows)+1 <= bh/2 {
+			vis = len(rows)
+		}
+		x.height = vis
+		cur := x.sel()
+		x.top = clamp(x.top, 0, len(rows)-vis)
+		if cur < x.top {
+			x.top = cur
+		}
+		if cur >= x.top+vis {
+			x.top = cur - vis + 1
+		}
+		body = append(body, m.expTable(rows, x.top, vis, cur, w)...)
+		body = append(body, "")
+		body = append(body, m.expDetail(&x.ledger.Experiments()[cur], w)...)
+	}
+	for i := range bh {
+		if i < len(body) {
+			lines = append(lines, body[i])
+		} else {
+			lines = append(lines, "")
+		}
+	}
+	return lines
+}
+
+// expTable is the column header and rows top..top+vis, the cursor's row
+// marked. Columns that do not fit go: profile, then commit, then n.
+func (m *Model) expTable(rows []expRow, top, vis, cur, w int) []string {
+	st := &m.styles
+	head := expRow{id: "id", name: "name", commit: "commit", profile: "profile", rate: "tok/s [95% CI]", n: "n", delta: "delta", state: "state"}
+	width := func(f func(expRow) string) int {
+		n := textWidth(f(head))
+		for _, r := range rows {
+			n = max(n, textWidth(f(r)))
+		}
+		return n
+	}
+	wid := width(func(r expRow) string { return r.id })
+	wcommit := width(func(r expRow) string { return r.commit })
+	wprof := min(width(func(r expRow) string { return r.profile }), 16)
+	wrate := width(func(r expRow) string { return r.rate })
+	wn := width(func(r expRow) string { return r.n })
+	wdelta := width(func(r expRow) string { return r.delta })
+	wstate := width(func(r expRow) string { return r.state })
+	wname := min(width(func(r expRow) string { return r.name }), 40)
+	showProf, showCommit, showN := true, true, true
+	fixed := func() int {
+		n := 2 + wid + 2 + 2 + wrate + 2 + wdelta + 2 + wstate // "> " id, name's gap, ...
+		if showProf {
+			n += wprof + 2
+		}
+		if showCommit {
+			n += wcommit + 2
+		}
+		if showN {
+			n += wn + 2
+		}
+		return n
+	}
+	const minName = 12
+	for _, drop := range []*bool{&showProf, &showCommit, &showN} {
+		if w-fixed() >= min(wname, minName) {
+			break
+		}
+		*drop = false
+	}
+	wname = max(min(wname, w-fixed()), 4)
+	line := func(r expRow, mark string, tn Tone, stTone Tone) string {
+		var b strings.Builder
+		b.WriteString(mark)
+		b.WriteString(tn.Render(padRight(r.id, wid)) + "  ")
+		name := r.name
+		if textWidth(name) > wname {
+			name = truncate(name, max(wname-3, 1)) + "..."
+		}
+		b.WriteString(tn.Render(padRight(name, wname)) + "  ")
+		if showCommit {
+			b.WriteString(padRight(r.commit, wcommit) + "  ")
+		}
+		if showProf {
+			b.WriteString(padRight(truncate(r.profile, wprof), wprof) + "  ")
+		}
+		b.WriteString(padRight(r.rate, wrate) + "  ")
+		if showN {
+			b.WriteString(spaces(wn-textWidth(r.n)) + r.n + "  ")
+		}
+		b.WriteString(spaces(wdelta-textWidth(r.delta)) + r.delta + "  ")
+		b.WriteString(stTone.Render(r.state))
+		return truncateStyled(strings.TrimRight(b.String(), " "), w)
+	}
+	out := []string{line(head, "  ", st.Title, st.Title)}
+	for i := top; i < top+vis && i < len(rows); i++ {
+		mark, tn := "  ", st.Text
+		if i == cur {
+			mark, tn = st.Accent.Render(">")+" ", st.Accent
+		}
+		out = append(out, line(rows[i], mark, tn, st.tone(rows[i].stTone)))
+	}
+	return out
+}
+
+// detailLabel is the width of the detail lines' label column.
+const detailLabel = 12
+
+// expDetail is the selected experiment's details: when and how it
+// started and ended, hypothesis, conclusion, result, fingerprint summary
+// and notes.
+func (m *Model) expDetail(e *journal.Experiment, w int) []string {
+	st := &m.styles
+	var out []string
+	head := st.Accent.Render(truncate(join(sanitizeString(e.ID), sanitizeString(e.Name)), w))
+	when := "  started " + clock(e.Started)
+	if e.StartedBy != "" {
+		when += " (" + sanitizeString(string(e.StartedBy)) + ")"
+	}
+	if e.Open() {
+		if age := ago(m.now, e.Started); age != "" {
+			when += ", open for " + age
+		}
+	} else {
+		how := endedHow(e.EndedBy)
+		if how == "" {
+			how = "end lost, closed"
+		}
+		when += ", " + how + " " + clock(e.Ended)
+		if d := e.Ended.Sub(e.Started); d >= 0 {
+			when += " after " + shortDur(d)
+		}
+	}
+	out = append(out, truncateStyled(head+st.Dim.Render(truncate(when, w-textWidth(stripSGR(head)))), w))
+	field := func(label, text string, tn Tone) {
+		if text == "" {
+			return
+		}
+		ls := wrapWords(text, max(w-detailLabel, 8))
+		for i, l := range ls {
+			lab := ""
+			if i == 0 {
+				lab = label
+			}
+			out = append(out, truncateStyled(st.Dim.Render(padRight(lab, detailLabel))+tn.Render(l), w))
+		}
+	}
+	cut := func(label, text string, tn Tone) {
+		if text != "" {
+			out = append(out, truncateStyled(st.Dim.Render(padRight(label, detailLabel))+tn.Render(truncate(text, w-detailLabel)), w))
+		}
+	}
+	field("hypothesis", sanitizeString(e.Hypothesis), st.Text)
+	field("conclusion", sanitizeString(e.Conclusion), st.Text)
+	r := m.expResultOf(e)
+	res := resultText(r)
+	if r.N > 0 {
+		if r.Confidence > 0 && r.Lo != nil {
+			res += " (" + strconv.FormatFloat(r.Confidence*100, 'f', 1, 64) + "% conf.)"
+		}
+		if r.Dropped > 0 {
+			res += ", " + strconv.Itoa(r.Dropped) + " warm-up dropped"
+		}
+		if r.AcceptLength > 0 {
+			res += ", accept length " + strconv.FormatFloat(r.AcceptLength, 'f', 2, 64)
+		}
+	}
+	if e.Open() {
+		res += " so far"
+	}
+	cut("tok/s", res, st.Text)
+	for _, wn := range r.Warnings {
+		cut("", "warning: "+sanitizeString(wn), st.Warn)
+	}
+	fp := e.Fingerprint
+	launch := e.Launch
+	if fp != nil && fp.Launch != nil {
+		launch = fp.Launch
+	}
+	if launch != nil {
+		l := sanitizeString(launch.Preset) + paren(profileWord(sanitizeString(launch.Profile)))
+		cmd := ""
+		if fp != nil {
+			cmd = sanitizeString(fp.CommandLine)
+		}
+		if cmd == "" {
+			cmd = sanitizeString(launch.CommandLine())
+		}
+		if cmd != "" {
+			l += ": " + cmd
+		}
+		cut("launch", l, st.Text)
+	}
+	switch {
+	case fp == nil && e.Open():
+		cut("fingerprint", "capturing ...", st.Dim)
+	case fp == nil:
+		cut("fingerprint", "none recorded", st.Dim)
+	default:
+		cut("git", gitSummary(fp.Git), st.Text)
+		cut("versions", versionsSummary(fp.Versions), st.Text)
+		cut("gpus", gpuSummary(fp.GPUs), st.Text)
+		cut("host", join(sanitizeString(fp.Hostname), prefixed("kernel ", sanitizeString(fp.Kernel))), st.Text)
+		if len(fp.Errors) > 0 {
+			errs := sanitizeAll(fp.Errors)
+			cut("errors", strings.Join(errs, "; "), st.Warn)
+		}
+	}
+	for i, n := range e.Notes {
+		lab := ""
+		if i == 0 {
+			lab = "notes"
+		}
+		field(lab, clock(n.At)+"  "+sanitizeString(n.Text), st.Text)
+	}
+	return out
+}
+
+// clock is a time of day, "10:31:02", in the event's own location; "?"
+// when unknown.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	return t.Format("15:04:05")
+}
+
+// prefixed is p+s, or "" when s is empty.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+// profileWord is "profile nccl-ll-ring", "" for none.
+func profileWord(p string) string { return prefixed("profile ", p) }
+
+// gitSummary is "main a6d51c0 \"subject\"; dirty patch 3f2a9c1e0b12
+// (12.3 kB); 2 untracked; 1 stash", or why there is none.
+func gitSummary(g *journal.GitState) string {
+	if g == nil {
+		return "no repository"
+	}
+	var parts []string
+	head := git.ShortID(sanitizeString(g.Head))
+	if g.Branch != "" {
+		head = sanitizeString(g.Branch) + " " + head
+	}
+	if s := sanitizeString(g.Subject); s != "" {
+		head += " " + strconv.Quote(truncate(s, 50))
+	}
+	parts = append(parts, head)
+	if g.PatchBytes > 0 {
+		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + byteSize(int64(g.PatchBytes))
+		if g.PatchTruncated {
+			p += ", stored cut"
+		}
+		parts = append(parts, p+")")
+	} else {
+		parts = append(parts, "clean")
+	}
+	if n := len(g.Untracked); n > 0 {
+		parts = append(parts, strconv.Itoa(n)+" untracked")
+	}
+	if n := len(g.Stashes); n > 0 {
+		parts = append(parts, plural(n, "stash"))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// versionsSummary is "driver 570.86  cuda 12.8  torch failed (timed out
+// after 10s)".
+func versionsSummary(vs []journal.Version) string {
+	var parts []string
+	for _, v := range vs {
+		name := sanitizeString(v.Name)
+		if v.Err != "" {
+			parts = append(parts, name+" failed ("+gitFirstLine(v.Err)+")")
+			continue
+		}
+		parts = append(parts, join(name, gitFirstLine(v.Value)))
+	}
+	if len(parts) == 0 {
+		return "none recorded"
+	}
+	return strings.Join(parts, "  ")
+}
+
+// gpuSummary sums up the GPUs at an experiment's start: "8x NVIDIA H200
+// SM 1980 MHz mem 3201 MHz PCIe Gen5 x16 P0 persistence Enabled",
+// ranges where they differ ("SM 1410-1980 MHz"), throttle reasons when
+// any is active.
+func gpuSummary(gs []gpu.GPU) string {
+	if len(gs) == 0 {
+		return "none recorded"
+	}
+	var names []string
+	count := map[string]int{}
+	for _, g := range gs {
+		n := sanitizeString(g.Name.S)
+		if n == "" {
+			n = "GPU"
+		}
+		if count[n] == 0 {
+			names = append(names, n)
+		}
+		count[n]++
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, strconv.Itoa(count[n])+"x "+n)
+	}
+	rng := func(f func(gpu.GPU) gpu.Reading) string {
+		lo, hi, ok := 0.0, 0.0, false
+		for _, g := range gs {
+			r := f(g)
+			if !r.Valid() {
+				continue
+			}
+			if !ok || r.Value < lo {
+				lo = r.Value
+			}
+			if !ok || r.Value > hi {
+				hi = r.Value
+			}
+			ok = true
+		}
+		if !ok {
+			return ""
+		}
+		s := strconv.FormatFloat(lo, 'f', 0, 64)
+		if hi != lo {
+			s += "-" + strconv.FormatFloat(hi, 'f', 0, 64)
+		}
+		return s
+	}
+	if s := rng(func(g gpu.GPU) gpu.Reading { return g.SMClockMHz }); s != "" {
+		parts = append(parts, "SM "+s+" MHz")
+	}
+	if s := rng(func(g gpu.GPU) gpu.Reading { return g.MemClockMHz }); s != "" {
+		parts = append(parts, "mem "+s+" MHz")
+	}
+	gen := rng(func(g gpu.GPU) gpu.Reading { return g.PCIeGenCurrent })
+	width := rng(func(g gpu.GPU) gpu.Reading { return g.PCIeWidthCurrent })
+	if gen != "" || width != "" {
+		parts = append(parts, "PCIe"+prefixed(" Gen", gen)+prefixed(" x", width))
+	}
+	texts := func(f func(gpu.GPU) gpu.Text) string {
+		var vs []string
+		for _, g := range gs {
+			if t := f(g); t.Status == gpu.OK && t.S != "" && !slices.Contains(vs, sanitizeString(t.S)) {
+				vs = append(vs, sanitizeString(t.S))
+			}
+		}
+		return strings.Join(vs, "/")
+	}
+	if s := texts(func(g gpu.GPU) gpu.Text { return g.PState }); s != "" {
+		parts = append(parts, s)
+	}
+	if s := texts(func(g gpu.GPU) gpu.Text { return g.Persistence }); s != "" {
+		parts = append(parts, "persistence "+s)
+	}
+	if s := texts(func(g gpu.GPU) gpu.Text { return g.ECCMode }); s != "" {
+		parts = append(parts, "ECC "+s)
+	}
+	var mask gpu.ClockEventReason
+	for _, g := range gs {
+		if g.ClockEvents.Status == gpu.OK {
+			mask |= g.ClockEvents.Mask
+		}
+	}
+	if mask&^gpu.ReasonGPUIdle != 0 {
+		parts = append(parts, "throttle "+throttleNames(mask&^gpu.ReasonGPUIdle))
+	}
+	return strings.Join(parts, "  ")
+}
+
+// throttleNames lists the clock event reasons in mask: "sw-power,hw-slowdown".
+func throttleNames(mask gpu.ClockEventReason) string {
+	names := []struct {
+		r gpu.ClockEventReason
+		s string
+	}{
+		{gpu.ReasonApplicationsClocks, "app-clocks"}, {gpu.ReasonSWPowerCap, "sw-power"}, {gpu.ReasonHWSlowdown, "hw-slowdown"},
+		{gpu.ReasonSyncBoost, "sync-boost"}, {gpu.ReasonSWThermalSlowdown, "sw-thermal"}, {gpu.ReasonHWThermalSlowdown, "hw-thermal"},
+		{gpu.ReasonHWPowerBrakeSlowdown, "power-brake"}, {gpu.ReasonDisplayClockSetting, "display"},
+	}
+	var out []string
+	for _, n := range names {
+		if mask&n.r != 0 {
+			out = append(out, n.s)
+		}
+	}
+	if len(out) == 0 {
+		return "0x" + strconv.FormatUint(uint64(mask), 16)
+	}
+	return strings.Join(out, ",")
+}
+
+// overlayBox renders the open overlay: an experiment overlay here, the
+// others in modalBox.
+func (m *Model) overlayBox(w, h int) (lines []string, x, y int) {
+	if !isExpModal(m.modal) {
+		return m.modalBox(w, h)
+	}
+	avail := h - 2
+	if avail < 3 || w < 8 {
+		return nil, 0, 0
+	}
+	title, body, iw := m.expModalBox(w, avail)
+	if iw < 1 {
+		return nil, 0, 0
+	}
+	lines = box(&m.styles, m.styles.Accent, title, body, iw)
+	if len(lines) > avail {
+		lines = append(lines[:avail-1:avail-1], lines[len(lines)-1])
+	}
+	return lines, max((w-(iw+4))/2, 0), 1 + (avail-len(lines))/2
+}
