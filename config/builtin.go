@@ -29,7 +29,9 @@ var (
 			" --speculative-num-steps 2 --speculative-eagle-topk 1 --speculative-num-draft-tokens 3"},
 		{Name: "vllm", Server: ServerVLLM, Command: "vllm serve {model} --tensor-parallel-size {tp} --port {port} --host 127.0.0.1"},
 		// The simulated server of `flightdeck demo`; needs flightdeck on the host's PATH.
-		{Name: "sim", Server: ServerSGLang, Command: "flightdeck sim server --model-path {model} --tp-size {tp} --port {port} --host 127.0.0.1"},
+		// Its version probes are answered by the simulated host's flightdeck.
+		{Name: "sim", Server: ServerSGLang, Command: "flightdeck sim server --model-path {model} --tp-size {tp} --port {port} --host 127.0.0.1",
+			Versions: simVersions()},
 	}
 )
 
@@ -52,6 +54,7 @@ func Builtins() *Config {
 		c.Profiles[p.Name] = p
 	}
 	for _, p := range builtinPresets {
+		p.Versions = maps.Clone(p.Versions)
 		p.Builtin = true
 		c.Presets[p.Name] = p
 	}

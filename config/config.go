@@ -101,9 +101,13 @@ type Preset struct {
 	Command string   // split with SplitWords; may contain {placeholders}
 	Server  string   // ServerSGLang or ServerVLLM
 	Extra   []string // each entry split with SplitWords and appended; placeholders allowed
-	Builtin bool
-	File    string // "" for built-ins
-	Line    int    // line of its table in File; 0 for built-ins
+	// Versions are the [presets.NAME.versions] table as written: version
+	// probe name → shell command ("" turns a built-in probe off). Use
+	// Config.VersionProbes for the effective probes.
+	Versions map[string]string
+	Builtin  bool
+	File     string // "" for built-ins
+	Line     int    // line of its table in File; 0 for built-ins
 }
 
 // DefaultPort is DefaultPort(p.Server).

@@ -47,4 +47,14 @@ log_dir = "~/.flightdeck/logs"  # on the GPU host: per-launch logs and the pidfi
 # command = "python3 -m sglang.launch_server --model-path {model} --tp-size {tp} --port {port} --host 127.0.0.1 --quantization fp8"
 # server  = "sglang"                 # log format and readiness rules: sglang or vllm; default: vllm if the command says vllm
 # extra   = ["--enable-metrics"]     # appended after the command, each entry split like it
+
+# Version probes, recorded in each experiment's fingerprint: name = a shell
+# command (run with sh -c on the GPU host, 10 s deadline) whose first output
+# line is the version. Built in for every preset: driver, cuda, nccl, torch,
+# python, and sglang or vllm by the server kind. Same name: replaces the
+# built-in probe; "" turns it off.
+# [presets.sglang-fp8.versions]
+# flashinfer = "python3 -c 'import importlib.metadata as m; print(m.version(\"flashinfer-python\"))'"
+# python     = "/opt/venv/bin/python3 --version"
+# nccl       = ""
 `

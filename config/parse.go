@@ -52,6 +52,8 @@ type (
 		Command string   `toml:"command"`
 		Server  string   `toml:"server"`
 		Extra   []string `toml:"extra"`
+		// Versions: version probe name → shell command.
+		Versions map[string]string `toml:"versions"`
 	}
 )
 
@@ -64,7 +66,8 @@ type (
 // It checks everything it can: TOML syntax, unknown keys, value types,
 // that preset commands and extra entries split with SplitWords and use only
 // the placeholders {model}, {tp}, {port}, {host}, {draft_model}, that
-// servers are "sglang" or "vllm", that profile variables pass ValidateEnv,
+// servers are "sglang" or "vllm", that version probes have usable names and
+// one-line commands, that profile variables pass ValidateEnv,
 // that extends names a profile and forms no cycle, that the presets and
 // profiles named by [defaults] and the hosts exist, and that tp is 0 or
 // 1..1024 and port 0 or 1..65535. An env value written as a TOML integer or
@@ -108,7 +111,8 @@ func Parse(name string, data []byte) (*Config, error) {
 }
 
 // typeErrRE matches go-toml's type mismatch message, which names Go types.
-var typeErrRE = regexp.MustCompile(`^cannot decode TOML (.+?) into .* of type (.+)$`)
+// (or, for a map's values, just the type: "into string").
+var typeErrRE = regexp.MustCompile(`^cannot decode TOML (.+?) into (?:.* of type )?(.+)$`)
 
 // decodeMsg rewrites a decode error's message in the file's terms.
 func decodeMsg(de *toml.DecodeError) string {
@@ -195,7 +199,7 @@ func (p *parser) build(f *fileConfig) {
 				server = ServerVLLM
 			}
 		}
-		p.c.Presets[name] = Preset{Name: name, Command: fp.Command, Server: server, Extra: fp.Extra,
+		p.c.Presets[name] = Preset{Name: name, Command: fp.Command, Server: server, Extra: fp.Extra, Versions: fp.Versions,
 			File: p.name, Line: p.idx.line("presets", name)}
 	}
 }
@@ -257,6 +261,7 @@ func (p *parser) validate() {
 				p.errorf([]string{"presets", name, "extra"}, "%q: %s", e, msg)
 			}
 		}
+		p.checkVersions(name, ps.Versions)
 	}
 }
 

@@ -22,8 +22,9 @@ type Experiment struct {
 	Launch     *server.LaunchInfo
 	// Fingerprint is nil until the exp-fingerprint event arrives.
 	Fingerprint *Fingerprint
-	// Result is the final result once ended; while open, the provisional
-	// result over the samples seen so far (Live reports which).
+	// Result is the final result once ended (the exp-end's, or computed by
+	// Ledger.Close); zero while open: Ledger.Provisional computes the
+	// open one's over the samples seen so far.
 	Result  Result
 	EndGPUs []gpu.GPU
 	Notes   []TimedNote // notes written while it was open, in time order

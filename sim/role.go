@@ -35,7 +35,8 @@ const (
 	// RoleCLI is the simulated host's own flightdeck (wrapper bin/flightdeck):
 	// `flightdeck sim server ARGS…` runs the fake server as RoleServer does,
 	// so a launcher can start it the way it would start `flightdeck sim
-	// server` anywhere; any other command fails with status 2.
+	// server` anywhere, and `flightdeck sim version NAME` answers the "sim"
+	// preset's version probes; any other command fails with status 2.
 	RoleCLI = "flightdeck"
 	// RoleWorker is a worker process of the fake server (--sim-workers);
 	// only the server starts it.
@@ -49,7 +50,7 @@ const (
 )
 
 // cliUsage is RoleCLI's answer to anything but `sim server`.
-const cliUsage = "flightdeck: this is the simulated host's flightdeck: only `flightdeck sim server …` is available here"
+const cliUsage = "flightdeck: this is the simulated host's flightdeck: only `flightdeck sim server …` and `flightdeck sim version NAME` are available here"
 
 // RunRoleFromEnv runs a sim role and exits when FLIGHTDECK_SIM_ROLE is set;
 // otherwise it returns at once. Call it first thing in main() and in
@@ -75,6 +76,9 @@ func runRole(role, dir string, args []string) int {
 	case RoleCLI:
 		if len(args) >= 2 && args[0] == "sim" && args[1] == "server" {
 			return runServerProcess(args[2:], dir)
+		}
+		if len(args) >= 2 && args[0] == "sim" && args[1] == "version" {
+			return RunVersion(args[2:], os.Stdout, os.Stderr)
 		}
 		fmt.Fprintln(os.Stderr, cliUsage)
 		return 2

@@ -1,0 +1,505 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// ErrNoExperiment is returned by Lab.End and Lab.Update when no experiment
+// is open.
+var ErrNoExperiment = errors.New("no experiment is open")
+
+// ErrEmptyNote is returned by Lab.Note for a note with no text.
+var ErrEmptyNote = errors.New("empty note")
+
+// ErrLabClosed is returned by the Lab's actions after Close.
+var ErrLabClosed = errors.New("the session is closing")
+
+// DefaultProbeTimeout is the deadline of one version probe (and of the
+// hostname/kernel read) when Lab.ProbeTimeout is 0.
+const DefaultProbeTimeout = 10 * time.Second
+
+// Lab runs the session's experiments and notes: the `e` and `n` keys of the
+// cockpit and the CLI's journal commands call it. It starts an experiment
+// at every server launch (ending the previous one) and ends it when the
+// server is killed, exits or fails; it captures each experiment's
+// fingerprint in the background; it computes the result at the end from
+// the tok/s samples it has observed (journal.Ledger, stats).
+//
+// Wiring: call Observe with every event of the stream after it is
+// published, including the Lab's own (Publish may call Observe, directly
+// or not: the Lab holds no lock while publishing). The Lab's own events —
+// exp-start, exp-fingerprint, exp-update, exp-end, note, key — go to
+// Publish, one at a time and in the order the Lab decided them. Start,
+// End, Update and Note wait until their event is published, so call them
+// off the goroutine that drains the stream (the UI's: from a tea.Cmd);
+// Observe and Key never wait. Set the exported fields before the first
+// call; the methods are safe for concurrent use.
+type Lab struct {
+	Host     remote.Host
+	RepoPath string         // the server checkout on the host; "" when none (no git in fingerprints)
+	Config   *config.Config // version probes per preset; nil: config.Builtins()
+	Preset   string         // the preset whose probes run when no launch is known
+	Publish  event.Sink     // where the Lab's events go: the stream
+	// ProbeTimeout is the deadline of each version probe and of the
+	// hostname/kernel read (DefaultProbeTimeout when 0); the git part of a
+	// fingerprint gets three times as long (its patch may be large).
+	ProbeTimeout time.Duration
+
+	mu        sync.Mutex
+	ledger    journal.Ledger     // folded from what the Lab decided and what it observed
+	next      int                // experiments started so far
+	launch    *server.LaunchInfo // the last launch seen, redacted; nil when none
+	status    server.Status      // the last server status seen
+	gpus      []gpu.GPU          // the last GPU sample's GPUs
+	head      string             // the checkout's short HEAD as last seen on the stream
+	defaulted map[string]string  // experiment id → its default name, until the fingerprint confirms the commit in it
+	outbox    []event.Event      // decided, not yet published
+	flushing  bool               // an asynchronous flush is scheduled
+	closed    bool
+	base      context.Context // captures run under it; Close cancels it
+	cancel    context.CancelFunc
+
+	pubMu sync.Mutex     // held while publishing: keeps the outbox's order
+	wg    sync.WaitGroup // captures and asynchronous flushes in flight
+
+	repoMu sync.Mutex
+	repo   *git.Repo // opened by the first capture that needs it
+}
+
+// initLocked prepares the Lab's context and maps; call with l.mu held.
+func (l *Lab) initLocked() {
+	if l.base == nil {
+		l.base, l.cancel = context.WithCancel(context.Background())
+	}
+	if l.defaulted == nil {
+		l.defaulted = map[string]string{}
+	}
+}
+
+// Observe folds one event of the stream: GPU samples, the checkout's HEAD,
+// launches and server states, tok/s samples and readiness (for results).
+// A launch ends the open experiment (relaunch) and starts one (launch); the
+// server going killed, exited or failed ends the open one (kill, exit). It
+// is cheap and never waits for I/O: what it decides is published by
+// another goroutine.
+func (l *Lab) Observe(e event.Event) {
+	switch e.Data.(type) {
+	case journal.ExperimentStart, journal.ExperimentFingerprint, journal.ExperimentUpdate, journal.ExperimentEnd, journal.Note:
+		return // the Lab's own: already in the ledger when decided
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.initLocked()
+	l.ledger.Apply(e)
+	switch p := e.Data.(type) {
+	case gpu.Sample:
+		l.gpus = p.GPUs
+	case repo.Head:
+		l.head = shortOf(p.Short, p.Commit)
+	case git.Status:
+		l.head = shortOf(p.Head.Short, p.Head.ID)
+	case server.Observed:
+		// An adopted server's launch, from its pidfile (seen at every
+		// poll: copied only when it is another launch).
+		if f := p.Found; f.Running && f.How == server.ByPidfile && f.Record != nil {
+			if r := f.Record.Launch; l.launch == nil || l.launch.LogPath != r.LogPath || !l.launch.At.Equal(r.At) {
+				l.launch = redactLaunch(r)
+			}
+		}
+	case server.Launched:
+		l.launch = redactLaunch(p.Record.Launch)
+		if l.closed {
+			return
+		}
+		if l.ledger.Current() != nil {
+			l.endLocked(e.At, journal.TriggerRelaunch, "")
+		}
+		l.startLocked(e.At, "", "", journal.TriggerLaunch, l.launch)
+		l.kickLocked()
+	case server.Status:
+		prev := l.status.Phase
+		l.status = p
+		if l.closed || prev == "" || prev == p.Phase || l.ledger.Current() == nil {
+			return
+		}
+		switch p.Phase {
+		case server.PhaseKilled:
+			l.endLocked(e.At, journal.TriggerKill, "")
+			l.kickLocked()
+		case server.PhaseExited, server.PhaseFailed:
+			l.endLocked(e.At, journal.TriggerExit, "")
+			l.kickLocked()
+		}
+	}
+}
+
+// clean trims typed text and makes it safe to print (probes/sanitize).
+func clean(s string) string { return sanitize.String(strings.TrimSpace(s)) }
+
+// shortOf is a short commit id: short when given, else the id cut.
+func shortOf(short, id string) string {
+	if short != "" {
+		return sanitize.String(short)
+	}
+	return sanitize.String(git.ShortID(id))
+}
+
+// Start ends the open experiment, if any (trigger key), and starts one
+// called name (default "<profile> @ <short HEAD>", the preset standing in
+// for the profile "none") with hypothesis (may be empty). The exp-start is
+// published before Start returns; the fingerprint is captured in the
+// background and published when complete (exp-fingerprint), never failing
+// as a whole. ctx only bounds the wait for publishing. Errors:
+// ErrLabClosed after Close, or ctx's.
+func (l *Lab) Start(ctx context.Context, name, hypothesis string) (journal.ExperimentStart, error) {
+	if err := ctx.Err(); err != nil {
+		return journal.ExperimentStart{}, err
+	}
+	l.mu.Lock()
+	l.initLocked()
+	if l.closed {
+		l.mu.Unlock()
+		return journal.ExperimentStart{}, ErrLabClosed
+	}
+	now := time.Now()
+	if l.ledger.Current() != nil {
+		l.endLocked(now, journal.TriggerKey, "")
+	}
+	s := l.startLocked(now, clean(name), clean(hypothesis), journal.TriggerKey, nil)
+	l.mu.Unlock()
+	return s, l.flush(ctx)
+}
+
+// End ends the open experiment (trigger key) with conclusion (may be empty)
+// and returns its exp-end, published before End returns: the result over
+// its steady-state tok/s samples and the last GPU sample. Errors:
+// ErrNoExperiment, ErrLabClosed, or ctx's.
+func (l *Lab) End(ctx context.Context, conclusion string) (journal.ExperimentEnd, error) {
+	if err := ctx.Err(); err != nil {
+		return journal.ExperimentEnd{}, err
+	}
+	l.mu.Lock()
+	l.initLocked()
+	if l.closed {
+		l.mu.Unlock()
+		return journal.ExperimentEnd{}, ErrLabClosed
+	}
+	if l.ledger.Current() == nil {
+		l.mu.Unlock()
+		return journal.ExperimentEnd{}, ErrNoExperiment
+	}
+	end := l.endLocked(time.Now(), journal.TriggerKey, clean(conclusion))
+	l.mu.Unlock()
+	return end, l.flush(ctx)
+}
+
+// Update changes an experiment's name, hypothesis or conclusion (empty
+// fields stay); u.Exp "" means the open one. Errors: ErrNoExperiment when
+// u.Exp is "" and none is open, an unknown experiment, ErrLabClosed, or
+// ctx's.
+func (l *Lab) Update(ctx context.Context, u journal.ExperimentUpdate) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	u.Name, u.Hypothesis, u.Conclusion = clean(u.Name), clean(u.Hypothesis), clean(u.Conclusion)
+	l.mu.Lock()
+	l.initLocked()
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return ErrLabClosed
+	case u.Exp == "":
+		cur := l.ledger.Current()
+		if cur == nil {
+			l.mu.Unlock()
+			return ErrNoExperiment
+		}
+		u.Exp = cur.ID
+	case l.ledger.Find(u.Exp) == nil || l.ledger.Find(u.Exp).ID != u.Exp:
+		l.mu.Unlock()
+		return fmt.Errorf("no experiment %q", u.Exp)
+	}
+	if u.Name != "" {
+		delete(l.defaulted, u.Exp) // named by hand: the fingerprint leaves it alone
+	}
+	l.decideLocked(time.Now(), u)
+	l.mu.Unlock()
+	return l.flush(ctx)
+}
+
+// Note adds a timestamped note to the journal and to the open experiment
+// (if any) and returns it, published before Note returns. The text is
+// trimmed and made safe to print (probes/sanitize). Errors: ErrEmptyNote,
+// ErrLabClosed, or ctx's.
+func (l *Lab) Note(ctx context.Context, text string) (journal.Note, error) {
+	if err := ctx.Err(); err != nil {
+		return journal.Note{}, err
+	}
+	text = clean(text)
+	if text == "" {
+		return journal.Note{}, ErrEmptyNote
+	}
+	l.mu.Lock()
+	l.initLocked()
+	if l.closed {
+		l.mu.Unlock()
+		return journal.Note{}, ErrLabClosed
+	}
+	n := journal.Note{Text: text}
+	if cur := l.ledger.Current(); cur != nil {
+		n.Exp = cur.ID
+	}
+	l.decideLocked(time.Now(), n)
+	l.mu.Unlock()
+	return n, l.flush(ctx)
+}
+
+// Key records a key that caused an action (journal.Key). It never waits:
+// the event is published by another goroutine. Keys after Close are
+// dropped.
+func (l *Lab) Key(key, action string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.initLocked()
+	if l.closed {
+		return
+	}
+	l.outbox = append(l.outbox, event.Event{At: time.Now(), Data: journal.Key{Key: key, Action: action}})
+	l.kickLocked()
+}
+
+// Close ends the open experiment (trigger quit), publishes what is left to
+// publish and waits for the fingerprints being captured, until ctx ends;
+// then it cancels the captures still running (they publish what they have,
+// with the rest in Errors). Later Start, End, Update and Note calls return
+// ErrLabClosed; later launches start nothing. It is safe to call twice.
+func (l *Lab) Close(ctx context.Context) {
+	l.mu.Lock()
+	l.initLocked()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	if l.ledger.Current() != nil {
+		l.endLocked(time.Now(), journal.TriggerQuit, "")
+	}
+	l.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.flush(context.Background())
+		l.wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	l.cancel()
+}
+
+// Current returns a copy of the open experiment; ok is false when none is
+// open. Its Result is zero: Provisional computes it.
+func (l *Lab) Current() (exp journal.Experiment, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.ledger.Current(); c != nil {
+		return *c, true
+	}
+	return journal.Experiment{}, false
+}
+
+// Experiments returns the session's experiments in start order (a new
+// slice; the elements' slices are shared and must not be modified).
+func (l *Lab) Experiments() []journal.Experiment {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]journal.Experiment(nil), l.ledger.Experiments()...)
+}
+
+// Provisional returns the open experiment's result so far (zero when none
+// is open). It costs O(n log n) in its samples: call it when drawing.
+func (l *Lab) Provisional() journal.Result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ledger.Provisional()
+}
+
+// decideLocked applies one of the Lab's own events to the ledger and queues
+// it for publishing. Call with l.mu held.
+func (l *Lab) decideLocked(at time.Time, p event.Payload) {
+	e := event.Event{At: at, Data: p}
+	l.ledger.Apply(e)
+	l.outbox = append(l.outbox, e)
+}
+
+// startLocked opens an experiment and starts capturing its fingerprint.
+// launch is the exp-start's Launch (nil when started by hand). Call with
+// l.mu held, l.closed false.
+func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig journal.Trigger, launch *server.LaunchInfo) journal.ExperimentStart {
+	l.next++
+	id := "e" + strconv.Itoa(l.next)
+	if name == "" {
+		name = l.defaultNameLocked()
+		l.defaulted[id] = name
+	}
+	s := journal.ExperimentStart{ID: id, Name: name, Hypothesis: hypothesis, Trigger: trig, Launch: launch}
+	l.decideLocked(at, s)
+	in := captureInput{exp: id, at: at, launch: l.knownLaunchLocked(), gpus: l.gpus, preset: l.presetLocked()}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		fp := l.capture(l.base, in)
+		l.captured(id, fp)
+	}()
+	return s
+}
+
+// endLocked closes the open experiment with its result. Call with l.mu
+// held and an experiment open.
+func (l *Lab) endLocked(at time.Time, trig journal.Trigger, conclusion string) journal.ExperimentEnd {
+	cur := l.ledger.Current()
+	end := journal.ExperimentEnd{Exp: cur.ID, Trigger: trig, Conclusion: conclusion, Result: l.ledger.Provisional(), GPUs: l.gpus}
+	l.decideLocked(at, end)
+	return end
+}
+
+// captured publishes a fingerprint, and the experiment's name when its
+// default name named another commit (or none) than the one captured.
+func (l *Lab) captured(id string, fp journal.Fingerprint) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.decideLocked(time.Now(), journal.ExperimentFingerprint{Exp: id, Fingerprint: fp})
+	if old, ok := l.defaulted[id]; ok {
+		delete(l.defaulted, id)
+		if fp.Git != nil && fp.Git.Head != "" {
+			name := nameFor(labelOf(fp.Launch, l.presetLocked()), git.ShortID(fp.Git.Head))
+			if x := l.ledger.Find(id); name != old && x != nil && x.Name == old {
+				l.decideLocked(time.Now(), journal.ExperimentUpdate{Exp: id, Name: name})
+			}
+		}
+	}
+	l.kickLocked()
+}
+
+// defaultNameLocked is "<profile> @ <short HEAD>" for the launch known now.
+func (l *Lab) defaultNameLocked() string {
+	return nameFor(labelOf(l.knownLaunchLocked(), l.presetLocked()), l.head)
+}
+
+func nameFor(label, short string) string {
+	if short == "" {
+		return label
+	}
+	return label + " @ " + short
+}
+
+// labelOf names a launch by its env profile, or by its preset when the
+// profile is none; fallback when no launch is known.
+func labelOf(launch *server.LaunchInfo, fallback string) string {
+	switch {
+	case launch != nil && launch.Profile != "" && launch.Profile != "none":
+		return sanitize.String(launch.Profile)
+	case launch != nil && launch.Preset != "":
+		return sanitize.String(launch.Preset)
+	case fallback != "":
+		return sanitize.String(fallback)
+	}
+	return "experiment"
+}
+
+// knownLaunchLocked is the launch of the server as known now: the last
+// launch or pidfile seen, else what the server status says (an adopted
+// server), else nil.
+func (l *Lab) knownLaunchLocked() *server.LaunchInfo {
+	st := l.status
+	if l.launch != nil && (st.LogPath == "" || st.LogPath == l.launch.LogPath) {
+		return l.launch
+	}
+	if st.Preset != "" || st.Profile != "" || st.Server != "" {
+		return &server.LaunchInfo{Preset: st.Preset, Profile: st.Profile, Server: st.Server, LogPath: st.LogPath, Port: st.Port}
+	}
+	return l.launch
+}
+
+// presetLocked is the preset whose version probes run: the known launch's,
+// else Lab.Preset.
+func (l *Lab) presetLocked() string {
+	if k := l.knownLaunchLocked(); k != nil && k.Preset != "" {
+		return k.Preset
+	}
+	return l.Preset
+}
+
+// kickLocked makes sure a goroutine publishes the outbox. Call with l.mu
+// held.
+func (l *Lab) kickLocked() {
+	if l.flushing || len(l.outbox) == 0 {
+		return
+	}
+	l.flushing = true
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		l.pubMu.Lock()
+		defer l.pubMu.Unlock()
+		l.drainLocked()
+	}()
+}
+
+// flush publishes the outbox, waiting for an earlier publisher to finish
+// first (the order is the outbox's). ctx bounds only the wait for that
+// earlier publisher, not a Publish in progress.
+func (l *Lab) flush(ctx context.Context) error {
+	got := make(chan struct{})
+	go func() {
+		l.pubMu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+	case <-ctx.Done():
+		// The goroutine takes the lock later: it publishes then.
+		go func() { <-got; l.drainLocked(); l.pubMu.Unlock() }()
+		return ctx.Err()
+	}
+	l.drainLocked()
+	l.pubMu.Unlock()
+	return nil
+}
+
+// drainLocked publishes the outbox in order. Call with pubMu held (not
+// l.mu: Publish may call Observe).
+func (l *Lab) drainLocked() {
+	for {
+		l.mu.Lock()
+		if len(l.outbox) == 0 {
+			l.flushing = false
+			l.mu.Unlock()
+			return
+		}
+		e := l.outbox[0]
+		l.outbox[0] = event.Event{}
+		l.outbox = l.outbox[1:]
+		l.mu.Unlock()
+		if l.Publish != nil {
+			l.Publish(e)
+		}
+	}
+}

@@ -1,0 +1,330 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// labRig is a Lab wired the way the cockpit wires it: everything published
+// goes to the recorder (the stream) and then to Observe.
+type labRig struct {
+	lab *Lab
+	rec *recorder
+}
+
+func newLabRig(l *Lab) *labRig {
+	r := &labRig{lab: l, rec: newRecorder()}
+	l.Publish = r.publish
+	return r
+}
+
+// publish is the stream: record, then let the Lab observe.
+func (r *labRig) publish(e event.Event) {
+	r.rec.sink(e)
+	r.lab.Observe(e)
+}
+
+// of returns the recorded payloads of type T, in order.
+func of[T event.Payload](es []event.Event) []T {
+	var out []T
+	for _, e := range es {
+		if p, ok := e.Data.(T); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// count waits until n payloads of type T are recorded and returns them.
+func count[T event.Payload](t *testing.T, r *recorder, what string, n int) []T {
+	t.Helper()
+	r.waitFor(t, what, 30*time.Second, func(es []event.Event) bool { return len(of[T](es)) >= n })
+	return of[T](r.snapshot())
+}
+
+var labT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return labT0.Add(time.Duration(s * float64(time.Second))) }
+
+func launched(profile string) server.Launched {
+	return server.Launched{Record: server.Record{PID: 4100, Launch: server.LaunchInfo{
+		Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/logs/sim-" + profile + ".log",
+		Argv: []string{"flightdeck", "sim", "server", "--api-key", "sk-live-123", "--port", "31000"},
+		Env:  map[string]string{"NCCL_PROTO": "LL", "HF_TOKEN": "hf_secret"},
+	}}}
+}
+
+func status(p server.Phase, since float64) server.Status {
+	return server.Status{Phase: p, Server: "sglang", Preset: "sim", Since: at(since)}
+}
+
+func TestLabAutoStartAndEnd(t *testing.T) {
+	rig := newLabRig(&Lab{Preset: "sim"})
+	lab := rig.lab
+	gpus := []gpu.GPU{{Index: 0}, {Index: 1}}
+	steps := []event.Event{
+		{At: at(0), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}},
+		{At: at(0), Data: status(server.PhaseNone, 0)},
+		{At: at(1), Data: launched("none")},
+		{At: at(1), Data: status(server.PhaseLaunching, 1)},
+		{At: at(60), Data: serverlog.Ready{Server: "sglang"}},
+		{At: at(61), Data: status(server.PhaseReady, 61)},
+	}
+	for i := range 10 {
+		steps = append(steps, event.Event{At: at(62 + 5*float64(i)), Data: serverlog.Rate{TokPerSec: 62 + float64(i%3), Ranks: 8}})
+	}
+	steps = append(steps,
+		event.Event{At: at(120), Data: gpu.Sample{At: at(120), GPUs: gpus}},
+		event.Event{At: at(130), Data: status(server.PhaseStopping, 130)},
+		event.Event{At: at(131), Data: status(server.PhaseKilled, 131)},
+		event.Event{At: at(140), Data: launched("nccl-ll-ring")},
+		event.Event{At: at(140), Data: status(server.PhaseLaunching, 140)},
+		event.Event{At: at(200), Data: status(server.PhaseExited, 200)},
+		event.Event{At: at(210), Data: launched("nccl-ll-ring")},
+		event.Event{At: at(220), Data: launched("nccl-debug")},
+		event.Event{At: at(230), Data: status(server.PhaseLaunching, 220)},
+		event.Event{At: at(240), Data: status(server.PhaseFailed, 240)},
+		// Already ended: a later exit ends nothing more.
+		event.Event{At: at(250), Data: status(server.PhaseExited, 250)},
+	)
+	for _, e := range steps {
+		rig.publish(e)
+	}
+	ends := count[journal.ExperimentEnd](t, rig.rec, "4 exp-ends", 4)
+	starts := of[journal.ExperimentStart](rig.rec.snapshot())
+	if len(starts) != 4 || len(ends) != 4 {
+		t.Fatalf("%d starts, %d ends", len(starts), len(ends))
+	}
+	wantNames := []string{"sim @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-debug @ a6d51c0"}
+	for i, s := range starts {
+		if s.ID != "e"+string(rune('1'+i)) || s.Name != wantNames[i] || s.Trigger != journal.TriggerLaunch || s.Launch == nil {
+			t.Errorf("start %d: %+v", i, s)
+		}
+	}
+	wantEnds := []journal.Trigger{journal.TriggerKill, journal.TriggerExit, journal.TriggerRelaunch, journal.TriggerExit}
+	for i, e := range ends {
+		if e.Exp != starts[i].ID || e.Trigger != wantEnds[i] {
+			t.Errorf("end %d: %s by %q, want %s by %q", i, e.Exp, e.Trigger, starts[i].ID, wantEnds[i])
+		}
+	}
+	// The first run's result: 10 samples from 62 s, the first 3 (and those
+	// before 71 s) are warm-up.
+	r := ends[0].Result
+	if r.N != 7 || r.Dropped != 3 || r.Median != 63 || r.Metric != "tok/s" || len(ends[0].GPUs) != 2 {
+		t.Errorf("first result %+v, GPUs %d", r, len(ends[0].GPUs))
+	}
+	// Secrets never reach the journal.
+	l := starts[0].Launch
+	if l.Env["HF_TOKEN"] != "<redacted>" || l.Env["NCCL_PROTO"] != "LL" || slices.Contains(l.Argv, "sk-live-123") || !slices.Contains(l.Argv, "<redacted>") {
+		t.Errorf("launch not redacted: %+v", l)
+	}
+	// Every start's fingerprint was published (no host: it says so).
+	fps := count[journal.ExperimentFingerprint](t, rig.rec, "4 fingerprints", 4)
+	for _, fp := range fps {
+		if !slices.Equal(fp.Fingerprint.Errors, []string{"no host to read the fingerprint from"}) || fp.Fingerprint.Launch == nil ||
+			strings.Contains(fp.Fingerprint.CommandLine, "sk-live") {
+			t.Errorf("fingerprint %+v", fp)
+		}
+	}
+	// The order on the stream: each exp-end before the next exp-start.
+	var seq []string
+	for _, e := range rig.rec.snapshot() {
+		switch p := e.Data.(type) {
+		case journal.ExperimentStart:
+			seq = append(seq, "start "+p.ID)
+		case journal.ExperimentEnd:
+			seq = append(seq, "end "+p.Exp)
+		}
+	}
+	if want := []string{"start e1", "end e1", "start e2", "end e2", "start e3", "end e3", "start e4", "end e4"}; !slices.Equal(seq, want) {
+		t.Errorf("order %v", seq)
+	}
+	lab.Close(context.Background())
+}
+
+func TestLabNotesAndManualExperiments(t *testing.T) {
+	ctx := context.Background()
+	rig := newLabRig(&Lab{Preset: "sglang"})
+	lab := rig.lab
+	if _, err := lab.End(ctx, "x"); !errors.Is(err, ErrNoExperiment) {
+		t.Errorf("End with none open: %v", err)
+	}
+	if err := lab.Update(ctx, journal.ExperimentUpdate{Name: "x"}); !errors.Is(err, ErrNoExperiment) {
+		t.Errorf("Update with none open: %v", err)
+	}
+	n0, err := lab.Note(ctx, "  before any experiment \n")
+	if err != nil || n0.Text != "before any experiment" || n0.Exp != "" {
+		t.Fatalf("note %+v %v", n0, err)
+	}
+	if _, err := lab.Note(ctx, " \t "); !errors.Is(err, ErrEmptyNote) {
+		t.Errorf("empty note: %v", err)
+	}
+	s, err := lab.Start(ctx, "baseline", "62 tok/s without NCCL tuning")
+	if err != nil || s.ID != "e1" || s.Name != "baseline" || s.Trigger != journal.TriggerKey || s.Launch != nil {
+		t.Fatalf("start %+v %v", s, err)
+	}
+	n1, err := lab.Note(ctx, "bench started \x1b[31mred")
+	if err != nil || n1.Exp != "e1" || strings.ContainsRune(n1.Text, 0x1b) {
+		t.Fatalf("note %+v %v", n1, err)
+	}
+	if err := lab.Update(ctx, journal.ExperimentUpdate{Hypothesis: "about 62"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Update(ctx, journal.ExperimentUpdate{Exp: "e9", Name: "x"}); err == nil {
+		t.Error("update of an unknown experiment")
+	}
+	cur, ok := lab.Current()
+	if !ok || cur.ID != "e1" || cur.Hypothesis != "about 62" || len(cur.Notes) != 1 || cur.Notes[0].Text != n1.Text {
+		t.Errorf("current %+v", cur)
+	}
+	// A second start ends the first.
+	s2, err := lab.Start(ctx, "", "")
+	if err != nil || s2.ID != "e2" || s2.Name != "sglang" {
+		t.Fatalf("second start %+v %v", s2, err)
+	}
+	end, err := lab.End(ctx, "  no change ")
+	if err != nil || end.Exp != "e2" || end.Conclusion != "no change" || end.Trigger != journal.TriggerKey {
+		t.Fatalf("end %+v %v", end, err)
+	}
+	lab.Key("K", "kill sglang pid 4123")
+	count[journal.Key](t, rig.rec, "the key", 1)
+	xs := lab.Experiments()
+	if len(xs) != 2 || xs[0].EndedBy != journal.TriggerKey || xs[1].Conclusion != "no change" || xs[1].Open() {
+		t.Errorf("experiments %+v", xs)
+	}
+	// Published in the order decided: start e1, note, update, end e1, start e2, end e2.
+	var kinds []string
+	for _, e := range rig.rec.snapshot() {
+		switch e.Data.(type) {
+		case journal.ExperimentStart, journal.ExperimentEnd, journal.ExperimentUpdate, journal.Note, journal.Key:
+			kinds = append(kinds, e.Data.Kind())
+		}
+	}
+	want := []string{"note", "exp-start", "note", "exp-update", "exp-end", "exp-start", "exp-end", "key"}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("published %v\nwant      %v", kinds, want)
+	}
+	// Close ends the open experiment with quit; nothing starts afterwards.
+	if _, err := lab.Start(ctx, "last", ""); err != nil {
+		t.Fatal(err)
+	}
+	lab.Close(ctx)
+	ends := of[journal.ExperimentEnd](rig.rec.snapshot())
+	if last := ends[len(ends)-1]; last.Exp != "e3" || last.Trigger != journal.TriggerQuit {
+		t.Errorf("end at close %+v", last)
+	}
+	if _, err := lab.Start(ctx, "late", ""); !errors.Is(err, ErrLabClosed) {
+		t.Errorf("start after close: %v", err)
+	}
+	rig.publish(event.Event{At: time.Now(), Data: launched("none")})
+	if len(of[journal.ExperimentStart](rig.rec.snapshot())) != 3 {
+		t.Error("a launch after Close started an experiment")
+	}
+	lab.Close(ctx) // twice is fine
+}
+
+func TestRedactArgv(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"python3", "-m", "sglang.launch_server", "--api-key", "sk-1", "--port", "30000"},
+			[]string{"python3", "-m", "sglang.launch_server", "--api-key", "<redacted>", "--port", "30000"}},
+		{[]string{"vllm", "serve", "m", "--hf-token=hf_x", "--tokenizer-path", "/t", "--ssl-keyfile", "/k.pem"},
+			[]string{"vllm", "serve", "m", "--hf-token=<redacted>", "--tokenizer-path", "/t", "--ssl-keyfile", "/k.pem"}},
+		{[]string{"x", "--admin_password", "p", "--client-secret", "s", "--aws-credentials", "c", "--auth", "a", "--token"},
+			[]string{"x", "--admin_password", "<redacted>", "--client-secret", "<redacted>", "--aws-credentials", "<redacted>", "--auth", "<redacted>", "--token"}},
+		// A flag without a value: the next flag stays.
+		{[]string{"x", "--enable-token-usage", "--port", "1"}, []string{"x", "--enable-token-usage", "--port", "1"}},
+		{[]string{"env", "HF_TOKEN=hf_x", "WANDB_API_KEY=k", "NCCL_PROTO=LL", "python3"},
+			[]string{"env", "HF_TOKEN=<redacted>", "WANDB_API_KEY=<redacted>", "NCCL_PROTO=LL", "python3"}},
+		{nil, nil},
+	} {
+		in := slices.Clone(tc.in)
+		if got := RedactArgv(in); !slices.Equal(got, tc.want) {
+			t.Errorf("RedactArgv(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+		if !slices.Equal(in, tc.in) {
+			t.Errorf("input changed: %q", in)
+		}
+	}
+}
+
+func TestRedactLaunchEnv(t *testing.T) {
+	env := map[string]string{"HF_TOKEN": "a", "OPENAI_API_KEY": "b", "CLIENT_SECRET": "c", "DB_PASSWORD": "d",
+		"GOOGLE_APPLICATION_CREDENTIALS": "e", "NCCL_ALGO": "Ring", "CUDA_VISIBLE_DEVICES": "0,1"}
+	l := redactLaunch(server.LaunchInfo{Env: env, Argv: []string{"s", "--api-key=z"}})
+	for k, v := range l.Env {
+		secret := k != "NCCL_ALGO" && k != "CUDA_VISIBLE_DEVICES"
+		if secret != (v == "<redacted>") || (!secret && v != env[k]) {
+			t.Errorf("%s=%q", k, v)
+		}
+	}
+	if env["HF_TOKEN"] != "a" {
+		t.Error("the launch's own env was changed")
+	}
+	if cl := l.CommandLine(); strings.Contains(cl, "z") && !strings.Contains(cl, "<redacted>") {
+		t.Errorf("command line %q", cl)
+	}
+}
+
+// FuzzRedactArgv: whatever the words, the value after a secret flag never
+// survives, and nothing else changes length or order.
+func FuzzRedactArgv(f *testing.F) {
+	f.Add("python3 --api-key sk --port 1")
+	f.Add("--hf-token=x env HF_TOKEN=y --token")
+	f.Add("-- = --=x KEY= =v")
+	f.Fuzz(func(t *testing.T, s string) {
+		argv := strings.Fields(s)
+		out := RedactArgv(argv)
+		if len(out) != len(argv) {
+			t.Fatalf("%d words became %d", len(argv), len(out))
+		}
+		for i, w := range argv {
+			if strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && secretFlag(strings.TrimLeft(w, "-")) &&
+				i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") && out[i+1] != "<redacted>" {
+				t.Fatalf("%q kept the value of %s: %q", s, w, out[i+1])
+			}
+		}
+	})
+}
+
+func TestLabAdoptedServer(t *testing.T) {
+	ctx := context.Background()
+	rig := newLabRig(&Lab{Preset: "sglang"})
+	rec := launched("nccl-debug").Record
+	rec.Launch.Preset = "sglang-eagle3"
+	rig.publish(event.Event{At: at(0), Data: server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, Record: &rec, Exit: -1}}})
+	rig.publish(event.Event{At: at(1), Data: server.Status{Phase: server.PhaseRunning, Preset: "sglang-eagle3", Profile: "nccl-debug", LogPath: rec.Launch.LogPath}})
+	s, err := rig.lab.Start(ctx, "", "adopted")
+	if err != nil || s.Name != "nccl-debug" || s.Launch != nil {
+		t.Fatalf("start %+v %v", s, err)
+	}
+	fp := count[journal.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0].Fingerprint
+	if fp.Launch == nil || fp.Launch.Preset != "sglang-eagle3" || fp.Launch.Env["HF_TOKEN"] != "<redacted>" || rec.Launch.Env["HF_TOKEN"] != "hf_secret" {
+		t.Errorf("fingerprint launch %+v", fp.Launch)
+	}
+	rig.lab.Close(ctx)
+}
+
+// BenchmarkLabObserveRate is the Lab's cost per tok/s sample of the
+// stream, with an experiment open.
+func BenchmarkLabObserveRate(b *testing.B) {
+	lab := &Lab{Publish: func(event.Event) {}}
+	lab.Observe(event.Event{At: at(0), Data: launched("none")})
+	e := event.Event{At: at(1), Data: serverlog.Rate{TokPerSec: 89, Ranks: 8}}
+	b.ReportAllocs()
+	for b.Loop() {
+		lab.Observe(e)
+	}
+	b.StopTimer()
+	lab.Close(context.Background())
+}

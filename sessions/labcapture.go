@@ -1,0 +1,354 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// captureInput is what a fingerprint takes from the stream at the start.
+type captureInput struct {
+	exp    string
+	at     time.Time
+	launch *server.LaunchInfo // redacted; nil when none is known
+	gpus   []gpu.GPU
+	preset string
+}
+
+// unameCmd reads the host's name and kernel release in one command (fixed
+// text: nothing in it comes from outside).
+const unameCmd = "uname -n; uname -r"
+
+// probeScript runs a version probe ($2) with sh -c under coreutils timeout
+// ($1 seconds, then SIGKILL a second later) when the host has it, so a
+// hung probe does not outlive its deadline on the host either. Fixed text
+// on one line (remote.Quote refuses newlines); the probe travels as an
+// argument.
+const probeScript = `if command -v timeout >/dev/null 2>&1; then exec timeout -k 1 "$1" sh -c "$2"; else exec sh -c "$2"; fi`
+
+// MaxUntracked is the most untracked paths a fingerprint lists (the count
+// of the rest goes to Errors).
+const MaxUntracked = 1000
+
+// maxVersionRunes caps a version value or error.
+const maxVersionRunes = 200
+
+func (l *Lab) probeTimeout() time.Duration {
+	if l.ProbeTimeout > 0 {
+		return l.ProbeTimeout
+	}
+	return DefaultProbeTimeout
+}
+
+// capture takes an experiment's fingerprint: hostname and kernel, the git
+// checkout, the version probes of the preset, all at once, each with its
+// own deadline; the launch and GPUs come from the stream. Every part that
+// fails goes to Errors.
+func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint {
+	fp := journal.Fingerprint{At: time.Now(), Launch: in.launch, GPUs: in.gpus}
+	if in.launch != nil {
+		fp.CommandLine = in.launch.CommandLine()
+	}
+	if l.Host == nil {
+		fp.Errors = []string{"no host to read the fingerprint from"}
+		return fp
+	}
+	timeout := l.probeTimeout()
+	var mu sync.Mutex
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		fp.Errors = append(fp.Errors, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		host, kernel, err := l.uname(ctx, timeout)
+		if err != nil {
+			fail("hostname and kernel: %s", errWords(err, timeout))
+			return
+		}
+		mu.Lock()
+		fp.Hostname, fp.Kernel = host, kernel
+		mu.Unlock()
+	})
+	if l.RepoPath != "" {
+		wg.Go(func() {
+			gs, errs := l.gitState(ctx, 3*timeout)
+			mu.Lock()
+			fp.Git = gs
+			fp.Errors = append(fp.Errors, errs...)
+			mu.Unlock()
+		})
+	}
+	cfg := l.Config
+	if cfg == nil {
+		cfg = config.Builtins()
+	}
+	probes := cfg.VersionProbes(in.preset)
+	fp.Versions = make([]journal.Version, len(probes))
+	for i, p := range probes {
+		wg.Go(func() { fp.Versions[i] = l.probe(ctx, p, timeout) })
+	}
+	wg.Wait()
+	slices.Sort(fp.Errors)
+	return fp
+}
+
+// uname reads the host's name and kernel release.
+func (l *Lab) uname(ctx context.Context, timeout time.Duration) (host, kernel string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := l.Host.Run(ctx, unameCmd, nil)
+	if err != nil {
+		return "", "", withStderr(err, res.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	if len(lines) != 2 {
+		return "", "", fmt.Errorf("unexpected output %q", sanitize.Line(res.Stdout))
+	}
+	return sanitize.String(strings.TrimSpace(lines[0])), sanitize.String(strings.TrimSpace(lines[1])), nil
+}
+
+// gitState reads the checkout: HEAD, branch, subject, untracked files and
+// stashes (git.Repo.Status), and the patch against HEAD (git.Repo.Patch).
+func (l *Lab) gitState(ctx context.Context, timeout time.Duration) (*journal.GitState, []string) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	gs := &journal.GitState{Repo: l.RepoPath}
+	r, err := l.openRepo(ctx)
+	if err != nil {
+		return gs, []string{"git: " + errWords(err, timeout)}
+	}
+	gs.Repo = r.Path
+	var (
+		st           git.Status
+		patch        git.Patch
+		stErr, ptErr error
+		wg           sync.WaitGroup
+	)
+	wg.Go(func() { st, stErr = r.Status(ctx, 1) })
+	wg.Go(func() { patch, ptErr = r.Patch(ctx, journal.MaxPatch) })
+	wg.Wait()
+	var errs []string
+	if stErr != nil {
+		errs = append(errs, "git: "+errWords(stErr, timeout))
+	} else {
+		gs.Head, gs.Branch, gs.Subject = sanitize.String(st.Head.ID), sanitize.String(st.Branch), sanitize.String(st.Head.Subject)
+		n := 0
+		for _, f := range st.Files {
+			if !f.Untracked() {
+				continue
+			}
+			if n++; n <= MaxUntracked {
+				gs.Untracked = append(gs.Untracked, sanitize.String(f.Path))
+			}
+		}
+		if n > MaxUntracked {
+			errs = append(errs, fmt.Sprintf("git: %d untracked files, the first %d listed", n, MaxUntracked))
+		}
+		for _, s := range st.Stashes {
+			gs.Stashes = append(gs.Stashes, s.Ref()+": "+sanitize.String(s.Message))
+		}
+	}
+	if ptErr != nil {
+		errs = append(errs, "git patch: "+errWords(ptErr, timeout))
+	} else if patch.Bytes > 0 {
+		gs.Patch, gs.PatchSHA256, gs.PatchBytes, gs.PatchTruncated = patch.Text, patch.SHA256, int(patch.Bytes), patch.Truncated
+	}
+	return gs, errs
+}
+
+// openRepo opens the checkout once; a failure is retried by the next
+// capture.
+func (l *Lab) openRepo(ctx context.Context) (*git.Repo, error) {
+	l.repoMu.Lock()
+	defer l.repoMu.Unlock()
+	if l.repo != nil {
+		return l.repo, nil
+	}
+	r, err := git.Open(ctx, l.Host, l.RepoPath)
+	if err != nil {
+		return nil, err
+	}
+	l.repo = r
+	return r, nil
+}
+
+// probe runs one version probe with its deadline.
+func (l *Lab) probe(ctx context.Context, p config.VersionProbe, timeout time.Duration) journal.Version {
+	v := journal.Version{Name: sanitize.String(p.Name), Command: sanitize.String(p.Command)}
+	start := time.Now()
+	defer func() { v.Millis = time.Since(start).Milliseconds() }()
+	secs := strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
+	cmd, err := remote.Command("sh", "-c", probeScript, "flightdeck-probe", secs, p.Command)
+	if err != nil {
+		v.Err = "cannot run: " + errWords(err, timeout)
+		return v
+	}
+	// The host's timeout ends the probe; this deadline, a second later, is
+	// for a host without one (or a connection that hangs).
+	rctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
+	defer cancel()
+	res, err := l.Host.Run(rctx, cmd, nil)
+	var ee *remote.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.Code == 124, err != nil && (errors.Is(err, context.DeadlineExceeded) || rctx.Err() == context.DeadlineExceeded):
+		v.Err = "timed out after " + timeout.String()
+	case errors.As(err, &ee):
+		v.Err = clipRunes(ee.Error())
+		stderr := res.Stderr
+		if len(stderr) == 0 {
+			stderr = ee.Stderr
+		}
+		if w := telling(stderr); w != "" {
+			v.Err = clipRunes(ee.Error() + ": " + w)
+		}
+	case err != nil:
+		v.Err = clipRunes(errWords(err, timeout))
+	default:
+		v.Value = firstLine(res.Stdout)
+		if v.Value == "" {
+			v.Value = firstLine(res.Stderr) // python2 --version and the like print there
+		}
+		if v.Value == "" {
+			v.Err = "no output"
+		}
+	}
+	return v
+}
+
+// firstLine is b's first non-blank line, trimmed, sanitised and cut.
+func firstLine(b []byte) string {
+	for line := range strings.Lines(string(b)) {
+		if s := strings.TrimSpace(line); s != "" {
+			return clipRunes(sanitize.String(s))
+		}
+	}
+	return ""
+}
+
+// telling is the line of a failed probe's stderr that says why: the first
+// non-blank one, or the last for a Python traceback ("ModuleNotFoundError:
+// No module named 'torch'").
+func telling(stderr []byte) string {
+	var first, last string
+	for line := range strings.Lines(string(stderr)) {
+		if s := strings.TrimSpace(line); s != "" {
+			if first == "" {
+				first = s
+			}
+			last = s
+		}
+	}
+	if strings.HasPrefix(first, "Traceback (most recent call last)") {
+		first = last
+	}
+	return sanitize.String(first)
+}
+
+func clipRunes(s string) string {
+	if utf8.RuneCountInString(s) <= maxVersionRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxVersionRunes]) + "…"
+}
+
+// errWords is an error as a fingerprint records it: one sanitised line, a
+// deadline as "timed out after 10s".
+func errWords(err error, timeout time.Duration) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out after " + timeout.String()
+	case errors.Is(err, context.Canceled):
+		return "cancelled: the session is closing"
+	}
+	s, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
+	return sanitize.String(s)
+}
+
+// withStderr adds a failed command's first stderr line to its error.
+func withStderr(err error, stderr []byte) error {
+	var ee *remote.ExitError
+	if errors.As(err, &ee) {
+		if w := telling(stderr); w != "" {
+			return fmt.Errorf("%w: %s", err, w)
+		}
+	}
+	return err
+}
+
+// redactLaunch returns a copy of a launch safe to record and show: env
+// values of secret-looking names (server.Redact) and secret argv values
+// (RedactArgv) replaced by "<redacted>".
+func redactLaunch(l server.LaunchInfo) *server.LaunchInfo {
+	out := l
+	out.Env = server.Redact(l.Env)
+	out.Argv = RedactArgv(l.Argv)
+	return &out
+}
+
+// secretFlagWords are the words of a flag name ("--hf-token" → hf, token)
+// that make its value a secret.
+var secretFlagWords = map[string]bool{
+	"key": true, "apikey": true, "token": true, "secret": true, "password": true, "passwd": true,
+	"credential": true, "credentials": true, "auth": true,
+}
+
+// RedactArgv returns a copy of argv with secret values replaced by
+// "<redacted>": the value of a flag whose name has a word key, apikey,
+// token, secret, password, passwd, credential(s) or auth (--api-key X,
+// --hf-token=X, --admin_password X; a following word that starts with "-"
+// is another flag and stays), and the value of a NAME=value word whose name
+// server.Redact hides (env HF_TOKEN=x python …). --ssl-keyfile or
+// --tokenizer-path are not secrets: their words are keyfile, tokenizer.
+func RedactArgv(argv []string) []string {
+	if argv == nil {
+		return nil
+	}
+	out := make([]string, len(argv))
+	copy(out, argv)
+	for i := 0; i < len(out); i++ {
+		w := out[i]
+		if strings.HasPrefix(w, "-") {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			if !secretFlag(name) {
+				continue
+			}
+			if hasValue {
+				out[i] = w[:strings.IndexByte(w, '=')+1] + "<redacted>"
+			} else if i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") {
+				out[i+1] = "<redacted>"
+				i++
+			}
+			continue
+		}
+		if name, _, ok := strings.Cut(w, "="); ok && remote.CheckEnvName(name) == nil && server.Redact(map[string]string{name: ""})[name] != "" {
+			out[i] = name + "=<redacted>"
+		}
+	}
+	return out
+}
+
+func secretFlag(name string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		if secretFlagWords[w] {
+			return true
+		}
+	}
+	return false
+}
