@@ -65,6 +65,7 @@ type Lab struct {
 	ledger    journal.Ledger     // folded from what the Lab decided and what it observed
 	next      int                // experiments started so far
 	launch    *server.LaunchInfo // the last launch seen, redacted; nil when none
+	launchAt  time.Time          // when it was seen
 	status    server.Status      // the last server status seen
 	gpus      []gpu.GPU          // the last GPU sample's GPUs
 	head      string             // the checkout's short HEAD as last seen on the stream
@@ -123,7 +124,7 @@ func (l *Lab) Observe(e event.Event) {
 			}
 		}
 	case server.Launched:
-		l.launch = redactLaunch(p.Record.Launch)
+		l.launch, l.launchAt = redactLaunch(p.Record.Launch), e.At
 		if l.closed {
 			return
 		}
@@ -429,7 +430,9 @@ func labelOf(launch *server.LaunchInfo, fallback string) string {
 // server), else nil.
 func (l *Lab) knownLaunchLocked() *server.LaunchInfo {
 	st := l.status
-	if l.launch != nil && (st.LogPath == "" || st.LogPath == l.launch.LogPath) {
+	// A status older than the last launch describes the server that launch
+	// replaced (the new one's status follows a moment later).
+	if l.launch != nil && (st.LogPath == "" || st.LogPath == l.launch.LogPath || st.Since.Before(l.launchAt)) {
 		return l.launch
 	}
 	if st.Preset != "" || st.Profile != "" || st.Server != "" {

@@ -328,3 +328,23 @@ func BenchmarkLabObserveRate(b *testing.B) {
 	b.StopTimer()
 	lab.Close(context.Background())
 }
+
+// TestLabNamesTheNewLaunch: at a relaunch the server's status still
+// describes the old server (its log, its profile) when server.Launched
+// arrives; the new experiment is named after the new launch.
+func TestLabNamesTheNewLaunch(t *testing.T) {
+	rig := newLabRig(&Lab{Preset: "sim"})
+	old := status(server.PhaseReady, 5)
+	old.Profile, old.LogPath = "none", "/logs/sim-old.log"
+	for _, e := range []event.Event{
+		{At: at(0), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}},
+		{At: at(5), Data: old},
+		{At: at(10), Data: launched("nccl-ll-ring")},
+	} {
+		rig.publish(e)
+	}
+	starts := count[journal.ExperimentStart](t, rig.rec, "1 exp-start", 1)
+	if got, want := starts[0].Name, "nccl-ll-ring @ a6d51c0"; got != want {
+		t.Errorf("name %q, want %q", got, want)
+	}
+}
