@@ -58,5 +58,20 @@ Use it with the "sim" launch preset:
 			return nil
 		},
 	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "version NAME",
+		Short: "Print a simulated software version (the sim preset's version probes)",
+		Long: `sim version prints the version the simulated host reports for NAME
+(driver, cuda, nccl, torch, sglang, python): the "sim" launch preset's
+version probes run it, so an experiment's fingerprint on the simulated host
+is complete.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code := sim.RunVersion(args, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	})
 	return cmd
 }
