@@ -1,0 +1,6 @@
+//go:build !race
+
+package journal
+
+// RaceEnabled: see race_test.go.
+const RaceEnabled = false
