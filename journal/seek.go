@@ -18,13 +18,13 @@ const (
 	// tui.DefaultLogLines (a replay with a bigger Options.LogLines would
 	// show fewer lines after a seek than when played).
 	CatchUpLogLines = 10000
-	// catchUpMarkSearch and catchUpMarkHorizon are at least the log
+	// CatchUpMarkSearch and CatchUpMarkHorizon are at least the log
 	// tail's markSearch (512) and markHorizon (2048): how far back a
 	// ready/failure looks for its line, and how long it waits for it.
-	catchUpMarkSearch  = 1024
-	catchUpMarkHorizon = 4096
-	// catchUpRates is at least the tok/s ring (rateCap, 1024).
-	catchUpRates = 2048
+	CatchUpMarkSearch  = 1024
+	CatchUpMarkHorizon = 4096
+	// CatchUpRates is at least the tok/s ring (rateCap, 1024), points.
+	CatchUpRates = 2048
 )
 
 // catchRule is how CatchUp picks the events of one kind.
@@ -62,7 +62,7 @@ var catchUpRules = map[string]catchRule{
 	"log-notice":       catchAll,
 	"log-follow-error": catchIgnore,
 	"throughput":       catchIgnore, // the screen uses tok-rate
-	// The tok/s ring keeps catchUpRates points; the server phase turns
+	// The tok/s ring keeps CatchUpRates points; the server phase turns
 	// "running" at the first figure of a run; an experiment's result is
 	// computed from every figure while it is open (or closed by a new
 	// start without its end).
@@ -182,9 +182,9 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 // logWindow returns the first entry of the log window before hi: from
 // there on every log-lines event is kept. The window holds at least
 // CatchUpLogLines lines (or starts at the journal's start), every
-// ready/failure in it has catchUpMarkSearch lines before it inside the
+// ready/failure in it has CatchUpMarkSearch lines before it inside the
 // window (its backward search sees what it saw live), and the one before
-// the window is catchUpMarkHorizon lines before it (no highlight waits
+// the window is CatchUpMarkHorizon lines before it (no highlight waits
 // for a line of the window from outside, the log tail having dropped it),
 // at a batch boundary (the tail drops waiting highlights after a batch).
 func (j *Journal) logWindow(hi int) int {
@@ -196,19 +196,19 @@ func (j *Journal) logWindow(hi int) int {
 		switch catchUpRules[codecOf(e.kind).kind] {
 		case catchLog:
 			// A window may start after this batch.
-			if cand < 0 && lines >= CatchUpLogLines && (markAfter < 0 || lines >= markAfter+catchUpMarkSearch) {
+			if cand < 0 && lines >= CatchUpLogLines && (markAfter < 0 || lines >= markAfter+CatchUpMarkSearch) {
 				cand, candLines = i+1, lines
 			}
 			lines += int(e.aux)
 		case catchLogReset:
 			lines++
 		case catchLogMark:
-			if cand >= 0 && lines-candLines < catchUpMarkHorizon {
+			if cand >= 0 && lines-candLines < CatchUpMarkHorizon {
 				cand = -1 // it may highlight a line of the window: take it in
 			}
 			markAfter = max(markAfter, lines)
 		}
-		if cand >= 0 && lines-candLines >= catchUpMarkHorizon {
+		if cand >= 0 && lines-candLines >= CatchUpMarkHorizon {
 			return cand
 		}
 	}
@@ -364,7 +364,7 @@ func normBusID(s string) string {
 }
 
 // selectRates keeps the tok/s figures the screen still depends on: the
-// last catchUpRates+1 plain figures and everything after the first of
+// last CatchUpRates+1 plain figures and everything after the first of
 // them (the ring's gaps depend only on the figure before); the first plain
 // figure of each run (it turns the server phase to running); and every
 // figure while an experiment is open at hi, or was open until a new start
@@ -379,7 +379,7 @@ func (j *Journal) selectRates(hi int, sel []bool) {
 		sel[i] = true
 		if e.aux == 0 {
 			n++
-			if n > catchUpRates {
+			if n > CatchUpRates {
 				break
 			}
 		}

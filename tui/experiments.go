@@ -270,8 +270,8 @@ func (m *Model) closeExpModal() {
 }
 
 // expEnded handles an exp-end event: one ended by a kill, a relaunch or
-// the server's exit without a conclusion gets the conclusion prompt (now,
-// or when the overlay that has the keys closes). Never in a replay.
+// the server's exit without a conclusion gets the conclusion banner (e
+// then writes it). Never in a replay.
 func (m *Model) expEnded(e journal.ExperimentEnd) {
 	if m.opts.ReadOnly || m.exp.ctl == nil || e.Conclusion != "" {
 		return
@@ -296,13 +296,40 @@ func (m *Model) expUpdated(u journal.ExperimentUpdate) {
 	}
 }
 
-// concludePending opens a pending conclusion prompt once nothing else has
-// the keys.
-func (m *Model) concludePending() tea.Cmd {
-	if m.exp.pending == "" || m.modal != modalNone || m.filtering || m.quitting {
+// concludeBanner is the banner of an experiment that ended by a kill, a
+// relaunch or the server's exit with no conclusion: its result, and that e
+// writes the conclusion. It is a banner, not an overlay: an overlay opening
+// by itself seconds after a relaunch would take keys typed for something
+// else.
+func (m *Model) concludeBanner(w int) []banner {
+	id := m.exp.pending
+	if id == "" || m.opts.ReadOnly {
 		return nil
 	}
-	return m.openConclude(m.exp.pending)
+	e := m.exp.ledger.Find(id)
+	if e == nil {
+		return nil
+	}
+	head := join(sanitizeString(id), sanitizeString(e.Name)) + " ended"
+	if e.EndedBy != "" {
+		head += " (" + sanitizeString(string(e.EndedBy)) + ")"
+	}
+	if e.Result.N > 0 {
+		head += ": " + resultText(e.Result)
+	}
+	forms := []string{
+		head + "  (e: write its conclusion, esc: dismiss)",
+		head + "  (e: conclusion)",
+		sanitizeString(id) + " ended  (e: conclusion)",
+	}
+	text := forms[len(forms)-1]
+	for _, f := range forms {
+		if textWidth(f) <= w {
+			text = f
+			break
+		}
+	}
+	return []banner{{text: text, tone: toneAccent}}
 }
 
 // expKey handles a key while an experiment overlay is open.

@@ -273,13 +273,15 @@ func TestNote(t *testing.T) {
 }
 
 // TestConclusionPrompt: an experiment ended by a kill, a relaunch or the
-// server's exit without a conclusion asks for one (once no other overlay
-// has the keys); esc skips; a replay never asks.
+// server's exit without a conclusion gets a banner (never an overlay that
+// opens by itself: it would take keys typed for something else); e then
+// asks for the conclusion, esc dismisses the banner; a replay never asks.
 func TestConclusionPrompt(t *testing.T) {
 	end := func(trig journal.Trigger, conclusion string) event.Event {
 		return ev(50*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: trig, Conclusion: conclusion, Result: result(82.3, 81.9, 82.9, 14)})
 	}
 	start := ev(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: journal.TriggerLaunch})
+	const banner = "e1 none @ bba2fc4 ended (kill): 82.3 tok/s [81.9, 82.9] n=14  (e: write its conclusion, esc: dismiss)"
 	for _, c := range []struct {
 		trig       journal.Trigger
 		conclusion string
@@ -288,15 +290,22 @@ func TestConclusionPrompt(t *testing.T) {
 		{journal.TriggerKill, "", true}, {journal.TriggerRelaunch, "", true}, {journal.TriggerExit, "", true},
 		{journal.TriggerKey, "", false}, {journal.TriggerQuit, "", false}, {journal.TriggerKill, "typed already", false},
 	} {
-		m, _ := labScene(100, 30, Options{})
+		m, _ := labScene(120, 30, Options{})
 		send(m, start, end(c.trig, c.conclusion))
-		if got := m.modal == modalExpConclude; got != c.ask {
-			t.Errorf("%s %q: asked %v", c.trig, c.conclusion, got)
+		if m.modal != modalNone {
+			t.Errorf("%s %q: an overlay opened by itself (modal %d)", c.trig, c.conclusion, m.modal)
+		}
+		if got := strings.Contains(plain(m), "(e: write its conclusion"); got != c.ask {
+			t.Errorf("%s %q: banner %v:\n%s", c.trig, c.conclusion, got, plain(m))
 		}
 	}
-	m, f := labScene(100, 30, Options{})
+	m, f := labScene(120, 30, Options{})
 	send(m, start, end(journal.TriggerKill, ""))
-	if b := boxText(m); !strings.Contains(plain(m), "+- e1 none @ bba2fc4 ended (killed) -") || !strings.Contains(b, "result 82.3 tok/s [81.9, 82.9] n=14") {
+	if !strings.Contains(plain(m), banner) {
+		t.Errorf("banner:\n%s", plain(m))
+	}
+	press(m, "e")
+	if b := boxText(m); m.modal != modalExpConclude || !strings.Contains(plain(m), "+- e1 none @ bba2fc4 ended (killed) -") || !strings.Contains(b, "result 82.3 tok/s [81.9, 82.9] n=14") {
 		t.Errorf("prompt:\n%s", plain(m))
 	}
 	typeText(m, "baseline holds")
@@ -304,23 +313,30 @@ func TestConclusionPrompt(t *testing.T) {
 	if c := f.Calls(); len(c) != 1 || c[0] != `Update e1 "baseline holds"` || m.Status() != "conclusion of e1 saved" {
 		t.Errorf("calls %q status %q", c, m.Status())
 	}
-	// esc skips.
-	m, f = labScene(100, 30, Options{})
+	if strings.Contains(plain(m), "(e: write its conclusion") {
+		t.Errorf("banner stays after the conclusion:\n%s", plain(m))
+	}
+	// esc dismisses the banner; e then starts or ends experiments again.
+	m, f = labScene(120, 30, Options{})
 	send(m, start, end(journal.TriggerExit, ""))
 	press(m, "esc")
-	if m.modal != modalNone || len(f.Calls()) != 0 || m.Status() != "conclusion skipped" {
-		t.Errorf("esc: modal %d calls %q status %q", m.modal, f.Calls(), m.Status())
+	if m.modal != modalNone || len(f.Calls()) != 0 || strings.Contains(plain(m), "(e: write its conclusion") {
+		t.Errorf("esc: modal %d calls %q:\n%s", m.modal, f.Calls(), plain(m))
 	}
-	// Another overlay has the keys: the prompt waits for it.
-	m, _ = labScene(100, 30, Options{})
+	press(m, "e")
+	if m.modal != modalExpStart {
+		t.Errorf("e after dismissing: modal %d", m.modal)
+	}
+	// An overlay open when it ends keeps the keys; the banner waits.
+	m, _ = labScene(120, 30, Options{})
 	press(m, "n")
 	send(m, start, end(journal.TriggerKill, ""))
 	if m.modal != modalNote {
 		t.Fatalf("the prompt took over the note form: modal %d", m.modal)
 	}
 	press(m, "esc")
-	if m.modal != modalExpConclude || m.exp.form.exp != "e1" {
-		t.Errorf("after the note form closed: modal %d", m.modal)
+	if m.modal != modalNone || !strings.Contains(plain(m), banner) {
+		t.Errorf("after the note form closed: modal %d\n%s", m.modal, plain(m))
 	}
 	// A replay never asks.
 	r := newSized(100, 30, Options{ReadOnly: true})
@@ -498,6 +514,7 @@ func TestExperimentsGolden(t *testing.T) {
 			}
 		}
 		send(m, evs...)
+		press(m, "e")
 		if m.modal != modalExpConclude {
 			t.Fatal("no conclusion prompt")
 		}

@@ -276,11 +276,7 @@ func tick() tea.Cmd {
 
 // Update applies one message. It never blocks and does no I/O.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	_, cmd := m.update(msg)
-	if c := m.concludePending(); c != nil {
-		cmd = tea.Batch(cmd, c)
-	}
-	return m, cmd
+	return m.update(msg)
 }
 
 func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -482,6 +478,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.exp.open = false
 		case m.git.movedN > 0:
 			m.git.movedN = 0 // the HEAD-moved banner is acknowledged
+		case m.exp.pending != "":
+			m.exp.pending = "" // the conclusion banner is dismissed
 		case m.log.filter != "":
 			m.input.SetValue("")
 			m.log.setFilter("")
@@ -554,6 +552,10 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	case &k.Experiments:
 		m.toggleExperiments()
 	case &k.Experiment:
+		if id := m.exp.pending; id != "" && m.exp.ledger.Find(id) != nil {
+			m.showHelp = false
+			return m, m.openConclude(id)
+		}
 		return m, m.openExperiment()
 	case &k.Note:
 		return m, m.openNote()

@@ -54,7 +54,7 @@ func (m *Model) render() string {
 
 	// Server notices first (at most two: an action's, a failure's line),
 	// then git's (an action in flight, HEAD moved), then nvidia-smi's.
-	banners := append(append(m.serverBanners(), m.gitBanners(w)...), m.gpus.banners(m.now)...)
+	banners := append(append(append(m.serverBanners(), m.gitBanners(w)...), m.concludeBanner(w)...), m.gpus.banners(m.now)...)
 	l := computeLayout(h, len(m.gpus.rows), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1

@@ -1,0 +1,26 @@
+package tui
+
+import (
+	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/journal"
+)
+
+// TestCatchUpCoversTheModel: journal.CatchUp rebuilds the screen from a
+// window of events sized by these bounds; each must cover what the model
+// keeps, or a seek in replay would show less than playing through did.
+func TestCatchUpCoversTheModel(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		model, bound int
+	}{
+		{"log ring (DefaultLogLines)", DefaultLogLines, journal.CatchUpLogLines},
+		{"tok/s ring (rateCap)", rateCap, journal.CatchUpRates},
+		{"ready/failure search (markSearch)", markSearch, journal.CatchUpMarkSearch},
+		{"ready/failure horizon (markHorizon)", markHorizon, journal.CatchUpMarkHorizon},
+	} {
+		if c.model > c.bound {
+			t.Errorf("%s keeps %d, journal.CatchUp covers %d: raise the journal's bound", c.name, c.model, c.bound)
+		}
+	}
+}
