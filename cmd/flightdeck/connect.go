@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/tui"
@@ -28,6 +30,7 @@ type connectFlags struct {
 	nvidiaSMI string
 	server    string
 	noColor   bool
+	journal   journalFlags
 }
 
 // sshFlags are the SSH options of every command that reaches a host.
@@ -76,10 +79,16 @@ Without --log the cockpit follows the log of the server flightdeck last
 launched on the host (its pidfile), and each new launch's log.
 
 Keys K (kill) and L (launch/relaunch with a preset and env profile) drive
-the server; quitting the cockpit never stops it.`,
+the server; quitting the cockpit never stops it.
+
+The session is recorded in a journal (every launch an experiment with its
+fingerprint and tok/s; e and n for experiments and notes), by default a new
+file under $XDG_STATE_HOME/flightdeck/journals/<host>/; its path is printed
+at exit. See flightdeck journal --help and flightdeck replay --help.`,
 		Example: `  flightdeck connect gpu-box --log /data/logs/sglang.log
   flightdeck connect root@10.1.230.174:22 --log /data/logs/sglang.log --repo /root/sglang
-  flightdeck connect local --log ./server.log --interval 500ms`,
+  flightdeck connect local --log ./server.log --interval 500ms
+  flightdeck connect gpu-box --name eagle-bisect`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return errors.New(`connect needs one HOST: user@host[:port], an alias from ~/.ssh/config, or "local"`)
@@ -98,6 +107,7 @@ the server; quitting the cockpit never stops it.`,
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "nvidia-smi command on the host")
 	fl.StringVar(&f.server, "server", "", `server writing the log: "sglang" or "vllm" (default: inferred)`)
 	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	addJournalFlags(fl, &f.journal)
 	return cmd
 }
 
@@ -109,6 +119,9 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	case "", "sglang", "vllm":
 	default:
 		return fmt.Errorf(`--server %q: want "sglang" or "vllm"`, f.server)
+	}
+	if err := f.journal.check(); err != nil {
+		return err
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -145,8 +158,17 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		GPUProgram: f.nvidiaSMI,
 		Control:    ctl,
 	}
-	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc},
-		func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, lc, sink) })
+	// The journal is opened last before the screen: a refused one (another
+	// cockpit writes it) is said plainly, and a failed dial leaves no file.
+	rec, err := newRecording(f.journal, target, journal.Header{Host: host.Name(), LogPath: f.log, NoLog: f.log == ""})
+	if err != nil {
+		return err
+	}
+	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc}, rec,
+		func(ctx context.Context, sink event.Sink) error {
+			rec.setLab(&sessions.Lab{Host: host, RepoPath: f.repo, Config: cfg, Preset: hc.Preset}, sink)
+			return sessions.RunLive(ctx, lc, sink)
+		})
 	if g != nil {
 		// A git action the screen was quit under finishes before the
 		// connection closes (it would be cut off in the middle).
@@ -221,11 +243,33 @@ func promptPassphrase(file string) ([]byte, error) {
 // set-up it needs). The screen opens at once; it closes when the user quits,
 // when ctx ends, or when live fails, whose error is then returned. Quitting
 // stops the probes, never the inference server.
-func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Context, sink event.Sink) error) error {
+//
+// With a journal (rec.w), a recorder writes every event of the same stream
+// to it, the Lab (rec.lab, set by live once the host is up) observes every
+// event after it is published and drives the e and n keys, and quitting
+// first ends the open experiment (lab.Close: trigger quit, fingerprints in
+// flight finished), then stops the probes, then lets the recorder drain the
+// stream and closes the journal, so that the exp-end is in the file. The
+// journal's path is printed on stderr at the end.
+func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(ctx context.Context, sink event.Sink) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream := sessions.NewStream()
-	events := stream.Subscribe(ctx, 4096)
+	// The screen's subscription ends with the screen, so that events
+	// published while the journal is finished never wait for it.
+	uiCtx, uiCancel := context.WithCancel(ctx)
+	defer uiCancel()
+	events := stream.Subscribe(uiCtx, 4096)
+	var recDone chan error
+	if rec.w != nil {
+		// The recorder reads until the stream closes, after the screen and
+		// the probes have stopped.
+		recCtx, recCancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer recCancel()
+		recEvents := stream.Subscribe(recCtx, 4096)
+		recDone = make(chan error, 1)
+		go func() { recDone <- runRecorder(recCtx, rec.w, stream.Publish, recEvents) }()
+	}
 	// The screen shows a failed connection in a few words; the full reason
 	// (fingerprints, the known_hosts line) is printed when it closes.
 	var lastConn atomic.Pointer[remote.State]
@@ -237,6 +281,12 @@ func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Con
 			gpusSeen.n.Store(int64(len(p.GPUs)))
 		}
 		stream.Publish(e)
+		if rec.lab != nil {
+			rec.lab.Observe(e)
+		}
+	}
+	if rec.lab != nil {
+		opts.Experiments = rec.lab
 	}
 	liveDone := make(chan error, 1)
 	go func() {
@@ -250,9 +300,27 @@ func runCockpit(ctx context.Context, opts tui.Options, live func(ctx context.Con
 	screenOpen.Store(true)
 	uiErr := tui.Run(ctx, tui.New(opts), events)
 	screenOpen.Store(false)
+	uiCancel()
+	if rec.lab != nil {
+		// Even when ctx ended (a signal): the experiment's end and its
+		// result belong in the journal.
+		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), labCloseTimeout)
+		rec.lab.Close(lctx)
+		lcancel()
+	}
 	cancel()
 	liveErr := <-liveDone
 	stream.Close()
+	if recDone != nil {
+		recErr := <-recDone
+		if err := rec.w.Close(); err != nil && recErr == nil {
+			recErr = err
+		}
+		if recErr != nil {
+			fmt.Fprintf(os.Stderr, "flightdeck: journal %s: %s\n", rec.w.Path(), sanitize.String(recErr.Error()))
+		}
+		fmt.Fprintf(os.Stderr, "journal: %s (replay: flightdeck replay %s)\n", rec.w.Path(), shellQuote(rec.w.Path()))
+	}
 	if liveErr != nil && !errors.Is(liveErr, context.Canceled) {
 		return liveErr
 	}

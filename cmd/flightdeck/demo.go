@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -30,6 +31,7 @@ type demoFlags struct {
 	dir        string
 	noColor    bool
 	faults     []string
+	journal    journalFlags
 }
 
 func newDemoCmd() *cobra.Command {
@@ -49,7 +51,8 @@ connect.
 Try: L, choose the nccl-ll-ring profile, Enter, y — the server is killed,
 relaunched, goes ready, and the tok/s climbs from 62.5 to 89.
 
-Everything is removed when you quit.`,
+Everything is removed when you quit, except the session's journal (its
+path is printed at exit): flightdeck journal ls, flightdeck replay FILE.`,
 		Example: `  flightdeck demo
   flightdeck demo --gpus 64
   flightdeck demo --profile nccl-ll-ring
@@ -71,6 +74,7 @@ Everything is removed when you quit.`,
 	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
 	fl.StringArrayVar(&f.faults, "fault", nil, "inject an nvidia-smi fault (repeatable): lost=GPU, pcie=GPU (Gen4 x8), thermal=GPU, handle-lost=GPU, stall")
 	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	addJournalFlags(fl, &f.journal)
 	return cmd
 }
 
@@ -97,6 +101,9 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.journal.check(); err != nil {
+		return err
+	}
 	if err := needTerminal(); err != nil {
 		return err
 	}
@@ -111,6 +118,12 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	}
 	if _, err := cfg.ResolveProfile(f.profile); err != nil {
 		return fmt.Errorf("--profile: %w", err)
+	}
+	// The journal is opened before the screen: a refused one (another
+	// cockpit writes it) is said plainly.
+	rec, err := newRecording(f.journal, label, journal.Header{Host: "simulated host", Label: label})
+	if err != nil {
+		return err
 	}
 	ctl := &lazyControl{cfg: cfg}
 	gc := &lazyGit{}
@@ -155,6 +168,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}, sink)
 		ctl.set(c)
 		gc.set(g)
+		rec.setLab(&sessions.Lab{Host: host, RepoPath: h.RepoPath, Config: cfg, Preset: "sim"}, sink)
 		// The first launch goes through the same path as the L key.
 		go func() {
 			plan, err := c.Plan(c.Request())
@@ -167,7 +181,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}()
 		return lv.Run(ctx)
 	}
-	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl, Git: gc}, live)
+	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl, Git: gc}, rec, live)
 }
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",

@@ -71,12 +71,15 @@ per-GPU panels (util, memory, power, temperature, SM/memory clocks, P-state,
 PCIe gen/width, throttle reasons), the server log and its tok/s, over SSH or
 locally.
 
+Every session is recorded in a journal: flightdeck journal ls, flightdeck
+replay FILE, flightdeck journal export FILE --format md.
+
 Try it without a GPU:  flightdeck demo`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/flightdeck/config.toml)")
-	root.AddCommand(newConnectCmd(), newDemoCmd(), newServerCmd(), newGitCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
+	root.AddCommand(newConnectCmd(), newDemoCmd(), newReplayCmd(), newJournalCmd(), newServerCmd(), newGitCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
 	return root
 }
 

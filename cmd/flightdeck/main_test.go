@@ -15,10 +15,19 @@ import (
 
 func TestMain(m *testing.M) {
 	simtest.Setup()
+	// Cockpits record journals by default: the tests' (and the binaries
+	// they run in tmux) go to a directory of their own, never the user's
+	// ~/.local/state.
+	state, err := os.MkdirTemp("", "flightdeck-test-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
 	code := m.Run()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
+	os.RemoveAll(state)
 	os.Exit(code)
 }
 

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
+)
+
+// sessionJournal is the synthetic demo session of the journal package's
+// report tests: e1 62.5 tok/s, e2 89 (nccl-ll-ring), e3 81.9 (the
+// regressing commit).
+const sessionJournal = "../../journal/testdata/report-session.jsonl"
+
+// journalDirWith copies the session journal into a fresh journals
+// directory as demo/2026-11-29-100000-regression-hunt.jsonl and returns
+// the directory and the file.
+func journalDirWith(t *testing.T) (dir, file string) {
+	t.Helper()
+	b, err := os.ReadFile(sessionJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	file = filepath.Join(dir, "demo", "2026-11-29-100000-regression-hunt.jsonl")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, file
+}
+
+// wantRefused checks an exit status 2 with msg on stderr.
+func wantRefused(t *testing.T, errOut string, err error, msg string) {
+	t.Helper()
+	var ec exitCode
+	if !errors.As(err, &ec) || ec != exitRefused {
+		t.Fatalf("err = %v, want exit status 2 (stderr %q)", err, errOut)
+	}
+	if !strings.Contains(errOut, msg) {
+		t.Fatalf("stderr %q lacks %q", errOut, msg)
+	}
+}
+
+func TestJournalLs(t *testing.T) {
+	dir, file := journalDirWith(t)
+	// A second, damaged journal: an experiment never ended, a garbled
+	// line, a torn last line (a kill -9 mid-write).
+	b, _ := os.ReadFile(file)
+	lines := strings.SplitAfter(string(b), "\n")
+	cut := 0
+	for i, l := range lines {
+		if strings.Contains(l, `"exp-end"`) && strings.Contains(l, `"e3"`) {
+			cut = i
+		}
+	}
+	damaged := strings.Join(lines[:cut], "") + "[12,\"note\",{\"text\":\"garb\n" + lines[cut-1] + `[200,"gpu-sam`
+	torn := filepath.Join(dir, "demo", "2026-11-29-110000-crashed.jsonl")
+	if err := os.WriteFile(torn, []byte(strings.Replace(damaged, "2026-11-29T10:00:00Z", "2026-11-29T11:00:00Z", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "demo", "notes.jsonl"), []byte("{\"hello\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, _, err := runCLI(t, nil, "journal", "ls", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"demo/2026-11-29-100000-regression-hunt.jsonl", "root@127.0.0.1:40123", "0:03:09",
+		"e1  none @ 1a2b3c4         tok/s 62.5 [62.3, 62.8] (n=20)  relaunch",
+		"e2  nccl-ll-ring @ 1a2b3c4 tok/s 89.0",
+		"e3  nccl-ll-ring @ 9f8e7d6 tok/s 81.9",
+		"demo/2026-11-29-110000-crashed.jsonl", "skipped: ", "crash",
+		"demo/notes.jsonl  unreadable: ",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("ls lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "110000-crashed") > strings.Index(out, "100000-regression-hunt") {
+		t.Errorf("not newest first:\n%s", out)
+	}
+
+	// A journal a cockpit is writing is "live"; its open experiment is
+	// open, not crashed. (Append cut its torn last line: only the garbled
+	// one is left to report.)
+	w, err := journal.Append(torn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLI(t, nil, "journal", "ls", "--dir", dir, "--json")
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []journalLsJSON
+	if err := json.Unmarshal([]byte(out), &docs); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(docs) != 3 || !docs[0].Live || docs[1].Live || docs[2].Error == "" || docs[0].Problems == nil || docs[0].Problems.Garbled != 1 {
+		t.Fatalf("ls --json: %s", out)
+	}
+	if e3 := docs[0].Experiments[2]; e3.EndedHow != "open" {
+		t.Errorf("live journal's e3 %+v, want open", e3)
+	}
+	if e2 := docs[1].Experiments[1]; e2.Median == nil || *e2.Median < 88.5 || *e2.Median > 89.5 || e2.N != 20 || e2.Commit == "" {
+		t.Errorf("e2 %+v", e2)
+	}
+
+	out, _, err = runCLI(t, nil, "journal", "ls", "--dir", filepath.Join(dir, "none"))
+	if err != nil || !strings.Contains(out, "no journals in") {
+		t.Errorf("empty dir: %q %v", out, err)
+	}
+}
+
+func TestJournalShow(t *testing.T) {
+	dir, file := journalDirWith(t)
+	out, _, err := runCLI(t, nil, "journal", "show", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"host      root@127.0.0.1:40123 (demo)", "session   regression-hunt", "duration 0:03:09",
+		"e2  nccl-ll-ring @ 1a2b3c4  1a2b3c4  nccl-ll-ring  89.0 [88.8, 89.3] (n=20)  +42.4%", "0:02:30 [e3] 8% slower"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	// By a unique prefix of the name under --dir, and one experiment by name.
+	out, _, err = runCLI(t, nil, "journal", "show", "--dir", dir, "2026-11-29-10", "nccl-ll-ring @ 9f8e7d6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"e3  nccl-ll-ring @ 9f8e7d6", "commit      9f8e7d6c5b4a39281706f5e4d3c2b1a098f7e6d5 on main: Fix PCG MoE Error",
+		"dirty       patch 1.2 KiB, sha256 5d41402abc4b", "pynccl.py +2 -1", "untracked   bench.sh",
+		"--api-key '<redacted>'", "env         HF_TOKEN=<redacted>", "env         NCCL_PROTO=LL",
+		"version     nccl     FAILED: timed out after 10s", "GPUs at end:", "sw-power", "n/a"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show e3 lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "s3cret") {
+		t.Error("a secret reached the output")
+	}
+	out, _, err = runCLI(t, nil, "journal", "show", file, "e2", "--json")
+	var je journal.JSONExperiment
+	if err != nil || json.Unmarshal([]byte(out), &je) != nil || je.ID != "e2" || je.Fingerprint == nil {
+		t.Fatalf("show e2 --json: %v\n%s", err, out)
+	}
+
+	_, errOut, err := runCLI(t, nil, "journal", "show", file, "e9")
+	wantRefused(t, errOut, err, "experiment e9: not in")
+	_, errOut, err = runCLI(t, nil, "journal", "show", "--dir", dir, "2027")
+	wantRefused(t, errOut, err, "no journal in "+dir+" starts with it")
+	_, errOut, err = runCLI(t, nil, "journal", "show", "--dir", dir, filepath.Join(dir, "nope.jsonl"))
+	wantRefused(t, errOut, err, "no such file")
+	_, errOut, err = runCLI(t, nil, "journal", "show", "testdata")
+	wantRefused(t, errOut, err, "is a directory")
+	notJournal := filepath.Join(t.TempDir(), "x.jsonl")
+	os.WriteFile(notJournal, []byte("hello\n"), 0o600)
+	_, errOut, err = runCLI(t, nil, "journal", "show", notJournal)
+	wantRefused(t, errOut, err, "not a flightdeck journal")
+	_, errOut, err = runCLI(t, nil, "journal", "show")
+	wantRefused(t, errOut, err, "accepts between 1 and 2 arg(s)")
+
+	// Two journals starting alike: ambiguous.
+	b, _ := os.ReadFile(file)
+	os.WriteFile(filepath.Join(dir, "demo", "2026-11-29-100500-other.jsonl"), b, 0o600)
+	_, errOut, err = runCLI(t, nil, "journal", "show", "--dir", dir, "2026-11-29-10")
+	wantRefused(t, errOut, err, "is ambiguous: 2 journals start with it")
+}
+
+func TestJournalExport(t *testing.T) {
+	_, file := journalDirWith(t)
+	out, _, err := runCLI(t, nil, "journal", "export", file, "--format", "md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The report is the journal package's golden but for the journal's
+	// path.
+	golden, err := os.ReadFile("../../journal/testdata/report.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropJournalLine := func(s string) string {
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			if !strings.HasPrefix(l, "- **Journal:**") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if dropJournalLine(out) != dropJournalLine(string(golden)) {
+		t.Errorf("md export differs from journal/testdata/report.md:\n%s", out)
+	}
+	if !strings.Contains(out, "- **Journal:** `"+file+"`") {
+		t.Errorf("md export does not name the journal")
+	}
+
+	out, _, err = runCLI(t, nil, "journal", "export", file, "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady := 0
+	for _, r := range rows[1:] {
+		if r[6] == "true" {
+			steady++
+		}
+	}
+	if strings.Join(rows[0], ",") != "t_s,time,exp,name,tok_s,accept_length,steady" || steady != 60 {
+		t.Errorf("tok csv: header %v, %d steady rows (want 60 = 3 x n=20)", rows[0], steady)
+	}
+
+	outFile := filepath.Join(t.TempDir(), "gpus.csv")
+	_, errOut, err := runCLI(t, nil, "journal", "export", file, "--format", "csv", "--samples", "gpu", "-o", outFile)
+	if err != nil || !strings.Contains(errOut, "wrote "+outFile) {
+		t.Fatalf("%v %q", err, errOut)
+	}
+	b, _ := os.ReadFile(outFile)
+	rows, err = csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(rows) != 39 || rows[0][13] != "throttle" {
+		t.Fatalf("gpu csv: %v, %d rows\n%s", err, len(rows), b)
+	}
+
+	out, _, err = runCLI(t, nil, "journal", "export", file, "--format", "json", "--baseline", "e2")
+	var doc journal.JSONReport
+	if err != nil || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if doc.Baseline != "e2" || doc.Experiments[2].DeltaPct == nil || *doc.Experiments[2].DeltaPct > -7.5 || *doc.Experiments[2].DeltaPct < -8.5 {
+		t.Errorf("json vs e2: baseline %q, e3 %+v", doc.Baseline, doc.Experiments[2].DeltaPct)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "pdf"}, `--format "pdf": want md, csv or json`},
+		{nil, "--format is required"},
+		{[]string{"--format", "md", "--samples", "gpu"}, "--samples goes with --format csv"},
+		{[]string{"--format", "csv", "--samples", "power"}, `--samples "power": want tok or gpu`},
+		{[]string{"--format", "md", "--baseline", "e7"}, `baseline "e7": no such experiment (have e1, e2, e3)`},
+		{[]string{"--format", "md", "--bogus"}, "unknown flag: --bogus"},
+	} {
+		_, errOut, err := runCLI(t, nil, append([]string{"journal", "export", file}, c.args...)...)
+		wantRefused(t, errOut, err, c.want)
+	}
+	// A failed export leaves the previous file as it was.
+	os.WriteFile(outFile, []byte("previous"), 0o644)
+	runCLI(t, nil, "journal", "export", file, "--format", "md", "--baseline", "e7", "-o", outFile)
+	if b, _ := os.ReadFile(outFile); string(b) != "previous" {
+		t.Errorf("a refused export touched -o: %q", b)
+	}
+}
+
+func TestReplayFlags(t *testing.T) {
+	_, file := journalDirWith(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--speed", "3"}, "--speed 3: want 1, 2, 4, 8, 16, 32 or 64"},
+		{[]string{"--speed", "128"}, "--speed 128"},
+		{[]string{"--at", "1:99"}, `--at "1:99": want h:mm:ss`},
+		{[]string{"--at", "4:00"}, "--at 4:00 is past the end of"},
+	} {
+		_, errOut, err := runCLI(t, nil, append([]string{"replay", file}, c.args...)...)
+		wantRefused(t, errOut, err, c.want)
+	}
+	_, _, err := runCLI(t, nil, "replay", file, "--at", "2:07")
+	if err == nil || !strings.Contains(err.Error(), "needs a terminal") {
+		t.Errorf("err = %v, want the terminal error", err)
+	}
+	_, errOut, err := runCLI(t, nil, "replay")
+	wantRefused(t, errOut, err, "accepts 1 arg(s)")
+}
+
+func TestParseAt(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"0": 0, "90": 90 * time.Second, "1.5": 1500 * time.Millisecond, "2:07": 127 * time.Second,
+		"1:02:03": time.Hour + 2*time.Minute + 3*time.Second, "62:03": 62*time.Minute + 3*time.Second,
+		"90s": 90 * time.Second, "1h2m": time.Hour + 2*time.Minute, " 10 ": 10 * time.Second,
+	} {
+		if got, err := parseAt(in); err != nil || got != want {
+			t.Errorf("parseAt(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "-5s", "1:60", "1:2:3:4", "a", "1e3", "1:-2", "NaN", "Inf", "::", "1:", ":5"} {
+		if got, err := parseAt(in); err == nil {
+			t.Errorf("parseAt(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+// TestJournalFlags: the cockpit's journal is created 0600 under the
+// default directory with the session's header, or appended to; a second
+// writer is refused with the lock's message; --no-journal writes nothing;
+// a file that is not a journal is never written over.
+func TestJournalFlags(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	h := journal.Header{Host: "root@10.0.0.1:22", Label: "demo"}
+
+	w, err := journalFlags{off: true}.open("gpu-box", h)
+	if w != nil || err != nil {
+		t.Fatalf("--no-journal: %v %v", w, err)
+	}
+	if ents, _ := os.ReadDir(state); len(ents) != 0 {
+		t.Fatalf("--no-journal wrote %v", ents)
+	}
+
+	w1, err := journalFlags{name: "bisect"}.open("gpu-box", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w1.Close()
+	dir := filepath.Join(state, "flightdeck", "journals", "gpu-box")
+	if filepath.Dir(w1.Path()) != dir || !strings.HasSuffix(w1.Path(), "-bisect.jsonl") {
+		t.Errorf("path %s, want %s/<time>-bisect.jsonl", w1.Path(), dir)
+	}
+	if fi, err := os.Stat(w1.Path()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v %v, want 0600", fi.Mode(), err)
+	}
+	// Same second, same name: the next is "-2", not refused.
+	w2, err := journalFlags{name: "bisect"}.open("gpu-box", h)
+	if err == nil {
+		defer w2.Close()
+		if w2.Path() == w1.Path() {
+			t.Errorf("two journals on one file %s", w2.Path())
+		}
+	}
+	if err := w1.Write(event.Event{At: time.Now(), Data: journal.Note{Text: "first"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.Flush(true); err != nil {
+		t.Fatal(err)
+	}
+
+	// --journal FILE while another cockpit writes it: refused, with who.
+	_, err = journalFlags{file: w1.Path()}.open("gpu-box", h)
+	var locked *journal.LockedError
+	if !errors.As(err, &locked) || !strings.Contains(err.Error(), "is being written by flightdeck pid") {
+		t.Fatalf("err = %v, want the lock message", err)
+	}
+	w1.Close()
+	j, err := journal.Open(w1.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := j.Header()
+	j.Close()
+	if hdr.Name != "bisect" || hdr.Label != "demo" || hdr.Host != "root@10.0.0.1:22" || hdr.PID != os.Getpid() || hdr.Flightdeck == "" || hdr.User == "" {
+		t.Errorf("header %+v", hdr)
+	}
+	// After it closes, --journal appends.
+	w3, err := journalFlags{file: w1.Path()}.open("gpu-box", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w3.Write(event.Event{At: time.Now(), Data: journal.Note{Text: "second"}})
+	w3.Close()
+	j, _ = journal.Open(w1.Path())
+	if j.Len() != 2 {
+		t.Errorf("%d events after appending, want 2", j.Len())
+	}
+	j.Close()
+
+	// A file that is not a journal is refused and left alone.
+	other := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(other, []byte("my notes\n"), 0o644)
+	if _, err := (journalFlags{file: other}).open("gpu-box", h); err == nil || !strings.Contains(err.Error(), "not a flightdeck journal") {
+		t.Errorf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(other); string(b) != "my notes\n" {
+		t.Errorf("non-journal rewritten: %q", b)
+	}
+	// A new file by --journal.
+	fresh := filepath.Join(t.TempDir(), "sub", "s.jsonl")
+	w4, err := journalFlags{file: fresh}.open("gpu-box", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w4.Close()
+
+	for _, args := range [][]string{{"demo", "--journal", "x.jsonl", "--no-journal"}, {"connect", "local", "--no-journal", "--name", "x"}} {
+		_, _, err := runCLI(t, nil, args...)
+		if err == nil || (!strings.Contains(err.Error(), "choose one") && !strings.Contains(err.Error(), "does nothing with --no-journal")) {
+			t.Errorf("%v: err = %v", args, err)
+		}
+	}
+}
+
+// FuzzParseAt: any text gives a non-negative time or an error, never a
+// panic.
+func FuzzParseAt(f *testing.F) {
+	for _, s := range []string{"0", "1:02:03", "62:03", "90s", "1.5", "-1", "1:60", "1e9", "99999999999999", ":", "1h-2m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if d, err := parseAt(s); err == nil && d < 0 {
+			t.Fatalf("parseAt(%q) = %v", s, d)
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/tui"
+)
+
+type replayFlags struct {
+	dir     string
+	at      string
+	speed   int
+	play    bool
+	noColor bool
+}
+
+func newReplayCmd() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Replay a recorded session in the cockpit, read-only, with a timeline",
+		Long: `replay opens the cockpit on a journal instead of a host: the same screen, driven
+by the recorded events, so the screen at time T is what the live one showed
+then. Nothing is executed: keys that would act say "read-only replay".
+
+The timeline at the bottom shows the position, the experiments and notes:
+  space     play / pause           + / -    speed 1x ... 64x
+  left      back 10 s              right    forward 10 s
+  [ / ]     previous / next experiment start or end, or note
+  t         jump to a time (h:mm:ss, mm:ss or seconds)
+  q         quit
+The cockpit's view keys (scroll, filter, tab, g git panel, x experiments,
+? help) work as live.
+
+FILE is a journal's path, a path relative to the journals directory, or the
+start of a journal's file name there (see flightdeck journal ls).`,
+		Example: `  flightdeck replay ~/.local/state/flightdeck/journals/demo/2026-11-29-101500-demo.jsonl
+  flightdeck replay 2026-11-29-1015 --at 12:30 --speed 8 --play`,
+		Args: gitArgs(cobra.ExactArgs(1)),
+		RunE: journalRunE(func(cmd *cobra.Command, args []string) error { return runReplay(cmd.Context(), args[0], f) }),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dir, "dir", "", "journals directory FILE is looked up in (default $XDG_STATE_HOME/flightdeck/journals)")
+	fl.StringVar(&f.at, "at", "", "start at this time since the session's start: h:mm:ss, mm:ss, seconds or a duration (90s, 2m30s)")
+	fl.IntVar(&f.speed, "speed", 1, "playback speed: 1, 2, 4, 8, 16, 32 or 64")
+	fl.BoolVar(&f.play, "play", false, "start playing at once (default: paused)")
+	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	cmd.SetFlagErrorFunc(usageError)
+	return cmd
+}
+
+func runReplay(ctx context.Context, arg string, f replayFlags) error {
+	var at time.Duration
+	if f.at != "" {
+		var err error
+		if at, err = parseAt(f.at); err != nil {
+			return refusedf("--at %s", err)
+		}
+	}
+	if f.speed < 1 || f.speed > 64 || f.speed&(f.speed-1) != 0 {
+		return refusedf("--speed %d: want 1, 2, 4, 8, 16, 32 or 64", f.speed)
+	}
+	path, err := resolveJournal(arg, f.dir)
+	if err != nil {
+		return err
+	}
+	j, err := journal.Open(path)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	if at > j.Duration() {
+		return refusedf("--at %s is past the end of %s (it lasts %s)", f.at, path, journal.FormatElapsed(j.Duration()))
+	}
+	if err := needTerminal(); err != nil {
+		return err
+	}
+	if p := j.Problems(); p.Any() {
+		fmt.Fprintf(os.Stderr, "flightdeck: %s: skipped %s\n", path, p.String())
+	}
+	r := tui.NewReplay(j, tui.Options{NoColor: f.noColor, Replay: tui.ReplayOptions{At: at, Play: f.play, Speed: f.speed}})
+	return tui.RunReplay(ctx, r)
+}
+
+// parseAt reads a position in a session: "1:02:03" (h:mm:ss), "62:03"
+// (mm:ss), "3723" or "3723.5" (seconds), or a Go duration ("90s",
+// "1h2m"). Negative times are refused.
+func parseAt(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	bad := fmt.Errorf("%q: want h:mm:ss, mm:ss, seconds or a duration such as 90s", s)
+	if s == "" {
+		return 0, bad
+	}
+	if d, err := time.ParseDuration(s); err == nil && strings.ContainsAny(s, "hms") {
+		if d < 0 {
+			return 0, bad
+		}
+		return d, nil
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) > 3 {
+		return 0, bad
+	}
+	last := parts[len(parts)-1]
+	secs, err := strconv.ParseFloat(last, 64)
+	if err != nil || last == "" || strings.Trim(last, "0123456789.") != "" || math.IsInf(secs, 0) || (len(parts) > 1 && secs >= 60) {
+		return 0, bad
+	}
+	total := secs
+	mult := 60.0
+	for i := len(parts) - 2; i >= 0; i-- {
+		p := parts[i]
+		v, err := strconv.Atoi(p)
+		if err != nil || p == "" || strings.Trim(p, "0123456789") != "" || (i > 0 && v >= 60) {
+			return 0, bad
+		}
+		total += float64(v) * mult
+		mult *= 60
+	}
+	if total > 1e9 {
+		return 0, bad
+	}
+	return time.Duration(math.Round(total * float64(time.Second))), nil
+}

@@ -1,0 +1,614 @@
+package journal
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// ReportOptions configure the exports.
+type ReportOptions struct {
+	// Baseline is the experiment (id or name) the deltas are relative to;
+	// "" is the first experiment with a result.
+	Baseline string
+	// Path is the journal file, named in the report; "" names none.
+	Path string
+}
+
+// WriteMarkdown writes r as a Markdown report that tells the session's
+// story with numbers: a title block (host, date, duration, flightdeck
+// version), the experiment table (id, name, commit, profile, tok/s median
+// with its 95 % confidence interval and n, the change against the
+// baseline, how it ended), what changed from each experiment to the next,
+// one section per experiment (result, hypothesis, conclusion, fingerprint:
+// commit and dirty patch, launch, versions, GPU state at start and end,
+// notes), and every note in time order (h:mm:ss since the start). Remote
+// and typed text is sanitised and escaped for Markdown. It returns an
+// error for an unknown opts.Baseline, or w's error.
+func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
+	base, err := r.Baseline(opts.Baseline)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	m := mdWriter{w: bw, start: r.Header.Created}
+	m.title(r, opts)
+	exps := r.Ledger.Experiments()
+	m.table(exps, base)
+	m.changes(exps, r.RepoChanges)
+	for i := range exps {
+		m.experiment(&exps[i], base)
+	}
+	m.notes(r.Ledger.Notes())
+	return bw.Flush()
+}
+
+type mdWriter struct {
+	w     *bufio.Writer
+	start time.Time
+}
+
+func (m *mdWriter) f(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
+
+func (m *mdWriter) at(t time.Time) string { return FormatElapsed(t.Sub(m.start)) }
+
+func (m *mdWriter) title(r *Report, opts ReportOptions) {
+	h := r.Header
+	name := h.Name
+	if name == "" {
+		name = h.Label
+	}
+	if name != "" {
+		m.f("# flightdeck session %s on %s\n\n", mdText(name), mdText(h.Host))
+	} else {
+		m.f("# flightdeck session on %s\n\n", mdText(h.Host))
+	}
+	state := ""
+	if r.Live {
+		state = " (still being recorded)"
+	}
+	m.f("- **Started:** %s\n", h.Created.UTC().Format("2006-01-02 15:04:05 UTC"))
+	m.f("- **Duration:** %s%s\n", FormatElapsed(r.Duration()), state)
+	var who []string
+	if h.User != "" {
+		who = append(who, "user "+mdText(h.User))
+	}
+	if h.Hostname != "" {
+		who = append(who, "on "+mdText(h.Hostname))
+	}
+	if h.PID != 0 {
+		who = append(who, "pid "+strconv.Itoa(h.PID))
+	}
+	m.f("- **Recorded by:** flightdeck %s", mdText(h.Flightdeck))
+	if len(who) > 0 {
+		m.f(" (%s)", strings.Join(who, ", "))
+	}
+	m.f("\n")
+	if h.LogPath != "" {
+		m.f("- **Server log:** %s\n", mdCode(h.LogPath))
+	}
+	if opts.Path != "" {
+		m.f("- **Journal:** %s (replay: %s)\n", mdCode(opts.Path), mdCode("flightdeck replay "+shellWord(opts.Path)))
+	}
+	m.f("\n")
+}
+
+func (m *mdWriter) table(exps []Experiment, base *Experiment) {
+	m.f("## Experiments\n\n")
+	if len(exps) == 0 {
+		m.f("No experiments were recorded.\n\n")
+		return
+	}
+	vs := "vs baseline"
+	if base != nil {
+		vs = "vs " + mdCell(base.ID)
+	}
+	m.f("| id | name | commit | profile | tok/s median [95%% CI] (n) | %s | ended |\n", vs)
+	m.f("|----|------|--------|---------|---------------------------|----|-------|\n")
+	overlap := false
+	for i := range exps {
+		x := &exps[i]
+		delta := "-"
+		switch {
+		case base == nil:
+		case x == base || x.ID == base.ID:
+			delta = "baseline"
+		default:
+			if p, ok := DeltaPct(x, base); ok {
+				delta = fmtDelta(p)
+				if CIsOverlap(x.Result, base.Result) {
+					delta += " ~"
+					overlap = true
+				}
+			}
+		}
+		m.f("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(x.ID), mdCell(x.Name), orDash(mdCell(ShortCommit(x.Commit()))),
+			orDash(mdCell(x.Profile())), FormatResult(x.Result), delta, EndedHow(x))
+	}
+	m.f("\n")
+	if overlap {
+		m.f("~ the two 95 %% confidence intervals overlap: not a clear difference.\n\n")
+	}
+}
+
+// changes lists, for each experiment after the first, its change in tok/s
+// from the previous one and what differed in their fingerprints: the
+// "diff-only" view of what could explain the change.
+func (m *mdWriter) changes(exps []Experiment, moves []RepoChange) {
+	if len(exps) < 2 {
+		return
+	}
+	m.f("## What changed\n\n")
+	for i := 1; i < len(exps); i++ {
+		a, b := &exps[i-1], &exps[i]
+		m.f("- **%s -> %s**", mdText(a.ID), mdText(b.ID))
+		if p, ok := DeltaPct(b, a); ok {
+			m.f(": %s (%s -> %s tok/s)", fmtDelta(p), fmtRate(a.Result.Median), fmtRate(b.Result.Median))
+			if CIsOverlap(a.Result, b.Result) {
+				m.f(" ~")
+			}
+		}
+		diffs := fingerprintDiff(a, b)
+		for _, mv := range moves {
+			// Moves after a started and up to b's start: what happened
+			// to the checkout in between.
+			if mv.At.After(a.Started) && !mv.At.After(b.Started) {
+				diffs = append(diffs, mdText(mv.What)+" at "+m.at(mv.At))
+			}
+		}
+		if len(diffs) == 0 {
+			m.f("; no recorded difference\n")
+			continue
+		}
+		m.f("; %s\n", strings.Join(diffs, "; "))
+	}
+	m.f("\n")
+}
+
+// fingerprintDiff names what differs between two experiments' fingerprints
+// and launches, in Markdown.
+func fingerprintDiff(a, b *Experiment) []string {
+	var out []string
+	pair := func(what, x, y string) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s %s -> %s", what, orDash(mdText(x)), orDash(mdText(y))))
+		}
+	}
+	if ca, cb := a.Commit(), b.Commit(); ca != cb {
+		s := fmt.Sprintf("commit %s -> %s", orDash(mdText(ShortCommit(ca))), orDash(mdText(ShortCommit(cb))))
+		if g := gitOf(b); g != nil && g.Subject != "" {
+			s += " (" + mdText(strconv.Quote(g.Subject)) + ")"
+		}
+		out = append(out, s)
+	}
+	ga, gb := gitOf(a), gitOf(b)
+	if ga != nil && gb != nil {
+		pair("branch", ga.Branch, gb.Branch)
+		if ga.PatchSHA256 != gb.PatchSHA256 {
+			out = append(out, "dirty patch "+patchText(ga)+" -> "+patchText(gb))
+		}
+	}
+	pair("profile", a.Profile(), b.Profile())
+	la, lb := launchOf(a), launchOf(b)
+	if la != nil && lb != nil {
+		pair("preset", la.Preset, lb.Preset)
+		if d := envDiff(la.Env, lb.Env); d != "" {
+			out = append(out, "env "+d)
+		}
+		if ca, cb := commandLineOf(a), commandLineOf(b); ca != cb {
+			out = append(out, "command line changed")
+		}
+	}
+	if a.Fingerprint != nil && b.Fingerprint != nil {
+		va := map[string]string{}
+		for _, v := range a.Fingerprint.Versions {
+			va[v.Name] = versionText(v)
+		}
+		for _, v := range b.Fingerprint.Versions {
+			if x, ok := va[v.Name]; ok && x != versionText(v) {
+				out = append(out, fmt.Sprintf("%s %s -> %s", mdText(v.Name), mdText(x), mdText(versionText(v))))
+			}
+		}
+		pair("host", a.Fingerprint.Hostname, b.Fingerprint.Hostname)
+		pair("kernel", a.Fingerprint.Kernel, b.Fingerprint.Kernel)
+		if sa, sb := GPUStateSummary(a.Fingerprint.GPUs), GPUStateSummary(b.Fingerprint.GPUs); sa != "" && sb != "" && sa != sb {
+			out = append(out, "GPUs at start: "+mdText(sb))
+		}
+	}
+	return out
+}
+
+func gitOf(x *Experiment) *GitState {
+	if x.Fingerprint == nil {
+		return nil
+	}
+	return x.Fingerprint.Git
+}
+
+func launchOf(x *Experiment) *server.LaunchInfo {
+	if x.Fingerprint != nil && x.Fingerprint.Launch != nil {
+		return x.Fingerprint.Launch
+	}
+	return x.Launch
+}
+
+// commandLineOf is the launch's command line, secrets redacted: the
+// fingerprint's when captured, else built from the launch's argv.
+func commandLineOf(x *Experiment) string {
+	if x.Fingerprint != nil && x.Fingerprint.CommandLine != "" {
+		return x.Fingerprint.CommandLine
+	}
+	if l := launchOf(x); l != nil {
+		return redactLaunch(l).CommandLine()
+	}
+	return ""
+}
+
+// envDiff describes how env b differs from env a ("+NCCL_ALGO=Ring,
+// -FOO, NCCL_PROTO=Simple->LL"), secrets redacted; "" when equal.
+func envDiff(a, b map[string]string) string {
+	a, b = server.Redact(a), server.Redact(b)
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		va, ok := a[k]
+		switch {
+		case !ok:
+			parts = append(parts, "+"+k+"="+b[k])
+		case va != b[k]:
+			parts = append(parts, k+"="+va+"->"+b[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if _, ok := b[k]; !ok {
+			parts = append(parts, "-"+k)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return mdCode(strings.Join(parts, " "))
+}
+
+func versionText(v Version) string {
+	if v.Err != "" {
+		return "failed (" + clean(v.Err) + ")"
+	}
+	return clean(v.Value)
+}
+
+// patchText summarises a checkout's dirty state: "clean", or "1.2 KiB
+// sha256:0123456789ab" (cut patches say so).
+func patchText(g *GitState) string {
+	if g.PatchBytes == 0 && g.PatchSHA256 == "" {
+		return "clean"
+	}
+	s := FormatBytes(int64(g.PatchBytes)) + " sha256:" + ShortHash(g.PatchSHA256)
+	if g.PatchTruncated {
+		s += " (stored cut at " + FormatBytes(MaxPatch) + ")"
+	}
+	return s
+}
+
+// DiffStatSummary is a patch's DiffStat in a few words: "2 files, +12
+// -3" ("1 binary" when some are binary); "" for no patch.
+func DiffStatSummary(patch string) string {
+	st := DiffStat(patch)
+	if len(st) == 0 {
+		return ""
+	}
+	add, del, bin := 0, 0, 0
+	for _, f := range st {
+		add, del = add+f.Added, del+f.Deleted
+		if f.Binary {
+			bin++
+		}
+	}
+	files := "1 file"
+	if len(st) != 1 {
+		files = strconv.Itoa(len(st)) + " files"
+	}
+	s := fmt.Sprintf("%s, +%d -%d", files, add, del)
+	if bin > 0 {
+		s += ", " + strconv.Itoa(bin) + " binary"
+	}
+	return s
+}
+
+// ShortHash returns the first 12 hex digits of a hash ("" stays "").
+func ShortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return clean(h)
+}
+
+// FormatBytes formats a size as "512 B", "1.2 KiB", "3.4 MiB".
+func FormatBytes(n int64) string {
+	switch {
+	case n < 1024:
+		return strconv.FormatInt(n, 10) + " B"
+	case n < 1<<20:
+		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KiB"
+	case n < 1<<30:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+}
+
+func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
+	m.f("## %s %s\n\n", mdText(x.ID), mdText(x.Name))
+	res := x.Result
+	if res.N == 0 {
+		m.f("- **Result:** no steady-state tok/s samples")
+	} else {
+		m.f("- **Result:** %s tok/s median", fmtRate(res.Median))
+		if res.Lo != nil && res.Hi != nil {
+			m.f(", 95 %% CI [%s, %s]", fmtRate(*res.Lo), fmtRate(*res.Hi))
+		} else {
+			m.f(", no confidence interval (needs at least 6 samples)")
+		}
+		m.f(", n=%d", res.N)
+		if res.AcceptLength > 0 {
+			m.f(", accept length %.2f", res.AcceptLength)
+		}
+		if base != nil && base.ID != x.ID {
+			if p, ok := DeltaPct(x, base); ok {
+				m.f("; %s vs %s", fmtDelta(p), mdText(base.ID))
+			}
+		}
+	}
+	if res.Dropped > 0 {
+		m.f(" (%d warm-up or idle samples left out)", res.Dropped)
+	}
+	m.f("\n")
+	for _, w := range res.Warnings {
+		m.f("- **Warning:** %s\n", mdText(w))
+	}
+	m.f("- **Time:** %s", m.at(x.Started))
+	if !x.Open() {
+		m.f(" -> %s (%s)", m.at(x.Ended), FormatElapsed(x.Ended.Sub(x.Started)))
+	}
+	m.f("; started by %s, %s\n", triggerText(x.StartedBy), endedText(x))
+	m.f("- **Hypothesis:** %s\n", orNone(mdText(x.Hypothesis)))
+	m.f("- **Conclusion:** %s\n", orNone(mdText(x.Conclusion)))
+	fp := x.Fingerprint
+	if fp == nil {
+		m.f("- **Fingerprint:** not captured\n")
+	}
+	if g := gitOf(x); g != nil {
+		m.f("- **Commit:** %s", orDash(mdText(ShortCommit(g.Head))))
+		if g.Branch != "" {
+			m.f(" on %s", mdText(g.Branch))
+		} else if g.Head != "" {
+			m.f(" (detached)")
+		}
+		if g.Subject != "" {
+			m.f(": %s", mdText(g.Subject))
+		}
+		if pt := patchText(g); pt == "clean" {
+			m.f("; clean")
+		} else {
+			m.f("; dirty: patch %s", pt)
+		}
+		if st := DiffStatSummary(g.Patch); st != "" {
+			m.f(" (%s)", st)
+		}
+		if len(g.Untracked) > 0 {
+			m.f("; %d untracked", len(g.Untracked))
+		}
+		if len(g.Stashes) > 0 {
+			m.f("; %d stashed", len(g.Stashes))
+		}
+		m.f(" (repository %s)\n", mdCode(g.Repo))
+	}
+	if l := launchOf(x); l != nil {
+		m.f("- **Launch:** preset %s, profile %s", orDash(mdText(l.Preset)), orDash(mdText(x.Profile())))
+		if cl := commandLineOf(x); cl != "" {
+			m.f(": %s", mdCode(cl))
+		}
+		m.f("\n")
+		if len(l.Env) > 0 {
+			env := server.Redact(l.Env)
+			var kv []string
+			for _, k := range slices.Sorted(maps.Keys(env)) {
+				kv = append(kv, k+"="+env[k])
+			}
+			m.f("- **Env:** %s\n", mdCode(strings.Join(kv, " ")))
+		}
+	}
+	if fp != nil {
+		if len(fp.Versions) > 0 {
+			var ok, bad []string
+			for _, v := range fp.Versions {
+				if v.Err != "" {
+					bad = append(bad, mdText(v.Name)+" ("+mdText(v.Err)+")")
+				} else {
+					ok = append(ok, mdText(v.Name)+" "+mdText(v.Value))
+				}
+			}
+			m.f("- **Versions:** %s", orDash(strings.Join(ok, ", ")))
+			if len(bad) > 0 {
+				m.f("; failed: %s", strings.Join(bad, ", "))
+			}
+			m.f("\n")
+		}
+		if fp.Hostname != "" || fp.Kernel != "" {
+			m.f("- **Host:** %s, kernel %s\n", orDash(mdText(fp.Hostname)), orDash(mdText(fp.Kernel)))
+		}
+		if s := GPUStateSummary(fp.GPUs); s != "" {
+			m.f("- **GPUs at start:** %s\n", mdText(s))
+		}
+	}
+	if s := GPUStateSummary(x.EndGPUs); s != "" {
+		m.f("- **GPUs at end:** %s\n", mdText(s))
+	}
+	if fp != nil && len(fp.Errors) > 0 {
+		errs := make([]string, len(fp.Errors))
+		for i, e := range fp.Errors {
+			errs[i] = mdText(e)
+		}
+		m.f("- **Not captured:** %s\n", strings.Join(errs, "; "))
+	}
+	if len(x.Notes) > 0 {
+		m.f("- **Notes:**\n")
+		for _, n := range x.Notes {
+			m.f("  - %s %s\n", m.at(n.At), mdText(n.Text))
+		}
+	}
+	m.f("\n")
+}
+
+func triggerText(t Trigger) string {
+	switch t {
+	case TriggerKey:
+		return "hand (e)"
+	case TriggerLaunch:
+		return "a launch"
+	case TriggerRelaunch:
+		return "a relaunch"
+	case TriggerKill:
+		return "a kill"
+	case TriggerExit:
+		return "the server exiting"
+	case TriggerQuit:
+		return "quitting the cockpit"
+	case "":
+		return "-"
+	}
+	return mdText(string(t))
+}
+
+func endedText(x *Experiment) string {
+	switch EndedHow(x) {
+	case "open":
+		return "still open"
+	case "crash":
+		return "no end recorded (the cockpit stopped without ending it)"
+	}
+	return "ended by " + triggerText(x.EndedBy)
+}
+
+func (m *mdWriter) notes(notes []TimedNote) {
+	m.f("## Notes\n\n")
+	if len(notes) == 0 {
+		m.f("No notes.\n")
+		return
+	}
+	for _, n := range notes {
+		exp := ""
+		if n.Exp != "" {
+			exp = " (" + mdText(n.Exp) + ")"
+		}
+		m.f("- %s%s %s\n", m.at(n.At), exp, mdText(n.Text))
+	}
+}
+
+// mdText makes text safe inside a Markdown paragraph or table cell: one
+// sanitised line with the characters that would start markup (emphasis,
+// links, HTML, code, table cells) escaped by backslashes. (A line of it
+// never starts a block: it always follows other text.)
+func mdText(s string) string {
+	s = clean(s)
+	if !strings.ContainsAny(s, "\\`*[]<|_") {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '\\', '`', '*', '[', ']', '<', '|':
+			b.WriteByte('\\')
+		case '_':
+			// Escaped only where it could start or end emphasis; inside a
+			// word (NCCL_ALGO) it is literal in CommonMark.
+		}
+		b.WriteRune(r)
+	}
+	return escapeEdgeUnderscores(b.String())
+}
+
+// escapeEdgeUnderscores escapes underscores at the start or end of a word.
+func escapeEdgeUnderscores(s string) string {
+	if !strings.Contains(s, "_") {
+		return s
+	}
+	var b strings.Builder
+	rs := []rune(s)
+	word := func(i int) bool {
+		if i < 0 || i >= len(rs) {
+			return false
+		}
+		r := rs[i]
+		return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127
+	}
+	for i, r := range rs {
+		if r == '_' && (!word(i-1) || !word(i+1)) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCell is mdText for a table cell.
+func mdCell(s string) string { return mdText(s) }
+
+// mdCode puts one sanitised line in a code span whose backtick fence is
+// longer than any backtick run in it ("-" for ""). Not for table cells.
+func mdCode(s string) string {
+	s = clean(s)
+	if s == "" {
+		return "-"
+	}
+	run, longest := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	pad := ""
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		pad = " "
+	}
+	return fence + pad + s + pad + fence
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none recorded"
+	}
+	return s
+}
+
+// shellWord quotes a path for a command line shown to copy: as is when it
+// holds only safe characters, else in single quotes.
+func shellWord(s string) string {
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./-_", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe && s != "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
