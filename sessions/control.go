@@ -313,7 +313,7 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 		return server.Record{}, err
 	}
 	if f.Running {
-		if err := c.kill(ctx, f); err != nil {
+		if err := c.kill(ctx, f, true); err != nil {
 			return server.Record{}, fmt.Errorf("relaunch: the old server: %w", err)
 		}
 	}
@@ -352,18 +352,19 @@ func (c *Control) Kill(ctx context.Context) error {
 	if !f.Running {
 		return server.ErrNoServer
 	}
-	return c.kill(ctx, f)
+	return c.kill(ctx, f, false)
 }
 
-func (c *Control) kill(ctx context.Context, f server.Found) error {
+// kill stops f; relaunch marks its KillSteps as the first half of a Launch.
+func (c *Control) kill(ctx context.Context, f server.Found, relaunch bool) error {
 	grace := c.Grace
 	if grace <= 0 {
 		grace = server.DefaultGrace
 	}
-	c.publish(server.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace)})
+	c.publish(server.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace), Relaunch: relaunch})
 	res, err := server.Kill(ctx, c.Host, f.Target, grace)
 	if err != nil {
-		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err})
+		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
 		return err
 	}
 	pids := make([]int, 0, len(res.Members))
@@ -374,23 +375,23 @@ func (c *Control) kill(ctx context.Context, f server.Found) error {
 	if len(res.Escalated) > 0 {
 		detail = fmt.Sprintf("SIGKILL after %v: %v", grace, res.Escalated)
 	}
-	c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: "waiting for GPU memory to be freed"})
+	c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: "waiting for GPU memory to be freed", Relaunch: relaunch})
 	timeout := c.GPUTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
 	err = WaitGPUFree(ctx, c.Host, c.GPUProgram, pids, timeout, func(s string) {
-		c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: s})
+		c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: s, Relaunch: relaunch})
 	})
 	switch {
 	case errors.Is(err, ErrNoGPUTool):
 		detail = strings.TrimPrefix(detail+"; "+err.Error(), "; ")
 	case err != nil:
-		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err})
+		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
 		return err
 	default:
 		detail = strings.TrimPrefix(detail+"; GPU memory free", "; ")
 	}
-	c.publish(server.KillStep{Step: "done", PID: f.ServerPID, Detail: detail})
+	c.publish(server.KillStep{Step: "done", PID: f.ServerPID, Detail: detail, Relaunch: relaunch})
 	return nil
 }

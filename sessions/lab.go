@@ -60,12 +60,21 @@ type Lab struct {
 	// hostname/kernel read (DefaultProbeTimeout when 0); the git part of a
 	// fingerprint gets three times as long (its patch may be large).
 	ProbeTimeout time.Duration
+	// Numbered is how many experiments the journal already holds (a
+	// session appended to an existing journal): ids continue after
+	// e<Numbered>, so they stay unique in the file.
+	Numbered int
 
 	mu        sync.Mutex
 	ledger    journal.Ledger     // folded from what the Lab decided and what it observed
 	next      int                // experiments started so far
 	launch    *server.LaunchInfo // the last launch seen, redacted; nil when none
 	launchAt  time.Time          // when it was seen
+	// relaunching is set by the KillSteps of a relaunch's kill: the
+	// server's killed status then ends the experiment as a relaunch.
+	relaunching bool
+	gpuSeen     chan struct{} // closed at the first GPU sample (gpuOnce)
+	gpuOnce     bool
 	status    server.Status      // the last server status seen
 	gpus      []gpu.GPU          // the last GPU sample's GPUs
 	head      string             // the checkout's short HEAD as last seen on the stream
@@ -91,6 +100,22 @@ func (l *Lab) initLocked() {
 	if l.defaulted == nil {
 		l.defaulted = map[string]string{}
 	}
+	if l.gpuSeen == nil {
+		l.gpuSeen = make(chan struct{})
+	}
+}
+
+// firstGPUs returns a channel closed once a GPU sample has been seen, and
+// a func returning the latest sample's GPUs.
+func (l *Lab) firstGPUs() (<-chan struct{}, func() []gpu.GPU) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.initLocked()
+	return l.gpuSeen, func() []gpu.GPU {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.gpus
+	}
 }
 
 // Observe folds one event of the stream: GPU samples, the checkout's HEAD,
@@ -111,6 +136,10 @@ func (l *Lab) Observe(e event.Event) {
 	switch p := e.Data.(type) {
 	case gpu.Sample:
 		l.gpus = p.GPUs
+		if len(p.GPUs) > 0 && !l.gpuOnce {
+			l.gpuOnce = true
+			close(l.gpuSeen)
+		}
 	case repo.Head:
 		l.head = shortOf(p.Short, p.Commit)
 	case git.Status:
@@ -125,6 +154,7 @@ func (l *Lab) Observe(e event.Event) {
 		}
 	case server.Launched:
 		l.launch, l.launchAt = redactLaunch(p.Record.Launch), e.At
+		l.relaunching = false
 		if l.closed {
 			return
 		}
@@ -133,6 +163,8 @@ func (l *Lab) Observe(e event.Event) {
 		}
 		l.startLocked(e.At, "", "", journal.TriggerLaunch, l.launch)
 		l.kickLocked()
+	case server.KillStep:
+		l.relaunching = p.Relaunch && p.Step != "failed"
 	case server.Status:
 		prev := l.status.Phase
 		l.status = p
@@ -141,7 +173,11 @@ func (l *Lab) Observe(e event.Event) {
 		}
 		switch p.Phase {
 		case server.PhaseKilled:
-			l.endLocked(e.At, journal.TriggerKill, "")
+			trig := journal.TriggerKill
+			if l.relaunching {
+				trig = journal.TriggerRelaunch
+			}
+			l.endLocked(e.At, trig, "")
 			l.kickLocked()
 		case server.PhaseExited, server.PhaseFailed:
 			l.endLocked(e.At, journal.TriggerExit, "")
@@ -354,7 +390,7 @@ func (l *Lab) decideLocked(at time.Time, p event.Payload) {
 // launch is the exp-start's Launch (nil when started by hand). Call with
 // l.mu held, l.closed false.
 func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig journal.Trigger, launch *server.LaunchInfo) journal.ExperimentStart {
-	l.next++
+	l.next = max(l.next, l.Numbered) + 1
 	id := "e" + strconv.Itoa(l.next)
 	if name == "" {
 		name = l.defaultNameLocked()

@@ -204,9 +204,30 @@ python = "flightdeck sim version nope"
 	if v := got["driver"]; v.Value != sim.Versions["driver"] {
 		t.Errorf("driver %+v", v)
 	}
-	// Not a repository: recorded, not fatal; the rest is there.
+	// Not a repository, and no GPU sample within the deadline (none is
+	// published here): recorded, not fatal; the rest is there.
 	f := fp.Fingerprint
-	if f.Git == nil || f.Git.Head != "" || len(f.Errors) != 1 || !strings.HasPrefix(f.Errors[0], "git: ") || f.Hostname == "" {
+	if f.Git == nil || f.Git.Head != "" || len(f.Errors) != 2 || !strings.HasPrefix(f.Errors[0], "git: ") || f.Errors[1] != "gpus: no GPU sample within 1s" || f.Hostname == "" {
 		t.Errorf("git %+v, errors %q, hostname %q", f.Git, f.Errors, f.Hostname)
+	}
+}
+
+// TestLabWaitsForTheFirstGPUSample: an experiment started before any GPU
+// sample (the demo launches at once) gets the GPUs of the first sample that
+// arrives while its probes run.
+func TestLabWaitsForTheFirstGPUSample(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, host := simHost(t, ctx)
+	rig := newLabRig(&Lab{Host: host, Preset: "sim", ProbeTimeout: 10 * time.Second})
+	defer rig.lab.Close(ctx)
+	if _, err := rig.lab.Start(ctx, "first", ""); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{At: time.Now(), GPUs: []gpu.GPU{{Index: 0}, {Index: 1}}}})
+	fp := count[journal.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0].Fingerprint
+	if len(fp.GPUs) != 2 || slices.ContainsFunc(fp.Errors, func(e string) bool { return strings.HasPrefix(e, "gpus:") }) {
+		t.Errorf("GPUs %d, errors %q", len(fp.GPUs), fp.Errors)
 	}
 }

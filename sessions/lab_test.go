@@ -348,3 +348,38 @@ func TestLabNamesTheNewLaunch(t *testing.T) {
 		t.Errorf("name %q, want %q", got, want)
 	}
 }
+
+// TestLabRelaunchTrigger: a relaunch kills the old server first; the
+// experiment it ends is ended by the relaunch, a plain kill's by the kill.
+func TestLabRelaunchTrigger(t *testing.T) {
+	for _, c := range []struct {
+		relaunch bool
+		want     journal.Trigger
+	}{{true, journal.TriggerRelaunch}, {false, journal.TriggerKill}} {
+		rig := newLabRig(&Lab{Preset: "sim"})
+		for _, e := range []event.Event{
+			{At: at(0), Data: status(server.PhaseNone, 0)},
+			{At: at(1), Data: launched("none")},
+			{At: at(2), Data: status(server.PhaseReady, 2)},
+			{At: at(30), Data: server.KillStep{Step: "signalling", PID: 4100, Relaunch: c.relaunch}},
+			{At: at(31), Data: server.KillStep{Step: "done", PID: 4100, Relaunch: c.relaunch}},
+			{At: at(31), Data: status(server.PhaseKilled, 31)},
+		} {
+			rig.publish(e)
+		}
+		ends := count[journal.ExperimentEnd](t, rig.rec, "1 exp-end", 1)
+		if ends[0].Trigger != c.want {
+			t.Errorf("relaunch %v: ended by %q, want %q", c.relaunch, ends[0].Trigger, c.want)
+		}
+	}
+}
+
+// TestLabNumbersAfterPrior: a session appended to a journal that holds e1
+// and e2 starts at e3.
+func TestLabNumbersAfterPrior(t *testing.T) {
+	rig := newLabRig(&Lab{Preset: "sim", Numbered: 2})
+	rig.publish(event.Event{At: at(1), Data: launched("none")})
+	if s := count[journal.ExperimentStart](t, rig.rec, "1 exp-start", 1)[0]; s.ID != "e3" {
+		t.Errorf("id %s, want e3", s.ID)
+	}
+}

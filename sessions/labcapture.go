@@ -98,6 +98,23 @@ func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint 
 	if cfg == nil {
 		cfg = config.Builtins()
 	}
+	if len(fp.GPUs) == 0 {
+		// The first launch can come before the first GPU sample (the
+		// demo launches at once): wait for one while the probes run.
+		seen, latest := l.firstGPUs()
+		wg.Go(func() {
+			select {
+			case <-seen:
+				g := latest()
+				mu.Lock()
+				fp.GPUs = g
+				mu.Unlock()
+			case <-time.After(timeout):
+				fail("gpus: no GPU sample within %v", timeout)
+			case <-ctx.Done():
+			}
+		})
+	}
 	probes := cfg.VersionProbes(in.preset)
 	fp.Versions = make([]journal.Version, len(probes))
 	for i, p := range probes {

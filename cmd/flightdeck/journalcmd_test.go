@@ -374,12 +374,22 @@ func TestJournalFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	w3.Write(event.Event{At: time.Now(), Data: journal.Note{Text: "second"}})
+	w3.Write(event.Event{At: time.Now(), Data: journal.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerKey}})
 	w3.Close()
 	j, _ = journal.Open(w1.Path())
-	if j.Len() != 2 {
-		t.Errorf("%d events after appending, want 2", j.Len())
+	if j.Len() != 3 {
+		t.Errorf("%d events after appending, want 3", j.Len())
 	}
 	j.Close()
+	// A session appended to it numbers its experiments after e2.
+	rec, err := newRecording(journalFlags{file: w1.Path()}, "gpu-box", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.prior != 2 {
+		t.Errorf("appending after e2: prior %d, want 2", rec.prior)
+	}
+	rec.w.Close()
 
 	// A file that is not a journal is refused and left alone.
 	other := filepath.Join(t.TempDir(), "notes.txt")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,8 +64,16 @@ const retryNames = 20
 // *journal.LockedError when another cockpit writes the file, a file that
 // is not a journal, the I/O error of a directory that cannot be made.
 func (f journalFlags) open(hostLabel string, h journal.Header) (*journal.Writer, error) {
+	w, _, err := f.openCounting(hostLabel, h)
+	return w, err
+}
+
+// openCounting is open, also returning how many experiments an existing
+// journal already holds (its exp-start events), so that the session's ids
+// continue after them.
+func (f journalFlags) openCounting(hostLabel string, h journal.Header) (*journal.Writer, int, error) {
 	if f.off {
-		return nil, nil
+		return nil, 0, nil
 	}
 	h.Flightdeck = versionString()
 	h.Name = f.name
@@ -80,13 +89,18 @@ func (f journalFlags) open(hostLabel string, h journal.Header) (*journal.Writer,
 			w, err = journal.Create(f.file, h)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--journal: %w", err)
+			return nil, 0, fmt.Errorf("--journal: %w", err)
 		}
-		return w, nil
+		n, err := countExperiments(f.file)
+		if err != nil {
+			w.Close()
+			return nil, 0, fmt.Errorf("--journal: %w", err)
+		}
+		return w, n, nil
 	}
 	dir, err := journal.DefaultDir()
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w (pass --journal FILE, or --no-journal)", err)
+		return nil, 0, fmt.Errorf("journal: %w (pass --journal FILE, or --no-journal)", err)
 	}
 	name := f.name
 	if name == "" {
@@ -105,10 +119,30 @@ func (f journalFlags) open(hostLabel string, h journal.Header) (*journal.Writer,
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("journal: %w (pass --journal FILE elsewhere, or --no-journal)", err)
+			return nil, 0, fmt.Errorf("journal: %w (pass --journal FILE elsewhere, or --no-journal)", err)
 		}
-		return w, nil
+		return w, 0, nil
 	}
+}
+
+// countExperiments is the highest experiment number in the journal at
+// path (e7 -> 7), 0 when it holds none.
+func countExperiments(path string) (int, error) {
+	j, err := journal.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer j.Close()
+	n := 0
+	for _, m := range j.Marks() {
+		if m.Kind != "exp-start" {
+			continue
+		}
+		if k, err := strconv.Atoi(strings.TrimPrefix(m.Exp, "e")); err == nil && strings.HasPrefix(m.Exp, "e") {
+			n = max(n, k)
+		}
+	}
+	return n, nil
 }
 
 // lazyLab is the cockpit's experiments (e, n) for a host that is set up
@@ -173,18 +207,19 @@ func (z *lazyLab) Key(key, action string) {
 // recording is what runCockpit records with: the journal's writer and the
 // Lab; both nil with --no-journal.
 type recording struct {
-	w   *journal.Writer
-	lab *lazyLab
+	w     *journal.Writer
+	lab   *lazyLab
+	prior int // experiments already in an appended journal
 }
 
 // newRecording opens the journal (see journalFlags.open) and prepares the
 // Lab the live function will set.
 func newRecording(f journalFlags, hostLabel string, h journal.Header) (recording, error) {
-	w, err := f.open(hostLabel, h)
+	w, prior, err := f.openCounting(hostLabel, h)
 	if err != nil || w == nil {
 		return recording{}, err
 	}
-	return recording{w: w, lab: &lazyLab{}}, nil
+	return recording{w: w, lab: &lazyLab{}, prior: prior}, nil
 }
 
 // setLab creates the session's Lab with publish as its sink; nothing
@@ -194,6 +229,7 @@ func (r recording) setLab(l *sessions.Lab, publish event.Sink) {
 		return
 	}
 	l.Publish = publish
+	l.Numbered = r.prior
 	r.lab.set(l)
 }
 

@@ -33,6 +33,9 @@ type KillStep struct {
 	PID    int    // the server process being killed
 	Detail string // e.g. "SIGKILL after 10s: 4711" or the survivors, sanitised
 	Err    error
+	// Relaunch marks the kill that clears the way for a new launch (the
+	// experiment it ends is ended by the relaunch, not by a plain kill).
+	Relaunch bool
 }
 
 // Kind implements event.Payload.
