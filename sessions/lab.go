@@ -65,25 +65,25 @@ type Lab struct {
 	// e<Numbered>, so they stay unique in the file.
 	Numbered int
 
-	mu        sync.Mutex
-	ledger    journal.Ledger     // folded from what the Lab decided and what it observed
-	next      int                // experiments started so far
-	launch    *server.LaunchInfo // the last launch seen, redacted; nil when none
-	launchAt  time.Time          // when it was seen
+	mu       sync.Mutex
+	ledger   journal.Ledger     // folded from what the Lab decided and what it observed
+	next     int                // experiments started so far
+	launch   *server.LaunchInfo // the last launch seen, redacted; nil when none
+	launchAt time.Time          // when it was seen
 	// relaunching is set by the KillSteps of a relaunch's kill: the
 	// server's killed status then ends the experiment as a relaunch.
 	relaunching bool
 	gpuSeen     chan struct{} // closed at the first GPU sample (gpuOnce)
 	gpuOnce     bool
-	status    server.Status      // the last server status seen
-	gpus      []gpu.GPU          // the last GPU sample's GPUs
-	head      string             // the checkout's short HEAD as last seen on the stream
-	defaulted map[string]string  // experiment id → its default name, until the fingerprint confirms the commit in it
-	outbox    []event.Event      // decided, not yet published
-	flushing  bool               // an asynchronous flush is scheduled
-	closed    bool
-	base      context.Context // captures run under it; Close cancels it
-	cancel    context.CancelFunc
+	status      server.Status     // the last server status seen
+	gpus        []gpu.GPU         // the last GPU sample's GPUs
+	head        string            // the checkout's short HEAD as last seen on the stream
+	defaulted   map[string]string // experiment id → its default name, until the fingerprint confirms the commit in it
+	outbox      []event.Event     // decided, not yet published
+	flushing    bool              // an asynchronous flush is scheduled
+	closed      bool
+	base        context.Context // captures run under it; Close cancels it
+	cancel      context.CancelFunc
 
 	pubMu sync.Mutex     // held while publishing: keeps the outbox's order
 	wg    sync.WaitGroup // captures and asynchronous flushes in flight
