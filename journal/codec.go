@@ -54,7 +54,7 @@ var codecs = []codec{
 	jsonCodec[serverlog.Ready](),                                  // rare
 	jsonCodec[serverlog.Failure](),                                // rare
 	jsonCodec[server.Status](),                                    // on change
-	jsonCodec[server.Launched](),                                  // per launch
+	redactedJSONCodec(redactLaunched),                             // per launch; secrets redacted
 	{kind: "server-observed", enc: encObserved, dec: decObserved}, // Found.PidfileErr is an error
 	jsonCodec[server.Healthy](),                                   // rare
 	{kind: "server-kill", enc: encKillStep, dec: decKillStep},     // Err is an error
@@ -124,7 +124,13 @@ func payloadAs[T event.Payload](p event.Payload) (T, error) {
 // jsonCodec stores T as its JSON object. json.Marshal fails on a NaN or
 // infinite float: the payloads using this codec have none (their parsers
 // refuse "inf" and "nan"), and Write reports it if one ever comes.
-func jsonCodec[T event.Payload]() codec {
+func jsonCodec[T event.Payload]() codec { return redactedJSONCodec[T](nil) }
+
+// redactedJSONCodec is jsonCodec with redact applied to a payload before
+// it is encoded (nil: none): what a journal must not hold, such as secret
+// argv values, never reaches the file, so decoding returns the redacted
+// payload.
+func redactedJSONCodec[T event.Payload](redact func(T) T) codec {
 	var zero T
 	return codec{
 		kind: zero.Kind(),
@@ -132,6 +138,9 @@ func jsonCodec[T event.Payload]() codec {
 			v, err := payloadAs[T](p)
 			if err != nil {
 				return b, err
+			}
+			if redact != nil {
+				v = redact(v)
 			}
 			j, err := marshalJSON(v)
 			if err != nil {
@@ -214,7 +223,15 @@ func decKillStep(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 	return v, nil
 }
 
-// observedJSON is server.Observed's Found, flattened.
+// redactLaunched is a launch record as the journal stores it: env and
+// argv secrets redacted (server.RedactLaunch).
+func redactLaunched(l server.Launched) server.Launched {
+	l.Record.Launch = server.RedactLaunch(l.Record.Launch)
+	return l
+}
+
+// observedJSON is server.Observed's Found, flattened; its pidfile
+// record's secrets are redacted.
 type observedJSON struct {
 	server.Found
 	PidfileErr string `json:"PidfileErr,omitempty"`
@@ -225,7 +242,13 @@ func encObserved(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, e
 	if err != nil {
 		return b, err
 	}
-	return appendMarshal(b, observedJSON{Found: v.Found, PidfileErr: errText(v.Found.PidfileErr)})
+	f := v.Found
+	if f.Record != nil {
+		r := *f.Record
+		r.Launch = server.RedactLaunch(r.Launch)
+		f.Record = &r
+	}
+	return appendMarshal(b, observedJSON{Found: f, PidfileErr: errText(v.Found.PidfileErr)})
 }
 
 func decObserved(_ *decState, _ time.Time, data []byte) (event.Payload, error) {

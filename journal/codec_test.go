@@ -304,3 +304,43 @@ func TestZeroEventTime(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 }
+
+// TestLaunchSecretsNeverReachTheFile: a launch record's secret env values
+// and argv values (server.RedactLaunch) are redacted when written, in
+// server-launched and in the pidfile record of server-observed.
+func TestLaunchSecretsNeverReachTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	w, err := Create(path, Header{Created: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := server.Record{PID: 7, Launch: server.LaunchInfo{
+		Argv: []string{"python3", "-m", "sglang.launch_server", "--api-key", "sk-live-123", "--hf-token=hf_abc", "--tp-size", "8"},
+		Env:  map[string]string{"HF_TOKEN": "hf_def", "AWS_SECRET_ACCESS_KEY": "aws_ghi", "NCCL_PROTO": "LL"},
+	}}
+	for _, p := range []event.Payload{server.Launched{Record: rec}, server.Observed{Found: server.Found{Running: true, Record: &rec}}} {
+		if err := w.Write(event.Event{At: t0, Data: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"sk-live-123", "hf_abc", "hf_def", "aws_ghi"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the journal holds %q:\n%s", secret, b)
+		}
+	}
+	for _, kept := range []string{`"--tp-size","8"`, `"NCCL_PROTO":"LL"`} {
+		if !strings.Contains(string(b), kept) {
+			t.Errorf("the journal lost %s:\n%s", kept, b)
+		}
+	}
+	if rec.Launch.Argv[4] != "sk-live-123" {
+		t.Error("writing redacted the caller's record")
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
-	"strings"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
@@ -217,7 +216,7 @@ func redactLaunch(l *server.LaunchInfo) *server.LaunchInfo {
 	}
 	c := *l
 	c.Env = server.Redact(maps.Clone(l.Env))
-	c.Argv = RedactArgv(l.Argv)
+	c.Argv = server.RedactArgv(l.Argv)
 	return &c
 }
 
@@ -235,30 +234,3 @@ func WriteJSON(w io.Writer, r *Report, opts ReportOptions) error {
 	return enc.Encode(doc)
 }
 
-// RedactArgv returns a copy of argv with the values of secret-looking
-// flags (--api-key X, --hf-token=X: names matching server.Redact's rule)
-// replaced by "<redacted>".
-func RedactArgv(argv []string) []string {
-	out := append([]string(nil), argv...)
-	secret := func(flag string) bool {
-		name := strings.TrimLeft(flag, "-")
-		return name != "" && server.Redact(map[string]string{name: ""})[name] != ""
-	}
-	for i := 0; i < len(out); i++ {
-		a := out[i]
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		if flag, _, ok := strings.Cut(a, "="); ok {
-			if secret(flag) {
-				out[i] = flag + "=<redacted>"
-			}
-			continue
-		}
-		if secret(a) && i+1 < len(out) {
-			out[i+1] = "<redacted>"
-			i++
-		}
-	}
-	return out
-}

@@ -647,7 +647,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment) err
 // flag values redacted (journals from before the fingerprint had one).
 func redactedCommandLine(l *server.LaunchInfo) string {
 	c := *l
-	c.Argv = journal.RedactArgv(l.Argv)
+	c.Argv = server.RedactArgv(l.Argv)
 	return c.CommandLine()
 }
 

@@ -35,7 +35,7 @@ type KillStep struct {
 	Err    error
 	// Relaunch marks the kill that clears the way for a new launch (the
 	// experiment it ends is ended by the relaunch, not by a plain kill).
-	Relaunch bool
+	Relaunch bool `json:",omitempty"`
 }
 
 // Kind implements event.Payload.

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
 )
 
 // PidfileName is the file in the log directory that names the server the
@@ -83,6 +85,66 @@ func Redact(env map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// secretFlagWords are the words of a flag name ("--hf-token" → hf, token)
+// that make its value a secret.
+var secretFlagWords = map[string]bool{
+	"key": true, "apikey": true, "token": true, "secret": true, "password": true, "passwd": true,
+	"credential": true, "credentials": true, "auth": true,
+}
+
+// RedactArgv returns a copy of argv with secret values replaced by
+// "<redacted>": the value of a flag whose name has a word key, apikey,
+// token, secret, password, passwd, credential(s) or auth (--api-key X,
+// --hf-token=X, --admin_password X; a following word that starts with "-"
+// is another flag and stays), and the value of a NAME=value word whose name
+// server.Redact hides (env HF_TOKEN=x python …). --ssl-keyfile or
+// --tokenizer-path are not secrets: their words are keyfile, tokenizer.
+func RedactArgv(argv []string) []string {
+	if argv == nil {
+		return nil
+	}
+	out := make([]string, len(argv))
+	copy(out, argv)
+	for i := 0; i < len(out); i++ {
+		w := out[i]
+		if strings.HasPrefix(w, "-") {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			if !secretFlag(name) {
+				continue
+			}
+			if hasValue {
+				out[i] = w[:strings.IndexByte(w, '=')+1] + "<redacted>"
+			} else if i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") {
+				out[i+1] = "<redacted>"
+				i++
+			}
+			continue
+		}
+		if name, _, ok := strings.Cut(w, "="); ok && remote.CheckEnvName(name) == nil && Redact(map[string]string{name: ""})[name] != "" {
+			out[i] = name + "=<redacted>"
+		}
+	}
+	return out
+}
+
+func secretFlag(name string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		if secretFlagWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactLaunch returns a copy of l safe to record and show: env values of
+// secret-looking names (Redact) and secret argv values (RedactArgv)
+// replaced by "<redacted>". The journal stores launches this way.
+func RedactLaunch(l LaunchInfo) LaunchInfo {
+	l.Env = Redact(l.Env)
+	l.Argv = RedactArgv(l.Argv)
+	return l
 }
 
 // ErrNoServer is returned by Find and Kill when no server is running.
