@@ -233,4 +233,3 @@ func WriteJSON(w io.Writer, r *Report, opts ReportOptions) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }
-

@@ -345,7 +345,6 @@ func TestGPUStateSummary(t *testing.T) {
 	}
 }
 
-
 // TestReportSessionFile: the synthetic session written as a journal file
 // (testdata/report-session.jsonl, made by this test with -update-report)
 // reads back into the same report as the events it was made from: the

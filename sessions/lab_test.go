@@ -234,7 +234,6 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 	lab.Close(ctx) // twice is fine
 }
 
-
 func TestRedactLaunchEnv(t *testing.T) {
 	env := map[string]string{"HF_TOKEN": "a", "OPENAI_API_KEY": "b", "CLIENT_SECRET": "c", "DB_PASSWORD": "d",
 		"GOOGLE_APPLICATION_CREDENTIALS": "e", "NCCL_ALGO": "Ring", "CUDA_VISIBLE_DEVICES": "0,1"}
@@ -252,7 +251,6 @@ func TestRedactLaunchEnv(t *testing.T) {
 		t.Errorf("command line %q", cl)
 	}
 }
-
 
 func TestLabAdoptedServer(t *testing.T) {
 	ctx := context.Background()

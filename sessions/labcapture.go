@@ -316,4 +316,3 @@ func redactLaunch(l server.LaunchInfo) *server.LaunchInfo {
 	out := server.RedactLaunch(l)
 	return &out
 }
-

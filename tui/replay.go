@@ -456,7 +456,7 @@ func (r *Replay) jumpKey(msg tea.KeyPressMsg) tea.Cmd {
 	case "enter":
 		r.jumping = false
 		r.jump.Blur()
-		t, err := parseClock(r.jump.Value())
+		t, err := ParseClock(r.jump.Value())
 		if err != nil {
 			r.inner.flash("t: "+err.Error(), toneCrit)
 			return nil

@@ -276,7 +276,7 @@ func TestReplaySeekKeys(t *testing.T) {
 		{[]string{"["}, 45 * time.Second, ""},
 		{[]string{"t", "1", ":", "3", "0", "enter"}, 90 * time.Second, ""},
 		{[]string{"t", "7", "5", "enter"}, 75 * time.Second, ""},
-		{[]string{"t", "x", "enter"}, 75 * time.Second, `t: "x": not a time: use h:mm:ss, mm:ss or seconds`},
+		{[]string{"t", "x", "enter"}, 75 * time.Second, `t: "x": not a time: use h:mm:ss, mm:ss, seconds or a duration such as 90s`},
 		{[]string{"t", "3", ":", "0", "0", "enter"}, 75 * time.Second, "t: 0:03:00 is past the end of the journal (0:02:00)"},
 		{[]string{"t", "9", "esc"}, 75 * time.Second, ""},
 		{[]string{"left", "left", "left", "left", "left", "left", "left", "left", "left"}, 0, ""},

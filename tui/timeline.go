@@ -26,17 +26,26 @@ const (
 const maxClock = 100000 * time.Hour
 
 // errClock is the error of a time that is not h:mm:ss, mm:ss or seconds.
-var errClock = errors.New("not a time: use h:mm:ss, mm:ss or seconds")
+var errClock = errors.New("not a time: use h:mm:ss, mm:ss, seconds or a duration such as 90s")
 
-// parseClock reads a typed position: "1:02:03" (h:mm:ss), "62:03"
-// (mm:ss, minutes may pass 59), "3723" or "3723.5" (seconds). Spaces
-// around it are ignored. It returns errClock (wrapped, with the text) for
-// anything else, negative times and times past maxClock included.
-func parseClock(s string) (time.Duration, error) {
+// ParseClock reads a position in a journal, as typed after t in replay or
+// given to replay --at: "1:02:03" (h:mm:ss), "62:03" (mm:ss, minutes may
+// pass 59), "3723" or "3723.5" (seconds), or a Go duration with units
+// ("1h2m3s", "90s"). Spaces around it are ignored. It returns an error
+// wrapping errClock, with the text, for anything else, negative times and
+// times past 100,000 h included.
+func ParseClock(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	bad := func() (time.Duration, error) { return 0, fmt.Errorf("%q: %w", truncate(s, 20), errClock) }
 	if s == "" {
 		return bad()
+	}
+	if strings.ContainsAny(s, "hms") {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > maxClock {
+			return bad()
+		}
+		return d, nil
 	}
 	parts := strings.Split(s, ":")
 	if len(parts) > 3 {

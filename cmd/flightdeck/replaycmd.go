@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +59,7 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	var at time.Duration
 	if f.at != "" {
 		var err error
-		if at, err = parseAt(f.at); err != nil {
+		if at, err = tui.ParseClock(f.at); err != nil {
 			return refusedf("--at %s", err)
 		}
 	}
@@ -91,43 +88,3 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	return tui.RunReplay(ctx, r)
 }
 
-// parseAt reads a position in a session: "1:02:03" (h:mm:ss), "62:03"
-// (mm:ss), "3723" or "3723.5" (seconds), or a Go duration ("90s",
-// "1h2m"). Negative times are refused.
-func parseAt(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	bad := fmt.Errorf("%q: want h:mm:ss, mm:ss, seconds or a duration such as 90s", s)
-	if s == "" {
-		return 0, bad
-	}
-	if d, err := time.ParseDuration(s); err == nil && strings.ContainsAny(s, "hms") {
-		if d < 0 {
-			return 0, bad
-		}
-		return d, nil
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) > 3 {
-		return 0, bad
-	}
-	last := parts[len(parts)-1]
-	secs, err := strconv.ParseFloat(last, 64)
-	if err != nil || last == "" || strings.Trim(last, "0123456789.") != "" || math.IsInf(secs, 0) || (len(parts) > 1 && secs >= 60) {
-		return 0, bad
-	}
-	total := secs
-	mult := 60.0
-	for i := len(parts) - 2; i >= 0; i-- {
-		p := parts[i]
-		v, err := strconv.Atoi(p)
-		if err != nil || p == "" || strings.Trim(p, "0123456789") != "" || (i > 0 && v >= 60) {
-			return 0, bad
-		}
-		total += float64(v) * mult
-		mult *= 60
-	}
-	if total > 1e9 {
-		return 0, bad
-	}
-	return time.Duration(math.Round(total * float64(time.Second))), nil
-}
