@@ -118,3 +118,19 @@ func (l *fileLock) release() error {
 	l.f = nil
 	return err
 }
+
+// Live reports whether a cockpit is writing the journal at path now: its
+// lock is held. It probes with a shared, non-blocking flock that it drops at
+// once, so it never takes over (or removes) a stale lock file.
+func Live(path string) bool {
+	f, err := os.Open(lockPath(path))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
+}

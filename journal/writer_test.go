@@ -87,8 +87,14 @@ func TestSecondWriterRefused(t *testing.T) {
 	if le.PID != os.Getpid() || le.Since.IsZero() {
 		t.Errorf("locked error %+v", le)
 	}
+	if !Live(path) {
+		t.Error("Live while written: false")
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if Live(path) {
+		t.Error("Live after the writer closed: true")
 	}
 	w2, err := Append(path)
 	if err != nil {

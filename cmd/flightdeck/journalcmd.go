@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
@@ -154,24 +153,6 @@ func listJournalFiles(dir string) ([]string, error) {
 	return files, err
 }
 
-// journalLive reports whether a cockpit is writing the journal at path now:
-// its sidecar lock (journal.Create/Append's "<path>.lock") is held. It
-// probes with a shared, non-blocking flock that it drops at once, never
-// taking over a stale lock file.
-// TODO(journal): a journal.Locked(path) in lock.go would keep the sidecar's
-// name in one place.
-func journalLive(path string) bool {
-	f, err := os.Open(path + ".lock")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
-		return errors.Is(err, unix.EWOULDBLOCK)
-	}
-	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false
-}
 
 // loadedJournal is a journal read whole.
 type loadedJournal struct {
@@ -190,7 +171,7 @@ func loadJournal(path string) (*loadedJournal, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := journalLive(path)
+	live := journal.Live(path)
 	r, err := journal.ReadReport(j.Header(), j.Scan, live)
 	if err != nil {
 		j.Close()

@@ -291,7 +291,6 @@ func TestReplayFlags(t *testing.T) {
 	wantRefused(t, errOut, err, "accepts 1 arg(s)")
 }
 
-
 // TestJournalFlags: the cockpit's journal is created 0600 under the
 // default directory with the session's header, or appended to; a second
 // writer is refused with the lock's message; --no-journal writes nothing;
@@ -399,4 +398,3 @@ func TestJournalFlags(t *testing.T) {
 		}
 	}
 }
-

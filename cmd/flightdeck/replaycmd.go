@@ -87,4 +87,3 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	r := tui.NewReplay(j, tui.Options{NoColor: f.noColor, Replay: tui.ReplayOptions{At: at, Play: f.play, Speed: f.speed}})
 	return tui.RunReplay(ctx, r)
 }
-
