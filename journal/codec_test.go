@@ -344,3 +344,16 @@ func TestLaunchSecretsNeverReachTheFile(t *testing.T) {
 		t.Error("writing redacted the caller's record")
 	}
 }
+
+// TestToMicrosRoundsUp: event times are rounded up to the microsecond,
+// so a replayed event is never earlier than the times its payload holds.
+func TestToMicrosRoundsUp(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want micros
+	}{{0, 0}, {1, 1}, {999, 1}, {1000, 1}, {1001, 2}, {1500 * time.Millisecond, 1500000}, {-1, 0}, {-1000, -1}, {-1999, -1}} {
+		if got := toMicros(t0.Add(c.d), t0); got != c.want {
+			t.Errorf("toMicros(+%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
+}

@@ -78,9 +78,16 @@ func marshalJSON(v any) ([]byte, error) {
 // micros is an event time: microseconds since the header's created time.
 type micros int64
 
-// toMicros returns at - created rounded to the microsecond.
+// toMicros returns at - created rounded up to the microsecond: a replayed
+// event is never earlier than the times its payload carries (a server
+// status's Since, a sample's At), so no age shows negative in a replay.
 func toMicros(at, created time.Time) micros {
-	return micros(at.Sub(created).Round(time.Microsecond) / time.Microsecond)
+	d := at.Sub(created)
+	t := d / time.Microsecond
+	if d%time.Microsecond > 0 {
+		t++
+	}
+	return micros(t)
 }
 
 // Duration returns t as a time.Duration.
