@@ -166,10 +166,20 @@ func roundTripEvents() []event.Event {
 	return evs
 }
 
+// writeJournal writes evs to a new journal (created t0, host gpu-box) in a
+// temporary directory and returns its path.
 func writeJournal(t testing.TB, evs []event.Event) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "j.jsonl")
-	w, err := Create(path, Header{Created: t0, Host: "gpu-box", Flightdeck: "test"})
+	writeJournalFile(t, path, Header{Created: t0, Host: "gpu-box", Flightdeck: "test"}, evs)
+	return path
+}
+
+// writeJournalFile creates the journal at path with header h, writes evs
+// to it and closes it; any error fails the test.
+func writeJournalFile(t testing.TB, path string, h Header, evs []event.Event) {
+	t.Helper()
+	w, err := Create(path, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +191,18 @@ func writeJournal(t testing.TB, evs []event.Event) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return path
+}
+
+// createJournal creates an empty journal (created t0) in a temporary
+// directory and returns its path and its open writer.
+func createJournal(t testing.TB) (string, *Writer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	w, err := Create(path, Header{Created: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, w
 }
 
 func readAll(t testing.TB, path string) []event.Event {
@@ -309,11 +330,7 @@ func TestZeroEventTime(t *testing.T) {
 // and argv values (server.RedactLaunch) are redacted when written, in
 // server-launched and in the pidfile record of server-observed.
 func TestLaunchSecretsNeverReachTheFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.jsonl")
-	w, err := Create(path, Header{Created: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, w := createJournal(t)
 	rec := server.Record{PID: 7, Launch: server.LaunchInfo{
 		Argv: []string{"python3", "-m", "sglang.launch_server", "--api-key", "sk-live-123", "--hf-token=hf_abc", "--tp-size", "8"},
 		Env:  map[string]string{"HF_TOKEN": "hf_def", "AWS_SECRET_ACCESS_KEY": "aws_ghi", "NCCL_PROTO": "LL"},

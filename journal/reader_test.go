@@ -154,11 +154,7 @@ func TestGarbledLastCompleteLineIsTorn(t *testing.T) {
 }
 
 func TestRefreshGrowingFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	w, err := Create(path, Header{Created: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, w := createJournal(t)
 	defer w.Close()
 	j, err := Open(path)
 	if err != nil {

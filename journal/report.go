@@ -121,7 +121,7 @@ func movedText(m git.Moved) string {
 	}
 	if m.From == m.To {
 		fmt.Fprintf(&b, "the dirty set changed (%d -> %d dirty paths)", m.DirtyBefore, m.DirtyAfter)
-		return clean(b.String())
+		return OneLine(b.String())
 	}
 	fmt.Fprintf(&b, "%s moved HEAD %s -> %s", who, orShort(m.FromShort, m.From), orShort(m.ToShort, m.To))
 	if m.FromBranch != m.ToBranch {
@@ -152,7 +152,7 @@ func movedText(m git.Moved) string {
 	if len(parts) > 0 {
 		b.WriteString(" (" + strings.Join(parts, "; ") + ")")
 	}
-	return clean(b.String())
+	return OneLine(b.String())
 }
 
 // actionText describes a git action of the cockpit that moved HEAD.
@@ -161,7 +161,7 @@ func actionText(a git.Action) string {
 	if a.Snapshot != "" {
 		s += " (undo: snapshot " + a.Snapshot + ")"
 	}
-	return clean(s)
+	return OneLine(s)
 }
 
 func orShort(short, id string) string {
@@ -343,9 +343,11 @@ func (x *Experiment) Profile() string {
 	return l.Profile
 }
 
-// clean makes remote or typed text one safe line: newlines become spaces,
-// then escape sequences and controls are made inert (probes/sanitize).
-func clean(s string) string {
+// OneLine makes remote or typed text (a note, a name, a command's output)
+// one line that is safe to print: "\r\n", "\n" and "\r" become spaces,
+// then escape sequences and controls are made inert (probes/sanitize.String,
+// which also cuts it at sanitize.MaxRunes runes).
+func OneLine(s string) string {
 	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 	return sanitize.String(s)
 }
@@ -389,7 +391,7 @@ func throttleText(ce gpu.ClockEvents) (names []string, ok bool) {
 // tokenText is a non-value as nvidia-smi printed it, or its status name.
 func tokenText(st gpu.Status, raw string) string {
 	if raw != "" {
-		return clean(raw)
+		return OneLine(raw)
 	}
 	return st.String()
 }
@@ -406,7 +408,7 @@ func textText(t gpu.Text) string {
 	if t.Status != gpu.OK {
 		return tokenText(t.Status, t.S)
 	}
-	return clean(t.S)
+	return OneLine(t.S)
 }
 
 // GPUStateSummary describes the GPUs' state in one line: their count and
@@ -560,7 +562,7 @@ func DiffStat(patch string) []FileChange {
 			if i := strings.LastIndex(p, " b/"); i >= 0 {
 				p = p[i+3:]
 			}
-			out = append(out, FileChange{Path: clean(p)})
+			out = append(out, FileChange{Path: OneLine(p)})
 			inHunk = false
 		case len(out) == 0:
 		case strings.HasPrefix(line, "@@"):

@@ -36,7 +36,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	names := map[string]string{}
 	for _, x := range r.Ledger.Experiments() {
-		names[x.ID] = clean(x.Name)
+		names[x.ID] = OneLine(x.Name)
 	}
 	row := make([]string, len(TokCSVHeader))
 	for _, s := range r.Rates {
@@ -94,7 +94,7 @@ func WriteGPUCSV(w io.Writer, h Header, scan ScanFunc) error {
 				row[9] = csvReading(g.MemClockMHz)
 				row[10] = ""
 				if g.PState.Status == gpu.OK {
-					row[10] = clean(g.PState.S)
+					row[10] = OneLine(g.PState.S)
 				}
 				row[11] = csvReading(g.PCIeGenCurrent)
 				row[12] = csvReading(g.PCIeWidthCurrent)

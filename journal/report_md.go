@@ -278,9 +278,9 @@ func envDiff(a, b map[string]string) string {
 
 func versionText(v Version) string {
 	if v.Err != "" {
-		return "failed (" + clean(v.Err) + ")"
+		return "failed (" + OneLine(v.Err) + ")"
 	}
-	return clean(v.Value)
+	return OneLine(v.Value)
 }
 
 // patchText summarises a checkout's dirty state: "clean", or "1.2 KiB
@@ -326,7 +326,7 @@ func ShortHash(h string) string {
 	if len(h) > 12 {
 		return h[:12]
 	}
-	return clean(h)
+	return OneLine(h)
 }
 
 // FormatBytes formats a size as "512 B", "1.2 KiB", "3.4 MiB".
@@ -515,7 +515,7 @@ func (m *mdWriter) notes(notes []TimedNote) {
 // links, HTML, code, table cells) escaped by backslashes. (A line of it
 // never starts a block: it always follows other text.)
 func mdText(s string) string {
-	s = clean(s)
+	s = OneLine(s)
 	if !strings.ContainsAny(s, "\\`*[]<|_") {
 		return s
 	}
@@ -562,7 +562,7 @@ func mdCell(s string) string { return mdText(s) }
 // mdCode puts one sanitised line in a code span whose backtick fence is
 // longer than any backtick run in it ("-" for ""). Not for table cells.
 func mdCode(s string) string {
-	s = clean(s)
+	s = OneLine(s)
 	if s == "" {
 		return "-"
 	}

@@ -354,18 +354,7 @@ func TestReportSessionFile(t *testing.T) {
 	h, es := reportSession()
 	if *updateReport {
 		os.Remove(path)
-		w, err := Create(path, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range es {
-			if err := w.Write(e); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		writeJournalFile(t, path, h, es)
 	}
 	j, err := Open(path)
 	if err != nil {

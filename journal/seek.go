@@ -2,7 +2,6 @@ package journal
 
 import (
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
@@ -287,7 +286,7 @@ func (j *Journal) failureBus(i int32) (string, bool) {
 		j.undecodable(int(i))
 		return "", false
 	}
-	b := normBusID(sanitize.String(ev.Data.(gpu.Failure).BusID))
+	b := gpu.NormBusID(sanitize.String(ev.Data.(gpu.Failure).BusID))
 	j.seek.failBus[i] = b
 	return b, true
 }
@@ -340,27 +339,11 @@ func clearsFailure(bus string, s gpu.Sample) bool {
 	}
 	for i := range s.GPUs {
 		g := &s.GPUs[i]
-		if normBusID(sanitize.String(g.BusID.S)) == bus && !gpuLost(g) {
+		if gpu.NormBusID(sanitize.String(g.BusID.S)) == bus && !g.ShowsLost() {
 			return true
 		}
 	}
 	return false
-}
-
-// gpuLost and normBusID mirror tui/gpucells.go.
-func gpuLost(g *gpu.GPU) bool {
-	return g.Name.Status == gpu.Lost || g.UtilGPUPct.Status == gpu.Lost ||
-		g.MemUsedMiB.Status == gpu.Lost || g.TempC.Status == gpu.Lost
-}
-
-func normBusID(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	dom, rest, ok := strings.Cut(s, ":")
-	if !ok || strings.Count(rest, ":") != 1 {
-		return s
-	}
-	dom = strings.TrimLeft(dom, "0")
-	return dom + ":" + rest
 }
 
 // selectRates keeps the tok/s figures the screen still depends on: the

@@ -265,7 +265,10 @@ func TestCatchUpMatchesPlaying(t *testing.T) {
 	}
 }
 
-func catchUpMatches(t *testing.T, evs []event.Event, dur time.Duration) {
+// writeLong writes evs to a new journal (created start) in a temporary
+// directory and returns its path; any error fails the test.
+func writeLong(t *testing.T, evs []event.Event) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "long.jsonl")
 	w, err := journal.Create(path, journal.Header{Created: start, Host: "gpu-box"})
 	if err != nil {
@@ -279,7 +282,11 @@ func catchUpMatches(t *testing.T, evs []event.Event, dur time.Duration) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	j, err := journal.Open(path)
+	return path
+}
+
+func catchUpMatches(t *testing.T, evs []event.Event, dur time.Duration) {
+	j, err := journal.Open(writeLong(t, evs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,15 +366,7 @@ func TestCatchUpThenPlay(t *testing.T) {
 	if testing.Short() || journal.RaceEnabled {
 		dur = 70 * time.Minute
 	}
-	path := filepath.Join(t.TempDir(), "long.jsonl")
-	w, err := journal.Create(path, journal.Header{Created: start, Host: "gpu-box"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range longSession(dur, true) {
-		w.Write(e)
-	}
-	w.Close()
+	path := writeLong(t, longSession(dur, true))
 	j, err := journal.Open(path)
 	if err != nil {
 		t.Fatal(err)

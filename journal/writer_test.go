@@ -55,11 +55,7 @@ func isLocked(err error) bool {
 }
 
 func TestCreateExisting(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	w, err := Create(path, Header{Created: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, w := createJournal(t)
 	w.Close()
 	if _, err := Create(path, Header{}); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Create over a closed journal: %v, want fs.ErrExist", err)
@@ -70,12 +66,8 @@ func TestCreateExisting(t *testing.T) {
 }
 
 func TestSecondWriterRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	w, err := Create(path, Header{Created: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Append(path)
+	path, w := createJournal(t)
+	_, err := Append(path)
 	var le *LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("second writer: %v, want a *LockedError", err)
@@ -137,11 +129,7 @@ func (f *fullDisk) Sync() error  { f.sync++; return nil }
 func (f *fullDisk) Close() error { return nil }
 
 func TestFullDiskKeepsBytes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	w, err := Create(path, Header{Created: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := createJournal(t)
 	defer w.Close()
 	real := w.f
 	disk := &fullDisk{room: 50}
@@ -154,7 +142,7 @@ func TestFullDiskKeepsBytes(t *testing.T) {
 		}
 	}
 	want.Write(w.buf)
-	err = w.Flush(true)
+	err := w.Flush(true)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("flush on a full disk: %v", err)
 	}
@@ -185,11 +173,7 @@ func TestFullDiskKeepsBytes(t *testing.T) {
 }
 
 func TestFullDiskDropsBeyondCap(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	w, err := Create(path, Header{Created: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := createJournal(t)
 	defer w.Close()
 	real := w.f
 	defer func() { w.f = real }()

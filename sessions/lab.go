@@ -205,22 +205,16 @@ func shortOf(short, id string) string {
 // as a whole. ctx only bounds the wait for publishing. Errors:
 // ErrLabClosed after Close, or ctx's.
 func (l *Lab) Start(ctx context.Context, name, hypothesis string) (journal.ExperimentStart, error) {
-	if err := ctx.Err(); err != nil {
-		return journal.ExperimentStart{}, err
-	}
-	l.mu.Lock()
-	l.initLocked()
-	if l.closed {
-		l.mu.Unlock()
-		return journal.ExperimentStart{}, ErrLabClosed
-	}
-	now := time.Now()
-	if l.ledger.Current() != nil {
-		l.endLocked(now, journal.TriggerKey, "")
-	}
-	s := l.startLocked(now, clean(name), clean(hypothesis), journal.TriggerKey, nil)
-	l.mu.Unlock()
-	return s, l.flush(ctx)
+	var s journal.ExperimentStart
+	err := l.act(ctx, func() error {
+		now := time.Now()
+		if l.ledger.Current() != nil {
+			l.endLocked(now, journal.TriggerKey, "")
+		}
+		s = l.startLocked(now, clean(name), clean(hypothesis), journal.TriggerKey, nil)
+		return nil
+	})
+	return s, err
 }
 
 // End ends the open experiment (trigger key) with conclusion (may be empty)
@@ -228,22 +222,15 @@ func (l *Lab) Start(ctx context.Context, name, hypothesis string) (journal.Exper
 // its steady-state tok/s samples and the last GPU sample. Errors:
 // ErrNoExperiment, ErrLabClosed, or ctx's.
 func (l *Lab) End(ctx context.Context, conclusion string) (journal.ExperimentEnd, error) {
-	if err := ctx.Err(); err != nil {
-		return journal.ExperimentEnd{}, err
-	}
-	l.mu.Lock()
-	l.initLocked()
-	if l.closed {
-		l.mu.Unlock()
-		return journal.ExperimentEnd{}, ErrLabClosed
-	}
-	if l.ledger.Current() == nil {
-		l.mu.Unlock()
-		return journal.ExperimentEnd{}, ErrNoExperiment
-	}
-	end := l.endLocked(time.Now(), journal.TriggerKey, clean(conclusion))
-	l.mu.Unlock()
-	return end, l.flush(ctx)
+	var end journal.ExperimentEnd
+	err := l.act(ctx, func() error {
+		if l.ledger.Current() == nil {
+			return ErrNoExperiment
+		}
+		end = l.endLocked(time.Now(), journal.TriggerKey, clean(conclusion))
+		return nil
+	})
+	return end, err
 }
 
 // Update changes an experiment's name, hypothesis or conclusion (empty
@@ -251,33 +238,24 @@ func (l *Lab) End(ctx context.Context, conclusion string) (journal.ExperimentEnd
 // u.Exp is "" and none is open, an unknown experiment, ErrLabClosed, or
 // ctx's.
 func (l *Lab) Update(ctx context.Context, u journal.ExperimentUpdate) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	u.Name, u.Hypothesis, u.Conclusion = clean(u.Name), clean(u.Hypothesis), clean(u.Conclusion)
-	l.mu.Lock()
-	l.initLocked()
-	switch {
-	case l.closed:
-		l.mu.Unlock()
-		return ErrLabClosed
-	case u.Exp == "":
-		cur := l.ledger.Current()
-		if cur == nil {
-			l.mu.Unlock()
-			return ErrNoExperiment
+	return l.act(ctx, func() error {
+		switch {
+		case u.Exp == "":
+			cur := l.ledger.Current()
+			if cur == nil {
+				return ErrNoExperiment
+			}
+			u.Exp = cur.ID
+		case l.ledger.Find(u.Exp) == nil || l.ledger.Find(u.Exp).ID != u.Exp:
+			return fmt.Errorf("no experiment %q", u.Exp)
 		}
-		u.Exp = cur.ID
-	case l.ledger.Find(u.Exp) == nil || l.ledger.Find(u.Exp).ID != u.Exp:
-		l.mu.Unlock()
-		return fmt.Errorf("no experiment %q", u.Exp)
-	}
-	if u.Name != "" {
-		delete(l.defaulted, u.Exp) // named by hand: the fingerprint leaves it alone
-	}
-	l.decideLocked(time.Now(), u)
-	l.mu.Unlock()
-	return l.flush(ctx)
+		if u.Name != "" {
+			delete(l.defaulted, u.Exp) // named by hand: the fingerprint leaves it alone
+		}
+		l.decideLocked(time.Now(), u)
+		return nil
+	})
 }
 
 // Note adds a timestamped note to the journal and to the open experiment
@@ -292,19 +270,39 @@ func (l *Lab) Note(ctx context.Context, text string) (journal.Note, error) {
 	if text == "" {
 		return journal.Note{}, ErrEmptyNote
 	}
+	var n journal.Note
+	err := l.act(ctx, func() error {
+		n = journal.Note{Text: text}
+		if cur := l.ledger.Current(); cur != nil {
+			n.Exp = cur.ID
+		}
+		l.decideLocked(time.Now(), n)
+		return nil
+	})
+	return n, err
+}
+
+// act is the frame of Start, End, Update and Note: it returns ctx's error
+// if ctx is done, ErrLabClosed after Close, or decide's error; otherwise,
+// once decide (called with l.mu held) has queued its events, it publishes
+// them, returning ctx's error if ctx ends while it waits for an earlier
+// publisher (see flush).
+func (l *Lab) act(ctx context.Context, decide func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	l.initLocked()
 	if l.closed {
 		l.mu.Unlock()
-		return journal.Note{}, ErrLabClosed
+		return ErrLabClosed
 	}
-	n := journal.Note{Text: text}
-	if cur := l.ledger.Current(); cur != nil {
-		n.Exp = cur.ID
+	if err := decide(); err != nil {
+		l.mu.Unlock()
+		return err
 	}
-	l.decideLocked(time.Now(), n)
 	l.mu.Unlock()
-	return n, l.flush(ctx)
+	return l.flush(ctx)
 }
 
 // Key records a key that caused an action (journal.Key). It never waits:

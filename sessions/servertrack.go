@@ -25,6 +25,11 @@ type ServerTracker struct {
 	known     bool // st holds an observation
 	readyLine bool // the ready line of this run was seen
 	killing   bool
+	// last is the latest observation. Observations are published only
+	// when they change, so a launch's server seen running before its
+	// server.Launched arrived is not observed again: its pid comes from here.
+	last    server.Found
+	hasLast bool
 }
 
 // Status is the current status; Phase is "" before the first observation.
@@ -63,7 +68,11 @@ func (t *ServerTracker) Apply(e event.Event) (server.Status, bool) {
 		t.st = server.Status{Phase: server.PhaseLaunching, Server: l.Server, How: server.ByPidfile, Preset: l.Preset,
 			Profile: l.Profile, LogPath: l.LogPath, Port: l.Port, LaunchedAt: l.At, Since: e.At, Exit: -1}
 		t.known, t.readyLine, t.killing = true, false, false
+		if f := t.last; t.hasLast && f.Running && f.Record != nil && f.Record.Launch.LogPath == l.LogPath {
+			t.st.PID = f.ServerPID // seen running before this event arrived
+		}
 	case server.Observed:
+		t.last, t.hasLast = p.Found, true
 		t.observe(p.Found, e.At)
 	case server.Healthy:
 		if t.NeedsHealth() && (t.st.Port == 0 || p.Port == t.st.Port) {

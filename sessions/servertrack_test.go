@@ -126,3 +126,31 @@ func containsESC(s string) bool {
 	}
 	return false
 }
+
+// TestServerTrackerLaunchSeenBeforeLaunched: the monitor can see the new
+// server running before Control publishes server.Launched; observations
+// are published only when they change, so none follows. The launching
+// status keeps the pid seen (the header showed none after a relaunch).
+func TestServerTrackerLaunchSeenBeforeLaunched(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	rec := server.Record{PID: 300, Launch: server.LaunchInfo{Preset: "sim", Profile: "nccl-ll-ring", Server: "sglang", LogPath: "/l/sim-2.log", Port: 30000, At: t0}}
+	old := server.Record{PID: 100, Launch: server.LaunchInfo{Preset: "sim", LogPath: "/l/sim-1.log", Port: 30000}}
+	var tr ServerTracker
+	for _, p := range []event.Payload{
+		server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, ServerPID: 101, Record: &old, Exit: -1}},
+		server.KillStep{Step: "done", PID: 101, Relaunch: true},
+		server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, ServerPID: 301, Record: &rec, Exit: -1}},
+		server.Launched{Record: rec},
+	} {
+		tr.Apply(event.Event{At: t0, Data: p})
+	}
+	if st := tr.Status(); st.Phase != server.PhaseLaunching || st.PID != 301 {
+		t.Errorf("status %+v: want launching with pid 301", st)
+	}
+	// A launch whose server was not seen yet has no pid until it is.
+	var fresh ServerTracker
+	fresh.Apply(event.Event{At: t0, Data: server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, ServerPID: 101, Record: &old, Exit: -1}}})
+	if st, _ := fresh.Apply(event.Event{At: t0, Data: server.Launched{Record: rec}}); st.PID != 0 {
+		t.Errorf("pid %d taken from another launch's observation", st.PID)
+	}
+}

@@ -56,7 +56,6 @@ func (x *expState) page() int { return max(x.height-1, 1) }
 
 // expFooter is the footer while the panel has the screen.
 func (m *Model) expFooter(width int) string {
-	st := &m.styles
 	k := &m.keys
 	items := []struct {
 		key, desc string
@@ -72,18 +71,14 @@ func (m *Model) expFooter(width int) string {
 	var b strings.Builder
 	used := -2
 	for _, it := range items {
-		pw := textWidth(it.key) + 1 + textWidth(it.desc) + 2
+		pw := hintWidth(it.key, it.desc)
 		if used+pw > width && it.b != &k.Quit {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString("  ")
 		}
-		kt := st.Key
-		if it.b != nil && it.b.Unavailable != nil && it.b.Unavailable(m) != "" {
-			kt = st.Dim
-		}
-		b.WriteString(kt.Render(it.key) + " " + st.Dim.Render(it.desc))
+		b.WriteString(m.keyHint(it.key, it.desc, it.b))
 		used += pw
 	}
 	return truncateStyled(b.String(), width)

@@ -22,23 +22,11 @@ import (
 // fakeLab records what the cockpit asks of the experiment control. Its
 // answers do not publish events: tests send those, as the stream would.
 type fakeLab struct {
-	mu    sync.Mutex
-	calls []string
-	keys  [][2]string
-	err   error // returned by every call when set
-	next  int   // the next experiment number
-}
-
-func (f *fakeLab) record(s string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, s)
-}
-
-func (f *fakeLab) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
+	callLog
+	mu   sync.Mutex
+	keys [][2]string
+	err  error // returned by every call when set
+	next int   // the next experiment number
 }
 
 func (f *fakeLab) Keys() [][2]string {

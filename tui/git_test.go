@@ -17,9 +17,9 @@ import (
 // fakeGit records what the git panel asks of GitControl and answers with
 // canned commits, previews and actions.
 type fakeGit struct {
-	mu    sync.Mutex
-	calls []string // "Checkout main", "StashApply <id> pop=true", ...
-	paths [][]string
+	callLog // "Checkout main", "StashApply <id> pop=true", ...
+	mu      sync.Mutex
+	paths   [][]string
 
 	log        []git.Commit
 	logErr     error
@@ -48,19 +48,6 @@ func newFakeGit() *fakeGit {
 			{ID: "20261128-101500-77aa", Reason: "stash", Time: at(-26 * time.Hour), Head: strings.Repeat("c", 40), Files: 1},
 		},
 	}
-}
-
-func (f *fakeGit) record(s string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, s)
-}
-
-// Calls returns the calls so far.
-func (f *fakeGit) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
 }
 
 func (f *fakeGit) action(op string, args ...string) (git.Action, error) {

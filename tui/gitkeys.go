@@ -539,7 +539,6 @@ func paren(parts ...string) string {
 // keys, close and quit; keys that cannot act are dimmed and, when the line
 // is too narrow, the less used keys go first.
 func (m *Model) gitFooter(width int) string {
-	st := &m.styles
 	k := &m.keys
 	type item struct {
 		key, desc string
@@ -560,7 +559,7 @@ func (m *Model) gitFooter(width int) string {
 			if it.prio != p {
 				continue
 			}
-			if pw := textWidth(it.key) + 1 + textWidth(it.desc) + 2; used+pw <= width {
+			if pw := hintWidth(it.key, it.desc); used+pw <= width {
 				show[i], used = true, used+pw
 			}
 		}
@@ -573,11 +572,7 @@ func (m *Model) gitFooter(width int) string {
 		if b.Len() > 0 {
 			b.WriteString("  ")
 		}
-		kt := st.Key
-		if it.b != nil && it.b.Unavailable != nil && it.b.Unavailable(m) != "" {
-			kt = st.Dim
-		}
-		b.WriteString(kt.Render(it.key) + " " + st.Dim.Render(it.desc))
+		b.WriteString(m.keyHint(it.key, it.desc, it.b))
 	}
 	return b.String()
 }

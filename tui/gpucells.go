@@ -237,16 +237,10 @@ func gpuCells(g *gpu.GPU) [numCols]cell {
 	c[colP] = pstateCell(g)
 	c[colPCIe] = pcieCell(g)
 	c[colThrottle] = throttleCell(g.ClockEvents)
-	if gpuLost(g) {
+	if g.ShowsLost() {
 		c[colIdx].tone = toneCrit
 	}
 	return c
-}
-
-// gpuLost reports a row in which nvidia-smi said "[GPU is lost]".
-func gpuLost(g *gpu.GPU) bool {
-	return g.Name.Status == gpu.Lost || g.UtilGPUPct.Status == gpu.Lost ||
-		g.MemUsedMiB.Status == gpu.Lost || g.TempC.Status == gpu.Lost
 }
 
 // abnormal reports whether any cell of the row is highlighted.
@@ -257,17 +251,4 @@ func abnormal(c *[numCols]cell) bool {
 		}
 	}
 	return false
-}
-
-// normBusID makes "00000000:0B:00.0" (nvidia-smi CSV) and "0000:0b:00.0"
-// (failure messages) compare equal: lower case, domain without leading
-// zeros.
-func normBusID(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	dom, rest, ok := strings.Cut(s, ":")
-	if !ok || strings.Count(rest, ":") != 1 {
-		return s
-	}
-	dom = strings.TrimLeft(dom, "0")
-	return dom + ":" + rest
 }

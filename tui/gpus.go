@@ -166,7 +166,7 @@ func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
 func (t *gpuTable) healthyBus(bus string) bool {
 	for i := range t.rows {
 		r := &t.rows[i]
-		if !r.missing && normBusID(r.g.BusID.S) == bus && !gpuLost(&r.g) {
+		if !r.missing && gpu.NormBusID(r.g.BusID.S) == bus && !r.g.ShowsLost() {
 			return true
 		}
 	}
@@ -178,7 +178,7 @@ func (t *gpuTable) applyFailure(f gpu.Failure, at time.Time) {
 	f.Reason = sanitizeString(f.Reason)
 	f.BusID = sanitizeString(f.BusID)
 	f.Class = gpu.FailureClass(sanitizeString(string(f.Class)))
-	bus := normBusID(f.BusID)
+	bus := gpu.NormBusID(f.BusID)
 	for i := range t.failures {
 		if t.failures[i].f.Class == f.Class && t.failures[i].bus == bus {
 			t.failures[i].f, t.failures[i].at = f, at
@@ -199,7 +199,7 @@ func (t *gpuTable) matchFailures() {
 		r := &t.rows[i]
 		why := ""
 		for _, f := range t.failures {
-			if f.bus != "" && f.bus == normBusID(r.g.BusID.S) {
+			if f.bus != "" && f.bus == gpu.NormBusID(r.g.BusID.S) {
 				why = string(f.f.Class)
 				if f.f.Reason != "" {
 					why += ": " + f.f.Reason

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -119,4 +120,24 @@ func serverlogFailureOOM() serverlog.Failure {
 
 func connReconnecting(d time.Duration, attempt int, next time.Duration) event.Event {
 	return ev(d, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: attempt, NextTry: at(next)})
+}
+
+// callLog records what the cockpit asked of a fake control ("Checkout
+// main", `Note "x"`), in order; safe for concurrent use. Fakes embed it.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *callLog) record(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, s)
+}
+
+// Calls returns the calls so far.
+func (c *callLog) Calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
 }

@@ -708,7 +708,7 @@ func (m *Model) footer(width int) string {
 			if n > 0 {
 				b.WriteString("  ")
 			}
-			b.WriteString(st.Key.Render(kd[0]) + " " + st.Dim.Render(kd[1]))
+			b.WriteString(m.keyHint(kd[0], kd[1], nil))
 			n += pw
 		}
 		return b.String()
@@ -725,7 +725,7 @@ func (m *Model) footer(width int) string {
 		}
 		all = ro
 	}
-	pairW := func(b *Binding) int { return textWidth(b.Help().Key) + 1 + textWidth(b.Help().Desc) + 2 }
+	pairW := func(b *Binding) int { return hintWidth(b.Help().Key, b.Help().Desc) }
 	// Help and quit always fit first, then the log keys; actions fill what
 	// is left.
 	show := make([]bool, len(all))
@@ -754,13 +754,21 @@ func (m *Model) footer(width int) string {
 		if b.Len() > 0 {
 			b.WriteString("  ")
 		}
-		kt := st.Key
-		if kb.Unavailable != nil && kb.Unavailable(m) != "" {
-			kt = st.Dim
-		}
-		b.WriteString(kt.Render(kb.Help().Key))
-		b.WriteString(" ")
-		b.WriteString(st.Dim.Render(kb.Help().Desc))
+		b.WriteString(m.keyHint(kb.Help().Key, kb.Help().Desc, kb))
 	}
 	return b.String()
 }
+
+// keyHint draws one key of a footer: the key, dimmed while b (nil for no
+// binding) is unavailable, a space and what the key does, dimmed.
+func (m *Model) keyHint(key, desc string, b *Binding) string {
+	kt := m.styles.Key
+	if b != nil && b.Unavailable != nil && b.Unavailable(m) != "" {
+		kt = m.styles.Dim
+	}
+	return kt.Render(key) + " " + m.styles.Dim.Render(desc)
+}
+
+// hintWidth is the width of a footer's key hint (keyHint) with the two
+// spaces that part it from the next.
+func hintWidth(key, desc string) int { return textWidth(key) + 1 + textWidth(desc) + 2 }

@@ -196,16 +196,27 @@ func (e cleanError) Unwrap() error { return e.err }
 // or snapshot, no repository or not a git checkout) prints its reason and
 // exits 2; other errors are sanitised for main to print.
 func gitRunE(run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return refusingRunE(func(err error) bool {
+		var notRepo *git.NotRepoError
+		return errors.As(err, &notRepo) || errors.Is(err, git.ErrBadRef) || errors.Is(err, git.ErrBadPath) ||
+			errors.Is(err, git.ErrBadSnapshot) || errors.Is(err, git.ErrNoCommits) || errors.Is(err, git.ErrUnmerged) || errors.Is(err, git.ErrRestoreBlocked)
+	}, run)
+}
+
+// refusingRunE wraps a subcommand's run: an error that is an exitCode is
+// returned as is; a refusedError, or an error refused reports true for,
+// prints "flightdeck: " and its sanitised text to stderr and exits
+// exitRefused (2); any other error is returned as a cleanError, sanitised
+// for main to print.
+func refusingRunE(refused func(error) bool, run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		err := run(cmd, args)
 		var ec exitCode
-		var refused refusedError
-		var notRepo *git.NotRepoError
+		var re refusedError
 		switch {
 		case err == nil || errors.As(err, &ec):
 			return err
-		case errors.As(err, &refused) || errors.As(err, &notRepo) || errors.Is(err, git.ErrBadRef) || errors.Is(err, git.ErrBadPath) ||
-			errors.Is(err, git.ErrBadSnapshot) || errors.Is(err, git.ErrNoCommits) || errors.Is(err, git.ErrUnmerged) || errors.Is(err, git.ErrRestoreBlocked):
+		case errors.As(err, &re) || refused(err):
 			fmt.Fprintln(cmd.ErrOrStderr(), "flightdeck:", sanitize.String(err.Error()))
 			return exitCode(exitRefused)
 		}

@@ -58,20 +58,10 @@ The format: docs/journal-format.md. Replay a journal: flightdeck replay FILE.`,
 // experiment, a bad flag value) prints its reason and exits 2; other errors
 // are sanitised for main to print.
 func journalRunE(run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		err := run(cmd, args)
-		var ec exitCode
-		var refused refusedError
+	return refusingRunE(func(err error) bool {
 		var ver *journal.VersionError
-		switch {
-		case err == nil || errors.As(err, &ec):
-			return err
-		case errors.As(err, &refused) || errors.As(err, &ver) || errors.Is(err, journal.ErrNotJournal) || errors.Is(err, fs.ErrNotExist):
-			fmt.Fprintln(cmd.ErrOrStderr(), "flightdeck:", sanitize.String(err.Error()))
-			return exitCode(exitRefused)
-		}
-		return cleanError{err}
-	}
+		return errors.As(err, &ver) || errors.Is(err, journal.ErrNotJournal) || errors.Is(err, fs.ErrNotExist)
+	}, run)
 }
 
 // journalDir is --dir, or the default journals directory.
@@ -153,7 +143,6 @@ func listJournalFiles(dir string) ([]string, error) {
 	return files, err
 }
 
-
 // loadedJournal is a journal read whole.
 type loadedJournal struct {
 	path     string
@@ -181,6 +170,16 @@ func loadJournal(path string) (*loadedJournal, error) {
 }
 
 func (l *loadedJournal) Close() error { return l.j.Close() }
+
+// openJournal resolves arg (see resolveJournal) and loads the journal it
+// names (see loadJournal).
+func openJournal(arg, dir string) (*loadedJournal, error) {
+	path, err := resolveJournal(arg, dir)
+	if err != nil {
+		return nil, err
+	}
+	return loadJournal(path)
+}
 
 // --- journal ls ---
 
@@ -389,11 +388,7 @@ and its notes.`,
 }
 
 func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) error {
-	path, err := resolveJournal(arg, f.dir)
-	if err != nil {
-		return err
-	}
-	lj, err := loadJournal(path)
+	lj, err := openJournal(arg, f.dir)
 	if err != nil {
 		return err
 	}
@@ -403,7 +398,7 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 	var x *journal.Experiment
 	if exp != "" {
 		if x = r.Ledger.Find(exp); x == nil {
-			return refusedf("experiment %s: not in %s (see flightdeck journal show %s)", exp, path, arg)
+			return refusedf("experiment %s: not in %s (see flightdeck journal show %s)", exp, lj.path, arg)
 		}
 	}
 	if f.json {
@@ -487,19 +482,14 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			if n.Exp != "" {
 				exp = " [" + s(n.Exp) + "]"
 			}
-			fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(n.At.Sub(h.Created)), exp, oneLine(n.Text))
+			fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(n.At.Sub(h.Created)), exp, journal.OneLine(n.Text))
 		}
 	}
 	return nil
 }
 
-// oneLine is typed or remote text as one safe line.
-func oneLine(s string) string {
-	return sanitize.String(strings.NewReplacer("\r\n", " ", "\n", " ").Replace(s))
-}
-
 func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment) error {
-	s := oneLine
+	s := journal.OneLine
 	start := r.Header.Created
 	base, _ := r.Baseline("")
 	fmt.Fprintf(out, "%s  %s\n", s(x.ID), s(x.Name))
@@ -732,11 +722,7 @@ func runJournalExport(cmd *cobra.Command, arg string, f journalExportFlags) erro
 	if f.baseline != "" && f.format == "csv" {
 		return refusedf("--baseline goes with --format md or json (the CSV has no deltas)")
 	}
-	path, err := resolveJournal(arg, f.dir)
-	if err != nil {
-		return err
-	}
-	lj, err := loadJournal(path)
+	lj, err := openJournal(arg, f.dir)
 	if err != nil {
 		return err
 	}
@@ -745,9 +731,9 @@ func runJournalExport(cmd *cobra.Command, arg string, f journalExportFlags) erro
 		return refusedf("--baseline: %v", err)
 	}
 	write := func(w io.Writer) error {
-		abs, err := filepath.Abs(path)
+		abs, err := filepath.Abs(lj.path)
 		if err != nil {
-			abs = path
+			abs = lj.path
 		}
 		opts := journal.ReportOptions{Baseline: f.baseline, Path: abs}
 		switch f.format {

@@ -332,6 +332,22 @@ func SameBus(a, b string) bool {
 	return ok && x == y
 }
 
+// NormBusID is the form in which the cockpit matches a failure's bus id to
+// a GPU row: trimmed, lower case, and the domain without its leading zeros,
+// so that "00000000:0B:00.0" (nvidia-smi's CSV) and "0000:0b:00.0"
+// (failure messages) both give ":0b:00.0". A string without exactly three
+// colon-separated parts is only trimmed and lower-cased. Unlike SameBus it
+// checks nothing and keeps the domain: "0b:00.0" stays as it is.
+func NormBusID(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	dom, rest, ok := strings.Cut(s, ":")
+	if !ok || strings.Count(rest, ":") != 1 {
+		return s
+	}
+	dom = strings.TrimLeft(dom, "0")
+	return dom + ":" + rest
+}
+
 type busID struct{ domain, bus, device, function uint32 }
 
 func parseBusID(s string) (busID, bool) {

@@ -116,6 +116,16 @@ type GPU struct {
 	Lost bool
 }
 
+// ShowsLost reports whether the row's name, GPU utilisation, memory used
+// or temperature reads "[GPU is lost]": the cockpit (and a journal's
+// catch-up, which must agree with it) then marks the row lost, and a
+// sample of it does not clear a failure on its bus. Lost, by contrast, is
+// set by any cell.
+func (g *GPU) ShowsLost() bool {
+	return g.Name.Status == Lost || g.UtilGPUPct.Status == Lost ||
+		g.MemUsedMiB.Status == Lost || g.TempC.Status == Lost
+}
+
 // Sample is one tick of the sampler: every GPU the host reported at At.
 type Sample struct {
 	At   time.Time // when the tick's first row was read
