@@ -20,16 +20,6 @@ import (
 func TestDemoGitInTmux(t *testing.T) {
 	bin := flightdeckBinary(t)
 	s := startTmux(t, 200, 50, bin+" demo")
-	keys := func(k ...string) { s.tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
-	typed := func(text string) { s.tmux("send-keys", "-t", "e2e", "-l", text) }
-	has := func(want string) func(string) string {
-		return func(screen string) string {
-			if !strings.Contains(screen, want) {
-				return "screen lacks " + want
-			}
-			return ""
-		}
-	}
 
 	screen := s.waitScreen(40*time.Second, func(screen string) string {
 		if !readyHeader.MatchString(screen) {
@@ -65,7 +55,7 @@ func TestDemoGitInTmux(t *testing.T) {
 	}
 	s.waitScreen(15*time.Second, has("worktree changed outside flightdeck"))
 
-	keys("g")
+	s.keys("g")
 	s.waitScreen(10*time.Second, func(screen string) string {
 		if !strings.Contains(screen, " M  python/sglang/srt/distributed/parallel_state.py") || !strings.Contains(screen, "??  notes.txt") {
 			return "panel does not list the dirty files"
@@ -74,12 +64,12 @@ func TestDemoGitInTmux(t *testing.T) {
 	})
 
 	// s: stash under a name, with the untracked file.
-	keys("s")
+	s.keys("s")
 	s.waitScreen(10*time.Second, has("include untracked"))
-	typed("bucket experiment")
-	keys("Tab")
+	s.typed("bucket experiment")
+	s.keys("Tab")
 	s.waitScreen(5*time.Second, has("[x] include untracked"))
-	keys("Enter")
+	s.keys("Enter")
 	s.waitScreen(15*time.Second, func(screen string) string {
 		if !strings.Contains(screen, "On main: bucket experiment") || !strings.Contains(screen, "clean: nothing to stash") {
 			return "stash not in the panel"
@@ -88,38 +78,26 @@ func TestDemoGitInTmux(t *testing.T) {
 	})
 
 	// c: pick the regressing commit from the log; preview; y.
-	keys("c")
+	s.keys("c")
 	s.waitScreen(10*time.Second, has("Fix PCG MoE Error"))
-	pick := regexp.MustCompile(`(?m)^.*> ([0-9a-f]{7})\s+\S+\s+Fix PCG MoE Error`)
-	var regressing string
-	for i := 0; i < 12; i++ {
-		if m := pick.FindStringSubmatch(s.capture()); m != nil {
-			regressing = m[1]
-			break
-		}
-		keys("Down")
-		time.Sleep(150 * time.Millisecond)
-	}
-	if regressing == "" {
-		t.Fatalf("could not select the regressing commit:\n%s", s.capture())
-	}
-	keys("Enter")
+	regressing := s.pickRegressing()
+	s.keys("Enter")
 	screen = s.waitScreen(10*time.Second, has("brings in"))
 	for _, want := range []string{"pynccl.py", "parallel_state.py", "Fix PCG MoE Error"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("preview lacks %q:\n%s", want, screen)
 		}
 	}
-	keys("y")
+	s.keys("y")
 	s.waitScreen(15*time.Second, has("HEAD "+regressing))
 
 	// L: relaunch on the regressing commit: the tok/s drops by its 8 %.
-	keys("L")
+	s.keys("L")
 	s.waitScreen(10*time.Second, has("flightdeck sim server"))
-	keys("Enter")
+	s.keys("Enter")
 	time.Sleep(300 * time.Millisecond)
 	if strings.Contains(s.capture(), "y/N") {
-		keys("y")
+		s.keys("y")
 	}
 	s.waitScreen(45*time.Second, func(screen string) string {
 		if !readyHeader.MatchString(screen) {
@@ -130,25 +108,25 @@ func TestDemoGitInTmux(t *testing.T) {
 
 	// Back to main: c, type the branch, enter, y.
 	if !strings.Contains(s.capture(), "stash@{0}") { // the panel stays open under the launch form
-		keys("g")
+		s.keys("g")
 	}
 	s.waitScreen(10*time.Second, has("stash@{0}"))
-	keys("c")
+	s.keys("c")
 	s.waitScreen(10*time.Second, has("Fix PCG MoE Error"))
-	typed("main")
+	s.typed("main")
 	for i := 0; i < 12 && !strings.Contains(s.capture(), "> checkout main"); i++ {
-		keys("Up")
+		s.keys("Up")
 		time.Sleep(150 * time.Millisecond)
 	}
-	keys("Enter")
+	s.keys("Enter")
 	s.waitScreen(10*time.Second, has("leaves"))
-	keys("y")
+	s.keys("y")
 	s.waitScreen(15*time.Second, has("HEAD "+baseline[1]))
 
 	// P: pop the stash; the work is back, byte for byte.
-	keys("P")
+	s.keys("P")
 	s.waitScreen(10*time.Second, has("Pop stash@{0}"))
-	keys("y")
+	s.keys("y")
 	s.waitScreen(15*time.Second, func(screen string) string {
 		if !strings.Contains(screen, "no stashes") || !strings.Contains(screen, "??  notes.txt") {
 			return "stash not popped"

@@ -22,16 +22,6 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	bin := flightdeckBinary(t)
 	path := t.TempDir() + "/story.jsonl"
 	s := startTmux(t, 200, 50, bin+" demo --journal "+path)
-	keys := func(k ...string) { s.tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
-	typed := func(text string) { s.tmux("send-keys", "-t", "e2e", "-l", text) }
-	has := func(want string) func(string) string {
-		return func(screen string) string {
-			if !strings.Contains(screen, want) {
-				return "screen lacks " + want
-			}
-			return ""
-		}
-	}
 	ready := func(profile string, rate float64) func(string) string {
 		return func(screen string) string {
 			if !readyHeader.MatchString(screen) {
@@ -44,21 +34,21 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 		}
 	}
 	relaunch := func(profile string) {
-		keys("L")
+		s.keys("L")
 		s.waitScreen(10*time.Second, has("flightdeck sim server"))
 		if profile != "" {
-			keys("Tab")
+			s.keys("Tab")
 			for i := 0; !strings.Contains(s.capture(), "< "+profile+" >"); i++ {
 				if i == 5 {
 					t.Fatalf("could not choose %s:\n%s", profile, s.capture())
 				}
-				keys("Right")
+				s.keys("Right")
 				time.Sleep(200 * time.Millisecond)
 			}
 		}
-		keys("Enter")
+		s.keys("Enter")
 		s.waitScreen(10*time.Second, has("y/N"))
-		keys("y")
+		s.keys("y")
 	}
 	// measured waits until the open experiment has steady-state samples
 	// (its tok/s shows in the header once the warm-up is over), then a few
@@ -77,10 +67,10 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	// e1: the demo's first launch, untuned.
 	s.waitScreen(40*time.Second, ready("none", sim.ModelTokPerSec(false, false, false)))
 	measured("e1")
-	keys("n")
+	s.keys("n")
 	s.waitScreen(5*time.Second, has("free text; enter saves"))
-	typed("baseline looks steady")
-	keys("Enter")
+	s.typed("baseline looks steady")
+	s.keys("Enter")
 	s.waitScreen(10*time.Second, has("note saved"))
 
 	// e2: relaunched with the NCCL profile; e1 ends as a relaunch, and its
@@ -89,41 +79,29 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	s.waitScreen(45*time.Second, ready("nccl-ll-ring", sim.ModelTokPerSec(true, false, false)))
 	s.waitScreen(10*time.Second, has("ended (relaunch)"))
 	measured("e2")
-	keys("e")
+	s.keys("e")
 	s.waitScreen(5*time.Second, has("what did it show?"))
-	typed("untuned: 62.5")
-	keys("Enter")
+	s.typed("untuned: 62.5")
+	s.keys("Enter")
 	s.waitScreen(10*time.Second, has("conclusion of e1 saved"))
 
 	// e3: the regressing commit, checked out in the git panel, relaunched.
-	keys("g")
+	s.keys("g")
 	s.waitScreen(10*time.Second, has("reflog"))
-	keys("c")
+	s.keys("c")
 	s.waitScreen(10*time.Second, has("Fix PCG MoE Error"))
-	pick := regexp.MustCompile(`(?m)^.*> ([0-9a-f]{7})\s+\S+\s+Fix PCG MoE Error`)
-	var regressing string
-	for i := 0; i < 12 && regressing == ""; i++ {
-		if m := pick.FindStringSubmatch(s.capture()); m != nil {
-			regressing = m[1]
-			break
-		}
-		keys("Down")
-		time.Sleep(150 * time.Millisecond)
-	}
-	if regressing == "" {
-		t.Fatalf("could not select the regressing commit:\n%s", s.capture())
-	}
-	keys("Enter")
+	regressing := s.pickRegressing()
+	s.keys("Enter")
 	s.waitScreen(10*time.Second, has("brings in"))
-	keys("y")
+	s.keys("y")
 	s.waitScreen(15*time.Second, has("HEAD "+regressing))
-	keys("g") // close the panel: the log comes back
+	s.keys("g") // close the panel: the log comes back
 	relaunch("")
 	s.waitScreen(45*time.Second, ready("nccl-ll-ring", sim.ModelTokPerSec(true, true, false)))
 	s.waitScreen(10*time.Second, has("e3 nccl-ll-ring @ "+regressing))
 	measured("e3")
 
-	keys("x")
+	s.keys("x")
 	screen := s.waitScreen(10*time.Second, has("3 experiments"))
 	for _, want := range []string{"e1  sim @ ", "e2  nccl-ll-ring @ ", "e3  nccl-ll-ring @ " + regressing} {
 		if !strings.Contains(screen, want) {

@@ -106,6 +106,39 @@ func (s *tmuxSession) quit() {
 
 func (s *tmuxSession) capture() string { return s.tmux("capture-pane", "-p", "-t", "e2e") }
 
+// keys sends key names ("Enter", "Down", "g") to the session.
+func (s *tmuxSession) keys(k ...string) { s.tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...) }
+
+// typed sends text literally, as typed.
+func (s *tmuxSession) typed(text string) { s.tmux("send-keys", "-t", "e2e", "-l", text) }
+
+// has is a waitScreen check that the screen contains want.
+func has(want string) func(string) string {
+	return func(screen string) string {
+		if !strings.Contains(screen, want) {
+			return "screen lacks " + want
+		}
+		return ""
+	}
+}
+
+// pickRegressing moves the git panel's checkout picker (open, listing the
+// log) to the simulated regressing commit, "Fix PCG MoE Error", and
+// returns its short id.
+func (s *tmuxSession) pickRegressing() string {
+	s.t.Helper()
+	pick := regexp.MustCompile(`(?m)^.*> ([0-9a-f]{7})\s+\S+\s+Fix PCG MoE Error`)
+	for i := 0; i < 12; i++ {
+		if m := pick.FindStringSubmatch(s.capture()); m != nil {
+			return m[1]
+		}
+		s.keys("Down")
+		time.Sleep(150 * time.Millisecond)
+	}
+	s.t.Fatalf("could not select the regressing commit:\n%s", s.capture())
+	return ""
+}
+
 // waitScreen polls the screen until check passes (returns "") or the
 // deadline, then fails with the last reason and screen.
 func (s *tmuxSession) waitScreen(d time.Duration, check func(screen string) string) string {
