@@ -73,8 +73,8 @@ type Lab struct {
 	// relaunching is set by the KillSteps of a relaunch's kill: the
 	// server's killed status then ends the experiment as a relaunch.
 	relaunching bool
-	gpuSeen     chan struct{} // closed at the first GPU sample (gpuOnce)
-	gpuOnce     bool
+	gpuNext     chan struct{}     // closed (and replaced) at every GPU sample
+	gpusAt      time.Time         // when the last GPU sample was taken
 	status      server.Status     // the last server status seen
 	gpus        []gpu.GPU         // the last GPU sample's GPUs
 	head        string            // the checkout's short HEAD as last seen on the stream
@@ -100,22 +100,28 @@ func (l *Lab) initLocked() {
 	if l.defaulted == nil {
 		l.defaulted = map[string]string{}
 	}
-	if l.gpuSeen == nil {
-		l.gpuSeen = make(chan struct{})
+	if l.gpuNext == nil {
+		l.gpuNext = make(chan struct{})
 	}
 }
 
-// firstGPUs returns a channel closed once a GPU sample has been seen, and
-// a func returning the latest sample's GPUs.
-func (l *Lab) firstGPUs() (<-chan struct{}, func() []gpu.GPU) {
+// gpusSince returns the GPUs of the last sample taken at or after t, or
+// a channel closed at the next sample when there is none yet.
+func (l *Lab) gpusSince(t time.Time) ([]gpu.GPU, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.initLocked()
-	return l.gpuSeen, func() []gpu.GPU {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.gpus
+	if len(l.gpus) > 0 && !l.gpusAt.Before(t) {
+		return l.gpus, nil
 	}
+	return nil, l.gpuNext
+}
+
+// lastGPUs returns the last sample's GPUs, whenever it was taken.
+func (l *Lab) lastGPUs() []gpu.GPU {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gpus
 }
 
 // Observe folds one event of the stream: GPU samples, the checkout's HEAD,
@@ -135,11 +141,12 @@ func (l *Lab) Observe(e event.Event) {
 	l.ledger.Apply(e)
 	switch p := e.Data.(type) {
 	case gpu.Sample:
-		l.gpus = p.GPUs
-		if len(p.GPUs) > 0 && !l.gpuOnce {
-			l.gpuOnce = true
-			close(l.gpuSeen)
+		l.gpus, l.gpusAt = p.GPUs, p.At
+		if l.gpusAt.IsZero() {
+			l.gpusAt = e.At
 		}
+		close(l.gpuNext)
+		l.gpuNext = make(chan struct{})
 	case repo.Head:
 		l.head = shortOf(p.Short, p.Commit)
 	case git.Status:
@@ -396,7 +403,7 @@ func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig journal.Tr
 	}
 	s := journal.ExperimentStart{ID: id, Name: name, Hypothesis: hypothesis, Trigger: trig, Launch: launch}
 	l.decideLocked(at, s)
-	in := captureInput{exp: id, at: at, launch: l.knownLaunchLocked(), gpus: l.gpus, preset: l.presetLocked()}
+	in := captureInput{exp: id, at: at, launch: l.knownLaunchLocked(), preset: l.presetLocked()}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -445,11 +452,12 @@ func nameFor(label, short string) string {
 	return label + " @ " + short
 }
 
-// labelOf names a launch by its env profile, or by its preset when the
-// profile is none; fallback when no launch is known.
+// labelOf names a launch by its env profile ("none" included: the name
+// says what the experiment varies), by its preset when it has no profile;
+// fallback when no launch is known.
 func labelOf(launch *server.LaunchInfo, fallback string) string {
 	switch {
-	case launch != nil && launch.Profile != "" && launch.Profile != "none":
+	case launch != nil && launch.Profile != "":
 		return sanitize.String(launch.Profile)
 	case launch != nil && launch.Preset != "":
 		return sanitize.String(launch.Preset)

@@ -85,8 +85,12 @@ func TestLabFingerprintOnSimHost(t *testing.T) {
 
 	rig := newLabRig(&Lab{Host: host, RepoPath: repoDir, Config: config.Builtins(), Preset: "sglang"})
 	defer rig.lab.Close(ctx)
-	rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{GPUs: []gpu.GPU{{Index: 0}, {Index: 1}}}})
+	// The sample before the launch is the old server's: the fingerprint
+	// takes the first one after it.
+	rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{GPUs: []gpu.GPU{{Index: 0}, {Index: 1}, {Index: 2}}}})
 	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
+	time.Sleep(100 * time.Millisecond)
+	rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{GPUs: []gpu.GPU{{Index: 0}, {Index: 1}}}})
 
 	fp := count[journal.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0]
 	f := fp.Fingerprint

@@ -106,7 +106,7 @@ func TestLabAutoStartAndEnd(t *testing.T) {
 	if len(starts) != 4 || len(ends) != 4 {
 		t.Fatalf("%d starts, %d ends", len(starts), len(ends))
 	}
-	wantNames := []string{"sim @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-debug @ a6d51c0"}
+	wantNames := []string{"none @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-debug @ a6d51c0"}
 	for i, s := range starts {
 		if s.ID != "e"+string(rune('1'+i)) || s.Name != wantNames[i] || s.Trigger != journal.TriggerLaunch || s.Launch == nil {
 			t.Errorf("start %d: %+v", i, s)

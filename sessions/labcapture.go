@@ -13,7 +13,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/journal"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
@@ -25,7 +24,6 @@ type captureInput struct {
 	exp    string
 	at     time.Time
 	launch *server.LaunchInfo // redacted; nil when none is known
-	gpus   []gpu.GPU
 	preset string
 }
 
@@ -59,7 +57,7 @@ func (l *Lab) probeTimeout() time.Duration {
 // own deadline; the launch and GPUs come from the stream. Every part that
 // fails goes to Errors.
 func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint {
-	fp := journal.Fingerprint{At: time.Now(), Launch: in.launch, GPUs: in.gpus}
+	fp := journal.Fingerprint{At: time.Now(), Launch: in.launch}
 	if in.launch != nil {
 		fp.CommandLine = in.launch.CommandLine()
 	}
@@ -98,23 +96,38 @@ func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint 
 	if cfg == nil {
 		cfg = config.Builtins()
 	}
-	if len(fp.GPUs) == 0 {
-		// The first launch can come before the first GPU sample (the
-		// demo launches at once): wait for one while the probes run.
-		seen, latest := l.firstGPUs()
-		wg.Go(func() {
-			select {
-			case <-seen:
-				g := latest()
+	// The GPUs as the experiment starts: the first sample taken at or
+	// after its start, while the probes run. The last sample before it
+	// may be the killed server's (a relaunch) or none at all (the demo
+	// launches at once).
+	wg.Go(func() {
+		deadline := time.NewTimer(timeout)
+		defer deadline.Stop()
+		for {
+			g, next := l.gpusSince(in.at)
+			if next == nil {
 				mu.Lock()
 				fp.GPUs = g
 				mu.Unlock()
-			case <-time.After(timeout):
-				fail("gpus: no GPU sample within %v", timeout)
-			case <-ctx.Done():
+				return
 			}
-		})
-	}
+			select {
+			case <-next:
+			case <-deadline.C:
+				if g := l.lastGPUs(); len(g) > 0 {
+					mu.Lock()
+					fp.GPUs = g
+					mu.Unlock()
+					fail("gpus: no GPU sample within %v of the start: the last one before it is kept", timeout)
+				} else {
+					fail("gpus: no GPU sample within %v", timeout)
+				}
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
 	probes := cfg.VersionProbes(in.preset)
 	fp.Versions = make([]journal.Version, len(probes))
 	for i, p := range probes {

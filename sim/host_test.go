@@ -190,8 +190,11 @@ func TestSSHSessionLimit(t *testing.T) {
 		}
 		open = append(open, s)
 	}
-	if _, err := c.NewSession(); err == nil {
-		t.Fatal("11th session opened")
+	// Refused as OpenSSH refuses it at MaxSessions: "open failed" with
+	// SSH2_OPEN_CONNECT_FAILED, which the client waits out and retries.
+	var oce *ssh.OpenChannelError
+	if _, err := c.NewSession(); !errors.As(err, &oce) || oce.Reason != ssh.ConnectionFailed {
+		t.Fatalf("11th session: %v, want an open failure with reason ConnectionFailed", err)
 	}
 	open[0].Close()
 	waitFor(t, 10*time.Second, "a free session slot", func() bool {

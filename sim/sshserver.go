@@ -220,7 +220,7 @@ func (s *SSHServer) serveConn(c net.Conn) {
 			sessMu.Lock()
 			if sessions >= MaxSessionsPerConn {
 				sessMu.Unlock()
-				nc.Reject(ssh.Prohibited, "open failed")
+				nc.Reject(ssh.ConnectionFailed, "open failed") // what OpenSSH answers at MaxSessions (SSH2_OPEN_CONNECT_FAILED): the client waits and retries
 				continue
 			}
 			sessions++

@@ -103,7 +103,7 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 
 	s.keys("x")
 	screen := s.waitScreen(10*time.Second, has("3 experiments"))
-	for _, want := range []string{"e1  sim @ ", "e2  nccl-ll-ring @ ", "e3  nccl-ll-ring @ " + regressing} {
+	for _, want := range []string{"e1  none @ ", "e2  nccl-ll-ring @ ", "e3  nccl-ll-ring @ " + regressing} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the experiments panel lacks %q:\n%s", want, screen)
 		}

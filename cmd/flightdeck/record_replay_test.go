@@ -305,7 +305,7 @@ func TestRecordAndReplaySession(t *testing.T) {
 
 	// The journal commands read the recorded file.
 	out, _, err := runCLI(t, nil, "journal", "show", path)
-	if err != nil || !strings.Contains(out, "e1  sim @ a6d51c0") || !strings.Contains(out, "e2  ") || !strings.Contains(out, "baseline: flat at 62.5") {
+	if err != nil || !strings.Contains(out, "e1  none @ a6d51c0") || !strings.Contains(out, "e2  ") || !strings.Contains(out, "baseline: flat at 62.5") {
 		t.Errorf("journal show: %v\n%s", err, out)
 	}
 	out, _, err = runCLI(t, nil, "journal", "export", path, "--format", "csv")
