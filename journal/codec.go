@@ -70,6 +70,7 @@ var codecs = []codec{
 	jsonCodec[ExperimentUpdate](),
 	jsonCodec[ExperimentEnd](),
 	jsonCodec[Key](),
+	jsonCodec[Session](), // another cockpit session appending (Append)
 }
 
 var kindIDs = func() map[string]kindID {

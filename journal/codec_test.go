@@ -162,6 +162,8 @@ func roundTripEvents() []event.Event {
 	add(28, ExperimentUpdate{Exp: "e1", Conclusion: "yes"})
 	add(29, ExperimentEnd{Exp: "e1", Trigger: TriggerKill, Conclusion: "Ring -6 %", Result: Result{Metric: "tok/s", Samples: []float64{89, 82, 94}, N: 3, Dropped: 2, Median: 89, Lo: f64(82), Hi: f64(94), Confidence: 0.96, Warnings: []string{"few"}}, GPUs: []gpu.GPU{testGPU(1, 9)}})
 	add(30, Key{Key: "K", Action: "kill sglang pid 4123"})
+	add(31, Session{Header: Header{Format: FormatName, Version: FormatVersion, Created: t0.Add(31 * time.Second), Flightdeck: "v0.6.0",
+		Host: "gpu-box", Name: "after-crash", User: "ana", Hostname: "laptop", PID: 4243}})
 	add(-2.5, Note{Text: "an event from before the journal was created"})
 	return evs
 }
@@ -258,7 +260,7 @@ func TestKindsTable(t *testing.T) {
 	want := []string{"gpu-sample", "gpu-failure", "gpu-stale", "log-lines", "log-reset", "log-notice", "log-follow-error",
 		"throughput", "tok-rate", "prefill", "spec-decode", "bench-result", "server-ready", "server-failure", "server-status",
 		"server-launched", "server-observed", "server-healthy", "server-kill", "repo-head", "repo-unreadable", "git-status",
-		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key"}
+		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key", "session"}
 	got := Kinds()
 	slices.Sort(got)
 	slices.Sort(want)

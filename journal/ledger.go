@@ -36,11 +36,25 @@ type segment struct {
 }
 
 func (l *Ledger) apply(e event.Event) bool {
+	prev := l.fold.last
 	if e.At.After(l.fold.last) {
 		l.fold.last = e.At
 	}
 	f := &l.fold
 	switch p := e.Data.(type) {
+	case Session:
+		// Another cockpit appends to the journal: what the previous one
+		// left open ended with it (a crash), at its last event — not at
+		// the new session's first. The server's run is not known any more.
+		f.runAt, f.runReady = time.Time{}, time.Time{}
+		if x := l.Current(); x != nil {
+			at := prev
+			if at.IsZero() {
+				at = x.Started
+			}
+			return l.Close(at)
+		}
+		return false
 	case serverlog.Rate:
 		if p.Dropped || len(f.segs) == 0 {
 			return false // idle-gap artefact, or no experiment to measure
@@ -180,7 +194,9 @@ func (l *Ledger) find(id string) *Experiment {
 // event applied) with trigger "" and the result of its samples, as if an
 // exp-end had been read. The journal commands call it at the end of a file:
 // an experiment still open there was ended by a crash (the cockpit was
-// killed before it could write exp-end). It reports whether one was open.
+// killed before it could write exp-end). Apply calls it for a Session
+// event (another cockpit appending to the journal), at the event before
+// it. It reports whether one was open.
 func (l *Ledger) Close(at time.Time) bool {
 	x := l.Current()
 	if x == nil {

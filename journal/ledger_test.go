@@ -191,6 +191,31 @@ func TestLedgerClose(t *testing.T) {
 	}
 }
 
+// A session appended after a crash ends the experiment the crashed one
+// left open at the crashed session's last event, with no trigger, and its
+// result is that of the samples before the crash; the new session's
+// experiments start afresh.
+func TestLedgerSessionEndsCrashedExperiment(t *testing.T) {
+	l := fold(seq(ev(0, ExperimentStart{ID: "e1"}), rates(1, 5, 80, 80, 80, 88, 89, 90), ev(40, gpu.Sample{})))
+	if !l.Apply(ev(3600, Session{Header: Header{PID: 2}})) {
+		t.Error("a session closing an open experiment is a change")
+	}
+	x := l.Experiments()[0]
+	if x.Open() || x.EndedBy != "" || !x.Ended.Equal(sec(40)) || !slices.Equal(x.Result.Samples, []float64{88, 89, 90}) {
+		t.Errorf("e1 after the new session: ended %v by %q, samples %v; want ended at 40 s by crash, [88 89 90]", x.Ended, x.EndedBy, x.Result.Samples)
+	}
+	l.Apply(ev(3601, ExperimentStart{ID: "e2"}))
+	if c := l.Current(); c == nil || c.ID != "e2" || !c.Started.Equal(sec(3601)) {
+		t.Errorf("current after the new start: %+v", c)
+	}
+	if !l.Apply(ev(3700, Session{})) || l.Current() != nil || !l.Experiments()[1].Ended.Equal(sec(3601)) {
+		t.Errorf("a third session: e2 %+v, want ended at its start (no event after it)", l.Experiments()[1])
+	}
+	if l.Apply(ev(3800, Session{})) {
+		t.Error("a session with nothing open changed the ledger")
+	}
+}
+
 // BenchmarkLedgerApply24h folds a 24 h session's tok-rate samples (one a
 // second) into an open experiment: Apply must stay O(1) amortised.
 func BenchmarkLedgerApply24h(b *testing.B) {

@@ -19,12 +19,12 @@ import (
 // journal from opening.
 type Problems struct {
 	// Torn is set when the last line is incomplete (no "\n": the writer
-	// was killed mid-line, or is writing it now) or does not parse; it is
-	// skipped. TornBytes is its length.
+	// was killed mid-line, or is writing it now); it is skipped.
+	// TornBytes is its length.
 	Torn      bool
 	TornBytes int
-	// Garbled counts complete lines before the last that are not events
-	// (a disk that filled mid-line, bit rot) or whose data does not decode;
+	// Garbled counts complete lines ("\n"-terminated, the last one
+	// included) that are not events (a foreign write, bit rot);
 	// FirstGarbled is the 1-based line number of the first (the header is
 	// line 1), 0 when none.
 	Garbled      int
@@ -101,12 +101,15 @@ type entry struct {
 }
 
 // Mark is a point of interest for the replay's [ and ] keys: an
-// experiment's start or end, or a note.
+// experiment's start or end, a note, or the start of another cockpit
+// session appending to the journal.
 type Mark struct {
 	T    time.Duration // event time since the start (running maximum)
-	Kind string        // "exp-start", "exp-end" or "note"
-	Exp  string        // the experiment id ("" for a note outside one)
-	Text string        // the experiment's name (start), its conclusion or trigger (end), or the note
+	Kind string        // "exp-start", "exp-end", "note" or "session"
+	Exp  string        // the experiment id ("" for a note outside one, and for a session)
+	// Text is the experiment's name (start), its conclusion or trigger
+	// (end), the note, or who recorded the session (Session.Describe).
+	Text string
 }
 
 // Journal is an opened journal: its header and an index of every event
@@ -123,10 +126,6 @@ type Journal struct {
 	probs   Problems
 	marks   []Mark
 	lastKey int32 // the latest gpu-sample keyframe entry, -1 none
-	// badLast is the 1-based number of the last complete line when it did
-	// not parse: torn for now, garbled once another line follows it.
-	badLast    int
-	badLastLen int32
 
 	cache decState // decoder state of random access (seek)
 	// cacheKey is the keyframe entry whose rows cache holds, -1 none.
@@ -220,26 +219,17 @@ func (j *Journal) index() {
 		}
 		line := data[pos : pos+int64(nl)]
 		j.lines++
-		if j.badLast > 0 {
-			j.garbled(j.badLast)
-			j.badLast = 0
-		}
 		j.indexLine(pos, line)
 		pos += int64(nl) + 1
 	}
 	j.indexed = pos
 	tail := data[pos:]
+	// Only an incomplete last line (no "\n": a crash mid-write, or a line
+	// being written now) is torn; a complete line that does not parse,
+	// last or not, is garbled.
 	j.probs.Torn, j.probs.TornBytes = false, 0
-	switch {
-	case len(bytes.TrimSpace(tail)) > 0:
-		if j.badLast > 0 { // a line follows it: not the last
-			j.garbled(j.badLast)
-			j.badLast = 0
-		}
+	if len(bytes.TrimSpace(tail)) > 0 {
 		j.probs.Torn, j.probs.TornBytes = true, len(tail)
-	case j.badLast > 0:
-		j.probs.Torn = true
-		j.probs.TornBytes = int(j.badLastLen)
 	}
 }
 
@@ -258,7 +248,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 	}
 	fr, ok := splitFrame(line)
 	if !ok || !json.Valid(fr.data) {
-		j.badLast, j.badLastLen = j.lines, int32(len(line)+1)
+		j.garbled(j.lines)
 		return
 	}
 	id := kindIDs[string(fr.kind)]
@@ -305,7 +295,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 	}
 	j.entries = append(j.entries, e)
 	switch id {
-	case expStartID, expEndID, noteID:
+	case expStartID, expEndID, noteID, sessionID:
 		ev, err := j.decodeEntry(int(idx), &decState{created: j.h.Created})
 		if err != nil {
 			j.undecodable(int(idx))
@@ -322,6 +312,8 @@ func (j *Journal) indexLine(off int64, line []byte) {
 			}
 		case Note:
 			m.Exp, m.Text = p.Exp, p.Text
+		case Session:
+			m.Text = p.Describe()
 		}
 		// Marks arrive in running-max order, which never decreases.
 		j.marks = append(j.marks, m)
@@ -382,6 +374,7 @@ var (
 	expStartID  = kindIDs["exp-start"]
 	expEndID    = kindIDs["exp-end"]
 	noteID      = kindIDs["note"]
+	sessionID   = kindIDs["session"]
 )
 
 // isKeyframe reports whether gpu-sample data has its keyframe flag, reading

@@ -129,27 +129,32 @@ func TestGarbledAndUnknownLines(t *testing.T) {
 	}
 }
 
-func TestGarbledLastCompleteLineIsTorn(t *testing.T) {
-	path := writeJournal(t, sessionEvents())
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString("[9,\"note\",{\"te\n")
-	f.Close()
-	j, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	if p := j.Problems(); !p.Torn || p.Garbled != 0 {
-		t.Errorf("problems %+v", p)
-	}
-	f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString("[10,\"note\",{\"text\":\"x\"}]\n")
-	f.Close()
-	if n, err := j.Refresh(); n != 1 || err != nil {
-		t.Fatalf("refresh: %d, %v", n, err)
-	}
-	if p := j.Problems(); p.Torn || p.Garbled != 1 {
-		t.Errorf("after a line follows it: %+v", p)
+// A complete last line ("\n"-terminated) that is not an event is garbled,
+// not torn: only a line cut short (no "\n") is torn.
+func TestGarbledLastCompleteLineIsGarbled(t *testing.T) {
+	for _, last := range []string{"[9,\"note\",{\"te\n", "null\n"} {
+		path := writeJournal(t, sessionEvents())
+		f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(last)
+		f.Close()
+		j, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := len(sessionEvents()) + 2
+		if p := j.Problems(); p.Torn || p.Garbled != 1 || p.FirstGarbled != lines {
+			t.Errorf("%q: problems %+v, want 1 garbled line (line %d), not torn", last, p, lines)
+		}
+		f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString("[10,\"note\",{\"text\":\"x\"}]\n[11,\"note\"")
+		f.Close()
+		if n, err := j.Refresh(); n != 1 || err != nil {
+			t.Fatalf("refresh: %d, %v", n, err)
+		}
+		if p := j.Problems(); !p.Torn || p.Garbled != 1 {
+			t.Errorf("%q: after a line and a fragment follow it: %+v", last, p)
+		}
+		j.Close()
 	}
 }
 
@@ -316,7 +321,7 @@ func TestKill9(t *testing.T) {
 		t.Errorf("no experiment ended before the kill")
 	}
 	// The stale lock file is taken over.
-	w, err := Append(path)
+	w, err := Append(path, Header{})
 	if err != nil {
 		t.Fatalf("append after kill -9: %v", err)
 	}

@@ -41,6 +41,21 @@ type Report struct {
 	// or the dirty set changed outside flightdeck (a `git pull` in another
 	// pane: git-moved), or by a git action of the cockpit (git-action).
 	RepoChanges []RepoChange
+	// Sessions are the cockpit sessions that appended to the journal after
+	// the one that created it (session events, in file order); the first
+	// session is the Header.
+	Sessions []SessionStart
+}
+
+// SessionStart is a cockpit session appended to the journal (--journal
+// FILE again, e.g. after a crash) and what its start ended.
+type SessionStart struct {
+	At      time.Time // the session event's time
+	Session Session
+	// Crashed is the experiment the previous session left open, ended by
+	// this session's start at the previous session's last event; "" when
+	// none was open.
+	Crashed string
 }
 
 // RepoChange is one change of the server's checkout during the session.
@@ -78,8 +93,18 @@ func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
 		if e.At.After(r.End) {
 			r.End = e.At
 		}
+		var open string
+		if cur := r.Ledger.Current(); cur != nil {
+			open = cur.ID
+		}
 		r.Ledger.Apply(e)
 		switch p := e.Data.(type) {
+		case Session:
+			st := SessionStart{At: e.At, Session: p}
+			if open != "" && r.Ledger.Current() == nil {
+				st.Crashed = open
+			}
+			r.Sessions = append(r.Sessions, st)
 		case git.Moved:
 			r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: movedText(p)})
 		case git.Action:
@@ -155,9 +180,12 @@ func movedText(m git.Moved) string {
 	return OneLine(b.String())
 }
 
-// actionText describes a git action of the cockpit that moved HEAD.
+// actionText describes a git action of the cockpit that moved HEAD. A
+// git-action records no list of the files between the two commits (only
+// git-moved, for moves made outside flightdeck, has one): it says so.
 func actionText(a git.Action) string {
-	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s", a.Op, ShortCommit(a.From), ShortCommit(a.To))
+	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s (files changed not recorded: git diff --stat %s %s)",
+		a.Op, ShortCommit(a.From), ShortCommit(a.To), ShortCommit(a.From), ShortCommit(a.To))
 	if a.Snapshot != "" {
 		s += " (undo: snapshot " + a.Snapshot + ")"
 	}
@@ -271,6 +299,16 @@ func EndedHow(x *Experiment) string {
 	return string(x.EndedBy)
 }
 
+// EndedWords says how an experiment ended for a reader: "open", "by
+// hand", "relaunch", "kill", "exit", "quit", or "crash" (EndedHow's words,
+// TriggerKey spelled out).
+func EndedWords(x *Experiment) string {
+	if h := EndedHow(x); h != string(TriggerKey) {
+		return h
+	}
+	return "by hand"
+}
+
 // FormatResult formats a result as "62.5 [62.1, 62.9] (n=40)": the median
 // tok/s and its 95 % confidence interval, "[n<6]" when too few samples
 // bound it, "no samples" when there are none.
@@ -323,6 +361,56 @@ func ShortCommit(id string) string {
 func (x *Experiment) Commit() string {
 	if x.Fingerprint != nil && x.Fingerprint.Git != nil {
 		return x.Fingerprint.Git.Head
+	}
+	return ""
+}
+
+// CommitUnknown says why the experiment's commit is not known, or "" when
+// it is (or when no repository was configured: Fingerprint.Git nil without
+// a git error). The reasons: "no fingerprint captured", the capture's git
+// error ("git: timed out after 30s"), or "not captured".
+func (x *Experiment) CommitUnknown() string {
+	fp := x.Fingerprint
+	switch {
+	case fp == nil:
+		return "no fingerprint captured"
+	case fp.Git != nil && fp.Git.Head != "":
+		return ""
+	}
+	if e := fpError(fp, "git:"); e != "" {
+		return e
+	}
+	if fp.Git == nil {
+		return ""
+	}
+	return "not captured"
+}
+
+// PatchUnknown says why the experiment's dirty state (its patch against
+// HEAD) is not known, or "" when it is or no repository was configured:
+// no fingerprint, the patch's error ("git patch: ..."), or the commit's
+// reason when the checkout could not be read at all.
+func (x *Experiment) PatchUnknown() string {
+	fp := x.Fingerprint
+	if fp == nil {
+		return "no fingerprint captured"
+	}
+	if e := fpError(fp, "git patch:"); e != "" {
+		return e
+	}
+	if fp.Git != nil && fp.Git.PatchSHA256 != "" {
+		return ""
+	}
+	return x.CommitUnknown()
+}
+
+// fpError returns the first of the fingerprint's errors that starts with
+// prefix, sanitised; "" when none does.
+func fpError(fp *Fingerprint, prefix string) string {
+	for _, e := range fp.Errors {
+		if strings.HasPrefix(e, prefix) {
+			return OneLine(e)
+		}
 	}
 	return ""
 }

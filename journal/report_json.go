@@ -32,6 +32,19 @@ type JSONReport struct {
 	Notes       []JSONNote       `json:"notes"` // every note, in time order
 	// RepoChanges are the checkout's moves (Report.RepoChanges).
 	RepoChanges []JSONRepoChange `json:"repo_changes"`
+	// Sessions are the cockpit sessions that appended to the journal
+	// after the one that created it (Report.Sessions); absent when none.
+	Sessions []JSONSession `json:"sessions,omitempty"`
+}
+
+// JSONSession is one SessionStart.
+type JSONSession struct {
+	At     time.Time `json:"at"`
+	T      float64   `json:"t_s"`
+	Header Header    `json:"header"` // the session's header
+	// Crashed is the experiment the previous session left open, ended at
+	// its last event; absent when none.
+	Crashed string `json:"crashed,omitempty"`
 }
 
 // JSONRepoChange is one RepoChange.
@@ -58,7 +71,11 @@ type JSONExperiment struct {
 	EndedBy  Trigger `json:"ended_by,omitempty"`
 	EndedHow string  `json:"ended_how"` // EndedHow: "relaunch", "open", "crash", …
 	Commit   string  `json:"commit,omitempty"`
-	Profile  string  `json:"profile,omitempty"`
+	// CommitUnknown says why the commit is not known (Experiment.
+	// CommitUnknown): "no fingerprint captured", "git: timed out after
+	// 30s"; absent when it is known or no repository was configured.
+	CommitUnknown string `json:"commit_unknown,omitempty"`
+	Profile       string `json:"profile,omitempty"`
 	// Launch is the launch that started it, env secrets redacted.
 	Launch      *server.LaunchInfo `json:"launch,omitempty"`
 	Fingerprint *JSONFingerprint   `json:"fingerprint,omitempty"`
@@ -175,6 +192,9 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 	for _, c := range r.RepoChanges {
 		doc.RepoChanges = append(doc.RepoChanges, JSONRepoChange{At: c.At, T: secs(c.At), What: c.What})
 	}
+	for _, ss := range r.Sessions {
+		doc.Sessions = append(doc.Sessions, JSONSession{At: ss.At, T: secs(ss.At), Header: ss.Session.Header, Crashed: ss.Crashed})
+	}
 	note := func(n TimedNote) JSONNote { return JSONNote{At: n.At, T: secs(n.At), Exp: n.Exp, Text: n.Text} }
 	for _, n := range r.Ledger.Notes() {
 		doc.Notes = append(doc.Notes, note(n))
@@ -184,7 +204,7 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 		x := &exps[i]
 		j := JSONExperiment{ID: x.ID, Name: x.Name, Hypothesis: x.Hypothesis, Conclusion: x.Conclusion,
 			Started: x.Started, StartedS: secs(x.Started), StartedBy: x.StartedBy, EndedBy: x.EndedBy,
-			EndedHow: EndedHow(x), Commit: x.Commit(), Profile: x.Profile(), Launch: redactLaunch(x.Launch),
+			EndedHow: EndedHow(x), Commit: x.Commit(), CommitUnknown: x.CommitUnknown(), Profile: x.Profile(), Launch: redactLaunch(x.Launch),
 			Result: x.Result, EndGPUs: GPUStates(x.EndGPUs)}
 		if !x.Open() {
 			t, s := x.Ended, secs(x.Ended)

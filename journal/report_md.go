@@ -43,6 +43,10 @@ func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
 	exps := r.Ledger.Experiments()
 	m.table(exps, base)
 	m.changes(exps, r.RepoChanges)
+	if m.overlap {
+		m.f("~ the two 95 %% confidence intervals overlap: not a clear difference.\n\n")
+	}
+	m.sessions(r)
 	for i := range exps {
 		m.experiment(&exps[i], base)
 	}
@@ -53,6 +57,9 @@ func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
 type mdWriter struct {
 	w     *bufio.Writer
 	start time.Time
+	// overlap is set once a "~" (overlapping confidence intervals) has
+	// been written: the legend follows the table and What changed.
+	overlap bool
 }
 
 func (m *mdWriter) f(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
@@ -112,7 +119,6 @@ func (m *mdWriter) table(exps []Experiment, base *Experiment) {
 	}
 	m.f("| id | name | commit | profile | tok/s median [95%% CI] (n) | %s | ended |\n", vs)
 	m.f("|----|------|--------|---------|---------------------------|----|-------|\n")
-	overlap := false
 	for i := range exps {
 		x := &exps[i]
 		delta := "-"
@@ -125,17 +131,38 @@ func (m *mdWriter) table(exps []Experiment, base *Experiment) {
 				delta = fmtDelta(p)
 				if CIsOverlap(x.Result, base.Result) {
 					delta += " ~"
-					overlap = true
+					m.overlap = true
 				}
 			}
 		}
-		m.f("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(x.ID), mdCell(x.Name), orDash(mdCell(ShortCommit(x.Commit()))),
-			orDash(mdCell(x.Profile())), FormatResult(x.Result), delta, EndedHow(x))
+		commit := orDash(mdCell(ShortCommit(x.Commit())))
+		if x.CommitUnknown() != "" {
+			commit = "unknown"
+		}
+		m.f("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(x.ID), mdCell(x.Name), commit,
+			orDash(mdCell(x.Profile())), FormatResult(x.Result), delta, EndedWords(x))
 	}
 	m.f("\n")
-	if overlap {
-		m.f("~ the two 95 %% confidence intervals overlap: not a clear difference.\n\n")
+}
+
+// sessions lists the cockpit sessions that wrote the journal when more
+// than one did (--journal FILE appended to it, e.g. after a crash).
+func (m *mdWriter) sessions(r *Report) {
+	if len(r.Sessions) == 0 {
+		return
 	}
+	m.f("## Sessions\n\n")
+	m.f("1. %s %s (created the journal)\n", m.at(r.Header.Created), mdText(describeRecorder(r.Header)))
+	for i, s := range r.Sessions {
+		m.f("%d. %s %s", i+2, m.at(s.At), mdText(s.Session.Describe()))
+		if s.Crashed != "" {
+			if x := r.Ledger.Find(s.Crashed); x != nil {
+				m.f("; the previous session ended without ending %s (crash): ended at its last event, %s", mdText(x.ID), m.at(x.Ended))
+			}
+		}
+		m.f("\n")
+	}
+	m.f("\n")
 }
 
 // changes lists, for each experiment after the first, its change in tok/s
@@ -153,6 +180,7 @@ func (m *mdWriter) changes(exps []Experiment, moves []RepoChange) {
 			m.f(": %s (%s -> %s tok/s)", fmtDelta(p), fmtRate(a.Result.Median), fmtRate(b.Result.Median))
 			if CIsOverlap(a.Result, b.Result) {
 				m.f(" ~")
+				m.overlap = true
 			}
 		}
 		diffs := fingerprintDiff(a, b)
@@ -172,57 +200,151 @@ func (m *mdWriter) changes(exps []Experiment, moves []RepoChange) {
 	m.f("\n")
 }
 
-// fingerprintDiff names what differs between two experiments' fingerprints
-// and launches, in Markdown.
+// fingerprintDiff names what differs between two experiments'
+// fingerprints and launches, in Markdown. A value known on one side only
+// is never a change: it is named as unknown for that experiment ("commit,
+// nccl unknown for e1"). GPUs are compared under load (their state at the
+// end) when both have it, and left out otherwise: at the start one may be
+// idle and the other still loaded from the run before.
 func fingerprintDiff(a, b *Experiment) []string {
 	var out []string
+	unknown := map[*Experiment][]string{}
+	unk := func(x *Experiment, what string) { unknown[x] = append(unknown[x], what) }
 	pair := func(what, x, y string) {
 		if x != y {
 			out = append(out, fmt.Sprintf("%s %s -> %s", what, orDash(mdText(x)), orDash(mdText(y))))
 		}
 	}
-	if ca, cb := a.Commit(), b.Commit(); ca != cb {
-		s := fmt.Sprintf("commit %s -> %s", orDash(mdText(ShortCommit(ca))), orDash(mdText(ShortCommit(cb))))
-		if g := gitOf(b); g != nil && g.Subject != "" {
-			s += " (" + mdText(strconv.Quote(g.Subject)) + ")"
+	fa, fb := a.Fingerprint, b.Fingerprint
+	for _, x := range []*Experiment{a, b} {
+		if x.Fingerprint == nil {
+			out = append(out, "no fingerprint captured for "+mdText(x.ID))
 		}
-		out = append(out, s)
 	}
 	ga, gb := gitOf(a), gitOf(b)
-	if ga != nil && gb != nil {
-		pair("branch", ga.Branch, gb.Branch)
-		if ga.PatchSHA256 != gb.PatchSHA256 {
-			out = append(out, "dirty patch "+patchText(ga)+" -> "+patchText(gb))
+	if fa != nil && fb != nil {
+		ua, ub := a.CommitUnknown(), b.CommitUnknown()
+		switch {
+		case ua == "" && ub == "" && ga != nil && gb != nil:
+			if ga.Head != gb.Head {
+				s := fmt.Sprintf("commit %s -> %s", mdText(ShortCommit(ga.Head)), mdText(ShortCommit(gb.Head)))
+				if gb.Subject != "" {
+					s += " (" + mdText(strconv.Quote(gb.Subject)) + ")"
+				}
+				out = append(out, s)
+			}
+			pair("branch", orDetached(ga.Branch), orDetached(gb.Branch))
+		case ga == nil && gb == nil && ua == "" && ub == "":
+			// No repository configured on either side.
+		default:
+			for _, x := range []*Experiment{a, b} {
+				if x.CommitUnknown() != "" || gitOf(x) == nil {
+					unk(x, "commit")
+				}
+			}
+		}
+		if ga != nil && gb != nil && ua == "" && ub == "" {
+			pa, pb := a.PatchUnknown(), b.PatchUnknown()
+			switch {
+			case pa == "" && pb == "":
+				if ga.PatchSHA256 != gb.PatchSHA256 {
+					out = append(out, "dirty patch "+patchText(ga)+" -> "+patchText(gb))
+				}
+			default:
+				for _, x := range []*Experiment{a, b} {
+					if x.PatchUnknown() != "" {
+						unk(x, "dirty state")
+					}
+				}
+			}
 		}
 	}
-	pair("profile", a.Profile(), b.Profile())
 	la, lb := launchOf(a), launchOf(b)
 	if la != nil && lb != nil {
+		pair("profile", a.Profile(), b.Profile())
 		pair("preset", la.Preset, lb.Preset)
 		if d := envDiff(la.Env, lb.Env); d != "" {
 			out = append(out, "env "+d)
 		}
 		if ca, cb := commandLineOf(a), commandLineOf(b); ca != cb {
-			out = append(out, "command line changed")
+			out = append(out, "command line "+commandLineDiff(ca, cb))
 		}
 	}
-	if a.Fingerprint != nil && b.Fingerprint != nil {
-		va := map[string]string{}
-		for _, v := range a.Fingerprint.Versions {
-			va[v.Name] = versionText(v)
+	if fa != nil && fb != nil {
+		va := map[string]Version{}
+		for _, v := range fa.Versions {
+			va[v.Name] = v
 		}
-		for _, v := range b.Fingerprint.Versions {
-			if x, ok := va[v.Name]; ok && x != versionText(v) {
-				out = append(out, fmt.Sprintf("%s %s -> %s", mdText(v.Name), mdText(x), mdText(versionText(v))))
+		for _, v := range fb.Versions {
+			x, ok := va[v.Name]
+			switch {
+			case !ok:
+			case x.Err == "" && v.Err == "":
+				if x.Value != v.Value {
+					out = append(out, fmt.Sprintf("%s %s -> %s", mdText(v.Name), mdText(x.Value), mdText(v.Value)))
+				}
+			case x.Err != "" && v.Err != "":
+				// Unknown on both sides: nothing to compare.
+			case x.Err != "":
+				unk(a, mdText(v.Name))
+			default:
+				unk(b, mdText(v.Name))
 			}
 		}
-		pair("host", a.Fingerprint.Hostname, b.Fingerprint.Hostname)
-		pair("kernel", a.Fingerprint.Kernel, b.Fingerprint.Kernel)
-		if sa, sb := GPUStateSummary(a.Fingerprint.GPUs), GPUStateSummary(b.Fingerprint.GPUs); sa != "" && sb != "" && sa != sb {
-			out = append(out, "GPUs at start: "+mdText(sb))
+		known := func(what, x, y string) {
+			switch {
+			case x != "" && y != "":
+				pair(what, x, y)
+			case x == "" && y != "":
+				unk(a, what)
+			case x != "" && y == "":
+				unk(b, what)
+			}
+		}
+		known("host", fa.Hostname, fb.Hostname)
+		known("kernel", fa.Kernel, fb.Kernel)
+	}
+	if sa, sb := GPUStateSummary(a.EndGPUs), GPUStateSummary(b.EndGPUs); sa != "" && sb != "" && sa != sb {
+		out = append(out, "GPUs under load (at the end) "+mdText(sa)+" -> "+mdText(sb))
+	}
+	for _, x := range []*Experiment{a, b} {
+		if w := unknown[x]; len(w) > 0 {
+			out = append(out, strings.Join(w, ", ")+" unknown for "+mdText(x.ID))
 		}
 	}
 	return out
+}
+
+// commandLineDiff says how command line b differs from a, word by word:
+// the words after their common start and before their common end, with
+// the flag before them for context ("`--port 33551` -> `--port 34012`"),
+// cut to a few words each.
+func commandLineDiff(a, b string) string {
+	wa, wb := strings.Fields(a), strings.Fields(b)
+	i := 0
+	for i < len(wa) && i < len(wb) && wa[i] == wb[i] {
+		i++
+	}
+	ja, jb := len(wa), len(wb)
+	for ja > i && jb > i && wa[ja-1] == wb[jb-1] {
+		ja, jb = ja-1, jb-1
+	}
+	ctx := ""
+	if i > 0 && strings.HasPrefix(wa[i-1], "-") && (ja == i || !strings.HasPrefix(wa[i], "-")) && (jb == i || !strings.HasPrefix(wb[i], "-")) {
+		ctx = wa[i-1] + " " // the changed words are the value of this flag
+	}
+	words := func(w []string) string {
+		const most = 6
+		if len(w) == 0 {
+			return "(nothing)"
+		}
+		s := strings.Join(w[:min(len(w), most)], " ")
+		if len(w) > most {
+			s += " ..."
+		}
+		return mdCode(ctx + s)
+	}
+	return words(wa[i:ja]) + " -> " + words(wb[i:jb])
 }
 
 func gitOf(x *Experiment) *GitState {
@@ -382,7 +504,18 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
 	if fp == nil {
 		m.f("- **Fingerprint:** not captured\n")
 	}
-	if g := gitOf(x); g != nil {
+	if why := x.CommitUnknown(); fp != nil && why != "" {
+		m.f("- **Commit:** unknown (%s)", mdText(why))
+		if g := gitOf(x); g != nil && x.PatchUnknown() == "" {
+			m.f("; dirty: patch %s", patchText(g))
+		} else {
+			m.f("; dirty state unknown")
+		}
+		if g := gitOf(x); g != nil && g.Repo != "" {
+			m.f(" (repository %s)", mdCode(g.Repo))
+		}
+		m.f("\n")
+	} else if g := gitOf(x); g != nil {
 		m.f("- **Commit:** %s", orDash(mdText(ShortCommit(g.Head))))
 		if g.Branch != "" {
 			m.f(" on %s", mdText(g.Branch))
@@ -392,7 +525,9 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
 		if g.Subject != "" {
 			m.f(": %s", mdText(g.Subject))
 		}
-		if pt := patchText(g); pt == "clean" {
+		if why := x.PatchUnknown(); why != "" {
+			m.f("; dirty state unknown (%s)", mdText(why))
+		} else if pt := patchText(g); pt == "clean" {
 			m.f("; clean")
 		} else {
 			m.f("; dirty: patch %s", pt)

@@ -285,7 +285,7 @@ func TestReportCrashedAndLive(t *testing.T) {
 		if err := WriteMarkdown(&md, r, ReportOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(md.String(), `| e1 | x \| y z | - | - | no samples | - | `+want+" |") {
+		if !strings.Contains(md.String(), `| e1 | x \| y z | unknown | - | no samples | - | `+want+" |") {
 			t.Errorf("live %v: table row not escaped or wrong:\n%s", live, md.String())
 		}
 	}

@@ -93,6 +93,7 @@ var catchUpRules = map[string]catchRule{
 	"exp-update":      catchAll,
 	"exp-end":         catchAll,
 	"key":             catchIgnore,
+	"session":         catchAll, // the ledger ends at it what a crashed session left open
 }
 
 // seekCache is what CatchUp learnt about failures, kept across calls.

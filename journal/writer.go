@@ -66,30 +66,47 @@ func Create(path string, h Header) (*Writer, error) {
 		lock.release()
 		return nil, err
 	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fail(fmt.Errorf("journal: %w", err))
+	}
+	w, err := startFile(path, lock, f, h)
+	if err != nil {
+		os.Remove(path)
+		return fail(err)
+	}
+	syncDir(dir)
+	return w, nil
+}
+
+// normalHeader sets h's format and version to this package's and its
+// Created time to now when zero, kept to the microsecond in UTC.
+func normalHeader(h Header) Header {
 	h.Format, h.Version = FormatName, FormatVersion
 	if h.Created.IsZero() {
 		h.Created = time.Now()
 	}
 	h.Created = h.Created.UTC().Round(time.Microsecond)
+	return h
+}
+
+// startFile writes the header line h (normalHeader) to the empty file f,
+// fsyncs it and returns the Writer; on an error f is closed.
+func startFile(path string, lock *fileLock, f *os.File, h Header) (*Writer, error) {
+	h = normalHeader(h)
 	head, err := encodeHeader(h)
 	if err != nil {
-		return fail(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-	if err != nil {
-		return fail(fmt.Errorf("journal: %w", err))
+		f.Close()
+		return nil, err
 	}
 	if _, err := f.Write(head); err != nil {
 		f.Close()
-		os.Remove(path)
-		return fail(fmt.Errorf("journal: write header: %w", err))
+		return nil, fmt.Errorf("journal: write header: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		os.Remove(path)
-		return fail(fmt.Errorf("journal: sync: %w", err))
+		return nil, fmt.Errorf("journal: sync: %w", err)
 	}
-	syncDir(dir)
 	w := &Writer{path: path, lock: lock, f: f, bytes: int64(len(head))}
 	w.enc.created = h.Created
 	return w, nil
@@ -104,12 +121,17 @@ func syncDir(dir string) {
 	}
 }
 
-// Append resumes writing the existing journal at path: it checks the header
-// (errors wrap ErrNotJournal, or are a *VersionError), cuts a torn last
-// line (a crash mid-write) back to the last "\n" so new lines are never
-// glued to a fragment, and returns a Writer positioned at the end. Another
-// writer holding the journal gives a *LockedError.
-func Append(path string) (*Writer, error) {
+// Append resumes writing the existing journal at path for a new cockpit
+// session whose header is h: it checks the file's header (errors wrap
+// ErrNotJournal, or are a *VersionError), cuts a torn last line (a crash
+// mid-write) back to the last "\n" so new lines are never glued to a
+// fragment, writes a "session" event carrying h (normalHeader: Created is
+// the event's time) and fsyncs, and returns a Writer positioned after it.
+// Event times still count from the file's own header. An empty file (0
+// bytes, e.g. made by touch or mktemp) is a new journal: h is written as
+// its header. A missing file gives an error wrapping fs.ErrNotExist;
+// another writer holding the journal a *LockedError.
+func Append(path string, h Header) (*Writer, error) {
 	lock, err := acquireLock(path)
 	if err != nil {
 		return nil, err
@@ -118,11 +140,28 @@ func Append(path string) (*Writer, error) {
 		lock.release()
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return fail(fmt.Errorf("journal: %w", err))
 	}
-	h, end, err := appendPoint(f, path)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fail(fmt.Errorf("journal: %w", err))
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return fail(fmt.Errorf("journal: %s: %w (not a regular file)", path, ErrNotJournal))
+	}
+	if st.Size() == 0 {
+		_ = f.Chmod(0o600) // as Create makes it: a journal may hold a dirty patch
+		w, err := startFile(path, lock, f, h)
+		if err != nil {
+			return fail(err)
+		}
+		return w, nil
+	}
+	fh, end, err := appendPoint(f, path)
 	if err != nil {
 		f.Close()
 		return fail(err)
@@ -133,12 +172,17 @@ func Append(path string) (*Writer, error) {
 			return fail(fmt.Errorf("journal: cut torn last line: %w", err))
 		}
 	}
-	if _, err := f.Seek(end, io.SeekStart); err != nil {
-		f.Close()
-		return fail(fmt.Errorf("journal: %w", err))
-	}
 	w := &Writer{path: path, lock: lock, f: f, bytes: end}
-	w.enc.created = h.Created
+	w.enc.created = fh.Created
+	h = normalHeader(h)
+	if err := w.Write(event.Event{At: h.Created, Data: Session{Header: h}}); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := w.Flush(true); err != nil {
+		w.Close()
+		return nil, err
+	}
 	return w, nil
 }
 

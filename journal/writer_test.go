@@ -67,7 +67,7 @@ func TestCreateExisting(t *testing.T) {
 
 func TestSecondWriterRefused(t *testing.T) {
 	path, w := createJournal(t)
-	_, err := Append(path)
+	_, err := Append(path, Header{})
 	var le *LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("second writer: %v, want a *LockedError", err)
@@ -88,7 +88,7 @@ func TestSecondWriterRefused(t *testing.T) {
 	if Live(path) {
 		t.Error("Live after the writer closed: true")
 	}
-	w2, err := Append(path)
+	w2, err := Append(path, Header{})
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
@@ -203,7 +203,8 @@ func TestAppendCutsTornTail(t *testing.T) {
 	if err := os.WriteFile(path, torn, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Append(path)
+	next := Header{Created: t0.Add(99 * time.Second), Flightdeck: "v9", Host: "gpu-box", User: "ana", Hostname: "laptop", PID: 77}
+	w, err := Append(path, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,10 +223,24 @@ func TestAppendCutsTornTail(t *testing.T) {
 		t.Errorf("appended file:\n%s", after[len(b):])
 	}
 	got := readAll(t, path)
-	if n := len(got); n != 8 {
-		t.Fatalf("%d events after append, want 8", n)
+	if n := len(got); n != 9 {
+		t.Fatalf("%d events after append, want 9 (6, the session, the note, the sample)", n)
 	}
-	if d := diffPayload(s, got[7].Data); d != "" {
+	// The new session is recorded first, with its header, at its time.
+	sess, ok := got[6].Data.(Session)
+	if !ok || !got[6].At.Equal(next.Created.Round(time.Microsecond)) || sess.PID != 77 || sess.Host != "gpu-box" || sess.Format != FormatName || sess.Version != FormatVersion {
+		t.Errorf("first appended event %T %+v at %v, want the session's header at %v", got[6].Data, got[6].Data, got[6].At, next.Created)
+	}
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := j.Marks()
+	j.Close()
+	if m := marks[len(marks)-2]; m.Kind != "session" || m.T != 99*time.Second || m.Text != "flightdeck v9 pid 77 (ana@laptop)" {
+		t.Errorf("the session's mark %+v", m)
+	}
+	if d := diffPayload(s, got[8].Data); d != "" {
 		t.Errorf("sample after append (must be a keyframe): %s", d)
 	}
 }
@@ -233,7 +248,6 @@ func TestAppendCutsTornTail(t *testing.T) {
 func TestAppendRefuses(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{
-		"empty":   "",
 		"text":    "hello\nworld\n",
 		"torn":    `{"format":"flightdeck-journal","version":1`,
 		"other":   `{"format":"asciicast","version":2,"created":"2026-11-29T00:00:00Z"}` + "\n",
@@ -242,7 +256,7 @@ func TestAppendRefuses(t *testing.T) {
 	} {
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, []byte(content), 0o600)
-		_, err := Append(path)
+		_, err := Append(path, Header{})
 		_, oerr := Open(path)
 		for _, e := range []error{err, oerr} {
 			var ve *VersionError
@@ -255,5 +269,39 @@ func TestAppendRefuses(t *testing.T) {
 				t.Errorf("%s: %v, want ErrNotJournal", name, e)
 			}
 		}
+	}
+}
+
+// An empty file (touch, mktemp) given to Append is a new journal: the
+// header is written, with no session event, and the file is made 0600.
+func TestAppendEmptyFileIsNew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Append(path, Header{Created: t0, Host: "gpu-box", PID: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(event.Event{At: t0.Add(time.Second), Data: Note{Text: "first"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if h := j.Header(); h.Host != "gpu-box" || h.PID != 5 || !h.Created.Equal(t0.Round(time.Microsecond)) {
+		t.Errorf("header %+v", h)
+	}
+	got := readAll(t, path)
+	if len(got) != 1 || got[0].Data.(Note).Text != "first" {
+		t.Errorf("events %+v, want the one note", got)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
 	}
 }

@@ -346,7 +346,11 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 			if x.Median != nil {
 				res.Median = *x.Median
 			}
-			fmt.Fprintf(tw, "  %s\t%s\ttok/s %s\t%s\n", sanitize.String(x.ID), sanitize.String(x.Name), journal.FormatResult(res), x.EndedHow)
+			how := x.EndedHow
+			if how == string(journal.TriggerKey) {
+				how = "by hand"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\ttok/s %s\t%s\n", sanitize.String(x.ID), sanitize.String(x.Name), journal.FormatResult(res), how)
 		}
 		tw.Flush()
 	}
@@ -356,8 +360,9 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 // --- journal show ---
 
 type journalShowFlags struct {
-	dir  string
-	json bool
+	dir   string
+	json  bool
+	patch bool
 }
 
 func newJournalShowCmd() *cobra.Command {
@@ -372,7 +377,13 @@ as e2, or a name) it prints that experiment in full: its result, its
 fingerprint — commit, branch, dirty patch (hash, size, files changed),
 untracked files and stashes, launch command line and env (secrets
 redacted), versions, host and kernel, every GPU's state at start and end —
-and its notes.`,
+and its notes. A value that could not be captured (a git command that
+failed or timed out, a version probe) is shown as unknown, with why.
+
+--patch prints the dirty patch itself (git diff HEAD, as captured at the
+experiment's start). It is stored in the journal as is: it may hold
+whatever the uncommitted code held, secrets included (journal files are
+mode 0600).`,
 		Args: gitArgs(cobra.RangeArgs(1, 2)),
 		RunE: journalRunE(func(cmd *cobra.Command, args []string) error {
 			exp := ""
@@ -384,6 +395,7 @@ and its notes.`,
 	}
 	cmd.Flags().StringVar(&f.dir, "dir", "", "journals directory FILE is looked up in (default $XDG_STATE_HOME/flightdeck/journals)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON (the export's document, or one experiment)")
+	cmd.Flags().BoolVar(&f.patch, "patch", false, "with EXP: also print the dirty patch itself (stored as captured: it may hold secrets)")
 	return cmd
 }
 
@@ -395,6 +407,12 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 	defer lj.Close()
 	r := lj.report
 	out := cmd.OutOrStdout()
+	if f.patch && exp == "" {
+		return refusedf("--patch goes with an experiment: flightdeck journal show FILE EXP --patch")
+	}
+	if f.patch && f.json {
+		return refusedf("--patch and --json: the JSON has the patch already (fingerprint.git.patch)")
+	}
 	var x *journal.Experiment
 	if exp != "" {
 		if x = r.Ledger.Find(exp); x == nil {
@@ -418,7 +436,7 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 		return enc.Encode(doc)
 	}
 	if x != nil {
-		return showExperiment(out, r, x)
+		return showExperiment(out, r, x, f.patch)
 	}
 	return showSession(out, lj)
 }
@@ -469,10 +487,26 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			} else if p, ok := journal.DeltaPct(x, base); ok {
 				delta = fmt.Sprintf("%+.1f%%", p)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s(x.ID), s(x.Name), orDash(s(journal.ShortCommit(x.Commit()))), orDash(s(x.Profile())),
-				journal.FormatResult(x.Result), delta, journal.FormatElapsed(x.Started.Sub(h.Created)), journal.EndedHow(x))
+			commit := orDash(s(journal.ShortCommit(x.Commit())))
+			if x.CommitUnknown() != "" {
+				commit = "unknown"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s(x.ID), s(x.Name), commit, orDash(s(x.Profile())),
+				journal.FormatResult(x.Result), delta, journal.FormatElapsed(x.Started.Sub(h.Created)), journal.EndedWords(x))
 		}
 		tw.Flush()
+	}
+	if len(r.Sessions) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "sessions (--journal appended to this file)")
+		fmt.Fprintf(out, "  0:00:00 %s (created it)\n", journal.Session{Header: h}.Describe())
+		for _, ss := range r.Sessions {
+			fmt.Fprintf(out, "  %s %s", journal.FormatElapsed(ss.At.Sub(h.Created)), ss.Session.Describe())
+			if x := r.Ledger.Find(ss.Crashed); ss.Crashed != "" && x != nil {
+				fmt.Fprintf(out, "; %s, left open by the previous session, ended at its last event (%s)", s(x.ID), journal.FormatElapsed(x.Ended.Sub(h.Created)))
+			}
+			fmt.Fprintln(out)
+		}
 	}
 	if notes := r.Ledger.Notes(); len(notes) > 0 {
 		fmt.Fprintln(out)
@@ -488,19 +522,19 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 	return nil
 }
 
-func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment) error {
+func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, patch bool) error {
 	s := journal.OneLine
 	start := r.Header.Created
 	base, _ := r.Baseline("")
 	fmt.Fprintf(out, "%s  %s\n", s(x.ID), s(x.Name))
-	fmt.Fprintf(out, "  started     %s by %s\n", journal.FormatElapsed(x.Started.Sub(start)), orDash(string(x.StartedBy)))
-	switch how := journal.EndedHow(x); how {
+	fmt.Fprintf(out, "  started     %s by %s\n", journal.FormatElapsed(x.Started.Sub(start)), orDash(triggerWords(x.StartedBy)))
+	switch how := journal.EndedWords(x); how {
 	case "open":
 		fmt.Fprintln(out, "  ended       still open")
 	case "crash":
 		fmt.Fprintf(out, "  ended       no end recorded: the journal stops at %s\n", journal.FormatElapsed(x.Ended.Sub(start)))
 	default:
-		fmt.Fprintf(out, "  ended       %s by %s (%s long)\n", journal.FormatElapsed(x.Ended.Sub(start)), how, journal.FormatElapsed(x.Ended.Sub(x.Started)))
+		fmt.Fprintf(out, "  ended       %s %s (%s long)\n", journal.FormatElapsed(x.Ended.Sub(start)), triggerWords(x.EndedBy), journal.FormatElapsed(x.Ended.Sub(x.Started)))
 	}
 	fmt.Fprintf(out, "  hypothesis  %s\n", orDash(s(x.Hypothesis)))
 	fmt.Fprintf(out, "  conclusion  %s\n", orDash(s(x.Conclusion)))
@@ -533,28 +567,32 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment) err
 		if fp.Hostname != "" || fp.Kernel != "" {
 			fmt.Fprintf(out, "  host        %s, kernel %s\n", orDash(s(fp.Hostname)), orDash(s(fp.Kernel)))
 		}
-		if g := fp.Git; g != nil {
-			fmt.Fprintf(out, "  repository  %s\n", s(g.Repo))
-			branch := "detached"
-			if g.Branch != "" {
-				branch = "on " + s(g.Branch)
+		if why := x.CommitUnknown(); why != "" {
+			if g := fp.Git; g != nil && g.Repo != "" {
+				fmt.Fprintf(out, "  repository  %s\n", s(g.Repo))
 			}
-			fmt.Fprintf(out, "  commit      %s %s: %s\n", orDash(s(g.Head)), branch, s(g.Subject))
-			if g.PatchBytes == 0 && g.PatchSHA256 == "" {
+			fmt.Fprintf(out, "  commit      unknown (%s)\n", s(why))
+		}
+		if g := fp.Git; g != nil {
+			if x.CommitUnknown() == "" {
+				fmt.Fprintf(out, "  repository  %s\n", s(g.Repo))
+				branch := "detached"
+				if g.Branch != "" {
+					branch = "on " + s(g.Branch)
+				}
+				subject := ""
+				if g.Subject != "" {
+					subject = ": " + s(g.Subject)
+				}
+				fmt.Fprintf(out, "  commit      %s %s%s\n", s(g.Head), branch, subject)
+			}
+			switch why := x.PatchUnknown(); {
+			case why != "":
+				fmt.Fprintf(out, "  dirty       unknown (%s)\n", s(why))
+			case g.PatchBytes == 0 && g.PatchSHA256 == "":
 				fmt.Fprintln(out, "  dirty       no (clean tree)")
-			} else {
-				cut := ""
-				if g.PatchTruncated {
-					cut = fmt.Sprintf(", stored cut at %s", journal.FormatBytes(journal.MaxPatch))
-				}
-				fmt.Fprintf(out, "  dirty       patch %s, sha256 %s%s\n", journal.FormatBytes(int64(g.PatchBytes)), s(g.PatchSHA256), cut)
-				for _, fc := range journal.DiffStat(g.Patch) {
-					if fc.Binary {
-						fmt.Fprintf(out, "                %s (binary)\n", fc.Path)
-					} else {
-						fmt.Fprintf(out, "                %s +%d -%d\n", fc.Path, fc.Added, fc.Deleted)
-					}
-				}
+			default:
+				writePatchSummary(out, g, patch)
 			}
 			for _, u := range g.Untracked {
 				fmt.Fprintf(out, "  untracked   %s\n", s(u))
@@ -588,7 +626,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment) err
 	if fp != nil {
 		for _, v := range fp.Versions {
 			if v.Err != "" {
-				fmt.Fprintf(out, "  version     %-8s FAILED: %s (%s)\n", s(v.Name), s(v.Err), s(v.Command))
+				fmt.Fprintf(out, "  version     %-8s unknown: the probe failed: %s (%s)\n", s(v.Name), s(v.Err), s(v.Command))
 			} else {
 				fmt.Fprintf(out, "  version     %-8s %s\n", s(v.Name), s(v.Value))
 			}
@@ -751,10 +789,35 @@ func runJournalExport(cmd *cobra.Command, arg string, f journalExportFlags) erro
 		return write(cmd.OutOrStdout())
 	}
 	if err := writeFileAtomic(f.out, write); err != nil {
-		return err
+		return outputError{f.out, err}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: wrote %s\n", f.out)
 	return nil
+}
+
+// outputError is a failure to write -o FILE: an I/O error (exit 1, never
+// "input refused", even when the directory does not exist), named by the
+// path the user gave rather than the temporary file written first.
+type outputError struct {
+	path string
+	err  error
+}
+
+func (e outputError) Error() string {
+	err := e.err
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	msg := err.Error()
+	if errors.Is(err, fs.ErrNotExist) {
+		msg = "no such directory: " + filepath.Dir(e.path)
+	}
+	return "write " + e.path + ": " + msg
 }
 
 // writeFileAtomic writes a file through a temporary file in the same
@@ -777,4 +840,53 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// triggerWords says what started or ended an experiment: "hand (e)" for
+// the key, else the trigger's own word ("launch", "relaunch", "kill").
+func triggerWords(t journal.Trigger) string {
+	if t == journal.TriggerKey {
+		return "hand (e)"
+	}
+	return sanitize.String(string(t))
+}
+
+// writePatchSummary prints a dirty checkout's patch as show gives it: its
+// size and SHA-256, a diffstat (files, lines added and deleted, per file),
+// and with full the patch itself, each line sanitised (it is the host's
+// text), framed so that it can be cut out and applied.
+func writePatchSummary(out io.Writer, g *journal.GitState, full bool) {
+	s := sanitize.String
+	cut := ""
+	if g.PatchTruncated {
+		cut = fmt.Sprintf(", stored cut at %s", journal.FormatBytes(journal.MaxPatch))
+	}
+	fmt.Fprintf(out, "  dirty       patch %s, sha256 %s%s\n", journal.FormatBytes(int64(g.PatchBytes)), s(g.PatchSHA256), cut)
+	if st := journal.DiffStatSummary(g.Patch); st != "" {
+		fmt.Fprintf(out, "  diffstat    %s\n", st)
+	}
+	for _, fc := range journal.DiffStat(g.Patch) {
+		if fc.Binary {
+			fmt.Fprintf(out, "                %s (binary)\n", fc.Path)
+		} else {
+			fmt.Fprintf(out, "                %s +%d -%d\n", fc.Path, fc.Added, fc.Deleted)
+		}
+	}
+	if !full {
+		if g.Patch != "" {
+			fmt.Fprintln(out, "              (the patch itself: --patch)")
+		}
+		return
+	}
+	if g.Patch == "" {
+		fmt.Fprintln(out, "  patch       not stored")
+		return
+	}
+	fmt.Fprintln(out, "  patch:")
+	for line := range strings.Lines(g.Patch) {
+		fmt.Fprintln(out, s(strings.TrimSuffix(line, "\n")))
+	}
+	if g.PatchTruncated {
+		fmt.Fprintf(out, "  (patch cut: %s of %s stored)\n", journal.FormatBytes(int64(len(g.Patch))), journal.FormatBytes(int64(g.PatchBytes)))
+	}
 }

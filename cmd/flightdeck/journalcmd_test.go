@@ -94,10 +94,15 @@ func TestJournalLs(t *testing.T) {
 	}
 
 	// A journal a cockpit is writing is "live"; its open experiment is
-	// open, not crashed. (Append cut its torn last line: only the garbled
+	// open, not crashed — but the one the crashed session left open was
+	// ended by the crash. (Append cut its torn last line: only the garbled
 	// one is left to report.)
-	w, err := journal.Append(torn)
+	w, err := journal.Append(torn, journal.Header{Host: "demo", PID: 99})
 	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: journal.ExperimentStart{ID: "e4", Name: "after", Trigger: journal.TriggerKey}})
+	if err := w.Flush(true); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = runCLI(t, nil, "journal", "ls", "--dir", dir, "--json")
@@ -112,8 +117,11 @@ func TestJournalLs(t *testing.T) {
 	if len(docs) != 3 || !docs[0].Live || docs[1].Live || docs[2].Error == "" || docs[0].Problems == nil || docs[0].Problems.Garbled != 1 {
 		t.Fatalf("ls --json: %s", out)
 	}
-	if e3 := docs[0].Experiments[2]; e3.EndedHow != "open" {
-		t.Errorf("live journal's e3 %+v, want open", e3)
+	if e3 := docs[0].Experiments[2]; e3.EndedHow != "crash" {
+		t.Errorf("live journal's e3 %+v, want ended by the crash", e3)
+	}
+	if e4 := docs[0].Experiments[3]; e4.EndedHow != "open" {
+		t.Errorf("live journal's e4 %+v, want open", e4)
 	}
 	if e2 := docs[1].Experiments[1]; e2.Median == nil || *e2.Median < 88.5 || *e2.Median > 89.5 || e2.N != 20 || e2.Commit == "" {
 		t.Errorf("e2 %+v", e2)
@@ -145,7 +153,7 @@ func TestJournalShow(t *testing.T) {
 	for _, want := range []string{"e3  nccl-ll-ring @ 9f8e7d6", "commit      9f8e7d6c5b4a39281706f5e4d3c2b1a098f7e6d5 on main: Fix PCG MoE Error",
 		"dirty       patch 1.2 KiB, sha256 5d41402abc4b", "pynccl.py +2 -1", "untracked   bench.sh",
 		"--api-key '<redacted>'", "env         HF_TOKEN=<redacted>", "env         NCCL_PROTO=LL",
-		"version     nccl     FAILED: timed out after 10s", "GPUs at end:", "sw-power", "n/a"} {
+		"version     nccl     unknown: the probe failed: timed out after 10s", "GPUs at end:", "sw-power", "n/a"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show e3 lacks %q:\n%s", want, out)
 		}
@@ -360,8 +368,8 @@ func TestJournalFlags(t *testing.T) {
 	w3.Write(event.Event{At: time.Now(), Data: journal.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerKey}})
 	w3.Close()
 	j, _ = journal.Open(w1.Path())
-	if j.Len() != 3 {
-		t.Errorf("%d events after appending, want 3", j.Len())
+	if j.Len() != 4 {
+		t.Errorf("%d events after appending, want 4 (a note, the second session, a note, e2's start)", j.Len())
 	}
 	j.Close()
 	// A session appended to it numbers its experiments after e2.

@@ -48,13 +48,24 @@ func main() {
 	}
 	if err != nil {
 		var ec exitCode
-		if !errors.As(err, &ec) {
+		var ue usageErr
+		switch {
+		case errors.As(err, &ue):
+			fmt.Fprintln(os.Stderr, "flightdeck:", err)
+			ec = exitRefused
+		case !errors.As(err, &ec):
 			fmt.Fprintln(os.Stderr, "flightdeck:", err)
 			ec = 1
 		}
 		os.Exit(int(ec))
 	}
 }
+
+// usageErr is a usage error main prints and exits with status 2 for (the
+// status of input refused): an unknown subcommand.
+type usageErr struct{ msg string }
+
+func (e usageErr) Error() string { return e.msg }
 
 // exitCode ends the program with a status after the command has already
 // reported why on stderr.
@@ -77,6 +88,9 @@ replay FILE, flightdeck journal export FILE --format md.
 Try it without a GPU:  flightdeck demo`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// An unknown command is a usage error (exit 2), as in the groups.
+		Args: cobra.ArbitraryArgs,
+		RunE: runGroup,
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/flightdeck/config.toml)")
 	root.AddCommand(newConnectCmd(), newDemoCmd(), newReplayCmd(), newJournalCmd(), newServerCmd(), newGitCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
@@ -127,12 +141,13 @@ func versionString() string {
 	return v + " " + bi.GoVersion
 }
 
-// runGroup is the RunE of a command that only groups subcommands: alone it
-// prints its help; with an unknown subcommand it fails, rather than
-// printing help and exiting 0 as cobra does for a group.
+// runGroup is the RunE of a command that only groups subcommands (and of
+// the root): alone it prints its help; with an unknown subcommand it fails
+// with a usage error (exit status 2, as a bad flag), rather than printing
+// help and exiting 0 as cobra does for a group.
 func runGroup(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+		return usageErr{fmt.Sprintf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())}
 	}
 	return cmd.Help()
 }

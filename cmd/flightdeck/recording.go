@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,17 +85,21 @@ func (f journalFlags) openCounting(hostLabel string, h journal.Header) (*journal
 	h.PID = os.Getpid()
 	h.Created = time.Now()
 	if f.file != "" {
-		w, err := journal.Append(f.file)
+		if fi, err := os.Stat(f.file); err == nil && fi.IsDir() {
+			return nil, 0, fmt.Errorf("--journal %s is a directory: give a file in it (e.g. %s), or leave --journal out for a new file in the default directory",
+				f.file, filepath.Join(f.file, "session.jsonl"))
+		}
+		w, err := journal.Append(f.file, h)
 		if errors.Is(err, fs.ErrNotExist) {
 			w, err = journal.Create(f.file, h)
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("--journal: %w", err)
+			return nil, 0, journalFlagError{f.file, err}
 		}
 		n, err := countExperiments(f.file)
 		if err != nil {
 			w.Close()
-			return nil, 0, fmt.Errorf("--journal: %w", err)
+			return nil, 0, journalFlagError{f.file, err}
 		}
 		return w, n, nil
 	}
@@ -124,6 +129,25 @@ func (f journalFlags) openCounting(hostLabel string, h journal.Header) (*journal
 		return w, 0, nil
 	}
 }
+
+// journalFlagError is an error opening --journal FILE: "--journal FILE:
+// why", the journal package's "journal: " prefix left out (the flag
+// already says it). It unwraps to the cause (a *journal.LockedError,
+// ErrNotJournal, fs.ErrNotExist).
+type journalFlagError struct {
+	path string
+	err  error
+}
+
+func (e journalFlagError) Error() string {
+	msg := strings.TrimPrefix(e.err.Error(), "journal: ")
+	if strings.HasPrefix(msg, e.path+": ") || strings.Contains(msg, " "+e.path+": ") || strings.Contains(msg, " "+e.path+" ") {
+		return "--journal: " + msg // it names the file already
+	}
+	return "--journal " + e.path + ": " + msg
+}
+
+func (e journalFlagError) Unwrap() error { return e.err }
 
 // countExperiments is the highest experiment number in the journal at
 // path (e7 -> 7), 0 when it holds none.

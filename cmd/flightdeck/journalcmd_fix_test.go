@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
+)
+
+const fixPatch = "diff --git a/model/pynccl.py b/model/pynccl.py\n--- a/model/pynccl.py\n+++ b/model/pynccl.py\n" +
+	"@@ -1,2 +1,3 @@\n-x = 1\n+x = 2\n+TOKEN = 'hunter2'\n y\n"
+
+// unknownJournal writes a journal where e1's git capture failed (and its
+// nccl probe), e2 is dirty and was ended by hand, then appends a second
+// session (as --journal FILE after a crash) with e3 open at the crash.
+func unknownJournal(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "unknown.jsonl")
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	w, err := journal.Create(path, journal.Header{Created: t0, Host: "demo", Flightdeck: "v1", User: "ana", Hostname: "laptop", PID: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp1 := journal.Fingerprint{At: at(2), Git: &journal.GitState{Repo: "/r"}, Errors: []string{"git: timed out after 30s"},
+		Versions: []journal.Version{{Name: "nccl", Command: "nccl-version", Err: "timed out after 10s"}}}
+	fp2 := journal.Fingerprint{At: at(62), Git: &journal.GitState{Repo: "/r", Head: "a6d51c0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708", Branch: "main",
+		Patch: fixPatch, PatchSHA256: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", PatchBytes: len(fixPatch)},
+		Versions: []journal.Version{{Name: "nccl", Value: "2.21.5"}}}
+	for _, e := range []event.Event{
+		{At: at(1), Data: journal.ExperimentStart{ID: "e1", Name: "base", Trigger: journal.TriggerKey}},
+		{At: at(2), Data: journal.ExperimentFingerprint{Exp: "e1", Fingerprint: fp1}},
+		{At: at(60), Data: journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKey}},
+		{At: at(61), Data: journal.ExperimentStart{ID: "e2", Name: "dirty", Trigger: journal.TriggerKey}},
+		{At: at(62), Data: journal.ExperimentFingerprint{Exp: "e2", Fingerprint: fp2}},
+		{At: at(120), Data: journal.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerKey}},
+		{At: at(130), Data: journal.ExperimentStart{ID: "e3", Name: "crashed", Trigger: journal.TriggerKey}},
+		{At: at(140), Data: journal.Note{Text: "last words", Exp: "e3"}},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err = journal.Append(path, journal.Header{Created: at(3600), Host: "demo", Flightdeck: "v2", User: "ana", Hostname: "laptop", PID: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// journal show: an unknown commit reads as unknown (never detached or
+// clean), a dirty patch is summarised (diffstat, hash, size) and printed
+// only with --patch, "key" reads "by hand", the sessions are listed.
+func TestJournalShowUnknownPatchSessions(t *testing.T) {
+	path := unknownJournal(t)
+	out, _, err := runCLI(t, nil, "journal", "show", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"e1  base     unknown", "by hand", "e3  crashed  unknown", "crash",
+		"sessions (--journal appended to this file)", "0:00:00 flightdeck v1 pid 10 (ana@laptop) (created it)",
+		"1:00:00 flightdeck v2 pid 11 (ana@laptop); e3, left open by the previous session, ended at its last event (0:02:20)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runCLI(t, nil, "journal", "show", path, "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"commit      unknown (git: timed out after 30s)", "dirty       unknown (git: timed out after 30s)",
+		"version     nccl     unknown: the probe failed: timed out after 10s", "ended       0:01:00 hand (e)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show e1 lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"detached", "clean", "commit      -"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("show e1 says %q:\n%s", bad, out)
+		}
+	}
+	out, _, err = runCLI(t, nil, "journal", "show", path, "e2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dirty       patch 143 B, sha256 0123456789abcdef", "diffstat    1 file, +2 -1", "model/pynccl.py +2 -1", "(the patch itself: --patch)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show e2 lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hunter2") {
+		t.Errorf("the patch printed without --patch:\n%s", out)
+	}
+	out, _, err = runCLI(t, nil, "journal", "show", path, "e2", "--patch")
+	if err != nil || !strings.Contains(out, "  patch:\ndiff --git a/model/pynccl.py b/model/pynccl.py\n") || !strings.Contains(out, "+TOKEN = 'hunter2'\n") {
+		t.Errorf("show e2 --patch: %v\n%s", err, out)
+	}
+	_, errOut, err := runCLI(t, nil, "journal", "show", path, "--patch")
+	wantRefused(t, errOut, err, "--patch goes with an experiment")
+	out, _, _ = runCLI(t, nil, "journal", "show", "--help")
+	if !strings.Contains(out, "secrets included") {
+		t.Errorf("show --help does not warn that the patch is stored as is:\n%s", out)
+	}
+}
+
+// An export to a directory that does not exist is an I/O failure (exit 1)
+// naming the path given, not the temporary file.
+func TestJournalExportOutputError(t *testing.T) {
+	_, file := journalDirWith(t)
+	out := filepath.Join(t.TempDir(), "nonexistent", "x.md")
+	_, _, err := runCLI(t, nil, "journal", "export", file, "--format", "md", "-o", out)
+	var ec exitCode
+	if err == nil || errors.As(err, &ec) {
+		t.Fatalf("err = %v, want an error main exits 1 for", err)
+	}
+	if want := "write " + out + ": no such directory: " + filepath.Dir(out); err.Error() != want || strings.Contains(err.Error(), ".tmp") {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+}
+
+// An unknown subcommand is a usage error (exit 2), in every group and at
+// the top.
+func TestUnknownSubcommandIsUsageError(t *testing.T) {
+	for _, args := range [][]string{{"journal", "lss"}, {"git", "lss"}, {"server", "lss"}, {"lss"}} {
+		_, _, err := runCLI(t, nil, args...)
+		var ue usageErr
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), `unknown command "lss"`) {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+	if out, _, err := runCLI(t, nil); err != nil || !strings.Contains(out, "Usage:") {
+		t.Errorf("no arguments: %v, want the help", err)
+	}
+}
+
+// --journal: a directory is refused saying "journal" once; an empty file
+// is a new journal; an existing journal gets a session event.
+func TestJournalFlagFiles(t *testing.T) {
+	h := journal.Header{Host: "demo", Label: "demo"}
+	dir := t.TempDir()
+	_, err := journalFlags{file: dir}.open("demo", h)
+	if err == nil || strings.Count(err.Error(), "journal") != 2 || !strings.Contains(err.Error(), "--journal "+dir+" is a directory: give a file in it") {
+		t.Errorf("a directory: %v", err)
+	}
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	w, err := journalFlags{file: empty}.open("demo", h)
+	if err != nil {
+		t.Fatalf("an empty file: %v", err)
+	}
+	w.Close()
+	j, err := journal.Open(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hd := j.Header(); hd.Host != "demo" || hd.PID != os.Getpid() || j.Len() != 0 {
+		t.Errorf("empty file: header %+v, %d events", hd, j.Len())
+	}
+	j.Close()
+	w, err = journalFlags{file: empty}.open("demo", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	j, err = journal.Open(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	marks := j.Marks()
+	if len(marks) != 1 || marks[0].Kind != "session" || !strings.Contains(marks[0].Text, "pid ") {
+		t.Errorf("marks after appending %+v, want the session's", marks)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	os.WriteFile(other, []byte("my notes\n"), 0o644)
+	if _, err := (journalFlags{file: other}).open("demo", h); err == nil || strings.Count(err.Error(), "journal") != 2 {
+		t.Errorf("not a journal: %v", err)
+	}
+}
