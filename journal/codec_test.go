@@ -151,7 +151,7 @@ func roundTripEvents() []event.Event {
 	add(21, git.Status{Path: "/srv/sglang", Branch: "main", Head: git.Commit{ID: strings.Repeat("cd", 20), Short: "cdcdcdc", Subject: "s", Author: "Priya", Time: at(-5), Refs: []string{"HEAD -> main"}},
 		Upstream: "origin/main", Ahead: 1, Behind: 2, Files: []git.File{{Path: "a.py", X: 'M', Y: ' ', Added: 3, Deleted: 1}, {Path: "bin", X: '?', Y: '?', Added: -1, Deleted: -1, Binary: true}},
 		Stashes: []git.Stash{{Index: 0, ID: "ef", Message: "On main: x", Time: at(-60)}}, Reflog: []git.RefEntry{{ID: "cd", Short: "cd", Action: "pull", Message: "pull: Fast-forward", Time: at(-30)}}, Read: at(21)})
-	add(22, git.Action{Op: "checkout", Args: []string{"3207427"}, Snapshot: "20261129-215807-3f9a", From: "aa", To: "bb", Branch: "", Conflict: []string{"x.py"}, Output: "HEAD is now at 3207427", Notes: []string{"detached"}, Started: at(21.9), Took: 1500 * time.Millisecond})
+	add(22, git.Action{Op: "checkout", Args: []string{"3207427"}, Snapshot: "20261129-215807-3f9a", From: "aa", To: "bb", Branch: "", Conflict: []string{"x.py"}, Output: "HEAD is now at 3207427", Notes: []string{"detached"}, Files: []string{"python/sglang/srt/pynccl.py"}, FilesTotal: 1, Started: at(21.9), Took: 1500 * time.Millisecond})
 	add(23, git.Moved{From: "aa", To: "bb", FromShort: "aa", ToShort: "bb", FromBranch: "main", Action: "pull", Forward: 3, Files: []string{"a.py"}, FilesTotal: 1, DirtyBefore: 1, DirtyAfter: 0, DirtyChanged: []string{"a.py"}, At: at(23)})
 	add(24, remote.State{Host: "root@10.1.2.3:22", Conn: remote.Reconnecting, Attempt: 3, Err: fmt.Errorf("dial: %w", errors.New("connection refused")), Since: at(23), NextTry: at(26)})
 	add(25, Note{Text: "NCCL_ALGO=Ring regressed TP=8 decode?\nsecond line", Exp: "e1"})

@@ -160,19 +160,7 @@ func movedText(m git.Moved) string {
 		parts = append(parts, plural(m.Back, "commit")+" back")
 	}
 	if m.FilesTotal > 0 {
-		files := m.Files
-		if len(files) > maxFilesNamed {
-			files = files[:maxFilesNamed]
-		}
-		names := make([]string, len(files))
-		for i, f := range files {
-			names[i] = path.Base(f)
-		}
-		s := plural(m.FilesTotal, "file") + ": " + strings.Join(names, ", ")
-		if m.FilesTotal > len(files) {
-			s += ", ..."
-		}
-		parts = append(parts, s)
+		parts = append(parts, filesText(m.Files, m.FilesTotal))
 	}
 	if len(parts) > 0 {
 		b.WriteString(" (" + strings.Join(parts, "; ") + ")")
@@ -180,12 +168,32 @@ func movedText(m git.Moved) string {
 	return OneLine(b.String())
 }
 
-// actionText describes a git action of the cockpit that moved HEAD. A
-// git-action records no list of the files between the two commits (only
-// git-moved, for moves made outside flightdeck, has one): it says so.
+// filesText is "5 files: pynccl.py, parallel_state.py, ..." (base names,
+// the first maxFilesNamed).
+func filesText(paths []string, total int) string {
+	files := paths[:min(len(paths), maxFilesNamed)]
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = path.Base(f)
+	}
+	s := plural(total, "file") + ": " + strings.Join(names, ", ")
+	if total > len(files) {
+		s += ", ..."
+	}
+	return s
+}
+
+// actionText describes a git action of the cockpit that moved HEAD, with
+// the files between the two commits when the action recorded them (a
+// checkout does; journals before that did not: then it says how to list
+// them).
 func actionText(a git.Action) string {
-	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s (files changed not recorded: git diff --stat %s %s)",
-		a.Op, ShortCommit(a.From), ShortCommit(a.To), ShortCommit(a.From), ShortCommit(a.To))
+	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s", a.Op, ShortCommit(a.From), ShortCommit(a.To))
+	if a.FilesTotal > 0 {
+		s += " (" + filesText(a.Files, a.FilesTotal) + ")"
+	} else {
+		s += fmt.Sprintf(" (files changed not recorded: git diff --stat %s %s)", ShortCommit(a.From), ShortCommit(a.To))
+	}
 	if a.Snapshot != "" {
 		s += " (undo: snapshot " + a.Snapshot + ")"
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 )
 
 var updateReport = flag.Bool("update-report", false, "rewrite journal/testdata/report* goldens")
@@ -450,4 +451,18 @@ func FuzzMarkdownText(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestActionTextNamesTheFiles: a checkout that recorded the files it
+// brought in names them; an older one without them says how to list them.
+func TestActionTextNamesTheFiles(t *testing.T) {
+	a := git.Action{Op: "checkout", From: "a6d51c005def", To: "65b09bf80650", Snapshot: "s1",
+		Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "python/sglang/srt/distributed/parallel_state.py"}, FilesTotal: 2}
+	if got, want := actionText(a), "flightdeck checkout moved HEAD a6d51c0 -> 65b09bf (2 files: pynccl.py, parallel_state.py) (undo: snapshot s1)"; got != want {
+		t.Errorf("actionText:\n got %q\nwant %q", got, want)
+	}
+	a.Files, a.FilesTotal = nil, 0
+	if got := actionText(a); !strings.Contains(got, "files changed not recorded: git diff --stat a6d51c0 65b09bf") {
+		t.Errorf("without files: %q", got)
+	}
 }

@@ -145,7 +145,7 @@ func (r *Repo) Checkout(ctx context.Context, ref string) (Action, error) {
 	if len(p.Unmerged) > 0 {
 		return none, unmergedError("checkout", p.Unmerged)
 	}
-	return r.act(ctx, "checkout", []string{ref}, "checkout "+ref, "", p.Overwrites, func(ctx context.Context, _ Snapshot) (string, []string, error) {
+	a, err := r.act(ctx, "checkout", []string{ref}, "checkout "+ref, "", p.Overwrites, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		if p.Branch != "" {
 			out, err := r.gitDo(ctx, "checkout", "-q", p.Branch, "--")
 			return out, nil, err
@@ -153,6 +153,14 @@ func (r *Repo) Checkout(ctx context.Context, ref string) (Action, error) {
 		out, err := r.gitDo(ctx, "checkout", "-q", "--detach", p.To.ID, "--")
 		return out, nil, err
 	})
+	if a.OK() && a.To != a.From && a.To == p.To.ID {
+		// What the journal and its reports name as the change.
+		a.FilesTotal = len(p.Files)
+		for _, c := range p.Files[:min(len(p.Files), MaxActionFiles)] {
+			a.Files = append(a.Files, c.Path)
+		}
+	}
+	return a, err
 }
 
 // CheckMessage refuses a stash name with control characters or invalid

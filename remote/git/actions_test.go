@@ -100,6 +100,10 @@ func TestCheckoutThenRestoreGivesBackEveryByte(t *testing.T) {
 			if a.From != tr.c1 || a.To != tr.c2 || a.Branch != "" || a.Snapshot == "" {
 				t.Errorf("action %+v", a)
 			}
+			// The files the move brings in, for the journal's reports.
+			if a.FilesTotal != len(p.Files) || len(a.Files) != len(p.Files) || a.Files[0] != p.Files[0].Path {
+				t.Errorf("action files %q (%d), preview %+v", a.Files, a.FilesTotal, p.Files)
+			}
 			if got := gitIn(t, tr.dir, "rev-parse", "HEAD"); got != tr.c2 {
 				t.Fatalf("HEAD %s", got)
 			}

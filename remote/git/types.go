@@ -196,10 +196,18 @@ type Action struct {
 	// "main has moved since: restored at 3207427, detached", "stash
 	// brought back: On main: x", "big.bin (3.0 GiB, untracked) was not
 	// saved in the snapshot and was left alone".
-	Notes   []string
-	Started time.Time
-	Took    time.Duration
+	Notes []string
+	// Files are, for a checkout that moved HEAD, the paths that differ
+	// between From and To (at most MaxActionFiles; FilesTotal counts all),
+	// from the preview made before it.
+	Files      []string `json:",omitempty"`
+	FilesTotal int      `json:",omitempty"`
+	Started    time.Time
+	Took       time.Duration
 }
+
+// MaxActionFiles is the most paths an Action lists.
+const MaxActionFiles = 50
 
 // Kind implements event.Payload.
 func (Action) Kind() string { return "git-action" }
