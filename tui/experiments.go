@@ -4,18 +4,22 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/stats"
 )
 
-// Experiments in the cockpit: e starts or ends one, n writes a note, x
-// opens the experiments panel (experiments_panel.go). What the screen
-// shows comes only from events (exp-start, exp-fingerprint, exp-update,
-// exp-end, note, tok-rate ...) folded into a journal.Ledger, so a replayed
-// journal shows the same; Options.Experiments only starts the changes.
+// Experiments in the cockpit: e starts or ends one, n writes a note (their
+// overlays: experiments_forms.go), x opens the experiments panel
+// (experiments_panel.go), where c writes or replaces the selected
+// experiment's conclusion. What the screen shows comes only from events
+// (exp-start, exp-fingerprint, exp-update, exp-end, note, tok-rate ...)
+// folded into a journal.Ledger, so a replayed journal shows the same;
+// Options.Experiments only starts the changes.
 
 // ExperimentControl starts and ends experiments and writes notes;
 // *sessions.Lab implements it. Start, End, Update and Note do I/O (they
@@ -90,9 +94,11 @@ type expState struct {
 	doing string // the call in flight: "starting an experiment"; "" when none
 
 	// pending is an experiment that ended by a kill, relaunch or exit with
-	// no conclusion while another overlay had the keys: its conclusion
-	// prompt opens when that one closes.
-	pending string
+	// no conclusion, at pendingAt: its conclusion banner shows, and e opens
+	// its conclusion prompt, until concludeWindow has passed (model time),
+	// the next experiment ends, or esc dismisses it.
+	pending   string
+	pendingAt time.Time
 
 	// The overlay's state.
 	form *expForm
@@ -103,14 +109,6 @@ type expState struct {
 	touched bool // the user moved the cursor: until then it follows the newest
 	top     int  // first row shown
 	height  int  // rows at the last render (the page size)
-}
-
-// expForm is an experiment overlay's fields.
-type expForm struct {
-	exp    string // the experiment it ends or concludes ("" for a start or a note)
-	inputs []textinput.Model
-	labels []string
-	focus  int
 }
 
 // provisional is the open experiment's result so far, recomputed only
@@ -153,6 +151,32 @@ func expBindings(k *KeyMap) {
 	k.Note.Unavailable = expUnavailable("a note")
 	k.Note.Long = "write a note into the journal (and the open experiment)"
 	k.Experiments.Long = "experiments panel (tok/s)"
+	k.Conclude.Unavailable = concludeUnavailable
+	k.Conclude.Long = "in the x panel: write or replace the selected experiment's conclusion"
+}
+
+// concludeUnavailable is why c cannot write the conclusion of the
+// experiment selected in the panel.
+func concludeUnavailable(m *Model) string {
+	x := &m.exp
+	switch {
+	case !x.open:
+		return "open the experiments panel first (x)"
+	case m.opts.ReadOnly:
+		return "read-only replay: a conclusion would change the journal"
+	case x.ctl == nil:
+		return noJournalText
+	case x.doing != "":
+		return x.doing + " ..."
+	}
+	i := x.sel()
+	if i < 0 {
+		return "no experiments yet: e starts one"
+	}
+	if e := &x.ledger.Experiments()[i]; e.Open() {
+		return sanitizeString(e.ID) + " is still open: e ends it with a conclusion"
+	}
+	return ""
 }
 
 // recorder returns a func, run inside a tea.Cmd, that records the key
@@ -177,108 +201,39 @@ func (m *Model) recordCmd(action string) tea.Cmd {
 	return func() tea.Msg { rec(); return nil }
 }
 
-// newInput is a text field for an experiment overlay.
-func (m *Model) newInput(value, placeholder string) textinput.Model {
-	in := textinput.New()
-	in.Prompt = ""
-	in.Placeholder = placeholder
-	in.CharLimit = 500
-	in.SetStyles(m.inputStyles())
-	in.SetValue(value)
-	in.CursorEnd()
-	return in
-}
+// concludeWindow is how long after an experiment ended by a kill,
+// relaunch or exit its conclusion banner shows (and e writes its
+// conclusion instead of starting the next experiment). Later, c in the
+// experiments panel writes it.
+const concludeWindow = 30 * time.Second
 
-// openExperiment opens the start form, or the end form when one is open.
-func (m *Model) openExperiment() tea.Cmd {
-	m.showHelp = false
-	if cur := m.exp.ledger.Current(); cur != nil {
-		m.exp.form = &expForm{exp: cur.ID, labels: []string{"conclusion"},
-			inputs: []textinput.Model{m.newInput("", "what did it show? (optional)")}}
-		m.modal = modalExpEnd
-		return m.exp.form.setFocus(0)
+// expEnded handles an exp-end event at at: one ended by a kill, a
+// relaunch or the server's exit without a conclusion gets the conclusion
+// banner (e then writes it) for concludeWindow from at, or from the
+// model's clock if that is later (an event behind the clock still shows
+// it); any end replaces an earlier banner. Never in a replay.
+func (m *Model) expEnded(e journal.ExperimentEnd, at time.Time) {
+	if m.opts.ReadOnly || m.exp.ctl == nil {
+		return
 	}
-	m.exp.form = &expForm{labels: []string{"name", "hypothesis"}, inputs: []textinput.Model{
-		m.newInput(m.defaultExpName(), "a short name"),
-		m.newInput("", "what do you expect, and why? (optional)"),
-	}}
-	m.modal = modalExpStart
-	return m.exp.form.setFocus(0)
-}
-
-// defaultExpName is "<profile> @ <short HEAD>" from the latest
-// server.Status and HEAD, as far as they are known.
-func (m *Model) defaultExpName() string {
-	p := ""
-	if m.srv.hasSt {
-		p = m.srv.st.Profile
-		if p == "" {
-			p = m.srv.st.Preset
-		}
-	}
-	if m.srv.next != "" {
-		p = m.srv.next
-	}
-	h := m.headShort
-	if h == "" {
-		h, _, _ = strings.Cut(m.head, " ")
-	}
-	switch {
-	case p != "" && h != "":
-		return p + " @ " + h
-	case h != "":
-		return "@ " + h
-	}
-	return p
-}
-
-// openNote opens the note form.
-func (m *Model) openNote() tea.Cmd {
-	m.showHelp = false
-	m.exp.form = &expForm{labels: []string{"note"}, inputs: []textinput.Model{m.newInput("", "free text; enter saves")}}
-	m.modal = modalNote
-	return m.exp.form.setFocus(0)
-}
-
-// openConclude opens the conclusion prompt for experiment id, which
-// ended without one.
-func (m *Model) openConclude(id string) tea.Cmd {
 	m.exp.pending = ""
-	m.exp.form = &expForm{exp: id, labels: []string{"conclusion"},
-		inputs: []textinput.Model{m.newInput("", "what did it show? (esc skips)")}}
-	m.modal = modalExpConclude
-	return m.exp.form.setFocus(0)
-}
-
-func (f *expForm) setFocus(i int) tea.Cmd {
-	f.focus = (i + len(f.inputs)) % len(f.inputs)
-	var cmd tea.Cmd
-	for j := range f.inputs {
-		if j == f.focus {
-			cmd = f.inputs[j].Focus()
-		} else {
-			f.inputs[j].Blur()
-		}
-	}
-	return cmd
-}
-
-func (f *expForm) value(i int) string { return strings.TrimSpace(f.inputs[i].Value()) }
-
-func (m *Model) closeExpModal() {
-	m.modal, m.exp.form = modalNone, nil
-}
-
-// expEnded handles an exp-end event: one ended by a kill, a relaunch or
-// the server's exit without a conclusion gets the conclusion banner (e
-// then writes it). Never in a replay.
-func (m *Model) expEnded(e journal.ExperimentEnd) {
-	if m.opts.ReadOnly || m.exp.ctl == nil || e.Conclusion != "" {
+	if e.Conclusion != "" {
 		return
 	}
 	switch e.Trigger {
 	case journal.TriggerKill, journal.TriggerRelaunch, journal.TriggerExit:
-		m.exp.pending = e.Exp
+		m.exp.pending, m.exp.pendingAt = e.Exp, at
+		if m.now.After(at) {
+			m.exp.pendingAt = m.now
+		}
+	}
+}
+
+// expireBanner drops the conclusion banner once concludeWindow has passed
+// since its experiment ended, by the model's clock.
+func (m *Model) expireBanner() {
+	if m.exp.pending != "" && !m.now.Before(m.exp.pendingAt.Add(concludeWindow)) {
+		m.exp.pending = ""
 	}
 }
 
@@ -291,7 +246,7 @@ func (m *Model) expUpdated(u journal.ExperimentUpdate) {
 	if m.exp.pending == u.Exp {
 		m.exp.pending = ""
 	}
-	if m.modal == modalExpConclude && m.exp.form.exp == u.Exp && m.exp.form.value(0) == "" {
+	if m.modal == modalExpConclude && m.exp.form.exp == u.Exp && !m.exp.form.edit && m.exp.form.value(0) == "" {
 		m.closeExpModal()
 	}
 }
@@ -317,9 +272,12 @@ func (m *Model) concludeBanner(w int) []banner {
 	if e.Result.N > 0 {
 		head += ": " + resultText(e.Result)
 	}
+	within := "(e within " + shortDur(concludeWindow) + ": "
 	forms := []string{
-		head + "  (e: write its conclusion, esc: dismiss)",
-		head + "  (e: conclusion)",
+		head + "  " + within + "write its conclusion, esc: dismiss)",
+		head + "  " + within + "conclusion, esc: dismiss)",
+		head + "  " + within + "conclusion)",
+		sanitizeString(id) + " ended  " + within + "conclusion)",
 		sanitizeString(id) + " ended  (e: conclusion)",
 	}
 	text := forms[len(forms)-1]
@@ -330,100 +288,6 @@ func (m *Model) concludeBanner(w int) []banner {
 		}
 	}
 	return []banner{{text: text, tone: toneAccent}}
-}
-
-// expKey handles a key while an experiment overlay is open.
-func (m *Model) expKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	f := m.exp.form
-	switch msg.String() {
-	case "esc", "ctrl+c":
-		what := map[modal]string{modalExpStart: "experiment not started", modalExpEnd: "experiment not ended",
-			modalExpConclude: "conclusion skipped", modalNote: "note not saved"}[m.modal]
-		m.closeExpModal()
-		m.flash(what, toneDim)
-		return m, nil
-	case "tab", "down":
-		return m, f.setFocus(f.focus + 1)
-	case "shift+tab", "up":
-		return m, f.setFocus(f.focus - 1)
-	case "enter":
-		return m, m.expSubmit()
-	}
-	var cmd tea.Cmd
-	f.inputs[f.focus], cmd = f.inputs[f.focus].Update(msg)
-	return m, cmd
-}
-
-// expPaste sends a paste to the focused field.
-func (m *Model) expPaste(msg tea.PasteMsg) tea.Cmd {
-	f := m.exp.form
-	var cmd tea.Cmd
-	f.inputs[f.focus], cmd = f.inputs[f.focus].Update(msg)
-	return cmd
-}
-
-// expSubmit runs the open overlay's call in a tea.Cmd.
-func (m *Model) expSubmit() tea.Cmd {
-	f := m.exp.form
-	md := m.modal
-	if m.exp.ctl == nil || m.opts.ReadOnly { // the overlays never open then; be safe
-		m.closeExpModal()
-		return nil
-	}
-	if md == modalExpConclude && f.value(0) == "" {
-		m.closeExpModal()
-		m.flash("conclusion skipped", toneDim)
-		return nil
-	}
-	if md == modalNote && f.value(0) == "" {
-		m.closeExpModal()
-		m.flash("empty note: nothing saved", toneDim)
-		return nil
-	}
-	if m.exp.doing != "" {
-		m.flash(m.exp.doing+" ...: try again when it ends", toneWarn)
-		return nil
-	}
-	m.closeExpModal()
-	x, ctx := m.exp.ctl, m.ctx
-	switch md {
-	case modalExpStart:
-		name, hyp := f.value(0), f.value(1)
-		rec := m.recorder(join("start experiment", name))
-		m.exp.doing = "starting an experiment"
-		return func() tea.Msg {
-			rec()
-			s, err := x.Start(ctx, name, hyp)
-			return ExperimentStartedMsg{Start: s, Err: err}
-		}
-	case modalExpEnd:
-		conclusion := f.value(0)
-		rec := m.recorder("end experiment " + f.exp)
-		m.exp.doing = "ending " + sanitizeString(f.exp)
-		return func() tea.Msg {
-			rec()
-			e, err := x.End(ctx, conclusion)
-			return ExperimentEndedMsg{End: e, Err: err}
-		}
-	case modalExpConclude:
-		u := journal.ExperimentUpdate{Exp: f.exp, Conclusion: f.value(0)}
-		rec := m.recorder("conclude experiment " + f.exp)
-		m.exp.doing = "saving the conclusion of " + sanitizeString(f.exp)
-		return func() tea.Msg {
-			rec()
-			return ExperimentUpdatedMsg{Exp: u.Exp, Err: x.Update(ctx, u)}
-		}
-	case modalNote:
-		text := f.value(0)
-		rec := m.recorder("note")
-		m.exp.doing = "saving a note"
-		return func() tea.Msg {
-			rec()
-			n, err := x.Note(ctx, text)
-			return NoteSavedMsg{Note: n, Err: err}
-		}
-	}
-	return nil
 }
 
 // expResult applies the answer of an experiment call.
@@ -455,6 +319,46 @@ func (m *Model) expResult(msg tea.Msg) {
 		}
 		m.flash("note saved", toneOK)
 	}
+}
+
+// warmingUp says why the open experiment e has no result yet when its
+// samples so far all fell in the warm-up that journal's statistics leave
+// out (stats.SteadyState: the first stats.WarmupTime, and at least the
+// first stats.WarmupSamples, after ready or after the experiment's start,
+// whichever is later): "warming up: the first samples after ready are
+// left out". "" when e is not open, has a result, or is past its warm-up.
+func (m *Model) warmingUp(e *journal.Experiment, r journal.Result) string {
+	if !e.Open() || r.N > 0 {
+		return ""
+	}
+	ref, after := e.Started, " after the start"
+	switch ready := m.readyAt(); {
+	case ready.IsZero():
+		after = "" // the ledger counts from the first sample
+		ref = time.Time{}
+	case ready.After(e.Started):
+		ref, after = ready, " after ready"
+	}
+	inWindow := !ref.IsZero() && m.now.Before(ref.Add(stats.WarmupTime))
+	if !inWindow && (r.Dropped == 0 || r.Dropped > stats.WarmupSamples && !ref.IsZero()) {
+		return ""
+	}
+	return "warming up: the first samples" + after + " are left out"
+}
+
+// readyAt is when the running server became ready, as far as known: by
+// the latest server.Status when there is one (it supersedes the log, as
+// in the header), else by the log's ready line; zero when not ready.
+func (m *Model) readyAt() time.Time {
+	switch {
+	case m.srv.hasSt:
+		if m.srv.st.Phase == server.PhaseReady {
+			return m.srv.st.Since
+		}
+	case m.server.phase == serverReady:
+		return m.server.since
+	}
+	return time.Time{}
 }
 
 // resultText is a result in one line: "88.9 tok/s [87.1, 90.2] n=24",
@@ -534,97 +438,6 @@ func byteSize(n int64) string {
 		return strconv.FormatFloat(f/1e6, 'f', 1, 64) + " MB"
 	}
 	return strconv.FormatFloat(f/1e9, 'f', 1, 64) + " GB"
-}
-
-// expModalBox is an experiment overlay's title, content and inner width
-// for a w-cell screen with avail rows between header and footer.
-func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) {
-	st := &m.styles
-	f := m.exp.form
-	iw = min(w-4, 76)
-	lw := 0
-	for _, l := range f.labels {
-		lw = max(lw, len(l))
-	}
-	lw += 2
-	fields := func() []string {
-		var out []string
-		for i, l := range f.labels {
-			lt := st.Dim
-			if i == f.focus {
-				lt = st.Accent
-			}
-			in := &f.inputs[i]
-			in.SetWidth(max(iw-lw-1, 1))
-			out = append(out, lt.Render(padRight(l, lw))+truncateStyled(in.View(), iw-lw))
-		}
-		return out
-	}
-	var ps []para
-	var keys []string
-	switch m.modal {
-	case modalExpStart:
-		title = "start an experiment"
-		body = fields()
-		ps = append(ps, para{text: "Records the fingerprint now: git HEAD and dirty patch, launch command and env, versions, GPU clocks and PCIe.", tone: toneDim})
-		keys = []string{"enter", "start", "tab", "field", "esc", "cancel"}
-	case modalExpEnd, modalExpConclude:
-		e := m.exp.ledger.Find(f.exp)
-		name := ""
-		if e != nil {
-			name = sanitizeString(e.Name)
-		}
-		id := sanitizeString(f.exp)
-		var r journal.Result
-		label := "so far"
-		if m.modal == modalExpEnd {
-			title = "end " + join(id, name)
-			r = m.exp.provisional()
-			keys = []string{"enter", "end", "esc", "cancel"}
-		} else {
-			title = join(id, name) + " ended"
-			if e != nil {
-				r = e.Result
-				if how := endedHow(e.EndedBy); how != "" {
-					title += " (" + how + ")"
-				}
-			}
-			label = "result"
-			keys = []string{"enter", "save", "esc", "skip"}
-		}
-		body = append(body, st.Dim.Render(padRight(label, lw))+resultText(r))
-		if r.Dropped > 0 {
-			body = append(body, st.Dim.Render(padRight("", lw)+strconv.Itoa(r.Dropped)+" warm-up or idle samples left out"))
-		}
-		body = append(body, "")
-		body = append(body, fields()...)
-	case modalNote:
-		title = "note"
-		if cur := m.exp.ledger.Current(); cur != nil {
-			title = "note on " + sanitizeString(cur.ID)
-		}
-		body = fields()
-		keys = []string{"enter", "save", "esc", "cancel"}
-	}
-	if len(ps) > 0 {
-		body = append(body, "")
-		body = append(body, m.renderParas(ps, iw)...)
-	}
-	body = append(body, "", m.prompt(iw, keys...))
-	return title, m.fitLines(body, avail-2, 1, iw), iw
-}
-
-// expModalHelp is the footer while an experiment overlay has the keys.
-func (m *Model) expModalHelp() [][2]string {
-	switch m.modal {
-	case modalExpStart:
-		return [][2]string{{"enter", "start"}, {"tab/up/down", "field"}, {"esc", "cancel"}}
-	case modalExpEnd:
-		return [][2]string{{"enter", "end the experiment"}, {"esc", "cancel"}}
-	case modalExpConclude:
-		return [][2]string{{"enter", "save the conclusion"}, {"esc", "skip"}}
-	}
-	return [][2]string{{"enter", "save"}, {"esc", "cancel"}}
 }
 
 // endedHow says how an experiment ended, for its state column and

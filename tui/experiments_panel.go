@@ -65,6 +65,7 @@ func (m *Model) expFooter(width int) string {
 		{"up/down", "select", nil},
 		{k.Experiment.Help().Key, k.Experiment.Help().Desc, &k.Experiment},
 		{k.Note.Help().Key, k.Note.Help().Desc, &k.Note},
+		{k.Conclude.Help().Key, k.Conclude.Help().Desc, &k.Conclude},
 		{k.Experiments.Help().Key + "/esc", "close", nil},
 		{k.Quit.Help().Key, k.Quit.Help().Desc, &k.Quit},
 	}
@@ -354,6 +355,10 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 	field("conclusion", sanitizeString(e.Conclusion), st.Text)
 	r := m.expResultOf(e)
 	res := resultText(r)
+	warm := m.warmingUp(e, r)
+	if warm != "" {
+		res = warm
+	}
 	if r.N > 0 {
 		if r.Confidence > 0 && r.Lo != nil {
 			res += " (" + strconv.FormatFloat(r.Confidence*100, 'f', 1, 64) + "% conf.)"
@@ -365,12 +370,14 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 			res += ", accept length " + strconv.FormatFloat(r.AcceptLength, 'f', 2, 64)
 		}
 	}
-	if e.Open() {
+	if e.Open() && warm == "" {
 		res += " so far"
 	}
 	cut("tok/s", res, st.Text)
 	for _, wn := range r.Warnings {
-		cut("", "warning: "+sanitizeString(wn), st.Warn)
+		if warm == "" { // "no samples": the warm-up says why
+			cut("", "warning: "+sanitizeString(wn), st.Warn)
+		}
 	}
 	fp := e.Fingerprint
 	launch := e.Launch

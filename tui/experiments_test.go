@@ -161,10 +161,12 @@ func TestExperimentStartForm(t *testing.T) {
 	if m.modal != modalExpStart {
 		t.Fatalf("e opened modal %d: %q", m.modal, m.Status())
 	}
-	if got := m.exp.form.inputs[0].Value(); got != "nccl-ll-ring @ a6d51c0" {
-		t.Errorf("default name %q", got)
+	// The default name is a placeholder (dimmed), not a value.
+	if in := m.exp.form.inputs[0]; in.Value() != "" || in.Placeholder != "nccl-ll-ring @ a6d51c0" {
+		t.Errorf("name %q, placeholder %q", in.Value(), in.Placeholder)
 	}
-	if !strings.Contains(plain(m), "+- start an experiment -") || !strings.Contains(boxText(m), "hypothesis") {
+	if !strings.Contains(plain(m), "+- start an experiment -") || !strings.Contains(boxText(m), "hypothesis") ||
+		!strings.Contains(boxText(m), "name nccl-ll-ring @ a6d51c0") || !painted(m, m.styles.Dim, "ccl-ll-ring @ a6d51c0") {
 		t.Errorf("form:\n%s", plain(m))
 	}
 	press(m, "tab")
@@ -194,6 +196,110 @@ func TestExperimentStartForm(t *testing.T) {
 	press(m, "e", "esc")
 	if len(f.Calls()) != n || m.modal != modalNone || m.Status() != "experiment not started" {
 		t.Errorf("esc: calls %q status %q", f.Calls(), m.Status())
+	}
+	// Typing replaces the default instead of appending to it.
+	f.err = nil
+	press(m, "e")
+	typeText(m, "rerun")
+	do(m, "enter")
+	if c := f.Calls(); c[len(c)-1] != `Start "rerun" ""` {
+		t.Errorf("typed name: calls %q", c)
+	}
+}
+
+// TestDefaultExperimentName: the start form's default describes the
+// server running now (its profile, "none" included), never the profile
+// picked with p for the next launch.
+func TestDefaultExperimentName(t *testing.T) {
+	withStatus := func(f func(*server.Status)) func(*Model) {
+		return func(m *Model) {
+			st := readyStatus()
+			f(&st)
+			send(m, ev(5*time.Second, st))
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		setup func(*Model)
+		want  string
+	}{
+		{"ready, profile none", withStatus(func(*server.Status) {}), "none @ a6d51c0"},
+		{"ready, nccl-ll-ring", withStatus(func(s *server.Status) { s.Profile = "nccl-ll-ring" }), "nccl-ll-ring @ a6d51c0"},
+		{"adopted: preset", withStatus(func(s *server.Status) { s.Profile = "" }), "sglang @ a6d51c0"},
+		{"adopted: server", withStatus(func(s *server.Status) { s.Profile, s.Preset = "", "" }), "sglang @ a6d51c0"},
+		{"loading", withStatus(func(s *server.Status) { s.Phase, s.Profile = server.PhaseLoading, "nccl-tree" }), "nccl-tree @ a6d51c0"},
+		{"killed", withStatus(func(s *server.Status) { s.Phase = server.PhaseKilled }), "no server @ a6d51c0"},
+		{"none", withStatus(func(s *server.Status) { *s = server.Status{Phase: server.PhaseNone} }), "no server @ a6d51c0"},
+		{"p picks the next launch's profile", func(m *Model) {
+			withStatus(func(*server.Status) {})(m)
+			m.srv.next = "nccl-ll-ring"
+		}, "none @ a6d51c0"},
+		{"no status: the log's server", func(*Model) {}, "sglang @ a6d51c0"},
+		{"unreadable repository", func(m *Model) {
+			withStatus(func(*server.Status) {})(m)
+			send(m, ev(6*time.Second, repo.Unreadable{}))
+			m.headShort = ""
+		}, "none"},
+	} {
+		m := scene(100, 30, 1, 0, Options{Experiments: &fakeLab{}})
+		send(m, ev(4*time.Second, repo.Head{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33)}))
+		c.setup(m)
+		if got := m.defaultExpName(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	m := New(Options{Experiments: &fakeLab{}})
+	if got := m.defaultExpName(); got != "experiment" {
+		t.Errorf("nothing known: %q", got)
+	}
+	// Enter on the empty name field starts it under the default.
+	m, f := labScene(100, 30, Options{})
+	m.srv.next = "nccl-tree"
+	press(m, "e")
+	do(m, "enter")
+	if c := f.Calls(); len(c) != 1 || c[0] != `Start "nccl-ll-ring @ a6d51c0" ""` {
+		t.Errorf("calls %q", c)
+	}
+}
+
+// TestExperimentTextLimits: a name holds 200 characters, a note, a
+// hypothesis or a conclusion 4000; what goes past is cut, and the status
+// line says so.
+func TestExperimentTextLimits(t *testing.T) {
+	long := strings.Repeat("abcdefghij", 500) // 5000
+	for _, c := range []struct {
+		keys  []string
+		label string
+		limit int
+	}{
+		{[]string{"n"}, "note", 4000},
+		{[]string{"e"}, "name", 200},
+		{[]string{"e", "tab"}, "hypothesis", 4000},
+	} {
+		m, _ := labScene(100, 30, Options{})
+		press(m, c.keys...)
+		m.Update(tea.PasteMsg{Content: long[:c.limit-3]})
+		if m.Status() != "" {
+			t.Errorf("%s: a paste that fits flashed %q", c.label, m.Status())
+		}
+		m.Update(tea.PasteMsg{Content: "xyz"}) // fills it exactly
+		if m.Status() != "" {
+			t.Errorf("%s: a paste that fills it flashed %q", c.label, m.Status())
+		}
+		f := m.exp.form
+		f.inputs[f.focus].SetValue("")
+		m.Update(tea.PasteMsg{Content: long})
+		want := c.label + " cut to " + fmt.Sprint(c.limit) + " characters"
+		if got := len([]rune(f.inputs[f.focus].Value())); got != c.limit || m.Status() != want || !painted(m, m.styles.Warn, want) {
+			t.Errorf("%s: %d characters kept, status %q", c.label, got, m.Status())
+		}
+		press(m, "z")
+		if want := c.label + " holds at most " + fmt.Sprint(c.limit) + " characters"; m.Status() != want {
+			t.Errorf("%s: typing at the limit: %q", c.label, m.Status())
+		}
+		if m.modal == modalNone {
+			t.Errorf("%s: the form closed", c.label)
+		}
 	}
 }
 
@@ -269,7 +375,7 @@ func TestConclusionPrompt(t *testing.T) {
 		return ev(50*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: trig, Conclusion: conclusion, Result: result(82.3, 81.9, 82.9, 14)})
 	}
 	start := ev(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: journal.TriggerLaunch})
-	const banner = "e1 none @ bba2fc4 ended (kill): 82.3 tok/s [81.9, 82.9] n=14  (e: write its conclusion, esc: dismiss)"
+	const banner = "e1 none @ bba2fc4 ended (kill): 82.3 tok/s [81.9, 82.9] n=14  (e within 30s: write its conclusion, esc: dismiss)"
 	for _, c := range []struct {
 		trig       journal.Trigger
 		conclusion string
@@ -283,7 +389,7 @@ func TestConclusionPrompt(t *testing.T) {
 		if m.modal != modalNone {
 			t.Errorf("%s %q: an overlay opened by itself (modal %d)", c.trig, c.conclusion, m.modal)
 		}
-		if got := strings.Contains(plain(m), "(e: write its conclusion"); got != c.ask {
+		if got := strings.Contains(plain(m), ": write its conclusion"); got != c.ask {
 			t.Errorf("%s %q: banner %v:\n%s", c.trig, c.conclusion, got, plain(m))
 		}
 	}
@@ -301,14 +407,14 @@ func TestConclusionPrompt(t *testing.T) {
 	if c := f.Calls(); len(c) != 1 || c[0] != `Update e1 "baseline holds"` || m.Status() != "conclusion of e1 saved" {
 		t.Errorf("calls %q status %q", c, m.Status())
 	}
-	if strings.Contains(plain(m), "(e: write its conclusion") {
+	if strings.Contains(plain(m), ": write its conclusion") {
 		t.Errorf("banner stays after the conclusion:\n%s", plain(m))
 	}
 	// esc dismisses the banner; e then starts or ends experiments again.
 	m, f = labScene(120, 30, Options{})
 	send(m, start, end(journal.TriggerExit, ""))
 	press(m, "esc")
-	if m.modal != modalNone || len(f.Calls()) != 0 || strings.Contains(plain(m), "(e: write its conclusion") {
+	if m.modal != modalNone || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
 		t.Errorf("esc: modal %d calls %q:\n%s", m.modal, f.Calls(), plain(m))
 	}
 	press(m, "e")
@@ -508,6 +614,44 @@ func TestExperimentsGolden(t *testing.T) {
 		}
 		golden.RequireEqual(t, plain(m))
 	})
+	// The start form: the default name a dimmed placeholder.
+	t.Run("start_80x24_colour", func(t *testing.T) {
+		m, _ := labScene(80, 24, Options{})
+		press(m, "e")
+		golden.RequireEqual(t, m.View().Content)
+	})
+	// The banner of an experiment ended by a relaunch, at 120 columns.
+	t.Run("banner_120x30", func(t *testing.T) {
+		m, _ := labScene(120, 30, Options{})
+		evs := session()
+		for i, e := range evs {
+			if u, ok := e.Data.(journal.ExperimentUpdate); ok && u.Exp == "e2" {
+				evs = evs[:i]
+				break
+			}
+		}
+		send(m, evs...)
+		golden.RequireEqual(t, plain(m))
+	})
+	// c in the panel on e2: its conclusion to edit.
+	t.Run("conclude_edit_100x30", func(t *testing.T) {
+		m := panel()
+		press(m, "c")
+		golden.RequireEqual(t, plain(m))
+	})
+	// A hand-started experiment 7 s in: warming up, not a warning.
+	t.Run("warmup_100x30", func(t *testing.T) {
+		m, _ := labScene(100, 30, Options{})
+		start := gitNow.Add(time.Second)
+		evs := EventsMsg{{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerKey}}}
+		for i := range 6 {
+			evs = append(evs, event.Event{At: start.Add(time.Duration(i+1) * time.Second), Data: serverlog.Rate{TokPerSec: 80, Ranks: 1}})
+		}
+		m.Update(evs)
+		m.Update(ClockMsg{Now: start.Add(7 * time.Second)})
+		press(m, "x")
+		golden.RequireEqual(t, plain(m))
+	})
 }
 
 func TestResultText(t *testing.T) {
@@ -541,5 +685,191 @@ func BenchmarkViewExperimentsPanel(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = m.View()
+	}
+}
+
+// TestConclusionBannerExpires: the banner (and e's conclusion prompt)
+// lasts 30 s of model time after the experiment ended, or until the next
+// experiment ends; e then starts or ends experiments again.
+func TestConclusionBannerExpires(t *testing.T) {
+	end := gitNow.Add(10 * time.Second)
+	setup := func() (*Model, *fakeLab) {
+		m, f := labScene(120, 30, Options{})
+		m.Update(EventsMsg{{At: end.Add(-20 * time.Second), Data: journal.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: journal.TriggerLaunch}},
+			{At: end, Data: journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)}}})
+		return m, f
+	}
+	shown := func(m *Model) bool { return strings.Contains(plain(m), "e within 30s: write its conclusion") }
+	for _, c := range []struct {
+		after time.Duration
+		shown bool
+	}{{0, true}, {29 * time.Second, true}, {29*time.Second + 999*time.Millisecond, true}, {30 * time.Second, false}, {5 * time.Minute, false}} {
+		m, _ := setup()
+		m.Update(ClockMsg{Now: end.Add(c.after)})
+		if shown(m) != c.shown {
+			t.Errorf("%v after the end: banner %v, want %v", c.after, shown(m), c.shown)
+		}
+		press(m, "e")
+		want := modalExpConclude
+		if !c.shown {
+			want = modalExpStart
+		}
+		if m.modal != want {
+			t.Errorf("%v after the end: e opened modal %d, want %d", c.after, m.modal, want)
+		}
+	}
+	// Any event's time counts as the clock too.
+	m, _ := setup()
+	send(m, ev(end.Add(31*time.Second).Sub(t0), journal.Status{Path: "/j.jsonl"}))
+	if shown(m) {
+		t.Error("an event 31 s later left the banner")
+	}
+	// An end seen after the clock moved on still shows for 30 s.
+	m, _ = labScene(120, 30, Options{})
+	m.Update(ClockMsg{Now: gitNow.Add(time.Hour)})
+	send(m, ev(20*time.Second, journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
+		ev(50*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerExit}))
+	if !shown(m) {
+		t.Error("an end behind the clock showed no banner")
+	}
+	// The next experiment's end replaces it: by a key, none; by a kill,
+	// its own.
+	m, _ = setup()
+	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: journal.ExperimentStart{ID: "e2", Name: "y", Trigger: journal.TriggerKey}},
+		{At: end.Add(5 * time.Second), Data: journal.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerKey}}})
+	if shown(m) || m.exp.pending != "" {
+		t.Errorf("after e2 ended by e: banner %v, pending %q", shown(m), m.exp.pending)
+	}
+	m, _ = setup()
+	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: journal.ExperimentStart{ID: "e2", Name: "y", Trigger: journal.TriggerLaunch}},
+		{At: end.Add(5 * time.Second), Data: journal.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerRelaunch}}})
+	if !strings.Contains(plain(m), "e2 y ended (relaunch)") || strings.Contains(plain(m), "e1 none") {
+		t.Errorf("after e2 was relaunched:\n%s", plain(m))
+	}
+	m.Update(ClockMsg{Now: end.Add(34 * time.Second)})
+	if !shown(m) {
+		t.Error("e2's banner went with e1's time")
+	}
+}
+
+// TestConcludeFromPanel: c in the experiments panel writes or replaces
+// the selected experiment's conclusion, for one that ended; never in a
+// replay; outside the panel c stays git's.
+func TestConcludeFromPanel(t *testing.T) {
+	m, f := labScene(120, 40, Options{})
+	send(m, session()...)
+	press(m, "c")
+	if m.modal != modalNone || m.Status() != noRepoText {
+		t.Errorf("c outside the panel: modal %d status %q", m.modal, m.Status())
+	}
+	press(m, "x")
+	if f := screenLines(m)[39]; f != "? help  up/down select  e experiment  n note  c conclusion  x/esc close  q quit" {
+		t.Errorf("panel footer %q", f)
+	}
+	press(m, "c")
+	if m.modal != modalNone || m.Status() != "e3 is still open: e ends it with a conclusion" {
+		t.Errorf("c on the open e3: modal %d status %q", m.modal, m.Status())
+	}
+	press(m, "up", "c")
+	if m.modal != modalExpConclude || m.exp.form.exp != "e2" || m.exp.form.value(0) != "LL+ring is 8% faster: keep it" {
+		t.Fatalf("c on e2: modal %d form %+v", m.modal, m.exp.form)
+	}
+	if !strings.Contains(plain(m), "+- conclusion of e2 nccl-ll-ring @ bba2fc4 -") || !strings.Contains(boxText(m), "enter save esc cancel") {
+		t.Errorf("form:\n%s", plain(m))
+	}
+	// Unchanged: nothing is written.
+	do(m, "enter")
+	if len(f.Calls()) != 0 || m.Status() != "conclusion not changed" {
+		t.Errorf("unchanged: calls %q status %q", f.Calls(), m.Status())
+	}
+	press(m, "c")
+	typeText(m, " on H200")
+	do(m, "enter")
+	if c := f.Calls(); len(c) != 1 || c[0] != `Update e2 "LL+ring is 8% faster: keep it on H200"` || m.Status() != "conclusion of e2 saved" {
+		t.Errorf("calls %q status %q", c, m.Status())
+	}
+	if k := f.Keys(); len(k) != 1 || k[0] != [2]string{"enter", "conclude experiment e2"} {
+		t.Errorf("keys %q", k)
+	}
+	press(m, "c", "esc")
+	if m.modal != modalNone || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
+		t.Errorf("esc: modal %d status %q", m.modal, m.Status())
+	}
+	// A killed experiment with no conclusion gets one.
+	press(m, "up", "c")
+	if m.modal != modalExpConclude || m.exp.form.exp != "e1" {
+		t.Fatalf("c on e1: modal %d", m.modal)
+	}
+	press(m, "esc")
+	// The help lists it.
+	press(m, "?")
+	if !strings.Contains(plain(m), "c  in the x panel: write or replace the selected experiment's conclusion") {
+		t.Errorf("help:\n%s", plain(m))
+	}
+	// A replay refuses.
+	r := newSized(120, 40, Options{ReadOnly: true})
+	send(r, session()...)
+	press(r, "x", "up", "c")
+	if r.modal != modalNone || r.Status() != "read-only replay: a conclusion would change the journal" {
+		t.Errorf("replay: modal %d status %q", r.modal, r.Status())
+	}
+}
+
+// TestWarmUpIsNotAWarning: while the open experiment's samples all fall
+// in the warm-up, the panel and the end form say so instead of warning of
+// no samples.
+func TestWarmUpIsNotAWarning(t *testing.T) {
+	rates := func(m *Model, from time.Time, n int) {
+		var evs EventsMsg
+		for i := range n {
+			evs = append(evs, event.Event{At: from.Add(time.Duration(i) * time.Second), Data: serverlog.Rate{TokPerSec: 80 + float64(i%3), Ranks: 1}})
+		}
+		m.Update(evs)
+	}
+	// A hand start on a ready server: the warm-up counts from the start.
+	m, _ := labScene(120, 40, Options{})
+	start := gitNow.Add(time.Second)
+	m.Update(event.Event{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerKey}})
+	rates(m, start.Add(time.Second), 6)
+	m.Update(ClockMsg{Now: start.Add(7 * time.Second)})
+	press(m, "x")
+	scr := plain(m)
+	if !strings.Contains(scr, "tok/s       warming up: the first samples after the start are left out") || strings.Contains(scr, "warning: no samples") ||
+		strings.Contains(scr, "no tok/s samples") {
+		t.Errorf("hand start, 7 s in:\n%s", scr)
+	}
+	press(m, "e")
+	if !strings.Contains(boxText(m), "so far warming up: the first samples after the start are left out") {
+		t.Errorf("end form:\n%s", plain(m))
+	}
+	press(m, "esc")
+	// Past the warm-up the result shows.
+	rates(m, start.Add(7*time.Second), 10)
+	m.Update(ClockMsg{Now: start.Add(17 * time.Second)})
+	if scr := plain(m); strings.Contains(scr, "warming up") || !strings.Contains(scr, "tok/s       81.0 tok/s") {
+		t.Errorf("hand start, 17 s in:\n%s", scr)
+	}
+	// A start with its launch: the warm-up counts from ready.
+	m, _ = labScene(120, 40, Options{})
+	st := readyStatus()
+	st.Phase, st.Since, st.PID = server.PhaseLaunching, start, 0
+	m.Update(EventsMsg{{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerLaunch}},
+		{At: start, Data: st}})
+	ready := start.Add(30 * time.Second)
+	st.Phase, st.Since, st.PID = server.PhaseReady, ready, 4124
+	m.Update(event.Event{At: ready, Data: st})
+	rates(m, ready.Add(time.Second), 5)
+	m.Update(ClockMsg{Now: ready.Add(6 * time.Second)})
+	press(m, "x")
+	if scr := plain(m); !strings.Contains(scr, "warming up: the first samples after ready are left out") || strings.Contains(scr, "warning: no samples") {
+		t.Errorf("launch start, 6 s after ready:\n%s", scr)
+	}
+	// With no samples at all, there is nothing to warm up: it says so.
+	m, _ = labScene(120, 40, Options{})
+	m.Update(event.Event{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerKey}})
+	m.Update(ClockMsg{Now: start.Add(time.Minute)})
+	press(m, "x")
+	if scr := plain(m); !strings.Contains(scr, "no tok/s samples so far") || !strings.Contains(scr, "warning: no samples") {
+		t.Errorf("no samples:\n%s", scr)
 	}
 }

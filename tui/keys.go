@@ -67,10 +67,12 @@ type KeyMap struct {
 	GitSnapshots Binding
 
 	// Experiment starts or ends an experiment, Note writes a note
-	// (Options.Experiments); Experiments opens the experiments panel.
+	// (Options.Experiments); Experiments opens the experiments panel, where
+	// Conclude writes or replaces the selected experiment's conclusion.
 	Experiment  Binding
 	Note        Binding
 	Experiments Binding
+	Conclude    Binding
 
 	// Later features: listed in help, answered with why they cannot act.
 	Bench Binding
@@ -130,7 +132,8 @@ func DefaultKeyMap() KeyMap {
 		Git:         footer(bind("actions", "g", "git", "g")),
 		Experiment:  footer(bind("actions", "e", "experiment", "e")),
 		Note:        footer(bind("actions", "n", "note", "n")),
-		Experiments: bind("view", "x", "experiments", "x"),
+		Experiments: footer(bind("view", "x", "experiments", "x")),
+		Conclude:    bind("actions", "c", "conclusion", "c"),
 		Bench:       footer(bind("actions", "b", "bench", "b")),
 
 		Play:     footer(bind("replay", "spc", "play", "space")),
@@ -179,10 +182,10 @@ func DefaultKeyMap() KeyMap {
 	return k
 }
 
-// all lists the bindings in footer and help order.
+// all lists the bindings in help order (footerKeys is the footer's).
 func (k *KeyMap) all() []*Binding {
 	return append([]*Binding{
-		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench,
+		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Conclude, &k.Bench,
 		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
 		&k.Focus, &k.Experiments,
 	}, k.gitKeys()...)
@@ -194,11 +197,37 @@ func (k *KeyMap) replayKeys() []*Binding {
 	return []*Binding{&k.Play, &k.Faster, &k.Back, &k.PrevMark, &k.JumpTo}
 }
 
+// footerKeys lists the bindings in footer order: all's, with the
+// experiments panel's key next to the git panel's.
+func (k *KeyMap) footerKeys() []*Binding {
+	var out []*Binding
+	for _, b := range k.all() {
+		switch b {
+		case &k.Experiments:
+			continue
+		case &k.Git:
+			out = append(out, b, &k.Experiments)
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// footerLike is the footer group b's place is decided with: the
+// experiments panel's key gives way like the actions (like g) do.
+func (k *KeyMap) footerLike(b *Binding) string {
+	if b == &k.Experiments {
+		return "actions"
+	}
+	return b.Group
+}
+
 // ShortHelp lists the footer bindings (bubbles/help.KeyMap), in the order
 // of DESIGN.md.
 func (k KeyMap) ShortHelp() []key.Binding {
 	var out []key.Binding
-	for _, b := range k.all() {
+	for _, b := range k.footerKeys() {
 		if b.Short {
 			out = append(out, b.Binding)
 		}

@@ -56,7 +56,8 @@ type Options struct {
 	// connected". Unlike Host, no remote.State replaces it. "" shows none.
 	Label string
 	// ReadOnly is for journal replay: no clock ticks (time comes only from
-	// events) and keys that would change the host say so instead of acting.
+	// events), keys that would change the host say so instead of acting,
+	// and the header and window title say "replay".
 	ReadOnly bool
 	// LogPath is the followed server log, shown above the log tail until a
 	// serverlog.Lines names it.
@@ -209,6 +210,9 @@ func New(o Options) *Model {
 	} else {
 		m.keys = DefaultKeyMap()
 	}
+	if o.ReadOnly {
+		m.keys.Quit.Long = "quit" // a replay has no server to keep running
+	}
 	m.input = textinput.New()
 	m.input.Prompt = "/"
 	m.input.Placeholder = "filter (enter keeps, esc clears)"
@@ -334,6 +338,7 @@ func (m *Model) observe(t time.Time) {
 	if t.After(m.now) {
 		m.now = t
 	}
+	m.expireBanner()
 }
 
 // apply routes one event by payload type (and GPU index inside the
@@ -403,7 +408,7 @@ func (m *Model) apply(ev event.Event) {
 	case git.Moved:
 		m.git.setMoved(p)
 	case journal.ExperimentEnd:
-		m.expEnded(p)
+		m.expEnded(p, ev.At)
 	case journal.ExperimentUpdate:
 		m.expUpdated(p)
 	case journal.Status:
@@ -502,8 +507,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	for _, b := range k.all() {
-		if !key.Matches(msg, b.Binding) {
-			continue
+		if !key.Matches(msg, b.Binding) || b == &k.Conclude && !m.exp.open {
+			continue // c is the panel's; elsewhere it is git's
 		}
 		if b.Unavailable != nil {
 			if why := b.Unavailable(m); why != "" {
@@ -559,6 +564,8 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		return m, m.openExperiment()
 	case &k.Note:
 		return m, m.openNote()
+	case &k.Conclude:
+		return m, m.openEdit()
 	case &k.Help:
 		m.showHelp = !m.showHelp
 	case &k.Focus:
@@ -658,12 +665,16 @@ func (m *Model) Filter() string { return m.log.query }
 // noLog reports that no server log is followed and none has arrived.
 func (m *Model) noLog() bool { return m.opts.NoLog && !m.log.seen }
 
-// windowTitle is "flightdeck [label] host".
+// windowTitle is "flightdeck [replay] [label] host".
 func (m *Model) windowTitle() string {
-	if m.label != "" {
-		return "flightdeck " + m.label + " " + m.hostLabel()
+	t := "flightdeck "
+	if m.opts.ReadOnly {
+		t += "replay "
 	}
-	return "flightdeck " + m.hostLabel()
+	if m.label != "" {
+		t += m.label + " "
+	}
+	return t + m.hostLabel()
 }
 
 // hostLabel is the host for the header and window title.
@@ -713,7 +724,7 @@ func (m *Model) footer(width int) string {
 		}
 		return b.String()
 	}
-	all := m.keys.all()
+	all := m.keys.footerKeys()
 	if m.opts.ReadOnly {
 		// A replay: its own keys instead of actions that cannot act.
 		ro := []*Binding{all[0]}
@@ -735,8 +746,9 @@ func (m *Model) footer(width int) string {
 			if !kb.Short || show[i] {
 				continue
 			}
+			group := m.keys.footerLike(kb)
 			switch essential := kb == &m.keys.Help || kb == &m.keys.Quit; {
-			case pass == 0 && !essential, pass == 1 && kb.Group == "actions", pass == 2 && kb.Group != "actions":
+			case pass == 0 && !essential, pass == 1 && group == "actions", pass == 2 && group != "actions":
 				continue
 			}
 			if used+pairW(kb) > width {

@@ -481,7 +481,6 @@ func (r *Replay) View() tea.View {
 	} else {
 		v.Content += "\n" + tl
 	}
-	v.WindowTitle += " (replay)"
 	return v
 }
 

@@ -168,25 +168,30 @@ func advance(r *Replay, n int) {
 func rplain(r *Replay) string { return ansi.Strip(r.View().Content) }
 
 // liveAt is the live cockpit at w x h fed the recorded events up to t,
-// with the clock at t.
-func liveAt(w, h int, t time.Duration) *Model {
-	m := newSized(w, h, Options{Label: "demo", Host: "root@gpu-box:22", Theme: ThemeDark})
+// with the clock at t (read-only: a model as the journal tests build one).
+func liveAt(w, h int, t time.Duration, readOnly bool) *Model {
+	m := newSized(w, h, Options{Label: "demo", Host: "root@gpu-box:22", Theme: ThemeDark, ReadOnly: readOnly})
 	m.Update(EventsMsg(upTo(newFakeSource(replayEvents()).evs, t)))
 	m.Update(ClockMsg{Now: t0.Add(t)})
 	return m
 }
 
 // sameBody checks that the replay's screen above its footer and timeline
-// is the live cockpit's at the same time (one line shorter).
+// is the live cockpit's at the same time (one line shorter), but for the
+// header, which says replay: that is a read-only model's.
 func sameBody(t *testing.T, r *Replay, w, h int) {
 	t.Helper()
 	got := strings.Split(rplain(r), "\n")
-	want := strings.Split(plain(liveAt(w, h-1, r.Position())), "\n")
+	want := strings.Split(plain(liveAt(w, h-1, r.Position(), false)), "\n")
 	if len(got) != h || len(want) != h-1 {
 		t.Fatalf("%d and %d lines", len(got), len(want))
 	}
-	if g, w := strings.Join(got[:h-2], "\n"), strings.Join(want[:h-2], "\n"); g != w {
+	if g, w := strings.Join(got[1:h-2], "\n"), strings.Join(want[1:h-2], "\n"); g != w {
 		t.Errorf("replay at %v differs from live:\n%s\n---- live ----\n%s", r.Position(), g, w)
+	}
+	ro := strings.Split(plain(liveAt(w, h-1, r.Position(), true)), "\n")
+	if !strings.HasPrefix(got[0], "flightdeck  replay  demo  ") || got[0] != ro[0] {
+		t.Errorf("replay header %q, want %q", got[0], ro[0])
 	}
 }
 
@@ -203,8 +208,11 @@ func TestReplayStartsPausedAtZero(t *testing.T) {
 	if tl := timelineOf(r); !strings.HasPrefix(tl, "paused 0:00:00/0:02:00  1x  #---") {
 		t.Errorf("timeline %q", tl)
 	}
-	if !strings.Contains(rplain(r), "flightdeck  demo  root@gpu-box:22") {
+	if !strings.Contains(rplain(r), "flightdeck  replay  demo  root@gpu-box:22") {
 		t.Errorf("header from the journal:\n%s", rplain(r))
+	}
+	if v := r.View(); v.WindowTitle != "flightdeck replay demo root@gpu-box:22" {
+		t.Errorf("window title %q", v.WindowTitle)
 	}
 	sameBody(t, r, 100, 30)
 	// Options.Replay.At and Play.
@@ -416,11 +424,14 @@ func TestReplayRefusesActions(t *testing.T) {
 func TestReplayHelpAndFooter(t *testing.T) {
 	r, _ := newTestReplay(120, 40, Options{})
 	ls := strings.Split(rplain(r), "\n")
-	if f := ls[len(ls)-2]; !strings.HasPrefix(f, "? help  spc play  +/- speed  [/] mark  t time  / filter") || strings.Contains(f, "K kill") {
+	if f := ls[len(ls)-2]; f != "? help  spc play  +/- speed  [/] mark  t time  x experiments  / filter  f follow  w wrap  q quit" {
 		t.Errorf("footer %q", f)
 	}
 	rpress(r, "?")
 	scr := rplain(r)
+	if !strings.Contains(scr, "q    quit     ") || strings.Contains(scr, "server keeps running") {
+		t.Errorf("help's q:\n%s", scr)
+	}
 	for _, s := range []string{"replay", "spc         play or pause", "+/-         faster or slower: 1x 2x 4x ... 64x",
 		"left/right  seek back or forward 10 s", "[/]         previous or next experiment start or end, or note", "t           jump to a time"} {
 		if !strings.Contains(scr, s) {

@@ -149,16 +149,19 @@ const (
 	prioConn
 )
 
-// header is "flightdeck  [label]  host  conn  server  profile  HEAD ...",
-// cut to width. When it does not fit, fields switch to their short forms,
-// rightmost first; then whole fields are dropped, lowest priority first
-// (a bare "HEAD" or "rea" says nothing), and fields that fit again get
-// their full form back. Fields that may be cut (the host, an error, a
-// server's stage) are cut instead of dropped.
+// header is "flightdeck  [replay]  [label]  host  conn  server  profile
+// HEAD ...", cut to width. When it does not fit, fields switch to their
+// short forms, rightmost first; then whole fields are dropped, lowest
+// priority first (a bare "HEAD" or "rea" says nothing), and fields that
+// fit again get their full form back. Fields that may be cut (the host,
+// an error, a server's stage) are cut instead of dropped.
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
 	segs := make([]seg, 0, 7)
 	segs = append(segs, seg{text: "flightdeck", tone: toneAccent, cut: true})
+	if m.opts.ReadOnly {
+		segs = append(segs, seg{text: "replay", tone: toneWarn, cut: true}) // not live: never dropped
+	}
 	if m.label != "" {
 		segs = append(segs, seg{text: m.label, tone: toneTitle, cut: true})
 	}
