@@ -78,12 +78,13 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	relaunch("nccl-ll-ring")
 	s.waitScreen(45*time.Second, ready("nccl-ll-ring", sim.ModelTokPerSec(true, false, false)))
 	s.waitScreen(10*time.Second, has("ended (relaunch)"))
-	measured("e2")
+	// The banner's e writes e1's conclusion (within its 30 s).
 	s.keys("e")
 	s.waitScreen(5*time.Second, has("what did it show?"))
 	s.typed("untuned: 62.5")
 	s.keys("Enter")
 	s.waitScreen(10*time.Second, has("conclusion of e1 saved"))
+	measured("e2")
 
 	// e3: the regressing commit, checked out in the git panel, relaunched.
 	s.keys("g")

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/event"
@@ -289,13 +291,20 @@ func TestRecordAndReplaySession(t *testing.T) {
 	t.Logf("%d events live, %d in the journal, %d screens compared", seen, j.Len(), len(captures))
 	for _, cp := range captures {
 		// The footer's key hints differ by design (the replay's own keys),
-		// and the replay has its timeline below: the body is the rest.
+		// the replay has its timeline below, and its header says
+		// "replay": the rest is the body, compared with the live one. The
+		// header is compared with a read-only model's fed every event.
 		got, want := replayBody(t, j, cp.pos), dropLastLines(cp.view, 1)
+		gotHead, got, _ := strings.Cut(got, "\n")
+		_, want, _ = strings.Cut(want, "\n")
+		if fullHead, _, _ := strings.Cut(fullBody(t, j, cp.pos), "\n"); gotHead != fullHead || !strings.HasPrefix(ansi.Strip(gotHead), "flightdeck  replay  ") {
+			t.Errorf("at %v the replay's header %q, want %q", cp.pos, gotHead, fullHead)
+		}
 		if got != want {
 			// Say whether the seek (CatchUp) or the journal itself is at
 			// fault: a model fed every recorded event up to the time.
 			all := "also"
-			if fullBody(t, j, cp.pos) == want {
+			if _, full, _ := strings.Cut(fullBody(t, j, cp.pos), "\n"); full == want {
 				all = "not"
 			}
 			t.Errorf("at %v (after %s) the replay differs from the live screen (a model fed every recorded event up to then does %s):\n%s",
@@ -376,7 +385,7 @@ func fullBody(t *testing.T, j *journal.Journal, pos time.Duration) string {
 	h := j.Header()
 	m := tui.New(tui.Options{Label: h.Label, Host: h.Host, LogPath: h.LogPath, NoLog: h.NoLog, ReadOnly: true, NoColor: true})
 	m.Update(tea.WindowSizeMsg{Width: rrWidth, Height: rrHeight})
-	evs, err := j.Events(-1, pos)
+	evs, err := j.Events(math.MinInt64, pos) // events observed before the file was created too (t < 0)
 	if err != nil {
 		t.Fatal(err)
 	}
