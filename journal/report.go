@@ -127,6 +127,10 @@ func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
 	}
 	if !live {
 		r.Ledger.Close(r.End)
+	} else if cur := r.Ledger.Current(); cur != nil {
+		// A journal being written: its open experiment shows the result so
+		// far (its state says open), as the cockpit's panel does.
+		cur.Result = r.Ledger.Provisional()
 	}
 	for _, x := range r.Ledger.Experiments() {
 		markSteady(r.Rates, byExp[x.ID], x.Result.Samples)

@@ -466,3 +466,22 @@ func TestActionTextNamesTheFiles(t *testing.T) {
 		t.Errorf("without files: %q", got)
 	}
 }
+
+// TestReportLiveShowsResultSoFar: the open experiment of a journal being
+// written carries its result so far (journal ls and show while the
+// cockpit runs), as the cockpit's panel shows it.
+func TestReportLiveShowsResultSoFar(t *testing.T) {
+	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
+	es := []event.Event{{At: at(0), Data: ExperimentStart{ID: "e1", Name: "run", Trigger: TriggerKey}}}
+	for i := 1; i <= 40; i++ {
+		es = append(es, event.Event{At: at(i), Data: serverlog.Rate{TokPerSec: 88 + float64(i%3)}})
+	}
+	r, err := ReadReport(reportHeader(), scanOf(es), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := r.Ledger.Experiments()[0]
+	if x.Result.N < 20 || x.Result.Median != 89 || EndedHow(&x) != "open" {
+		t.Errorf("live open experiment: %s, %q", FormatResult(x.Result), EndedHow(&x))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -317,6 +318,11 @@ func (m *Model) expResult(msg tea.Msg) {
 			m.flash("note not saved: "+errText(r.Err), toneCrit)
 			return
 		}
+		if utf8.RuneCountInString(r.Note.Text) >= textLimit {
+			// The flash of the cut was replaced by later keys: say it again.
+			m.flash("note saved, cut to "+strconv.Itoa(textLimit)+" characters", toneWarn)
+			return
+		}
 		m.flash("note saved", toneOK)
 	}
 }
@@ -330,6 +336,10 @@ func (m *Model) expResult(msg tea.Msg) {
 func (m *Model) warmingUp(e *journal.Experiment, r journal.Result) string {
 	if !e.Open() || r.N > 0 {
 		return ""
+	}
+	if m.srv.hasSt && (m.srv.st.Phase == server.PhaseLaunching || m.srv.st.Phase == server.PhaseLoading) && !m.srv.st.Since.Before(e.Started.Add(-time.Minute)) {
+		// Just launched: no samples yet, and none is expected before ready.
+		return "waiting for the server to be ready (samples count from then)"
 	}
 	ref, after := e.Started, " after the start"
 	switch ready := m.readyAt(); {

@@ -301,6 +301,17 @@ func TestExperimentTextLimits(t *testing.T) {
 			t.Errorf("%s: the form closed", c.label)
 		}
 	}
+	// The saved message says the note was cut: later keys replaced the
+	// flash of the cut.
+	m, _ := labScene(100, 30, Options{})
+	m.Update(NoteSavedMsg{Note: journal.Note{Text: strings.Repeat("x", textLimit)}})
+	if want := "note saved, cut to 4000 characters"; m.Status() != want {
+		t.Errorf("saved at the limit: %q, want %q", m.Status(), want)
+	}
+	m.Update(NoteSavedMsg{Note: journal.Note{Text: "short"}})
+	if m.Status() != "note saved" {
+		t.Errorf("saved: %q", m.Status())
+	}
 }
 
 func TestExperimentEndForm(t *testing.T) {
@@ -855,6 +866,13 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	st.Phase, st.Since, st.PID = server.PhaseLaunching, start, 0
 	m.Update(EventsMsg{{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerLaunch}},
 		{At: start, Data: st}})
+	// Still loading: no samples yet, and none expected.
+	m.Update(ClockMsg{Now: start.Add(2 * time.Second)})
+	press(m, "x")
+	if scr := plain(m); !strings.Contains(scr, "waiting for the server to be ready (samples count from then)") || strings.Contains(scr, "warning: no samples") {
+		t.Errorf("launch start, loading:\n%s", scr)
+	}
+	press(m, "x")
 	ready := start.Add(30 * time.Second)
 	st.Phase, st.Since, st.PID = server.PhaseReady, ready, 4124
 	m.Update(event.Event{At: ready, Data: st})
