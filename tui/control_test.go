@@ -13,6 +13,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
@@ -794,4 +796,33 @@ func TestServerGolden(t *testing.T) {
 			Since: at(4 * time.Minute), Exit: -1, Text: "torch.OutOfMemoryError: CUDA out of memory."}))
 		golden.RequireEqual(t, m.View().Content)
 	})
+}
+
+// TestLaunchFormShowsHeadMove: the launch form says when HEAD moved since
+// the last launched experiment (its fingerprint's commit), not only the
+// env diff: the change this tool exists to catch.
+func TestLaunchFormShowsHeadMove(t *testing.T) {
+	fp := func(head string) journal.ExperimentFingerprint {
+		return journal.ExperimentFingerprint{Exp: "e1", Fingerprint: journal.Fingerprint{Git: &journal.GitState{Head: head}}}
+	}
+	for _, c := range []struct {
+		launched, now, want string
+	}{
+		{"a6d51c005def07f605f0dd44ce0da458e97c7d62", "65b09bf", "a6d51c0 -> 65b09bf (HEAD moved since the last launch)"},
+		{"a6d51c005def07f605f0dd44ce0da458e97c7d62", "a6d51c0", "same commit as the last launch (a6d51c0)"},
+	} {
+		m, _ := controlled(120, 40, ptr(readyStatus()))
+		send(m, ev(5*time.Second, journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
+			ev(6*time.Second, fp(c.launched)), ev(7*time.Second, repo.Head{Short: c.now, Commit: c.now}))
+		press(m, "L")
+		if scr := plain(m); !strings.Contains(scr, "commit vs the last launch") || !strings.Contains(scr, c.want) {
+			t.Errorf("now %s: the form lacks %q:\n%s", c.now, c.want, scr)
+		}
+	}
+	// No launched experiment with a fingerprint: nothing to compare.
+	m, _ := controlled(120, 40, ptr(readyStatus()))
+	press(m, "L")
+	if strings.Contains(plain(m), "commit vs the last launch") {
+		t.Errorf("a comparison without a launch:\n%s", plain(m))
+	}
 }

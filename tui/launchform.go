@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"slices"
 	"strconv"
 	"strings"
@@ -296,6 +298,13 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 		for _, c := range f.plan.EnvDiff {
 			body = append(body, "  "+envChange(st, c, iw-2))
 		}
+		if line, moved := m.headVsLastLaunch(); line != "" {
+			tone := st.Dim
+			if moved {
+				tone = st.Warn
+			}
+			body = append(body, "", st.Title.Render("commit")+st.Dim.Render(" vs the last launch"), "  "+tone.Render(truncate(line, iw-2)))
+		}
 	}
 	var tail []string
 	if f.confirming {
@@ -387,4 +396,32 @@ func wrapWords(s string, w int) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// headVsLastLaunch compares the checkout's HEAD now with the one the last
+// launched experiment's fingerprint recorded: "a6d51c0 -> 65b09bf (HEAD
+// moved since the last launch)" (moved), "same commit as the last launch
+// (a6d51c0)", or "" when either is unknown. An env diff alone would hide
+// the change this tool exists to catch.
+func (m *Model) headVsLastLaunch() (string, bool) {
+	now := m.headShort
+	if now == "" {
+		return "", false
+	}
+	exps := m.exp.ledger.Experiments()
+	for i := len(exps) - 1; i >= 0; i-- {
+		e := &exps[i]
+		if e.StartedBy != journal.TriggerLaunch {
+			continue
+		}
+		if e.Fingerprint == nil || e.Fingerprint.Git == nil || e.Fingerprint.Git.Head == "" {
+			return "", false
+		}
+		then := sanitizeString(e.Fingerprint.Git.Head)
+		if strings.HasPrefix(then, now) {
+			return "same commit as the last launch (" + now + ")", false
+		}
+		return git.ShortID(then) + arrow + now + " (HEAD moved since the last launch)", true
+	}
+	return "", false
 }
