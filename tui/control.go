@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"strconv"
 	"strings"
 
@@ -122,6 +123,10 @@ type LaunchResultMsg struct {
 	Plan   sessions.Plan
 	Record server.Record
 	Err    error
+	// HypothesisErr is why the hypothesis typed in the form could not be
+	// given to the experiment the launch started; nil when it was, or
+	// when none was typed.
+	HypothesisErr error
 }
 
 // controlUnavailable is why no server key can act: a replay, no control,
@@ -208,9 +213,14 @@ func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 }
 
-// startLaunch runs plan in a tea.Cmd.
-func (m *Model) startLaunch(plan sessions.Plan) tea.Cmd {
-	ctl, ctx := m.ctl, m.ctx
+// startLaunch runs plan in a tea.Cmd; a hypothesis typed in the form goes
+// to the experiment the launch starts (the Lab starts it as the launch is
+// published, before Launch returns).
+func (m *Model) startLaunch(plan sessions.Plan, hypothesis string) tea.Cmd {
+	ctl, ctx, x := m.ctl, m.ctx, m.exp.ctl
+	if m.opts.ReadOnly {
+		x = nil
+	}
 	doing := "launching " + sanitizeString(plan.Request.Preset)
 	if p := sanitizeString(plan.Spec.Profile); p != "" {
 		doing += " (profile " + p + ")"
@@ -236,7 +246,15 @@ func (m *Model) startLaunch(plan sessions.Plan) tea.Cmd {
 	return func() tea.Msg {
 		record()
 		rec, err := ctl.Launch(ctx, plan)
-		return LaunchResultMsg{Plan: plan, Record: rec, Err: err}
+		r := LaunchResultMsg{Plan: plan, Record: rec, Err: err}
+		if err == nil && hypothesis != "" {
+			if x == nil {
+				r.HypothesisErr = errors.New("no journal to record it in")
+			} else {
+				r.HypothesisErr = x.Update(ctx, journal.ExperimentUpdate{Hypothesis: hypothesis})
+			}
+		}
+		return r
 	}
 }
 
@@ -259,6 +277,10 @@ func (m *Model) actionResult(msg tea.Msg) {
 			return
 		}
 		m.srv.next = ""
+		if r.HypothesisErr != nil {
+			m.flash("launched; hypothesis not recorded: "+errText(r.HypothesisErr), toneWarn)
+			return
+		}
 		m.flash("launched: "+sanitizeString(r.Record.Launch.LogPath), toneOK)
 	}
 }

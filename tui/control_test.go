@@ -379,8 +379,9 @@ func TestLaunchFormShowsThePlan(t *testing.T) {
 	if !painted(m, m.styles.OK, "+ NCCL_PROTO=LL") || !painted(m, m.styles.Crit, "- NCCL_DEBUG=INFO") {
 		t.Error("env diff colours")
 	}
-	// Text fields: type into extra (shift+tab wraps to it from preset).
-	press(m, "up", "shift+tab")
+	// Text fields: type into extra (shift+tab wraps from preset to the
+	// hypothesis, the last field, then goes back to extra).
+	press(m, "up", "shift+tab", "shift+tab")
 	if m.form.focus != fieldExtra {
 		t.Fatalf("focus %d, want extra", m.form.focus)
 	}
@@ -824,5 +825,39 @@ func TestLaunchFormShowsHeadMove(t *testing.T) {
 	press(m, "L")
 	if strings.Contains(plain(m), "commit vs the last launch") {
 		t.Errorf("a comparison without a launch:\n%s", plain(m))
+	}
+}
+
+// TestLaunchFormHypothesis: a hypothesis typed in the launch form goes to
+// the experiment the launch starts (the open one once Launch returns), in
+// the launch's tea.Cmd; without one nothing is updated.
+func TestLaunchFormHypothesis(t *testing.T) {
+	for _, hyp := range []string{"LL protocol cuts all-reduce latency", ""} {
+		f, lab := newFake(), &fakeLab{}
+		m := scene(120, 40, 8, 200, Options{Control: f, Experiments: lab})
+		send(m, ev(4*time.Second, readyStatus()))
+		press(m, "L", "up") // preset wraps to the hypothesis, the last field
+		if m.form.focus != fieldHypothesis {
+			t.Fatalf("focus %d, want hypothesis", m.form.focus)
+		}
+		typeText(m, hyp)
+		press(m, "enter")
+		cmd := press(m, "y")
+		if len(lab.Calls()) != 0 {
+			t.Fatal("the hypothesis was sent inside Update")
+		}
+		m.Update(run(cmd)[0])
+		var updates []string
+		for _, c := range lab.Calls() {
+			if strings.HasPrefix(c, "Update") {
+				updates = append(updates, c)
+			}
+		}
+		if hyp == "" && len(updates) != 0 || hyp != "" && (len(updates) != 1 || lab.hypotheses[len(lab.hypotheses)-1] != hyp) {
+			t.Errorf("hypothesis %q: updates %q", hyp, updates)
+		}
+		if !strings.HasPrefix(m.Status(), "launched: ") {
+			t.Errorf("status %q", m.Status())
+		}
 	}
 }

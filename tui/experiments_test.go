@@ -27,6 +27,8 @@ type fakeLab struct {
 	keys [][2]string
 	err  error // returned by every call when set
 	next int   // the next experiment number
+	// hypotheses are the hypotheses given with Update, in order.
+	hypotheses []string
 }
 
 func (f *fakeLab) Keys() [][2]string {
@@ -54,6 +56,9 @@ func (f *fakeLab) End(_ context.Context, conclusion string) (journal.ExperimentE
 
 func (f *fakeLab) Update(_ context.Context, u journal.ExperimentUpdate) error {
 	f.record(fmt.Sprintf("Update %s %q", u.Exp, u.Conclusion))
+	if u.Hypothesis != "" {
+		f.hypotheses = append(f.hypotheses, u.Hypothesis)
+	}
 	return f.err
 }
 

@@ -23,10 +23,13 @@ const (
 	fieldTP
 	fieldPort
 	fieldExtra
+	// fieldHypothesis is the hypothesis of the experiment the launch
+	// starts (the journal's; not part of the launch request).
+	fieldHypothesis
 	numFields
 )
 
-var fieldLabels = [numFields]string{"preset", "profile", "model", "draft", "tp", "port", "extra"}
+var fieldLabels = [numFields]string{"preset", "profile", "model", "draft", "tp", "port", "extra", "hypothesis"}
 
 // launchForm is the L overlay: preset and profile chosen with left/right,
 // model, tp, port and extra flags typed; below them the plan of what would
@@ -74,11 +77,12 @@ func (m *Model) openLaunch() {
 		vals[fieldPort] = strconv.Itoa(req.Port)
 	}
 	placeholders := [numFields]string{
-		fieldModel: "model path or name",
-		fieldDraft: "EAGLE draft model (sglang-eagle3)",
-		fieldTP:    "default",
-		fieldPort:  "the preset's default",
-		fieldExtra: "more server flags, e.g. --mem-fraction-static 0.85",
+		fieldModel:      "model path or name",
+		fieldDraft:      "EAGLE draft model (sglang-eagle3)",
+		fieldTP:         "default",
+		fieldPort:       "the preset's default",
+		fieldExtra:      "more server flags, e.g. --mem-fraction-static 0.85",
+		fieldHypothesis: "what do you expect from this launch? (optional)",
 	}
 	for i := fieldModel; i < numFields; i++ {
 		in := textinput.New()
@@ -123,6 +127,9 @@ func (f *launchForm) request() (sessions.LaunchRequest, string) {
 	return r, ""
 }
 
+// hypothesis is the typed hypothesis of the experiment the launch starts.
+func (f *launchForm) hypothesis() string { return strings.TrimSpace(f.inputs[fieldHypothesis].Value()) }
+
 // replan recomputes the plan from the fields (Control.Plan is pure).
 func (m *Model) replan() {
 	f := m.form
@@ -159,7 +166,7 @@ func (m *Model) launchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		f.confirming = false
 		if k == "y" {
 			m.closeForm()
-			return m, m.startLaunch(f.plan)
+			return m, m.startLaunch(f.plan, f.hypothesis())
 		}
 		if k == "ctrl+c" {
 			m.closeForm()
@@ -191,7 +198,7 @@ func (m *Model) launchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.closeForm()
-		return m, m.startLaunch(f.plan)
+		return m, m.startLaunch(f.plan, f.hypothesis())
 	}
 	switch f.focus {
 	case fieldPreset, fieldProfile:
@@ -250,7 +257,7 @@ func (m *Model) confirmText() string {
 func (m *Model) renderLaunch(iw, maxH int) []string {
 	st := &m.styles
 	f := m.form
-	lw := len("profile") + 2 // label column
+	lw := len("hypothesis") + 1 // label column: the longest label and a space
 	var top []string
 	for i := range numFields {
 		mark := "  "
