@@ -192,11 +192,11 @@ func filesText(paths []string, total int) string {
 // checkout does; journals before that did not: then it says how to list
 // them).
 func actionText(a git.Action) string {
-	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s", a.Op, ShortCommit(a.From), ShortCommit(a.To))
+	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s", a.Op, git.ShortID(a.From), git.ShortID(a.To))
 	if a.FilesTotal > 0 {
 		s += " (" + filesText(a.Files, a.FilesTotal) + ")"
 	} else {
-		s += fmt.Sprintf(" (files changed not recorded: git diff --stat %s %s)", ShortCommit(a.From), ShortCommit(a.To))
+		s += fmt.Sprintf(" (files changed not recorded: git diff --stat %s %s)", git.ShortID(a.From), git.ShortID(a.To))
 	}
 	if a.Snapshot != "" {
 		s += " (undo: snapshot " + a.Snapshot + ")"
@@ -208,7 +208,7 @@ func orShort(short, id string) string {
 	if short != "" {
 		return short
 	}
-	return ShortCommit(id)
+	return git.ShortID(id)
 }
 
 func orDetached(branch string) string {
@@ -359,14 +359,6 @@ func FormatElapsed(d time.Duration) string {
 	}
 	s := int64(d / time.Second)
 	return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-}
-
-// ShortCommit returns the first 7 characters of a commit id ("" stays "").
-func ShortCommit(id string) string {
-	if len(id) > 7 {
-		return id[:7]
-	}
-	return id
 }
 
 // Commit returns the experiment's commit id from its fingerprint, or "".

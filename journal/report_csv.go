@@ -70,7 +70,8 @@ func WriteGPUCSV(w io.Writer, h Header, scan ScanFunc) error {
 	if err := cw.Write(GPUCSVHeader); err != nil {
 		return err
 	}
-	// Which experiment is open: only starts and ends are folded.
+	// Which experiment is open: starts and ends are folded; a new session
+	// ends what a crashed one left open (as the Ledger does).
 	var open string
 	row := make([]string, len(GPUCSVHeader))
 	err := scan(func(e event.Event) error {
@@ -81,6 +82,8 @@ func WriteGPUCSV(w io.Writer, h Header, scan ScanFunc) error {
 			if p.Exp == open {
 				open = ""
 			}
+		case Session:
+			open = ""
 		case gpu.Sample:
 			for i := range p.GPUs {
 				g := &p.GPUs[i]

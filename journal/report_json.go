@@ -3,7 +3,6 @@ package journal
 import (
 	"encoding/json"
 	"io"
-	"maps"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
@@ -234,9 +233,7 @@ func redactLaunch(l *server.LaunchInfo) *server.LaunchInfo {
 	if l == nil {
 		return nil
 	}
-	c := *l
-	c.Env = server.Redact(maps.Clone(l.Env))
-	c.Argv = server.RedactArgv(l.Argv)
+	c := server.RedactLaunch(*l)
 	return &c
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
@@ -135,7 +136,7 @@ func (m *mdWriter) table(exps []Experiment, base *Experiment) {
 				}
 			}
 		}
-		commit := orDash(mdCell(ShortCommit(x.Commit())))
+		commit := orDash(mdCell(git.ShortID(x.Commit())))
 		if x.CommitUnknown() != "" {
 			commit = "unknown"
 		}
@@ -227,7 +228,7 @@ func fingerprintDiff(a, b *Experiment) []string {
 		switch {
 		case ua == "" && ub == "" && ga != nil && gb != nil:
 			if ga.Head != gb.Head {
-				s := fmt.Sprintf("commit %s -> %s", mdText(ShortCommit(ga.Head)), mdText(ShortCommit(gb.Head)))
+				s := fmt.Sprintf("commit %s -> %s", mdText(git.ShortID(ga.Head)), mdText(git.ShortID(gb.Head)))
 				if gb.Subject != "" {
 					s += " (" + mdText(strconv.Quote(gb.Subject)) + ")"
 				}
@@ -445,10 +446,7 @@ func DiffStatSummary(patch string) string {
 
 // ShortHash returns the first 12 hex digits of a hash ("" stays "").
 func ShortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return OneLine(h)
+	return OneLine(h[:min(12, len(h))])
 }
 
 // FormatBytes formats a size as "512 B", "1.2 KiB", "3.4 MiB".
@@ -516,7 +514,7 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
 		}
 		m.f("\n")
 	} else if g := gitOf(x); g != nil {
-		m.f("- **Commit:** %s", orDash(mdText(ShortCommit(g.Head))))
+		m.f("- **Commit:** %s", orDash(mdText(git.ShortID(g.Head))))
 		if g.Branch != "" {
 			m.f(" on %s", mdText(g.Branch))
 		} else if g.Head != "" {

@@ -485,3 +485,27 @@ func TestReportLiveShowsResultSoFar(t *testing.T) {
 		t.Errorf("live open experiment: %s, %q", FormatResult(x.Result), EndedHow(&x))
 	}
 }
+
+// TestReportGPUCSVAfterCrash: GPU rows after a resumed session do not
+// belong to the experiment the crashed session left open.
+func TestReportGPUCSVAfterCrash(t *testing.T) {
+	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
+	sample := gpu.Sample{GPUs: []gpu.GPU{{Index: 0}}}
+	es := []event.Event{
+		{At: at(1), Data: ExperimentStart{ID: "e1", Name: "a", Trigger: TriggerKey}},
+		{At: at(2), Data: sample},
+		{At: at(10), Data: Session{Header: reportHeader()}},
+		{At: at(11), Data: sample},
+	}
+	var b bytes.Buffer
+	if err := WriteGPUCSV(&b, reportHeader(), scanOf(es)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[1][2] != "e1" || rows[2][2] != "" {
+		t.Errorf("rows %q: want the first in e1, the one after the new session in none", rows)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
@@ -487,7 +488,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			} else if p, ok := journal.DeltaPct(x, base); ok {
 				delta = fmt.Sprintf("%+.1f%%", p)
 			}
-			commit := orDash(s(journal.ShortCommit(x.Commit())))
+			commit := orDash(s(git.ShortID(x.Commit())))
 			if x.CommitUnknown() != "" {
 				commit = "unknown"
 			}
