@@ -9,6 +9,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
 // The experiments panel (x) takes the log tail's place like the git
@@ -391,7 +392,9 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 			cmd = sanitizeString(fp.CommandLine)
 		}
 		if cmd == "" {
-			cmd = sanitizeString(launch.CommandLine())
+			// Before the fingerprint: redacted here too (a journal written
+			// elsewhere may hold a launch that is not).
+			cmd = sanitizeString(server.RedactLaunch(*launch).CommandLine())
 		}
 		if cmd != "" {
 			l += ": " + cmd

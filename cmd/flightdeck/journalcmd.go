@@ -837,9 +837,8 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
+	// The temporary file's 0600 stays: an export holds what the journal
+	// holds (a dirty patch may contain secrets), and journals are 0600.
 	return os.Rename(tmp.Name(), path)
 }
 

@@ -275,6 +275,13 @@ func TestJournalExport(t *testing.T) {
 	if b, _ := os.ReadFile(outFile); string(b) != "previous" {
 		t.Errorf("a refused export touched -o: %q", b)
 	}
+	// A written export is 0600, as the journal (it may hold a dirty patch).
+	if _, _, err := runCLI(t, nil, "journal", "export", file, "--format", "json", "-o", outFile); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(outFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("export mode %v %v, want 0600", fi.Mode(), err)
+	}
 }
 
 func TestReplayFlags(t *testing.T) {
