@@ -306,9 +306,9 @@ func TestGitNeedsARepo(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := runCLI(t, nil, "git", "bogus")
-	if err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
-		t.Errorf("git bogus: %v", err)
+	_, errOut, err := runCLI(t, nil, "git", "bogus")
+	if err == nil || !strings.Contains(errOut, `unknown command "bogus"`) {
+		t.Errorf("git bogus: %v, stderr %q", err, errOut)
 	}
 }
 

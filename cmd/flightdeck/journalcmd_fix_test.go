@@ -133,10 +133,10 @@ func TestJournalExportOutputError(t *testing.T) {
 // the top.
 func TestUnknownSubcommandIsUsageError(t *testing.T) {
 	for _, args := range [][]string{{"journal", "lss"}, {"git", "lss"}, {"server", "lss"}, {"lss"}} {
-		_, _, err := runCLI(t, nil, args...)
-		var ue usageErr
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), `unknown command "lss"`) {
-			t.Errorf("%v: err = %v, want a usage error", args, err)
+		_, errOut, err := runCLI(t, nil, args...)
+		var ec exitCode
+		if !errors.As(err, &ec) || ec != exitRefused || !strings.Contains(errOut, `unknown command "lss"`) {
+			t.Errorf("%v: err = %v, stderr %q, want a usage error (exit 2) naming the command", args, err, errOut)
 		}
 	}
 	if out, _, err := runCLI(t, nil); err != nil || !strings.Contains(out, "Usage:") {

@@ -48,24 +48,13 @@ func main() {
 	}
 	if err != nil {
 		var ec exitCode
-		var ue usageErr
-		switch {
-		case errors.As(err, &ue):
-			fmt.Fprintln(os.Stderr, "flightdeck:", err)
-			ec = exitRefused
-		case !errors.As(err, &ec):
+		if !errors.As(err, &ec) {
 			fmt.Fprintln(os.Stderr, "flightdeck:", err)
 			ec = 1
 		}
 		os.Exit(int(ec))
 	}
 }
-
-// usageErr is a usage error main prints and exits with status 2 for (the
-// status of input refused): an unknown subcommand.
-type usageErr struct{ msg string }
-
-func (e usageErr) Error() string { return e.msg }
 
 // exitCode ends the program with a status after the command has already
 // reported why on stderr.
@@ -147,7 +136,7 @@ func versionString() string {
 // help and exiting 0 as cobra does for a group.
 func runGroup(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErr{fmt.Sprintf("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())}
+		return usageError(cmd, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
 	}
 	return cmd.Help()
 }

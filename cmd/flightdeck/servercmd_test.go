@@ -161,9 +161,9 @@ func TestConfigCLI(t *testing.T) {
 
 func TestUnknownSubcommandFails(t *testing.T) {
 	for _, group := range []string{"parse", "server", "config", "sim"} {
-		_, _, err := runCLI(t, nil, group, "bogus")
-		if err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
-			t.Errorf("%s bogus: %v", group, err)
+		_, errOut, err := runCLI(t, nil, group, "bogus")
+		if err == nil || !strings.Contains(errOut, `unknown command "bogus"`) {
+			t.Errorf("%s bogus: %v, stderr %q", group, err, errOut)
 		}
 	}
 }
