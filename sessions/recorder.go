@@ -54,30 +54,28 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 		defer wg.Done()
 		r.flusher(every, kick, done)
 	}()
-	defer func() {
+	// The last flush comes after the flusher has stopped.
+	final := func() error {
 		close(done)
 		wg.Wait()
-	}()
+		return r.W.Flush(true)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return r.final()
+			return final()
 		case e, ok := <-events:
 			if !ok {
-				return r.final()
+				return final()
 			}
-			if e.Data == nil {
-				continue
-			}
-			kind := e.Data.Kind()
-			if kind == (journal.Status{}).Kind() {
-				continue
+			if e.Data == nil || e.Data.Kind() == (journal.Status{}).Kind() {
+				continue // its own status is for the screen
 			}
 			_ = r.W.Write(e) // a kind outside the format: skipped
 			if r.hook != nil {
 				r.hook("write")
 			}
-			if urgent[kind] {
+			if urgent[e.Data.Kind()] {
 				select {
 				case kick <- struct{}{}:
 				default: // a flush is already asked for
@@ -85,11 +83,6 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 			}
 		}
 	}
-}
-
-// final is the last flush, once the flusher has stopped.
-func (r *Recorder) final() error {
-	return r.W.Flush(true)
 }
 
 // flusher flushes every period and when kicked, and publishes the status
