@@ -69,6 +69,9 @@ func decRate(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 			return nil, fmt.Errorf("tok-rate accept: %w", errSyntax)
 		}
 		r.HasAccept = len(el) == 4
+		if len(el) == 5 && string(el[4]) != "0" {
+			return nil, fmt.Errorf("tok-rate: %w", errSyntax) // the encoder writes only 0 there
+		}
 	}
 	return r, nil
 }

@@ -376,3 +376,24 @@ func TestToMicrosRoundsUp(t *testing.T) {
 		}
 	}
 }
+
+// TestDecRateForms: the tok-rate forms the encoder writes decode; a fifth
+// element other than 0 (the encoder writes nothing else there) is refused.
+func TestDecRateForms(t *testing.T) {
+	for in, want := range map[string]serverlog.Rate{
+		`[1523.4,2]`:       {TokPerSec: 1523.4, Ranks: 2},
+		`[0.4,1,1]`:        {TokPerSec: 0.4, Ranks: 1, Dropped: true},
+		`[880,8,0,3.52]`:   {TokPerSec: 880, Ranks: 8, AcceptLength: 3.52, HasAccept: true},
+		`[880,8,0,3.52,0]`: {TokPerSec: 880, Ranks: 8, AcceptLength: 3.52},
+	} {
+		got, err := decRate(nil, t0, []byte(in))
+		if err != nil || got != want {
+			t.Errorf("decRate(%s) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{`[880,8,0,3.52,7]`, `[1]`, `[1,2,3]`, `[1,2,0,3,0,0]`} {
+		if p, err := decRate(nil, t0, []byte(in)); err == nil {
+			t.Errorf("decRate(%s) = %+v, want an error", in, p)
+		}
+	}
+}

@@ -122,7 +122,7 @@ func RedactArgv(argv []string) []string {
 			}
 			continue
 		}
-		if name, _, ok := strings.Cut(w, "="); ok && remote.CheckEnvName(name) == nil && Redact(map[string]string{name: ""})[name] != "" {
+		if name, _, ok := strings.Cut(w, "="); ok && remote.CheckEnvName(name) == nil && secretName.MatchString(name) {
 			out[i] = name + "=<redacted>"
 		}
 	}
