@@ -421,7 +421,7 @@ func (m *Model) expSegs() (exp, rec []seg) {
 			}
 			var held []string
 			if j.Pending > 0 {
-				held = append(held, byteSize(int64(j.Pending))+" held")
+				held = append(held, journal.FormatBytes(int64(j.Pending))+" held")
 			}
 			if j.Dropped > 0 {
 				held = append(held, plural(j.Dropped, "event")+" lost")
@@ -436,19 +436,6 @@ func (m *Model) expSegs() (exp, rec []seg) {
 	return exp, out
 }
 
-// byteSize is n bytes in decimal units: "512 B", "3.4 kB", "1.2 MB".
-func byteSize(n int64) string {
-	f := float64(n)
-	switch {
-	case n < 1000:
-		return strconv.FormatInt(n, 10) + " B"
-	case n < 1000*1000:
-		return strconv.FormatFloat(f/1e3, 'f', 1, 64) + " kB"
-	case n < 1000*1000*1000:
-		return strconv.FormatFloat(f/1e6, 'f', 1, 64) + " MB"
-	}
-	return strconv.FormatFloat(f/1e9, 'f', 1, 64) + " GB"
-}
 
 // endedHow says how an experiment ended, for its state column and
 // titles: "killed", "relaunched", "exited", "quit", "ended" (by e).

@@ -243,11 +243,15 @@ func (m *Model) expSubmit() tea.Cmd {
 	x, ctx := m.exp.ctl, m.ctx
 	switch md {
 	case modalExpStart:
+		// An empty name leaves it to the Lab, whose default the
+		// placeholder shows (and which it completes once the fingerprint
+		// has read the commit).
 		name, hyp := f.value(0), f.value(1)
-		if name == "" {
-			name = f.name
+		shown := name
+		if shown == "" {
+			shown = f.name
 		}
-		rec := m.recorder(join("start experiment", name))
+		rec := m.recorder(join("start experiment", shown))
 		m.exp.doing = "starting an experiment"
 		return func() tea.Msg {
 			rec()

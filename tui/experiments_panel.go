@@ -462,7 +462,7 @@ func gitSummary(g *journal.GitState) string {
 	}
 	parts = append(parts, head)
 	if g.PatchBytes > 0 {
-		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + byteSize(int64(g.PatchBytes))
+		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + journal.FormatBytes(int64(g.PatchBytes))
 		if g.PatchTruncated {
 			p += ", stored cut"
 		}
