@@ -861,3 +861,30 @@ func TestLaunchFormHypothesis(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchFormShowsDirtyChange: same commit, but the tracked files have
+// uncommitted changes now that the last launch did not have (or the
+// reverse): the form says so; untracked files do not count (the patch
+// holds only tracked changes).
+func TestLaunchFormShowsDirtyChange(t *testing.T) {
+	const head = "a6d51c005def07f605f0dd44ce0da458e97c7d62"
+	for _, c := range []struct {
+		patch   int
+		entries []string
+		want    string
+	}{
+		{0, []string{" M python/pynccl.py"}, "same commit (a6d51c0), but 1 file with uncommitted changes now (it was clean)"},
+		{532, nil, "same commit (a6d51c0), but no uncommitted changes now (it had some)"},
+		{0, []string{"?? notes.txt"}, "same commit as the last launch (a6d51c0)"},
+		{532, []string{"M  python/pynccl.py"}, "same commit (a6d51c0); uncommitted changes then and now"},
+	} {
+		m, _ := controlled(160, 40, ptr(readyStatus()))
+		send(m, ev(5*time.Second, journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
+			ev(6*time.Second, journal.ExperimentFingerprint{Exp: "e1", Fingerprint: journal.Fingerprint{Git: &journal.GitState{Head: head, PatchBytes: c.patch}}}),
+			ev(7*time.Second, repo.Head{Short: "a6d51c0", Commit: head, Dirty: len(c.entries), Entries: c.entries}))
+		press(m, "L")
+		if scr := plain(m); !strings.Contains(scr, c.want) {
+			t.Errorf("patch %d, entries %q: the form lacks %q:\n%s", c.patch, c.entries, c.want, scr)
+		}
+	}
+}

@@ -405,12 +405,14 @@ func wrapWords(s string, w int) []string {
 	return out
 }
 
-// headVsLastLaunch compares the checkout's HEAD now with the one the last
-// launched experiment's fingerprint recorded: "a6d51c0 -> 65b09bf (HEAD
-// moved since the last launch)" (moved), "same commit as the last launch
-// (a6d51c0)", or "" when either is unknown. An env diff alone would hide
-// the change this tool exists to catch.
-func (m *Model) headVsLastLaunch() (string, bool) {
+// headVsLastLaunch compares the checkout now with what the last launched
+// experiment's fingerprint recorded: HEAD ("a6d51c0 -> 65b09bf (HEAD
+// moved since the last launch)") and whether tracked files had
+// uncommitted changes ("same commit (a6d51c0), but 1 file has uncommitted
+// changes now (it was clean)"); moved is set for any difference. "" when
+// either side is unknown. An env diff alone would hide the change this
+// tool exists to catch.
+func (m *Model) headVsLastLaunch() (line string, moved bool) {
 	now := m.headShort
 	if now == "" {
 		return "", false
@@ -424,11 +426,21 @@ func (m *Model) headVsLastLaunch() (string, bool) {
 		if e.Fingerprint == nil || e.Fingerprint.Git == nil || e.Fingerprint.Git.Head == "" {
 			return "", false
 		}
-		then := sanitizeString(e.Fingerprint.Git.Head)
-		if strings.HasPrefix(then, now) {
-			return "same commit as the last launch (" + now + ")", false
+		g := e.Fingerprint.Git
+		then := sanitizeString(g.Head)
+		if !strings.HasPrefix(then, now) {
+			return git.ShortID(then) + arrow + now + " (HEAD moved since the last launch)", true
 		}
-		return git.ShortID(then) + arrow + now + " (HEAD moved since the last launch)", true
+		wasDirty, changed := g.PatchBytes > 0, m.headChanged
+		switch {
+		case changed > 0 && !wasDirty:
+			return "same commit (" + now + "), but " + plural(changed, "file") + " with uncommitted changes now (it was clean)", true
+		case changed == 0 && wasDirty:
+			return "same commit (" + now + "), but no uncommitted changes now (it had some)", true
+		case changed > 0:
+			return "same commit (" + now + "); uncommitted changes then and now (journal show compares the patches)", false
+		}
+		return "same commit as the last launch (" + now + ")", false
 	}
 	return "", false
 }

@@ -180,6 +180,9 @@ type Model struct {
 	exp       expState
 	pressed   string
 	headShort string
+	// headChanged counts tracked paths with uncommitted changes (the
+	// latest repo.Head's entries, untracked ones left out); -1 unknown.
+	headChanged int
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -191,18 +194,19 @@ const (
 // New returns a model with no data yet; it renders "waiting" placeholders.
 func New(o Options) *Model {
 	m := &Model{
-		opts:   o,
-		host:   sanitizeString(o.Host),
-		label:  sanitizeString(o.Label),
-		head:   sanitizeString(o.Head),
-		gpus:   newGPUTable(),
-		log:    newLogTail(o.LogLines),
-		width:  defaultWidth,
-		height: defaultHeight,
-		ctl:    o.Control,
-		ctx:    context.Background(),
-		git:    gitState{ctl: o.Git},
-		exp:    expState{ctl: o.Experiments},
+		opts:        o,
+		headChanged: -1,
+		host:        sanitizeString(o.Host),
+		label:       sanitizeString(o.Label),
+		head:        sanitizeString(o.Head),
+		gpus:        newGPUTable(),
+		log:         newLogTail(o.LogLines),
+		width:       defaultWidth,
+		height:      defaultHeight,
+		ctl:         o.Control,
+		ctx:         context.Background(),
+		git:         gitState{ctl: o.Git},
+		exp:         expState{ctl: o.Experiments},
 	}
 	m.log.path = sanitizeString(o.LogPath)
 	if o.Keys != nil {
@@ -380,6 +384,7 @@ func (m *Model) apply(ev event.Event) {
 	case repo.Head:
 		m.head = formatHead(p)
 		m.headShort = sanitizeString(p.Short)
+		m.headChanged = trackedChanges(p)
 	case repo.Unreadable:
 		m.head = "? (repository unreadable)"
 	case server.Status:
@@ -414,6 +419,21 @@ func (m *Model) apply(ev event.Event) {
 	case journal.Status:
 		m.exp.setJournal(p)
 	}
+}
+
+// trackedChanges counts h's dirty paths that are tracked (what a dirty
+// patch holds), -1 when h lists fewer entries than it counts.
+func trackedChanges(h repo.Head) int {
+	if len(h.Entries) < h.Dirty {
+		return -1
+	}
+	n := 0
+	for _, e := range h.Entries {
+		if !strings.HasPrefix(e, "??") {
+			n++
+		}
+	}
+	return n
 }
 
 // formatHead is the header's HEAD field: "3207427 Fix PCG MoE Error (+2
