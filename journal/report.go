@@ -254,7 +254,7 @@ func (r *Report) Baseline(idOrName string) (*Experiment, error) {
 	if idOrName != "" {
 		x := r.Ledger.Find(idOrName)
 		if x == nil {
-			return nil, fmt.Errorf("baseline %q: no such experiment (have %s)", idOrName, r.expList())
+			return nil, fmt.Errorf("baseline %q: no such experiment (have %s)", idOrName, r.ExpList())
 		}
 		return x, nil
 	}
@@ -267,8 +267,8 @@ func (r *Report) Baseline(idOrName string) (*Experiment, error) {
 	return nil, nil
 }
 
-// expList names the experiments for an error message: "e1, e2, e3" or "none".
-func (r *Report) expList() string {
+// ExpList names the experiments for an error message: "e1, e2, e3" or "none".
+func (r *Report) ExpList() string {
 	var ids []string
 	for _, x := range r.Ledger.Experiments() {
 		ids = append(ids, x.ID)

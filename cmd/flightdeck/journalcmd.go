@@ -417,7 +417,7 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 	var x *journal.Experiment
 	if exp != "" {
 		if x = r.Ledger.Find(exp); x == nil {
-			return refusedf("experiment %s: not in %s (see flightdeck journal show %s)", exp, lj.path, arg)
+			return refusedf("experiment %s: not in %s (have %s)", exp, lj.path, r.ExpList())
 		}
 	}
 	if f.json {
@@ -768,6 +768,10 @@ func runJournalExport(cmd *cobra.Command, arg string, f journalExportFlags) erro
 	defer lj.Close()
 	if _, err := lj.report.Baseline(f.baseline); err != nil {
 		return refusedf("--baseline: %v", err)
+	}
+	if pr := lj.problems; pr.Any() {
+		// What was skipped is not in the export: say so, as show and ls do.
+		fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s: skipped %s\n", lj.path, sanitize.String(pr.String()))
 	}
 	write := func(w io.Writer) error {
 		abs, err := filepath.Abs(lj.path)

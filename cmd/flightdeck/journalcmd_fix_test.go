@@ -188,3 +188,23 @@ func TestJournalFlagFiles(t *testing.T) {
 		t.Errorf("not a journal: %v", err)
 	}
 }
+
+// TestExportSaysWhatItSkipped: an export of a damaged journal says on
+// stderr what it skipped (show and ls say it too); show of an unknown
+// experiment lists the ones there are.
+func TestExportSaysWhatItSkipped(t *testing.T) {
+	_, file := journalDirWith(t)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	damaged := filepath.Join(t.TempDir(), "damaged.jsonl")
+	os.WriteFile(damaged, []byte(strings.Join(lines[:5], "")+"{garbage\n"+strings.Join(lines[5:], "")), 0o600)
+	out, errOut, err := runCLI(t, nil, "journal", "export", damaged, "--format", "md")
+	if err != nil || !strings.Contains(errOut, "skipped 1 garbled line") || !strings.Contains(out, "| e1 |") {
+		t.Errorf("export of a damaged journal: %v, stderr %q", err, errOut)
+	}
+	_, errOut, err = runCLI(t, nil, "journal", "show", file, "e99")
+	wantRefused(t, errOut, err, "experiment e99: not in "+file+" (have e1, e2, e3)")
+}
