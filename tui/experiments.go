@@ -436,7 +436,6 @@ func (m *Model) expSegs() (exp, rec []seg) {
 	return exp, out
 }
 
-
 // endedHow says how an experiment ended, for its state column and
 // titles: "killed", "relaunched", "exited", "quit", "ended" (by e).
 func endedHow(t journal.Trigger) string {
