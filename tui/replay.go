@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -397,13 +398,13 @@ func (r *Replay) toMark(dir int) tea.Cmd {
 	idx := -1
 	if dir < 0 {
 		for i, mk := range r.marks {
-			if mk.T < r.pos-grace {
+			if mk.T < r.pos-grace-sameInstant {
 				idx = i
 			}
 		}
 	} else {
 		for i, mk := range r.marks {
-			if mk.T > r.pos {
+			if mk.T > r.pos+sameInstant {
 				idx = i
 				break
 			}
@@ -420,11 +421,27 @@ func (r *Replay) toMark(dir int) tea.Cmd {
 		r.inner.flash(what, toneDim)
 		return nil
 	}
-	mk := r.marks[idx]
-	cmd := r.seek(mk.T)
-	r.inner.flash(markText(mk), toneOK)
+	// Marks at one instant (an experiment's end by a relaunch and the
+	// next one's start) are one stop: the position goes to the last of
+	// them and the footer names them all.
+	first, last := idx, idx
+	for first > 0 && r.marks[idx].T-r.marks[first-1].T <= sameInstant {
+		first--
+	}
+	for last+1 < len(r.marks) && r.marks[last+1].T-r.marks[idx].T <= sameInstant {
+		last++
+	}
+	texts := make([]string, 0, last-first+1)
+	for _, mk := range r.marks[first : last+1] {
+		texts = append(texts, markText(mk))
+	}
+	cmd := r.seek(r.marks[last].T)
+	r.inner.flash(strings.Join(texts, "; "), toneOK)
 	return cmd
 }
+
+// sameInstant is how close marks are to count as one stop for [ and ].
+const sameInstant = 500 * time.Millisecond
 
 // markText names a mark: "0:12:34 e2 started: nccl-ll-ring".
 func markText(mk journal.Mark) string {

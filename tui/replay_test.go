@@ -495,3 +495,36 @@ func TestReplayGolden(t *testing.T) {
 		golden.RequireEqual(t, r.View().Content)
 	})
 }
+
+// TestReplayMarksAtOneInstant: an experiment's end by a relaunch and the
+// next one's start, microseconds apart, are one stop for ] and [, named
+// together.
+func TestReplayMarksAtOneInstant(t *testing.T) {
+	evs := []event.Event{connected(),
+		ev(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerLaunch}),
+		ev(30*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerRelaunch}),
+		ev(30*time.Second+300*time.Microsecond, journal.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerLaunch}),
+		ev(50*time.Second, journal.Note{Text: "n", Exp: "e2"}),
+		ev(60*time.Second, h200s(1)),
+	}
+	r := NewReplay(newFakeSource(evs), Options{Theme: ThemeDark})
+	r.tickCmd = func(gen int) tea.Cmd { return func() tea.Msg { return replayTickMsg{gen: gen} } }
+	r.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	pump(r, r.Init())
+	for _, s := range []struct {
+		key  string
+		want time.Duration
+		note string
+	}{
+		{"]", 10 * time.Second, "0:00:10 e1 started"},
+		{"]", 30*time.Second + 300*time.Microsecond, "0:00:30 e1 ended: relaunch; 0:00:30 e2 started"},
+		{"]", 50 * time.Second, "0:00:50 note on e2"},
+		{"[", 30*time.Second + 300*time.Microsecond, "0:00:30 e1 ended"},
+		{"[", 10 * time.Second, "0:00:10 e1 started"},
+	} {
+		rpress(r, s.key)
+		if r.Position() != s.want || !strings.HasPrefix(r.inner.Status(), s.note) {
+			t.Errorf("%s: position %v status %q, want %v %q", s.key, r.Position(), r.inner.Status(), s.want, s.note)
+		}
+	}
+}
