@@ -669,3 +669,14 @@ func DiffStat(patch string) []FileChange {
 	}
 	return out
 }
+
+// StartGPUsLabel names an experiment's GPU state at its start: "GPUs at
+// launch (before the model loaded)" for one a launch started (the GPUs are
+// idle then: compare the state at the end, under load), else "GPUs at
+// start".
+func StartGPUsLabel(x *Experiment) string {
+	if x.StartedBy == TriggerLaunch {
+		return "GPUs at launch (before the model loaded)"
+	}
+	return "GPUs at start"
+}

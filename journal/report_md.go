@@ -576,7 +576,7 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
 			m.f("- **Host:** %s, kernel %s\n", orDash(mdText(fp.Hostname)), orDash(mdText(fp.Kernel)))
 		}
 		if s := GPUStateSummary(fp.GPUs); s != "" {
-			m.f("- **GPUs at start:** %s\n", mdText(s))
+			m.f("- **%s:** %s\n", StartGPUsLabel(x), mdText(s))
 		}
 	}
 	if s := GPUStateSummary(x.EndGPUs); s != "" {

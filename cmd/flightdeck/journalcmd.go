@@ -636,7 +636,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 			fmt.Fprintf(out, "  error       %s\n", s(e))
 		}
 		if len(fp.GPUs) > 0 {
-			fmt.Fprintln(out, "  GPUs at start:")
+			fmt.Fprintf(out, "  %s:\n", journal.StartGPUsLabel(x))
 			writeGPUTable(out, fp.GPUs)
 		}
 	}
