@@ -821,6 +821,9 @@ func (e outputError) Error() string {
 	msg := err.Error()
 	if errors.Is(err, fs.ErrNotExist) {
 		msg = "no such directory: " + filepath.Dir(e.path)
+		if fi, serr := os.Stat(filepath.Dir(e.path)); serr == nil && fi.IsDir() {
+			msg = "cannot create a file in " + filepath.Dir(e.path) // /proc, say
+		}
 	}
 	return "write " + e.path + ": " + msg
 }
@@ -829,6 +832,9 @@ func (e outputError) Error() string {
 // directory renamed over it, so that a failed export never leaves half a
 // file (or destroys the previous one).
 func writeFileAtomic(path string, write func(io.Writer) error) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("is a directory")
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err

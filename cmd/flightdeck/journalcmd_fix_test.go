@@ -127,6 +127,11 @@ func TestJournalExportOutputError(t *testing.T) {
 	if want := "write " + out + ": no such directory: " + filepath.Dir(out); err.Error() != want || strings.Contains(err.Error(), ".tmp") {
 		t.Errorf("err = %q, want %q", err, want)
 	}
+	// A directory given as the file: said so, not "file exists".
+	dir := t.TempDir()
+	if _, _, err := runCLI(t, nil, "journal", "export", file, "--format", "md", "-o", dir); err == nil || err.Error() != "write "+dir+": is a directory" {
+		t.Errorf("-o DIR: err = %v", err)
+	}
 }
 
 // An unknown subcommand is a usage error (exit 2), in every group and at
