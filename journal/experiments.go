@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
@@ -28,6 +29,11 @@ type Experiment struct {
 	Result  Result
 	EndGPUs []gpu.GPU
 	Notes   []TimedNote // notes written while it was open, in time order
+	// Bench holds the benchmark runs finished while it was open (bench-result
+	// events with its id), in time order; failed runs included (Err set).
+	Bench []bench.Done
+	// Repeat is set when the experiment is one launch of a repeat (R).
+	Repeat *Repeat
 }
 
 // Open reports whether the experiment has not ended.

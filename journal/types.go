@@ -178,7 +178,35 @@ type GitState struct {
 	PatchTruncated bool     `json:"patch_truncated,omitempty"`
 	Untracked      []string `json:"untracked,omitempty"`
 	Stashes        []string `json:"stashes,omitempty"` // "stash@{0}: On main: before checkout", newest first
+	// Range is how HEAD moved since the previous experiment of the
+	// session (the commits and files between them); nil when HEAD did not
+	// move, for the first experiment, or when it could not be read.
+	Range *CommitRange `json:"range,omitempty"`
 }
+
+// CommitRange is what lies between two commits From and To: `git log
+// --oneline From..To` (Ahead: commits To has that From has not), To..From
+// (Behind: commits a checkout of an older commit left out) and `git diff
+// --name-only From To` (Files). Lists are cut at MaxRangeItems; the
+// totals count them all.
+type CommitRange struct {
+	From   string   `json:"from"`             // full commit id
+	To     string   `json:"to"`               // full commit id
+	Ahead  []string `json:"ahead,omitempty"`  // "65b09bf Fix PCG MoE Error", newest first
+	Behind []string `json:"behind,omitempty"` // as Ahead
+	Files  []string `json:"files,omitempty"`  // paths, sorted
+	// AheadTotal, BehindTotal and FilesTotal count all of them, cut or not.
+	AheadTotal  int `json:"ahead_total,omitempty"`
+	BehindTotal int `json:"behind_total,omitempty"`
+	FilesTotal  int `json:"files_total,omitempty"`
+	// Err says why the range could not be read in full (a shallow clone,
+	// an unreachable commit); the lists hold what was read.
+	Err string `json:"err,omitempty"`
+}
+
+// MaxRangeItems is the most commits, and the most files, a CommitRange
+// lists: 50.
+const MaxRangeItems = 50
 
 // MaxPatch is the most of a dirty patch stored in a fingerprint: 4 MiB.
 const MaxPatch = 4 << 20
@@ -192,6 +220,31 @@ type Version struct {
 	Err     string `json:"err,omitempty"`
 	Millis  int64  `json:"ms"` // how long it took
 }
+
+// Baseline marks an experiment as the session's baseline: the header shows
+// the open experiment's delta against it and comparisons default to it.
+// The latest mark wins; Exp "" clears it. It is an event payload (kind
+// "exp-baseline").
+type Baseline struct {
+	Exp string `json:"exp"`
+}
+
+// Kind implements event.Payload.
+func (Baseline) Kind() string { return "exp-baseline" }
+
+// Repeat tags an experiment as one launch of a repeat (R): the same
+// configuration relaunched N times to measure launch-to-launch noise. It
+// is an event payload (kind "exp-repeat"), written right after the
+// experiment's start.
+type Repeat struct {
+	Exp    string `json:"exp"`    // this launch's experiment
+	Series string `json:"series"` // the experiment the repeat began from
+	I      int    `json:"i"`      // 1-based: this is launch I of N (the series' own is 1)
+	N      int    `json:"n"`
+}
+
+// Kind implements event.Payload.
+func (Repeat) Kind() string { return "exp-repeat" }
 
 // Key records a key that caused an action in the cockpit. It is an event
 // payload (kind "key").
