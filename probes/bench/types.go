@@ -166,7 +166,7 @@ type Progress struct {
 func (Progress) Kind() string { return "bench-progress" }
 
 // Done ends a benchmark run on the event stream: its result, or why it
-// could not run. It is an event payload (kind "bench-result").
+// could not run. It is an event payload (kind "bench-done").
 type Done struct {
 	ID     string  `json:"id"`
 	Exp    string  `json:"exp,omitempty"` // as in Started
@@ -175,4 +175,4 @@ type Done struct {
 }
 
 // Kind implements event.Payload.
-func (Done) Kind() string { return "bench-result" }
+func (Done) Kind() string { return "bench-done" }
