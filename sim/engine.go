@@ -19,6 +19,7 @@ const (
 // request is one generation the engine decodes: an HTTP request, the
 // warm-up request, or a synthetic one that keeps the demo busy.
 type request struct {
+	synthetic              bool // the demo's own load: yields to HTTP requests
 	prompt, max, generated int
 	tokens                 chan int      // tokens produced per forward step; closed when finished
 	done                   chan struct{} // closed when finished or dropped
@@ -39,6 +40,7 @@ type engine struct {
 
 	// owned by run's goroutine
 	running     []*request
+	parked      []*request // synthetic requests set aside while HTTP ones run
 	wallStart   time.Time
 	clock       time.Duration // model time since wallStart
 	forwardCt   int
@@ -94,6 +96,7 @@ func (e *engine) run(ctx context.Context) {
 		fresh, auto := e.pending, e.auto
 		e.pending = nil
 		e.mu.Unlock()
+		e.yieldToRequests(fresh, auto)
 		if len(e.running) == 0 && len(fresh) == 0 {
 			e.s.set(-1, 0)
 			if !auto {
@@ -108,7 +111,7 @@ func (e *engine) run(ctx context.Context) {
 			}
 			prompt := 300 + int(900*e.s.randFloat())
 			max := 1500 + int(2500*e.s.randFloat())
-			fresh = append(fresh, &request{prompt: prompt, max: max, tokens: make(chan int, max+1), done: make(chan struct{})})
+			fresh = append(fresh, &request{synthetic: true, prompt: prompt, max: max, tokens: make(chan int, max+1), done: make(chan struct{})})
 		}
 		if len(fresh) > 0 {
 			e.prefill(ctx, fresh)
@@ -120,12 +123,53 @@ func (e *engine) run(ctx context.Context) {
 	for _, r := range e.running {
 		e.finish(r)
 	}
+	for _, r := range e.parked {
+		e.finish(r)
+	}
 	e.mu.Lock()
 	for _, r := range e.pending {
 		e.finish(r)
 	}
 	e.pending = nil
 	e.mu.Unlock()
+}
+
+// yieldToRequests sets the synthetic workload aside while HTTP requests
+// (fresh or running) are being served, so a benchmark measures the batch
+// of its own requests at the modelled rate, and brings it back when they
+// are done (dropping it when the workload was turned off meanwhile).
+func (e *engine) yieldToRequests(fresh []*request, auto bool) {
+	served := false
+	for _, r := range fresh {
+		served = served || !r.synthetic
+	}
+	for _, r := range e.running {
+		served = served || !r.synthetic
+	}
+	if served {
+		live := e.running[:0]
+		for _, r := range e.running {
+			if r.synthetic {
+				e.parked = append(e.parked, r)
+			} else {
+				live = append(live, r)
+			}
+		}
+		clear(e.running[len(live):])
+		e.running = live
+		return
+	}
+	if len(e.parked) == 0 {
+		return
+	}
+	if !auto {
+		for _, r := range e.parked {
+			e.finish(r)
+		}
+	} else {
+		e.running = append(e.running, e.parked...)
+	}
+	e.parked = nil
 }
 
 // idle waits up to d of model time (forever when d < 0) for new work; it

@@ -93,7 +93,10 @@ type completionRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	MaxTokens           *int `json:"max_tokens"`
+	MaxTokens *int `json:"max_tokens"`
+	// IgnoreEOS is SGLang's and vLLM's "generate max_tokens whatever the
+	// model says"; the fake never stops early, so it changes nothing.
+	IgnoreEOS           bool `json:"ignore_eos"`
 	MaxCompletionTokens *int `json:"max_completion_tokens"`
 	Stream              bool `json:"stream"`
 	StreamOptions       *struct {
@@ -144,6 +147,12 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	prompt := max(1, promptChars/4)
+	// A list of token ids (what benchmark clients send) is counted
+	// exactly, as a real server does.
+	var ids []int
+	if !chat && json.Unmarshal(req.Prompt, &ids) == nil && len(ids) > 0 {
+		prompt = len(ids)
+	}
 	model := req.Model
 	if model == "" {
 		model = s.opt.servedName

@@ -36,7 +36,8 @@ type Config struct {
 	// Concurrency is the most requests in flight (default 1).
 	Concurrency int `json:"concurrency"`
 	// Requests is how many measured requests to send; when 0, Duration
-	// bounds the run instead. One of them must be set (default 32 requests).
+	// bounds the run instead: no request starts after it, and those in
+	// flight finish. Exactly one of them is set (default 32 requests).
 	Requests int           `json:"requests,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"` // ns in JSON
 	// Rate is the request arrival rate in requests/s; 0 sends as fast as
@@ -45,7 +46,8 @@ type Config struct {
 	Rate    float64 `json:"rate,omitempty"`
 	Poisson bool    `json:"poisson,omitempty"`
 	// Warmup requests run first, one at a time, and are left out of every
-	// metric (default 1, as sglang.bench_serving's --warmup-requests).
+	// metric (default 1, as sglang.bench_serving's --warmup-requests; a
+	// negative value means none: 0 is the default).
 	Warmup int `json:"warmup"`
 	// Seed makes random prompts and Poisson gaps repeatable (default 1).
 	Seed uint64 `json:"seed"`
@@ -80,9 +82,12 @@ type Request struct {
 	TPOT float64 `json:"tpot_ms"`
 	// ITLMedian is the median gap between consecutive content chunks, ms;
 	// 0 with fewer than two chunks.
-	ITLMedian    float64 `json:"itl_median_ms"`
-	PromptTokens int     `json:"prompt_tokens"` // from usage; else the prompt's length as sent
-	OutputTokens int     `json:"output_tokens"` // from usage; else one per content chunk
+	ITLMedian float64 `json:"itl_median_ms"`
+	// PromptTokens is from usage; else the number of token ids sent (random
+	// completions prompts), or 0 when the server's count is unknown (text
+	// prompts without usage).
+	PromptTokens int `json:"prompt_tokens"`
+	OutputTokens int `json:"output_tokens"` // from usage; else one per content chunk
 	// Usage says the token counts came from the server's usage chunk.
 	Usage bool   `json:"usage"`
 	Err   string `json:"err,omitempty"` // "" when it succeeded

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
+)
+
+// TestBenchCLI: `flightdeck bench` against the simulated host, through its
+// SSH server (the port found from the host's config) and at the URL.
+func TestBenchCLI(t *testing.T) {
+	h, _, ssh := simHostConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := h.StartServer(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.StopServer(context.Background()) })
+	for {
+		resp, err := http.Get(h.ServerURL() + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the simulated server did not get ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	out, stderr, err := runCLI(t, nil, append([]string{"bench", "sim", "-n", "4", "-c", "2", "--input-len", "16", "--output-len", "24", "--format", "json"}, ssh...)...)
+	wantExit(t, err, 0, "bench sim:\n"+stderr)
+	var res bench.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--format json: %v\n%s", err, out)
+	}
+	want := "http://127.0.0.1:" + strconv.Itoa(h.ServerPort) + " via sim"
+	if res.Completed != 4 || res.Failed != 0 || res.InputTokens != 64 || res.OutputTokens != 96 || res.Target != want ||
+		res.Config.Concurrency != 2 || res.TTFT.N != 4 || res.OutputTokPerSec <= 0 || len(res.Requests) != 4 {
+		t.Errorf("result %+v", res)
+	}
+
+	out, stderr, err = runCLI(t, nil, "bench", h.ServerURL(), "-n", "2", "--output-len", "8", "--input-len", "4", "--warmup", "0", "--endpoint", "chat")
+	wantExit(t, err, 0, "bench URL:\n"+stderr)
+	for _, line := range []string{
+		"============ Serving Benchmark Result ============",
+		"Backend:                                 flightdeck chat",
+		"Target:                                  " + h.ServerURL(),
+		"Traffic request rate:                    inf",
+		"Successful requests:                     2",
+		"Total generated tokens:                  16",
+		"---------------Time to First Token----------------",
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("table lacks %q:\n%s", line, out)
+		}
+	}
+	if stderr != "" {
+		t.Errorf("stderr (not a terminal: no progress) %q", stderr)
+	}
+}
+
+func TestBenchCLIRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench"}, "accepts 1 arg"},
+		{[]string{"bench", "http://127.0.0.1:1", "--format", "xml"}, `--format "xml"`},
+		{[]string{"bench", "http://127.0.0.1:1", "--endpoint", "embed"}, `endpoint "embed"`},
+		{[]string{"bench", "http://127.0.0.1:1", "-c", "-1"}, "--concurrency -1"},
+		{[]string{"bench", "http://127.0.0.1:1", "-n", "5", "--duration", "1s"}, "requests or duration, not both"},
+		{[]string{"bench", "http://127.0.0.1:1", "--poisson"}, "poisson arrivals need a rate"},
+		{[]string{"bench", "http://127.0.0.1:1", "--rate", "-2"}, "rate -2"},
+		{[]string{"bench", "http://127.0.0.1:1", "--port", "8000"}, "put the port in the URL"},
+		{[]string{"bench", "http://127.0.0.1:1", "--bogus"}, "unknown flag"},
+	} {
+		_, stderr, err := runCLI(t, nil, tc.args...)
+		var ec exitCode
+		if !errors.As(err, &ec) || ec != exitRefused || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: err %v stderr %q; want exit 2 and %q", tc.args, err, stderr, tc.want)
+		}
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	_, _, err := runCLI(t, nil, "bench", "http://"+addr)
+	var ec exitCode
+	if err == nil || errors.As(err, &ec) || !strings.Contains(err.Error(), "list models") {
+		t.Errorf("server down: %v, want an error (exit 1) about listing models", err)
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	res := &bench.Result{
+		Config: bench.Config{Endpoint: bench.Completions, Model: "kimi\x1b[2J", Concurrency: 4, Rate: 8},
+		Target: "http://127.0.0.1:30000 via gpu-box", Duration: 2500 * time.Millisecond, Cancelled: true,
+		Completed: 10, Failed: 2, InputTokens: 1280, OutputTokens: 1280,
+		ReqPerSec: 4, OutputTokPerSec: 512, TotalTokPerSec: 1024, Concurrency: 3.5,
+		E2E:    bench.Dist{Mean: 800, Median: 790.5, P90: 900, P99: 950.25, Max: 960},
+		TTFT:   bench.Dist{Mean: 20, Median: 19, P90: 30, P99: 40, Max: 41},
+		TPOT:   bench.Dist{Mean: 6.2, Median: 6.1, P90: 7, P99: 8, Max: 9},
+		ITL:    bench.Dist{Mean: 6.2, Median: 6, P90: 7.5, P99: 9.125, Max: 30},
+		Errors: []bench.ErrorCount{{Err: "HTTP 503: The server is not ready.", Count: 2}},
+	}
+	var b bytes.Buffer
+	writeBenchTable(&b, res)
+	want := `============ Serving Benchmark Result ============
+Cancelled:                               yes (the requests that finished)
+Backend:                                 flightdeck completions
+Target:                                  http://127.0.0.1:30000 via gpu-box
+Model:                                   kimi
+Traffic request rate:                    8.00
+Max request concurrency:                 4
+Successful requests:                     10
+Failed requests:                         2
+Benchmark duration (s):                  2.50
+Total input tokens:                      1280
+Total generated tokens:                  1280
+Request throughput (req/s):              4.00
+Input token throughput (tok/s):          512.00
+Output token throughput (tok/s):         512.00
+Total token throughput (tok/s):          1024.00
+Concurrency:                             3.50
+----------------End-to-End Latency----------------
+Mean E2E Latency (ms):                   800.00
+Median E2E Latency (ms):                 790.50
+P90 E2E Latency (ms):                    900.00
+P99 E2E Latency (ms):                    950.25
+---------------Time to First Token----------------
+Mean TTFT (ms):                          20.00
+Median TTFT (ms):                        19.00
+P90 TTFT (ms):                           30.00
+P99 TTFT (ms):                           40.00
+-----Time per Output Token (excl. 1st token)------
+Mean TPOT (ms):                          6.20
+Median TPOT (ms):                        6.10
+P90 TPOT (ms):                           7.00
+P99 TPOT (ms):                           8.00
+---------------Inter-Token Latency----------------
+Mean ITL (ms):                           6.20
+Median ITL (ms):                         6.00
+P90 ITL (ms):                            7.50
+P99 ITL (ms):                            9.12
+Max ITL (ms):                            30.00
+==================================================
+failed ×2: HTTP 503: The server is not ready.
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

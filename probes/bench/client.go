@@ -1,0 +1,449 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+)
+
+// ProgressInterval is how often Run calls its progress callback (plus a
+// final call when the run ends).
+const ProgressInterval = 250 * time.Millisecond
+
+// maxErrors is how many distinct failure messages a Result keeps.
+const maxErrors = 5
+
+// NewTransport returns an HTTP transport fit for a benchmark: dial (nil:
+// net.Dialer) opens its connections, an idle connection is kept per
+// concurrent request so none is re-dialled mid-run, and responses are not
+// compressed (a gzip layer would hold chunks back and skew ITL).
+func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), concurrency int) *http.Transport {
+	return &http.Transport{
+		DialContext:         dial,
+		MaxIdleConnsPerHost: max(concurrency, 2),
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// Run benchmarks the OpenAI-compatible server at baseURL
+// ("http://127.0.0.1:30000", with or without a trailing /v1) with cfg
+// (zero fields take Config.Defaults) through client (nil: a new one from
+// NewTransport). It resolves an empty model with GET /v1/models, sends
+// the warm-up requests one at a time, then the measured ones, and calls
+// progress (when not nil) from one goroutine every ProgressInterval and
+// once at the end; Progress.ID is left empty for the caller to fill.
+//
+// It returns an error, and no Result, when cfg is not valid, the URL is
+// not http(s), the model cannot be listed, the prompt file cannot be read,
+// or a warm-up request fails (the server cannot serve this benchmark).
+// Failed measured requests do not fail the run: they are counted in the
+// Result. A stream that ends without [DONE] still succeeds when the server
+// sent finish_reason or usage (both follow the last token); without either
+// it counts as a dropped connection. When ctx ends Run stops sending, abandons the requests in
+// flight (they are not counted) and returns the partial Result with
+// Cancelled set, and a nil error.
+func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, progress func(Progress)) (*Result, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	base, err := apiBase(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	if client == nil {
+		client = &http.Client{Transport: NewTransport(nil, cfg.Concurrency)}
+	}
+	r := &runner{cfg: cfg, client: client, progress: progress}
+	if cfg.Endpoint == Chat {
+		r.url = base + "/chat/completions"
+	} else {
+		r.url = base + "/completions"
+	}
+	if cfg.PromptFile != "" {
+		if r.prompts, err = readPrompts(cfg.PromptFile); err != nil {
+			return nil, err
+		}
+	}
+	if r.cfg.Model == "" {
+		if r.cfg.Model, err = FirstModel(ctx, client, base); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{Config: r.cfg, Target: strings.TrimSuffix(base, "/v1"), Started: time.Now()}
+	for i := range cfg.Warmup {
+		r.report(Progress{Warmup: true, Total: cfg.Requests, Limit: cfg.Duration})
+		body, prompt := r.body(i, true)
+		q := r.do(ctx, body, prompt, nil)
+		if ctx.Err() != nil {
+			res.Cancelled = true
+			r.report(Progress{Total: cfg.Requests, Limit: cfg.Duration})
+			return res, nil
+		}
+		if q.Err != "" {
+			return nil, fmt.Errorf("warm-up request failed (check the model, lengths and endpoint): %s", q.Err)
+		}
+	}
+	r.measure(ctx, res)
+	return res, nil
+}
+
+// apiBase turns a server URL into its /v1 base, without a trailing slash.
+func apiBase(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("server URL %q: want http://HOST:PORT", raw)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	p := strings.TrimRight(u.Path, "/")
+	if !strings.HasSuffix(p, "/v1") {
+		p += "/v1"
+	}
+	u.Path = p
+	return u.String(), nil
+}
+
+// FirstModel returns the first model id of GET {base}/models (base is a
+// /v1 URL). The id must be printable text (it is shown and journaled).
+func FirstModel(ctx context.Context, client *http.Client, base string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/models", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list models: %s", sanitize.String(err.Error()))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("list models: %s", httpMessage(resp.StatusCode, b))
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return "", fmt.Errorf("list models: not a model list: %s", sanitize.String(err.Error()))
+	}
+	if len(list.Data) == 0 || list.Data[0].ID == "" {
+		return "", errors.New("list models: the server lists no model (pass one)")
+	}
+	id := list.Data[0].ID
+	if sanitize.String(id) != id {
+		return "", fmt.Errorf("list models: model id %s has control characters (pass one)", sanitize.String(strconv.Quote(id)))
+	}
+	return id, nil
+}
+
+// readPrompts reads a prompt file: one prompt a line, blank lines skipped.
+func readPrompts(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("prompt file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 256<<20+1))
+	if err != nil {
+		return nil, fmt.Errorf("prompt file: %w", err)
+	}
+	if len(b) > 256<<20 {
+		return nil, fmt.Errorf("prompt file %s: larger than 256 MiB", path)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimRight(l, "\r"); strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("prompt file %s: no prompts (one a line)", path)
+	}
+	return out, nil
+}
+
+type runner struct {
+	cfg      Config
+	client   *http.Client
+	url      string
+	prompts  []string
+	progress func(Progress)
+
+	// live counters of the measured part, for progress
+	done, failed, inFlight, outTokens atomic.Int64
+}
+
+func (r *runner) report(p Progress) {
+	if r.progress != nil {
+		r.progress(p)
+	}
+}
+
+// words are the random chat prompts' vocabulary: common words that most
+// tokenizers keep as one token each.
+var words = strings.Fields("the of and to in is was for on with as by at from that this it be are or an not but have had has were which one all can will their there been if more when so out up into no only time other new some could them these than then now its about over use two may first any like our also made")
+
+// body returns request i's JSON body and the prompt length in tokens as
+// sent (0 when the server's tokenizer decides it). Prompts are a function
+// of (Seed, i), so a run's requests are the same however they are
+// scheduled; warm-up prompts come from their own stream.
+func (r *runner) body(i int, warm bool) ([]byte, int) {
+	stream := uint64(i)
+	if warm {
+		stream |= 1 << 62
+	}
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, stream))
+	b := make([]byte, 0, 160+8*r.cfg.InputLen)
+	b = append(b, `{"model":`...)
+	b = appendJSONString(b, r.cfg.Model)
+	prompt := 0
+	var text string
+	switch {
+	case r.prompts != nil:
+		text = r.prompts[i%len(r.prompts)]
+	case r.cfg.Endpoint == Chat:
+		var sb strings.Builder
+		for k := range r.cfg.InputLen {
+			if k > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(words[rng.IntN(len(words))])
+		}
+		text = sb.String()
+	}
+	switch {
+	case r.cfg.Endpoint == Chat:
+		b = append(b, `,"messages":[{"role":"user","content":`...)
+		b = appendJSONString(b, text)
+		b = append(b, `}]`...)
+	case r.prompts != nil:
+		b = append(b, `,"prompt":`...)
+		b = appendJSONString(b, text)
+	default:
+		// Token ids well inside every common vocabulary and clear of the
+		// low ids some tokenizers reserve for special tokens.
+		b = append(b, `,"prompt":[`...)
+		for k := range r.cfg.InputLen {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(100+rng.IntN(30000)), 10)
+		}
+		b = append(b, ']')
+		prompt = r.cfg.InputLen
+	}
+	b = append(b, `,"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.cfg.OutputLen), 10)
+	b = append(b, `,"ignore_eos":true,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`...)
+	return b, prompt
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// result is one request's outcome with its ITL gaps (ms).
+type result struct {
+	Request
+	itl    []float64
+	sent   time.Time // when the request went out
+	end    time.Time
+	chunks int // content chunks received
+}
+
+var readerPool = sync.Pool{New: func() any { return NewStreamReader(nil) }}
+
+// do sends one request and reads its stream. A request abandoned because
+// ctx ended has Err set and ctx.Err() tells why; live, when set, counts
+// content chunks as they arrive.
+func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.Int64) result {
+	q := result{Request: Request{PromptTokens: prompt}, sent: time.Now()}
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	fail := func(msg string) result {
+		if rctx.Err() != nil && ctx.Err() == nil {
+			msg = "timeout after " + r.cfg.Timeout.String()
+		}
+		q.Err = clip(sanitize.String(msg))
+		q.end = time.Now()
+		return q
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		return fail(err.Error())
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "identity") // no gzip buffering chunks
+	t0 := time.Now()
+	q.sent = t0
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fail(errText(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return fail(httpMessage(resp.StatusCode, b))
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "event-stream") {
+		return fail(fmt.Sprintf("response is %q, not an event stream", ct))
+	}
+	sr := readerPool.Get().(*StreamReader)
+	defer readerPool.Put(sr)
+	sr.Reset(resp.Body)
+	defer sr.Reset(nil)
+	var (
+		c        Chunk
+		first    time.Time
+		last     time.Time
+		chunks   int
+		usage    Usage
+		finished bool
+	)
+	for {
+		err := sr.Next(&c)
+		now := time.Now()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return fail(streamErrText(err))
+			}
+			break
+		}
+		if c.Done {
+			continue
+		}
+		if c.Content() {
+			if chunks == 0 {
+				first = now
+			} else {
+				q.itl = append(q.itl, ms(now.Sub(last)))
+			}
+			last = now
+			chunks++
+			q.chunks = chunks
+			if live != nil {
+				live.Add(1)
+			}
+		}
+		if c.Usage.OK {
+			usage = c.Usage
+		}
+		if c.Finish != nil {
+			finished = true
+		}
+	}
+	q.end = time.Now()
+	// A stream that ends without [DONE] is complete when the server said
+	// so (finish_reason or usage, which follow the last token); without
+	// any of them the connection was cut.
+	if !sr.SawDone() && !finished && !usage.OK {
+		return fail("stream ended before finish_reason, usage or [DONE] (connection dropped?)")
+	}
+	if chunks == 0 {
+		return fail("the stream carried no generated text")
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // keep the connection for the next request
+	q.OutputTokens = chunks
+	if usage.OK {
+		q.Usage = true
+		q.PromptTokens, q.OutputTokens = usage.PromptTokens, usage.CompletionTokens
+	}
+	q.TTFT = ms(first.Sub(t0))
+	q.E2E = ms(q.end.Sub(t0))
+	if q.OutputTokens > 1 {
+		q.TPOT = (q.E2E - q.TTFT) / float64(q.OutputTokens-1)
+	}
+	if len(q.itl) > 0 {
+		s := slices.Clone(q.itl)
+		slices.Sort(s)
+		q.ITLMedian = Percentile(s, 50)
+	}
+	return q
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// clip cuts a failure message to 300 runes.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 300 {
+		return string(r[:300]) + "…"
+	}
+	return s
+}
+
+// errText is a transport error without Go's `Post "URL": ` wrapping.
+func errText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+func streamErrText(err error) string {
+	var ae *APIError
+	var ce *ChunkError
+	if errors.As(err, &ae) || errors.As(err, &ce) || errors.Is(err, ErrEventTooLong) {
+		return err.Error()
+	}
+	return "stream broken: " + errText(err)
+}
+
+// httpMessage is "HTTP 503: The server is not ready.": the status and the
+// error message of an OpenAI-style error body ({"message"} or
+// {"error": {"message"}}), else the body's first line.
+func httpMessage(code int, body []byte) string {
+	var e struct {
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+		Error   json.RawMessage `json:"error"`
+	}
+	msg := ""
+	if json.Unmarshal(body, &e) == nil {
+		msg = e.Message
+		if msg == "" && len(e.Error) > 0 {
+			var inner struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(e.Error, &inner) == nil {
+				msg = inner.Message
+			} else {
+				json.Unmarshal(e.Error, &msg)
+			}
+		}
+		if msg == "" && len(e.Detail) > 0 {
+			if json.Unmarshal(e.Detail, &msg) != nil {
+				msg = string(e.Detail)
+			}
+		}
+	}
+	if msg == "" {
+		msg, _, _ = strings.Cut(strings.TrimSpace(string(body)), "\n")
+	}
+	if msg == "" {
+		msg = http.StatusText(code)
+	}
+	return fmt.Sprintf("HTTP %d: %s", code, clip(sanitize.String(msg)))
+}

@@ -1,0 +1,446 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeServer is an OpenAI-style streaming server whose behaviour each
+// test sets; it records the bodies it received.
+type fakeServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	bodies   []map[string]any
+	inFlight atomic.Int64
+	maxIn    atomic.Int64
+	models   string // GET /v1/models body
+	// stream writes the response for request n (0-based, warm-up
+	// included); nil streams 4 content chunks, usage and [DONE].
+	stream func(n int, w http.ResponseWriter, f http.Flusher)
+	n      atomic.Int64
+}
+
+func newFake(t *testing.T) *fakeServer {
+	s := &fakeServer{models: `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, s.models) })
+	handle := func(w http.ResponseWriter, r *http.Request) {
+		in := s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		for {
+			m := s.maxIn.Load()
+			if in <= m || s.maxIn.CompareAndSwap(m, in) {
+				break
+			}
+		}
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		s.mu.Lock()
+		s.bodies = append(s.bodies, body)
+		s.mu.Unlock()
+		n := int(s.n.Add(1) - 1)
+		f := w.(http.Flusher)
+		if s.stream == nil {
+			defaultStream(w, f, 4, true)
+			return
+		}
+		s.stream(n, w, f)
+	}
+	mux.HandleFunc("POST /v1/completions", handle)
+	mux.HandleFunc("POST /v1/chat/completions", handle)
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func sseHeader(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+}
+
+// defaultStream writes a role-only chunk, k content chunks, a finish chunk,
+// a usage chunk (k completion tokens, when usage) and [DONE].
+func defaultStream(w http.ResponseWriter, f http.Flusher, k int, usage bool) {
+	sseHeader(w)
+	fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`+"\n\n")
+	for i := range k {
+		fmt.Fprintf(w, `data: {"choices":[{"index":0,"text":" t%d","finish_reason":null}],"usage":null}`+"\n\n", i)
+		f.Flush()
+	}
+	fmt.Fprint(w, `data: {"choices":[{"index":0,"text":"","finish_reason":"length"}],"usage":null}`+"\n\n")
+	if usage {
+		fmt.Fprintf(w, `data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", k, k+7)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func run(t *testing.T, s *fakeServer, cfg Config) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), nil, s.URL, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRunCountsAndRequestBody(t *testing.T) {
+	s := newFake(t)
+	res := run(t, s, Config{Requests: 6, Concurrency: 2, InputLen: 5, OutputLen: 4, Warmup: 2})
+	if res.Completed != 6 || res.Failed != 0 || len(res.Requests) != 6 {
+		t.Fatalf("completed %d failed %d requests %d: %+v", res.Completed, res.Failed, len(res.Requests), res.Errors)
+	}
+	if got := s.n.Load(); got != 8 {
+		t.Errorf("%d requests reached the server, want 2 warm-up + 6", got)
+	}
+	if res.Config.Model != "fake-model" || res.Config.Endpoint != Completions || res.Config.Seed != 1 {
+		t.Errorf("config %+v: want the model from /v1/models and defaults", res.Config)
+	}
+	if res.OutputTokens != 24 || res.InputTokens != 42 {
+		t.Errorf("tokens in %d out %d, want 42 (usage) and 24", res.InputTokens, res.OutputTokens)
+	}
+	// ITL: 3 gaps per request (the role-only chunk is not content).
+	if res.ITL.N != 18 || res.TTFT.N != 6 || res.TPOT.N != 6 || res.E2E.N != 6 {
+		t.Errorf("dist sizes ttft %d itl %d tpot %d e2e %d", res.TTFT.N, res.ITL.N, res.TPOT.N, res.E2E.N)
+	}
+	for _, q := range res.Requests {
+		if !q.Usage || q.OutputTokens != 4 || q.TTFT <= 0 || q.TTFT > q.E2E || q.Err != "" {
+			t.Errorf("request %+v", q)
+		}
+		if want := (q.E2E - q.TTFT) / 3; q.TPOT != want {
+			t.Errorf("TPOT %v, want (e2e-ttft)/(4-1) = %v", q.TPOT, want)
+		}
+	}
+	if res.Duration <= 0 || res.OutputTokPerSec != 24/res.Duration.Seconds() || res.ReqPerSec != 6/res.Duration.Seconds() ||
+		res.TotalTokPerSec != 66/res.Duration.Seconds() {
+		t.Errorf("rates %v %v %v over %v", res.ReqPerSec, res.OutputTokPerSec, res.TotalTokPerSec, res.Duration)
+	}
+	body := s.bodies[len(s.bodies)-1]
+	prompt, _ := body["prompt"].([]any)
+	so, _ := body["stream_options"].(map[string]any)
+	if len(prompt) != 5 || body["max_tokens"] != 4.0 || body["ignore_eos"] != true || body["stream"] != true ||
+		so["include_usage"] != true || body["model"] != "fake-model" {
+		t.Errorf("request body %v", body)
+	}
+	if s.maxIn.Load() > 2 {
+		t.Errorf("%d requests in flight at once, concurrency 2", s.maxIn.Load())
+	}
+}
+
+// TestRunWithoutUsage: tokens are counted one per content chunk, and the
+// prompt length is the number of ids sent.
+func TestRunWithoutUsage(t *testing.T) {
+	s := newFake(t)
+	s.stream = func(_ int, w http.ResponseWriter, f http.Flusher) { defaultStream(w, f, 3, false) }
+	res := run(t, s, Config{Requests: 2, InputLen: 9, OutputLen: 3})
+	if res.OutputTokens != 6 || res.InputTokens != 18 || res.Requests[0].Usage {
+		t.Errorf("tokens in %d out %d usage %v, want 18, 6, false", res.InputTokens, res.OutputTokens, res.Requests[0].Usage)
+	}
+}
+
+// TestRunTTFTSkipsRoleChunk: a role-only chunk sent at once, content
+// 60 ms later: TTFT counts to the content.
+func TestRunTTFTSkipsRoleChunk(t *testing.T) {
+	s := newFake(t)
+	s.stream = func(_ int, w http.ResponseWriter, f http.Flusher) {
+		sseHeader(w)
+		fmt.Fprint(w, `data: {"choices":[{"delta":{"role":"assistant"}}]}`+"\n\n")
+		f.Flush()
+		time.Sleep(60 * time.Millisecond)
+		fmt.Fprint(w, `data: {"choices":[{"delta":{"content":"a"}}]}`+"\n\n"+`data: {"choices":[{"delta":{"content":"b"},"finish_reason":"stop"}]}`+"\n\n")
+	}
+	res := run(t, s, Config{Endpoint: Chat, Requests: 1, Warmup: -1})
+	if q := res.Requests[0]; q.TTFT < 60 || q.OutputTokens != 2 || q.Err != "" {
+		t.Errorf("request %+v: want TTFT ≥ 60 ms (the first content chunk), 2 tokens", q)
+	}
+	if s.n.Load() != 1 {
+		t.Errorf("warm-up -1 sent %d requests", s.n.Load())
+	}
+	msgs, _ := s.bodies[0]["messages"].([]any)
+	m0, _ := msgs[0].(map[string]any)
+	if c, _ := m0["content"].(string); len(strings.Fields(c)) != DefaultInputLen {
+		t.Errorf("chat prompt %q: want %d words", c, DefaultInputLen)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream func(w http.ResponseWriter, f http.Flusher)
+		want   string
+	}{
+		{"HTTP error with a message", func(w http.ResponseWriter, _ http.Flusher) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(503)
+			io.WriteString(w, `{"object":"error","message":"The server is not ready.","type":"ServiceUnavailableError","code":503}`)
+		}, "HTTP 503: The server is not ready."},
+		{"HTTP error, nested message with an escape", func(w http.ResponseWriter, _ http.Flusher) {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"bad \u001b[2J prompt"}}`)
+		}, "HTTP 400: bad  prompt"}, // the escape sequence is removed
+		{"in-stream error", func(w http.ResponseWriter, f http.Flusher) {
+			sseHeader(w)
+			io.WriteString(w, `data: {"choices":[{"text":"a"}]}`+"\n\n"+`data: {"error":{"message":"CUDA out of memory","code":500}}`+"\n\n")
+		}, "server error 500: CUDA out of memory"},
+		{"dropped connection", func(w http.ResponseWriter, f http.Flusher) {
+			sseHeader(w)
+			io.WriteString(w, `data: {"choices":[{"text":"a"}]}`+"\n\n")
+			f.Flush()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+		}, "stream broken: unexpected EOF"},
+		{"clean end without finish", func(w http.ResponseWriter, f http.Flusher) {
+			sseHeader(w)
+			io.WriteString(w, `data: {"choices":[{"text":"a"}]}`+"\n\n")
+		}, "stream ended before finish_reason, usage or [DONE] (connection dropped?)"},
+		{"not a stream", func(w http.ResponseWriter, f http.Flusher) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"choices":[{"text":"abc"}]}`)
+		}, `response is "application/json", not an event stream`},
+		{"no text", func(w http.ResponseWriter, f http.Flusher) {
+			sseHeader(w)
+			io.WriteString(w, `data: {"choices":[{"text":"","finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		}, "the stream carried no generated text"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFake(t)
+			s.stream = func(n int, w http.ResponseWriter, f http.Flusher) {
+				if n == 0 {
+					defaultStream(w, f, 2, true) // the warm-up succeeds
+					return
+				}
+				tc.stream(w, f)
+			}
+			res := run(t, s, Config{Requests: 3})
+			if res.Completed != 0 || res.Failed != 3 || len(res.Errors) != 1 || res.Errors[0].Count != 3 || res.Errors[0].Err != tc.want {
+				t.Fatalf("completed %d failed %d errors %+v; want 3 × %q", res.Completed, res.Failed, res.Errors, tc.want)
+			}
+			if res.TTFT.N != 0 || res.OutputTokPerSec != 0 {
+				t.Errorf("failed requests counted in the metrics: %+v", res)
+			}
+		})
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	s := newFake(t)
+	release := make(chan struct{})
+	defer close(release)
+	s.stream = func(n int, w http.ResponseWriter, f http.Flusher) {
+		if n == 0 {
+			defaultStream(w, f, 2, true)
+			return
+		}
+		sseHeader(w)
+		f.Flush()
+		select {
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	res := run(t, s, Config{Requests: 1, Timeout: 100 * time.Millisecond})
+	if res.Failed != 1 || res.Errors[0].Err != "timeout after 100ms" {
+		t.Fatalf("errors %+v, want a timeout", res.Errors)
+	}
+}
+
+func TestRunWarmupFailureIsAnError(t *testing.T) {
+	s := newFake(t)
+	s.stream = func(_ int, w http.ResponseWriter, _ http.Flusher) {
+		w.WriteHeader(404)
+		io.WriteString(w, `{"message":"The model 'x' does not exist."}`)
+	}
+	_, err := Run(context.Background(), nil, s.URL, Config{Model: "x"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "warm-up request failed") || !strings.Contains(err.Error(), "HTTP 404: The model 'x' does not exist.") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestRunRefusedInput(t *testing.T) {
+	s := newFake(t)
+	for _, tc := range []struct {
+		name string
+		url  string
+		cfg  Config
+		want string
+	}{
+		{"bad URL", "ftp://x", Config{}, "want http://HOST:PORT"},
+		{"bad endpoint", s.URL, Config{Endpoint: "embeddings"}, `endpoint "embeddings"`},
+		{"negative concurrency", s.URL, Config{Concurrency: -1}, "concurrency -1"},
+		{"both bounds", s.URL, Config{Requests: 3, Duration: time.Second}, "requests or duration, not both"},
+		{"poisson without rate", s.URL, Config{Poisson: true}, "poisson arrivals need a rate"},
+		{"missing prompt file", s.URL, Config{PromptFile: filepath.Join(t.TempDir(), "none")}, "prompt file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Run(context.Background(), nil, tc.url, tc.cfg, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	s.models = `{"data":[{"id":"evil\u001b]52;c;x\u0007"}]}`
+	if _, err := Run(context.Background(), nil, s.URL, Config{}, nil); err == nil || !strings.Contains(err.Error(), "control characters") {
+		t.Fatalf("model id with escapes: %v", err)
+	}
+	s.models = `{"data":[]}`
+	if _, err := Run(context.Background(), nil, s.URL+"/v1/", Config{}, nil); err == nil || !strings.Contains(err.Error(), "lists no model") {
+		t.Fatalf("no model: %v", err)
+	}
+}
+
+func TestRunPromptFile(t *testing.T) {
+	s := newFake(t)
+	path := filepath.Join(t.TempDir(), "prompts.txt")
+	os.WriteFile(path, []byte("first prompt\r\n\n  \nsecond \"quoted\" prompt\n"), 0o644)
+	run(t, s, Config{PromptFile: path, Requests: 3, Warmup: -1})
+	var got []string
+	for _, b := range s.bodies {
+		p, _ := b["prompt"].(string)
+		got = append(got, p)
+	}
+	if strings.Join(got, "|") != `first prompt|second "quoted" prompt|first prompt` {
+		t.Errorf("prompts sent %q", got)
+	}
+}
+
+func TestPromptsDeterministic(t *testing.T) {
+	r := &runner{cfg: Config{Model: "m", InputLen: 16, OutputLen: 4, Seed: 7}.Defaults()}
+	a, n := r.body(3, false)
+	b, _ := r.body(3, false)
+	c, _ := r.body(4, false)
+	w, _ := r.body(3, true)
+	if string(a) != string(b) || string(a) == string(c) || string(a) == string(w) || n != 16 {
+		t.Errorf("bodies not a function of (seed, i, warm-up): %s / %s / %s / %s", a, b, c, w)
+	}
+	r.cfg.Seed = 8
+	if d, _ := r.body(3, false); string(d) == string(a) {
+		t.Error("the seed does not change the prompt")
+	}
+	var v map[string]any
+	if err := json.Unmarshal(a, &v); err != nil {
+		t.Fatalf("body is not JSON: %v\n%s", err, a)
+	}
+}
+
+func TestRunCancelReturnsPartialResult(t *testing.T) {
+	s := newFake(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.stream = func(n int, w http.ResponseWriter, f http.Flusher) {
+		if n < 3 { // warm-up and two measured requests finish
+			defaultStream(w, f, 2, true)
+			return
+		}
+		cancel()
+		sseHeader(w)
+		f.Flush()
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err := Run(ctx, nil, s.URL, Config{Requests: 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cancelled || res.Completed != 2 || res.Failed != 0 {
+		t.Fatalf("cancelled %v completed %d failed %d %+v", res.Cancelled, res.Completed, res.Failed, res.Errors)
+	}
+}
+
+func TestRunDurationBound(t *testing.T) {
+	s := newFake(t)
+	res := run(t, s, Config{Duration: 200 * time.Millisecond, Concurrency: 2})
+	if res.Completed < 2 || res.Duration < 200*time.Millisecond || res.Failed != 0 {
+		t.Fatalf("completed %d in %v", res.Completed, res.Duration)
+	}
+}
+
+// TestRunRate: even gaps put request i no earlier than i/rate.
+func TestRunRate(t *testing.T) {
+	s := newFake(t)
+	res := run(t, s, Config{Requests: 5, Rate: 50, Concurrency: 5})
+	for i, q := range res.Requests {
+		if q.Start < time.Duration(i)*20*time.Millisecond {
+			t.Errorf("request %d sent at %v, before %v", i, q.Start, time.Duration(i)*20*time.Millisecond)
+		}
+	}
+	res = run(t, s, Config{Requests: 5, Rate: 1000, Poisson: true, Concurrency: 5})
+	if res.Completed != 5 {
+		t.Errorf("poisson: %d completed", res.Completed)
+	}
+}
+
+// TestRunConcurrencyReached: with requests held until c are in flight,
+// exactly c are.
+func TestRunConcurrencyReached(t *testing.T) {
+	s := newFake(t)
+	const c = 4
+	s.stream = func(n int, w http.ResponseWriter, f http.Flusher) {
+		for n > 0 && s.inFlight.Load() < c && s.n.Load() < 1+c {
+			time.Sleep(time.Millisecond)
+		}
+		defaultStream(w, f, 2, true)
+	}
+	res := run(t, s, Config{Requests: c, Concurrency: c})
+	if s.maxIn.Load() != c || res.Completed != c {
+		t.Fatalf("max in flight %d, completed %d; want %d", s.maxIn.Load(), res.Completed, c)
+	}
+	if res.Concurrency <= 0 {
+		t.Errorf("achieved concurrency %v", res.Concurrency)
+	}
+}
+
+func TestRunProgress(t *testing.T) {
+	s := newFake(t)
+	var mu sync.Mutex
+	var calls []Progress
+	busy := atomic.Bool{}
+	s.stream = func(_ int, w http.ResponseWriter, f http.Flusher) {
+		time.Sleep(30 * time.Millisecond)
+		defaultStream(w, f, 3, true)
+	}
+	res, err := Run(context.Background(), nil, s.URL, Config{Requests: 12, Concurrency: 1}, func(p Progress) {
+		if !busy.CompareAndSwap(false, true) {
+			t.Error("progress called concurrently")
+		}
+		mu.Lock()
+		calls = append(calls, p)
+		mu.Unlock()
+		busy.Store(false)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) < 2 || !calls[0].Warmup {
+		t.Fatalf("progress calls %+v: want the warm-up first", calls)
+	}
+	last := calls[len(calls)-1]
+	if last.Done != 12 || last.Total != 12 || last.OutTokens != 36 || last.InFlight != 0 || last.TokPerSec != res.OutputTokPerSec {
+		t.Errorf("final progress %+v (result %v tok/s)", last, res.OutputTokPerSec)
+	}
+	// ≤ 4 Hz: no more than one call per interval, plus warm-up and final.
+	if max := int(res.Duration/ProgressInterval) + 3; len(calls) > max {
+		t.Errorf("%d progress calls over %v", len(calls), res.Duration)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{}.Defaults()
+	if c.Endpoint != Completions || c.InputLen != 128 || c.OutputLen != 128 || c.Concurrency != 1 || c.Requests != 32 ||
+		c.Warmup != 1 || c.Seed != 1 || c.Timeout != 10*time.Minute {
+		t.Errorf("defaults %+v", c)
+	}
+	if c := (Config{Duration: time.Second}).Defaults(); c.Requests != 0 {
+		t.Errorf("a duration-bound run got %d requests", c.Requests)
+	}
+	if c := (Config{Warmup: -1}).Defaults(); c.Warmup != 0 {
+		t.Errorf("warm-up -1 became %d", c.Warmup)
+	}
+}

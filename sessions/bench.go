@@ -1,0 +1,138 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// Bencher errors.
+var (
+	// ErrBenchBusy is returned by Bencher.Run while another run is going.
+	ErrBenchBusy = errors.New("a benchmark is already running: stop it first")
+	// ErrNoServerPort is returned by Bencher.Run when no server port is
+	// known (no server launched or found).
+	ErrNoServerPort = errors.New("no inference server to benchmark: launch one (L) or start flightdeck where one runs")
+	// ErrNoDialer is returned by Bencher.Run without a way to reach the
+	// host's ports.
+	ErrNoDialer = errors.New("cannot reach the server's port on this host (no port-forward)")
+)
+
+// Bencher runs the serving benchmark behind the cockpit's b and
+// `flightdeck bench HOST`: bench.Run against the server's
+// OpenAI-compatible API on the host's loopback, reached through Dialer
+// (an SSH direct-tcpip channel: a port-forward with no local listener).
+// It numbers runs b1, b2, … and publishes bench.Started, bench.Progress
+// (at most 4 a second) and bench.Done on Publish. Its methods are safe for
+// concurrent use; one run goes at a time.
+type Bencher struct {
+	// Dialer opens connections from the host's side ("127.0.0.1:PORT" is
+	// the GPU host's loopback); nil makes Run fail with ErrNoDialer.
+	Dialer remote.Dialer
+	// Port returns the running server's HTTP port, 0 when none (Run then
+	// fails with ErrNoServerPort). Called once per run.
+	Port func() int
+	// Target names the host in Result.Target ("… via gpu-box"); "" for
+	// none.
+	Target string
+	// Experiment returns the open experiment's id, "" when none; it is
+	// recorded in Started and Done. Nil: none.
+	Experiment func() string
+	// Publish receives the run's events; nil publishes nothing.
+	Publish event.Sink
+
+	mu      sync.Mutex
+	last    *bench.Config
+	runs    int
+	running bool
+}
+
+// Defaults returns the config of the last run started (its defaults
+// filled in), else bench.Config{}.Defaults(). It does no I/O.
+func (b *Bencher) Defaults() bench.Config {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last != nil {
+		return *b.last
+	}
+	return bench.Config{}.Defaults()
+}
+
+func (b *Bencher) publish(p event.Payload) {
+	if b.Publish != nil {
+		b.Publish(event.Event{At: time.Now(), Data: p})
+	}
+}
+
+// Run benchmarks the server with cfg (zero fields take the defaults) and
+// returns its result; a cancelled ctx stops it and returns the partial
+// result (Result.Cancelled). Before anything is published it fails with
+// ErrBenchBusy, a config error (bench.Config.Validate), ErrNoDialer or
+// ErrNoServerPort; after bench.Started, an error (the model cannot be
+// listed, a warm-up request failed) is also published in bench.Done.
+func (b *Bencher) Run(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b.Dialer == nil {
+		return nil, ErrNoDialer
+	}
+	port := 0
+	if b.Port != nil {
+		port = b.Port()
+	}
+	if port <= 0 || port > 65535 {
+		return nil, ErrNoServerPort
+	}
+	b.mu.Lock()
+	if b.running {
+		b.mu.Unlock()
+		return nil, ErrBenchBusy
+	}
+	b.running = true
+	b.runs++
+	id := "b" + strconv.Itoa(b.runs)
+	last := cfg
+	b.last = &last
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.running = false
+		b.mu.Unlock()
+	}()
+
+	exp := ""
+	if b.Experiment != nil {
+		exp = b.Experiment()
+	}
+	url := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	target := url
+	if b.Target != "" {
+		target += " via " + b.Target
+	}
+	b.publish(bench.Started{ID: id, Exp: exp, Target: target, Config: cfg})
+	tr := bench.NewTransport(b.Dialer.DialContext, cfg.Concurrency)
+	defer tr.CloseIdleConnections()
+	res, err := bench.Run(ctx, &http.Client{Transport: tr}, url, cfg, func(p bench.Progress) {
+		p.ID = id
+		b.publish(p)
+	})
+	if err != nil {
+		err = fmt.Errorf("benchmark %s: %w", id, err)
+		b.publish(bench.Done{ID: id, Exp: exp, Err: err.Error()})
+		return nil, err
+	}
+	res.Target = target
+	b.publish(bench.Done{ID: id, Exp: exp, Result: res})
+	return res, nil
+}

@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
+)
+
+// TestBenchMeasuresModelledRate: flightdeck's benchmark client against the
+// fake server measures the modelled batch rate (batchRate of the
+// single-request rate at the benchmark's concurrency) within 5 %, with
+// the demo's own load running or not: the synthetic workload yields to
+// HTTP requests. The time scale is divided out.
+func TestBenchMeasuresModelledRate(t *testing.T) {
+	const scale = 4.0
+	for _, tc := range []struct {
+		name        string
+		autoLoad    bool
+		concurrency int
+		profile     bool
+	}{
+		{"one request at a time, untuned", false, 1, false},
+		{"four at a time with the demo's load, tuned", true, 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--port", "0", "--time-scale", "4", "--startup-delay", "0.2", "--seed", "9", "--tp-size", "8"}
+			if !tc.autoLoad {
+				args = append(args, "--no-auto-load")
+			}
+			var env []string
+			if tc.profile {
+				env = profileEnv()
+			}
+			s := runInProc(t, "", env, args...)
+			waitFor(t, 30*time.Second, "the server to be ready", func() bool {
+				resp, err := http.Get(s.url("/health"))
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK
+			})
+			if tc.autoLoad { // let the synthetic workload start decoding
+				waitFor(t, 30*time.Second, "the synthetic load", func() bool { return strings.Contains(s.out.String(), "Decode batch") })
+			}
+			res, err := bench.Run(context.Background(), nil, "http://"+s.addr, bench.Config{
+				InputLen: 64, OutputLen: 200, Concurrency: tc.concurrency, Requests: 2 * tc.concurrency}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed != 0 || res.Completed != 2*tc.concurrency {
+				t.Fatalf("completed %d failed %d: %+v", res.Completed, res.Failed, res.Errors)
+			}
+			for _, q := range res.Requests {
+				if !q.Usage || q.PromptTokens != 64 || q.OutputTokens != 200 {
+					t.Errorf("request %+v: want usage with the 64 prompt ids counted and 200 tokens", q)
+				}
+			}
+			model := batchRate(ModelTokPerSec(tc.profile, false, false), tc.concurrency)
+			got := res.OutputTokPerSec / scale
+			if math.Abs(got-model)/model > 0.05 {
+				t.Errorf("measured %.2f tok/s (model time), modelled %.2f: off by %.1f %%", got, model, 100*(got-model)/model)
+			}
+			t.Logf("measured %.2f tok/s, modelled %.2f (%+.2f %%); TTFT median %.1f ms, ITL median %.2f ms (wall, ×%g)",
+				got, model, 100*(got-model)/model, res.TTFT.Median, res.ITL.Median, scale)
+		})
+	}
+}
