@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
@@ -34,8 +35,7 @@ type codec struct {
 type kindID uint16
 
 // codecs is the format's table of kinds: every payload kind the cockpit
-// publishes except "journal-status" (the recorder's own state, never
-// written). High-rate kinds have compact codecs (codec_compact.go); the
+// publishes except the screenOnly ones. High-rate kinds have compact codecs (codec_compact.go); the
 // rest are the payload struct's JSON (fields that are Go errors stored as
 // their message, non-finite floats as strings).
 var codecs = []codec{
@@ -71,6 +71,20 @@ var codecs = []codec{
 	jsonCodec[ExperimentEnd](),
 	jsonCodec[Key](),
 	jsonCodec[Session](), // another cockpit session appending (Append)
+	jsonCodec[Baseline](),
+	jsonCodec[Repeat](),
+	{kind: "bench-start", enc: encBenchStarted, dec: decBenchStarted}, // Config.Rate may be +Inf
+	{kind: "bench-done", enc: encBenchDone, dec: decBenchDone},        // per-request arrays; floats may not be finite
+}
+
+// screenOnly are the kinds published for the screen only, never written:
+// the recorder's own state, a running benchmark's progress and a repeat's
+// (their outcomes are journaled as bench-done and exp-repeat).
+// Writer.Write skips them without an error.
+var screenOnly = map[string]bool{
+	(Status{}).Kind():         true,
+	(bench.Progress{}).Kind(): true,
+	"repeat-progress":         true, // sessions.RepeatProgress (sessions imports journal)
 }
 
 var kindIDs = func() map[string]kindID {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
@@ -165,7 +166,35 @@ func roundTripEvents() []event.Event {
 	add(31, Session{Header: Header{Format: FormatName, Version: FormatVersion, Created: t0.Add(31 * time.Second), Flightdeck: "v0.6.0",
 		Host: "gpu-box", Name: "after-crash", User: "ana", Hostname: "laptop", PID: 4243}})
 	add(-2.5, Note{Text: "an event from before the journal was created"})
+	add(32, Baseline{Exp: "e1"})
+	add(32.5, Baseline{})
+	add(33, Repeat{Exp: "e2", Series: "e1", I: 2, N: 5})
+	cfg := bench.Config{Endpoint: bench.Chat, Model: "llama \"70b\"", InputLen: 128, OutputLen: 256, Concurrency: 8, Duration: 90 * time.Second, Rate: math.Inf(1), Poisson: true, Warmup: 1, Seed: 1<<64 - 1, Timeout: 10 * time.Minute}
+	add(34, bench.Started{ID: "b1", Exp: "e2", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg})
+	add(35, bench.Done{ID: "b1", Exp: "e2", Err: "connect: connection refused"})
+	res := benchResultFixture(cfg)
+	add(36, bench.Done{ID: "b2", Exp: "e2", Result: &res})
+	add(37, bench.Done{ID: "b3", Result: &bench.Result{Cancelled: true, ReqPerSec: math.NaN(), OutputTokPerSec: math.Inf(-1), TTFT: bench.Dist{Mean: math.NaN()}}})
 	return evs
+}
+
+// benchResultFixture is a finished run with awkward values: a failed
+// request, a start past 2^53 ns, a negative zero, long fractions.
+func benchResultFixture(cfg bench.Config) bench.Result {
+	return bench.Result{Config: cfg, Target: "http://127.0.0.1:30000", Started: t0.Add(36 * time.Second), Duration: 12*time.Second + 345678901,
+		Completed: 3, Failed: 1, Errors: []bench.ErrorCount{{Err: "HTTP 503: The server is not ready.", Count: 1}},
+		InputTokens: 384, OutputTokens: 768, ReqPerSec: 0.24271844660194175, OutputTokPerSec: 62.13592233009709, TotalTokPerSec: 93.2,
+		Concurrency: 0.9999999999999999,
+		TTFT:        bench.Dist{N: 3, Mean: 41.2, Median: 40.123456789, P90: 44.1, P99: 44.91, Std: 1.5, Max: 45},
+		ITL:         bench.Dist{N: 762, Mean: 16.0, Median: 15.9, P90: 17.2, P99: 19.8, Std: 0.7, Max: 31.4},
+		TPOT:        bench.Dist{N: 3, Mean: 16.01, Median: 16, P90: 16.1, P99: 16.12, Std: 0.05, Max: 16.13},
+		E2E:         bench.Dist{N: 3, Mean: 4120, Median: 4111.5, P90: 4200, P99: 4210, Std: 40, Max: 4211},
+		Requests: []bench.Request{
+			{Start: 0, TTFT: 40.123456789, E2E: 4111.5, TPOT: 15.964, ITLMedian: 15.9, PromptTokens: 128, OutputTokens: 256, Usage: true},
+			{Start: 1<<53 + 1, TTFT: 1e-9, E2E: 4200, TPOT: math.Copysign(0, -1), ITLMedian: 1e300, PromptTokens: 128, OutputTokens: 256},
+			{Start: 2 * time.Second, TTFT: 44.1, E2E: 4050, TPOT: 15.7, ITLMedian: 15.8, PromptTokens: 128, OutputTokens: 256, Usage: true},
+			{Start: 3 * time.Second, E2E: 2.5, Err: "HTTP 503: The server is not ready. \"模型\"\n"},
+		}}
 }
 
 // writeJournal writes evs to a new journal (created t0, host gpu-box) in a
@@ -255,12 +284,14 @@ func TestRoundTripEveryKind(t *testing.T) {
 }
 
 // Every kind the cockpit publishes is in the table: the list below is the
-// output of grep -rn 'Kind() string' (less journal-status).
+// output of grep -rn 'Kind() string' less the screen-only kinds
+// (journal-status, bench-progress, repeat-progress).
 func TestKindsTable(t *testing.T) {
 	want := []string{"gpu-sample", "gpu-failure", "gpu-stale", "log-lines", "log-reset", "log-notice", "log-follow-error",
 		"throughput", "tok-rate", "prefill", "spec-decode", "bench-result", "server-ready", "server-failure", "server-status",
 		"server-launched", "server-observed", "server-healthy", "server-kill", "repo-head", "repo-unreadable", "git-status",
-		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key", "session"}
+		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key", "session",
+		"exp-baseline", "exp-repeat", "bench-start", "bench-done"}
 	got := Kinds()
 	slices.Sort(got)
 	slices.Sort(want)
@@ -278,8 +309,10 @@ func TestWriteRefuses(t *testing.T) {
 	if err := w.Write(event.Event{At: t0, Data: otherKind{}}); !errors.Is(err, ErrUnknownKind) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if err := w.Write(event.Event{At: t0, Data: Status{Path: "x"}}); err != nil {
-		t.Errorf("journal-status: %v, want it skipped", err)
+	for _, p := range []event.Payload{Status{Path: "x"}, bench.Progress{ID: "b1", Done: 3}, repeatProgress{}} {
+		if err := w.Write(event.Event{At: t0, Data: p}); err != nil {
+			t.Errorf("%s: %v, want it skipped", p.Kind(), err)
+		}
 	}
 	if err := w.Write(event.Event{At: t0, Data: serverlog.SpecDecode{MeanAcceptLength: math.NaN()}}); err == nil {
 		t.Errorf("NaN in a JSON-coded payload was accepted")
@@ -290,6 +323,12 @@ func TestWriteRefuses(t *testing.T) {
 }
 
 type otherKind struct{}
+
+// repeatProgress stands for sessions.RepeatProgress (sessions imports
+// journal).
+type repeatProgress struct{}
+
+func (repeatProgress) Kind() string { return "repeat-progress" }
 
 func (otherKind) Kind() string { return "gpu-power" }
 

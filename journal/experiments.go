@@ -29,8 +29,8 @@ type Experiment struct {
 	Result  Result
 	EndGPUs []gpu.GPU
 	Notes   []TimedNote // notes written while it was open, in time order
-	// Bench holds the benchmark runs finished while it was open (bench-result
-	// events with its id), in time order; failed runs included (Err set).
+	// Bench holds the benchmark runs recorded for it (bench-done events
+	// with its id), in time order; failed runs included (Err set).
 	Bench []bench.Done
 	// Repeat is set when the experiment is one launch of a repeat (R).
 	Repeat *Repeat
@@ -46,16 +46,17 @@ type TimedNote struct {
 }
 
 // Ledger folds experiment and note events (exp-start, exp-fingerprint,
-// exp-update, exp-end, note) and the throughput and server events an open
+// exp-update, exp-end, exp-baseline, exp-repeat, bench-done, note) and the throughput and server events an open
 // experiment's provisional result needs (tok-rate, server-status,
 // server-ready, log-reset) into the session's experiments. The cockpit's
 // experiments panel, the live Lab and the journal commands all use it, so
 // they agree. The zero Ledger is empty and ready; it is not safe for
 // concurrent use.
 type Ledger struct {
-	exps  []Experiment
-	notes []TimedNote
-	fold  ledgerFold
+	exps     []Experiment
+	notes    []TimedNote
+	baseline string // the marked experiment's id, "" when none
+	fold     ledgerFold
 }
 
 // Apply folds one event; it reports whether the ledger changed. Unknown
@@ -88,6 +89,11 @@ func (l *Ledger) Find(idOrName string) *Experiment {
 	}
 	return nil
 }
+
+// Baseline returns the experiment marked as the baseline (the latest
+// exp-baseline event), or nil when none is marked, the mark was cleared,
+// or it names an experiment this ledger has not seen.
+func (l *Ledger) Baseline() *Experiment { return l.find(l.baseline) }
 
 // Notes returns every note of the session in time order, inside an
 // experiment or not.

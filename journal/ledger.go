@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/stats"
@@ -125,6 +126,29 @@ func (l *Ledger) apply(e event.Event) bool {
 			x.Conclusion = p.Conclusion
 		}
 		f.segs = nil
+		return true
+	case Baseline:
+		// The latest mark wins, even one naming an experiment not seen
+		// (Baseline returns nil for it).
+		if l.baseline == p.Exp {
+			return false
+		}
+		l.baseline = p.Exp
+		return true
+	case Repeat:
+		x := l.find(p.Exp)
+		if x == nil {
+			return false
+		}
+		r := p
+		x.Repeat = &r
+		return true
+	case bench.Done:
+		x := l.find(p.Exp)
+		if x == nil {
+			return false
+		}
+		x.Bench = append(x.Bench, p)
 		return true
 	case Note:
 		n := TimedNote{At: e.At, Note: p}

@@ -247,15 +247,19 @@ func (r *Report) Duration() time.Duration {
 }
 
 // Baseline returns the experiment the deltas are relative to: the one with
-// id or name idOrName, or with "" the first one with a result (N > 0). It
-// returns nil with "" when no experiment has a result, and an error when
-// idOrName names no experiment.
+// id or name idOrName, or with "" the one marked as the baseline in the
+// cockpit (Ledger.Baseline), else the first one with a result (N > 0). It
+// returns nil with "" when none is marked and no experiment has a result,
+// and an error when idOrName names no experiment.
 func (r *Report) Baseline(idOrName string) (*Experiment, error) {
 	if idOrName != "" {
 		x := r.Ledger.Find(idOrName)
 		if x == nil {
 			return nil, fmt.Errorf("baseline %q: no such experiment (have %s)", idOrName, r.ExpList())
 		}
+		return x, nil
+	}
+	if x := r.Ledger.Baseline(); x != nil {
 		return x, nil
 	}
 	exps := r.Ledger.Experiments()

@@ -25,10 +25,13 @@ type JSONReport struct {
 	DurationS float64   `json:"duration_s"` // End - Header.Created, seconds
 	// Live says the journal was still being written: an open experiment
 	// is open, not ended by a crash.
-	Live        bool             `json:"live"`
-	Baseline    string           `json:"baseline,omitempty"` // id of the experiment deltas are relative to
-	Experiments []JSONExperiment `json:"experiments"`
-	Notes       []JSONNote       `json:"notes"` // every note, in time order
+	Live     bool   `json:"live"`
+	Baseline string `json:"baseline,omitempty"` // id of the experiment deltas are relative to
+	// BaselineMarked says Baseline is the experiment marked as the
+	// baseline in the cockpit (exp-baseline), not the default.
+	BaselineMarked bool             `json:"baseline_marked,omitempty"`
+	Experiments    []JSONExperiment `json:"experiments"`
+	Notes          []JSONNote       `json:"notes"` // every note, in time order
 	// RepoChanges are the checkout's moves (Report.RepoChanges).
 	RepoChanges []JSONRepoChange `json:"repo_changes"`
 	// Sessions are the cockpit sessions that appended to the journal
@@ -84,6 +87,11 @@ type JSONExperiment struct {
 	DeltaPct *float64   `json:"delta_pct,omitempty"`
 	EndGPUs  []GPUState `json:"end_gpus,omitempty"`
 	Notes    []JSONNote `json:"notes,omitempty"`
+	// Bench are the benchmark runs recorded for it, in time order
+	// (failed ones with err).
+	Bench []JSONBenchRun `json:"bench,omitempty"`
+	// Repeat is set when it is one launch of a repeat (R).
+	Repeat *Repeat `json:"repeat,omitempty"`
 }
 
 // JSONFingerprint is a Fingerprint with the GPUs as flat GPUStates.
@@ -186,6 +194,7 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 		DurationS: r.Duration().Seconds(), Live: r.Live, Experiments: []JSONExperiment{}, Notes: []JSONNote{}}
 	if base != nil {
 		doc.Baseline = base.ID
+		doc.BaselineMarked = opts.Baseline == "" && r.Ledger.Baseline() == base
 	}
 	doc.RepoChanges = []JSONRepoChange{}
 	for _, c := range r.RepoChanges {
@@ -222,6 +231,10 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 		for _, n := range x.Notes {
 			j.Notes = append(j.Notes, note(n))
 		}
+		for _, d := range x.Bench {
+			j.Bench = append(j.Bench, benchRunJSON(d))
+		}
+		j.Repeat = x.Repeat
 		doc.Experiments = append(doc.Experiments, j)
 	}
 	return doc, nil

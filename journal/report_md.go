@@ -40,6 +40,9 @@ func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
 	}
 	bw := bufio.NewWriter(w)
 	m := mdWriter{w: bw, start: r.Header.Created}
+	if x := r.Ledger.Baseline(); x != nil {
+		m.marked = x.ID
+	}
 	m.title(r, opts)
 	exps := r.Ledger.Experiments()
 	m.table(exps, base)
@@ -56,8 +59,9 @@ func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
 }
 
 type mdWriter struct {
-	w     *bufio.Writer
-	start time.Time
+	w      *bufio.Writer
+	start  time.Time
+	marked string // the experiment marked as the baseline, "" when none
 	// overlap is set once a "~" (overlapping confidence intervals) has
 	// been written: the legend follows the table and What changed.
 	overlap bool
@@ -496,6 +500,15 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
 		m.f(" -> %s (%s)", m.at(x.Ended), FormatElapsed(x.Ended.Sub(x.Started)))
 	}
 	m.f("; started by %s, %s\n", triggerText(x.StartedBy), endedText(x))
+	if m.marked != "" && m.marked == x.ID {
+		m.f("- **Baseline:** marked in the cockpit\n")
+	}
+	if rt := RepeatText(x); rt != "" {
+		m.f("- **Repeat:** %s\n", mdText(rt))
+	}
+	for _, d := range x.Bench {
+		m.f("- **Benchmark:** %s\n", mdText(BenchRunText(d)))
+	}
 	m.f("- **Hypothesis:** %s\n", orNone(mdText(x.Hypothesis)))
 	m.f("- **Conclusion:** %s\n", orNone(mdText(x.Conclusion)))
 	fp := x.Fingerprint

@@ -94,6 +94,15 @@ var catchUpRules = map[string]catchRule{
 	"exp-end":         catchAll,
 	"key":             catchIgnore,
 	"session":         catchAll, // the ledger ends at it what a crashed session left open
+	// The baseline mark: the latest one wins (it may clear the mark).
+	"exp-baseline": catchLatest,
+	// Repeat tags and finished benchmark runs: the ledger keeps each on
+	// its experiment (few events, each one counts).
+	"exp-repeat": catchAll,
+	"bench-done": catchAll,
+	// The last run started: with the bench-done events it says whether a
+	// run was still going at t (its progress is never journaled).
+	"bench-start": catchLatest,
 }
 
 // seekCache is what CatchUp learnt about failures, kept across calls.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
@@ -97,7 +98,11 @@ func session(dur time.Duration) []event.Event {
 		expN++
 		add(at+4*time.Millisecond, journal.ExperimentStart{ID: fmt.Sprintf("e%d", expN), Name: fmt.Sprintf("run %d", expN), Trigger: journal.TriggerLaunch})
 		add(at+5*time.Millisecond, journal.Note{Text: fmt.Sprintf("relaunch %d", expN), Exp: fmt.Sprintf("e%d", expN)})
+		if expN%2 == 0 {
+			add(at+6*time.Millisecond, journal.Repeat{Exp: fmt.Sprintf("e%d", expN), Series: fmt.Sprintf("e%d", expN-1), I: 2, N: 2})
+		}
 	}
+	benchN := 0
 	relaunch(time.Second, true, 100)
 	readyPending := time.Duration(-1)
 	busy := false
@@ -212,6 +217,30 @@ func session(dur time.Duration) []event.Event {
 		}
 		if at == 70*time.Minute+3*time.Second {
 			add(at, remote.State{Conn: remote.Connected, Since: start.Add(at)})
+		}
+		// Measures: a benchmark run every 15 minutes (one fails), the
+		// baseline marked, moved and cleared.
+		if at%(15*time.Minute) == 7*time.Minute {
+			benchN++
+			add(at, bench.Started{ID: fmt.Sprintf("b%d", benchN), Exp: fmt.Sprintf("e%d", expN), Target: "http://127.0.0.1:30000", Config: bench.Config{Requests: 32, Concurrency: 4}})
+		}
+		if at%(15*time.Minute) == 8*time.Minute {
+			d := bench.Done{ID: fmt.Sprintf("b%d", benchN), Exp: fmt.Sprintf("e%d", expN), Result: &bench.Result{Completed: 32, OutputTokPerSec: 1400 + float64(benchN),
+				TTFT: bench.Dist{N: 32, Median: 40}, Requests: []bench.Request{{TTFT: 40, E2E: 900, OutputTokens: 128, Usage: true}}}}
+			if benchN%3 == 0 {
+				d.Result, d.Err = nil, "connect: connection refused"
+			}
+			add(at, d)
+		}
+		switch at {
+		case 21 * time.Minute:
+			add(at, journal.Baseline{Exp: "e2"})
+		case 45 * time.Minute:
+			add(at, journal.Baseline{Exp: fmt.Sprintf("e%d", expN)})
+		case 100 * time.Minute:
+			add(at, journal.Baseline{})
+		case 120 * time.Minute:
+			add(at, journal.Baseline{Exp: "e1"})
 		}
 		if at%(17*time.Minute) == 0 {
 			add(at, journal.Note{Text: fmt.Sprintf("note at %s", at), Exp: fmt.Sprintf("e%d", expN)})

@@ -242,7 +242,8 @@ func (w *Writer) Path() string { return w.path }
 func (w *Writer) Created() time.Time { return w.enc.created }
 
 // Write encodes e into the memory buffer; it never touches the disk. A
-// journal-status payload is skipped (it is the recorder's own state). It
+// payload for the screen only (journal-status, bench-progress,
+// repeat-progress) is skipped. It
 // returns an error wrapping ErrUnknownKind for a payload outside the
 // format, or the codec's error (nothing is buffered then). While MaxPending
 // bytes wait for a disk that refuses them, e is dropped and counted
@@ -252,7 +253,7 @@ func (w *Writer) Write(e event.Event) error {
 		return fmt.Errorf("journal: event without payload: %w", ErrUnknownKind)
 	}
 	kind := e.Data.Kind()
-	if kind == (Status{}).Kind() {
+	if screenOnly[kind] {
 		return nil
 	}
 	id := kindIDs[kind]

@@ -22,7 +22,8 @@ type Comparison struct {
 	// P is the two-sided Mann–Whitney U test's p-value (benchmath
 	// AssumeNothing.Compare); 1 when a side is empty.
 	P float64
-	// N1 and N2 are the sample sizes.
+	// N1 and N2 are the sample sizes that were compared: 0 for a side
+	// refused for a value that is not finite.
 	N1, N2 int
 	// Significant says P ≤ Alpha (and both sides have values): the
 	// difference is unlikely to be noise.
@@ -37,7 +38,8 @@ type Comparison struct {
 // are not finite make a side empty, with a warning. a and b are not
 // modified.
 func Compare(a, b []float64) Comparison {
-	c := Comparison{A: Summarize(a), B: Summarize(b), N1: len(a), N2: len(b), P: 1}
+	c := Comparison{A: Summarize(a), B: Summarize(b), P: 1}
+	c.N1, c.N2 = c.A.N, c.B.N
 	c.Warnings = append(c.Warnings, c.A.Warnings...)
 	c.Warnings = append(c.Warnings, c.B.Warnings...)
 	if c.A.N == 0 || c.B.N == 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/stats"
 )
 
 func newJournalCmd() *cobra.Command {
@@ -40,17 +41,19 @@ only one journal starts so).
 
 Exit statuses: 0 success; 1 failure (an I/O error); 2 input refused: no
 such journal, an ambiguous name, a file that is not a journal or is of a
-newer format, an unknown experiment, a usage error.
+newer format, an unknown experiment (or no baseline marked), a usage
+error.
 
 The format: docs/journal-format.md. Replay a journal: flightdeck replay FILE.`,
 		Example: `  flightdeck journal ls
   flightdeck journal show 2026-11-29-101500-demo
   flightdeck journal show 2026-11-29-101500-demo e2
+  flightdeck journal diff 2026-11-29-101500-demo baseline e3
   flightdeck journal export 2026-11-29-101500-demo --format md -o report.md
   flightdeck journal export 2026-11-29-101500-demo --format csv -o tok.csv`,
 	}
 	cmd.SetFlagErrorFunc(usageError)
-	cmd.AddCommand(newJournalLsCmd(), newJournalShowCmd(), newJournalExportCmd())
+	cmd.AddCommand(newJournalLsCmd(), newJournalShowCmd(), newJournalDiffCmd(), newJournalExportCmd())
 	return cmd
 }
 
@@ -496,6 +499,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 				journal.FormatResult(x.Result), delta, journal.FormatElapsed(x.Started.Sub(h.Created)), journal.EndedWords(x))
 		}
 		tw.Flush()
+		writeMeasureSummary(out, r)
 	}
 	if len(r.Sessions) > 0 {
 		fmt.Fprintln(out)
@@ -521,6 +525,47 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 		}
 	}
 	return nil
+}
+
+// writeMeasureSummary follows the experiments table: the baseline mark,
+// the repeat series with their launch-to-launch spread, and the benchmark
+// runs; nothing when the session has none of them.
+func writeMeasureSummary(out io.Writer, r *journal.Report) {
+	exps := r.Ledger.Experiments()
+	if m := r.Ledger.Baseline(); m != nil {
+		fmt.Fprintf(out, "\nbaseline  %s (marked in the cockpit)\n", journal.OneLine(m.ID))
+	}
+	series, launches := journal.RepeatSeries(exps)
+	if len(series) > 0 {
+		fmt.Fprintln(out, "\nrepeats (launch-to-launch noise of one configuration)")
+		for _, sr := range series {
+			var ids []string
+			var meds []float64
+			for _, x := range launches[sr] {
+				ids = append(ids, journal.OneLine(x.ID))
+				if x.Result.N > 0 {
+					meds = append(meds, x.Result.Median)
+				}
+			}
+			spread := "spread not measured (fewer than 2 results)"
+			if p, ok := stats.Spread(meds); ok {
+				spread = fmt.Sprintf("medians %.1f-%.1f tok/s, spread ±%.1f%%", slices.Min(meds), slices.Max(meds), p)
+			}
+			fmt.Fprintf(out, "  %s: %s; %s\n", journal.OneLine(sr), strings.Join(ids, ", "), spread)
+		}
+	}
+	var runs []string
+	for i := range exps {
+		for _, d := range exps[i].Bench {
+			runs = append(runs, "  ["+journal.OneLine(exps[i].ID)+"] "+journal.BenchRunText(d))
+		}
+	}
+	if len(runs) > 0 {
+		fmt.Fprintln(out, "\nbenchmark runs")
+		for _, l := range runs {
+			fmt.Fprintln(out, l)
+		}
+	}
 }
 
 func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, patch bool) error {
@@ -555,6 +600,15 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 	fmt.Fprintln(out)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(out, "  warning     %s\n", s(w))
+	}
+	if m := r.Ledger.Baseline(); m != nil && m.ID == x.ID {
+		fmt.Fprintln(out, "  baseline    marked in the cockpit: deltas and comparisons are relative to it")
+	}
+	if rt := journal.RepeatText(x); rt != "" {
+		fmt.Fprintf(out, "  repeat      %s\n", rt)
+	}
+	for _, d := range x.Bench {
+		fmt.Fprintf(out, "  bench       %s\n", journal.BenchRunText(d))
 	}
 	fp := x.Fingerprint
 	launch := x.Launch

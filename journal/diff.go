@@ -1,0 +1,366 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/stats"
+)
+
+// ErrNoExperiment is wrapped by Compare's error for an id or name that
+// names no experiment.
+var ErrNoExperiment = errors.New("no such experiment")
+
+// MinLaunches is how many launches each side needs before the Mann–Whitney
+// U test can find a difference at α = 0.05 (benchmath's warning).
+const MinLaunches = 4
+
+// The result rows' metrics, in the order Compare lists them.
+const (
+	MetricLogTokS   = "tok/s (server log)"
+	MetricBenchTokS = "output tok/s (bench)"
+	MetricTTFT      = "TTFT median"
+	MetricITL       = "ITL median"
+	MetricTPOT      = "TPOT median"
+	MetricE2E       = "E2E median"
+)
+
+// The field rows' groups, in order.
+var fieldGroups = []string{"commit", "patch", "env", "flags", "versions", "gpu", "host"}
+
+// ConfigKey is the identity of x's configuration, for grouping launches of
+// the same configuration (one launch is one sample of a verdict): an
+// opaque string made of its HEAD, its dirty patch's SHA-256, its launch's
+// env (secrets redacted) and command line. It is "" when the fingerprint
+// lacks the commit or the dirty state (no repository, a failed capture) or
+// no launch is known: such an experiment is a configuration of its own.
+func ConfigKey(x *Experiment) string {
+	g, l := gitOf(x), launchOf(x)
+	if g == nil || g.Head == "" || l == nil || x.PatchUnknown() != "" {
+		return ""
+	}
+	rl := server.RedactLaunch(*l)
+	env := make([]string, 0, len(rl.Env))
+	for k, v := range rl.Env {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	b, err := json.Marshal([]any{g.Head, g.PatchSHA256, env, rl.Argv})
+	if err != nil {
+		return "" // strings and string slices always marshal
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ConfigName names x's configuration as the experiments name it: "<profile>
+// @ <short commit>" ("none @ a6d51c0"), or x's name when its profile or
+// commit is not known.
+func ConfigName(x *Experiment) string {
+	p, c := x.Profile(), x.Commit()
+	if p == "" || c == "" {
+		return OneLine(x.Name)
+	}
+	return OneLine(p + " @ " + git.ShortID(c))
+}
+
+// Compare compares experiment b (new) with a (old), each named by its id
+// or name (ids first), among exps (a ledger's experiments, in start
+// order), and fills a Diff: the results with their verdicts, every
+// fingerprint variable, the commit range between them as recorded in any
+// experiment's fingerprint, and the launch-to-launch noise of each
+// configuration with at least 2 launches.
+//
+// An open experiment's Result is zero (no server-log result): callers that
+// compare one pass a copy with Ledger.Provisional's result. It returns an
+// error wrapping ErrNoExperiment, listing the known ids, when a or b names
+// none.
+func Compare(exps []Experiment, a, b string) (*Diff, error) {
+	xa, err := findExp(exps, a)
+	if err != nil {
+		return nil, err
+	}
+	xb, err := findExp(exps, b)
+	if err != nil {
+		return nil, err
+	}
+	d := &Diff{A: xa, B: xb}
+	d.LaunchesA, d.LaunchesB = launches(exps, xa, xb), launches(exps, xb, xa)
+	d.Results = resultRows(d)
+	d.Fields = fieldRows(xa, xb)
+	d.Range, d.RangeNote = findRange(exps, xa, xb)
+	d.Noise = noiseRows(exps)
+	return d, nil
+}
+
+// findExp returns the experiment with id (else name) s.
+func findExp(exps []Experiment, s string) (*Experiment, error) {
+	for i := range exps {
+		if exps[i].ID == s {
+			return &exps[i], nil
+		}
+	}
+	for i := range exps {
+		if exps[i].Name == s {
+			return &exps[i], nil
+		}
+	}
+	ids := make([]string, 0, len(exps))
+	for _, x := range exps {
+		ids = append(ids, x.ID)
+	}
+	have := "none"
+	if len(ids) > 0 {
+		have = strings.Join(ids, ", ")
+	}
+	return nil, fmt.Errorf("experiment %q: %w (have %s)", OneLine(s), ErrNoExperiment, have)
+}
+
+// launches returns x and the experiments of its configuration that have
+// a result (server log or benchmark), in start order. When other has the
+// same configuration (an A/A comparison) each side is its own experiment
+// only: the same launches on both sides would compare nothing.
+func launches(exps []Experiment, x, other *Experiment) []*Experiment {
+	key := ConfigKey(x)
+	if key == "" || key == ConfigKey(other) {
+		return []*Experiment{x}
+	}
+	var out []*Experiment
+	for i := range exps {
+		y := &exps[i]
+		if y == x || (ConfigKey(y) == key && hasResult(y)) {
+			out = append(out, y)
+		}
+	}
+	return out
+}
+
+func hasResult(x *Experiment) bool { return x.Result.N > 0 || LastBench(x) != nil }
+
+// LastBench returns x's last benchmark run that finished with at least one
+// successful request, or nil.
+func LastBench(x *Experiment) *bench.Result {
+	for i := len(x.Bench) - 1; i >= 0; i-- {
+		if r := x.Bench[i].Result; r != nil && r.Completed > 0 {
+			return r
+		}
+	}
+	return nil
+}
+
+// metric is how one result row reads an experiment.
+type metric struct {
+	name, unit    string
+	lowerIsBetter bool
+	// within is the experiment's own samples (nil: it has none); launch
+	// its one value as a launch (ok false: none).
+	within func(x *Experiment) []float64
+	launch func(x *Experiment) (float64, bool)
+}
+
+var metrics = []metric{
+	{name: MetricLogTokS, unit: "tok/s",
+		within: func(x *Experiment) []float64 {
+			if x.Result.N == 0 {
+				return nil
+			}
+			if len(x.Result.Samples) == 0 {
+				return []float64{x.Result.Median} // a result without its samples
+			}
+			return x.Result.Samples
+		},
+		launch: func(x *Experiment) (float64, bool) { return x.Result.Median, x.Result.N > 0 }},
+	{name: MetricBenchTokS, unit: "tok/s",
+		within: func(x *Experiment) []float64 {
+			if r := LastBench(x); r != nil {
+				return []float64{r.OutputTokPerSec}
+			}
+			return nil
+		},
+		launch: func(x *Experiment) (float64, bool) {
+			if r := LastBench(x); r != nil {
+				return r.OutputTokPerSec, true
+			}
+			return 0, false
+		}},
+	benchLatency(MetricTTFT, func(q *bench.Request) (float64, bool) { return q.TTFT, true }, func(r *bench.Result) bench.Dist { return r.TTFT }),
+	benchLatency(MetricITL, func(q *bench.Request) (float64, bool) { return q.ITLMedian, q.OutputTokens > 1 }, func(r *bench.Result) bench.Dist { return r.ITL }),
+	benchLatency(MetricTPOT, func(q *bench.Request) (float64, bool) { return q.TPOT, q.OutputTokens > 1 }, func(r *bench.Result) bench.Dist { return r.TPOT }),
+	benchLatency(MetricE2E, func(q *bench.Request) (float64, bool) { return q.E2E, true }, func(r *bench.Result) bench.Dist { return r.E2E }),
+}
+
+// benchLatency is a latency row: within a run the successful requests'
+// values (those where req says ok), across launches each run's median.
+func benchLatency(name string, req func(q *bench.Request) (float64, bool), dist func(r *bench.Result) bench.Dist) metric {
+	return metric{name: name, unit: "ms", lowerIsBetter: true,
+		within: func(x *Experiment) []float64 {
+			r := LastBench(x)
+			if r == nil {
+				return nil
+			}
+			var out []float64
+			for i := range r.Requests {
+				q := &r.Requests[i]
+				if v, ok := req(q); ok && q.Err == "" {
+					out = append(out, v)
+				}
+			}
+			if len(out) == 0 && dist(r).N > 0 {
+				out = []float64{dist(r).Median} // a run stored without its requests
+			}
+			return out
+		},
+		launch: func(x *Experiment) (float64, bool) {
+			if r := LastBench(x); r != nil && dist(r).N > 0 {
+				return dist(r).Median, true
+			}
+			return 0, false
+		}}
+}
+
+// launchValues returns m's value for each launch that has one.
+func (m *metric) launchValues(xs []*Experiment) []float64 {
+	var out []float64
+	for _, x := range xs {
+		if v, ok := m.launch(x); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// resultRows builds the server-log row and, when either side ran a
+// benchmark, the benchmark rows.
+func resultRows(d *Diff) []ResultRow {
+	var rows []ResultRow
+	benched := LastBench(d.A) != nil || LastBench(d.B) != nil
+	for i := range metrics {
+		m := &metrics[i]
+		if m.name != MetricLogTokS && !benched {
+			continue
+		}
+		row := ResultRow{Metric: m.name, Unit: m.unit, LowerIsBetter: m.lowerIsBetter,
+			A: stats.Summarize(m.within(d.A)), B: stats.Summarize(m.within(d.B))}
+		la, lb := m.launchValues(d.LaunchesA), m.launchValues(d.LaunchesB)
+		row.Launches = stats.Compare(la, lb)
+		row.Noise, row.HasNoise = stats.Spread(la)
+		row.Verdict = verdict(m, d, &row, len(la), len(lb))
+		row.WithinNoise = row.Launches.Significant && row.HasNoise && math.Abs(row.Launches.DeltaPct) <= row.Noise
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// verdict says the row's across-launch verdict in words.
+func verdict(m *metric, d *Diff, row *ResultRow, na, nb int) string {
+	for _, x := range []*Experiment{d.A, d.B} {
+		if _, ok := m.launch(x); !ok {
+			return "no verdict: no value for " + OneLine(x.ID)
+		}
+	}
+	if na < MinLaunches || nb < MinLaunches {
+		return fmt.Sprintf("no verdict: %d+%d launches (need ≥ %d each; R repeats a launch)", na, nb, MinLaunches)
+	}
+	c := row.Launches
+	switch {
+	case !c.HasDelta:
+		return "no verdict: zero median"
+	case !c.Significant:
+		return "no significant difference"
+	case m.lowerIsBetter && c.DeltaPct < 0:
+		return "better"
+	case m.lowerIsBetter:
+		return "worse"
+	case c.DeltaPct > 0:
+		return "faster"
+	}
+	return "slower"
+}
+
+// DeltaPct is the change of B's own median over A's, percent; ok is false
+// when a side has no value or A's median is 0.
+func (r *ResultRow) DeltaPct() (pct float64, ok bool) {
+	if r.A.N == 0 || r.B.N == 0 || r.A.Median == 0 {
+		return 0, false
+	}
+	return (r.B.Median - r.A.Median) / r.A.Median * 100, true
+}
+
+// findRange looks for the commits between a's and b's HEADs among the
+// ranges recorded at each experiment's start (either direction).
+func findRange(exps []Experiment, a, b *Experiment) (*CommitRange, string) {
+	ga, gb := gitOf(a), gitOf(b)
+	for _, x := range []*Experiment{a, b} {
+		if g := gitOf(x); g == nil || g.Head == "" {
+			if why := x.CommitUnknown(); why != "" {
+				return nil, "not recorded: commit unknown for " + OneLine(x.ID) + " (" + why + ")"
+			}
+			return nil, "not recorded: no repository for " + OneLine(x.ID)
+		}
+	}
+	if ga.Head == gb.Head {
+		return nil, "same commit"
+	}
+	for i := range exps {
+		r := gitOf(&exps[i])
+		if r == nil || r.Range == nil {
+			continue
+		}
+		rg := *r.Range
+		where := "recorded at " + OneLine(exps[i].ID) + "'s start"
+		switch {
+		case rg.From == ga.Head && rg.To == gb.Head:
+			return &rg, where
+		case rg.From == gb.Head && rg.To == ga.Head:
+			rg.From, rg.To = rg.To, rg.From
+			rg.Ahead, rg.Behind = rg.Behind, rg.Ahead
+			rg.AheadTotal, rg.BehindTotal = rg.BehindTotal, rg.AheadTotal
+			return &rg, where + " (reversed)"
+		}
+	}
+	from, to := git.ShortID(OneLine(ga.Head)), git.ShortID(OneLine(gb.Head))
+	return nil, fmt.Sprintf("not recorded: no experiment started right after a move from %s to %s (git log --oneline %s..%s in the checkout lists it)", from, to, from, to)
+}
+
+// noiseRows measures the launch-to-launch noise of each configuration
+// with at least 2 launches with a result, per metric (server-log tok/s,
+// benchmark output tok/s), in order of each configuration's first launch.
+func noiseRows(exps []Experiment) []NoiseRow {
+	var keys []string
+	groups := map[string][]*Experiment{}
+	for i := range exps {
+		x := &exps[i]
+		k := ConfigKey(x)
+		if k == "" || !hasResult(x) {
+			continue
+		}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], x)
+	}
+	var out []NoiseRow
+	for _, k := range keys {
+		xs := groups[k]
+		for i := range metrics[:2] {
+			m := &metrics[i]
+			vals := m.launchValues(xs)
+			spread, ok := stats.Spread(vals)
+			if !ok {
+				continue
+			}
+			out = append(out, NoiseRow{Config: ConfigName(xs[0]), Launches: len(vals), Metric: m.name,
+				Spread: spread, Lo: slices.Min(vals), Hi: slices.Max(vals)})
+		}
+	}
+	return out
+}
