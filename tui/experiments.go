@@ -16,8 +16,9 @@ import (
 
 // Experiments in the cockpit: e starts or ends one, n writes a note (their
 // overlays: experiments_forms.go), x opens the experiments panel
-// (experiments_panel.go), where c writes or replaces the selected
-// experiment's conclusion. What the screen shows comes only from events
+// (experiments_panel.go), where w writes or replaces the selected
+// experiment's conclusion, space marks experiments, B marks the baseline
+// and c compares (compare.go). What the screen shows comes only from events
 // (exp-start, exp-fingerprint, exp-update, exp-end, note, tok-rate ...)
 // folded into a journal.Ledger, so a replayed journal shows the same;
 // Options.Experiments only starts the changes.
@@ -110,6 +111,9 @@ type expState struct {
 	touched bool // the user moved the cursor: until then it follows the newest
 	top     int  // first row shown
 	height  int  // rows at the last render (the page size)
+	// marked are the experiments marked with space (ids, at most two, in
+	// the order marked): c compares them.
+	marked []string
 }
 
 // provisional is the open experiment's result so far, recomputed only
@@ -153,7 +157,7 @@ func expBindings(k *KeyMap) {
 	k.Note.Long = "write a note into the journal (and the open experiment)"
 	k.Experiments.Long = "experiments panel (tok/s)"
 	k.Conclude.Unavailable = concludeUnavailable
-	k.Conclude.Long = "in the x panel: write or replace the selected experiment's conclusion"
+	k.Conclude.Long = "x panel: write the conclusion"
 }
 
 // concludeUnavailable is why c cannot write the conclusion of the
@@ -204,7 +208,7 @@ func (m *Model) recordCmd(action string) tea.Cmd {
 
 // concludeWindow is how long after an experiment ended by a kill,
 // relaunch or exit its conclusion banner shows (and e writes its
-// conclusion instead of starting the next experiment). Later, c in the
+// conclusion instead of starting the next experiment). Later, w in the
 // experiments panel writes it.
 const concludeWindow = 30 * time.Second
 
@@ -407,6 +411,9 @@ func (m *Model) expSegs() (exp, rec []seg) {
 		if r := m.exp.provisional(); r.N > 0 {
 			rate = medianText(r) + " tok/s"
 		}
+		// The live delta against the marked baseline goes with the rate,
+		// in both forms: "e3 61.6 tok/s vs e1 -25.2%".
+		rate = join(rate, m.baselineDelta(cur))
 		out = append(out, seg{text: join(join(id, name), rate), short: join(id, rate), tone: toneAccent, prio: prioExp})
 	}
 	exp, out = out, nil

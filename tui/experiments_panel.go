@@ -58,23 +58,31 @@ func (x *expState) page() int { return max(x.height-1, 1) }
 // expFooter is the footer while the panel has the screen.
 func (m *Model) expFooter(width int) string {
 	k := &m.keys
-	items := []struct {
+	type item struct {
 		key, desc string
 		b         *Binding
-	}{
+	}
+	items := []item{
 		{k.Help.Help().Key, k.Help.Help().Desc, &k.Help},
 		{"up/down", "select", nil},
+		{k.Mark.Help().Key, k.Mark.Help().Desc, &k.Mark},
+		{k.Compare.Help().Key, k.Compare.Help().Desc, &k.Compare},
+		{k.Baseline.Help().Key, k.Baseline.Help().Desc, &k.Baseline},
+		{k.Conclude.Help().Key, k.Conclude.Help().Desc, &k.Conclude},
 		{k.Experiment.Help().Key, k.Experiment.Help().Desc, &k.Experiment},
 		{k.Note.Help().Key, k.Note.Help().Desc, &k.Note},
-		{k.Conclude.Help().Key, k.Conclude.Help().Desc, &k.Conclude},
-		{k.Experiments.Help().Key + "/esc", "close", nil},
-		{k.Quit.Help().Key, k.Quit.Help().Desc, &k.Quit},
+	}
+	// Closing and quitting always show; the others while they fit, in
+	// order.
+	last := []item{{k.Experiments.Help().Key + "/esc", "close", nil}, {k.Quit.Help().Key, k.Quit.Help().Desc, &k.Quit}}
+	used := -2
+	for _, it := range last {
+		used += hintWidth(it.key, it.desc)
 	}
 	var b strings.Builder
-	used := -2
 	for _, it := range items {
 		pw := hintWidth(it.key, it.desc)
-		if used+pw > width && it.b != &k.Quit {
+		if used+pw > width {
 			continue
 		}
 		if b.Len() > 0 {
@@ -82,6 +90,12 @@ func (m *Model) expFooter(width int) string {
 		}
 		b.WriteString(m.keyHint(it.key, it.desc, it.b))
 		used += pw
+	}
+	for _, it := range last {
+		if b.Len() > 0 {
+			b.WriteString("  ")
+		}
+		b.WriteString(m.keyHint(it.key, it.desc, it.b))
 	}
 	return truncateStyled(b.String(), width)
 }
@@ -101,17 +115,18 @@ func (m *Model) expResultOf(e *journal.Experiment) journal.Result {
 	return e.Result
 }
 
-// expRows are the panel's rows and the baseline's id ("" when no
-// experiment has a result yet).
+// expRows are the panel's rows and the baseline's id: the one marked
+// with B, else the first experiment with a result ("" when none has one).
 func (m *Model) expRows() ([]expRow, string) {
 	exps := m.exp.ledger.Experiments()
-	base, baseID := 0.0, ""
-	for i := range exps {
-		if r := m.expResultOf(&exps[i]); r.N > 0 && r.Median > 0 {
-			base, baseID = r.Median, sanitizeString(exps[i].ID)
-			break
+	base, baseID := m.implicitBase()
+	if b := m.exp.ledger.Baseline(); b != nil {
+		base, baseID = 0, b.ID
+		if r := m.expResultOf(b); r.N > 0 && r.Median > 0 {
+			base = r.Median
 		}
 	}
+	baseID = sanitizeString(baseID)
 	rows := make([]expRow, len(exps))
 	for i := range exps {
 		e := &exps[i]
@@ -132,10 +147,7 @@ func (m *Model) expRows() ([]expRow, string) {
 			case row.id == baseID:
 				row.delta = "base"
 			case base > 0:
-				row.delta = strconv.FormatFloat((r.Median-base)/base*100, 'f', 1, 64) + "%"
-				if r.Median >= base {
-					row.delta = "+" + row.delta
-				}
+				row.delta = deltaText(r.Median, base)
 			}
 		}
 		if e.Open() {
@@ -180,8 +192,14 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 		if cur := x.ledger.Current(); cur != nil {
 			tail = append(tail, titlePart{"  " + sanitizeString(cur.ID) + " open", st.OK})
 		}
-		if baseID != "" {
+		switch {
+		case m.exp.ledger.Baseline() != nil:
+			tail = append(tail, titlePart{"  delta vs " + baseID + " (baseline)", st.Dim})
+		case baseID != "":
 			tail = append(tail, titlePart{"  delta vs " + baseID, st.Dim})
+		}
+		if n := len(x.marked); n > 0 {
+			tail = append(tail, titlePart{"  " + strconv.Itoa(n) + " marked", st.Accent})
 		}
 	}
 	lines = append(lines, titleRule(st, w, "experiments", "", tail))
@@ -295,12 +313,17 @@ func (m *Model) expTable(rows []expRow, top, vis, cur, w int) []string {
 		return truncateStyled(strings.TrimRight(b.String(), " "), w)
 	}
 	out := []string{line(head, "  ", st.Title, st.Title)}
+	exps := m.exp.ledger.Experiments()
 	for i := top; i < top+vis && i < len(rows); i++ {
-		mark, tn := "  ", st.Text
+		// The cursor, then a "*" on the experiments marked with space.
+		cursor, tn, mark := " ", st.Text, " "
 		if i == cur {
-			mark, tn = st.Accent.Render(">")+" ", st.Accent
+			cursor, tn = st.Accent.Render(">"), st.Accent
 		}
-		out = append(out, line(rows[i], mark, tn, st.tone(rows[i].stTone)))
+		if slices.Contains(m.exp.marked, exps[i].ID) {
+			mark = st.Accent.Render("*")
+		}
+		out = append(out, line(rows[i], cursor+mark, tn, st.tone(rows[i].stTone)))
 	}
 	return out
 }
@@ -379,6 +402,23 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 		if warm == "" { // "no samples": the warm-up says why
 			cut("", "warning: "+sanitizeString(wn), st.Warn)
 		}
+	}
+	for i := range e.Bench {
+		lab := ""
+		if i == 0 {
+			lab = "bench"
+		}
+		d := &e.Bench[i]
+		tn := st.Text
+		if d.Result == nil {
+			tn = st.Crit
+		} else if d.Result.Failed > 0 || d.Result.Cancelled {
+			tn = st.Warn
+		}
+		cut(lab, benchLine(d), tn)
+	}
+	if r := e.Repeat; r != nil {
+		cut("repeat", "launch "+strconv.Itoa(r.I)+" of "+strconv.Itoa(r.N)+" of "+sanitizeString(r.Series), st.Text)
 	}
 	fp := e.Fingerprint
 	launch := e.Launch
@@ -611,6 +651,9 @@ func throttleNames(mask gpu.ClockEventReason) string {
 // overlayBox renders the open overlay: an experiment overlay here, the
 // others in modalBox.
 func (m *Model) overlayBox(w, h int) (lines []string, x, y int) {
+	if isMeasureModal(m.modal) {
+		return m.measureBox(w, h)
+	}
 	if !isExpModal(m.modal) {
 		return m.modalBox(w, h)
 	}

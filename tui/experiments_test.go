@@ -651,10 +651,10 @@ func TestExperimentsGolden(t *testing.T) {
 		send(m, evs...)
 		golden.RequireEqual(t, plain(m))
 	})
-	// c in the panel on e2: its conclusion to edit.
+	// w in the panel on e2: its conclusion to edit.
 	t.Run("conclude_edit_100x30", func(t *testing.T) {
 		m := panel()
-		press(m, "c")
+		press(m, "w")
 		golden.RequireEqual(t, plain(m))
 	})
 	// A hand-started experiment 7 s in: warming up, not a warning.
@@ -765,25 +765,26 @@ func TestConclusionBannerExpires(t *testing.T) {
 	}
 }
 
-// TestConcludeFromPanel: c in the experiments panel writes or replaces
+// TestConcludeFromPanel: w in the experiments panel writes or replaces
 // the selected experiment's conclusion, for one that ended; never in a
-// replay; outside the panel c stays git's.
+// replay; outside the panel w stays the log's wrap.
 func TestConcludeFromPanel(t *testing.T) {
 	m, f := labScene(120, 40, Options{})
 	send(m, session()...)
-	press(m, "c")
-	if m.modal != modalNone || m.Status() != noRepoText {
-		t.Errorf("c outside the panel: modal %d status %q", m.modal, m.Status())
+	press(m, "w")
+	if m.modal != modalNone || !m.Wrapping() {
+		t.Errorf("w outside the panel: modal %d status %q wrap %v", m.modal, m.Status(), m.Wrapping())
 	}
+	press(m, "w")
 	press(m, "x")
-	if f := screenLines(m)[39]; f != "? help  up/down select  e experiment  n note  c conclusion  x/esc close  q quit" {
+	if f := screenLines(m)[39]; f != "? help  up/down select  spc mark  c compare  B baseline  w conclusion  e experiment  n note  x/esc close  q quit" {
 		t.Errorf("panel footer %q", f)
 	}
-	press(m, "c")
+	press(m, "w")
 	if m.modal != modalNone || m.Status() != "e3 is still open: e ends it with a conclusion" {
 		t.Errorf("c on the open e3: modal %d status %q", m.modal, m.Status())
 	}
-	press(m, "up", "c")
+	press(m, "up", "w")
 	if m.modal != modalExpConclude || m.exp.form.exp != "e2" || m.exp.form.value(0) != "LL+ring is 8% faster: keep it" {
 		t.Fatalf("c on e2: modal %d form %+v", m.modal, m.exp.form)
 	}
@@ -795,7 +796,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	if len(f.Calls()) != 0 || m.Status() != "conclusion not changed" {
 		t.Errorf("unchanged: calls %q status %q", f.Calls(), m.Status())
 	}
-	press(m, "c")
+	press(m, "w")
 	typeText(m, " on H200")
 	do(m, "enter")
 	if c := f.Calls(); len(c) != 1 || c[0] != `Update e2 "LL+ring is 8% faster: keep it on H200"` || m.Status() != "conclusion of e2 saved" {
@@ -804,25 +805,25 @@ func TestConcludeFromPanel(t *testing.T) {
 	if k := f.Keys(); len(k) != 1 || k[0] != [2]string{"enter", "conclude experiment e2"} {
 		t.Errorf("keys %q", k)
 	}
-	press(m, "c", "esc")
+	press(m, "w", "esc")
 	if m.modal != modalNone || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
 		t.Errorf("esc: modal %d status %q", m.modal, m.Status())
 	}
 	// A killed experiment with no conclusion gets one.
-	press(m, "up", "c")
+	press(m, "up", "w")
 	if m.modal != modalExpConclude || m.exp.form.exp != "e1" {
 		t.Fatalf("c on e1: modal %d", m.modal)
 	}
 	press(m, "esc")
 	// The help lists it.
 	press(m, "?")
-	if !strings.Contains(plain(m), "c  in the x panel: write or replace the selected experiment's conclusion") {
+	if !strings.Contains(plain(m), "w    x panel: write the conclusion") {
 		t.Errorf("help:\n%s", plain(m))
 	}
 	// A replay refuses.
 	r := newSized(120, 40, Options{ReadOnly: true})
 	send(r, session()...)
-	press(r, "x", "up", "c")
+	press(r, "x", "up", "w")
 	if r.modal != modalNone || r.Status() != "read-only replay: a conclusion would change the journal" {
 		t.Errorf("replay: modal %d status %q", r.modal, r.Status())
 	}

@@ -68,14 +68,21 @@ type KeyMap struct {
 
 	// Experiment starts or ends an experiment, Note writes a note
 	// (Options.Experiments); Experiments opens the experiments panel, where
-	// Conclude writes or replaces the selected experiment's conclusion.
+	// Conclude writes or replaces the selected experiment's conclusion,
+	// Mark marks up to two experiments, Compare opens the compare view and
+	// Baseline marks (or clears) the baseline (compare.go).
 	Experiment  Binding
 	Note        Binding
 	Experiments Binding
 	Conclude    Binding
+	Mark        Binding
+	Compare     Binding
+	Baseline    Binding
 
-	// Later features: listed in help, answered with why they cannot act.
-	Bench Binding
+	// Bench runs a benchmark (Options.Bench, bench.go); Repeat relaunches
+	// the current configuration N times (Options.Repeat, repeat.go).
+	Bench  Binding
+	Repeat Binding
 
 	// Replay's keys (NewReplay): play/pause, speed, seek, marks and a
 	// typed time. The live cockpit does not use them; its help lists them
@@ -88,17 +95,6 @@ type KeyMap struct {
 	PrevMark Binding
 	NextMark Binding
 	JumpTo   Binding
-}
-
-// notYet returns an Unavailable func for a feature that is not built yet;
-// in a read-only replay, actions that would change the host say that first.
-func notYet(what string, changesHost bool) func(*Model) string {
-	return func(m *Model) string {
-		if changesHost && m.opts.ReadOnly {
-			return "read-only replay: " + what + " would change the host"
-		}
-		return "not available yet: " + what
-	}
 }
 
 // needsLog is the Unavailable func of the log keys: without a followed
@@ -133,8 +129,12 @@ func DefaultKeyMap() KeyMap {
 		Experiment:  footer(bind("actions", "e", "experiment", "e")),
 		Note:        footer(bind("actions", "n", "note", "n")),
 		Experiments: footer(bind("view", "x", "experiments", "x")),
-		Conclude:    bind("actions", "c", "conclusion", "c"),
+		Conclude:    bind("view", "w", "conclusion", "w"),
+		Mark:        bind("view", "spc", "mark", "space"),
+		Compare:     bind("view", "c", "compare", "c"),
+		Baseline:    bind("view", "B", "baseline", "B"),
 		Bench:       footer(bind("actions", "b", "bench", "b")),
+		Repeat:      bind("actions", "R", "repeat", "R"),
 
 		Play:     footer(bind("replay", "spc", "play", "space")),
 		Faster:   footer(bind("replay", "+/-", "speed", "+", "=")),
@@ -178,17 +178,24 @@ func DefaultKeyMap() KeyMap {
 	k.Back.Long = "seek back or forward 10 s"
 	k.PrevMark.Long = "previous or next experiment start or end, or note"
 	k.JumpTo.Long = "jump to a time: h:mm:ss, mm:ss or seconds"
-	k.Bench.Unavailable = notYet("benchmark client", true)
+	measureBindings(&k)
 	return k
 }
 
 // all lists the bindings in help order (footerKeys is the footer's).
 func (k *KeyMap) all() []*Binding {
 	return append([]*Binding{
-		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Conclude, &k.Bench,
+		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat,
 		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
-		&k.Focus, &k.Experiments,
+		&k.Focus, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline,
 	}, k.gitKeys()...)
+}
+
+// matchOrder lists the bindings in the order a key is matched: the
+// experiments panel's own keys first (w, space and c are the log's and
+// git's elsewhere), then all's.
+func (k *KeyMap) matchOrder() []*Binding {
+	return append([]*Binding{&k.Conclude, &k.Mark, &k.Compare}, k.all()...)
 }
 
 // replayKeys lists the replay's bindings as its help shows them: one
@@ -251,3 +258,9 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 }
 
 var helpGroups = []string{"log", "view", "git", "actions"}
+
+// isPanelKey reports whether b acts only in the experiments panel (its
+// key belongs to the log or the git panel elsewhere).
+func (k *KeyMap) isPanelKey(b *Binding) bool {
+	return b == &k.Conclude || b == &k.Mark || b == &k.Compare
+}

@@ -46,7 +46,9 @@ func TestUnavailableKeysSayWhy(t *testing.T) {
 		"g": "the git panel needs --repo PATH (or repo in the host's config)",
 		"e": noJournalText,
 		"n": noJournalText,
-		"b": "not available yet: benchmark client",
+		"b": "benchmark not available here: it needs a connection to the server's host",
+		"R": "repeat not available here: it needs server control and a journal",
+		"B": "open the experiments panel first (x)",
 	}
 	for k, want := range cases {
 		m := newSized(80, 24, Options{})

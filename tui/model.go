@@ -6,7 +6,11 @@
 // Options.Git, the git panel (g) in place of the log tail: status, stash,
 // revert, checkout and undo (gitpanel.go); with Options.Experiments, e
 // starts and ends experiments and n writes notes into the session
-// journal, and x opens the experiments panel (experiments*.go). NewReplay
+// journal, and x opens the experiments panel (experiments*.go), where
+// space marks experiments, c compares two (the compare view), B marks the
+// baseline and w writes a conclusion (compare.go); with Options.Bench, b
+// runs a benchmark (bench.go); with Options.Repeat, R relaunches the
+// current configuration N times to measure its noise (repeat.go). NewReplay
 // plays a recorded journal back through the same model, read-only, with a
 // timeline (replay.go, timeline.go).
 //
@@ -28,12 +32,14 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions"
 )
 
 // Theme picks the palette.
@@ -97,6 +103,22 @@ type Options struct {
 	// run in tea.Cmds under the context Control's do. Experiment and note
 	// events drive the header and the experiments panel (x) either way.
 	Experiments ExperimentControl
+	// Bench runs the benchmark behind b (the form, then Run in a tea.Cmd
+	// under the context Control's do; esc or b again cancels it); nil
+	// makes b say why it cannot run (a replay, or no server connection).
+	// bench.Started, bench.Progress and bench.Done events drive the
+	// progress line and the result box either way.
+	Bench BenchControl
+	// Repeat relaunches the current configuration N times behind R (the
+	// form, then Run in a tea.Cmd; esc or R again cancels it); nil makes R
+	// say why it cannot run. sessions.RepeatProgress events drive its
+	// progress line either way.
+	Repeat RepeatControl
+	// Measure marks the baseline (B in the experiments panel) and reads a
+	// commit range for the compare view (c) when the journal did not
+	// record one; nil: B says why it cannot act and the compare view shows
+	// only what was recorded. Its calls run in tea.Cmds.
+	Measure MeasureControl
 	// Replay configures NewReplay; the live cockpit ignores it.
 	Replay ReplayOptions
 }
@@ -183,6 +205,15 @@ type Model struct {
 	// headChanged counts tracked paths with uncommitted changes (the
 	// latest repo.Head's entries, untracked ones left out); -1 unknown.
 	headChanged int
+
+	// Issue 6: the benchmark (bench.go), the repeat (repeat.go), the
+	// baseline and range calls and the compare view (compare.go), and
+	// which run the stop question is about ("bench" or "repeat").
+	bench    benchState
+	rep      repeatState
+	measure  MeasureControl
+	cmp      *compareView
+	stopWhat string
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -207,6 +238,9 @@ func New(o Options) *Model {
 		ctx:         context.Background(),
 		git:         gitState{ctl: o.Git},
 		exp:         expState{ctl: o.Experiments},
+		bench:       benchState{ctl: o.Bench},
+		rep:         repeatState{ctl: o.Repeat},
+		measure:     o.Measure,
 	}
 	m.log.path = sanitizeString(o.LogPath)
 	if o.Keys != nil {
@@ -248,6 +282,13 @@ func (m *Model) setStyles(s Styles) {
 	if m.exp.form != nil {
 		for i := range m.exp.form.inputs {
 			m.exp.form.inputs[i].SetStyles(m.inputStyles())
+		}
+	}
+	for _, f := range []*measureForm{m.bench.form, m.rep.form} {
+		if f != nil {
+			for i := range f.fields {
+				f.fields[i].input.SetStyles(m.inputStyles())
+			}
 		}
 	}
 }
@@ -315,7 +356,21 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.gitResult(msg)
 	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg:
 		m.expResult(msg)
+	case BenchResultMsg:
+		m.benchResult(msg)
+	case RepeatResultMsg:
+		m.repeatResult(msg)
+	case BaselineMsg:
+		m.baselineResult(msg)
+	case CompareRangeMsg:
+		m.rangeResult(msg)
 	case tea.PasteMsg:
+		switch m.modal {
+		case modalBench:
+			return m, m.bench.form.paste(msg)
+		case modalRepeat:
+			return m, m.rep.form.paste(msg)
+		}
 		if isGitModal(m.modal) {
 			return m, m.gitPaste(msg)
 		}
@@ -418,6 +473,10 @@ func (m *Model) apply(ev event.Event) {
 		m.expUpdated(p)
 	case journal.Status:
 		m.exp.setJournal(p)
+	case bench.Started, bench.Progress, bench.Done:
+		m.applyBench(p)
+	case sessions.RepeatProgress:
+		m.applyRepeat(p)
 	}
 }
 
@@ -490,6 +549,14 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.gitModalKey(msg)
 	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
 		return m.expKey(msg)
+	case modalBench:
+		return m.benchKey(msg)
+	case modalRepeat:
+		return m.repeatKey(msg)
+	case modalStop:
+		return m.stopKey(msg)
+	case modalCompare:
+		return m.compareKey(msg)
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
@@ -497,6 +564,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.showHelp:
 			m.showHelp = false
+		case m.bench.show:
+			m.bench.show = false // the result box is dismissed
+			if m.bench.done != nil {
+				m.bench.dismissed = m.bench.done.ID
+			}
 		case m.git.open:
 			m.closeGit()
 		case m.exp.open:
@@ -505,6 +577,10 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.git.movedN = 0 // the HEAD-moved banner is acknowledged
 		case m.exp.pending != "":
 			m.exp.pending = "" // the conclusion banner is dismissed
+		case m.bench.running:
+			m.askStop("bench")
+		case m.rep.running:
+			m.askStop("repeat")
 		case m.log.filter != "":
 			m.input.SetValue("")
 			m.log.setFilter("")
@@ -519,16 +595,20 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		// a second one at once.
 		return m, m.gitQuit()
 	}
-	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.srv.busy != actionNone && !armed {
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.rep.running) && !armed {
 		// A kill or relaunch cut short leaves the server half-stopped.
 		// Ask once.
 		m.quitArmed = true
-		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
+		what := controlUnavailable(m, "")
+		if m.srv.busy == actionNone {
+			what = "a repeat is running"
+		}
+		m.flash(what+"; quitting cancels it - q again to quit", toneWarn)
 		return m, nil
 	}
-	for _, b := range k.all() {
-		if !key.Matches(msg, b.Binding) || b == &k.Conclude && !m.exp.open {
-			continue // c is the panel's; elsewhere it is git's
+	for _, b := range k.matchOrder() {
+		if !key.Matches(msg, b.Binding) || k.isPanelKey(b) && !m.exp.open {
+			continue // w, space and c are the panel's; elsewhere they are the log's and git's
 		}
 		if b.Unavailable != nil {
 			if why := b.Unavailable(m); why != "" {
@@ -586,6 +666,24 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		return m, m.openNote()
 	case &k.Conclude:
 		return m, m.openEdit()
+	case &k.Bench:
+		if m.bench.running {
+			m.askStop("bench")
+			return m, nil
+		}
+		return m, m.openBench()
+	case &k.Repeat:
+		if m.rep.running {
+			m.askStop("repeat")
+			return m, nil
+		}
+		return m, m.openRepeat()
+	case &k.Mark:
+		m.toggleMark()
+	case &k.Compare:
+		return m, m.openCompare()
+	case &k.Baseline:
+		return m, m.toggleBaseline()
 	case &k.Help:
 		m.showHelp = !m.showHelp
 	case &k.Focus:
@@ -723,8 +821,11 @@ func (m *Model) footer(width int) string {
 	}
 	if m.modal != modalNone {
 		help := m.modalHelp
-		if isExpModal(m.modal) {
+		switch {
+		case isExpModal(m.modal):
 			help = m.expModalHelp
+		case isMeasureModal(m.modal):
+			help = m.measureModalHelp
 		}
 		var b strings.Builder
 		n := 0

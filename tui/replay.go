@@ -98,7 +98,8 @@ type Replay struct {
 }
 
 // NewReplay returns a replay of src for a cockpit configured by opts:
-// read-only (Control, Git and Experiments are dropped), the label and host
+// read-only (Control, Git, Experiments, Bench, Repeat and Measure are
+// dropped), the label and host
 // from the journal's header unless opts names them, starting at
 // opts.Replay.At, paused unless opts.Replay.Play. Nothing is read until
 // Init's command runs.
@@ -106,6 +107,7 @@ func NewReplay(src ReplaySource, opts Options) *Replay {
 	h := src.Header()
 	opts.ReadOnly = true
 	opts.Control, opts.Git, opts.Experiments = nil, nil, nil
+	opts.Bench, opts.Repeat, opts.Measure = nil, nil, nil
 	if opts.Label == "" {
 		opts.Label = h.Label
 	}
@@ -326,6 +328,11 @@ func carryView(from, to *Model) {
 	to.status, to.statusTone = from.status, from.statusTone
 	to.git.open = from.git.open
 	to.exp.open, to.exp.cursor, to.exp.touched = from.exp.open, from.exp.cursor, from.exp.touched
+	to.exp.marked = from.exp.marked
+	to.bench.dismissed = from.bench.dismissed
+	if !from.bench.show && from.bench.done != nil {
+		to.bench.dismissed = from.bench.done.ID
+	}
 	to.log.wrap = from.log.wrap
 	if from.log.query != "" {
 		to.log.setFilter(from.log.query)
@@ -353,6 +360,11 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	k := &in.keys
 	in.status = ""
+	if in.exp.open && key.Matches(msg, k.Mark.Binding) {
+		// space marks an experiment in the panel instead of playing.
+		_, cmd := in.Update(msg)
+		return r, cmd
+	}
 	switch {
 	case key.Matches(msg, k.Quit.Binding):
 		r.quitting = true

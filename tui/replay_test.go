@@ -387,7 +387,8 @@ func TestReplayRefusesActions(t *testing.T) {
 	for k, want := range map[string]string{
 		"K": "read-only replay: kill would change the host", "L": "read-only replay: launch would change the host",
 		"p": "read-only replay: a profile change would change the host", "e": "read-only replay: an experiment would change the journal",
-		"n": "read-only replay: a note would change the journal", "b": "read-only replay: benchmark client would change the host",
+		"n": "read-only replay: a note would change the journal", "b": "read-only replay: a benchmark would load the server",
+		"R": "read-only replay: a repeat would relaunch the server",
 		"g": noRepoText,
 	} {
 		rpress(r, k)

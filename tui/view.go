@@ -53,8 +53,11 @@ func (m *Model) render() string {
 	lines = append(lines, m.header(w))
 
 	// Server notices first (at most two: an action's, a failure's line),
-	// then git's (an action in flight, HEAD moved), then nvidia-smi's.
-	banners := append(append(append(m.serverBanners(), m.gitBanners(w)...), m.concludeBanner(w)...), m.gpus.banners(m.now)...)
+	// then a benchmark's and a repeat's progress, then git's (an action
+	// in flight, HEAD moved), then nvidia-smi's.
+	banners := append(m.serverBanners(), m.benchBanner()...)
+	banners = append(banners, m.repeatBanner()...)
+	banners = append(append(append(banners, m.gitBanners(w)...), m.concludeBanner(w)...), m.gpus.banners(m.now)...)
 	l := computeLayout(h, len(m.gpus.rows), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
@@ -99,9 +102,16 @@ func (m *Model) render() string {
 	}
 	lines = lines[:min(len(lines), h-1)]
 	lines = append(lines, m.footer(w))
-	if m.modal != modalNone {
+	switch {
+	case m.modal != modalNone:
 		if b, x, y := m.overlayBox(w, h); len(b) > 0 {
 			splice(lines, b, x, y)
+		}
+	case !m.showHelp:
+		// The last benchmark's result stays, above the footer, until esc;
+		// it takes no keys.
+		if b, iw := m.benchBox(w); len(b) > 0 && len(b) <= h-2 {
+			splice(lines, b, max((w-(iw+4))/2, 0), h-1-len(b))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -140,8 +150,8 @@ func (s seg) need() int {
 // Header field priorities: what is dropped first when the line is full.
 const (
 	prioRec = 1 + iota
-	prioExp
 	prioReadyIn
+	prioExp
 	prioHead
 	prioProfile
 	prioServer

@@ -1,0 +1,578 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
+)
+
+// The benchmark in the cockpit: b opens a form prefilled from
+// BenchControl.Defaults; enter runs BenchControl.Run in a tea.Cmd under a
+// context that b or esc cancels (after asking). What the screen shows
+// comes only from the stream: bench.Started and bench.Progress drive a
+// banner under the header, bench.Done a result box that stays until esc
+// dismisses it, and the ledger lists finished runs in the experiments
+// panel's details. A replay shows the recorded start and result (progress
+// is never journaled).
+
+// BenchResultMsg is the answer of a Run started with b: its result, or
+// why it could not run. The screen's result box comes from the bench.Done
+// event, not from this message.
+type BenchResultMsg struct {
+	Result *bench.Result
+	Err    error
+}
+
+// Overlays of issue 6, after the experiment ones (experiments.go).
+const (
+	modalBench   modal = 210 + iota // b: the benchmark form
+	modalRepeat                     // R: the repeat form
+	modalStop                       // b/R/esc while one runs: stop it? y/N
+	modalCompare                    // c in the x panel: the compare view
+)
+
+// isMeasureModal reports whether md is one of the overlays above.
+func isMeasureModal(md modal) bool { return md >= modalBench && md <= modalCompare }
+
+// benchState is the benchmark's side of the model.
+type benchState struct {
+	ctl  BenchControl // Options.Bench; nil: b says why it cannot run
+	form *measureForm
+	base bench.Config // Defaults() when the form opened: what blank fields keep
+
+	// The run started here: its cancel func (nil when none runs from
+	// here), and whether its stop was asked.
+	cancel  context.CancelFunc
+	running bool
+	stopped bool
+
+	// From the stream: the run in progress (nil when none), its latest
+	// progress, and the latest finished run, shown in the result box
+	// until esc dismisses it (dismissed: its id).
+	cur       *bench.Started
+	prog      bench.Progress
+	hasProg   bool
+	done      *bench.Done
+	show      bool
+	dismissed string
+}
+
+// Bench form fields, in order.
+const (
+	bfEndpoint = iota
+	bfInput
+	bfOutput
+	bfConcurrency
+	bfRequests
+	bfDuration
+	bfRate
+	bfPoisson
+	bfWarmup
+	bfFields
+)
+
+// benchUnavailable is why b cannot start a benchmark; "" when it can (b
+// while one runs from here asks to stop it instead).
+func benchUnavailable(m *Model) string {
+	switch {
+	case m.opts.ReadOnly:
+		return "read-only replay: a benchmark would load the server"
+	case m.bench.ctl == nil:
+		return "benchmark not available here: it needs a connection to the server's host"
+	case m.bench.running:
+		return ""
+	case m.bench.cur != nil:
+		return "a benchmark is running (" + sanitizeString(m.bench.cur.ID) + ", started by a repeat)"
+	}
+	if why := notConnected(m); why != "" {
+		return why
+	}
+	if m.srv.hasSt && !m.srv.running() {
+		return "no server running: L launches one"
+	}
+	return ""
+}
+
+// measureBindings sets the issue-6 keys' Unavailable funcs and help.
+func measureBindings(k *KeyMap) {
+	k.Bench.Unavailable = benchUnavailable
+	k.Bench.Long = "benchmark the server (a form; b again stops it)"
+	k.Repeat.Unavailable = repeatUnavailable
+	k.Repeat.Long = "repeat the launch N times: A/A noise (R stops it)"
+	k.Mark.Unavailable = panelUnavailable
+	k.Mark.Long = "x panel: mark (c compares two)"
+	k.Compare.Unavailable = panelUnavailable
+	k.Compare.Long = "x panel: compare (marked/base)"
+	k.Baseline.Unavailable = baselineUnavailable
+	k.Baseline.Long = "x panel: (un)mark the baseline"
+}
+
+// openBench opens the form, prefilled from BenchControl.Defaults (blank
+// where a default is zero: the benchmark's own default applies).
+func (m *Model) openBench() tea.Cmd {
+	m.showHelp = false
+	d := m.bench.ctl.Defaults()
+	m.bench.base = d
+	num := func(v int) string {
+		if v <= 0 {
+			return ""
+		}
+		return strconv.Itoa(v)
+	}
+	endpoint := 0
+	if d.Endpoint == bench.Chat {
+		endpoint = 1
+	}
+	poisson := 0
+	if d.Poisson {
+		poisson = 1
+	}
+	dur, rate := "", ""
+	if d.Duration > 0 {
+		dur = d.Duration.String()
+	}
+	if d.Rate > 0 {
+		rate = strconv.FormatFloat(d.Rate, 'f', -1, 64)
+	}
+	f := &measureForm{fields: []formField{
+		choiceField("endpoint", []string{string(bench.Completions), string(bench.Chat)}, endpoint),
+		m.textField("input len", num(d.InputLen), "128 tokens"),
+		m.textField("output len", num(d.OutputLen), "128 tokens"),
+		m.textField("concurrency", num(d.Concurrency), "1"),
+		m.textField("requests", num(d.Requests), "32, or blank with a duration"),
+		m.textField("duration", dur, "e.g. 60s (instead of requests)"),
+		m.textField("rate req/s", rate, "blank: as fast as possible"),
+		choiceField("poisson", []string{"no", "yes"}, poisson),
+		m.textField("warm-up", strconv.Itoa(max(d.Warmup, 0)), "1 request"),
+	}}
+	if d.Warmup == 0 {
+		f.fields[bfWarmup].input.SetValue("")
+	}
+	m.bench.form = f
+	m.modal = modalBench
+	return f.setFocus(bfInput)
+}
+
+// benchConfig is the form's config over base (what blank fields keep), or
+// why it is not valid.
+func benchConfig(base bench.Config, f *measureForm) (bench.Config, string) {
+	c := base
+	c.Endpoint = bench.Endpoint(f.choice(bfEndpoint))
+	for _, n := range []struct {
+		field  int
+		dst    *int
+		lo, hi int
+	}{
+		{bfInput, &c.InputLen, 1, 1 << 20},
+		{bfOutput, &c.OutputLen, 1, 1 << 20},
+		{bfConcurrency, &c.Concurrency, 1, 100000},
+		{bfRequests, &c.Requests, 1, 10000000},
+		{bfWarmup, &c.Warmup, 0, 10000},
+	} {
+		v, why := wholeNumber(f.fields[n.field].label, f.text(n.field), *n.dst, n.lo, n.hi)
+		if why != "" {
+			return base, why
+		}
+		*n.dst = v
+	}
+	if f.text(bfWarmup) == "" {
+		c.Warmup = base.Warmup
+	}
+	if s := f.text(bfRequests); s == "" {
+		c.Requests = 0
+	}
+	c.Duration = 0
+	if s := f.text(bfDuration); s != "" {
+		d, err := parseSeconds(s)
+		if err != "" {
+			return base, "duration: " + err
+		}
+		c.Duration = d
+	}
+	if c.Requests > 0 && c.Duration > 0 {
+		return base, "requests or duration, not both: clear one"
+	}
+	c.Rate = 0
+	if s := f.text(bfRate); s != "" {
+		r, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+			return base, "rate req/s: " + strconv.Quote(s) + " is not a rate (blank: as fast as possible)"
+		}
+		c.Rate = r
+	}
+	c.Poisson = f.choice(bfPoisson) == "yes"
+	if c.Poisson && c.Rate == 0 {
+		return base, "poisson arrivals need a rate (blank rate sends as fast as concurrency allows)"
+	}
+	return c, ""
+}
+
+// parseSeconds parses "60s", "2m30s" or a plain number of seconds into a
+// positive duration, or says why it cannot.
+func parseSeconds(s string) (time.Duration, string) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		if v <= 0 || math.IsNaN(v) || v > 7*24*3600 {
+			return 0, strconv.Quote(s) + " is not a positive number of seconds (at most a week)"
+		}
+		return time.Duration(v * float64(time.Second)), ""
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 || d > 7*24*time.Hour {
+		return 0, strconv.Quote(s) + " is not a duration: 60s, 2m, 1m30s"
+	}
+	return d, ""
+}
+
+// benchKey handles a key while the bench form is open.
+func (m *Model) benchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	act, cmd := m.bench.form.key(msg)
+	switch act {
+	case formCancel:
+		m.modal, m.bench.form = modalNone, nil
+		m.flash("benchmark not started", toneDim)
+		return m, nil
+	case formSubmit:
+		cfg, bad := benchConfig(m.bench.base, m.bench.form)
+		if bad != "" {
+			m.flash("cannot start: "+bad, toneCrit)
+			return m, nil
+		}
+		if why := benchUnavailable(m); why != "" {
+			m.flash(why, toneWarn)
+			return m, nil
+		}
+		m.modal, m.bench.form = modalNone, nil
+		return m, m.startBench(cfg)
+	}
+	return m, cmd
+}
+
+// startBench runs cfg in a tea.Cmd under a context b (or esc) cancels.
+func (m *Model) startBench(cfg bench.Config) tea.Cmd {
+	ctx, cancel := context.WithCancel(m.ctx)
+	ctl := m.bench.ctl
+	b := &m.bench
+	b.cancel, b.running, b.stopped, b.show = cancel, true, false, false
+	rec := m.recorder("bench " + benchConfigText(cfg))
+	return func() tea.Msg {
+		defer cancel()
+		rec()
+		r, err := ctl.Run(ctx, cfg)
+		return BenchResultMsg{Result: r, Err: err}
+	}
+}
+
+// benchResult applies the answer of a Run.
+func (m *Model) benchResult(r BenchResultMsg) {
+	b := &m.bench
+	stopped := b.stopped
+	b.cancel, b.running, b.stopped = nil, false, false
+	if m.modal == modalStop && m.stopWhat == "bench" {
+		m.modal = modalNone // the question is moot
+	}
+	switch {
+	case r.Err != nil && (stopped || errors.Is(r.Err, context.Canceled)) && r.Result == nil:
+		m.flash("benchmark stopped before any result", toneDim)
+	case r.Err != nil:
+		m.flash("benchmark failed: "+errText(r.Err), toneCrit)
+	case r.Result != nil && r.Result.Cancelled:
+		m.flash("benchmark stopped: "+strconv.Itoa(r.Result.Completed)+" requests measured", toneWarn)
+	case r.Result != nil:
+		m.flash("benchmark done: "+fmtRate(r.Result.OutputTokPerSec)+" tok/s output", toneOK)
+	}
+}
+
+// applyBench folds a benchmark event from the stream.
+func (m *Model) applyBench(p any) {
+	b := &m.bench
+	switch p := p.(type) {
+	case bench.Started:
+		s := p
+		b.cur, b.hasProg = &s, false
+	case bench.Progress:
+		if b.cur != nil && b.cur.ID == p.ID {
+			b.prog, b.hasProg = p, true
+		}
+	case bench.Done:
+		if b.cur != nil && b.cur.ID == p.ID {
+			b.cur, b.hasProg = nil, false
+		}
+		d := p
+		b.done = &d
+		b.show = p.ID != b.dismissed
+	}
+}
+
+// askStop opens the stop question for a benchmark ("bench") or a repeat
+// ("repeat") started here.
+func (m *Model) askStop(what string) {
+	m.showHelp = false
+	m.stopWhat, m.modal = what, modalStop
+}
+
+// stopQuestion is the stop overlay's question.
+func (m *Model) stopQuestion() string {
+	if m.stopWhat == "repeat" {
+		q := "Stop the repeat"
+		if p := &m.rep.prog; m.rep.hasProg && p.N > 0 {
+			q += " at launch " + strconv.Itoa(p.I) + "/" + strconv.Itoa(p.N)
+		}
+		return q + "? A relaunch in progress finishes first; the server keeps running."
+	}
+	q := "Stop the benchmark"
+	if c := m.bench.cur; c != nil {
+		q += " " + sanitizeString(c.ID)
+	}
+	if p := &m.bench.prog; m.bench.hasProg && p.Total > 0 {
+		q += " (" + strconv.Itoa(p.Done) + "/" + strconv.Itoa(p.Total) + " requests done)"
+	}
+	return q + "? Its result keeps the requests that finished."
+}
+
+// stopKey answers the stop question: y cancels the run's context.
+func (m *Model) stopKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	m.modal = modalNone
+	if msg.String() != "y" {
+		m.flash("still running", toneDim)
+		return m, nil
+	}
+	cancel, stopped, what := m.bench.cancel, &m.bench.stopped, "the benchmark"
+	if m.stopWhat == "repeat" {
+		cancel, stopped, what = m.rep.cancel, &m.rep.stopped, "the repeat"
+	}
+	if cancel == nil {
+		m.flash(what+" had already ended", toneDim)
+		return m, nil
+	}
+	cancel()
+	*stopped = true
+	m.flash("stopping "+what+" ...", toneWarn)
+	return m, m.recordCmd("stop " + m.stopWhat)
+}
+
+// benchBanner is the running benchmark's line under the header: "bench b1
+// 12/32 requests  1 failed  88.4 tok/s  [#####-----]  b stops".
+func (m *Model) benchBanner() []banner {
+	c := m.bench.cur
+	if c == nil {
+		return nil
+	}
+	id := sanitizeString(c.ID)
+	head := "bench " + id
+	if !m.bench.hasProg {
+		what := head + " running on " + sanitizeString(c.Target)
+		if m.opts.ReadOnly {
+			return []banner{{text: what + " (progress is not recorded)", short: head + " running", tone: toneAccent}}
+		}
+		return []banner{{text: what + ": starting", short: head + " starting", tone: toneAccent}}
+	}
+	p := &m.bench.prog
+	var parts []string
+	frac := -1.0
+	switch {
+	case p.Warmup:
+		parts = append(parts, "warming up")
+	case p.Total > 0:
+		parts = append(parts, strconv.Itoa(p.Done)+"/"+strconv.Itoa(p.Total)+" requests")
+		frac = float64(p.Done) / float64(p.Total)
+	case p.Limit > 0:
+		parts = append(parts, shortDur(p.Elapsed)+"/"+shortDur(p.Limit)+", "+strconv.Itoa(p.Done)+" requests")
+		frac = float64(p.Elapsed) / float64(p.Limit)
+	default:
+		parts = append(parts, strconv.Itoa(p.Done)+" requests")
+	}
+	tn := toneAccent
+	if p.Failed > 0 {
+		parts = append(parts, strconv.Itoa(p.Failed)+" failed")
+		tn = toneWarn
+	}
+	if !p.Warmup && p.TokPerSec > 0 {
+		parts = append(parts, fmtRate(p.TokPerSec)+" tok/s")
+	}
+	text := head + " " + strings.Join(parts, "  ")
+	short := text
+	if frac >= 0 {
+		text += "  " + progressBar(frac, 20)
+	}
+	if m.bench.running {
+		text += "  (b stops)"
+	}
+	return []banner{{text: text, short: short, tone: tn}}
+}
+
+// progressBar is "[#####-----]" with n cells inside the brackets, frac of
+// them filled (clamped to [0, 1]).
+func progressBar(frac float64, n int) string {
+	if math.IsNaN(frac) {
+		frac = 0
+	}
+	k := int(math.Round(math.Max(0, math.Min(frac, 1)) * float64(n)))
+	return "[" + strings.Repeat("#", k) + strings.Repeat("-", n-k) + "]"
+}
+
+// fmtRate is a rate to one decimal: "88.4".
+func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// fmtMs is a latency in ms: one decimal below 1000, none above.
+func fmtMs(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// benchConfigText is a config in one line: "completions in 128 out 128
+// conc 4 32 requests rate 2/s poisson warm-up 1".
+func benchConfigText(c bench.Config) string {
+	parts := []string{firstOf(sanitizeString(string(c.Endpoint)), "completions")}
+	num := func(label string, v int) {
+		if v > 0 {
+			parts = append(parts, label+" "+strconv.Itoa(v))
+		}
+	}
+	num("in", c.InputLen)
+	num("out", c.OutputLen)
+	num("conc", c.Concurrency)
+	switch {
+	case c.Requests > 0:
+		parts = append(parts, plural(c.Requests, "request"))
+	case c.Duration > 0:
+		parts = append(parts, "for "+shortDur(c.Duration))
+	}
+	if c.Rate > 0 {
+		r := "rate " + strconv.FormatFloat(c.Rate, 'f', -1, 64) + "/s"
+		if c.Poisson {
+			r += " poisson"
+		}
+		parts = append(parts, r)
+	}
+	parts = append(parts, "warm-up "+strconv.Itoa(c.Warmup))
+	return strings.Join(parts, " ")
+}
+
+// benchLine is a finished run in one line, for the experiments panel:
+// "b1 88.4 tok/s out, 1.38 req/s, TTFT 12.1 ms, ITL 11.2 ms (medians), 32
+// ok"; a failed run says why.
+func benchLine(d *bench.Done) string {
+	id := sanitizeString(d.ID)
+	r := d.Result
+	if r == nil {
+		return id + " failed: " + firstOf(sanitizeString(d.Err), "no result")
+	}
+	s := id + " " + fmtRate(r.OutputTokPerSec) + " tok/s out, " + strconv.FormatFloat(r.ReqPerSec, 'f', 2, 64) + " req/s, TTFT " +
+		fmtMs(r.TTFT.Median) + " ms, ITL " + fmtMs(r.ITL.Median) + " ms (medians), " + strconv.Itoa(r.Completed) + " ok"
+	if r.Failed > 0 {
+		s += ", " + strconv.Itoa(r.Failed) + " failed"
+	}
+	if r.Cancelled {
+		s += " (stopped early)"
+	}
+	return s
+}
+
+// benchBox is the result box of the latest finished run: its lines and
+// inner width for a w-cell screen, nil when it is not shown.
+func (m *Model) benchBox(w int) ([]string, int) {
+	b := &m.bench
+	if !b.show || b.done == nil || w < 24 {
+		return nil, 0
+	}
+	st := &m.styles
+	d := b.done
+	iw := min(w-4, 72)
+	id := sanitizeString(d.ID)
+	title := "bench " + id
+	if d.Exp != "" {
+		title += " on " + sanitizeString(d.Exp)
+	}
+	lab := func(l string) string { return st.Dim.Render(padRight(l, 10)) }
+	var body []string
+	r := d.Result
+	frame := st.Accent
+	switch {
+	case r == nil:
+		title += ": failed"
+		frame = st.Crit
+		for _, l := range wrapWords(firstOf(sanitizeString(d.Err), "no result"), iw) {
+			body = append(body, st.Crit.Render(l))
+		}
+	default:
+		if r.Cancelled {
+			title += ": stopped"
+			frame = st.Warn
+		} else {
+			title += ": done"
+		}
+		body = append(body,
+			lab("target")+truncate(sanitizeString(r.Target), iw-10),
+			lab("config")+truncate(benchConfigText(r.Config), iw-10),
+			lab("output")+st.Accent.Render(fmtRate(r.OutputTokPerSec)+" tok/s")+"   total "+fmtRate(r.TotalTokPerSec)+" tok/s   "+
+				strconv.FormatFloat(r.ReqPerSec, 'f', 2, 64)+" req/s",
+		)
+		reqs := strconv.Itoa(r.Completed) + " ok"
+		tn := st.Text
+		if r.Failed > 0 {
+			reqs += ", " + strconv.Itoa(r.Failed) + " failed"
+			tn = st.Warn
+		}
+		reqs += " in " + fmtSeconds(r.Duration)
+		body = append(body, lab("requests")+tn.Render(reqs))
+		if r.Cancelled {
+			body = append(body, st.Warn.Render(truncate("stopped early: the metrics cover the requests that finished", iw)))
+		}
+		body = append(body, "", st.Title.Render(padRight("ms", 10)+padLeft("mean", 9)+padLeft("median", 9)+padLeft("p90", 9)+padLeft("p99", 9)))
+		for _, row := range []struct {
+			name string
+			d    bench.Dist
+		}{{"TTFT", r.TTFT}, {"ITL", r.ITL}, {"TPOT", r.TPOT}, {"E2E", r.E2E}} {
+			if row.d.N == 0 {
+				body = append(body, lab(row.name)+st.Dim.Render("no values"))
+				continue
+			}
+			body = append(body, lab(row.name)+padLeft(fmtMs(row.d.Mean), 9)+padLeft(fmtMs(row.d.Median), 9)+
+				padLeft(fmtMs(row.d.P90), 9)+padLeft(fmtMs(row.d.P99), 9))
+		}
+		for i, e := range r.Errors {
+			l := ""
+			if i == 0 {
+				body = append(body, "")
+				l = "errors"
+			}
+			body = append(body, lab(l)+st.Warn.Render(truncate(sanitizeString(e.Err)+" x"+strconv.Itoa(e.Count), iw-10)))
+		}
+	}
+	hint := "esc dismisses"
+	if d.Exp != "" {
+		hint += "; x lists it with " + sanitizeString(d.Exp)
+	}
+	body = append(body, "", st.Dim.Render(truncate(hint, iw)))
+	return box(st, frame, title, body, iw), iw
+}
+
+// padLeft right-aligns plain text in w cells (never truncates).
+func padLeft(s string, w int) string { return spaces(w-textWidth(s)) + s }
+
+// fmtSeconds is a duration in seconds to one decimal: "23.2s".
+func fmtSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s" }
+
+// benchFormBox is the bench form's title and content for inner width iw.
+func (m *Model) benchFormBox(iw int) (string, []string) {
+	title := "benchmark"
+	if cur := m.exp.ledger.Current(); cur != nil {
+		title += " (its result goes with " + sanitizeString(cur.ID) + ")"
+	} else if m.exp.ctl != nil {
+		title += " (no open experiment: the result is not kept with one)"
+	}
+	_, bad := benchConfig(m.bench.base, m.bench.form)
+	hints := []string{
+		"Streams random prompts of the input length; max_tokens is the output length (ignore_eos). Warm-up requests run first and are left out of every metric. A blank rate sends as fast as the concurrency allows; poisson draws exponential gaps at the rate.",
+	}
+	return title, m.renderForm(m.bench.form, iw, hints, bad, "enter", "run", "tab", "field", "left/right", "choose", "esc", "cancel")
+}

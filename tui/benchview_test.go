@@ -1,0 +1,392 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
+
+// fakeBench records the configs the cockpit runs. Run answers at once
+// with res and err, or, with wait set, when its context ends (a stopped
+// run: the requests so far).
+type fakeBench struct {
+	callLog
+	mu       sync.Mutex
+	defaults bench.Config
+	res      *bench.Result
+	err      error
+	wait     bool
+	cfgs     []bench.Config
+}
+
+func (f *fakeBench) Defaults() bench.Config { return f.defaults }
+
+func (f *fakeBench) Run(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
+	f.mu.Lock()
+	f.cfgs = append(f.cfgs, cfg)
+	f.mu.Unlock()
+	f.record("Run " + benchConfigText(cfg))
+	if f.wait {
+		<-ctx.Done()
+		return &bench.Result{Config: cfg, Cancelled: true, Completed: 12}, nil
+	}
+	return f.res, f.err
+}
+
+var _ BenchControl = (*fakeBench)(nil)
+
+// benchDefaults is what sessions.Bencher's Defaults gives: every field
+// filled.
+func benchDefaults() bench.Config {
+	return bench.Config{Endpoint: bench.Completions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 32, Warmup: 1, Seed: 1, Timeout: 10 * time.Minute}
+}
+
+// benchResult is a finished run against the simulated server: 32
+// requests at 88.4 tok/s, one failed.
+func benchResult() *bench.Result {
+	cfg := benchDefaults()
+	return &bench.Result{Config: cfg, Target: "http://127.0.0.1:30000 via gpu-box", Started: at(200 * time.Second), Duration: 46300 * time.Millisecond,
+		Completed: 31, Failed: 1, Errors: []bench.ErrorCount{{Err: "HTTP 503: The server is not ready.\x1b[31m", Count: 1}},
+		InputTokens: 31 * 128, OutputTokens: 31 * 128, ReqPerSec: 0.67, OutputTokPerSec: 85.7, TotalTokPerSec: 171.4, Concurrency: 1,
+		TTFT: bench.Dist{N: 31, Mean: 24.1, Median: 23.8, P90: 26.0, P99: 31.2, Max: 31.9},
+		ITL:  bench.Dist{N: 31 * 127, Mean: 11.2, Median: 11.2, P90: 11.6, P99: 12.4, Max: 14.0},
+		TPOT: bench.Dist{N: 31, Mean: 11.2, Median: 11.2, P90: 11.3, P99: 11.4, Max: 11.4},
+		E2E:  bench.Dist{N: 31, Mean: 1446, Median: 1445, P90: 1452, P99: 1470, Max: 1471}}
+}
+
+// benchScene is the lab scene (server ready, e3 open) with a fake bench.
+func benchScene(w, h int) (*Model, *fakeBench) {
+	f := &fakeBench{defaults: benchDefaults(), res: benchResult()}
+	m, _ := labScene(w, h, Options{Bench: f})
+	send(m, session()...)
+	return m, f
+}
+
+func TestBenchFormRunsTheConfig(t *testing.T) {
+	m, f := benchScene(100, 30)
+	press(m, "b")
+	if m.modal != modalBench {
+		t.Fatalf("b: modal %d, status %q", m.modal, m.Status())
+	}
+	box := plain(m) + boxText(m)
+	for _, s := range []string{"+- benchmark (its result goes with e3) -", "endpoint < completions >", "input len 128", "requests 32", "warm-up 1"} {
+		if !strings.Contains(box, s) {
+			t.Errorf("form lacks %q:\n%s", s, plain(m))
+		}
+	}
+	// Focus starts on input len: change it, concurrency, the rate and
+	// poisson; the endpoint is a choice.
+	press(m, "backspace", "backspace", "backspace")
+	typeText(m, "512")
+	press(m, "down", "down")
+	press(m, "backspace")
+	typeText(m, "4")
+	press(m, "down", "down", "down")
+	typeText(m, "2.5")
+	press(m, "down", "right")
+	press(m, "up", "up", "up", "up", "up", "up", "up", "right") // the endpoint: chat
+	msgs := do(m, "enter")
+	if m.modal != modalNone || len(msgs) != 1 {
+		t.Fatalf("enter: modal %d msgs %v status %q", m.modal, msgs, m.Status())
+	}
+	want := "Run chat in 512 out 128 conc 4 32 requests rate 2.5/s poisson warm-up 1"
+	if c := f.Calls(); len(c) != 1 || c[0] != want {
+		t.Errorf("calls %q, want %q", c, want)
+	}
+	if got := f.cfgs[0]; got.Seed != 1 || got.Timeout != 10*time.Minute {
+		t.Errorf("fields the form does not show were lost: %+v", got)
+	}
+	if m.Status() != "benchmark done: 85.7 tok/s output" || m.bench.running {
+		t.Errorf("answer: status %q running %v", m.Status(), m.bench.running)
+	}
+	// A bad value says why and keeps the form.
+	press(m, "b")
+	press(m, "backspace", "backspace", "backspace")
+	typeText(m, "x1")
+	if cmd := press(m, "enter"); cmd != nil || m.modal != modalBench || m.Status() != `cannot start: input len: "x1" is not a whole number` {
+		t.Errorf("bad input: modal %d status %q", m.modal, m.Status())
+	}
+	if !strings.Contains(boxText(m), `input len: "x1" is not a whole number`) {
+		t.Errorf("the form does not say why:\n%s", plain(m))
+	}
+	press(m, "esc")
+	if m.modal != modalNone || m.Status() != "benchmark not started" || len(f.Calls()) != 1 {
+		t.Errorf("esc: modal %d status %q calls %q", m.modal, m.Status(), f.Calls())
+	}
+	// An error of Run is the answer.
+	f.err, f.res = errors.New("no server answers on port 30000\x1b[2J"), nil
+	press(m, "b")
+	do(m, "enter")
+	if m.Status() != "benchmark failed: no server answers on port 30000" {
+		t.Errorf("failed run: %q", m.Status())
+	}
+}
+
+func TestBenchConfig(t *testing.T) {
+	m := newSized(80, 24, Options{Bench: &fakeBench{defaults: benchDefaults()}})
+	for _, c := range []struct {
+		name   string
+		fields map[int]string
+		choice map[int]int
+		want   string // benchConfigText, or the error
+	}{
+		{"defaults", nil, nil, "completions in 128 out 128 conc 1 32 requests warm-up 1"},
+		{"duration instead", map[int]string{bfRequests: "", bfDuration: "90"}, nil, "completions in 128 out 128 conc 1 for 1m30s warm-up 1"},
+		{"duration text", map[int]string{bfRequests: "", bfDuration: "2m"}, nil, "completions in 128 out 128 conc 1 for 2m00s warm-up 1"},
+		{"both", map[int]string{bfDuration: "60s"}, nil, "requests or duration, not both: clear one"},
+		{"bad duration", map[int]string{bfRequests: "", bfDuration: "soon"}, nil, `duration: "soon" is not a duration: 60s, 2m, 1m30s`},
+		{"negative seconds", map[int]string{bfRequests: "", bfDuration: "-5"}, nil, `duration: "-5" is not a positive number of seconds (at most a week)`},
+		{"zero concurrency", map[int]string{bfConcurrency: "0"}, nil, "concurrency: 0 is out of range (1 to 100000)"},
+		{"no warm-up", map[int]string{bfWarmup: "0"}, nil, "completions in 128 out 128 conc 1 32 requests warm-up 0"},
+		{"rate", map[int]string{bfRate: "4"}, map[int]int{bfPoisson: 1}, "completions in 128 out 128 conc 1 32 requests rate 4/s poisson warm-up 1"},
+		{"poisson without rate", nil, map[int]int{bfPoisson: 1}, "poisson arrivals need a rate (blank rate sends as fast as concurrency allows)"},
+		{"bad rate", map[int]string{bfRate: "NaN"}, nil, `rate req/s: "NaN" is not a rate (blank: as fast as possible)`},
+		{"negative rate", map[int]string{bfRate: "-1"}, nil, `rate req/s: "-1" is not a rate (blank: as fast as possible)`},
+		{"chat", nil, map[int]int{bfEndpoint: 1}, "chat in 128 out 128 conc 1 32 requests warm-up 1"},
+	} {
+		m.openBench()
+		f := m.bench.form
+		for i, v := range c.fields {
+			f.fields[i].input.SetValue(v)
+		}
+		for i, v := range c.choice {
+			f.fields[i].idx = v
+		}
+		cfg, bad := benchConfig(m.bench.base, f)
+		got := bad
+		if bad == "" {
+			got = benchConfigText(cfg)
+		}
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		m.modal, m.bench.form = modalNone, nil
+	}
+	// Zero defaults (the benchmark's own apply) show blank, and blank
+	// fields keep them.
+	m = newSized(80, 24, Options{Bench: &fakeBench{}})
+	m.openBench()
+	if v := m.bench.form.fields[bfInput].input.Value(); v != "" {
+		t.Errorf("zero input len shown as %q", v)
+	}
+	if cfg, bad := benchConfig(m.bench.base, m.bench.form); bad != "" || cfg != (bench.Config{Endpoint: bench.Completions}) {
+		t.Errorf("zero defaults: %+v %q", cfg, bad)
+	}
+}
+
+// benchEvents is a run b1 on e3 as the Bencher publishes it: start, three
+// progress updates, done.
+func benchEvents() []event.Event {
+	cfg := benchDefaults()
+	return []event.Event{
+		ev(200*time.Second, bench.Started{ID: "b1", Exp: "e3", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg}),
+		ev(200*time.Second, bench.Progress{ID: "b1", Warmup: true, Total: 32}),
+		ev(220*time.Second, bench.Progress{ID: "b1", Done: 12, Failed: 1, Total: 32, Elapsed: 18 * time.Second, InFlight: 1, OutTokens: 1536, TokPerSec: 85.3}),
+		ev(247*time.Second, bench.Done{ID: "b1", Exp: "e3", Result: benchResult()}),
+	}
+}
+
+func TestBenchProgressAndResult(t *testing.T) {
+	m, _ := benchScene(100, 30)
+	evs := benchEvents()
+	send(m, evs[0])
+	if l := screenLines(m)[1]; l != "bench b1 running on http://127.0.0.1:30000 via gpu-box: starting" {
+		t.Errorf("started: %q", l)
+	}
+	send(m, evs[1])
+	if l := screenLines(m)[1]; l != "bench b1 warming up" {
+		t.Errorf("warm-up: %q", l)
+	}
+	send(m, evs[2])
+	if l := screenLines(m)[1]; l != "bench b1 12/32 requests  1 failed  85.3 tok/s  [########------------]" || !painted(m, m.styles.Warn, l) {
+		t.Errorf("progress: %q", l)
+	}
+	// Progress of another run is not this one's.
+	send(m, ev(221*time.Second, bench.Progress{ID: "b9", Done: 30, Total: 32}))
+	if l := screenLines(m)[1]; !strings.Contains(l, "12/32") {
+		t.Errorf("another run's progress shown: %q", l)
+	}
+	send(m, evs[3])
+	scr := plain(m)
+	if strings.Contains(scr, "bench b1 12/32") || !strings.Contains(scr, "+- bench b1 on e3: done -") {
+		t.Fatalf("done:\n%s", scr)
+	}
+	if strings.Contains(scr, "\x1b[31m") || !strings.Contains(scr, "HTTP 503: The server is not ready. x1") {
+		t.Errorf("errors not sanitised:\n%s", scr)
+	}
+	// Keys still act while the box shows (it is not an overlay); esc
+	// dismisses it.
+	press(m, "x")
+	if !m.exp.open || !strings.Contains(plain(m), "+- bench b1") {
+		t.Errorf("x with the box:\n%s", plain(m))
+	}
+	press(m, "esc")
+	if strings.Contains(plain(m), "+- bench b1") || !m.exp.open {
+		t.Errorf("esc did not dismiss the box first:\n%s", plain(m))
+	}
+	// The panel lists the run with its experiment.
+	if !strings.Contains(plain(m), "bench       b1 85.7 tok/s out, 0.67 req/s, TTFT 23.8 ms, ITL 11.2 ms (medians), 31 ok, 1 failed") {
+		t.Errorf("panel details:\n%s", plain(m))
+	}
+	// A failed run: its box says why.
+	send(m, ev(250*time.Second, bench.Started{ID: "b2", Exp: "e3"}), ev(251*time.Second, bench.Done{ID: "b2", Exp: "e3", Err: "GET /v1/models: connection refused"}))
+	if scr := plain(m); !strings.Contains(scr, "+- bench b2 on e3: failed -") || !strings.Contains(scr, "GET /v1/models: connection refused") ||
+		!strings.Contains(scr, "b2 failed: GET /v1/models: connection refused") {
+		t.Errorf("failed run:\n%s", scr)
+	}
+}
+
+func TestBenchStopAsksThenCancels(t *testing.T) {
+	m, f := benchScene(100, 30)
+	f.wait = true
+	press(m, "b")
+	cmd := press(m, "enter")
+	if cmd == nil || !m.bench.running {
+		t.Fatal("no run started")
+	}
+	send(m, benchEvents()[:3]...)
+	if l := screenLines(m)[1]; !strings.HasSuffix(l, "(b stops)") {
+		t.Errorf("banner %q", l)
+	}
+	// b asks; n keeps it running.
+	press(m, "b")
+	if m.modal != modalStop || !strings.Contains(boxText(m), "Stop the benchmark b1 (12/32 requests done)? Its result keeps the requests that finished. y/N") {
+		t.Fatalf("b while running:\n%s", plain(m))
+	}
+	press(m, "n")
+	if m.modal != modalNone || m.Status() != "still running" {
+		t.Errorf("n: modal %d status %q", m.modal, m.Status())
+	}
+	// esc asks too (nothing else to close); y cancels the run's context.
+	press(m, "esc")
+	if m.modal != modalStop {
+		t.Fatalf("esc while running: modal %d", m.modal)
+	}
+	press(m, "y")
+	for _, msg := range run(cmd) { // returns: its context ended
+		m.Update(msg)
+	}
+	if m.bench.running || m.Status() != "benchmark stopped: 12 requests measured" {
+		t.Errorf("after stop: running %v status %q", m.bench.running, m.Status())
+	}
+}
+
+func TestBenchUnavailable(t *testing.T) {
+	f := &fakeBench{defaults: benchDefaults()}
+	for _, c := range []struct {
+		name  string
+		setup func(*Model)
+		o     Options
+		want  string
+	}{
+		{"replay", nil, Options{ReadOnly: true, Bench: f}, "read-only replay: a benchmark would load the server"},
+		{"no control", nil, Options{}, "benchmark not available here: it needs a connection to the server's host"},
+		{"disconnected", func(m *Model) {
+			send(m, ev(5*time.Second, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2}))
+		}, Options{Bench: f}, "not connected"},
+		{"no server", func(m *Model) { send(m, ev(5*time.Second, server.Status{Phase: server.PhaseKilled})) }, Options{Bench: f}, "no server running: L launches one"},
+		{"a repeat's run", func(m *Model) { send(m, benchEvents()[0]) }, Options{Bench: f}, "a benchmark is running (b1, started by a repeat)"},
+	} {
+		m := scene(80, 24, 1, 0, c.o)
+		if c.setup != nil {
+			c.setup(m)
+		}
+		press(m, "b")
+		if m.modal != modalNone || m.Status() != c.want {
+			t.Errorf("%s: modal %d status %q, want %q", c.name, m.modal, m.Status(), c.want)
+		}
+	}
+}
+
+// TestReplayShowsRecordedBench: a replay has the start and the result
+// (progress is never journaled), read-only; a seek keeps a dismissed box
+// dismissed.
+func TestReplayShowsRecordedBench(t *testing.T) {
+	evs := benchEvents()
+	m := newSized(100, 30, Options{ReadOnly: true})
+	send(m, session()...)
+	send(m, evs[0])
+	if l := screenLines(m)[1]; l != "bench b1 running on http://127.0.0.1:30000 via gpu-box (progress is not recorded)" {
+		t.Errorf("replayed start: %q", l)
+	}
+	send(m, evs[3])
+	if !strings.Contains(plain(m), "+- bench b1 on e3: done -") {
+		t.Errorf("replayed result:\n%s", plain(m))
+	}
+	press(m, "esc")
+	fresh := newSized(100, 30, Options{ReadOnly: true})
+	carryView(m, fresh)
+	send(fresh, session()...)
+	send(fresh, evs[0], evs[3])
+	if strings.Contains(plain(fresh), "+- bench b1") {
+		t.Errorf("a seek brought the dismissed box back:\n%s", plain(fresh))
+	}
+}
+
+// The bench goldens: the form, the progress line and the result box at
+// 100x30, the result box at 80x24.
+func TestBenchGolden(t *testing.T) {
+	t.Run("form_100x30", func(t *testing.T) {
+		m, _ := benchScene(100, 30)
+		press(m, "b")
+		golden.RequireEqual(t, plain(m))
+	})
+	t.Run("progress_100x30", func(t *testing.T) {
+		m, _ := benchScene(100, 30)
+		press(m, "b")
+		press(m, "enter") // running from here: "(b stops)"
+		send(m, benchEvents()[:3]...)
+		golden.RequireEqual(t, plain(m))
+	})
+	for _, sz := range [][2]int{{100, 30}, {80, 24}} {
+		t.Run(fmt.Sprintf("result_%dx%d", sz[0], sz[1]), func(t *testing.T) {
+			m, _ := benchScene(sz[0], sz[1])
+			send(m, benchEvents()...)
+			golden.RequireEqual(t, plain(m))
+		})
+	}
+}
+
+// TestReplayOfRecordedBench: a journal's bench-start and bench-done
+// (progress is never recorded) replayed: the start's line at a position
+// between them, the result box after, the run listed with its experiment;
+// b refuses.
+func TestReplayOfRecordedBench(t *testing.T) {
+	evs := replayEvents()
+	b := benchEvents()
+	started, done := b[0], b[3]
+	started.At, done.At = at(100*time.Second), at(110*time.Second)
+	evs = append(evs, started, done)
+	src := newFakeSource(evs)
+	r := NewReplay(src, Options{Theme: ThemeDark, Bench: &fakeBench{}, Replay: ReplayOptions{At: 105 * time.Second}})
+	r.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	pump(r, r.Init())
+	if l := strings.Split(rplain(r), "\n")[1]; l != "bench b1 running on http://127.0.0.1:30000 via gpu-box (progress is not recorded)" {
+		t.Errorf("at 1:45: %q", l)
+	}
+	rpress(r, "b")
+	if r.inner.Status() != "read-only replay: a benchmark would load the server" {
+		t.Errorf("b: %q", r.inner.Status())
+	}
+	rpress(r, "right")
+	scr := rplain(r)
+	if strings.Contains(scr, "bench b1 running") || !strings.Contains(scr, "+- bench b1 on e3: done -") {
+		t.Errorf("at 1:55:\n%s", scr)
+	}
+	rpress(r, "esc", "x")
+	if scr := rplain(r); strings.Contains(scr, "+- bench b1") || !strings.Contains(scr, "bench       b1 85.7 tok/s out") {
+		t.Errorf("panel:\n%s", scr)
+	}
+}

@@ -1,0 +1,343 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/stats"
+)
+
+// fakeMeasure records baseline marks and answers Range with rng.
+type fakeMeasure struct {
+	callLog
+	rng *journal.CommitRange
+	err error
+}
+
+func (f *fakeMeasure) Baseline(_ context.Context, id string) error {
+	f.record(fmt.Sprintf("Baseline %q", id))
+	return f.err
+}
+
+func (f *fakeMeasure) Range(_ context.Context, from, to string) (*journal.CommitRange, error) {
+	f.record("Range " + from[:7] + ".." + to[:7])
+	return f.rng, f.err
+}
+
+var _ MeasureControl = (*fakeMeasure)(nil)
+
+// e3Fingerprint gives e3 (the open experiment of session()) its
+// fingerprint: HEAD a6d51c0, the profile nccl-ll-ring, a clean tree.
+func e3Fingerprint() event.Event {
+	fp := journal.Fingerprint{At: at(91 * time.Second), Hostname: "gpu-box", Kernel: "6.8.0-45-generic",
+		Git:         &journal.GitState{Repo: "/root/sglang", Head: "a6d51c0" + strings.Repeat("0", 33), Branch: "main", Subject: "NCCL LL ring"},
+		CommandLine: "python -m sglang.launch_server --model-path /models/Llama-3.1-8B-Instruct --tp 8",
+		Versions:    []journal.Version{{Name: "driver", Value: "570.86.15"}, {Name: "cuda", Value: "12.8"}, {Name: "nccl", Value: "2.21.5"}, {Name: "sglang", Value: "0.4.6"}},
+		GPUs:        h200s(8).GPUs}
+	return ev(91*time.Second, journal.ExperimentFingerprint{Exp: "e3", Fingerprint: fp})
+}
+
+func measureScene(w, h int) (*Model, *fakeMeasure) {
+	f := &fakeMeasure{rng: &journal.CommitRange{From: "bba2fc4", To: "a6d51c0", Ahead: []string{"a6d51c0 NCCL LL ring", "65b09bf Fix PCG MoE Error"},
+		AheadTotal: 2, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py"}, FilesTotal: 1}}
+	m, _ := labScene(w, h, Options{Measure: f})
+	send(m, session()...)
+	send(m, e3Fingerprint())
+	return m, f
+}
+
+func TestPanelMarksAndCompares(t *testing.T) {
+	m, f := measureScene(120, 40)
+	press(m, "c")
+	if m.modal != modalNone || m.Status() != noRepoText {
+		t.Errorf("c outside the panel is git's: modal %d status %q", m.modal, m.Status())
+	}
+	m.Update(space())
+	if m.Status() != noRepoText {
+		t.Errorf("space outside the panels: %q", m.Status())
+	}
+	press(m, "x")
+	// Nothing marked, no baseline: the selected e3 against the first
+	// experiment with a result; the range is read from git.
+	cmd := press(m, "c")
+	if m.modal != modalCompare || m.cmp.a != "e1" || m.cmp.b != "e3" {
+		t.Fatalf("c: modal %d status %q", m.modal, m.Status())
+	}
+	scr := plain(m)
+	for _, s := range []string{"+- compare e1 vs e3", "A  e1 none @ bba2fc4 (first with a result)  started 10:27:10, killed after 35s",
+		"B  e3 nccl-ll-ring @ a6d51c0 (selected)  started 10:28:30, open", "commits  bba2fc4..a6d51c0  reading git log ..."} {
+		if !strings.Contains(scr, s) {
+			t.Errorf("view lacks %q:\n%s", s, scr)
+		}
+	}
+	for _, msg := range run(cmd) {
+		m.Update(msg)
+	}
+	if c := f.Calls(); len(c) != 1 || c[0] != "Range bba2fc4..a6d51c0" {
+		t.Errorf("calls %q", c)
+	}
+	press(m, "end")
+	scr = plain(m)
+	for _, s := range []string{"commits  bba2fc4..a6d51c0  read from git on the host now", "2 commits in B, not in A", "+ a6d51c0 NCCL LL ring",
+		"1 file touched", "python/sglang/srt/distributed/device_communicators/pynccl.py"} {
+		if !strings.Contains(scr, s) {
+			t.Errorf("range lacks %q:\n%s", s, scr)
+		}
+	}
+	// An answer for an earlier view is dropped.
+	m.Update(CompareRangeMsg{Seq: m.cmp.seq - 1, Err: fmt.Errorf("stale")})
+	if m.cmp.rangeErr != "" {
+		t.Error("a stale range answer was applied")
+	}
+	press(m, "esc")
+	if m.modal != modalNone || !m.exp.open {
+		t.Fatalf("esc: modal %d panel %v", m.modal, m.exp.open)
+	}
+	// Two marked: they are compared, older first.
+	m.Update(space())
+	press(m, "up")
+	m.Update(space())
+	if m.Status() != "marked e3 and e2: c compares them" || !strings.Contains(plain(m), ">*e2") || !strings.Contains(plain(m), " *e3") {
+		t.Errorf("marks: %q\n%s", m.Status(), plain(m))
+	}
+	press(m, "up")
+	m.Update(space())
+	if m.Status() != "two are marked already (e3, e2): space on one unmarks it" {
+		t.Errorf("third mark: %q", m.Status())
+	}
+	press(m, "c")
+	if m.modal != modalCompare || m.cmp.a != "e2" || m.cmp.b != "e3" || m.cmp.aWhy != "marked" {
+		t.Fatalf("two marked: %+v", m.cmp)
+	}
+	press(m, "esc", "down")
+	m.Update(space()) // unmark e2
+	if m.Status() != "unmarked e2" || len(m.exp.marked) != 1 {
+		t.Errorf("unmark: %q %q", m.Status(), m.exp.marked)
+	}
+	// B marks the baseline (the mark comes back as an event).
+	press(m, "up")
+	msgs := do(m, "B")
+	if c := f.Calls(); c[len(c)-1] != `Baseline "e1"` || len(msgs) != 1 || !strings.HasPrefix(m.Status(), "e1 is the baseline") {
+		t.Errorf("B: calls %q status %q", c, m.Status())
+	}
+	send(m, ev(200*time.Second, journal.Baseline{Exp: "e1"}))
+	if h := screenLines(m)[0]; !strings.HasSuffix(h, "e3 61.6 tok/s vs e1 -25.2%") {
+		t.Errorf("header: %q", h)
+	}
+	if !strings.Contains(plain(m), "delta vs e1 (baseline)") {
+		t.Errorf("panel title:\n%s", plain(m))
+	}
+	// One marked (e3) with a baseline: e3 against it.
+	press(m, "c")
+	if m.modal != modalCompare || m.cmp.a != "e1" || m.cmp.b != "e3" || m.cmp.aWhy != "baseline" || m.cmp.bWhy != "marked" {
+		t.Fatalf("marked vs baseline: %+v", m.cmp)
+	}
+	press(m, "esc")
+	// B on the baseline clears it.
+	do(m, "B")
+	if c := f.Calls(); c[len(c)-1] != `Baseline ""` || !strings.HasPrefix(m.Status(), "baseline cleared") {
+		t.Errorf("B again: calls %q status %q", c, m.Status())
+	}
+	f.err = fmt.Errorf("no experiment e9\x1b[31m")
+	do(m, "B")
+	if m.Status() != "baseline not marked: no experiment e9" {
+		t.Errorf("B error: %q", m.Status())
+	}
+}
+
+func TestNothingToCompareSaysWhy(t *testing.T) {
+	m, _ := labScene(100, 30, Options{Measure: &fakeMeasure{}})
+	press(m, "x", "c")
+	if m.Status() != "no experiments yet: e starts one" {
+		t.Errorf("no experiments: %q", m.Status())
+	}
+	send(m, ev(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerKey}))
+	press(m, "c")
+	if m.modal != modalNone || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
+		t.Errorf("one experiment, no result: %q", m.Status())
+	}
+	send(m, ev(20*time.Second, journal.Baseline{Exp: "e1"}))
+	press(m, "c")
+	if m.Status() != "e1 is the baseline: select another experiment, or mark two (space)" {
+		t.Errorf("the baseline selected: %q", m.Status())
+	}
+	// A replay compares what was recorded, and never marks a baseline.
+	r := newSized(100, 30, Options{ReadOnly: true})
+	send(r, session()...)
+	press(r, "x", "B")
+	if r.Status() != "read-only replay: a baseline would change the journal" {
+		t.Errorf("replay B: %q", r.Status())
+	}
+	if cmd := press(r, "c"); cmd != nil || r.modal != modalCompare {
+		t.Errorf("replay c: modal %d cmd %v status %q", r.modal, cmd != nil, r.Status())
+	}
+}
+
+// TestReplaySpaceMarksInThePanel: in a replay, space plays outside the
+// panel and marks in it.
+func TestReplaySpaceMarksInThePanel(t *testing.T) {
+	r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 100 * time.Second}})
+	rpress(r, "x", "space")
+	if r.Playing() || len(r.inner.exp.marked) != 1 {
+		t.Errorf("space in the panel: playing %v marked %q", r.Playing(), r.inner.exp.marked)
+	}
+	rpress(r, "esc", "space")
+	if !r.Playing() {
+		t.Error("space outside the panel did not play")
+	}
+}
+
+// constructedDiff is a Diff as journal.Compare builds it for e1 (none @
+// bba2fc4) against e3 (nccl-ll-ring @ a6d51c0), with launches, noise, a
+// recorded range and every kind of row.
+func constructedDiff() *journal.Diff {
+	e1 := &journal.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: journal.TriggerRelaunch,
+		Fingerprint: &journal.Fingerprint{Git: &journal.GitState{Head: "bba2fc4" + strings.Repeat("0", 33)}}}
+	e3 := &journal.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: journal.TriggerKill,
+		Fingerprint: &journal.Fingerprint{Git: &journal.GitState{Head: "a6d51c0" + strings.Repeat("0", 33)}}}
+	e4 := &journal.Experiment{ID: "e4"}
+	e5 := &journal.Experiment{ID: "e5"}
+	lo := func(v float64) *float64 { return &v }
+	sum := func(m, l, h float64, n int) stats.Summary {
+		return stats.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
+	}
+	return &journal.Diff{A: e1, B: e3, LaunchesA: []*journal.Experiment{e1, e4}, LaunchesB: []*journal.Experiment{e3, e5},
+		Results: []journal.ResultRow{
+			{Metric: "tok/s (server log)", Unit: "tok/s", A: sum(62.4, 62.1, 62.9, 24), B: sum(88.9, 88.1, 89.6, 22),
+				Launches: stats.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: "faster",
+				Noise: 1.2, HasNoise: true},
+			{Metric: "output tok/s (bench)", Unit: "tok/s", A: stats.Summary{N: 1, Median: 61.9}, B: stats.Summary{N: 1, Median: 87.5},
+				Launches: stats.Comparison{N1: 1, N2: 1, P: 1}, Verdict: "no verdict: 1+1 launches (need >= 4 each; R repeats a launch)"},
+			{Metric: "TTFT median", Unit: "ms", LowerIsBetter: true, A: sum(23.8, 23.1, 24.4, 32), B: sum(25.9, 25.1, 26.2, 32),
+				Launches: stats.Comparison{N1: 5, N2: 5, P: 0.032, Significant: true}, Verdict: "worse", Noise: 12.5, HasNoise: true, WithinNoise: true},
+			{Metric: "E2E median", Unit: "ms", LowerIsBetter: true, A: sum(2045, 2031, 2061, 32), B: sum(1441, 1430, 1450, 32),
+				Launches: stats.Comparison{N1: 5, N2: 6, P: 0.41}, Verdict: "no significant difference"},
+		},
+		Fields: []journal.FieldRow{
+			{Group: "commit", Name: "HEAD", A: "bba2fc4 Tune NCCL ring", B: "a6d51c0 NCCL LL ring", Changed: true},
+			{Group: "env", Name: "NCCL_PROTO", A: "", B: "LL", Changed: true},
+			{Group: "env", Name: "NCCL_ALGO", A: "Tree\x1b[31m", B: "Ring", Changed: true},
+			{Group: "versions", Name: "torch", A: "2.5.1", B: "", Unknown: true},
+			{Group: "flags", Name: "--tp-size", A: "8", B: "8"},
+			{Group: "versions", Name: "driver", A: "570.86.15", B: "570.86.15"},
+			{Group: "gpu", Name: "GPU 0 SM clock", A: "1980 MHz", B: "1980 MHz"},
+			{Group: "host", Name: "hostname", A: "gpu-box", B: "gpu-box"},
+		},
+		Range: &journal.CommitRange{Ahead: []string{"a6d51c0 NCCL LL ring", "65b09bf Fix PCG MoE Error"}, AheadTotal: 53,
+			Behind: []string{"1f0e2d3 Revert tuning"}, BehindTotal: 1, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py"}, FilesTotal: 1},
+		RangeNote: "recorded at e3's start",
+		Noise:     []journal.NoiseRow{{Config: "none @ bba2fc4", Launches: 5, Metric: "tok/s (server log)", Spread: 1.2, Lo: 61.8, Hi: 63.1}},
+	}
+}
+
+// openDiff opens the compare view on d.
+func openDiff(m *Model, d *journal.Diff) {
+	m.cmp = &compareView{a: d.A.ID, b: d.B.ID, aWhy: "baseline", bWhy: "selected", diff: d, seq: 1}
+	m.modal = modalCompare
+}
+
+func TestCompareViewSections(t *testing.T) {
+	m, _ := labScene(140, 50, Options{})
+	openDiff(m, constructedDiff())
+	scr := plain(m)
+	for _, s := range []string{
+		"results               A e1                    B e3                     delta",
+		"tok/s (server log)    62.4 [62.1, 62.9] n=24  88.9 [88.1, 89.6] n=22  +42.5%  faster  p=0.008 n=5  A/A noise +-1.2%",
+		"output tok/s (bench)  61.9 (n<6) n=1          87.5 (n<6) n=1          +41.4%",
+		"    no verdict: 1+1 launches (need >= 4 each; R repeats a launch) p=1.000 n=1",
+		"TTFT median (ms)      23.8 [23.1, 24.4] n=32  25.9 [25.1, 26.2] n=32   +8.8%  worse  p=0.032 n=5  within A/A noise +-12.5%",
+		"E2E median (ms)       2045 [2031, 2061] n=32  1441 [1430, 1450] n=32  -29.5%  no significant difference  p=0.410 n=5+6",
+		"fingerprint  3 changed, 1 known on one side only, 4 unchanged",
+		"~ commit    HEAD", "~ env       NCCL_PROTO      -", "? versions  torch           2.5.1", "? (not captured)",
+		"4 unchanged - a shows them",
+		"commits  bba2fc4..a6d51c0  recorded at e3's start", "53 commits in B, not in A", "+ 65b09bf Fix PCG MoE Error", "... 51 more",
+		"1 commit in A, not in B (B is behind)", "- 1f0e2d3 Revert tuning",
+		"A/A noise  launch to launch, same configuration", "none @ bba2fc4  5 launches  tok/s (server log) +-1.2% (61.8 to 63.1)",
+		"launches of each configuration: e1, e4 vs e3, e5",
+	} {
+		if !strings.Contains(scr, s) {
+			t.Errorf("view lacks %q:\n%s", s, scr)
+		}
+	}
+	if strings.Contains(m.View().Content, "\x1b[31m") {
+		t.Error("a recorded escape reached the screen")
+	}
+	toned := func(tn Tone, text string) bool {
+		on, _, _ := strings.Cut(tn.Render("x"), "x")
+		return strings.Contains(m.View().Content, on+text)
+	}
+	if !toned(m.styles.Warn, "~ env       NCCL_PROTO") || !toned(m.styles.Dim, "? versions  torch") ||
+		!painted(m, m.styles.OK, "faster  p=0.008 n=5  A/A noise +-1.2%") ||
+		!painted(m, m.styles.Warn, "worse  p=0.032 n=5  within A/A noise +-12.5%") ||
+		!painted(m, m.styles.Dim, "no significant difference  p=0.410 n=5+6") {
+		t.Error("tones: changed rows and verdicts are not highlighted")
+	}
+	// a shows the unchanged rows; it says how to fold them again.
+	press(m, "a")
+	if scr := plain(m); !strings.Contains(scr, "  flags     --tp-size       8") || !strings.Contains(scr, "a folds the unchanged rows") {
+		t.Errorf("a:\n%s", scr)
+	}
+}
+
+func TestCompareViewScrollsAndFits(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {40, 12}, {200, 60}, {20, 6}} {
+		m, _ := labScene(sz[0], sz[1], Options{})
+		openDiff(m, constructedDiff())
+		for _, keys := range [][]string{nil, {"down"}, {"pgdown"}, {"end"}, {"a", "end"}, {"home"}} {
+			press(m, keys...)
+			ls := screenLines(m)
+			if len(ls) != sz[1] {
+				t.Errorf("%v %v: %d lines", sz, keys, len(ls))
+			}
+			for i, l := range ls {
+				if w := ansiWidth(l); w > sz[0] {
+					t.Errorf("%v %v: line %d is %d wide: %q", sz, keys, i, w, l)
+				}
+			}
+		}
+	}
+	m, _ := labScene(80, 24, Options{})
+	openDiff(m, constructedDiff())
+	press(m, "end")
+	if !strings.Contains(plain(m), "none @ bba2fc4  5 launches") || m.cmp.top == 0 {
+		t.Errorf("end did not reach the noise:\n%s", plain(m))
+	}
+	press(m, "home")
+	if m.cmp.top != 0 {
+		t.Errorf("home: top %d", m.cmp.top)
+	}
+	if f := screenLines(m)[23]; f != "up/down/pgup/pgdn scroll  a show unchanged  esc close" {
+		t.Errorf("footer %q", f)
+	}
+}
+
+// The compare goldens: a constructed Diff at 120x40 and 80x24 (its first
+// page), and journal.Compare over the scripted session at 100x30.
+func TestCompareGolden(t *testing.T) {
+	for _, sz := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("diff_%dx%d", sz[0], sz[1]), func(t *testing.T) {
+			m, _ := labScene(sz[0], sz[1], Options{})
+			openDiff(m, constructedDiff())
+			golden.RequireEqual(t, plain(m))
+		})
+	}
+	t.Run("session_100x30", func(t *testing.T) {
+		m, _ := measureScene(100, 30)
+		press(m, "x")
+		press(m, "up")
+		m.Update(space())
+		press(m, "down")
+		m.Update(space())
+		for _, msg := range run(press(m, "c")) {
+			m.Update(msg)
+		}
+		golden.RequireEqual(t, plain(m))
+	})
+}

@@ -1,0 +1,358 @@
+package tui
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/stats"
+)
+
+// The compare view's drawing: the two experiments, the results with
+// their verdicts, the fingerprint table, the commit range and the A/A
+// noise, as scrollable lines in a box over the body area.
+
+// compareBox is the compare view: a box over the whole area between the
+// header and the footer (w cells, avail rows).
+func (m *Model) compareBox(w, avail int) (lines []string, x, y int) {
+	st := &m.styles
+	v := m.cmp
+	if v == nil || avail < 3 || w < 12 {
+		return nil, 0, 0
+	}
+	iw := w - 4
+	content := m.compareLines(iw)
+	bh := avail - 2
+	v.height = bh
+	v.top = clamp(v.top, 0, len(content)-bh)
+	end := min(v.top+bh, len(content))
+	body := slices.Clone(content[v.top:end])
+	for len(body) < bh {
+		body = append(body, "")
+	}
+	title := "compare " + sanitizeString(v.a) + " vs " + sanitizeString(v.b)
+	if len(content) > bh {
+		title += "  " + strconv.Itoa(v.top+1) + "-" + strconv.Itoa(end) + "/" + strconv.Itoa(len(content))
+	}
+	return box(st, st.Accent, title, body, iw), 0, 1
+}
+
+// compareLines is the compare view's content for inner width iw.
+func (m *Model) compareLines(iw int) []string {
+	st := &m.styles
+	v := m.cmp
+	d := v.diff
+	var out []string
+	add := func(s string) { out = append(out, truncateStyled(s, iw)) }
+	side := func(label string, e *journal.Experiment, why string) {
+		s := st.Accent.Render(label) + "  "
+		if e == nil {
+			add(s + st.Dim.Render("unknown"))
+			return
+		}
+		s += st.Title.Render(join(sanitizeString(e.ID), sanitizeString(e.Name)))
+		s += st.Dim.Render(" (" + why + ")  " + expWhen(e))
+		add(s)
+	}
+	side("A", d.A, v.aWhy)
+	side("B", d.B, v.bWhy)
+	if n := len(d.LaunchesA) + len(d.LaunchesB); n > 2 {
+		add(st.Dim.Render("   launches of each configuration: " + launchIDs(d.LaunchesA) + " vs " + launchIDs(d.LaunchesB)))
+	}
+	out = append(out, "")
+	out = append(out, m.compareResults(iw)...)
+	out = append(out, "")
+	out = append(out, m.compareFields(iw)...)
+	out = append(out, "")
+	out = append(out, m.compareRange(iw)...)
+	out = append(out, "")
+	out = append(out, m.compareNoise(iw)...)
+	return out
+}
+
+// expWhen is "started 10:27:10, killed after 35s" or "open".
+func expWhen(e *journal.Experiment) string {
+	s := "started " + clock(e.Started)
+	if e.Open() {
+		return s + ", open"
+	}
+	how := firstOf(endedHow(e.EndedBy), "closed")
+	if dur := e.Ended.Sub(e.Started); dur >= 0 {
+		return s + ", " + how + " after " + shortDur(dur)
+	}
+	return s + ", " + how
+}
+
+// launchIDs is "e1, e4, e5" (sanitised), "-" when none.
+func launchIDs(es []*journal.Experiment) string {
+	if len(es) == 0 {
+		return "-"
+	}
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = sanitizeString(e.ID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// summaryText is a side's value: "82.3 [81.9, 82.9] n=14", "-" when it
+// has none.
+func summaryText(s stats.Summary, unit string) string {
+	if s.N == 0 {
+		return "-"
+	}
+	f := fmtRate
+	if unit == "ms" {
+		f = fmtMs
+	}
+	t := f(s.Median) + " "
+	switch {
+	case s.Lo != nil && s.Hi != nil:
+		t += "[" + f(*s.Lo) + ", " + f(*s.Hi) + "]"
+	case s.N < 6:
+		t += "(n<6)"
+	default:
+		t += "(+-inf)"
+	}
+	return t + " n=" + strconv.Itoa(s.N)
+}
+
+// verdictTone is the tone of a result row's verdict.
+func verdictTone(r *journal.ResultRow) tone {
+	v := r.Verdict
+	switch {
+	case r.WithinNoise:
+		return toneWarn
+	case strings.HasPrefix(v, "faster"), strings.HasPrefix(v, "better"):
+		return toneOK
+	case strings.HasPrefix(v, "slower"), strings.HasPrefix(v, "worse"):
+		return toneCrit
+	case strings.HasPrefix(v, "no verdict"):
+		return toneWarn
+	}
+	return toneDim
+}
+
+// compareResults is the results section: per metric A, B, delta, then
+// the verdict with p and n and the A/A noise (on the same line when it
+// fits).
+func (m *Model) compareResults(iw int) []string {
+	st := &m.styles
+	d := m.cmp.diff
+	if len(d.Results) == 0 {
+		return []string{st.Title.Render("results") + st.Dim.Render(truncate("  none: neither side has tok/s samples or a benchmark", iw-7))}
+	}
+	type row struct{ metric, a, b, delta, verdict string }
+	rows := make([]row, len(d.Results))
+	head := row{"results", "A " + sanitizeString(d.A.ID), "B " + sanitizeString(d.B.ID), "delta", ""}
+	wm, wa, wb, wd := textWidth(head.metric), textWidth(head.a), textWidth(head.b), textWidth(head.delta)
+	for i := range d.Results {
+		r := &d.Results[i]
+		metric := sanitizeString(r.Metric)
+		if r.Unit == "ms" && !strings.Contains(metric, "ms") {
+			metric += " (ms)"
+		}
+		rw := row{metric: metric, a: summaryText(r.A, r.Unit), b: summaryText(r.B, r.Unit), delta: "-"}
+		if r.A.N > 0 && r.B.N > 0 && r.A.Median != 0 {
+			rw.delta = strconv.FormatFloat((r.B.Median-r.A.Median)/r.A.Median*100, 'f', 1, 64) + "%"
+			if r.B.Median >= r.A.Median {
+				rw.delta = "+" + rw.delta
+			}
+		}
+		vs := []string{sanitizeString(r.Verdict)}
+		if r.Launches.N1 > 0 && r.Launches.N2 > 0 {
+			vs = append(vs, r.Launches.PN())
+		}
+		switch {
+		case r.WithinNoise:
+			vs = append(vs, "within A/A noise +-"+fmtRate(r.Noise)+"%")
+		case r.HasNoise:
+			vs = append(vs, "A/A noise +-"+fmtRate(r.Noise)+"%")
+		}
+		rw.verdict = strings.Join(vs, "  ")
+		rows[i] = rw
+		wm, wa, wb, wd = max(wm, textWidth(rw.metric)), max(wa, textWidth(rw.a)), max(wb, textWidth(rw.b)), max(wd, textWidth(rw.delta))
+	}
+	wm = min(wm, 24)
+	line := func(r row, t Tone) string {
+		return t.Render(padRight(truncate(r.metric, wm), wm)) + "  " + padRight(r.a, wa) + "  " + padRight(r.b, wb) + "  " + padLeft(r.delta, wd)
+	}
+	fixed := wm + 2 + wa + 2 + wb + 2 + wd
+	out := []string{truncateStyled(st.Title.Render(strings.TrimRight(line(head, st.Title), " ")), iw)}
+	for i, r := range rows {
+		vt := st.tone(verdictTone(&d.Results[i]))
+		l := line(r, st.Text)
+		if fixed+2+textWidth(r.verdict) <= iw {
+			out = append(out, l+"  "+vt.Render(r.verdict))
+			continue
+		}
+		out = append(out, truncateStyled(l, iw))
+		for _, w := range wrapWords(r.verdict, iw-4) {
+			out = append(out, "    "+vt.Render(w))
+		}
+	}
+	return out
+}
+
+// compareFields is the fingerprint table: changed rows first and
+// highlighted, rows known on one side only dimmed with a "?", unchanged
+// rows folded into one line unless a shows them.
+func (m *Model) compareFields(iw int) []string {
+	st := &m.styles
+	v := m.cmp
+	d := v.diff
+	changed, unknown, same := 0, 0, 0
+	for _, f := range d.Fields {
+		switch {
+		case f.Changed:
+			changed++
+		case f.Unknown:
+			unknown++
+		default:
+			same++
+		}
+	}
+	sum := []string{strconv.Itoa(changed) + " changed"}
+	if unknown > 0 {
+		sum = append(sum, strconv.Itoa(unknown)+" known on one side only")
+	}
+	sum = append(sum, strconv.Itoa(same)+" unchanged")
+	out := []string{truncateStyled(st.Title.Render("fingerprint")+st.Dim.Render("  "+strings.Join(sum, ", ")), iw)}
+	if len(d.Fields) == 0 {
+		return append(out, st.Dim.Render(truncate("  none recorded", iw)))
+	}
+	wg, wn := len("group"), len("name")
+	for _, f := range d.Fields {
+		wg, wn = max(wg, textWidth(sanitizeString(f.Group))), max(wn, textWidth(sanitizeString(f.Name)))
+	}
+	wg, wn = min(wg, 8), min(wn, 28)
+	rest := max(iw-2-wg-2-wn-2-2, 8)
+	wa := rest / 2
+	wb := rest - wa
+	cell := func(s string, w int) string {
+		if textWidth(s) > w {
+			s = truncate(s, max(w-3, 1)) + "..."
+		}
+		return padRight(s, w)
+	}
+	line := func(mark, g, n, a, b string, t Tone) string {
+		return truncateStyled(t.Render(strings.TrimRight(mark+" "+cell(g, wg)+"  "+cell(n, wn)+"  "+cell(a, wa)+"  "+cell(b, wb), " ")), iw)
+	}
+	out = append(out, line(" ", "group", "name", "A "+sanitizeString(d.A.ID), "B "+sanitizeString(d.B.ID), st.Title))
+	val := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return gitFirstLine(s)
+	}
+	for _, f := range d.Fields {
+		g, n, a, b := sanitizeString(f.Group), sanitizeString(f.Name), val(f.A), val(f.B)
+		switch {
+		case f.Changed:
+			out = append(out, line("~", g, n, a, b, st.Warn))
+		case f.Unknown:
+			if a == "-" {
+				a = "? (not captured)"
+			}
+			if b == "-" {
+				b = "? (not captured)"
+			}
+			out = append(out, line("?", g, n, a, b, st.Dim))
+		case v.all:
+			out = append(out, line(" ", g, n, a, b, st.Dim))
+		}
+	}
+	switch {
+	case same > 0 && !v.all:
+		out = append(out, st.Dim.Render(truncate("  "+strconv.Itoa(same)+" unchanged - a shows them", iw)))
+	case same > 0:
+		out = append(out, st.Dim.Render(truncate("  a folds the unchanged rows", iw)))
+	}
+	return out
+}
+
+// compareRange is the commit range: the commits B has that A lacks (+)
+// and those A has that B lacks (-), as `git log --oneline` lines, and
+// the files the range touches.
+func (m *Model) compareRange(iw int) []string {
+	st := &m.styles
+	v := m.cmp
+	d := v.diff
+	title := st.Title.Render("commits")
+	from, to := headOf(d.A), headOf(d.B)
+	span := ""
+	if from != "" && to != "" {
+		span = "  " + git.ShortID(sanitizeString(from)) + ".." + git.ShortID(sanitizeString(to))
+	}
+	r := d.Range
+	if r == nil {
+		var note string
+		var tn Tone
+		switch {
+		case v.reading:
+			note, tn = "reading git log ...", st.Dim
+		case v.rangeErr != "":
+			note, tn = "git log failed: "+v.rangeErr, st.Crit
+		case from != "" && from == to:
+			note, tn = "same commit", st.Dim
+		default:
+			note, tn = firstOf(sanitizeString(d.RangeNote), "not recorded"), st.Dim
+		}
+		return []string{truncateStyled(title+st.Dim.Render(span)+"  "+tn.Render(note), iw)}
+	}
+	out := []string{truncateStyled(title+st.Dim.Render(span+"  "+sanitizeString(d.RangeNote)), iw)}
+	list := func(sign, what string, items []string, total int, t Tone) {
+		if total == 0 && len(items) == 0 {
+			return
+		}
+		out = append(out, st.Dim.Render(truncate("  "+plural(max(total, len(items)), "commit")+" "+what, iw)))
+		for _, c := range items {
+			out = append(out, truncateStyled(t.Render("  "+sign+" "+gitFirstLine(c)), iw))
+		}
+		if more := total - len(items); more > 0 {
+			out = append(out, st.Dim.Render(truncate("    ... "+strconv.Itoa(more)+" more", iw)))
+		}
+	}
+	list("+", "in B, not in A", r.Ahead, r.AheadTotal, st.Text)
+	list("-", "in A, not in B (B is behind)", r.Behind, r.BehindTotal, st.Warn)
+	if n := max(r.FilesTotal, len(r.Files)); n > 0 {
+		out = append(out, st.Dim.Render(truncate("  "+plural(n, "file")+" touched", iw)))
+		for _, f := range r.Files {
+			out = append(out, truncate("    "+gitFirstLine(f), iw))
+		}
+		if more := r.FilesTotal - len(r.Files); more > 0 {
+			out = append(out, st.Dim.Render(truncate("    ... "+strconv.Itoa(more)+" more", iw)))
+		}
+	}
+	if e := sanitizeString(r.Err); e != "" {
+		out = append(out, st.Warn.Render(truncate("  incomplete: "+e, iw)))
+	}
+	return out
+}
+
+// compareNoise is the A/A noise measured in the session, one line per
+// configuration with at least two launches.
+func (m *Model) compareNoise(iw int) []string {
+	st := &m.styles
+	d := m.cmp.diff
+	title := st.Title.Render("A/A noise")
+	if len(d.Noise) == 0 {
+		return []string{truncateStyled(title+st.Dim.Render("  not measured: R relaunches a configuration to measure it"), iw)}
+	}
+	out := []string{truncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
+	for _, n := range d.Noise {
+		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+launchesText(n.Launches)+"  "+sanitizeString(n.Metric)+
+			" +-"+fmtRate(n.Spread)+"% ("+fmtRate(n.Lo)+" to "+fmtRate(n.Hi)+")", iw))
+	}
+	return out
+}
+
+// launchesText is "1 launch", "5 launches".
+func launchesText(n int) string {
+	if n == 1 {
+		return "1 launch"
+	}
+	return strconv.Itoa(n) + " launches"
+}

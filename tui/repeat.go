@@ -1,0 +1,208 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/sessions"
+)
+
+// The repeat in the cockpit: R opens a small form (more launches, steady
+// samples per launch, bench each launch), enter runs RepeatControl.Run in
+// a tea.Cmd under a context R (or esc) cancels after asking. Its progress
+// comes from sessions.RepeatProgress events, drawn as a banner under the
+// header ("repeat 2/5: warming up 3/10").
+
+// RepeatResultMsg is the answer of a repeat started with R: nil when every
+// launch was measured, else why it stopped.
+type RepeatResultMsg struct{ Err error }
+
+// repeatState is the repeat's side of the model.
+type repeatState struct {
+	ctl     RepeatControl // Options.Repeat; nil: R says why it cannot run
+	form    *measureForm
+	cancel  context.CancelFunc // the repeat started here; nil when none runs
+	running bool
+	stopped bool // its stop was asked
+	prog    sessions.RepeatProgress
+	hasProg bool // a repeat is in progress by the stream
+}
+
+// Repeat form fields, in order.
+const (
+	rfLaunches = iota
+	rfSamples
+	rfBench
+)
+
+// repeatUnavailable is why R cannot start a repeat; "" when it can (R
+// while one runs from here asks to stop it instead).
+func repeatUnavailable(m *Model) string {
+	switch {
+	case m.opts.ReadOnly:
+		return "read-only replay: a repeat would relaunch the server"
+	case m.rep.ctl == nil:
+		return "repeat not available here: it needs server control and a journal"
+	case m.rep.running:
+		return ""
+	case m.rep.hasProg:
+		return "a repeat is running"
+	case m.srv.busy == actionKill:
+		return "a kill is in progress"
+	case m.srv.busy == actionLaunch:
+		return "a launch is in progress"
+	case m.bench.running:
+		return "a benchmark is running: wait for it, or b stops it"
+	}
+	if why := notConnected(m); why != "" {
+		return why
+	}
+	if !m.srv.running() {
+		return "no server running: L launches one"
+	}
+	if m.exp.ledger.Current() == nil {
+		return "no open experiment: a launch from here starts one (or e)"
+	}
+	return ""
+}
+
+// openRepeat opens the repeat form with the defaults of RepeatConfig.
+func (m *Model) openRepeat() tea.Cmd {
+	m.showHelp = false
+	f := &measureForm{fields: []formField{
+		m.textField("more launches", "4", "4"),
+		m.textField("samples each", "10", "10 steady tok/s samples"),
+		choiceField("bench each", []string{"no", "yes"}, 0),
+	}}
+	m.rep.form = f
+	m.modal = modalRepeat
+	return f.setFocus(rfLaunches)
+}
+
+// repeatConfig is the form's config, or why it is not valid.
+func repeatConfig(f *measureForm) (sessions.RepeatConfig, string) {
+	n, bad := wholeNumber(f.fields[rfLaunches].label, f.text(rfLaunches), 4, 1, 100)
+	if bad != "" {
+		return sessions.RepeatConfig{}, bad
+	}
+	s, bad := wholeNumber(f.fields[rfSamples].label, f.text(rfSamples), 10, 2, 100000)
+	if bad != "" {
+		return sessions.RepeatConfig{}, bad
+	}
+	return sessions.RepeatConfig{N: n, MinSamples: s, Bench: f.choice(rfBench) == "yes"}, ""
+}
+
+// repeatKey handles a key while the repeat form is open.
+func (m *Model) repeatKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	act, cmd := m.rep.form.key(msg)
+	switch act {
+	case formCancel:
+		m.modal, m.rep.form = modalNone, nil
+		m.flash("repeat not started", toneDim)
+		return m, nil
+	case formSubmit:
+		cfg, bad := repeatConfig(m.rep.form)
+		if bad != "" {
+			m.flash("cannot start: "+bad, toneCrit)
+			return m, nil
+		}
+		if why := repeatUnavailable(m); why != "" {
+			m.flash(why, toneWarn)
+			return m, nil
+		}
+		m.modal, m.rep.form = modalNone, nil
+		return m, m.startRepeat(cfg)
+	}
+	return m, cmd
+}
+
+// startRepeat runs cfg in a tea.Cmd under a context R (or esc) cancels.
+func (m *Model) startRepeat(cfg sessions.RepeatConfig) tea.Cmd {
+	ctx, cancel := context.WithCancel(m.ctx)
+	ctl := m.rep.ctl
+	m.rep.cancel, m.rep.running, m.rep.stopped = cancel, true, false
+	what := "repeat " + strconv.Itoa(cfg.N) + " launches, " + strconv.Itoa(cfg.MinSamples) + " samples each"
+	if cfg.Bench {
+		what += ", bench each"
+	}
+	rec := m.recorder(what)
+	return func() tea.Msg {
+		defer cancel()
+		rec()
+		return RepeatResultMsg{Err: ctl.Run(ctx, cfg)}
+	}
+}
+
+// repeatResult applies the answer of a repeat.
+func (m *Model) repeatResult(r RepeatResultMsg) {
+	stopped := m.rep.stopped
+	m.rep.cancel, m.rep.running, m.rep.stopped = nil, false, false
+	m.rep.hasProg = false
+	if m.modal == modalStop && m.stopWhat == "repeat" {
+		m.modal = modalNone // the question is moot
+	}
+	switch {
+	case r.Err == nil:
+		m.flash("repeat done: x, then c compares against the series", toneOK)
+	case stopped && errors.Is(r.Err, context.Canceled):
+		m.flash("repeat stopped", toneWarn)
+	default:
+		m.flash("repeat failed: "+errText(r.Err), toneCrit)
+	}
+}
+
+// applyRepeat folds a repeat's progress event.
+func (m *Model) applyRepeat(p sessions.RepeatProgress) {
+	switch p.Phase {
+	case sessions.RepeatDone, sessions.RepeatStopped, sessions.RepeatFailed:
+		m.rep.hasProg = false
+		return
+	}
+	for _, f := range []*string{&p.Series, &p.Exp, &p.Phase, &p.Err} {
+		*f = sanitizeString(*f)
+	}
+	m.rep.prog, m.rep.hasProg = p, true
+}
+
+// repeatBanner is the repeat's line under the header: "repeat 2/5 of e1:
+// warming up 3/10  (R stops)".
+func (m *Model) repeatBanner() []banner {
+	if !m.rep.hasProg {
+		return nil
+	}
+	p := &m.rep.prog
+	head := "repeat " + strconv.Itoa(p.I) + "/" + strconv.Itoa(p.N)
+	text := head
+	if p.Series != "" {
+		text += " of " + p.Series
+	}
+	phase := p.Phase
+	if p.Need > 0 && (p.Phase == sessions.RepeatMeasuring || p.Phase == sessions.RepeatWarmingUp) {
+		phase += " " + strconv.Itoa(p.Samples) + "/" + strconv.Itoa(p.Need)
+	}
+	text += ": " + phase
+	short := head + ": " + phase
+	if p.Exp != "" {
+		text += " (" + p.Exp + ")"
+	}
+	if m.rep.running {
+		text += "  (R stops)"
+	}
+	return []banner{{text: text, short: short, tone: toneAccent}}
+}
+
+// repeatBox is the repeat form's title and content for inner width iw.
+func (m *Model) repeatBox(iw int) (string, []string) {
+	title := "repeat"
+	if cur := m.exp.ledger.Current(); cur != nil {
+		title = "repeat " + sanitizeString(cur.ID) + " " + sanitizeString(cur.Name)
+	}
+	_, bad := repeatConfig(m.rep.form)
+	hints := []string{
+		"Relaunches the current configuration N more times, waiting for that many steady tok/s samples each; every launch is one sample of the A/A (launch-to-launch) noise the compare view shows next to its verdicts.",
+	}
+	return title, m.renderForm(m.rep.form, iw, hints, bad, "enter", "start", "tab", "field", "left/right", "choose", "esc", "cancel")
+}

@@ -1,0 +1,190 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/flightdeck-dev/flightdeck/sessions"
+)
+
+// fakeRepeat records the repeats the cockpit runs; with wait set, Run
+// returns when its context ends.
+type fakeRepeat struct {
+	callLog
+	err  error
+	wait bool
+}
+
+func (f *fakeRepeat) Run(ctx context.Context, cfg sessions.RepeatConfig) error {
+	f.record(fmt.Sprintf("Run N=%d samples=%d bench=%v", cfg.N, cfg.MinSamples, cfg.Bench))
+	if f.wait {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return f.err
+}
+
+var _ RepeatControl = (*fakeRepeat)(nil)
+
+// repeatScene is the lab scene with the scripted session (e3 open on a
+// ready server) and a fake repeat.
+func repeatScene(w, h int) (*Model, *fakeRepeat) {
+	f := &fakeRepeat{}
+	m, _ := labScene(w, h, Options{Repeat: f})
+	send(m, session()...)
+	return m, f
+}
+
+func TestRepeatFormRuns(t *testing.T) {
+	m, f := repeatScene(100, 30)
+	press(m, "R")
+	if m.modal != modalRepeat || !strings.Contains(plain(m), "+- repeat e3 nccl-ll-ring @ a6d51c0 -") ||
+		!strings.Contains(boxText(m), "more launches 4 samples each 10 bench each < no > 1/2") {
+		t.Fatalf("R:\n%s", plain(m))
+	}
+	press(m, "backspace")
+	typeText(m, "2")
+	press(m, "down", "down", "right")
+	msgs := do(m, "enter")
+	if c := f.Calls(); len(c) != 1 || c[0] != "Run N=2 samples=10 bench=true" {
+		t.Errorf("calls %q", c)
+	}
+	if len(msgs) != 1 || m.Status() != "repeat done: x, then c compares against the series" || m.rep.running {
+		t.Errorf("answer %v status %q", msgs, m.Status())
+	}
+	// Bad numbers say why.
+	press(m, "R")
+	press(m, "backspace")
+	typeText(m, "0")
+	if press(m, "enter"); m.modal != modalRepeat || m.Status() != "cannot start: more launches: 0 is out of range (1 to 100)" {
+		t.Errorf("bad N: modal %d status %q", m.modal, m.Status())
+	}
+	press(m, "esc")
+	if m.Status() != "repeat not started" {
+		t.Errorf("esc: %q", m.Status())
+	}
+	f.err = fmt.Errorf("relaunch 2/3: launch failed: port 30000 in use\x1b[0m")
+	press(m, "R")
+	do(m, "enter")
+	if m.Status() != "repeat failed: relaunch 2/3: launch failed: port 30000 in use" {
+		t.Errorf("failure: %q", m.Status())
+	}
+}
+
+func TestRepeatProgressAndStop(t *testing.T) {
+	m, f := repeatScene(100, 30)
+	f.wait = true
+	press(m, "R")
+	cmd := press(m, "enter")
+	if cmd == nil || !m.rep.running {
+		t.Fatal("no repeat started")
+	}
+	send(m, ev(200*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
+	if l := screenLines(m)[1]; l != "repeat 2/5 of e3: warming up 3/10 (e4)  (R stops)" {
+		t.Errorf("banner %q", l)
+	}
+	// q asks once while it runs.
+	press(m, "q")
+	if m.Quitting() || m.Status() != "a repeat is running; quitting cancels it - q again to quit" {
+		t.Errorf("q: quitting %v status %q", m.Quitting(), m.Status())
+	}
+	press(m, "R")
+	if m.modal != modalStop || !strings.Contains(boxText(m), "Stop the repeat at launch 2/5? A relaunch in progress finishes first; the server keeps running. y/N") {
+		t.Fatalf("R while running:\n%s", plain(m))
+	}
+	press(m, "y")
+	for _, msg := range run(cmd) {
+		m.Update(msg)
+	}
+	if m.rep.running || m.Status() != "repeat stopped" {
+		t.Errorf("stopped: running %v status %q", m.rep.running, m.Status())
+	}
+	send(m, ev(201*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped, Err: "stopped"}))
+	if l := screenLines(m)[1]; strings.HasPrefix(l, "repeat") {
+		t.Errorf("banner after the end: %q", l)
+	}
+}
+
+func TestRepeatUnavailable(t *testing.T) {
+	f := &fakeRepeat{}
+	for _, c := range []struct {
+		name string
+		o    Options
+		exps bool
+		want string
+	}{
+		{"replay", Options{ReadOnly: true, Repeat: f}, true, "read-only replay: a repeat would relaunch the server"},
+		{"no control", Options{}, true, "repeat not available here: it needs server control and a journal"},
+		{"no open experiment", Options{Repeat: f}, false, "no open experiment: a launch from here starts one (or e)"},
+	} {
+		m, _ := labScene(100, 30, c.o)
+		if c.exps {
+			send(m, session()...)
+		}
+		press(m, "R")
+		if m.modal != modalNone || m.Status() != c.want {
+			t.Errorf("%s: modal %d status %q, want %q", c.name, m.modal, m.Status(), c.want)
+		}
+	}
+	m := scene(100, 30, 1, 0, Options{Repeat: f})
+	press(m, "R")
+	if m.Status() != "no server running: L launches one" {
+		t.Errorf("no server status: %q", m.Status())
+	}
+}
+
+func TestRepeatGolden(t *testing.T) {
+	t.Run("form_80x24", func(t *testing.T) {
+		m, _ := repeatScene(80, 24)
+		press(m, "R")
+		golden.RequireEqual(t, plain(m))
+	})
+	t.Run("progress_100x30", func(t *testing.T) {
+		m, _ := repeatScene(100, 30)
+		send(m, ev(200*time.Second, sessions.RepeatProgress{Series: "e3", I: 3, N: 5, Exp: "e5", Phase: sessions.RepeatMeasuring, Samples: 7, Need: 10}))
+		golden.RequireEqual(t, plain(m))
+	})
+}
+
+// TestMeasureScreensFit: the bench and repeat forms, the stop question,
+// the progress lines and the result box fit every size.
+func TestMeasureScreensFit(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {40, 12}, {200, 60}, {20, 6}, {10, 3}} {
+		fb := &fakeBench{defaults: benchDefaults(), wait: true}
+		m, _ := labScene(sz[0], sz[1], Options{Bench: fb, Repeat: &fakeRepeat{wait: true}})
+		send(m, session()...)
+		check := func(what string) {
+			t.Helper()
+			ls := screenLines(m)
+			if len(ls) != sz[1] {
+				t.Errorf("%v %s: %d lines", sz, what, len(ls))
+			}
+			for i, l := range ls {
+				if w := ansiWidth(l); w > sz[0] {
+					t.Errorf("%v %s: line %d is %d wide: %q", sz, what, i, w, l)
+				}
+			}
+		}
+		press(m, "b")
+		check("bench form")
+		press(m, "enter")
+		send(m, benchEvents()[:3]...)
+		check("bench progress")
+		press(m, "b")
+		check("stop question")
+		press(m, "n")
+		send(m, benchEvents()[3])
+		check("result box")
+		m.bench.running = false
+		press(m, "esc", "R")
+		check("repeat form")
+		press(m, "esc")
+		send(m, ev(300*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
+		check("repeat progress")
+	}
+}
