@@ -150,11 +150,8 @@ func (m *Model) openBench() tea.Cmd {
 		m.textField("duration", dur, "e.g. 60s (instead of requests)"),
 		m.textField("rate req/s", rate, "blank: as fast as possible"),
 		choiceField("poisson", []string{"no", "yes"}, poisson),
-		m.textField("warm-up", strconv.Itoa(max(d.Warmup, 0)), "1 request"),
+		m.textField("warm-up", warmupText(d.Warmup), "1 request"),
 	}}
-	if d.Warmup == 0 {
-		f.fields[bfWarmup].input.SetValue("")
-	}
 	m.bench.form = f
 	m.modal = modalBench
 	return f.setFocus(bfInput)
@@ -182,8 +179,11 @@ func benchConfig(base bench.Config, f *measureForm) (bench.Config, string) {
 		}
 		*n.dst = v
 	}
-	if f.text(bfWarmup) == "" {
+	switch {
+	case f.text(bfWarmup) == "":
 		c.Warmup = base.Warmup
+	case c.Warmup == 0:
+		c.Warmup = -1 // none: a zero Config.Warmup takes the default (1)
 	}
 	if s := f.text(bfRequests); s == "" {
 		c.Requests = 0
@@ -453,7 +453,7 @@ func benchConfigText(c bench.Config) string {
 		}
 		parts = append(parts, r)
 	}
-	parts = append(parts, "warm-up "+strconv.Itoa(c.Warmup))
+	parts = append(parts, "warm-up "+strconv.Itoa(max(c.Warmup, 0)))
 	return strings.Join(parts, " ")
 }
 
@@ -575,4 +575,16 @@ func (m *Model) benchFormBox(iw int) (string, []string) {
 		"Streams random prompts of the input length; max_tokens is the output length (ignore_eos). Warm-up requests run first and are left out of every metric. A blank rate sends as fast as the concurrency allows; poisson draws exponential gaps at the rate.",
 	}
 	return title, m.renderForm(m.bench.form, iw, hints, bad, "enter", "run", "tab", "field", "left/right", "choose", "esc", "cancel")
+}
+
+// warmupText is the warm-up field's text for Config.Warmup: blank for 0
+// (the default), "0" for a negative count (none).
+func warmupText(n int) string {
+	switch {
+	case n < 0:
+		return "0"
+	case n == 0:
+		return ""
+	}
+	return strconv.Itoa(n)
 }

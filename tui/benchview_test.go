@@ -390,3 +390,22 @@ func TestReplayOfRecordedBench(t *testing.T) {
 		t.Errorf("panel:\n%s", scr)
 	}
 }
+
+// A run without warm-up (Warmup -1 from Bencher.Defaults) reopens with
+// "0" in the field, and keeps none when the field is left as it is.
+func TestBenchFormKeepsNoWarmup(t *testing.T) {
+	d := benchDefaults()
+	d.Warmup = -1
+	m := newSized(100, 30, Options{Bench: &fakeBench{defaults: d}})
+	m.openBench()
+	if v := m.bench.form.fields[bfWarmup].input.Value(); v != "0" {
+		t.Fatalf("warm-up field %q, want 0", v)
+	}
+	cfg, bad := benchConfig(m.bench.base, m.bench.form)
+	if bad != "" || cfg.Warmup != -1 {
+		t.Fatalf("warm-up %d (%q), want -1 (none)", cfg.Warmup, bad)
+	}
+	if got := cfg.Defaults().Warmup; got != 0 {
+		t.Fatalf("after Defaults: %d warm-up requests, want 0", got)
+	}
+}
