@@ -111,8 +111,9 @@ type ExperimentEnd struct {
 	Trigger    Trigger `json:"trigger"`
 	Conclusion string  `json:"conclusion,omitempty"`
 	Result     Result  `json:"result"`
-	// GPUs is the last GPU sample before the end: clocks, P-state, PCIe
-	// link and throttle reasons under load (at start they are idle values).
+	// GPUs is the last GPU sample under load during the experiment (else
+	// the last before a kill began, else the last): clocks, P-state, PCIe
+	// link and throttle reasons while it ran (at start they are idle values).
 	GPUs []gpu.GPU `json:"gpus,omitempty"`
 }
 

@@ -44,7 +44,8 @@ const DefaultProbeTimeout = 10 * time.Second
 // Wiring: call Observe with every event of the stream after it is
 // published, including the Lab's own (Publish may call Observe, directly
 // or not: the Lab holds no lock while publishing). The Lab's own events —
-// exp-start, exp-fingerprint, exp-update, exp-end, note, key — go to
+// exp-start, exp-fingerprint, exp-update, exp-end, exp-baseline,
+// exp-repeat, note, key — go to
 // Publish, one at a time and in the order the Lab decided them. Start,
 // End, Update and Note wait until their event is published, so call them
 // off the goroutine that drains the stream (the UI's: from a tea.Cmd);
@@ -73,17 +74,35 @@ type Lab struct {
 	// relaunching is set by the KillSteps of a relaunch's kill: the
 	// server's killed status then ends the experiment as a relaunch.
 	relaunching bool
-	gpuNext     chan struct{}     // closed (and replaced) at every GPU sample
-	gpusAt      time.Time         // when the last GPU sample was taken
-	status      server.Status     // the last server status seen
-	gpus        []gpu.GPU         // the last GPU sample's GPUs
-	head        string            // the checkout's short HEAD as last seen on the stream
-	defaulted   map[string]string // experiment id → its default name, until the fingerprint confirms the commit in it
-	outbox      []event.Event     // decided, not yet published
-	flushing    bool              // an asynchronous flush is scheduled
-	closed      bool
-	base        context.Context // captures run under it; Close cancels it
-	cancel      context.CancelFunc
+	// killGPUs is the last GPU sample before a kill began: the open
+	// experiment's GPUs under load, which its end records (the samples
+	// taken while the server stops show idle clocks). nil when no kill is
+	// in progress.
+	killGPUs []gpu.GPU
+	// busyGPUs is the last GPU sample in which a GPU was busy (utilization
+	// above 0), taken at busyAt: an experiment's end records it when it was
+	// taken during the experiment (a server idling between requests at
+	// the end would show idle clocks, not those under load).
+	busyGPUs  []gpu.GPU
+	busyAt    time.Time
+	gpuNext   chan struct{}     // closed (and replaced) at every GPU sample
+	gpusAt    time.Time         // when the last GPU sample was taken
+	status    server.Status     // the last server status seen
+	gpus      []gpu.GPU         // the last GPU sample's GPUs
+	head      string            // the checkout's short HEAD as last seen on the stream
+	defaulted map[string]string // experiment id → its default name, until the fingerprint confirms the commit in it
+	auto      map[string]bool   // experiments named by the Lab, not renamed by hand since
+	tags      map[string]string // experiment id → its repeat suffix in names (" #2/5")
+	repeats   map[string]journal.Repeat
+	// armed tags the next launch-started experiment as a repeat's launch
+	// (Repeater); nil when none is expected.
+	armed    *journal.Repeat
+	lastCap  *captureSlot  // the last experiment's fingerprint capture; nil before the first
+	outbox   []event.Event // decided, not yet published
+	flushing bool          // an asynchronous flush is scheduled
+	closed   bool
+	base     context.Context // captures run under it; Close cancels it
+	cancel   context.CancelFunc
 
 	pubMu sync.Mutex     // held while publishing: keeps the outbox's order
 	wg    sync.WaitGroup // captures and asynchronous flushes in flight
@@ -98,7 +117,7 @@ func (l *Lab) initLocked() {
 		l.base, l.cancel = context.WithCancel(context.Background())
 	}
 	if l.defaulted == nil {
-		l.defaulted = map[string]string{}
+		l.defaulted, l.auto, l.tags, l.repeats = map[string]string{}, map[string]bool{}, map[string]string{}, map[string]journal.Repeat{}
 	}
 	if l.gpuNext == nil {
 		l.gpuNext = make(chan struct{})
@@ -132,7 +151,8 @@ func (l *Lab) lastGPUs() []gpu.GPU {
 // another goroutine.
 func (l *Lab) Observe(e event.Event) {
 	switch e.Data.(type) {
-	case journal.ExperimentStart, journal.ExperimentFingerprint, journal.ExperimentUpdate, journal.ExperimentEnd, journal.Note:
+	case journal.ExperimentStart, journal.ExperimentFingerprint, journal.ExperimentUpdate, journal.ExperimentEnd,
+		journal.Note, journal.Baseline, journal.Repeat:
 		return // the Lab's own: already in the ledger when decided
 	}
 	l.mu.Lock()
@@ -144,6 +164,9 @@ func (l *Lab) Observe(e event.Event) {
 		l.gpus, l.gpusAt = p.GPUs, p.At
 		if l.gpusAt.IsZero() {
 			l.gpusAt = e.At
+		}
+		if busy(p.GPUs) {
+			l.busyGPUs, l.busyAt = p.GPUs, l.gpusAt
 		}
 		close(l.gpuNext)
 		l.gpuNext = make(chan struct{})
@@ -168,10 +191,18 @@ func (l *Lab) Observe(e event.Event) {
 		if l.ledger.Current() != nil {
 			l.endLocked(e.At, journal.TriggerRelaunch, "")
 		}
-		l.startLocked(e.At, "", "", journal.TriggerLaunch, l.launch)
+		rep := l.armed
+		l.armed = nil
+		l.startLocked(e.At, "", "", journal.TriggerLaunch, l.launch, rep)
 		l.kickLocked()
 	case server.KillStep:
 		l.relaunching = p.Relaunch && p.Step != "failed"
+		switch {
+		case p.Step == "failed":
+			l.killGPUs = nil
+		case l.killGPUs == nil:
+			l.killGPUs = l.gpus
+		}
 	case server.Status:
 		prev := l.status.Phase
 		l.status = p
@@ -191,6 +222,17 @@ func (l *Lab) Observe(e event.Event) {
 			l.kickLocked()
 		}
 	}
+}
+
+// busy reports a sample in which some GPU is working (utilization above
+// 0 %).
+func busy(gs []gpu.GPU) bool {
+	for i := range gs {
+		if u := gs[i].UtilGPUPct; u.Valid() && u.Value > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // clean trims typed text and makes it safe to print (probes/sanitize).
@@ -218,7 +260,7 @@ func (l *Lab) Start(ctx context.Context, name, hypothesis string) (journal.Exper
 		if l.ledger.Current() != nil {
 			l.endLocked(now, journal.TriggerKey, "")
 		}
-		s = l.startLocked(now, clean(name), clean(hypothesis), journal.TriggerKey, nil)
+		s = l.startLocked(now, clean(name), clean(hypothesis), journal.TriggerKey, nil, nil)
 		return nil
 	})
 	return s, err
@@ -259,6 +301,7 @@ func (l *Lab) Update(ctx context.Context, u journal.ExperimentUpdate) error {
 		}
 		if u.Name != "" {
 			delete(l.defaulted, u.Exp) // named by hand: the fingerprint leaves it alone
+			delete(l.auto, u.Exp)
 		}
 		l.decideLocked(time.Now(), u)
 		return nil
@@ -392,32 +435,65 @@ func (l *Lab) decideLocked(at time.Time, p event.Payload) {
 }
 
 // startLocked opens an experiment and starts capturing its fingerprint.
-// launch is the exp-start's Launch (nil when started by hand). Call with
-// l.mu held, l.closed false.
-func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig journal.Trigger, launch *server.LaunchInfo) journal.ExperimentStart {
+// launch is the exp-start's Launch (nil when started by hand); rep, when
+// set, tags it as a launch of a repeat (exp-repeat right after the
+// exp-start, and " #I/N" after its default name). Call with l.mu held,
+// l.closed false.
+func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig journal.Trigger, launch *server.LaunchInfo, rep *journal.Repeat) journal.ExperimentStart {
 	l.next = max(l.next, l.Numbered) + 1
 	id := "e" + strconv.Itoa(l.next)
+	l.killGPUs = nil // a kill before this start was not under this experiment's load
+	tag := ""
+	if rep != nil {
+		tag = repeatTag(rep.I, rep.N)
+		l.tags[id] = tag
+	}
 	if name == "" {
-		name = l.defaultNameLocked()
+		name = l.defaultNameLocked() + tag
 		l.defaulted[id] = name
+		l.auto[id] = true
 	}
 	s := journal.ExperimentStart{ID: id, Name: name, Hypothesis: hypothesis, Trigger: trig, Launch: launch}
 	l.decideLocked(at, s)
-	in := captureInput{exp: id, at: at, launch: l.knownLaunchLocked(), preset: l.presetLocked()}
+	if rep != nil {
+		r := *rep
+		r.Exp = id
+		l.repeats[id] = r
+		l.decideLocked(at, r)
+	}
+	prev := l.lastCap
+	slot := &captureSlot{done: make(chan struct{})}
+	l.lastCap = slot
+	in := captureInput{exp: id, at: at, launch: l.knownLaunchLocked(), preset: l.presetLocked(), prev: prev}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		fp := l.capture(l.base, in)
+		if fp.Git != nil {
+			slot.head = fp.Git.Head
+		}
+		close(slot.done)
 		l.captured(id, fp)
 	}()
 	return s
 }
 
+// repeatTag is the suffix of a repeat's launch in experiment names.
+func repeatTag(i, n int) string { return " #" + strconv.Itoa(i) + "/" + strconv.Itoa(n) }
+
 // endLocked closes the open experiment with its result. Call with l.mu
 // held and an experiment open.
 func (l *Lab) endLocked(at time.Time, trig journal.Trigger, conclusion string) journal.ExperimentEnd {
 	cur := l.ledger.Current()
-	end := journal.ExperimentEnd{Exp: cur.ID, Trigger: trig, Conclusion: conclusion, Result: l.ledger.Provisional(), GPUs: l.gpus}
+	gpus := l.gpus
+	switch {
+	case l.busyGPUs != nil && !l.busyAt.Before(cur.Started):
+		gpus = l.busyGPUs
+	case l.killGPUs != nil:
+		gpus = l.killGPUs
+	}
+	l.killGPUs = nil
+	end := journal.ExperimentEnd{Exp: cur.ID, Trigger: trig, Conclusion: conclusion, Result: l.ledger.Provisional(), GPUs: gpus}
 	l.decideLocked(at, end)
 	return end
 }
@@ -431,7 +507,7 @@ func (l *Lab) captured(id string, fp journal.Fingerprint) {
 	if old, ok := l.defaulted[id]; ok {
 		delete(l.defaulted, id)
 		if fp.Git != nil && fp.Git.Head != "" {
-			name := nameFor(labelOf(fp.Launch, l.presetLocked()), git.ShortID(fp.Git.Head))
+			name := nameFor(labelOf(fp.Launch, l.presetLocked()), git.ShortID(fp.Git.Head)) + l.tags[id]
 			if x := l.ledger.Find(id); name != old && x != nil && x.Name == old {
 				l.decideLocked(time.Now(), journal.ExperimentUpdate{Exp: id, Name: name})
 			}

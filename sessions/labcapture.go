@@ -25,6 +25,16 @@ type captureInput struct {
 	at     time.Time
 	launch *server.LaunchInfo // redacted; nil when none is known
 	preset string
+	// prev is the previous experiment's capture, whose HEAD the range
+	// starts from; nil for the first experiment.
+	prev *captureSlot
+}
+
+// captureSlot is one experiment's fingerprint capture as the next one
+// sees it: head is set before done is closed.
+type captureSlot struct {
+	done chan struct{}
+	head string // the captured HEAD (full id); "" when unknown
 }
 
 // unameCmd reads the host's name and kernel release in one command (fixed
@@ -85,7 +95,7 @@ func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint 
 	})
 	if l.RepoPath != "" {
 		wg.Go(func() {
-			gs, errs := l.gitState(ctx, 3*timeout)
+			gs, errs := l.gitState(ctx, 3*timeout, in.prev)
 			mu.Lock()
 			fp.Git = gs
 			fp.Errors = append(fp.Errors, errs...)
@@ -154,8 +164,11 @@ func (l *Lab) uname(ctx context.Context, timeout time.Duration) (host, kernel st
 }
 
 // gitState reads the checkout: HEAD, branch, subject, untracked files and
-// stashes (git.Repo.Status), and the patch against HEAD (git.Repo.Patch).
-func (l *Lab) gitState(ctx context.Context, timeout time.Duration) (*journal.GitState, []string) {
+// stashes (git.Repo.Status), the patch against HEAD (git.Repo.Patch), and,
+// when the previous experiment's capture (prev) knew another HEAD, the
+// range between the two (git.Repo.Range), all within timeout. A range that
+// cannot be read is recorded with its Err; it never fails the rest.
+func (l *Lab) gitState(ctx context.Context, timeout time.Duration, prev *captureSlot) (*journal.GitState, []string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	gs := &journal.GitState{Repo: l.RepoPath}
@@ -170,7 +183,11 @@ func (l *Lab) gitState(ctx context.Context, timeout time.Duration) (*journal.Git
 		stErr, ptErr error
 		wg           sync.WaitGroup
 	)
-	wg.Go(func() { st, stErr = r.Status(ctx, 1) })
+	wg.Go(func() {
+		if st, stErr = r.Status(ctx, 1); stErr == nil {
+			gs.Range = rangeSince(ctx, r, prev, sanitize.String(st.Head.ID), timeout)
+		}
+	})
 	wg.Go(func() { patch, ptErr = r.Patch(ctx, journal.MaxPatch) })
 	wg.Wait()
 	var errs []string
@@ -200,6 +217,43 @@ func (l *Lab) gitState(ctx context.Context, timeout time.Duration) (*journal.Git
 		gs.Patch, gs.PatchSHA256, gs.PatchBytes, gs.PatchTruncated = patch.Text, patch.SHA256, int(patch.Bytes), patch.Truncated
 	}
 	return gs, errs
+}
+
+// rangeSince reads what lies between the previous experiment's HEAD and
+// head, waiting for that experiment's capture to finish (it began
+// earlier, so it is usually done); nil when there is no previous HEAD,
+// it is the same, or ctx ends first.
+func rangeSince(ctx context.Context, r *git.Repo, prev *captureSlot, head string, timeout time.Duration) *journal.CommitRange {
+	if prev == nil || head == "" {
+		return nil
+	}
+	select {
+	case <-prev.done:
+	case <-ctx.Done():
+		return nil
+	}
+	if prev.head == "" || prev.head == head {
+		return nil
+	}
+	rg, err := r.Range(ctx, prev.head, head, journal.MaxRangeItems)
+	if err != nil {
+		return &journal.CommitRange{From: prev.head, To: head, Err: errWords(err, timeout)}
+	}
+	return commitRange(rg)
+}
+
+// commitRange is a git range as the journal records it, remote text
+// sanitised.
+func commitRange(rg git.Range) *journal.CommitRange {
+	clean := func(in []string) []string {
+		var out []string
+		for _, s := range in {
+			out = append(out, sanitize.String(s))
+		}
+		return out
+	}
+	return &journal.CommitRange{From: rg.From, To: rg.To, Ahead: clean(rg.Ahead), Behind: clean(rg.Behind), Files: clean(rg.Files),
+		AheadTotal: rg.AheadTotal, BehindTotal: rg.BehindTotal, FilesTotal: rg.FilesTotal}
 }
 
 // openRepo opens the checkout once; a failure is retried by the next

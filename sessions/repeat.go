@@ -1,6 +1,16 @@
 package sessions
 
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+)
 
 // RepeatConfig is one repeat (R): relaunch the current configuration N
 // more times, measuring each launch, to see the launch-to-launch (A/A)
@@ -50,3 +60,305 @@ const (
 	RepeatStopped     = "stopped"
 	RepeatFailed      = "failed"
 )
+
+// Repeat errors.
+var (
+	// ErrRepeatBusy is returned by Repeater.Run while another repeat runs.
+	ErrRepeatBusy = errors.New("a repeat is already running")
+	// ErrNoLab is returned by Repeater.Run without experiments (the
+	// cockpit runs with --no-journal): a repeat's launches are experiments.
+	ErrNoLab = errors.New("repeat needs experiments, and this session records none (--no-journal)")
+	// ErrNotLaunched is returned by Repeater.Run for a server flightdeck
+	// did not launch (adopted by its port or command line): there is no
+	// launch to repeat.
+	ErrNotLaunched = errors.New("the server was not launched by flightdeck: its launch is not known")
+)
+
+// repeatPoll is how often a repeat looks at the open experiment's samples
+// and the server's state.
+const repeatPoll = 200 * time.Millisecond
+
+// Repeater runs repeats (R): it relaunches the running server's launch N
+// more times, each launch an experiment (the Lab starts one per launch)
+// tagged launch I of N+1 of the series, so that the session measures its
+// launch-to-launch (A/A) noise. Set the fields before the first Run; Run
+// is safe for concurrent use (a second one is refused while one runs).
+type Repeater struct {
+	Control *Control
+	Lab     *Lab
+	// Bencher runs RepeatConfig.Bench's benchmark; nil refuses Bench.
+	Bencher *Bencher
+	// Publish receives RepeatProgress events (the stream); nil: none.
+	Publish event.Sink
+
+	running atomic.Bool
+}
+
+func (c RepeatConfig) withDefaults() (RepeatConfig, error) {
+	switch {
+	case c.N < 0:
+		return c, fmt.Errorf("repeat: N %d: want how many more launches, at least 1", c.N)
+	case c.MinSamples < 0:
+		return c, fmt.Errorf("repeat: min samples %d must not be negative", c.MinSamples)
+	case c.MaxWait < 0:
+		return c, fmt.Errorf("repeat: max wait %v must not be negative", c.MaxWait)
+	}
+	if c.N == 0 {
+		c.N = 4
+	}
+	if c.MinSamples == 0 {
+		c.MinSamples = 10
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 10 * time.Minute
+	}
+	return c, nil
+}
+
+// Run runs one repeat: the open experiment is the series (launch 1 of
+// cfg.N+1); once it has cfg.MinSamples steady tok/s samples (and, with
+// cfg.Bench, a benchmark has run on it), the same launch is relaunched
+// (Control.Plan of Control.Request, which must still describe the running
+// server's launch), and so on until cfg.N more launches are measured. It
+// publishes RepeatProgress at every step and a last one whose phase is
+// done, stopped or failed, and returns when the repeat ends.
+//
+// Errors, before anything is relaunched: ErrRepeatBusy, ErrNoLab,
+// server.ErrNoServer ("no server running"), ErrNotLaunched,
+// ErrNoExperiment ("no experiment is open"), a launch request that no
+// longer matches the running server's, an invalid cfg. Later: a relaunch
+// that fails, the server dying or its experiment ending under the repeat,
+// MaxWait passing before MinSamples, a benchmark that fails (each naming
+// the launch, "launch 3/5 (e7): …"). When ctx ends it stops between steps
+// and returns ctx's error; a relaunch in progress is let finish first (a
+// cancelled repeat never leaves the server killed and not relaunched).
+func (r *Repeater) Run(ctx context.Context, cfg RepeatConfig) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.Lab == nil:
+		return ErrNoLab
+	case r.Control == nil:
+		return errors.New("repeat: no server control for this host")
+	case cfg.Bench && r.Bencher == nil:
+		return errors.New("repeat: the benchmark is not available in this session")
+	}
+	if !r.running.CompareAndSwap(false, true) {
+		return ErrRepeatBusy
+	}
+	defer r.running.Store(false)
+	defer r.Lab.disarmRepeat()
+	plan, err := r.check()
+	if err != nil {
+		return err
+	}
+	total := cfg.N + 1
+	series, err := r.Lab.beginRepeat(ctx, total)
+	if err != nil {
+		return err
+	}
+	run := repeatRun{r: r, cfg: cfg, series: series, n: total}
+	return run.loop(ctx, plan)
+}
+
+// check says whether a repeat can begin: a running server launched by
+// flightdeck, an open experiment, and a launch request that gives the
+// running server's launch again.
+func (r *Repeater) check() (Plan, error) {
+	st, launch := r.Lab.serverState()
+	switch st.Phase {
+	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning:
+	default:
+		return Plan{}, server.ErrNoServer
+	}
+	if launch == nil || len(launch.Argv) == 0 || (st.How != "" && st.How != server.ByPidfile) {
+		return Plan{}, ErrNotLaunched
+	}
+	if _, ok := r.Lab.Current(); !ok {
+		return Plan{}, ErrNoExperiment
+	}
+	plan, err := r.Control.Plan(r.Control.Request())
+	if err != nil {
+		return plan, fmt.Errorf("repeat: the launch to repeat: %w", err)
+	}
+	if d := launchDiff(plan, launch); d != "" {
+		return plan, fmt.Errorf("repeat: the next launch would differ from the running server's (%s): relaunch with L first, then repeat", d)
+	}
+	return plan, nil
+}
+
+// launchDiff names the first way plan differs from launch (redacted, as
+// the Lab records it); "" when it would launch the same thing.
+func launchDiff(plan Plan, launch *server.LaunchInfo) string {
+	switch {
+	case plan.Spec.Preset != launch.Preset:
+		return fmt.Sprintf("preset %s, running %s", plan.Spec.Preset, launch.Preset)
+	case plan.Spec.Profile != launch.Profile:
+		return fmt.Sprintf("profile %s, running %s", plan.Spec.Profile, launch.Profile)
+	case !slices.Equal(server.RedactArgv(plan.Spec.Argv), launch.Argv):
+		return "command line " + server.LaunchInfo{Argv: server.RedactArgv(plan.Spec.Argv)}.CommandLine() + ", running " + launch.CommandLine()
+	}
+	if d := DiffEnv(launch.Env, server.Redact(plan.Spec.Env)); len(d) > 0 {
+		return "environment variable " + d[0].Name
+	}
+	return ""
+}
+
+// repeatRun is one repeat in progress.
+type repeatRun struct {
+	r      *Repeater
+	cfg    RepeatConfig
+	series string
+	n      int // launches in all
+	last   RepeatProgress
+}
+
+func (run *repeatRun) publish(p RepeatProgress) {
+	p.Series, p.N = run.series, run.n
+	if p == run.last {
+		return
+	}
+	run.last = p
+	if run.r.Publish != nil {
+		run.r.Publish(event.Event{At: time.Now(), Data: p})
+	}
+}
+
+// loop measures launch i, benchmarks it, relaunches, until all n are
+// measured; then publishes the final phase.
+func (run *repeatRun) loop(ctx context.Context, plan Plan) error {
+	i, exp := 1, run.series
+	deadline := time.Now().Add(run.cfg.MaxWait)
+	for {
+		err := run.measure(ctx, i, exp, deadline)
+		if err == nil && run.cfg.Bench {
+			err = run.bench(ctx, i, exp)
+		}
+		if err == nil && i == run.n {
+			run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatDone})
+			return nil
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil {
+			i++
+			deadline = time.Now().Add(run.cfg.MaxWait)
+			exp, err = run.relaunch(ctx, plan, i, deadline)
+			if err == nil {
+				err = ctx.Err() // stopped once the launch finished
+			}
+			if err == nil {
+				continue
+			}
+		}
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatStopped, Err: "cancelled"})
+			return ctx.Err()
+		}
+		run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatFailed, Err: err.Error()})
+		return err
+	}
+}
+
+// measure waits until experiment exp (launch i) has MinSamples steady
+// samples, publishing its progress. Errors: the experiment ended (the
+// server died, or another launch or e ended it), deadline passed, ctx's.
+func (run *repeatRun) measure(ctx context.Context, i int, exp string, deadline time.Time) error {
+	need := run.cfg.MinSamples
+	tick := time.NewTicker(repeatPoll)
+	defer tick.Stop()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		res, open := run.r.Lab.provisionalOf(exp)
+		if !open {
+			return fmt.Errorf("launch %d/%d (%s): %s", i, run.n, exp, run.whyEnded())
+		}
+		phase := RepeatMeasuring
+		if st, _ := run.r.Lab.serverState(); st.Phase == server.PhaseLaunching || st.Phase == server.PhaseLoading {
+			phase = RepeatWarmingUp
+		}
+		run.publish(RepeatProgress{I: i, Exp: exp, Phase: phase, Samples: res.N, Need: need})
+		if res.N >= need {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return fmt.Errorf("launch %d/%d (%s): %d of %d steady samples after %v (max wait)", i, run.n, exp, res.N, need, run.cfg.MaxWait)
+		case <-tick.C:
+		}
+	}
+}
+
+// whyEnded says why the experiment being measured is not open any more.
+func (run *repeatRun) whyEnded() string {
+	st, _ := run.r.Lab.serverState()
+	switch st.Phase {
+	case server.PhaseFailed:
+		if st.Class != "" {
+			return fmt.Sprintf("the server failed (%s): %s", st.Class, st.Text)
+		}
+		return "the server failed"
+	case server.PhaseExited:
+		if st.Exit >= 0 {
+			return fmt.Sprintf("the server exited with status %d", st.Exit)
+		}
+		return "the server exited"
+	case server.PhaseKilled, server.PhaseStopping:
+		return "the server was killed"
+	case server.PhaseNone:
+		return "the server is gone"
+	}
+	return "its experiment was ended (another launch, or e)"
+}
+
+// bench runs the benchmark on launch i with the bench's defaults.
+func (run *repeatRun) bench(ctx context.Context, i int, exp string) error {
+	run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatBenchmark, Samples: run.last.Samples, Need: run.cfg.MinSamples})
+	b := run.r.Bencher
+	if _, err := b.Run(ctx, b.Defaults()); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("launch %d/%d (%s): benchmark: %w", i, run.n, exp, err)
+	}
+	return nil
+}
+
+// relaunch launches plan again as launch i of the series and returns the
+// experiment the Lab started for it. The launch runs to its end even when
+// ctx ends meanwhile (a kill without the launch would leave no server);
+// deadline bounds it.
+func (run *repeatRun) relaunch(ctx context.Context, plan Plan, i int, deadline time.Time) (string, error) {
+	run.publish(RepeatProgress{I: i, Phase: RepeatRelaunching, Need: run.cfg.MinSamples})
+	lab := run.r.Lab
+	lab.armRepeat(run.series, i, run.n)
+	lctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	if _, err := run.r.Control.Launch(lctx, plan); err != nil {
+		lab.disarmRepeat()
+		return "", fmt.Errorf("launch %d/%d: relaunch: %w", i, run.n, err)
+	}
+	// The Lab observes server.Launched as Control.Launch publishes it; a
+	// stream that delivers it later is waited for, briefly.
+	wait := time.NewTimer(10 * time.Second)
+	defer wait.Stop()
+	tick := time.NewTicker(repeatPoll / 4)
+	defer tick.Stop()
+	for {
+		if id := lab.repeatExp(run.series, i); id != "" {
+			return id, nil
+		}
+		select {
+		case <-wait.C:
+			lab.disarmRepeat()
+			return "", fmt.Errorf("launch %d/%d: relaunched, but no experiment started for it", i, run.n)
+		case <-tick.C:
+		}
+	}
+}

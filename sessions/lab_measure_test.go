@@ -1,0 +1,278 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sim"
+)
+
+func TestLabBaseline(t *testing.T) {
+	ctx := context.Background()
+	rig := newLabRig(&Lab{Preset: "sim"})
+	defer rig.lab.Close(ctx)
+	lab := rig.lab
+	if err := lab.Baseline(ctx, "e1"); err == nil || err.Error() != `no experiment "e1"` {
+		t.Errorf("baseline before any experiment: %v", err)
+	}
+	if _, err := lab.Start(ctx, "tuned", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"tuned", "e2", "E1"} { // a name is not an id
+		if err := lab.Baseline(ctx, bad); err == nil {
+			t.Errorf("baseline %q accepted", bad)
+		}
+	}
+	if err := lab.Baseline(ctx, " e1 "); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Baseline(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := lab.Baseline(cctx, "e1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	got := of[journal.Baseline](rig.rec.snapshot())
+	if want := []journal.Baseline{{Exp: "e1"}, {Exp: ""}}; !slices.Equal(got, want) {
+		t.Errorf("published %+v, want %+v", got, want)
+	}
+	lab.Close(ctx)
+	if err := lab.Baseline(ctx, "e1"); !errors.Is(err, ErrLabClosed) {
+		t.Errorf("after close: %v", err)
+	}
+}
+
+func TestLabRangeWithoutRepo(t *testing.T) {
+	lab := &Lab{Preset: "sim"}
+	if _, err := lab.Range(context.Background(), "a", "b"); !errors.Is(err, ErrNoRepo) {
+		t.Errorf("%v, want ErrNoRepo", err)
+	}
+}
+
+// TestLabTagsRepeatLaunches: a repeat tags the open experiment as launch
+// 1 of N (renamed, being the Lab's name) and the next launches as 2/N, 3/N
+// right after their exp-start; a launch not armed is not tagged, and a
+// name given by hand is kept.
+func TestLabTagsRepeatLaunches(t *testing.T) {
+	ctx := context.Background()
+	rig := newLabRig(&Lab{Preset: "sim"})
+	defer rig.lab.Close(ctx)
+	lab := rig.lab
+	rig.publish(event.Event{At: time.Now(), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
+	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
+	series, err := lab.beginRepeat(ctx, 3)
+	if err != nil || series != "e1" {
+		t.Fatalf("begin: %q %v", series, err)
+	}
+	for i := 2; i <= 3; i++ {
+		lab.armRepeat(series, i, 3)
+		rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
+	}
+	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")}) // not armed
+	lab.armRepeat(series, 9, 9)
+	lab.disarmRepeat()
+	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")}) // disarmed
+	count[journal.ExperimentStart](t, rig.rec, "5 starts", 5)
+	var seq []string
+	for _, e := range rig.rec.snapshot() {
+		switch p := e.Data.(type) {
+		case journal.ExperimentStart:
+			seq = append(seq, "start "+p.ID+" "+p.Name)
+		case journal.Repeat:
+			seq = append(seq, "repeat "+p.Exp+" of "+p.Series+" "+repeatTag(p.I, p.N))
+		case journal.ExperimentUpdate:
+			seq = append(seq, "name "+p.Exp+" "+p.Name)
+		}
+	}
+	want := []string{
+		"start e1 nccl-ll-ring @ a6d51c0",
+		"repeat e1 of e1  #1/3", "name e1 nccl-ll-ring @ a6d51c0 #1/3",
+		"start e2 nccl-ll-ring @ a6d51c0 #2/3", "repeat e2 of e1  #2/3",
+		"start e3 nccl-ll-ring @ a6d51c0 #3/3", "repeat e3 of e1  #3/3",
+		"start e4 nccl-ll-ring @ a6d51c0",
+		"start e5 nccl-ll-ring @ a6d51c0",
+	}
+	if !slices.Equal(seq, want) {
+		t.Errorf("published\n%q\nwant\n%q", seq, want)
+	}
+	if id := lab.repeatExp("e1", 3); id != "e3" {
+		t.Errorf("launch 3 of e1 is %q", id)
+	}
+	// Named by hand: the repeat keeps the name.
+	if err := lab.Update(ctx, journal.ExperimentUpdate{Name: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.beginRepeat(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := lab.Current(); cur.Name != "mine" {
+		t.Errorf("renamed a hand-named experiment: %q", cur.Name)
+	}
+	if _, err := lab.End(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.beginRepeat(ctx, 2); !errors.Is(err, ErrNoExperiment) {
+		t.Errorf("begin with none open: %v", err)
+	}
+}
+
+// TestLabRecordsTheCommitRange: on the simulated host, an experiment at
+// the baseline commit, then a checkout of the regressing commit and a
+// second experiment: its fingerprint records the range from the first's
+// HEAD (the commit brought in, the files it touches); a third experiment
+// at the same HEAD records none. Lab.Range reads the same live, and says
+// which commit it does not know.
+func TestLabRecordsTheCommitRange(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h, host := simHost(t, ctx)
+	rig := newLabRig(&Lab{Host: host, RepoPath: h.RepoPath, Config: config.Builtins(), Preset: "sim", ProbeTimeout: 5 * time.Second})
+	defer rig.lab.Close(ctx)
+	lab := rig.lab
+	// GPU samples keep coming, as they do in the cockpit: no capture
+	// waits for one.
+	gctx, stopGPUs := context.WithCancel(ctx)
+	defer stopGPUs()
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-gctx.Done():
+				return
+			case <-tick.C:
+				rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{At: time.Now(), GPUs: []gpu.GPU{{Index: 0}}}})
+			}
+		}
+	}()
+	if _, err := lab.Start(ctx, "before", ""); err != nil {
+		t.Fatal(err)
+	}
+	count[journal.ExperimentFingerprint](t, rig.rec, "the first fingerprint", 1)
+	run(t, h.RepoPath, "git", "checkout", "-q", h.Commits.Regressing)
+	if _, err := lab.Start(ctx, "after", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.Start(ctx, "again", ""); err != nil { // before the second's capture ends: it waits for it
+		t.Fatal(err)
+	}
+	fps := count[journal.ExperimentFingerprint](t, rig.rec, "three fingerprints", 3)
+	byExp := map[string]journal.Fingerprint{}
+	for _, fp := range fps {
+		byExp[fp.Exp] = fp.Fingerprint
+	}
+	if g := byExp["e1"].Git; g == nil || g.Head != h.Commits.Baseline || g.Range != nil {
+		t.Errorf("first: %+v", g)
+	}
+	if g := byExp["e3"].Git; g == nil || g.Head != h.Commits.Regressing || g.Range != nil {
+		t.Errorf("third (same HEAD): %+v", g)
+	}
+	g := byExp["e2"].Git
+	if g == nil || g.Range == nil {
+		t.Fatalf("second: no range: %+v (errors %q)", g, byExp["e2"].Errors)
+	}
+	ahead := strings.Split(strings.TrimSpace(run(t, h.RepoPath, "git", "log", "--oneline", "--no-decorate", h.Commits.Baseline+".."+h.Commits.Regressing)), "\n")
+	checkRange := func(what string, rg *journal.CommitRange) {
+		t.Helper()
+		if rg.From != h.Commits.Baseline || rg.To != h.Commits.Regressing || rg.Err != "" {
+			t.Errorf("%s: from %s to %s (%s)", what, rg.From, rg.To, rg.Err)
+		}
+		if len(rg.Ahead) == 0 || rg.Ahead[0] != git.ShortID(h.Commits.Regressing)+" Fix PCG MoE Error" || !slices.Equal(rg.Ahead, ahead) ||
+			rg.AheadTotal != len(ahead) || len(rg.Behind) != 0 || rg.BehindTotal != 0 {
+			t.Errorf("%s: ahead %q (%d) behind %q (%d)", what, rg.Ahead, rg.AheadTotal, rg.Behind, rg.BehindTotal)
+		}
+		if !slices.Contains(rg.Files, sim.PyncclPath) || rg.FilesTotal != len(rg.Files) {
+			t.Errorf("%s: files %q (%d), want %s among them", what, rg.Files, rg.FilesTotal, sim.PyncclPath)
+		}
+	}
+	checkRange("recorded", g.Range)
+	live, err := lab.Range(ctx, h.Commits.Baseline, git.ShortID(h.Commits.Regressing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRange("live", live)
+	unknown := strings.Repeat("0", 40)
+	if _, err := lab.Range(ctx, unknown, h.Commits.Regressing); err == nil || !strings.Contains(err.Error(), "unknown commit "+unknown) {
+		t.Errorf("unknown commit: %v", err)
+	}
+	// A previous HEAD the checkout does not know (a pruned commit): the
+	// range is recorded with why it could not be read.
+	r, err := lab.openRepo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := &captureSlot{done: make(chan struct{}), head: unknown}
+	close(prev.done)
+	rg := rangeSince(ctx, r, prev, h.Commits.Regressing, time.Second)
+	if rg == nil || rg.From != unknown || rg.To != h.Commits.Regressing || !strings.Contains(rg.Err, "unknown commit") || len(rg.Ahead) != 0 {
+		t.Errorf("range from an unknown commit: %+v", rg)
+	}
+}
+
+// TestLabEndGPUsAreTheLoadedOnes: an experiment's end records its GPUs
+// under load: the last sample of the experiment in which a GPU was busy;
+// when none was (no utilization reading), for an end by a kill (or a
+// relaunch's kill), the last sample before the kill began, not the idle
+// ones sampled while the server stopped; a failed kill forgets it.
+func TestLabEndGPUsAreTheLoadedOnes(t *testing.T) {
+	loaded := []gpu.GPU{{Index: 0}} // told apart by their index
+	idle := []gpu.GPU{{Index: 7, UtilGPUPct: gpu.Reading{Value: 0, Status: gpu.OK}}}
+	busyGPUs := []gpu.GPU{{Index: 3, UtilGPUPct: gpu.Reading{Value: 97, Status: gpu.OK}}}
+	for _, tc := range []struct {
+		name  string
+		steps []event.Payload
+		want  int // the end's GPU index
+	}{
+		{"relaunch", []event.Payload{
+			gpu.Sample{GPUs: loaded}, server.KillStep{Step: "signalling", Relaunch: true}, gpu.Sample{GPUs: idle},
+			server.KillStep{Step: "done", Relaunch: true}, launched("nccl-ll-ring"),
+		}, 0},
+		{"kill", []event.Payload{
+			gpu.Sample{GPUs: loaded}, server.KillStep{Step: "signalling"}, gpu.Sample{GPUs: idle},
+			server.KillStep{Step: "waiting-gpu"}, gpu.Sample{GPUs: idle}, status(server.PhaseKilled, 9),
+		}, 0},
+		{"busy, then idle, ended by exit", []event.Payload{
+			gpu.Sample{GPUs: busyGPUs}, gpu.Sample{GPUs: idle}, status(server.PhaseExited, 9),
+		}, 3},
+		{"busy before the experiment only", []event.Payload{
+			gpu.Sample{GPUs: idle}, status(server.PhaseExited, 9),
+		}, 7},
+		{"failed kill, then exit", []event.Payload{
+			gpu.Sample{GPUs: loaded}, server.KillStep{Step: "signalling"}, server.KillStep{Step: "failed"},
+			gpu.Sample{GPUs: idle}, status(server.PhaseExited, 9),
+		}, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := newLabRig(&Lab{Preset: "sim"})
+			defer rig.lab.Close(context.Background())
+			rig.publish(event.Event{At: at(0), Data: gpu.Sample{At: at(0), GPUs: busyGPUs}}) // before the experiment
+			rig.publish(event.Event{At: at(0), Data: status(server.PhaseNone, 0)})
+			rig.publish(event.Event{At: at(1), Data: launched("none")})
+			rig.publish(event.Event{At: at(1), Data: status(server.PhaseReady, 1)})
+			for i, p := range tc.steps {
+				if s, ok := p.(gpu.Sample); ok {
+					s.At = at(2 + float64(i))
+					p = s
+				}
+				rig.publish(event.Event{At: at(2 + float64(i)), Data: p})
+			}
+			end := count[journal.ExperimentEnd](t, rig.rec, "the end", 1)[0]
+			if len(end.GPUs) != 1 || end.GPUs[0].Index != tc.want {
+				t.Errorf("end GPUs %+v, want index %d", end.GPUs, tc.want)
+			}
+		})
+	}
+}
