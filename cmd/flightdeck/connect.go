@@ -17,6 +17,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
@@ -164,9 +165,16 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	if err != nil {
 		return err
 	}
-	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc}, rec,
+	// The benchmark reaches the server's port through the host (an SSH
+	// channel, or this machine for local); it runs with or without a
+	// journal (without, its result is tied to no experiment).
+	bn := &lazyBench{}
+	dialer, _ := host.(remote.Dialer)
+	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc, Bench: bn}, rec,
 		func(ctx context.Context, sink event.Sink) error {
-			rec.setLab(&sessions.Lab{Host: host, RepoPath: f.repo, Config: cfg, Preset: hc.Preset}, sink)
+			b := &sessions.Bencher{Dialer: dialer, Port: serverSeen.port, Target: host.Name(), Experiment: rec.currentExp(), Publish: sink}
+			bn.set(b)
+			rec.setLab(&sessions.Lab{Host: host, RepoPath: f.repo, Config: cfg, Preset: hc.Preset}, ctl, b, sink)
 			return sessions.RunLive(ctx, lc, sink)
 		})
 	if g != nil {
@@ -279,6 +287,8 @@ func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(
 			lastConn.Store(&p)
 		case gpu.Sample:
 			gpusSeen.n.Store(int64(len(p.GPUs)))
+		case server.Status:
+			serverSeen.observe(p)
 		}
 		stream.Publish(e)
 		if rec.lab != nil {
@@ -287,6 +297,8 @@ func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(
 	}
 	if rec.lab != nil {
 		opts.Experiments = rec.lab
+		opts.Measure = rec.lab
+		opts.Repeat = rec.rep // nil with --no-journal: R says it needs a journal
 	}
 	liveDone := make(chan error, 1)
 	go func() {
@@ -332,6 +344,10 @@ func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(
 	}
 	return nil
 }
+
+// serverSeen is the running server's port as the stream last said: the
+// benchmark's target.
+var serverSeen serverPort
 
 // gpusSeen is how many GPUs the last sample had: the launch form's default
 // {tp} (every GPU of the host), read from Update, so never blocking.

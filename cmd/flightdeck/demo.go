@@ -127,6 +127,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	}
 	ctl := &lazyControl{cfg: cfg}
 	gc := &lazyGit{}
+	bn := &lazyBench{}
 	live := func(ctx context.Context, sink event.Sink) error {
 		// Building the host takes a moment on a busy laptop: say so on the
 		// screen, which is already open.
@@ -168,7 +169,9 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}, sink)
 		ctl.set(c)
 		gc.set(g)
-		rec.setLab(&sessions.Lab{Host: host, RepoPath: h.RepoPath, Config: cfg, Preset: "sim"}, sink)
+		b := &sessions.Bencher{Dialer: host, Port: serverSeen.port, Target: "simulated host", Experiment: rec.currentExp(), Publish: sink}
+		bn.set(b)
+		rec.setLab(&sessions.Lab{Host: host, RepoPath: h.RepoPath, Config: cfg, Preset: "sim"}, c, b, sink)
 		// The first launch goes through the same path as the L key.
 		go func() {
 			plan, err := c.Plan(c.Request())
@@ -181,7 +184,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}()
 		return lv.Run(ctx)
 	}
-	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl, Git: gc}, rec, live)
+	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl, Git: gc, Bench: bn}, rec, live)
 }
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -152,3 +153,57 @@ func (l *lazyGit) Undo(ctx context.Context) (git.Action, error) {
 func (l *lazyGit) Restore(ctx context.Context, id string) (git.Action, error) {
 	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Restore(ctx, id) })
 }
+
+// lazyBench is the benchmark behind b for a host set up after the screen
+// opens: until set, Run says the host is still starting.
+type lazyBench struct {
+	b atomic.Pointer[sessions.Bencher]
+}
+
+func (l *lazyBench) set(b *sessions.Bencher) { l.b.Store(b) }
+
+func (l *lazyBench) Defaults() bench.Config {
+	if b := l.b.Load(); b != nil {
+		return b.Defaults()
+	}
+	return bench.Config{}.Defaults()
+}
+
+func (l *lazyBench) Run(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
+	if b := l.b.Load(); b != nil {
+		return b.Run(ctx, cfg)
+	}
+	return nil, errNotYet
+}
+
+// lazyRepeat is the repeat behind R for a host set up after the screen
+// opens: until set, Run says the host is still starting.
+type lazyRepeat struct {
+	r atomic.Pointer[sessions.Repeater]
+}
+
+func (l *lazyRepeat) set(r *sessions.Repeater) { l.r.Store(r) }
+
+func (l *lazyRepeat) Run(ctx context.Context, cfg sessions.RepeatConfig) error {
+	if r := l.r.Load(); r != nil {
+		return r.Run(ctx, cfg)
+	}
+	return errNotYet
+}
+
+// serverPort is the running server's HTTP port as the cockpit's stream
+// last said (server.Status), 0 when no server is up: the benchmark's
+// target, read when a run starts.
+type serverPort struct{ n atomic.Int64 }
+
+// observe follows the server's status.
+func (s *serverPort) observe(st server.Status) {
+	switch st.Phase {
+	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning:
+		s.n.Store(int64(st.Port))
+	default:
+		s.n.Store(0)
+	}
+}
+
+func (s *serverPort) port() int { return int(s.n.Load()) }

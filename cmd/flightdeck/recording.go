@@ -228,11 +228,39 @@ func (z *lazyLab) Key(key, action string) {
 	}
 }
 
-// recording is what runCockpit records with: the journal's writer and the
-// Lab; both nil with --no-journal.
+// Baseline and Range are the Lab's tui.MeasureControl.
+func (z *lazyLab) Baseline(ctx context.Context, id string) error {
+	if l := z.l.Load(); l != nil {
+		return l.Baseline(ctx, id)
+	}
+	return errNotYet
+}
+
+func (z *lazyLab) Range(ctx context.Context, from, to string) (*journal.CommitRange, error) {
+	if l := z.l.Load(); l != nil {
+		return l.Range(ctx, from, to)
+	}
+	return nil, errNotYet
+}
+
+// currentID is the open experiment's id, "" when none (the benchmark
+// records it).
+func (z *lazyLab) currentID() string {
+	if l := z.l.Load(); l != nil {
+		if x, ok := l.Current(); ok {
+			return x.ID
+		}
+	}
+	return ""
+}
+
+// recording is what runCockpit records with: the journal's writer, the
+// Lab and the repeat that relaunches through it; all nil with
+// --no-journal.
 type recording struct {
 	w     *journal.Writer
 	lab   *lazyLab
+	rep   *lazyRepeat
 	prior int // experiments already in an appended journal
 }
 
@@ -243,18 +271,29 @@ func newRecording(f journalFlags, hostLabel string, h journal.Header) (recording
 	if err != nil || w == nil {
 		return recording{}, err
 	}
-	return recording{w: w, lab: &lazyLab{}, prior: prior}, nil
+	return recording{w: w, lab: &lazyLab{}, rep: &lazyRepeat{}, prior: prior}, nil
 }
 
-// setLab creates the session's Lab with publish as its sink; nothing
-// without a journal.
-func (r recording) setLab(l *sessions.Lab, publish event.Sink) {
+// setLab creates the session's Lab with publish as its sink, and the
+// repeat (R) that relaunches through ctl and measures through the Lab
+// (benchmarking with bn, which may be nil); nothing without a journal.
+func (r recording) setLab(l *sessions.Lab, ctl *sessions.Control, bn *sessions.Bencher, publish event.Sink) {
 	if r.lab == nil {
 		return
 	}
 	l.Publish = publish
 	l.Numbered = r.prior
 	r.lab.set(l)
+	r.rep.set(&sessions.Repeater{Control: ctl, Lab: l, Bencher: bn, Publish: publish})
+}
+
+// currentExp is the Bencher's Experiment: the Lab's open experiment; nil
+// without a journal (a benchmark is then tied to no experiment).
+func (r recording) currentExp() func() string {
+	if r.lab == nil {
+		return nil
+	}
+	return r.lab.currentID
 }
 
 // shellQuote is path as one shell word for a command line to copy, or
