@@ -20,7 +20,7 @@ type DiffOptions struct {
 }
 
 // WriteDiffText writes d for a terminal, in aligned columns: the two
-// experiments; the results (each side's median, 95 % interval as ±% and
+// experiments; the results (each side's median, 95 % interval and
 // n, the delta, the verdict across launches with p and n, the A/A noise);
 // the changed fingerprint rows, then those known on one side only; the
 // commit range (git log --oneline lines, the files it touches); the A/A
@@ -90,15 +90,23 @@ func rowMetric(r *ResultRow) string {
 	return OneLine(r.Metric) + " (" + OneLine(r.Unit) + ")"
 }
 
-// summaryText is "62.5 ±1% n=40", or "-" when there is no value.
+// summaryText is the median with its 95 % interval, "62.5 [62.1, 62.9]
+// n=40" ("[n<6]" when too few values bound it), or "-" when there is no
+// value.
 func summaryText(s stats.Summary, unit string) string {
-	if s.N == 0 {
+	switch {
+	case s.N == 0:
 		return "-"
-	}
-	if s.N == 1 {
+	case s.N == 1:
 		return fmtNum(s.Median) + " n=1"
 	}
-	return fmtNum(s.Median) + " ±" + s.PctRange() + " n=" + strconv.Itoa(s.N)
+	ci := "[n<6]"
+	if s.Lo != nil && s.Hi != nil {
+		ci = "[" + fmtNum(*s.Lo) + ", " + fmtNum(*s.Hi) + "]"
+	} else if s.N >= 6 {
+		ci = "[unbounded]"
+	}
+	return fmtNum(s.Median) + " " + ci + " n=" + strconv.Itoa(s.N)
 }
 
 // fmtNum formats a tok/s or ms value: one decimal, three below 1.

@@ -35,7 +35,7 @@ func TestJournalDiff(t *testing.T) {
 	}
 	for _, want := range []string{
 		`A: e1 "none @ 1a2b3c4"`,
-		"tok/s (server log)  62.5 ±0% n=20  89.0 ±0% n=20  +42.4%  no verdict: 1+1 launches (need ≥ 4 each; R repeats a launch)",
+		"tok/s (server log)  62.5 [62.3, 62.8] n=20  89.0 [88.8, 89.3] n=20  +42.4%  no verdict: 1+1 launches (need ≥ 4 each; R repeats a launch)",
 		"CHANGED (5 of 33 fingerprint rows)",
 		"env  NCCL_PROTO          (unset)  ->  LL",
 		"COMMITS same commit (1a2b3c4)",
