@@ -57,17 +57,12 @@ type Bencher struct {
 }
 
 // Defaults returns the config of the last run started (its defaults
-// filled in; no warm-up as Warmup -1), else bench.Config{}.Defaults(). It
-// does no I/O.
+// filled in), else bench.Config{}.Defaults(). It does no I/O.
 func (b *Bencher) Defaults() bench.Config {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.last != nil {
-		c := *b.last
-		if c.Warmup == 0 {
-			c.Warmup = -1 // none, as the caller asked: zero would mean the default
-		}
-		return c
+		return *b.last
 	}
 	return bench.Config{}.Defaults()
 }

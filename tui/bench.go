@@ -90,6 +90,8 @@ func benchUnavailable(m *Model) string {
 		return ""
 	case m.bench.cur != nil:
 		return "a benchmark is running (" + sanitizeString(m.bench.cur.ID) + ", started by a repeat)"
+	case m.rep.running:
+		return "a repeat is running: its relaunches would cut a benchmark short (R stops it; 'bench each' benchmarks every launch)"
 	}
 	if why := notConnected(m); why != "" {
 		return why
@@ -453,7 +455,7 @@ func benchConfigText(c bench.Config) string {
 		}
 		parts = append(parts, r)
 	}
-	parts = append(parts, "warm-up "+strconv.Itoa(max(c.Warmup, 0)))
+	parts = append(parts, "warm-up "+strconv.Itoa(c.WarmupRequests()))
 	return strings.Join(parts, " ")
 }
 

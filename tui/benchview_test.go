@@ -298,6 +298,8 @@ func TestBenchUnavailable(t *testing.T) {
 		}, Options{Bench: f}, "not connected"},
 		{"no server", func(m *Model) { send(m, ev(5*time.Second, server.Status{Phase: server.PhaseKilled})) }, Options{Bench: f}, "no server running: L launches one"},
 		{"a repeat's run", func(m *Model) { send(m, benchEvents()[0]) }, Options{Bench: f}, "a benchmark is running (b1, started by a repeat)"},
+		{"during a repeat", func(m *Model) { m.rep.running = true }, Options{Bench: f},
+			"a repeat is running: its relaunches would cut a benchmark short (R stops it; 'bench each' benchmarks every launch)"},
 	} {
 		m := scene(80, 24, 1, 0, c.o)
 		if c.setup != nil {
@@ -405,7 +407,7 @@ func TestBenchFormKeepsNoWarmup(t *testing.T) {
 	if bad != "" || cfg.Warmup != -1 {
 		t.Fatalf("warm-up %d (%q), want -1 (none)", cfg.Warmup, bad)
 	}
-	if got := cfg.Defaults().Warmup; got != 0 {
+	if got := cfg.Defaults().WarmupRequests(); got != 0 {
 		t.Fatalf("after Defaults: %d warm-up requests, want 0", got)
 	}
 }

@@ -61,7 +61,19 @@ func (m *Model) render() string {
 	l := computeLayout(h, len(m.gpus.rows), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
-		banners = append(banners[:l.banners-1], banner{text: "+" + strconv.Itoa(more) + " more nvidia-smi notices", tone: toneCrit})
+		// The hidden ones are the last: say what they are when all of
+		// them are nvidia-smi's.
+		what := " more notices"
+		if more <= len(m.gpus.banners(m.now)) {
+			what = " more nvidia-smi notices"
+		}
+		tn := toneWarn
+		for _, b := range banners[l.banners-1:] {
+			if b.tone == toneCrit {
+				tn = toneCrit
+			}
+		}
+		banners = append(banners[:l.banners-1], banner{text: "+" + strconv.Itoa(more) + what, tone: tn})
 	}
 	for _, b := range banners[:l.banners] {
 		lines = append(lines, st.tone(b.tone).Render(truncate(b.fit(w), w)))

@@ -97,10 +97,13 @@ func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	if f.warmup == 0 {
 		c.Warmup = -1 // none (0 is the default in a Config)
 	}
-	for name, v := range map[string]int{"input-len": c.InputLen, "output-len": c.OutputLen, "concurrency": c.Concurrency, "requests": c.Requests, "warmup": f.warmup} {
-		if v < 0 || v == 0 && name != "requests" && name != "warmup" {
+	for name, v := range map[string]int{"input-len": c.InputLen, "output-len": c.OutputLen, "concurrency": c.Concurrency, "requests": c.Requests} {
+		if v <= 0 && !(name == "requests" && c.Duration > 0) {
 			return c, fmt.Errorf("--%s %d: must be positive", name, v)
 		}
+	}
+	if f.warmup < 0 {
+		return c, fmt.Errorf("--warmup %d: want 0 (none) or more", f.warmup)
 	}
 	if c.Seed == 0 {
 		return c, errors.New("--seed 0: use a positive seed")

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,4 +163,42 @@ failed ×2: HTTP 503: The server is not ready.
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
 	}
+}
+
+// TestBenchCLIWarmupCount: --warmup 0 sends no warm-up request (the config
+// is defaulted twice on its way: once by the CLI, once by the run), the
+// default sends one, and -n 0 without --duration is refused.
+func TestBenchCLIWarmupCount(t *testing.T) {
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Write([]byte(`{"data":[{"id":"m"}]}`))
+			return
+		}
+		posts.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"+
+			"data: {\"choices\":[{\"text\":\"b\",\"finish_reason\":\"length\"}]}\n\n"+
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		args []string
+		want int32
+	}{
+		{[]string{"--warmup", "0"}, 2},
+		{nil, 3},
+		{[]string{"--warmup", "2"}, 4},
+	} {
+		posts.Store(0)
+		_, stderr, err := runCLI(t, nil, append([]string{"bench", srv.URL, "-n", "2", "--output-len", "2"}, c.args...)...)
+		wantExit(t, err, 0, stderr)
+		if got := posts.Load(); got != c.want {
+			t.Errorf("%v: %d requests sent, want %d", c.args, got, c.want)
+		}
+	}
+	_, _, err := runCLI(t, nil, "bench", srv.URL, "-n", "0")
+	wantExit(t, err, 2, "-n 0")
+	_, _, err = runCLI(t, nil, "bench", srv.URL, "--warmup", "-1")
+	wantExit(t, err, 2, "--warmup -1")
 }

@@ -88,7 +88,7 @@ func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, p
 		}
 	}
 	res := &Result{Config: r.cfg, Target: strings.TrimSuffix(base, "/v1"), Started: time.Now()}
-	for i := range cfg.Warmup {
+	for i := range cfg.WarmupRequests() {
 		r.report(Progress{Warmup: true, Total: cfg.Requests, Limit: cfg.Duration})
 		body, prompt := r.body(i, true)
 		q := r.do(ctx, body, prompt, nil)

@@ -440,7 +440,15 @@ func TestConfigDefaults(t *testing.T) {
 	if c := (Config{Duration: time.Second}).Defaults(); c.Requests != 0 {
 		t.Errorf("a duration-bound run got %d requests", c.Requests)
 	}
-	if c := (Config{Warmup: -1}).Defaults(); c.Warmup != 0 {
-		t.Errorf("warm-up -1 became %d", c.Warmup)
+	// -1 is none, and stays none however often Defaults runs (the CLI and
+	// the cockpit default a config, then Run defaults it again).
+	for _, w := range []int{-1, -7} {
+		c := Config{Warmup: w}.Defaults().Defaults()
+		if c.Warmup != -1 || c.WarmupRequests() != 0 {
+			t.Errorf("warm-up %d became %d (%d requests)", w, c.Warmup, c.WarmupRequests())
+		}
+	}
+	if n := (Config{}).WarmupRequests(); n != DefaultWarmup {
+		t.Errorf("zero config: %d warm-up requests", n)
 	}
 }

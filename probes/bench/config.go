@@ -28,7 +28,8 @@ const (
 // Defaults returns c with each zero field set to its default: endpoint
 // completions, 128 input and 128 output tokens, concurrency 1, 32
 // requests (when Duration is 0 too), 1 warm-up request, seed 1, a 10 min
-// timeout per request. A negative Warmup means none and becomes 0.
+// timeout per request. A negative Warmup (none) is kept, so that Defaults
+// is idempotent: WarmupRequests gives the count.
 func (c Config) Defaults() Config {
 	if c.Endpoint == "" {
 		c.Endpoint = Completions
@@ -45,11 +46,10 @@ func (c Config) Defaults() Config {
 	if c.Requests == 0 && c.Duration == 0 {
 		c.Requests = DefaultRequests
 	}
-	switch {
-	case c.Warmup == 0:
+	if c.Warmup == 0 {
 		c.Warmup = DefaultWarmup
-	case c.Warmup < 0:
-		c.Warmup = 0
+	} else if c.Warmup < 0 {
+		c.Warmup = -1
 	}
 	if c.Seed == 0 {
 		c.Seed = DefaultSeed
@@ -84,10 +84,22 @@ func (c Config) Validate() error {
 		return fmt.Errorf("rate %v req/s: want a finite rate ≥ 0 (0: as fast as concurrency allows)", c.Rate)
 	case c.Poisson && c.Rate == 0:
 		return errors.New("poisson arrivals need a rate")
-	case c.Warmup < 0 || c.Warmup > MaxWarmup:
+	case c.Warmup > MaxWarmup:
 		return fmt.Errorf("warm-up %d requests: want 0..%d", c.Warmup, MaxWarmup)
 	case c.Timeout < 0:
 		return fmt.Errorf("timeout %v: must not be negative", c.Timeout)
 	}
 	return nil
+}
+
+// WarmupRequests is how many warm-up requests c runs: Warmup, 0 when it is
+// negative (none), DefaultWarmup when it is 0.
+func (c Config) WarmupRequests() int {
+	switch {
+	case c.Warmup < 0:
+		return 0
+	case c.Warmup == 0:
+		return DefaultWarmup
+	}
+	return c.Warmup
 }

@@ -46,8 +46,8 @@ type Config struct {
 	Rate    float64 `json:"rate,omitempty"`
 	Poisson bool    `json:"poisson,omitempty"`
 	// Warmup requests run first, one at a time, and are left out of every
-	// metric (default 1, as sglang.bench_serving's --warmup-requests; a
-	// negative value means none: 0 is the default).
+	// metric (default 1, as sglang.bench_serving's --warmup-requests; -1
+	// means none: 0 is the default). Use WarmupRequests for the count.
 	Warmup int `json:"warmup"`
 	// Seed makes random prompts and Poisson gaps repeatable (default 1).
 	Seed uint64 `json:"seed"`
