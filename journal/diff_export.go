@@ -23,7 +23,7 @@ func WriteDiffMarkdown(w io.Writer, d *Diff, opts DiffOptions) error {
 	f("## Results\n\n| metric | A %s | B %s | delta | verdict (across launches) |\n|---|---:|---:|---:|---|\n", mdCell(d.A.ID), mdCell(d.B.ID))
 	for i := range d.Results {
 		r := &d.Results[i]
-		f("| %s | %s | %s | %s | %s |\n", mdCell(rowMetric(r)), mdCell(summaryText(r.A, r.Unit)), mdCell(summaryText(r.B, r.Unit)), rowDelta(r), mdCell(verdictText(r)))
+		f("| %s | %s | %s | %s | %s |\n", mdCell(FormatMetric(r)), mdCell(FormatSummary(r.A)), mdCell(FormatSummary(r.B)), FormatRowDelta(r), mdCell(FormatVerdict(r)))
 	}
 	f("\nLaunches: A %s; B %s. Values are the median ± the 95 %% interval's half-width over the run's samples; the verdict is the Mann–Whitney U test over one value per launch (α = 0.05).\n\n",
 		mdText(launchList(d.LaunchesA)), mdText(launchList(d.LaunchesB)))
@@ -88,7 +88,7 @@ func mdFieldTable(w io.Writer, rows []FieldRow, empty string) {
 	}
 	fmt.Fprintf(w, "| group | name | A | B |\n|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", mdCell(r.Group), mdCell(r.Name), mdCell(fieldValue(r.A)), mdCell(fieldValue(r.B)))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", mdCell(r.Group), mdCell(r.Name), mdCell(FieldValue(r.A)), mdCell(FieldValue(r.B)))
 	}
 	fmt.Fprintln(w)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -34,7 +35,7 @@ func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
 	fmt.Fprintf(tw, "RESULTS\tA %s\tB %s\tdelta\tverdict (across launches)\n", OneLine(d.A.ID), OneLine(d.B.ID))
 	for i := range d.Results {
 		r := &d.Results[i]
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", rowMetric(r), summaryText(r.A, r.Unit), summaryText(r.B, r.Unit), rowDelta(r), verdictText(r))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", FormatMetric(r), FormatSummary(r.A), FormatSummary(r.B), FormatRowDelta(r), FormatVerdict(r))
 	}
 	tw.Flush()
 	fmt.Fprintf(bw, "  launches: A %s; B %s\n", launchList(d.LaunchesA), launchList(d.LaunchesB))
@@ -82,18 +83,20 @@ func expTitle(x *Experiment) string {
 	return s
 }
 
-// rowMetric is the metric with its unit when the name lacks it.
-func rowMetric(r *ResultRow) string {
+// FormatMetric is a result row's metric with its unit when the name
+// lacks it: "TTFT median (ms)", "tok/s (server log)".
+func FormatMetric(r *ResultRow) string {
 	if strings.Contains(r.Metric, r.Unit) {
 		return OneLine(r.Metric)
 	}
 	return OneLine(r.Metric) + " (" + OneLine(r.Unit) + ")"
 }
 
-// summaryText is the median with its 95 % interval, "62.5 [62.1, 62.9]
-// n=40" ("[n<6]" when too few values bound it), or "-" when there is no
-// value.
-func summaryText(s stats.Summary, unit string) string {
+// FormatSummary is a side's value in a comparison: the median with its
+// 95 % interval, "62.5 [62.1, 62.9] n=40" ("[n<6]" when too few values
+// bound it), "61.4 n=1", or "-" when there is no value. The journal diff
+// and the cockpit's compare view both write values this way.
+func FormatSummary(s stats.Summary) string {
 	switch {
 	case s.N == 0:
 		return "-"
@@ -114,21 +117,25 @@ func fmtNum(v float64) string {
 	if v != 0 && v > -1 && v < 1 {
 		return strconv.FormatFloat(v, 'f', 3, 64)
 	}
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
-// rowDelta is the change of B's own median over A's: "-8.0%", "-" when
+// FormatRowDelta is the change of B's own median over A's: "-8.0%", "-" when
 // there is none.
-func rowDelta(r *ResultRow) string {
+func FormatRowDelta(r *ResultRow) string {
 	if p, ok := r.DeltaPct(); ok {
 		return fmtDelta(p)
 	}
 	return "-"
 }
 
-// verdictText is the verdict with the test's p and n, and the A/A noise
-// next to it: "slower (p=0.008 n=5) within A/A noise ±9.1%".
-func verdictText(r *ResultRow) string {
+// FormatVerdict is a result row's verdict with the test's p and n (left
+// out for "no verdict"), and the A/A noise next to it: "slower (p=0.008
+// n=5), within A/A noise ±9.1%".
+func FormatVerdict(r *ResultRow) string {
 	s := OneLine(r.Verdict)
 	if !strings.HasPrefix(r.Verdict, "no verdict") {
 		s += " (" + r.Launches.PN() + ")"
@@ -174,8 +181,9 @@ func splitFields(rows []FieldRow) (changed, unknown, same []FieldRow) {
 	return changed, unknown, same
 }
 
-// fieldValue shows an absent value as "(unset)".
-func fieldValue(s string) string {
+// FieldValue is a fingerprint row's value as text: an absent value is
+// "(unset)"; a value is cut to its first line.
+func FieldValue(s string) string {
 	if s == "" {
 		return "(unset)"
 	}
@@ -191,7 +199,7 @@ func writeFieldTable(w io.Writer, rows []FieldRow, empty string) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t->\t%s\n", OneLine(r.Group), OneLine(r.Name), fieldValue(r.A), fieldValue(r.B))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t->\t%s\n", OneLine(r.Group), OneLine(r.Name), FieldValue(r.A), FieldValue(r.B))
 	}
 	tw.Flush()
 }
@@ -204,9 +212,9 @@ func writeSameTable(w io.Writer, rows []FieldRow) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
-		v := fieldValue(r.A)
+		v := FieldValue(r.A)
 		if r.A != r.B {
-			v += " / " + fieldValue(r.B) // unknown on both sides, differently
+			v += " / " + FieldValue(r.B) // unknown on both sides, differently
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", OneLine(r.Group), OneLine(r.Name), v)
 	}

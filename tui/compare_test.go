@@ -249,13 +249,13 @@ func TestCompareViewSections(t *testing.T) {
 	scr := plain(m)
 	for _, s := range []string{
 		"results               A e1                    B e3                     delta",
-		"tok/s (server log)    62.4 [62.1, 62.9] n=24  88.9 [88.1, 89.6] n=22  +42.5%  faster  p=0.008 n=5  A/A noise +-1.2%",
-		"output tok/s (bench)  61.9 (n<6) n=1          87.5 (n<6) n=1          +41.4%",
-		"    no verdict: 1+1 launches (need >= 4 each; R repeats a launch) p=1.000 n=1",
-		"TTFT median (ms)      23.8 [23.1, 24.4] n=32  25.9 [25.1, 26.2] n=32   +8.8%  worse  p=0.032 n=5  within A/A noise +-12.5%",
-		"E2E median (ms)       2045 [2031, 2061] n=32  1441 [1430, 1450] n=32  -29.5%  no significant difference  p=0.410 n=5+6",
+		"tok/s (server log)    62.4 [62.1, 62.9] n=24  88.9 [88.1, 89.6] n=22  +42.5%  faster (p=0.008 n=5), A/A noise +-1.2%",
+		"output tok/s (bench)  61.9 n=1                87.5 n=1                +41.4%",
+		"    no verdict: 1+1 launches (need >= 4 each; R repeats a launch)",
+		"TTFT median (ms)      23.8 [23.1, 24.4] n=32  25.9 [25.1, 26.2] n=32   +8.8%  worse (p=0.032 n=5), within A/A noise +-12.5%",
+		"E2E median (ms)       2045 [2031, 2061] n=32  1441 [1430, 1450] n=32  -29.5%  no significant difference (p=0.410 n=5+6)",
 		"fingerprint  3 changed, 1 known on one side only, 4 unchanged",
-		"~ commit    HEAD", "~ env       NCCL_PROTO      -", "? versions  torch           2.5.1", "? (not captured)",
+		"~ commit    HEAD", "~ env       NCCL_PROTO      (unset)", "? versions  torch           2.5.1", "? (not captured)",
 		"4 unchanged - a shows them",
 		"commits  bba2fc4..a6d51c0  recorded at e3's start", "53 commits in B, not in A", "+ 65b09bf Fix PCG MoE Error", "... 51 more",
 		"1 commit in A, not in B (B is behind)", "- 1f0e2d3 Revert tuning",
@@ -266,6 +266,9 @@ func TestCompareViewSections(t *testing.T) {
 			t.Errorf("view lacks %q:\n%s", s, scr)
 		}
 	}
+	if strings.Contains(scr, "p=1.000") {
+		t.Error("a row without a verdict shows the test's p")
+	}
 	if strings.Contains(m.View().Content, "\x1b[31m") {
 		t.Error("a recorded escape reached the screen")
 	}
@@ -274,9 +277,9 @@ func TestCompareViewSections(t *testing.T) {
 		return strings.Contains(m.View().Content, on+text)
 	}
 	if !toned(m.styles.Warn, "~ env       NCCL_PROTO") || !toned(m.styles.Dim, "? versions  torch") ||
-		!painted(m, m.styles.OK, "faster  p=0.008 n=5  A/A noise +-1.2%") ||
-		!painted(m, m.styles.Warn, "worse  p=0.032 n=5  within A/A noise +-12.5%") ||
-		!painted(m, m.styles.Dim, "no significant difference  p=0.410 n=5+6") {
+		!painted(m, m.styles.OK, "faster (p=0.008 n=5), A/A noise +-1.2%") ||
+		!painted(m, m.styles.Warn, "worse (p=0.032 n=5), within A/A noise +-12.5%") ||
+		!painted(m, m.styles.Dim, "no significant difference (p=0.410 n=5+6)") {
 		t.Error("tones: changed rows and verdicts are not highlighted")
 	}
 	// a shows the unchanged rows; it says how to fold them again.

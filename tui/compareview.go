@@ -7,7 +7,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/stats"
 )
 
 // The compare view's drawing: the two experiments, the results with
@@ -97,28 +96,6 @@ func launchIDs(es []*journal.Experiment) string {
 	return strings.Join(ids, ", ")
 }
 
-// summaryText is a side's value: "82.3 [81.9, 82.9] n=14", "-" when it
-// has none.
-func summaryText(s stats.Summary, unit string) string {
-	if s.N == 0 {
-		return "-"
-	}
-	f := fmtRate
-	if unit == "ms" {
-		f = fmtMs
-	}
-	t := f(s.Median) + " "
-	switch {
-	case s.Lo != nil && s.Hi != nil:
-		t += "[" + f(*s.Lo) + ", " + f(*s.Hi) + "]"
-	case s.N < 6:
-		t += "(n<6)"
-	default:
-		t += "(+-inf)"
-	}
-	return t + " n=" + strconv.Itoa(s.N)
-}
-
 // verdictTone is the tone of a result row's verdict.
 func verdictTone(r *journal.ResultRow) tone {
 	v := r.Verdict
@@ -150,28 +127,8 @@ func (m *Model) compareResults(iw int) []string {
 	wm, wa, wb, wd := textWidth(head.metric), textWidth(head.a), textWidth(head.b), textWidth(head.delta)
 	for i := range d.Results {
 		r := &d.Results[i]
-		metric := sanitizeString(r.Metric)
-		if r.Unit == "ms" && !strings.Contains(metric, "ms") {
-			metric += " (ms)"
-		}
-		rw := row{metric: metric, a: summaryText(r.A, r.Unit), b: summaryText(r.B, r.Unit), delta: "-"}
-		if r.A.N > 0 && r.B.N > 0 && r.A.Median != 0 {
-			rw.delta = strconv.FormatFloat((r.B.Median-r.A.Median)/r.A.Median*100, 'f', 1, 64) + "%"
-			if r.B.Median >= r.A.Median {
-				rw.delta = "+" + rw.delta
-			}
-		}
-		vs := []string{sanitizeString(r.Verdict)}
-		if r.Launches.N1 > 0 && r.Launches.N2 > 0 {
-			vs = append(vs, r.Launches.PN())
-		}
-		switch {
-		case r.WithinNoise:
-			vs = append(vs, "within A/A noise +-"+fmtRate(r.Noise)+"%")
-		case r.HasNoise:
-			vs = append(vs, "A/A noise +-"+fmtRate(r.Noise)+"%")
-		}
-		rw.verdict = strings.Join(vs, "  ")
+		rw := row{metric: sanitizeString(journal.FormatMetric(r)), a: journal.FormatSummary(r.A), b: journal.FormatSummary(r.B),
+			delta: journal.FormatRowDelta(r), verdict: sanitizeString(strings.ReplaceAll(journal.FormatVerdict(r), "±", "+-"))}
 		rows[i] = rw
 		wm, wa, wb, wd = max(wm, textWidth(rw.metric)), max(wa, textWidth(rw.a)), max(wb, textWidth(rw.b)), max(wd, textWidth(rw.delta))
 	}
@@ -241,22 +198,17 @@ func (m *Model) compareFields(iw int) []string {
 		return truncateStyled(t.Render(strings.TrimRight(mark+" "+cell(g, wg)+"  "+cell(n, wn)+"  "+cell(a, wa)+"  "+cell(b, wb), " ")), iw)
 	}
 	out = append(out, line(" ", "group", "name", "A "+sanitizeString(d.A.ID), "B "+sanitizeString(d.B.ID), st.Title))
-	val := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return gitFirstLine(s)
-	}
+	val := func(s string) string { return sanitizeString(journal.FieldValue(s)) }
 	for _, f := range d.Fields {
 		g, n, a, b := sanitizeString(f.Group), sanitizeString(f.Name), val(f.A), val(f.B)
 		switch {
 		case f.Changed:
 			out = append(out, line("~", g, n, a, b, st.Warn))
 		case f.Unknown:
-			if a == "-" {
+			if f.A == "" {
 				a = "? (not captured)"
 			}
-			if b == "-" {
+			if f.B == "" {
 				b = "? (not captured)"
 			}
 			out = append(out, line("?", g, n, a, b, st.Dim))
