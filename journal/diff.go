@@ -146,16 +146,23 @@ func launches(exps []Experiment, x, other *Experiment) []*Experiment {
 
 func hasResult(x *Experiment) bool { return x.Result.N > 0 || LastBench(x) != nil }
 
-// LastBench returns x's last benchmark run that finished with at least one
-// successful request, or nil.
+// LastBench returns x's last clean benchmark run — it ran to its end and
+// every request succeeded — or nil. A run with failures or stopped early
+// measured something else (a server dying under it, a cut-short window):
+// comparisons leave it out.
 func LastBench(x *Experiment) *bench.Result {
 	for i := len(x.Bench) - 1; i >= 0; i-- {
-		if r := x.Bench[i].Result; r != nil && r.Completed > 0 {
+		if r := x.Bench[i].Result; r != nil && r.Completed > 0 && r.Failed == 0 && !r.Cancelled {
 			return r
 		}
 	}
 	return nil
 }
+
+// MinLaunchSamples is how many steady-state tok/s samples a launch needs
+// to count as one sample of the across-launch verdict: a launch killed in
+// its warm-up measured nothing.
+const MinLaunchSamples = 3
 
 // metric is how one result row reads an experiment.
 type metric struct {
@@ -178,7 +185,7 @@ var metrics = []metric{
 			}
 			return x.Result.Samples
 		},
-		launch: func(x *Experiment) (float64, bool) { return x.Result.Median, x.Result.N > 0 }},
+		launch: func(x *Experiment) (float64, bool) { return x.Result.Median, x.Result.N >= MinLaunchSamples }},
 	{name: MetricBenchTokS, unit: "tok/s",
 		within: func(x *Experiment) []float64 {
 			if r := LastBench(x); r != nil {
@@ -263,9 +270,18 @@ func resultRows(d *Diff) []ResultRow {
 // verdict says the row's across-launch verdict in words.
 func verdict(m *metric, d *Diff, row *ResultRow, na, nb int) string {
 	for _, x := range []*Experiment{d.A, d.B} {
-		if _, ok := m.launch(x); !ok {
-			return "no verdict: no value for " + OneLine(x.ID)
+		if _, ok := m.launch(x); ok {
+			continue
 		}
+		switch {
+		case m.name == MetricLogTokS && x.Result.N > 0:
+			return fmt.Sprintf("no verdict: %s has %d steady samples (a launch needs %d)", OneLine(x.ID), x.Result.N, MinLaunchSamples)
+		case m.name != MetricLogTokS && len(x.Bench) > 0:
+			return "no verdict: " + OneLine(x.ID) + "'s benchmark runs had failures or were stopped"
+		case m.name != MetricLogTokS:
+			return "no verdict: no benchmark of " + OneLine(x.ID) + " (b runs one)"
+		}
+		return "no verdict: no value for " + OneLine(x.ID)
 	}
 	if na < MinLaunches || nb < MinLaunches {
 		return fmt.Sprintf("no verdict: %d+%d launches (need ≥ %d each; R repeats a launch)", na, nb, MinLaunches)

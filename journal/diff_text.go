@@ -132,13 +132,20 @@ func FormatRowDelta(r *ResultRow) string {
 	return "-"
 }
 
-// FormatVerdict is a result row's verdict with the test's p and n (left
-// out for "no verdict"), and the A/A noise next to it: "slower (p=0.008
-// n=5), within A/A noise ±9.1%".
+// FormatVerdict is a result row's verdict with the delta of the launch
+// medians (when a side has more than one launch) and the test's p and n
+// (both left out for "no verdict"), and the A/A noise next to it: "slower
+// -8.5% across launches (p=0.008 n=5), A/A noise ±0.3%".
 func FormatVerdict(r *ResultRow) string {
 	s := OneLine(r.Verdict)
 	if !strings.HasPrefix(r.Verdict, "no verdict") {
-		s += " (" + r.Launches.PN() + ")"
+		c := r.Launches
+		if c.HasDelta && (c.N1 > 1 || c.N2 > 1) {
+			// The test is on the launches: say their delta, which can
+			// differ from the two chosen experiments' own.
+			s += fmt.Sprintf(" %s across launches", fmtDelta(c.DeltaPct))
+		}
+		s += " (" + c.PN() + ")"
 	}
 	switch {
 	case r.WithinNoise:

@@ -249,7 +249,8 @@ func TestCompareViewSections(t *testing.T) {
 	scr := plain(m)
 	for _, s := range []string{
 		"results               A e1                    B e3                     delta",
-		"tok/s (server log)    62.4 [62.1, 62.9] n=24  88.9 [88.1, 89.6] n=22  +42.5%  faster (p=0.008 n=5), A/A noise +-1.2%",
+		"tok/s (server log)    62.4 [62.1, 62.9] n=24  88.9 [88.1, 89.6] n=22  +42.5%",
+		"    faster +42.4% across launches (p=0.008 n=5), A/A noise +-1.2%",
 		"output tok/s (bench)  61.9 n=1                87.5 n=1                +41.4%",
 		"    no verdict: 1+1 launches (need >= 4 each; R repeats a launch)",
 		"TTFT median (ms)      23.8 [23.1, 24.4] n=32  25.9 [25.1, 26.2] n=32   +8.8%  worse (p=0.032 n=5), within A/A noise +-12.5%",
@@ -277,7 +278,7 @@ func TestCompareViewSections(t *testing.T) {
 		return strings.Contains(m.View().Content, on+text)
 	}
 	if !toned(m.styles.Warn, "~ env       NCCL_PROTO") || !toned(m.styles.Dim, "? versions  torch") ||
-		!painted(m, m.styles.OK, "faster (p=0.008 n=5), A/A noise +-1.2%") ||
+		!painted(m, m.styles.OK, "faster +42.4% across launches (p=0.008 n=5), A/A noise +-1.2%") ||
 		!painted(m, m.styles.Warn, "worse (p=0.032 n=5), within A/A noise +-12.5%") ||
 		!painted(m, m.styles.Dim, "no significant difference (p=0.410 n=5+6)") {
 		t.Error("tones: changed rows and verdicts are not highlighted")

@@ -124,7 +124,7 @@ func TestJournalShowMeasures(t *testing.T) {
 	for _, want := range []string{
 		"baseline  e2 (marked in the cockpit)",
 		"  e2: e2, e3; medians 81.9-89.0 tok/s, spread ±4.2%",
-		"  [e2] b1 output 88.2 tok/s, TTFT 40.5 ms, ITL 11.2 ms, TPOT 11.3 ms, E2E 1480.0 ms (medians), 31 ok, 1 failed, concurrency 4, 128 in / 128 out, 12s; errors: HTTP 503: not ready",
+		"  [e2] b1 output 88.2 tok/s, TTFT 40.5 ms, ITL 11.2 ms, TPOT 11.3 ms, E2E 1480 ms (medians), 31 ok, 1 failed, concurrency 4, 128 in / 128 out, 12s; errors: HTTP 503: not ready",
 		"  [e3] b2 failed: connect: connection refused",
 	} {
 		if !strings.Contains(out, want) {
