@@ -25,7 +25,7 @@ func WriteDiffMarkdown(w io.Writer, d *Diff, opts DiffOptions) error {
 		r := &d.Results[i]
 		f("| %s | %s | %s | %s | %s |\n", mdCell(FormatMetric(r)), mdCell(FormatSummary(r.A)), mdCell(FormatSummary(r.B)), FormatRowDelta(r), mdCell(FormatVerdict(r)))
 	}
-	f("\nLaunches: A %s; B %s. Values are the median ± the 95 %% interval's half-width over the run's samples; the verdict is the Mann–Whitney U test over one value per launch (α = 0.05).\n\n",
+	f("\nLaunches: A %s; B %s. Values are the median and its 95 %% interval [lo, hi] over the run's samples; the verdict is the Mann–Whitney U test over one value per launch (α = 0.05).\n\n",
 		mdText(launchList(d.LaunchesA)), mdText(launchList(d.LaunchesB)))
 
 	changed, unknown, same := splitFields(d.Fields)
@@ -176,11 +176,13 @@ type JSONCommitRange struct {
 // JSONNoiseRow is a NoiseRow.
 type JSONNoiseRow struct {
 	Config    string  `json:"config"`
-	Launches  int     `json:"launches"`
+	Launches  int     `json:"launches"` // distinct launches with a value
 	Metric    string  `json:"metric"`
-	SpreadPct float64 `json:"spread_pct"`
-	Lo        float64 `json:"lo"`
-	Hi        float64 `json:"hi"`
+	SpreadPct float64 `json:"spread_pct"` // percent of the launches' median
+	// Lo and Hi are the smallest and largest launch value, in the
+	// metric's unit (tok/s for both noise metrics).
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
 }
 
 func jsonSummary(s stats.Summary) JSONSummary {

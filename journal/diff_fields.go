@@ -2,10 +2,12 @@ package journal
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
@@ -45,10 +47,11 @@ func (f *fieldSet) addText(group, name string, a, b side) {
 
 // fieldRows lists every fingerprint variable of a and b, changed rows
 // first (in group order), then the rest.
-func fieldRows(a, b *Experiment) []FieldRow {
+func fieldRows(a, b *Experiment, bench []FieldRow) []FieldRow {
 	var f fieldSet
 	commitRows(&f, a, b)
 	launchRows(&f, a, b)
+	f.rows = append(f.rows, bench...)
 	versionRows(&f, a, b)
 	gpuRows(&f, a, b)
 	hostRows(&f, a, b)
@@ -248,6 +251,85 @@ func flagValue(fs []argFlag, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// benchSetting is one setting of a benchmark run that changes what it
+// measures, as text.
+type benchSetting struct {
+	name string
+	text func(c *bench.Config) string
+}
+
+var benchSettings = []benchSetting{
+	{"endpoint", func(c *bench.Config) string {
+		if c.Endpoint == "" {
+			return string(bench.Completions)
+		}
+		return string(c.Endpoint)
+	}},
+	{"input len", func(c *bench.Config) string { return strconv.Itoa(c.InputLen) + " tok" }},
+	{"output len", func(c *bench.Config) string { return strconv.Itoa(c.OutputLen) + " tok" }},
+	{"concurrency", func(c *bench.Config) string { return strconv.Itoa(c.Concurrency) }},
+	{"rate", func(c *bench.Config) string {
+		if !(c.Rate > 0) || math.IsInf(c.Rate, 0) {
+			return "as fast as possible"
+		}
+		arrivals := "even"
+		if c.Poisson {
+			arrivals = "poisson"
+		}
+		return strconv.FormatFloat(c.Rate, 'g', -1, 64) + " req/s " + arrivals
+	}},
+	{"prompts", func(c *bench.Config) string {
+		if c.PromptFile == "" {
+			return "random"
+		}
+		return c.PromptFile
+	}},
+}
+
+// benchSettingRows compares the settings of the benchmark runs each side
+// pools (a, b: one per launch): one row per setting in group "bench",
+// changed when the runs do not all agree — across the sides, or among one
+// side's own runs (then that side lists each value, "1, 4 (mixed)"). A
+// side without a run is unknown, never changed. Nothing when neither side
+// has a run.
+func benchSettingRows(a, b []*bench.Result) []FieldRow {
+	if len(a) == 0 && len(b) == 0 {
+		return nil
+	}
+	var rows []FieldRow
+	for _, st := range benchSettings {
+		values := func(rs []*bench.Result) []string {
+			var out []string
+			for _, r := range rs {
+				if v := OneLine(st.text(&r.Config)); !slices.Contains(out, v) {
+					out = append(out, v)
+				}
+			}
+			return out
+		}
+		va, vb := values(a), values(b)
+		text := func(vs []string) string {
+			switch len(vs) {
+			case 0:
+				return "unknown: no clean benchmark run"
+			case 1:
+				return vs[0]
+			}
+			return strings.Join(vs, ", ") + " (mixed)"
+		}
+		r := FieldRow{Group: "bench", Name: st.name, A: text(va), B: text(vb)}
+		switch {
+		case len(va) == 0 && len(vb) == 0:
+		case len(va) == 0 || len(vb) == 0:
+			r.Unknown = true // no verdict either way: a side has no run
+		default:
+			r.Changed = len(va) > 1 || len(vb) > 1 || va[0] != vb[0]
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // versionRows: each version probe, in probe order.

@@ -27,10 +27,11 @@ var profiles = map[string]map[string]string{
 	"nccl-ll-ring": {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"},
 }
 
-// dexp is an experiment as the simulated host records it: launched with a
-// profile at a commit, measured at about tok tok/s.
+// dexp is an experiment as the simulated host records it: launched (its
+// own launch, with its own log) with a profile at a commit, measured at
+// about tok tok/s.
 func dexp(id, profile, head string, tok float64) Experiment {
-	l := &server.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang",
+	l := &server.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/var/log/flightdeck/sim-" + id + ".log", At: t0,
 		Argv: []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/llama", "--tp-size", "8", "--port", "30000", "--api-key", "sk-1"},
 		Env:  profiles[profile]}
 	rl := server.RedactLaunch(*l)
@@ -48,8 +49,11 @@ func dexp(id, profile, head string, tok float64) Experiment {
 	}
 }
 
+// benchConfig is the settings of withBench's runs.
+var benchConfig = bench.Config{Endpoint: bench.Completions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 4, Warmup: 1, Seed: 1}
+
 func withBench(x Experiment, tok, ttft float64) Experiment {
-	r := &bench.Result{Completed: 4, OutputTokPerSec: tok, TTFT: bench.Dist{N: 4, Median: ttft}, ITL: bench.Dist{N: 100, Median: 16},
+	r := &bench.Result{Config: benchConfig, Completed: 4, OutputTokPerSec: tok, TTFT: bench.Dist{N: 4, Median: ttft}, ITL: bench.Dist{N: 100, Median: 16},
 		TPOT: bench.Dist{N: 4, Median: 16.1}, E2E: bench.Dist{N: 4, Median: 2000}}
 	for i := range 4 {
 		r.Requests = append(r.Requests, bench.Request{TTFT: ttft + float64(i), E2E: 2000 + float64(i), TPOT: 16 + float64(i)/10, ITLMedian: 16, OutputTokens: 128})

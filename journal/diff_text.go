@@ -59,7 +59,7 @@ func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
 	} else {
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		for _, n := range d.Noise {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t±%.1f%%\n", OneLine(n.Config), launchesText(n.Launches), OneLine(n.Metric),
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t±%.1f%%\n", OneLine(n.Config), FormatLaunches(n.Launches), OneLine(n.Metric),
 				fmtNum(n.Lo)+"–"+fmtNum(n.Hi), n.Spread)
 		}
 		tw.Flush()
@@ -74,9 +74,14 @@ func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
 	return bw.Flush()
 }
 
-// expTitle is "e1 "baseline @ a6d51c0" (ended by relaunch)".
+// expTitle is `e2 "baseline @ a6d51c0" (repeat 2/5 of e1)`; an
+// experiment still open (in a journal being written) says its result is
+// the one so far.
 func expTitle(x *Experiment) string {
 	s := OneLine(x.ID) + " " + strconv.Quote(OneLine(x.Name))
+	if x.Open() {
+		s += " (open: result so far)"
+	}
 	if x.Repeat != nil {
 		s += fmt.Sprintf(" (repeat %d/%d of %s)", x.Repeat.I, x.Repeat.N, OneLine(x.Repeat.Series))
 	}
@@ -156,7 +161,10 @@ func FormatVerdict(r *ResultRow) string {
 	return s
 }
 
-func launchesText(n int) string {
+// FormatLaunches is a count of launches in words: "1 launch", "5
+// launches". The journal diff and the cockpit's compare view both write
+// the A/A noise rows' counts this way.
+func FormatLaunches(n int) string {
 	if n == 1 {
 		return "1 launch"
 	}

@@ -8,14 +8,21 @@ import "github.com/flightdeck-dev/flightdeck/stats"
 // diff`; build it with Compare.
 type Diff struct {
 	A, B *Experiment
-	// LaunchesA and LaunchesB are the experiments of A's and B's
-	// configuration (same ConfigKey) that ended with a result, A and B
-	// included, in start order: one launch is one sample of the
-	// across-launch verdict.
+	// LaunchesA and LaunchesB hold one experiment per server launch of A's
+	// and B's configuration (same ConfigKey) that has a result, in order
+	// of each launch's first experiment: one launch is one sample of the
+	// across-launch verdict. A stands for its own launch (B likewise);
+	// another launch is its experiment with the most steady samples (the
+	// most benchmarked requests when none has any), though a row takes
+	// each launch's value from the experiment with the most samples of
+	// its metric. An experiment whose launch (or configuration) is not
+	// known is alone on its side and in no other's; an A/A comparison
+	// (same configuration) has A and B alone.
 	LaunchesA, LaunchesB []*Experiment
 	Results              []ResultRow
 	// Fields lists every fingerprint variable: the changed rows first (in
-	// group order: commit, patch, env, flags, versions, gpu, host), then
+	// group order: commit, patch, env, flags, bench, versions, gpu, host;
+	// bench is the settings of the benchmark runs each side pools), then
 	// the unchanged ones (a view folds them).
 	Fields []FieldRow
 	// Range is what lies between A's and B's commits; nil when they are
@@ -30,7 +37,7 @@ type Diff struct {
 
 // ResultRow is one measured quantity of both experiments.
 type ResultRow struct {
-	Metric string // "tok/s (server log)", "output tok/s (bench)", "TTFT median", "ITL median", "TPOT median", "E2E median"
+	Metric string // MetricLogTokS, MetricBenchTokS, MetricTTFT, MetricITL, MetricTPOT, MetricE2E
 	Unit   string // "tok/s" or "ms"
 	// LowerIsBetter is true for latencies: a negative delta is better.
 	LowerIsBetter bool
@@ -43,7 +50,8 @@ type ResultRow struct {
 	Launches stats.Comparison
 	// Verdict says it in words: "faster", "slower", "better", "worse",
 	// "no significant difference", "no verdict: 1+1 launches (need ≥ 4
-	// each; R repeats a launch)".
+	// each; R repeats a launch)", "no verdict: benchmark settings differ
+	// (concurrency)" (the bench group of Fields shows them).
 	Verdict string
 	// Noise is the A/A spread of this metric over A's configuration's
 	// launches, percent; valid when HasNoise. WithinNoise says the delta
@@ -55,7 +63,7 @@ type ResultRow struct {
 
 // FieldRow is one fingerprint variable of both experiments, as text.
 type FieldRow struct {
-	Group string // "commit", "patch", "env", "flags", "versions", "gpu", "host"
+	Group string // "commit", "patch", "env", "flags", "bench", "versions", "gpu", "host"
 	Name  string // "HEAD", "NCCL_PROTO", "--tp-size", "torch", "GPU 0 SM clock"
 	A, B  string // "" when absent on that side
 	// Changed says A and B differ and both are known.
@@ -65,11 +73,14 @@ type FieldRow struct {
 	Unknown bool
 }
 
-// NoiseRow is the launch-to-launch noise of one configuration.
+// NoiseRow is the launch-to-launch noise of one configuration: one value
+// per server launch (several experiments on one launch count once).
 type NoiseRow struct {
 	Config   string  // the configuration, as experiments name it: "nccl-ll-ring @ a6d51c0"
-	Launches int     // launches with a result
-	Metric   string  // "tok/s (server log)"
-	Spread   float64 // stats.Spread of the launches' medians, percent
-	Lo, Hi   float64 // the smallest and largest launch median
+	Launches int     // distinct launches with a value of Metric
+	Metric   string  // MetricLogTokS or MetricBenchTokS
+	Spread   float64 // stats.Spread of the launch values, percent of their median
+	// Lo and Hi are the smallest and largest launch value, in the
+	// metric's unit: tok/s for both noise metrics.
+	Lo, Hi float64
 }

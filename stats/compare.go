@@ -63,15 +63,21 @@ func Compare(a, b []float64) Comparison {
 	return c
 }
 
-// Delta is the verdict as benchstat prints it: "~" when not significant,
-// else the signed delta with two decimals ("+42.40%", "-8.00%"); "?" when
-// there is no delta (an empty side, or a zero median on A).
+// Delta is the verdict as benchstat prints it (benchmath's FormatDelta),
+// checked in its order: "?" when a side is empty (nothing was compared);
+// "~" when not significant, whatever the medians; "0.00%" when the
+// medians are equal; "?" when A's median is 0; else the signed delta with
+// two decimals ("+42.40%", "-8.00%").
 func (c Comparison) Delta() string {
 	switch {
-	case !c.HasDelta:
+	case c.A.N == 0 || c.B.N == 0:
 		return "?"
 	case !c.Significant:
 		return "~"
+	case c.A.Median == c.B.Median:
+		return "0.00%"
+	case !c.HasDelta:
+		return "?"
 	}
 	return fmt.Sprintf("%+.2f%%", c.DeltaPct)
 }

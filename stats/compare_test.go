@@ -121,6 +121,10 @@ func TestCompareDegenerate(t *testing.T) {
 		{"empty A", nil, []float64{1, 2, 3, 4}, "?", "p=1.000 n=0+4", "no samples"},
 		{"empty both", nil, nil, "?", "p=1.000 n=0", "no samples"},
 		{"zero median", []float64{0, 0, 0, 0}, []float64{1, 2, 3, 4}, "?", "p=0.029 n=4", ""},
+		// benchstat checks p first: not significant is "~" even when A's
+		// median is 0.
+		{"zero median, not significant", []float64{0, 0, 0, 1}, []float64{0, 1, 0, 0}, "~", "p=1.000 n=4", ""},
+		{"all zero", []float64{0, 0, 0, 0}, []float64{0, 0, 0, 0}, "~", "p=1.000 n=4", ""},
 		{"NaN", []float64{1, math.NaN(), 3, 4}, []float64{5, 6, 7, 8}, "?", "p=1.000 n=0+4", "not a finite number"},
 		{"Inf", []float64{1, 2, 3, 4}, []float64{5, math.Inf(1), 7, 8}, "?", "p=1.000 n=4+0", "not a finite number"},
 	} {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 )
 
 // --- journal diff ---
@@ -23,17 +24,23 @@ func newJournalDiffCmd() *cobra.Command {
 		Use:   "diff FILE A B",
 		Short: "Compare two experiments: results with verdicts, what changed, the commits between them",
 		Long: `diff compares experiment B (new) with A (old), each an id (e2) or a name;
-"baseline" as A is the experiment marked as the baseline in the cockpit.
+"baseline" is the experiment marked as the baseline in the cockpit (when
+none is marked, an experiment named "baseline"). A and B must differ.
 
 Results: tok/s from the server log and, when a benchmark ran (b), its
-output tok/s, TTFT, ITL, TPOT and E2E latency — each side's median with
-its 95 % confidence interval (±) and n, the delta, and the verdict across
-launches: one launch of a configuration is one sample (samples inside a
-run are correlated), compared with the Mann–Whitney U test at α = 0.05 as
-benchstat does. A verdict needs at least 4 launches of each
-configuration: R in the cockpit relaunches one. The launch-to-launch
-(A/A) noise of each configuration launched twice or more is shown next
-to it: a significant change no larger than the noise is not much of one.
+output tok/s, TTFT, ITL (each request's median gap), TPOT and E2E
+latency — each side's median with its 95 % confidence interval [lo, hi]
+and n, the delta, and the verdict across launches: one server launch of
+a configuration is one sample (samples inside a run are correlated, and
+experiments started by hand on one running server are one launch),
+compared with the Mann–Whitney U test at α = 0.05 as benchstat does. A
+verdict needs at least 4 launches of each configuration: R in the
+cockpit relaunches one. Benchmark runs with other settings (endpoint,
+lengths, concurrency, rate, prompts) give no benchmark verdict. The
+launch-to-launch (A/A) noise of each configuration launched twice or
+more is shown next to it: a significant change no larger than the noise
+is not much of one. An experiment still open in a journal being written
+shows its result so far.
 
 Then every fingerprint variable, changed rows first: commit (with the
 commits and files between A's and B's HEAD, when the cockpit recorded
@@ -66,13 +73,16 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 		return err
 	}
 	defer lj.Close()
-	l := lj.report.Ledger
-	if a == "baseline" && l.Find("baseline") == nil {
-		x := l.Baseline()
-		if x == nil {
-			return refusedf("no baseline marked in %s (mark one in the cockpit, or name an experiment: have %s)", lj.path, lj.report.ExpList())
-		}
-		a = x.ID
+	if pr := lj.problems; pr.Any() {
+		// What was skipped is not in the comparison: say so, as show does.
+		fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s: skipped %s\n", lj.path, sanitize.String(pr.String()))
+	}
+	l := &lj.report.Ledger
+	if a, err = resolveBaseline(cmd, l, a, lj); err != nil {
+		return err
+	}
+	if b, err = resolveBaseline(cmd, l, b, lj); err != nil {
+		return err
 	}
 	d, err := journal.Compare(l.Experiments(), a, b)
 	if errors.Is(err, journal.ErrNoExperiment) {
@@ -81,8 +91,34 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 	if err != nil {
 		return err
 	}
+	if d.A == d.B {
+		return refusedf("A and B are the same experiment (%s): nothing to compare (have %s)", journal.OneLine(d.A.ID), lj.report.ExpList())
+	}
 	if err := journal.WriteDiff(cmd.OutOrStdout(), d, f.format, journal.DiffOptions{All: f.all}); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
+}
+
+// resolveBaseline returns the experiment id that arg names: "baseline" is
+// the marked baseline when one is marked (with a note on stderr when an
+// experiment is also named "baseline"), else the experiment named so;
+// any other arg is returned as is. It refuses "baseline" when neither
+// exists.
+func resolveBaseline(cmd *cobra.Command, l *journal.Ledger, arg string, lj *loadedJournal) (string, error) {
+	if arg != "baseline" {
+		return arg, nil
+	}
+	marked, named := l.Baseline(), l.Find(arg)
+	switch {
+	case marked != nil:
+		if named != nil && named != marked {
+			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: \"baseline\" is the marked baseline %s; %s is named \"baseline\" too: give its id to compare it\n",
+				journal.OneLine(marked.ID), journal.OneLine(named.ID))
+		}
+		return marked.ID, nil
+	case named != nil:
+		return named.ID, nil
+	}
+	return "", refusedf("no baseline marked in %s (mark one in the cockpit, or name an experiment: have %s)", lj.path, lj.report.ExpList())
 }

@@ -5,8 +5,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 )
 
 // appendLines appends raw journal lines to file.
@@ -172,5 +175,65 @@ func TestJournalShowMeasures(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("export md lacks %q", want)
 		}
+	}
+}
+
+// TestJournalDiffBaselineAndSame: "baseline" is the marked baseline even
+// when an experiment is named "baseline" (a note says so), else the one
+// named so; the same experiment on both sides is refused.
+func TestJournalDiffBaselineAndSame(t *testing.T) {
+	_, file := journalDirWith(t)
+	appendLines(t, file, `[190,"exp-update",{"exp":"e1","name":"baseline"}]`)
+	out, errOut, err := runCLI(t, nil, "journal", "diff", file, "baseline", "e3")
+	if err != nil || !strings.HasPrefix(out, "A: e1 \"baseline\"\n") || errOut != "" {
+		t.Errorf("named baseline: %v\n%s\nstderr %q", err, out, errOut)
+	}
+	appendLines(t, file, `[191,"exp-baseline",{"exp":"e2"}]`)
+	out, errOut, err = runCLI(t, nil, "journal", "diff", file, "baseline", "e3")
+	if err != nil || !strings.HasPrefix(out, "A: e2 ") {
+		t.Errorf("marked baseline: %v\n%s", err, out)
+	}
+	if want := `"baseline" is the marked baseline e2; e1 is named "baseline" too: give its id to compare it`; !strings.Contains(errOut, want) {
+		t.Errorf("stderr %q lacks %q", errOut, want)
+	}
+	for _, args := range [][]string{{"e1", "e1"}, {"baseline", "e2"}, {"e3", "nccl-ll-ring @ 9f8e7d6"}} {
+		out, errOut, err := runCLI(t, nil, append([]string{"journal", "diff", file}, args...)...)
+		wantRefused(t, errOut, err, "A and B are the same experiment (")
+		if out != "" {
+			t.Errorf("%q printed %q", args, out)
+		}
+	}
+}
+
+// TestJournalDiffLiveAndDamaged: in a journal being written, the open
+// experiment compares with its result so far; what a damaged journal's
+// reader skipped is said on stderr.
+func TestJournalDiffLiveAndDamaged(t *testing.T) {
+	_, file := journalDirWith(t)
+	appendLines(t, file, `[12,"note",{"text":"garb`)
+	w, err := journal.Append(file, journal.Header{Host: "demo", PID: 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	w.Write(event.Event{At: at, Data: journal.ExperimentStart{ID: "e4", Name: "by hand", Trigger: journal.TriggerKey}})
+	for i := range 30 {
+		w.Write(event.Event{At: at.Add(time.Duration(2*i+1) * time.Second), Data: serverlog.Rate{TokPerSec: 70 + float64(i%3)/10, Ranks: 1}})
+	}
+	if err := w.Flush(true); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCLI(t, nil, "journal", "diff", file, "e3", "e4")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	for _, want := range []string{`B: e4 "by hand" (open: result so far)`, "tok/s (server log)  81.9 [81.7, 82.2] n=20  70.1 ["} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "flightdeck: "+file+": skipped ") || !strings.Contains(errOut, "garbled") {
+		t.Errorf("stderr %q: want what was skipped", errOut)
 	}
 }
