@@ -111,7 +111,7 @@ func measureBindings(k *KeyMap) {
 	k.Mark.Unavailable = panelUnavailable
 	k.Mark.Long = "x panel: mark (c compares two)"
 	k.Compare.Unavailable = panelUnavailable
-	k.Compare.Long = "x panel: compare (marked/base)"
+	k.Compare.Long = "x panel: cursor vs marked/base"
 	k.Baseline.Unavailable = baselineUnavailable
 	k.Baseline.Long = "x panel: (un)mark the baseline"
 }
@@ -156,7 +156,7 @@ func (m *Model) openBench() tea.Cmd {
 	}}
 	m.bench.form = f
 	m.modal = modalBench
-	return f.setFocus(bfInput)
+	return f.setFocus(bfEndpoint)
 }
 
 // benchConfig is the form's config over base (what blank fields keep), or
@@ -169,11 +169,11 @@ func benchConfig(base bench.Config, f *measureForm) (bench.Config, string) {
 		dst    *int
 		lo, hi int
 	}{
-		{bfInput, &c.InputLen, 1, 1 << 20},
-		{bfOutput, &c.OutputLen, 1, 1 << 20},
-		{bfConcurrency, &c.Concurrency, 1, 100000},
-		{bfRequests, &c.Requests, 1, 10000000},
-		{bfWarmup, &c.Warmup, 0, 10000},
+		{bfInput, &c.InputLen, 1, bench.MaxLen},
+		{bfOutput, &c.OutputLen, 1, bench.MaxLen},
+		{bfConcurrency, &c.Concurrency, 1, bench.MaxConcurrency},
+		{bfRequests, &c.Requests, 1, bench.MaxRequests},
+		{bfWarmup, &c.Warmup, 0, bench.MaxWarmup},
 	} {
 		v, why := wholeNumber(f.fields[n.field].label, f.text(n.field), *n.dst, n.lo, n.hi)
 		if why != "" {
@@ -212,6 +212,11 @@ func benchConfig(base bench.Config, f *measureForm) (bench.Config, string) {
 	c.Poisson = f.choice(bfPoisson) == "yes"
 	if c.Poisson && c.Rate == 0 {
 		return base, "poisson arrivals need a rate (blank rate sends as fast as concurrency allows)"
+	}
+	// The benchmark's own check has the last word (a default the form
+	// left in place, a limit the fields above do not cover).
+	if err := c.Defaults().Validate(); err != nil {
+		return base, errText(err)
 	}
 	return c, ""
 }
@@ -286,8 +291,18 @@ func (m *Model) benchResult(r BenchResultMsg) {
 		m.flash("benchmark failed: "+errText(r.Err), toneCrit)
 	case r.Result != nil && r.Result.Cancelled:
 		m.flash("benchmark stopped: "+strconv.Itoa(r.Result.Completed)+" requests measured", toneWarn)
+	case r.Result != nil && r.Result.Failed > 0:
+		res := r.Result
+		_, tn := benchOutcome("", res)
+		s := "benchmark done: " + strconv.Itoa(res.Failed) + " of " + strconv.Itoa(res.Completed+res.Failed) + " requests failed"
+		if res.Completed > 0 {
+			s += "; " + fmtNum(res.OutputTokPerSec) + " tok/s output over the " + strconv.Itoa(res.Completed) + " that succeeded"
+		} else if len(res.Errors) > 0 {
+			s += ": " + sanitizeString(res.Errors[0].Err)
+		}
+		m.flash(s, tn)
 	case r.Result != nil:
-		m.flash("benchmark done: "+fmtRate(r.Result.OutputTokPerSec)+" tok/s output", toneOK)
+		m.flash("benchmark done: "+fmtNum(r.Result.OutputTokPerSec)+" tok/s output", toneOK)
 	}
 }
 
@@ -396,7 +411,7 @@ func (m *Model) benchBanner() []banner {
 		tn = toneWarn
 	}
 	if !p.Warmup && p.TokPerSec > 0 {
-		parts = append(parts, fmtRate(p.TokPerSec)+" tok/s")
+		parts = append(parts, fmtNum(p.TokPerSec)+" tok/s")
 	}
 	text := head + " " + strings.Join(parts, "  ")
 	short := text
@@ -419,12 +434,17 @@ func progressBar(frac float64, n int) string {
 	return "[" + strings.Repeat("#", k) + strings.Repeat("-", n-k) + "]"
 }
 
-// fmtRate is a rate to one decimal: "88.4".
-func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-
-// fmtMs is a latency in ms: one decimal below 1000, none above.
-func fmtMs(v float64) string {
-	if math.Abs(v) >= 1000 {
+// fmtNum is a tok/s or ms value as journal writes it (its fmtNum, which
+// journal.BenchRunText and journal.FormatSummary use, so the result box,
+// the panel and journal diff agree): one decimal ("88.4"), none from 1000
+// ("1446"), three below 1 ("0.412"), "-" when not finite.
+func fmtNum(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v != 0 && v > -1 && v < 1:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	case math.Abs(v) >= 1000:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
@@ -459,26 +479,6 @@ func benchConfigText(c bench.Config) string {
 	return strings.Join(parts, " ")
 }
 
-// benchLine is a finished run in one line, for the experiments panel:
-// "b1 88.4 tok/s out, 1.38 req/s, TTFT 12.1 ms, ITL 11.2 ms (medians), 32
-// ok"; a failed run says why.
-func benchLine(d *bench.Done) string {
-	id := sanitizeString(d.ID)
-	r := d.Result
-	if r == nil {
-		return id + " failed: " + firstOf(sanitizeString(d.Err), "no result")
-	}
-	s := id + " " + fmtRate(r.OutputTokPerSec) + " tok/s out, " + strconv.FormatFloat(r.ReqPerSec, 'f', 2, 64) + " req/s, TTFT " +
-		fmtMs(r.TTFT.Median) + " ms, ITL " + fmtMs(r.ITL.Median) + " ms (medians), " + strconv.Itoa(r.Completed) + " ok"
-	if r.Failed > 0 {
-		s += ", " + strconv.Itoa(r.Failed) + " failed"
-	}
-	if r.Cancelled {
-		s += " (stopped early)"
-	}
-	return s
-}
-
 // benchBox is the result box of the latest finished run: its lines and
 // inner width for a w-cell screen, nil when it is not shown.
 func (m *Model) benchBox(w int) ([]string, int) {
@@ -506,16 +506,13 @@ func (m *Model) benchBox(w int) ([]string, int) {
 			body = append(body, st.Crit.Render(l))
 		}
 	default:
-		if r.Cancelled {
-			title += ": stopped"
-			frame = st.Warn
-		} else {
-			title += ": done"
-		}
+		var how tone
+		title, how = benchOutcome(title, r)
+		frame = st.tone(how)
 		body = append(body,
 			lab("target")+truncate(sanitizeString(r.Target), iw-10),
 			lab("config")+truncate(benchConfigText(r.Config), iw-10),
-			lab("output")+st.Accent.Render(fmtRate(r.OutputTokPerSec)+" tok/s")+"   total "+fmtRate(r.TotalTokPerSec)+" tok/s   "+
+			lab("output")+st.Accent.Render(fmtNum(r.OutputTokPerSec)+" tok/s")+"   total "+fmtNum(r.TotalTokPerSec)+" tok/s   "+
 				strconv.FormatFloat(r.ReqPerSec, 'f', 2, 64)+" req/s",
 		)
 		reqs := strconv.Itoa(r.Completed) + " ok"
@@ -523,6 +520,9 @@ func (m *Model) benchBox(w int) ([]string, int) {
 		if r.Failed > 0 {
 			reqs += ", " + strconv.Itoa(r.Failed) + " failed"
 			tn = st.Warn
+			if r.Completed == 0 {
+				tn = st.Crit
+			}
 		}
 		reqs += " in " + fmtSeconds(r.Duration)
 		body = append(body, lab("requests")+tn.Render(reqs))
@@ -538,8 +538,8 @@ func (m *Model) benchBox(w int) ([]string, int) {
 				body = append(body, lab(row.name)+st.Dim.Render("no values"))
 				continue
 			}
-			body = append(body, lab(row.name)+padLeft(fmtMs(row.d.Mean), 9)+padLeft(fmtMs(row.d.Median), 9)+
-				padLeft(fmtMs(row.d.P90), 9)+padLeft(fmtMs(row.d.P99), 9))
+			body = append(body, lab(row.name)+padLeft(fmtNum(row.d.Mean), 9)+padLeft(fmtNum(row.d.Median), 9)+
+				padLeft(fmtNum(row.d.P90), 9)+padLeft(fmtNum(row.d.P99), 9))
 		}
 		for i, e := range r.Errors {
 			l := ""
@@ -556,6 +556,35 @@ func (m *Model) benchBox(w int) ([]string, int) {
 	}
 	body = append(body, "", st.Dim.Render(truncate(hint, iw)))
 	return box(st, frame, title, body, iw), iw
+}
+
+// benchOutcome is the result box's title for a finished run, title plus
+// how it ended ("bench b1 on e3: done", ": done: 30 of 32 failed",
+// ": stopped early"), and the box's tone: warn when requests failed or it
+// was stopped, crit when none succeeded.
+func benchOutcome(title string, r *bench.Result) (string, tone) {
+	tn := toneAccent
+	failed := ""
+	if r.Failed > 0 {
+		failed = strconv.Itoa(r.Failed) + " of " + strconv.Itoa(r.Completed+r.Failed) + " failed"
+		tn = toneWarn
+	}
+	if r.Cancelled {
+		title += ": stopped early"
+		if failed != "" {
+			title += ", " + failed
+		}
+		tn = toneWarn
+	} else {
+		title += ": done"
+		if failed != "" {
+			title += ": " + failed
+		}
+	}
+	if r.Completed == 0 && (r.Failed > 0 || !r.Cancelled) {
+		tn = toneCrit // nothing measured
+	}
+	return title, tn
 }
 
 // padLeft right-aligns plain text in w cells (never truncates).

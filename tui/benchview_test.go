@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions"
 )
 
 // fakeBench records the configs the cockpit runs. Run answers at once
@@ -86,9 +87,13 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 			t.Errorf("form lacks %q:\n%s", s, plain(m))
 		}
 	}
-	// Focus starts on input len: change it, concurrency, the rate and
-	// poisson; the endpoint is a choice.
-	press(m, "backspace", "backspace", "backspace")
+	// Focus starts on the first field, the endpoint; down to input len:
+	// change it, concurrency, the rate and poisson; the endpoint is a
+	// choice.
+	if f := m.bench.form; f.focus != bfEndpoint {
+		t.Errorf("the form opened on field %d, not the endpoint", f.focus)
+	}
+	press(m, "down", "backspace", "backspace", "backspace")
 	typeText(m, "512")
 	press(m, "down", "down")
 	press(m, "backspace")
@@ -108,11 +113,11 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	if got := f.cfgs[0]; got.Seed != 1 || got.Timeout != 10*time.Minute {
 		t.Errorf("fields the form does not show were lost: %+v", got)
 	}
-	if m.Status() != "benchmark done: 85.7 tok/s output" || m.bench.running {
+	if m.Status() != "benchmark done: 1 of 32 requests failed; 85.7 tok/s output over the 31 that succeeded" || m.bench.running {
 		t.Errorf("answer: status %q running %v", m.Status(), m.bench.running)
 	}
 	// A bad value says why and keeps the form.
-	press(m, "b")
+	press(m, "b", "down")
 	press(m, "backspace", "backspace", "backspace")
 	typeText(m, "x1")
 	if cmd := press(m, "enter"); cmd != nil || m.modal != modalBench || m.Status() != `cannot start: input len: "x1" is not a whole number` {
@@ -149,6 +154,11 @@ func TestBenchConfig(t *testing.T) {
 		{"bad duration", map[int]string{bfRequests: "", bfDuration: "soon"}, nil, `duration: "soon" is not a duration: 60s, 2m, 1m30s`},
 		{"negative seconds", map[int]string{bfRequests: "", bfDuration: "-5"}, nil, `duration: "-5" is not a positive number of seconds (at most a week)`},
 		{"zero concurrency", map[int]string{bfConcurrency: "0"}, nil, "concurrency: 0 is out of range (1 to 100000)"},
+		// The bounds are the benchmark's (bench.Max...).
+		{"input too long", map[int]string{bfInput: "1048577"}, nil, "input len: 1048577 is out of range (1 to 1048576)"},
+		{"longest input", map[int]string{bfInput: "1048576"}, nil, "completions in 1048576 out 128 conc 1 32 requests warm-up 1"},
+		{"too many requests", map[int]string{bfRequests: "10000001"}, nil, "requests: 10000001 is out of range (1 to 10000000)"},
+		{"too much warm-up", map[int]string{bfWarmup: "10001"}, nil, "warm-up: 10001 is out of range (0 to 10000)"},
 		{"no warm-up", map[int]string{bfWarmup: "0"}, nil, "completions in 128 out 128 conc 1 32 requests warm-up 0"},
 		{"rate", map[int]string{bfRate: "4"}, map[int]int{bfPoisson: 1}, "completions in 128 out 128 conc 1 32 requests rate 4/s poisson warm-up 1"},
 		{"poisson without rate", nil, map[int]int{bfPoisson: 1}, "poisson arrivals need a rate (blank rate sends as fast as concurrency allows)"},
@@ -183,6 +193,13 @@ func TestBenchConfig(t *testing.T) {
 	}
 	if cfg, bad := benchConfig(m.bench.base, m.bench.form); bad != "" || cfg != (bench.Config{Endpoint: bench.Completions}) {
 		t.Errorf("zero defaults: %+v %q", cfg, bad)
+	}
+	// What the fields do not check, Config.Validate does: a defaults
+	// config the form keeps as it is.
+	m = newSized(80, 24, Options{Bench: &fakeBench{defaults: bench.Config{Timeout: -time.Second}}})
+	m.openBench()
+	if _, bad := benchConfig(m.bench.base, m.bench.form); bad != "timeout -1s: must not be negative" {
+		t.Errorf("invalid defaults: %q", bad)
 	}
 }
 
@@ -220,7 +237,7 @@ func TestBenchProgressAndResult(t *testing.T) {
 	}
 	send(m, evs[3])
 	scr := plain(m)
-	if strings.Contains(scr, "bench b1 12/32") || !strings.Contains(scr, "+- bench b1 on e3: done -") {
+	if strings.Contains(scr, "bench b1 12/32") || !strings.Contains(scr, "+- bench b1 on e3: done: 1 of 32 failed -") {
 		t.Fatalf("done:\n%s", scr)
 	}
 	if strings.Contains(scr, "\x1b[31m") || !strings.Contains(scr, "HTTP 503: The server is not ready. x1") {
@@ -237,7 +254,9 @@ func TestBenchProgressAndResult(t *testing.T) {
 		t.Errorf("esc did not dismiss the box first:\n%s", plain(m))
 	}
 	// The panel lists the run with its experiment.
-	if !strings.Contains(plain(m), "bench       b1 85.7 tok/s out, 0.67 req/s, TTFT 23.8 ms, ITL 11.2 ms (medians), 31 ok, 1 failed") {
+	// (journal.BenchRunText, wrapped onto two lines).
+	if scr := plain(m); !strings.Contains(scr, "bench       b1 output 85.7 tok/s, TTFT 23.8 ms, ITL 11.2 ms, TPOT 11.2 ms, E2E 1445 ms (medians), 31\n") ||
+		!strings.Contains(scr, "\n            ok, 1 failed, concurrency 1, 128 in / 128 out, 46.3s; errors: HTTP 503: The server is...\n") {
 		t.Errorf("panel details:\n%s", plain(m))
 	}
 	// A failed run: its box says why.
@@ -324,7 +343,7 @@ func TestReplayShowsRecordedBench(t *testing.T) {
 		t.Errorf("replayed start: %q", l)
 	}
 	send(m, evs[3])
-	if !strings.Contains(plain(m), "+- bench b1 on e3: done -") {
+	if !strings.Contains(plain(m), "+- bench b1 on e3: done: 1 of 32 failed -") {
 		t.Errorf("replayed result:\n%s", plain(m))
 	}
 	press(m, "esc")
@@ -384,11 +403,11 @@ func TestReplayOfRecordedBench(t *testing.T) {
 	}
 	rpress(r, "right")
 	scr := rplain(r)
-	if strings.Contains(scr, "bench b1 running") || !strings.Contains(scr, "+- bench b1 on e3: done -") {
+	if strings.Contains(scr, "bench b1 running") || !strings.Contains(scr, "+- bench b1 on e3: done: 1 of 32 failed -") {
 		t.Errorf("at 1:55:\n%s", scr)
 	}
 	rpress(r, "esc", "x")
-	if scr := rplain(r); strings.Contains(scr, "+- bench b1") || !strings.Contains(scr, "bench       b1 85.7 tok/s out") {
+	if scr := rplain(r); strings.Contains(scr, "+- bench b1") || !strings.Contains(scr, "bench       b1 output 85.7 tok/s") {
 		t.Errorf("panel:\n%s", scr)
 	}
 }
@@ -409,5 +428,67 @@ func TestBenchFormKeepsNoWarmup(t *testing.T) {
 	}
 	if got := cfg.Defaults().WarmupRequests(); got != 0 {
 		t.Fatalf("after Defaults: %d warm-up requests, want 0", got)
+	}
+}
+
+// TestBenchOutcomeSaysFailures: the result box's title and tone, and the
+// answer's status line, say how many requests failed and whether the run
+// was stopped early; none succeeding is critical.
+func TestBenchOutcomeSaysFailures(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		ok, failed    int
+		cancelled     bool
+		title, status string
+		tone, stTone  tone // the box's, the status line's
+	}{
+		{"clean", 32, 0, false, "bench b1 on e3: done", "benchmark done: 85.7 tok/s output", toneAccent, toneOK},
+		{"some failed", 2, 30, false, "bench b1 on e3: done: 30 of 32 failed",
+			"benchmark done: 30 of 32 requests failed; 85.7 tok/s output over the 2 that succeeded", toneWarn, toneWarn},
+		{"all failed", 0, 32, false, "bench b1 on e3: done: 32 of 32 failed",
+			"benchmark done: 32 of 32 requests failed: HTTP 503: The server is not ready.", toneCrit, toneCrit},
+		{"stopped", 12, 0, true, "bench b1 on e3: stopped early", "benchmark stopped: 12 requests measured", toneWarn, toneWarn},
+		{"stopped with failures", 10, 2, true, "bench b1 on e3: stopped early, 2 of 12 failed", "benchmark stopped: 10 requests measured", toneWarn, toneWarn},
+		{"stopped, all failed", 0, 3, true, "bench b1 on e3: stopped early, 3 of 3 failed", "benchmark stopped: 0 requests measured", toneCrit, toneWarn},
+	} {
+		r := benchResult()
+		r.Completed, r.Failed, r.Cancelled = c.ok, c.failed, c.cancelled
+		title, tn := benchOutcome("bench b1 on e3", r)
+		if title != c.title || tn != c.tone {
+			t.Errorf("%s: title %q tone %d, want %q %d", c.name, title, tn, c.title, c.tone)
+		}
+		m, _ := benchScene(100, 30)
+		m.Update(BenchResultMsg{Result: r})
+		if m.Status() != c.status || m.statusTone != c.stTone {
+			t.Errorf("%s: status %q tone %d, want %q %d", c.name, m.Status(), m.statusTone, c.status, c.stTone)
+		}
+		send(m, ev(247*time.Second, bench.Done{ID: "b1", Exp: "e3", Result: r}))
+		if !strings.Contains(plain(m), "+- "+c.title+" -") || !painted(m, m.styles.tone(c.tone), "+-") {
+			t.Errorf("%s: box title not %q in tone %d:\n%s", c.name, c.title, c.tone, plain(m))
+		}
+	}
+}
+
+// TestKillNamesRunningMeasurements: K's question says a running
+// benchmark or repeat will fail.
+func TestKillNamesRunningMeasurements(t *testing.T) {
+	const q = "Kill sglang pid 4123? SIGTERM, SIGKILL after the grace period, then wait for GPU memory."
+	m, _ := controlled(100, 30, ptr(readyStatus()))
+	send(m, benchEvents()[:3]...)
+	press(m, "K")
+	if got := boxText(m); got != q+" A benchmark b1 is running: it will fail. y/N" {
+		t.Errorf("with a bench: %q", got)
+	}
+	press(m, "n")
+	send(m, benchEvents()[3], ev(250*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatMeasuring, Samples: 3, Need: 10}))
+	press(m, "K")
+	if got := boxText(m); got != q+" A repeat (launch 2/5) is running: it will fail. y/N" {
+		t.Errorf("with a repeat: %q", got)
+	}
+	press(m, "n")
+	send(m, ev(260*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped}))
+	press(m, "K")
+	if got := boxText(m); got != q+" y/N" {
+		t.Errorf("nothing running: %q", got)
 	}
 }

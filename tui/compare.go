@@ -1,21 +1,24 @@
 package tui
 
 import (
+	"context"
 	"slices"
-	"strconv"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/stats"
 )
 
 // Comparing experiments in the experiments panel (x): space marks up to
 // two, B marks the baseline (MeasureControl.Baseline; the mark comes back
 // as an exp-baseline event the ledger folds), and c opens the compare
-// view: a full-screen, scrollable overlay of journal.Compare's Diff —
-// results with CI, delta and verdict (A/A noise next to it), the
-// fingerprint table with changed rows first, the commit range. A range
-// the journal did not record is read live with MeasureControl.Range.
+// view on the two marked, the marked one and the cursor's, or the
+// cursor's and the baseline (comparePair): a full-screen, scrollable
+// overlay of journal.Compare's Diff — results with CI, delta and verdict
+// (A/A noise next to it), the fingerprint table with changed rows first,
+// the commit range. A range the journal did not record is read live with
+// MeasureControl.Range, under a context that closing the view cancels.
 
 // BaselineMsg is the answer of a baseline mark made with B.
 type BaselineMsg struct {
@@ -46,6 +49,24 @@ type compareView struct {
 	seq        int  // the range request in flight, or the last one
 	reading    bool // the range is being read
 	rangeErr   string
+	// cancel ends the context the range is read under: closing or
+	// replacing the view calls it, so MeasureControl.Range returns.
+	cancel context.CancelFunc
+}
+
+// closeCompare closes the compare view, cancelling its range read; an
+// answer that still arrives is dropped (rangeResult).
+func (m *Model) closeCompare() {
+	if v := m.cmp; v != nil {
+		if v.cancel != nil {
+			v.cancel()
+			v.cancel = nil
+		}
+		v.reading = false
+	}
+	if m.modal == modalCompare {
+		m.modal = modalNone
+	}
 }
 
 // panelUnavailable is why space or c cannot act outside the panel or
@@ -104,7 +125,7 @@ func (m *Model) toggleMark() {
 		m.flash("marked "+sanitizeString(x.marked[0])+" and "+id+": c compares them", toneOK)
 		return
 	}
-	m.flash("marked "+id+": mark another, or c compares it with the baseline", toneOK)
+	m.flash("marked "+id+": c on another experiment compares the two; c on "+id+" compares it with the baseline", toneOK)
 }
 
 // toggleBaseline marks the selected experiment as the baseline, or clears
@@ -141,39 +162,49 @@ func (m *Model) baselineResult(r BaselineMsg) {
 	}
 }
 
-// comparePair picks what c compares: the two marked experiments (older
-// first); else the marked one, or the selected one, against the baseline
-// (the marked baseline, else the first experiment with a result). why is
-// "" when it found a pair, else why there is none.
+// comparePair picks what c compares: the two marked experiments (A the
+// older); else, when one is marked and the cursor is on another, those
+// two (A the older); else the cursor's experiment (B) against the
+// baseline (A: the one marked with B, else the first experiment with a
+// result). aWhy and bWhy say how each was chosen ("marked", "selected",
+// "baseline", "first with a result"); why is "" when it found a pair,
+// else why there is none.
 func (m *Model) comparePair() (a, b, aWhy, bWhy, why string) {
 	x := &m.exp
 	exps := x.ledger.Experiments()
 	index := func(id string) int {
 		return slices.IndexFunc(exps, func(e journal.Experiment) bool { return e.ID == id })
 	}
-	if len(x.marked) == 2 {
-		a, b = x.marked[0], x.marked[1]
+	older := func(a, b, aWhy, bWhy string) (string, string, string, string, string) {
 		if index(a) > index(b) {
-			a, b = b, a
+			a, b, aWhy, bWhy = b, a, bWhy, aWhy
 		}
-		return a, b, "marked", "marked", ""
+		return a, b, aWhy, bWhy, ""
+	}
+	cur := exps[x.sel()].ID
+	switch {
+	case len(x.marked) == 2:
+		return older(x.marked[0], x.marked[1], "marked", "marked")
+	case len(x.marked) == 1 && x.marked[0] != cur:
+		return older(x.marked[0], cur, "marked", "selected")
 	}
 	base, baseWhy := m.baselineID(), "baseline"
 	if base == "" {
 		_, base = m.implicitBase()
 		baseWhy = "first with a result"
 	}
-	other, otherWhy := exps[x.sel()].ID, "selected"
-	if len(x.marked) == 1 && x.marked[0] != base {
-		other, otherWhy = x.marked[0], "marked"
-	}
 	switch {
 	case base == "":
 		return "", "", "", "", "nothing to compare: mark two experiments (space), or a baseline (B)"
-	case other == base:
+	case cur == base:
 		return "", "", "", "", sanitizeString(base) + " is the baseline: select another experiment, or mark two (space)"
 	}
-	return base, other, baseWhy, otherWhy, ""
+	return base, cur, baseWhy, "selected", "" // the reference is A, as in the panel's delta column
+}
+
+// compareText says what c compares: "e1 (baseline) vs e3 (selected)".
+func compareText(a, b, aWhy, bWhy string) string {
+	return sanitizeString(a) + " (" + aWhy + ") vs " + sanitizeString(b) + " (" + bWhy + ")"
 }
 
 // implicitBase is the first experiment with a result: its median and id
@@ -209,10 +240,12 @@ func (m *Model) openCompare() tea.Cmd {
 	m.showHelp = false
 	seq := 1
 	if m.cmp != nil {
+		m.closeCompare() // a range read for the view it replaces ends
 		seq = m.cmp.seq + 1
 	}
 	m.cmp = &compareView{a: a, b: b, aWhy: aWhy, bWhy: bWhy, diff: d, seq: seq}
 	m.modal = modalCompare
+	m.flash("comparing "+compareText(a, b, aWhy, bWhy), toneOK)
 	return m.readRange()
 }
 
@@ -234,9 +267,11 @@ func (m *Model) readRange() tea.Cmd {
 	if d.Range != nil || from == "" || to == "" || from == to || m.measure == nil || m.opts.ReadOnly {
 		return nil
 	}
-	ctl, ctx, seq := m.measure, m.ctx, v.seq
-	v.reading = true
+	ctx, cancel := context.WithCancel(m.ctx)
+	ctl, seq := m.measure, v.seq
+	v.reading, v.cancel = true, cancel
 	return func() tea.Msg {
+		defer cancel()
 		r, err := ctl.Range(ctx, from, to)
 		return CompareRangeMsg{Seq: seq, Range: r, Err: err}
 	}
@@ -249,6 +284,10 @@ func (m *Model) rangeResult(r CompareRangeMsg) {
 		return
 	}
 	v.reading = false
+	if v.cancel != nil {
+		v.cancel() // the read is over: release its context
+		v.cancel = nil
+	}
 	switch {
 	case r.Err != nil:
 		v.rangeErr = errText(r.Err)
@@ -264,8 +303,7 @@ func (m *Model) compareKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	page := max(v.height-1, 1)
 	switch msg.String() {
 	case "esc", "c", "q", "ctrl+c":
-		m.modal = modalNone
-		m.cmp.reading = false
+		m.closeCompare()
 		return m, nil
 	case "a":
 		v.all = !v.all
@@ -312,11 +350,12 @@ func (m *Model) baselineDelta(cur *journal.Experiment) string {
 	return "vs " + sanitizeString(base.ID) + " " + deltaText(r.Median, br.Median)
 }
 
-// deltaText is v against base in percent, signed, one decimal: "+42.1%".
+// deltaText is v against base in percent, signed, one decimal: "+42.1%"
+// ("-" when base is not positive), as the compare view's delta column
+// and journal diff write it (journal.FormatRowDelta).
 func deltaText(v, base float64) string {
-	d := strconv.FormatFloat((v-base)/base*100, 'f', 1, 64) + "%"
-	if v >= base {
-		d = "+" + d
+	if !(base > 0) {
+		return "-"
 	}
-	return d
+	return journal.FormatRowDelta(&journal.ResultRow{A: stats.Summary{N: 1, Median: base}, B: stats.Summary{N: 1, Median: v}})
 }

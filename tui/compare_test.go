@@ -2,11 +2,14 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/event"
@@ -14,11 +17,13 @@ import (
 	"github.com/flightdeck-dev/flightdeck/stats"
 )
 
-// fakeMeasure records baseline marks and answers Range with rng.
+// fakeMeasure records baseline marks and answers Range with rng; with
+// block set, Range sends its context on block and returns when it ends.
 type fakeMeasure struct {
 	callLog
-	rng *journal.CommitRange
-	err error
+	rng   *journal.CommitRange
+	err   error
+	block chan context.Context
 }
 
 func (f *fakeMeasure) Baseline(_ context.Context, id string) error {
@@ -26,8 +31,13 @@ func (f *fakeMeasure) Baseline(_ context.Context, id string) error {
 	return f.err
 }
 
-func (f *fakeMeasure) Range(_ context.Context, from, to string) (*journal.CommitRange, error) {
+func (f *fakeMeasure) Range(ctx context.Context, from, to string) (*journal.CommitRange, error) {
 	f.record("Range " + from[:7] + ".." + to[:7])
+	if f.block != nil {
+		f.block <- ctx
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	return f.rng, f.err
 }
 
@@ -134,12 +144,29 @@ func TestPanelMarksAndCompares(t *testing.T) {
 	if !strings.Contains(plain(m), "delta vs e1 (baseline)") {
 		t.Errorf("panel title:\n%s", plain(m))
 	}
-	// One marked (e3) with a baseline: e3 against it.
+	// One marked (e3), the cursor on another (e1, the baseline): the two,
+	// older first, whatever the baseline.
 	press(m, "c")
-	if m.modal != modalCompare || m.cmp.a != "e1" || m.cmp.b != "e3" || m.cmp.aWhy != "baseline" || m.cmp.bWhy != "marked" {
-		t.Fatalf("marked vs baseline: %+v", m.cmp)
+	if m.modal != modalCompare || m.cmp.a != "e1" || m.cmp.b != "e3" || m.cmp.aWhy != "selected" || m.cmp.bWhy != "marked" ||
+		m.Status() != "comparing e1 (selected) vs e3 (marked)" {
+		t.Fatalf("marked vs cursor: %+v status %q", m.cmp, m.Status())
 	}
-	press(m, "esc")
+	press(m, "esc", "down")
+	press(m, "c")
+	if m.cmp.a != "e2" || m.cmp.b != "e3" || m.Status() != "comparing e2 (selected) vs e3 (marked)" {
+		t.Fatalf("marked vs cursor e2: %+v status %q", m.cmp, m.Status())
+	}
+	// The cursor on the marked one: it against the baseline.
+	press(m, "esc", "down")
+	press(m, "c")
+	if m.cmp.a != "e1" || m.cmp.b != "e3" || m.cmp.aWhy != "baseline" || m.cmp.bWhy != "selected" ||
+		m.Status() != "comparing e1 (baseline) vs e3 (selected)" {
+		t.Fatalf("marked under the cursor vs baseline: %+v status %q", m.cmp, m.Status())
+	}
+	if f := screenLines(m)[39]; f != "comparing e1 (baseline) vs e3 (selected)" {
+		t.Errorf("footer %q", f)
+	}
+	press(m, "esc", "up", "up")
 	// B on the baseline clears it.
 	do(m, "B")
 	if c := f.Calls(); c[len(c)-1] != `Baseline ""` || !strings.HasPrefix(m.Status(), "baseline cleared") {
@@ -149,6 +176,51 @@ func TestPanelMarksAndCompares(t *testing.T) {
 	do(m, "B")
 	if m.Status() != "baseline not marked: no experiment e9" {
 		t.Errorf("B error: %q", m.Status())
+	}
+}
+
+// TestCompareRangeReadEndsWithTheView: closing the compare view cancels
+// the context of its live range read, so MeasureControl.Range returns;
+// its late answer is dropped, and a view opened after it reads afresh.
+func TestCompareRangeReadEndsWithTheView(t *testing.T) {
+	for _, closeKey := range []string{"esc", "c", "q"} {
+		m, f := measureScene(120, 40)
+		f.block = make(chan context.Context)
+		press(m, "x")
+		cmd := press(m, "c")
+		if m.modal != modalCompare || cmd == nil || !m.cmp.reading {
+			t.Fatalf("c: modal %d reading %v", m.modal, m.cmp != nil && m.cmp.reading)
+		}
+		answer := make(chan tea.Msg)
+		go func() { answer <- cmd() }()
+		ctx := <-f.block // Range is running
+		if ctx.Err() != nil {
+			t.Fatal("the read's context ended before the view closed")
+		}
+		press(m, closeKey)
+		if m.modal != modalNone || m.Quitting() {
+			t.Fatalf("%s: modal %d quitting %v", closeKey, m.modal, m.Quitting())
+		}
+		if ctx.Err() == nil {
+			t.Fatalf("%s: the range read was not cancelled", closeKey)
+		}
+		msg := <-answer
+		if r, ok := msg.(CompareRangeMsg); !ok || !errors.Is(r.Err, context.Canceled) {
+			t.Fatalf("answer %#v", msg)
+		}
+		m.Update(msg)
+		if m.cmp.rangeErr != "" || m.modal != modalNone || m.Status() != "" {
+			t.Errorf("%s: the closed view's answer was applied: rangeErr %q modal %d status %q", closeKey, m.cmp.rangeErr, m.modal, m.Status())
+		}
+		// Opened again, it reads afresh under a new context; its answer
+		// lands.
+		f.block = nil
+		for _, msg := range run(press(m, "c")) {
+			m.Update(msg)
+		}
+		if m.cmp.reading || m.cmp.rangeErr != "" || m.cmp.diff.Range == nil || m.cmp.cancel != nil {
+			t.Errorf("%s: reopened: reading %v err %q range %v", closeKey, m.cmp.reading, m.cmp.rangeErr, m.cmp.diff.Range)
+		}
 	}
 }
 
@@ -344,4 +416,43 @@ func TestCompareGolden(t *testing.T) {
 		}
 		golden.RequireEqual(t, plain(m))
 	})
+}
+
+// TestSharedFormatting: the cockpit's deltas and counts read as the
+// journal's (journal.FormatRowDelta, journal.FormatLaunches), and its one
+// plural handles -es words.
+func TestSharedFormatting(t *testing.T) {
+	for _, c := range []struct {
+		v, base float64
+		want    string
+	}{
+		{88.9, 82.3, "+8.0%"}, {61.6, 82.3, "-25.2%"}, {82.3, 82.3, "+0.0%"}, {82.3001, 82.3, "+0.0%"},
+		{5, 0, "-"}, {5, -1, "-"},
+	} {
+		if got := deltaText(c.v, c.base); got != c.want {
+			t.Errorf("deltaText(%v, %v) = %q, want %q", c.v, c.base, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		n          int
+		what, want string
+	}{
+		{1, "commit", "1 commit"}, {2, "commit", "2 commits"}, {0, "file", "0 files"},
+		{2, "stash", "2 stashes"}, {1, "stash", "1 stash"}, {3, "launch", "3 launches"}, {2, "box", "2 boxes"},
+	} {
+		if got := plural(c.n, c.what); got != c.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.what, got, c.want)
+		}
+		if c.what == "launch" && journal.FormatLaunches(c.n) != plural(c.n, "launch") {
+			t.Errorf("launches: journal %q, cockpit %q", journal.FormatLaunches(c.n), plural(c.n, "launch"))
+		}
+	}
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{88.44, "88.4"}, {1446.2, "1446"}, {0.4123, "0.412"}, {0, "0.0"}, {math.NaN(), "-"}, {math.Inf(1), "-"}} {
+		if got := fmtNum(c.v); got != c.want {
+			t.Errorf("fmtNum(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
 }

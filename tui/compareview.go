@@ -295,16 +295,8 @@ func (m *Model) compareNoise(iw int) []string {
 	}
 	out := []string{truncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
 	for _, n := range d.Noise {
-		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+launchesText(n.Launches)+"  "+sanitizeString(n.Metric)+
-			" +-"+fmtRate(n.Spread)+"% ("+fmtRate(n.Lo)+" to "+fmtRate(n.Hi)+")", iw))
+		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+journal.FormatLaunches(n.Launches)+"  "+sanitizeString(n.Metric)+
+			" +-"+strconv.FormatFloat(n.Spread, 'f', 1, 64)+"% ("+fmtNum(n.Lo)+" to "+fmtNum(n.Hi)+")", iw))
 	}
 	return out
-}
-
-// launchesText is "1 launch", "5 launches".
-func launchesText(n int) string {
-	if n == 1 {
-		return "1 launch"
-	}
-	return strconv.Itoa(n) + " launches"
 }

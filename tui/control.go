@@ -190,9 +190,23 @@ func (m *Model) confirmKill() {
 	m.killTarget = m.srv.who()
 }
 
-// killQuestion is the confirmation's text.
+// killQuestion is the confirmation's text; it names a benchmark or a
+// repeat that is running, since the kill makes them fail.
 func (m *Model) killQuestion() string {
-	return "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory."
+	q := "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory."
+	if c := m.bench.cur; c != nil {
+		q += " A benchmark " + sanitizeString(c.ID) + " is running: it will fail."
+	} else if m.bench.running {
+		q += " A benchmark is starting: it will fail."
+	}
+	if m.rep.running || m.rep.hasProg {
+		r := "A repeat"
+		if p := &m.rep.prog; m.rep.hasProg && p.N > 0 {
+			r += " (launch " + strconv.Itoa(p.I) + "/" + strconv.Itoa(p.N) + ")"
+		}
+		q += " " + r + " is running: it will fail."
+	}
+	return q
 }
 
 // killKey answers the confirmation: y kills, anything else cancels.

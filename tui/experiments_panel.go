@@ -186,9 +186,32 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 	st := &m.styles
 	x := &m.exp
 	rows, baseID := m.expRows()
+	bh := h - 1
+	// The rows get up to half the area (all of them when they fit), the
+	// details the rest; the window keeps the cursor in view.
+	vis, cur := 0, x.sel()
+	if len(rows) > 0 && bh > 0 {
+		vis = min(len(rows), max(1, bh/2-1))
+		if len(rows)+1 <= bh/2 {
+			vis = len(rows)
+		}
+		x.height = vis
+		x.top = clamp(x.top, 0, len(rows)-vis)
+		if cur < x.top {
+			x.top = cur
+		}
+		if cur >= x.top+vis {
+			x.top = cur - vis + 1
+		}
+	}
 	var tail []titlePart
 	if n := len(rows); n > 0 {
-		tail = append(tail, titlePart{"  " + plural(n, "experiment"), st.Dim})
+		count := "  " + plural(n, "experiment")
+		if vis > 0 && vis < n {
+			// Rows above or below the window: which ones show.
+			count = "  " + strconv.Itoa(x.top+1) + "-" + strconv.Itoa(x.top+vis) + "/" + plural(n, "experiment")
+		}
+		tail = append(tail, titlePart{count, st.Dim})
 		if cur := x.ledger.Current(); cur != nil {
 			tail = append(tail, titlePart{"  " + sanitizeString(cur.ID) + " open", st.OK})
 		}
@@ -203,7 +226,6 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 		}
 	}
 	lines = append(lines, titleRule(st, w, "experiments", "", tail))
-	bh := h - 1
 	if bh <= 0 {
 		return lines
 	}
@@ -218,21 +240,6 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 		}
 		body = append(body, st.Dim.Render(truncate(why, w)))
 	} else {
-		// The rows get up to half the area (all of them when they fit),
-		// the details the rest.
-		vis := min(len(rows), max(1, bh/2-1))
-		if len(rows)+1 <= bh/2 {
-			vis = len(rows)
-		}
-		x.height = vis
-		cur := x.sel()
-		x.top = clamp(x.top, 0, len(rows)-vis)
-		if cur < x.top {
-			x.top = cur
-		}
-		if cur >= x.top+vis {
-			x.top = cur - vis + 1
-		}
 		body = append(body, m.expTable(rows, x.top, vis, cur, w)...)
 		body = append(body, "")
 		body = append(body, m.expDetail(&x.ledger.Experiments()[cur], w)...)
@@ -357,11 +364,18 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 		}
 	}
 	out = append(out, truncateStyled(head+st.Dim.Render(truncate(when, w-textWidth(stripSGR(head)))), w))
-	field := func(label, text string, tn Tone) {
+	// fieldN wraps text beside its label onto up to maxLines lines (0:
+	// all), the last one ending in "..." when more would follow.
+	fieldN := func(label, text string, tn Tone, maxLines int) {
 		if text == "" {
 			return
 		}
-		ls := wrapWords(text, max(w-detailLabel, 8))
+		lw := max(w-detailLabel, 8)
+		ls := wrapWords(text, lw)
+		if maxLines > 0 && len(ls) > maxLines {
+			ls = ls[:maxLines]
+			ls[maxLines-1] = truncate(ls[maxLines-1], max(lw-3, 1)) + "..."
+		}
 		for i, l := range ls {
 			lab := ""
 			if i == 0 {
@@ -370,6 +384,7 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 			out = append(out, truncateStyled(st.Dim.Render(padRight(lab, detailLabel))+tn.Render(l), w))
 		}
 	}
+	field := func(label, text string, tn Tone) { fieldN(label, text, tn, 0) }
 	cut := func(label, text string, tn Tone) {
 		if text != "" {
 			out = append(out, truncateStyled(st.Dim.Render(padRight(label, detailLabel))+tn.Render(truncate(text, w-detailLabel)), w))
@@ -415,7 +430,7 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 		} else if d.Result.Failed > 0 || d.Result.Cancelled {
 			tn = st.Warn
 		}
-		cut(lab, benchLine(d), tn)
+		fieldN(lab, sanitizeString(journal.BenchRunText(*d)), tn, 2) // two lines: the counts come after the latencies
 	}
 	if r := e.Repeat; r != nil {
 		cut("repeat", "launch "+strconv.Itoa(r.I)+" of "+strconv.Itoa(r.N)+" of "+sanitizeString(r.Series), st.Text)

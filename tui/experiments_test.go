@@ -894,3 +894,53 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 		t.Errorf("no samples:\n%s", scr)
 	}
 }
+
+// TestPanelSaysWhichRowsShow: at 80x24 fifteen experiments do not fit;
+// the panel's title says which rows show, and follows the cursor.
+func TestPanelSaysWhichRowsShow(t *testing.T) {
+	m, _ := labScene(80, 24, Options{})
+	for i := 1; i <= 15; i++ {
+		id := fmt.Sprintf("e%d", i)
+		send(m, ev(time.Duration(10*i)*time.Second, journal.ExperimentStart{ID: id, Name: "try " + id, Trigger: journal.TriggerKey}),
+			ev(time.Duration(10*i+5)*time.Second, journal.ExperimentEnd{Exp: id, Trigger: journal.TriggerKey}))
+	}
+	press(m, "x")
+	title := func() string {
+		for _, l := range screenLines(m) {
+			if strings.HasPrefix(l, "experiments") {
+				return l
+			}
+		}
+		return ""
+	}
+	rows := func() (ids []string) {
+		for _, l := range screenLines(m) {
+			if len(l) > 2 && l[2] == 'e' && strings.ContainsAny(l[:2], " >*") {
+				ids = append(ids, strings.Fields(l[2:])[0]) // a row: "> e15  try e15 ..."
+			}
+		}
+		return ids
+	}
+	// The newest is selected: the window ends with it.
+	ids := rows()
+	if len(ids) == 0 || len(ids) >= 15 || ids[len(ids)-1] != "e15" {
+		t.Fatalf("rows %q:\n%s", ids, plain(m))
+	}
+	want := fmt.Sprintf("experiments  %d-15/15 experiments", 16-len(ids))
+	if tl := title(); !strings.HasPrefix(tl, want+" ") {
+		t.Errorf("title %q, want %q", tl, want)
+	}
+	press(m, "home")
+	if tl := title(); !strings.HasPrefix(tl, fmt.Sprintf("experiments  1-%d/15 experiments ", len(ids))) || rows()[0] != "e1" {
+		t.Errorf("home: title %q rows %q", tl, rows())
+	}
+	// All rows fitting: the count alone.
+	m2, _ := labScene(100, 30, Options{})
+	send(m2, session()...)
+	press(m2, "x")
+	for _, l := range screenLines(m2) {
+		if strings.HasPrefix(l, "experiments") && !strings.HasPrefix(l, "experiments  3 experiments ") {
+			t.Errorf("all shown: %q", l)
+		}
+	}
+}

@@ -302,9 +302,13 @@ func (m *Model) gitResult(msg tea.Msg) tea.Cmd {
 }
 
 // quitAfterGit quits once the git action that held the quit back has
-// ended, unless a server action still runs: quitting would cancel that
-// one, so it asks as q does then.
+// ended, unless a repeat runs (it is stopped first, repeatQuit) or a
+// server action does: quitting would cancel that one, so it asks as q
+// does then.
 func (m *Model) quitAfterGit() tea.Cmd {
+	if m.rep.running {
+		return m.repeatQuit() // it quits when the repeat has stopped
+	}
 	if m.srv.busy != actionNone {
 		m.quitArmed = true
 		m.flash("the git action ended; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)

@@ -300,12 +300,20 @@ func baseNames(paths []string, total, n int) string {
 	return b.String()
 }
 
-// plural is "1 commit", "2 commits".
+// plural is a count of what in words: "1 commit", "2 commits", "2
+// stashes" (es after s, x, z, ch and sh). The cockpit's one plural.
 func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}
-	return strconv.Itoa(n) + " " + what + "s"
+	s := "s"
+	for _, end := range []string{"s", "x", "z", "ch", "sh"} {
+		if strings.HasSuffix(what, end) {
+			s = "es"
+			break
+		}
+	}
+	return strconv.Itoa(n) + " " + what + s
 }
 
 // gitLine is one line of the panel body: styled text and the selectable

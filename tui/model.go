@@ -359,7 +359,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case BenchResultMsg:
 		m.benchResult(msg)
 	case RepeatResultMsg:
-		m.repeatResult(msg)
+		return m, m.repeatResult(msg)
 	case BaselineMsg:
 		m.baselineResult(msg)
 	case CompareRangeMsg:
@@ -595,15 +595,20 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		// a second one at once.
 		return m, m.gitQuit()
 	}
+	if key.Matches(msg, k.Quit.Binding) && m.rep.running && (armed || m.rep.quitWhen || msg.String() == "ctrl+c") {
+		// A repeat cut short mid-relaunch leaves the server killed: stop
+		// it and quit when it returns; pressed again, quit now.
+		return m, m.repeatQuit()
+	}
 	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.rep.running) && !armed {
 		// A kill or relaunch cut short leaves the server half-stopped.
 		// Ask once.
 		m.quitArmed = true
-		what := controlUnavailable(m, "")
 		if m.srv.busy == actionNone {
-			what = "a repeat is running"
+			m.flash(repeatArmText, toneWarn)
+			return m, nil
 		}
-		m.flash(what+"; quitting cancels it - q again to quit", toneWarn)
+		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
 		return m, nil
 	}
 	for _, b := range k.matchOrder() {
@@ -761,7 +766,8 @@ func (m *Model) scroll(d int) {
 // only ends the UI; it never stops the inference server. A kill or launch
 // still in flight is cancelled (Run cancels its context), so q asks twice
 // while one runs; during a git action q quits when the action ends (a
-// second q at once).
+// second q at once); during a repeat a confirmed q (or ctrl+c) stops it
+// and quits when its relaunch has finished (q again at once).
 func (m *Model) Quitting() bool { return m.quitting }
 
 // Status is the one-line answer to the last key that could not act, e.g.

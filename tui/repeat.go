@@ -27,8 +27,11 @@ type repeatState struct {
 	cancel  context.CancelFunc // the repeat started here; nil when none runs
 	running bool
 	stopped bool // its stop was asked
-	prog    sessions.RepeatProgress
-	hasProg bool // a repeat is in progress by the stream
+	// quitWhen: a confirmed quit stopped it; the cockpit quits when Run
+	// returns (its relaunch finishes under its own deadline first).
+	quitWhen bool
+	prog     sessions.RepeatProgress
+	hasProg  bool // a repeat is in progress by the stream
 }
 
 // Repeat form fields, in order.
@@ -136,10 +139,11 @@ func (m *Model) startRepeat(cfg sessions.RepeatConfig) tea.Cmd {
 	}
 }
 
-// repeatResult applies the answer of a repeat.
-func (m *Model) repeatResult(r RepeatResultMsg) {
-	stopped := m.rep.stopped
-	m.rep.cancel, m.rep.running, m.rep.stopped = nil, false, false
+// repeatResult applies the answer of a repeat; after a confirmed quit it
+// returns the command that quits.
+func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
+	stopped, quit := m.rep.stopped, m.rep.quitWhen
+	m.rep.cancel, m.rep.running, m.rep.stopped, m.rep.quitWhen = nil, false, false, false
 	m.rep.hasProg = false
 	if m.modal == modalStop && m.stopWhat == "repeat" {
 		m.modal = modalNone // the question is moot
@@ -152,6 +156,49 @@ func (m *Model) repeatResult(r RepeatResultMsg) {
 	default:
 		m.flash("repeat failed: "+errText(r.Err), toneCrit)
 	}
+	if !quit {
+		return nil
+	}
+	switch {
+	case m.git.doing != "":
+		// A git action cut short leaves the tree half-changed: quit when
+		// it ends, as q does while one runs.
+		m.git.quitWhen = true
+		m.flash("the repeat stopped; "+gitQuitText, toneWarn)
+		return nil
+	case m.srv.busy != actionNone:
+		m.quitArmed = true
+		m.flash("the repeat stopped; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
+		return nil
+	}
+	m.quitting = true
+	return tea.Quit
+}
+
+// repeatArmText is the answer to a first q while a repeat runs.
+const repeatArmText = "a repeat is running: q again stops it, then quits once its relaunch is done"
+
+// repeatQuitText is the answer to a confirmed quit while a repeat runs.
+const repeatQuitText = "stopping the repeat: waiting for the relaunch to finish (q again quits now)"
+
+// repeatQuit answers a confirmed quit (a second q, or ctrl+c) while a
+// repeat started here runs: quitting at once would cancel a relaunch
+// halfway and strand the server killed, so it stops the repeat and quits
+// when RepeatControl.Run returns (repeatResult); pressed again, it quits
+// now.
+func (m *Model) repeatQuit() tea.Cmd {
+	if m.rep.quitWhen {
+		m.quitting = true
+		return tea.Quit
+	}
+	m.rep.quitWhen = true
+	m.flash(repeatQuitText, toneWarn)
+	if m.rep.stopped || m.rep.cancel == nil {
+		return nil // stopping already
+	}
+	m.rep.cancel()
+	m.rep.stopped = true
+	return m.recordCmd("stop repeat (quit)")
 }
 
 // applyRepeat folds a repeat's progress event.
@@ -188,7 +235,10 @@ func (m *Model) repeatBanner() []banner {
 	if p.Exp != "" {
 		text += " (" + p.Exp + ")"
 	}
-	if m.rep.running {
+	switch {
+	case m.rep.quitWhen:
+		text += "  (stopping to quit; q quits now)"
+	case m.rep.running:
 		text += "  (R stops)"
 	}
 	return []banner{{text: text, short: short, tone: toneAccent}}

@@ -2,11 +2,13 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -90,7 +92,7 @@ func TestRepeatProgressAndStop(t *testing.T) {
 	}
 	// q asks once while it runs.
 	press(m, "q")
-	if m.Quitting() || m.Status() != "a repeat is running; quitting cancels it - q again to quit" {
+	if m.Quitting() || m.Status() != "a repeat is running: q again stops it, then quits once its relaunch is done" {
 		t.Errorf("q: quitting %v status %q", m.Quitting(), m.Status())
 	}
 	press(m, "R")
@@ -108,6 +110,98 @@ func TestRepeatProgressAndStop(t *testing.T) {
 	if l := screenLines(m)[1]; strings.HasPrefix(l, "repeat") {
 		t.Errorf("banner after the end: %q", l)
 	}
+}
+
+// TestQuitDuringRepeatWaitsForIt: a confirmed quit while a repeat runs
+// stops the repeat and quits only when RepeatControl.Run has returned (a
+// relaunch cut halfway would strand the server killed); q again quits at
+// once; ctrl+c skips the question but still waits.
+func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
+	isQuit := func(cmd tea.Cmd) bool {
+		if cmd == nil {
+			return false
+		}
+		_, ok := cmd().(tea.QuitMsg)
+		return ok
+	}
+	start := func(t *testing.T) (*Model, *fakeRepeat, tea.Cmd) {
+		t.Helper()
+		m, f := repeatScene(100, 30)
+		f.wait = true
+		press(m, "R")
+		cmd := press(m, "enter")
+		if cmd == nil || !m.rep.running {
+			t.Fatal("no repeat started")
+		}
+		send(m, ev(200*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatRelaunching}))
+		return m, f, cmd
+	}
+	const waiting = "stopping the repeat: waiting for the relaunch to finish (q again quits now)"
+
+	t.Run("q q waits for the repeat", func(t *testing.T) {
+		m, _, cmd := start(t)
+		if c := press(m, "q"); m.Quitting() || c != nil {
+			t.Fatal("the first q quit")
+		}
+		c := press(m, "q")
+		if m.Quitting() || isQuit(c) || m.Status() != waiting {
+			t.Fatalf("second q: quitting %v status %q", m.Quitting(), m.Status())
+		}
+		if !m.rep.stopped || !m.rep.running {
+			t.Fatalf("the repeat was not stopped: stopped %v running %v", m.rep.stopped, m.rep.running)
+		}
+		if l := screenLines(m)[1]; l != "repeat 2/5 of e3: relaunching (e4)  (stopping to quit; q quits now)" {
+			t.Errorf("banner %q", l)
+		}
+		// Other keys leave the wait alone.
+		press(m, "f")
+		if m.Quitting() || !m.rep.quitWhen {
+			t.Error("a key ended the wait")
+		}
+		msgs := run(cmd) // Run returns: its context was cancelled
+		if len(msgs) != 1 {
+			t.Fatalf("answer %v", msgs)
+		}
+		if r, ok := msgs[0].(RepeatResultMsg); !ok || !errors.Is(r.Err, context.Canceled) {
+			t.Fatalf("answer %#v", msgs[0])
+		}
+		_, q := m.Update(msgs[0])
+		if !m.Quitting() || !isQuit(q) {
+			t.Errorf("the repeat's end did not quit: quitting %v", m.Quitting())
+		}
+	})
+	t.Run("q q q quits now", func(t *testing.T) {
+		m, _, _ := start(t)
+		press(m, "q", "q")
+		if c := press(m, "q"); !m.Quitting() || !isQuit(c) {
+			t.Errorf("third q: quitting %v", m.Quitting())
+		}
+	})
+	t.Run("ctrl+c waits, twice quits", func(t *testing.T) {
+		m, _, _ := start(t)
+		if c := press(m, "ctrl+c"); m.Quitting() || isQuit(c) || m.Status() != waiting || !m.rep.stopped {
+			t.Fatalf("ctrl+c: quitting %v status %q", m.Quitting(), m.Status())
+		}
+		if c := press(m, "ctrl+c"); !m.Quitting() || !isQuit(c) {
+			t.Errorf("second ctrl+c: quitting %v", m.Quitting())
+		}
+	})
+	t.Run("a failed repeat still quits", func(t *testing.T) {
+		m, _, _ := start(t)
+		press(m, "q", "q")
+		if _, q := m.Update(RepeatResultMsg{Err: fmt.Errorf("relaunch 2/5: launch failed")}); !m.Quitting() || !isQuit(q) {
+			t.Errorf("quitting %v", m.Quitting())
+		}
+	})
+	t.Run("no quit asked: the end does not quit", func(t *testing.T) {
+		m, _, cmd := start(t)
+		press(m, "R", "y")
+		for _, msg := range run(cmd) {
+			if _, q := m.Update(msg); m.Quitting() || q != nil {
+				t.Error("a stopped repeat quit")
+			}
+		}
+	})
 }
 
 func TestRepeatUnavailable(t *testing.T) {

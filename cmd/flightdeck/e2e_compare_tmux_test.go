@@ -57,7 +57,7 @@ func TestDemoCompareVerdictInTmux(t *testing.T) {
 	// b: four requests, then the result box.
 	s.keys("b")
 	s.waitScreen(5*time.Second, has("warm-up"))
-	for range 3 { // input len, output len, concurrency, then requests
+	for range 4 { // endpoint, input len, output len, concurrency, then requests
 		s.keys("Tab")
 	}
 	field("4")
