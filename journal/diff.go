@@ -3,11 +3,11 @@ package journal
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +41,20 @@ const (
 // The field rows' groups, in order.
 var fieldGroups = []string{"commit", "patch", "env", "flags", "bench", "versions", "gpu", "host"}
 
+// keyCache holds the ConfigKey of each experiment of one Compare: a key
+// costs a JSON encoding and a SHA-256, and each experiment is looked at
+// several times.
+type keyCache map[*Experiment]string
+
+func (c keyCache) of(x *Experiment) string {
+	k, ok := c[x]
+	if !ok {
+		k = ConfigKey(x)
+		c[x] = k
+	}
+	return k
+}
+
 // ConfigKey is the identity of x's configuration, for grouping launches of
 // the same configuration (one launch is one sample of a verdict): an
 // opaque string made of its HEAD, its dirty patch's SHA-256, its launch's
@@ -68,9 +82,17 @@ func ConfigKey(x *Experiment) string {
 		}
 	}
 	slices.Sort(versions)
-	b, err := json.Marshal([]any{g.Head, g.PatchSHA256, env, rl.Argv, versions})
-	if err != nil {
-		return "" // strings and string slices always marshal
+	// Each part is length-prefixed, so no two different configurations
+	// write the same bytes.
+	var b []byte
+	put := func(s string) { b = append(strconv.AppendInt(b, int64(len(s)), 10), ':'); b = append(b, s...) }
+	put(g.Head)
+	put(g.PatchSHA256)
+	for _, list := range [][]string{env, rl.Argv, versions} {
+		b = strconv.AppendInt(b, int64(len(list)), 10)
+		for _, s := range list {
+			put(s)
+		}
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -155,14 +177,15 @@ func Compare(exps []Experiment, a, b string) (*Diff, error) {
 		return nil, err
 	}
 	d := &Diff{A: xa, B: xb}
-	ga, gb := launchGroups(exps, xa, xb), launchGroups(exps, xb, xa)
+	keys := keyCache{}
+	ga, gb := launchGroups(exps, xa, xb, keys), launchGroups(exps, xb, xa, keys)
 	d.LaunchesA, d.LaunchesB = representatives(ga, xa), representatives(gb, xb)
 	ra, rb := benchRuns(ga, xa), benchRuns(gb, xb)
 	settings := benchSettingRows(ra, rb)
 	d.Results = resultRows(d, ga, gb, settings)
 	d.Fields = fieldRows(xa, xb, settings)
 	d.Range, d.RangeNote = findRange(exps, xa, xb)
-	d.Noise = noiseRows(exps)
+	d.Noise = noiseRows(exps, keys)
 	return d, nil
 }
 
@@ -199,16 +222,16 @@ func findExp(exps []Experiment, s string) (*Experiment, error) {
 // known (it never joins a group, and no such experiment joins x's), and
 // when other has the same configuration (an A/A comparison: the same
 // launches on both sides would compare nothing).
-func launchGroups(exps []Experiment, x, other *Experiment) [][]*Experiment {
-	key := ConfigKey(x)
-	if _, ok := launchOfExp(x); key == "" || !ok || key == ConfigKey(other) {
+func launchGroups(exps []Experiment, x, other *Experiment, keys keyCache) [][]*Experiment {
+	key := keys.of(x)
+	if _, ok := launchOfExp(x); key == "" || !ok || key == keys.of(other) {
 		return [][]*Experiment{{x}}
 	}
 	var out [][]*Experiment
 	var ids []launchID
 	for i := range exps {
 		y := &exps[i]
-		if y != x && (ConfigKey(y) != key || !hasResult(y)) {
+		if y != x && (keys.of(y) != key || !hasResult(y)) {
 			continue
 		}
 		if id, ok := launchOfExp(y); ok { // a launch not known is never pooled
@@ -519,7 +542,7 @@ func findRange(exps []Experiment, a, b *Experiment) (*CommitRange, string) {
 // benchmark output tok/s), in order of each configuration's first launch.
 // A launch counts once (its experiment with the most samples of the
 // metric); experiments whose launch is not known are left out.
-func noiseRows(exps []Experiment) []NoiseRow {
+func noiseRows(exps []Experiment, cache keyCache) []NoiseRow {
 	type config struct {
 		first  *Experiment
 		groups [][]*Experiment
@@ -529,7 +552,7 @@ func noiseRows(exps []Experiment) []NoiseRow {
 	configs := map[string]*config{}
 	for i := range exps {
 		x := &exps[i]
-		k := ConfigKey(x)
+		k := cache.of(x)
 		id, ok := launchOfExp(x)
 		if k == "" || !ok || !hasResult(x) {
 			continue
