@@ -12,7 +12,9 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
 // Bencher errors.
@@ -25,6 +27,10 @@ var (
 	// ErrNoDialer is returned by Bencher.Run without a way to reach the
 	// host's ports.
 	ErrNoDialer = errors.New("cannot reach the server's port on this host (no port-forward)")
+	// ErrServerLoading is wrapped by Bencher.Run's error while the server
+	// is launching or loading: "the server is still loading (ready in
+	// about 40s, as its last launch took 1m20s): wait for ready".
+	ErrServerLoading = errors.New("the server is still loading")
 )
 
 // Bencher runs the serving benchmark behind the cockpit's b and
@@ -49,6 +55,11 @@ type Bencher struct {
 	Experiment func() string
 	// Publish receives the run's events; nil publishes nothing.
 	Publish event.Sink
+	// Server, when set, is the server's state as the stream says: Run
+	// refuses, before sending anything, while it is launching or loading
+	// (ErrServerLoading) or when none is up (server.ErrNoServer). Nil,
+	// or before any status was observed: only Port is checked.
+	Server *ServerWatch
 
 	mu      sync.Mutex
 	last    *bench.Config
@@ -76,7 +87,8 @@ func (b *Bencher) publish(p event.Payload) {
 // Run benchmarks the server with cfg (zero fields take the defaults) and
 // returns its result; a cancelled ctx stops it and returns the partial
 // result (Result.Cancelled). Before anything is published it fails with
-// ErrBenchBusy, a config error (bench.Config.Validate), ErrNoDialer or
+// ErrBenchBusy, a config error (bench.Config.Validate), ErrNoDialer, an
+// error wrapping ErrServerLoading or server.ErrNoServer (with Server), or
 // ErrNoServerPort; after bench.Started, an error (the model cannot be
 // listed, a warm-up request failed) is also published in bench.Done.
 func (b *Bencher) Run(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
@@ -86,6 +98,11 @@ func (b *Bencher) Run(ctx context.Context, cfg bench.Config) (*bench.Result, err
 	}
 	if b.Dialer == nil {
 		return nil, ErrNoDialer
+	}
+	if b.Server != nil {
+		if err := b.Server.Check(time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	port := 0
 	if b.Port != nil {
@@ -135,4 +152,93 @@ func (b *Bencher) Run(ctx context.Context, cfg bench.Config) (*bench.Result, err
 	res.Target = target
 	b.publish(bench.Done{ID: id, Exp: exp, Result: res})
 	return res, nil
+}
+
+// ServerWatch follows the server's status for a Bencher: the cockpit
+// feeds it every server.Status of the stream (Observe), and Bencher.Run
+// asks it whether the server can be benchmarked (Check). It also
+// remembers how long the last launch took to get ready, to say when a
+// loading one should be. Its methods are safe for concurrent use; the
+// zero value is ready to use and has seen nothing.
+type ServerWatch struct {
+	mu        sync.Mutex
+	st        server.Status
+	seen      bool
+	lastReady time.Duration // ReadyAfter of the last launch that got ready; 0 when none
+}
+
+// Observe records st, the server's latest status.
+func (w *ServerWatch) Observe(st server.Status) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.st, w.seen = st, true
+	if st.ReadyAfter > 0 {
+		w.lastReady = st.ReadyAfter
+	}
+}
+
+// Check says whether the server can be benchmarked now: nil when it is
+// ready or running, or when no status was observed yet (nothing is
+// known: the port check decides); an error wrapping ErrServerLoading
+// while it launches or loads ("… (ready in about 40s, as its last launch
+// took 1m20s): wait for ready", or the stage and time so far when no
+// launch got ready before); one wrapping server.ErrNoServer otherwise
+// ("no server running (it failed: oom): launch one (L)").
+func (w *ServerWatch) Check(now time.Time) error {
+	w.mu.Lock()
+	st, seen, last := w.st, w.seen, w.lastReady
+	w.mu.Unlock()
+	if !seen {
+		return nil
+	}
+	switch st.Phase {
+	case server.PhaseReady, server.PhaseRunning:
+		return nil
+	case server.PhaseLaunching, server.PhaseLoading:
+		return fmt.Errorf("%w (%s): wait for ready", ErrServerLoading, loadingWords(st, last, now))
+	}
+	why := ""
+	switch st.Phase {
+	case server.PhaseFailed:
+		why = " (it failed"
+		if st.Class != "" {
+			why += ": " + st.Class
+		}
+		why += ")"
+	case server.PhaseExited:
+		why = " (it exited)"
+	case server.PhaseStopping:
+		why = " (it is being killed)"
+	case server.PhaseKilled:
+		why = " (it was killed)"
+	}
+	return fmt.Errorf("%w%s: launch one (L)", server.ErrNoServer, why)
+}
+
+// loadingWords says how far a loading server is: "ready in about 40s, as
+// its last launch took 1m20s", else its stage and the time so far.
+func loadingWords(st server.Status, last time.Duration, now time.Time) string {
+	since := st.LaunchedAt
+	if since.IsZero() {
+		since = st.Since
+	}
+	var so time.Duration
+	if !since.IsZero() && now.After(since) {
+		so = now.Sub(since).Round(time.Second)
+	}
+	if last > 0 && !st.LaunchedAt.IsZero() {
+		last = last.Round(time.Second)
+		if left := last - so; left > 0 {
+			return fmt.Sprintf("ready in about %v, as its last launch took %v", left, last)
+		}
+		return fmt.Sprintf("%v so far; its last launch took %v", so, last)
+	}
+	words := string(st.Phase)
+	if st.Stage != "" {
+		words = sanitize.String(st.Stage)
+	}
+	if so > 0 {
+		words += fmt.Sprintf(", %v so far", so)
+	}
+	return words
 }

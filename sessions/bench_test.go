@@ -15,6 +15,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sim"
 )
 
@@ -174,6 +175,56 @@ func TestBencherRefuses(t *testing.T) {
 	}
 	if len(log.ev) != 0 {
 		t.Errorf("refused runs published %d events", len(log.ev))
+	}
+}
+
+// TestBencherWaitsForReady: with the stream's server state, a benchmark
+// is refused before anything is sent or published while the server
+// launches or loads (saying when it should be ready, from the last
+// launch's time to ready), and when none is up; a ready one goes ahead to
+// the port.
+func TestBencherWaitsForReady(t *testing.T) {
+	t0 := time.Date(2026, 2, 24, 10, 0, 0, 0, time.UTC)
+	var w ServerWatch
+	if err := w.Check(t0); err != nil {
+		t.Errorf("nothing observed: %v (the port check decides)", err)
+	}
+	w.Observe(server.Status{Phase: server.PhaseReady, LaunchedAt: t0.Add(-5 * time.Minute), ReadyAfter: 80 * time.Second, Port: 30000})
+	if err := w.Check(t0); err != nil {
+		t.Errorf("ready: %v", err)
+	}
+	for _, tc := range []struct {
+		st   server.Status
+		want string
+		is   error
+	}{
+		{server.Status{Phase: server.PhaseLoading, Stage: "loading weights", LaunchedAt: t0.Add(-40 * time.Second), Port: 30000},
+			"the server is still loading (ready in about 40s, as its last launch took 1m20s): wait for ready", ErrServerLoading},
+		{server.Status{Phase: server.PhaseLaunching, LaunchedAt: t0.Add(-100 * time.Second)},
+			"the server is still loading (1m40s so far; its last launch took 1m20s): wait for ready", ErrServerLoading},
+		{server.Status{Phase: server.PhaseFailed, Class: "oom"}, "no server running (it failed: oom): launch one (L)", server.ErrNoServer},
+		{server.Status{Phase: server.PhaseNone}, "no server running: launch one (L)", server.ErrNoServer},
+		{server.Status{Phase: server.PhaseKilled}, "no server running (it was killed): launch one (L)", server.ErrNoServer},
+	} {
+		w.Observe(tc.st)
+		if err := w.Check(t0); !errors.Is(err, tc.is) || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.st.Phase, err, tc.want)
+		}
+	}
+	// No launch got ready before: the stage and the time so far.
+	var fresh ServerWatch
+	fresh.Observe(server.Status{Phase: server.PhaseLoading, Stage: "capturing CUDA graphs\x1b[2J", LaunchedAt: t0.Add(-12 * time.Second)})
+	if err := fresh.Check(t0); err == nil || err.Error() != "the server is still loading (capturing CUDA graphs, 12s so far): wait for ready" {
+		t.Errorf("first launch loading: %v", err)
+	}
+
+	var log eventLog
+	b := &Bencher{Dialer: remote.NewLocal(), Port: func() int { return 30000 }, Publish: log.sink, Server: &fresh}
+	if _, err := b.Run(context.Background(), bench.Config{}); !errors.Is(err, ErrServerLoading) {
+		t.Errorf("run while loading: %v", err)
+	}
+	if len(log.ev) != 0 {
+		t.Errorf("a refused run published %d events", len(log.ev))
 	}
 }
 

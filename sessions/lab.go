@@ -554,7 +554,7 @@ func (l *Lab) knownLaunchLocked() *server.LaunchInfo {
 		return l.launch
 	}
 	if st.Preset != "" || st.Profile != "" || st.Server != "" {
-		return &server.LaunchInfo{Preset: st.Preset, Profile: st.Profile, Server: st.Server, LogPath: st.LogPath, Port: st.Port}
+		return &server.LaunchInfo{Preset: st.Preset, Profile: st.Profile, Server: st.Server, LogPath: st.LogPath, Port: st.Port, At: st.LaunchedAt}
 	}
 	return l.launch
 }

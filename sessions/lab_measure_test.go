@@ -3,8 +3,11 @@ package sessions
 import (
 	"context"
 	"errors"
+	"io"
+	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
+	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sim"
@@ -62,6 +66,81 @@ func TestLabRangeWithoutRepo(t *testing.T) {
 	}
 }
 
+// hungHost is a host whose commands never answer: each Run waits for its
+// ctx to end.
+type hungHost struct {
+	remote.Host // nil: only Name and Run are called
+	runs        atomic.Int64
+}
+
+func (h *hungHost) Name() string { return "hung" }
+
+func (h *hungHost) Run(ctx context.Context, _ string, _ io.Reader) (remote.Result, error) {
+	h.runs.Add(1)
+	<-ctx.Done()
+	return remote.Result{}, ctx.Err()
+}
+
+// TestLabRangeGivesUp: against a host that never answers, Range returns
+// after RangeTimeout (3× the probe timeout) with an error saying so,
+// instead of holding the compare view's range forever; and a second
+// Range is not held up behind the first one's open of the checkout.
+func TestLabRangeGivesUp(t *testing.T) {
+	h := &hungHost{}
+	lab := &Lab{Host: h, RepoPath: "/srv/sglang", ProbeTimeout: 20 * time.Millisecond}
+	if lab.RangeTimeout() != 60*time.Millisecond {
+		t.Fatalf("range timeout %v, want 3 × 20ms", lab.RangeTimeout())
+	}
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := lab.Range(context.Background(), "a6d51c0", "HEAD")
+			errc <- err
+		}()
+	}
+	for range 2 {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, context.DeadlineExceeded) || err.Error() != "commits between a6d51c0 and HEAD: timed out after 60ms: context deadline exceeded" {
+				t.Errorf("range: %v", err)
+			}
+		case <-time.After(30 * time.Second): // a watchdog, not a measurement
+			t.Fatal("Range did not give up on a host that never answers")
+		}
+	}
+	if n := h.runs.Load(); n != 2 {
+		t.Errorf("%d commands run, want both Ranges' opens of the checkout at once", n)
+	}
+}
+
+// TestRangeSinceRecordsATimeout: when the previous experiment's capture
+// (whose HEAD the range starts from) does not finish within the git
+// deadline, the range is recorded with an Err saying so rather than left
+// out as if there were none; nil still means no previous HEAD.
+func TestRangeSinceRecordsATimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	stuck := &captureSlot{done: make(chan struct{})}
+	got := rangeSince(ctx, nil, stuck, "b7e2f00", 10*time.Millisecond)
+	want := &journal.CommitRange{To: "b7e2f00", Err: "timed out reading the range from the previous experiment's HEAD: its capture did not finish within 10ms"}
+	if got == nil || !reflect.DeepEqual(*got, *want) {
+		t.Errorf("range %+v, want %+v", got, want)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if got := rangeSince(stopped, nil, stuck, "b7e2f00", time.Second); got == nil || !strings.Contains(got.Err, "stopped") {
+		t.Errorf("stopped: %+v", got)
+	}
+	finished := &captureSlot{done: make(chan struct{})} // head "": it knew none
+	close(finished.done)
+	if got := rangeSince(context.Background(), nil, finished, "b7e2f00", time.Second); got != nil {
+		t.Errorf("no previous HEAD: %+v", got)
+	}
+	if got := rangeSince(ctx, nil, nil, "b7e2f00", time.Second); got != nil {
+		t.Errorf("first experiment: %+v", got)
+	}
+}
+
 // TestLabTagsRepeatLaunches: a repeat tags the open experiment as launch
 // 1 of N (renamed, being the Lab's name) and the next launches as 2/N, 3/N
 // right after their exp-start; a launch not armed is not tagged, and a
@@ -73,7 +152,7 @@ func TestLabTagsRepeatLaunches(t *testing.T) {
 	lab := rig.lab
 	rig.publish(event.Event{At: time.Now(), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
 	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
-	series, err := lab.beginRepeat(ctx, 3)
+	series, _, err := lab.beginRepeat(ctx, 3)
 	if err != nil || series != "e1" {
 		t.Fatalf("begin: %q %v", series, err)
 	}
@@ -115,7 +194,7 @@ func TestLabTagsRepeatLaunches(t *testing.T) {
 	if err := lab.Update(ctx, journal.ExperimentUpdate{Name: "mine"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lab.beginRepeat(ctx, 2); err != nil {
+	if _, _, err := lab.beginRepeat(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	if cur, _ := lab.Current(); cur.Name != "mine" {
@@ -124,8 +203,67 @@ func TestLabTagsRepeatLaunches(t *testing.T) {
 	if _, err := lab.End(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lab.beginRepeat(ctx, 2); !errors.Is(err, ErrNoExperiment) {
+	if _, _, err := lab.beginRepeat(ctx, 2); !errors.Is(err, ErrNoExperiment) {
 		t.Errorf("begin with none open: %v", err)
+	}
+}
+
+// TestLabAbandonsARepeatOfOneLaunch: a repeat that ends before its second
+// launch gives the series its name back and corrects its tag to launch 1
+// of 1 (or the tag it had before, a launch of an earlier repeat); once a
+// second launch is tagged, nothing is taken back; a hand-given name is
+// left alone.
+func TestLabAbandonsARepeatOfOneLaunch(t *testing.T) {
+	ctx := context.Background()
+	rig := newLabRig(&Lab{Preset: "sim"})
+	defer rig.lab.Close(ctx)
+	lab := rig.lab
+	rig.publish(event.Event{At: time.Now(), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
+	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
+	series, undo, err := lab.beginRepeat(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.abandonRepeat(ctx, undo); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := lab.Current(); cur.Name != "nccl-ll-ring @ a6d51c0" || cur.Repeat == nil || *cur.Repeat != (journal.Repeat{Exp: "e1", Series: "e1", I: 1, N: 1}) {
+		t.Errorf("after the abandon: %q tagged %+v; want the old name, launch 1 of 1", cur.Name, cur.Repeat)
+	}
+	// A repeat that got its second launch keeps its tags.
+	_, undo, _ = lab.beginRepeat(ctx, 3)
+	lab.armRepeat(series, 2, 3)
+	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
+	count[journal.ExperimentStart](t, rig.rec, "2 starts", 2)
+	if err := lab.abandonRepeat(ctx, undo); err != nil {
+		t.Fatal(err)
+	}
+	xs := lab.Experiments()
+	if xs[0].Name != "nccl-ll-ring @ a6d51c0 #1/3" || xs[0].Repeat.N != 3 {
+		t.Errorf("series after a second launch: %q %+v", xs[0].Name, xs[0].Repeat)
+	}
+	// e2 (launch 2 of 3) begins a repeat of its own and abandons it: it
+	// is launch 2 of e1's repeat again, named so.
+	_, undo, _ = lab.beginRepeat(ctx, 4)
+	if cur, _ := lab.Current(); cur.Name != "nccl-ll-ring @ a6d51c0 #1/4" {
+		t.Errorf("e2 as a series: %q", cur.Name)
+	}
+	if err := lab.abandonRepeat(ctx, undo); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := lab.Current(); cur.Name != "nccl-ll-ring @ a6d51c0 #2/3" || *cur.Repeat != (journal.Repeat{Exp: "e2", Series: "e1", I: 2, N: 3}) {
+		t.Errorf("e2 after its abandoned repeat: %q %+v", cur.Name, cur.Repeat)
+	}
+	// Renamed by hand during the repeat: the name stays.
+	_, undo, _ = lab.beginRepeat(ctx, 2)
+	if err := lab.Update(ctx, journal.ExperimentUpdate{Name: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.abandonRepeat(ctx, undo); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := lab.Current(); cur.Name != "mine" {
+		t.Errorf("a hand-given name was changed: %q", cur.Name)
 	}
 }
 

@@ -221,8 +221,10 @@ func (l *Lab) gitState(ctx context.Context, timeout time.Duration, prev *capture
 
 // rangeSince reads what lies between the previous experiment's HEAD and
 // head, waiting for that experiment's capture to finish (it began
-// earlier, so it is usually done); nil when there is no previous HEAD,
-// it is the same, or ctx ends first.
+// earlier, so it is usually done). It is nil when there is no previous
+// HEAD or it is the same; when ctx ends first (timeout is its deadline)
+// the range is recorded with only To and an Err saying so, not left out
+// silently.
 func rangeSince(ctx context.Context, r *git.Repo, prev *captureSlot, head string, timeout time.Duration) *journal.CommitRange {
 	if prev == nil || head == "" {
 		return nil
@@ -230,7 +232,7 @@ func rangeSince(ctx context.Context, r *git.Repo, prev *captureSlot, head string
 	select {
 	case <-prev.done:
 	case <-ctx.Done():
-		return nil
+		return &journal.CommitRange{To: head, Err: rangeWaitErr(ctx.Err(), timeout)}
 	}
 	if prev.head == "" || prev.head == head {
 		return nil
@@ -240,6 +242,15 @@ func rangeSince(ctx context.Context, r *git.Repo, prev *captureSlot, head string
 		return &journal.CommitRange{From: prev.head, To: head, Err: errWords(err, timeout)}
 	}
 	return commitRange(rg)
+}
+
+// rangeWaitErr says why the range since the previous experiment was not
+// read: its capture (which knows its HEAD) had not finished.
+func rangeWaitErr(err error, timeout time.Duration) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("timed out reading the range from the previous experiment's HEAD: its capture did not finish within %v", timeout)
+	}
+	return "the range from the previous experiment's HEAD was not read: the capture was stopped before the previous one finished"
 }
 
 // commitRange is a git range as the journal records it, remote text
@@ -257,19 +268,26 @@ func commitRange(rg git.Range) *journal.CommitRange {
 }
 
 // openRepo opens the checkout once; a failure is retried by the next
-// capture.
+// capture. repoMu is not held across the remote call (a slow host would
+// hold up every other reader of the checkout): two first calls at once
+// may both open it, and the first to finish is kept.
 func (l *Lab) openRepo(ctx context.Context) (*git.Repo, error) {
 	l.repoMu.Lock()
-	defer l.repoMu.Unlock()
-	if l.repo != nil {
-		return l.repo, nil
+	r := l.repo
+	l.repoMu.Unlock()
+	if r != nil {
+		return r, nil
 	}
 	r, err := git.Open(ctx, l.Host, l.RepoPath)
 	if err != nil {
 		return nil, err
 	}
-	l.repo = r
-	return r, nil
+	l.repoMu.Lock()
+	defer l.repoMu.Unlock()
+	if l.repo == nil {
+		l.repo = r
+	}
+	return l.repo, nil
 }
 
 // probe runs one version probe with its deadline.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/journal"
@@ -37,29 +39,45 @@ func (l *Lab) Baseline(ctx context.Context, id string) error {
 // on the host (for a compare view whose range was not recorded): the
 // commits each way and the files that differ, lists cut at
 // journal.MaxRangeItems with the totals counting all. from and to are
-// commit ids (full or abbreviated) or refs. Errors: ErrNoRepo, a refused
-// ref (wrapping git.ErrBadRef), an unknown commit (git's words), the
-// host's error, or ctx's.
+// commit ids (full or abbreviated) or refs. It gives up after
+// RangeTimeout (3× the probe timeout: the git part of a fingerprint's
+// deadline). Errors: ErrNoRepo, a refused ref (wrapping git.ErrBadRef), an
+// unknown commit (git's words), the host's error, "timed out after …"
+// (wrapping context.DeadlineExceeded), or ctx's.
 func (l *Lab) Range(ctx context.Context, from, to string) (*journal.CommitRange, error) {
 	if l.Host == nil || l.RepoPath == "" {
 		return nil, ErrNoRepo
 	}
-	r, err := l.openRepo(ctx)
-	if err != nil {
-		return nil, err
+	timeout := l.RangeTimeout()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wrap := func(err error) error {
+		if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("commits between %s and %s: timed out after %v: %w", clean(from), clean(to), timeout, context.DeadlineExceeded)
+		}
+		return fmt.Errorf("commits between %s and %s: %w", clean(from), clean(to), err)
 	}
-	rg, err := r.Range(ctx, from, to, journal.MaxRangeItems)
+	r, err := l.openRepo(rctx)
 	if err != nil {
-		return nil, fmt.Errorf("commits between %s and %s: %w", clean(from), clean(to), err)
+		return nil, wrap(err)
+	}
+	rg, err := r.Range(rctx, from, to, journal.MaxRangeItems)
+	if err != nil {
+		return nil, wrap(err)
 	}
 	return commitRange(rg), nil
 }
 
+// RangeTimeout is how long Range waits for the host: 3× the probe
+// timeout (Lab.ProbeTimeout, else DefaultProbeTimeout).
+func (l *Lab) RangeTimeout() time.Duration { return 3 * l.probeTimeout() }
+
 // beginRepeat tags the open experiment as launch 1 of n of a repeat (it is
 // the series) and renames it "<name> #1/n" when the Lab named it; the
-// exp-repeat is published before it returns. Errors: ErrNoExperiment,
-// ErrLabClosed, or ctx's.
-func (l *Lab) beginRepeat(ctx context.Context, n int) (series string, err error) {
+// exp-repeat is published before it returns. undo is what abandonRepeat
+// needs to take the tag back. Errors: ErrNoExperiment, ErrLabClosed, or
+// ctx's.
+func (l *Lab) beginRepeat(ctx context.Context, n int) (series string, undo repeatUndo, err error) {
 	err = l.act(ctx, func() error {
 		cur := l.ledger.Current()
 		if cur == nil {
@@ -68,9 +86,13 @@ func (l *Lab) beginRepeat(ctx context.Context, n int) (series string, err error)
 		series = cur.ID
 		now := time.Now()
 		r := journal.Repeat{Exp: series, Series: series, I: 1, N: n}
+		undo = repeatUndo{series: series, tag: repeatTag(1, n), oldTag: l.tags[series], next: l.next}
+		if prev, ok := l.repeats[series]; ok {
+			undo.prev = &prev
+		}
 		l.repeats[series] = r
 		l.decideLocked(now, r)
-		tag := repeatTag(1, n)
+		tag := undo.tag
 		old := l.tags[series]
 		l.tags[series] = tag
 		if l.auto[series] {
@@ -79,12 +101,67 @@ func (l *Lab) beginRepeat(ctx context.Context, n int) (series string, err error)
 				l.defaulted[series] = name // the fingerprint's rename compares with it
 			}
 			if name != cur.Name {
+				undo.renamed = true
 				l.decideLocked(now, journal.ExperimentUpdate{Exp: series, Name: name})
 			}
 		}
 		return nil
 	})
-	return series, err
+	return series, undo, err
+}
+
+// repeatUndo is what beginRepeat did to the series' experiment.
+type repeatUndo struct {
+	series      string
+	tag, oldTag string          // the name suffix beginRepeat gave, and the one before ("" for none)
+	prev        *journal.Repeat // the series' tag before (a launch of an earlier repeat); nil when none
+	renamed     bool            // beginRepeat renamed it
+	next        int             // the Lab's experiment counter then: launches of this repeat are numbered above it
+}
+
+// abandonRepeat takes back beginRepeat's tag when the repeat ended before
+// its second launch started (no experiment is tagged launch 2 of the
+// series; else it does nothing): the series gets its name back (when the
+// Lab named it and it was not renamed by hand since) and, since the
+// journal cannot unsay its exp-repeat, a corrected one: the tag it had
+// before, or launch 1 of 1 — a repeat that made one launch, which no
+// comparison takes for a series of launches. Errors: ErrLabClosed, or
+// ctx's.
+func (l *Lab) abandonRepeat(ctx context.Context, u repeatUndo) error {
+	return l.act(ctx, func() error {
+		for id, r := range l.repeats {
+			if n, err := strconv.Atoi(strings.TrimPrefix(id, "e")); err == nil && n > u.next && r.Series == u.series && r.I >= 2 {
+				return nil // this repeat's second launch started
+			}
+		}
+		x := l.ledger.Find(u.series)
+		if x == nil || x.ID != u.series {
+			return nil
+		}
+		now := time.Now()
+		r := journal.Repeat{Exp: u.series, Series: u.series, I: 1, N: 1}
+		if u.prev != nil {
+			r = *u.prev
+		}
+		l.repeats[u.series] = r
+		l.decideLocked(now, r)
+		if l.tags[u.series] != u.tag {
+			return nil
+		}
+		if u.oldTag == "" {
+			delete(l.tags, u.series)
+		} else {
+			l.tags[u.series] = u.oldTag
+		}
+		if u.renamed && l.auto[u.series] && strings.HasSuffix(x.Name, u.tag) {
+			name := trimSuffix(x.Name, u.tag) + u.oldTag
+			if d, ok := l.defaulted[u.series]; ok && d == x.Name {
+				l.defaulted[u.series] = name
+			}
+			l.decideLocked(now, journal.ExperimentUpdate{Exp: u.series, Name: name})
+		}
+		return nil
+	})
 }
 
 func trimSuffix(s, suffix string) string {

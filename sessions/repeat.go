@@ -23,8 +23,8 @@ type RepeatConfig struct {
 	// have before the next relaunch (default 10).
 	MinSamples int `json:"min_samples"`
 	// MaxWait bounds one launch: from the relaunch to MinSamples (default
-	// 10 min). A launch that fails, or does not get there in time, stops
-	// the repeat with an error.
+	// 10 min); ns in JSON (a Go time.Duration). A launch that fails, or
+	// does not get there in time, stops the repeat with an error.
 	MaxWait time.Duration `json:"max_wait"`
 	// Bench runs a benchmark on each launch once it is measured (the
 	// bench's defaults: the last one run), before the next relaunch.
@@ -155,11 +155,11 @@ func (r *Repeater) Run(ctx context.Context, cfg RepeatConfig) error {
 		return err
 	}
 	total := cfg.N + 1
-	series, err := r.Lab.beginRepeat(ctx, total)
+	series, undo, err := r.Lab.beginRepeat(ctx, total)
 	if err != nil {
 		return err
 	}
-	run := repeatRun{r: r, cfg: cfg, series: series, n: total}
+	run := repeatRun{r: r, cfg: cfg, series: series, n: total, undo: undo}
 	return run.loop(ctx, plan)
 }
 
@@ -212,6 +212,7 @@ type repeatRun struct {
 	cfg    RepeatConfig
 	series string
 	n      int // launches in all
+	undo   repeatUndo
 	last   RepeatProgress
 }
 
@@ -254,6 +255,7 @@ func (run *repeatRun) loop(ctx context.Context, plan Plan) error {
 				continue
 			}
 		}
+		run.untag(ctx)
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatStopped, Err: "cancelled"})
 			return ctx.Err()
@@ -261,6 +263,17 @@ func (run *repeatRun) loop(ctx context.Context, plan Plan) error {
 		run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatFailed, Err: err.Error()})
 		return err
 	}
+}
+
+// untag takes the series' tag and name back when the repeat ends before
+// its second launch started (Lab.abandonRepeat): a repeat of one launch
+// is no series. It runs even when ctx ended (the stopped repeat's
+// journal must say so), bounded by a few seconds; a Lab that is closing
+// keeps the tag.
+func (run *repeatRun) untag(ctx context.Context) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	run.r.Lab.abandonRepeat(uctx, run.undo)
 }
 
 // measure waits until experiment exp (launch i) has MinSamples steady
@@ -317,15 +330,40 @@ func (run *repeatRun) whyEnded() string {
 	return "its experiment was ended (another launch, or e)"
 }
 
-// bench runs the benchmark on launch i with the bench's defaults.
+// bench runs the benchmark on launch i with the bench's defaults. A run
+// cut short (Bencher.Run returns the partial result of a cancelled run
+// with a nil error) returns ctx's error, so that the repeat stops rather
+// than counting the launch as benchmarked; a run in which no request
+// succeeded, or some failed, is an error naming how many, since the
+// comparisons leave such a run out and the launch would go unmeasured.
 func (run *repeatRun) bench(ctx context.Context, i int, exp string) error {
 	run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatBenchmark, Samples: run.last.Samples, Need: run.cfg.MinSamples})
 	b := run.r.Bencher
-	if _, err := b.Run(ctx, b.Defaults()); err != nil {
+	res, err := b.Run(ctx, b.Defaults())
+	if err == nil && res.Cancelled {
+		err = ctx.Err()
+		if err == nil { // Run cancels only with ctx; never a silent success
+			err = errors.New("the benchmark was stopped")
+		}
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("launch %d/%d (%s): benchmark: %w", i, run.n, exp, err)
+	}
+	if res.Failed > 0 || res.Completed == 0 {
+		msg := fmt.Sprintf("%d of %d requests failed", res.Failed, res.Completed+res.Failed)
+		if res.Completed == 0 {
+			msg = fmt.Sprintf("no request succeeded (%d failed)", res.Failed)
+		}
+		if len(res.Errors) > 0 {
+			msg += ": " + res.Errors[0].Err
+			if len(res.Errors) > 1 {
+				msg += fmt.Sprintf(" (and %d other error messages)", len(res.Errors)-1)
+			}
+		}
+		return fmt.Errorf("launch %d/%d (%s): benchmark: %s", i, run.n, exp, msg)
 	}
 	return nil
 }

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,8 +237,18 @@ func TestRepeatStopsWhenARelaunchFails(t *testing.T) {
 	if last := ps[len(ps)-1]; last.Phase != RepeatFailed || last.Err != err.Error() || last.I != 2 {
 		t.Errorf("last progress %+v", last)
 	}
-	if tags := of[journal.Repeat](rig.rec.snapshot()); len(tags) != 1 {
-		t.Errorf("tags %+v: the failed launch was tagged", tags)
+	// Nothing but the series was launched: its tag is taken back (the
+	// journal's last word: a repeat of 1 launch) and its name is its own
+	// again.
+	tags := of[journal.Repeat](rig.rec.snapshot())
+	if len(tags) != 2 || tags[0] != (journal.Repeat{Exp: "e1", Series: "e1", I: 1, N: 3}) || tags[1] != (journal.Repeat{Exp: "e1", Series: "e1", I: 1, N: 1}) {
+		t.Errorf("tags %+v: want e1 as 1/3, then 1/1 (the failed launch untagged)", tags)
+	}
+	if xs := rig.lab.Experiments(); len(xs) != 1 || strings.Contains(xs[0].Name, "#") {
+		t.Errorf("experiments %+v: want e1 with its name back", xs)
+	}
+	if ps := rig.progress(); slices.IndexFunc(ps, func(p RepeatProgress) bool { return p.Phase == RepeatFailed }) != len(ps)-1 {
+		t.Error("the failure is not the last progress")
 	}
 }
 
@@ -314,5 +329,100 @@ func TestRepeatRefusals(t *testing.T) {
 	}
 	if len(of[RepeatProgress](rig.rec.snapshot())) != 0 || len(of[journal.Repeat](rig.rec.snapshot())) != 0 {
 		t.Error("a refused repeat published progress or tags")
+	}
+}
+
+// fakeOpenAI is a loopback OpenAI-style server: GET /v1/models, and
+// POST /v1/completions answered by respond (request n, 0-based, warm-up
+// included). It returns the port.
+func fakeOpenAI(t *testing.T, respond func(n int, w http.ResponseWriter)) int {
+	t.Helper()
+	var n atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"data":[{"id":"m"}]}`)
+	})
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		respond(int(n.Add(1)-1), w)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().(*net.TCPAddr).Port
+}
+
+func okStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	io.WriteString(w, `data: {"choices":[{"text":" a","finish_reason":null}]}`+"\n\n"+
+		`data: {"choices":[{"text":" b","finish_reason":"length"}]}`+"\n\n"+
+		`data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2}}`+"\n\ndata: [DONE]\n\n")
+}
+
+func notReady(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	io.WriteString(w, `{"message":"The server is not ready."}`)
+}
+
+// TestRepeatBenchCountsOnlyAWholeRun: the repeat's benchmark of a launch
+// is done only when every request succeeded. A run stopped in its
+// measured part (Bencher.Run returns the partial result and no error)
+// stops the repeat with ctx's error — it once reported the repeat done —;
+// a run where requests failed is an error saying how many.
+func TestRepeatBenchCountsOnlyAWholeRun(t *testing.T) {
+	cfg := bench.Config{Requests: 3, InputLen: 4, OutputLen: 2}
+	for _, tc := range []struct {
+		name    string
+		respond func(n int, w http.ResponseWriter, cancel func())
+		want    string // "" for success; "cancelled" for context.Canceled
+	}{
+		{"all succeed", func(_ int, w http.ResponseWriter, _ func()) { okStream(w) }, ""},
+		{"stopped in the measured part", func(n int, w http.ResponseWriter, cancel func()) {
+			if n == 2 { // the warm-up and one measured request finished
+				cancel()
+				time.Sleep(20 * time.Millisecond)
+			}
+			okStream(w)
+		}, "cancelled"},
+		{"some failed", func(n int, w http.ResponseWriter, _ func()) {
+			if n == 2 {
+				notReady(w)
+				return
+			}
+			okStream(w)
+		}, "launch 2/3 (e2): benchmark: 1 of 3 requests failed: HTTP 503: The server is not ready."},
+		{"none succeeded", func(n int, w http.ResponseWriter, _ func()) {
+			if n > 0 {
+				notReady(w)
+				return
+			}
+			okStream(w)
+		}, "launch 2/3 (e2): benchmark: no request succeeded (3 failed): HTTP 503: The server is not ready."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			port := fakeOpenAI(t, func(n int, w http.ResponseWriter) { tc.respond(n, w, cancel) })
+			var log eventLog
+			bn := &Bencher{Dialer: remote.NewLocal(), Port: func() int { return port }, Publish: log.sink}
+			last := cfg.Defaults() // as after a first run: the repeat's runs take it
+			bn.last = &last
+			run := &repeatRun{r: &Repeater{Bencher: bn, Publish: log.sink}, cfg: RepeatConfig{MinSamples: 3}, series: "e1", n: 3}
+			err := run.bench(ctx, 2, "e2")
+			switch tc.want {
+			case "":
+				if err != nil {
+					t.Fatalf("bench: %v", err)
+				}
+			case "cancelled":
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("bench: %v, want context.Canceled", err)
+				}
+			default:
+				if err == nil || err.Error() != tc.want {
+					t.Fatalf("bench: %v, want %q", err, tc.want)
+				}
+			}
+		})
 	}
 }

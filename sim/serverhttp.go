@@ -59,6 +59,10 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 			req.cancelled.Store(true)
 			return
 		}
+		if req.generated < req.max { // dropped by a stopping engine: no token came
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 }
@@ -112,6 +116,18 @@ type usage struct {
 
 // vocab is what the fake model "says": one entry per token.
 var vocab = strings.Fields("the GPU decode step reads the KV cache while NCCL all-reduce moves partial sums across eight ranks and the scheduler batches requests")
+
+// abortResponse ends the request's response by dropping its connection,
+// without the rest of the body (for SSE: no finish chunk, usage or
+// [DONE]; for chunked JSON: no terminating chunk), as a server killed in
+// the middle of a generation does. It does not return.
+//
+// The engine closes a request's token channel when the request has all
+// its tokens, or when it stops (the server is shutting down) with the
+// request unfinished; the fake never stops early otherwise (it ignores
+// EOS), so fewer tokens than max_tokens means the latter, and a normal
+// end there would read as a successful, short generation.
+func abortResponse() { panic(http.ErrAbortHandler) }
 
 func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !s.isReady() {
@@ -194,6 +210,9 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 			}
 			break
 		}
+		if u.CompletionTokens < maxTok {
+			abortResponse() // the engine stopped under it
+		}
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 		choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": "length", "matched_stop": nil}
 		if chat {
@@ -259,6 +278,9 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 			}
 		}
 		break
+	}
+	if u.CompletionTokens < maxTok {
+		abortResponse() // the engine stopped under it: no finish, no usage, no [DONE]
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	send(chunk("", "length"))

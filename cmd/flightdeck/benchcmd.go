@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -166,7 +167,7 @@ func (f *benchFlags) run(cmd *cobra.Command, target string) error {
 func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg bench.Config, progress func(bench.Progress, bool)) (*bench.Result, error) {
 	c, done, err := f.server.openControl(ctx, alias)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (%s)", err, httpHint(alias))
 	}
 	defer done()
 	dialer, ok := c.Host.(remote.Dialer)
@@ -181,7 +182,7 @@ func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg bench.Conf
 		}
 		switch {
 		case !found.Running:
-			return nil, fmt.Errorf("no inference server running on %s (flightdeck server status %s; --port names one it does not see)", alias, alias)
+			return nil, fmt.Errorf("no inference server found on %s (flightdeck server status %s says what it sees): name its HTTP port with --port, or with --log-dir the directory of the launch logs and pidfile it was started with", alias, alias)
 		case found.Record != nil && found.How == server.ByPidfile && found.Record.Launch.Port > 0:
 			port = found.Record.Launch.Port
 		case found.Port > 0:
@@ -197,6 +198,18 @@ func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg bench.Conf
 		}
 	}
 	return b.Run(ctx, cfg)
+}
+
+// httpHint is what a failed connection to target adds: bench takes an
+// SSH target or an HTTP URL, and HOST:PORT (localhost:30000) is read as
+// the former. When target reads as HOST:PORT the hint names the URL.
+func httpHint(target string) string {
+	if _, port, err := net.SplitHostPort(target); err == nil && !strings.Contains(target, "@") {
+		if n, err := strconv.Atoi(port); err == nil && n > 0 && n <= 65535 {
+			return "bench takes an SSH target or a URL: for the HTTP server at " + sanitize.String(target) + " write http://" + sanitize.String(target)
+		}
+	}
+	return "for an HTTP URL write http://HOST:PORT"
 }
 
 // progressPrinter returns a function that shows progress on one line of w

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -201,4 +202,32 @@ func TestBenchCLIWarmupCount(t *testing.T) {
 	wantExit(t, err, 2, "-n 0")
 	_, _, err = runCLI(t, nil, "bench", srv.URL, "--warmup", "-1")
 	wantExit(t, err, 2, "--warmup -1")
+}
+
+// TestBenchCLITargetHints: HOST:PORT is an SSH target to bench, so an
+// HTTP server's address fails to connect over SSH; the error then says
+// how to write its URL. A host where no server is found is told about
+// --port and --log-dir.
+func TestBenchCLITargetHints(t *testing.T) {
+	h, _, ssh := simHostConfig(t)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	addr := srv.Listener.Addr().String() // 127.0.0.1:PORT
+	// A real key and known_hosts: the SSH handshake itself fails.
+	_, _, err := runCLI(t, nil, "bench", addr, "-F", os.DevNull, "-i", h.IdentityPath, "--known-hosts", h.KnownHostsPath)
+	if want := "for the HTTP server at " + addr + " write http://" + addr; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("bench %s: %v, want the hint %q", addr, err, want)
+	}
+	if got := httpHint("gpu-box"); got != "for an HTTP URL write http://HOST:PORT" {
+		t.Errorf("hint for an alias: %q", got)
+	}
+	if got := httpHint("root@gpu-box:2222"); got != "for an HTTP URL write http://HOST:PORT" {
+		t.Errorf("hint for user@host:port (SSH): %q", got)
+	}
+
+	// The simulated host with no server running.
+	_, stderr, err := runCLI(t, nil, append([]string{"bench", "sim"}, ssh...)...)
+	if err == nil || !strings.Contains(err.Error(), "no inference server found on sim") || !strings.Contains(err.Error(), "--port") || !strings.Contains(err.Error(), "--log-dir") {
+		t.Errorf("no server: %v %s; want --port and --log-dir named", err, stderr)
+	}
 }

@@ -172,7 +172,7 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	dialer, _ := host.(remote.Dialer)
 	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc, Bench: bn}, rec,
 		func(ctx context.Context, sink event.Sink) error {
-			b := &sessions.Bencher{Dialer: dialer, Port: serverSeen.port, Target: host.Name(), Experiment: rec.currentExp(), Publish: sink}
+			b := &sessions.Bencher{Dialer: dialer, Port: serverSeen.port, Server: &benchServer, Target: host.Name(), Experiment: rec.currentExp(), Publish: sink}
 			bn.set(b)
 			rec.setLab(&sessions.Lab{Host: host, RepoPath: f.repo, Config: cfg, Preset: hc.Preset}, ctl, b, sink)
 			return sessions.RunLive(ctx, lc, sink)
@@ -289,6 +289,7 @@ func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(
 			gpusSeen.n.Store(int64(len(p.GPUs)))
 		case server.Status:
 			serverSeen.observe(p)
+			benchServer.Observe(p)
 		}
 		stream.Publish(e)
 		if rec.lab != nil {
@@ -348,6 +349,10 @@ func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(
 // serverSeen is the running server's port as the stream last said: the
 // benchmark's target.
 var serverSeen serverPort
+
+// benchServer is the server's state as the stream last said: the
+// benchmark waits for it to be ready.
+var benchServer sessions.ServerWatch
 
 // gpusSeen is how many GPUs the last sample had: the launch form's default
 // {tp} (every GPU of the host), read from Update, so never blocking.

@@ -169,7 +169,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}, sink)
 		ctl.set(c)
 		gc.set(g)
-		b := &sessions.Bencher{Dialer: host, Port: serverSeen.port, Target: "simulated host", Experiment: rec.currentExp(), Publish: sink}
+		b := &sessions.Bencher{Dialer: host, Port: serverSeen.port, Server: &benchServer, Target: "simulated host", Experiment: rec.currentExp(), Publish: sink}
 		bn.set(b)
 		rec.setLab(&sessions.Lab{Host: host, RepoPath: h.RepoPath, Config: cfg, Preset: "sim"}, c, b, sink)
 		// The first launch goes through the same path as the L key.

@@ -56,7 +56,14 @@ func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 // Failed measured requests do not fail the run: they are counted in the
 // Result. A stream that ends without [DONE] still succeeds when the server
 // sent finish_reason or usage (both follow the last token); without either
-// it counts as a dropped connection. When ctx ends Run stops sending, abandons the requests in
+// it counts as a dropped connection. A request whose finish_reason is not
+// one of a complete generation ("length", "stop", "tool_calls",
+// "function_call", "content_filter") fails: "abort" is a server that gave
+// up on it. A request that ends normally with fewer tokens than OutputLen
+// (finish_reason "stop" on a stop string, or "length" when the server
+// clipped max_tokens to its context) succeeds, as in
+// sglang.bench_serving, and its tokens are counted as the server reports
+// them (usage), so throughput is never inflated. When ctx ends Run stops sending, abandons the requests in
 // flight (they are not counted) and returns the partial Result with
 // Cancelled set, and a nil error.
 func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, progress func(Progress)) (*Result, error) {
@@ -189,6 +196,10 @@ type runner struct {
 	prompts  []string
 	progress func(Progress)
 
+	// notAfter, when set, is the end of a duration-bound run: a request
+	// released just before it that would be sent after it is not sent.
+	notAfter time.Time
+
 	// live counters of the measured part, for progress
 	done, failed, inFlight, outTokens atomic.Int64
 }
@@ -269,7 +280,8 @@ type result struct {
 	itl    []float64
 	sent   time.Time // when the request went out
 	end    time.Time
-	chunks int // content chunks received
+	chunks int  // content chunks received
+	unsent bool // not sent: the run's duration ended first (runner.notAfter)
 }
 
 var readerPool = sync.Pool{New: func() any { return NewStreamReader(nil) }}
@@ -298,6 +310,10 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 	req.Header.Set("Accept-Encoding", "identity") // no gzip buffering chunks
 	t0 := time.Now()
 	q.sent = t0
+	if !r.notAfter.IsZero() && t0.After(r.notAfter) {
+		q.unsent = true
+		return q
+	}
 	resp, err := r.client.Do(req)
 	if err != nil {
 		return fail(errText(err))
@@ -321,6 +337,7 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 		chunks   int
 		usage    Usage
 		finished bool
+		reason   string // the last finish_reason sent, "" when none
 	)
 	for {
 		err := sr.Next(&c)
@@ -352,6 +369,9 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 		}
 		if c.Finish != nil {
 			finished = true
+			if len(c.Finish) > 0 {
+				reason = string(c.Finish)
+			}
 		}
 	}
 	q.end = time.Now()
@@ -360,6 +380,9 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 	// any of them the connection was cut.
 	if !sr.SawDone() && !finished && !usage.OK {
 		return fail("stream ended before finish_reason, usage or [DONE] (connection dropped?)")
+	}
+	if reason != "" && !completeReason(reason) {
+		return fail(fmt.Sprintf("the server ended the request with finish_reason %s after %d content chunks", strconv.Quote(clipRunes(reason, 40)), chunks))
 	}
 	if chunks == 0 {
 		return fail("the stream carried no generated text")
@@ -381,6 +404,29 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 		q.ITLMedian = Percentile(s, 50)
 	}
 	return q
+}
+
+// completeReason says a finish_reason ends a generation the way the
+// model or the request asked: "length" (max_tokens, or the context window
+// when the server clipped it), "stop" (a stop string or token: with
+// ignore_eos the server still honours stop strings), and the calls and
+// filter of the OpenAI API. Anything else ("abort", "error", a reason this
+// client does not know) is the server giving up on the request, which a
+// benchmark must count as failed, not as a short success.
+func completeReason(r string) bool {
+	switch r {
+	case "length", "stop", "tool_calls", "function_call", "content_filter":
+		return true
+	}
+	return false
+}
+
+// clipRunes cuts s to n runes.
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -203,6 +205,14 @@ func TestRunFailures(t *testing.T) {
 			sseHeader(w)
 			io.WriteString(w, `data: {"choices":[{"text":"a"}]}`+"\n\n")
 		}, "stream ended before finish_reason, usage or [DONE] (connection dropped?)"},
+		{"aborted by the server", func(w http.ResponseWriter, f http.Flusher) {
+			// SGLang's stream of an aborted request: a finish chunk with
+			// "abort", usage, [DONE] — a well-formed end of a failure.
+			sseHeader(w)
+			io.WriteString(w, `data: {"choices":[{"text":"a","finish_reason":null}]}`+"\n\n"+
+				`data: {"choices":[{"text":"","finish_reason":"abort"}]}`+"\n\n"+
+				`data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":1}}`+"\n\ndata: [DONE]\n\n")
+		}, `the server ended the request with finish_reason "abort" after 1 content chunks`},
 		{"not a stream", func(w http.ResponseWriter, f http.Flusher) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"choices":[{"text":"abc"}]}`)
@@ -229,6 +239,63 @@ func TestRunFailures(t *testing.T) {
 				t.Errorf("failed requests counted in the metrics: %+v", res)
 			}
 		})
+	}
+}
+
+// TestRunShortGenerationsCountWhatCame: with ignore_eos a stream may
+// still end before max_tokens, normally ("stop" on a stop string,
+// "length" when the server clipped max_tokens): the request succeeds and
+// its tokens are the server's count, so tok/s is what was generated.
+func TestRunShortGenerationsCountWhatCame(t *testing.T) {
+	for _, reason := range []string{"stop", "length"} {
+		s := newFake(t)
+		s.stream = func(_ int, w http.ResponseWriter, f http.Flusher) {
+			sseHeader(w)
+			io.WriteString(w, `data: {"choices":[{"text":"a","finish_reason":null}]}`+"\n\n"+
+				`data: {"choices":[{"text":"b","finish_reason":"`+reason+`"}]}`+"\n\n"+
+				`data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}`+"\n\ndata: [DONE]\n\n")
+		}
+		res := run(t, s, Config{Requests: 2, OutputLen: 64})
+		if res.Completed != 2 || res.Failed != 0 || res.OutputTokens != 4 {
+			t.Errorf("%s: completed %d failed %d, %d output tokens; want 2, 0, 4 (2 each, not 64)", reason, res.Completed, res.Failed, res.OutputTokens)
+		}
+	}
+}
+
+// TestSummariseCapsStoredRequests: a run of more than MaxStoredRequests
+// requests keeps an even sample of them, in sending order, while its
+// counts and distributions cover every request.
+func TestSummariseCapsStoredRequests(t *testing.T) {
+	const n = 2*MaxStoredRequests + MaxStoredRequests/2 // 2.5 per stored one
+	results := make([]result, n)
+	for i := range results {
+		q := &results[i]
+		q.Start = time.Duration(i) * time.Millisecond
+		q.TTFT, q.E2E, q.OutputTokens = float64(i), float64(i)+1, 2
+		if i%1000 == 999 {
+			q.Err = "HTTP 503: busy"
+		}
+	}
+	res := &Result{Duration: time.Second}
+	summarise(res, results)
+	if res.RequestsTotal != n || len(res.Requests) != MaxStoredRequests {
+		t.Fatalf("total %d, stored %d; want %d, %d", res.RequestsTotal, len(res.Requests), n, MaxStoredRequests)
+	}
+	if res.Completed+res.Failed != n || res.Failed != n/1000 || res.TTFT.N != res.Completed || res.OutputTokens != 2*res.Completed {
+		t.Errorf("completed %d failed %d, TTFT over %d, %d tokens: not over all %d", res.Completed, res.Failed, res.TTFT.N, res.OutputTokens, n)
+	}
+	for i, q := range res.Requests {
+		if want := time.Duration(i*n/MaxStoredRequests) * time.Millisecond; q.Start != want {
+			t.Fatalf("stored request %d is the one sent at %v, want %v (request ⌊i·%d/%d⌋)", i, q.Start, want, n, MaxStoredRequests)
+		}
+	}
+	if res.TTFT.Max != n-2 { // the last request failed (i = n-1 is 999 mod 1000)
+		t.Errorf("TTFT max %v: the distribution does not cover the last requests", res.TTFT.Max)
+	}
+	small := &Result{Duration: time.Second}
+	summarise(small, results[:3])
+	if small.RequestsTotal != 3 || len(small.Requests) != 3 {
+		t.Errorf("a small run: %d of %d stored", len(small.Requests), small.RequestsTotal)
 	}
 }
 
@@ -354,26 +421,92 @@ func TestRunCancelReturnsPartialResult(t *testing.T) {
 	}
 }
 
+// TestRunDurationBound: a duration-bound run sends requests until the
+// deadline and none after it (Start ≤ Duration exactly: a request released
+// just before the deadline but not yet sent is not sent), and those in
+// flight finish.
 func TestRunDurationBound(t *testing.T) {
 	s := newFake(t)
-	res := run(t, s, Config{Duration: 200 * time.Millisecond, Concurrency: 2})
-	if res.Completed < 2 || res.Duration < 200*time.Millisecond || res.Failed != 0 {
+	s.stream = func(_ int, w http.ResponseWriter, f http.Flusher) {
+		time.Sleep(15 * time.Millisecond)
+		defaultStream(w, f, 2, true)
+	}
+	const limit = 200 * time.Millisecond
+	res := run(t, s, Config{Duration: limit, Concurrency: 2})
+	if res.Completed < 2 || res.Duration < limit || res.Failed != 0 {
 		t.Fatalf("completed %d in %v", res.Completed, res.Duration)
+	}
+	if res.RequestsTotal != res.Completed || len(res.Requests) != res.Completed {
+		t.Errorf("%d requests stored, total %d, completed %d", len(res.Requests), res.RequestsTotal, res.Completed)
+	}
+	for i, q := range res.Requests {
+		if q.Start > limit {
+			t.Errorf("request %d started at %v, after the %v deadline", i, q.Start, limit)
+		}
+	}
+	if got := int(s.n.Load()) - 1; got != res.Completed { // less the warm-up
+		t.Errorf("%d measured requests reached the server, %d counted", got, res.Completed)
 	}
 }
 
-// TestRunRate: even gaps put request i no earlier than i/rate.
-func TestRunRate(t *testing.T) {
-	s := newFake(t)
-	res := run(t, s, Config{Requests: 5, Rate: 50, Concurrency: 5})
-	for i, q := range res.Requests {
-		if q.Start < time.Duration(i)*20*time.Millisecond {
-			t.Errorf("request %d sent at %v, before %v", i, q.Start, time.Duration(i)*20*time.Millisecond)
+// TestArrivalsSchedule: the send schedule is exact: due times 0, 1/rate,
+// 2/rate … for even arrivals; for Poisson arrivals the running sum of the
+// seeded exponential draws (their own PCG stream of the seed), whose mean
+// is 1/rate; all 0 without a rate.
+func TestArrivalsSchedule(t *testing.T) {
+	a := newArrivals(Config{Rate: 50, Seed: 1})
+	for i := range 10 {
+		if got, want := a.next(), time.Duration(i)*20*time.Millisecond; got != want {
+			t.Fatalf("even: request %d due at %v, want %v", i, got, want)
 		}
 	}
-	res = run(t, s, Config{Requests: 5, Rate: 1000, Poisson: true, Concurrency: 5})
-	if res.Completed != 5 {
-		t.Errorf("poisson: %d completed", res.Completed)
+	const rate, n = 8.0, 20000
+	p := newArrivals(Config{Rate: rate, Poisson: true, Seed: 7})
+	draws := rand.New(rand.NewPCG(7, 1<<61))
+	var want time.Duration
+	for i := range n {
+		if got := p.next(); got != want {
+			t.Fatalf("poisson: request %d due at %v, want %v (the seeded draws' sum)", i, got, want)
+		}
+		want += time.Duration(draws.ExpFloat64() / rate * float64(time.Second))
+	}
+	if mean := want.Seconds() / n; math.Abs(mean-1/rate)/(1/rate) > 0.03 {
+		t.Errorf("poisson: mean gap %.4f s, want 1/%g = %.4f s", mean, rate, 1/rate)
+	}
+	p7, p8 := newArrivals(Config{Rate: rate, Poisson: true, Seed: 7}), newArrivals(Config{Rate: rate, Poisson: true, Seed: 8})
+	p7.next()
+	p8.next() // both 0
+	if p7.next() == p8.next() {
+		t.Error("the seed does not change the poisson schedule")
+	}
+	z := newArrivals(Config{Seed: 1})
+	for range 3 {
+		if d := z.next(); d != 0 {
+			t.Fatalf("no rate: due at %v, want 0", d)
+		}
+	}
+}
+
+// TestRunRate: the run follows the schedule: no request is sent before
+// it is due, in order, and (a loose bound, 50 gaps, not a timing test)
+// none is held back past it.
+func TestRunRate(t *testing.T) {
+	for _, cfg := range []Config{
+		{Requests: 5, Rate: 50, Concurrency: 5},
+		{Requests: 5, Rate: 50, Poisson: true, Concurrency: 5, Seed: 3},
+	} {
+		s := newFake(t)
+		res := run(t, s, cfg)
+		if res.Completed != 5 {
+			t.Fatalf("%+v: %d completed %+v", cfg, res.Completed, res.Errors)
+		}
+		sched := newArrivals(res.Config)
+		for i, q := range res.Requests {
+			due := sched.next()
+			if q.Start < due || q.Start > due+time.Second {
+				t.Errorf("poisson %v: request %d sent at %v, due at %v", cfg.Poisson, i, q.Start, due)
+			}
+		}
 	}
 }
 

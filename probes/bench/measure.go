@@ -17,7 +17,8 @@ func (r *runner) measure(ctx context.Context, res *Result) {
 	// dctx ends the sending: the caller's ctx, or the run's duration.
 	dctx, stopSending := ctx, context.CancelFunc(func() {})
 	if cfg.Duration > 0 {
-		dctx, stopSending = context.WithDeadline(ctx, start.Add(cfg.Duration))
+		r.notAfter = start.Add(cfg.Duration)
+		dctx, stopSending = context.WithDeadline(ctx, r.notAfter)
 	}
 	defer stopSending()
 
@@ -51,12 +52,12 @@ func (r *runner) measure(ctx context.Context, res *Result) {
 		}
 	}()
 
-	arrivals := rand.New(rand.NewPCG(cfg.Seed, 1<<61))
-	var due time.Duration // when the next request is due, from start
+	sched := newArrivals(cfg)
 send:
 	for i := 0; cfg.Requests == 0 || i < cfg.Requests; i++ {
 		body, prompt := r.body(i, false)
-		if wait := time.Until(start.Add(due)); cfg.Rate > 0 && wait > 0 {
+		due := sched.next()
+		if wait := time.Until(start.Add(due)); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-dctx.Done():
@@ -81,6 +82,9 @@ send:
 			q := r.do(ctx, body, prompt, &r.outTokens)
 			<-sem
 			r.inFlight.Add(-1)
+			if q.unsent {
+				return // the duration ran out between its release and its sending
+			}
 			if q.Err != "" && ctx.Err() != nil {
 				r.outTokens.Add(-int64(q.chunks)) // abandoned: not counted
 				return
@@ -97,13 +101,6 @@ send:
 			results = append(results, q)
 			mu.Unlock()
 		}()
-		if cfg.Rate > 0 {
-			gap := 1 / cfg.Rate
-			if cfg.Poisson {
-				gap = arrivals.ExpFloat64() / cfg.Rate
-			}
-			due += time.Duration(gap * float64(time.Second))
-		}
 	}
 	wg.Wait()
 	end := time.Now()
@@ -116,6 +113,35 @@ send:
 		Limit: cfg.Duration, OutTokens: res.OutputTokens, TokPerSec: res.OutputTokPerSec})
 }
 
+// arrivals is the measured requests' send schedule.
+type arrivals struct {
+	rate    float64 // requests/s; 0: none (every request is due at once)
+	poisson bool
+	rng     *rand.Rand
+	due     time.Duration
+}
+
+// newArrivals is cfg's schedule: with a Rate, even gaps of 1/Rate s, or
+// with Poisson exponential gaps of mean 1/Rate s drawn from a stream of
+// Seed of its own (so the prompts do not change it); without, none.
+func newArrivals(cfg Config) *arrivals {
+	return &arrivals{rate: cfg.Rate, poisson: cfg.Poisson, rng: rand.New(rand.NewPCG(cfg.Seed, 1<<61))}
+}
+
+// next returns when the next request is due, as an offset from the start
+// of the measured part: 0 for the first, then the sum of the gaps so far.
+func (a *arrivals) next() time.Duration {
+	d := a.due
+	if a.rate > 0 {
+		gap := 1 / a.rate
+		if a.poisson {
+			gap = a.rng.ExpFloat64() / a.rate
+		}
+		a.due += time.Duration(gap * float64(time.Second))
+	}
+	return d
+}
+
 // summarise computes res's counts, rates and distributions from the
 // finished requests (res.Duration set), as sglang.bench_serving does: every
 // metric over the successful requests only, TPOT over those with more
@@ -125,9 +151,9 @@ func summarise(res *Result, results []result) {
 	var ttft, tpot, e2e, itl []float64
 	errs := map[string]int{}
 	e2eSum := 0.0
-	res.Requests = make([]Request, 0, len(results))
+	res.RequestsTotal = len(results)
+	res.Requests = storedRequests(results, MaxStoredRequests)
 	for _, q := range results {
-		res.Requests = append(res.Requests, q.Request)
 		if q.Err != "" {
 			res.Failed++
 			errs[q.Err]++
@@ -161,4 +187,24 @@ func summarise(res *Result, results []result) {
 	if len(res.Errors) > maxErrors {
 		res.Errors = res.Errors[:maxErrors]
 	}
+}
+
+// storedRequests is what a Result keeps of results (in sending order):
+// all of them when there are at most max, else an even sample of max,
+// request ⌊i·len/max⌋ for i in [0, max): deterministic, spread over the
+// whole run.
+func storedRequests(results []result, max int) []Request {
+	n := len(results)
+	if n <= max {
+		out := make([]Request, n)
+		for i := range results {
+			out[i] = results[i].Request
+		}
+		return out
+	}
+	out := make([]Request, max)
+	for i := range out {
+		out[i] = results[i*n/max].Request
+	}
+	return out
 }

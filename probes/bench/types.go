@@ -51,7 +51,8 @@ type Config struct {
 	Warmup int `json:"warmup"`
 	// Seed makes random prompts and Poisson gaps repeatable (default 1).
 	Seed uint64 `json:"seed"`
-	// Timeout bounds one request (default 10 min).
+	// Timeout bounds one request, from sending it to the end of its
+	// stream (default 10 min); ns in JSON (a Go time.Duration).
 	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
@@ -70,7 +71,8 @@ type Dist struct {
 
 // Request is one measured request, in the order they were sent.
 type Request struct {
-	// Start is when the request was sent, as an offset from Result.Started.
+	// Start is when the request was sent, as an offset from
+	// Result.Started; ns in JSON (a Go time.Duration).
 	Start time.Duration `json:"start"`
 	// TTFT is the time from sending to the first chunk that carries
 	// content (a role-only first chunk does not count), ms.
@@ -99,7 +101,8 @@ type Result struct {
 	Target  string    `json:"target"` // what was benchmarked: "http://127.0.0.1:30000 via gpu-box"
 	Started time.Time `json:"started"`
 	// Duration is the measured part's wall time, from the first measured
-	// request sent to the last one finished (warm-up excluded).
+	// request sent to the last one finished (warm-up excluded); ns in JSON
+	// (a Go time.Duration).
 	Duration time.Duration `json:"duration"`
 	// Cancelled says the run was stopped before it finished; the metrics
 	// cover the requests that finished.
@@ -127,11 +130,24 @@ type Result struct {
 	TPOT Dist `json:"tpot"`
 	E2E  Dist `json:"e2e"`
 
-	// Requests are the measured requests (not the warm-up), for
-	// statistics across runs; their ITL lists are summarised by
-	// ITLMedian.
+	// Requests are the measured requests (not the warm-up) in the order
+	// they were sent, for statistics across runs; their ITL lists are
+	// summarised by ITLMedian. A run of more than MaxStoredRequests keeps
+	// an even sample of MaxStoredRequests of them (every k-th in sending
+	// order, k = RequestsTotal / MaxStoredRequests, not a whole number in
+	// general: request ⌊i·RequestsTotal/MaxStoredRequests⌋ for i = 0, 1,
+	// …), so that a long run's journal line stays small; the counts,
+	// rates and distributions above are always over every request.
 	Requests []Request `json:"requests,omitempty"`
+	// RequestsTotal is how many measured requests finished (Completed +
+	// Failed): len(Requests) when every one is stored, more when Requests
+	// is a sample. 0 in results recorded before the field existed (then
+	// len(Requests) is the count).
+	RequestsTotal int `json:"requests_total,omitempty"`
 }
+
+// MaxStoredRequests is the most requests a Result keeps in Requests.
+const MaxStoredRequests = 10000
 
 // ErrorCount is one failure message and how many requests failed with it.
 type ErrorCount struct {
@@ -154,13 +170,16 @@ func (Started) Kind() string { return "bench-start" }
 // Progress is a running benchmark's state, published a few times a second
 // (never journaled). It is an event payload (kind "bench-progress").
 type Progress struct {
-	ID        string        `json:"id"`
-	Warmup    bool          `json:"warmup,omitempty"` // still in the warm-up requests
-	Done      int           `json:"done"`             // measured requests finished (ok or failed)
-	Failed    int           `json:"failed"`
-	Total     int           `json:"total"` // Config.Requests; 0 when bounded by Duration
+	ID     string `json:"id"`
+	Warmup bool   `json:"warmup,omitempty"` // still in the warm-up requests
+	Done   int    `json:"done"`             // measured requests finished (ok or failed)
+	Failed int    `json:"failed"`
+	Total  int    `json:"total"` // Config.Requests; 0 when bounded by Duration
+	// Elapsed is the measured part's time so far, and Limit is
+	// Config.Duration when the run is bounded by it (else 0); both ns in
+	// JSON (Go time.Durations).
 	Elapsed   time.Duration `json:"elapsed"`
-	Limit     time.Duration `json:"limit,omitempty"` // Config.Duration when bounded by it
+	Limit     time.Duration `json:"limit,omitempty"`
 	InFlight  int           `json:"in_flight"`
 	OutTokens int           `json:"out_tokens"` // output tokens so far
 	// TokPerSec is the output tok/s over the measured part so far.
