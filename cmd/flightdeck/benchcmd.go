@@ -98,9 +98,12 @@ func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	if f.warmup == 0 {
 		c.Warmup = -1 // none (0 is the default in a Config)
 	}
-	for name, v := range map[string]int{"input-len": c.InputLen, "output-len": c.OutputLen, "concurrency": c.Concurrency, "requests": c.Requests} {
-		if v <= 0 && !(name == "requests" && c.Duration > 0) {
-			return c, fmt.Errorf("--%s %d: must be positive", name, v)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"input-len", c.InputLen}, {"output-len", c.OutputLen}, {"concurrency", c.Concurrency}, {"requests", c.Requests}} {
+		if f.v <= 0 && !(f.name == "requests" && c.Duration > 0) {
+			return c, fmt.Errorf("--%s %d: must be positive", f.name, f.v) // the first bad flag, in a fixed order
 		}
 	}
 	if f.warmup < 0 {
