@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
@@ -19,7 +20,8 @@ type RepeatConfig struct {
 	// N is how many more launches to make (default 4: with the current
 	// one, 5 launches, enough for a Mann–Whitney verdict at α = 0.05).
 	N int `json:"n"`
-	// MinSamples is how many steady-state tok/s samples a launch must
+	// MinSamples (at least journal.MinLaunchSamples) is how many
+	// steady-state tok/s samples a launch must
 	// have before the next relaunch (default 10).
 	MinSamples int `json:"min_samples"`
 	// MaxWait bounds one launch: from the relaunch to MinSamples (default
@@ -98,8 +100,10 @@ func (c RepeatConfig) withDefaults() (RepeatConfig, error) {
 	switch {
 	case c.N < 0:
 		return c, fmt.Errorf("repeat: N %d: want how many more launches, at least 1", c.N)
-	case c.MinSamples < 0:
-		return c, fmt.Errorf("repeat: min samples %d must not be negative", c.MinSamples)
+	case c.MinSamples < 0 || c.MinSamples > 0 && c.MinSamples < journal.MinLaunchSamples:
+		// A launch with fewer steady samples does not count in a
+		// comparison: the repeat would measure nothing.
+		return c, fmt.Errorf("repeat: %d samples a launch: want at least %d (a comparison counts a launch from %d)", c.MinSamples, journal.MinLaunchSamples, journal.MinLaunchSamples)
 	case c.MaxWait < 0:
 		return c, fmt.Errorf("repeat: max wait %v must not be negative", c.MaxWait)
 	}

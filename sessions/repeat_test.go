@@ -297,7 +297,8 @@ func TestRepeatRefusals(t *testing.T) {
 		want string
 	}{
 		{RepeatConfig{N: -1}, "repeat: N -1: want how many more launches, at least 1"},
-		{RepeatConfig{MinSamples: -2}, "repeat: min samples -2 must not be negative"},
+		{RepeatConfig{MinSamples: -2}, "repeat: -2 samples a launch: want at least 3 (a comparison counts a launch from 3)"},
+		{RepeatConfig{MinSamples: 2}, "repeat: 2 samples a launch: want at least 3 (a comparison counts a launch from 3)"},
 		{RepeatConfig{Bench: true}, "repeat: the benchmark is not available in this session"},
 		{RepeatConfig{}, "no server running"},
 	} {

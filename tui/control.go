@@ -174,6 +174,9 @@ func launchUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "launch"); why != "" {
 		return why
 	}
+	if m.rep.running {
+		return "a repeat is running: it relaunches the server itself (R stops it)"
+	}
 	if m.git.doing != "" {
 		return "git is busy (" + m.git.doing + "): a server launched now would load a half-changed checkout"
 	}
@@ -181,7 +184,13 @@ func launchUnavailable(m *Model) string {
 }
 
 func profileUnavailable(m *Model) string {
-	return controlUnavailable(m, "a profile change")
+	if why := controlUnavailable(m, "a profile change"); why != "" {
+		return why
+	}
+	if m.rep.running {
+		return "a repeat is running: its relaunches keep the profile it started with (R stops it)"
+	}
+	return ""
 }
 
 // confirmKill opens the kill confirmation (K).

@@ -666,6 +666,12 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 			m.showHelp = false
 			return m, m.openConclude(id)
 		}
+		if m.rep.running {
+			// Each launch of a repeat is its experiment: ending one by
+			// hand would stop the repeat, starting one would split it.
+			m.flash("a repeat is running: it starts and ends its experiments itself (R stops it)", toneWarn)
+			return m, nil
+		}
 		return m, m.openExperiment()
 	case &k.Note:
 		return m, m.openNote()

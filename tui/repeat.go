@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"strconv"
 
 	tea "charm.land/bubbletea/v2"
@@ -91,7 +92,9 @@ func repeatConfig(f *measureForm) (sessions.RepeatConfig, string) {
 	if bad != "" {
 		return sessions.RepeatConfig{}, bad
 	}
-	s, bad := wholeNumber(f.fields[rfSamples].label, f.text(rfSamples), 10, 2, 100000)
+	// Fewer steady samples than a comparison counts as a launch would
+	// make every repeated launch worthless to the verdict.
+	s, bad := wholeNumber(f.fields[rfSamples].label, f.text(rfSamples), 10, journal.MinLaunchSamples, 100000)
 	if bad != "" {
 		return sessions.RepeatConfig{}, bad
 	}

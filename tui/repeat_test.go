@@ -282,3 +282,28 @@ func TestMeasureScreensFit(t *testing.T) {
 		check("repeat progress")
 	}
 }
+
+// TestRepeatGuardsItsLaunches: while a repeat runs, e (ending or starting
+// an experiment), L and p would break its series; they say so. The form
+// refuses fewer samples a launch than a comparison counts.
+func TestRepeatGuardsItsLaunches(t *testing.T) {
+	m, _ := labScene(100, 30, Options{Repeat: &fakeRepeat{}, Control: newFake()})
+	send(m, session()...)
+	press(m, "R")
+	press(m, "down", "backspace", "backspace")
+	typeText(m, "2")
+	if press(m, "enter"); m.modal != modalRepeat || m.Status() != "cannot start: samples each: 2 is out of range (3 to 100000)" {
+		t.Errorf("2 samples: modal %d status %q", m.modal, m.Status())
+	}
+	press(m, "esc")
+	m.rep.running = true
+	for key, want := range map[string]string{
+		"e": "a repeat is running: it starts and ends its experiments itself (R stops it)",
+		"L": "a repeat is running: it relaunches the server itself (R stops it)",
+		"p": "a repeat is running: its relaunches keep the profile it started with (R stops it)",
+	} {
+		if press(m, key); m.modal != modalNone || m.Status() != want {
+			t.Errorf("%s during a repeat: modal %d status %q", key, m.modal, m.Status())
+		}
+	}
+}
