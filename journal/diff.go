@@ -178,10 +178,16 @@ func Compare(exps []Experiment, a, b string) (*Diff, error) {
 	}
 	d := &Diff{A: xa, B: xb}
 	keys := keyCache{}
+	d.SameConfig = keys.of(xa) != "" && keys.of(xa) == keys.of(xb)
 	ga, gb := launchGroups(exps, xa, xb, keys), launchGroups(exps, xb, xa, keys)
 	d.LaunchesA, d.LaunchesB = representatives(ga, xa), representatives(gb, xb)
 	ra, rb := benchRuns(ga, xa), benchRuns(gb, xb)
-	settings := benchSettingRows(ra, rb)
+	var settings []FieldRow
+	if len(ra) > 0 && len(rb) > 0 {
+		// Settings rows only when both sides ran a clean benchmark: a
+		// side without one has no settings to compare.
+		settings = benchSettingRows(ra, rb)
+	}
 	d.Results = resultRows(d, ga, gb, settings)
 	d.Fields = fieldRows(xa, xb, settings)
 	d.Range, d.RangeNote = findRange(exps, xa, xb)
@@ -470,6 +476,9 @@ func verdict(m *metric, d *Diff, row *ResultRow, na, nb int) string {
 			return "no verdict: no benchmark of " + OneLine(x.ID) + " (b runs one)"
 		}
 		return "no verdict: no value for " + OneLine(x.ID)
+	}
+	if d.SameConfig {
+		return "no verdict: the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)"
 	}
 	if na < MinLaunches || nb < MinLaunches {
 		return fmt.Sprintf("no verdict: %d+%d launches (need ≥ %d each; R repeats a launch)", na, nb, MinLaunches)

@@ -293,3 +293,33 @@ func TestCompareLaunchIdentity(t *testing.T) {
 		t.Errorf("noise %+v", d.Noise)
 	}
 }
+
+// TestCompareSameConfigAndOneSidedBench: two launches of one configuration
+// are an A/A comparison (no advice to repeat: the noise rows answer it);
+// bench settings rows appear only when both sides ran a clean benchmark.
+func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
+	exps := []Experiment{
+		dexp("e1", "baseline", headA, 62.5),
+		withBench(dexp("e2", "baseline", headA, 62.7), 61, 50),
+		dexp("e3", "nccl-ll-ring", headA, 89),
+	}
+	d, err := Compare(exps, "e1", "e2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.SameConfig {
+		t.Error("e1 and e2 are one configuration")
+	}
+	if v := row(t, d, MetricLogTokS).Verdict; v != "no verdict: the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)" {
+		t.Errorf("A/A verdict %q", v)
+	}
+	d, err = Compare(exps, "e2", "e3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.Fields {
+		if f.Group == "bench" {
+			t.Errorf("a bench row with one side unbenchmarked: %+v", f)
+		}
+	}
+}

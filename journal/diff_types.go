@@ -19,7 +19,11 @@ type Diff struct {
 	// known is alone on its side and in no other's; an A/A comparison
 	// (same configuration) has A and B alone.
 	LaunchesA, LaunchesB []*Experiment
-	Results              []ResultRow
+	// SameConfig says A and B have the same known configuration (an A/A
+	// comparison): no verdict, each side is its own experiment, and the
+	// A/A noise rows say how much launches of it differ.
+	SameConfig bool
+	Results    []ResultRow
 	// Fields lists every fingerprint variable: the changed rows first (in
 	// group order: commit, patch, env, flags, bench, versions, gpu, host;
 	// bench is the settings of the benchmark runs each side pools), then

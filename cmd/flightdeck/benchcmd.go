@@ -91,6 +91,9 @@ succeeded; 2 bad flags.`,
 func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
 	c := f.cfg
 	c.Endpoint = bench.Endpoint(f.endpoint)
+	if c.Duration < 0 {
+		return c, fmt.Errorf("--duration %v: must be positive", c.Duration)
+	}
 	if cmd.Flags().Changed("duration") && !cmd.Flags().Changed("requests") {
 		c.Requests = 0
 	}
@@ -292,12 +295,18 @@ func writeBenchTable(w io.Writer, res *bench.Result) {
 	row("Concurrency:", res.Concurrency)
 	section := func(title, name string, d bench.Dist, maxRow bool) {
 		fmt.Fprintln(w, center(title, 50, '-'))
-		row("Mean "+name+" (ms):", d.Mean)
-		row("Median "+name+" (ms):", d.Median)
-		row("P90 "+name+" (ms):", d.P90)
-		row("P99 "+name+" (ms):", d.P99)
+		val := func(v float64) any {
+			if d.N == 0 {
+				return "n/a" // no samples (one-token outputs have no TPOT or ITL), not 0 ms
+			}
+			return v
+		}
+		row("Mean "+name+" (ms):", val(d.Mean))
+		row("Median "+name+" (ms):", val(d.Median))
+		row("P90 "+name+" (ms):", val(d.P90))
+		row("P99 "+name+" (ms):", val(d.P99))
 		if maxRow {
-			row("Max "+name+" (ms):", d.Max)
+			row("Max "+name+" (ms):", val(d.Max))
 		}
 	}
 	section("End-to-End Latency", "E2E Latency", res.E2E, false)

@@ -231,3 +231,30 @@ func TestBenchCLITargetHints(t *testing.T) {
 		t.Errorf("no server: %v %s; want --port and --log-dir named", err, stderr)
 	}
 }
+
+// TestBenchCLIEdges: a negative --duration names --duration; one-token
+// outputs print n/a for TPOT and ITL, never 0.00 ms.
+func TestBenchCLIEdges(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Write([]byte(`{"data":[{"id":"m"}]}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\n"+
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	_, stderr, err := runCLI(t, nil, "bench", srv.URL, "--duration", "-1s")
+	wantExit(t, err, 2, "--duration -1s")
+	if !strings.Contains(stderr, "--duration -1s: must be positive") {
+		t.Errorf("--duration -1s: %s", stderr)
+	}
+	out, stderr, err := runCLI(t, nil, "bench", srv.URL, "-n", "2", "--output-len", "1")
+	wantExit(t, err, 0, stderr)
+	for _, want := range []string{"Median TPOT (ms):                        n/a", "Median ITL (ms):                         n/a"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+}
