@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync/atomic"
 	"time"
@@ -257,90 +258,145 @@ func promptPassphrase(file string) ([]byte, error) {
 // event after it is published and drives the e and n keys, and quitting
 // first ends the open experiment (lab.Close: trigger quit, fingerprints in
 // flight finished), then stops the probes, then lets the recorder drain the
-// stream and closes the journal, so that the exp-end is in the file. The
-// journal's path is printed on stderr at the end.
+// stream and closes the journal, so that the exp-end is in the file (see
+// liveSession). The journal's path is printed on stderr at the end.
 func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(ctx context.Context, sink event.Sink) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream := sessions.NewStream()
+	s, ctx := startSession(ctx, rec, os.Stderr)
+	defer s.cancel()
 	// The screen's subscription ends with the screen, so that events
 	// published while the journal is finished never wait for it.
 	uiCtx, uiCancel := context.WithCancel(ctx)
 	defer uiCancel()
-	events := stream.Subscribe(uiCtx, 4096)
-	var recDone chan error
-	if rec.w != nil {
-		// The recorder reads until the stream closes, after the screen and
-		// the probes have stopped.
-		recCtx, recCancel := context.WithCancel(context.WithoutCancel(ctx))
-		defer recCancel()
-		recEvents := stream.Subscribe(recCtx, 4096)
-		recDone = make(chan error, 1)
-		go func() { recDone <- runRecorder(recCtx, rec.w, stream.Publish, recEvents) }()
-	}
-	// The screen shows a failed connection in a few words; the full reason
-	// (fingerprints, the known_hosts line) is printed when it closes.
-	var lastConn atomic.Pointer[remote.State]
-	publish := func(e event.Event) {
-		switch p := e.Data.(type) {
-		case remote.State:
-			lastConn.Store(&p)
-		case gpu.Sample:
-			gpusSeen.n.Store(int64(len(p.GPUs)))
-		case server.Status:
-			serverSeen.observe(p)
-			benchServer.Observe(p)
-		}
-		stream.Publish(e)
-		if rec.lab != nil {
-			rec.lab.Observe(e)
-		}
-	}
+	events := s.stream.Subscribe(uiCtx, 4096)
 	if rec.lab != nil {
 		opts.Experiments = rec.lab
 		opts.Measure = rec.lab
 		opts.Repeat = rec.rep // nil with --no-journal: R says it needs a journal
 	}
-	liveDone := make(chan error, 1)
-	go func() {
-		err := live(ctx, publish)
-		if err != nil {
-			cancel() // close the screen so the error can be printed
-		}
-		liveDone <- err
-	}()
+	s.startLive(ctx, live)
 
 	screenOpen.Store(true)
 	uiErr := tui.Run(ctx, tui.New(opts), events)
 	screenOpen.Store(false)
 	uiCancel()
-	if rec.lab != nil {
-		// Even when ctx ended (a signal): the experiment's end and its
-		// result belong in the journal.
+	err := s.finish(ctx, uiErr)
+	if rec.w != nil {
+		fmt.Fprintf(os.Stderr, "journal: %s (replay: flightdeck replay %s)\n", rec.w.Path(), shellQuote(rec.w.Path()))
+	}
+	return err
+}
+
+// liveSession is what runs below the cockpit's screen, and below the
+// headless commands that act as the cockpit does (server repeat): one
+// stream that live (the probes) and the actions publish to; with a journal
+// (rec.w) a recorder writing every event of it, and the Lab (rec.lab)
+// observing every event after it is published. Use: startSession, set
+// onEvent, subscribe a front (the screen) to stream, startLive, run the
+// front, then finish.
+type liveSession struct {
+	stream *sessions.Stream
+	rec    recording
+	errw   io.Writer // where a journal error is reported
+	// onEvent, when set before startLive, sees every event after the Lab
+	// has observed it (a headless front watching the stream); it is
+	// called from the publishers' goroutines.
+	onEvent   func(event.Event)
+	cancel    context.CancelFunc // ends the session's context: the front and live
+	recCancel context.CancelFunc
+	recDone   chan error
+	liveDone  chan error
+	lastConn  atomic.Pointer[remote.State]
+}
+
+// startSession creates the session's stream and, with a journal, starts
+// its recorder (which reads until the stream closes, after the front and
+// the probes have stopped). The returned context ends with ctx, when live
+// fails, or at finish.
+func startSession(ctx context.Context, rec recording, errw io.Writer) (*liveSession, context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &liveSession{stream: sessions.NewStream(), rec: rec, errw: errw, cancel: cancel, recCancel: func() {}}
+	if rec.w != nil {
+		recCtx, recCancel := context.WithCancel(context.WithoutCancel(ctx))
+		recEvents := s.stream.Subscribe(recCtx, 4096)
+		s.recCancel = recCancel
+		s.recDone = make(chan error, 1)
+		go func() { s.recDone <- runRecorder(recCtx, rec.w, s.stream.Publish, recEvents) }()
+	}
+	return s, ctx
+}
+
+// publish is the session's sink: it notes what the cockpit's defaults
+// read (the server's port and state, the GPU count, the connection),
+// publishes e to the stream, then lets the Lab and onEvent observe it.
+func (s *liveSession) publish(e event.Event) {
+	switch p := e.Data.(type) {
+	case remote.State:
+		// A failed connection is shown in a few words; the full reason
+		// (fingerprints, the known_hosts line) is returned at the end.
+		s.lastConn.Store(&p)
+	case gpu.Sample:
+		gpusSeen.n.Store(int64(len(p.GPUs)))
+	case server.Status:
+		serverSeen.observe(p)
+		benchServer.Observe(p)
+	}
+	s.stream.Publish(e)
+	if s.rec.lab != nil {
+		s.rec.lab.Observe(e)
+	}
+	if s.onEvent != nil {
+		s.onEvent(e)
+	}
+}
+
+// startLive runs live with the session's sink; its failure ends ctx (the
+// front then stops, and finish returns the error).
+func (s *liveSession) startLive(ctx context.Context, live func(ctx context.Context, sink event.Sink) error) {
+	s.liveDone = make(chan error, 1)
+	go func() {
+		err := live(ctx, s.publish)
+		if err != nil {
+			s.cancel() // stop the front so the error can be printed
+		}
+		s.liveDone <- err
+	}()
+}
+
+// finish ends the session once its front has returned frontErr: it ends
+// the open experiment (even when ctx ended, e.g. a signal: the
+// experiment's end and its result belong in the journal), stops live,
+// closes the stream, lets the recorder drain it and closes the journal
+// (reporting a journal error on errw). It returns live's error, else
+// frontErr (context.Canceled is none), else a failed connection's.
+func (s *liveSession) finish(ctx context.Context, frontErr error) error {
+	if s.rec.lab != nil {
 		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), labCloseTimeout)
-		rec.lab.Close(lctx)
+		s.rec.lab.Close(lctx)
 		lcancel()
 	}
-	cancel()
-	liveErr := <-liveDone
-	stream.Close()
-	if recDone != nil {
-		recErr := <-recDone
-		if err := rec.w.Close(); err != nil && recErr == nil {
+	s.cancel()
+	var liveErr error
+	if s.liveDone != nil {
+		liveErr = <-s.liveDone
+	}
+	s.stream.Close()
+	if s.recDone != nil {
+		recErr := <-s.recDone
+		if err := s.rec.w.Close(); err != nil && recErr == nil {
 			recErr = err
 		}
 		if recErr != nil {
-			fmt.Fprintf(os.Stderr, "flightdeck: journal %s: %s\n", rec.w.Path(), sanitize.String(recErr.Error()))
+			fmt.Fprintf(s.errw, "flightdeck: journal %s: %s\n", s.rec.w.Path(), sanitize.String(recErr.Error()))
 		}
-		fmt.Fprintf(os.Stderr, "journal: %s (replay: flightdeck replay %s)\n", rec.w.Path(), shellQuote(rec.w.Path()))
 	}
+	s.recCancel()
 	if liveErr != nil && !errors.Is(liveErr, context.Canceled) {
 		return liveErr
 	}
-	if uiErr != nil && !errors.Is(uiErr, context.Canceled) {
-		return uiErr
+	if frontErr != nil && !errors.Is(frontErr, context.Canceled) {
+		return frontErr
 	}
-	if st := lastConn.Load(); st != nil && st.Conn == remote.Failed && st.Err != nil {
+	if st := s.lastConn.Load(); st != nil && st.Conn == remote.Failed && st.Err != nil {
 		return fmt.Errorf("connection to %s failed: %w", st.Host, st.Err)
 	}
 	return nil

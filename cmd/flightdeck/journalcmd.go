@@ -54,6 +54,7 @@ The format: docs/journal-format.md. Replay a journal: flightdeck replay FILE.`,
 	}
 	cmd.SetFlagErrorFunc(usageError)
 	cmd.AddCommand(newJournalLsCmd(), newJournalShowCmd(), newJournalDiffCmd(), newJournalExportCmd())
+	cmd.AddCommand(newJournalBaselineCmd())
 	return cmd
 }
 
@@ -533,7 +534,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 func writeMeasureSummary(out io.Writer, r *journal.Report) {
 	exps := r.Ledger.Experiments()
 	if m := r.Ledger.Baseline(); m != nil {
-		fmt.Fprintf(out, "\nbaseline  %s (marked in the cockpit)\n", journal.OneLine(m.ID))
+		fmt.Fprintf(out, "\nbaseline  %s (marked: B in the x panel, or journal baseline)\n", journal.OneLine(m.ID))
 	}
 	series, launches := journal.RepeatSeries(exps)
 	if len(series) > 0 {
@@ -602,7 +603,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 		fmt.Fprintf(out, "  warning     %s\n", s(w))
 	}
 	if m := r.Ledger.Baseline(); m != nil && m.ID == x.ID {
-		fmt.Fprintln(out, "  baseline    marked in the cockpit: deltas and comparisons are relative to it")
+		fmt.Fprintln(out, "  baseline    marked: deltas and comparisons are relative to it")
 	}
 	if rt := journal.RepeatText(x); rt != "" {
 		fmt.Fprintf(out, "  repeat      %s\n", rt)

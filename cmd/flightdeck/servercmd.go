@@ -118,6 +118,7 @@ Exit statuses: 0 success; 1 failure; 3 no server running (status, kill);
 124 launch not ready within --timeout.`,
 	}
 	cmd.AddCommand(newServerStatusCmd(), newServerLaunchCmd(), newServerKillCmd(), newServerLogsCmd())
+	cmd.AddCommand(newServerRepeatCmd())
 	return cmd
 }
 

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+)
+
+// journalBaselineFlags are the options of `flightdeck journal baseline`.
+type journalBaselineFlags struct {
+	dir   string
+	clear bool
+}
+
+func newJournalBaselineCmd() *cobra.Command {
+	var f journalBaselineFlags
+	cmd := &cobra.Command{
+		Use:   "baseline FILE EXP | baseline FILE --clear",
+		Short: "Mark an experiment of a journal as its baseline (the cockpit's B), or clear the mark",
+		Long: `baseline marks experiment EXP (an id, e2, or a name, as journal diff takes
+them) as the baseline of the journal FILE, by appending an exp-baseline
+event to it: journal show then marks it, its delta column counts from it,
+and "baseline" in journal diff names it. The latest mark wins; --clear
+appends one that clears it.
+
+A journal a cockpit is writing now is refused: mark the baseline there (B
+in its x panel).
+
+Exit statuses: 0 marked (or nothing to change); 1 an I/O error; 2 input
+refused: no such journal, a live one, an unknown experiment, a usage
+error.`,
+		Example: `  flightdeck journal baseline 2026-11-29-101500-demo e1
+  flightdeck journal baseline 2026-11-29-101500-demo "none @ a6d51c0 #1/5"
+  flightdeck journal baseline 2026-11-29-101500-demo --clear`,
+		Args: gitArgs(cobra.RangeArgs(1, 2)),
+		RunE: journalRunE(func(cmd *cobra.Command, args []string) error {
+			return runJournalBaseline(cmd, args, f)
+		}),
+	}
+	cmd.Flags().StringVar(&f.dir, "dir", "", "journals directory FILE is looked up in (default $XDG_STATE_HOME/flightdeck/journals)")
+	cmd.Flags().BoolVar(&f.clear, "clear", false, "clear the baseline mark instead of setting one")
+	return cmd
+}
+
+func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlags) error {
+	switch {
+	case f.clear && len(args) == 2:
+		return usageError(cmd, errors.New("--clear takes no EXP"))
+	case !f.clear && len(args) == 1:
+		return usageError(cmd, errors.New("give the experiment to mark (EXP: an id or a name), or --clear"))
+	}
+	path, err := resolveJournal(args[0], f.dir)
+	if err != nil {
+		return err
+	}
+	if journal.Live(path) {
+		return refusedf("%s is being written by a running cockpit: mark the baseline there (B in its x panel), or after it quits", path)
+	}
+	lj, err := loadJournal(path)
+	if err != nil {
+		return err
+	}
+	l := &lj.report.Ledger
+	id, what := "", ""
+	if !f.clear {
+		x := l.Find(args[1])
+		if x == nil {
+			lj.Close()
+			return refusedf("no experiment %q in %s (have %s)", journal.OneLine(args[1]), path, lj.report.ExpList())
+		}
+		id, what = x.ID, journal.OneLine(x.ID)+" "+fmt.Sprintf("%q", journal.OneLine(x.Name))
+	}
+	cur := l.Baseline()
+	host := lj.report.Header.Host
+	lj.Close()
+	out := cmd.OutOrStdout()
+	switch {
+	case f.clear && cur == nil:
+		fmt.Fprintf(out, "no baseline is marked in %s: nothing to clear\n", sanitize.String(path))
+		return nil
+	case !f.clear && cur != nil && cur.ID == id:
+		fmt.Fprintf(out, "%s is the baseline of %s already\n", what, sanitize.String(path))
+		return nil
+	}
+	if err := appendBaseline(path, host, id); err != nil {
+		return err
+	}
+	if f.clear {
+		fmt.Fprintf(out, "baseline %s cleared in %s\n", journal.OneLine(cur.ID), sanitize.String(path))
+		return nil
+	}
+	fmt.Fprintf(out, "baseline: %s in %s (flightdeck journal diff %s baseline B compares with it)\n", what, sanitize.String(path), shellQuote(path))
+	return nil
+}
+
+// appendBaseline appends a session (this command, as journal.Append
+// records every writer) and journal.Baseline{Exp: id} to the journal at
+// path, and syncs it. A cockpit that took the journal since it was
+// checked gives a refusal (its *journal.LockedError); other errors are
+// I/O errors.
+func appendBaseline(path, host, id string) error {
+	h := journal.Header{Host: host, Label: "journal baseline", Flightdeck: versionString(), PID: os.Getpid(), Created: time.Now()}
+	if u, err := user.Current(); err == nil {
+		h.User = u.Username
+	}
+	h.Hostname, _ = os.Hostname()
+	w, err := journal.Append(path, h)
+	if err != nil {
+		var locked *journal.LockedError
+		if errors.As(err, &locked) {
+			return refusedf("%v", err)
+		}
+		return err
+	}
+	if err := w.Write(event.Event{At: time.Now(), Data: journal.Baseline{Exp: id}}); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Flush(true); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
