@@ -501,7 +501,7 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
 	}
 	m.f("; started by %s, %s\n", triggerText(x.StartedBy), endedText(x))
 	if m.marked != "" && m.marked == x.ID {
-		m.f("- **Baseline:** marked in the cockpit\n")
+		m.f("- **Baseline:** marked\n")
 	}
 	if rt := RepeatText(x); rt != "" {
 		m.f("- **Repeat:** %s\n", mdText(rt))

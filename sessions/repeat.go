@@ -188,7 +188,7 @@ func (r *Repeater) check() (Plan, error) {
 		return plan, fmt.Errorf("repeat: the launch to repeat: %w", err)
 	}
 	if d := launchDiff(plan, launch); d != "" {
-		return plan, fmt.Errorf("repeat: the next launch would differ from the running server's (%s): relaunch with L first, then repeat", d)
+		return plan, fmt.Errorf("repeat: the next launch would differ from the running server's (%s): relaunch with it first (L, or flightdeck server launch), then repeat", d)
 	}
 	return plan, nil
 }

@@ -112,10 +112,10 @@ func TestBenchTable(t *testing.T) {
 		Target: "http://127.0.0.1:30000 via gpu-box", Duration: 2500 * time.Millisecond, Cancelled: true,
 		Completed: 10, Failed: 2, InputTokens: 1280, OutputTokens: 1280,
 		ReqPerSec: 4, OutputTokPerSec: 512, TotalTokPerSec: 1024, Concurrency: 3.5,
-		E2E:    bench.Dist{Mean: 800, Median: 790.5, P90: 900, P99: 950.25, Max: 960},
-		TTFT:   bench.Dist{Mean: 20, Median: 19, P90: 30, P99: 40, Max: 41},
-		TPOT:   bench.Dist{Mean: 6.2, Median: 6.1, P90: 7, P99: 8, Max: 9},
-		ITL:    bench.Dist{Mean: 6.2, Median: 6, P90: 7.5, P99: 9.125, Max: 30},
+		E2E:    bench.Dist{N: 10, Mean: 800, Median: 790.5, P90: 900, P99: 950.25, Max: 960},
+		TTFT:   bench.Dist{N: 10, Mean: 20, Median: 19, P90: 30, P99: 40, Max: 41},
+		TPOT:   bench.Dist{N: 10, Mean: 6.2, Median: 6.1, P90: 7, P99: 8, Max: 9},
+		ITL:    bench.Dist{N: 10, Mean: 6.2, Median: 6, P90: 7.5, P99: 9.125, Max: 30},
 		Errors: []bench.ErrorCount{{Err: "HTTP 503: The server is not ready.", Count: 2}},
 	}
 	var b bytes.Buffer

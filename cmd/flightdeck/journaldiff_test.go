@@ -125,7 +125,7 @@ func TestJournalShowMeasures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"baseline  e2 (marked in the cockpit)",
+		"baseline  e2 (marked: B in the x panel, or journal baseline)",
 		"  e2: e2, e3; medians 81.9-89.0 tok/s, spread ±4.2%",
 		"  [e2] b1 output 88.2 tok/s, TTFT 40.5 ms, ITL 11.2 ms, TPOT 11.3 ms, E2E 1480 ms (medians), 31 ok, 1 failed, concurrency 4, 128 in / 128 out, 12s; errors: HTTP 503: not ready",
 		"  [e3] b2 failed: connect: connection refused",
@@ -151,7 +151,7 @@ func TestJournalShowMeasures(t *testing.T) {
 		}
 	}
 	out, _, err = runCLI(t, nil, "journal", "show", file, "e2")
-	if err != nil || !strings.Contains(out, "  baseline    marked in the cockpit") {
+	if err != nil || !strings.Contains(out, "  baseline    marked: deltas") {
 		t.Errorf("show e2: %v\n%s", err, out)
 	}
 	out, _, err = runCLI(t, nil, "journal", "show", file, "--json")
@@ -171,7 +171,7 @@ func TestJournalShowMeasures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"- **Baseline:** marked in the cockpit\n", "- **Repeat:** launch 2 of 5 of the repeat of e2\n", "- **Benchmark:** b1 output 88.2 tok/s"} {
+	for _, want := range []string{"- **Baseline:** marked\n", "- **Repeat:** launch 2 of 5 of the repeat of e2\n", "- **Benchmark:** b1 output 88.2 tok/s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("export md lacks %q", want)
 		}
