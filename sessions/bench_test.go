@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -38,18 +37,8 @@ func benchHost(t *testing.T) (*sim.Host, remote.Dialer) {
 		defer cancel()
 		h.StopServer(c)
 	})
-	for {
-		resp, err := http.Get(h.ServerURL() + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the simulated server did not get ready")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := h.WaitServerReady(ctx); err != nil {
+		t.Fatal(err)
 	}
 	host, err := remote.DialSSH(ctx, h.Target(), remote.SSHOptions{ConfigFile: os.DevNull,
 		IdentityFiles: []string{h.IdentityPath}, KnownHostsFiles: []string{h.KnownHostsPath}, NoAgent: true})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -363,6 +364,30 @@ func procStartTime(pid int) string {
 		return "0"
 	}
 	return f[19]
+}
+
+// WaitServerReady polls the server's /health every 20 ms until it answers
+// 200 (ready) and returns nil, or returns ctx's error.
+func (h *Host) WaitServerReady(ctx context.Context) error {
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.ServerURL()+"/health", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("sim: the server did not get ready: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // ServerPID is the pid of the server StartServer launched, or 0 when none is running.

@@ -29,18 +29,8 @@ func TestBenchCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.StopServer(context.Background()) })
-	for {
-		resp, err := http.Get(h.ServerURL() + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the simulated server did not get ready")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := h.WaitServerReady(ctx); err != nil {
+		t.Fatal(err)
 	}
 
 	out, stderr, err := runCLI(t, nil, append([]string{"bench", "sim", "-n", "4", "-c", "2", "--input-len", "16", "--output-len", "24", "--format", "json"}, ssh...)...)

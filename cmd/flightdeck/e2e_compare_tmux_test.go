@@ -21,17 +21,6 @@ func TestDemoCompareVerdictInTmux(t *testing.T) {
 	bin := flightdeckBinary(t)
 	path := t.TempDir() + "/compare.jsonl"
 	s := startTmux(t, 200, 50, bin+" demo --journal "+path)
-	ready := func(profile string, rate float64) func(string) string {
-		return func(screen string) string {
-			if !readyHeader.MatchString(screen) {
-				return "server not ready"
-			}
-			if !strings.Contains(screen, "profile "+profile) {
-				return "header lacks profile " + profile
-			}
-			return nowNear(rate)(screen)
-		}
-	}
 	// field replaces the focused form field's text.
 	field := func(text string) {
 		for range 6 {
@@ -52,7 +41,7 @@ func TestDemoCompareVerdictInTmux(t *testing.T) {
 		s.waitScreen(150*time.Second, has("repeat done"))
 	}
 
-	s.waitScreen(40*time.Second, ready("none", sim.ModelTokPerSec(false, false, false)))
+	s.waitScreen(40*time.Second, readyAt("none", sim.ModelTokPerSec(false, false, false)))
 
 	// b: four requests, then the result box.
 	s.keys("b")
@@ -90,7 +79,7 @@ func TestDemoCompareVerdictInTmux(t *testing.T) {
 	s.keys("Enter")
 	s.waitScreen(10*time.Second, has("y/N"))
 	s.keys("y")
-	s.waitScreen(45*time.Second, ready("nccl-ll-ring", sim.ModelTokPerSec(true, false, false)))
+	s.waitScreen(45*time.Second, readyAt("nccl-ll-ring", sim.ModelTokPerSec(true, false, false)))
 	repeat("e5")
 
 	// The panel: B on e1, then the header's live delta; space on e1 and e5, c.

@@ -22,17 +22,6 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	bin := flightdeckBinary(t)
 	path := t.TempDir() + "/story.jsonl"
 	s := startTmux(t, 200, 50, bin+" demo --journal "+path)
-	ready := func(profile string, rate float64) func(string) string {
-		return func(screen string) string {
-			if !readyHeader.MatchString(screen) {
-				return "server not ready"
-			}
-			if !strings.Contains(screen, "profile "+profile) {
-				return "header lacks profile " + profile
-			}
-			return nowNear(rate)(screen)
-		}
-	}
 	relaunch := func(profile string) {
 		s.keys("L")
 		s.waitScreen(10*time.Second, has("flightdeck sim server"))
@@ -65,7 +54,7 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	}
 
 	// e1: the demo's first launch, untuned.
-	s.waitScreen(40*time.Second, ready("none", sim.ModelTokPerSec(false, false, false)))
+	s.waitScreen(40*time.Second, readyAt("none", sim.ModelTokPerSec(false, false, false)))
 	measured("e1")
 	s.keys("n")
 	s.waitScreen(5*time.Second, has("free text; enter saves"))
@@ -76,7 +65,7 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	// e2: relaunched with the NCCL profile; e1 ends as a relaunch, and its
 	// banner asks for a conclusion without taking the keys.
 	relaunch("nccl-ll-ring")
-	s.waitScreen(45*time.Second, ready("nccl-ll-ring", sim.ModelTokPerSec(true, false, false)))
+	s.waitScreen(45*time.Second, readyAt("nccl-ll-ring", sim.ModelTokPerSec(true, false, false)))
 	s.waitScreen(10*time.Second, has("ended (relaunch)"))
 	// The banner's e writes e1's conclusion (within its 30 s).
 	s.keys("e")
@@ -98,7 +87,7 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	s.waitScreen(15*time.Second, has("HEAD "+regressing))
 	s.keys("g") // close the panel: the log comes back
 	relaunch("")
-	s.waitScreen(45*time.Second, ready("nccl-ll-ring", sim.ModelTokPerSec(true, true, false)))
+	s.waitScreen(45*time.Second, readyAt("nccl-ll-ring", sim.ModelTokPerSec(true, true, false)))
 	s.waitScreen(10*time.Second, has("e3 nccl-ll-ring @ "+regressing))
 	measured("e3")
 

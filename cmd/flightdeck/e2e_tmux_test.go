@@ -185,6 +185,20 @@ func nowNear(want float64) func(string) string {
 
 var readyHeader = regexp.MustCompile(`sglang pid \d+ ready`)
 
+// readyAt is a waitScreen check: the server is ready with the env profile
+// in the header and the tok/s line near rate.
+func readyAt(profile string, rate float64) func(string) string {
+	return func(screen string) string {
+		if !readyHeader.MatchString(screen) {
+			return "server not ready"
+		}
+		if !strings.Contains(screen, "profile "+profile) {
+			return "header lacks profile " + profile
+		}
+		return nowNear(rate)(screen)
+	}
+}
+
 // TestDemoInTmux is the demo as a newcomer sees it, then the story of the
 // second issue from the keyboard: the untuned server (62.5 tok/s) is killed
 // with K, relaunched with L and the nccl-ll-ring profile, goes ready, and
