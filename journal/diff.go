@@ -42,7 +42,7 @@ const (
 var fieldGroups = []string{"commit", "patch", "env", "flags", "bench", "versions", "gpu", "host"}
 
 // keyCache holds the ConfigKey of each experiment of one Compare: a key
-// costs a JSON encoding and a SHA-256, and each experiment is looked at
+// costs an encoding and a SHA-256, and each experiment is looked at
 // several times.
 type keyCache map[*Experiment]string
 
@@ -61,13 +61,15 @@ func (c keyCache) of(x *Experiment) string {
 // env (secrets redacted) and command line, and the versions captured
 // ("torch=2.9.1"; a probe that failed is left out, so a failed probe makes
 // a configuration of its own rather than one that might hide an upgrade).
-// It is "" when the fingerprint lacks the commit or the dirty state (no
-// repository, a failed capture) or no launch is known: such an experiment
-// is a configuration of its own.
+// It also holds the preset, the env profile and the host name. It is ""
+// when the fingerprint lacks the commit or the dirty state (no repository,
+// a failed capture) or the launch is not known in full (none, or an
+// adopted server's without its command line): such an experiment is a
+// configuration of its own.
 func ConfigKey(x *Experiment) string {
 	g, l := gitOf(x), launchOf(x)
-	if g == nil || g.Head == "" || l == nil || x.PatchUnknown() != "" {
-		return ""
+	if g == nil || g.Head == "" || l == nil || len(l.Argv) == 0 || x.PatchUnknown() != "" {
+		return "" // an adopted server's launch has no command line: not known in full
 	}
 	rl := server.RedactLaunch(*l)
 	env := make([]string, 0, len(rl.Env))
@@ -88,6 +90,9 @@ func ConfigKey(x *Experiment) string {
 	put := func(s string) { b = append(strconv.AppendInt(b, int64(len(s)), 10), ':'); b = append(b, s...) }
 	put(g.Head)
 	put(g.PatchSHA256)
+	put(l.Preset)
+	put(l.Profile)
+	put(x.Fingerprint.Hostname) // two GPU boxes are two configurations
 	for _, list := range [][]string{env, rl.Argv, versions} {
 		b = strconv.AppendInt(b, int64(len(list)), 10)
 		for _, s := range list {
@@ -454,6 +459,12 @@ func resultRows(d *Diff, ga, gb [][]*Experiment, settings []FieldRow) []ResultRo
 			row.Verdict = "no verdict: benchmark settings differ (" + strings.Join(differ, ", ") + ")"
 		} else {
 			row.Verdict = verdict(m, d, &row, len(la), len(lb))
+		}
+		if strings.HasPrefix(row.Verdict, "no verdict") {
+			// The test's p stays for the record, but nothing was
+			// found: Mann–Whitney can reach p <= 0.05 with 3 launches
+			// against 6, below the rule of MinLaunches a side.
+			row.Launches.Significant = false
 		}
 		row.WithinNoise = row.Launches.Significant && row.HasNoise && math.Abs(row.Launches.DeltaPct) <= row.Noise
 		rows = append(rows, row)

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -321,5 +322,56 @@ func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
 		if f.Group == "bench" {
 			t.Errorf("a bench row with one side unbenchmarked: %+v", f)
 		}
+	}
+}
+
+// TestCompareNoVerdictIsNotSignificant: 3 launches against 6 can reach
+// p <= 0.05, but the rule is MinLaunches a side: the row gives no verdict
+// and says neither significant nor within A/A noise.
+func TestCompareNoVerdictIsNotSignificant(t *testing.T) {
+	var exps []Experiment
+	for i := range 3 {
+		exps = append(exps, dexp(fmt.Sprintf("a%d", i), "baseline", headA, 62+float64(i)/10))
+	}
+	for i := range 6 {
+		exps = append(exps, dexp(fmt.Sprintf("b%d", i), "nccl-ll-ring", headA, 62.6+float64(i)/10))
+	}
+	d, err := Compare(exps, "a0", "b0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row(t, d, MetricLogTokS)
+	if !strings.HasPrefix(r.Verdict, "no verdict: 3+6 launches") || r.Launches.Significant || r.WithinNoise {
+		t.Errorf("3+6: verdict %q significant %v within noise %v (p=%.3f)", r.Verdict, r.Launches.Significant, r.WithinNoise, r.Launches.P)
+	}
+}
+
+// TestConfigKeyNeedsTheWholeLaunch: an adopted server's launch (no command
+// line) is no known configuration; the profile and the host are part of it.
+func TestConfigKeyNeedsTheWholeLaunch(t *testing.T) {
+	x := dexp("e1", "baseline", headA, 62.5)
+	adopted := x
+	l := *x.Launch
+	l.Argv = nil
+	adopted.Launch, adopted.Fingerprint = &l, &Fingerprint{Hostname: "gpu-box", Git: x.Fingerprint.Git, Launch: &l}
+	if k := ConfigKey(&adopted); k != "" {
+		t.Errorf("adopted launch: key %q, want none", k)
+	}
+	other := x
+	fp := *x.Fingerprint
+	fp.Hostname = "gpu-box-2"
+	other.Fingerprint = &fp
+	if ConfigKey(&x) == ConfigKey(&other) {
+		t.Error("two hosts, one configuration")
+	}
+	prof := x
+	pl := *x.Launch
+	pl.Profile = "tuned-but-same-env"
+	prof.Launch = &pl
+	pf := *x.Fingerprint
+	pf.Launch = &pl
+	prof.Fingerprint = &pf
+	if ConfigKey(&x) == ConfigKey(&prof) {
+		t.Error("two profiles, one configuration")
 	}
 }

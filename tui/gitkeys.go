@@ -82,6 +82,8 @@ func gitCan(m *Model, what string) string {
 		return "git control not available here"
 	case g.doing != "":
 		return "git is busy: " + g.doing
+	case m.rep.running:
+		return "a repeat is running: " + what + " would change the code its launches measure (R stops it)"
 	}
 	return notConnected(m)
 }

@@ -145,13 +145,15 @@ func (m *Model) startRepeat(cfg sessions.RepeatConfig) tea.Cmd {
 // repeatResult applies the answer of a repeat; after a confirmed quit it
 // returns the command that quits.
 func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
-	stopped, quit := m.rep.stopped, m.rep.quitWhen
+	stopped, quit, launches := m.rep.stopped, m.rep.quitWhen, m.rep.prog.N
 	m.rep.cancel, m.rep.running, m.rep.stopped, m.rep.quitWhen = nil, false, false, false
 	m.rep.hasProg = false
 	if m.modal == modalStop && m.stopWhat == "repeat" {
 		m.modal = modalNone // the question is moot
 	}
 	switch {
+	case r.Err == nil && launches > 0 && launches < journal.MinLaunches:
+		m.flash("repeat done: "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(journal.MinLaunches)+" of each configuration (R again adds more)", toneWarn)
 	case r.Err == nil:
 		m.flash("repeat done: x, then c compares against the series", toneOK)
 	case stopped && errors.Is(r.Err, context.Canceled):

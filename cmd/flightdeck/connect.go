@@ -279,6 +279,15 @@ func runCockpit(ctx context.Context, opts tui.Options, rec recording, live func(
 	uiErr := tui.Run(ctx, tui.New(opts), events)
 	screenOpen.Store(false)
 	uiCancel()
+	if rec.rep != nil && !rec.rep.wait(100*time.Millisecond) {
+		// The screen ended (a signal, or q pressed again) while a repeat
+		// was relaunching: let that launch finish, or the server stays
+		// killed. Its kill waits for GPU memory (2 min at most).
+		fmt.Fprintln(os.Stderr, "flightdeck: waiting for the repeat's relaunch in flight to finish (at most 3 min) ...")
+		if !rec.rep.wait(3 * time.Minute) {
+			fmt.Fprintln(os.Stderr, "flightdeck: the relaunch did not finish in 3 min: check the server (flightdeck server status)")
+		}
+	}
 	err := s.finish(ctx, uiErr)
 	if rec.w != nil {
 		fmt.Fprintf(os.Stderr, "journal: %s (replay: flightdeck replay %s)\n", rec.w.Path(), shellQuote(rec.w.Path()))

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
@@ -179,16 +181,39 @@ func (l *lazyBench) Run(ctx context.Context, cfg bench.Config) (*bench.Result, e
 // lazyRepeat is the repeat behind R for a host set up after the screen
 // opens: until set, Run says the host is still starting.
 type lazyRepeat struct {
-	r atomic.Pointer[sessions.Repeater]
+	r        atomic.Pointer[sessions.Repeater]
+	inflight sync.WaitGroup // Runs not returned yet
 }
 
 func (l *lazyRepeat) set(r *sessions.Repeater) { l.r.Store(r) }
 
 func (l *lazyRepeat) Run(ctx context.Context, cfg sessions.RepeatConfig) error {
 	if r := l.r.Load(); r != nil {
+		l.inflight.Add(1)
+		defer l.inflight.Done()
 		return r.Run(ctx, cfg)
 	}
 	return errNotYet
+}
+
+// wait waits until no Run is in flight, or d has passed; it reports
+// whether none is. The screen cancels a repeat's context when it ends, but
+// a relaunch in progress finishes first (a kill without its launch would
+// leave the server down): the cockpit must not close the host under it.
+func (l *lazyRepeat) wait(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		l.inflight.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // serverPort is the running server's HTTP port as the cockpit's stream

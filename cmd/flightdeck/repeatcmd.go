@@ -78,7 +78,7 @@ flightdeck did not launch, a launch that failed or was not measured in
 	cmd.SetFlagErrorFunc(usageError)
 	f.server.add(cmd)
 	fl := cmd.Flags()
-	fl.IntVarP(&f.cfg.N, "launches", "n", 4, "launches after the running one (with it, n+1 launches: 5 is the least a verdict needs)")
+	fl.IntVarP(&f.cfg.N, "launches", "n", 4, "launches after the running one (with it, n+1 launches; a verdict needs 4 of each configuration)")
 	fl.IntVar(&f.cfg.MinSamples, "samples", 10, "steady tok/s samples each launch must have before the next relaunch")
 	fl.DurationVar(&f.cfg.MaxWait, "max-wait", 10*time.Minute, "time limit of one launch, from its relaunch to --samples (and its benchmark)")
 	fl.BoolVar(&f.cfg.Bench, "bench", false, "benchmark each launch once measured (flightdeck bench's defaults)")
@@ -100,8 +100,8 @@ func (f *repeatFlags) check() error {
 		return errors.New("--journal: empty file name")
 	case f.cfg.N < 1:
 		return fmt.Errorf("-n/--launches %d: want how many more launches, at least 1", f.cfg.N)
-	case f.cfg.MinSamples < 1:
-		return fmt.Errorf("--samples %d: want at least 1", f.cfg.MinSamples)
+	case f.cfg.MinSamples < journal.MinLaunchSamples:
+		return fmt.Errorf("--samples %d: want at least %d (a comparison counts a launch from %d steady samples)", f.cfg.MinSamples, journal.MinLaunchSamples, journal.MinLaunchSamples)
 	case f.cfg.MaxWait <= 0:
 		return fmt.Errorf("--max-wait %v: want a positive duration", f.cfg.MaxWait)
 	case f.interval < 10*time.Millisecond:
@@ -316,7 +316,7 @@ func printRepeatResult(out io.Writer, path, series string) error {
 		}
 		r := x.Result
 		sum := stats.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
-		if r.N > 0 {
+		if r.N >= journal.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}
 		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, journal.OneLine(x.ID), journal.OneLine(x.Name), journal.FormatSummary(sum))
