@@ -24,10 +24,10 @@ func BenchRunText(d bench.Done) string {
 		return id + " failed: " + OneLine(why)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s output %s tok/s", id, finiteText(r.OutputTokPerSec))
+	fmt.Fprintf(&b, "%s output %s tok/s", id, FormatNum(r.OutputTokPerSec))
 	if r.Completed > 0 {
 		fmt.Fprintf(&b, ", TTFT %s ms, ITL %s ms, TPOT %s ms, E2E %s ms (medians)",
-			finiteText(r.TTFT.Median), finiteText(r.ITL.Median), finiteText(r.TPOT.Median), finiteText(r.E2E.Median))
+			FormatNum(r.TTFT.Median), FormatNum(r.ITL.Median), FormatNum(r.TPOT.Median), FormatNum(r.E2E.Median))
 	}
 	fmt.Fprintf(&b, ", %d ok, %d failed", r.Completed, r.Failed)
 	c := r.Config
@@ -47,8 +47,10 @@ func BenchRunText(d bench.Done) string {
 	return OneLine(b.String())
 }
 
-// finiteText formats a metric with one decimal, "-" when not finite.
-func finiteText(v float64) string {
+// FormatNum is a tok/s or ms value as the journal's reports, journal diff
+// and the cockpit write it: one decimal ("88.4"), none from 1000 ("1446"),
+// three below 1 ("0.412"), "-" when not finite.
+func FormatNum(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "-"
 	}

@@ -10,6 +10,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 )
 
@@ -434,21 +435,9 @@ func progressBar(frac float64, n int) string {
 	return "[" + strings.Repeat("#", k) + strings.Repeat("-", n-k) + "]"
 }
 
-// fmtNum is a tok/s or ms value as journal writes it (its fmtNum, which
-// journal.BenchRunText and journal.FormatSummary use, so the result box,
-// the panel and journal diff agree): one decimal ("88.4"), none from 1000
-// ("1446"), three below 1 ("0.412"), "-" when not finite.
-func fmtNum(v float64) string {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "-"
-	case v != 0 && v > -1 && v < 1:
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	case math.Abs(v) >= 1000:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
-}
+// fmtNum is a tok/s or ms value as journal writes it (journal.FormatNum),
+// so that the result box, the panel and journal diff agree.
+func fmtNum(v float64) string { return journal.FormatNum(v) }
 
 // benchConfigText is a config in one line: "completions in 128 out 128
 // conc 4 32 requests rate 2/s poisson warm-up 1".
