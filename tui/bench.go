@@ -240,26 +240,9 @@ func parseSeconds(s string) (time.Duration, string) {
 
 // benchKey handles a key while the bench form is open.
 func (m *Model) benchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	act, cmd := m.bench.form.key(msg)
-	switch act {
-	case formCancel:
-		m.modal, m.bench.form = modalNone, nil
-		m.flash("benchmark not started", toneDim)
-		return m, nil
-	case formSubmit:
-		cfg, bad := benchConfig(m.bench.base, m.bench.form)
-		if bad != "" {
-			m.flash("cannot start: "+bad, toneCrit)
-			return m, nil
-		}
-		if why := benchUnavailable(m); why != "" {
-			m.flash(why, toneWarn)
-			return m, nil
-		}
-		m.modal, m.bench.form = modalNone, nil
-		return m, m.startBench(cfg)
-	}
-	return m, cmd
+	return measureFormKey(m, msg, &m.bench.form, "benchmark",
+		func() (bench.Config, string) { return benchConfig(m.bench.base, m.bench.form) },
+		benchUnavailable, m.startBench)
 }
 
 // startBench runs cfg in a tea.Cmd under a context b (or esc) cancels.

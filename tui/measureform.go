@@ -231,3 +231,31 @@ func (m *Model) measureModalHelp() [][2]string {
 	}
 	return nil
 }
+
+// measureFormKey handles a key in the bench or repeat form (*form): esc
+// closes it ("<what> not started"); enter reads the config with parse,
+// then checks unavailable again (the state may have changed while the
+// form was open), and closes the form and starts cfg, or says why not.
+func measureFormKey[C any](m *Model, msg tea.KeyPressMsg, form **measureForm, what string,
+	parse func() (C, string), unavailable func(*Model) string, start func(C) tea.Cmd) (tea.Model, tea.Cmd) {
+	act, cmd := (*form).key(msg)
+	switch act {
+	case formCancel:
+		m.modal, *form = modalNone, nil
+		m.flash(what+" not started", toneDim)
+		return m, nil
+	case formSubmit:
+		cfg, bad := parse()
+		if bad != "" {
+			m.flash("cannot start: "+bad, toneCrit)
+			return m, nil
+		}
+		if why := unavailable(m); why != "" {
+			m.flash(why, toneWarn)
+			return m, nil
+		}
+		m.modal, *form = modalNone, nil
+		return m, start(cfg)
+	}
+	return m, cmd
+}

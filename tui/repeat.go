@@ -103,26 +103,9 @@ func repeatConfig(f *measureForm) (sessions.RepeatConfig, string) {
 
 // repeatKey handles a key while the repeat form is open.
 func (m *Model) repeatKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	act, cmd := m.rep.form.key(msg)
-	switch act {
-	case formCancel:
-		m.modal, m.rep.form = modalNone, nil
-		m.flash("repeat not started", toneDim)
-		return m, nil
-	case formSubmit:
-		cfg, bad := repeatConfig(m.rep.form)
-		if bad != "" {
-			m.flash("cannot start: "+bad, toneCrit)
-			return m, nil
-		}
-		if why := repeatUnavailable(m); why != "" {
-			m.flash(why, toneWarn)
-			return m, nil
-		}
-		m.modal, m.rep.form = modalNone, nil
-		return m, m.startRepeat(cfg)
-	}
-	return m, cmd
+	return measureFormKey(m, msg, &m.rep.form, "repeat",
+		func() (sessions.RepeatConfig, string) { return repeatConfig(m.rep.form) },
+		repeatUnavailable, m.startRepeat)
 }
 
 // startRepeat runs cfg in a tea.Cmd under a context R (or esc) cancels.
