@@ -26,6 +26,11 @@ type ledgerFold struct {
 	runReady time.Time      // the current run's ready time; zero while unknown
 	segs     []segment      // the open experiment's runs; nil when none is open
 	last     time.Time      // the time of the last event applied
+	// benching is the benchmark run going (bench-start without its
+	// bench-done), "" when none; afterBench says the next tok/s sample
+	// still spans the run's last requests.
+	benching   string
+	afterBench bool
 }
 
 // segment is the part of one run inside the open experiment.
@@ -34,6 +39,10 @@ type segment struct {
 	ready  time.Time // the run's ready time, zero while unknown
 	points []stats.Point
 	accept []float64 // per point: EAGLE accept length, NaN when the line had none
+	// benched counts the samples left out because flightdeck's own
+	// benchmark was loading the server: another workload, measured by the
+	// run itself (Experiment.Bench).
+	benched int
 }
 
 func (l *Ledger) apply(e event.Event) bool {
@@ -48,6 +57,7 @@ func (l *Ledger) apply(e event.Event) bool {
 		// left open ended with it (a crash), at its last event — not at
 		// the new session's first. The server's run is not known any more.
 		f.runAt, f.runReady = time.Time{}, time.Time{}
+		f.benching, f.afterBench = "", false
 		if x := l.Current(); x != nil {
 			at := prev
 			if at.IsZero() {
@@ -61,6 +71,11 @@ func (l *Ledger) apply(e event.Event) bool {
 			return false // idle-gap artefact, or no experiment to measure
 		}
 		s := &f.segs[len(f.segs)-1]
+		if f.benching != "" || f.afterBench {
+			f.afterBench = false
+			s.benched++
+			return true
+		}
 		s.points = append(s.points, stats.Point{At: e.At, Value: p.TokPerSec})
 		acc := math.NaN()
 		if p.HasAccept {
@@ -143,7 +158,13 @@ func (l *Ledger) apply(e event.Event) bool {
 		r := p
 		x.Repeat = &r
 		return true
+	case bench.Started:
+		f.benching = p.ID
+		return false
 	case bench.Done:
+		if f.benching != "" {
+			f.benching, f.afterBench = "", true
+		}
 		x := l.find(p.Exp)
 		if x == nil {
 			return false
@@ -255,7 +276,7 @@ func (l *Ledger) provisional() Result {
 		}
 		st := stats.SteadyState(s.points, from)
 		values = append(values, st.Values...)
-		dropped += st.Dropped
+		dropped += st.Dropped + s.benched
 		for _, i := range st.Kept {
 			if !math.IsNaN(s.accept[i]) {
 				accept = append(accept, s.accept[i])

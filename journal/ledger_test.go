@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
@@ -69,6 +70,11 @@ func TestLedgerProvisional(t *testing.T) {
 			seq(ev(0, serverlog.Ready{}), rates(10, 5, 80, 80, 80), ev(100, ExperimentStart{ID: "e1", Trigger: TriggerKey}),
 				rates(101, 5, 81, 82, 83, 84, 85)),
 			[]float64{84, 85}, 3, 0},
+		{"samples while flightdeck's benchmark runs (and the one spanning its end) are another workload",
+			seq(ev(0, launch), ev(0, ExperimentStart{ID: "e1", Trigger: TriggerLaunch}), ev(60, serverlog.Ready{Server: "sglang"}),
+				rates(62, 2, 20, 50, 70, 88, 89, 90), ev(74, bench.Started{ID: "b1", Exp: "e1"}),
+				rates(75, 2, 300, 310, 305), ev(81, bench.Done{ID: "b1", Exp: "e1"}), rates(82, 2, 150, 89, 90)),
+			[]float64{89, 90, 89, 90}, 8, 0}, // 4 of warm-up, 3 while b1 ran, 150 spanning its end
 		{"dropped rates are not samples",
 			seq(ev(0, ExperimentStart{ID: "e1"}), rates(1, 5, 80, 80, 80, 80),
 				ev(30, serverlog.Rate{TokPerSec: 0.3, Dropped: true}), rates(31, 5, 90)),

@@ -100,9 +100,11 @@ var catchUpRules = map[string]catchRule{
 	// its experiment (few events, each one counts).
 	"exp-repeat": catchAll,
 	"bench-done": catchAll,
-	// The last run started: with the bench-done events it says whether a
-	// run was still going at t (its progress is never journaled).
-	"bench-start": catchLatest,
+	// Every run started: with the bench-done events they say whether a
+	// run was going at t (its progress is never journaled), and which
+	// tok/s samples the ledger leaves out of an experiment's result (those
+	// while a benchmark ran).
+	"bench-start": catchAll,
 }
 
 // seekCache is what CatchUp learnt about failures, kept across calls.

@@ -122,14 +122,16 @@ func (ExperimentEnd) Kind() string { return "exp-end" }
 
 // Result is an experiment's measured generation throughput: the steady-state
 // tok/s samples (the server log's aggregate rate, one per log report) with
-// the warm-up dropped, their median and its 95 % confidence interval
-// (order statistics, as benchstat computes it).
+// the warm-up dropped (and the samples while flightdeck's own benchmark
+// loaded the server: that workload is the run's own result), their
+// median and its 95 % confidence interval (order statistics, as benchstat
+// computes it).
 type Result struct {
 	Metric string `json:"metric"` // "tok/s"
 	// Samples are the steady-state values kept, tok/s, in time order.
 	Samples []float64 `json:"samples,omitempty"`
 	N       int       `json:"n"`       // len(Samples)
-	Dropped int       `json:"dropped"` // warm-up and near-idle samples left out
+	Dropped int       `json:"dropped"` // warm-up, near-idle and benchmark-loaded samples left out
 	Median  float64   `json:"median"`  // tok/s; 0 when N is 0
 	// Lo and Hi bound the median's confidence interval, tok/s; nil when
 	// unbounded (too few samples: benchmath needs ≥ 6 for a finite 95 % CI).
