@@ -219,6 +219,44 @@ func (c *Control) Plan(req LaunchRequest) (Plan, error) {
 	return p, nil
 }
 
+// PlanAgain plans the last launch again, exactly: its command line as the
+// pidfile recorded it, and its env profile's variables from the
+// configuration (the pidfile keeps secret values redacted). It is what a
+// repeat relaunches when the launch form's request would not reproduce the
+// running server (a model given on the command line, not in the
+// configuration). It fails when no launch is known, or when the profile's
+// variables are no longer those the launch had.
+func (c *Control) PlanAgain() (Plan, error) {
+	c.mu.Lock()
+	last := c.last
+	c.mu.Unlock()
+	if last == nil || len(last.Argv) == 0 {
+		return Plan{}, errors.New("no launch by flightdeck is known on this host")
+	}
+	profile := last.Profile
+	if profile == "" {
+		profile = "none"
+	}
+	env, err := c.Config.ResolveProfile(profile)
+	if err != nil {
+		return Plan{}, err
+	}
+	if d := DiffEnv(last.Env, server.Redact(env)); len(d) > 0 {
+		return Plan{}, fmt.Errorf("profile %s: its variables changed since the launch (%s first)", profile, d[0].Name)
+	}
+	p := Plan{Request: LaunchRequest{Preset: last.Preset, Profile: profile, Port: last.Port}, EnvDiff: []EnvChange{}}
+	p.Spec = server.Spec{Preset: last.Preset, Profile: profile, Server: last.Server, Argv: append([]string(nil), last.Argv...), Env: env,
+		Workdir: last.Workdir, LogDir: c.Target.LogDir, Port: last.Port}
+	if err := p.Spec.Validate(); err != nil {
+		return p, err
+	}
+	p.CommandLine = server.LaunchInfo{Argv: p.Spec.Argv}.CommandLine()
+	if len(env) > 0 {
+		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
+	}
+	return p, nil
+}
+
 // DiffEnv lists the variables that differ between old and new, by name.
 func DiffEnv(old, new map[string]string) []EnvChange {
 	names := map[string]bool{}

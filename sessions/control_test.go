@@ -104,3 +104,41 @@ unset = ["NCCL_BUFFSIZE"]
 		}
 	}
 }
+
+// TestControlPlanAgain: the last launch planned again from its pidfile
+// record — its argv as run (a model the configuration does not name), its
+// profile's variables with their secret values from the configuration —
+// and refused once the profile's variables have changed.
+func TestControlPlanAgain(t *testing.T) {
+	cfg, err := config.Parse("config.toml", []byte(`
+[profiles.secret]
+extends = "nccl-ll-ring"
+env = { HF_TOKEN = "hf_abc" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Control{Config: cfg, Target: config.Host{Preset: "sglang", LogDir: "/data/logs"}} // no model configured
+	if _, err := c.PlanAgain(); err == nil {
+		t.Fatal("PlanAgain with no known launch")
+	}
+	if _, err := c.Plan(c.Request()); err == nil {
+		t.Fatal("the request plans without a model: the test needs it not to")
+	}
+	env, _ := cfg.ResolveProfile("secret")
+	argv := []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/given on the CLI", "--port", "30001"}
+	c.Remember(server.LaunchInfo{Preset: "sglang", Profile: "secret", Server: "sglang", Argv: argv, Env: server.Redact(env),
+		Workdir: "/srv", Port: 30001, At: time.Now()})
+	p, err := c.PlanAgain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Spec.Argv, argv) || p.Spec.Env["HF_TOKEN"] != "hf_abc" || p.Spec.Port != 30001 || p.Spec.Workdir != "/srv" ||
+		p.Spec.LogDir != "/data/logs" || strings.Contains(p.CommandLine, "hf_abc") {
+		t.Errorf("plan again: %+v %q", p.Spec, p.CommandLine)
+	}
+	c.Remember(server.LaunchInfo{Preset: "sglang", Profile: "secret", Argv: argv, Env: map[string]string{"NCCL_PROTO": "Simple"}, At: time.Now().Add(time.Second)})
+	if _, err := c.PlanAgain(); err == nil || !strings.Contains(err.Error(), "changed since the launch") {
+		t.Errorf("a changed profile: %v", err)
+	}
+}

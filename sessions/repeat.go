@@ -184,13 +184,21 @@ func (r *Repeater) check() (Plan, error) {
 		return Plan{}, ErrNoExperiment
 	}
 	plan, err := r.Control.Plan(r.Control.Request())
+	if err == nil && launchDiff(plan, launch) == "" {
+		return plan, nil
+	}
+	// The form's request does not give the running launch (its model came
+	// from the command line, or the profile chosen since differs): plan
+	// that launch again as it was recorded.
+	again, err2 := r.Control.PlanAgain()
+	if err2 == nil && launchDiff(again, launch) == "" {
+		return again, nil
+	}
 	if err != nil {
 		return plan, fmt.Errorf("repeat: the launch to repeat: %w", err)
 	}
-	if d := launchDiff(plan, launch); d != "" {
-		return plan, fmt.Errorf("repeat: the next launch would differ from the running server's (%s): relaunch with it first (L, or flightdeck server launch), then repeat", d)
-	}
-	return plan, nil
+	d := launchDiff(plan, launch)
+	return plan, fmt.Errorf("repeat: the next launch would differ from the running server's (%s): relaunch with it first (L, or flightdeck server launch), then repeat", d)
 }
 
 // launchDiff names the first way plan differs from launch (redacted, as
