@@ -128,7 +128,7 @@ func (m *Model) compareResults(iw int) []string {
 	for i := range d.Results {
 		r := &d.Results[i]
 		rw := row{metric: sanitizeString(journal.FormatMetric(r)), a: journal.FormatSummary(r.A), b: journal.FormatSummary(r.B),
-			delta: journal.FormatRowDelta(r), verdict: sanitizeString(strings.ReplaceAll(journal.FormatVerdict(r), "±", "+-"))}
+			delta: journal.FormatRowDelta(r), verdict: sanitizeString(asciiChrome.Replace(journal.FormatVerdict(r)))}
 		rows[i] = rw
 		wm, wa, wb, wd = max(wm, textWidth(rw.metric)), max(wa, textWidth(rw.a)), max(wb, textWidth(rw.b)), max(wd, textWidth(rw.delta))
 	}
@@ -300,3 +300,7 @@ func (m *Model) compareNoise(iw int) []string {
 	}
 	return out
 }
+
+// asciiChrome spells the journal's symbols in ASCII: the screen's chrome
+// has no ambiguous-width characters.
+var asciiChrome = strings.NewReplacer("±", "+-", "≥", ">=", "≤", "<=", "–", "-")

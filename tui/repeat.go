@@ -136,7 +136,7 @@ func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
 	}
 	switch {
 	case r.Err == nil && launches > 0 && launches < journal.MinLaunches:
-		m.flash("repeat done: "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(journal.MinLaunches)+" of each configuration (R again adds more)", toneWarn)
+		m.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(journal.MinLaunches)+" of each configuration (x, c says how many there are)", toneWarn)
 	case r.Err == nil:
 		m.flash("repeat done: x, then c compares against the series", toneOK)
 	case stopped && errors.Is(r.Err, context.Canceled):
