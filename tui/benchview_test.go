@@ -492,3 +492,20 @@ func TestKillNamesRunningMeasurements(t *testing.T) {
 		t.Errorf("nothing running: %q", got)
 	}
 }
+
+// TestQuitDuringBenchAsks: q while a benchmark runs asks once; q again
+// quits (the run is recorded as cancelled).
+func TestQuitDuringBenchAsks(t *testing.T) {
+	m, f := benchScene(100, 30)
+	f.wait = true
+	press(m, "b")
+	if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
+		t.Fatal("no run started")
+	}
+	if cmd := press(m, "q"); cmd != nil || m.Status() != "a benchmark is running: quitting stops it - q again to quit" {
+		t.Fatalf("first q: cmd %v status %q", cmd, m.Status())
+	}
+	if cmd := press(m, "q"); cmd == nil || !m.quitting {
+		t.Errorf("second q did not quit")
+	}
+}

@@ -611,6 +611,13 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
 		return m, nil
 	}
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.running && !armed {
+		// Quitting stops the benchmark (it is recorded as cancelled):
+		// ask once, as b does.
+		m.quitArmed = true
+		m.flash("a benchmark is running: quitting stops it - q again to quit", toneWarn)
+		return m, nil
+	}
 	for _, b := range k.matchOrder() {
 		if !key.Matches(msg, b.Binding) || k.isPanelKey(b) && !m.exp.open {
 			continue // w, space and c are the panel's; elsewhere they are the log's and git's
