@@ -132,7 +132,7 @@ func (m *Model) compareResults(iw int) []string {
 		rows[i] = rw
 		wm, wa, wb, wd = max(wm, textWidth(rw.metric)), max(wa, textWidth(rw.a)), max(wb, textWidth(rw.b)), max(wd, textWidth(rw.delta))
 	}
-	wm = min(wm, 24)
+	wm = min(wm, 28) // "ITL median per request (ms)"
 	line := func(r row, t Tone) string {
 		return t.Render(padRight(truncate(r.metric, wm), wm)) + "  " + padRight(r.a, wa) + "  " + padRight(r.b, wb) + "  " + padLeft(r.delta, wd)
 	}
