@@ -131,13 +131,23 @@ func TestLaunchFailureClassification(t *testing.T) {
 			if tc.extra == "--sim-fail crash-after-ready=12" {
 				rec.waitFor(t, "ready before the crash", 20*time.Second, phaseIs(server.PhaseReady))
 			}
-			rec.waitFor(t, "failed", 20*time.Second, phaseIs(server.PhaseFailed))
-			st, _ := lastStatus(rec.snapshot())
-			ok := false
-			for _, c := range tc.classes {
-				ok = ok || st.Class == c
+			// A traceback's header can be classified before the line that
+			// names its exception reaches the log; the status then refines
+			// the class. Wait for the refined one.
+			classOK := func(st server.Status) bool {
+				for _, c := range tc.classes {
+					if st.Class == c {
+						return true
+					}
+				}
+				return false
 			}
-			if !ok || st.Text == "" {
+			rec.waitFor(t, "failed with the expected class", 20*time.Second, func(es []event.Event) bool {
+				st, ok := lastStatus(es)
+				return ok && st.Phase == server.PhaseFailed && classOK(st)
+			})
+			st, _ := lastStatus(rec.snapshot())
+			if !classOK(st) || st.Text == "" {
 				t.Errorf("failed status %+v, want class in %v with the offending line", st, tc.classes)
 			}
 			var at time.Time
