@@ -85,6 +85,8 @@ func benchUnavailable(m *Model) string {
 	switch {
 	case m.opts.ReadOnly:
 		return "read-only replay: a benchmark would load the server"
+	case m.watching():
+		return m.watchingWhy()
 	case m.bench.ctl == nil:
 		return "benchmark not available here: it needs a connection to the server's host"
 	case m.bench.running:

@@ -88,6 +88,8 @@ func baselineUnavailable(m *Model) string {
 		return "open the experiments panel first (x)"
 	case m.opts.ReadOnly:
 		return "read-only replay: a baseline would change the journal"
+	case m.watching():
+		return m.watchingWhy()
 	case m.measure == nil:
 		return "no journal: a baseline needs one (drop --no-journal)"
 	case m.exp.doing != "":

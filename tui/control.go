@@ -135,6 +135,8 @@ func controlUnavailable(m *Model, what string) string {
 	switch {
 	case m.opts.ReadOnly:
 		return "read-only replay: " + what + " would change the host"
+	case m.watching():
+		return m.watchingWhy()
 	case m.ctl == nil:
 		return "server control not available here"
 	case m.srv.busy == actionKill:

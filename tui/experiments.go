@@ -140,6 +140,8 @@ func expUnavailable(what string) func(*Model) string {
 		switch {
 		case m.opts.ReadOnly:
 			return "read-only replay: " + what + " would change the journal"
+		case m.watching():
+			return m.watchingWhy()
 		case m.exp.ctl == nil:
 			return noJournalText
 		case m.exp.doing != "":
@@ -169,6 +171,8 @@ func concludeUnavailable(m *Model) string {
 		return "open the experiments panel first (x)"
 	case m.opts.ReadOnly:
 		return "read-only replay: a conclusion would change the journal"
+	case m.watching():
+		return m.watchingWhy()
 	case x.ctl == nil:
 		return noJournalText
 	case x.doing != "":
@@ -263,7 +267,7 @@ func (m *Model) expUpdated(u journal.ExperimentUpdate) {
 // else.
 func (m *Model) concludeBanner(w int) []banner {
 	id := m.exp.pending
-	if id == "" || m.opts.ReadOnly {
+	if id == "" || m.readOnly() {
 		return nil
 	}
 	e := m.exp.ledger.Find(id)

@@ -216,7 +216,7 @@ func (m *Model) expInput(msg tea.Msg, text string) tea.Cmd {
 func (m *Model) expSubmit() tea.Cmd {
 	f := m.exp.form
 	md := m.modal
-	if m.exp.ctl == nil || m.opts.ReadOnly { // the overlays never open then; be safe
+	if m.exp.ctl == nil || m.readOnly() { // the overlays never open then; be safe
 		m.closeExpModal()
 		return nil
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -192,6 +193,9 @@ type Model struct {
 	form       *launchForm
 	picker     *profilePicker
 	quitArmed  bool // q pressed while an action runs: a second q quits
+
+	// Who drives the host (driver.go): the driver lock's last state.
+	drv driverState
 
 	// The git panel and its overlays (gitpanel.go).
 	git gitState
@@ -477,6 +481,8 @@ func (m *Model) apply(ev event.Event) {
 		m.applyBench(p)
 	case sessions.RepeatProgress:
 		m.applyRepeat(p)
+	case driver.State:
+		m.applyDriver(p, ev.At)
 	}
 }
 
@@ -537,6 +543,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	m.status, m.statusTone = "", toneWarn
+	m.drv.note = ""
 	m.pressed = msg.String()
 	switch m.modal {
 	case modalKill:

@@ -48,6 +48,8 @@ func repeatUnavailable(m *Model) string {
 	switch {
 	case m.opts.ReadOnly:
 		return "read-only replay: a repeat would relaunch the server"
+	case m.watching():
+		return m.watchingWhy()
 	case m.rep.ctl == nil:
 		return "repeat not available here: it needs server control and a journal"
 	case m.rep.running:

@@ -55,7 +55,8 @@ func (m *Model) render() string {
 	// Server notices first (at most two: an action's, a failure's line),
 	// then a benchmark's and a repeat's progress, then git's (an action
 	// in flight, HEAD moved), then nvidia-smi's.
-	banners := append(m.serverBanners(), m.benchBanner()...)
+	banners := append(m.driverBanners(), m.serverBanners()...)
+	banners = append(banners, m.benchBanner()...)
 	banners = append(banners, m.repeatBanner()...)
 	banners = append(append(append(banners, m.gitBanners(w)...), m.concludeBanner(w)...), m.gpus.banners(m.now)...)
 	l := computeLayout(h, len(m.gpus.rows), len(banners))
@@ -192,6 +193,9 @@ func (m *Model) header(w int) string {
 		c := m.connSeg()
 		c.prio = prioConn
 		segs = append(segs, c)
+	}
+	if d, ok := m.driverSeg(); ok {
+		segs = append(segs, d)
 	}
 	exp, rec := m.expSegs()
 	segs = append(segs, rec...)
