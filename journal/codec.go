@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
@@ -75,6 +76,7 @@ var codecs = []codec{
 	jsonCodec[Repeat](),
 	{kind: "bench-start", enc: encBenchStarted, dec: decBenchStarted}, // Config.Rate may be +Inf
 	{kind: "bench-done", enc: encBenchDone, dec: decBenchDone},        // per-request arrays; floats may not be finite
+	jsonCodec[driver.State](),                                         // who drives the host; on change
 }
 
 // screenOnly are the kinds published for the screen only, never written:

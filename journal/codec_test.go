@@ -17,6 +17,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
@@ -175,6 +176,10 @@ func roundTripEvents() []event.Event {
 	res := benchResultFixture(cfg)
 	add(36, bench.Done{ID: "b2", Exp: "e2", Result: &res})
 	add(37, bench.Done{ID: "b3", Result: &bench.Result{Cancelled: true, ReqPerSec: math.NaN(), OutputTokPerSec: math.Inf(-1), TTFT: bench.Dist{Mean: math.NaN()}}})
+	add(38, driver.State{Host: "root@gpu-box:22", Role: driver.RoleWatching, Holder: driver.Info{User: "alice", Machine: "laptop", PID: 4123, Since: at(2), Heartbeat: at(37.5), Journal: "/root/.flightdeck/journals/s.jsonl", Token: "0123abcd"},
+		Note: "alice@laptop took over at 10:15:02", Err: "read lock: connection to host lost"})
+	add(38.5, driver.State{Host: "local", Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk", PID: 1, Since: at(38.5), Token: "ff"}})
+	add(39, driver.State{})
 	return evs
 }
 
@@ -291,7 +296,7 @@ func TestKindsTable(t *testing.T) {
 		"throughput", "tok-rate", "prefill", "spec-decode", "bench-result", "server-ready", "server-failure", "server-status",
 		"server-launched", "server-observed", "server-healthy", "server-kill", "repo-head", "repo-unreadable", "git-status",
 		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key", "session",
-		"exp-baseline", "exp-repeat", "bench-start", "bench-done"}
+		"exp-baseline", "exp-repeat", "bench-start", "bench-done", "driver"}
 	got := Kinds()
 	slices.Sort(got)
 	slices.Sort(want)

@@ -105,6 +105,8 @@ var catchUpRules = map[string]catchRule{
 	// tok/s samples the ledger leaves out of an experiment's result (those
 	// while a benchmark ran).
 	"bench-start": catchAll,
+	// Who drives the host: the header shows the latest role and holder.
+	"driver": catchLatest,
 }
 
 // seekCache is what CatchUp learnt about failures, kept across calls.

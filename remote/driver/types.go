@@ -62,19 +62,19 @@ func (r Role) String() string {
 // journaled, so replays and followers show who drove.
 type State struct {
 	// Host is the GPU host the lock is on (remote.Host.Name()).
-	Host string
+	Host string `json:"host"`
 	// Role is this cockpit's role.
-	Role Role
+	Role Role `json:"role"`
 	// Holder is who drives: this cockpit when Role is RoleDriving, the
 	// other one when RoleWatching; zero when nobody does.
-	Holder Info
+	Holder Info `json:"holder"`
 	// Note says what changed, for the screen: "took the lock of alice@laptop
 	// (pid 4123): no heartbeat for 47s", "bob@desk took over at 10:15:02".
 	// "" when nothing did.
-	Note string
+	Note string `json:"note,omitempty"`
 	// Err is why the lock could not be read or written ("" when it could);
 	// the role is then the last known one.
-	Err string
+	Err string `json:"err,omitempty"`
 }
 
 // Kind implements event.Payload.
