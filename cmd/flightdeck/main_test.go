@@ -23,7 +23,15 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_STATE_HOME", state)
+	// tmux servers of the end-to-end tests put their sockets here, removed
+	// at the end (tmux leaves a killed server's socket file behind).
+	tmuxDir, err := os.MkdirTemp("", "fd-tmux-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("TMUX_TMPDIR", tmuxDir)
 	code := m.Run()
+	os.RemoveAll(tmuxDir)
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
