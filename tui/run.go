@@ -40,8 +40,9 @@ func Run(ctx context.Context, m *Model, events <-chan event.Event, opts ...tea.P
 	return Bridge{Events: events}.Run(ctx, m, opts...)
 }
 
-// Run starts a tea.Program for m with opts (AltScreen comes from the view)
-// and the bridge goroutine, and returns when the program ends. The bridge
+// Run starts a tea.Program for m with opts (AltScreen comes from the view;
+// the colour profile from m's Options.Color unless opts set one) and the
+// bridge goroutine, and returns when the program ends. The bridge
 // stops when ctx ends or the program quits; Run waits for it. A server
 // action still running (Options.Control's Launch or Kill) has its context
 // cancelled when Run returns.
@@ -50,7 +51,8 @@ func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) er
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m.ctx = ctx
-	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(parent)}, opts...)...)
+	// The colour mode's profile first, so that opts can still override it.
+	p := tea.NewProgram(m, append(append([]tea.ProgramOption{tea.WithContext(parent)}, m.opts.colorOptions()...), opts...)...)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -80,17 +80,20 @@ type Styles struct {
 
 // DefaultStyles returns the palette for a dark (isDark) or light terminal
 // background. Colours are 24-bit; Bubble Tea downsamples them to what the
-// terminal supports when it writes the frame.
+// terminal supports when it writes the frame, and OK, Warn and Crit stay
+// green, yellow and red in 256 and in 16 colours (TestPaletteSurvivesDownsampling).
 func DefaultStyles(isDark bool) Styles {
 	ld := lipgloss.LightDark(isDark)
 	c := func(light, dark string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(dark)) }
+	// Warn is yellow rather than amber: amber (#ffaf00, #af5f00) becomes
+	// red in 16 colours (ansi.Convert16), the same as Crit.
 	s := Styles{
 		Text:   Tone{},
 		Dim:    Tone{Fg: c("#8a8a8a", "#7a7a7a")},
 		Accent: Tone{Fg: c("#005fd7", "#5fafff"), Bold: true},
 		Title:  Tone{Fg: c("#4e4e4e", "#a8a8a8"), Bold: true},
 		OK:     Tone{Fg: c("#008700", "#5fd75f")},
-		Warn:   Tone{Fg: c("#af5f00", "#ffaf00"), Bold: true},
+		Warn:   Tone{Fg: c("#878700", "#d7d700"), Bold: true},
 		Crit:   Tone{Fg: c("#d70000", "#ff5f5f"), Bold: true},
 		Spark:  Tone{Fg: c("#0087af", "#5fd7ff")},
 		Key:    Tone{Fg: c("#5f5f87", "#afafd7"), Bold: true},

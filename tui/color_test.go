@@ -1,0 +1,225 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/color"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func TestParseColorMode(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ColorMode
+	}{
+		{"auto", ColorAuto}, {"never", ColorNever}, {"16", Color16}, {"256", Color256},
+		{"truecolor", ColorTrueColor}, {"TrueColor", ColorTrueColor}, {" never ", ColorNever},
+	} {
+		got, err := ParseColorMode(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseColorMode(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if again, err := ParseColorMode(got.String()); err != nil || again != got {
+			t.Errorf("%v does not round-trip: %v, %v", got, again, err)
+		}
+	}
+	for _, bad := range []string{"", "8", "always", "24bit", "none"} {
+		if _, err := ParseColorMode(bad); err == nil || !strings.Contains(err.Error(), "auto, never, 16, 256, truecolor") {
+			t.Errorf("ParseColorMode(%q): error %v", bad, err)
+		}
+	}
+	if s := ColorMode(9).String(); s != "ColorMode(9)" {
+		t.Errorf("out of range String = %q", s)
+	}
+}
+
+// sgrColours classifies the colour parameters of every SGR sequence in
+// out: "basic" (30-37, 40-47, 90-97, 100-107, and 39/49 defaults), "256"
+// (38;5;n / 48;5;n) and "truecolor" (38;2;r;g;b / 48;2;r;g;b), with a
+// count of each; attributes (bold, faint, reverse, resets) are not
+// colours.
+func sgrColours(out []byte) map[string]int {
+	seen := map[string]int{}
+	for _, m := range sgrRE.FindAllSubmatch(out, -1) {
+		params := strings.FieldsFunc(string(m[1]), func(r rune) bool { return r == ';' || r == ':' })
+		for i := 0; i < len(params); i++ {
+			n, _ := strconv.Atoi(params[i])
+			switch {
+			case n == 38 || n == 48 || n == 58:
+				if i+1 < len(params) && params[i+1] == "5" {
+					seen["256"]++
+					i += 2
+				} else if i+1 < len(params) && params[i+1] == "2" {
+					seen["truecolor"]++
+					i += 4
+				}
+			case n >= 30 && n <= 49, n >= 90 && n <= 97, n >= 100 && n <= 107:
+				seen["basic"]++
+			}
+		}
+	}
+	return seen
+}
+
+var sgrRE = regexp.MustCompile(`\x1b\[([0-9;:]*)m`)
+
+// sgrHas reports whether an SGR sequence in out has the parameter param
+// ("1" bold, "7" reverse video).
+func sgrHas(out []byte, param string) bool {
+	for _, m := range sgrRE.FindAllSubmatch(out, -1) {
+		for _, p := range strings.Split(string(m[1]), ";") {
+			if p == param {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runToFrame runs m in a real program writing to a buffer at 80x24 and
+// quits at once: the buffer holds the whole first frame as the terminal
+// would receive it.
+func runToFrame(t *testing.T, m *Model, opts ...tea.ProgramOption) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	msgs := make(chan tea.Msg, 1)
+	msgs <- tea.KeyPressMsg{Code: 'q', Text: "q"}
+	close(msgs)
+	opts = append([]tea.ProgramOption{tea.WithInput(nil), tea.WithOutput(&out), tea.WithWindowSize(80, 24), tea.WithoutSignalHandler()}, opts...)
+	if err := (Bridge{Msgs: msgs}).Run(context.Background(), m, opts...); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("Gen5x16")) {
+		t.Fatalf("no GPU rows in the output: %.300q", out.String())
+	}
+	return out.Bytes()
+}
+
+// TestColorModesWriteTheirEscapes: a real program in each mode writes the
+// colour escapes of that mode and no other. The trouble scene paints warn,
+// crit, OK, dim and accent cells.
+func TestColorModesWriteTheirEscapes(t *testing.T) {
+	// Detection as Bubble Tea does it, on a terminal claiming 256 colours.
+	env256 := tea.WithEnvironment([]string{"TERM=xterm-256color", "CLICOLOR_FORCE=1"})
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		opts  []tea.ProgramOption
+		want  string // the one kind of colour escape expected; "" for none
+		plain bool
+	}{
+		{"never", Options{Color: ColorNever}, nil, "", true},
+		{"NoColor", Options{NoColor: true}, nil, "", true},
+		{"never beats a 256-colour terminal", Options{Color: ColorNever}, []tea.ProgramOption{env256}, "", true},
+		{"16", Options{Color: Color16}, nil, "basic", false},
+		{"256", Options{Color: Color256}, nil, "256", false},
+		{"truecolor", Options{Color: ColorTrueColor}, nil, "truecolor", false},
+		{"auto detects", Options{}, []tea.ProgramOption{env256}, "256", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := troubleScene(tc.o)
+			if m.Styles().Plain != tc.plain {
+				t.Errorf("palette plain = %v, want %v", m.Styles().Plain, tc.plain)
+			}
+			out := runToFrame(t, m, tc.opts...)
+			seen := sgrColours(out)
+			for kind, n := range seen {
+				if kind != tc.want {
+					t.Errorf("%d %s colour escapes in %s mode", n, kind, tc.name)
+				}
+			}
+			if tc.want != "" && seen[tc.want] == 0 {
+				t.Errorf("no %s colour escapes: %.300q", tc.want, out)
+			}
+			if tc.plain {
+				// Abnormal values still stand out: bold, and reverse for crit.
+				if !sgrHas(out, "1") || !sgrHas(out, "7") {
+					t.Errorf("plain output has no bold or no reverse: %.300q", out)
+				}
+			}
+		})
+	}
+}
+
+// TestPaletteSurvivesDownsampling: after conversion to 256 colours, OK,
+// Warn and Crit are three different colours; in 16 colours they are
+// still green, yellow and red (normal or bright), on dark and light
+// backgrounds alike.
+func TestPaletteSurvivesDownsampling(t *testing.T) {
+	family := map[ansi.BasicColor]string{
+		ansi.Green: "green", ansi.BrightGreen: "green", ansi.Yellow: "yellow", ansi.BrightYellow: "yellow",
+		ansi.Red: "red", ansi.BrightRed: "red",
+	}
+	for _, dark := range []bool{true, false} {
+		s := DefaultStyles(dark)
+		c256 := func(c color.Color) string { return fmt.Sprint(colorprofile.ANSI256.Convert(c)) }
+		if ok, warn, crit := c256(s.OK.Fg), c256(s.Warn.Fg), c256(s.Crit.Fg); ok == warn || warn == crit || ok == crit {
+			t.Errorf("dark=%v 256 colours: OK %s, Warn %s, Crit %s are not three colours", dark, ok, warn, crit)
+		}
+		for _, tc := range []struct {
+			name string
+			tone Tone
+			want string
+		}{{"OK", s.OK, "green"}, {"Warn", s.Warn, "yellow"}, {"Crit", s.Crit, "red"}} {
+			c16, _ := colorprofile.ANSI.Convert(tc.tone.Fg).(ansi.BasicColor)
+			if got := family[c16]; got != tc.want {
+				t.Errorf("dark=%v 16 colours: %s is ANSI %d (%q), want %s", dark, tc.name, c16, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestColorOptions(t *testing.T) {
+	if n := len((Options{}).colorOptions()); n != 0 {
+		t.Errorf("auto adds %d program options, want none (Bubble Tea detects)", n)
+	}
+	for _, o := range []Options{{Color: ColorNever}, {NoColor: true}, {NoColor: true, Color: ColorTrueColor}, {Color: Color256}} {
+		if n := len(o.colorOptions()); n != 1 {
+			t.Errorf("%+v: %d program options, want 1", o, n)
+		}
+	}
+	if !(Options{NoColor: true, Color: ColorTrueColor}).plain() {
+		t.Error("NoColor must win over a forced profile")
+	}
+	for c, want := range map[ColorMode]colorprofile.Profile{
+		ColorAuto: colorprofile.Unknown, ColorNever: colorprofile.ASCII, Color16: colorprofile.ANSI,
+		Color256: colorprofile.ANSI256, ColorTrueColor: colorprofile.TrueColor,
+	} {
+		if got := c.Profile(); got != want {
+			t.Errorf("%v.Profile() = %v, want %v", c, got, want)
+		}
+	}
+}
+
+func TestDetect(t *testing.T) {
+	var buf bytes.Buffer // not a terminal
+	for _, tc := range []struct {
+		env  []string
+		want ColorMode
+	}{
+		{[]string{"TERM=xterm-256color"}, ColorNever}, // not a terminal
+		{[]string{"TERM=xterm-256color", "CLICOLOR_FORCE=1"}, Color256},
+		{[]string{"TERM=xterm-256color", "CLICOLOR_FORCE=1", "COLORTERM=truecolor"}, ColorTrueColor},
+		{[]string{"TERM=xterm", "CLICOLOR_FORCE=1"}, Color16},
+		{[]string{"TERM=xterm-256color", "TTY_FORCE=1", "NO_COLOR=1"}, ColorNever},
+		// Any non-empty value (no-color.org), though colorprofile reads
+		// only the ones strconv.ParseBool calls true.
+		{[]string{"TERM=xterm-256color", "CLICOLOR_FORCE=1", "NO_COLOR=yes"}, ColorNever},
+		{[]string{"TERM=xterm-256color", "CLICOLOR_FORCE=1", "NO_COLOR="}, Color256},
+	} {
+		if got := ColorAuto.Detect(&buf, tc.env); got != tc.want {
+			t.Errorf("Detect(%v) = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+	if got := Color16.Detect(&buf, []string{"NO_COLOR=1"}); got != Color16 {
+		t.Errorf("a forced mode was detected: %v", got)
+	}
+}

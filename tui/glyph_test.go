@@ -1,0 +1,211 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/mattn/go-runewidth"
+
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// cjkEmoji measures runes as a terminal set for East Asian widths with
+// emoji drawn wide: where a rune's width there differs from the plain
+// width, terminals (and tmux, which keeps its own width table) disagree on
+// how many cells it takes, and every cell after it on the row shifts.
+var cjkEmoji = &runewidth.Condition{EastAsianWidth: true, StrictEmojiNeutral: false}
+
+// glyphRisk says why r may not draw in exactly one cell in every terminal
+// and in tmux, or "" when it does. Box drawing (U+2500-257F) and block
+// elements (U+2580-259F) are East-Asian-Ambiguous but allowed: every
+// terminal draws them in one cell unless told to widen ambiguous
+// characters (which breaks every TUI's borders), and tmux draws its own
+// pane borders with them as one cell. The sparkline uses the blocks.
+func glyphRisk(r rune) string {
+	switch {
+	case r == '\n' || (r >= 0x20 && r < 0x7f):
+		return ""
+	case r >= 0x2500 && r <= 0x259f:
+		return ""
+	case r < 0x20 || (r >= 0x7f && r <= 0x9f):
+		return "a control character"
+	case runewidth.IsAmbiguousWidth(r):
+		return "East-Asian-Ambiguous width"
+	case runewidth.RuneWidth(r) != 1:
+		return fmt.Sprintf("%d cells wide", runewidth.RuneWidth(r))
+	case cjkEmoji.RuneWidth(r) != 1:
+		return "an emoji (two cells where emoji are wide)"
+	}
+	return ""
+}
+
+func TestGlyphRisk(t *testing.T) {
+	for _, r := range "az~ \n─│┌┐└┘├┤▁▂▃▄▅▆▇█↳" {
+		if why := glyphRisk(r); why != "" {
+			t.Errorf("%q (U+%04X) refused: %s", r, r, why)
+		}
+	}
+	for _, r := range "…°±×→≥≤•·–—✔❤☀⚠✅🚀漢\t\x1b" {
+		if glyphRisk(r) == "" {
+			t.Errorf("%q (U+%04X) allowed", r, r)
+		}
+	}
+}
+
+// auditGlyphs fails t on every rune of screen that glyphRisk refuses,
+// naming the screen, the line and the rune.
+func auditGlyphs(t *testing.T, name, screen string) {
+	t.Helper()
+	if strings.TrimSpace(screen) == "" {
+		t.Errorf("%s: empty screen", name)
+		return
+	}
+	for i, line := range strings.Split(ansi.Strip(screen), "\n") {
+		for _, r := range line {
+			if why := glyphRisk(r); why != "" {
+				t.Errorf("%s line %d: %q (U+%04X) is %s:\n%s", name, i+1, r, r, why, line)
+			}
+		}
+	}
+}
+
+// auditModel audits the model's screen and window title.
+func auditModel(t *testing.T, name string, m *Model) {
+	t.Helper()
+	v := m.View()
+	auditGlyphs(t, name, v.Content)
+	auditGlyphs(t, name+" (window title)", v.WindowTitle+" ")
+}
+
+// TestChromeHasNoAmbiguousGlyphs renders every screen the cockpit has
+// with ASCII data (remote text such as log lines and GPU names is not
+// chrome, and stays out of the fixtures) and refuses any rune that could
+// take a different number of cells in another terminal or in tmux.
+func TestChromeHasNoAmbiguousGlyphs(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
+		w, h := sz[0], sz[1]
+		name := func(s string) string { return fmt.Sprintf("%s %dx%d", s, w, h) }
+
+		auditModel(t, name("main"), scene(w, h, 8, 500, Options{}))
+		auditModel(t, name("trouble"), troubleAt(w, h))
+		m := scene(w, h, 8, 100, Options{})
+		press(m, "?")
+		auditModel(t, name("help"), m)
+		m = scene(w, h, 8, 100, Options{})
+		press(m, "w", "/")
+		typeText(m, "Decode")
+		auditModel(t, name("wrapped, filtering"), m)
+		m = scene(w, h, 72, 100, Options{})
+		press(m, "tab")
+		auditModel(t, name("72 GPUs, focus on GPUs"), m)
+
+		// Server control: the launch form, its relaunch confirmation, the
+		// profile picker, the kill confirmation, a failed launch.
+		m, _ = controlled(w, h, ptr(readyStatus()))
+		press(m, "L", "down", "left", "down")
+		auditModel(t, name("launch form"), m)
+		press(m, "down", "down", "down", "down", "down", "enter")
+		auditModel(t, name("relaunch confirm"), m)
+		m, _ = controlled(w, h, ptr(readyStatus()))
+		press(m, "p", "up")
+		auditModel(t, name("profile picker"), m)
+		m, _ = controlled(w, h, ptr(readyStatus()))
+		press(m, "K")
+		auditModel(t, name("kill confirm"), m)
+
+		// The git panel, its checkout picker and a HEAD-moved banner.
+		m, f := gitScene(w, h, ptr(dirtyStatus()), Options{})
+		openGit(t, m)
+		m.Update(space())
+		press(m, "j", "j")
+		auditModel(t, name("git panel"), m)
+		checkoutPicker(t, m, f)
+		auditModel(t, name("git checkout picker"), m)
+
+		// Experiments: the panel, the start form, the end prompt; the
+		// compare view (constructed and from the panel).
+		lab, _ := labScene(w, h, Options{})
+		send(lab, session()...)
+		press(lab, "x", "up")
+		auditModel(t, name("experiments panel"), lab)
+		lab, _ = labScene(w, h, Options{})
+		press(lab, "e")
+		auditModel(t, name("experiment start form"), lab)
+		lab, _ = labScene(w, h, Options{})
+		send(lab, session()...)
+		press(lab, "e")
+		auditModel(t, name("experiment end"), lab)
+		lab, _ = labScene(w, h, Options{})
+		send(lab, session()...)
+		press(lab, "n")
+		typeText(lab, "nccl ll ring looks faster")
+		auditModel(t, name("note"), lab)
+		lab, _ = labScene(w, h, Options{})
+		openDiff(lab, constructedDiff())
+		auditModel(t, name("compare view"), lab)
+		ms, _ := measureScene(w, h)
+		press(ms, "x", "up")
+		ms.Update(space())
+		press(ms, "down")
+		ms.Update(space())
+		for _, msg := range run(press(ms, "c")) {
+			ms.Update(msg)
+		}
+		auditModel(t, name("compare view from the panel"), ms)
+
+		// The bench and repeat forms, progress and result.
+		b, _ := benchScene(w, h)
+		press(b, "b")
+		auditModel(t, name("bench form"), b)
+		press(b, "enter")
+		send(b, benchEvents()[:3]...)
+		auditModel(t, name("bench progress"), b)
+		press(b, "b")
+		auditModel(t, name("bench stop question"), b)
+		b, _ = benchScene(w, h)
+		send(b, benchEvents()...)
+		auditModel(t, name("bench result"), b)
+		rp, _ := repeatScene(w, h)
+		press(rp, "R")
+		auditModel(t, name("repeat form"), rp)
+
+		// The replay timeline: paused at a mark, playing, its help and
+		// its time prompt.
+		r, _ := newTestReplay(w, h, Options{})
+		rpress(r, "]", "]", "]")
+		auditGlyphs(t, name("replay paused"), r.View().Content)
+		r, _ = newTestReplay(w, h, Options{Replay: ReplayOptions{At: 100 * time.Second, Play: true, Speed: 4}})
+		rpress(r, "x")
+		advance(r, 12)
+		auditGlyphs(t, name("replay playing, experiments"), r.View().Content)
+		rpress(r, "?")
+		auditGlyphs(t, name("replay help"), r.View().Content)
+		r, _ = newTestReplay(w, h, Options{})
+		rpress(r, "t")
+		auditGlyphs(t, name("replay time prompt"), r.View().Content)
+		auditGlyphs(t, name("replay window title"), r.View().WindowTitle+" ")
+	}
+}
+
+// troubleAt is the trouble scene (reconnecting, a lost GPU, throttling,
+// stale data, an OOM) at any size.
+func troubleAt(w, h int) *Model {
+	m := scene(w, h, 8, 40, Options{})
+	s := h200s(8)
+	s.GPUs[1].PCIeGenCurrent = ok(3)
+	s.GPUs[3].TempC = ok(88)
+	s.GPUs[3].ClockEvents.Mask = gpu.ReasonSWThermalSlowdown | gpu.ReasonHWSlowdown
+	s.GPUs[5].PowerDrawW = bad(gpu.NA, "[N/A]")
+	send(m, ev(200*time.Second, s))
+	send(m, ev(201*time.Second, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:0B:00.0", Reason: "GPU is lost"}))
+	send(m, ev(205*time.Second, gpu.Stale{LastSample: at(201 * time.Second), Missed: 3}))
+	send(m, ev(206*time.Second, linesOf("torch.OutOfMemoryError: CUDA out of memory.")), ev(206*time.Second, serverlogFailureOOM()))
+	send(m, ev(206*time.Second, serverlog.Reset{Reason: "truncated"}))
+	send(m, ev(207*time.Second, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2, NextTry: at(210 * time.Second)}))
+	return m
+}
