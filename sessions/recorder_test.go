@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 )
 
 func diskLines(t *testing.T, path string) int {
@@ -35,7 +36,7 @@ func TestRecorderFlushPolicy(t *testing.T) {
 	hooks := make(chan string, 100)
 	var mu sync.Mutex
 	var published []journal.Status
-	r := &Recorder{W: w, FlushEvery: time.Hour, hook: func(s string) { hooks <- s },
+	r := &Recorder{W: w, FlushEvery: time.Hour, WriteEvery: time.Hour, hook: func(s string) { hooks <- s },
 		Publish: func(e event.Event) { mu.Lock(); published = append(published, e.Data.(journal.Status)); mu.Unlock() }}
 	events := make(chan event.Event)
 	errc := make(chan error, 1)
@@ -103,7 +104,7 @@ func TestRecorderStopsWithContext(t *testing.T) {
 	events := make(chan event.Event, 1)
 	events <- event.Event{At: time.Now(), Data: serverlog.Rate{TokPerSec: 1, Ranks: 1}}
 	hooks := make(chan string, 10)
-	r := &Recorder{W: w, hook: func(s string) { hooks <- s }}
+	r := &Recorder{W: w, WriteEvery: time.Hour, hook: func(s string) { hooks <- s }}
 	errc := make(chan error, 1)
 	go func() { errc <- r.Run(ctx, events) }()
 	<-hooks // written
@@ -113,5 +114,58 @@ func TestRecorderStopsWithContext(t *testing.T) {
 	}
 	if n := diskLines(t, path); n != 2 {
 		t.Errorf("%d lines after cancel, want the header and the rate", n)
+	}
+}
+
+// TestRecorderWritesBeforeSyncing: a follower tailing the journal sees a
+// plain event at the write tick, long before the sync tick; a driver-lock
+// change is written and synced at once.
+func TestRecorderWritesBeforeSyncing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
+	w, err := journal.Create(path, journal.Header{Created: t0, Host: "gpu-box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	hooks := make(chan string, 1000)
+	// The hook never blocks the flusher: the test stops reading before Run
+	// returns.
+	r := &Recorder{W: w, FlushEvery: time.Hour, WriteEvery: 5 * time.Millisecond, hook: func(s string) {
+		select {
+		case hooks <- s:
+		default:
+		}
+	}}
+	events := make(chan event.Event)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx, events) }()
+	events <- event.Event{At: t0, Data: serverlog.Rate{TokPerSec: 1500, Ranks: 1}}
+	// Wait for the first write flush after the event was written.
+	written := false
+	for h := range hooks {
+		if h == "write" {
+			written = true
+		}
+		if h == "flush" {
+			t.Fatal("synced before the sync period")
+		}
+		if written && h == "flush-nosync" {
+			break
+		}
+	}
+	if n := diskLines(t, path); n != 2 {
+		t.Errorf("%d lines on disk after the write tick, want the header and the rate", n)
+	}
+	events <- event.Event{At: t0.Add(time.Second), Data: driver.State{Host: "gpu-box", Role: driver.RoleDriving}}
+	for h := range hooks {
+		if h == "flush" {
+			break // urgent: synced at once, not at the hour's tick
+		}
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
 	}
 }

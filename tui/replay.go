@@ -53,6 +53,12 @@ type ReplayOptions struct {
 	// Speed is the starting speed, 1 to 64 (rounded down to a power of
 	// two); 0 means 1.
 	Speed int
+	// Follow follows a journal being written (flightdeck follow): the
+	// replay starts at the journal's end (rebuilt from the start), polls
+	// the source every FollowPoll (Refresher) and plays the events
+	// appended; the header and window title say "follow", the timeline
+	// says LIVE. At, Play and Speed are ignored. See follow.go.
+	Follow bool
 }
 
 // Replay speeds: 1x to 64x, doubling.
@@ -95,6 +101,8 @@ type Replay struct {
 	// tickCmd makes the play tick; nil means tea.Tick(replayTick) (tests
 	// deliver ticks themselves).
 	tickCmd func(gen int) tea.Cmd
+
+	fol *followState // follow mode (ReplayOptions.Follow); nil in a replay
 }
 
 // NewReplay returns a replay of src for a cockpit configured by opts:
@@ -125,6 +133,9 @@ func NewReplay(src ReplaySource, opts Options) *Replay {
 	}
 	r.pos = clampDur(opts.Replay.At, 0, r.dur)
 	r.playing = opts.Replay.Play
+	if opts.Replay.Follow {
+		r.initFollow()
+	}
 	r.inner = r.newInner()
 	r.jump = textinput.New()
 	r.jump.Prompt = ""
@@ -185,6 +196,9 @@ type replaySeekMsg struct {
 // rebuilds the screen at the starting position, and starts playing if
 // asked to.
 func (r *Replay) Init() tea.Cmd {
+	if r.fol != nil {
+		return r.followInit()
+	}
 	cmds := []tea.Cmd{r.inner.Init(), r.seek(r.pos)}
 	if r.playing {
 		cmds = append(cmds, r.play())
@@ -195,6 +209,12 @@ func (r *Replay) Init() tea.Cmd {
 // seek starts rebuilding the screen at t (clamped) in a fresh model;
 // the answers of earlier seeks and reads are dropped from now on.
 func (r *Replay) seek(t time.Duration) tea.Cmd {
+	if r.fol != nil {
+		if t >= r.dur && !r.fol.stopped {
+			return r.goLive() // the end of a followed journal is live
+		}
+		r.fol.live = false
+	}
 	t = clampDur(t, 0, r.dur)
 	r.epoch++
 	r.pos, r.seeking, r.fetching = t, true, false
@@ -212,7 +232,7 @@ func (r *Replay) play() tea.Cmd {
 	r.playing = true
 	r.playGen++
 	var seek tea.Cmd
-	if r.pos >= r.dur && r.dur > 0 {
+	if r.pos >= r.dur && r.dur > 0 && r.fol == nil {
 		seek = r.seek(0)
 	}
 	return tea.Batch(seek, r.tick())
@@ -252,6 +272,12 @@ func (r *Replay) step() tea.Cmd {
 
 // Update applies one message. It does no I/O: reads run in tea.Cmds.
 func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if r.fol != nil {
+		defer r.followHelp()
+		if cmd, ok := r.followUpdate(msg); ok {
+			return r, cmd
+		}
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		r.width, r.height = max(msg.Width, 1), max(msg.Height, 1)
@@ -267,9 +293,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return r, nil
 		}
 		if r.pos >= r.dur && !r.seeking && !r.fetching {
-			r.pause()
-			r.inner.flash("end of the journal", toneDim)
-			return r, nil
+			return r, r.atEnd()
 		}
 		return r, tea.Batch(r.step(), r.tick())
 	case replayEventsMsg:
@@ -286,8 +310,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.pos = msg.to
 		r.inner.Update(ClockMsg{Now: r.start.Add(r.pos)})
 		if r.pos >= r.dur && r.playing {
-			r.pause()
-			r.inner.flash("end of the journal", toneDim)
+			return r, r.atEnd()
 		}
 		return r, nil
 	case replaySeekMsg:
@@ -360,6 +383,11 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	k := &in.keys
 	in.status = ""
+	if r.fol != nil {
+		if cmd, ok := r.followKey(msg); ok {
+			return r, cmd
+		}
+	}
 	if in.exp.open && key.Matches(msg, k.Mark.Binding) {
 		// space marks an experiment in the panel instead of playing.
 		_, cmd := in.Update(msg)
@@ -522,7 +550,8 @@ func RunReplay(ctx context.Context, r *Replay, opts ...tea.ProgramOption) error 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.ctx, r.inner.ctx = ctx, ctx
-	p := tea.NewProgram(r, append([]tea.ProgramOption{tea.WithContext(parent)}, opts...)...)
+	// The colour mode's profile first, so that opts can still override it.
+	p := tea.NewProgram(r, append(append([]tea.ProgramOption{tea.WithContext(parent)}, r.opts.colorOptions()...), opts...)...)
 	_, err := p.Run()
 	if err != nil && parent.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
 		return parent.Err()

@@ -104,6 +104,8 @@ func (r *Replay) timeline(w int) string {
 		state, stTone = "seek", st.Dim
 	case r.playing:
 		state, stTone = "play", st.OK
+	case r.fol != nil && r.fol.live:
+		state, stTone = "live", st.OK
 	}
 	pos := fmtClock(r.pos) + "/" + fmtClock(r.dur)
 	speed := strconv.Itoa(r.speed) + "x"
@@ -116,6 +118,15 @@ func (r *Replay) timeline(w int) string {
 	}
 	const minBar = 10
 	barW := w - lw - 2
+	// A follower's LIVE (or why not) at the right end: kept before the
+	// bar and the experiment's name.
+	tail, tailW := "", 0
+	if r.fol != nil {
+		tail, tailW = r.followTail()
+		if tailW > 0 {
+			barW -= 2 + tailW
+		}
+	}
 	if name != "" {
 		barW -= 2 + textWidth(name)
 		if barW < minBar {
@@ -131,6 +142,21 @@ func (r *Replay) timeline(w int) string {
 	}
 	if name != "" {
 		b.WriteString("  " + st.Title.Render(name))
+	}
+	if tail != "" {
+		used := lw
+		if barW >= minBar {
+			used += 2 + barW
+		}
+		if name != "" {
+			used += 2 + textWidth(name)
+		}
+		if pad := w - used - tailW; pad >= 2 {
+			b.WriteString(strings.Repeat(" ", pad))
+		} else {
+			b.WriteString("  ")
+		}
+		b.WriteString(tail)
 	}
 	return truncateStyled(b.String(), w)
 }

@@ -84,6 +84,7 @@ Try it without a GPU:  flightdeck demo`,
 	root.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/flightdeck/config.toml)")
 	root.AddCommand(newConnectCmd(), newDemoCmd(), newReplayCmd(), newJournalCmd(), newServerCmd(), newGitCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newFollowCmd())
 	return root
 }
 
