@@ -84,7 +84,7 @@ const (
 func benchUnavailable(m *Model) string {
 	switch {
 	case m.opts.ReadOnly:
-		return "read-only replay: a benchmark would load the server"
+		return m.roPrefix() + ": a benchmark would load the server"
 	case m.watching():
 		return m.watchingWhy()
 	case m.bench.ctl == nil:

@@ -87,7 +87,7 @@ func baselineUnavailable(m *Model) string {
 	case !m.exp.open:
 		return "open the experiments panel first (x)"
 	case m.opts.ReadOnly:
-		return "read-only replay: a baseline would change the journal"
+		return m.roPrefix() + ": a baseline would change the journal"
 	case m.watching():
 		return m.watchingWhy()
 	case m.measure == nil:

@@ -134,7 +134,7 @@ type LaunchResultMsg struct {
 func controlUnavailable(m *Model, what string) string {
 	switch {
 	case m.opts.ReadOnly:
-		return "read-only replay: " + what + " would change the host"
+		return m.roPrefix() + ": " + what + " would change the host"
 	case m.watching():
 		return m.watchingWhy()
 	case m.ctl == nil:

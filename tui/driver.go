@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ type driverState struct {
 func (m *Model) applyDriver(p driver.State, at time.Time) {
 	d := &m.drv
 	was := d.has && d.st.Role == driver.RoleDriving
+	if d.has && d.st.Role != p.Role && strings.HasPrefix(m.status, "read-only: ") {
+		m.status = "" // a refusal of the old role's
+	}
 	d.st, d.has = p, true
 	if p.Note != "" {
 		d.note, d.at = sanitizeString(p.Note), at
@@ -51,11 +55,16 @@ func (m *Model) readOnly() bool { return m.opts.ReadOnly || m.watching() }
 // drives: "read-only: alice@laptop drives (since 10:02:03); flightdeck
 // connect --take-over takes over".
 func (m *Model) watchingWhy() string {
-	return "read-only: " + m.holderText(true) + "; flightdeck connect --take-over takes over"
+	cmd := sanitizeString(m.opts.TakeOver)
+	if cmd == "" {
+		cmd = "flightdeck connect --take-over"
+	}
+	return "read-only: " + m.holderText(true) + "; " + cmd + " takes over"
 }
 
-// holderText is "alice@laptop drives (since 10:02:03)", "alice@laptop" with
-// since false; "another cockpit" when the lock names nobody.
+// holderText is "alice@laptop pid 4123 drives (since 10:02:03)",
+// "alice@laptop" with since false; "another cockpit" when the lock names
+// nobody.
 func (m *Model) holderText(since bool) string {
 	h := m.drv.st.Holder
 	who := sanitizeString(h.User)
@@ -70,6 +79,9 @@ func (m *Model) holderText(since bool) string {
 	}
 	if !since {
 		return who
+	}
+	if h.PID > 0 {
+		who += " pid " + strconv.Itoa(h.PID)
 	}
 	who += " drives"
 	if !h.Since.IsZero() {
@@ -89,7 +101,10 @@ func (m *Model) driverSeg() (seg, bool) {
 		return seg{text: "read-only: " + m.holderText(false) + " drives", short: "read-only", tone: toneWarn, cut: true}, true
 	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleDriving:
 		// A replay or follower of the driving cockpit's journal.
-		return seg{text: "driver " + m.holderText(false), short: "driver", tone: toneText, prio: prioConn}, true
+		return seg{text: "driver " + m.holderText(false) + m.sinceText(), short: "driver", tone: toneText, prio: prioConn}, true
+	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleWatching:
+		// The journal's cockpit was watching: another one drove.
+		return seg{text: "watching; " + m.holderText(false) + " drives" + m.sinceText(), short: "watching", tone: toneWarn, prio: prioConn}, true
 	}
 	return seg{}, false
 }
@@ -113,4 +128,30 @@ func (m *Model) driverBanners() []banner {
 		out = append(out, banner{text: "driver lock: " + e, short: "driver lock: " + strings.SplitN(e, ":", 2)[0], tone: toneWarn})
 	}
 	return out
+}
+
+// sinceText is " since 10:02:03", the holder's start; "" when unknown.
+func (m *Model) sinceText() string {
+	if t := m.drv.st.Holder.Since; !t.IsZero() {
+		return " since " + t.Local().Format("15:04:05")
+	}
+	return ""
+}
+
+// modeWord is a read-only cockpit's mode in the header and the window
+// title: "follow" for a follower of a journal being written, else "replay".
+func (m *Model) modeWord() string {
+	if m.opts.Replay.Follow {
+		return "follow"
+	}
+	return "replay"
+}
+
+// roPrefix starts the answer to a key that would act in a read-only
+// cockpit: "read-only replay", or "follow: read-only".
+func (m *Model) roPrefix() string {
+	if m.opts.Replay.Follow {
+		return "follow: read-only"
+	}
+	return "read-only replay"
 }

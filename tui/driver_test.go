@@ -26,7 +26,7 @@ func TestWatchingRefusesEveryAction(t *testing.T) {
 		t.Errorf("header does not say who drives:\n%s", head)
 	}
 	since := at(-90 * time.Second).Local().Format("15:04:05")
-	want := "read-only: alice@laptop drives (since " + since + "); flightdeck connect --take-over takes over"
+	want := "read-only: alice@laptop pid 4123 drives (since " + since + "); flightdeck connect --take-over takes over"
 	if !strings.Contains(screen, want) {
 		t.Errorf("no banner %q:\n%s", want, screen)
 	}
@@ -74,9 +74,16 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 	if !strings.Contains(plain(m), "alice@laptop took over at 10:29:00") {
 		t.Errorf("no take-over note:\n%s", plain(m))
 	}
+	press(m, "K")
+	if !strings.HasPrefix(m.Status(), "read-only: ") {
+		t.Fatalf("K while watching: %q", m.Status())
+	}
 	back := driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk", Since: at(20 * time.Second)},
 		Note: "alice@laptop quit: you drive now"}
 	send(m, ev(20*time.Second, back))
+	if m.Status() != "" {
+		t.Errorf("the watcher's refusal stays after getting the lock: %q", m.Status())
+	}
 	if s := plain(m); strings.Contains(s, "read-only") || !strings.Contains(s, "you drive now") {
 		t.Errorf("after getting the lock back:\n%s", s)
 	}
@@ -95,6 +102,12 @@ func TestReplayShowsTheDriver(t *testing.T) {
 	head := strings.SplitN(plain(m), "\n", 2)[0]
 	if !strings.Contains(head, "driver alice@laptop") {
 		t.Errorf("replay header: %q", head)
+	}
+	send(m, ev(7*time.Second, aliceDrives()))
+	head = strings.SplitN(plain(m), "\n", 2)[0]
+	since := at(-90 * time.Second).Local().Format("15:04:05")
+	if !strings.Contains(head, "watching; alice@laptop drives since "+since) {
+		t.Errorf("replay of a watching cockpit's journal: %q", head)
 	}
 	if strings.Contains(plain(m), "take-over") {
 		t.Errorf("replay shows the watcher's banner:\n%s", plain(m))

@@ -139,7 +139,7 @@ func expUnavailable(what string) func(*Model) string {
 	return func(m *Model) string {
 		switch {
 		case m.opts.ReadOnly:
-			return "read-only replay: " + what + " would change the journal"
+			return m.roPrefix() + ": " + what + " would change the journal"
 		case m.watching():
 			return m.watchingWhy()
 		case m.exp.ctl == nil:
@@ -170,7 +170,7 @@ func concludeUnavailable(m *Model) string {
 	case !x.open:
 		return "open the experiments panel first (x)"
 	case m.opts.ReadOnly:
-		return "read-only replay: a conclusion would change the journal"
+		return m.roPrefix() + ": a conclusion would change the journal"
 	case m.watching():
 		return m.watchingWhy()
 	case x.ctl == nil:

@@ -77,7 +77,7 @@ func gitCan(m *Model, what string) string {
 		}
 		return "open the git panel first (g)"
 	case m.opts.ReadOnly:
-		return "read-only replay: " + what + " would change the host"
+		return m.roPrefix() + ": " + what + " would change the host"
 	case m.watching():
 		return m.watchingWhy()
 	case g.ctl == nil:

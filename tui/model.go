@@ -82,6 +82,10 @@ type Options struct {
 	// a colourless one that marks abnormal values by bold and reverse video.
 	Theme   Theme
 	NoColor bool
+	// Color is the --color mode (color.go): ColorNever is NoColor; 16, 256
+	// and truecolor force that profile on the program Run starts; ColorAuto
+	// leaves detection to Bubble Tea (resolve it first with Detect).
+	Color ColorMode
 	// LogLines is the log ring buffer size in lines; 0 means DefaultLogLines.
 	LogLines int
 	// Keys replaces DefaultKeyMap when non-nil.
@@ -120,6 +124,10 @@ type Options struct {
 	// record one; nil: B says why it cannot act and the compare view shows
 	// only what was recorded. Its calls run in tea.Cmds.
 	Measure MeasureControl
+	// TakeOver is the command line that takes the driver lock over, told
+	// to a cockpit that watches another one drive; "" means "flightdeck
+	// connect --take-over".
+	TakeOver string
 	// Replay configures NewReplay; the live cockpit ignores it.
 	Replay ReplayOptions
 }
@@ -259,7 +267,7 @@ func New(o Options) *Model {
 	m.input.Prompt = "/"
 	m.input.Placeholder = "filter (enter keeps, esc clears)"
 	switch {
-	case o.NoColor:
+	case o.plain():
 		m.setStyles(PlainStyles())
 	case o.Theme == ThemeLight:
 		m.setStyles(DefaultStyles(false))
@@ -314,7 +322,7 @@ func (m *Model) Styles() Styles { return m.styles }
 // all) and, unless read-only, starts the clock that ages "ready 3m12s".
 func (m *Model) Init() tea.Cmd {
 	var cmds []tea.Cmd
-	if m.opts.Theme == ThemeAuto && !m.opts.NoColor {
+	if m.opts.Theme == ThemeAuto && !m.opts.plain() {
 		cmds = append(cmds, tea.RequestBackgroundColor)
 	}
 	if !m.opts.ReadOnly {
@@ -351,7 +359,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = max(msg.Width, 1), max(msg.Height, 1)
 		m.input.SetWidth(max(m.width-20, 10))
 	case tea.BackgroundColorMsg:
-		if m.opts.Theme == ThemeAuto && !m.opts.NoColor {
+		if m.opts.Theme == ThemeAuto && !m.opts.plain() {
 			m.setStyles(DefaultStyles(msg.IsDark()))
 		}
 	case KillResultMsg, LaunchResultMsg:
@@ -813,7 +821,7 @@ func (m *Model) noLog() bool { return m.opts.NoLog && !m.log.seen }
 func (m *Model) windowTitle() string {
 	t := "flightdeck "
 	if m.opts.ReadOnly {
-		t += "replay "
+		t += m.modeWord() + " "
 	}
 	if m.label != "" {
 		t += m.label + " "

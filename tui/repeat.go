@@ -47,7 +47,7 @@ const (
 func repeatUnavailable(m *Model) string {
 	switch {
 	case m.opts.ReadOnly:
-		return "read-only replay: a repeat would relaunch the server"
+		return m.roPrefix() + ": a repeat would relaunch the server"
 	case m.watching():
 		return m.watchingWhy()
 	case m.rep.ctl == nil:

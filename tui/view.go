@@ -183,7 +183,7 @@ func (m *Model) header(w int) string {
 	segs := make([]seg, 0, 7)
 	segs = append(segs, seg{text: "flightdeck", tone: toneAccent, cut: true})
 	if m.opts.ReadOnly {
-		segs = append(segs, seg{text: "replay", tone: toneWarn, cut: true}) // not live: never dropped
+		segs = append(segs, seg{text: m.modeWord(), tone: toneWarn, cut: true}) // not live: never dropped
 	}
 	if m.label != "" {
 		segs = append(segs, seg{text: m.label, tone: toneTitle, cut: true})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,8 +32,9 @@ type connectFlags struct {
 	interval  time.Duration
 	nvidiaSMI string
 	server    string
-	noColor   bool
+	color     colorFlags
 	journal   journalFlags
+	lock      lockFlags
 }
 
 // sshFlags are the SSH options of every command that reaches a host.
@@ -108,8 +110,9 @@ at exit. See flightdeck journal --help and flightdeck replay --help.`,
 	addSSHFlags(fl, &f.ssh, false)
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "nvidia-smi command on the host")
 	fl.StringVar(&f.server, "server", "", `server writing the log: "sglang" or "vllm" (default: inferred)`)
-	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	addColorFlags(fl, &f.color)
 	addJournalFlags(fl, &f.journal)
+	addLockFlags(fl, &f.lock)
 	return cmd
 }
 
@@ -166,18 +169,34 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	if err != nil {
 		return err
 	}
+	// One cockpit drives the host: the lock sits next to the server's
+	// pidfile. A second cockpit opens read-only and says who drives.
+	_, onHost := host.(*remote.Local)
+	drv, err := takeLock(ctx, host, hc.LogDir, rec.path(), onHost, f.lock)
+	if err != nil {
+		rec.abandon()
+		return err
+	}
 	// The benchmark reaches the server's port through the host (an SSH
 	// channel, or this machine for local); it runs with or without a
 	// journal (without, its result is tied to no experiment).
 	bn := &lazyBench{}
 	dialer, _ := host.(remote.Dialer)
-	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", NoColor: f.noColor, Control: ctl, Git: gc, Bench: bn}, rec,
+	stopMirror := drv.startMirror(ctx)
+	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", Color: f.color.Mode(), Control: ctl, Git: gc, Bench: bn,
+		TakeOver: "flightdeck connect " + shellQuote(target) + " --take-over"}, rec,
 		func(ctx context.Context, sink event.Sink) error {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); drv.run(ctx, sink) }()
+			defer wg.Wait() // the lock is released before the host closes
 			b := &sessions.Bencher{Dialer: dialer, Port: serverSeen.port, Server: &benchServer, Target: host.Name(), Experiment: rec.currentExp(), Publish: sink}
 			bn.set(b)
 			rec.setLab(&sessions.Lab{Host: host, RepoPath: f.repo, Config: cfg, Preset: hc.Preset}, ctl, b, sink)
 			return sessions.RunLive(ctx, lc, sink)
 		})
+	stopMirror() // after the journal closed: its last lines reach the host
+	drv.report(os.Stderr)
 	if g != nil {
 		// A git action the screen was quit under finishes before the
 		// connection closes (it would be cut off in the middle).

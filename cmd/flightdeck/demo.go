@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sim"
 	"github.com/flightdeck-dev/flightdeck/tui"
@@ -29,9 +30,11 @@ type demoFlags struct {
 	eagle      bool
 	interval   time.Duration
 	dir        string
-	noColor    bool
+	color      colorFlags
 	faults     []string
 	journal    journalFlags
+	lock       lockFlags
+	join       bool
 }
 
 func newDemoCmd() *cobra.Command {
@@ -52,15 +55,30 @@ Try: L, choose the nccl-ll-ring profile, Enter, y — the server is killed,
 relaunched, goes ready, and the tok/s climbs from 62.5 to 89.
 
 Everything is removed when you quit, except the session's journal (its
-path is printed at exit): flightdeck journal ls, flightdeck replay FILE.`,
+path is printed at exit): flightdeck journal ls, flightdeck replay FILE.
+
+Pair debugging: in another terminal (or tmux pane), flightdeck demo --join
+opens a second cockpit on the same simulated host. One cockpit drives (its
+keys act); the other is read-only and says who drives until it takes over
+(--take-over) or the driver quits. flightdeck follow shows the driver's
+journal as it is written.`,
 		Example: `  flightdeck demo
   flightdeck demo --gpus 64
   flightdeck demo --profile nccl-ll-ring
   flightdeck demo --gpu-capture sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt
   flightdeck demo --replay-log server.log
-  flightdeck demo --fault lost=6 --fault pcie=3 --fault thermal=4`,
+  flightdeck demo --fault lost=6 --fault pcie=3 --fault thermal=4
+  flightdeck demo --join              # a pair's second cockpit, in another pane
+  flightdeck demo --join --take-over  # ... that drives`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.join {
+				for _, name := range []string{"gpus", "gpu-capture", "replay-log", "profile", "eagle", "fault"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--join: --%s belongs to the demo that serves the host, not to a joining cockpit", name)
+					}
+				}
+			}
 			return runDemo(cmd.Context(), f)
 		},
 	}
@@ -73,8 +91,10 @@ path is printed at exit): flightdeck journal ls, flightdeck replay FILE.`,
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
 	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
 	fl.StringArrayVar(&f.faults, "fault", nil, "inject an nvidia-smi fault (repeatable): lost=GPU, pcie=GPU (Gen4 x8), thermal=GPU, handle-lost=GPU, stall")
-	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	addColorFlags(fl, &f.color)
 	addJournalFlags(fl, &f.journal)
+	addLockFlags(fl, &f.lock)
+	fl.BoolVar(&f.join, "join", false, "open a second cockpit on a running demo's simulated host (the newest, or the one in --dir): read-only while the first drives")
 	return cmd
 }
 
@@ -119,6 +139,12 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	if _, err := cfg.ResolveProfile(f.profile); err != nil {
 		return fmt.Errorf("--profile: %w", err)
 	}
+	var joined demoSite
+	if f.join {
+		if joined, err = findDemo(f.dir); err != nil {
+			return err
+		}
+	}
 	// The journal is opened before the screen: a refused one (another
 	// cockpit writes it) is said plainly.
 	rec, err := newRecording(f.journal, label, journal.Header{Host: "simulated host", Label: label})
@@ -128,38 +154,61 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	ctl := &lazyControl{cfg: cfg}
 	gc := &lazyGit{}
 	bn := &lazyBench{}
+	drv := &driving{}
 	live := func(ctx context.Context, sink event.Sink) error {
 		// Building the host takes a moment on a busy laptop: say so on the
 		// screen, which is already open.
 		sink(event.Event{At: time.Now(), Data: remote.State{Host: label, Conn: remote.Connecting, Since: time.Now()}})
-		h, err := sim.Start(ctx, sim.Options{
-			Dir:        f.dir,
-			GPUs:       f.gpus,
-			GPUCapture: f.gpuCapture,
-			ReplayLog:  f.replayLog,
-			Eagle:      f.eagle,
-		})
-		if err != nil {
-			return fmt.Errorf("start the simulated host: %w", err)
-		}
-		defer h.Close()
-		if err := h.SetFaults(faults); err != nil {
-			return fmt.Errorf("inject faults: %w", err)
+		site := joined
+		if !f.join {
+			h, err := sim.Start(ctx, sim.Options{
+				Dir:        f.dir,
+				GPUs:       f.gpus,
+				GPUCapture: f.gpuCapture,
+				ReplayLog:  f.replayLog,
+				Eagle:      f.eagle,
+			})
+			if err != nil {
+				return fmt.Errorf("start the simulated host: %w", err)
+			}
+			defer h.Close()
+			if err := h.SetFaults(faults); err != nil {
+				return fmt.Errorf("inject faults: %w", err)
+			}
+			site = siteOf(h, f)
+			// A second cockpit finds the host here (demo --join).
+			if err := site.write(); err != nil {
+				return fmt.Errorf("write the demo's join file: %w", err)
+			}
 		}
 		// The real SSH client path, pinned to the sim's throwaway key and
 		// known_hosts so that the user's ~/.ssh is neither read nor written.
-		host, err := remote.DialSSH(ctx, h.Target(), remote.SSHOptions{
+		host, err := remote.DialSSH(ctx, site.Target, remote.SSHOptions{
 			ConfigFile:      os.DevNull,
-			IdentityFiles:   []string{h.IdentityPath},
-			KnownHostsFiles: []string{h.KnownHostsPath},
+			IdentityFiles:   []string{site.Identity},
+			KnownHostsFiles: []string{site.KnownHosts},
 			NoAgent:         true,
 		})
 		if err != nil {
 			return fmt.Errorf("connect to the simulated host: %w", err)
 		}
 		defer host.Close()
-		c := &sessions.Control{Host: host, Config: cfg, Target: demoTarget(h, f), NoProcessMatch: true, GPUCount: gpusSeen.count}
-		g := &sessions.Git{Host: host, Path: h.RepoPath}
+		// The driver lock, next to the server's pidfile: the first demo
+		// drives, a joining one watches until it takes over. The journal
+		// is on this machine, which is the simulated host.
+		drv.lock = &driver.Lock{Host: host, Dir: site.LogDir, Me: driver.Self(), Heartbeat: f.lock.heartbeat, StaleAfter: f.lock.stale}
+		drv.lock.Me.Journal = rec.path()
+		drv.lock.Publish = drv.sink.publish
+		if _, err := drv.lock.Acquire(ctx, f.lock.takeOver); err != nil {
+			return fmt.Errorf("driver lock: %w", err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); drv.run(ctx, sink) }()
+		defer wg.Wait() // released before the host closes
+		target := site.config()
+		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count}
+		g := &sessions.Git{Host: host, Path: site.Repo}
 		lv := sessions.NewLive(sessions.LiveConfig{
 			Host:     host,
 			Git:      g,
@@ -171,7 +220,10 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		gc.set(g)
 		b := &sessions.Bencher{Dialer: host, Port: serverSeen.port, Server: &benchServer, Target: "simulated host", Experiment: rec.currentExp(), Publish: sink}
 		bn.set(b)
-		rec.setLab(&sessions.Lab{Host: host, RepoPath: h.RepoPath, Config: cfg, Preset: "sim"}, c, b, sink)
+		rec.setLab(&sessions.Lab{Host: host, RepoPath: site.Repo, Config: cfg, Preset: "sim"}, c, b, sink)
+		if f.join {
+			return lv.Run(ctx) // the server is the first demo's
+		}
 		// The first launch goes through the same path as the L key.
 		go func() {
 			plan, err := c.Plan(c.Request())
@@ -184,7 +236,10 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}()
 		return lv.Run(ctx)
 	}
-	return runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", NoColor: f.noColor, Control: ctl, Git: gc, Bench: bn}, rec, live)
+	err = runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", Color: f.color.Mode(), Control: ctl, Git: gc, Bench: bn,
+		TakeOver: "flightdeck demo --join --take-over"}, rec, live)
+	drv.report(os.Stderr)
+	return err
 }
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",
@@ -223,10 +278,7 @@ func parseFaults(specs []string, gpus int) (sim.Faults, error) {
 	return fs, nil
 }
 
-// demoTarget is the simulated host as a configured host: the "sim" preset
-// serving the fake Kimi-K2.5 checkpoint on all GPUs, logs and pidfile in
-// the sim's logs/, launched from its git checkout.
+// demoTarget is the simulated host as a configured host (demoSite.config).
 func demoTarget(h *sim.Host, f demoFlags) config.Host {
-	return config.Host{Name: "demo", Target: h.Target(), LogDir: filepath.Dir(h.LogPath), Repo: h.RepoPath,
-		Workdir: h.RepoPath, Preset: "sim", Profile: f.profile, Model: "/shared/kimi-k2.5-int4", TP: f.gpus, Port: h.ServerPort}
+	return siteOf(h, f).config()
 }

@@ -366,3 +366,19 @@ func (f *statusForwarder) stop() {
 	f.cancel()
 	<-f.done
 }
+
+// path is the journal's path, "" without one.
+func (r recording) path() string {
+	if r.w == nil {
+		return ""
+	}
+	return r.w.Path()
+}
+
+// abandon closes the journal of a session that does not start (the
+// screen never opened): what it holds stays, a header and nothing else.
+func (r recording) abandon() {
+	if r.w != nil {
+		_ = r.w.Close()
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/stats"
@@ -31,6 +32,7 @@ type repeatFlags struct {
 	repo     string
 	interval time.Duration
 	cfg      sessions.RepeatConfig
+	lock     lockFlags
 }
 
 // repeatFirstStatus bounds the wait for the first look at the server (the
@@ -88,6 +90,7 @@ flightdeck did not launch, a launch that failed or was not measured in
 	fl.DurationVar(&f.server.gpuTimeout, "gpu-timeout", 2*time.Minute, "how long each relaunch waits for the GPU memory to be freed")
 	addJournalFlags(fl, &f.journal)
 	_ = fl.MarkHidden("no-journal") // refused: a repeat needs a journal
+	addLockFlags(fl, &f.lock)
 	return cmd
 }
 
@@ -140,6 +143,20 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	if err != nil {
 		return err
 	}
+	// The repeat drives the host as a cockpit does: it holds the driver
+	// lock, refuses to start while a cockpit drives (unless --take-over),
+	// and stops when one takes over.
+	_, onHost := c.Host.(*remote.Local)
+	drv, err := takeLock(ctx, c.Host, c.Target.LogDir, rec.path(), onHost, f.lock)
+	if err == nil && !drv.lock.Driving() {
+		st := drv.lock.State()
+		err = fmt.Errorf("%s (pid %d) drives %s from a cockpit: a repeat would relaunch its server; --take-over takes over", sanitize.String(st.Holder.Who()), st.Holder.PID, c.Host.Name())
+	}
+	if err != nil {
+		rec.abandon()
+		return err
+	}
+	stopMirror := drv.startMirror(ctx)
 	s, sctx := startSession(ctx, rec, stderr)
 	defer s.cancel()
 	w := &repeatWatch{out: stderr, first: make(chan server.Status, 1)}
@@ -151,10 +168,27 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	}
 	rec.setLab(&sessions.Lab{Host: c.Host, RepoPath: repo, Config: c.Config, Preset: c.Target.Preset}, c, bn, s.publish)
 	lc := sessions.LiveConfig{Host: c.Host, RepoPath: repo, Interval: f.interval, GPUProgram: f.server.nvidiaSMI, Control: c}
-	s.startLive(sctx, func(ctx context.Context, sink event.Sink) error { return sessions.RunLive(ctx, lc, sink) })
+	s.startLive(sctx, func(ctx context.Context, sink event.Sink) error {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			drv.run(ctx, func(e event.Event) {
+				sink(e)
+				if st, ok := e.Data.(driver.State); ok && st.Role == driver.RoleWatching {
+					fmt.Fprintf(stderr, "flightdeck: %s: stopping the repeat\n", sanitize.String(st.Note))
+					s.cancel()
+				}
+			})
+		}()
+		defer wg.Wait() // the lock is released before the session ends
+		return sessions.RunLive(ctx, lc, sink)
+	})
 
 	repErr := runRepeat(sctx, c.Host.Name(), alias, rec, w, f.cfg)
 	err = s.finish(sctx, repErr)
+	stopMirror()
+	drv.report(stderr)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // stopped (Ctrl-C): the session's own error is none
 	}

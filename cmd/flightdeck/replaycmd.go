@@ -13,11 +13,11 @@ import (
 )
 
 type replayFlags struct {
-	dir     string
-	at      string
-	speed   int
-	play    bool
-	noColor bool
+	dir   string
+	at    string
+	speed int
+	play  bool
+	color colorFlags
 }
 
 func newReplayCmd() *cobra.Command {
@@ -50,7 +50,7 @@ start of a journal's file name there (see flightdeck journal ls).`,
 	fl.StringVar(&f.at, "at", "", "start at this time since the session's start: h:mm:ss, mm:ss, seconds or a duration (90s, 2m30s)")
 	fl.IntVar(&f.speed, "speed", 1, "playback speed: 1, 2, 4, 8, 16, 32 or 64")
 	fl.BoolVar(&f.play, "play", false, "start playing at once (default: paused)")
-	fl.BoolVar(&f.noColor, "no-color", os.Getenv("NO_COLOR") != "", "no colours (also NO_COLOR)")
+	addColorFlags(fl, &f.color)
 	cmd.SetFlagErrorFunc(usageError)
 	return cmd
 }
@@ -84,6 +84,6 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	if p := j.Problems(); p.Any() {
 		fmt.Fprintf(os.Stderr, "flightdeck: %s: skipped %s\n", path, p.String())
 	}
-	r := tui.NewReplay(j, tui.Options{NoColor: f.noColor, Replay: tui.ReplayOptions{At: at, Play: f.play, Speed: f.speed}})
+	r := tui.NewReplay(j, tui.Options{Color: f.color.Mode(), Replay: tui.ReplayOptions{At: at, Play: f.play, Speed: f.speed}})
 	return tui.RunReplay(ctx, r)
 }

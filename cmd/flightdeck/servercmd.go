@@ -21,6 +21,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 )
@@ -39,6 +40,7 @@ type serverFlags struct {
 	yes        bool
 	grace      time.Duration
 	gpuTimeout time.Duration
+	force      bool
 }
 
 func (f *serverFlags) add(cmd *cobra.Command) {
@@ -53,6 +55,27 @@ func (f *serverFlags) addKill(cmd *cobra.Command) {
 	fl.BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
 	fl.DurationVar(&f.grace, "grace", server.DefaultGrace, "time between SIGTERM and SIGKILL")
 	fl.DurationVar(&f.gpuTimeout, "gpu-timeout", 2*time.Minute, "how long to wait for the GPU memory to be freed")
+	fl.BoolVar(&f.force, "force", false, "act even while a cockpit drives the host (its driver lock is held)")
+}
+
+// driven returns an error naming the cockpit that drives c's host (its
+// driver lock, next to the pidfile, is held and fresh) unless --force: a
+// kill or launch from here would pull the server from under its user. A
+// lock that cannot be read does not stop the action.
+func (f *serverFlags) driven(ctx context.Context, c *sessions.Control) error {
+	if f.force {
+		return nil
+	}
+	info, held, err := driver.Read(ctx, c.Host, c.Target.LogDir)
+	if err != nil || !held {
+		return nil
+	}
+	since := ""
+	if !info.Since.IsZero() {
+		since = " since " + info.Since.Local().Format(time.TimeOnly)
+	}
+	return fmt.Errorf("%s (pid %d) drives %s from a cockpit%s: its user may be measuring; --force acts anyway",
+		sanitize.String(info.Who()), info.PID, c.Host.Name(), since)
 }
 
 // openControl loads the config, connects to alias and returns the host's
@@ -141,6 +164,8 @@ type statusJSON struct {
 	Processes  []server.Proc     `json:"processes,omitempty"`
 	// Candidates: several processes claim the port; none was adopted.
 	Candidates []server.Proc `json:"candidates,omitempty"`
+	// Driver is the cockpit holding the host's driver lock, when one does.
+	Driver *driver.Info `json:"driver,omitempty"`
 }
 
 func newServerStatusCmd() *cobra.Command {
@@ -189,6 +214,9 @@ func newServerStatusCmd() *cobra.Command {
 					cancel()
 					st.Healthy = err == nil
 				}
+			}
+			if info, held, err := driver.Read(ctx, c.Host, c.Target.LogDir); err == nil && held {
+				st.Driver = &info
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -242,6 +270,10 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 	}
 	for _, p := range st.Processes {
 		fmt.Fprintf(w, "  pid %d ppid %d pgid %d sid %d %s %s\n", p.PID, p.PPID, p.PGID, p.SID, p.State, s(p.Comm))
+	}
+	if d := st.Driver; d != nil {
+		fmt.Fprintf(w, "driver:  %s pid %d, since %s, heartbeat %s ago\n", s(d.Who()), d.PID,
+			d.Since.Local().Format(time.DateTime), time.Since(d.Heartbeat).Round(time.Second))
 	}
 }
 
@@ -314,6 +346,9 @@ func newServerKillCmd() *cobra.Command {
 				return err
 			}
 			defer done()
+			if err := f.driven(ctx, c); err != nil {
+				return err
+			}
 			if !found.Running && len(found.Others) > 0 {
 				return fmt.Errorf("%d processes on %s serve or claim port %d (pids%s): not guessing which to kill", len(found.Others), c.Host.Name(), c.DefaultPort(), pidList(found.Others))
 			}
@@ -384,6 +419,9 @@ within --timeout. With --no-wait it returns once the process runs.`,
 				return err
 			}
 			defer done()
+			if err := f.driven(ctx, c); err != nil {
+				return err
+			}
 			return runServerLaunch(ctx, cmd, c, f, req, noWait, timeout)
 		},
 	}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/sessions"
+)
+
+// lockFlags are the driver lock's flags of connect and demo.
+type lockFlags struct {
+	takeOver  bool
+	heartbeat time.Duration // hidden: tests and slow links
+	stale     time.Duration // hidden
+}
+
+func addLockFlags(fl *pflag.FlagSet, f *lockFlags) {
+	fl.BoolVar(&f.takeOver, "take-over", false, "drive the host even when another cockpit drives it (that one becomes read-only)")
+	fl.DurationVar(&f.heartbeat, "lock-heartbeat", 0, "driver lock heartbeat period (default 5s)")
+	fl.DurationVar(&f.stale, "lock-stale", 0, "a driver lock without a heartbeat for this long is taken over (default 30s)")
+	_ = fl.MarkHidden("lock-heartbeat")
+	_ = fl.MarkHidden("lock-stale")
+}
+
+// driving is a cockpit's driver lock on its host, and the mirror of its
+// journal there when the journal is written on another machine.
+type driving struct {
+	lock   *driver.Lock
+	mirror *sessions.Mirror // nil: the journal is on the host, or none
+	sink   lateSink
+
+	mu   sync.Mutex
+	errs []string // what went wrong, for report
+}
+
+// takeLock takes (or watches) the driver lock in dir on host before the
+// screen opens, so that a second cockpit starts read-only. journal is the
+// local journal ("" for none); onHost says that this machine is the host
+// (local, or the demo's simulated host), so the journal is there as it is;
+// otherwise it is mirrored to the host for `flightdeck follow HOST`. An
+// error reading or writing the lock is returned: the cockpit does not open
+// unsure of who drives.
+func takeLock(ctx context.Context, host remote.Host, dir, journal string, onHost bool, f lockFlags) (*driving, error) {
+	d := &driving{}
+	me := driver.Self()
+	if journal != "" {
+		me.Journal = journal
+		if !onHost {
+			p, err := sessions.MirrorPath(ctx, host, journal)
+			if err != nil {
+				return nil, fmt.Errorf("driver lock: the journal's mirror on the host: %w", err)
+			}
+			me.Journal = p
+			d.mirror = &sessions.Mirror{Host: host, Local: journal, Remote: p}
+		}
+	}
+	d.lock = &driver.Lock{Host: host, Dir: dir, Me: me, Heartbeat: f.heartbeat, StaleAfter: f.stale, Publish: d.sink.publish}
+	// The state is published: the screen says who drives.
+	if _, err := d.lock.Acquire(ctx, f.takeOver); err != nil {
+		return nil, fmt.Errorf("driver lock on %s: %w", host.Name(), err)
+	}
+	return d, nil
+}
+
+// run keeps the lock until ctx ends, publishing to sink what changes
+// (the state Acquire published first), then releases the lock. Problems
+// are in the published state, on the screen; none ends the session. What
+// went wrong at the end (a release that failed) is kept for report, to
+// print once the screen is closed.
+func (d *driving) run(ctx context.Context, sink event.Sink) {
+	d.sink.set(sink)
+	if err := d.lock.Run(ctx); err != nil {
+		d.fail("driver lock", err)
+	}
+}
+
+// startMirror starts copying the journal to the host (when it is written
+// elsewhere) and returns the function that stops it: call it after the
+// journal is closed, so that its last lines reach the host too.
+func (d *driving) startMirror(ctx context.Context) (stop func()) {
+	if d == nil || d.mirror == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := d.mirror.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			d.fail("journal mirror", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func (d *driving) fail(what string, err error) {
+	d.mu.Lock()
+	d.errs = append(d.errs, what+": "+sanitize.String(err.Error()))
+	d.mu.Unlock()
+}
+
+// report prints what went wrong to w (after the screen closed).
+func (d *driving) report(w io.Writer) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range d.errs {
+		fmt.Fprintf(w, "flightdeck: %s\n", e)
+	}
+}
+
+// lateSink queues events until set gives it the session's sink (the lock
+// is taken before the session's stream exists), then forwards them.
+type lateSink struct {
+	mu      sync.Mutex
+	sink    event.Sink
+	pending []event.Event
+}
+
+func (s *lateSink) publish(e event.Event) {
+	s.mu.Lock()
+	sink := s.sink
+	if sink == nil {
+		s.pending = append(s.pending, e)
+	}
+	s.mu.Unlock()
+	if sink != nil {
+		sink(e)
+	}
+}
+
+func (s *lateSink) set(sink event.Sink) {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending, s.sink = nil, sink
+	s.mu.Unlock()
+	for _, e := range pending {
+		sink(e)
+	}
+}
