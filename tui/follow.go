@@ -3,7 +3,6 @@ package tui
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -419,7 +418,7 @@ func (r *Replay) followTail() (s string, w int) {
 	case f.stopped:
 	case f.live:
 		if quiet := f.now.Sub(f.lastNew); !f.now.IsZero() && quiet > followQuiet {
-			add("no new events for "+fmtQuiet(quiet), st.Dim.Render)
+			add("no new events for "+shortDur(quiet), st.Dim.Render)
 		}
 		add("LIVE", st.OK.Render)
 	default:
@@ -429,18 +428,6 @@ func (r *Replay) followTail() (s string, w int) {
 		return "", 0
 	}
 	return strings.Join(parts, "  "), width + 2*(len(parts)-1)
-}
-
-// fmtQuiet formats a silence: "12s", "3m05s", "1h02m".
-func fmtQuiet(d time.Duration) string {
-	s := int64(d / time.Second)
-	switch {
-	case s < 60:
-		return strconv.FormatInt(s, 10) + "s"
-	case s < 3600:
-		return strconv.FormatInt(s/60, 10) + "m" + two(s%60) + "s"
-	}
-	return strconv.FormatInt(s/3600, 10) + "h" + two(s%3600/60) + "m"
 }
 
 // flashNotes shows the last note among evs in the follower's status line
