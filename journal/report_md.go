@@ -625,6 +625,8 @@ func triggerText(t Trigger) string {
 		return "the server exiting"
 	case TriggerQuit:
 		return "quitting the cockpit"
+	case TriggerTakenOver:
+		return "another cockpit taking over"
 	case "":
 		return "-"
 	}

@@ -63,6 +63,10 @@ const (
 	TriggerKill     Trigger = "kill"     // the server was killed (auto-end)
 	TriggerExit     Trigger = "exit"     // the server exited or failed by itself
 	TriggerQuit     Trigger = "quit"     // the cockpit quit
+	// TriggerTakenOver: another cockpit took the host's driver lock (or
+	// this one could not keep it): what the server does next is not this
+	// session's, so the experiment ends here.
+	TriggerTakenOver Trigger = "taken-over"
 )
 
 // ExperimentStart opens an experiment. It is an event payload (kind

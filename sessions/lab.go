@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
@@ -202,6 +203,15 @@ func (l *Lab) Observe(e event.Event) {
 			l.killGPUs = nil
 		case l.killGPUs == nil:
 			l.killGPUs = l.gpus
+		}
+	case driver.State:
+		// Another cockpit drives now (or this one could not keep the
+		// lock): its relaunches and kills are not published here, so an
+		// open experiment would go on measuring a server that is no
+		// longer this session's.
+		if (p.Role == driver.RoleWatching || p.Role == driver.RoleUnsure) && !l.closed && l.ledger.Current() != nil {
+			l.endLocked(e.At, journal.TriggerTakenOver, "")
+			l.kickLocked()
 		}
 	case server.Status:
 		prev := l.status.Phase

@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
@@ -336,5 +337,27 @@ func TestLabNumbersAfterPrior(t *testing.T) {
 	rig.publish(event.Event{At: at(1), Data: launched("none")})
 	if s := count[journal.ExperimentStart](t, rig.rec, "1 exp-start", 1)[0]; s.ID != "e3" {
 		t.Errorf("id %s, want e3", s.ID)
+	}
+}
+
+// TestLabEndsWhenTakenOver: another cockpit taking the driver lock ends
+// the open experiment (its relaunches are not seen here, and the server
+// is no longer this session's); a watcher's later launches are none of
+// its own, so nothing restarts until it drives and launches again.
+func TestLabEndsWhenTakenOver(t *testing.T) {
+	for _, role := range []driver.Role{driver.RoleWatching, driver.RoleUnsure} {
+		rig := newLabRig(&Lab{Preset: "sim"})
+		rig.publish(event.Event{At: at(0), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
+		rig.publish(event.Event{At: at(0), Data: status(server.PhaseNone, 0)})
+		rig.publish(event.Event{At: at(1), Data: launched("none")})
+		rig.publish(event.Event{At: at(2), Data: driver.State{Role: driver.RoleDriving}})
+		rig.publish(event.Event{At: at(90), Data: driver.State{Role: role, Holder: driver.Info{User: "bob", Machine: "desk"}}})
+		ends := count[journal.ExperimentEnd](t, rig.rec, "1 exp-end", 1)
+		if ends[0].Exp != "e1" || ends[0].Trigger != journal.TriggerTakenOver {
+			t.Errorf("%v: end %+v", role, ends[0])
+		}
+		if _, open := rig.lab.Current(); open {
+			t.Errorf("%v: an experiment is still open", role)
+		}
 	}
 }

@@ -135,7 +135,9 @@ func (m *Mirror) Run(ctx context.Context) error {
 		return fmt.Errorf("mirror: %w", err)
 	}
 	qdir, _ := remote.Quote(path.Dir(dst))
-	catCmd := "mkdir -p -- " + qdir + " && cat >> " + qdst
+	// umask 077: the mirror holds launch commands, env and notes; on a
+	// shared host it is the user's alone, as the local journal is.
+	catCmd := "umask 077 && mkdir -p -- " + qdir + " && cat >> " + qdst
 
 	// The remote copy outlives ctx by at most grace: the last lines are
 	// written after it ends.

@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
+
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 )
@@ -14,29 +17,41 @@ type driverState struct {
 	st  driver.State
 	has bool
 	// note is the last change's words ("bob@desk took over at 10:15:02"),
-	// shown as a banner until the next key; at is when it arrived.
-	note string
-	at   time.Time
+	// shown as a banner until the next key; at is when it arrived; last
+	// is the last note shown, cleared or not.
+	note, last string
+	at         time.Time
 }
 
-// applyDriver takes a driver.State: the role, the holder and, when the
-// role changed, the note. Losing the lock closes an open action form:
-// its action would now be refused.
+// applyDriver takes a driver.State: the role, the holder and, when it is
+// new, the note. Losing the lock (to a take-over, or unsure of it) closes
+// an open action form, whose action would now be refused, and stops a
+// benchmark or repeat started here: another cockpit drives the server now.
 func (m *Model) applyDriver(p driver.State, at time.Time) {
 	d := &m.drv
 	was := d.has && d.st.Role == driver.RoleDriving
-	if d.has && d.st.Role != p.Role && strings.HasPrefix(m.status, "read-only: ") {
+	if d.has && d.st.Role != p.Role && strings.HasPrefix(m.status, "read-only") {
 		m.status = "" // a refusal of the old role's
 	}
 	d.st, d.has = p, true
-	if p.Note != "" {
-		d.note, d.at = sanitizeString(p.Note), at
+	if n := sanitizeString(p.Note); n != "" && n != d.last {
+		// A note carried over into a later state (an error, its
+		// recovery) is not news: it shows once.
+		d.note, d.last, d.at = n, n, at
 	}
-	if was && p.Role == driver.RoleWatching && !m.opts.ReadOnly {
+	if was && p.Role != driver.RoleDriving && !m.opts.ReadOnly {
 		switch m.modal {
 		case modalKill, modalLaunch, modalProfile:
 			m.modal = modalNone
 			m.form, m.picker = nil, nil
+		}
+		if m.rep.cancel != nil && !m.rep.stopped {
+			m.rep.cancel()
+			m.rep.stopped = true
+		}
+		if m.bench.cancel != nil && !m.bench.stopped {
+			m.bench.cancel()
+			m.bench.stopped = true
 		}
 	}
 }
@@ -44,7 +59,7 @@ func (m *Model) applyDriver(p driver.State, at time.Time) {
 // watching reports a live cockpit that another cockpit's lock makes
 // read-only: its keys that act say who drives instead.
 func (m *Model) watching() bool {
-	return !m.opts.ReadOnly && m.drv.has && m.drv.st.Role == driver.RoleWatching
+	return !m.opts.ReadOnly && m.drv.has && (m.drv.st.Role == driver.RoleWatching || m.drv.st.Role == driver.RoleUnsure)
 }
 
 // readOnly reports that keys that act are refused: a replay or follower,
@@ -55,11 +70,22 @@ func (m *Model) readOnly() bool { return m.opts.ReadOnly || m.watching() }
 // drives: "read-only: alice@laptop drives (since 10:02:03); flightdeck
 // connect --take-over takes over".
 func (m *Model) watchingWhy() string {
-	cmd := sanitizeString(m.opts.TakeOver)
-	if cmd == "" {
-		cmd = "flightdeck connect --take-over"
+	if m.drv.st.Role == driver.RoleUnsure {
+		return "read-only until the host answers: the driver lock could not be refreshed, and another cockpit may take it"
 	}
-	return "read-only: " + m.holderText(true) + "; " + cmd + " takes over"
+	return "read-only: " + m.holderText(true) + "; " + m.takeOverHint() + " takes over"
+}
+
+// takeOverHint is how this cockpit's user takes over: "T" with a
+// DriverControl, else the command line.
+func (m *Model) takeOverHint() string {
+	if m.opts.Driver != nil {
+		return "T"
+	}
+	if cmd := sanitizeString(m.opts.TakeOver); cmd != "" {
+		return cmd
+	}
+	return "flightdeck connect --take-over"
 }
 
 // holderText is "alice@laptop pid 4123 drives (since 10:02:03)",
@@ -97,14 +123,16 @@ func (m *Model) driverSeg() (seg, bool) {
 		return seg{}, false
 	}
 	switch {
+	case m.watching() && m.drv.st.Role == driver.RoleUnsure:
+		return seg{text: "read-only: lock unsure", short: "read-only", tone: toneWarn, cut: true}, true
 	case m.watching():
 		return seg{text: "read-only: " + m.holderText(false) + " drives", short: "read-only", tone: toneWarn, cut: true}, true
 	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleDriving:
 		// A replay or follower of the driving cockpit's journal.
-		return seg{text: "driver " + m.holderText(false) + m.sinceText(), short: "driver", tone: toneText, prio: prioConn}, true
+		return seg{text: "driver " + m.holderText(false) + m.sinceText(), short: "driver " + m.holderText(false), tone: toneText, prio: prioConn}, true
 	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleWatching:
 		// The journal's cockpit was watching: another one drove.
-		return seg{text: "watching; " + m.holderText(false) + " drives" + m.sinceText(), short: "watching", tone: toneWarn, prio: prioConn}, true
+		return seg{text: "watching; " + m.holderText(false) + " drives" + m.sinceText(), short: "watching; " + m.holderText(false) + " drives", tone: toneWarn, prio: prioConn}, true
 	}
 	return seg{}, false
 }
@@ -118,7 +146,10 @@ func (m *Model) driverBanners() []banner {
 		return nil
 	}
 	var out []banner
-	if m.watching() {
+	switch {
+	case m.watching() && m.drv.st.Role == driver.RoleUnsure:
+		out = append(out, banner{text: m.watchingWhy(), short: "read-only until the host answers", tone: toneWarn})
+	case m.watching():
 		out = append(out, banner{text: m.watchingWhy(), short: "read-only: " + m.holderText(true), tone: toneWarn})
 	}
 	if d.note != "" && !m.opts.ReadOnly {
@@ -154,4 +185,58 @@ func (m *Model) roPrefix() string {
 		return "follow: read-only"
 	}
 	return "read-only replay"
+}
+
+// DriverControl takes the host's driver lock over (T). The cockpit calls
+// it in a tea.Cmd; the lock's driver.State event then tells the outcome.
+type DriverControl interface {
+	// TakeOver takes the lock whoever holds it; the cockpit that held it
+	// turns read-only at its next heartbeat. It errors when the host
+	// cannot be reached.
+	TakeOver(ctx context.Context) error
+}
+
+// modalTakeOver is T's question: take over? y/N.
+const modalTakeOver modal = 240
+
+// TakeOverResultMsg is the answer of a take-over (T): nil Err when the
+// lock was written.
+type TakeOverResultMsg struct{ Err error }
+
+// takeOverUnavailable is why T cannot act: a replay, no lock, or this
+// cockpit drives already.
+func takeOverUnavailable(m *Model) string {
+	switch {
+	case m.opts.ReadOnly:
+		return m.roPrefix() + ": a take-over would change who drives the host"
+	case m.opts.Driver == nil || !m.drv.has:
+		return "no driver lock here: this cockpit acts alone"
+	case m.drv.st.Role == driver.RoleDriving:
+		return "this cockpit drives the host already"
+	}
+	return ""
+}
+
+// takeOverQuestion is T's question.
+func (m *Model) takeOverQuestion() string {
+	if m.drv.st.Role == driver.RoleUnsure {
+		return "Take the driver lock back? Another cockpit may have taken it while the host did not answer; it would turn read-only."
+	}
+	return "Take over from " + m.holderText(false) + "? Its keys stop acting, and a benchmark or repeat it runs stops."
+}
+
+// takeOverKey answers T's question: y takes over in a tea.Cmd.
+func (m *Model) takeOverKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	m.modal = modalNone
+	if msg.String() != "y" {
+		m.flash("take-over cancelled", toneDim)
+		return m, nil
+	}
+	ctl, ctx := m.opts.Driver, m.ctx
+	m.flash("taking over ...", toneDim)
+	rec := m.recorder("take over")
+	return m, func() tea.Msg {
+		rec()
+		return TakeOverResultMsg{Err: ctl.TakeOver(ctx)}
+	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,93 @@ func TestReplayShowsTheDriver(t *testing.T) {
 	}
 	if strings.Contains(plain(m), "take-over") {
 		t.Errorf("replay shows the watcher's banner:\n%s", plain(m))
+	}
+}
+
+type fakeDriver struct{ takes int }
+
+func (f *fakeDriver) TakeOver(context.Context) error { f.takes++; return nil }
+
+// TestTakeOverKey: a watching cockpit offers T in its footer; T asks, n
+// cancels, y takes over in a command (not in Update).
+func TestTakeOverKey(t *testing.T) {
+	m, _ := controlled(160, 40, ptr(readyStatus()))
+	fd := &fakeDriver{}
+	m.opts.Driver = fd
+	press(m, "T")
+	if m.Status() != "no driver lock here: this cockpit acts alone" {
+		t.Errorf("T before any lock state: %q", m.Status())
+	}
+	send(m, ev(5*time.Second, aliceDrives()))
+	press(m, "esc") // clears the answer to T
+	lines := strings.Split(plain(m), "\n")
+	if footer := lines[len(lines)-1]; !strings.Contains(footer, "T take over") || strings.Contains(footer, "K kill") {
+		t.Errorf("watching footer %q", footer)
+	}
+	if !strings.Contains(plain(m), "; T takes over") {
+		t.Errorf("the banner does not say T takes over:\n%s", plain(m))
+	}
+	press(m, "T")
+	if m.modal != modalTakeOver || !strings.Contains(screenText(m), "Take over from alice@laptop? Its keys stop acting") {
+		t.Fatalf("T did not ask:\n%s", plain(m))
+	}
+	press(m, "n")
+	if m.modal != modalNone || fd.takes != 0 {
+		t.Fatalf("n: modal %v, takes %d", m.modal, fd.takes)
+	}
+	press(m, "T")
+	cmd := press(m, "y")
+	if fd.takes != 0 || cmd == nil {
+		t.Fatalf("y: took over inside Update (%d) or returned no command", fd.takes)
+	}
+	for _, msg := range run(cmd) {
+		m.Update(msg)
+	}
+	if fd.takes != 1 {
+		t.Errorf("TakeOver called %d times", fd.takes)
+	}
+	send(m, ev(8*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk"}, Note: "took over from alice@laptop"}))
+	press(m, "T")
+	if m.Status() != "this cockpit drives the host already" {
+		t.Errorf("T while driving: %q", m.Status())
+	}
+}
+
+// TestLosingTheLockStopsWhatRunsHere: a repeat or benchmark started here
+// stops when another cockpit takes over (it would go on relaunching the
+// server under the new driver), and when the lock is unsure.
+func TestLosingTheLockStopsWhatRunsHere(t *testing.T) {
+	for _, lost := range []driver.State{aliceDrives(), {Role: driver.RoleUnsure, Err: "connection to host lost"}} {
+		m, _ := controlled(160, 40, ptr(readyStatus()))
+		send(m, ev(5*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk"}}))
+		var repStopped, benchStopped bool
+		m.rep.cancel, m.rep.running = func() { repStopped = true }, true
+		m.bench.cancel, m.bench.running = func() { benchStopped = true }, true
+		send(m, ev(6*time.Second, lost))
+		if !repStopped || !benchStopped {
+			t.Errorf("%v: repeat stopped %v, bench stopped %v", lost.Role, repStopped, benchStopped)
+		}
+		press(m, "K")
+		if !strings.HasPrefix(m.Status(), "read-only") {
+			t.Errorf("%v: K says %q", lost.Role, m.Status())
+		}
+	}
+}
+
+// TestQuittingTheDemoThatServesTheHost: the demo serving the simulated
+// host asks once before quitting while another cockpit drives it.
+func TestQuittingTheDemoThatServesTheHost(t *testing.T) {
+	m, _ := controlled(160, 40, ptr(readyStatus()))
+	m.opts.ServesHost = true
+	send(m, ev(5*time.Second, aliceDrives()))
+	if cmd := press(m, "q"); cmd != nil || m.quitting {
+		t.Fatal("q quit at once")
+	}
+	if !strings.Contains(m.Status(), "quitting ends it for everyone - q again to quit") {
+		t.Errorf("status %q", m.Status())
+	}
+	press(m, "q")
+	if !m.quitting {
+		t.Error("q again did not quit")
 	}
 }

@@ -463,6 +463,8 @@ func endedHow(t journal.Trigger) string {
 		return "exited"
 	case journal.TriggerQuit:
 		return "quit"
+	case journal.TriggerTakenOver:
+		return "taken over"
 	}
 	return sanitizeString(string(t))
 }

@@ -235,6 +235,8 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 		switch {
 		case m.opts.ReadOnly:
 			why = "no experiments recorded by this point of the journal"
+		case m.watching():
+			why = "no experiments in this cockpit's journal: the driving cockpit records them in its own (flightdeck follow shows it)"
 		case x.ctl == nil:
 			why = noJournalText
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 )
 
 // Follow mode (ReplayOptions.Follow): the replay of a journal being
@@ -62,6 +63,9 @@ type followState struct {
 	// none); problemCrit marks it as an error rather than a warning.
 	problem     string
 	problemCrit bool
+	// ended is when the followed cockpit released the driver lock (it
+	// quit): the journal will not grow; zero while it may.
+	ended time.Time
 	// file is the identity of the followed file when first polled; only
 	// touched inside tea.Cmds under the replay's srcMu.
 	file *followFile
@@ -297,8 +301,9 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		r.marks = msg.marks
 		if msg.live && msg.epoch == r.epoch && f.live && !r.seeking {
 			if len(msg.events) > 0 {
+				role := r.inner.drv.st.Role // before these events
 				r.inner.Update(EventsMsg(msg.events))
-				r.flashNotes(msg.events)
+				r.flashNotes(role, msg.events)
 			}
 			f.edge, f.seen = msg.edge, msg.seen
 			r.pos = max(r.pos, msg.dur)
@@ -416,6 +421,8 @@ func (r *Replay) followTail() (s string, w int) {
 	}
 	switch {
 	case f.stopped:
+	case f.live && !f.ended.IsZero():
+		add("ENDED "+f.ended.Local().Format("15:04:05")+" (the driver quit)", st.Warn.Render)
 	case f.live:
 		if quiet := f.now.Sub(f.lastNew); !f.now.IsZero() && quiet > followQuiet {
 			add("no new events for "+shortDur(quiet), st.Dim.Render)
@@ -432,8 +439,29 @@ func (r *Replay) followTail() (s string, w int) {
 
 // flashNotes shows the last note among evs in the follower's status line
 // ("note 10:15:03 (e3): suspect NCCL_ALGO"), until the next key: the
-// driver's notes are what a follower most wants to see as they come.
-func (r *Replay) flashNotes(evs []event.Event) {
+// driver's notes are what a follower most wants to see as they come. It
+// also follows the journal's driver states from role (the one before
+// evs): a release by the driving cockpit ends the session (the timeline
+// says so), a take-over is said on the status line.
+func (r *Replay) flashNotes(role driver.Role, evs []event.Event) {
+	for _, e := range evs {
+		st, ok := e.Data.(driver.State)
+		if !ok {
+			continue
+		}
+		prev := role
+		role = st.Role
+		switch st.Role {
+		case driver.RoleNone:
+			if prev == driver.RoleDriving {
+				r.fol.ended = e.At // released: the cockpit quit
+			}
+		case driver.RoleDriving:
+			r.fol.ended = time.Time{}
+		case driver.RoleWatching:
+			r.inner.flash(sanitizeString(st.Holder.Who())+" took over: this journal's cockpit only watches now; flightdeck follow HOST again follows the new driver", toneWarn)
+		}
+	}
 	for i := len(evs) - 1; i >= 0; i-- {
 		n, ok := evs[i].Data.(journal.Note)
 		if !ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 )
 
 // followFixture is a journal being written by a journal.Writer and a
@@ -333,4 +334,30 @@ func TestFollowGolden(t *testing.T) {
 		rpress(r, "left", "left", "left", "left")
 		golden.RequireEqual(t, rplain(r))
 	})
+}
+
+// TestFollowSaysWhenTheDriverQuitsOrIsTakenOver: the followed cockpit's
+// release of the driver lock (it quit) ends the session on the timeline
+// instead of LIVE; a take-over of its host is said on the status line.
+func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
+	me := driver.Info{User: "alice", Machine: "laptop", PID: 4123, Since: t0}
+	evs := append(startEvents(), ev(3*time.Second, driver.State{Role: driver.RoleDriving, Holder: me}))
+	f := newFollowFixture(t, 120, 30, evs...)
+	r := f.r
+	bob := driver.Info{User: "bob", Machine: "desk", PID: 77, Since: t0.Add(5 * time.Second)}
+	f.write(ev(5*time.Second, driver.State{Role: driver.RoleWatching, Holder: bob, Note: "bob@desk (pid 77) took over at 10:27:05"}))
+	f.tick(t0.Add(5500 * time.Millisecond))
+	if st := r.inner.Status(); !strings.HasPrefix(st, "bob@desk took over: this journal's cockpit only watches now") {
+		t.Errorf("status after the take-over: %q", st)
+	}
+	if tl := timelineOf(r); !strings.HasSuffix(tl, "LIVE") {
+		t.Errorf("a watching cockpit's journal goes on: timeline %q", tl)
+	}
+	f.write(ev(7*time.Second, driver.State{Role: driver.RoleDriving, Holder: me, Note: "bob@desk (pid 77) quit: you drive now"}),
+		ev(9*time.Second, driver.State{Role: driver.RoleNone, Holder: me, Note: "released the lock"}))
+	f.tick(t0.Add(9500 * time.Millisecond))
+	want := "ENDED " + t0.Add(9*time.Second).Local().Format("15:04:05") + " (the driver quit)"
+	if tl := timelineOf(r); !strings.HasSuffix(tl, want) {
+		t.Errorf("timeline %q, want it to end with %q", tl, want)
+	}
 }

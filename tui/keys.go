@@ -48,6 +48,10 @@ type KeyMap struct {
 	Bottom   Binding
 	Top      Binding
 
+	// TakeOver takes the driver lock from the cockpit that drives the
+	// host (Options.Driver).
+	TakeOver Binding
+
 	// Server control (Options.Control).
 	Kill    Binding
 	Launch  Binding
@@ -135,6 +139,7 @@ func DefaultKeyMap() KeyMap {
 		Baseline:    bind("view", "B", "baseline", "B"),
 		Bench:       footer(bind("actions", "b", "bench", "b")),
 		Repeat:      bind("actions", "R", "repeat", "R"),
+		TakeOver:    bind("actions", "T", "take over", "T"),
 
 		Play:     footer(bind("replay", "spc", "play", "space")),
 		Faster:   footer(bind("replay", "+/-", "speed", "+", "=")),
@@ -168,6 +173,8 @@ func DefaultKeyMap() KeyMap {
 	k.Kill.Long = "kill the server: asks first, then waits for its GPU memory"
 	k.Launch.Long = "launch or relaunch the server (form; shows the command and env diff)"
 	k.Profile.Long = "choose the env profile (NCCL settings) for the next launch"
+	k.TakeOver.Long = "take over from the cockpit that drives the host (asks first)"
+	k.TakeOver.Unavailable = takeOverUnavailable
 	k.Kill.Unavailable = killUnavailable
 	k.Launch.Unavailable = launchUnavailable
 	k.Profile.Unavailable = profileUnavailable
@@ -187,7 +194,7 @@ func (k *KeyMap) all() []*Binding {
 	return append([]*Binding{
 		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat,
 		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
-		&k.Focus, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline,
+		&k.Focus, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver,
 	}, k.gitKeys()...)
 }
 
@@ -210,7 +217,7 @@ func (k *KeyMap) footerKeys() []*Binding {
 	var out []*Binding
 	for _, b := range k.all() {
 		switch b {
-		case &k.Experiments:
+		case &k.Experiments, &k.TakeOver: // T: only while watching (the footer adds it)
 			continue
 		case &k.Git:
 			out = append(out, b, &k.Experiments)

@@ -124,10 +124,19 @@ type Options struct {
 	// record one; nil: B says why it cannot act and the compare view shows
 	// only what was recorded. Its calls run in tea.Cmds.
 	Measure MeasureControl
+	// ServesHost says that quitting this cockpit ends the host itself (the
+	// demo serving its simulated host): while another cockpit drives it,
+	// q asks once and says so.
+	ServesHost bool
 	// TakeOver is the command line that takes the driver lock over, told
-	// to a cockpit that watches another one drive; "" means "flightdeck
-	// connect --take-over".
+	// to a cockpit that watches another one drive when Driver is nil; ""
+	// means "flightdeck connect --take-over".
 	TakeOver string
+	// Driver takes the host's driver lock over behind T (asked first; its
+	// call runs in a tea.Cmd); nil: T says how to take over instead.
+	// driver.State events drive the header, the banners and what the
+	// keys that act do, either way.
+	Driver DriverControl
 	// Replay configures NewReplay; the live cockpit ignores it.
 	Replay ReplayOptions
 }
@@ -364,6 +373,12 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case KillResultMsg, LaunchResultMsg:
 		m.actionResult(msg)
+	case TakeOverResultMsg:
+		if msg.Err != nil {
+			m.flash("take-over failed: "+errText(msg.Err), toneCrit)
+		} else if m.status == "taking over ..." {
+			m.status = "" // the lock's note says whose it was
+		}
 	case GitRefreshMsg, GitActionMsg, GitLogMsg, GitPreviewMsg, GitSnapshotsMsg:
 		return m, m.gitResult(msg)
 	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg:
@@ -572,6 +587,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.stopKey(msg)
 	case modalCompare:
 		return m.compareKey(msg)
+	case modalTakeOver:
+		return m.takeOverKey(msg)
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
@@ -626,6 +643,11 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
 		return m, nil
 	}
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.opts.ServesHost && m.watching() && !armed {
+		m.quitArmed = true
+		m.flash("this demo serves the simulated host that "+m.holderText(false)+" drives: quitting ends it for everyone - q again to quit", toneWarn)
+		return m, nil
+	}
 	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.running && !armed {
 		// Quitting stops the benchmark (it is recorded as cancelled):
 		// ask once, as b does.
@@ -669,6 +691,9 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	case &k.Quit:
 		m.quitting = true
 		return m, tea.Quit
+	case &k.TakeOver:
+		m.showHelp = false
+		m.modal = modalTakeOver
 	case &k.Kill:
 		m.showHelp = false
 		m.confirmKill()
@@ -890,6 +915,18 @@ func (m *Model) footer(width int) string {
 			}
 		}
 		all = ro
+	} else if m.watching() {
+		// Another cockpit drives: T instead of the actions that wait.
+		ro := []*Binding{all[0]}
+		if m.opts.Driver != nil {
+			ro = append(ro, &m.keys.TakeOver)
+		}
+		for _, b := range all[1:] {
+			if b.Group != "actions" || b == &m.keys.Git {
+				ro = append(ro, b)
+			}
+		}
+		all = ro
 	}
 	pairW := func(b *Binding) int { return hintWidth(b.Help().Key, b.Help().Desc) }
 	// Help and quit always fit first, then the log keys; actions fill what
@@ -898,11 +935,11 @@ func (m *Model) footer(width int) string {
 	used := -2
 	for pass := range 3 {
 		for i, kb := range all {
-			if !kb.Short || show[i] {
+			if !kb.Short && kb != &m.keys.TakeOver || show[i] {
 				continue
 			}
 			group := m.keys.footerLike(kb)
-			switch essential := kb == &m.keys.Help || kb == &m.keys.Quit; {
+			switch essential := kb == &m.keys.Help || kb == &m.keys.Quit || kb == &m.keys.TakeOver; {
 			case pass == 0 && !essential, pass == 1 && group == "actions", pass == 2 && group != "actions":
 				continue
 			}

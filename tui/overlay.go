@@ -79,6 +79,17 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 			}
 			body = append(body, l)
 		}
+	case modalTakeOver:
+		title, frame = "take over", st.Warn
+		iw = min(w-4, 64)
+		q := wrapWords(m.takeOverQuestion()+"  y/N", iw)
+		for i, l := range q {
+			if i == len(q)-1 {
+				body = append(body, strings.TrimSuffix(l, "y/N")+st.Key.Render("y/N"))
+				continue
+			}
+			body = append(body, l)
+		}
 	case modalLaunch:
 		title = "launch"
 		if m.srv.running() {
@@ -117,6 +128,8 @@ func (m *Model) modalHelp() [][2]string {
 	switch m.modal {
 	case modalKill:
 		return [][2]string{{"y", "kill"}, {"n/esc", "cancel"}}
+	case modalTakeOver:
+		return [][2]string{{"y", "take over"}, {"n/esc", "cancel"}}
 	case modalLaunch:
 		if m.form.confirming {
 			verb := "launch"

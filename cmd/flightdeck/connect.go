@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -184,12 +183,9 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	dialer, _ := host.(remote.Dialer)
 	stopMirror := drv.startMirror(ctx)
 	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", Color: f.color.Mode(), Control: ctl, Git: gc, Bench: bn,
-		TakeOver: "flightdeck connect " + shellQuote(target) + " --take-over"}, rec,
+		Driver: drv}, rec,
 		func(ctx context.Context, sink event.Sink) error {
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() { defer wg.Done(); drv.run(ctx, sink) }()
-			defer wg.Wait() // the lock is released before the host closes
+			defer drv.start(ctx, sink)() // the lock is released before the host closes
 			b := &sessions.Bencher{Dialer: dialer, Port: serverSeen.port, Server: &benchServer, Target: host.Name(), Experiment: rec.currentExp(), Publish: sink}
 			bn.set(b)
 			rec.setLab(&sessions.Lab{Host: host, RepoPath: f.repo, Config: cfg, Preset: hc.Preset}, ctl, b, sink)

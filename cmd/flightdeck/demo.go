@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -196,16 +195,12 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		// The driver lock, next to the server's pidfile: the first demo
 		// drives, a joining one watches until it takes over. The journal
 		// is on this machine, which is the simulated host.
-		drv.lock = &driver.Lock{Host: host, Dir: site.LogDir, Me: driver.Self(), Heartbeat: f.lock.heartbeat, StaleAfter: f.lock.stale}
-		drv.lock.Me.Journal = rec.path()
-		drv.lock.Publish = drv.sink.publish
-		if _, err := drv.lock.Acquire(ctx, f.lock.takeOver); err != nil {
+		me := driver.Self()
+		me.Journal = rec.path()
+		if err := drv.acquire(ctx, &driver.Lock{Host: host, Dir: site.LogDir, Me: me, Heartbeat: f.lock.heartbeat, StaleAfter: f.lock.stale}, f.lock.takeOver); err != nil {
 			return fmt.Errorf("driver lock: %w", err)
 		}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { defer wg.Done(); drv.run(ctx, sink) }()
-		defer wg.Wait() // released before the host closes
+		defer drv.start(ctx, sink)() // released before the host closes
 		target := site.config()
 		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count}
 		g := &sessions.Git{Host: host, Path: site.Repo}
@@ -237,7 +232,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		return lv.Run(ctx)
 	}
 	err = runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", Color: f.color.Mode(), Control: ctl, Git: gc, Bench: bn,
-		TakeOver: "flightdeck demo --join --take-over"}, rec, live)
+		Driver: drv, ServesHost: !f.join}, rec, live)
 	drv.report(os.Stderr)
 	return err
 }

@@ -68,10 +68,10 @@ func findDemo(dir string) (demoSite, error) {
 	if dir != "" {
 		s, err := readSite(filepath.Join(dir, joinFile))
 		if errors.Is(err, os.ErrNotExist) {
-			return s, fmt.Errorf("--join %s: no running demo there (no %s; it is written by a flightdeck demo serving that directory)", dir, joinFile)
+			return s, fmt.Errorf("--join --dir %s: no running demo there (no %s; it is written by a flightdeck demo serving that directory)", dir, joinFile)
 		}
 		if err == nil && !alive(s.PID) {
-			return s, fmt.Errorf("--join %s: the demo that served it (pid %d) has ended", dir, s.PID)
+			return s, fmt.Errorf("--join --dir %s: the demo that served it (pid %d) has ended", dir, s.PID)
 		}
 		return s, err
 	}
@@ -88,13 +88,23 @@ func findDemo(dir string) (demoSite, error) {
 		}
 	}
 	if bestAt.IsZero() {
-		return best, errors.New("--join: no running flightdeck demo found: start one first (flightdeck demo), or name its directory (--join DIR)")
+		return best, errors.New("--join: no running flightdeck demo found: start one first (flightdeck demo), or name its sim directory (--join --dir DIR)")
 	}
 	return best, nil
 }
 
+// readSite reads a site file that this user wrote (owned by us, not
+// writable by others): another user's file in the shared temporary
+// directory could point a joining cockpit at their own host and key.
 func readSite(path string) (demoSite, error) {
 	var s demoSite
+	fi, err := os.Stat(path)
+	if err != nil {
+		return s, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o022 != 0 {
+		return s, fmt.Errorf("%s: not written by this user (owner or mode): not joining it", path)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return s, err
@@ -108,11 +118,8 @@ func readSite(path string) (demoSite, error) {
 	return s, nil
 }
 
-// alive reports whether process pid exists (signal 0).
+// alive reports whether process pid exists and is ours (signal 0: a
+// demo is this user's process).
 func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return pid > 0 && syscall.Kill(pid, 0) == nil
 }

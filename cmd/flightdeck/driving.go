@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	jnl "github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
@@ -35,8 +39,8 @@ func addLockFlags(fl *pflag.FlagSet, f *lockFlags) {
 // driving is a cockpit's driver lock on its host, and the mirror of its
 // journal there when the journal is written on another machine.
 type driving struct {
-	lock   *driver.Lock
-	mirror *sessions.Mirror // nil: the journal is on the host, or none
+	lockP  atomic.Pointer[driver.Lock] // set once, before the lock is used
+	mirror *sessions.Mirror            // nil: the journal is on the host, or none
 	sink   lateSink
 
 	mu   sync.Mutex
@@ -56,7 +60,10 @@ func takeLock(ctx context.Context, host remote.Host, dir, journal string, onHost
 	if journal != "" {
 		me.Journal = journal
 		if !onHost {
-			p, err := sessions.MirrorPath(ctx, host, journal)
+			// One name per cockpit: two cockpits' journals of the same
+			// name (--journal session.jsonl) never share a mirror.
+			name := jnl.SafeName(me.User+"@"+me.Machine) + "-" + strconv.Itoa(me.PID) + "-" + filepath.Base(journal)
+			p, err := sessions.MirrorPath(ctx, host, name)
 			if err != nil {
 				return nil, fmt.Errorf("driver lock: the journal's mirror on the host: %w", err)
 			}
@@ -64,12 +71,33 @@ func takeLock(ctx context.Context, host remote.Host, dir, journal string, onHost
 			d.mirror = &sessions.Mirror{Host: host, Local: journal, Remote: p}
 		}
 	}
-	d.lock = &driver.Lock{Host: host, Dir: dir, Me: me, Heartbeat: f.heartbeat, StaleAfter: f.stale, Publish: d.sink.publish}
-	// The state is published: the screen says who drives.
-	if _, err := d.lock.Acquire(ctx, f.takeOver); err != nil {
+	if err := d.acquire(ctx, &driver.Lock{Host: host, Dir: dir, Me: me, Heartbeat: f.heartbeat, StaleAfter: f.stale}, f.takeOver); err != nil {
 		return nil, fmt.Errorf("driver lock on %s: %w", host.Name(), err)
 	}
 	return d, nil
+}
+
+// acquire makes l the cockpit's lock, publishing through the session's
+// sink, and takes it (or watches): the state is published, so the screen
+// says who drives.
+func (d *driving) acquire(ctx context.Context, l *driver.Lock, takeOver bool) error {
+	l.Publish = d.sink.publish
+	d.lockP.Store(l)
+	_, err := l.Acquire(ctx, takeOver)
+	return err
+}
+
+// lock is the cockpit's lock; nil before acquire.
+func (d *driving) lock() *driver.Lock { return d.lockP.Load() }
+
+// TakeOver takes the lock whoever holds it (the cockpit's T key).
+func (d *driving) TakeOver(ctx context.Context) error {
+	l := d.lock()
+	if l == nil {
+		return errors.New("not connected to the host yet")
+	}
+	_, err := l.Acquire(ctx, true)
+	return err
 }
 
 // run keeps the lock until ctx ends, publishing to sink what changes
@@ -79,7 +107,7 @@ func takeLock(ctx context.Context, host remote.Host, dir, journal string, onHost
 // print once the screen is closed.
 func (d *driving) run(ctx context.Context, sink event.Sink) {
 	d.sink.set(sink)
-	if err := d.lock.Run(ctx); err != nil {
+	if err := d.lock().Run(ctx); err != nil {
 		d.fail("driver lock", err)
 	}
 }
@@ -98,6 +126,23 @@ func (d *driving) startMirror(ctx context.Context) (stop func()) {
 		if err := d.mirror.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			d.fail("journal mirror", err)
 		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// start runs the lock (run) in its own goroutine under ctx and returns
+// the function that stops it and waits for its release: defer it in the
+// live function, so that the lock is released before the host closes,
+// also when the probes fail first.
+func (d *driving) start(ctx context.Context, sink event.Sink) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.run(ctx, sink)
 	}()
 	return func() {
 		cancel()

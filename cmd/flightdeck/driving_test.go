@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 )
@@ -59,4 +60,29 @@ func TestServerCLIRespectsTheDriver(t *testing.T) {
 	}
 	_, _, err = runCLI(t, nil, args("server", "kill", "sim", "--yes")...)
 	wantExit(t, err, exitNoServer, "kill after the release")
+}
+
+// TestJournalNameTakenTheSameSecond: two cockpits started in the same
+// second (a pair pressing enter together) get two journals, not a refusal.
+func TestJournalNameTakenTheSameSecond(t *testing.T) {
+	dir, err := journal.DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, d := range []time.Duration{0, time.Second} {
+		w, err := journal.Create(journal.NewPath(dir, "same-second", "pair", now.Add(d)), journal.Header{Label: "pair"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+	}
+	w, _, err := journalFlags{}.openCounting("same-second", journal.Header{Label: "pair"})
+	if err != nil {
+		t.Fatalf("second cockpit's journal: %v", err)
+	}
+	defer w.Close()
+	if !strings.HasSuffix(w.Path(), "-pair-2.jsonl") {
+		t.Errorf("journal %s, want the -2 name", w.Path())
+	}
 }

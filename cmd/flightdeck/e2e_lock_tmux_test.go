@@ -81,7 +81,8 @@ var simDirOnScreen = regexp.MustCompile(`(/\S*flightdeck-sim-[^/\s]+)/logs/`)
 // that act answer with that and act not. A third takes over with
 // --take-over: the first turns read-only and says who took over. When the
 // driver stops (SIGSTOP: no heartbeat), a watcher takes its stale lock
-// with a note; the stopped one, continued, finds itself read-only.
+// with a note; the stopped one, continued, finds itself read-only, and
+// takes the lock back with T.
 func TestDriverLockInTmux(t *testing.T) {
 	bin := flightdeckBinary(t)
 	// Short heartbeats so that staleness shows in seconds.
@@ -101,7 +102,7 @@ func TestDriverLockInTmux(t *testing.T) {
 
 	second := a.open("second", 160, 40, bin+" demo --join --dir "+dir+beat)
 	second.wait(20*time.Second, has("read-only: "))
-	screen = second.wait(10*time.Second, has("; flightdeck demo --join --take-over takes over"))
+	screen = second.wait(10*time.Second, has("; T takes over"))
 	if !regexp.MustCompile(`read-only: \S+@\S+ pid \d+ drives \(since \d\d:\d\d:\d\d\)`).MatchString(screen) {
 		t.Errorf("the watcher does not say who drives:\n%s", screen)
 	}
@@ -127,7 +128,7 @@ func TestDriverLockInTmux(t *testing.T) {
 	third := a.open("third", 160, 40, bin+" demo --join --take-over --dir "+dir+beat)
 	third.wait(20*time.Second, has("took over from "))
 	screen = first.wait(10*time.Second, has("read-only: "))
-	if !regexp.MustCompile(`\S+@\S+ took over at \d\d:\d\d:\d\d`).MatchString(screen) {
+	if !regexp.MustCompile(`\S+@\S+ \(pid \d+\) took over at \d\d:\d\d:\d\d`).MatchString(screen) {
 		t.Errorf("the first cockpit does not say who took over:\n%s", screen)
 	}
 	first.keys("K")
@@ -169,6 +170,12 @@ func TestDriverLockInTmux(t *testing.T) {
 	stopped = false
 	// Continued, the third finds the lock taken and turns read-only.
 	third.wait(15*time.Second, has("read-only: "))
+	// T in the third takes it back, after asking.
+	third.keys("T")
+	third.wait(5*time.Second, has("Take over from "))
+	third.keys("y")
+	third.wait(10*time.Second, lacks("read-only: "))
+	taker.wait(10*time.Second, has("read-only: "))
 	if os.Getenv("FD_E2E_DEBUG") != "" {
 		t.Logf("taker %s\n%s", taker.name, taker.capture())
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +99,10 @@ func runFollow(ctx context.Context, arg string, f followFlags) error {
 		}
 		return followFile(ctx, path, f)
 	}
+	if strings.ContainsRune(arg, '/') || strings.HasSuffix(arg, ".jsonl") {
+		// A path, not a host: say so rather than dial it.
+		return refusedf("no journal at %s (flightdeck journal ls lists them)", arg)
+	}
 	return followHost(ctx, arg, f)
 }
 
@@ -135,7 +140,7 @@ func newestLiveJournal(dir string) (string, []string, error) {
 	files, _ := listJournalFiles(dir)
 	var live []string
 	var newest time.Time
-	best := -1
+	best, bestDrives := -1, false
 	for _, p := range files {
 		if !journal.Live(p) {
 			continue
@@ -145,8 +150,11 @@ func newestLiveJournal(dir string) (string, []string, error) {
 			continue
 		}
 		live = append(live, p)
-		if best < 0 || fi.ModTime().After(newest) {
-			best, newest = len(live)-1, fi.ModTime()
+		// A pair on one box writes several journals at once: the
+		// driving cockpit's is the one to follow, then the newest.
+		drives := lastDriverRole(p) == driver.RoleDriving
+		if best < 0 || drives && !bestDrives || drives == bestDrives && fi.ModTime().After(newest) {
+			best, newest, bestDrives = len(live)-1, fi.ModTime(), drives
 		}
 	}
 	if best < 0 {
@@ -358,7 +366,7 @@ func (s *hostStream) run(ctx context.Context) {
 			defer wg.Done()
 			sc := bufio.NewScanner(p.Stderr())
 			for sc.Scan() {
-				if line := strings.TrimSpace(sc.Text()); line != "" {
+				if line := strings.TrimSpace(sc.Text()); line != "" && tailFatal(line) {
 					s.fail(fmt.Errorf("the journal on %s changed under the follower: %s", s.host.Name(), sanitize.String(line)))
 					p.Close()
 				}
@@ -438,4 +446,52 @@ func (j *streamedJournal) Refresh() (int, error) {
 		return 0, err
 	}
 	return j.Journal.Refresh()
+}
+
+// tailFatal reports whether a line tail -F wrote on stderr says the file
+// was cut, replaced or lost: the copy can no longer follow it. Notices
+// such as "inotify resources exhausted" or "reverting to polling" (tail
+// goes on, polling) are not.
+func tailFatal(line string) bool {
+	for _, s := range []string{"truncated", "replaced", "has become inaccessible", "has appeared", "cannot open", "No such file"} {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastDriverRole is the role in the last "driver" event among the last
+// 256 KiB of the journal at path (a cockpit journals its role at every
+// change; a long quiet stretch of samples can push it out of that window,
+// then RoleNone), without indexing the whole file.
+func lastDriverRole(path string) driver.Role {
+	f, err := os.Open(path)
+	if err != nil {
+		return driver.RoleNone
+	}
+	defer f.Close()
+	const window = 256 << 10
+	fi, err := f.Stat()
+	if err != nil {
+		return driver.RoleNone
+	}
+	off := max(fi.Size()-window, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return driver.RoleNone
+	}
+	lines := bytes.Split(buf, []byte{'\n'})
+	for i := len(lines) - 1; i >= 0; i-- {
+		// [t,"driver",{...}]: the JSON codec's line for the kind.
+		var rec []json.RawMessage
+		if !bytes.Contains(lines[i], []byte(`,"driver",`)) || json.Unmarshal(lines[i], &rec) != nil || len(rec) != 3 {
+			continue
+		}
+		var st driver.State
+		if json.Unmarshal(rec[2], &st) == nil {
+			return st.Role
+		}
+	}
+	return driver.RoleNone
 }

@@ -69,6 +69,19 @@ func TestFollowWithoutArgumentPicksTheNewestLiveJournal(t *testing.T) {
 	if err != nil || got != live || len(others) != 1 || others[0] != old {
 		t.Errorf("newestLiveJournal = %q, %q, %v; want %q and %q", got, others, err, live, old)
 	}
+	// A pair on one box: the older journal is the driving cockpit's, the
+	// newer a watcher's; the driver's is followed.
+	drives := filepath.Join(dir, "gpu-box", "2026-11-29-080000-d.jsonl")
+	wd := writeJournal(t, drives, "d")
+	writeEvents(t, wd, event.Event{At: time.Now(), Data: driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "alice"}}})
+	for _, p := range []string{drives} {
+		if err := os.Chtimes(p, past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _, err := newestLiveJournal(dir); err != nil || got != drives {
+		t.Errorf("with a driving cockpit's journal: %q, %v; want %q", got, err, drives)
+	}
 }
 
 // TestFollowRefusesClearly: the errors name what is missing and how to go
@@ -285,4 +298,20 @@ func TestFollowHostInTmux(t *testing.T) {
 	writeEvents(t, w, logEvent(time.Now(), "appended on the host"))
 	s.waitScreen(5*time.Second, has("appended on the host"))
 	s.quit()
+}
+
+// tail -F's notices that it goes on (polling instead of inotify) must not
+// stop the follower; those that say the file was cut or replaced must.
+func TestTailFatal(t *testing.T) {
+	for line, want := range map[string]bool{
+		"tail: inotify resources exhausted":                                                             false,
+		"tail: inotify cannot be used, reverting to polling":                                            false,
+		"tail: /root/.flightdeck/journals/s.jsonl: file truncated":                                      true,
+		"tail: '/root/.flightdeck/journals/s.jsonl' has been replaced;  following new file":             true,
+		"tail: '/root/.flightdeck/journals/s.jsonl' has become inaccessible: No such file or directory": true,
+	} {
+		if got := tailFatal(line); got != want {
+			t.Errorf("tailFatal(%q) = %v, want %v", line, got, want)
+		}
+	}
 }

@@ -120,8 +120,9 @@ func (f journalFlags) openCounting(hostLabel string, h journal.Header) (*journal
 			n += "-" + strconv.Itoa(i)
 		}
 		w, err := journal.Create(journal.NewPath(dir, hostLabel, n, h.Created), h)
-		if errors.Is(err, fs.ErrExist) && i < retryNames {
-			continue
+		var locked *journal.LockedError
+		if (errors.Is(err, fs.ErrExist) || errors.As(err, &locked)) && i < retryNames {
+			continue // taken, or being created by a cockpit started the same second
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("journal: %w (pass --journal FILE elsewhere, or --no-journal)", err)
@@ -367,10 +368,14 @@ func (f *statusForwarder) stop() {
 	<-f.done
 }
 
-// path is the journal's path, "" without one.
+// path is the journal's absolute path (what the driver lock tells
+// followers), "" without one.
 func (r recording) path() string {
 	if r.w == nil {
 		return ""
+	}
+	if p, err := filepath.Abs(r.w.Path()); err == nil {
+		return p
 	}
 	return r.w.Path()
 }

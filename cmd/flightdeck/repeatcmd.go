@@ -148,8 +148,8 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	// and stops when one takes over.
 	_, onHost := c.Host.(*remote.Local)
 	drv, err := takeLock(ctx, c.Host, c.Target.LogDir, rec.path(), onHost, f.lock)
-	if err == nil && !drv.lock.Driving() {
-		st := drv.lock.State()
+	if err == nil && !drv.lock().Driving() {
+		st := drv.lock().State()
 		err = fmt.Errorf("%s (pid %d) drives %s from a cockpit: a repeat would relaunch its server; --take-over takes over", sanitize.String(st.Holder.Who()), st.Holder.PID, c.Host.Name())
 	}
 	if err != nil {
@@ -169,19 +169,13 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	rec.setLab(&sessions.Lab{Host: c.Host, RepoPath: repo, Config: c.Config, Preset: c.Target.Preset}, c, bn, s.publish)
 	lc := sessions.LiveConfig{Host: c.Host, RepoPath: repo, Interval: f.interval, GPUProgram: f.server.nvidiaSMI, Control: c}
 	s.startLive(sctx, func(ctx context.Context, sink event.Sink) error {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			drv.run(ctx, func(e event.Event) {
-				sink(e)
-				if st, ok := e.Data.(driver.State); ok && st.Role == driver.RoleWatching {
-					fmt.Fprintf(stderr, "flightdeck: %s: stopping the repeat\n", sanitize.String(st.Note))
-					s.cancel()
-				}
-			})
-		}()
-		defer wg.Wait() // the lock is released before the session ends
+		defer drv.start(ctx, func(e event.Event) {
+			sink(e)
+			if st, ok := e.Data.(driver.State); ok && (st.Role == driver.RoleWatching || st.Role == driver.RoleUnsure) {
+				fmt.Fprintf(stderr, "flightdeck: %s: stopping the repeat\n", sanitize.String(st.Note))
+				s.cancel()
+			}
+		})() // the lock is released before the session ends
 		return sessions.RunLive(ctx, lc, sink)
 	})
 

@@ -272,8 +272,8 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 		fmt.Fprintf(w, "  pid %d ppid %d pgid %d sid %d %s %s\n", p.PID, p.PPID, p.PGID, p.SID, p.State, s(p.Comm))
 	}
 	if d := st.Driver; d != nil {
-		fmt.Fprintf(w, "driver:  %s pid %d, since %s, heartbeat %s ago\n", s(d.Who()), d.PID,
-			d.Since.Local().Format(time.DateTime), time.Since(d.Heartbeat).Round(time.Second))
+		fmt.Fprintf(w, "driver:  %s pid %d, since %s, last heartbeat %s (host clock)\n", s(d.Who()), d.PID,
+			d.Since.Local().Format(time.DateTime), d.Heartbeat.Local().Format(time.TimeOnly))
 	}
 }
 

@@ -237,20 +237,20 @@ func noteTakeOver(prev Info, garbled bool) string {
 	return fmt.Sprintf("took over from %s (driving since %s)", prev.Who(), clock(prev.Since))
 }
 
-func noteLost(by Info) string { return fmt.Sprintf("%s took over at %s", by.Who(), clock(by.Since)) }
+func noteLost(by Info) string { return fmt.Sprintf("%s took over at %s", by.whoPID(), clock(by.Since)) }
 
 func noteQuit(prev Info) string {
 	if prev.Token == "" {
 		return "the lock was released: you drive now"
 	}
-	return prev.Who() + " quit: you drive now"
+	return prev.whoPID() + " quit: you drive now"
 }
 
 func noteNewHolder(prev, by Info) string {
 	if prev.Token == "" {
 		return fmt.Sprintf("%s drives since %s", by.Who(), clock(by.Since))
 	}
-	return fmt.Sprintf("%s took over from %s at %s", by.Who(), prev.Who(), clock(by.Since))
+	return fmt.Sprintf("%s took over from %s at %s", by.whoPID(), prev.whoPID(), clock(by.Since))
 }
 
 // garbledErr is State.Err for a fresh garbled lock file.

@@ -68,6 +68,7 @@ type Lock struct {
 	dir, file string     // absolute on the host
 	me        Info       // Me with its defaults; Since is when we last took the lock
 	ver       string     // version of the file we last wrote while driving; "" otherwise
+	wrote     time.Time  // when our last write of the lock file started (this clock)
 
 	driving atomic.Bool
 
@@ -256,6 +257,7 @@ func (l *Lock) beat(ctx context.Context) {
 // still the one we wrote; else it finds out why (a take-over, a vanished
 // file) and acts as claim does. l.op is held.
 func (l *Lock) heartbeat(ctx context.Context) {
+	start := time.Now()
 	content, err := l.content()
 	if err != nil {
 		l.fail(err)
@@ -267,7 +269,7 @@ func (l *Lock) heartbeat(ctx context.Context) {
 		return
 	}
 	if s.Wrote {
-		l.ver = s.Version
+		l.ver, l.wrote = s.Version, start
 		l.set(State{Role: RoleDriving, Holder: l.me})
 		return
 	}
@@ -284,6 +286,7 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 		return l.fail(err)
 	}
 	prev := l.State()
+	start := time.Now()
 	if !l.driving.Load() {
 		l.me.Since = time.Now()
 	}
@@ -302,7 +305,7 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 			return l.fail(err)
 		}
 		if s.Wrote {
-			l.ver = s.Version
+			l.ver, l.wrote = s.Version, start
 			l.driving.Store(true)
 			return l.set(State{Role: RoleDriving, Holder: l.me, Note: note}), nil
 		}
@@ -324,6 +327,9 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 			l.me.Since = time.Now()
 		case !garbled && info.Token == l.me.Token:
 			note = "" // ours: keep it, with its start time
+			if prev.Role == RoleUnsure {
+				note = "the host answers again: still driving"
+			}
 			if !info.Since.IsZero() {
 				l.me.Since = info.Since
 			}
@@ -350,7 +356,7 @@ func (l *Lock) watch(prev State, s snapshot, info Info, gerr error) State {
 	}
 	st := State{Role: RoleWatching, Holder: info}
 	switch {
-	case prev.Role == RoleDriving:
+	case prev.Role == RoleDriving || prev.Role == RoleUnsure:
 		st.Note = noteLost(info)
 	case prev.Role == RoleWatching && prev.Holder.Token != info.Token:
 		st.Note = noteNewHolder(prev.Holder, info)
@@ -392,13 +398,24 @@ func (l *Lock) exchange(ctx context.Context, op, want string, content []byte) (s
 }
 
 // fail keeps the role and holder and sets Err; a cancelled context (Run
-// ending) is no news for the screen.
+// ending) is no news for the screen. A driver whose last write of the lock
+// started longer ago than StaleAfter less one heartbeat stops driving
+// (RoleUnsure): a watcher may take the lock as stale any moment now, and
+// two cockpits must never both act. l.op is held.
 func (l *Lock) fail(err error) (State, error) {
 	st := l.State()
 	if errors.Is(err, context.Canceled) {
 		return st, err
 	}
 	st.Err = sanitize.String(err.Error())
+	if every, stale, perr := l.periods(); perr == nil && l.driving.Load() && !l.wrote.IsZero() {
+		if quiet := time.Since(l.wrote); quiet > stale-every {
+			l.driving.Store(false)
+			l.ver = ""
+			st.Role = RoleUnsure
+			st.Note = fmt.Sprintf("could not refresh the driver lock for %s: another cockpit may take it; keys that act wait until the host answers", quiet.Round(time.Second))
+		}
+	}
 	return l.set(st), err
 }
 

@@ -179,7 +179,7 @@ func TestTakeOver(t *testing.T) {
 		t.Errorf("note %q, want %q", st.Note, want)
 	}
 	lost := pa.next(t, "watching", func(s State) bool { return s.Role == RoleWatching })
-	if lost.Holder.Token != bob.Token || lost.Note != "bob@desk took over at "+st.Holder.Since.Local().Format("15:04:05") {
+	if lost.Holder.Token != bob.Token || lost.Note != "bob@desk (pid 77) took over at "+st.Holder.Since.Local().Format("15:04:05") {
 		t.Errorf("lost state %+v", lost)
 	}
 	if a.Driving() || fileToken(t, dir) != bob.Token {
@@ -295,7 +295,7 @@ func TestWatcherTakesReleasedLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := pb.next(t, "driving", func(s State) bool { return s.Role == RoleDriving })
-	if st.Note != "alice@laptop quit: you drive now" || st.Holder.Token != bob.Token {
+	if st.Note != "alice@laptop (pid 4123) quit: you drive now" || st.Holder.Token != bob.Token {
 		t.Errorf("state %+v", st)
 	}
 	if fileToken(t, dir) != bob.Token {
@@ -314,7 +314,7 @@ func TestWatcherFollowsNewHolderAndStale(t *testing.T) {
 	runLock(t, b)
 	st := mustAcquire(t, c, true, RoleDriving)
 	got := pb.next(t, "new holder", func(s State) bool { return s.Holder.Token == "c0c0" })
-	if got.Role != RoleWatching || got.Note != "carol@gpu-box took over from alice@laptop at "+st.Holder.Since.Local().Format("15:04:05") {
+	if got.Role != RoleWatching || got.Note != "carol@gpu-box (pid 9) took over from alice@laptop (pid 4123) at "+st.Holder.Since.Local().Format("15:04:05") {
 		t.Errorf("state %+v", got)
 	}
 	age(t, dir, time.Minute) // carol's cockpit died
@@ -580,6 +580,66 @@ func TestDisconnectKeepsRole(t *testing.T) {
 			}
 			if errs != 1 {
 				t.Errorf("%d states with an error, want 1: %+v", errs, pub.list())
+			}
+		})
+	}
+}
+
+// A driver that cannot refresh the lock for StaleAfter less one heartbeat
+// stops driving (RoleUnsure) before a watcher could take its lock as
+// stale: two cockpits never both drive. When the host answers again it
+// drives on if the lock is still its own, and watches if it was taken.
+func TestUnreachableDriverStopsDriving(t *testing.T) {
+	local := remote.NewLocal()
+	defer local.Close()
+	for _, taken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("taken=%v", taken), func(t *testing.T) {
+			dir := t.TempDir()
+			h := &flaky{Host: local}
+			pub := newStates()
+			a := newLock(h, dir, alice, pub)
+			a.StaleAfter = 2 * time.Second
+			mustAcquire(t, a, false, RoleDriving)
+			runLock(t, a)
+			h.down.Store(true)
+			downAt := time.Now()
+			st := pub.next(t, "unsure", func(s State) bool { return s.Role == RoleUnsure })
+			if a.Driving() || !strings.Contains(st.Note, "keys that act wait") || st.Err == "" {
+				t.Errorf("driving %v, state %+v", a.Driving(), st)
+			}
+			// Before the lock could be stale for a watcher (its mtime is at
+			// least as old as the last write's start).
+			if d := time.Since(downAt); d >= 2*time.Second {
+				t.Errorf("unsure only after %v, when a watcher may already have taken the lock", d)
+			}
+			if taken {
+				b := newLock(local, dir, bob, nil)
+				b.StaleAfter = 2 * time.Second
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					if st, _ := b.Acquire(context.Background(), false); st.Role == RoleDriving {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("bob never took the stale lock")
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			h.down.Store(false)
+			want, note := RoleDriving, "the host answers again: still driving"
+			if taken {
+				want, note = RoleWatching, ""
+			}
+			st = pub.next(t, "after the host answers", func(s State) bool { return s.Role == want && s.Err == "" })
+			if note != "" && st.Note != note {
+				t.Errorf("note %q, want %q", st.Note, note)
+			}
+			if taken && (st.Holder.User != bob.User || a.Driving()) {
+				t.Errorf("after bob took it: %+v, driving %v", st, a.Driving())
+			}
+			if !taken && (!a.Driving() || fileToken(t, dir) != alice.Token) {
+				t.Errorf("alice does not drive again: %+v", st)
 			}
 		})
 	}

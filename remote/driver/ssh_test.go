@@ -75,7 +75,7 @@ func TestTwoCockpitsOverSSH(t *testing.T) {
 	}
 	select {
 	case got := <-pub:
-		if got.Role != driver.RoleWatching || !strings.HasPrefix(got.Note, "bob@desk took over at ") || got.Holder.PID != 77 {
+		if got.Role != driver.RoleWatching || !strings.HasPrefix(got.Note, "bob@desk (pid 77) took over at ") || got.Holder.PID != 77 {
 			t.Errorf("a after the take-over: %+v", got)
 		}
 	case <-ctx.Done():

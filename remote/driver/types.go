@@ -44,6 +44,11 @@ const (
 	RoleDriving
 	// RoleWatching: another cockpit holds the lock; this one is read-only.
 	RoleWatching
+	// RoleUnsure: this cockpit drove, but the host has not answered its
+	// heartbeats for longer than is safe (StaleAfter less one heartbeat):
+	// another cockpit may have taken the lock as stale. Its keys that act
+	// are refused until the host answers and the lock says who drives.
+	RoleUnsure
 )
 
 func (r Role) String() string {
@@ -52,6 +57,8 @@ func (r Role) String() string {
 		return "driving"
 	case RoleWatching:
 		return "watching"
+	case RoleUnsure:
+		return "unsure"
 	}
 	return "none"
 }
