@@ -303,8 +303,8 @@ func CIsOverlap(a, b Result) bool {
 }
 
 // EndedHow says in a word or two how an experiment ended: "open", "key",
-// "relaunch", "kill", "exit", "quit", or "crash" when the journal ends
-// with it open and no end recorded.
+// "relaunch", "kill", "exit", "quit", "taken-over", or "crash" when the
+// journal ends with it open and no end recorded.
 func EndedHow(x *Experiment) string {
 	switch {
 	case x.Open():
@@ -316,7 +316,7 @@ func EndedHow(x *Experiment) string {
 }
 
 // EndedWords says how an experiment ended for a reader: "open", "by
-// hand", "relaunch", "kill", "exit", "quit", or "crash" (EndedHow's words,
+// hand", "relaunch", "kill", "exit", "quit", "taken-over", or "crash" (EndedHow's words,
 // TriggerKey spelled out).
 func EndedWords(x *Experiment) string {
 	if h := EndedHow(x); h != string(TriggerKey) {

@@ -69,6 +69,11 @@ type Control struct {
 	// tests set it: on a shared machine another simulated host's server
 	// looks like an inference server too.
 	NoProcessMatch bool
+	// Guard, when set, is asked right before each launch and kill (after
+	// the previous one finished): an error refuses it. The cockpit sets it
+	// to the driver lock, so that an action queued while another cockpit
+	// took the host over never runs.
+	Guard func() error
 
 	act     sync.Mutex // one launch or kill at a time
 	mu      sync.Mutex
@@ -346,6 +351,11 @@ func (c *Control) Find(ctx context.Context) (server.Found, error) {
 func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) {
 	c.act.Lock()
 	defer c.act.Unlock()
+	if c.Guard != nil {
+		if err := c.Guard(); err != nil {
+			return server.Record{}, err
+		}
+	}
 	f, err := c.Find(ctx)
 	if err != nil {
 		return server.Record{}, err
@@ -383,6 +393,11 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 func (c *Control) Kill(ctx context.Context) error {
 	c.act.Lock()
 	defer c.act.Unlock()
+	if c.Guard != nil {
+		if err := c.Guard(); err != nil {
+			return err
+		}
+	}
 	f, err := c.Find(ctx)
 	if err != nil {
 		return err

@@ -32,6 +32,9 @@ type Git struct {
 	Publish event.Sink
 	// Interval between polls; default 3 s. Timeout of one poll; default 10 s.
 	Interval, Timeout time.Duration
+	// Guard, when set, is asked right before each action that changes the
+	// checkout: an error refuses it (the driver lock, as Control.Guard).
+	Guard func() error
 
 	mu      sync.Mutex // serialises polls and actions; guards the fields below
 	repo    *git.Repo  // opened on first use
@@ -293,6 +296,11 @@ func (g *Git) Snapshots(ctx context.Context) ([]git.Snapshot, error) {
 func (g *Git) do(ctx context.Context, act func(*git.Repo) (git.Action, error)) (git.Action, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.Guard != nil {
+		if err := g.Guard(); err != nil {
+			return git.Action{}, err
+		}
+	}
 	r, err := g.open(ctx)
 	if err != nil {
 		return git.Action{}, err

@@ -205,11 +205,11 @@ func (l *Lab) Observe(e event.Event) {
 			l.killGPUs = l.gpus
 		}
 	case driver.State:
-		// Another cockpit drives now (or this one could not keep the
-		// lock): its relaunches and kills are not published here, so an
-		// open experiment would go on measuring a server that is no
-		// longer this session's.
-		if (p.Role == driver.RoleWatching || p.Role == driver.RoleUnsure) && !l.closed && l.ledger.Current() != nil {
+		// Another cockpit drives now: its relaunches and kills are not
+		// published here, so an open experiment would go on measuring a
+		// server that is no longer this session's. (Unsure is not yet a
+		// take-over: the host may answer and the lock still be ours.)
+		if p.Role == driver.RoleWatching && !l.closed && l.ledger.Current() != nil {
 			l.endLocked(e.At, journal.TriggerTakenOver, "")
 			l.kickLocked()
 		}

@@ -342,10 +342,20 @@ func TestLabNumbersAfterPrior(t *testing.T) {
 
 // TestLabEndsWhenTakenOver: another cockpit taking the driver lock ends
 // the open experiment (its relaunches are not seen here, and the server
-// is no longer this session's); a watcher's later launches are none of
-// its own, so nothing restarts until it drives and launches again.
+// is no longer this session's). Being unsure of the lock (the host does
+// not answer) ends nothing: the lock may still be ours.
 func TestLabEndsWhenTakenOver(t *testing.T) {
-	for _, role := range []driver.Role{driver.RoleWatching, driver.RoleUnsure} {
+	{
+		rig := newLabRig(&Lab{Preset: "sim"})
+		rig.publish(event.Event{At: at(0), Data: status(server.PhaseNone, 0)})
+		rig.publish(event.Event{At: at(1), Data: launched("none")})
+		rig.publish(event.Event{At: at(60), Data: driver.State{Role: driver.RoleUnsure}})
+		rig.publish(event.Event{At: at(61), Data: driver.State{Role: driver.RoleDriving}})
+		if _, open := rig.lab.Current(); !open {
+			t.Error("unsure ended the experiment")
+		}
+	}
+	for _, role := range []driver.Role{driver.RoleWatching} {
 		rig := newLabRig(&Lab{Preset: "sim"})
 		rig.publish(event.Event{At: at(0), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
 		rig.publish(event.Event{At: at(0), Data: status(server.PhaseNone, 0)})

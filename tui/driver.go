@@ -33,6 +33,9 @@ func (m *Model) applyDriver(p driver.State, at time.Time) {
 	if d.has && d.st.Role != p.Role && strings.HasPrefix(m.status, "read-only") {
 		m.status = "" // a refusal of the old role's
 	}
+	if d.has && d.st.Role != p.Role && p.Note == "" {
+		d.note = "" // the old role's words
+	}
 	d.st, d.has = p, true
 	if n := sanitizeString(p.Note); n != "" && n != d.last {
 		// A note carried over into a later state (an error, its
@@ -77,15 +80,12 @@ func (m *Model) watchingWhy() string {
 }
 
 // takeOverHint is how this cockpit's user takes over: "T" with a
-// DriverControl, else the command line.
+// DriverControl, else the command line that starts a driving cockpit.
 func (m *Model) takeOverHint() string {
 	if m.opts.Driver != nil {
 		return "T"
 	}
-	if cmd := sanitizeString(m.opts.TakeOver); cmd != "" {
-		return cmd
-	}
-	return "flightdeck connect --take-over"
+	return "flightdeck connect HOST --take-over"
 }
 
 // holderText is "alice@laptop pid 4123 drives (since 10:02:03)",
@@ -130,6 +130,8 @@ func (m *Model) driverSeg() (seg, bool) {
 	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleDriving:
 		// A replay or follower of the driving cockpit's journal.
 		return seg{text: "driver " + m.holderText(false) + m.sinceText(), short: "driver " + m.holderText(false), tone: toneText, prio: prioConn}, true
+	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleUnsure:
+		return seg{text: "driver lock unsure", short: "unsure", tone: toneWarn, prio: prioConn}, true
 	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleWatching:
 		// The journal's cockpit was watching: another one drove.
 		return seg{text: "watching; " + m.holderText(false) + " drives" + m.sinceText(), short: "watching; " + m.holderText(false) + " drives", tone: toneWarn, prio: prioConn}, true
@@ -209,8 +211,10 @@ func takeOverUnavailable(m *Model) string {
 	switch {
 	case m.opts.ReadOnly:
 		return m.roPrefix() + ": a take-over would change who drives the host"
-	case m.opts.Driver == nil || !m.drv.has:
+	case !m.drv.has:
 		return "no driver lock here: this cockpit acts alone"
+	case m.opts.Driver == nil:
+		return "this cockpit cannot take over: flightdeck connect HOST --take-over starts one that does"
 	case m.drv.st.Role == driver.RoleDriving:
 		return "this cockpit drives the host already"
 	}
@@ -222,7 +226,7 @@ func (m *Model) takeOverQuestion() string {
 	if m.drv.st.Role == driver.RoleUnsure {
 		return "Take the driver lock back? Another cockpit may have taken it while the host did not answer; it would turn read-only."
 	}
-	return "Take over from " + m.holderText(false) + "? Its keys stop acting, and a benchmark or repeat it runs stops."
+	return "Take over from " + m.holderText(false) + "? Its keys stop acting, and a benchmark or repeat it runs stops (a relaunch in flight finishes)."
 }
 
 // takeOverKey answers T's question: y takes over in a tea.Cmd.

@@ -27,7 +27,7 @@ func TestWatchingRefusesEveryAction(t *testing.T) {
 		t.Errorf("header does not say who drives:\n%s", head)
 	}
 	since := at(-90 * time.Second).Local().Format("15:04:05")
-	want := "read-only: alice@laptop pid 4123 drives (since " + since + "); flightdeck connect --take-over takes over"
+	want := "read-only: alice@laptop pid 4123 drives (since " + since + "); flightdeck connect HOST --take-over takes over"
 	if !strings.Contains(screen, want) {
 		t.Errorf("no banner %q:\n%s", want, screen)
 	}

@@ -322,6 +322,17 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		fresh := r.newInner()
 		carryView(r.inner, fresh)
 		fresh.Update(EventsMsg(msg.events))
+		// The catch-up holds the journal's last driver state: a release
+		// there means the session already ended.
+		f.ended = time.Time{}
+		for _, e := range msg.events {
+			if st, ok := e.Data.(driver.State); ok {
+				f.ended = time.Time{}
+				if st.Role == driver.RoleNone && st.Note == driver.NoteReleased {
+					f.ended = e.At
+				}
+			}
+		}
 		if msg.dur > r.dur || f.lastNew.IsZero() {
 			f.lastNew = r.start.Add(msg.dur)
 		}
@@ -453,13 +464,15 @@ func (r *Replay) flashNotes(role driver.Role, evs []event.Event) {
 		role = st.Role
 		switch st.Role {
 		case driver.RoleNone:
-			if prev == driver.RoleDriving {
+			if st.Note == driver.NoteReleased {
 				r.fol.ended = e.At // released: the cockpit quit
 			}
 		case driver.RoleDriving:
 			r.fol.ended = time.Time{}
 		case driver.RoleWatching:
-			r.inner.flash(sanitizeString(st.Holder.Who())+" took over: this journal's cockpit only watches now; flightdeck follow HOST again follows the new driver", toneWarn)
+			if prev == driver.RoleDriving || prev == driver.RoleUnsure {
+				r.inner.flash(sanitizeString(st.Holder.Who())+" took over: this journal's cockpit only watches now; flightdeck follow HOST again follows the new driver", toneWarn)
+			}
 		}
 	}
 	for i := len(evs) - 1; i >= 0; i-- {

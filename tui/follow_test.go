@@ -360,4 +360,19 @@ func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
 	if tl := timelineOf(r); !strings.HasSuffix(tl, want) {
 		t.Errorf("timeline %q, want it to end with %q", tl, want)
 	}
+
+	// A journal whose driver had quit before the follower started ends
+	// at once; a watcher's journal with an error is no take-over.
+	ended := append(startEvents(), ev(3*time.Second, driver.State{Role: driver.RoleDriving, Holder: me}),
+		ev(4*time.Second, driver.State{Role: driver.RoleNone, Note: driver.NoteReleased}))
+	g := newFollowFixture(t, 120, 30, ended...)
+	if tl := timelineOf(g.r); !strings.Contains(tl, "ENDED ") {
+		t.Errorf("a finished session followed from its end: timeline %q", tl)
+	}
+	w := newFollowFixture(t, 120, 30, append(startEvents(), ev(3*time.Second, driver.State{Role: driver.RoleWatching, Holder: bob}))...)
+	w.write(ev(5*time.Second, driver.State{Role: driver.RoleWatching, Holder: bob, Err: "connection to host lost"}))
+	w.tick(t0.Add(5500 * time.Millisecond))
+	if st := w.r.inner.Status(); strings.Contains(st, "took over") {
+		t.Errorf("a watcher's error read as a take-over: %q", st)
+	}
 }

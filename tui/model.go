@@ -128,10 +128,6 @@ type Options struct {
 	// demo serving its simulated host): while another cockpit drives it,
 	// q asks once and says so.
 	ServesHost bool
-	// TakeOver is the command line that takes the driver lock over, told
-	// to a cockpit that watches another one drive when Driver is nil; ""
-	// means "flightdeck connect --take-over".
-	TakeOver string
 	// Driver takes the host's driver lock over behind T (asked first; its
 	// call runs in a tea.Cmd); nil: T says how to take over instead.
 	// driver.State events drive the header, the banners and what the

@@ -176,6 +176,10 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		rec.abandon()
 		return err
 	}
+	ctl.Guard = drv.guard
+	if g != nil {
+		g.Guard = drv.guard
+	}
 	// The benchmark reaches the server's port through the host (an SSH
 	// channel, or this machine for local); it runs with or without a
 	// journal (without, its result is tied to no experiment).

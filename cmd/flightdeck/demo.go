@@ -202,8 +202,8 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}
 		defer drv.start(ctx, sink)() // released before the host closes
 		target := site.config()
-		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count}
-		g := &sessions.Git{Host: host, Path: site.Repo}
+		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count, Guard: drv.guard}
+		g := &sessions.Git{Host: host, Path: site.Repo, Guard: drv.guard}
 		lv := sessions.NewLive(sessions.LiveConfig{
 			Host:     host,
 			Git:      g,

@@ -87,15 +87,28 @@ func (d *driving) acquire(ctx context.Context, l *driver.Lock, takeOver bool) er
 	return err
 }
 
+// guard refuses an action while this cockpit does not drive (Control's
+// and Git's Guard): keys are refused on the screen already; this stops an
+// action queued just before a take-over.
+func (d *driving) guard() error {
+	if l := d.lock(); l != nil && !l.Driving() {
+		return errors.New("read-only: this cockpit does not drive the host now (driver lock)")
+	}
+	return nil
+}
+
 // lock is the cockpit's lock; nil before acquire.
 func (d *driving) lock() *driver.Lock { return d.lockP.Load() }
 
-// TakeOver takes the lock whoever holds it (the cockpit's T key).
+// TakeOver takes the lock whoever holds it (the cockpit's T key), within
+// 15 s.
 func (d *driving) TakeOver(ctx context.Context) error {
 	l := d.lock()
 	if l == nil {
 		return errors.New("not connected to the host yet")
 	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
 	_, err := l.Acquire(ctx, true)
 	return err
 }

@@ -366,7 +366,7 @@ func (s *hostStream) run(ctx context.Context) {
 			defer wg.Done()
 			sc := bufio.NewScanner(p.Stderr())
 			for sc.Scan() {
-				if line := strings.TrimSpace(sc.Text()); line != "" && tailFatal(line) {
+				if line := strings.TrimSpace(sc.Text()); line != "" && tailFatal(strings.ReplaceAll(line, s.remotePath, "")) {
 					s.fail(fmt.Errorf("the journal on %s changed under the follower: %s", s.host.Name(), sanitize.String(line)))
 					p.Close()
 				}
@@ -448,8 +448,9 @@ func (j *streamedJournal) Refresh() (int, error) {
 	return j.Journal.Refresh()
 }
 
-// tailFatal reports whether a line tail -F wrote on stderr says the file
-// was cut, replaced or lost: the copy can no longer follow it. Notices
+// tailFatal reports whether a line tail -F wrote on stderr (with the
+// file's path taken out, which could hold any word) says the file was cut,
+// replaced or lost: the copy can no longer follow it. Notices
 // such as "inotify resources exhausted" or "reverting to polling" (tail
 // goes on, polling) are not.
 func tailFatal(line string) bool {
@@ -461,37 +462,39 @@ func tailFatal(line string) bool {
 	return false
 }
 
-// lastDriverRole is the role in the last "driver" event among the last
-// 256 KiB of the journal at path (a cockpit journals its role at every
-// change; a long quiet stretch of samples can push it out of that window,
-// then RoleNone), without indexing the whole file.
+// lastDriverRole is the role in the last "driver" event of the journal at
+// path (a cockpit journals its role only when it changes, so the event
+// can be anywhere in the file); RoleNone when there is none. It reads the
+// file once, line by line, decoding only the lines of that kind.
 func lastDriverRole(path string) driver.Role {
 	f, err := os.Open(path)
 	if err != nil {
 		return driver.RoleNone
 	}
 	defer f.Close()
-	const window = 256 << 10
-	fi, err := f.Stat()
-	if err != nil {
-		return driver.RoleNone
-	}
-	off := max(fi.Size()-window, 0)
-	buf := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
-		return driver.RoleNone
-	}
-	lines := bytes.Split(buf, []byte{'\n'})
-	for i := len(lines) - 1; i >= 0; i-- {
-		// [t,"driver",{...}]: the JSON codec's line for the kind.
-		var rec []json.RawMessage
-		if !bytes.Contains(lines[i], []byte(`,"driver",`)) || json.Unmarshal(lines[i], &rec) != nil || len(rec) != 3 {
+	role := driver.RoleNone
+	r := bufio.NewReaderSize(f, 1<<16)
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer (a big sample): skip the rest.
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
 			continue
 		}
-		var st driver.State
-		if json.Unmarshal(rec[2], &st) == nil {
-			return st.Role
+		if bytes.Contains(line, []byte(`,"driver",`)) {
+			// [t,"driver",{...}]: the JSON codec's line for the kind.
+			var rec []json.RawMessage
+			var kind string
+			var st driver.State
+			if json.Unmarshal(line, &rec) == nil && len(rec) == 3 && json.Unmarshal(rec[1], &kind) == nil && kind == "driver" &&
+				json.Unmarshal(rec[2], &st) == nil {
+				role = st.Role
+			}
+		}
+		if err != nil {
+			return role
 		}
 	}
-	return driver.RoleNone
 }

@@ -156,6 +156,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 		rec.abandon()
 		return err
 	}
+	c.Guard = drv.guard
 	stopMirror := drv.startMirror(ctx)
 	s, sctx := startSession(ctx, rec, stderr)
 	defer s.cancel()

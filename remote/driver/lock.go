@@ -68,17 +68,72 @@ type Lock struct {
 	dir, file string     // absolute on the host
 	me        Info       // Me with its defaults; Since is when we last took the lock
 	ver       string     // version of the file we last wrote while driving; "" otherwise
-	wrote     time.Time  // when our last write of the lock file started (this clock)
 
 	driving atomic.Bool
+	// wrote is when our last successful write of the lock file started
+	// (mono(); 0: none yet): Driving and the watchdog expire it.
+	wrote atomic.Int64
 
 	mu        sync.Mutex // guards state and published
 	state     State
 	published bool
 }
 
-// Driving reports whether this cockpit holds the lock (its keys may act).
-func (l *Lock) Driving() bool { return l.driving.Load() }
+// Driving reports whether this cockpit holds the lock (its keys may act):
+// it took the lock, and its last successful write of it started less than
+// StaleAfter less one heartbeat ago, so no watcher can have taken it as
+// stale yet, whatever the host answers now.
+func (l *Lock) Driving() bool { return l.driving.Load() && !l.expired() }
+
+// mono is a monotonic clock reading in ns (wall-clock jumps do not move it).
+func mono() int64 { return int64(time.Since(monoBase)) }
+
+var monoBase = time.Now()
+
+// expired reports whether the last write of the lock is too old to drive
+// on: StaleAfter less one heartbeat has passed since it started.
+func (l *Lock) expired() bool {
+	w := l.wrote.Load()
+	if w == 0 {
+		return false
+	}
+	every, stale, err := l.periods()
+	if err != nil {
+		return false
+	}
+	return time.Duration(mono()-w) > stale-every
+}
+
+// watchdog publishes RoleUnsure as soon as the lock expires while a beat
+// still waits on the host (a call to a host that is reconnecting returns
+// only at its timeout): the screen stops the keys that act in time.
+func (l *Lock) watchdog(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(max(every/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !l.driving.Load() || !l.expired() {
+			continue
+		}
+		st := l.State()
+		if st.Role != RoleDriving {
+			continue
+		}
+		quiet := time.Duration(mono() - l.wrote.Load())
+		st.Role = RoleUnsure
+		st.Note = unsureNote(quiet)
+		l.set(st)
+	}
+}
+
+// unsureNote says why a driver turned read-only by itself.
+func unsureNote(quiet time.Duration) string {
+	return fmt.Sprintf("could not refresh the driver lock for %s: another cockpit may take it; keys that act wait until the host answers", quiet.Round(time.Second))
+}
 
 // State returns the latest state: the one last published, with the
 // holder's heartbeat possibly newer (heartbeats alone are not published).
@@ -132,6 +187,9 @@ func (l *Lock) Run(ctx context.Context) error {
 	if !started {
 		l.beat(ctx)
 	}
+	wctx, stopWatchdog := context.WithCancel(ctx)
+	defer stopWatchdog()
+	go l.watchdog(wctx, every)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -154,8 +212,8 @@ func (l *Lock) Run(ctx context.Context) error {
 func (l *Lock) Release(ctx context.Context) error {
 	l.op.Lock()
 	defer l.op.Unlock()
-	if !l.driving.Load() || l.ver == "" {
-		return nil
+	if l.ver == "" {
+		return nil // not ours (a watcher), or never taken
 	}
 	want := l.ver
 	for range maxTries {
@@ -173,7 +231,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	l.ver = ""
 	l.driving.Store(false)
-	l.set(State{Role: RoleNone, Note: "released the lock"})
+	l.set(State{Role: RoleNone, Note: NoteReleased})
 	return nil
 }
 
@@ -257,7 +315,7 @@ func (l *Lock) beat(ctx context.Context) {
 // still the one we wrote; else it finds out why (a take-over, a vanished
 // file) and acts as claim does. l.op is held.
 func (l *Lock) heartbeat(ctx context.Context) {
-	start := time.Now()
+	start := mono()
 	content, err := l.content()
 	if err != nil {
 		l.fail(err)
@@ -269,8 +327,13 @@ func (l *Lock) heartbeat(ctx context.Context) {
 		return
 	}
 	if s.Wrote {
-		l.ver, l.wrote = s.Version, start
-		l.set(State{Role: RoleDriving, Holder: l.me})
+		l.ver = s.Version
+		l.wrote.Store(start)
+		note := ""
+		if l.State().Role == RoleUnsure {
+			note = "the host answers again: still driving"
+		}
+		l.set(State{Role: RoleDriving, Holder: l.me, Note: note})
 		return
 	}
 	l.claim(ctx, &s, false)
@@ -286,7 +349,7 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 		return l.fail(err)
 	}
 	prev := l.State()
-	start := time.Now()
+	start := mono()
 	if !l.driving.Load() {
 		l.me.Since = time.Now()
 	}
@@ -305,7 +368,8 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 			return l.fail(err)
 		}
 		if s.Wrote {
-			l.ver, l.wrote = s.Version, start
+			l.ver = s.Version
+			l.wrote.Store(start)
 			l.driving.Store(true)
 			return l.set(State{Role: RoleDriving, Holder: l.me, Note: note}), nil
 		}
@@ -400,21 +464,21 @@ func (l *Lock) exchange(ctx context.Context, op, want string, content []byte) (s
 // fail keeps the role and holder and sets Err; a cancelled context (Run
 // ending) is no news for the screen. A driver whose last write of the lock
 // started longer ago than StaleAfter less one heartbeat stops driving
-// (RoleUnsure): a watcher may take the lock as stale any moment now, and
-// two cockpits must never both act. l.op is held.
+// (RoleUnsure; the watchdog says so first when the host keeps a call
+// waiting): a watcher may take the lock as stale any moment now, and two
+// cockpits must never both act. l.op is held.
 func (l *Lock) fail(err error) (State, error) {
 	st := l.State()
 	if errors.Is(err, context.Canceled) {
 		return st, err
 	}
 	st.Err = sanitize.String(err.Error())
-	if every, stale, perr := l.periods(); perr == nil && l.driving.Load() && !l.wrote.IsZero() {
-		if quiet := time.Since(l.wrote); quiet > stale-every {
-			l.driving.Store(false)
-			l.ver = ""
-			st.Role = RoleUnsure
-			st.Note = fmt.Sprintf("could not refresh the driver lock for %s: another cockpit may take it; keys that act wait until the host answers", quiet.Round(time.Second))
-		}
+	if l.driving.Load() && l.expired() {
+		// The lock's version is kept: Release can still remove the file
+		// if it is our write (a compare-and-swap on that version).
+		l.driving.Store(false)
+		st.Role = RoleUnsure
+		st.Note = unsureNote(time.Duration(mono() - l.wrote.Load()))
 	}
 	return l.set(st), err
 }

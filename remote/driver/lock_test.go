@@ -645,6 +645,57 @@ func TestUnreachableDriverStopsDriving(t *testing.T) {
 	}
 }
 
+// hanging is a host whose calls, while down, wait until their context
+// ends, as calls to an SSH host that is reconnecting do.
+type hanging struct {
+	remote.Host
+	down atomic.Bool
+}
+
+func (h *hanging) Run(ctx context.Context, cmd string, stdin io.Reader) (remote.Result, error) {
+	if h.down.Load() {
+		<-ctx.Done()
+		return remote.Result{}, fmt.Errorf("remote: gpu-box: %w: %w", remote.ErrDisconnected, ctx.Err())
+	}
+	return h.Host.Run(ctx, cmd, stdin)
+}
+
+// A driver whose heartbeat hangs (the host keeps the call waiting for its
+// whole timeout) stops driving on time all the same: Driving turns false
+// and RoleUnsure is published before a watcher could take the lock.
+func TestHangingHostStopsDrivingOnTime(t *testing.T) {
+	local := remote.NewLocal()
+	defer local.Close()
+	dir := t.TempDir()
+	h := &hanging{Host: local}
+	pub := newStates()
+	a := newLock(h, dir, alice, pub)
+	a.StaleAfter = 2 * time.Second
+	mustAcquire(t, a, false, RoleDriving)
+	runLock(t, a)
+	h.down.Store(true)
+	b := newLock(local, dir, bob, nil)
+	b.StaleAfter = 2 * time.Second
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, _ := b.Acquire(context.Background(), false)
+		if st.Role == RoleDriving {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bob never took the stale lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Bob drives: alice must have stopped already.
+	if a.Driving() {
+		t.Fatal("alice still drives while bob took her stale lock")
+	}
+	if st := a.State(); st.Role != RoleUnsure {
+		t.Errorf("alice's published state %+v, want unsure", st)
+	}
+}
+
 // A lock file removed under the driver (by hand, a cleanup job) is written
 // again at the next heartbeat, with a note.
 func TestVanishedLockRetaken(t *testing.T) {

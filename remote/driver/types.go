@@ -37,7 +37,7 @@ type Info struct {
 type Role uint8
 
 const (
-	// RoleNone: no lock is used (a replay, --no-lock, or the lock could not
+	// RoleNone: no lock is used (a replay, the lock released, or it could not
 	// be read yet).
 	RoleNone Role = iota
 	// RoleDriving: this cockpit holds the lock; its keys act.
@@ -86,3 +86,8 @@ type State struct {
 
 // Kind implements event.Payload.
 func (State) Kind() string { return "driver" }
+
+// NoteReleased is the Note of the RoleNone state a driving cockpit
+// publishes when it releases the lock (it quits): followers of its journal
+// read it as the end of the session.
+const NoteReleased = "released the lock"
