@@ -3,6 +3,7 @@ package tui
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -365,6 +366,9 @@ func (r *Replay) followFailed(err error) {
 // writer's clock ahead of ours).
 func (r *Replay) liveNow() time.Time {
 	end := r.start.Add(r.pos)
+	if !r.fol.ended.IsZero() {
+		return end // the session ended: its ages stop with it
+	}
 	if r.fol.now.After(end) {
 		return r.fol.now
 	}
@@ -471,7 +475,11 @@ func (r *Replay) flashNotes(role driver.Role, evs []event.Event) {
 			r.fol.ended = time.Time{}
 		case driver.RoleWatching:
 			if prev == driver.RoleDriving || prev == driver.RoleUnsure {
-				r.inner.flash(sanitizeString(st.Holder.Who())+" took over: this journal's cockpit only watches now; flightdeck follow HOST again follows the new driver", toneWarn)
+				who := sanitizeString(st.Holder.Who())
+				if st.Holder.PID > 0 {
+					who += " (pid " + strconv.Itoa(st.Holder.PID) + ")"
+				}
+				r.inner.flash(who+" took over: this journal's cockpit only watches now; run flightdeck follow again to follow the new driver", toneWarn)
 			}
 		}
 	}

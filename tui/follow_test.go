@@ -347,7 +347,7 @@ func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
 	bob := driver.Info{User: "bob", Machine: "desk", PID: 77, Since: t0.Add(5 * time.Second)}
 	f.write(ev(5*time.Second, driver.State{Role: driver.RoleWatching, Holder: bob, Note: "bob@desk (pid 77) took over at 10:27:05"}))
 	f.tick(t0.Add(5500 * time.Millisecond))
-	if st := r.inner.Status(); !strings.HasPrefix(st, "bob@desk took over: this journal's cockpit only watches now") {
+	if st := r.inner.Status(); !strings.HasPrefix(st, "bob@desk (pid 77) took over: this journal's cockpit only watches now") {
 		t.Errorf("status after the take-over: %q", st)
 	}
 	if tl := timelineOf(r); !strings.HasSuffix(tl, "LIVE") {

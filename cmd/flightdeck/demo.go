@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -217,7 +218,31 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		bn.set(b)
 		rec.setLab(&sessions.Lab{Host: host, RepoPath: site.Repo, Config: cfg, Preset: "sim"}, c, b, sink)
 		if f.join {
-			return lv.Run(ctx) // the server is the first demo's
+			// The server is the first demo's, and so is the host: when
+			// that demo quits, this cockpit ends too, saying why,
+			// rather than reconnecting forever.
+			lctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			go func() {
+				t := time.NewTicker(time.Second)
+				defer t.Stop()
+				for {
+					select {
+					case <-lctx.Done():
+						return
+					case <-t.C:
+						if !alive(site.PID) {
+							cancel(errDemoGone)
+							return
+						}
+					}
+				}
+			}()
+			err := lv.Run(lctx)
+			if errors.Is(context.Cause(lctx), errDemoGone) {
+				return fmt.Errorf("the demo serving the simulated host (pid %d) has quit: the host is gone", site.PID)
+			}
+			return err
 		}
 		// The first launch goes through the same path as the L key.
 		go func() {
@@ -236,6 +261,9 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	drv.report(os.Stderr)
 	return err
 }
+
+// errDemoGone ends a joined demo whose serving demo has quit.
+var errDemoGone = errors.New("the serving demo quit")
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",
 // "handle-lost=N" (N a GPU index below gpus) and "stall".

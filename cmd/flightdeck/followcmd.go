@@ -21,6 +21,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
@@ -257,7 +258,11 @@ func drivenJournal(ctx context.Context, host remote.Host, lockDir string) (drive
 	case err != nil:
 		return info, fmt.Errorf("reading the driver lock on %s: %w", host.Name(), err)
 	case info.Token == "" && info.User == "" && info.Machine == "":
-		return info, refusedf("%s is not driven: no cockpit holds its driver lock, so there is no live journal to follow (name a journal file instead: flightdeck follow FILE)", host.Name())
+		where := lockDir
+		if where == "" {
+			where = server.DefaultLogDir
+		}
+		return info, refusedf("%s is not driven: no cockpit holds a driver lock in %s, so there is no live journal to follow (a lock elsewhere: --lock-dir DIR, or log_dir in the config's [hosts.NAME]; or name a journal file: flightdeck follow FILE)", host.Name(), sanitize.String(where))
 	case !held:
 		return info, refusedf("nobody drives %s now: the lock of %s has had no heartbeat since %s (its journal, %s, is finished: copy it and use flightdeck replay)",
 			host.Name(), sanitize.String(info.Who()), info.Heartbeat.Local().Format("15:04:05"), sanitize.String(info.Journal))

@@ -154,7 +154,7 @@ func TestFollowHostRefusesClearly(t *testing.T) {
 	args := append([]string{"follow", h.Target(), "--lock-dir", lockDir}, sshArgs(h)...)
 	_, stderr, err := runCLI(t, nil, args...)
 	var ec exitCode
-	if !errors.As(err, &ec) || !strings.Contains(stderr, "is not driven: no cockpit holds its driver lock") {
+	if !errors.As(err, &ec) || !strings.Contains(stderr, "is not driven: no cockpit holds a driver lock in ") {
 		t.Errorf("not driven: err %v, stderr %q", err, stderr)
 	}
 	drive(t, host, lockDir, "")
