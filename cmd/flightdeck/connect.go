@@ -185,7 +185,6 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	// journal (without, its result is tied to no experiment).
 	bn := &lazyBench{}
 	dialer, _ := host.(remote.Dialer)
-	stopMirror := drv.startMirror(ctx)
 	err = runCockpit(ctx, tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", Color: f.color.Mode(), Control: ctl, Git: gc, Bench: bn,
 		Driver: drv}, rec,
 		func(ctx context.Context, sink event.Sink) error {
@@ -195,7 +194,7 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 			rec.setLab(&sessions.Lab{Host: host, RepoPath: f.repo, Config: cfg, Preset: hc.Preset}, ctl, b, sink)
 			return sessions.RunLive(ctx, lc, sink)
 		})
-	stopMirror() // after the journal closed: its last lines reach the host
+	drv.finishMirror() // after the journal closed: its last lines reach the host
 	drv.report(os.Stderr)
 	if g != nil {
 		// A git action the screen was quit under finishes before the

@@ -43,6 +43,8 @@ type driving struct {
 	mirror *sessions.Mirror            // nil: the journal is on the host, or none
 	sink   lateSink
 
+	stopMirror func() // set while the mirror runs (finishMirror)
+
 	mu   sync.Mutex
 	errs []string // what went wrong, for report
 }
@@ -71,10 +73,46 @@ func takeLock(ctx context.Context, host remote.Host, dir, journal string, onHost
 			d.mirror = &sessions.Mirror{Host: host, Local: journal, Remote: p}
 		}
 	}
+	if d.mirror != nil {
+		// The lock names the mirror: it must hold the journal's header
+		// before a follower can read the name.
+		d.stopMirror = d.startMirror(ctx)
+		d.waitMirror(ctx, host, me.Journal)
+	}
 	if err := d.acquire(ctx, &driver.Lock{Host: host, Dir: dir, Me: me, Heartbeat: f.heartbeat, StaleAfter: f.stale}, f.takeOver); err != nil {
+		d.finishMirror()
 		return nil, fmt.Errorf("driver lock on %s: %w", host.Name(), err)
 	}
 	return d, nil
+}
+
+// waitMirror waits (5 s at most) until the mirror at path on host has its
+// first line, the journal's header.
+func (d *driving) waitMirror(ctx context.Context, host remote.Host, path string) {
+	q, err := remote.Quote(path)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		if _, err := host.Run(ctx, "test -s "+q, nil); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// finishMirror stops the journal's mirror, if any, after its last lines
+// reached the host: call it after the journal is closed.
+func (d *driving) finishMirror() {
+	if d != nil && d.stopMirror != nil {
+		d.stopMirror()
+		d.stopMirror = nil
+	}
 }
 
 // acquire makes l the cockpit's lock, publishing through the session's
@@ -125,9 +163,9 @@ func (d *driving) run(ctx context.Context, sink event.Sink) {
 	}
 }
 
-// startMirror starts copying the journal to the host (when it is written
-// elsewhere) and returns the function that stops it: call it after the
-// journal is closed, so that its last lines reach the host too.
+// startMirror starts copying the journal to the host and returns the
+// function that stops it (finishMirror calls it once the journal is
+// closed, so that its last lines reach the host too).
 func (d *driving) startMirror(ctx context.Context) (stop func()) {
 	if d == nil || d.mirror == nil {
 		return func() {}

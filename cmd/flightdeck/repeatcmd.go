@@ -154,10 +154,12 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	}
 	if err != nil {
 		rec.abandon()
+		if drv != nil {
+			drv.finishMirror()
+		}
 		return err
 	}
 	c.Guard = drv.guard
-	stopMirror := drv.startMirror(ctx)
 	s, sctx := startSession(ctx, rec, stderr)
 	defer s.cancel()
 	w := &repeatWatch{out: stderr, first: make(chan server.Status, 1)}
@@ -182,7 +184,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 
 	repErr := runRepeat(sctx, c.Host.Name(), alias, rec, w, f.cfg)
 	err = s.finish(sctx, repErr)
-	stopMirror()
+	drv.finishMirror()
 	drv.report(stderr)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // stopped (Ctrl-C): the session's own error is none
