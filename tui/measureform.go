@@ -203,13 +203,7 @@ func (m *Model) measureBox(w, h int) (lines []string, x, y int) {
 	case modalStop:
 		title, frame = "stop the "+m.stopWhat, st.Warn
 		iw = min(w-4, 64)
-		q := wrapWords(m.stopQuestion()+"  y/N", iw)
-		for i, l := range q {
-			if i == len(q)-1 {
-				l = strings.TrimSuffix(l, "y/N") + st.Key.Render("y/N")
-			}
-			body = append(body, l)
-		}
+		body = m.yesNo(m.stopQuestion(), iw)
 	default:
 		return nil, 0, 0
 	}

@@ -71,25 +71,11 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 	case modalKill:
 		title, frame = "kill the server", st.Crit
 		iw = min(w-4, 64)
-		q := wrapWords(m.killQuestion()+"  y/N", iw)
-		for i, l := range q {
-			if i == len(q)-1 {
-				body = append(body, strings.TrimSuffix(l, "y/N")+st.Key.Render("y/N"))
-				continue
-			}
-			body = append(body, l)
-		}
+		body = m.yesNo(m.killQuestion(), iw)
 	case modalTakeOver:
 		title, frame = "take over", st.Warn
 		iw = min(w-4, 64)
-		q := wrapWords(m.takeOverQuestion()+"  y/N", iw)
-		for i, l := range q {
-			if i == len(q)-1 {
-				body = append(body, strings.TrimSuffix(l, "y/N")+st.Key.Render("y/N"))
-				continue
-			}
-			body = append(body, l)
-		}
+		body = m.yesNo(m.takeOverQuestion(), iw)
 	case modalLaunch:
 		title = "launch"
 		if m.srv.running() {
@@ -143,4 +129,12 @@ func (m *Model) modalHelp() [][2]string {
 		return [][2]string{{"enter", "pick"}, {"up/down", "move"}, {"esc", "cancel"}}
 	}
 	return m.gitModalHelp()
+}
+
+// yesNo is a y/N question wrapped to w cells, the y/N drawn as a key.
+func (m *Model) yesNo(question string, w int) []string {
+	q := wrapWords(question+"  y/N", w)
+	last := len(q) - 1
+	q[last] = strings.TrimSuffix(q[last], "y/N") + m.styles.Key.Render("y/N")
+	return q
 }
