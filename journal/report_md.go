@@ -403,13 +403,6 @@ func envDiff(a, b map[string]string) string {
 	return mdCode(strings.Join(parts, " "))
 }
 
-func versionText(v Version) string {
-	if v.Err != "" {
-		return "failed (" + OneLine(v.Err) + ")"
-	}
-	return OneLine(v.Value)
-}
-
 // patchText summarises a checkout's dirty state: "clean", or "1.2 KiB
 // sha256:0123456789ab" (cut patches say so).
 func patchText(g *GitState) string {
