@@ -94,7 +94,7 @@ journal as it is written.`,
 	addColorFlags(fl, &f.color)
 	addJournalFlags(fl, &f.journal)
 	addLockFlags(fl, &f.lock)
-	fl.BoolVar(&f.join, "join", false, "open a second cockpit on a running demo's simulated host (the newest, or the one in --dir): read-only while the first drives")
+	fl.BoolVar(&f.join, "join", false, "open a second cockpit on a running demo's simulated host (the only one running, or the one in --dir): read-only while the first drives")
 	return cmd
 }
 
@@ -240,6 +240,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			}()
 			err := lv.Run(lctx)
 			if errors.Is(context.Cause(lctx), errDemoGone) {
+				drv.quiet() // the lock went with the host: its release cannot work
 				return fmt.Errorf("the demo serving the simulated host (pid %d) has quit: the host is gone", site.PID)
 			}
 			return err

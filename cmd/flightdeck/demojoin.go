@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
-	"time"
 
 	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/sim"
@@ -61,9 +61,9 @@ func (s demoSite) write() error {
 }
 
 // findDemo reads the site of the demo to join: the one in dir (a sim
-// directory), or with dir "" the newest demo still running under the
+// directory), or with dir "" the only demo of this user running under the
 // temporary directory. It errors when there is none, saying how to start
-// one.
+// one, and when there are several, listing them.
 func findDemo(dir string) (demoSite, error) {
 	if dir != "" {
 		s, err := readSite(filepath.Join(dir, joinFile))
@@ -76,21 +76,25 @@ func findDemo(dir string) (demoSite, error) {
 		return s, err
 	}
 	paths, _ := filepath.Glob(filepath.Join(os.TempDir(), "flightdeck-sim-*", joinFile))
-	var best demoSite
-	var bestAt time.Time
+	var live []demoSite
 	for _, p := range paths {
-		s, err := readSite(p)
-		if err != nil || !alive(s.PID) {
-			continue
-		}
-		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(bestAt) {
-			best, bestAt = s, fi.ModTime()
+		if s, err := readSite(p); err == nil && alive(s.PID) {
+			live = append(live, s)
 		}
 	}
-	if bestAt.IsZero() {
-		return best, errors.New("--join: no running flightdeck demo found: start one first (flightdeck demo), or name its sim directory (--join --dir DIR)")
+	switch len(live) {
+	case 0:
+		return demoSite{}, errors.New("--join: no running flightdeck demo found: start one first (flightdeck demo), or name its sim directory (--join --dir DIR)")
+	case 1:
+		return live[0], nil
 	}
-	return best, nil
+	// Joining (or taking over) the wrong one would act on another
+	// person's or test's demo: name them and let the user choose.
+	var b strings.Builder
+	for _, s := range live {
+		fmt.Fprintf(&b, "\n  flightdeck demo --join --dir %s   (pid %d, %s)", shellQuote(s.Dir), s.PID, s.Target)
+	}
+	return demoSite{}, fmt.Errorf("--join: %d flightdeck demos run; name one:%s", len(live), b.String())
 }
 
 // readSite reads a site file that this user wrote (owned by us, not

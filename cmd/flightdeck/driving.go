@@ -45,8 +45,9 @@ type driving struct {
 
 	stopMirror func() // set while the mirror runs (finishMirror)
 
-	mu   sync.Mutex
-	errs []string // what went wrong, for report
+	mu     sync.Mutex
+	errs   []string // what went wrong, for report
+	silent bool     // quiet: the host is gone
 }
 
 // takeLock takes (or watches) the driver lock in dir on host before the
@@ -86,14 +87,14 @@ func takeLock(ctx context.Context, host remote.Host, dir, journal string, onHost
 	return d, nil
 }
 
-// waitMirror waits (5 s at most) until the mirror at path on host has its
+// waitMirror waits (15 s at most: a loaded host) until the mirror at path on host has its
 // first line, the journal's header.
 func (d *driving) waitMirror(ctx context.Context, host remote.Host, path string) {
 	q, err := remote.Quote(path)
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		if _, err := host.Run(ctx, "test -s "+q, nil); err == nil {
@@ -203,7 +204,17 @@ func (d *driving) start(ctx context.Context, sink event.Sink) (stop func()) {
 
 func (d *driving) fail(what string, err error) {
 	d.mu.Lock()
-	d.errs = append(d.errs, what+": "+sanitize.String(err.Error()))
+	if !d.silent {
+		d.errs = append(d.errs, what+": "+sanitize.String(err.Error()))
+	}
+	d.mu.Unlock()
+}
+
+// quiet forgets what went wrong (and what will, at the release): the
+// host is gone, which the caller says once.
+func (d *driving) quiet() {
+	d.mu.Lock()
+	d.errs, d.silent = nil, true
 	d.mu.Unlock()
 }
 

@@ -39,6 +39,9 @@ func TestFollowersSeeTheDriversNoteInTmux(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Cleanup(func() { os.Remove(info.Journal) }) // the mirror, in this user's home
+	if _, err := os.Stat(info.Journal); err != nil {
+		t.Fatalf("the lock names the mirror %s before it exists: %v", info.Journal, err)
+	}
 	if !strings.Contains(info.Journal, "/.flightdeck/journals/") {
 		t.Errorf("the lock's journal %q is not the mirror on the host", info.Journal)
 	}

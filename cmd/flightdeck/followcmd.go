@@ -95,9 +95,6 @@ func runFollow(ctx context.Context, arg string, f followFlags) error {
 	if path, ok, err := journalFileArg(arg, f.dir); err != nil {
 		return err
 	} else if ok {
-		if !journal.Live(path) {
-			fmt.Fprintf(os.Stderr, "flightdeck: %s is not being written now (no cockpit holds its lock): following it anyway\n", path)
-		}
 		return followFile(ctx, path, f)
 	}
 	if strings.ContainsRune(arg, '/') || strings.HasSuffix(arg, ".jsonl") {
@@ -173,6 +170,9 @@ func followFile(ctx context.Context, path string, f followFlags) error {
 		return err
 	}
 	defer j.Close()
+	if !journal.Live(path) {
+		fmt.Fprintf(os.Stderr, "flightdeck: %s is not being written now (no cockpit holds its lock): following it anyway\n", path)
+	}
 	if err := needTerminal(); err != nil {
 		return err
 	}

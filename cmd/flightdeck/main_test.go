@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,6 +33,14 @@ func TestMain(m *testing.M) {
 	os.Setenv("TMUX_TMPDIR", tmuxDir)
 	code := m.Run()
 	os.RemoveAll(tmuxDir)
+	// Journal mirrors that the in-process commands (this pid) wrote to
+	// the simulated hosts, which are this machine: in this user's home.
+	if home, err := os.UserHomeDir(); err == nil {
+		mirrors, _ := filepath.Glob(filepath.Join(home, ".flightdeck", "journals", "*-"+strconv.Itoa(os.Getpid())+"-*.jsonl"))
+		for _, p := range mirrors {
+			os.Remove(p)
+		}
+	}
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
