@@ -114,6 +114,13 @@ type GPU struct {
 	// fell off the bus mid-stream and needs a reboot; its other readings may
 	// still hold values from before.
 	Lost bool
+
+	// PCIeRxKBs and PCIeTxKBs are the PCIe receive and transmit throughput,
+	// KB/s over NVML's 20 ms window (nvmlDeviceGetPcieThroughput). Only the
+	// NVML sampler fills them, and only when asked (each read blocks about
+	// 20 ms per GPU); otherwise their Status is Absent.
+	PCIeRxKBs Reading
+	PCIeTxKBs Reading
 }
 
 // ShowsLost reports whether the row's name, GPU utilisation, memory used
@@ -136,6 +143,14 @@ type Sample struct {
 	// stopped printing them, or their row was garbled). They are not in
 	// GPUs; a view keeps their last values and marks them as not reporting.
 	Missing []int
+
+	// Apps are the compute processes on the sample's GPUs with their GPU
+	// memory, as `nvidia-smi --query-compute-apps` lists them (BusID and
+	// UUID name each one's GPU; PIDs are the host's), sorted by GPU index
+	// then PID. The NVML sampler reads them
+	// (nvmlDeviceGetComputeRunningProcesses); the --query-gpu stream does
+	// not, and leaves Apps nil. Empty, not nil, when NVML listed none.
+	Apps []App
 }
 
 // Kind implements event.Payload.
@@ -188,3 +203,50 @@ type Stale struct {
 
 // Kind implements event.Payload.
 func (Stale) Kind() string { return "gpu-stale" }
+
+// Xid is one NVIDIA driver error event (an "Xid") reported for a GPU
+// through an NVML event set (nvmlEventTypeXidCriticalError). NVML does not
+// replay events from before registration; the kernel log keeps the
+// history. It is an event payload; the event's time is when NVML reported
+// it.
+type Xid struct {
+	Index int    // GPU index (NVML/nvidia-smi order); -1 when NVML named no device
+	UUID  string // "GPU-…", "" when unknown
+	BusID string // "00000000:83:00.0", "" when unknown
+	Code  uint64 // the Xid number, e.g. 79 ("GPU has fallen off the bus")
+}
+
+// Kind implements event.Payload.
+func (Xid) Kind() string { return "gpu-xid" }
+
+// SourceMode names how GPU samples are read.
+type SourceMode string
+
+const (
+	// SourceNvidiaSMI: one long-lived `nvidia-smi --query-gpu … -lms` stream.
+	SourceNvidiaSMI SourceMode = "nvidia-smi"
+	// SourceNVML: NVML in this process (flightdeck runs on the GPU host).
+	SourceNVML SourceMode = "nvml"
+	// SourceAgent: NVML in `flightdeck agent` on the GPU host, streaming
+	// JSON Lines over one SSH session.
+	SourceAgent SourceMode = "agent"
+)
+
+// Source says how GPU samples are read now, and, when that is the
+// nvidia-smi fallback, why NVML is not used. It is published when sampling
+// starts and whenever the mode changes. It is an event payload.
+type Source struct {
+	Mode SourceMode
+	// Detail is what the header may add: "NVML 12.550.54.15, driver
+	// 550.54.15", "agent 0.8.0 (uploaded)". Sanitised.
+	Detail string
+	// Fallback, when Mode is SourceNvidiaSMI, says why NVML or the agent
+	// is not used: "this build has no cgo", "host is linux/arm64, this
+	// binary linux/amd64", "NVML init failed: ERROR_LIBRARY_NOT_FOUND",
+	// "upload refused: …", "agent exited: …". Empty when nvidia-smi was
+	// asked for. Sanitised, at most a few hundred bytes.
+	Fallback string
+}
+
+// Kind implements event.Payload.
+func (Source) Kind() string { return "gpu-source" }
