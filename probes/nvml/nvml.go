@@ -56,3 +56,9 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string { return "nvml unavailable: " + e.Reason }
+
+// Compiled reports whether this binary can use NVML at all: it was built
+// for Linux with cgo. It says nothing of whether this machine has a driver
+// (Open tells that). The cockpit uploads itself as the agent only when the
+// answer is true.
+func Compiled() bool { return compiled }

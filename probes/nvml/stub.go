@@ -24,6 +24,9 @@ func Open(Options) (*Sampler, error) {
 	return nil, &UnavailableError{Reason: "this build has no cgo (CGO_ENABLED=0)"}
 }
 
+// compiled: this build has no NVML.
+const compiled = false
+
 var errNoSampler = errors.New("nvml: no sampler in this build")
 
 // Info is the library's description; never called in this build.
