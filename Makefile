@@ -5,10 +5,13 @@ GO ?= go
 
 test: vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+	# Without cgo NVML is unavailable, and says so.
+	CGO_ENABLED=0 $(GO) test -count=1 ./probes/nvml/
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet ./...
 
 build:
 	$(GO) build -o flightdeck ./cmd/flightdeck
@@ -17,7 +20,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./probes/... ./tui/...
 
 # Binaries for scripts/gpu-check.sh on a device machine that may lack Go.
+# cgo: NVML is linked in (the binary then needs the glibc it was built
+# against, 2.34 or later here, on the device machine).
 gpu-check-bins:
 	mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -o bin/flightdeck ./cmd/flightdeck
-	CGO_ENABLED=0 $(GO) test -c -o bin/gpu.test ./probes/gpu
+	CGO_ENABLED=1 $(GO) build -o bin/flightdeck ./cmd/flightdeck
+	CGO_ENABLED=1 $(GO) test -c -o bin/gpu.test ./probes/gpu
+	CGO_ENABLED=1 $(GO) test -c -o bin/nvml.test ./probes/nvml

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/nvml"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -33,6 +33,29 @@ type LiveConfig struct {
 	Control *Control
 	// NoGPU runs no GPU sampler (the CLI's launch waits only for the server).
 	NoGPU bool
+	// GPU says how GPUs are sampled; "" is GPUAuto: NVML in this process
+	// when the host is this machine, `flightdeck agent` over SSH, each
+	// falling back to the nvidia-smi stream.
+	GPU GPUMode
+	// GPULocal says the host's GPUs are this machine's even though Host is
+	// not a *remote.Local (a wrapped local host); NVML is then sampled in
+	// this process.
+	GPULocal bool
+	// GPUPCIe samples PCIe rx/tx throughput with NVML (about 20 ms per GPU
+	// per read, on its own cadence); off by default.
+	GPUPCIe bool
+	// OpenNVML opens NVML for a local host; default nvml.Open (tests pass
+	// a mock library).
+	OpenNVML func(nvml.Options) (*nvml.Sampler, error)
+	// AgentBinary is the local file uploaded as `flightdeck agent` when the
+	// host has no matching one; default this executable.
+	AgentBinary string
+	// AgentVersion is this build's version, the agent cache's key on the
+	// host.
+	AgentVersion string
+	// Now is the clock of the events Live itself publishes; default
+	// time.Now.
+	Now func() time.Time
 	// LogBacklog is how much of an existing log is read at start, in bytes
 	// (from the first line that starts in the last LogBacklog bytes);
 	// default DefaultLogBacklog. A multi-GB log is not replayed over SSH.
@@ -175,10 +198,7 @@ func (l *Live) Run(ctx context.Context) error {
 		return nil
 	})
 	if !cfg.NoGPU {
-		run(func() error {
-			s := &gpu.Sampler{Host: cfg.Host, Interval: cfg.Interval, Program: cfg.GPUProgram}
-			return s.Run(ctx, l.Sink)
-		})
+		run(func() error { return l.runGPU(ctx) })
 	}
 	if cfg.LogPath != "" || cfg.Control != nil {
 		run(func() error { return l.followLogs(ctx) })

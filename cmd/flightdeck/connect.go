@@ -30,6 +30,7 @@ type connectFlags struct {
 	repo      string
 	interval  time.Duration
 	nvidiaSMI string
+	gpu       gpuFlags
 	server    string
 	color     colorFlags
 	journal   journalFlags
@@ -108,6 +109,7 @@ at exit. See flightdeck journal --help and flightdeck replay --help.`,
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
 	addSSHFlags(fl, &f.ssh, false)
 	fl.StringVar(&f.nvidiaSMI, "nvidia-smi", "nvidia-smi", "nvidia-smi command on the host")
+	f.gpu.add(fl)
 	fl.StringVar(&f.server, "server", "", `server writing the log: "sglang" or "vllm" (default: inferred)`)
 	addColorFlags(fl, &f.color)
 	addJournalFlags(fl, &f.journal)
@@ -118,6 +120,9 @@ at exit. See flightdeck journal --help and flightdeck replay --help.`,
 func runConnect(ctx context.Context, target string, f connectFlags) error {
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
+	}
+	if _, err := sessions.ParseGPUMode(f.gpu.mode); err != nil {
+		return err
 	}
 	switch f.server {
 	case "", "sglang", "vllm":
@@ -161,6 +166,9 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		Server:     f.server,
 		GPUProgram: f.nvidiaSMI,
 		Control:    ctl,
+	}
+	if err := f.gpu.apply(&lc); err != nil {
+		return err
 	}
 	// The journal is opened last before the screen: a refused one (another
 	// cockpit writes it) is said plainly, and a failed dial leaves no file.

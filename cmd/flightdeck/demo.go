@@ -35,6 +35,7 @@ type demoFlags struct {
 	journal    journalFlags
 	lock       lockFlags
 	join       bool
+	gpu        gpuFlags
 }
 
 func newDemoCmd() *cobra.Command {
@@ -89,6 +90,7 @@ journal as it is written.`,
 	fl.StringVar(&f.profile, "profile", "none", "env profile of the first launch (none: 62.5 tok/s; nccl-ll-ring: 89, the seeds' NCCL tuning)")
 	fl.BoolVar(&f.eagle, "eagle", false, "simulate EAGLE-3 2-step speculative decoding: accept length shown; 94 tok/s at the baseline commit, about 60 at the regressing HEAD (as in the seeds)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
+	f.gpu.add(fl)
 	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
 	fl.StringArrayVar(&f.faults, "fault", nil, "inject an nvidia-smi fault (repeatable): lost=GPU, pcie=GPU (Gen4 x8), thermal=GPU, handle-lost=GPU, stall")
 	addColorFlags(fl, &f.color)
@@ -104,6 +106,9 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	}
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
+	}
+	if _, err := sessions.ParseGPUMode(f.gpu.mode); err != nil {
+		return err
 	}
 	for flag, p := range map[string]string{"--gpu-capture": f.gpuCapture, "--replay-log": f.replayLog} {
 		if p == "" {
@@ -205,13 +210,17 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		target := site.config()
 		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count, Guard: drv.guard}
 		g := &sessions.Git{Host: host, Path: site.Repo, Guard: drv.guard}
-		lv := sessions.NewLive(sessions.LiveConfig{
+		lc := sessions.LiveConfig{
 			Host:     host,
 			Git:      g,
 			Interval: f.interval,
 			Server:   server,
 			Control:  c,
-		}, sink)
+		}
+		if err := f.gpu.apply(&lc); err != nil {
+			return err
+		}
+		lv := sessions.NewLive(lc, sink)
 		ctl.set(c)
 		gc.set(g)
 		b := &sessions.Bencher{Dialer: host, Port: serverSeen.port, Server: &benchServer, Target: "simulated host", Experiment: rec.currentExp(), Publish: sink}

@@ -31,6 +31,7 @@ type repeatFlags struct {
 	journal  journalFlags
 	repo     string
 	interval time.Duration
+	gpu      gpuFlags
 	cfg      sessions.RepeatConfig
 	lock     lockFlags
 }
@@ -86,6 +87,7 @@ flightdeck did not launch, a launch that failed or was not measured in
 	fl.BoolVar(&f.cfg.Bench, "bench", false, "benchmark each launch once measured (flightdeck bench's defaults)")
 	fl.StringVar(&f.repo, "repo", "", "the server's git checkout on the host, for the fingerprints (default: the host's repo in the config)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
+	f.gpu.add(fl)
 	fl.DurationVar(&f.server.grace, "grace", server.DefaultGrace, "time between SIGTERM and SIGKILL at each relaunch")
 	fl.DurationVar(&f.server.gpuTimeout, "gpu-timeout", 2*time.Minute, "how long each relaunch waits for the GPU memory to be freed")
 	addJournalFlags(fl, &f.journal)
@@ -109,6 +111,9 @@ func (f *repeatFlags) check() error {
 		return fmt.Errorf("--max-wait %v: want a positive duration", f.cfg.MaxWait)
 	case f.interval < 10*time.Millisecond:
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
+	case !validSampler(f.gpu.mode):
+		_, err := sessions.ParseGPUMode(f.gpu.mode)
+		return err
 	case f.server.grace < 0 || f.server.gpuTimeout < 0:
 		return errors.New("--grace and --gpu-timeout must not be negative")
 	}
@@ -171,6 +176,9 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	}
 	rec.setLab(&sessions.Lab{Host: c.Host, RepoPath: repo, Config: c.Config, Preset: c.Target.Preset}, c, bn, s.publish)
 	lc := sessions.LiveConfig{Host: c.Host, RepoPath: repo, Interval: f.interval, GPUProgram: f.server.nvidiaSMI, Control: c}
+	if err := f.gpu.apply(&lc); err != nil {
+		return err
+	}
 	s.startLive(sctx, func(ctx context.Context, sink event.Sink) error {
 		defer drv.start(ctx, func(e event.Event) {
 			sink(e)

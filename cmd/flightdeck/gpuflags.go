@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/flightdeck-dev/flightdeck/sessions"
+)
+
+// gpuFlags choose how GPUs are sampled (connect, demo, server repeat).
+type gpuFlags struct {
+	mode string
+	pcie bool
+}
+
+func (g *gpuFlags) add(fl *pflag.FlagSet) {
+	fl.StringVar(&g.mode, "sampler", "auto", "how to sample GPUs: auto (NVML in-process on a local host, the uploaded flightdeck agent over SSH, else nvidia-smi), nvml, agent, nvidia-smi")
+	fl.BoolVar(&g.pcie, "pcie", false, "with NVML or the agent, also sample PCIe rx/tx throughput (about 20 ms of driver time per GPU per read)")
+}
+
+// apply checks the flags and sets them in lc.
+func (g *gpuFlags) apply(lc *sessions.LiveConfig) error {
+	m, err := sessions.ParseGPUMode(g.mode)
+	if err != nil {
+		return err
+	}
+	lc.GPU, lc.GPUPCIe, lc.AgentVersion = m, g.pcie, versionString()
+	return nil
+}
+
+// validSampler reports whether --sampler's value is one ParseGPUMode takes.
+func validSampler(s string) bool {
+	_, err := sessions.ParseGPUMode(s)
+	return err == nil
+}

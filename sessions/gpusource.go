@@ -1,0 +1,129 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/nvml"
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// GPUMode says how a Live samples the host's GPUs (LiveConfig.GPU).
+type GPUMode string
+
+const (
+	// GPUAuto: NVML in this process on a local host, `flightdeck agent`
+	// over SSH, each falling back to the nvidia-smi stream (saying why in
+	// a gpu.Source event).
+	GPUAuto GPUMode = "auto"
+	// GPUNVML: NVML in this process; only for a local host.
+	GPUNVML GPUMode = "nvml"
+	// GPUAgent: `flightdeck agent` on the host (over SSH).
+	GPUAgent GPUMode = "agent"
+	// GPUNvidiaSMI: one long-lived `nvidia-smi --query-gpu … -lms` stream.
+	GPUNvidiaSMI GPUMode = "nvidia-smi"
+)
+
+// ParseGPUMode reads a --sampler flag's value: auto, nvml, agent or
+// nvidia-smi ("" is auto).
+func ParseGPUMode(s string) (GPUMode, error) {
+	switch m := GPUMode(s); m {
+	case "":
+		return GPUAuto, nil
+	case GPUAuto, GPUNVML, GPUAgent, GPUNvidiaSMI:
+		return m, nil
+	}
+	return "", fmt.Errorf("--sampler %q: want auto, nvml, agent or nvidia-smi", s)
+}
+
+// isLocal reports whether GPUs on cfg's host are this machine's.
+func (cfg *LiveConfig) isLocal() bool {
+	if cfg.GPULocal {
+		return true
+	}
+	_, ok := cfg.Host.(*remote.Local)
+	return ok
+}
+
+// runGPU samples the host's GPUs the way cfg.GPU says, publishing a
+// gpu.Source first and again whenever the way changes.
+func (l *Live) runGPU(ctx context.Context) error {
+	cfg := &l.cfg
+	mode, err := ParseGPUMode(string(cfg.GPU))
+	if err != nil {
+		return err
+	}
+	smi := &gpu.Sampler{Host: cfg.Host, Interval: cfg.Interval, Program: cfg.GPUProgram}
+	source := func(s gpu.Source) { l.Sink(event.Event{At: l.now(), Data: s}) }
+	local := cfg.isLocal()
+	switch {
+	case mode == GPUNvidiaSMI:
+		source(gpu.Source{Mode: gpu.SourceNvidiaSMI})
+		return smi.Run(ctx, l.Sink)
+	case mode == GPUNVML && !local:
+		return errors.New("--sampler nvml samples in this process, so only on the GPU host itself (connect local); over SSH use --sampler agent")
+	case mode == GPUAgent && local:
+		return errors.New("--sampler agent runs the agent over SSH; on the GPU host itself use --sampler nvml (connect local)")
+	case local:
+		open := cfg.OpenNVML
+		if open == nil {
+			open = nvml.Open
+		}
+		s, err := open(nvml.Options{Interval: cfg.Interval, PCIe: cfg.GPUPCIe})
+		if err != nil {
+			if mode == GPUNVML {
+				return err
+			}
+			source(gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: fallbackReason(err)})
+			return smi.Run(ctx, l.Sink)
+		}
+		defer s.Close()
+		source(gpu.Source{Mode: gpu.SourceNVML, Detail: nvmlDetail(s.Info())})
+		return s.Run(ctx, l.Sink)
+	default:
+		return l.runAgent(ctx, smi, mode == GPUAgent)
+	}
+}
+
+// fallbackReason is what the header says about a failed NVML open.
+func fallbackReason(err error) string {
+	var u *nvml.UnavailableError
+	if errors.As(err, &u) {
+		return u.Reason
+	}
+	return err.Error()
+}
+
+// nvmlDetail describes the library: "NVML 12.550.54.15, driver 550.54.15".
+func nvmlDetail(in nvml.Info) string {
+	switch {
+	case in.NVML != "" && in.Driver != "":
+		return "NVML " + in.NVML + ", driver " + in.Driver
+	case in.Driver != "":
+		return "driver " + in.Driver
+	}
+	return ""
+}
+
+// now is the time of Live's own events.
+func (l *Live) now() time.Time {
+	if l.cfg.Now != nil {
+		return l.cfg.Now()
+	}
+	return time.Now()
+}
+
+// runAgent samples through `flightdeck agent` on the host.
+//
+// TODO(issue 8): agent.Runner.
+func (l *Live) runAgent(ctx context.Context, smi *gpu.Sampler, required bool) error {
+	if required {
+		return errors.New("--sampler agent: not built yet")
+	}
+	l.Sink(event.Event{At: l.now(), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent not built yet"}})
+	return smi.Run(ctx, l.Sink)
+}
