@@ -85,6 +85,7 @@ Try it without a GPU:  flightdeck demo`,
 	root.AddCommand(newConnectCmd(), newDemoCmd(), newReplayCmd(), newJournalCmd(), newServerCmd(), newGitCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newFollowCmd())
+	root.AddCommand(newAgentCmd())
 	return root
 }
 

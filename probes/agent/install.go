@@ -1,0 +1,322 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/nvml"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// Test seams: the platform this binary runs on, and whether it has NVML.
+var (
+	localPlatform = runtime.GOOS + "/" + runtime.GOARCH
+	nvmlCompiled  = nvml.Compiled
+)
+
+// Deadlines of the install steps.
+const (
+	probeTimeout  = 30 * time.Second
+	uploadTimeout = 10 * time.Minute
+)
+
+// The install scripts run under `sh -c SCRIPT flightdeck-agent BASE KEY
+// [SUM]`: BASE is Runner.CacheDir ("" for the default), KEY the version
+// directory, SUM the expected SHA-256. They are single lines (remote.Quote
+// refuses newlines) and take their inputs as positional parameters, so no
+// input is ever parsed as shell code.
+//
+// sum prints a file's SHA-256 in hex with sha256sum (GNU, busybox), shasum
+// -a 256 (macOS, Perl) or openssl dgst, reading the file on stdin so that
+// no tool escapes the file name in its output.
+const scriptPrelude = `base=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck}; bin=$base/agent/$2/flightdeck; ` +
+	`sum() { if command -v sha256sum >/dev/null 2>&1; then set -- $(sha256sum < "$1"); ` +
+	`elif command -v shasum >/dev/null 2>&1; then set -- $(shasum -a 256 < "$1"); ` +
+	`elif command -v openssl >/dev/null 2>&1; then set -- $(openssl dgst -sha256 < "$1"); if [ $# -gt 1 ]; then shift $(($# - 1)); fi; ` +
+	`else return 2; fi; printf '%s\n' "$1"; }; `
+
+// probeScript prints "uname <uname -sm>", "path <agent path>", "tool
+// yes|no" (a SHA-256 tool exists) and "sum <hex>|none".
+const probeScript = scriptPrelude +
+	`printf 'uname %s\n' "$(uname -sm)"; printf 'path %s\n' "$bin"; ` +
+	`if command -v sha256sum >/dev/null 2>&1 || command -v shasum >/dev/null 2>&1 || command -v openssl >/dev/null 2>&1; ` +
+	`then echo 'tool yes'; else echo 'tool no'; fi; ` +
+	`if [ -f "$bin" ]; then printf 'sum %s\n' "$(sum "$bin")"; else echo 'sum none'; fi`
+
+// uploadScript writes stdin to a private temporary file next to the agent,
+// checks its SHA-256, makes it executable by its owner only and renames it
+// into place (atomic: a running agent keeps its old file). Exit statuses:
+// 20 the directory cannot be made, 21 the copy failed, 22 the checksum
+// differs, 23 chmod or mv failed.
+const uploadScript = scriptPrelude +
+	`umask 077; dir=${bin%/*}; mkdir -p "$dir" || exit 20; ` +
+	`tmp=$(mktemp "$dir/.flightdeck.XXXXXX" 2>/dev/null) || tmp=$dir/.flightdeck.$$; ` +
+	`cat > "$tmp" || { rm -f "$tmp"; exit 21; }; got=$(sum "$tmp"); ` +
+	`if [ "$got" != "$3" ]; then rm -f "$tmp"; printf 'got %s\n' "${got:-nothing}" >&2; exit 22; fi; ` +
+	`chmod 700 "$tmp" && mv -f "$tmp" "$bin" || { rm -f "$tmp"; exit 23; }; printf 'path %s\n' "$bin"`
+
+// probeResult is what probeScript printed.
+type probeResult struct {
+	uname string // "Linux x86_64"
+	path  string // the agent's path on the host
+	tool  bool   // a SHA-256 tool exists
+	sum   string // the cached agent's SHA-256, "" when there is none
+}
+
+// parseProbe reads probeScript's output.
+func parseProbe(out []byte) (probeResult, error) {
+	var p probeResult
+	seen := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, _ := strings.Cut(strings.TrimRight(line, "\r"), " ")
+		switch k {
+		case "uname":
+			p.uname = strings.TrimSpace(v)
+			seen |= 1
+		case "path":
+			p.path = v
+			seen |= 2
+		case "tool":
+			p.tool = v == "yes"
+			seen |= 4
+		case "sum":
+			if v != "none" {
+				p.sum = strings.ToLower(strings.TrimSpace(v))
+			}
+			seen |= 8
+		}
+	}
+	if seen != 15 || p.path == "" {
+		return p, fmt.Errorf("unexpected output %q", excerpt(out))
+	}
+	return p, nil
+}
+
+// hostPlatform maps `uname -sm` ("Linux x86_64") to Go's GOOS/GOARCH
+// ("linux/amd64"). Unknown names are kept, lower-cased.
+func hostPlatform(uname string) string {
+	f := strings.Fields(uname)
+	if len(f) != 2 {
+		return "unknown (uname -sm: " + sanitize.String(uname) + ")"
+	}
+	goos := strings.ToLower(f[0])
+	arch := strings.ToLower(f[1])
+	switch arch {
+	case "x86_64", "amd64":
+		arch = "amd64"
+	case "aarch64", "arm64", "aarch64_be":
+		if arch == "aarch64_be" {
+			arch = "arm64be"
+		} else {
+			arch = "arm64"
+		}
+	case "i386", "i486", "i586", "i686":
+		arch = "386"
+	case "ppc64le", "s390x", "riscv64", "loong64", "mips64", "ppc64":
+	default:
+		if strings.HasPrefix(arch, "armv") {
+			arch = "arm"
+		}
+	}
+	return sanitize.String(goos + "/" + arch)
+}
+
+// versionKey makes a version usable as one directory name: characters
+// other than letters, digits, '.', '_', '+' and '-' become '_', and a
+// leading '.' too. An empty version is named by the binary's checksum.
+func versionKey(version, sum string) string {
+	if version == "" {
+		return "sha256-" + sum[:16]
+	}
+	b := []byte(version)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' && i > 0 || c == '_' || c == '+' || c == '-'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	return string(b)
+}
+
+// sumCache holds the SHA-256 of local binaries, computed once per process
+// (per path, size and modification time).
+var sumCache struct {
+	mu   sync.Mutex
+	sums map[string]sumEntry
+}
+
+type sumEntry struct {
+	size  int64
+	mtime time.Time
+	sum   string
+}
+
+// binarySum returns the SHA-256 (hex) of the file at path.
+func binarySum(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	sumCache.mu.Lock()
+	defer sumCache.mu.Unlock()
+	if e, ok := sumCache.sums[path]; ok && e.size == st.Size() && e.mtime.Equal(st.ModTime()) {
+		return e.sum, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if sumCache.sums == nil {
+		sumCache.sums = make(map[string]sumEntry)
+	}
+	sumCache.sums[path] = sumEntry{size: st.Size(), mtime: st.ModTime(), sum: sum}
+	return sum, nil
+}
+
+// installed is where the agent is on the host and how it got there.
+type installed struct {
+	path string
+	how  string // "cached" or "uploaded"
+}
+
+// fallbackReason is an install outcome that sends the Runner to the
+// nvidia-smi stream; other install errors (a dropped connection, the
+// context's end) are retried or end the Runner.
+type fallbackReason string
+
+func (f fallbackReason) Error() string { return string(f) }
+
+// install makes sure the host has this binary as its agent: it reuses a
+// cached copy with the same SHA-256, else uploads this binary when the
+// host's OS and architecture match. It returns a fallbackReason when the
+// agent cannot be installed.
+func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
+	if !nvmlCompiled() {
+		if runtime.GOOS != "linux" {
+			return installed{}, fallbackReason("this build is for " + localPlatform + " and has no NVML agent")
+		}
+		return installed{}, fallbackReason("this build has no cgo")
+	}
+	sum, err := binarySum(c.binary)
+	if err != nil {
+		return installed{}, fallbackReason("cannot read this binary: " + err.Error())
+	}
+	key := versionKey(c.version, sum)
+	cmd, err := remote.Command("sh", "-c", probeScript, "flightdeck-agent", c.cacheDir, key)
+	if err != nil {
+		return installed{}, fallbackReason("agent cache directory: " + err.Error())
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	res, err := r.Host.Run(pctx, cmd, nil)
+	cancel()
+	if err != nil {
+		if retryable(ctx, err) {
+			return installed{}, err
+		}
+		return installed{}, fallbackReason("agent install check failed: " + withStderr(err, res.Stderr))
+	}
+	p, err := parseProbe(res.Stdout)
+	if err != nil {
+		return installed{}, fallbackReason("agent install check: " + err.Error())
+	}
+	if p.sum == sum {
+		return installed{path: p.path, how: "cached"}, nil
+	}
+	if hp := hostPlatform(p.uname); hp != localPlatform {
+		return installed{}, fallbackReason(fmt.Sprintf("host is %s, this binary %s", hp, localPlatform))
+	}
+	if !p.tool {
+		return installed{}, fallbackReason("no sha256sum on host (nor shasum or openssl) to check an upload")
+	}
+	f, err := os.Open(c.binary)
+	if err != nil {
+		return installed{}, fallbackReason("cannot read this binary: " + err.Error())
+	}
+	defer f.Close()
+	cmd, err = remote.Command("sh", "-c", uploadScript, "flightdeck-agent", c.cacheDir, key, sum)
+	if err != nil {
+		return installed{}, fallbackReason("agent cache directory: " + err.Error())
+	}
+	uctx, cancel := context.WithTimeout(ctx, uploadTimeout)
+	res, err = r.Host.Run(uctx, cmd, f)
+	cancel()
+	if err != nil {
+		if retryable(ctx, err) {
+			return installed{}, err
+		}
+		if ee, ok := errors.AsType[*remote.ExitError](err); ok && ee.Code == 22 {
+			return installed{}, fallbackReason("checksum mismatch after upload (" + lastLine(res.Stderr, ee.Stderr) + ")")
+		}
+		return installed{}, fallbackReason("upload refused: " + withStderr(err, res.Stderr))
+	}
+	path := p.path
+	if k, v, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " "); k == "path" && v != "" {
+		path = v
+	}
+	return installed{path: path, how: "uploaded"}, nil
+}
+
+// retryable reports whether err ends the attempt without saying anything
+// about the agent: the connection dropped, or ctx ended.
+func retryable(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, remote.ErrDisconnected)
+}
+
+// withStderr is err's text with the last line of the command's stderr.
+func withStderr(err error, stderr []byte) string {
+	var tail []byte
+	if ee, ok := errors.AsType[*remote.ExitError](err); ok {
+		tail = ee.Stderr
+	}
+	if l := lastLine(stderr, tail); l != "" {
+		return err.Error() + ": " + l
+	}
+	return err.Error()
+}
+
+// lastLine returns the last non-blank line of the first output that has
+// one, sanitised and cut to 200 bytes.
+func lastLine(outs ...[]byte) string {
+	for _, out := range outs {
+		lines := bytes.Split(bytes.TrimSpace(out), []byte{'\n'})
+		for i := len(lines) - 1; i >= 0; i-- {
+			if l := bytes.TrimSpace(lines[i]); len(l) > 0 {
+				return cut(sanitize.Line(l), 200)
+			}
+		}
+	}
+	return ""
+}
+
+// cut shortens s to at most n bytes at a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && s[i]&0xc0 == 0x80 {
+		i--
+	}
+	return s[:i] + "…"
+}

@@ -1,0 +1,455 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote"
+)
+
+// Runner is the cockpit's side of the agent: it installs `flightdeck
+// agent` on a host, runs it on one SSH session and publishes its events,
+// or falls back to the nvidia-smi stream.
+//
+// Run publishes, in order:
+//   - gpu.Source{Mode: agent, Detail: "agent 0.8.0, NVML 12.550.54.15,
+//     driver 550.54.15 (uploaded)"} once the agent said hello, then the
+//     agent's gpu.Sample, gpu.Xid, gpu.Failure and gpu.Stale events,
+//     stamped with this machine's clock when their line arrived (as the
+//     nvidia-smi stream stamps its rows; the host's clock may be skewed);
+//   - gpu.Stale{Reason: "connection to host lost"} when the connection
+//     drops under the agent; the agent is started again once the host is
+//     back (Host.Start waits for the reconnection);
+//   - gpu.Source{Mode: nvidia-smi, Fallback: why} when the agent cannot
+//     run: this build has no cgo, the host's OS/architecture differs, the
+//     host has no SHA-256 tool, the upload was refused or corrupted, NVML
+//     is unavailable on the host, the agent exited (with its last stderr
+//     line, e.g. "version `GLIBC_2.34' not found"), or it sent no sample
+//     for StaleAfter intervals (its session is then closed). The Runner
+//     then runs Fallback until ctx ends and does not try the agent again
+//     in this Run.
+//
+// Set the exported fields before Run; the zero values take the defaults
+// given.
+type Runner struct {
+	Host remote.Host
+
+	Interval time.Duration // between samples; default 1 s, at least 10 ms
+	PCIe     bool          // read PCIe rx/tx throughput (agent --pcie)
+	// Binary is the local agent binary to upload; default os.Executable().
+	// It must be this flightdeck (a linux build with cgo) for the host's
+	// OS and architecture.
+	Binary string
+	// Version is this build's version, the cache key on the host; default:
+	// the binary's SHA-256 prefix.
+	Version string
+	// CacheDir is the agent cache on the host, absolute or relative to the
+	// login directory (not expanded by a shell: no "~"); default
+	// "${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck". The agent lives in
+	// <CacheDir>/agent/<Version>/flightdeck.
+	CacheDir string
+	// Fallback is the nvidia-smi sampler run when the agent cannot be; its
+	// Host and Interval, when unset, are set to the Runner's. Default: a
+	// gpu.Sampler with defaults.
+	Fallback *gpu.Sampler
+
+	// StartTimeout bounds the wait for the agent's hello and first sample
+	// (NVML initialisation takes seconds without persistence mode);
+	// default 15 s.
+	StartTimeout time.Duration
+	// StaleAfter is how many intervals without a sample make the Runner
+	// give up on a running agent; default 3.
+	StaleAfter int
+	Now        func() time.Time // default time.Now
+}
+
+// settings is a Runner's configuration with defaults applied.
+type settings struct {
+	interval, startTimeout    time.Duration
+	staleAfter                int
+	binary, version, cacheDir string
+	now                       func() time.Time
+}
+
+func (r *Runner) settings() (settings, error) {
+	c := settings{interval: r.Interval, startTimeout: r.StartTimeout, staleAfter: r.StaleAfter,
+		binary: r.Binary, version: r.Version, cacheDir: r.CacheDir, now: r.Now}
+	if c.interval <= 0 {
+		c.interval = time.Second
+	}
+	c.interval = max(c.interval, 10*time.Millisecond)
+	if c.startTimeout <= 0 {
+		c.startTimeout = 15 * time.Second
+	}
+	if c.staleAfter <= 0 {
+		c.staleAfter = 3
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return c, fmt.Errorf("agent: this binary's path: %w", err)
+		}
+		c.binary = exe
+	}
+	return c, nil
+}
+
+// Reconnect backoff between agent starts that end without a sample.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 10 * time.Second
+)
+
+// Run installs and runs the agent, publishing its events to sink, until
+// ctx ends; then it returns nil. It returns an error at once only when it
+// cannot run at all (nil Host or sink). sink is called from Run's
+// goroutine only.
+func (r *Runner) Run(ctx context.Context, sink event.Sink) error {
+	if r.Host == nil {
+		return errors.New("agent: Runner.Host is nil")
+	}
+	if sink == nil {
+		return errors.New("agent: Runner.Run: nil sink")
+	}
+	c, err := r.settings()
+	fb := r.Fallback
+	if fb == nil {
+		fb = &gpu.Sampler{}
+	}
+	if fb.Host == nil {
+		fb.Host = r.Host
+	}
+	if fb.Interval == 0 {
+		fb.Interval = c.interval
+	}
+	if fb.Now == nil {
+		fb.Now = r.Now
+	}
+	run := &runState{r: r, c: c, sink: sink}
+	if err != nil {
+		return run.fallback(ctx, fb, err.Error())
+	}
+	conn := watchConn(ctx, r.Host)
+	backoff := minBackoff
+	for ctx.Err() == nil {
+		inst, err := r.install(ctx, c)
+		var reason string
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, new(fallbackReason)):
+			return run.fallback(ctx, fb, err.Error())
+		case err != nil:
+			// The connection dropped during the install: try again once
+			// the host is back (Host.Run waits for it).
+		default:
+			var progressed bool
+			reason, progressed = run.agent(ctx, inst, conn)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if reason != "" {
+				return run.fallback(ctx, fb, reason)
+			}
+			if progressed {
+				backoff = minBackoff
+			}
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	return nil
+}
+
+// watchConn keeps the host's latest connection state.
+func watchConn(ctx context.Context, h remote.Host) *atomic.Value {
+	var v atomic.Value
+	v.Store(remote.Connected)
+	ch := h.Watch(ctx)
+	if ch == nil {
+		return &v
+	}
+	go func() {
+		for st := range ch {
+			v.Store(st.Conn)
+		}
+	}()
+	return &v
+}
+
+// runState is one Run call's state across agent restarts.
+type runState struct {
+	r          *Runner
+	c          settings
+	sink       event.Sink
+	lastSample time.Time
+}
+
+func (s *runState) emit(at time.Time, p event.Payload) { s.sink(event.Event{At: at, Data: p}) }
+
+// fallback publishes why the agent is not used and runs the nvidia-smi
+// sampler until ctx ends.
+func (s *runState) fallback(ctx context.Context, fb *gpu.Sampler, reason string) error {
+	s.emit(s.c.now(), gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: cut(sanitize.String(reason), 300)})
+	if err := fb.Run(ctx, s.sink); err != nil {
+		return fmt.Errorf("agent: fallback sampler: %w", err)
+	}
+	return nil
+}
+
+// lineMsg is a decoded line and when it arrived.
+type lineMsg struct {
+	m   Message
+	err error
+	at  time.Time
+}
+
+// agent runs the installed agent once. It returns a fallback reason, or ""
+// when the agent's session ended for a reason not its own (the connection
+// dropped, ctx ended), and whether a sample arrived.
+func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value) (reason string, progressed bool) {
+	c := s.c
+	args := []string{"agent", "--interval", strconv.FormatInt(c.interval.Milliseconds(), 10) + "ms"}
+	if s.r.PCIe {
+		args = append(args, "--pcie")
+	}
+	cmd, err := remote.Command(inst.path, args...)
+	if err != nil {
+		return "agent path on host: " + err.Error(), false
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	proc, err := s.r.Host.Start(actx, cmd)
+	if err != nil {
+		if retryable(ctx, err) {
+			s.stale("connection to host lost; restarting the agent")
+			return "", false
+		}
+		return "start agent: " + err.Error(), false
+	}
+
+	lines := make(chan lineMsg, 16)
+	done := make(chan struct{})
+	exited := make(chan error, 1)
+	stderr := newTail(4 << 10)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		rd := NewReader(proc.Stdout())
+		for {
+			m, err := rd.Next()
+			if err != nil && !errors.As(err, new(*LineError)) {
+				return // EOF or the stream broke
+			}
+			select {
+			case lines <- lineMsg{m: m, err: err, at: c.now()}:
+			case <-done:
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if e := proc.Stderr(); e != nil {
+			_, _ = io.Copy(stderr, e)
+		}
+	}()
+	go func() {
+		wg.Wait()
+		exited <- proc.Wait()
+	}()
+	waited := false
+	defer func() {
+		close(done)
+		proc.Close()
+		// A stalled agent may keep its session (and the readers) until it
+		// exits: wait for it only when Run is ending, not before the
+		// fallback starts. The goroutines end with the session.
+		if !waited && ctx.Err() != nil {
+			t := time.NewTimer(5 * time.Second)
+			select {
+			case <-exited:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}()
+
+	a := &agentStream{s: s, inst: inst}
+	staleWindow := time.Duration(c.staleAfter) * c.interval
+	timer := time.NewTimer(max(c.startTimeout, staleWindow))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", a.progressed
+		case l := <-lines:
+			hello := a.hello
+			if reason, sampled := a.handle(l); reason != "" {
+				return reason, a.progressed
+			} else if sampled || a.hello != hello {
+				// NVML is open once the hello is out: from then on a
+				// sample is due every interval.
+				timer.Reset(staleWindow)
+			}
+		case <-timer.C:
+			if st, _ := conn.Load().(remote.ConnState); st != remote.Connected {
+				s.stale("connection to host lost; restarting the agent")
+				return "", a.progressed
+			}
+			what := fmt.Sprintf("agent sent no sample for %d intervals of %v", c.staleAfter, c.interval)
+			if !a.hello {
+				what = fmt.Sprintf("agent sent no hello within %v", max(c.startTimeout, staleWindow))
+			}
+			return a.withNotes(what, stderr), a.progressed
+		case err := <-exited:
+			waited = true
+			for drained := false; !drained; {
+				select {
+				case l := <-lines:
+					if reason, _ := a.handle(l); reason != "" {
+						return reason, a.progressed
+					}
+				default:
+					drained = true
+				}
+			}
+			if ctx.Err() != nil {
+				return "", a.progressed
+			}
+			if errors.Is(err, remote.ErrDisconnected) {
+				s.stale("connection to host lost; restarting the agent")
+				return "", a.progressed
+			}
+			what := "agent exited"
+			if err != nil {
+				what += ": " + err.Error()
+			}
+			return a.withNotes(what, stderr), a.progressed
+		}
+	}
+}
+
+// stale reports that samples stopped because the connection dropped.
+func (s *runState) stale(reason string) {
+	now := s.c.now()
+	missed := 0
+	if !s.lastSample.IsZero() {
+		missed = max(0, int(now.Sub(s.lastSample)/s.c.interval))
+	}
+	s.emit(now, gpu.Stale{LastSample: s.lastSample, Missed: missed, Reason: reason})
+}
+
+// agentStream is the state of one agent session.
+type agentStream struct {
+	s          *runState
+	inst       installed
+	hello      bool
+	progressed bool
+	lastErr    string // the last line that could not be read
+}
+
+// handle publishes one line's event. It returns a fallback reason when the
+// agent cannot be used, and whether the line was a sample.
+func (a *agentStream) handle(l lineMsg) (reason string, sampled bool) {
+	s := a.s
+	if l.err != nil {
+		a.lastErr = l.err.Error()
+		if ve, ok := errors.AsType[*VersionError](l.err); ok {
+			return ve.Error(), false
+		}
+		return "", false
+	}
+	m := l.m
+	switch m.Kind {
+	case KindUnknown:
+		return "", false
+	case KindHello:
+		if !a.hello {
+			a.hello = true
+			h := m.Hello
+			detail := fmt.Sprintf("agent %s, NVML %s, driver %s (%s)", h.Version, h.NVML, h.Driver, a.inst.how)
+			s.emit(l.at, gpu.Source{Mode: gpu.SourceAgent, Detail: cut(sanitize.String(detail), 300)})
+		}
+		return "", false
+	case KindUnavailable:
+		return "NVML unavailable on the host: " + m.Unavailable.Reason, false
+	}
+	if !a.hello {
+		return "agent sent a " + m.Kind.String() + " line before its hello", false
+	}
+	switch p := m.Payload.(type) {
+	case gpu.Sample:
+		p.At = l.at
+		s.emit(l.at, p)
+		s.lastSample = l.at
+		a.progressed = true
+		return "", true
+	case gpu.Stale:
+		if !p.LastSample.IsZero() && !m.At.IsZero() {
+			p.LastSample = l.at.Add(p.LastSample.Sub(m.At))
+		}
+		s.emit(l.at, p)
+	default:
+		s.emit(l.at, m.Payload)
+	}
+	return "", false
+}
+
+// withNotes adds the agent's last stderr line (why it exited: "version
+// `GLIBC_2.34' not found") or its last unreadable line to a reason.
+func (a *agentStream) withNotes(what string, stderr *tailWriter) string {
+	if l := lastLine(stderr.bytes()); l != "" {
+		return what + ": " + l
+	}
+	if a.lastErr != "" {
+		return what + "; last unreadable line: " + cut(sanitize.String(a.lastErr), 200)
+	}
+	return what
+}
+
+// tailWriter keeps the last max bytes written to it; safe for concurrent
+// use.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTail(max int) *tailWriter { return &tailWriter{max: max} }
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
+}
