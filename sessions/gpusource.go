@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/agent"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/nvml"
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -85,7 +86,7 @@ func (l *Live) runGPU(ctx context.Context) error {
 		source(gpu.Source{Mode: gpu.SourceNVML, Detail: nvmlDetail(s.Info())})
 		return s.Run(ctx, l.Sink)
 	default:
-		return l.runAgent(ctx, smi, mode == GPUAgent)
+		return l.runAgent(ctx, smi)
 	}
 }
 
@@ -117,13 +118,20 @@ func (l *Live) now() time.Time {
 	return time.Now()
 }
 
-// runAgent samples through `flightdeck agent` on the host.
-//
-// TODO(issue 8): agent.Runner.
-func (l *Live) runAgent(ctx context.Context, smi *gpu.Sampler, required bool) error {
-	if required {
-		return errors.New("--sampler agent: not built yet")
+// runAgent samples through `flightdeck agent` on the host (installed or
+// uploaded by agent.Runner), falling back to smi with the reason. With
+// required (--sampler agent) a fallback is still taken, since a cockpit
+// without GPU samples helps nobody, and the header says why.
+func (l *Live) runAgent(ctx context.Context, smi *gpu.Sampler) error {
+	r := &agent.Runner{
+		Host:     l.cfg.Host,
+		Interval: l.cfg.Interval,
+		PCIe:     l.cfg.GPUPCIe,
+		Binary:   l.cfg.AgentBinary,
+		Version:  l.cfg.AgentVersion,
+		CacheDir: l.cfg.AgentCacheDir,
+		Fallback: smi,
+		Now:      l.cfg.Now,
 	}
-	l.Sink(event.Event{At: l.now(), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent not built yet"}})
-	return smi.Run(ctx, l.Sink)
+	return r.Run(ctx, l.Sink)
 }

@@ -53,6 +53,9 @@ type LiveConfig struct {
 	// AgentVersion is this build's version, the agent cache's key on the
 	// host.
 	AgentVersion string
+	// AgentCacheDir is where the agent is kept on the host; default
+	// "${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck".
+	AgentCacheDir string
 	// Now is the clock of the events Live itself publishes; default
 	// time.Now.
 	Now func() time.Time
