@@ -83,11 +83,12 @@ type Options struct {
 //	logs/sglang.log        the fake server's output (appended across launches)
 //	run/gpu-state.json     the server's heartbeat, GPU memory and load, for nvidia-smi
 //	run/worker-PID.json    a worker process's heartbeat and GPU memory (--sim-workers)
-//	run/faults.json        injected nvidia-smi faults (SetFaults)
+//	run/faults.json        injected faults (SetFaults), read by nvidia-smi and the fake NVML
 //	run/sglang.pid         "PID STARTTIME" of the server launched by StartServer
 //	ssh/id_ed25519(.pub)   client identity (0600) accepted by the SSH server
 //	ssh/known_hosts        the host key as "[127.0.0.1]:PORT ssh-ed25519 …"
 //	ssh/authorized_keys, ssh/ssh_host_ed25519_key(.pub)   for a real sshd
+//	cache/                 XDG_CACHE_HOME of SSH sessions: an uploaded flightdeck agent lands here
 type Host struct {
 	Dir            string
 	BinDir         string // prepend to PATH to use the fake tools

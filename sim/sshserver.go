@@ -33,8 +33,9 @@ const MaxSessionsPerConn = 10
 // SSHServer is an in-process SSH server on 127.0.0.1 that behaves like
 // OpenSSH where flightdeck relies on it: public-key auth with one key, "exec"
 // runs `sh -c COMMAND` (as the current user, in the sim dir, with the sim's
-// bin directory first on PATH), exit-status/exit-signal, no shell or pty,
-// env requests refused (no AcceptEnv), keepalive@openssh.com answered with
+// bin directory first on PATH, EnvNVML set to the sim dir and
+// XDG_CACHE_HOME to its cache/ subdirectory), exit-status/exit-signal, no
+// shell or pty, env requests refused (no AcceptEnv), keepalive@openssh.com answered with
 // failure, direct-tcpip to loopback only, at most 10 sessions per
 // connection. Closing a session channel (or the connection) kills the
 // command's process group.
@@ -296,7 +297,7 @@ func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn
 	for _, e := range os.Environ() {
 		k, v, _ := strings.Cut(e, "=")
 		switch k {
-		case EnvRole, "SSH_CONNECTION", "SSH_CLIENT":
+		case EnvRole, "SSH_CONNECTION", "SSH_CLIENT", EnvNVML, "XDG_CACHE_HOME":
 			continue
 		case "PATH":
 			path = s.binDir + ":" + v
@@ -306,7 +307,10 @@ func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn
 	}
 	rh, rp, _ := net.SplitHostPort(sc.RemoteAddr().String())
 	lh, lp, _ := net.SplitHostPort(sc.LocalAddr().String())
-	cmd.Env = append(env, "PATH="+path, "SSH_CONNECTION="+rh+" "+rp+" "+lh+" "+lp, "SSH_CLIENT="+rh+" "+rp+" "+lp)
+	cmd.Env = append(env, "PATH="+path, "SSH_CONNECTION="+rh+" "+rp+" "+lh+" "+lp, "SSH_CLIENT="+rh+" "+rp+" "+lp,
+		// A `flightdeck agent` run here samples the sim's fake NVML, and
+		// one uploaded lands in the sim directory, not the user's ~/.cache.
+		EnvNVML+"="+s.dir, "XDG_CACHE_HOME="+filepath.Join(s.dir, "cache"))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

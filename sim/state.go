@@ -204,7 +204,8 @@ type Faults struct {
 	// HandleLostGPU, when set, makes every query fail like a GPU that fell
 	// off the bus: one line "Unable to determine the device handle for GPU
 	// 0000:18:00.0: GPU is lost. Reboot the system to recover this GPU" on
-	// stdout and exit status 15.
+	// stdout and exit status 15. The fake NVML fails only that GPU: its
+	// handle cannot be obtained, and one obtained before reads as lost.
 	HandleLostGPU *int `json:"handle_lost_gpu,omitempty"`
 	// PCIeDegradedGPUs lists GPUs whose link trained down to Gen4 x8 (max
 	// stays Gen5 x16).
@@ -213,8 +214,22 @@ type Faults struct {
 	// ~1410–1500 MHz, clocks_event_reasons.active has sw_thermal_slowdown (0x20).
 	ThermalGPUs []int `json:"thermal_gpus,omitempty"`
 	// Stall makes nvidia-smi stop printing (as when it hangs in the driver)
-	// until the fault is cleared or the process is killed.
+	// until the fault is cleared or the process is killed, and makes the
+	// fake NVML's calls block (see FakeNVML).
 	Stall bool `json:"stall,omitempty"`
+	// Xids lists driver errors the fake NVML reports through its event set
+	// (nvmlEventSetWait), each entry once per process (per FakeNVML
+	// library), including entries set before the set was registered (real
+	// NVML does not replay those; here a demo started with an Xid shows
+	// it); clearing an entry and adding it again reports it again.
+	// nvidia-smi has no Xid query, so the fake nvidia-smi ignores them.
+	Xids []XidFault `json:"xids,omitempty"`
+}
+
+// XidFault is one NVIDIA driver error event ("Xid") on a simulated GPU.
+type XidFault struct {
+	GPU  int    `json:"gpu"`  // GPU index; one the host lacks is never reported
+	Code uint64 `json:"code"` // the Xid number, e.g. 79 ("GPU has fallen off the bus")
 }
 
 // EnvFaults names the environment variable that, when set, holds Faults as

@@ -92,7 +92,7 @@ journal as it is written.`,
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
 	f.gpu.add(fl)
 	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
-	fl.StringArrayVar(&f.faults, "fault", nil, "inject an nvidia-smi fault (repeatable): lost=GPU, pcie=GPU (Gen4 x8), thermal=GPU, handle-lost=GPU, stall")
+	fl.StringArrayVar(&f.faults, "fault", nil, "inject a fault (repeatable): lost=GPU, pcie=GPU (Gen4 x8), thermal=GPU, handle-lost=GPU, stall, xid=GPU:CODE (an Xid NVML reports, e.g. xid=3:79)")
 	addColorFlags(fl, &f.color)
 	addJournalFlags(fl, &f.journal)
 	addLockFlags(fl, &f.lock)
@@ -281,6 +281,14 @@ func parseFaults(specs []string, gpus int) (sim.Faults, error) {
 	var fs sim.Faults
 	for _, spec := range specs {
 		kind, arg, hasArg := strings.Cut(spec, "=")
+		if kind == "xid" {
+			x, err := parseXidFault(spec, arg, hasArg, gpus)
+			if err != nil {
+				return fs, err
+			}
+			fs.Xids = append(fs.Xids, x)
+			continue
+		}
 		if kind == "stall" {
 			if hasArg {
 				return fs, fmt.Errorf("--fault %q: stall takes no GPU (it stalls nvidia-smi itself)", spec)
@@ -290,7 +298,7 @@ func parseFaults(specs []string, gpus int) (sim.Faults, error) {
 		}
 		gpu, err := strconv.Atoi(arg)
 		if !hasArg || err != nil {
-			return fs, fmt.Errorf("--fault %q: want lost=GPU, pcie=GPU, thermal=GPU, handle-lost=GPU or stall", spec)
+			return fs, fmt.Errorf("--fault %q: want lost=GPU, pcie=GPU, thermal=GPU, handle-lost=GPU, xid=GPU:CODE or stall", spec)
 		}
 		if gpu < 0 || gpu >= gpus {
 			return fs, fmt.Errorf("--fault %q: GPU %d does not exist (--gpus %d: 0 to %d)", spec, gpu, gpus, gpus-1)
@@ -309,6 +317,21 @@ func parseFaults(specs []string, gpus int) (sim.Faults, error) {
 		}
 	}
 	return fs, nil
+}
+
+// parseXidFault reads "xid=GPU:CODE" (an Xid NVML reports for GPU, e.g.
+// xid=3:79).
+func parseXidFault(spec, arg string, hasArg bool, gpus int) (sim.XidFault, error) {
+	g, c, ok := strings.Cut(arg, ":")
+	gpu, err1 := strconv.Atoi(g)
+	code, err2 := strconv.ParseUint(c, 10, 32)
+	if !hasArg || !ok || err1 != nil || err2 != nil || code == 0 {
+		return sim.XidFault{}, fmt.Errorf("--fault %q: want xid=GPU:CODE, e.g. xid=3:79", spec)
+	}
+	if gpu < 0 || gpu >= gpus {
+		return sim.XidFault{}, fmt.Errorf("--fault %q: GPU %d does not exist (--gpus %d: 0 to %d)", spec, gpu, gpus, gpus-1)
+	}
+	return sim.XidFault{GPU: gpu, Code: code}, nil
 }
 
 // demoTarget is the simulated host as a configured host (demoSite.config).
