@@ -14,8 +14,12 @@
 package nvml
 
 import (
+	"errors"
 	"time"
 )
+
+// ErrClosed is returned by Sample and Run after Close.
+var ErrClosed = errors.New("nvml: sampler is closed")
 
 // Options configures Open. The zero value samples every second with
 // per-process memory and Xid events and without PCIe throughput.

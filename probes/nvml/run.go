@@ -1,0 +1,355 @@
+//go:build linux && cgo
+
+package nvml
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+)
+
+const (
+	// staleAfter is how many intervals a read may take before Run reports
+	// it blocked (gpu.Stale).
+	staleAfter = 3
+	// deadAfter is how many consecutive reads in which every GPU is lost
+	// (or the driver gone) make Run publish a gpu.Failure.
+	deadAfter = 3
+	// xidWaitMs bounds one nvmlEventSetWait, so that the Xid goroutine
+	// notices the end of Run.
+	xidWaitMs = 500
+	// maxXidBackoff bounds the wait between event-set rebuilds.
+	maxXidBackoff = 30 * time.Second
+)
+
+// Run samples every Interval until ctx ends, then returns nil. Each
+// sample is published as a gpu.Sample event whose At is when its read
+// began; the sink also gets:
+//
+//   - gpu.Xid for every Xid NVML reports (unless Options.NoXid), with the
+//     time NVML reported it;
+//   - gpu.Stale{Reason: "NVML call blocked for 3s"} when one read takes
+//     more than 3 intervals (a call stuck in the driver cannot be
+//     cancelled; the read goes on, and its sample is published when it
+//     returns);
+//   - gpu.Failure when every GPU has been lost for 3 reads in a row: one
+//     per GPU, class "gpu-lost" with its bus id, like nvidia-smi's "Unable
+//     to determine the device handle for GPU …: GPU is lost"; or, when the
+//     driver is gone (ERROR_DRIVER_NOT_LOADED, ERROR_UNINITIALIZED), one
+//     of class "driver-not-loaded", and no samples while it lasts (as
+//     nvidia-smi prints a failure instead of rows). Run keeps reading.
+//
+// With Options.PCIe a separate goroutine reads PCIe throughput every
+// max(2 × Interval, 1 s); samples carry its latest values. The sink is
+// called from Run's goroutine only. Run returns an error at once when the
+// sink is nil, the sampler is closed, or another Run is in progress, and
+// ErrClosed when Close is called while it runs (call Close after Run has
+// returned). Before returning it stops its goroutines and waits for them
+// (at most 5 s); a read blocked in the driver is left to finish alone.
+func (s *Sampler) Run(ctx context.Context, sink event.Sink) error {
+	if sink == nil {
+		return errors.New("nvml: Run: nil sink")
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("nvml: Run: already running")
+	}
+	defer s.running.Store(false)
+
+	bctx, stopBG := context.WithCancel(ctx)
+	defer s.stopBackground(stopBG)
+	xids := make(chan event.Event, 64)
+	if !s.opts.NoXid && s.sym.xid() {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.watchXid(bctx, xids)
+		}()
+	}
+	if s.opts.PCIe && s.sym.pcieThroughput {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.pollPCIe(bctx)
+		}()
+	}
+
+	// One worker goroutine does every read, so that a read blocked in the
+	// driver holds up only itself. It owns no state Run reads except
+	// through results; it exits when req closes (or, if blocked, when its
+	// call returns).
+	req := make(chan struct{})
+	results := make(chan readResult, 1)
+	go func() {
+		for range req {
+			if !s.acquire() {
+				results <- readResult{closed: true}
+				continue
+			}
+			res := s.read(false)
+			s.release()
+			results <- res
+		}
+	}()
+	defer close(req)
+
+	interval := s.opts.Interval
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	watchdog := time.NewTimer(time.Hour)
+	watchdog.Stop()
+	defer watchdog.Stop()
+
+	var (
+		busy       bool
+		busySince  time.Time
+		staleSent  bool
+		lastSample time.Time
+		deadReads  int
+		start      = s.opts.Now()
+	)
+	emit := func(at time.Time, p event.Payload) { sink(event.Event{At: at, Data: p}) }
+	request := func() {
+		busy, staleSent = true, false
+		busySince = time.Now()
+		watchdog.Reset(staleAfter * interval)
+		req <- struct{}{}
+	}
+	request()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			if !busy {
+				request()
+			}
+		case <-watchdog.C:
+			if busy && !staleSent {
+				staleSent = true
+				now := s.opts.Now()
+				ref := lastSample
+				if ref.IsZero() {
+					ref = start
+				}
+				blocked := time.Since(busySince).Round(time.Millisecond)
+				emit(now, gpu.Stale{
+					LastSample: lastSample,
+					Missed:     max(0, int(now.Sub(ref)/interval)),
+					Reason:     fmt.Sprintf("NVML call blocked for %v", blocked),
+				})
+			}
+		case x := <-xids:
+			emit(x.At, x.Data)
+		case res := <-results:
+			busy = false
+			watchdog.Stop()
+			if res.closed {
+				return ErrClosed
+			}
+			if res.dead {
+				deadReads++
+			} else {
+				deadReads = 0
+			}
+			driverGone := res.dead && !res.allLost
+			if deadReads == deadAfter {
+				s.emitFailures(res, emit)
+			}
+			if !driverGone {
+				emit(res.smp.At, res.smp)
+				lastSample = res.smp.At
+			}
+		}
+	}
+}
+
+// stopBackground ends Run's Xid and PCIe goroutines and waits for them,
+// at most closeGrace: each returns within one NVML call (an event wait
+// lasts at most 500 ms, a PCIe read about 20 ms) unless the driver hangs.
+func (s *Sampler) stopBackground(stop context.CancelFunc) {
+	stop()
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	t := time.NewTimer(s.grace())
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// emitFailures publishes the gpu.Failure events of a read in which every
+// GPU is lost or the driver is gone.
+func (s *Sampler) emitFailures(res readResult, emit func(time.Time, event.Payload)) {
+	at := res.smp.At
+	if res.allLost {
+		line := "NVML: ERROR_GPU_IS_LOST for every GPU"
+		if len(res.lostBus) == 0 {
+			emit(at, gpu.Failure{Class: gpu.FailGPULost, Reason: "GPU is lost", NeedsReboot: true, Line: line})
+		}
+		for _, bus := range res.lostBus {
+			emit(at, gpu.Failure{Class: gpu.FailGPULost, BusID: bus, Reason: "GPU is lost", NeedsReboot: true, Line: line})
+		}
+		return
+	}
+	name := retName(res.deadRet)
+	emit(at, gpu.Failure{
+		Class:       gpu.FailDriverNotLoaded,
+		Reason:      "NVML returns " + name + " for every GPU",
+		NVMLVersion: s.info.NVML,
+		Line:        "NVML: " + name + " for every GPU",
+	})
+}
+
+// watchXid reads Xid events from an NVML event set until ctx ends,
+// sending each to out. A GPU that refuses registration is skipped; when
+// none accepts, the goroutine ends. nvmlEventSetWait's TIMEOUT is normal;
+// any other error frees the set and rebuilds it after a back-off.
+func (s *Sampler) watchXid(ctx context.Context, out chan<- event.Event) {
+	backoff := s.xidBackoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	first := backoff
+	for ctx.Err() == nil {
+		set, registered := s.buildEventSet()
+		if set == nil {
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, maxXidBackoff)
+			continue
+		}
+		if len(registered) == 0 {
+			set.Free()
+			return // no GPU reports Xid events (GeForce, or all refused)
+		}
+		for ctx.Err() == nil {
+			data, ret := set.Wait(xidWaitMs)
+			if ret == gonvml.ERROR_TIMEOUT {
+				continue
+			}
+			if ret != gonvml.SUCCESS {
+				break
+			}
+			backoff = first
+			if data.EventType&gonvml.EventTypeXidCriticalError == 0 {
+				continue
+			}
+			x := s.xidFor(data, registered)
+			select {
+			case out <- event.Event{At: s.opts.Now(), Data: x}:
+			case <-ctx.Done():
+			}
+		}
+		set.Free()
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, maxXidBackoff)
+	}
+}
+
+// buildEventSet creates an event set and registers every GPU with a
+// handle for Xid events. It returns nil when the set cannot be created,
+// and the devices that registered.
+func (s *Sampler) buildEventSet() (gonvml.EventSet, []*device) {
+	set, ret := s.lib.EventSetCreate()
+	if ret != gonvml.SUCCESS || set == nil {
+		return nil, nil
+	}
+	var reg []*device
+	for _, d := range s.devs {
+		h := s.handle(d)
+		if h == nil {
+			continue
+		}
+		if h.RegisterEvents(gonvml.EventTypeXidCriticalError, set) == gonvml.SUCCESS {
+			reg = append(reg, d)
+		}
+	}
+	return set, reg
+}
+
+// xidFor names the GPU of an event by comparing its handle with the
+// cached ones; Index is -1 when it matches none.
+func (s *Sampler) xidFor(data gonvml.EventData, registered []*device) gpu.Xid {
+	x := gpu.Xid{Index: -1, Code: data.EventData}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range registered {
+		if sameDevice(d.h, data.Device) {
+			x.Index, x.UUID, x.BusID = d.index, d.xidUUID, d.xidBus
+			break
+		}
+	}
+	return x
+}
+
+// sameDevice compares two handles without panicking on a handle type
+// that is not comparable (a fake's).
+func sameDevice(a, b gonvml.Device) (same bool) {
+	if a == nil || b == nil {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// pollPCIe reads every GPU's PCIe throughput every max(2 × Interval, 1 s)
+// until ctx ends. Each GPU takes about 40 ms (two 20 ms driver windows),
+// so this runs apart from the sample reads. GPUs whose last row was dead
+// are skipped.
+func (s *Sampler) pollPCIe(ctx context.Context) {
+	every := max(2*s.opts.Interval, time.Second)
+	for {
+		for _, d := range s.devs {
+			if ctx.Err() != nil {
+				return
+			}
+			h := s.handle(d)
+			if h == nil || d.dead.Load() {
+				continue
+			}
+			rx, tx := readPCIe(h)
+			s.mu.Lock()
+			d.pcie[0], d.pcie[1], d.pcieRead = rx, tx, true
+			s.mu.Unlock()
+		}
+		if !sleep(ctx, every) {
+			return
+		}
+	}
+}
+
+// handle returns d's handle for a goroutine other than the reader's.
+func (s *Sampler) handle(d *device) gonvml.Device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return d.h
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
