@@ -1,5 +1,7 @@
 # The test command the README names and .ci/run calls.
 GO ?= go
+# go-nvml's cgo compile warns about every deprecated NVML function.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: test build bench vet gpu-check-bins
 
