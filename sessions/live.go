@@ -47,8 +47,9 @@ type LiveConfig struct {
 	// OpenNVML opens NVML for a local host; default nvml.Open (tests pass
 	// a mock library).
 	OpenNVML func(nvml.Options) (*nvml.Sampler, error)
-	// AgentBinary is the local file uploaded as `flightdeck agent` when the
-	// host has no matching one; default this executable.
+	// AgentBinary is the local flightdeck executable uploaded as
+	// `flightdeck agent` when the host has no matching one. Empty: no
+	// agent (the nvidia-smi stream, saying so). Never a test binary.
 	AgentBinary string
 	// AgentVersion is this build's version, the agent cache's key on the
 	// host.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"testing"
+
 	"github.com/spf13/pflag"
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -24,6 +27,11 @@ func (g *gpuFlags) apply(lc *sessions.LiveConfig) error {
 		return err
 	}
 	lc.GPU, lc.GPUPCIe, lc.AgentVersion = m, g.pcie, versionString()
+	// The agent is this executable, uploaded to the host, unless this is a
+	// test binary: started there as "agent" it would run its tests.
+	if exe, err := os.Executable(); err == nil && !testing.Testing() {
+		lc.AgentBinary = exe
+	}
 	return nil
 }
 

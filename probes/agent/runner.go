@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -46,9 +45,10 @@ type Runner struct {
 
 	Interval time.Duration // between samples; default 1 s, at least 10 ms
 	PCIe     bool          // read PCIe rx/tx throughput (agent --pcie)
-	// Binary is the local agent binary to upload; default os.Executable().
-	// It must be this flightdeck (a linux build with cgo) for the host's
-	// OS and architecture.
+	// Binary is the local agent binary to upload: the flightdeck
+	// executable (a linux build with cgo, for the host's OS and
+	// architecture). Required: without it the Runner falls back to
+	// nvidia-smi, saying so.
 	Binary string
 	// Version is this build's version, the cache key on the host; default:
 	// the binary's SHA-256 prefix.
@@ -98,11 +98,9 @@ func (r *Runner) settings() (settings, error) {
 		c.now = time.Now
 	}
 	if c.binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return c, fmt.Errorf("agent: this binary's path: %w", err)
-		}
-		c.binary = exe
+		// Never a default of os.Executable(): a test binary uploaded and
+		// started as "agent" would run its whole suite again on the host.
+		return c, errors.New("no agent binary to upload (Runner.Binary)")
 	}
 	return c, nil
 }
