@@ -63,9 +63,21 @@ func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 // (finish_reason "stop" on a stop string, or "length" when the server
 // clipped max_tokens to its context) succeeds, as in
 // sglang.bench_serving, and its tokens are counted as the server reports
-// them (usage), so throughput is never inflated. When ctx ends Run stops sending, abandons the requests in
-// flight (they are not counted) and returns the partial Result with
-// Cancelled set, and a nil error.
+// them (usage), so throughput is never inflated. When ctx ends Run stops
+// sending, abandons the requests in flight (they are not counted) and
+// returns the partial Result with Cancelled set, and a nil error.
+//
+// For an http:// URL, when client is a plain one (no Timeout or Jar) over
+// an *http.Transport (nil: http.DefaultTransport) that would not use a
+// proxy for it, Run sends the completion requests on keep-alive
+// connections of its own, at most one per concurrent request, dialled
+// with the transport's DialContext (a net.Dialer when nil), and reads the
+// responses with http.ReadResponse; it closes them when it returns. This
+// drops http.Transport's per-request goroutine hand-offs, which cost more
+// CPU than the rest of the client against a fast server; redirects are
+// not followed on this path (an OpenAI-compatible server does not
+// redirect its completion endpoints). Other clients and https:// URLs
+// (and GET /v1/models always) go through client.
 func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, progress func(Progress)) (*Result, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -76,7 +88,9 @@ func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, p
 		return nil, err
 	}
 	if client == nil {
-		client = &http.Client{Transport: NewTransport(nil, cfg.Concurrency)}
+		tr := NewTransport(nil, cfg.Concurrency)
+		defer tr.CloseIdleConnections()
+		client = &http.Client{Transport: tr}
 	}
 	r := &runner{cfg: cfg, client: client, progress: progress}
 	if cfg.Endpoint == Chat {
@@ -84,6 +98,8 @@ func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, p
 	} else {
 		r.url = base + "/completions"
 	}
+	r.direct = newConnPool(client, r.url, cfg.Concurrency)
+	defer r.direct.close()
 	if cfg.PromptFile != "" {
 		if r.prompts, err = readPrompts(cfg.PromptFile); err != nil {
 			return nil, err
@@ -193,6 +209,7 @@ type runner struct {
 	cfg      Config
 	client   *http.Client
 	url      string
+	direct   *connPool // nil: requests go through client
 	prompts  []string
 	progress func(Progress)
 
@@ -223,7 +240,9 @@ func (r *runner) body(i int, warm bool) ([]byte, int) {
 	if warm {
 		stream |= 1 << 62
 	}
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, stream))
+	var src rand.PCG // on the stack, with rng: no allocation per request
+	src.Seed(r.cfg.Seed, stream)
+	rng := rand.New(&src)
 	b := make([]byte, 0, 160+8*r.cfg.InputLen)
 	b = append(b, `{"model":`...)
 	b = appendJSONString(b, r.cfg.Model)
@@ -269,7 +288,18 @@ func (r *runner) body(i int, warm bool) ([]byte, int) {
 	return b, prompt
 }
 
+// appendJSONString appends s as a JSON string, as json.Marshal writes it.
 func appendJSONString(b []byte, s string) []byte {
+	plain := true // printable ASCII that json.Marshal does not escape
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	q, _ := json.Marshal(s) // a string always marshals
 	return append(b, q...)
 }
@@ -284,41 +314,60 @@ type result struct {
 	unsent bool // not sent: the run's duration ended first (runner.notAfter)
 }
 
-var readerPool = sync.Pool{New: func() any { return NewStreamReader(nil) }}
+var (
+	readerPool  = sync.Pool{New: func() any { return NewStreamReader(nil) }}
+	scratchPool = sync.Pool{New: func() any { return new([]float64) }} // for a request's ITL median
+)
 
 // do sends one request and reads its stream. A request abandoned because
 // ctx ended has Err set and ctx.Err() tells why; live, when set, counts
 // content chunks as they arrive.
 func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.Int64) result {
-	q := result{Request: Request{PromptTokens: prompt}, sent: time.Now()}
-	rctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-	defer cancel()
-	fail := func(msg string) result {
-		if rctx.Err() != nil && ctx.Err() == nil {
-			msg = "timeout after " + r.cfg.Timeout.String()
-		}
-		q.Err = clip(sanitize.String(msg))
-		q.end = time.Now()
-		return q
-	}
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, bytes.NewReader(body))
-	if err != nil {
-		return fail(err.Error())
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Accept-Encoding", "identity") // no gzip buffering chunks
 	t0 := time.Now()
-	q.sent = t0
+	q := result{Request: Request{PromptTokens: prompt}, sent: t0}
 	if !r.notAfter.IsZero() && t0.After(r.notAfter) {
 		q.unsent = true
 		return q
 	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return fail(errText(err))
+	deadline := t0.Add(r.cfg.Timeout)
+	fail := func(msg string) result {
+		q.end = time.Now()
+		if ctx.Err() == nil && !q.end.Before(deadline) {
+			msg = "timeout after " + r.cfg.Timeout.String()
+		}
+		q.Err = clip(sanitize.String(msg))
+		return q
 	}
-	defer resp.Body.Close()
+	if ctx.Err() != nil {
+		return fail(ctx.Err().Error())
+	}
+	var (
+		resp  *http.Response
+		reuse bool // the direct path's connection may carry another request
+	)
+	if r.direct != nil {
+		pc, rsp, err := r.direct.roundTrip(ctx, deadline, body)
+		if err != nil {
+			return fail(err.Error())
+		}
+		resp = rsp
+		defer func() { r.direct.release(pc, reuse) }()
+	} else {
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, bytes.NewReader(body))
+		if err != nil {
+			return fail(err.Error())
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Accept-Encoding", "identity") // no gzip buffering chunks
+		resp, err = r.client.Do(req)
+		if err != nil {
+			return fail(errText(err))
+		}
+		defer resp.Body.Close()
+	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return fail(httpMessage(resp.StatusCode, b))
@@ -354,6 +403,8 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 		if c.Content() {
 			if chunks == 0 {
 				first = now
+				// one gap per further token: no growing on the way
+				q.itl = make([]float64, 0, min(max(r.cfg.OutputLen-1, 1), 4096))
 			} else {
 				q.itl = append(q.itl, ms(now.Sub(last)))
 			}
@@ -387,7 +438,11 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 	if chunks == 0 {
 		return fail("the stream carried no generated text")
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // keep the connection for the next request
+	// Read the body to its end (what follows [DONE]), to keep the
+	// connection for the next request.
+	if n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10+1)); err == nil && n <= 64<<10 {
+		reuse = !resp.Close
+	}
 	q.OutputTokens = chunks
 	if usage.OK {
 		q.Usage = true
@@ -399,9 +454,12 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 		q.TPOT = (q.E2E - q.TTFT) / float64(q.OutputTokens-1)
 	}
 	if len(q.itl) > 0 {
-		s := slices.Clone(q.itl)
+		sp := scratchPool.Get().(*[]float64)
+		s := append((*sp)[:0], q.itl...)
 		slices.Sort(s)
 		q.ITLMedian = Percentile(s, 50)
+		*sp = s
+		scratchPool.Put(sp)
 	}
 	return q
 }

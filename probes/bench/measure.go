@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,10 +24,10 @@ func (r *runner) measure(ctx context.Context, res *Result) {
 	defer stopSending()
 
 	var (
-		mu      sync.Mutex
-		results []result
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, cfg.Concurrency)
+		mu     sync.Mutex
+		blocks [][]result // the finished requests, in blocks that never move
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, cfg.Concurrency)
 	)
 	snapshot := func() Progress {
 		el := time.Since(start)
@@ -52,8 +53,89 @@ func (r *runner) measure(ctx context.Context, res *Result) {
 		}
 	}()
 
+	// finish records q, a measured request sent at q.sent.
+	finish := func(q result) {
+		if q.unsent {
+			return // the duration ran out between its release and its sending
+		}
+		if q.Err != "" && ctx.Err() != nil {
+			r.outTokens.Add(-int64(q.chunks)) // abandoned: not counted
+			return
+		}
+		if q.Err != "" {
+			r.outTokens.Add(-int64(q.chunks))
+			r.failed.Add(1)
+		} else {
+			r.outTokens.Add(int64(q.OutputTokens - q.chunks)) // usage's count replaces the chunks'
+		}
+		r.done.Add(1)
+		q.Start = q.sent.Sub(start)
+		mu.Lock()
+		if n := len(blocks); n == 0 || len(blocks[n-1]) == cap(blocks[n-1]) {
+			size := resultBlock
+			if n == 0 && cfg.Requests > 0 {
+				size = min(cfg.Requests, resultBlock) // a short run's one block
+			}
+			blocks = append(blocks, make([]result, 0, size))
+		}
+		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], q)
+		mu.Unlock()
+	}
+
+	if cfg.Rate == 0 {
+		// As fast as possible: Concurrency workers, each sending the next
+		// request as soon as its last one ended, with no hand-off to a
+		// sending goroutine (and a goroutine's stack grown once, not per
+		// request).
+		var next atomic.Int64
+		for range cfg.Concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for dctx.Err() == nil {
+					i := int(next.Add(1) - 1)
+					if cfg.Requests > 0 && i >= cfg.Requests {
+						return
+					}
+					body, prompt := r.body(i, false)
+					r.inFlight.Add(1)
+					q := r.do(ctx, body, prompt, &r.outTokens)
+					r.inFlight.Add(-1)
+					finish(q)
+				}
+			}()
+		}
+	} else {
+		r.schedule(dctx, start, &wg, sem, func(body []byte, prompt int) {
+			q := r.do(ctx, body, prompt, &r.outTokens)
+			<-sem
+			r.inFlight.Add(-1)
+			finish(q)
+		})
+	}
+	wg.Wait()
+	end := time.Now()
+	close(stopProgress)
+	<-progressDone
+	res.Cancelled = ctx.Err() != nil
+	res.Duration = end.Sub(start)
+	summarise(res, slices.Concat(blocks...))
+	r.report(Progress{Done: res.Completed + res.Failed, Failed: res.Failed, Total: cfg.Requests, Elapsed: res.Duration,
+		Limit: cfg.Duration, OutTokens: res.OutputTokens, TokPerSec: res.OutputTokPerSec})
+}
+
+// resultBlock is how many finished requests measure keeps in one block:
+// appending to blocks copies no request already kept (a doubling slice
+// of them costs a run of many short requests a few per cent of its CPU).
+const resultBlock = 4096
+
+// schedule sends the measured requests at cfg's Rate: each one, when it
+// is due and one of sem's Concurrency slots is free, runs send in a
+// goroutine of its own (which frees the slot), until the requests are all
+// sent or dctx ends.
+func (r *runner) schedule(dctx context.Context, start time.Time, wg *sync.WaitGroup, sem chan struct{}, send func(body []byte, prompt int)) {
+	cfg := r.cfg
 	sched := newArrivals(cfg)
-send:
 	for i := 0; cfg.Requests == 0 || i < cfg.Requests; i++ {
 		body, prompt := r.body(i, false)
 		due := sched.next()
@@ -62,55 +144,26 @@ send:
 			select {
 			case <-dctx.Done():
 				t.Stop()
-				break send
+				return
 			case <-t.C:
 			}
 		}
 		select {
 		case <-dctx.Done():
-			break send
+			return
 		case sem <- struct{}{}:
 		}
 		if dctx.Err() != nil {
 			<-sem
-			break
+			return
 		}
 		r.inFlight.Add(1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			q := r.do(ctx, body, prompt, &r.outTokens)
-			<-sem
-			r.inFlight.Add(-1)
-			if q.unsent {
-				return // the duration ran out between its release and its sending
-			}
-			if q.Err != "" && ctx.Err() != nil {
-				r.outTokens.Add(-int64(q.chunks)) // abandoned: not counted
-				return
-			}
-			if q.Err != "" {
-				r.outTokens.Add(-int64(q.chunks))
-				r.failed.Add(1)
-			} else {
-				r.outTokens.Add(int64(q.OutputTokens - q.chunks)) // usage's count replaces the chunks'
-			}
-			r.done.Add(1)
-			q.Start = q.sent.Sub(start)
-			mu.Lock()
-			results = append(results, q)
-			mu.Unlock()
+			send(body, prompt)
 		}()
 	}
-	wg.Wait()
-	end := time.Now()
-	close(stopProgress)
-	<-progressDone
-	res.Cancelled = ctx.Err() != nil
-	res.Duration = end.Sub(start)
-	summarise(res, results)
-	r.report(Progress{Done: res.Completed + res.Failed, Failed: res.Failed, Total: cfg.Requests, Elapsed: res.Duration,
-		Limit: cfg.Duration, OutTokens: res.OutputTokens, TokPerSec: res.OutputTokPerSec})
 }
 
 // arrivals is the measured requests' send schedule.
