@@ -92,6 +92,54 @@ func benchEvents(hours float64, fn func(event.Event)) {
 	}
 }
 
+// nvmlBenchEvents is benchEvents as the NVML sampler records it by
+// default (issue 8): one compute process per GPU, started when the GPUs
+// get busy and gone in each idle spell, its memory allocated once per run.
+func nvmlBenchEvents(hours float64, fn func(event.Event)) { nvmlEvents(hours, false, fn) }
+
+// pcieBenchEvents adds PCIe throughput (an option, off by default) on
+// every row, read every 5 s (its own slower cadence).
+func pcieBenchEvents(hours float64, fn func(event.Event)) { nvmlEvents(hours, true, fn) }
+
+func nvmlEvents(hours float64, pcie bool, fn func(event.Event)) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var rx, tx [benchGPUs]float64
+	var apps []gpu.App
+	k, run := 0, 0
+	benchEvents(hours, func(e event.Event) {
+		s, isSample := e.Data.(gpu.Sample)
+		if !isSample {
+			fn(e)
+			return
+		}
+		if k%10 == 0 {
+			for i := range rx {
+				rx[i], tx[i] = float64(1000+rng.IntN(90000)), float64(500+rng.IntN(40000))
+			}
+		}
+		busy := s.GPUs[0].UtilGPUPct.Value > 10
+		if busy && len(apps) == 0 {
+			run++
+			apps = make([]gpu.App, benchGPUs)
+			for i := range apps {
+				apps[i] = gpu.App{PID: 4000 + run*100 + i, Name: gpu.Text{S: "python3"}, UsedMiB: ok(131000),
+					BusID: s.GPUs[i].BusID, UUID: s.GPUs[i].UUID}
+			}
+		} else if !busy && len(apps) > 0 {
+			apps = []gpu.App{} // killed: none left
+		}
+		if pcie {
+			for i := range s.GPUs {
+				s.GPUs[i].PCIeRxKBs, s.GPUs[i].PCIeTxKBs = ok(rx[i]), ok(tx[i])
+			}
+		}
+		s.Apps = apps
+		e.Data = s
+		k++
+		fn(e)
+	})
+}
+
 func writeBenchJournal(path string, hours float64) error {
 	w, err := Create(path, Header{Created: t0, Host: "gpu-box", Flightdeck: "bench"})
 	if err != nil {
@@ -161,6 +209,59 @@ func TestBenchJournalSize(t *testing.T) {
 	}
 }
 
+// TestBenchJournalSizeNVML: the same 24 h recorded by the NVML sampler
+// (issue 8) with its default options, per-process memory, stays within
+// the budget too. With PCIe throughput, an option for a debugging
+// session, the size is reported, not held to it: two changing numbers a
+// row every sample cost what they cost.
+func TestBenchJournalSizeNVML(t *testing.T) {
+	if testing.Short() || RaceEnabled {
+		t.Skip("writes a 24 h journal")
+	}
+	size := writeSized(t, nvmlBenchEvents)
+	t.Logf("24 h × %d GPUs × 2 Hz, NVML (processes): %.1f MB", benchGPUs, float64(size)/1e6)
+	if size > maxBenchBytes {
+		t.Errorf("%d bytes, over the %d budget", size, int64(maxBenchBytes))
+	}
+	size = writeSized(t, pcieBenchEvents)
+	t.Logf("24 h × %d GPUs × 2 Hz, NVML (processes, PCIe throughput): %.1f MB", benchGPUs, float64(size)/1e6)
+}
+
+// writeSized writes the events of 24 h to a journal, checks that it reads
+// back without problems and returns its size.
+func writeSized(t *testing.T, events func(float64, func(event.Event))) int64 {
+	path := filepath.Join(t.TempDir(), "nvml.jsonl")
+	w, err := Create(path, Header{Created: t0, Host: "gpu-box", Flightdeck: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	events(benchHours, func(e event.Event) {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+		if k++; k%1000 == 0 {
+			w.Flush(false)
+		}
+	})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if j.Problems().Any() || j.Len() != benchHours*3600*3 {
+		t.Errorf("%d events, problems: %s", j.Len(), j.Problems())
+	}
+	return st.Size()
+}
+
 func BenchmarkOpen(b *testing.B) {
 	path := benchJournal(b)
 	st, _ := os.Stat(path)
@@ -196,14 +297,22 @@ func BenchmarkCatchUp(b *testing.B) {
 // BenchmarkWriteSample is the recorder's cost per gpu-sample of 8 GPUs:
 // encoding into the buffer (Write), with the flush's write(2) amortised
 // as the recorder does it (no fsync: that is once a second).
-func BenchmarkWriteSample(b *testing.B) {
+func BenchmarkWriteSample(b *testing.B) { benchWriteSample(b, benchEvents) }
+
+// BenchmarkWriteSampleNVML is the same for NVML samples: a process per
+// GPU, and with PCIe throughput.
+func BenchmarkWriteSampleNVML(b *testing.B) { benchWriteSample(b, nvmlBenchEvents) }
+
+func BenchmarkWriteSamplePCIe(b *testing.B) { benchWriteSample(b, pcieBenchEvents) }
+
+func benchWriteSample(b *testing.B, events func(float64, func(event.Event))) {
 	w, err := Create(filepath.Join(b.TempDir(), "w.jsonl"), Header{Created: t0})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
 	var samples []event.Event
-	benchEvents(0.1, func(e event.Event) {
+	events(0.1, func(e event.Event) {
 		if _, ok := e.Data.(gpu.Sample); ok {
 			samples = append(samples, e)
 		}

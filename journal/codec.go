@@ -43,6 +43,8 @@ var codecs = []codec{
 	{kind: "gpu-sample", enc: encGPUSample, dec: decGPUSample},    // 2 Hz × GPUs: keyframe + delta arrays
 	jsonCodec[gpu.Failure](),                                      // rare
 	jsonCodec[gpu.Stale](),                                        // rare
+	jsonCodec[gpu.Xid](),                                          // rare: a driver error event
+	jsonCodec[gpu.Source](),                                       // when sampling starts or changes mode
 	{kind: "log-lines", enc: encLines, dec: decLines},             // raw bytes, offsets implied
 	jsonCodec[serverlog.Reset](),                                  // rare
 	jsonCodec[serverlog.Notice](),                                 // rare
@@ -67,9 +69,9 @@ var codecs = []codec{
 	{kind: "conn-state", enc: encConnState, dec: decConnState},    // Err is an error
 	jsonCodec[Note](),                                             // journal's own kinds
 	jsonCodec[ExperimentStart](),
-	jsonCodec[ExperimentFingerprint](),
+	gpuRowsJSONCodec(func(v *ExperimentFingerprint) []gpu.GPU { return v.Fingerprint.GPUs }),
 	jsonCodec[ExperimentUpdate](),
-	jsonCodec[ExperimentEnd](),
+	gpuRowsJSONCodec(func(v *ExperimentEnd) []gpu.GPU { return v.GPUs }),
 	jsonCodec[Key](),
 	jsonCodec[Session](), // another cockpit session appending (Append)
 	jsonCodec[Baseline](),

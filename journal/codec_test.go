@@ -55,6 +55,8 @@ func testGPU(i, tick int) gpu.GPU {
 		Persistence:      gpu.Text{S: "Enabled"},
 		ECCMode:          gpu.Text{S: "Enabled"},
 		MIGMode:          gpu.Text{S: "[N/A]", Status: gpu.NA},
+		PCIeRxKBs:        gpu.Reading{Status: gpu.Absent}, // nvidia-smi does not read them
+		PCIeTxKBs:        gpu.Reading{Status: gpu.Absent},
 	}
 }
 
@@ -180,7 +182,70 @@ func roundTripEvents() []event.Event {
 		Note: "alice@laptop took over at 10:15:02", Err: "read lock: connection to host lost"})
 	add(38.5, driver.State{Host: "local", Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk", PID: 1, Since: at(38.5), Token: "ff"}})
 	add(39, driver.State{})
+	add(0.1, gpu.Source{Mode: gpu.SourceNVML, Detail: "NVML 12.550.54.15, driver 550.54.15"})
+	add(40, gpu.Xid{Index: 3, UUID: "GPU-3f1c0003-8a7b-4c2d-9e0f-1a2b3c4d5e6f", BusID: "00000000:48:00.0", Code: 79})
+	add(40.5, gpu.Xid{Index: -1, Code: 1<<64 - 1})
+	add(41, gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "host is linux/arm64, this binary linux/amd64 \"x\""})
+	for _, e := range nvmlSamples(at) {
+		add(e.at, e.s)
+	}
 	return evs
+}
+
+// nvmlSample is one sample of nvmlSamples at event time at (seconds).
+type nvmlSample struct {
+	at float64
+	s  gpu.Sample
+}
+
+// nvmlSamples are NVML samples (issue 8: PCIe throughput, per-process
+// memory) from 125 s on, after the samples above: a keyframe with Apps,
+// Apps equal to the keyframe's, one changed, all new (a relaunch: made a
+// keyframe), none (empty, not nil), nil, one of the keyframe's and one
+// new with PCIe back to Absent, and a row whose every first field changes
+// but whose PCIe throughput does not.
+func nvmlSamples(at func(float64) time.Time) []nvmlSample {
+	apps := []gpu.App{
+		{PID: 4123, Name: gpu.Text{S: "python3"}, UsedMiB: ok(80123), BusID: gpu.Text{S: "00000000:18:00.0"}, UUID: gpu.Text{S: "GPU-3f1c0000-8a7b-4c2d-9e0f-1a2b3c4d5e6f"}},
+		{PID: 4124, Name: gpu.Text{S: "sglang::scheduler \"TP1\" é"}, UsedMiB: ok(80100.5), BusID: gpu.Text{S: "00000000:28:00.0"}, UUID: gpu.Text{S: "GPU-3f1c0001-8a7b-4c2d-9e0f-1a2b3c4d5e6f"}},
+		{PIDStatus: gpu.NotSupported, Name: gpu.Text{S: "[Not Supported]", Status: gpu.NotSupported}, UsedMiB: gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
+			BusID: gpu.Text{S: "00000000:28:00.0"}, UUID: gpu.Text{Status: gpu.Absent}},
+	}
+	sample := func(t float64, tick int, apps []gpu.App) nvmlSample {
+		s := testSample(at(t), tick, 2)
+		for i := range s.GPUs {
+			s.GPUs[i].PCIeRxKBs, s.GPUs[i].PCIeTxKBs = ok(float64(1200+i)), ok(float64(340*tick))
+		}
+		s.Apps = apps
+		return nvmlSample{t, s}
+	}
+	var out []nvmlSample
+	out = append(out, sample(125, 0, apps))                 // keyframe: every app whole
+	out = append(out, sample(125.5, 1, slices.Clone(apps))) // the keyframe's apps
+	changed := slices.Clone(apps)
+	changed[1].UsedMiB = ok(81000)
+	out = append(out, sample(126, 2, changed)) // references and the changed app whole
+	relaunched := slices.Clone(apps)
+	for i := range relaunched {
+		relaunched[i].PID += 1000
+	}
+	out = append(out, sample(126.5, 3, relaunched)) // every process new: a keyframe
+	out = append(out, sample(127, 4, []gpu.App{}))
+	out = append(out, sample(127.5, 5, nil))
+	s := sample(128, 6, append(relaunched[:1:1], gpu.App{PID: 5000, Name: gpu.Text{S: "nccl-tests"}, UsedMiB: ok(0), BusID: gpu.Text{S: "00000000:18:00.0"}, UUID: gpu.Text{S: "GPU-x"}}))
+	s.s.GPUs[1].PCIeRxKBs = gpu.Reading{Status: gpu.Absent}
+	s.s.GPUs[0].PCIeTxKBs = gpu.Reading{Status: gpu.NotSupported, Raw: "[Not Supported]"}
+	out = append(out, s)
+	s = sample(128.5, 3, nil)
+	g := &s.s.GPUs[1]
+	*g = gpu.GPU{Index: 1, Name: gpu.Text{S: "NVIDIA A100-SXM4-80GB"}, BusID: gpu.Text{S: "00000000:07:00.0"}, UUID: gpu.Text{S: "GPU-other"},
+		UtilGPUPct: ok(1), UtilMemPct: ok(2), MemUsedMiB: ok(3), MemTotalMiB: ok(81920), PowerDrawW: ok(61.5), PowerLimitW: ok(400), TempC: ok(31),
+		SMClockMHz: ok(210), MemClockMHz: ok(1593), SMClockMax: ok(1410), FanPct: ok(0), PState: gpu.Text{S: "P8"},
+		PCIeGenCurrent: ok(1), PCIeGenMax: ok(4), PCIeWidthCurrent: ok(8), PCIeWidthMax: ok(8), ClockEvents: gpu.ClockEvents{Mask: gpu.ReasonGPUIdle},
+		Persistence: gpu.Text{S: "Disabled"}, ECCMode: gpu.Text{S: "Disabled"}, MIGMode: gpu.Text{S: "Enabled"}, Lost: true,
+		PCIeRxKBs: ok(1201), PCIeTxKBs: ok(1020)} // PCIe as in the keyframe
+	out = append(out, s)
+	return out
 }
 
 // benchResultFixture is a finished run with awkward values: a failed
@@ -292,7 +357,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 // output of grep -rn 'Kind() string' less the screen-only kinds
 // (journal-status, bench-progress, repeat-progress).
 func TestKindsTable(t *testing.T) {
-	want := []string{"gpu-sample", "gpu-failure", "gpu-stale", "log-lines", "log-reset", "log-notice", "log-follow-error",
+	want := []string{"gpu-sample", "gpu-failure", "gpu-stale", "gpu-xid", "gpu-source", "log-lines", "log-reset", "log-notice", "log-follow-error",
 		"throughput", "tok-rate", "prefill", "spec-decode", "bench-result", "server-ready", "server-failure", "server-status",
 		"server-launched", "server-observed", "server-healthy", "server-kill", "repo-head", "repo-unreadable", "git-status",
 		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key", "session",

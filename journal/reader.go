@@ -346,6 +346,9 @@ func (j *Journal) gpuPresent(data []byte) uint64 {
 	if flags&gpuFlagAt != 0 && len(el) > 0 {
 		el = el[1:]
 	}
+	if flags&gpuFlagApps != 0 && len(el) > 0 {
+		el = el[1:]
+	}
 	var mask uint64
 	for _, row := range el {
 		i := 1

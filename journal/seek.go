@@ -36,7 +36,7 @@ const (
 	catchGPUSample                   // the last sample holding each GPU index, and the last sample
 	catchGPUFailure                  // the failures no sample has cleared yet
 	catchLog                         // the log window
-	catchLogReset                    // every one: server phase, tok/s runs, experiment runs; in the log window as lines
+	catchLogReset                    // every one, each a line of the log window: log-reset (server phase, tok/s runs, experiment runs), gpu-xid
 	catchLogMark                     // every one, its text blanked before the log window
 	catchRate                        // the tok/s window, run starts, and open experiments' samples
 )
@@ -53,6 +53,11 @@ var catchUpRules = map[string]catchRule{
 	// row of its bus otherwise); cleared ones leave nothing.
 	"gpu-failure": catchGPUFailure,
 	"gpu-stale":   catchLatest, // cleared by the next sample (the last sample is kept)
+	// An Xid marks its GPU's row for the rest of the session (counted)
+	// and is a line of the log ring, like a reset marker.
+	"gpu-xid": catchLogReset,
+	// The header says how GPUs are sampled: the latest one.
+	"gpu-source": catchLatest,
 	// The log ring: the last CatchUpLogLines lines and reset markers, with
 	// the ready/failure highlights; see logWindow.
 	"log-lines": catchLog,

@@ -161,6 +161,17 @@ func session(dur time.Duration) []event.Event {
 			if at >= 40*time.Minute && at < 41*time.Minute {
 				s.GPUs = append(s.GPUs, h200(9, rng, busy))
 			}
+			if at >= 10*time.Minute && at < 12*time.Minute {
+				// NVML samples: PCIe throughput and the processes, which
+				// change once.
+				for i := range s.GPUs {
+					s.GPUs[i].PCIeRxKBs, s.GPUs[i].PCIeTxKBs = reading(float64(rng.IntN(9000))), reading(120)
+				}
+				s.Apps = []gpu.App{{PID: 4100, Name: gpu.Text{S: "python3"}, UsedMiB: reading(80000), BusID: gpu.Text{S: "00000000:18:00.0"}}}
+				if at >= 11*time.Minute {
+					s.Apps = append(s.Apps, gpu.App{PID: 4200, Name: gpu.Text{S: "python3"}, UsedMiB: reading(512), BusID: gpu.Text{S: "00000000:28:00.0"}})
+				}
+			}
 			add(at, s)
 			if busFail(at) {
 				add(at, gpu.Failure{Class: "unknown-error", BusID: "0000:48:00.0", Reason: "Unknown Error", Line: "Unable to determine the device handle for GPU0000:48:00.0: Unknown Error"})
@@ -168,6 +179,26 @@ func session(dur time.Duration) []event.Event {
 			if lost && sec%30 == 0 && at%time.Second == 0 {
 				add(at, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:78:00.0", Reason: "GPU is lost", NeedsReboot: true})
 			}
+		}
+		// GPU sampling (issue 8): the source changes twice; Xids on a
+		// GPU by index, by bus id, on none, and on the GPU that is lost.
+		switch at {
+		case tick:
+			add(at, gpu.Source{Mode: gpu.SourceNVML, Detail: "NVML 12.550.54.15"})
+		case 20*time.Minute + 10*time.Second:
+			add(at, gpu.Xid{Index: 2, BusID: "00000000:38:00.0", Code: 13})
+		case 22 * time.Minute:
+			add(at, gpu.Xid{Index: -1, BusID: "0000:58:00.0", Code: 74})
+		case 22*time.Minute + time.Second:
+			add(at, gpu.Xid{Index: 2, Code: 48})
+		case 30*time.Minute + 6*time.Second:
+			add(at, gpu.Xid{Index: -1, Code: 31})
+		case 50 * time.Minute:
+			add(at, gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: exit status 1, stderr: GLIBC_2.34 not found"})
+		case 90 * time.Minute:
+			add(at, gpu.Source{Mode: gpu.SourceAgent, Detail: "agent 0.8.0 (cached)"})
+		case dur * 5 / 6:
+			add(at, gpu.Xid{Index: 6, BusID: "00000000:78:00.0", Code: 79})
 		}
 		// Throughput, once a second.
 		if at%time.Second == 0 && busy {
@@ -333,7 +364,7 @@ func catchUpMatches(t *testing.T, evs []event.Event, dur time.Duration) {
 	for at := time.Duration(0); at <= j.Duration()+time.Second; at += 7*time.Minute + 13*time.Second {
 		times = append(times, at)
 	}
-	for _, m := range []time.Duration{time.Second, 20 * time.Minute, 20*time.Minute + 30*time.Second, 22 * time.Minute, 25*time.Minute + time.Second,
+	for _, m := range []time.Duration{time.Second, 11 * time.Minute, 20*time.Minute + 10*time.Second, 22*time.Minute + time.Second, 50 * time.Minute, 90 * time.Minute, 20 * time.Minute, 20*time.Minute + 30*time.Second, 22 * time.Minute, 25*time.Minute + time.Second,
 		30*time.Minute + 4*time.Second, 30*time.Minute + 7*time.Second, 30*time.Minute + 11*time.Second, 40*time.Minute + 30*time.Second,
 		41*time.Minute + 10*time.Second, 60*time.Minute + 30*time.Second, 62*time.Minute + 500*time.Millisecond, 63 * time.Minute, 70*time.Minute + time.Second,
 		65*time.Minute + 2*time.Second, 100 * time.Minute, 110 * time.Minute, 160*time.Minute + 10*time.Second,

@@ -42,6 +42,7 @@ type Recorder struct {
 var urgent = map[string]bool{
 	"note": true, "key": true, "exp-start": true, "exp-fingerprint": true, "exp-update": true, "exp-end": true,
 	"server-launched": true, "server-kill": true, "git-action": true, "driver": true,
+	"gpu-xid": true, // a driver error: the host may hang or reboot next
 }
 
 // Default periods of the Recorder.

@@ -56,6 +56,7 @@ type gpuRow struct {
 	abnormal bool
 	missing  bool   // absent from the latest sample
 	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
+	xid      cell   // "Xid 79 x2" when the GPU reported Xids (see xidMark), else empty
 	line     string // rendered; "" when it must be redrawn
 }
 
@@ -88,6 +89,7 @@ type gpuTable struct {
 	rows     []gpuRow // sorted by index
 	byIdx    map[int]int
 	failures []gpuFailure
+	xids     []xidMark // one per GPU that reported an Xid, in order of the first
 	stale    *gpu.Stale
 	staleAt  time.Time
 	last     time.Time // time of the latest sample
@@ -136,10 +138,8 @@ func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
 		r := &t.rows[pos]
 		if r.g != g || r.missing {
 			r.g = g
-			r.cells = gpuCells(&g)
-			r.abnormal = abnormal(&r.cells)
 			r.missing = false
-			r.line = ""
+			t.fill(r)
 		}
 	}
 	for i := range t.rows {
@@ -161,6 +161,31 @@ func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
 	t.failures = kept
 	t.matchFailures()
 	t.measure()
+}
+
+// fill formats row r's cells from its sample and its Xids: the Xid leads
+// the throttle column ("Xid 79,sw-power", so a squeezed list keeps it) and
+// colours the index, which every layout shows.
+func (t *gpuTable) fill(r *gpuRow) {
+	r.cells = gpuCells(&r.g)
+	r.xid = cell{}
+	for i := range t.xids {
+		if t.xids[i].names(r) {
+			r.xid = t.xids[i].text()
+			break
+		}
+	}
+	if r.xid.text != "" {
+		th := &r.cells[colThrottle]
+		if th.text == "-" {
+			*th = r.xid
+		} else {
+			*th = cell{r.xid.text + "," + th.text, worse(th.tone, r.xid.tone)}
+		}
+		r.cells[colIdx].tone = worse(r.cells[colIdx].tone, r.xid.tone)
+	}
+	r.abnormal = abnormal(&r.cells) || r.missing
+	r.line = ""
 }
 
 func (t *gpuTable) healthyBus(bus string) bool {
@@ -436,10 +461,14 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 			switch {
 			case r.lostWhy != "":
 				x.text = "LOST  " + r.lostWhy
-			case !r.missing && textWidth(lostLong) <= left:
+			case !r.missing && textWidth(lostLong)+xidW(r) <= left:
 				x.text = lostLong
 			case !r.missing:
 				x.text = lostShort
+			}
+			if r.xid.text != "" {
+				// What the driver said comes first: "LOST  Xid 79  ...".
+				x.text = "LOST  " + r.xid.text + "  " + strings.TrimPrefix(x.text, "LOST  ")
 			}
 			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
 			break

@@ -20,7 +20,14 @@ const (
 	lineMarker           // our own marker, e.g. a truncation notice
 	lineReady            // the line a serverlog.Ready came from
 	lineFailure          // the line a serverlog.Failure came from
+	lineOwnWarn          // flightdeck's own line among the server's, a warning (an application's Xid)
+	lineOwnCrit          // flightdeck's own line, critical (a critical Xid)
 )
+
+// ours reports a line flightdeck wrote, not the server: it passes every
+// filter (it says what happened around the lines that match) and is
+// never a ready/failure highlight.
+func (k lineKind) ours() bool { return k == lineMarker || k == lineOwnWarn || k == lineOwnCrit }
 
 type logEntry struct {
 	text string // sanitised (and cut at sanitize.MaxRunes)
@@ -131,10 +138,18 @@ func (t *logTail) add(e logEntry) {
 		for len(t.matches) > 0 && t.matches[0] < t.start {
 			t.matches = t.matches[1:]
 		}
-		if e.kind == lineMarker || containsFold(e.text, t.filter) {
+		if e.kind.ours() || containsFold(e.text, t.filter) {
 			t.matches = append(t.matches, seq)
 		}
 	}
+}
+
+// addOwn appends one of flightdeck's own lines (already sanitised), at
+// its place in the stream: it scrolls and is filtered with the server's
+// lines, and leaves the ring like them. It does not count as a followed
+// log (a session without one shows it under the no-log message).
+func (t *logTail) addOwn(text string, kind lineKind) {
+	t.add(logEntry{text: text, kind: kind})
 }
 
 // ingest sanitises and appends a batch of raw lines.
@@ -223,7 +238,7 @@ func (t *logTail) setFilter(q string) {
 	}
 	for seq := t.start; seq < t.end; seq++ {
 		e := t.entry(seq)
-		if e.kind == lineMarker || containsFold(e.text, q) {
+		if e.kind.ours() || containsFold(e.text, q) {
 			t.matches = append(t.matches, seq)
 		}
 	}
@@ -450,8 +465,10 @@ func (t *logTail) paint(e *logEntry, s string, off, mi int, st *Styles) string {
 		return st.Dim.Render(s)
 	case lineReady:
 		return st.OK.Render(s)
-	case lineFailure:
+	case lineFailure, lineOwnCrit:
 		return st.Crit.Render(s)
+	case lineOwnWarn:
+		return st.Warn.Render(s)
 	}
 	if mi < 0 {
 		return s

@@ -184,9 +184,10 @@ type Model struct {
 	server  serverState
 	head    string
 
-	gpus gpuTable
-	rate rateSeries
-	log  logTail
+	gpus   gpuTable
+	gpuSrc gpuSource // how GPUs are sampled (gpusource.go)
+	rate   rateSeries
+	log    logTail
 
 	focus      focusArea
 	showHelp   bool
@@ -442,6 +443,18 @@ func (m *Model) apply(ev event.Event) {
 		m.gpus.applyFailure(p, ev.At)
 	case gpu.Stale:
 		m.gpus.applyStale(p, ev.At)
+	case gpu.Xid:
+		// On its GPU's row for the rest of the session, and a line of the
+		// log at its place among the server's lines.
+		m.gpus.applyXid(p)
+		text, crit := xidLine(p)
+		kind := lineOwnWarn
+		if crit {
+			kind = lineOwnCrit
+		}
+		m.log.addOwn(text, kind)
+	case gpu.Source:
+		m.gpuSrc.set(p)
 	case serverlog.Lines:
 		m.log.ingest(p)
 	case serverlog.Notice:

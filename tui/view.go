@@ -104,6 +104,10 @@ func (m *Model) render() string {
 			lines = append(lines, m.logTitle(w))
 			if l.logLines > 0 {
 				lines = append(lines, st.Dim.Render(truncate(noLogText, w)))
+				// flightdeck's own lines (Xids) still show, under it.
+				if m.log.count() > 0 {
+					lines = m.log.render(lines, st, w, l.logLines-1)
+				}
 			}
 		default:
 			lines = append(lines, m.logTitle(w))
@@ -146,6 +150,9 @@ type seg struct {
 	// kill waits for) that gives way before other fields are dropped: all
 	// but its first minDetail cells.
 	detail int
+	// yields: the field is dropped, whole, before any other is shortened
+	// (a nice-to-know such as how GPUs are sampled when all is well).
+	yields bool
 }
 
 // minDetail is how much of a field's detail the header keeps before it
@@ -162,7 +169,8 @@ func (s seg) need() int {
 
 // Header field priorities: what is dropped first when the line is full.
 const (
-	prioRec = 1 + iota
+	prioSampler = 1 + iota // how GPUs are sampled (the help screen says it too)
+	prioRec
 	prioReadyIn
 	prioExp
 	prioHead
@@ -205,6 +213,9 @@ func (m *Model) header(w int) string {
 	} else if s, ok := m.serverSeg(); ok {
 		segs = append(segs, s)
 	}
+	if s, ok := m.gpuSrc.seg(); ok {
+		segs = append(segs, s)
+	}
 	if m.head != "" {
 		h := "HEAD " + m.head
 		short, _, _ := strings.Cut(h[5:], " ")
@@ -215,10 +226,17 @@ func (m *Model) header(w int) string {
 	for i, s := range segs {
 		full[i] = s.text
 	}
-	// Shorten fields from the right until the line fits.
+	// Shorten fields from the right until the line fits, after the
+	// fields that yield are gone.
 	total := -2
 	for _, s := range segs {
 		total += textWidth(s.text) + 2
+	}
+	for i := range segs {
+		if segs[i].yields && segs[i].text != "" && total > w {
+			total -= textWidth(segs[i].text) + 2
+			segs[i].text = ""
+		}
 	}
 	for i := len(segs) - 1; i > 0 && total > w; i-- {
 		if segs[i].short != "" {
@@ -490,6 +508,20 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 		groups = append(groups, es)
 	}
 	out := []string{st.Title.Render(truncate("keys", w)) + st.Dim.Render(truncate("  (? or esc closes; dim keys cannot act now, press one to see why)", w-4))}
+	if src := m.gpuSrc.helpLine(); src != "" {
+		// The header cuts the reason short; here it is whole, on up to
+		// three rows.
+		tn := st.Text
+		if m.gpuSrc.fallback != "" {
+			tn = st.Warn
+		}
+		for r, row := range wrapWords(src, w) {
+			if r == 3 {
+				break
+			}
+			out = append(out, tn.Render(truncate(row, w)))
+		}
+	}
 	// Each column: group title then "key  desc" lines.
 	type column struct {
 		lines []string // styled

@@ -94,6 +94,7 @@ func absentGPU() GPU {
 		PCIeGenCurrent: a, PCIeGenMax: a, PCIeWidthCurrent: a, PCIeWidthMax: a,
 		ClockEvents: ClockEvents{Status: Absent},
 		Persistence: t, ECCMode: t, MIGMode: t,
+		PCIeRxKBs: a, PCIeTxKBs: a, // NVML only: never in a --query-gpu row
 	}
 }
 
