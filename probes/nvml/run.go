@@ -285,11 +285,25 @@ func (s *Sampler) buildEventSet() (gonvml.EventSet, []*device) {
 func (s *Sampler) xidFor(data gonvml.EventData, registered []*device) gpu.Xid {
 	x := gpu.Xid{Index: -1, Code: data.EventData}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, d := range registered {
 		if sameDevice(d.h, data.Device) {
 			x.Index, x.UUID, x.BusID = d.index, d.xidUUID, d.xidBus
 			break
+		}
+	}
+	s.mu.Unlock()
+	// An Xid that comes before the first sample read the GPU's identity:
+	// ask the event's handle (NVML is safe for concurrent use).
+	if x.Index >= 0 && data.Device != nil {
+		if x.UUID == "" && s.sym.uuid {
+			if v, ret := data.Device.GetUUID(); ret == gonvml.SUCCESS {
+				x.UUID = cleanID(v)
+			}
+		}
+		if x.BusID == "" && s.sym.pciInfo {
+			if p, ret := data.Device.GetPciInfo(); ret == gonvml.SUCCESS {
+				x.BusID = busID(p.BusId[:])
+			}
 		}
 	}
 	return x

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/nvml"
+)
+
+// TestDemoSamplesThroughTheAgentInTmux is the issue's end-to-end check of
+// the agent path on the simulated host: the demo uploads its own binary
+// into the sim's cache over SSH (checksum equal to the binary's), runs
+// `flightdeck agent` there against the sim's fake NVML, and the header
+// says "GPU agent"; an Xid the fake NVML reports marks GPU 3's row and is
+// written into the log panel; when the agent is killed, the cockpit falls
+// back to the nvidia-smi stream and says why, and the GPU rows keep
+// updating.
+func TestDemoSamplesThroughTheAgentInTmux(t *testing.T) {
+	if !nvml.Compiled() {
+		t.Skip("this build has no cgo: the agent cannot sample (the fallback is tested in probes/agent)")
+	}
+	bin := flightdeckBinary(t)
+	s := startTmux(t, 200, 50, bin+" demo --no-journal --interval 250ms --fault xid=3:79")
+	screen := s.waitScreen(40*time.Second, func(screen string) string {
+		switch {
+		case countGPURows(screen) != 8:
+			return "not 8 GPU rows"
+		case !strings.Contains(screen, "GPU agent"):
+			return `header does not say "GPU agent"`
+		case !regexp.MustCompile(`(?m)^3\s+H200.*Xid 79`).MatchString(screen):
+			return "GPU 3's row does not show Xid 79"
+		}
+		return ""
+	})
+	simDir := regexp.MustCompile(`(/\S*flightdeck-sim-[^/\s]+)/logs/`).FindStringSubmatch(screen)
+	if simDir == nil {
+		t.Fatalf("no sim directory on screen:\n%s", screen)
+	}
+
+	// The uploaded agent is this binary, byte for byte.
+	agents, _ := filepath.Glob(filepath.Join(simDir[1], "cache", "flightdeck", "agent", "*", "flightdeck"))
+	if len(agents) != 1 {
+		t.Fatalf("agents in the sim's cache: %v", agents)
+	}
+	if sum(t, agents[0]) != sum(t, bin) {
+		t.Errorf("uploaded agent %s differs from %s", agents[0], bin)
+	}
+
+	// The log panel holds the Xid line (filtered, so the server's lines
+	// cannot scroll it away).
+	s.keys("/")
+	s.typed("Xid")
+	s.keys("Enter")
+	s.waitScreen(10*time.Second, has("flightdeck: GPU 3 (00000000:"))
+	s.waitScreen(5*time.Second, has("Xid 79: GPU has fallen off the bus"))
+	s.keys("Escape")
+	time.Sleep(600 * time.Millisecond)
+
+	// Kill the agent on the host: the cockpit falls back to nvidia-smi.
+	pid := agentPID(t, agents[0])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	before := s.capture()
+	screen = s.waitScreen(20*time.Second, func(screen string) string {
+		if !strings.Contains(screen, "GPU nvidia-smi (agent exited") {
+			return "header does not name the fallback and why"
+		}
+		if countGPURows(screen) != 8 {
+			return "not 8 GPU rows after the fallback"
+		}
+		return ""
+	})
+	// Samples keep coming: the table changes after the fallback.
+	s.waitScreen(10*time.Second, func(now string) string {
+		if gpuTable(now) == gpuTable(screen) || gpuTable(now) == gpuTable(before) {
+			return "the GPU table stopped updating after the fallback"
+		}
+		return ""
+	})
+	s.quit()
+}
+
+// sum is a file's SHA-256.
+func sum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// agentPID finds the process running exe as `agent`.
+func agentPID(t *testing.T, exe string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			args := bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0})
+			if len(args) >= 2 && string(args[0]) == exe && string(args[1]) == "agent" {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+				return pid
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no process runs %s agent", exe)
+	return 0
+}
+
+// gpuTable is the screen's GPU rows.
+func gpuTable(screen string) string {
+	return strings.Join(gpuRow.FindAllString(screen, -1), "\n")
+}
