@@ -67,12 +67,15 @@ func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 // sending, abandons the requests in flight (they are not counted) and
 // returns the partial Result with Cancelled set, and a nil error.
 //
-// For an http:// URL, when client is a plain one (no Timeout or Jar) over
-// an *http.Transport (nil: http.DefaultTransport) that would not use a
-// proxy for it, Run sends the completion requests on keep-alive
+// For an http:// URL without credentials (user:password@, which client
+// sends as Basic authorisation), when client is a plain one (no Timeout
+// or Jar) over an *http.Transport (nil: http.DefaultTransport) that would
+// not use a proxy for it, Run sends the completion requests on keep-alive
 // connections of its own, at most one per concurrent request, dialled
 // with the transport's DialContext (a net.Dialer when nil), and reads the
-// responses with http.ReadResponse; it closes them when it returns. This
+// responses with http.ReadResponse; it closes them when it returns. A
+// request that was written is never sent again (see connPool.roundTrip).
+// This
 // drops http.Transport's per-request goroutine hand-offs, which cost more
 // CPU than the rest of the client against a fast server; redirects are
 // not followed on this path (an OpenAI-compatible server does not
