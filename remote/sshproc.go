@@ -130,9 +130,11 @@ func (s *SSH) Run(ctx context.Context, cmd string, stdin io.Reader) (Result, err
 }
 
 // Start starts cmd in a session without a PTY; see Host.Start. The
-// session holds one of the MaxSessions slots until the server closes it:
-// after Close, a command that neither reads nor writes keeps its slot (and
-// its server-side session) until it exits.
+// session holds one of the MaxSessions slots until the server closes it.
+// Close (or ctx's end) asks the server to kill the command's process group
+// (SIGKILL) before closing the session; on a server that does not honour
+// the request (OpenSSH before 7.9) a command that neither reads nor writes
+// keeps its slot (and its server-side session) until it exits.
 func (s *SSH) Start(ctx context.Context, cmd string) (Process, error) {
 	sess, c, release, err := s.newSession(ctx)
 	if err != nil {
@@ -243,8 +245,9 @@ func (p *sshProc) Wait() error {
 	return withStderrTail(p.err, p.stderrTail)
 }
 
-// Close closes the session (without waiting for the server); Wait then
-// returns an error wrapping ErrClosed unless the command had already ended.
+// Close asks the server to SIGKILL the command's process group and closes
+// the session (without waiting for the server); Wait then returns an error
+// wrapping ErrClosed unless the command had already ended.
 func (p *sshProc) Close() error {
 	p.stop(ErrClosed)
 	return nil
@@ -260,8 +263,24 @@ func (p *sshProc) stop(why error) {
 	}
 	if p.stopped == nil {
 		p.stopped = why
-		closeSession(p.sess)
+		killSession(p.sess)
 	}
+}
+
+// killSession sends a "signal" request for SIGKILL (RFC 4254 6.9), then
+// closes sess, without waiting: both writes can block on a frozen
+// connection. Closing alone leaves a command of a session without a PTY
+// running on an OpenSSH server until its next write fails (SIGPIPE): a
+// command that stalls (blocked in a driver, sleeping) keeps its process
+// and its server-side session slot. OpenSSH ≥ 7.9 answers the request
+// with killpg on the session's process group (the login shell and what
+// it runs); an older server, or one that refuses signals, ignores it, and
+// the error, which then says nothing useful, is dropped.
+func killSession(sess *ssh.Session) {
+	go func() {
+		_ = sess.Signal(ssh.SIGKILL)
+		sess.Close()
+	}()
 }
 
 func (p *sshProc) finish(err error) {

@@ -74,7 +74,7 @@ func (l *Live) runGPU(ctx context.Context) error {
 		if open == nil {
 			open = nvml.Open
 		}
-		s, err := open(nvml.Options{Interval: cfg.Interval, PCIe: cfg.GPUPCIe})
+		s, err := open(nvml.Options{Interval: cfg.Interval, PCIe: cfg.GPUPCIe, Now: cfg.Now})
 		if err != nil {
 			if mode == GPUNVML {
 				return err

@@ -29,21 +29,21 @@ type agentSampler interface {
 }
 
 // openNVML opens the sampler: the simulated host's fake NVML when its
-// sessions set sim.EnvNVML, else libnvidia-ml.so.1. Tests replace it.
-var openNVML = func(opts nvml.Options) (agentSampler, error) {
-	var (
-		s   *nvml.Sampler
-		err error
-	)
+// sessions set sim.EnvNVML (simulated is then true: the hello says so, and
+// the cockpit's header too, so fake GPUs never pass for real ones), else
+// libnvidia-ml.so.1. Tests replace it.
+var openNVML = func(opts nvml.Options) (s agentSampler, simulated bool, err error) {
+	var ns *nvml.Sampler
 	if dir := os.Getenv(sim.EnvNVML); dir != "" {
-		s, err = sim.OpenNVML(dir, opts)
+		simulated = true
+		ns, err = sim.OpenNVML(dir, opts)
 	} else {
-		s, err = nvml.Open(opts)
+		ns, err = nvml.Open(opts)
 	}
 	if err != nil {
-		return nil, err
+		return nil, simulated, err
 	}
-	return s, nil
+	return ns, simulated, nil
 }
 
 // agentFlags are `flightdeck agent`'s options.
@@ -69,8 +69,13 @@ sample. The protocol is described in docs/agent-protocol.md.
 When NVML cannot be used (no driver, a build without cgo) agent writes one
 {"t":"unavailable",...} line saying why and exits with status 3.
 
+While a read is blocked in NVML it writes a stale line every interval after
+the second, and a {"t":"alive"} line whenever it wrote nothing for an interval
+and a half, so the cockpit can tell a blocked driver from a dead agent.
+
 agent stops at SIGTERM, SIGINT or SIGHUP, when its stdout is closed (the SSH
-session ended), and with --watch-stdin when stdin reaches its end.`,
+session ended: its next write, at most an interval and a half later, fails),
+and with --watch-stdin when stdin reaches its end.`,
 		Example: `  flightdeck agent --once | head -c 400
   ssh gpu-box flightdeck agent --interval 500ms --watch-stdin`,
 		Args: cobra.NoArgs,
@@ -99,7 +104,7 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 	}
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	opts := nvml.Options{Interval: f.interval, PCIe: f.pcie, NoApps: f.noApps}
-	s, err := openNVML(opts)
+	s, simulated, err := openNVML(opts)
 	if err != nil {
 		u := agent.Unavailable{V: agent.ProtocolVersion, Reason: err.Error()}
 		if ue, ok := errors.AsType[*nvml.UnavailableError](err); ok {
@@ -114,7 +119,7 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 	defer s.Close()
 	info := s.Info()
 	hello := agent.Hello{V: agent.ProtocolVersion, Version: versionString(), Driver: info.Driver,
-		NVML: info.NVML, CUDA: info.CUDA, GPUs: info.GPUs, Interval: f.interval}
+		NVML: info.NVML, CUDA: info.CUDA, GPUs: info.GPUs, Interval: f.interval, Simulated: simulated}
 	if err := writeFlush(w, agent.AppendHello(nil, hello)); err != nil {
 		return err
 	}
@@ -135,10 +140,18 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		}()
 	}
 	var (
-		mu   sync.Mutex
-		buf  []byte
-		werr error
+		mu        sync.Mutex
+		buf       []byte
+		werr      error
+		lastWrite = time.Now() // the hello
 	)
+	// write writes one line (under mu); a failed write stops sampling.
+	write := func(line []byte) {
+		if werr = writeFlush(w, line); werr != nil {
+			cancel() // the reader is gone: stop sampling
+		}
+		lastWrite = time.Now()
+	}
 	sink := func(e event.Event) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -149,11 +162,31 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		if buf, ok = agent.AppendEvent(buf[:0], e); !ok {
 			return // a payload the protocol does not carry (gpu.Source)
 		}
-		if werr = writeFlush(w, buf); werr != nil {
-			cancel() // the reader is gone: stop sampling
-		}
+		write(buf)
 	}
+	// The heartbeat: a goroutine that never calls NVML writes an alive
+	// line when nothing was written for 1.5 intervals (a read blocked in
+	// the driver before its stale report, which comes after 2), so the
+	// cockpit hears from a live agent at least every 2 intervals, and the
+	// agent's next write after the session closed fails (SIGPIPE or
+	// EPIPE) and ends it: OpenSSH does not kill a command whose session
+	// closed, nor, for root, one it is asked to signal.
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		heartbeat(ctx, f.interval, func(now time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			if werr != nil || now.Sub(lastWrite) < f.interval*3/2 {
+				return
+			}
+			buf = agent.AppendAlive(buf[:0], now)
+			write(buf)
+		})
+	}()
 	rerr := s.Run(ctx, sink)
+	cancel()
+	<-hbDone
 	mu.Lock()
 	defer mu.Unlock()
 	if werr != nil {
@@ -163,6 +196,20 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		return fmt.Errorf("agent: %w", rerr)
 	}
 	return nil
+}
+
+// heartbeat calls beat every half interval until ctx ends.
+func heartbeat(ctx context.Context, interval time.Duration, beat func(now time.Time)) {
+	t := time.NewTicker(max(interval/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			beat(now)
+		}
+	}
 }
 
 func writeFlush(w *bufio.Writer, line []byte) error {

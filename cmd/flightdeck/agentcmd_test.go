@@ -28,6 +28,8 @@ type fakeSampler struct {
 	runs    atomic.Int32
 	closed  atomic.Bool
 	ranOut  chan struct{}
+	// simulated: the fake stands for the simulated host's fake NVML.
+	simulated bool
 }
 
 func (f *fakeSampler) Info() nvml.Info {
@@ -70,12 +72,12 @@ func useFakeNVML(t *testing.T, f *fakeSampler, err error) {
 	t.Helper()
 	old := openNVML
 	t.Cleanup(func() { openNVML = old })
-	openNVML = func(o nvml.Options) (agentSampler, error) {
+	openNVML = func(o nvml.Options) (agentSampler, bool, error) {
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		f.opts = o
-		return f, nil
+		return f, f.simulated, nil
 	}
 }
 
@@ -111,7 +113,12 @@ func TestAgentStreamsHelloThenEvents(t *testing.T) {
 	if f.opts.Interval != 250*time.Millisecond || !f.opts.PCIe || !f.opts.NoApps {
 		t.Errorf("NVML opened with %+v", f.opts)
 	}
-	ms := readAll(t, out)
+	var ms []agent.Message
+	for _, m := range readAll(t, out) {
+		if m.Kind != agent.KindAlive { // a heartbeat, if this machine is slow
+			ms = append(ms, m)
+		}
+	}
 	kinds := make([]agent.Kind, len(ms))
 	for i, m := range ms {
 		kinds[i] = m.Kind
@@ -127,7 +134,7 @@ func TestAgentStreamsHelloThenEvents(t *testing.T) {
 	}
 	h := ms[0].Hello
 	if h.V != agent.ProtocolVersion || h.Driver != "550.54.15" || h.NVML != "12.550.54.15" || h.CUDA != 12040 ||
-		h.GPUs != 2 || h.Interval != 250*time.Millisecond || h.Version != versionString() {
+		h.GPUs != 2 || h.Interval != 250*time.Millisecond || h.Version != versionString() || h.Simulated {
 		t.Errorf("hello %+v", h)
 	}
 	s := ms[1].Payload.(gpu.Sample)
@@ -220,6 +227,64 @@ func TestAgentStopsWhenStdoutBreaks(t *testing.T) {
 	<-f.ranOut // Run returned: the agent does not linger
 	if !f.closed.Load() {
 		t.Error("the sampler was not closed")
+	}
+}
+
+// While NVML is blocked (Run publishes nothing), the agent still writes:
+// alive lines from a goroutine that does not call NVML.
+func TestAgentHeartbeatWhileBlocked(t *testing.T) {
+	f := &fakeSampler{block: true}
+	useFakeNVML(t, f, nil)
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runAgent(ctx, nil, pw, io.Discard, agentFlags{interval: 20 * time.Millisecond})
+		pw.Close()
+	}()
+	r := agent.NewReader(pr)
+	if m, err := r.Next(); err != nil || m.Kind != agent.KindHello {
+		t.Fatalf("first line %+v, %v; want the hello", m, err)
+	}
+	var prev time.Time
+	for i := range 3 {
+		m, err := r.Next()
+		if err != nil || m.Kind != agent.KindAlive || m.At.IsZero() || !m.At.After(prev) {
+			t.Fatalf("line %d: %+v, %v; want an alive line later than %v", i+2, m, err, prev)
+		}
+		prev = m.At
+	}
+	cancel()
+	go io.Copy(io.Discard, pr)
+	if err := <-done; err != nil {
+		t.Fatalf("runAgent: %v", err)
+	}
+}
+
+// Its session closed while NVML is blocked, the agent's next heartbeat
+// fails and it ends, instead of living on until the driver answers.
+func TestAgentStopsWhenStdoutBreaksWhileBlocked(t *testing.T) {
+	f := &fakeSampler{block: true, ranOut: make(chan struct{})}
+	useFakeNVML(t, f, nil)
+	err := runAgent(context.Background(), nil, &failWriter{n: 1}, io.Discard, agentFlags{interval: 20 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "broken pipe") {
+		t.Fatalf("error %v, want the broken pipe", err)
+	}
+	<-f.ranOut
+	if !f.closed.Load() {
+		t.Error("the sampler was not closed")
+	}
+}
+
+// On the simulated host (sim.EnvNVML) the hello says the NVML is fake.
+func TestAgentHelloSimulated(t *testing.T) {
+	useFakeNVML(t, &fakeSampler{simulated: true}, nil)
+	out, _, err := runCLI(t, nil, "agent", "--once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := readAll(t, out); len(ms) != 2 || !ms[0].Hello.Simulated || !strings.Contains(out, `"simulated":true`) {
+		t.Errorf("output %q, want a simulated hello", out)
 	}
 }
 

@@ -291,6 +291,51 @@ func TestHelloAndUnavailable(t *testing.T) {
 	}
 }
 
+// A hello from the simulated host's fake NVML says so; a real one leaves
+// the key out (older readers skip it either way).
+func TestHelloSimulated(t *testing.T) {
+	h := Hello{V: 1, Version: "0.8.0", GPUs: 8, Interval: time.Second, Simulated: true}
+	line := AppendHello(nil, h)
+	want := `{"t":"hello","v":1,"version":"0.8.0","driver":"","nvml":"","cuda":0,"gpus":8,"interval_ms":1000,"simulated":true}` + "\n"
+	if string(line) != want {
+		t.Errorf("hello\n got %s\nwant %s", line, want)
+	}
+	if m := decodeOne(t, line); m.Kind != KindHello || m.Hello != h {
+		t.Errorf("hello read back as %+v", m)
+	}
+	if m := decodeOne(t, []byte(`{"t":"hello","v":1,"simulated":false}`)); m.Hello.Simulated {
+		t.Error(`"simulated":false read as true`)
+	}
+	var d Decoder
+	if _, err := d.Decode([]byte(`{"t":"hello","v":1,"simulated":"yes"}`)); err == nil {
+		t.Error(`"simulated":"yes" accepted`)
+	}
+}
+
+func TestAliveAndLaunch(t *testing.T) {
+	at := time.Unix(1764400000, 123456789)
+	line := AppendAlive(nil, at)
+	if string(line) != `{"t":"alive","at":1764400000123456789}`+"\n" {
+		t.Errorf("alive line %s", line)
+	}
+	if m := decodeOne(t, line); m.Kind != KindAlive || !m.At.Equal(at) || m.Payload != nil {
+		t.Errorf("alive read back as %+v", m)
+	}
+	line = AppendLaunch(nil, Launch{PID: 4242})
+	if string(line) != `{"t":"launch","pid":4242}`+"\n" {
+		t.Errorf("launch line %s", line)
+	}
+	if m := decodeOne(t, line); m.Kind != KindLaunch || m.Launch.PID != 4242 {
+		t.Errorf("launch read back as %+v", m)
+	}
+	var d Decoder
+	for _, bad := range []string{`{"t":"launch"}`, `{"t":"launch","pid":1}`, `{"t":"launch","pid":-5}`, `{"t":"launch","pid":"42"}`, `{"t":"alive","at":"x"}`} {
+		if m, err := d.Decode([]byte(bad)); err == nil {
+			t.Errorf("%s decoded as %+v", bad, m)
+		}
+	}
+}
+
 func TestDecodeForwardCompatible(t *testing.T) {
 	cases := map[string]struct {
 		line string

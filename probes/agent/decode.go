@@ -103,6 +103,12 @@ func (d *Decoder) Decode(line []byte) (Message, error) {
 		var st gpu.Stale
 		m.At = d.stale(&st)
 		m.Payload = st
+	case "alive":
+		m.Kind = KindAlive
+		m.At = d.alive()
+	case "launch":
+		m.Kind = KindLaunch
+		d.launch(&m.Launch)
 	default:
 		// Unknown: check that the line is JSON, and skip it.
 		s.skip(0)
@@ -119,6 +125,10 @@ func (d *Decoder) Decode(line []byte) (Message, error) {
 	case KindUnavailable:
 		if err := checkVersion(m.Unavailable.V); err != nil {
 			return Message{}, err
+		}
+	case KindLaunch:
+		if m.Launch.PID <= 1 {
+			return Message{}, &SyntaxError{Msg: "launch line without a process id above 1"}
 		}
 	}
 	return m, nil
@@ -172,6 +182,8 @@ func (d *Decoder) hello(h *Hello) {
 			h.CUDA = s.int()
 		case "gpus":
 			h.GPUs = s.int()
+		case "simulated":
+			h.Simulated = s.bool()
 		case "interval_ms":
 			ms := s.int64()
 			if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
@@ -263,20 +275,7 @@ func (d *Decoder) gpus() []gpu.GPU {
 
 // absentGPU is a GPU whose every field was not read: the decoder's start
 // for a GPU object, whose left-out keys stay Absent.
-var absentGPU = func() gpu.GPU {
-	a := gpu.Reading{Status: gpu.Absent}
-	t := gpu.Text{Status: gpu.Absent}
-	return gpu.GPU{
-		Name: t, BusID: t, UUID: t,
-		UtilGPUPct: a, UtilMemPct: a, MemUsedMiB: a, MemTotalMiB: a,
-		PowerDrawW: a, PowerLimitW: a, TempC: a, SMClockMHz: a, MemClockMHz: a,
-		SMClockMax: a, FanPct: a, PState: t,
-		PCIeGenCurrent: a, PCIeGenMax: a, PCIeWidthCurrent: a, PCIeWidthMax: a,
-		ClockEvents: gpu.ClockEvents{Status: gpu.Absent},
-		Persistence: t, ECCMode: t, MIGMode: t,
-		PCIeRxKBs: a, PCIeTxKBs: a,
-	}
-}()
+var absentGPU = gpu.AbsentGPU(0)
 
 func (d *Decoder) gpu(g *gpu.GPU) {
 	s := &d.s
@@ -567,6 +566,36 @@ func (d *Decoder) stale(st *gpu.Stale) time.Time {
 		}
 	}
 	return at
+}
+
+// alive reads a heartbeat line and returns its "at".
+func (d *Decoder) alive() time.Time {
+	s := &d.s
+	var at time.Time
+	s.open('{')
+	for n := 0; s.more(&n, '}'); {
+		switch string(s.key()) {
+		case "at":
+			at = d.time()
+		default:
+			s.skip(0)
+		}
+	}
+	return at
+}
+
+// launch reads a launch line.
+func (d *Decoder) launch(l *Launch) {
+	s := &d.s
+	s.open('{')
+	for n := 0; s.more(&n, '}'); {
+		switch string(s.key()) {
+		case "pid":
+			l.PID = s.int()
+		default:
+			s.skip(0)
+		}
+	}
 }
 
 // MaxLineBytes bounds one protocol line; a longer one is reported as a

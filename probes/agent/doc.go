@@ -14,7 +14,10 @@
 // "v" is the protocol version; a reader refuses a hello or unavailable line
 // whose "v" is newer than ProtocolVersion (a *VersionError). "cuda" is the
 // CUDA driver version as NVML gives it (12040 for 12.4, 0 when unknown),
-// "code" the nvmlReturn_t of the failed call (0 when none failed).
+// "code" the nvmlReturn_t of the failed call (0 when none failed). A hello
+// has "simulated":true when the agent samples the simulated host's fake
+// NVML. Before it, the cockpit's launcher script writes
+// {"t":"launch","pid":4242}: the process id of the agent it execs.
 //
 // Then, until the agent ends, the events its NVML sampler publishes:
 //
@@ -22,9 +25,17 @@
 //	{"t":"xid","at":…,"index":2,"uuid":"GPU-…","pci_bus_id":"00000000:83:00.0","code":79}
 //	{"t":"failure","at":…,"class":"gpu-lost","pci_bus_id":"…","reason":"…","needs_reboot":true,"nvml_version":"…","line":"…"}
 //	{"t":"stale","at":…,"last_sample":…,"missed":3,"reason":"…"}
+//	{"t":"alive","at":…}
 //
-// Times ("at", "last_sample") are Unix nanoseconds on the agent's clock (an
-// RFC 3339 string for a time outside 1678–2262); a zero time is left out.
+// A read blocked in NVML is reported with a stale line after 2 intervals
+// and every interval after; an alive line (a heartbeat from a goroutine
+// that never calls NVML) follows any 1.5 intervals without a line. So a
+// live agent writes at least every 2 intervals, and one whose session
+// closed learns it at its next write.
+//
+// Times ("at", "last_sample") are Unix nanoseconds on the agent's clock
+// ([seconds, nanoseconds] for a time outside 1678–2262); a zero time is
+// left out.
 // A sample's GPU object has "index" and one key per gpu.GPU field, named
 // with its unit: name, pci_bus_id, uuid, util_gpu_pct, util_mem_pct,
 // mem_used_mib, mem_total_mib, power_draw_w, power_limit_w, temp_c,
@@ -71,7 +82,9 @@
 //
 // Runner installs the agent on a host over SSH (checking the cached copy's
 // SHA-256, uploading this binary when the host's OS and architecture match),
-// runs it on one SSH session and publishes its events; it falls back to the
-// nvidia-smi stream (gpu.Sampler), saying why in a gpu.Source event, when
-// the agent cannot run or stops sending samples.
+// checks and starts it in one SSH session (what runs is what was checked)
+// and publishes its events; it falls back to the nvidia-smi stream
+// (gpu.Sampler), saying why in a gpu.Source event, when the agent cannot
+// run, exits, or falls silent for 3 intervals (then it is killed). An
+// agent that reports NVML blocked (stale lines) is alive and kept.
 package agent

@@ -30,6 +30,26 @@ func AppendHello(b []byte, h Hello) []byte {
 	b = strconv.AppendInt(b, int64(h.GPUs), 10)
 	b = append(b, `,"interval_ms":`...)
 	b = strconv.AppendInt(b, h.Interval.Milliseconds(), 10)
+	if h.Simulated {
+		b = append(b, `,"simulated":true`...)
+	}
+	return append(b, "}\n"...)
+}
+
+// AppendAlive appends a heartbeat line written at at and its "\n":
+// {"t":"alive","at":1764400000123456789}.
+func AppendAlive(b []byte, at time.Time) []byte {
+	b = append(b, `{"t":"alive"`...)
+	b = appendTimeKey(b, `,"at":`, at)
+	return append(b, "}\n"...)
+}
+
+// AppendLaunch appends a launch line and its "\n": {"t":"launch","pid":4242}.
+// The cockpit's launcher script writes the same with printf; this is for
+// tests and other launchers.
+func AppendLaunch(b []byte, l Launch) []byte {
+	b = append(b, `{"t":"launch","pid":`...)
+	b = strconv.AppendInt(b, int64(l.PID), 10)
 	return append(b, "}\n"...)
 }
 

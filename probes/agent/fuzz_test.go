@@ -215,6 +215,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"t":"xid","at":[-5,3],"code":79}`))
 	f.Add([]byte(`{"t":"failure","class":"\ud83d\ude00\u0000\ud800"}`))
 	f.Add([]byte(`{"t":"future","x":[{},[],-0.5e+3,true,null]}`))
+	f.Add([]byte(`{"t":"hello","v":1,"simulated":true}`))
+	f.Add([]byte(`{"t":"alive","at":1764400000123456789}`))
+	f.Add([]byte(`{"t":"launch","pid":4242}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d Decoder
 		m, err := d.Decode(data)
@@ -227,6 +230,10 @@ func FuzzDecode(f *testing.F) {
 			line = AppendHello(nil, m.Hello)
 		case KindUnavailable:
 			line = AppendUnavailable(nil, m.Unavailable)
+		case KindAlive:
+			line = AppendAlive(nil, m.At)
+		case KindLaunch:
+			line = AppendLaunch(nil, m.Launch)
 		case KindUnknown:
 			return
 		default:

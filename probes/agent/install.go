@@ -32,45 +32,79 @@ const (
 )
 
 // The install scripts run under `sh -c SCRIPT flightdeck-agent BASE KEY
-// [SUM]`: BASE is Runner.CacheDir ("" for the default), KEY the version
-// directory, SUM the expected SHA-256. They are single lines (remote.Quote
-// refuses newlines) and take their inputs as positional parameters, so no
-// input is ever parsed as shell code.
+// [SUM [ARGS…]]`: BASE is Runner.CacheDir ("" for the default), KEY the
+// version directory, SUM the expected SHA-256, ARGS the agent's. They are
+// single lines (remote.Quote refuses newlines) and take their inputs as
+// positional parameters, so no input is ever parsed as shell code.
 //
 // sum prints a file's SHA-256 in hex with sha256sum (GNU, busybox), shasum
 // -a 256 (macOS, Perl) or openssl dgst, reading the file on stdin so that
-// no tool escapes the file name in its output.
-const scriptPrelude = `base=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck}; bin=$base/agent/$2/flightdeck; ` +
+// no tool escapes the file name in its output. check prints "ok" when the
+// cache is the login user's own, else "not-owned PATH" (the cache
+// directory, one above it, or the agent is owned by another user, who
+// could swap the agent between its check and its start) or "symlink PATH"
+// (the agent is a symbolic link), and fails.
+const scriptPrelude = `base=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck}; bin=$base/agent/$2/flightdeck; dir=${bin%/*}; ` +
 	`sum() { if command -v sha256sum >/dev/null 2>&1; then set -- $(sha256sum < "$1"); ` +
 	`elif command -v shasum >/dev/null 2>&1; then set -- $(shasum -a 256 < "$1"); ` +
 	`elif command -v openssl >/dev/null 2>&1; then set -- $(openssl dgst -sha256 < "$1"); if [ $# -gt 1 ]; then shift $(($# - 1)); fi; ` +
-	`else return 2; fi; printf '%s\n' "$1"; }; `
+	`else return 2; fi; printf '%s\n' "$1"; }; ` +
+	`check() { for d in "$base" "$base/agent" "$dir" "$bin"; do if [ -e "$d" ] && [ ! -O "$d" ]; then printf 'not-owned %s\n' "$d"; return 1; fi; done; ` +
+	`if [ -L "$bin" ]; then printf 'symlink %s\n' "$bin"; return 1; fi; echo ok; }; `
 
 // probeScript prints "uname <uname -sm>", "path <agent path>", "tool
-// yes|no" (a SHA-256 tool exists) and "sum <hex>|none".
+// yes|no" (a SHA-256 tool exists), "cache <check's answer>" and "sum
+// <hex>|none" (none also when the cache is refused).
 const probeScript = scriptPrelude +
 	`printf 'uname %s\n' "$(uname -sm)"; printf 'path %s\n' "$bin"; ` +
 	`if command -v sha256sum >/dev/null 2>&1 || command -v shasum >/dev/null 2>&1 || command -v openssl >/dev/null 2>&1; ` +
 	`then echo 'tool yes'; else echo 'tool no'; fi; ` +
-	`if [ -f "$bin" ]; then printf 'sum %s\n' "$(sum "$bin")"; else echo 'sum none'; fi`
+	`c=$(check); printf 'cache %s\n' "$c"; ` +
+	`if [ "$c" = ok ] && [ -f "$bin" ]; then printf 'sum %s\n' "$(sum "$bin")"; else echo 'sum none'; fi`
 
-// uploadScript writes stdin to a private temporary file next to the agent,
-// checks its SHA-256, makes it executable by its owner only and renames it
-// into place (atomic: a running agent keeps its old file). Exit statuses:
-// 20 the directory cannot be made, 21 the copy failed, 22 the checksum
-// differs, 23 chmod or mv failed.
+// Exit statuses of the upload and run scripts that the Runner names.
+const (
+	exitMkdir     = 20 // upload: the directory cannot be made
+	exitCopy      = 21 // upload: the copy failed
+	exitMismatch  = 22 // upload: the checksum differs
+	exitInstall   = 23 // upload: chmod or mv failed
+	exitNoTemp    = 24 // upload: mktemp is missing or fails; run: the agent changed since its check
+	exitRefused   = 25 // upload, run: check refused the cache
+	exitChanged   = exitNoTemp
+	scriptRefusal = "refusing the agent cache: "
+)
+
+// uploadScript writes stdin to a private temporary file (mktemp; there is
+// no predictable fallback name) next to the agent, checks its SHA-256,
+// makes it executable by its owner only and renames it into place
+// (atomic: a running agent keeps its old file). The directory is made
+// private (umask 077, chmod 700) and must pass check. Exit statuses as
+// the constants above.
 const uploadScript = scriptPrelude +
-	`umask 077; dir=${bin%/*}; mkdir -p "$dir" || exit 20; ` +
-	`tmp=$(mktemp "$dir/.flightdeck.XXXXXX" 2>/dev/null) || tmp=$dir/.flightdeck.$$; ` +
+	`umask 077; mkdir -p "$dir" || exit 20; ` +
+	`c=$(check) || { printf '` + scriptRefusal + `%s\n' "$c" >&2; exit 25; }; chmod 700 "$dir" || exit 20; ` +
+	`tmp=$(mktemp "$dir/.flightdeck.XXXXXX" 2>/dev/null) && [ -n "$tmp" ] || { echo 'cannot make a private temporary file: no working mktemp on the host' >&2; exit 24; }; ` +
 	`cat > "$tmp" || { rm -f "$tmp"; exit 21; }; got=$(sum "$tmp"); ` +
 	`if [ "$got" != "$3" ]; then rm -f "$tmp"; printf 'got %s\n' "${got:-nothing}" >&2; exit 22; fi; ` +
 	`chmod 700 "$tmp" && mv -f "$tmp" "$bin" || { rm -f "$tmp"; exit 23; }; printf 'path %s\n' "$bin"`
+
+// runScript starts the agent in the same session that checks it, so that
+// what runs is what was checked: it refuses a cache that fails check,
+// compares the agent's SHA-256 with SUM, writes the launch line (the
+// process id the agent gets: exec keeps it) and execs the agent with
+// ARGS. Exit statuses: 24 the agent changed since its check, 25 the
+// cache is refused; each with a line on stderr saying why.
+const runScript = scriptPrelude +
+	`c=$(check) || { printf '` + scriptRefusal + `%s\n' "$c" >&2; exit 25; }; ` +
+	`got=$(sum "$bin"); if [ "$got" != "$3" ]; then printf 'the agent %s changed since it was checked (SHA-256 %s)\n' "$bin" "${got:-unreadable}" >&2; exit 24; fi; ` +
+	`shift 3; printf '{"t":"launch","pid":%s}\n' "$$"; exec "$bin" "$@"`
 
 // probeResult is what probeScript printed.
 type probeResult struct {
 	uname string // "Linux x86_64"
 	path  string // the agent's path on the host
 	tool  bool   // a SHA-256 tool exists
+	cache string // "ok", or why the cache is refused ("not-owned PATH", "symlink PATH")
 	sum   string // the cached agent's SHA-256, "" when there is none
 }
 
@@ -95,9 +129,12 @@ func parseProbe(out []byte) (probeResult, error) {
 				p.sum = strings.ToLower(strings.TrimSpace(v))
 			}
 			seen |= 8
+		case "cache":
+			p.cache = strings.TrimSpace(v)
+			seen |= 16
 		}
 	}
-	if seen != 15 || p.path == "" {
+	if seen != 31 || p.path == "" || p.cache == "" {
 		return p, fmt.Errorf("unexpected output %q", excerpt(out))
 	}
 	return p, nil
@@ -198,6 +235,21 @@ func binarySum(path string) (string, error) {
 type installed struct {
 	path string
 	how  string // "cached" or "uploaded"
+	key  string // its version directory (versionKey)
+	sum  string // its SHA-256, hex: runScript checks it again before the start
+}
+
+// refusedCache is the fallback reason for a cache that check refused.
+func refusedCache(answer string) fallbackReason {
+	what, path, _ := strings.Cut(answer, " ")
+	path = sanitize.String(path)
+	switch what {
+	case "not-owned":
+		return fallbackReason("agent cache " + path + " is not owned by the login user: refusing it")
+	case "symlink":
+		return fallbackReason("cached agent " + path + " is a symbolic link: refusing it")
+	}
+	return fallbackReason("agent cache refused: " + cut(sanitize.String(answer), 200))
 }
 
 // fallbackReason is an install outcome that sends the Runner to the
@@ -240,8 +292,11 @@ func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 	if err != nil {
 		return installed{}, fallbackReason("agent install check: " + err.Error())
 	}
+	if p.cache != "ok" {
+		return installed{}, refusedCache(p.cache)
+	}
 	if p.sum == sum {
-		return installed{path: p.path, how: "cached"}, nil
+		return installed{path: p.path, how: "cached", key: key, sum: sum}, nil
 	}
 	if hp := hostPlatform(p.uname); hp != localPlatform {
 		return installed{}, fallbackReason(fmt.Sprintf("host is %s, this binary %s", hp, localPlatform))
@@ -265,8 +320,15 @@ func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 		if retryable(ctx, err) {
 			return installed{}, err
 		}
-		if ee, ok := errors.AsType[*remote.ExitError](err); ok && ee.Code == 22 {
-			return installed{}, fallbackReason("checksum mismatch after upload (" + lastLine(res.Stderr, ee.Stderr) + ")")
+		if ee, ok := errors.AsType[*remote.ExitError](err); ok {
+			switch ee.Code {
+			case exitMismatch:
+				return installed{}, fallbackReason("checksum mismatch after upload (" + lastLine(res.Stderr, ee.Stderr) + ")")
+			case exitRefused:
+				return installed{}, refusedCache(strings.TrimPrefix(lastLine(res.Stderr, ee.Stderr), scriptRefusal))
+			case exitNoTemp:
+				return installed{}, fallbackReason("upload refused: " + lastLine(res.Stderr, ee.Stderr))
+			}
 		}
 		return installed{}, fallbackReason("upload refused: " + withStderr(err, res.Stderr))
 	}
@@ -274,7 +336,7 @@ func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 	if k, v, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " "); k == "path" && v != "" {
 		path = v
 	}
-	return installed{path: path, how: "uploaded"}, nil
+	return installed{path: path, how: "uploaded", key: key, sum: sum}, nil
 }
 
 // retryable reports whether err ends the attempt without saying anything

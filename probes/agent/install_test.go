@@ -54,15 +54,16 @@ func TestVersionKey(t *testing.T) {
 }
 
 func TestParseProbe(t *testing.T) {
-	p, err := parseProbe([]byte("uname Linux x86_64\npath /root/.cache/flightdeck/agent/v1/flightdeck\ntool yes\nsum ABCDEF\n"))
-	if err != nil || p.uname != "Linux x86_64" || p.path != "/root/.cache/flightdeck/agent/v1/flightdeck" || !p.tool || p.sum != "abcdef" {
+	p, err := parseProbe([]byte("uname Linux x86_64\npath /root/.cache/flightdeck/agent/v1/flightdeck\ntool yes\ncache ok\nsum ABCDEF\n"))
+	if err != nil || p.uname != "Linux x86_64" || p.path != "/root/.cache/flightdeck/agent/v1/flightdeck" || !p.tool || p.cache != "ok" || p.sum != "abcdef" {
 		t.Errorf("parseProbe: %+v, %v", p, err)
 	}
-	p, err = parseProbe([]byte("uname Linux x86_64\r\npath /a b/flightdeck\r\ntool no\r\nsum none\r\n"))
-	if err != nil || p.path != "/a b/flightdeck" || p.tool || p.sum != "" {
+	p, err = parseProbe([]byte("uname Linux x86_64\r\npath /a b/flightdeck\r\ntool no\r\ncache not-owned /a b\r\nsum none\r\n"))
+	if err != nil || p.path != "/a b/flightdeck" || p.tool || p.cache != "not-owned /a b" || p.sum != "" {
 		t.Errorf("parseProbe: %+v, %v", p, err)
 	}
-	for _, bad := range []string{"", "uname Linux x86_64\n", "welcome to the host\n\x1b[2J", "uname a b\npath \ntool yes\nsum none\n"} {
+	for _, bad := range []string{"", "uname Linux x86_64\n", "welcome to the host\n\x1b[2J", "uname a b\npath \ntool yes\ncache ok\nsum none\n",
+		"uname Linux x86_64\npath /p\ntool yes\nsum none\n", "uname Linux x86_64\npath /p\ntool yes\ncache \nsum none\n"} {
 		if _, err := parseProbe([]byte(bad)); err == nil {
 			t.Errorf("parseProbe(%q) accepted", bad)
 		} else if strings.ContainsRune(err.Error(), 0x1b) {
@@ -138,10 +139,16 @@ func TestInstallRefusals(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(liar, "sha256sum"), []byte("#!/bin/sh\necho 0000 -\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// No mktemp: no predictable name instead, the upload is refused.
+	noTemp := toolPath(t, "sha256sum")
+	if err := os.Remove(filepath.Join(noTemp, "mktemp")); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, path, cache, want string
 	}{
 		{"no tool", toolPath(t), t.TempDir(), "no sha256sum on host"},
+		{"no mktemp", noTemp, t.TempDir(), "upload refused: cannot make a private temporary file: no working mktemp on the host"},
 		{"checksum mismatch", liar, t.TempDir(), "checksum mismatch after upload (got 0000)"},
 		{"cache not writable", toolPath(t, "sha256sum"), "/proc/flightdeck-test", "upload refused: exit status 20: mkdir"},
 		{"cache dir with newline", toolPath(t, "sha256sum"), "a\nb", "agent cache directory: "},
@@ -182,5 +189,78 @@ func TestBinarySumIsCached(t *testing.T) {
 	}
 	if _, err := binarySum(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("binarySum of a missing file succeeded")
+	}
+}
+
+// A cache another user owns (who could swap the agent between its check
+// and its start), or a cached agent that is a symbolic link, is refused
+// with the reason, even when the checksum would match.
+func TestInstallRefusesForeignOrLinkedCache(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "flightdeck")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho agent\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := toolPath(t, "sha256sum")
+
+	t.Run("symlink", func(t *testing.T) {
+		cache := t.TempDir()
+		dir := filepath.Join(cache, "agent", "v1")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(bin, filepath.Join(dir, "flightdeck")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := installLocal(t, path, cache, bin)
+		want := "cached agent " + filepath.Join(dir, "flightdeck") + " is a symbolic link: refusing it"
+		if fr, ok := errors.AsType[fallbackReason](err); !ok || string(fr) != want {
+			t.Errorf("install: %v, want %q", err, want)
+		}
+	})
+	t.Run("not owned", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("giving a directory to another user needs root")
+		}
+		for _, level := range []string{"", "agent", "agent/v1"} {
+			cache := filepath.Join(t.TempDir(), "cache")
+			if err := os.MkdirAll(filepath.Join(cache, "agent", "v1"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			foreign := filepath.Join(cache, level)
+			if err := os.Chown(foreign, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			_, err := installLocal(t, path, cache, bin)
+			want := "agent cache " + foreign + " is not owned by the login user: refusing it"
+			if fr, ok := errors.AsType[fallbackReason](err); !ok || string(fr) != want {
+				t.Errorf("%q foreign: install: %v, want %q", level, err, want)
+			}
+			if _, err := os.Stat(filepath.Join(cache, "agent", "v1", "flightdeck")); err == nil {
+				t.Errorf("%q foreign: an agent was uploaded", level)
+			}
+		}
+	})
+}
+
+// The upload script refuses a foreign cache by itself too (the probe and
+// the upload are separate sessions).
+func TestUploadScriptRefusesForeignCache(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a directory to another user needs root")
+	}
+	cache := t.TempDir()
+	dir := filepath.Join(cache, "agent", "v1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", uploadScript, "flightdeck-agent", cache, "v1", strings.Repeat("0", 64))
+	cmd.Stdin = strings.NewReader("agent")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitRefused ||
+		strings.TrimSpace(string(out)) != scriptRefusal+"not-owned "+dir {
+		t.Errorf("upload into a foreign cache: %v, %q", err, out)
 	}
 }

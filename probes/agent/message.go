@@ -24,6 +24,21 @@ type Hello struct {
 	CUDA     int           // CUDA driver version, 12040 for 12.4; 0 when unknown
 	GPUs     int           // devices NVML counts
 	Interval time.Duration // time between samples, whole milliseconds on the wire
+	// Simulated is set when the agent samples the simulated host's fake
+	// NVML (sim.EnvNVML was set where it runs), never real GPUs: the
+	// cockpit says so in its header. "simulated":true on the wire, left
+	// out when false.
+	Simulated bool
+}
+
+// Launch is the line the cockpit's launcher script writes on the agent's
+// stdout just before it execs the agent (so before the hello): the
+// process id the agent will have on the host. The cockpit kills that
+// process (`kill -KILL PID` in a new session) when it gives up on a
+// silent agent, because OpenSSH does not kill a command when its session
+// is closed, and refuses a "signal" request for root.
+type Launch struct {
+	PID int // > 1 when read
 }
 
 // Unavailable is the agent's first and only line when NVML cannot be used;
@@ -45,9 +60,16 @@ const (
 	KindXid                     // "xid": Message.Payload is a gpu.Xid
 	KindFailure                 // "failure": Message.Payload is a gpu.Failure
 	KindStale                   // "stale": Message.Payload is a gpu.Stale
+	// KindAlive: "alive", the agent's heartbeat: it writes one when it
+	// wrote no other line for an interval and a half (a read is blocked in
+	// NVML), so that the cockpit can tell a live agent from a dead
+	// session, and so that the agent's next write after the session closed
+	// fails and ends it. Message.At is when it was written.
+	KindAlive
+	KindLaunch // "launch": Message.Launch, written by the launcher before the hello
 )
 
-var kindNames = [...]string{"unknown", "hello", "unavailable", "sample", "xid", "failure", "stale"}
+var kindNames = [...]string{"unknown", "hello", "unavailable", "sample", "xid", "failure", "stale", "alive", "launch"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -67,6 +89,7 @@ type Message struct {
 	At          time.Time
 	Hello       Hello         // KindHello
 	Unavailable Unavailable   // KindUnavailable
+	Launch      Launch        // KindLaunch
 	Payload     event.Payload // KindSample, KindXid, KindFailure, KindStale
 }
 

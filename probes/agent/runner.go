@@ -22,21 +22,30 @@ import (
 //
 // Run publishes, in order:
 //   - gpu.Source{Mode: agent, Detail: "agent 0.8.0, NVML 12.550.54.15,
-//     driver 550.54.15 (uploaded)"} once the agent said hello, then the
-//     agent's gpu.Sample, gpu.Xid, gpu.Failure and gpu.Stale events,
+//     driver 550.54.15 (uploaded)"} once the agent said hello ("simulated
+//     NVML, agent …" when it samples the simulated host's fake NVML), then
+//     the agent's gpu.Sample, gpu.Xid, gpu.Failure and gpu.Stale events,
 //     stamped with this machine's clock when their line arrived (as the
-//     nvidia-smi stream stamps its rows; the host's clock may be skewed);
+//     nvidia-smi stream stamps its rows; the host's clock may be skewed).
+//     The agent reports a read blocked in NVML with a gpu.Stale after 2
+//     intervals and every interval after: the agent is alive and stays in
+//     use (nvidia-smi would block on the same driver);
 //   - gpu.Stale{Reason: "connection to host lost"} when the connection
 //     drops under the agent; the agent is started again once the host is
 //     back (Host.Start waits for the reconnection);
 //   - gpu.Source{Mode: nvidia-smi, Fallback: why} when the agent cannot
 //     run: this build has no cgo, the host's OS/architecture differs, the
-//     host has no SHA-256 tool, the upload was refused or corrupted, NVML
+//     host has no SHA-256 tool or mktemp, the agent cache is not the login
+//     user's or the agent a symbolic link, the upload was refused or
+//     corrupted, the agent changed between its check and its start, NVML
 //     is unavailable on the host, the agent exited (with its last stderr
-//     line, e.g. "version `GLIBC_2.34' not found"), or it sent no sample
-//     for StaleAfter intervals (its session is then closed). The Runner
-//     then runs Fallback until ctx ends and does not try the agent again
-//     in this Run.
+//     line, e.g. "version `GLIBC_2.34' not found"), or it wrote no line
+//     at all (no sample, stale report or heartbeat) for StaleAfter
+//     intervals. A silent agent's session is closed and its process
+//     killed (`kill -s KILL PID` in a new session: OpenSSH leaves a
+//     command running when its session closes). The Runner then runs
+//     Fallback until ctx ends and does not try the agent again in this
+//     Run.
 //
 // Set the exported fields before Run; the zero values take the defaults
 // given.
@@ -67,8 +76,9 @@ type Runner struct {
 	// (NVML initialisation takes seconds without persistence mode);
 	// default 15 s.
 	StartTimeout time.Duration
-	// StaleAfter is how many intervals without a sample make the Runner
-	// give up on a running agent; default 3.
+	// StaleAfter is how many intervals without any line from the agent (a
+	// sample, a stale report, a heartbeat: a live agent writes one at least
+	// every 2 intervals) make the Runner give up on it; default 3.
 	StaleAfter int
 	Now        func() time.Time // default time.Now
 }
@@ -226,11 +236,14 @@ type lineMsg struct {
 // dropped, ctx ended), and whether a sample arrived.
 func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value) (reason string, progressed bool) {
 	c := s.c
-	args := []string{"agent", "--interval", strconv.FormatInt(c.interval.Milliseconds(), 10) + "ms"}
+	// One session checks the agent and execs it (runScript): what runs is
+	// what was checked.
+	args := []string{"-c", runScript, "flightdeck-agent", c.cacheDir, inst.key, inst.sum,
+		"agent", "--interval", strconv.FormatInt(c.interval.Milliseconds(), 10) + "ms"}
 	if s.r.PCIe {
 		args = append(args, "--pcie")
 	}
-	cmd, err := remote.Command(inst.path, args...)
+	cmd, err := remote.Command("sh", args...)
 	if err != nil {
 		return "agent path on host: " + err.Error(), false
 	}
@@ -302,12 +315,11 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 		case <-ctx.Done():
 			return "", a.progressed
 		case l := <-lines:
-			hello := a.hello
-			if reason, sampled := a.handle(l); reason != "" {
+			if reason, alive := a.handle(l); reason != "" {
 				return reason, a.progressed
-			} else if sampled || a.hello != hello {
-				// NVML is open once the hello is out: from then on a
-				// sample is due every interval.
+			} else if alive {
+				// NVML is open once the hello is out: from then on the
+				// agent writes a line at least every 2 intervals.
 				timer.Reset(staleWindow)
 			}
 		case <-timer.C:
@@ -315,10 +327,12 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 				s.stale("connection to host lost; restarting the agent")
 				return "", a.progressed
 			}
-			what := fmt.Sprintf("agent sent no sample for %d intervals of %v", c.staleAfter, c.interval)
+			what := fmt.Sprintf("agent sent nothing for %d intervals of %v", c.staleAfter, c.interval)
 			if !a.hello {
 				what = fmt.Sprintf("agent sent no hello within %v", max(c.startTimeout, staleWindow))
 			}
+			proc.Close()
+			s.kill(ctx, a.pid)
 			return a.withNotes(what, stderr), a.progressed
 		case err := <-exited:
 			waited = true
@@ -339,6 +353,11 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 				s.stale("connection to host lost; restarting the agent")
 				return "", a.progressed
 			}
+			if ee, ok := errors.AsType[*remote.ExitError](err); ok && !a.hello && a.pid == 0 &&
+				(ee.Code == exitChanged || ee.Code == exitRefused) {
+				// runScript refused to start it.
+				return "agent not started: " + lastLine(stderr.bytes(), ee.Stderr), a.progressed
+			}
 			what := "agent exited"
 			if err != nil {
 				what += ": " + err.Error()
@@ -346,6 +365,28 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 			return a.withNotes(what, stderr), a.progressed
 		}
 	}
+}
+
+// killTimeout bounds the command that kills a silent agent.
+const killTimeout = 10 * time.Second
+
+// kill kills the agent process pid on the host (from its launch line; 0
+// when none came), in a new session: closing the agent's session does
+// not end a command that does not write, and OpenSSH refuses the
+// session's "signal" request for root. The process was alive a moment
+// ago (it was silent, not gone), so its PID is not yet reused. Errors are
+// ignored: the fallback goes on either way.
+func (s *runState) kill(ctx context.Context, pid int) {
+	if pid <= 1 {
+		return
+	}
+	cmd, err := remote.Command("kill", "-s", "KILL", strconv.Itoa(pid))
+	if err != nil {
+		return
+	}
+	kctx, cancel := context.WithTimeout(ctx, killTimeout)
+	defer cancel()
+	_, _ = s.r.Host.Run(kctx, cmd, nil)
 }
 
 // stale reports that samples stopped because the connection dropped.
@@ -364,12 +405,15 @@ type agentStream struct {
 	inst       installed
 	hello      bool
 	progressed bool
+	pid        int    // the agent's process id on the host, from the launch line; 0 before
 	lastErr    string // the last line that could not be read
 }
 
 // handle publishes one line's event. It returns a fallback reason when the
-// agent cannot be used, and whether the line was a sample.
-func (a *agentStream) handle(l lineMsg) (reason string, sampled bool) {
+// agent cannot be used, and whether the line shows a live agent: any
+// protocol line from the hello on (a sample, a stale report, a heartbeat,
+// a line of a newer protocol), not an unreadable one.
+func (a *agentStream) handle(l lineMsg) (reason string, alive bool) {
 	s := a.s
 	if l.err != nil {
 		a.lastErr = l.err.Error()
@@ -381,15 +425,25 @@ func (a *agentStream) handle(l lineMsg) (reason string, sampled bool) {
 	m := l.m
 	switch m.Kind {
 	case KindUnknown:
+		return "", a.hello
+	case KindLaunch:
+		if a.pid == 0 && !a.hello {
+			a.pid = m.Launch.PID
+		}
 		return "", false
 	case KindHello:
 		if !a.hello {
 			a.hello = true
 			h := m.Hello
 			detail := fmt.Sprintf("agent %s, NVML %s, driver %s (%s)", h.Version, h.NVML, h.Driver, a.inst.how)
+			if h.Simulated {
+				// The simulated host's fake NVML: never pass its GPUs off
+				// as real ones.
+				detail = "simulated NVML, " + detail
+			}
 			s.emit(l.at, gpu.Source{Mode: gpu.SourceAgent, Detail: cut(sanitize.String(detail), 300)})
 		}
-		return "", false
+		return "", true
 	case KindUnavailable:
 		return "NVML unavailable on the host: " + m.Unavailable.Reason, false
 	}
@@ -397,13 +451,15 @@ func (a *agentStream) handle(l lineMsg) (reason string, sampled bool) {
 		return "agent sent a " + m.Kind.String() + " line before its hello", false
 	}
 	switch p := m.Payload.(type) {
+	case nil: // a heartbeat (KindAlive)
 	case gpu.Sample:
 		p.At = l.at
 		s.emit(l.at, p)
 		s.lastSample = l.at
 		a.progressed = true
-		return "", true
 	case gpu.Stale:
+		// Alive, stale: NVML is blocked on the host. The screen shows it;
+		// the agent stays.
 		if !p.LastSample.IsZero() && !m.At.IsZero() {
 			p.LastSample = l.at.Add(p.LastSample.Sub(m.At))
 		}
@@ -411,7 +467,7 @@ func (a *agentStream) handle(l lineMsg) (reason string, sampled bool) {
 	default:
 		s.emit(l.at, m.Payload)
 	}
-	return "", false
+	return "", true
 }
 
 // withNotes adds the agent's last stderr line (why it exited: "version

@@ -424,7 +424,7 @@ func TestRunnerFallbackReasons(t *testing.T) {
 		name, body, want string
 	}{
 		{"stalls", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; echo '` + fakeSample + `'; exec sleep 60`,
-			"agent sent no sample for 3 intervals of 300ms"},
+			"agent sent nothing for 3 intervals of 300ms"},
 		{"unavailable", `echo '{"t":"unavailable","v":1,"reason":"NVML init failed: ERROR_LIBRARY_NOT_FOUND","code":12}'; exit 3`,
 			"NVML unavailable on the host: NVML init failed: ERROR_LIBRARY_NOT_FOUND"},
 		{"exits after samples", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; echo '` + fakeSample + `'; exit 0`,
@@ -432,7 +432,7 @@ func TestRunnerFallbackReasons(t *testing.T) {
 		{"old glibc", "echo \"./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version \\`GLIBC_2.34' not found (required by ./flightdeck)\" >&2; exit 1",
 			"agent exited: exit status 1: ./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./flightdeck)"},
 		{"garbage", `echo '` + fakeHello + `'; while :; do printf 'Segmentation \033[31mfault\n'; sleep 0.1; done`,
-			"agent sent no sample for 3 intervals of 300ms; last unreadable line: agent stream line"},
+			"agent sent nothing for 3 intervals of 300ms; last unreadable line: agent stream line"},
 		{"newer protocol", `echo '{"t":"hello","v":2}'; exec sleep 60`,
 			"agent speaks protocol v2"},
 		{"no hello", `exec sleep 60`, "agent sent no hello within 2s"},
@@ -509,5 +509,149 @@ func TestRunnerLocalHost(t *testing.T) {
 	}
 	if src := expectFallback(t, events); !strings.HasPrefix(src.Fallback, "agent exited") {
 		t.Errorf("fallback %q", src.Fallback)
+	}
+}
+
+// pidOf reads the pid a fake agent recorded.
+func (rg *rig) pidOf(name string) int {
+	rg.t.Helper()
+	b, err := os.ReadFile(filepath.Join(rg.dir, name+".pid"))
+	if err != nil {
+		rg.t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		rg.t.Fatal(err)
+	}
+	return n
+}
+
+// waitGone polls until no live (non-zombie) process has pid, failing
+// after a generous 20 s.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || syscall.Kill(pid, 0) != nil {
+			return
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs 20 s after the fallback", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A stalled agent (silent: it neither writes nor exits) is killed when the
+// Runner gives up on it, over a real OpenSSH sshd as root, which keeps a
+// command of a closed session without a PTY running and refuses to signal
+// it: it would otherwise hold its process and an sshd session slot.
+func TestRunnerKillsAStalledAgent(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"after a sample", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; exec sleep 61`, "agent sent nothing for 3 intervals"},
+		{"before its hello", `exec sleep 61`, "agent sent no hello within 2s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rg := newRig(t)
+			events := rg.run(&Runner{Binary: rg.fakeAgent("agent", c.body), StartTimeout: 2 * time.Second})
+			src := expectFallback(t, events)
+			if !strings.HasPrefix(src.Fallback, c.want) {
+				t.Errorf("fallback %q, want it to start with %q", src.Fallback, c.want)
+			}
+			waitGone(t, rg.pidOf("agent"))
+		})
+	}
+}
+
+// fakeStale is the stale line an agent whose NVML read is blocked writes
+// every interval.
+const fakeStale = `{"t":"stale","at":2,"last_sample":1,"missed":2,"reason":"NVML call blocked for 600ms"}`
+
+// An agent whose NVML is blocked is alive: it writes stale lines (and
+// heartbeats). The Runner shows the stale reports and keeps the agent,
+// for much longer than 3 intervals, until samples come again; only total
+// silence makes it give up.
+func TestRunnerKeepsAnAliveStaleAgent(t *testing.T) {
+	rg := newRig(t)
+	// 30 × 100 ms = 10 intervals without a sample, then samples.
+	body := `echo '` + fakeHello + `'; echo '` + fakeSample + `'
+i=0; while [ $i -lt 30 ]; do echo '` + fakeStale + `'; if [ $((i % 3)) = 0 ]; then echo '{"t":"alive","at":3}'; fi; sleep 0.1; i=$((i + 1)); done
+while :; do echo '` + strings.Replace(fakeSample, "Fake GPU", "Fake GPU again", 1) + `'; sleep 0.1; done`
+	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", body)})
+	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent {
+		t.Fatalf("source %+v", src)
+	}
+	first := expect[gpu.Sample](t, events)
+	stales := 0
+	for {
+		e := next(t, events, "an event", func(event.Event) bool { return true })
+		switch p := e.Data.(type) {
+		case gpu.Stale:
+			stales++
+			if p.Reason != "NVML call blocked for 600ms" || p.Missed != 2 || p.LastSample.IsZero() || p.LastSample.After(e.At) {
+				t.Errorf("stale %+v at %v", p, e.At)
+			}
+			continue
+		case gpu.Sample:
+			if p.GPUs[0].Name.S != "Fake GPU again" {
+				t.Fatalf("sample %+v", p)
+			}
+			if p.At.Before(first.At) {
+				t.Errorf("sample at %v before the first %v", p.At, first.At)
+			}
+		default:
+			t.Fatalf("%T %+v while the agent was stale, want only stale reports, then its samples", e.Data, e.Data)
+		}
+		break
+	}
+	if stales < 20 {
+		t.Errorf("%d stale reports shown, want the agent's 30 (at least 20)", stales)
+	}
+	if _, _, starts := rg.host.counts(); starts != 1 {
+		t.Errorf("agent started %d times, want once", starts)
+	}
+}
+
+// The simulated host's fake NVML is named in the header's detail.
+func TestRunnerSimulatedAgent(t *testing.T) {
+	rg := newLocalRig(t)
+	hello := strings.Replace(fakeHello, `"interval_ms":300`, `"interval_ms":300,"simulated":true`, 1)
+	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", `echo '`+hello+`'; while :; do echo '`+fakeSample+`'; sleep 0.1; done`)})
+	src := expect[gpu.Source](t, events)
+	if want := "simulated NVML, agent test, NVML 12.550.54.15, driver 550.54.15 (uploaded)"; src.Mode != gpu.SourceAgent || src.Detail != want {
+		t.Fatalf("source %+v, want detail %q", src, want)
+	}
+}
+
+// swapHost replaces the cached agent just before the Runner starts it:
+// what runs must be what was checked, so the start is refused.
+type swapHost struct {
+	remote.Host
+	path string
+}
+
+func (h *swapHost) Start(ctx context.Context, cmd string) (remote.Process, error) {
+	if err := os.WriteFile(h.path, []byte("#!/bin/sh\necho swapped\n"), 0o700); err != nil {
+		return nil, err
+	}
+	return h.Host.Start(ctx, cmd)
+}
+
+func TestRunnerRefusesAnAgentChangedAfterItsCheck(t *testing.T) {
+	rg := newRig(t)
+	host := &swapHost{Host: rg.host, path: rg.cachedPath("v0.8.0-test")}
+	events := rg.run(&Runner{Host: host, Binary: rg.fakeAgent("agent", steadyAgent)})
+	src := expectFallback(t, events)
+	want := "agent not started: the agent " + rg.cachedPath("v0.8.0-test") + " changed since it was checked (SHA-256 "
+	if !strings.HasPrefix(src.Fallback, want) {
+		t.Errorf("fallback %q, want it to start with %q", src.Fallback, want)
+	}
+	if _, err := os.Stat(filepath.Join(rg.dir, "agent.pid")); err == nil {
+		t.Error("the agent ran")
 	}
 }

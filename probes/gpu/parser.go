@@ -64,7 +64,7 @@ func NewParser(fields []string) (*Parser, error) {
 	if !hasIndex {
 		return nil, fmt.Errorf("gpu: field list %v lacks \"index\"", fields)
 	}
-	p.template = absentGPU()
+	p.template = AbsentGPU(-1) // PCIe rx/tx are NVML only: never in a --query-gpu row
 	return p, nil
 }
 
@@ -80,22 +80,6 @@ func makeColumns(fields []string) []column {
 		cols[i] = c
 	}
 	return cols
-}
-
-// absentGPU returns a GPU whose every reading is Absent (not queried).
-func absentGPU() GPU {
-	a := Reading{Status: Absent}
-	t := Text{Status: Absent}
-	return GPU{
-		Index: -1, Name: t, BusID: t, UUID: t,
-		UtilGPUPct: a, UtilMemPct: a, MemUsedMiB: a, MemTotalMiB: a,
-		PowerDrawW: a, PowerLimitW: a, TempC: a, SMClockMHz: a, MemClockMHz: a,
-		SMClockMax: a, FanPct: a, PState: t,
-		PCIeGenCurrent: a, PCIeGenMax: a, PCIeWidthCurrent: a, PCIeWidthMax: a,
-		ClockEvents: ClockEvents{Status: Absent},
-		Persistence: t, ECCMode: t, MIGMode: t,
-		PCIeRxKBs: a, PCIeTxKBs: a, // NVML only: never in a --query-gpu row
-	}
 }
 
 // set stores a parsed cell in the field slot names; only the argument that

@@ -123,6 +123,27 @@ type GPU struct {
 	PCIeTxKBs Reading
 }
 
+// AbsentGPU returns a row for GPU index whose every field is Absent (not
+// read: the driver lacks the function, the query left the field out, or
+// the option is off) and Lost false. Samplers and decoders start each row
+// from it and fill what they read; it is the one definition of "nothing
+// read" shared by the nvidia-smi parser, the NVML sampler and the agent's
+// decoder.
+func AbsentGPU(index int) GPU {
+	a := Reading{Status: Absent}
+	t := Text{Status: Absent}
+	return GPU{
+		Index: index, Name: t, BusID: t, UUID: t,
+		UtilGPUPct: a, UtilMemPct: a, MemUsedMiB: a, MemTotalMiB: a,
+		PowerDrawW: a, PowerLimitW: a, TempC: a, SMClockMHz: a, MemClockMHz: a,
+		SMClockMax: a, FanPct: a, PState: t,
+		PCIeGenCurrent: a, PCIeGenMax: a, PCIeWidthCurrent: a, PCIeWidthMax: a,
+		ClockEvents: ClockEvents{Status: Absent},
+		Persistence: t, ECCMode: t, MIGMode: t,
+		PCIeRxKBs: a, PCIeTxKBs: a,
+	}
+}
+
 // ShowsLost reports whether the row's name, GPU utilisation, memory used
 // or temperature reads "[GPU is lost]": the cockpit (and a journal's
 // catch-up, which must agree with it) then marks the row lost, and a

@@ -46,16 +46,52 @@ func (s *Sampler) readApps(d *device, g *gpu.GPU, apps []gpu.App) []gpu.App {
 }
 
 // commCache remembers process names by PID. A name is read from
-// /proc/PID/comm (the kernel's 15-byte task name; the sampler runs on the
-// GPU host, and NVML's PIDs are the host's) the first tick a PID appears
-// and forgotten the first tick it does not, so a reused PID is read again
-// unless it was reused between two ticks. Only the goroutine holding the
-// sampler's busy token uses it.
+// /proc/PID/comm (the kernel's 15-byte task name) the first tick a PID
+// appears and forgotten the first tick it does not, so a reused PID is
+// read again unless it was reused between two ticks. Only the goroutine
+// holding the sampler's busy token uses it.
+//
+// NVML gives PIDs in the host's (the initial) PID namespace. In a
+// container with its own PID namespace /proc shows that namespace's PIDs,
+// and /proc/PID/comm would name whichever container process has the same
+// number, or nothing: a wrong name is worse than none. Comparing
+// /proc/self/ns/pid with /proc/1/ns/pid cannot tell (in a container
+// /proc/1 is the container's init, in the same namespace), but the initial
+// PID namespace has a fixed inode, PROC_PID_INIT_INO (0xEFFFFFFC, Linux
+// include/linux/proc_ns.h, since 3.8): names are read only when
+// /proc/self/ns/pid is "pid:[4026531836]". Elsewhere (a container without
+// --pid=host, gVisor, a /proc without ns links) every name is "[N/A]",
+// the PID and memory still shown.
 type commCache struct {
 	gen     uint64
 	entries map[int]commEntry
 	// proc is the /proc directory; tests point it elsewhere.
 	proc string
+	// nsChecked and hostNS cache whether this process is in the initial
+	// PID namespace (it cannot change).
+	nsChecked, hostNS bool
+}
+
+// initPIDNamespace is readlink("/proc/self/ns/pid") in the initial PID
+// namespace: "pid:[PROC_PID_INIT_INO]".
+const initPIDNamespace = "pid:[4026531836]"
+
+func (c *commCache) procDir() string {
+	if c.proc == "" {
+		return "/proc"
+	}
+	return c.proc
+}
+
+// inHostPIDNamespace reports whether NVML's PIDs are this process's
+// /proc PIDs.
+func (c *commCache) inHostPIDNamespace() bool {
+	if !c.nsChecked {
+		link, err := os.Readlink(c.procDir() + "/self/ns/pid")
+		c.hostNS = err == nil && link == initPIDNamespace
+		c.nsChecked = true
+	}
+	return c.hostNS
 }
 
 type commEntry struct {
@@ -80,20 +116,20 @@ func (c *commCache) end() {
 }
 
 // name returns pid's process name, sanitised for the terminal, or "[N/A]"
-// (Status NA) when /proc does not show it (the process is gone, or lives
-// in another PID namespace).
+// (Status NA) when /proc does not show it (the process is gone) or this
+// process is not in the host's PID namespace (see commCache).
 func (c *commCache) name(pid int) gpu.Text {
 	if e, ok := c.entries[pid]; ok {
 		e.gen = c.gen
 		c.entries[pid] = e
 		return e.name
 	}
-	proc := c.proc
-	if proc == "" {
-		proc = "/proc"
-	}
 	t := gpu.Text{S: tokNA, Status: gpu.NA}
-	if b, err := os.ReadFile(proc + "/" + strconv.Itoa(pid) + "/comm"); err == nil {
+	if !c.inHostPIDNamespace() {
+		c.entries[pid] = commEntry{name: t, gen: c.gen}
+		return t
+	}
+	if b, err := os.ReadFile(c.procDir() + "/" + strconv.Itoa(pid) + "/comm"); err == nil {
 		b = bytes.TrimRight(b, "\n")
 		if len(b) > 0 {
 			t = gpu.Text{S: sanitize.Line(b)}

@@ -30,20 +30,7 @@ type readResult struct {
 
 // absentRow is a GPU whose every field is Absent (not read): the driver
 // lacks the function, or the option is off.
-var absentRow = func() gpu.GPU {
-	a := gpu.Reading{Status: gpu.Absent}
-	t := gpu.Text{Status: gpu.Absent}
-	return gpu.GPU{
-		Index: -1, Name: t, BusID: t, UUID: t,
-		UtilGPUPct: a, UtilMemPct: a, MemUsedMiB: a, MemTotalMiB: a,
-		PowerDrawW: a, PowerLimitW: a, TempC: a, SMClockMHz: a, MemClockMHz: a,
-		SMClockMax: a, FanPct: a, PState: t,
-		PCIeGenCurrent: a, PCIeGenMax: a, PCIeWidthCurrent: a, PCIeWidthMax: a,
-		ClockEvents: gpu.ClockEvents{Status: gpu.Absent},
-		Persistence: t, ECCMode: t, MIGMode: t,
-		PCIeRxKBs: a, PCIeTxKBs: a,
-	}
-}()
+var absentRow = gpu.AbsentGPU(-1)
 
 // pstateNames are P0…P15 as nvidia-smi prints them, built once.
 var pstateNames = func() [16]string {
@@ -120,6 +107,10 @@ func (s *Sampler) reopen(d *device) bool {
 	s.mu.Lock()
 	d.h = h
 	s.mu.Unlock()
+	select {
+	case s.newHandle <- struct{}{}:
+	default: // already signalled
+	}
 	return true
 }
 

@@ -16,8 +16,11 @@ import (
 
 const (
 	// staleAfter is how many intervals a read may take before Run reports
-	// it blocked (gpu.Stale).
-	staleAfter = 3
+	// it blocked (gpu.Stale); it reports again every interval after. Less
+	// than the cockpit's 3 intervals of silence that make it give up on an
+	// agent, so that a blocked read is reported, not taken for a dead
+	// agent.
+	staleAfter = 2
 	// deadAfter is how many consecutive reads in which every GPU is lost
 	// (or the driver gone) make Run publish a gpu.Failure.
 	deadAfter = 3
@@ -33,11 +36,14 @@ const (
 // began; the sink also gets:
 //
 //   - gpu.Xid for every Xid NVML reports (unless Options.NoXid), with the
-//     time NVML reported it;
-//   - gpu.Stale{Reason: "NVML call blocked for 3s"} when one read takes
-//     more than 3 intervals (a call stuck in the driver cannot be
-//     cancelled; the read goes on, and its sample is published when it
-//     returns);
+//     time NVML reported it; a GPU whose handle NVML first gives after
+//     Open is registered for Xid events then;
+//   - gpu.Stale{Reason: "NVML call blocked for 2s"} when one read takes
+//     more than 2 intervals, and again every interval while it stays
+//     blocked (Missed and the time in Reason growing): a call stuck in the
+//     driver cannot be cancelled; the read goes on, and its sample is
+//     published when it returns. The agent relays these, so that the
+//     cockpit tells an agent whose NVML is blocked from a dead one;
 //   - gpu.Failure when every GPU has been lost for 3 reads in a row: one
 //     per GPU, class "gpu-lost" with its bus id, like nvidia-smi's "Unable
 //     to determine the device handle for GPU …: GPU is lost"; or, when the
@@ -49,9 +55,10 @@ const (
 // max(2 × Interval, 1 s); samples carry its latest values. The sink is
 // called from Run's goroutine only. Run returns an error at once when the
 // sink is nil, the sampler is closed, or another Run is in progress, and
-// ErrClosed when Close is called while it runs (call Close after Run has
-// returned). Before returning it stops its goroutines and waits for them
-// (at most 5 s); a read blocked in the driver is left to finish alone.
+// ErrClosed soon after Close is called while it runs (Close stops it
+// without waiting for an interval to pass). Before returning it stops its
+// goroutines and waits for them (at most 5 s); a read blocked in the
+// driver is left to finish alone.
 func (s *Sampler) Run(ctx context.Context, sink event.Sink) error {
 	if sink == nil {
 		return errors.New("nvml: Run: nil sink")
@@ -64,18 +71,43 @@ func (s *Sampler) Run(ctx context.Context, sink event.Sink) error {
 	}
 	defer s.running.Store(false)
 
+	xidOn := !s.opts.NoXid && s.sym.xid()
+	pcieOn := s.opts.PCIe && s.sym.pcieThroughput
 	bctx, stopBG := context.WithCancel(ctx)
 	defer s.stopBackground(stopBG)
-	xids := make(chan event.Event, 64)
-	if !s.opts.NoXid && s.sym.xid() {
+	// Add under life, only while open: Close's bg.Wait then never runs
+	// concurrently with an Add from a zero count, and no goroutine starts
+	// (and calls NVML) after Close has begun.
+	s.life.Lock()
+	if s.closed.Load() {
+		s.life.Unlock()
+		return ErrClosed
+	}
+	s.bg.Add(1)
+	if xidOn {
 		s.bg.Add(1)
+	}
+	if pcieOn {
+		s.bg.Add(1)
+	}
+	s.life.Unlock()
+	// Close ends the goroutines even while the sink blocks Run's loop.
+	go func() {
+		defer s.bg.Done()
+		select {
+		case <-s.quit:
+			stopBG()
+		case <-bctx.Done():
+		}
+	}()
+	xids := make(chan event.Event, 64)
+	if xidOn {
 		go func() {
 			defer s.bg.Done()
 			s.watchXid(bctx, xids)
 		}()
 	}
-	if s.opts.PCIe && s.sym.pcieThroughput {
-		s.bg.Add(1)
+	if pcieOn {
 		go func() {
 			defer s.bg.Done()
 			s.pollPCIe(bctx)
@@ -111,14 +143,13 @@ func (s *Sampler) Run(ctx context.Context, sink event.Sink) error {
 	var (
 		busy       bool
 		busySince  time.Time
-		staleSent  bool
 		lastSample time.Time
 		deadReads  int
 		start      = s.opts.Now()
 	)
 	emit := func(at time.Time, p event.Payload) { sink(event.Event{At: at, Data: p}) }
 	request := func() {
-		busy, staleSent = true, false
+		busy = true
 		busySince = time.Now()
 		watchdog.Reset(staleAfter * interval)
 		req <- struct{}{}
@@ -128,13 +159,15 @@ func (s *Sampler) Run(ctx context.Context, sink event.Sink) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-s.quit:
+			return ErrClosed
 		case <-ticker.C:
 			if !busy {
 				request()
 			}
 		case <-watchdog.C:
-			if busy && !staleSent {
-				staleSent = true
+			if busy {
+				watchdog.Reset(interval) // again each interval while blocked
 				now := s.opts.Now()
 				ref := lastSample
 				if ref.IsZero() {
@@ -211,9 +244,12 @@ func (s *Sampler) emitFailures(res readResult, emit func(time.Time, event.Payloa
 }
 
 // watchXid reads Xid events from an NVML event set until ctx ends,
-// sending each to out. A GPU that refuses registration is skipped; when
-// none accepts, the goroutine ends. nvmlEventSetWait's TIMEOUT is normal;
-// any other error frees the set and rebuilds it after a back-off.
+// sending each to out. A GPU that refuses registration is skipped; a GPU
+// whose handle NVML first gives after Open (s.newHandle) is registered
+// then, on the same set, between two waits. When no GPU accepts and every
+// GPU has a handle, the goroutine ends; while some lack one, it waits for
+// them. nvmlEventSetWait's TIMEOUT is normal; any other error frees the
+// set and rebuilds it after a back-off.
 func (s *Sampler) watchXid(ctx context.Context, out chan<- event.Event) {
 	backoff := s.xidBackoff
 	if backoff <= 0 {
@@ -221,7 +257,13 @@ func (s *Sampler) watchXid(ctx context.Context, out chan<- event.Event) {
 	}
 	first := backoff
 	for ctx.Err() == nil {
-		set, registered := s.buildEventSet()
+		// The set is built from the handles there are now; a handle that
+		// arrives later signals again.
+		select {
+		case <-s.newHandle:
+		default:
+		}
+		set, tried, registered := s.buildEventSet()
 		if set == nil {
 			if !sleep(ctx, backoff) {
 				return
@@ -231,9 +273,22 @@ func (s *Sampler) watchXid(ctx context.Context, out chan<- event.Event) {
 		}
 		if len(registered) == 0 {
 			set.Free()
-			return // no GPU reports Xid events (GeForce, or all refused)
+			if s.allHandled() {
+				return // no GPU reports Xid events (GeForce, or all refused)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.newHandle:
+			}
+			continue
 		}
 		for ctx.Err() == nil {
+			select {
+			case <-s.newHandle:
+				registered = s.registerNew(set, tried, registered)
+			default:
+			}
 			data, ret := set.Wait(xidWaitMs)
 			if ret == gonvml.ERROR_TIMEOUT {
 				continue
@@ -260,24 +315,48 @@ func (s *Sampler) watchXid(ctx context.Context, out chan<- event.Event) {
 }
 
 // buildEventSet creates an event set and registers every GPU with a
-// handle for Xid events. It returns nil when the set cannot be created,
-// and the devices that registered.
-func (s *Sampler) buildEventSet() (gonvml.EventSet, []*device) {
+// handle for Xid events. It returns nil when the set cannot be created;
+// else the set, which devices were asked (by position in s.devs), and
+// those that registered.
+func (s *Sampler) buildEventSet() (gonvml.EventSet, []bool, []*device) {
 	set, ret := s.lib.EventSetCreate()
 	if ret != gonvml.SUCCESS || set == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var reg []*device
-	for _, d := range s.devs {
+	tried := make([]bool, len(s.devs))
+	return set, tried, s.registerNew(set, tried, nil)
+}
+
+// registerNew registers on set, for Xid events, every GPU with a handle
+// not yet tried, marking it tried, and returns registered with those that
+// accepted.
+func (s *Sampler) registerNew(set gonvml.EventSet, tried []bool, registered []*device) []*device {
+	for i, d := range s.devs {
+		if tried[i] {
+			continue
+		}
 		h := s.handle(d)
 		if h == nil {
 			continue
 		}
+		tried[i] = true
 		if h.RegisterEvents(gonvml.EventTypeXidCriticalError, set) == gonvml.SUCCESS {
-			reg = append(reg, d)
+			registered = append(registered, d)
 		}
 	}
-	return set, reg
+	return registered
+}
+
+// allHandled reports whether every GPU has a handle.
+func (s *Sampler) allHandled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.devs {
+		if d.h == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // xidFor names the GPU of an event by comparing its handle with the

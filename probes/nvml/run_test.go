@@ -4,6 +4,8 @@ package nvml
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,10 +145,19 @@ func TestRunBlockedCallPublishesStale(t *testing.T) {
 	block = true
 	mu.Unlock()
 	<-blocking
-	e := r.next(t, "stale", func(p event.Payload) bool { _, ok := p.(gpu.Stale); return ok })
-	st := e.Data.(gpu.Stale)
-	if st.LastSample.IsZero() || len(st.Reason) < len("NVML call blocked for") || st.Reason[:21] != "NVML call blocked for" {
-		t.Errorf("stale %+v", st)
+	// Reported, then reported again every interval while it stays
+	// blocked, so that the agent keeps telling the cockpit.
+	isStale := func(p event.Payload) bool { _, ok := p.(gpu.Stale); return ok }
+	var prev gpu.Stale
+	for i := range 3 {
+		st := r.next(t, "stale", isStale).Data.(gpu.Stale)
+		if st.LastSample.IsZero() || !strings.HasPrefix(st.Reason, "NVML call blocked for ") {
+			t.Errorf("stale %d: %+v", i, st)
+		}
+		if i > 0 && (st.Missed < prev.Missed || !st.LastSample.Equal(prev.LastSample)) {
+			t.Errorf("stale %d: %+v after %+v", i, st, prev)
+		}
+		prev = st
 	}
 	mu.Lock()
 	block = false
@@ -324,5 +335,139 @@ func TestRunPCIePoller(t *testing.T) {
 			t.Fatalf("PCIe rx %+v tx %+v", g.PCIeRxKBs, g.PCIeTxKBs)
 		}
 		break
+	}
+}
+
+// A GPU whose handle NVML refused at Open is registered for Xid events on
+// the running event set once a read obtains its handle.
+func TestXidRegistersAHandleObtainedLater(t *testing.T) {
+	x := newDGX(t)
+	var mu sync.Mutex
+	refuse := true
+	orig := x.srv.DeviceGetHandleByIndexFunc
+	x.srv.DeviceGetHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+		mu.Lock()
+		r := refuse
+		mu.Unlock()
+		if i == 5 && r {
+			return nil, gonvml.ERROR_UNKNOWN
+		}
+		return orig(i)
+	}
+	steps := make(chan waitStep, 4)
+	x.srv.EventSetCreateFunc = func() (gonvml.EventSet, gonvml.Return) {
+		return &mock.EventSet{
+			WaitFunc: func(ms uint32) (gonvml.EventData, gonvml.Return) {
+				select {
+				case st := <-steps:
+					return st.data, st.ret
+				case <-time.After(time.Duration(ms) * time.Millisecond):
+					return gonvml.EventData{}, gonvml.ERROR_TIMEOUT
+				}
+			},
+			FreeFunc: func() gonvml.Return { return gonvml.SUCCESS },
+		}, gonvml.SUCCESS
+	}
+	s := x.open(t, Options{Interval: 10 * time.Millisecond})
+	r := startRun(t, s)
+	r.next(t, "sample", isSample)
+	if n := len(x.devs[5].RegisterEventsCalls()); n != 0 {
+		t.Fatalf("GPU 5 without a handle asked to register %d times", n)
+	}
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	r.next(t, "sample with GPU 5", func(p event.Payload) bool {
+		smp, ok := p.(gpu.Sample)
+		return ok && len(smp.GPUs) == 8
+	})
+	deadline := time.Now().Add(patience)
+	for len(x.devs[5].RegisterEventsCalls()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("GPU 5 was never registered for Xid events")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	steps <- waitStep{data: gonvml.EventData{Device: x.srv.Devices[5], EventType: gonvml.EventTypeXidCriticalError, EventData: 79}}
+	e := r.next(t, "xid", func(p event.Payload) bool { _, ok := p.(gpu.Xid); return ok })
+	if x := e.Data.(gpu.Xid); x.Index != 5 || x.Code != 79 || x.UUID != "GPU-a100-5" {
+		t.Errorf("xid %+v, want GPU 5's 79", x)
+	}
+	for i, d := range x.devs {
+		if n := len(d.RegisterEventsCalls()); n != 1 {
+			t.Errorf("GPU %d asked to register %d times, want 1 (one set, never rebuilt)", i, n)
+		}
+	}
+	if n := len(x.srv.EventSetCreateCalls()); n != 1 {
+		t.Errorf("%d event sets created, want 1", n)
+	}
+}
+
+// Close while Run runs: Run returns ErrClosed, and Close returns nil
+// without waiting out its grace for the PCIe poller's long sleep (2
+// intervals of an hour); NVML is shut down once, after every goroutine
+// has left it. Repeated with Run and Close started together, so that the
+// race detector sees Run's start against Close.
+func TestCloseDuringRun(t *testing.T) {
+	for i := range 20 {
+		x := newDGX(t)
+		var mu sync.Mutex
+		shut := false
+		x.srv.EventSetCreateFunc = func() (gonvml.EventSet, gonvml.Return) {
+			mu.Lock()
+			defer mu.Unlock()
+			if shut {
+				t.Error("EventSetCreate after Shutdown")
+			}
+			return &mock.EventSet{
+				WaitFunc: func(ms uint32) (gonvml.EventData, gonvml.Return) {
+					time.Sleep(time.Millisecond)
+					return gonvml.EventData{}, gonvml.ERROR_TIMEOUT
+				},
+				FreeFunc: func() gonvml.Return { return gonvml.SUCCESS },
+			}, gonvml.SUCCESS
+		}
+		origShutdown := x.srv.ShutdownFunc
+		x.srv.ShutdownFunc = func() gonvml.Return {
+			mu.Lock()
+			shut = true
+			mu.Unlock()
+			return origShutdown()
+		}
+		s, err := OpenLibrary(x.srv, Options{Interval: time.Hour, PCIe: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.closeGrace = patience
+		ran := make(chan error, 1)
+		started := make(chan struct{})
+		go func() {
+			ran <- s.Run(context.Background(), func(e event.Event) {
+				if _, ok := e.Data.(gpu.Sample); ok {
+					select {
+					case <-started:
+					default:
+						close(started)
+					}
+				}
+			})
+		}()
+		if i%2 == 0 {
+			<-started // Close mid-run; otherwise as Run starts
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", i, err)
+		}
+		select {
+		case err := <-ran:
+			if err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("round %d: Run: %v, want nil or ErrClosed", i, err)
+			}
+		case <-time.After(patience):
+			t.Fatalf("round %d: Run did not return after Close", i)
+		}
+		if n := len(x.srv.ShutdownCalls()); n != 1 {
+			t.Errorf("round %d: Shutdown called %d times", i, n)
+		}
 	}
 }

@@ -37,8 +37,21 @@ type Sampler struct {
 	mu sync.Mutex
 
 	running atomic.Bool // a Run is in progress
-	closed  atomic.Bool
-	bg      sync.WaitGroup // Run's Xid and PCIe goroutines
+	// closed is set once, by Close, under life; read freely.
+	closed atomic.Bool
+	// life orders Close against Run's start: Run adds its goroutines to
+	// bg under it only while the sampler is open, and Close sets closed
+	// under it, so bg.Add never races Close's bg.Wait, and no goroutine
+	// enters NVML (EventSetCreate) after Close decided to shut it down.
+	life sync.Mutex
+	bg   sync.WaitGroup // Run's Xid and PCIe goroutines
+	// quit is closed by Close: Run returns ErrClosed and its goroutines
+	// stop at once, instead of at their next wake-up (a PCIe poll sleeps
+	// 2 intervals), which would outlast Close's grace.
+	quit chan struct{}
+	// newHandle is signalled (without blocking) when a GPU's handle is
+	// obtained after Open, so that the Xid goroutine registers it.
+	newHandle chan struct{}
 
 	// comm caches process names (/proc/PID/comm) by PID; see apps.go.
 	comm commCache
@@ -126,7 +139,8 @@ func OpenLibrary(lib gonvml.Interface, opts Options) (*Sampler, error) {
 	if ret := lib.Init(); ret != gonvml.SUCCESS {
 		return nil, initFailed(ret)
 	}
-	s := &Sampler{lib: lib, opts: withDefaults(opts), busy: make(chan struct{}, 1)}
+	s := &Sampler{lib: lib, opts: withDefaults(opts), busy: make(chan struct{}, 1),
+		quit: make(chan struct{}), newHandle: make(chan struct{}, 1)}
 	fail := func(e *UnavailableError) (*Sampler, error) {
 		lib.Shutdown()
 		return nil, e
@@ -234,15 +248,21 @@ func (s *Sampler) grace() time.Duration {
 	return 5 * time.Second
 }
 
-// Close stops using NVML: it waits for Run's goroutines and for a read in
-// progress (at most a few seconds each: a call blocked in the driver
-// cannot be cancelled) and shuts NVML down, once. Calls after the first
-// return nil. It returns an error when a read is still blocked (NVML is
-// then left initialised) or when nvmlShutdown fails.
+// Close stops using NVML: it stops a Run in progress (which returns
+// ErrClosed), waits for Run's goroutines and for a read in progress (at
+// most a few seconds each: a call blocked in the driver cannot be
+// cancelled) and shuts NVML down, once. Calls after the first return nil.
+// It returns an error when a call is still blocked (NVML is then left
+// initialised) or when nvmlShutdown fails.
 func (s *Sampler) Close() error {
-	if s.closed.Swap(true) {
+	s.life.Lock()
+	if s.closed.Load() {
+		s.life.Unlock()
 		return nil
 	}
+	s.closed.Store(true)
+	close(s.quit)
+	s.life.Unlock()
 	t := time.NewTimer(s.grace())
 	defer t.Stop()
 	bgDone := make(chan struct{})

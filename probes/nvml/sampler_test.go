@@ -416,8 +416,21 @@ func TestPCIeOnOff(t *testing.T) {
 	})
 }
 
+// fakeProcNS makes proc/self/ns/pid a link to ns, as the kernel shows a
+// PID namespace ("pid:[4026531836]" for the host's).
+func fakeProcNS(t *testing.T, proc, ns string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(proc, "self", "ns"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ns, filepath.Join(proc, "self", "ns", "pid")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestAppsTwoProcessesOnOneGPU(t *testing.T) {
 	proc := t.TempDir()
+	fakeProcNS(t, proc, initPIDNamespace)
 	for pid, comm := range map[int]string{4242: "python3\n", 777: "sglang\x1b]0;pwned\x07\n"} {
 		dir := filepath.Join(proc, fmt.Sprint(pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -477,7 +490,8 @@ func TestAppsTwoProcessesOnOneGPU(t *testing.T) {
 }
 
 func TestProcessNameFromProc(t *testing.T) {
-	// The real /proc: this test process's own name.
+	// The real /proc: this test process's own name, when the test runs in
+	// the host's PID namespace; in a container, no name.
 	var c commCache
 	c.begin()
 	got := c.name(os.Getpid())
@@ -486,13 +500,49 @@ func TestProcessNameFromProc(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc:", err)
 	}
-	if want := string(b[:len(b)-1]); got != (gpu.Text{S: want}) {
-		t.Errorf("name %+v, want %q", got, want)
+	want := gpu.Text{S: string(b[:len(b)-1])}
+	if ns, _ := os.Readlink("/proc/self/ns/pid"); ns != initPIDNamespace {
+		want = gpu.Text{S: "[N/A]", Status: gpu.NA}
+		t.Logf("PID namespace %q is not the host's: names are [N/A]", ns)
+	}
+	if got != want {
+		t.Errorf("name %+v, want %+v", got, want)
 	}
 	// A PID absent from a tick is forgotten.
 	c.begin()
 	c.end()
 	if len(c.entries) != 0 {
 		t.Errorf("cache keeps %d entries after a tick without them", len(c.entries))
+	}
+}
+
+// In another PID namespace than the host's (a container without
+// --pid=host), /proc/PID is not NVML's PID: no name is read, even where
+// /proc has one; the PID and memory are still shown. A /proc without ns
+// links reads the same.
+func TestProcessNameOutsideHostPIDNamespace(t *testing.T) {
+	for _, ns := range []string{"pid:[4026532517]", ""} {
+		proc := t.TempDir()
+		if ns != "" {
+			fakeProcNS(t, proc, ns)
+		}
+		if err := os.MkdirAll(filepath.Join(proc, "4242"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, "4242", "comm"), []byte("bash\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		x := newDGX(t)
+		x.vals[0].procs = []gonvml.ProcessInfo{{Pid: 4242, UsedGpuMemory: 3 * mib}}
+		s := x.open(t, Options{NoXid: true})
+		s.comm.proc = proc
+		smp := sample(t, s)
+		if len(smp.Apps) != 1 {
+			t.Fatalf("ns %q: apps %+v", ns, smp.Apps)
+		}
+		a := smp.Apps[0]
+		if a.PID != 4242 || a.Name != (gpu.Text{S: "[N/A]", Status: gpu.NA}) || a.UsedMiB != (gpu.Reading{Value: 3}) {
+			t.Errorf("ns %q: app %+v, want PID 4242, no name, 3 MiB", ns, a)
+		}
 	}
 }
