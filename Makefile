@@ -3,12 +3,16 @@ GO ?= go
 # go-nvml's cgo compile warns about every deprecated NVML function.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: test build bench vet gpu-check-bins
+.PHONY: test demo build bench vet gpu-check-bins
 
 test: vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 	# Without cgo NVML is unavailable, and says so.
 	CGO_ENABLED=0 $(GO) test -count=1 ./probes/nvml/
+
+# The cockpit on the built-in simulated 8-GPU host.
+demo:
+	$(GO) run ./cmd/flightdeck demo
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

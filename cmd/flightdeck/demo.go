@@ -52,6 +52,11 @@ the simulated server with the "sim" preset (env profile --profile, default
 none) and opens the cockpit on it through the same SSH client path as
 connect.
 
+GPUs are sampled as on a real host: the cockpit uploads itself into the sim
+directory and runs flightdeck agent over SSH, whose NVML there is a fake
+library answering from the same GPU model as the fake nvidia-smi (the header
+says "GPU agent"; --sampler nvidia-smi shows the fallback path).
+
 Try: L, choose the nccl-ll-ring profile, Enter, y — the server is killed,
 relaunched, goes ready, and the tok/s climbs from 62.5 to 89.
 
@@ -69,6 +74,7 @@ journal as it is written.`,
   flightdeck demo --gpu-capture sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt
   flightdeck demo --replay-log server.log
   flightdeck demo --fault lost=6 --fault pcie=3 --fault thermal=4
+  flightdeck demo --fault xid=3:79    # NVML reports Xid 79 on GPU 3
   flightdeck demo --join              # a pair's second cockpit, in another pane
   flightdeck demo --join --take-over  # ... that drives`,
 		Args: cobra.NoArgs,
