@@ -36,7 +36,8 @@ const (
 	catchGPUSample                   // the last sample holding each GPU index, and the last sample
 	catchGPUFailure                  // the failures no sample has cleared yet
 	catchLog                         // the log window
-	catchLogReset                    // every one, each a line of the log window: log-reset (server phase, tok/s runs, experiment runs), gpu-xid
+	catchLogReset                    // every one, each a line of the log window: log-reset (server phase, tok/s runs, experiment runs)
+	catchXid                         // every one (the GPU rows), each at most one line of the log window: gpu-xid
 	catchLogMark                     // every one, its text blanked before the log window
 	catchRate                        // the tok/s window, run starts, and open experiments' samples
 )
@@ -53,9 +54,13 @@ var catchUpRules = map[string]catchRule{
 	// row of its bus otherwise); cleared ones leave nothing.
 	"gpu-failure": catchGPUFailure,
 	"gpu-stale":   catchLatest, // cleared by the next sample (the last sample is kept)
-	// An Xid marks its GPU's row for the rest of the session (counted)
-	// and is a line of the log ring, like a reset marker.
-	"gpu-xid": catchLogReset,
+	// An Xid marks its GPU's row (a critical one for the rest of the
+	// session, the others until a server-launched or ten minutes of data
+	// time after the GPU's latest: every Xid and launch decides it) and
+	// is a line of the log ring, or, grouped with identical ones within a
+	// second (decided by the Xids alone), adds to one: not a line the
+	// log window can count on.
+	"gpu-xid": catchXid,
 	// The header says how GPUs are sampled: the latest one.
 	"gpu-source": catchLatest,
 	// The log ring: the last CatchUpLogLines lines and reset markers, with
@@ -79,7 +84,8 @@ var catchUpRules = map[string]catchRule{
 	"server-ready":   catchLogMark,
 	"server-failure": catchLogMark,
 	// Rare and each one counts: run boundaries for the tok/s ring and the
-	// experiments, the control overlay's state.
+	// experiments, the control overlay's state; a launch clears the GPU
+	// rows' non-critical Xids.
 	"server-status":   catchAll,
 	"server-launched": catchAll,
 	"server-observed": catchIgnore,
@@ -158,7 +164,7 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 	logFrom := j.logWindow(hi)
 	for i := range hi {
 		switch catchUpRules[codecOf(j.entries[i].kind).kind] {
-		case catchAll, catchLogReset, catchLogMark:
+		case catchAll, catchLogReset, catchLogMark, catchXid:
 			sel[i] = true
 		case catchLog:
 			sel[i] = i >= logFrom
@@ -205,6 +211,8 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 // the window is CatchUpMarkHorizon lines before it (no highlight waits
 // for a line of the window from outside, the log tail having dropped it),
 // at a batch boundary (the tail drops waiting highlights after a batch).
+// Xids are not counted (a grouped one adds no line): the window holds at
+// least the lines counted.
 func (j *Journal) logWindow(hi int) int {
 	lines := 0      // log lines (and reset markers) in [i, hi)
 	markAfter := -1 // the most lines after any mark in [i, hi)

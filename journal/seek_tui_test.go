@@ -38,6 +38,7 @@ func h200(i int, rng *rand.Rand, busy bool) gpu.GPU {
 		SMClockMHz: reading(sm), MemClockMHz: reading(3201), SMClockMax: reading(1980), FanPct: gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
 		PState: gpu.Text{S: "P0"}, PCIeGenCurrent: reading(5), PCIeGenMax: reading(5), PCIeWidthCurrent: reading(16), PCIeWidthMax: reading(16),
 		ClockEvents: gpu.ClockEvents{Mask: gpu.ReasonSWPowerCap}, Persistence: gpu.Text{S: "Enabled"}, ECCMode: gpu.Text{S: "Enabled"},
+		PCIeRxKBs: gpu.Reading{Status: gpu.Absent}, PCIeTxKBs: gpu.Reading{Status: gpu.Absent}, // the nvidia-smi stream's
 	}
 }
 
@@ -193,6 +194,21 @@ func session(dur time.Duration) []event.Event {
 			add(at, gpu.Xid{Index: 2, Code: 48})
 		case 30*time.Minute + 6*time.Second:
 			add(at, gpu.Xid{Index: -1, Code: 31})
+		case 35 * time.Minute, 35*time.Minute + tick:
+			// A storm of application Xids on GPU 1 with log lines
+			// between: grouped per second into one log line each.
+			for k := range 40 {
+				add(at+time.Duration(k)*7*time.Millisecond, gpu.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 13})
+			}
+		case 35*time.Minute + 2*tick:
+			add(at, gpu.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 13})
+			add(at, gpu.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 43})
+		case 40*time.Minute - tick:
+			// A forced kill before the relaunch at 40 minutes: Xid 45 on
+			// every GPU, cleared by the launch.
+			for i := range 8 {
+				add(at, gpu.Xid{Index: i, BusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10), Code: 45})
+			}
 		case 50 * time.Minute:
 			add(at, gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: exit status 1, stderr: GLIBC_2.34 not found"})
 		case 90 * time.Minute:
@@ -368,7 +384,9 @@ func catchUpMatches(t *testing.T, evs []event.Event, dur time.Duration) {
 		30*time.Minute + 4*time.Second, 30*time.Minute + 7*time.Second, 30*time.Minute + 11*time.Second, 40*time.Minute + 30*time.Second,
 		41*time.Minute + 10*time.Second, 60*time.Minute + 30*time.Second, 62*time.Minute + 500*time.Millisecond, 63 * time.Minute, 70*time.Minute + time.Second,
 		65*time.Minute + 2*time.Second, 100 * time.Minute, 110 * time.Minute, 160*time.Minute + 10*time.Second,
-		dur*5/6 + 31*time.Second, dur - time.Second} {
+		dur*5/6 + 31*time.Second, dur - time.Second,
+		30*time.Minute + 10*time.Second, 35 * time.Minute, 35*time.Minute + 100*time.Millisecond, 35*time.Minute + 600*time.Millisecond,
+		35*time.Minute + time.Second, 40*time.Minute - 400*time.Millisecond, 40 * time.Minute, 45*time.Minute + time.Second} {
 		times = append(times, m, m+time.Microsecond, m+time.Millisecond)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -440,6 +458,9 @@ func TestCatchUpThenPlay(t *testing.T) {
 		{39*time.Minute + 59*time.Second, 41*time.Minute + 30*time.Second},
 		{dur - 20*time.Minute, dur},
 		{64 * time.Minute, 66 * time.Minute},
+		{35*time.Minute + 100*time.Millisecond, 35*time.Minute + 2*time.Second},
+		{39*time.Minute + 59*time.Second, 40*time.Minute + time.Second},
+		{29 * time.Minute, 45 * time.Minute},
 		{59*time.Minute + 30*time.Second, 75 * time.Minute},
 	} {
 		caught := newModel(size)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 )
 
 // Recorder writes the event stream to a journal: every event is encoded
@@ -14,8 +15,10 @@ import (
 // WriteEvery (write(2) only: a follower reading the file sees it within
 // that), syncs it every FlushEvery (write and fsync), and writes and syncs
 // at once after the events that must survive a crash: notes, keys,
-// experiment boundaries and updates, launches, kills, git actions and
-// driver-lock changes. A full disk never stops the stream: the writer keeps
+// experiment boundaries and updates, launches, kills, git actions,
+// driver-lock changes and Xids (at most one forced sync a second for
+// those: an application fault can log hundreds a second, and a sync at
+// the end of that second covers every one of them). A full disk never stops the stream: the writer keeps
 // the bytes and retries, and the Recorder publishes a journal.Status when
 // the error appears, changes or clears.
 type Recorder struct {
@@ -36,13 +39,20 @@ type Recorder struct {
 	// ("write"), each flush with fsync ("flush") and each without
 	// ("flush-nosync").
 	hook func(what string)
+	// syncHook, when set (tests), is called from Run when an urgent
+	// event asks for a sync at once ("urgent"), when a gpu-xid's sync is
+	// put off ("xid-held") and when the put-off sync is asked ("xid-late").
+	syncHook func(what string)
+	// clock and after replace time.Now and time.After (tests).
+	clock func() time.Time
+	after func(time.Duration) <-chan time.Time
 }
 
 // urgent are the kinds flushed and synced as soon as they are written.
 var urgent = map[string]bool{
 	"note": true, "key": true, "exp-start": true, "exp-fingerprint": true, "exp-update": true, "exp-end": true,
 	"server-launched": true, "server-kill": true, "git-action": true, "driver": true,
-	"gpu-xid": true, // a driver error: the host may hang or reboot next
+	"gpu-xid": true, // a driver error: the host may hang or reboot next (at most one sync per xidSyncEvery, see xidLimiter)
 }
 
 // Default periods of the Recorder.
@@ -50,6 +60,43 @@ const (
 	defaultSyncEvery  = time.Second
 	defaultWriteEvery = 250 * time.Millisecond
 )
+
+// xidSyncEvery is the least time between two syncs forced by gpu-xid
+// events (wall-clock time); an Xid within it of the last one is synced
+// when it has passed (or sooner, by the periodic sync or another urgent
+// kind).
+const xidSyncEvery = time.Second
+
+// xidKind is the urgent kind whose forced syncs are rate-limited.
+var xidKind = gpu.Xid{}.Kind()
+
+// xidLimiter spaces the syncs gpu-xid events force at least xidSyncEvery
+// apart.
+type xidLimiter struct {
+	last time.Time // when an Xid last forced a sync; zero before any
+	held bool      // a sync is put off until last + xidSyncEvery
+}
+
+// ask is called for an Xid written at now: sync says to sync at once;
+// otherwise, when wait > 0, the caller must ask again after wait
+// (calling late), and when wait is 0 a put-off sync already covers it.
+func (l *xidLimiter) ask(now time.Time) (sync bool, wait time.Duration) {
+	if l.last.IsZero() || now.Sub(l.last) >= xidSyncEvery || now.Before(l.last) {
+		l.last = now
+		return true, 0
+	}
+	if l.held {
+		return false, 0
+	}
+	l.held = true
+	return false, l.last.Add(xidSyncEvery).Sub(now)
+}
+
+// late is called when the put-off sync is due, at now.
+func (l *xidLimiter) late(now time.Time) {
+	l.held = false
+	l.last = now
+}
 
 // Run writes every event from events until it closes or ctx ends, then
 // flushes and syncs what is left and returns that flush's error (the
@@ -78,10 +125,32 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 		wg.Wait()
 		return r.W.Flush(true)
 	}
+	kickNow := func(what string) {
+		if r.syncHook != nil {
+			r.syncHook(what)
+		}
+		select {
+		case kick <- struct{}{}:
+		default: // a flush is already asked for
+		}
+	}
+	now, after := r.clock, r.after
+	if now == nil {
+		now = time.Now
+	}
+	if after == nil {
+		after = time.After
+	}
+	var xids xidLimiter
+	var xidLate <-chan time.Time // the put-off Xid sync; nil when none
 	for {
 		select {
 		case <-ctx.Done():
 			return final()
+		case <-xidLate:
+			xidLate = nil
+			xids.late(now())
+			kickNow("xid-late")
 		case e, ok := <-events:
 			if !ok {
 				return final()
@@ -93,11 +162,20 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 			if r.hook != nil {
 				r.hook("write")
 			}
-			if urgent[e.Data.Kind()] {
-				select {
-				case kick <- struct{}{}:
-				default: // a flush is already asked for
+			switch k := e.Data.Kind(); {
+			case k == xidKind:
+				sync, wait := xids.ask(now())
+				switch {
+				case sync:
+					kickNow("urgent")
+				case wait > 0:
+					xidLate = after(wait)
+					if r.syncHook != nil {
+						r.syncHook("xid-held")
+					}
 				}
+			case urgent[k]:
+				kickNow("urgent")
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +168,150 @@ func TestRecorderWritesBeforeSyncing(t *testing.T) {
 	cancel()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestXidLimiter(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
+	type step struct {
+		late bool          // the put-off sync fires (instead of an Xid)
+		at   time.Duration // since t0
+		sync bool
+		wait time.Duration
+	}
+	for _, c := range []struct {
+		name  string
+		steps []step
+	}{
+		{"the first syncs", []step{{at: 0, sync: true}}},
+		{"a storm: one sync, one put off to the end of the second", []step{
+			{at: 0, sync: true}, {at: 10 * time.Millisecond, wait: 990 * time.Millisecond},
+			{at: 20 * time.Millisecond}, {at: 999 * time.Millisecond},
+		}},
+		{"a second later syncs again", []step{{at: 0, sync: true}, {at: time.Second, sync: true}, {at: 2500 * time.Millisecond, sync: true}}},
+		{"after the put-off sync, the next second counts from it", []step{
+			{at: 0, sync: true}, {at: 300 * time.Millisecond, wait: 700 * time.Millisecond},
+			{late: true, at: time.Second}, {at: 1500 * time.Millisecond, wait: 500 * time.Millisecond},
+			{at: 1600 * time.Millisecond}, {late: true, at: 2 * time.Second}, {at: 3 * time.Second, sync: true},
+		}},
+		{"a clock that goes back syncs", []step{{at: time.Second, sync: true}, {at: 0, sync: true}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var l xidLimiter
+			for i, s := range c.steps {
+				if s.late {
+					l.late(t0.Add(s.at))
+					continue
+				}
+				sync, wait := l.ask(t0.Add(s.at))
+				if sync != s.sync || wait != s.wait {
+					t.Errorf("step %d at %v: sync %v wait %v, want %v %v", i, s.at, sync, wait, s.sync, s.wait)
+				}
+			}
+		})
+	}
+}
+
+// TestRecorderRateLimitsXidSyncs: a storm of Xids forces one sync at
+// once and one at the end of the second, not one per Xid; other urgent
+// kinds still sync at once.
+func TestRecorderRateLimitsXidSyncs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
+	w, err := journal.Create(path, journal.Header{Created: t0, Host: "gpu-box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var mu sync.Mutex
+	clock := t0
+	timer := make(chan time.Time, 1)
+	var waits []time.Duration
+	writes, syncs := make(chan struct{}, 1000), make(chan string, 1000)
+	r := &Recorder{W: w, FlushEvery: time.Hour, WriteEvery: time.Hour,
+		hook: func(s string) {
+			if s == "write" {
+				writes <- struct{}{}
+			}
+		},
+		syncHook: func(s string) { syncs <- s },
+		clock:    func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
+		after: func(d time.Duration) <-chan time.Time {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return timer
+		},
+	}
+	events := make(chan event.Event)
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(context.Background(), events) }()
+	send := func(p event.Payload) {
+		t.Helper()
+		events <- event.Event{At: t0, Data: p}
+		<-writes
+	}
+	// settled returns the sync requests so far: a plain event after them
+	// is written once Run has handled them (one goroutine, in order).
+	settled := func() []string {
+		t.Helper()
+		send(serverlog.Rate{TokPerSec: 1, Ranks: 1})
+		var got []string
+		for {
+			select {
+			case s := <-syncs:
+				got = append(got, s)
+			default:
+				return got
+			}
+		}
+	}
+	step := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	want := func(what string, got []string, w ...string) {
+		t.Helper()
+		if strings.Join(got, ",") != strings.Join(w, ",") {
+			t.Errorf("%s: sync requests %q, want %q", what, got, w)
+		}
+	}
+
+	send(gpu.Xid{Index: 0, Code: 13})
+	want("the first Xid", settled(), "urgent")
+	step(time.Millisecond)
+	for i := range 199 {
+		send(gpu.Xid{Index: i % 8, Code: 13})
+	}
+	want("199 more a millisecond later", settled(), "xid-held")
+	mu.Lock()
+	if len(waits) != 1 || waits[0] != xidSyncEvery-time.Millisecond {
+		t.Errorf("put off by %v, want one wait of %v", waits, xidSyncEvery-time.Millisecond)
+	}
+	mu.Unlock()
+	// Another urgent kind is not held back.
+	send(journal.Note{Text: "still at once"})
+	want("a note during the storm", settled(), "urgent")
+	// The put-off sync comes when the timer fires.
+	step(990 * time.Millisecond)
+	timer <- clock
+	want("the timer", settled(), "xid-late")
+	// The next Xid within a second of that sync waits again.
+	send(gpu.Xid{Index: 0, Code: 13})
+	want("an Xid just after", settled(), "xid-held")
+	timer <- clock
+	settled()
+	step(xidSyncEvery)
+	send(gpu.Xid{Index: 0, Code: 79})
+	want("an Xid a second later", settled(), "urgent")
+
+	close(events)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if n := j.Len(); n != 200+1+2+7 {
+		t.Errorf("journal holds %d events, want every Xid, note and rate (210)", n)
 	}
 }

@@ -236,6 +236,7 @@ func gpuCells(g *gpu.GPU) [numCols]cell {
 	c[colSM] = num(g.SMClockMHz, 0, "")
 	c[colP] = pstateCell(g)
 	c[colPCIe] = pcieCell(g)
+	c[colRxTx] = rxTxCell(g)
 	c[colThrottle] = throttleCell(g.ClockEvents)
 	if g.ShowsLost() {
 		c[colIdx].tone = toneCrit
@@ -251,4 +252,132 @@ func abnormal(c *[numCols]cell) bool {
 		}
 	}
 	return false
+}
+
+// PCIe throughput (gpu.GPU.PCIeRxKBs/PCIeTxKBs) is shown in MiB/s. NVML
+// documents nvmlDeviceGetPcieThroughput in "KB/s" (a byte counter over
+// 20 ms) without saying which KB; nvitop reads it as KiB/s (1024 bytes),
+// and so do we: MiB/s = KB/s / 1024. The header says MiB/s.
+const (
+	kibPerMiB = 1024
+	// maxRxTxMiBs is far above any PCIe link (Gen6 x16 is about 120,000
+	// MiB/s each way): a larger figure, a negative one or NaN from a
+	// remote agent shows as "bad", never as a number.
+	maxRxTxMiBs = 1e6
+)
+
+// rxTxCell formats PCIe receive/transmit throughput as "1.2/0.4" (MiB/s;
+// one decimal below 10, whole numbers above), each side a value or a
+// non-value token.
+func rxTxCell(g *gpu.GPU) cell {
+	a, b := mibs(g.PCIeRxKBs), mibs(g.PCIeTxKBs)
+	return cell{a.text + "/" + b.text, worse(a.tone, b.tone)}
+}
+
+func mibs(r gpu.Reading) cell {
+	if !r.Valid() {
+		return token(r.Status)
+	}
+	v := r.Value / kibPerMiB
+	switch {
+	case !(v >= 0 && v < maxRxTxMiBs): // NaN too
+		return token(gpu.Invalid)
+	case v < 10:
+		return cell{strconv.FormatFloat(v, 'f', 1, 64), toneText}
+	}
+	return cell{strconv.FormatFloat(v, 'f', 0, 64), toneText}
+}
+
+// Process cells (gpu.Sample.Apps, NVML only).
+const (
+	// procNameMaxW is the most cells of a process name the procs column
+	// shows (a Linux process name, comm, is at most 15 bytes; a longer
+	// name or path is cut).
+	procNameMaxW = 15
+	// leftoverMiB: a GPU with at least this much memory used (MiB) and no
+	// process listed is flagged. A server killed without its children,
+	// or one in another container, holds memory that nothing here owns;
+	// an idle GPU uses well under it.
+	leftoverMiB = 1024
+)
+
+// procSummary is what one sample's Apps say about one GPU. It is
+// comparable, so an unchanged summary leaves the row's cache alone.
+type procSummary struct {
+	known bool   // the sample listed processes (Apps not nil)
+	n     int    // processes on the GPU
+	top   string // the name of the one using the most memory: sanitised, its last path element, cut to procNameMaxW
+}
+
+// summarizeProcs counts the processes of apps on g (matched by bus id or
+// UUID) and names the one using the most memory (the first listed when
+// none reads a value).
+func summarizeProcs(apps []gpu.App, g *gpu.GPU) procSummary {
+	if apps == nil {
+		return procSummary{}
+	}
+	ps := procSummary{known: true}
+	best, topName := -1.0, ""
+	for i := range apps {
+		a := &apps[i]
+		if !appOn(a, g) {
+			continue
+		}
+		ps.n++
+		used := -0.5 // below any reading, above "not read yet"
+		if a.UsedMiB.Valid() {
+			used = a.UsedMiB.Value
+		}
+		if used > best {
+			best = used
+			topName = ""
+			if a.Name.Status == gpu.OK {
+				topName = a.Name.S
+			}
+		}
+	}
+	if topName != "" {
+		n := sanitizeString(topName)
+		if i := strings.LastIndexByte(n, '/'); i >= 0 && i < len(n)-1 {
+			n = n[i+1:]
+		}
+		ps.top = truncate(n, procNameMaxW)
+	}
+	return ps
+}
+
+// appOn reports whether app a runs on GPU g: the same bus id, or else the
+// same UUID.
+func appOn(a *gpu.App, g *gpu.GPU) bool {
+	if a.BusID.Status == gpu.OK && g.BusID.Status == gpu.OK && gpu.SameBus(a.BusID.S, g.BusID.S) {
+		return true
+	}
+	return a.UUID.Status == gpu.OK && g.UUID.Status == gpu.OK && a.UUID.S != "" && a.UUID.S == g.UUID.S
+}
+
+// procsCells formats the procs column, in full ("2 python3") and short
+// (the count alone): "-" when the sample listed no processes. A GPU with
+// none listed and leftoverMiB or more in use reads "0, 78G held" ("0
+// 78G" short) in the warning tone.
+func procsCells(ps procSummary, g *gpu.GPU) (full, short cell) {
+	if !ps.known {
+		return cell{"-", toneDim}, cell{"-", toneDim}
+	}
+	n := strconv.Itoa(ps.n)
+	if ps.n == 0 {
+		if u := g.MemUsedMiB; u.Valid() && u.Value >= leftoverMiB && u.Value < 1<<30 { // 1 PiB: no real GPU
+			gib := u.Value / 1024
+			prec := 0
+			if gib < 10 {
+				prec = 1
+			}
+			held := strconv.FormatFloat(gib, 'f', prec, 64) + "G"
+			return cell{"0, " + held + " held", toneWarn}, cell{"0 " + held, toneWarn}
+		}
+		return cell{"0", toneText}, cell{"0", toneText}
+	}
+	if ps.top == "" {
+		return cell{n, toneText}, cell{n, toneText}
+	}
+	return cell{n + " " + ps.top, toneText}, cell{n, toneText}
 }

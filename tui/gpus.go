@@ -22,24 +22,28 @@ const (
 	colSM
 	colP
 	colPCIe
+	colRxTx  // PCIe rx/tx throughput, MiB/s: only when sampled (NVML with PCIe on)
+	colProcs // processes: only when the latest sample lists them (NVML)
 	colThrottle
 	numCols
 )
 
-var colHead = [numCols]string{"GPU", "name", "util", "mem GiB", "power W", "temp", "SM MHz", "P", "PCIe", "throttle"}
+var colHead = [numCols]string{"GPU", "name", "util", "mem GiB", "power W", "temp", "SM MHz", "P", "PCIe", "rx/tx MiB/s", "procs", "throttle"}
 
 // colMin are the narrowest widths a column gets (cells), so the table does
 // not jitter as values change from "9%" to "100%".
-var colMin = [numCols]int{3, 4, 4, 11, 7, 4, 6, 3, 7, 8}
+var colMin = [numCols]int{3, 4, 4, 11, 7, 4, 6, 3, 7, 7, 5, 8}
 
 // Which columns a narrow terminal loses, first to last, until the rest
 // fits whole: a value cut short misleads ("Gen5x16" cut to "Gen5x1" reads
-// as an x1 link), a missing column does not. dropOrder goes while the
-// throttle list keeps room for its text; lastResort goes after the list
-// is squeezed to its minimum (it is shortened at a reason boundary, see
-// fitList). The index always stays.
+// as an x1 link), a missing column does not. The PCIe throughput goes
+// first, then the process names (the count stays), then the model name,
+// then the double spacing; dropOrder goes while the throttle list keeps
+// room for its text; lastResort goes after the list is squeezed to its
+// minimum (it is shortened at a reason boundary, see fitList). The index
+// always stays.
 var (
-	dropOrder  = []col{colName, colSM, colPower, colP, colMem}
+	dropOrder  = []col{colSM, colProcs, colPower, colP, colMem}
 	lastResort = []col{colPCIe, colTemp, colThrottle, colUtil}
 )
 
@@ -52,7 +56,9 @@ const (
 // line (cached until the data or the layout changes).
 type gpuRow struct {
 	g        gpu.GPU
+	procs    procSummary // from the latest sample holding this GPU
 	cells    [numCols]cell
+	procsS   cell // the procs column's short form (the count)
 	abnormal bool
 	missing  bool   // absent from the latest sample
 	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
@@ -79,6 +85,7 @@ type tableLayout struct {
 	show  [numCols]bool
 	w     [numCols]int
 	sep   int
+	short bool // the procs column shows its short form (the count)
 	stale bool
 	gen   int // styles generation
 }
@@ -89,11 +96,16 @@ type gpuTable struct {
 	rows     []gpuRow // sorted by index
 	byIdx    map[int]int
 	failures []gpuFailure
-	xids     []xidMark // one per GPU that reported an Xid, in order of the first
+	xids     []xidMark // one per GPU with an Xid to show, in order of the first; bounded (maxXidIndex, maxXidBusMarks)
+	xidDue   time.Time // when the next non-critical Xid leaves its row; zero when none shows
+	now      time.Time // data time (the model's clock), for the Xid marks
 	stale    *gpu.Stale
 	staleAt  time.Time
 	last     time.Time // time of the latest sample
 	maxW     [numCols]int
+	procsSW  int  // widest short procs cell
+	hasRxTx  bool // a shown row has PCIe throughput sampled (not Absent)
+	hasApps  bool // the latest sample lists processes (Apps not nil)
 	layout   tableLayout
 	top      int // first visible row when the table scrolls
 	visible  int // rows shown by the last render
@@ -117,6 +129,7 @@ func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
 	t.samples++
 	t.last = at
 	t.stale = nil
+	t.hasApps = s.Apps != nil
 	present := make(map[int]bool, len(s.GPUs))
 	for i := range s.GPUs {
 		g := s.GPUs[i]
@@ -136,8 +149,9 @@ func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
 			pos = t.byIdx[g.Index]
 		}
 		r := &t.rows[pos]
-		if r.g != g || r.missing {
-			r.g = g
+		ps := summarizeProcs(s.Apps, &g)
+		if r.g != g || r.procs != ps || r.missing {
+			r.g, r.procs = g, ps
 			r.missing = false
 			t.fill(r)
 		}
@@ -168,13 +182,8 @@ func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
 // colours the index, which every layout shows.
 func (t *gpuTable) fill(r *gpuRow) {
 	r.cells = gpuCells(&r.g)
-	r.xid = cell{}
-	for i := range t.xids {
-		if t.xids[i].names(r) {
-			r.xid = t.xids[i].text()
-			break
-		}
-	}
+	r.cells[colProcs], r.procsS = procsCells(r.procs, &r.g)
+	r.xid = t.xidCell(r)
 	if r.xid.text != "" {
 		th := &r.cells[colThrottle]
 		if th.text == "-" {
@@ -254,27 +263,34 @@ func (t *gpuTable) applyStale(s gpu.Stale, at time.Time) {
 // otherwise widen the power column of every other row.
 func (t *gpuTable) measure() {
 	var m [numCols]int
+	sw, rxtx := 0, false
 	for i := range t.rows {
+		r := &t.rows[i]
 		last := numCols
-		if t.rows[i].spanning() {
+		if r.spanning() {
 			last = colName + 1
+		} else {
+			sw = max(sw, len(r.procsS.text))
+			rxtx = rxtx || r.g.PCIeRxKBs.Status != gpu.Absent || r.g.PCIeTxKBs.Status != gpu.Absent
 		}
 		for c := range last {
-			w := len(t.rows[i].cells[c].text)
-			if c == colName {
-				w = ansi.StringWidth(t.rows[i].cells[c].text)
+			w := len(r.cells[c].text)
+			if c == colName || c == colProcs {
+				w = textWidth(r.cells[c].text)
 			}
 			m[c] = max(m[c], w)
 		}
 	}
 	m[colName] = min(m[colName], nameMaxW)
-	t.maxW = m
+	t.maxW, t.procsSW, t.hasRxTx = m, sw, rxtx
 }
 
 // computeLayout decides columns and widths for a terminal width: a column
-// is as wide as its header, its minimum and its widest cell. When a row
-// would not fit with the throttle text (up to throttleWantW cells), the
-// model name goes first, then the double spacing, then the columns in
+// is as wide as its header, its minimum and its widest cell; the rx/tx
+// and procs columns are there only when the samples carry them. When a
+// row would not fit with the throttle text (up to throttleWantW cells),
+// the rx/tx column goes first, then the process names (procs keeps the
+// count), the model name, the double spacing, then the columns in
 // dropOrder; then the throttle list is squeezed to its minimum and the
 // columns in lastResort go. Every column shown fits whole.
 func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
@@ -284,6 +300,7 @@ func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
 		l.w[c] = max(colMin[c], len(colHead[c]), t.maxW[c])
 	}
 	l.w[colName] = min(l.w[colName], nameMaxW)
+	l.show[colRxTx], l.show[colProcs] = t.hasRxTx, t.hasApps
 	throttleW := max(colMin[colThrottle], min(t.maxW[colThrottle], throttleWantW))
 	need := func() int {
 		n, cols := 0, 0
@@ -298,6 +315,13 @@ func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
 			}
 		}
 		return n + l.sep*(cols-1)
+	}
+	if need() > width {
+		l.show[colRxTx] = false
+	}
+	if need() > width && l.show[colProcs] {
+		l.short = true
+		l.w[colProcs] = max(colMin[colProcs], len(colHead[colProcs]), t.procsSW)
 	}
 	if need() > width {
 		l.show[colName] = false
@@ -453,6 +477,9 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 			continue
 		}
 		x := r.cells[c]
+		if c == colProcs && l.short {
+			x = r.procsS
+		}
 		if r.spanning() && c > colName {
 			// The GPU vanished from nvidia-smi's output, or its cells read
 			// "[GPU is lost]": say so once across the value columns rather

@@ -61,7 +61,8 @@ func TestGPURowValuesAndNameShortening(t *testing.T) {
 func TestLostGPU(t *testing.T) {
 	m := newSized(120, 24, Options{})
 	send(m, ev(0, h200s(4)))
-	lost := gpu.GPU{Index: 2, Name: gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}}
+	lost := gpu.AbsentGPU(2)
+	lost.Name = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
 	for _, r := range []*gpu.Reading{&lost.UtilGPUPct, &lost.MemUsedMiB, &lost.MemTotalMiB, &lost.PowerDrawW,
 		&lost.PowerLimitW, &lost.TempC, &lost.SMClockMHz, &lost.PCIeGenCurrent, &lost.PCIeWidthCurrent} {
 		*r = bad(gpu.Lost, "[GPU is lost]")

@@ -285,7 +285,7 @@ func TestXidLineForms(t *testing.T) {
 		{gpu.Xid{Index: -1, Code: 1<<64 - 1}, "flightdeck: a GPU NVML did not name: Xid 18446744073709551615: unknown Xid, see NVIDIA's Xid catalog", false},
 		{gpu.Xid{Index: 1, BusID: "0000:01:00.0\x1b[2J\r", Code: 94}, "flightdeck: GPU 1 (0000:01:00.0) Xid 94: contained ECC error (the affected application must restart)", true},
 	} {
-		got, crit := xidLine(c.x)
+		got, crit := xidLine(c.x, 1)
 		if got != c.want || crit != c.crit {
 			t.Errorf("xidLine(%+v) = %q, %v; want %q, %v", c.x, got, crit, c.want, c.crit)
 		}

@@ -3,37 +3,82 @@ package tui
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 )
 
 // Xids (gpu.Xid): on their GPU's row (xidMark) and as a line of the log
-// (xidLine).
+// (xidLine, grouped by xidLog).
 
-// xidMark is the Xids one GPU reported this session. They stay on its
-// row for the rest of the session: NVML reports an Xid when it happens,
-// never that it is over, and a GPU that reads healthy again after a
-// double-bit ECC error or a pending row remap still needs a reset before
-// its results can be trusted. The row shows the latest critical code if
-// there is one, else the latest, and how many Xids there were in all.
+const (
+	// xidAppHold is how long, in data time (event times and ClockMsg),
+	// a GPU's row keeps a non-critical Xid after the latest one. A
+	// server launch clears them sooner.
+	xidAppHold = 10 * time.Minute
+	// maxXidIndex and maxXidBusMarks bound the marks, so that an agent
+	// naming ever new GPUs cannot grow the table: an Xid names its GPU by
+	// an index below maxXidIndex (NVML indices run from 0 to the GPU
+	// count, far below it), or, when it names no index, by one of at most
+	// maxXidBusMarks bus ids. Past them, an Xid is only a log line. The
+	// bounds depend on the Xids alone, never on which GPUs samples showed
+	// so far (a replay that seeks has not seen them all).
+	maxXidIndex    = 128
+	maxXidBusMarks = 64
+	// xidGroupWindow: identical Xids (same GPU, same code) within it of
+	// the first of a group share one log line with a count.
+	xidGroupWindow = time.Second
+	// maxXidGroups bounds the open groups; past it, an Xid that would
+	// open one gets a line of its own.
+	maxXidGroups = 256
+)
+
+// xidMark is the Xids one GPU reported. A critical one (gpu.XidMeaning)
+// stays on its row for the rest of the session: NVML reports an Xid when
+// it happens, never that it is over, and a GPU that reads healthy again
+// after a double-bit ECC error or a pending row remap still needs a reset
+// before its results can be trusted. A non-critical one (an application
+// fault, or Xid 45, which force-killing a server logs on every GPU) is
+// about the process that ran: it clears at the next server launch, or
+// xidAppHold after the GPU's latest non-critical Xid. The row shows the
+// latest critical code if there is one, else the latest non-critical one,
+// and how many Xids it holds in all.
 type xidMark struct {
 	index int    // NVML index, -1 when the event named none
 	bus   string // normalised bus id, "" when the event named none
-	code  uint64 // the code shown
-	crit  bool   // code is critical (gpu.XidMeaning)
-	count int
+
+	crit  uint64 // the latest critical code
+	critN int    // critical Xids this session
+
+	app     uint64    // the latest non-critical code
+	appN    int       // non-critical Xids since the last clear
+	appLast time.Time // data time of the latest non-critical Xid
 }
 
-// text is the row's cell: "Xid 79", or "Xid 79 x3" after three Xids.
-func (x *xidMark) text() cell {
-	t := "Xid " + strconv.FormatUint(x.code, 10)
-	if x.count > 1 {
-		t += " x" + strconv.Itoa(x.count)
+// appShown reports whether the non-critical Xids still show at now.
+func (x *xidMark) appShown(now time.Time) bool {
+	return x.appN > 0 && now.Sub(x.appLast) < xidAppHold
+}
+
+// text is the row's cell at now: "Xid 79", or "Xid 79 x3" after three
+// Xids; empty when nothing shows.
+func (x *xidMark) text(now time.Time) cell {
+	n := x.critN
+	if x.appShown(now) {
+		n += x.appN
 	}
-	if x.crit {
-		return cell{t, toneCrit}
+	if n == 0 {
+		return cell{}
 	}
-	return cell{t, toneWarn}
+	code, tn := x.app, toneWarn
+	if x.critN > 0 {
+		code, tn = x.crit, toneCrit
+	}
+	t := "Xid " + strconv.FormatUint(code, 10)
+	if n > 1 {
+		t += " x" + strconv.Itoa(n)
+	}
+	return cell{t, tn}
 }
 
 // names reports whether the mark is about row r's GPU: by index when the
@@ -45,8 +90,9 @@ func (x *xidMark) names(r *gpuRow) bool {
 	return x.bus != "" && gpu.NormBusID(r.g.BusID.S) == x.bus
 }
 
-// applyXid records an Xid on its GPU's row (see xidMark).
-func (t *gpuTable) applyXid(x gpu.Xid) {
+// applyXid records an Xid reported at data time at on its GPU's row (see
+// xidMark).
+func (t *gpuTable) applyXid(x gpu.Xid, at time.Time) {
 	_, crit := gpu.XidMeaning(x.Code)
 	idx, bus := x.Index, gpu.NormBusID(sanitizeString(x.BusID))
 	if idx < 0 {
@@ -63,19 +109,98 @@ func (t *gpuTable) applyXid(x gpu.Xid) {
 		if idx < 0 && bus == "" {
 			return // no GPU named: the log line is all there is to show
 		}
+		if idx >= maxXidIndex || idx < 0 && t.busMarks() >= maxXidBusMarks {
+			return
+		}
 		t.xids = append(t.xids, xidMark{index: idx, bus: bus})
 		m = &t.xids[len(t.xids)-1]
 	}
-	m.count++
-	if crit || !m.crit {
-		m.code, m.crit = x.Code, crit
+	if crit {
+		m.crit = x.Code
+		m.critN++
+	} else {
+		// Only event times decide the count, so that a replay that seeks
+		// (journal.CatchUp) counts as playing through did.
+		if m.appN > 0 && at.Sub(m.appLast) >= xidAppHold {
+			m.appN = 0
+		}
+		m.app = x.Code
+		m.appN++
+		if at.After(m.appLast) || m.appN == 1 {
+			m.appLast = at
+		}
+	}
+	t.refillXids()
+}
+
+// busMarks counts the marks that name their GPU by bus id alone.
+func (t *gpuTable) busMarks() int {
+	n := 0
+	for i := range t.xids {
+		if t.xids[i].index < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// clearAppXids forgets the non-critical Xids of every GPU: a server was
+// launched, and they were about the processes before it.
+func (t *gpuTable) clearAppXids() {
+	if len(t.xids) == 0 {
+		return
+	}
+	kept := t.xids[:0]
+	for _, m := range t.xids {
+		m.appN = 0
+		if m.critN > 0 {
+			kept = append(kept, m)
+		}
+	}
+	clear(t.xids[len(kept):])
+	t.xids = kept
+	t.refillXids()
+}
+
+// setNow advances the table's data time; a non-critical Xid whose hold
+// ends by now leaves its row.
+func (t *gpuTable) setNow(now time.Time) {
+	if now.After(t.now) {
+		t.now = now
+	}
+	if !t.xidDue.IsZero() && !t.now.Before(t.xidDue) {
+		t.refillXids()
+	}
+}
+
+// refillXids redraws the rows after a change of the marks (or of what
+// they show at t.now), and notes when the next non-critical one expires.
+func (t *gpuTable) refillXids() {
+	t.xidDue = time.Time{}
+	for i := range t.xids {
+		if m := &t.xids[i]; m.appShown(t.now) {
+			if due := m.appLast.Add(xidAppHold); t.xidDue.IsZero() || due.Before(t.xidDue) {
+				t.xidDue = due
+			}
+		}
 	}
 	for i := range t.rows {
-		if m.names(&t.rows[i]) {
-			t.fill(&t.rows[i])
+		r := &t.rows[i]
+		if c := t.xidCell(r); c != r.xid {
+			t.fill(r)
 		}
 	}
 	t.measure()
+}
+
+// xidCell is what row r's GPU shows of its Xids at t.now.
+func (t *gpuTable) xidCell(r *gpuRow) cell {
+	for i := range t.xids {
+		if t.xids[i].names(r) {
+			return t.xids[i].text(t.now)
+		}
+	}
+	return cell{}
 }
 
 // xidW is the width the Xid adds to a spanning row's message.
@@ -86,25 +211,89 @@ func xidW(r *gpuRow) int {
 	return len(r.xid.text) + 2
 }
 
-// xidLine is the log panel's line for an Xid: "flightdeck: GPU 3
-// (00000000:83:00.0) Xid 79: GPU has fallen off the bus", from the
-// event's own fields only (a replay that seeks sees the same line), and
-// whether the code is critical.
-func xidLine(x gpu.Xid) (string, bool) {
+// xidLine is the log panel's line for n identical Xids (n ≥ 1):
+// "flightdeck: GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen off the
+// bus", or with n = 37 "... Xid 13 x37: graphics engine exception ...",
+// from the event's own fields only (a replay that seeks sees the same
+// line), and whether the code is critical.
+func xidLine(x gpu.Xid, n int) (string, bool) {
 	meaning, crit := gpu.XidMeaning(x.Code)
-	bus := sanitizeString(x.BusID)
 	var b strings.Builder
-	b.WriteString("flightdeck: ")
+	b.WriteString(xidWho(x))
+	b.WriteString("Xid " + strconv.FormatUint(x.Code, 10))
+	if n > 1 {
+		b.WriteString(" x" + strconv.Itoa(n))
+	}
+	b.WriteString(": " + meaning)
+	return b.String(), crit
+}
+
+// xidWho is the line's head naming the GPU: "flightdeck: GPU 3
+// (00000000:83:00.0) ". Two Xids with the same head and code are the
+// same to the log (see xidLog).
+func xidWho(x gpu.Xid) string {
+	bus := sanitizeString(x.BusID)
 	switch {
 	case x.Index >= 0 && bus != "":
-		b.WriteString("GPU " + strconv.Itoa(x.Index) + " (" + bus + ") ")
+		return "flightdeck: GPU " + strconv.Itoa(x.Index) + " (" + bus + ") "
 	case x.Index >= 0:
-		b.WriteString("GPU " + strconv.Itoa(x.Index) + " ")
+		return "flightdeck: GPU " + strconv.Itoa(x.Index) + " "
 	case bus != "":
-		b.WriteString("GPU " + bus + " ")
-	default:
-		b.WriteString("a GPU NVML did not name: ")
+		return "flightdeck: GPU " + bus + " "
 	}
-	b.WriteString("Xid " + strconv.FormatUint(x.Code, 10) + ": " + meaning)
-	return b.String(), crit
+	return "flightdeck: a GPU NVML did not name: "
+}
+
+// xidLog groups identical Xids (same GPU head, same code) reported within
+// xidGroupWindow of the group's first into one log line with a count:
+// Xid 13, 31 and 43 can come hundreds a second. Whether an Xid joins a
+// group depends only on the Xid events, in order, and their times (never
+// on the log lines between them), so a replay that seeks (journal.CatchUp
+// keeps every Xid) groups them as playing through did.
+type xidLog struct {
+	groups map[xidKey]*xidGroup
+}
+
+type xidKey struct {
+	who  string
+	code uint64
+}
+
+type xidGroup struct {
+	first time.Time // data time of the group's first Xid
+	seq   int64     // its log line
+	n     int
+}
+
+// add writes Xid x, reported at data time at, to log: a new line, or the
+// count of its group's line. A group's line that has left the ring takes
+// the count with it (a line is only gone after a whole ring of later
+// lines).
+func (l *xidLog) add(log *logTail, x gpu.Xid, at time.Time) {
+	key := xidKey{who: xidWho(x), code: x.Code}
+	if g, ok := l.groups[key]; ok && at.Sub(g.first) < xidGroupWindow {
+		g.n++
+		text, _ := xidLine(x, g.n)
+		log.setOwn(g.seq, text)
+		return
+	}
+	text, crit := xidLine(x, 1)
+	kind := lineOwnWarn
+	if crit {
+		kind = lineOwnCrit
+	}
+	seq := log.addOwn(text, kind)
+	if l.groups == nil {
+		l.groups = map[xidKey]*xidGroup{}
+	}
+	if len(l.groups) >= maxXidGroups {
+		for k, g := range l.groups {
+			if at.Sub(g.first) >= xidGroupWindow {
+				delete(l.groups, k)
+			}
+		}
+	}
+	if _, ok := l.groups[key]; ok || len(l.groups) < maxXidGroups {
+		l.groups[key] = &xidGroup{first: at, seq: seq, n: 1}
+	}
 }

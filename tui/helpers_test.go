@@ -49,6 +49,9 @@ func h200(i int) gpu.GPU {
 		PCIeWidthMax:     ok(16),
 		ClockEvents:      gpu.ClockEvents{Status: gpu.OK},
 		Persistence:      txt("Enabled"),
+		// As the nvidia-smi stream reads it: no PCIe throughput.
+		PCIeRxKBs: bad(gpu.Absent, ""),
+		PCIeTxKBs: bad(gpu.Absent, ""),
 	}
 }
 

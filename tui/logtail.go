@@ -147,9 +147,25 @@ func (t *logTail) add(e logEntry) {
 // addOwn appends one of flightdeck's own lines (already sanitised), at
 // its place in the stream: it scrolls and is filtered with the server's
 // lines, and leaves the ring like them. It does not count as a followed
-// log (a session without one shows it under the no-log message).
-func (t *logTail) addOwn(text string, kind lineKind) {
+// log (a session without one shows it under the no-log message). It
+// returns the line's seq.
+func (t *logTail) addOwn(text string, kind lineKind) int64 {
 	t.add(logEntry{text: text, kind: kind})
+	return t.end - 1
+}
+
+// setOwn replaces the text of flightdeck's own line seq (already
+// sanitised), if the ring still holds it: an Xid line's count grows.
+func (t *logTail) setOwn(seq int64, text string) {
+	if seq < t.start || seq >= t.end {
+		return
+	}
+	e := t.entry(seq)
+	if !e.kind.ours() {
+		return
+	}
+	e.text = text
+	delete(t.wrapMem, seq)
 }
 
 // ingest sanitises and appends a batch of raw lines.

@@ -188,6 +188,7 @@ type Model struct {
 	gpuSrc gpuSource // how GPUs are sampled (gpusource.go)
 	rate   rateSeries
 	log    logTail
+	xidLog xidLog // groups identical Xids into one log line (gpuxid.go)
 
 	focus      focusArea
 	showHelp   bool
@@ -422,6 +423,7 @@ func (m *Model) observe(t time.Time) {
 		m.now = t
 	}
 	m.expireBanner()
+	m.gpus.setNow(m.now)
 }
 
 // apply routes one event by payload type (and GPU index inside the
@@ -444,15 +446,12 @@ func (m *Model) apply(ev event.Event) {
 	case gpu.Stale:
 		m.gpus.applyStale(p, ev.At)
 	case gpu.Xid:
-		// On its GPU's row for the rest of the session, and a line of the
-		// log at its place among the server's lines.
-		m.gpus.applyXid(p)
-		text, crit := xidLine(p)
-		kind := lineOwnWarn
-		if crit {
-			kind = lineOwnCrit
-		}
-		m.log.addOwn(text, kind)
+		// On its GPU's row (critical ones for the rest of the session,
+		// the others until the next launch, see xidMark), and a line of
+		// the log at its place among the server's lines (identical ones
+		// within a second share it, see xidLog).
+		m.gpus.applyXid(p, ev.At)
+		m.xidLog.add(&m.log, p, ev.At)
 	case gpu.Source:
 		m.gpuSrc.set(p)
 	case serverlog.Lines:
@@ -478,6 +477,10 @@ func (m *Model) apply(ev event.Event) {
 		m.headChanged = trackedChanges(p)
 	case repo.Unreadable:
 		m.head = "? (repository unreadable)"
+	case server.Launched:
+		// The non-critical Xids were about the processes before it
+		// (force-killing a TP server logs Xid 45 on every GPU).
+		m.gpus.clearAppXids()
 	case server.Status:
 		switch p.Phase {
 		case server.PhaseLaunching, server.PhaseKilled, server.PhaseExited:

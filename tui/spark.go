@@ -167,6 +167,11 @@ func (s *rateSeries) draw(st *Styles, width int) string {
 		b.WriteString(st.Dim.Render("  accept "))
 		b.WriteString(accTxt)
 	}
+	if len(label)+max(bw, 0)+statsW(len(medTxt)) > width {
+		// Narrower than the figures alone: cut, never wider than the
+		// terminal.
+		return ansiTruncate(b.String(), width)
+	}
 	return b.String()
 }
 
