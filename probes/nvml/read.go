@@ -194,15 +194,9 @@ func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
 	g := absentRow
 	g.Index = d.index
 
-	// Utilisation first: the cheapest dynamic call tells a lost GPU.
-	if r.live(sym.util) {
-		u, ret := h.GetUtilizationRates()
-		g.UtilGPUPct = r.num(float64(u.Gpu), ret)
-		g.UtilMemPct = r.num(float64(u.Memory), ret)
-	} else {
-		g.UtilGPUPct, g.UtilMemPct = r.skipped(sym.util), r.skipped(sym.util)
-	}
-
+	// Identity first, until it is known (then it is kept): a GPU lost
+	// before the first read keeps its name and bus id where the driver
+	// still answers them, as nvidia-smi does.
 	if !d.haveName {
 		if r.live(sym.name) {
 			v, ret := h.GetName()
@@ -234,6 +228,15 @@ func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
 		}
 	}
 	g.Name, g.UUID, g.BusID = d.name, d.uuid, d.bus
+
+	// Then utilisation: the cheapest dynamic call tells a lost GPU.
+	if r.live(sym.util) {
+		u, ret := h.GetUtilizationRates()
+		g.UtilGPUPct = r.num(float64(u.Gpu), ret)
+		g.UtilMemPct = r.num(float64(u.Memory), ret)
+	} else {
+		g.UtilGPUPct, g.UtilMemPct = r.skipped(sym.util), r.skipped(sym.util)
+	}
 	if d.haveUUID && d.haveBus && d.xidUUID == "" && d.xidBus == "" {
 		s.mu.Lock()
 		if d.uuid.Status == gpu.OK {

@@ -546,3 +546,18 @@ func TestProcessNameOutsideHostPIDNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestLostBeforeTheFirstRead: a GPU already lost when sampling starts
+// keeps the name and bus id the driver still gives, as nvidia-smi prints
+// them, and its data reads lost.
+func TestLostBeforeTheFirstRead(t *testing.T) {
+	x := newDGX(t)
+	x.vals[2].setFail("util", gonvml.ERROR_GPU_IS_LOST)
+	g := sample(t, x.open(t, Options{NoXid: true})).GPUs[2]
+	if g.Name.S != "NVIDIA A100-SXM4-40GB" || g.Name.Status != gpu.OK || g.BusID.Status != gpu.OK {
+		t.Errorf("identity of a GPU lost before the first read: %+v %+v", g.Name, g.BusID)
+	}
+	if !g.Lost || g.UtilGPUPct.Status != gpu.Lost || g.TempC.Status != gpu.Lost {
+		t.Errorf("data of a GPU lost before the first read: %+v", g)
+	}
+}
