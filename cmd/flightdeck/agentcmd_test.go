@@ -339,8 +339,9 @@ func TestAgentFlags(t *testing.T) {
 
 // TestAgentRunnerEndToEnd uploads this very command as the agent to a
 // local "host" and runs it: on a machine without an NVIDIA driver (or in a
-// build without cgo) the agent says why and the Runner falls back with
-// that reason; on a GPU machine it streams samples.
+// build without cgo) the Runner falls back saying why (no
+// libnvidia-ml.so.1: before any upload; NVML init failed: the agent's
+// report); on a GPU machine it streams samples.
 func TestAgentRunnerEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -382,6 +383,12 @@ func TestAgentRunnerEndToEnd(t *testing.T) {
 	case src.Mode == gpu.SourceAgent:
 		if !strings.HasPrefix(src.Detail, "agent "+versionString()) || !strings.HasSuffix(src.Detail, "(uploaded)") {
 			t.Errorf("source %+v", src)
+		}
+	case src.Fallback == "no NVIDIA driver on the host (libnvidia-ml.so.1 not found)":
+		// No libnvidia-ml.so.1 on this machine: the install check says so
+		// and nothing is uploaded.
+		if _, err := os.Stat(filepath.Join(cache, "agent")); err == nil {
+			t.Error("an agent was uploaded to a host without a driver")
 		}
 	default:
 		if src.Mode != gpu.SourceNvidiaSMI || !strings.HasPrefix(src.Fallback, "NVML unavailable on the host: ") {

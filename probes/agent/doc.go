@@ -80,11 +80,15 @@
 //
 // # The cockpit side
 //
-// Runner installs the agent on a host over SSH (checking the cached copy's
-// SHA-256, uploading this binary when the host's OS and architecture match),
-// checks and starts it in one SSH session (what runs is what was checked)
-// and publishes its events; it falls back to the nvidia-smi stream
-// (gpu.Sampler), saying why in a gpu.Source event, when the agent cannot
-// run, exits, or falls silent for 3 intervals (then it is killed). An
-// agent that reports NVML blocked (stale lines) is alive and kept.
+// Runner installs the agent on a host over SSH (nothing when the host has
+// no libnvidia-ml.so.1; checking the cached copy's SHA-256, uploading this
+// binary when the host's OS and architecture match, pruning versions
+// unused for 14 days beyond the 3 newest), checks and starts it in one SSH
+// session (what runs is what was checked) and publishes its events; it
+// falls back to the nvidia-smi stream (gpu.Sampler), saying why in a
+// gpu.Source event, when the agent cannot run, exits, or falls silent for
+// 3 intervals (then it is killed). After an exit or silence it retries the
+// agent beside the fallback (30 s, doubling to 5 min) and switches back at
+// the retried agent's first sample. An agent that reports NVML blocked
+// (stale lines) is alive and kept.
 package agent

@@ -37,6 +37,9 @@ const (
 // single lines (remote.Quote refuses newlines) and take their inputs as
 // positional parameters, so no input is ever parsed as shell code.
 //
+// A relative BASE is taken from the login directory and written "./BASE",
+// so that no path ever starts with '-' (an option to mkdir, rm or find).
+//
 // sum prints a file's SHA-256 in hex with sha256sum (GNU, busybox), shasum
 // -a 256 (macOS, Perl) or openssl dgst, reading the file on stdin so that
 // no tool escapes the file name in its output. check prints "ok" when the
@@ -44,7 +47,8 @@ const (
 // directory, one above it, or the agent is owned by another user, who
 // could swap the agent between its check and its start) or "symlink PATH"
 // (the agent is a symbolic link), and fails.
-const scriptPrelude = `base=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck}; bin=$base/agent/$2/flightdeck; dir=${bin%/*}; ` +
+const scriptPrelude = `base=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck}; case $base in /*) ;; *) base=./$base;; esac; ` +
+	`bin=$base/agent/$2/flightdeck; dir=${bin%/*}; ` +
 	`sum() { if command -v sha256sum >/dev/null 2>&1; then set -- $(sha256sum < "$1"); ` +
 	`elif command -v shasum >/dev/null 2>&1; then set -- $(shasum -a 256 < "$1"); ` +
 	`elif command -v openssl >/dev/null 2>&1; then set -- $(openssl dgst -sha256 < "$1"); if [ $# -gt 1 ]; then shift $(($# - 1)); fi; ` +
@@ -52,11 +56,38 @@ const scriptPrelude = `base=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck}; bi
 	`check() { for d in "$base" "$base/agent" "$dir" "$bin"; do if [ -e "$d" ] && [ ! -O "$d" ]; then printf 'not-owned %s\n' "$d"; return 1; fi; done; ` +
 	`if [ -L "$bin" ]; then printf 'symlink %s\n' "$bin"; return 1; fi; echo ok; }; `
 
+// driverDirs are the directories where an NVIDIA driver puts
+// libnvidia-ml.so.1 on common distributions, looked at besides
+// LD_LIBRARY_PATH and the dynamic loader's cache: Debian and Ubuntu
+// (multiarch, and Debian's nvidia/current), RHEL, SUSE and Arch (lib64,
+// lib), what the NVIDIA Container Toolkit injects into a container (the
+// multiarch directory; GKE mounts /usr/local/nvidia), WSL2 and NixOS.
+const driverDirs = "/usr/lib/x86_64-linux-gnu:/usr/lib/aarch64-linux-gnu:/usr/lib/powerpc64le-linux-gnu:" +
+	"/usr/lib/x86_64-linux-gnu/nvidia/current:/usr/lib/aarch64-linux-gnu/nvidia/current:" +
+	"/usr/lib64:/usr/lib:/lib/x86_64-linux-gnu:/lib/aarch64-linux-gnu:/lib64:/lib:" +
+	"/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/lib/wsl/lib:/run/opengl-driver/lib"
+
+// nvmlCheck (a shell function) prints whether the agent could load
+// libnvidia-ml.so.1 on the host, without loading it: "sim" when the
+// session has FLIGHTDECK_SIM_NVML (the simulated host's fake NVML), "yes"
+// when the file is in an LD_LIBRARY_PATH entry or a driverDirs directory
+// or named in the loader's cache (/etc/ld.so.cache, else `ldconfig -p`;
+// the dynamic loader finds a library through the same three), "no" when
+// the cache was read and none has it, "unknown" when nothing could tell
+// (no grep, no readable cache, no ldconfig). Only "no" skips the agent.
+const nvmlCheck = `nvml() { if [ -n "${FLIGHTDECK_SIM_NVML:-}" ]; then echo sim; return; fi; ` +
+	`if ( p=${LD_LIBRARY_PATH:-}:` + driverDirs + `; IFS=:; set -f; for d in $p; do if [ -n "$d" ] && [ -e "$d/libnvidia-ml.so.1" ]; then exit 0; fi; done; exit 1 ); then echo yes; return; fi; ` +
+	`if ! command -v grep >/dev/null 2>&1; then echo unknown; return; fi; ` +
+	`if [ -r /etc/ld.so.cache ]; then if grep -q 'libnvidia-ml[.]so[.]1' /etc/ld.so.cache; then echo yes; else echo no; fi; return; fi; ` +
+	`for l in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do if command -v "$l" >/dev/null 2>&1; then ` +
+	`if "$l" -p 2>/dev/null | grep -q 'libnvidia-ml[.]so[.]1'; then echo yes; else echo no; fi; return; fi; done; echo unknown; }; `
+
 // probeScript prints "uname <uname -sm>", "path <agent path>", "tool
-// yes|no" (a SHA-256 tool exists), "cache <check's answer>" and "sum
-// <hex>|none" (none also when the cache is refused).
-const probeScript = scriptPrelude +
-	`printf 'uname %s\n' "$(uname -sm)"; printf 'path %s\n' "$bin"; ` +
+// yes|no" (a SHA-256 tool exists), "nvml sim|yes|no|unknown"
+// (nvmlCheck), "cache <check's answer>" and "sum <hex>|none" (none also
+// when the cache is refused).
+const probeScript = scriptPrelude + nvmlCheck +
+	`printf 'uname %s\n' "$(uname -sm)"; printf 'path %s\n' "$bin"; printf 'nvml %s\n' "$(nvml)"; ` +
 	`if command -v sha256sum >/dev/null 2>&1 || command -v shasum >/dev/null 2>&1 || command -v openssl >/dev/null 2>&1; ` +
 	`then echo 'tool yes'; else echo 'tool no'; fi; ` +
 	`c=$(check); printf 'cache %s\n' "$c"; ` +
@@ -74,30 +105,69 @@ const (
 	scriptRefusal = "refusing the agent cache: "
 )
 
+// Pruning of old agent versions (pruneScript), as decimal strings for the
+// script.
+const (
+	// pruneAfterDays is how long a cached agent version that is not used
+	// stays on a host: its directory is removed by the next upload of
+	// another version after more than this many days (find -mtime +14).
+	pruneAfterDays = "14"
+	// pruneKeep is how many agent versions stay cached at most after an
+	// upload: the new one and the most recently used others.
+	pruneKeep = "3"
+)
+
+// pruneScript defines prune, which the upload script runs once the new
+// agent is in place. A version directory's modification time is its last
+// use: an upload renames the agent into it and runScript touches it at
+// every start. prune removes each other entry D of BASE/agent that
+//   - is named as versionKey names (letters, digits, '.', '_', '+', '-';
+//     nothing hidden), is a directory, not a symbolic link, and owned by
+//     the login user;
+//   - and was last used more than pruneAfterDays days ago, or has
+//     pruneKeep newer such directories (the new version's counting).
+//
+// It decides for all before it removes anything (a removal inside a
+// directory makes it look used). It never recurses: it removes
+// D/flightdeck and leftover D/.flightdeck.* temporaries that are regular
+// files owned by the user (rm of a name never follows a link), then rmdir
+// D, which fails, leaving D, when anything else is in it. The names it
+// keeps have no blank or glob character, so the list of them splits
+// safely. Nothing it does can fail the upload.
+const pruneScript = `prune() { old=; for d in "$base/agent"/*; do case ${d##*/} in *[!A-Za-z0-9._+-]*) continue;; esac; ` +
+	`if [ "$d" = "$dir" ] || [ ! -d "$d" ] || [ -L "$d" ] || [ ! -O "$d" ]; then continue; fi; ` +
+	`n=0; for e in "$base/agent"/*; do if [ "$e" != "$d" ] && [ -d "$e" ] && [ ! -L "$e" ] && [ -O "$e" ] && [ "$e" -nt "$d" ]; then n=$((n + 1)); fi; done; ` +
+	`if [ "$n" -ge ` + pruneKeep + ` ] || [ -n "$(find "$d" -prune -mtime +` + pruneAfterDays + ` 2>/dev/null)" ]; then old="$old ${d##*/}"; fi; done; ` +
+	`for k in $old; do d=$base/agent/$k; ` +
+	`for f in "$d/flightdeck" "$d"/.flightdeck.*; do if [ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ]; then rm -f "$f"; fi; done; ` +
+	`rmdir "$d" 2>/dev/null && printf 'pruned %s\n' "$k"; done; }; `
+
 // uploadScript writes stdin to a private temporary file (mktemp; there is
 // no predictable fallback name) next to the agent, checks its SHA-256,
 // makes it executable by its owner only and renames it into place
 // (atomic: a running agent keeps its old file). The directory is made
 // private (umask 077, chmod 700) and must pass check. Exit statuses as
-// the constants above.
-const uploadScript = scriptPrelude +
+// the constants above. It then prints "path <agent path>", prunes other
+// versions (pruneScript: "pruned <key>" for each) and exits 0.
+const uploadScript = scriptPrelude + pruneScript +
 	`umask 077; mkdir -p "$dir" || exit 20; ` +
 	`c=$(check) || { printf '` + scriptRefusal + `%s\n' "$c" >&2; exit 25; }; chmod 700 "$dir" || exit 20; ` +
 	`tmp=$(mktemp "$dir/.flightdeck.XXXXXX" 2>/dev/null) && [ -n "$tmp" ] || { echo 'cannot make a private temporary file: no working mktemp on the host' >&2; exit 24; }; ` +
 	`cat > "$tmp" || { rm -f "$tmp"; exit 21; }; got=$(sum "$tmp"); ` +
 	`if [ "$got" != "$3" ]; then rm -f "$tmp"; printf 'got %s\n' "${got:-nothing}" >&2; exit 22; fi; ` +
-	`chmod 700 "$tmp" && mv -f "$tmp" "$bin" || { rm -f "$tmp"; exit 23; }; printf 'path %s\n' "$bin"`
+	`chmod 700 "$tmp" && mv -f "$tmp" "$bin" || { rm -f "$tmp"; exit 23; }; printf 'path %s\n' "$bin"; prune; exit 0`
 
 // runScript starts the agent in the same session that checks it, so that
 // what runs is what was checked: it refuses a cache that fails check,
-// compares the agent's SHA-256 with SUM, writes the launch line (the
+// compares the agent's SHA-256 with SUM, touches the version directory
+// (its last use, for pruneScript), writes the launch line (the
 // process id the agent gets: exec keeps it) and execs the agent with
 // ARGS. Exit statuses: 24 the agent changed since its check, 25 the
 // cache is refused; each with a line on stderr saying why.
 const runScript = scriptPrelude +
 	`c=$(check) || { printf '` + scriptRefusal + `%s\n' "$c" >&2; exit 25; }; ` +
 	`got=$(sum "$bin"); if [ "$got" != "$3" ]; then printf 'the agent %s changed since it was checked (SHA-256 %s)\n' "$bin" "${got:-unreadable}" >&2; exit 24; fi; ` +
-	`shift 3; printf '{"t":"launch","pid":%s}\n' "$$"; exec "$bin" "$@"`
+	`touch "$dir" 2>/dev/null; shift 3; printf '{"t":"launch","pid":%s}\n' "$$"; exec "$bin" "$@"`
 
 // probeResult is what probeScript printed.
 type probeResult struct {
@@ -106,6 +176,7 @@ type probeResult struct {
 	tool  bool   // a SHA-256 tool exists
 	cache string // "ok", or why the cache is refused ("not-owned PATH", "symlink PATH")
 	sum   string // the cached agent's SHA-256, "" when there is none
+	nvml  string // "sim", "yes", "no" or "unknown": can libnvidia-ml.so.1 be loaded (nvmlCheck)
 }
 
 // parseProbe reads probeScript's output.
@@ -132,9 +203,12 @@ func parseProbe(out []byte) (probeResult, error) {
 		case "cache":
 			p.cache = strings.TrimSpace(v)
 			seen |= 16
+		case "nvml":
+			p.nvml = strings.TrimSpace(v)
+			seen |= 32
 		}
 	}
-	if seen != 31 || p.path == "" || p.cache == "" {
+	if seen != 63 || p.path == "" || p.cache == "" || p.nvml == "" {
 		return p, fmt.Errorf("unexpected output %q", excerpt(out))
 	}
 	return p, nil
@@ -252,6 +326,9 @@ func refusedCache(answer string) fallbackReason {
 	return fallbackReason("agent cache refused: " + cut(sanitize.String(answer), 200))
 }
 
+// errNoDriver is the fallback when the host has no libnvidia-ml.so.1.
+const errNoDriver = fallbackReason("no NVIDIA driver on the host (libnvidia-ml.so.1 not found)")
+
 // fallbackReason is an install outcome that sends the Runner to the
 // nvidia-smi stream; other install errors (a dropped connection, the
 // context's end) are retried or end the Runner.
@@ -291,6 +368,10 @@ func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 	p, err := parseProbe(res.Stdout)
 	if err != nil {
 		return installed{}, fallbackReason("agent install check: " + err.Error())
+	}
+	if p.nvml == "no" {
+		// Nothing to gain from 23 MB of agent that would only say so.
+		return installed{}, errNoDriver
 	}
 	if p.cache != "ok" {
 		return installed{}, refusedCache(p.cache)
@@ -333,8 +414,10 @@ func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 		return installed{}, fallbackReason("upload refused: " + withStderr(err, res.Stderr))
 	}
 	path := p.path
-	if k, v, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " "); k == "path" && v != "" {
-		path = v
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		if k, v, _ := strings.Cut(strings.TrimRight(line, "\r"), " "); k == "path" && v != "" {
+			path = v
+		}
 	}
 	return installed{path: path, how: "uploaded", key: key, sum: sum}, nil
 }

@@ -54,16 +54,17 @@ func TestVersionKey(t *testing.T) {
 }
 
 func TestParseProbe(t *testing.T) {
-	p, err := parseProbe([]byte("uname Linux x86_64\npath /root/.cache/flightdeck/agent/v1/flightdeck\ntool yes\ncache ok\nsum ABCDEF\n"))
-	if err != nil || p.uname != "Linux x86_64" || p.path != "/root/.cache/flightdeck/agent/v1/flightdeck" || !p.tool || p.cache != "ok" || p.sum != "abcdef" {
+	p, err := parseProbe([]byte("uname Linux x86_64\npath /root/.cache/flightdeck/agent/v1/flightdeck\nnvml yes\ntool yes\ncache ok\nsum ABCDEF\n"))
+	if err != nil || p.uname != "Linux x86_64" || p.path != "/root/.cache/flightdeck/agent/v1/flightdeck" || !p.tool || p.cache != "ok" || p.sum != "abcdef" || p.nvml != "yes" {
 		t.Errorf("parseProbe: %+v, %v", p, err)
 	}
-	p, err = parseProbe([]byte("uname Linux x86_64\r\npath /a b/flightdeck\r\ntool no\r\ncache not-owned /a b\r\nsum none\r\n"))
-	if err != nil || p.path != "/a b/flightdeck" || p.tool || p.cache != "not-owned /a b" || p.sum != "" {
+	p, err = parseProbe([]byte("uname Linux x86_64\r\npath /a b/flightdeck\r\nnvml no\r\ntool no\r\ncache not-owned /a b\r\nsum none\r\n"))
+	if err != nil || p.path != "/a b/flightdeck" || p.tool || p.cache != "not-owned /a b" || p.sum != "" || p.nvml != "no" {
 		t.Errorf("parseProbe: %+v, %v", p, err)
 	}
-	for _, bad := range []string{"", "uname Linux x86_64\n", "welcome to the host\n\x1b[2J", "uname a b\npath \ntool yes\ncache ok\nsum none\n",
-		"uname Linux x86_64\npath /p\ntool yes\nsum none\n", "uname Linux x86_64\npath /p\ntool yes\ncache \nsum none\n"} {
+	for _, bad := range []string{"", "uname Linux x86_64\n", "welcome to the host\n\x1b[2J", "uname a b\npath \nnvml yes\ntool yes\ncache ok\nsum none\n",
+		"uname Linux x86_64\npath /p\nnvml yes\ntool yes\nsum none\n", "uname Linux x86_64\npath /p\nnvml yes\ntool yes\ncache \nsum none\n",
+		"uname Linux x86_64\npath /p\ntool yes\ncache ok\nsum none\n", "uname Linux x86_64\npath /p\nnvml \ntool yes\ncache ok\nsum none\n"} {
 		if _, err := parseProbe([]byte(bad)); err == nil {
 			t.Errorf("parseProbe(%q) accepted", bad)
 		} else if strings.ContainsRune(err.Error(), 0x1b) {
@@ -262,5 +263,88 @@ func TestUploadScriptRefusesForeignCache(t *testing.T) {
 	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitRefused ||
 		strings.TrimSpace(string(out)) != scriptRefusal+"not-owned "+dir {
 		t.Errorf("upload into a foreign cache: %v, %q", err, out)
+	}
+}
+
+// runProbe runs probeScript on this machine with exactly env.
+func runProbe(t *testing.T, env ...string) probeResult {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", probeScript, "flightdeck-agent", filepath.Join(t.TempDir(), "cache"), "v1")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("probe script: %v\n%s", err, out)
+	}
+	p, err := parseProbe(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// hostHasDriver reports whether this machine's loader would find a
+// libnvidia-ml.so.1 (then "no driver" cannot be shown here).
+func hostHasDriver(t *testing.T) bool {
+	return runProbe(t, "PATH="+os.Getenv("PATH")).nvml != "no"
+}
+
+// The install check's driver pre-check: where it looks, and that only a
+// clear "no" counts as absent.
+func TestProbeFindsTheDriver(t *testing.T) {
+	fake := fakeDriverDir(t)
+	path := "PATH=" + os.Getenv("PATH")
+	cases := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"LD_LIBRARY_PATH", []string{path, "LD_LIBRARY_PATH=/nonexistent:" + fake + ":"}, "yes"},
+		{"LD_LIBRARY_PATH with a glob", []string{path, "LD_LIBRARY_PATH=" + filepath.Dir(fake) + "/*"}, ""},
+		{"simulated host", []string{path, "FLIGHTDECK_SIM_NVML=/srv/sim"}, "sim"},
+		{"simulated host, empty", []string{path, "FLIGHTDECK_SIM_NVML="}, ""},
+		// Without grep nothing can read the loader's cache: not a "no".
+		{"no grep", []string{"PATH=" + toolPath(t)}, "unknown"},
+	}
+	driver := hostHasDriver(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := c.want
+			if want == "unknown" && driver {
+				t.Skip("this machine's driver may be found without grep")
+			}
+			if want == "" {
+				// What this machine has: "no" without a driver.
+				want = "no"
+				if driver {
+					want = "yes"
+				}
+			}
+			if got := runProbe(t, c.env...).nvml; got != want {
+				t.Errorf("nvml %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// A host without libnvidia-ml.so.1 gets no upload: the install check says
+// why, in one command.
+func TestInstallWithoutDriverUploadsNothing(t *testing.T) {
+	if hostHasDriver(t) {
+		t.Skip("this machine has libnvidia-ml.so.1")
+	}
+	bin := filepath.Join(t.TempDir(), "flightdeck")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho agent\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LD_LIBRARY_PATH", "")
+	t.Setenv("FLIGHTDECK_SIM_NVML", "")
+	cache := filepath.Join(t.TempDir(), "cache")
+	_, err := installLocal(t, toolPath(t, "sha256sum", "grep"), cache, bin)
+	if fr, ok := errors.AsType[fallbackReason](err); !ok || fr != errNoDriver ||
+		string(fr) != "no NVIDIA driver on the host (libnvidia-ml.so.1 not found)" {
+		t.Fatalf("install: %v, want %q", err, errNoDriver)
+	}
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Errorf("the cache was made: %v", err)
 	}
 }

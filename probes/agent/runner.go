@@ -34,18 +34,33 @@ import (
 //     drops under the agent; the agent is started again once the host is
 //     back (Host.Start waits for the reconnection);
 //   - gpu.Source{Mode: nvidia-smi, Fallback: why} when the agent cannot
-//     run: this build has no cgo, the host's OS/architecture differs, the
-//     host has no SHA-256 tool or mktemp, the agent cache is not the login
-//     user's or the agent a symbolic link, the upload was refused or
-//     corrupted, the agent changed between its check and its start, NVML
-//     is unavailable on the host, the agent exited (with its last stderr
-//     line, e.g. "version `GLIBC_2.34' not found"), or it wrote no line
-//     at all (no sample, stale report or heartbeat) for StaleAfter
-//     intervals. A silent agent's session is closed and its process
+//     run, and then the nvidia-smi Fallback's events. For good when the
+//     reason would stay: this build has no cgo, the host's
+//     OS/architecture differs, the host has no NVIDIA driver
+//     (libnvidia-ml.so.1 is neither in LD_LIBRARY_PATH, the usual
+//     directories nor the loader's cache: nothing is uploaded), no
+//     SHA-256 tool or mktemp, the agent cache is not the login user's or
+//     the agent a symbolic link, the upload was refused or corrupted,
+//     NVML is unavailable on the host (the agent's own report), the agent
+//     speaks another protocol;
+//   - or, with "; retrying the agent in the background" after why, when
+//     the agent exited (why says how, "agent exited: killed by SIGTERM
+//     (exit status 143)", with its last stderr line, e.g. "version
+//     `GLIBC_2.34' not found"), wrote no line at all (no sample, stale
+//     report or heartbeat) for StaleAfter intervals or no hello within
+//     StartTimeout, could not be started, or changed between its check
+//     and its start. A silent agent's session is closed and its process
 //     killed (`kill -s KILL PID` in a new session: OpenSSH leaves a
-//     command running when its session closes). The Runner then runs
-//     Fallback until ctx ends and does not try the agent again in this
-//     Run.
+//     command running when its session closes). The agent is then tried
+//     again 30 s later, and after each failed try twice as long, up to 5
+//     min (a fresh start of the backoff after an agent that sampled for 5
+//     min), while the fallback samples: one install check and one agent
+//     session at a time. A retried agent's events are held until its
+//     first sample; then the fallback is stopped (its last sample
+//     published) before gpu.Source{Mode: agent} and the agent's events
+//     are, so the two never publish samples at once. A retry that meets
+//     a reason of the first kind publishes gpu.Source{Mode: nvidia-smi,
+//     Fallback: why} and stops retrying.
 //
 // Set the exported fields before Run; the zero values take the defaults
 // given.
@@ -81,11 +96,16 @@ type Runner struct {
 	// every 2 intervals) make the Runner give up on it; default 3.
 	StaleAfter int
 	Now        func() time.Time // default time.Now
+
+	// retryFirst and retryMax are the backoff of the agent's retries
+	// beside the fallback (default 30 s doubling to 5 min); a test seam.
+	retryFirst, retryMax time.Duration
 }
 
 // settings is a Runner's configuration with defaults applied.
 type settings struct {
 	interval, startTimeout    time.Duration
+	retryFirst, retryMax      time.Duration
 	staleAfter                int
 	binary, version, cacheDir string
 	now                       func() time.Time
@@ -93,7 +113,14 @@ type settings struct {
 
 func (r *Runner) settings() (settings, error) {
 	c := settings{interval: r.Interval, startTimeout: r.StartTimeout, staleAfter: r.StaleAfter,
-		binary: r.Binary, version: r.Version, cacheDir: r.CacheDir, now: r.Now}
+		binary: r.Binary, version: r.Version, cacheDir: r.CacheDir, now: r.Now,
+		retryFirst: r.retryFirst, retryMax: r.retryMax}
+	if c.retryFirst <= 0 {
+		c.retryFirst = retryFirst
+	}
+	if c.retryMax < c.retryFirst {
+		c.retryMax = max(c.retryFirst, retryMax)
+	}
 	if c.interval <= 0 {
 		c.interval = time.Second
 	}
@@ -121,10 +148,19 @@ const (
 	maxBackoff = 10 * time.Second
 )
 
+// Backoff of the agent's retries beside the nvidia-smi fallback.
+const (
+	retryFirst = 30 * time.Second
+	retryMax   = 5 * time.Minute
+)
+
 // Run installs and runs the agent, publishing its events to sink, until
 // ctx ends; then it returns nil. It returns an error at once only when it
-// cannot run at all (nil Host or sink). sink is called from Run's
-// goroutine only.
+// cannot run at all (nil Host or sink), and when the fallback sampler
+// cannot run at all (gpu.Sampler.Run's error). sink is never called
+// concurrently (it is called from Run's goroutine, and from the
+// fallback's while the agent is retried beside it), nor after Run
+// returns.
 func (r *Runner) Run(ctx context.Context, sink event.Sink) error {
 	if r.Host == nil {
 		return errors.New("agent: Runner.Host is nil")
@@ -146,46 +182,76 @@ func (r *Runner) Run(ctx context.Context, sink event.Sink) error {
 	if fb.Now == nil {
 		fb.Now = r.Now
 	}
-	run := &runState{r: r, c: c, sink: sink}
+	run := &runState{r: r, c: c, out: sink, fb: fb}
 	if err != nil {
-		return run.fallback(ctx, fb, err.Error())
+		return run.fallback(ctx, err.Error())
 	}
 	conn := watchConn(ctx, r.Host)
 	backoff := minBackoff
+	wait := c.retryFirst
 	for ctx.Err() == nil {
-		inst, err := r.install(ctx, c)
-		var reason string
+		o := run.attempt(ctx, conn)
+		if ctx.Err() != nil {
+			break
+		}
 		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.As(err, new(fallbackReason)):
-			return run.fallback(ctx, fb, err.Error())
-		case err != nil:
-			// The connection dropped during the install: try again once
-			// the host is back (Host.Run waits for it).
-		default:
-			var progressed bool
-			reason, progressed = run.agent(ctx, inst, conn)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if reason != "" {
-				return run.fallback(ctx, fb, reason)
-			}
-			if progressed {
+		// run.bg is still set after a retry that did not take over.
+		case run.bg != nil && o.reason != "" && !o.retry:
+			// A retry met a reason that will not pass: keep the fallback,
+			// saying why now.
+			run.publishSource(o.reason, false)
+			return run.waitFallback(ctx)
+		case run.bg != nil:
+			// The retry failed, or the connection dropped under it: the
+			// fallback goes on; try again later.
+		case o.reason == "":
+			// The connection dropped under the agent: start it again once
+			// the host is back (Host.Run and Host.Start wait for it).
+			if o.progressed {
 				backoff = minBackoff
 			}
+			if !sleep(ctx, backoff) {
+				return nil
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		case !o.retry:
+			return run.fallback(ctx, o.reason)
+		default:
+			// The agent exited or fell silent: sample with nvidia-smi and
+			// try the agent again in the background. An agent that had
+			// worked for a while starts the backoff over.
+			if o.sampledFor >= c.retryMax {
+				wait = c.retryFirst
+			}
+			run.publishSource(o.reason, true)
+			run.startFallback(ctx)
 		}
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+		case <-run.bg.done:
+			// The fallback sampler cannot run at all.
+			t.Stop()
+			return run.stopFallback()
 		case <-t.C:
 		}
-		backoff = min(2*backoff, maxBackoff)
+		wait = min(2*wait, c.retryMax)
 	}
-	return nil
+	return run.stopFallback()
+}
+
+// sleep waits for d or ctx's end; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // watchConn keeps the host's latest connection state.
@@ -208,20 +274,163 @@ func watchConn(ctx context.Context, h remote.Host) *atomic.Value {
 type runState struct {
 	r          *Runner
 	c          settings
-	sink       event.Sink
+	fb         *gpu.Sampler
 	lastSample time.Time
+
+	mu  sync.Mutex // serialises out: Run's goroutine and the fallback's
+	out event.Sink
+
+	// bg is the nvidia-smi fallback running while the agent is retried;
+	// nil when none runs.
+	bg *background
+	// trial is set while a retried agent runs beside the fallback: its
+	// events are held (its stale reports dropped) until its first sample,
+	// which stops the fallback and publishes them (promote).
+	trial bool
+	held  []event.Event
 }
 
-func (s *runState) emit(at time.Time, p event.Payload) { s.sink(event.Event{At: at, Data: p}) }
+// maxHeld bounds the events a retried agent may send before its first
+// sample (its hello, Xids, failures).
+const maxHeld = 64
+
+// background is a fallback sampler running in its own goroutine.
+type background struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned; err is then set
+	err    error
+}
+
+// outcome is how one agent attempt ended.
+type outcome struct {
+	// reason is why the agent is not used; "" when its session ended for
+	// a reason not its own (the connection dropped, ctx ended).
+	reason string
+	// retry: the reason may pass (the agent exited, fell silent or could
+	// not be started), so the agent is tried again later; not for a
+	// reason that a retry would meet again (no cgo, another architecture,
+	// no driver, a refused cache or upload, NVML unavailable, another
+	// protocol).
+	retry bool
+	// progressed: a sample arrived; sampledFor is the time from the first
+	// sample to the end.
+	progressed bool
+	sampledFor time.Duration
+}
+
+// publish calls the sink, one event at a time.
+func (s *runState) publish(e event.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out(e)
+}
+
+// emit publishes an event of the agent (held while it is on trial).
+func (s *runState) emit(at time.Time, p event.Payload) {
+	if s.trial {
+		switch p.(type) {
+		case gpu.Sample:
+			s.promote()
+		case gpu.Stale:
+			return // the fallback is sampling: not stale
+		default:
+			if len(s.held) < maxHeld {
+				s.held = append(s.held, event.Event{At: at, Data: p})
+			}
+			return
+		}
+	}
+	s.publish(event.Event{At: at, Data: p})
+}
+
+// promote ends a retried agent's trial at its first sample: the fallback
+// is stopped (its last sample published) before the agent's held events
+// and samples are, so the two never publish samples at once.
+func (s *runState) promote() {
+	_ = s.stopFallback()
+	s.trial = false
+	held := s.held
+	s.held = nil
+	for _, e := range held {
+		s.publish(e)
+	}
+}
+
+// publishSource says that nvidia-smi samples and why; retry adds that the
+// agent is tried again.
+func (s *runState) publishSource(reason string, retry bool) {
+	reason = sanitize.String(reason)
+	if retry {
+		const note = "; retrying the agent in the background"
+		reason = cut(reason, 300-len(note)) + note
+	}
+	s.publish(event.Event{At: s.c.now(), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: cut(reason, 300)}})
+}
 
 // fallback publishes why the agent is not used and runs the nvidia-smi
 // sampler until ctx ends.
-func (s *runState) fallback(ctx context.Context, fb *gpu.Sampler, reason string) error {
-	s.emit(s.c.now(), gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: cut(sanitize.String(reason), 300)})
-	if err := fb.Run(ctx, s.sink); err != nil {
+func (s *runState) fallback(ctx context.Context, reason string) error {
+	s.publishSource(reason, false)
+	if err := s.fb.Run(ctx, s.publish); err != nil {
 		return fmt.Errorf("agent: fallback sampler: %w", err)
 	}
 	return nil
+}
+
+// startFallback runs the nvidia-smi sampler in the background.
+func (s *runState) startFallback(ctx context.Context) {
+	fctx, cancel := context.WithCancel(ctx)
+	b := &background{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.err = s.fb.Run(fctx, s.publish)
+	}()
+	s.bg = b
+}
+
+// stopFallback stops the background fallback, if one runs, and waits for
+// it; it returns the sampler's error (nil when it ran until stopped).
+func (s *runState) stopFallback() error {
+	b := s.bg
+	if b == nil {
+		return nil
+	}
+	s.bg = nil
+	b.cancel()
+	<-b.done
+	if b.err != nil {
+		return fmt.Errorf("agent: fallback sampler: %w", b.err)
+	}
+	return nil
+}
+
+// waitFallback lets the background fallback run until ctx ends.
+func (s *runState) waitFallback(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-s.bg.done:
+	}
+	return s.stopFallback()
+}
+
+// attempt installs the agent and runs it once; beside a running fallback,
+// on trial.
+func (s *runState) attempt(ctx context.Context, conn *atomic.Value) outcome {
+	if s.bg != nil {
+		s.trial = true
+		defer func() { s.trial, s.held = false, nil }()
+	}
+	inst, err := s.r.install(ctx, s.c)
+	switch {
+	case ctx.Err() != nil:
+		return outcome{}
+	case errors.As(err, new(fallbackReason)):
+		return outcome{reason: err.Error()}
+	case err != nil:
+		// The connection dropped during the install.
+		return outcome{}
+	}
+	return s.agent(ctx, inst, conn)
 }
 
 // lineMsg is a decoded line and when it arrived.
@@ -231,10 +440,8 @@ type lineMsg struct {
 	at  time.Time
 }
 
-// agent runs the installed agent once. It returns a fallback reason, or ""
-// when the agent's session ended for a reason not its own (the connection
-// dropped, ctx ended), and whether a sample arrived.
-func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value) (reason string, progressed bool) {
+// agent runs the installed agent once and says how it ended.
+func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value) outcome {
 	c := s.c
 	// One session checks the agent and execs it (runScript): what runs is
 	// what was checked.
@@ -245,7 +452,7 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 	}
 	cmd, err := remote.Command("sh", args...)
 	if err != nil {
-		return "agent path on host: " + err.Error(), false
+		return outcome{reason: "agent path on host: " + err.Error()}
 	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -253,9 +460,9 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 	if err != nil {
 		if retryable(ctx, err) {
 			s.stale("connection to host lost; restarting the agent")
-			return "", false
+			return outcome{}
 		}
-		return "start agent: " + err.Error(), false
+		return outcome{reason: "start agent: " + err.Error(), retry: true}
 	}
 
 	lines := make(chan lineMsg, 16)
@@ -313,10 +520,10 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 	for {
 		select {
 		case <-ctx.Done():
-			return "", a.progressed
+			return a.end("", false)
 		case l := <-lines:
 			if reason, alive := a.handle(l); reason != "" {
-				return reason, a.progressed
+				return a.end(reason, false)
 			} else if alive {
 				// NVML is open once the hello is out: from then on the
 				// agent writes a line at least every 2 intervals.
@@ -325,7 +532,7 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 		case <-timer.C:
 			if st, _ := conn.Load().(remote.ConnState); st != remote.Connected {
 				s.stale("connection to host lost; restarting the agent")
-				return "", a.progressed
+				return a.end("", false)
 			}
 			what := fmt.Sprintf("agent sent nothing for %d intervals of %v", c.staleAfter, c.interval)
 			if !a.hello {
@@ -333,38 +540,50 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 			}
 			proc.Close()
 			s.kill(ctx, a.pid)
-			return a.withNotes(what, stderr), a.progressed
+			return a.end(a.withNotes(what, stderr), true)
 		case err := <-exited:
 			waited = true
 			for drained := false; !drained; {
 				select {
 				case l := <-lines:
 					if reason, _ := a.handle(l); reason != "" {
-						return reason, a.progressed
+						return a.end(reason, false)
 					}
 				default:
 					drained = true
 				}
 			}
 			if ctx.Err() != nil {
-				return "", a.progressed
+				return a.end("", false)
 			}
 			if errors.Is(err, remote.ErrDisconnected) {
 				s.stale("connection to host lost; restarting the agent")
-				return "", a.progressed
+				return a.end("", false)
 			}
 			if ee, ok := errors.AsType[*remote.ExitError](err); ok && !a.hello && a.pid == 0 &&
 				(ee.Code == exitChanged || ee.Code == exitRefused) {
-				// runScript refused to start it.
-				return "agent not started: " + lastLine(stderr.bytes(), ee.Stderr), a.progressed
+				// runScript refused to start it: a refused cache stays
+				// refused; an agent changed since its check (another
+				// cockpit's upload) is installed again at the retry.
+				return a.end("agent not started: "+lastLine(stderr.bytes(), ee.Stderr), ee.Code == exitChanged)
 			}
 			what := "agent exited"
 			if err != nil {
-				what += ": " + err.Error()
+				what += ": " + exitText(err)
 			}
-			return a.withNotes(what, stderr), a.progressed
+			return a.end(a.withNotes(what, stderr), true)
 		}
 	}
+}
+
+// end is the session's outcome: reason ("" for none), whether a retry
+// may succeed, and how long it sampled.
+func (a *agentStream) end(reason string, retry bool) outcome {
+	o := outcome{reason: reason, retry: retry, progressed: a.progressed}
+	if a.progressed {
+		o.sampledFor = a.s.c.now().Sub(a.firstSample)
+	}
+	return o
 }
 
 // killTimeout bounds the command that kills a silent agent.
@@ -401,12 +620,13 @@ func (s *runState) stale(reason string) {
 
 // agentStream is the state of one agent session.
 type agentStream struct {
-	s          *runState
-	inst       installed
-	hello      bool
-	progressed bool
-	pid        int    // the agent's process id on the host, from the launch line; 0 before
-	lastErr    string // the last line that could not be read
+	s           *runState
+	inst        installed
+	hello       bool
+	progressed  bool
+	pid         int       // the agent's process id on the host, from the launch line; 0 before
+	firstSample time.Time // when the first sample arrived
+	lastErr     string    // the last line that could not be read
 }
 
 // handle publishes one line's event. It returns a fallback reason when the
@@ -456,6 +676,9 @@ func (a *agentStream) handle(l lineMsg) (reason string, alive bool) {
 		p.At = l.at
 		s.emit(l.at, p)
 		s.lastSample = l.at
+		if !a.progressed {
+			a.firstSample = l.at
+		}
 		a.progressed = true
 	case gpu.Stale:
 		// Alive, stale: NVML is blocked on the host. The screen shows it;

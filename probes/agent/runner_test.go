@@ -37,6 +37,28 @@ type countingHost struct {
 	uploads int
 	starts  int
 	cmds    []string
+	// Sessions of the agent's scripts (install check, upload, start):
+	// how many started, how many are open, the most open at once.
+	agentStarts, agentOpen, agentMaxOpen int
+}
+
+// isAgentCommand tells the agent's scripts from nvidia-smi and kill.
+func isAgentCommand(cmd string) bool { return strings.Contains(cmd, "flightdeck-agent") }
+
+func (h *countingHost) open(cmd string) func() {
+	if !isAgentCommand(cmd) {
+		return func() {}
+	}
+	h.agentOpen++
+	h.agentMaxOpen = max(h.agentMaxOpen, h.agentOpen)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			h.agentOpen--
+			h.mu.Unlock()
+		})
+	}
 }
 
 func (h *countingHost) Run(ctx context.Context, cmd string, stdin io.Reader) (remote.Result, error) {
@@ -46,16 +68,54 @@ func (h *countingHost) Run(ctx context.Context, cmd string, stdin io.Reader) (re
 		h.uploads++
 	}
 	h.cmds = append(h.cmds, cmd)
+	closed := h.open(cmd)
 	h.mu.Unlock()
+	defer closed()
 	return h.Host.Run(ctx, cmd, stdin)
 }
 
 func (h *countingHost) Start(ctx context.Context, cmd string) (remote.Process, error) {
 	h.mu.Lock()
 	h.starts++
+	if isAgentCommand(cmd) {
+		h.agentStarts++
+	}
 	h.cmds = append(h.cmds, cmd)
+	closed := h.open(cmd)
 	h.mu.Unlock()
-	return h.Host.Start(ctx, cmd)
+	p, err := h.Host.Start(ctx, cmd)
+	if err != nil {
+		closed()
+		return nil, err
+	}
+	return &countedProc{Process: p, closed: closed}, nil
+}
+
+// countedProc is a started command whose session counts as open until it
+// ends or is closed.
+type countedProc struct {
+	remote.Process
+	closed func()
+}
+
+func (p *countedProc) Wait() error {
+	err := p.Process.Wait()
+	p.closed()
+	return err
+}
+
+func (p *countedProc) Close() error {
+	err := p.Process.Close()
+	p.closed()
+	return err
+}
+
+// agentSessions returns how many agents were started and the most agent
+// sessions open at once.
+func (h *countingHost) agentSessions() (starts, maxOpen int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.agentStarts, h.agentMaxOpen
 }
 
 func (h *countingHost) commands() []string {
@@ -82,7 +142,25 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	srv := sshdtest.Start(t, sshdtest.Options{})
+	return newRigWith(t, sshdtest.Options{Env: map[string]string{"LD_LIBRARY_PATH": fakeDriverDir(t)}})
+}
+
+// fakeDriverDir is a directory holding an empty libnvidia-ml.so.1, which
+// the install check takes for an NVIDIA driver when it is on
+// LD_LIBRARY_PATH (the fake agents never load it).
+func fakeDriverDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "libnvidia-ml.so.1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// newRigWith is a rig whose sshd runs with opts.
+func newRigWith(t *testing.T, opts sshdtest.Options) *rig {
+	t.Helper()
+	srv := sshdtest.Start(t, opts)
 	known := filepath.Join(t.TempDir(), "known_hosts")
 	srv.WriteKnownHosts(known)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -111,6 +189,7 @@ func newRig(t *testing.T) *rig {
 // newLocalRig is a rig whose "host" is this machine (remote.Local): the
 // Runner's paths without sshd.
 func newLocalRig(t *testing.T) *rig {
+	t.Setenv("LD_LIBRARY_PATH", fakeDriverDir(t))
 	rg := &rig{t: t, host: &countingHost{Host: remote.NewLocal()}, dir: t.TempDir(), cache: filepath.Join(t.TempDir(), "cache")}
 	rg.setup()
 	return rg
@@ -422,20 +501,23 @@ func TestRunnerAgentKilledFallsBack(t *testing.T) {
 func TestRunnerFallbackReasons(t *testing.T) {
 	cases := []struct {
 		name, body, want string
+		retried          bool // the agent is tried again: the reason may pass
 	}{
 		{"stalls", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; echo '` + fakeSample + `'; exec sleep 60`,
-			"agent sent nothing for 3 intervals of 300ms"},
+			"agent sent nothing for 3 intervals of 300ms", true},
 		{"unavailable", `echo '{"t":"unavailable","v":1,"reason":"NVML init failed: ERROR_LIBRARY_NOT_FOUND","code":12}'; exit 3`,
-			"NVML unavailable on the host: NVML init failed: ERROR_LIBRARY_NOT_FOUND"},
+			"NVML unavailable on the host: NVML init failed: ERROR_LIBRARY_NOT_FOUND", false},
 		{"exits after samples", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; echo '` + fakeSample + `'; exit 0`,
-			"agent exited"},
+			"agent exited", true},
 		{"old glibc", "echo \"./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version \\`GLIBC_2.34' not found (required by ./flightdeck)\" >&2; exit 1",
-			"agent exited: exit status 1: ./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./flightdeck)"},
+			"agent exited: exit status 1: ./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./flightdeck)", true},
+		{"terminated", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; exit 143`,
+			"agent exited: killed by SIGTERM (exit status 143)", true},
 		{"garbage", `echo '` + fakeHello + `'; while :; do printf 'Segmentation \033[31mfault\n'; sleep 0.1; done`,
-			"agent sent nothing for 3 intervals of 300ms; last unreadable line: agent stream line"},
+			"agent sent nothing for 3 intervals of 300ms; last unreadable line: agent stream line", true},
 		{"newer protocol", `echo '{"t":"hello","v":2}'; exec sleep 60`,
-			"agent speaks protocol v2"},
-		{"no hello", `exec sleep 60`, "agent sent no hello within 2s"},
+			"agent speaks protocol v2", false},
+		{"no hello", `exec sleep 60`, "agent sent no hello within 2s", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -447,6 +529,9 @@ func TestRunnerFallbackReasons(t *testing.T) {
 			}
 			if strings.ContainsRune(src.Fallback, 0x1b) {
 				t.Errorf("fallback not sanitised: %q", src.Fallback)
+			}
+			if retried := strings.HasSuffix(src.Fallback, "; retrying the agent in the background"); retried != c.retried {
+				t.Errorf("fallback %q: retried %v, want %v", src.Fallback, retried, c.retried)
 			}
 		})
 	}
