@@ -61,8 +61,11 @@ var catchUpRules = map[string]catchRule{
 	// second (decided by the Xids alone), adds to one: not a line the
 	// log window can count on.
 	"gpu-xid": catchXid,
-	// The header says how GPUs are sampled: the latest one.
-	"gpu-source": catchLatest,
+	// The header says how GPUs are sampled (the latest one), the GPU
+	// table words what a sampler reported by the one in use when it came,
+	// and a change of sampler is a line of the log ring: every one (a
+	// few a session), not counted in the log window (like an Xid's).
+	"gpu-source": catchAll,
 	// The log ring: the last CatchUpLogLines lines and reset markers, with
 	// the ready/failure highlights; see logWindow.
 	"log-lines": catchLog,
@@ -211,8 +214,8 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 // the window is CatchUpMarkHorizon lines before it (no highlight waits
 // for a line of the window from outside, the log tail having dropped it),
 // at a batch boundary (the tail drops waiting highlights after a batch).
-// Xids are not counted (a grouped one adds no line): the window holds at
-// least the lines counted.
+// Xids and changes of GPU sampler are not counted (a grouped Xid adds no
+// line): the window holds at least the lines counted.
 func (j *Journal) logWindow(hi int) int {
 	lines := 0      // log lines (and reset markers) in [i, hi)
 	markAfter := -1 // the most lines after any mark in [i, hi)

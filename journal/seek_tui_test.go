@@ -213,6 +213,10 @@ func session(dur time.Duration) []event.Event {
 			add(at, gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: exit status 1, stderr: GLIBC_2.34 not found"})
 		case 90 * time.Minute:
 			add(at, gpu.Source{Mode: gpu.SourceAgent, Detail: "agent 0.8.0 (cached)"})
+		case 95 * time.Minute:
+			// The agent's NVML blocked: the stale banner waits for the
+			// agent (a sample clears it).
+			add(at, gpu.Stale{LastSample: start.Add(at - time.Second), Missed: 2, Reason: "NVML call blocked for 2s"})
 		case dur * 5 / 6:
 			add(at, gpu.Xid{Index: 6, BusID: "00000000:78:00.0", Code: 79})
 		}
@@ -384,7 +388,7 @@ func catchUpMatches(t *testing.T, evs []event.Event, dur time.Duration) {
 		30*time.Minute + 4*time.Second, 30*time.Minute + 7*time.Second, 30*time.Minute + 11*time.Second, 40*time.Minute + 30*time.Second,
 		41*time.Minute + 10*time.Second, 60*time.Minute + 30*time.Second, 62*time.Minute + 500*time.Millisecond, 63 * time.Minute, 70*time.Minute + time.Second,
 		65*time.Minute + 2*time.Second, 100 * time.Minute, 110 * time.Minute, 160*time.Minute + 10*time.Second,
-		dur*5/6 + 31*time.Second, dur - time.Second,
+		dur*5/6 + 31*time.Second, dur - time.Second, 50*time.Minute + 2*time.Second, 90*time.Minute + 2*time.Second, 95 * time.Minute,
 		30*time.Minute + 10*time.Second, 35 * time.Minute, 35*time.Minute + 100*time.Millisecond, 35*time.Minute + 600*time.Millisecond,
 		35*time.Minute + time.Second, 40*time.Minute - 400*time.Millisecond, 40 * time.Minute, 45*time.Minute + time.Second} {
 		times = append(times, m, m+time.Microsecond, m+time.Millisecond)

@@ -406,7 +406,7 @@ func (m *Model) statusSegs() []seg {
 		}
 		// A detail (a stage, what a kill waits for) may be cut; the rest of
 		// the header goes first.
-		out = append(out, seg{text: text, short: short, tone: tn, cut: detail != "", prio: prioServer, detail: textWidth(detail)})
+		out = append(out, seg{text: text, short: short, tone: tn, cut: detail != "", prio: prioServer, shortPrio: prioServerWho, detail: textWidth(detail)})
 		if s.Phase == server.PhaseReady && s.ReadyAfter > 0 {
 			out = append(out, seg{text: "ready in " + shortDur(s.ReadyAfter), tone: toneDim, prio: prioReadyIn})
 		}

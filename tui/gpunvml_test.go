@@ -363,11 +363,12 @@ func TestXidStormGroupedInTheLog(t *testing.T) {
 			xids = append(xids, strings.TrimSpace(l))
 		}
 	}
+	// Each line has the time of its group's first Xid.
 	want := []string{
-		"flightdeck: GPU 5 (00000000:68:00.0) Xid 13 x37: graphics engine exception",
-		"flightdeck: GPU 6 (00000000:78:00.0) Xid 13 x4: graphics engine exception",
-		"flightdeck: GPU 5 (00000000:68:00.0) Xid 31: GPU memory page fault",
-		"flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception", // a second after the first
+		"[2025-10-22 10:27:10] flightdeck: GPU 5 (00000000:68:00.0) Xid 13 x37: graphics engine exception",
+		"[2025-10-22 10:27:10] flightdeck: GPU 6 (00000000:78:00.0) Xid 13 x4: graphics engine exception",
+		"[2025-10-22 10:27:10] flightdeck: GPU 5 (00000000:68:00.0) Xid 31: GPU memory page fault",
+		"[2025-10-22 10:27:11] flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception", // a second after the first
 	}
 	if len(xids) != len(want) {
 		t.Fatalf("Xid lines %q, want %d", xids, len(want))

@@ -63,6 +63,7 @@ type gpuRow struct {
 	missing  bool   // absent from the latest sample
 	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
 	xid      cell   // "Xid 79 x2" when the GPU reported Xids (see xidMark), else empty
+	src      string // the sampler (gpu.SourceMode) when its latest sample came, "" unknown
 	line     string // rendered; "" when it must be redrawn
 }
 
@@ -75,6 +76,7 @@ func (r *gpuRow) spanning() bool { return r.missing || r.g.Lost || r.lostWhy != 
 type gpuFailure struct {
 	f     gpu.Failure
 	bus   string // normalised bus id, "" when the message names none
+	src   string // the sampler that reported it last (gpu.SourceMode), "" unknown
 	at    time.Time
 	count int
 }
@@ -101,15 +103,21 @@ type gpuTable struct {
 	now      time.Time // data time (the model's clock), for the Xid marks
 	stale    *gpu.Stale
 	staleAt  time.Time
-	last     time.Time // time of the latest sample
-	maxW     [numCols]int
-	procsSW  int  // widest short procs cell
-	hasRxTx  bool // a shown row has PCIe throughput sampled (not Absent)
-	hasApps  bool // the latest sample lists processes (Apps not nil)
-	layout   tableLayout
-	top      int // first visible row when the table scrolls
-	visible  int // rows shown by the last render
-	samples  int
+	staleSrc string // the sampler when the stale report came
+	// src is how GPUs are sampled now (gpu.SourceMode, sanitised): the
+	// latest gpu.Source's mode, "" before any (a journal recorded before
+	// them, which nvidia-smi sampled). It words what the rows and banners
+	// say a sampler reported.
+	src     string
+	last    time.Time // time of the latest sample
+	maxW    [numCols]int
+	procsSW int  // widest short procs cell
+	hasRxTx bool // a shown row has PCIe throughput sampled (not Absent)
+	hasApps bool // the latest sample lists processes (Apps not nil)
+	layout  tableLayout
+	top     int // first visible row when the table scrolls
+	visible int // rows shown by the last render
+	samples int
 }
 
 func newGPUTable() gpuTable {
@@ -150,8 +158,8 @@ func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
 		}
 		r := &t.rows[pos]
 		ps := summarizeProcs(s.Apps, &g)
-		if r.g != g || r.procs != ps || r.missing {
-			r.g, r.procs = g, ps
+		if r.g != g || r.procs != ps || r.missing || r.src != t.src {
+			r.g, r.procs, r.src = g, ps, t.src
 			r.missing = false
 			t.fill(r)
 		}
@@ -215,13 +223,13 @@ func (t *gpuTable) applyFailure(f gpu.Failure, at time.Time) {
 	bus := gpu.NormBusID(f.BusID)
 	for i := range t.failures {
 		if t.failures[i].f.Class == f.Class && t.failures[i].bus == bus {
-			t.failures[i].f, t.failures[i].at = f, at
+			t.failures[i].f, t.failures[i].at, t.failures[i].src = f, at, t.src
 			t.failures[i].count++
 			t.matchFailures()
 			return
 		}
 	}
-	t.failures = append(t.failures, gpuFailure{f: f, bus: bus, at: at, count: 1})
+	t.failures = append(t.failures, gpuFailure{f: f, bus: bus, src: t.src, at: at, count: 1})
 	t.matchFailures()
 }
 
@@ -256,6 +264,15 @@ func (t *gpuTable) applyStale(s gpu.Stale, at time.Time) {
 	s.Reason = sanitizeString(s.Reason)
 	t.stale = &s
 	t.staleAt = at
+	t.staleSrc = t.src
+}
+
+// setSource records how GPUs are sampled from now on: mode is a
+// gpu.Source's mode, sanitised. The table's own words follow it (waiting
+// for a first sample); what a sample, failure or stale report says is
+// worded by the sampler that sent it.
+func (t *gpuTable) setSource(mode string) {
+	t.src = mode
 }
 
 // measure records the widest cell of every column. Spanning rows do not
@@ -364,7 +381,10 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 		}
 	}
 	if len(t.rows) == 0 {
-		msg := "GPU  waiting for nvidia-smi"
+		msg := "GPU  waiting for the first GPU sample"
+		if t.src != "" && t.src != "?" {
+			msg += " from " + samplerName(t.src)
+		}
 		if len(t.failures) > 0 || t.stale != nil {
 			msg = "GPU  no sample yet" // the banners above say why
 		}
@@ -378,7 +398,7 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 			continue
 		}
 		if col(c) == colThrottle {
-			b.WriteString(colHead[c])
+			b.WriteString(t.throttleHead(l.w[c]))
 			break
 		}
 		b.WriteString(padRight(colHead[c], l.w[c]+l.sep))
@@ -453,12 +473,45 @@ func (t *gpuTable) renderRows(out []string, st *Styles, visible int) []string {
 	return out
 }
 
-// The row message of a GPU nvidia-smi reads as "[GPU is lost]", and the
-// form that fits 80 columns after the index and name.
+// The row message of a GPU nvidia-smi reads as "[GPU is lost]" or NVML
+// returns ERROR_GPU_IS_LOST for (in flightdeck or the agent), and the
+// forms that fit 80 columns after the index and name.
 const (
-	lostLong  = "LOST  nvidia-smi reads [GPU is lost]: reboot the system to recover this GPU"
-	lostShort = "LOST  [GPU is lost]: reboot the system to recover it"
+	lostLong      = "LOST  nvidia-smi reads [GPU is lost]: reboot the system to recover this GPU"
+	lostShort     = "LOST  [GPU is lost]: reboot the system to recover it"
+	lostLongNVML  = "LOST  GPU is lost (NVML): reboot the system to recover this GPU"
+	lostShortNVML = "LOST  GPU is lost (NVML): reboot to recover it"
 )
+
+// lostText is the message of a row whose GPU reads lost, worded by the
+// sampler of its latest sample, long when it fits w cells with room for
+// the row's Xid.
+func lostText(r *gpuRow, w int) string {
+	long, short := lostLong, lostShort
+	if nvmlMode(r.src) {
+		long, short = lostLongNVML, lostShortNVML
+	}
+	if textWidth(long)+xidW(r) <= w {
+		return long
+	}
+	return short
+}
+
+// throttleHead is the last column's title in w cells: "throttle", or
+// when a row holds an Xid (which leads that column's text, "Xid
+// 79,sw-power"), "Xid/throttle", so that an Xid does not read as a
+// throttle reason ("Xid" alone when that is all that fits).
+func (t *gpuTable) throttleHead(w int) string {
+	for i := range t.rows {
+		if t.rows[i].xid.text != "" {
+			if w < len("Xid/throttle") {
+				return "Xid"
+			}
+			return "Xid/throttle"
+		}
+	}
+	return colHead[colThrottle]
+}
 
 func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 	l := &t.layout
@@ -488,10 +541,8 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 			switch {
 			case r.lostWhy != "":
 				x.text = "LOST  " + r.lostWhy
-			case !r.missing && textWidth(lostLong)+xidW(r) <= left:
-				x.text = lostLong
 			case !r.missing:
-				x.text = lostShort
+				x.text = lostText(r, left)
 			}
 			if r.xid.text != "" {
 				// What the driver said comes first: "LOST  Xid 79  ...".
@@ -540,83 +591,6 @@ func fitList(s string, w int) string {
 		return short
 	}
 	return ""
-}
-
-// banner is one table-level notice line: its text, a shorter form for a
-// terminal too narrow for it ("" when none), and its tone.
-type banner struct {
-	text, short string
-	tone        tone
-}
-
-// fit returns the form of b that fits w cells, if either does, else the
-// text (to be cut).
-func (b banner) fit(w int) string {
-	if textWidth(b.text) > w && b.short != "" {
-		return b.short
-	}
-	return b.text
-}
-
-// banners returns the table-level notices: nvidia-smi failures and stale
-// data, newest first.
-func (t *gpuTable) banners(now time.Time) []banner {
-	var out []banner
-	for i := len(t.failures) - 1; i >= 0; i-- {
-		f := t.failures[i]
-		var b strings.Builder
-		b.WriteString("nvidia-smi failed: ")
-		b.WriteString(string(f.f.Class))
-		if f.f.BusID != "" {
-			b.WriteString(" bus ")
-			b.WriteString(f.f.BusID)
-		}
-		if f.f.Reason != "" {
-			b.WriteString(" (")
-			b.WriteString(f.f.Reason)
-			b.WriteString(")")
-		}
-		if f.f.NeedsReboot {
-			b.WriteString(", reboot needed")
-		}
-		if f.count > 1 {
-			b.WriteString(", seen ")
-			b.WriteString(strconv.Itoa(f.count))
-			b.WriteString("x")
-		}
-		if age := ago(now, f.at); age != "" {
-			b.WriteString(", last ")
-			b.WriteString(age)
-			b.WriteString(" ago")
-		}
-		out = append(out, banner{text: b.String(), tone: toneCrit})
-	}
-	if t.stale != nil {
-		out = append(out, staleBanner(t.stale, now))
-	}
-	return out
-}
-
-// staleBanner is "GPUs stale 19s (since 18:12:23): connection to host
-// lost; restarting nvidia-smi": the sampler's reason when it gives one,
-// else the missed intervals when there are any (never "0 intervals"). The
-// short form leaves out the clock time, which the age repeats.
-func staleBanner(s *gpu.Stale, now time.Time) banner {
-	head := "GPUs stale"
-	if age := ago(now, s.LastSample); age != "" {
-		head += " " + age
-	}
-	tail := "; restarting nvidia-smi"
-	switch {
-	case s.Reason != "":
-		tail = ": " + s.Reason + tail
-	case s.Missed > 0:
-		tail = ": no sample for " + strconv.Itoa(s.Missed) + " intervals" + tail
-	}
-	if s.LastSample.IsZero() {
-		return banner{text: head + tail, tone: toneWarn}
-	}
-	return banner{text: head + " (since " + s.LastSample.Format("15:04:05") + ")" + tail, short: head + tail, tone: toneWarn}
 }
 
 func (t *gpuTable) scroll(delta int) {

@@ -357,13 +357,27 @@ func TestLostRowMessageFitsNarrowTerminals(t *testing.T) {
 	}
 }
 
-// Until the first sample, the table says whether nvidia-smi is merely
-// slow to answer or has been failing.
+// Until the first sample, the table says whether the sampler is merely
+// slow to answer or has been failing, and which sampler once known.
 func TestEmptyTableSaysWhy(t *testing.T) {
-	m := newSized(80, 24, Options{})
-	if got := tableLine(m); got != "GPU  waiting for nvidia-smi" {
-		t.Errorf("before anything: %q", got)
+	for _, c := range []struct {
+		src  *gpu.Source
+		want string
+	}{
+		{nil, "GPU  waiting for the first GPU sample"},
+		{&srcAgent, "GPU  waiting for the first GPU sample from the agent"},
+		{&srcNVML, "GPU  waiting for the first GPU sample from NVML"},
+		{&srcFallback, "GPU  waiting for the first GPU sample from nvidia-smi"},
+	} {
+		m := newSized(80, 24, Options{})
+		if c.src != nil {
+			send(m, ev(time.Second, *c.src))
+		}
+		if got := tableLine(m); got != c.want {
+			t.Errorf("before a sample: %q, want %q", got, c.want)
+		}
 	}
+	m := newSized(80, 24, Options{})
 	send(m, ev(5*time.Second, gpu.Stale{Missed: 5}))
 	if got := tableLine(m); got != "GPU  no sample yet" {
 		t.Errorf("stale without a sample: %q", got)

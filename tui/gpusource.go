@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 )
@@ -10,10 +11,11 @@ import (
 
 // gpuSource is the latest gpu.Source, sanitised.
 type gpuSource struct {
-	has      bool
-	mode     string // "nvml", "agent", "nvidia-smi", or what the event said
-	detail   string // "NVML 12.550.54.15, driver 550.54.15"
-	fallback string // why not NVML or the agent; "" when nvidia-smi was asked for
+	has       bool
+	mode      string // "nvml", "agent", "nvidia-smi", or what the event said
+	detail    string // "NVML 12.550.54.15, driver 550.54.15"
+	fallback  string // why not NVML or the agent; "" when nvidia-smi was asked for
+	simulated bool   // detail says the NVML is the simulated host's fake one
 }
 
 func (s *gpuSource) set(p gpu.Source) {
@@ -21,58 +23,187 @@ func (s *gpuSource) set(p gpu.Source) {
 	if s.mode == "" {
 		s.mode = "?"
 	}
+	// probes/agent's Runner starts the detail with "simulated NVML" when
+	// the agent samples the simulated host's fake library.
+	s.simulated = strings.HasPrefix(s.detail, "simulated")
 }
 
-// shortReason is the first clause of a fallback reason: "host is
-// linux/arm64, this binary linux/amd64" is "host is linux/arm64". A
-// reason's head says what went wrong; the rest is in the help screen.
+// samplerName names a sampler (a gpu.SourceMode) in a sentence:
+// "nvidia-smi", "NVML", "the agent"; nvidia-smi when unknown (a journal
+// recorded before gpu.Source events, when nvidia-smi was the only one).
+func samplerName(mode string) string {
+	switch mode {
+	case string(gpu.SourceNVML):
+		return "NVML"
+	case string(gpu.SourceAgent):
+		return "the agent"
+	case "", "?":
+		return "nvidia-smi"
+	}
+	return mode
+}
+
+// nvmlMode reports whether a sampler reads NVML (in flightdeck or in the
+// agent): its failures and lost GPUs are NVML's return codes, not
+// nvidia-smi's text.
+func nvmlMode(mode string) bool {
+	return mode == string(gpu.SourceNVML) || mode == string(gpu.SourceAgent)
+}
+
+// shortReason is the first clause of a fallback reason, cut at its first
+// ':', ',', ';' or '(': "host is linux/arm64, this binary linux/amd64" is
+// "host is linux/arm64", "agent exited: exit status 1" is "agent
+// exited". A reason's head says what went wrong; the rest is in the help
+// screen.
 func shortReason(r string) string {
-	if i := strings.IndexAny(r, ",;("); i > 0 {
+	if i := strings.IndexAny(r, ":,;("); i > 0 {
 		return strings.TrimSpace(r[:i])
 	}
 	return r
 }
 
-// seg is the header field: "GPU nvml", "GPU agent" or "GPU nvidia-smi",
-// which give way to every other field (at 80 columns they are not shown:
-// the help screen says it); or with a fallback, "GPU nvidia-smi (host is
-// linux/arm64)" in the warning tone, which other fields make room for,
-// shortened to "GPU nvidia-smi" before the header drops it. ok is false
-// before any gpu.Source arrived (a journal recorded before them).
+// seg is the header field: "GPU nvml", "GPU agent" or "GPU nvidia-smi"
+// ("GPU agent (simulated)" on the simulated host), which keeps its place
+// over "ready in", "rec" and the commit subject but gives way to the rest
+// (at 80 columns it is often not shown: the help screen says it); or
+// with a fallback, "GPU nvidia-smi (agent exited)" in the warning tone,
+// which outranks a healthy "connected" too, and is shortened to "GPU
+// nvidia-smi" only after the server's pid and the experiment, HEAD and
+// profile fields are gone (before "connected"). ok is false before any
+// gpu.Source arrived (a journal recorded before them).
 func (s *gpuSource) seg() (seg, bool) {
 	if !s.has {
 		return seg{}, false
 	}
 	t := "GPU " + s.mode
 	if s.fallback == "" {
-		return seg{text: t, prio: prioSampler, yields: true}, true
+		if s.simulated {
+			return seg{text: t + " (simulated)", short: t, prio: prioSampler, shortPrio: prioSampler}, true
+		}
+		return seg{text: t, prio: prioSampler}, true
 	}
 	full := t + " (" + shortReason(s.fallback) + ")"
-	return seg{text: full, short: t, tone: toneWarn, prio: prioSampler}, true
+	return seg{text: full, short: t, tone: toneWarn, prio: prioFallback, shortPrio: prioConnOK}, true
 }
 
-// helpLine is what the help screen says about GPU sampling, whole (the
-// header's reason is cut): "GPUs: nvidia-smi; NVML not used: host is
-// linux/arm64, this binary linux/amd64". "" before any gpu.Source.
-func (s *gpuSource) helpLine() string {
+// helpLine is a row of the help screen and its tone.
+type helpLine struct {
+	text string
+	tone tone
+}
+
+// helpLines is what the help screen says about GPU sampling in w cells,
+// whole (the header's reason is cut): "GPUs sampled by NVML in the
+// flightdeck agent on the host (simulated NVML, agent ..., driver ...
+// (uploaded))" on one row when it fits, else the detail on rows of its
+// own under "GPUs sampled by ...:" (never a lone word left over); with a
+// fallback, "NVML not used: host is linux/arm64, this binary
+// linux/amd64" in the warning tone. None before any gpu.Source.
+func (s *gpuSource) helpLines(w int) []helpLine {
 	if !s.has {
-		return ""
+		return nil
 	}
-	var b strings.Builder
-	b.WriteString("GPUs sampled by ")
+	tn := toneText
+	if s.fallback != "" {
+		tn = toneWarn
+	}
+	head := "GPUs sampled by "
 	switch s.mode {
+	case string(gpu.SourceNVML):
+		head += "NVML in flightdeck"
+	case string(gpu.SourceAgent):
+		head += "NVML in the flightdeck agent on the host"
+	default:
+		head += s.mode
+	}
+	var out []helpLine
+	switch one := head + " (" + s.detail + ")"; {
+	case s.detail == "":
+		out = append(out, helpLine{head, tn})
+	case textWidth(one) <= w:
+		out = append(out, helpLine{one, tn})
+	default:
+		out = append(out, helpLine{head + ":", tn})
+		for _, row := range wrapEven(s.detail, w-2) {
+			out = append(out, helpLine{"  " + row, tn})
+		}
+	}
+	if s.fallback != "" {
+		for _, row := range wrapEven("NVML not used: "+s.fallback, w) {
+			out = append(out, helpLine{row, tn})
+		}
+	}
+	return out
+}
+
+// sourceChanged applies a gpu.Source reported at data time at: the
+// header's field and the GPU table's wording follow it, and when GPUs were
+// sampled another way before (not for the first one), a line of the log
+// panel says so at its place among the server's lines (sourceLine).
+func (m *Model) sourceChanged(p gpu.Source, at time.Time) {
+	prev := m.gpuSrc
+	m.gpuSrc.set(p)
+	m.gpus.setSource(m.gpuSrc.mode)
+	if !prev.has || prev.mode == m.gpuSrc.mode {
+		return
+	}
+	text, kind := sourceLine(&prev, &m.gpuSrc, at)
+	m.log.addOwn(text, kind)
+}
+
+// sourceLine is the log panel's line for a change of sampler from prev to
+// cur at data time at, from the events alone (a replay that seeks sees
+// the same line): "[2026-11-30 08:34:47] flightdeck: GPU sampling
+// switched to nvidia-smi (agent exited: exit status 1): Xids are not
+// reported" as a warning; "... switched to the agent (agent 0.8.0, NVML
+// 12.550.54.15, driver 550.54.15 (uploaded)): Xids are reported" back.
+func sourceLine(prev, cur *gpuSource, at time.Time) (string, lineKind) {
+	var b strings.Builder
+	b.WriteString(ownStamp(at))
+	b.WriteString("flightdeck: GPU sampling switched to ")
+	switch cur.mode {
 	case string(gpu.SourceNVML):
 		b.WriteString("NVML in flightdeck")
 	case string(gpu.SourceAgent):
-		b.WriteString("NVML in the flightdeck agent on the host")
+		b.WriteString("the agent")
 	default:
-		b.WriteString(s.mode)
+		b.WriteString(cur.mode)
 	}
-	if s.detail != "" {
-		b.WriteString(" (" + s.detail + ")")
+	why := cur.detail
+	if cur.fallback != "" {
+		why = cur.fallback
 	}
-	if s.fallback != "" {
-		b.WriteString("; NVML not used: " + s.fallback)
+	if why != "" {
+		b.WriteString(" (" + why + ")")
 	}
-	return b.String()
+	switch {
+	case !nvmlMode(cur.mode):
+		// Only NVML's event set reports Xids.
+		b.WriteString(": Xids are not reported")
+		return b.String(), lineOwnWarn
+	case !nvmlMode(prev.mode):
+		b.WriteString(": Xids are reported")
+	}
+	return b.String(), lineMarker
+}
+
+// wrapEven wraps s at word boundaries in rows of at most w cells, as few
+// rows as wrapWords makes, but as even as they can be: no word is left
+// alone on the last row when the rows above could take it.
+func wrapEven(s string, w int) []string {
+	rows := wrapWords(s, w)
+	if len(rows) < 2 {
+		return rows
+	}
+	// The narrowest width that needs no more rows.
+	lo, hi := 1, w
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if len(wrapWords(s, mid)) <= len(rows) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return wrapWords(s, lo)
 }

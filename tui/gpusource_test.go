@@ -10,7 +10,10 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 )
 
 // The sources the header names: NVML in flightdeck, the agent, and the
@@ -20,32 +23,98 @@ var (
 	srcAgent    = gpu.Source{Mode: gpu.SourceAgent, Detail: "agent 0.8.0 (uploaded), NVML 12.550.54.15, driver 550.54.15"}
 	srcFallback = gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "host is linux/arm64, this binary linux/amd64"}
 	srcAsked    = gpu.Source{Mode: gpu.SourceNvidiaSMI}
+	// What the demo shows: the agent on the simulated host's fake NVML
+	// (probes/agent's detail), and its fallback when the agent is killed.
+	srcSimAgent = gpu.Source{Mode: gpu.SourceAgent, Detail: "simulated NVML, agent v0.0.0-20261130082657-3b2fc0c519e0 go1.26.8, NVML 12.550.54.15, driver 550.54.15 (uploaded)"}
+	srcExited   = gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: signal: killed; stderr: (none)"}
 )
+
+// demoHeader is a cockpit like the demo's: a label, a host on another
+// port, a server with a pid ready 3m12s (after 41s), a profile and a
+// HEAD with a subject, the clock at t0+3m53s.
+func demoHeader(w int) *Model {
+	m := scene(w, 45, 8, 100, Options{Label: "demo", Control: newFake()})
+	send(m, ev(time.Second, remote.State{Host: "root@127.0.0.1:46263", Conn: remote.Connected, Since: t0}),
+		ev(4*time.Second, readyStatus()),
+		ev(4*time.Second, repo.Head{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "Speculative decoding: raise the draft top-k"}))
+	m.Update(ClockMsg{Now: at(41*time.Second + 3*time.Minute + 12*time.Second)})
+	return m
+}
 
 // xid is Xid code on GPU i of h200s (its bus id as h200 draws it).
 func xid(i int, code uint64) gpu.Xid {
 	return gpu.Xid{Index: i, BusID: h200(i).BusID.S, UUID: fmt.Sprintf("GPU-%d", i), Code: code}
 }
 
-// The header in each sampling mode, at 80 and 120 columns: the golden
-// files hold the header line, and for the fallback the help screen's
-// first lines (the whole reason). Regenerate with go test -update.
+// The header in each sampling mode, at 80, 120 and 160 columns, on the
+// standard screen and on one like the demo's (demoHeader): the golden
+// files hold the header lines, and the help screen's first lines (the
+// whole reason). Regenerate with go test -update.
 func TestGPUSourceHeaderGolden(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		src  gpu.Source
-	}{{"nvml", srcNVML}, {"agent", srcAgent}, {"fallback", srcFallback}, {"nvidia-smi", srcAsked}} {
-		for _, w := range []int{80, 120} {
+	}{{"nvml", srcNVML}, {"agent", srcAgent}, {"fallback", srcFallback}, {"nvidia-smi", srcAsked},
+		{"simulated", srcSimAgent}, {"agent-exited", srcExited}} {
+		for _, w := range []int{80, 120, 160} {
 			t.Run(fmt.Sprintf("%s_%d", c.name, w), func(t *testing.T) {
 				m := scene(w, 24, 8, 100, Options{})
 				send(m, ev(4*time.Second, c.src))
-				out := screenLines(m)[0] + "\n"
-				press(m, "?")
-				out += strings.Join(screenLines(m)[1:4], "\n") + "\n"
+				d := demoHeader(w)
+				send(d, ev(4*time.Second, c.src))
+				out := screenLines(m)[0] + "\n" + screenLines(d)[0] + "\n"
+				press(d, "?")
+				out += strings.Join(screenLines(d)[1:5], "\n") + "\n"
 				golden.RequireEqual(t, out)
 				auditModel(t, c.name, m)
+				auditModel(t, c.name, d)
 			})
 		}
+	}
+}
+
+// The sampler's field outranks "ready in", the commit subject and the
+// driver's "since": at 160 columns the demo's header names the agent
+// (and that its NVML is simulated), or the fallback and why; at 80 a
+// fallback still says "GPU nvidia-smi", in the warning tone.
+func TestGPUSourceHeaderPriority(t *testing.T) {
+	m := demoHeader(160)
+	send(m, ev(5*time.Second, srcSimAgent))
+	if h := screenLines(m)[0]; !strings.Contains(h, "  GPU agent (simulated)") || !strings.Contains(h, "sglang pid 4123 ready 3m12s") {
+		t.Errorf("160 columns, agent: %q", h)
+	}
+	send(m, ev(6*time.Second, srcExited))
+	h := screenLines(m)[0]
+	if !strings.Contains(h, "  GPU nvidia-smi (agent exited)") || strings.Contains(h, "raise the draft") {
+		t.Errorf("160 columns, fallback: %q", h)
+	}
+	if !painted(m, m.styles.Warn, "GPU nvidia-smi (agent exited)") {
+		t.Error("fallback not in the warning tone")
+	}
+	// Wide enough, everything shows.
+	m.Update(tea.WindowSizeMsg{Width: 220, Height: 45})
+	if h := screenLines(m)[0]; !strings.Contains(h, "ready in 41s") || !strings.Contains(h, "raise the draft") || !strings.Contains(h, "GPU nvidia-smi (agent exited)") {
+		t.Errorf("220 columns: %q", h)
+	}
+	for _, w := range []int{80, 100, 120} {
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 45})
+		if h := screenLines(m)[0]; !strings.Contains(h, "GPU nvidia-smi") || !strings.Contains(h, "sglang") || textWidth(h) > w {
+			t.Errorf("%d columns, fallback: %q", w, h)
+		}
+		if !strings.Contains(m.View().Content, m.styles.Warn.open+"GPU nvidia-smi") {
+			t.Errorf("%d columns: fallback not in the warning tone", w)
+		}
+	}
+	// A replay of a driving cockpit's journal: the field outranks the
+	// driver's "since".
+	r := scene(160, 45, 8, 100, Options{ReadOnly: true, Label: "demo"})
+	send(r, ev(time.Second, remote.State{Host: "root@127.0.0.1:46263", Conn: remote.Connected, Since: t0}),
+		ev(2*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "alice", Machine: "laptop", PID: 4242, Since: at(2 * time.Second)}}),
+		ev(4*time.Second, readyStatus()),
+		ev(4*time.Second, repo.Head{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "Speculative decoding: raise the draft top-k"}),
+		ev(5*time.Second, srcExited))
+	if h := screenLines(r)[0]; !strings.Contains(h, "GPU nvidia-smi (agent exited)") || !strings.Contains(h, "driver alice@laptop") {
+		t.Errorf("replay at 160 columns: %q", h)
 	}
 }
 
@@ -66,7 +135,7 @@ func TestGPUSourceHeader(t *testing.T) {
 		t.Error("fallback not in the warning tone")
 	}
 	press(m, "?")
-	if !strings.Contains(plain(m), "GPUs sampled by nvidia-smi; NVML not used: host is linux/arm64, this binary linux/amd64") {
+	if !strings.Contains(plain(m), "GPUs sampled by nvidia-smi\nNVML not used: host is linux/arm64, this binary linux/amd64") {
 		t.Errorf("help lacks the whole reason:\n%s", plain(m))
 	}
 	press(m, "esc")
@@ -74,14 +143,19 @@ func TestGPUSourceHeader(t *testing.T) {
 	m = scene(80, 24, 8, 10, Options{})
 	send(m, ev(4*time.Second, srcFallback))
 	h = screenLines(m)[0]
-	if !strings.Contains(h, "ready 3m12s  GPU nvidia-smi  HEAD") || strings.Contains(h, "(host is") {
+	if h != "flightdeck  root@gpu-box:22  connected  sglang ready 3m12s  GPU nvidia-smi" {
 		t.Errorf("80 columns: %q", h)
 	}
-	// Narrower, it is the first field dropped.
+	// Narrower, a healthy "connected" gives way to it, the server's
+	// state does not.
 	m = scene(60, 24, 8, 10, Options{})
 	send(m, ev(4*time.Second, srcFallback))
-	if h := screenLines(m)[0]; strings.Contains(h, "GPU") || !strings.Contains(h, "ready 3m12s") {
+	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box:22  ready 3m12s  GPU nvidia-smi" {
 		t.Errorf("60 columns: %q", h)
+	}
+	m.Update(tea.WindowSizeMsg{Width: 50, Height: 24})
+	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box:22  sglang ready 3m12s" {
+		t.Errorf("50 columns: %q", h)
 	}
 	// When all is well the field gives way to every other: the header
 	// reads as it did before.
@@ -109,15 +183,18 @@ func TestGPUSourceHeader(t *testing.T) {
 
 func TestShortReason(t *testing.T) {
 	for in, want := range map[string]string{
-		"host is linux/arm64, this binary linux/amd64":  "host is linux/arm64",
-		"this build has no cgo":                         "this build has no cgo",
-		"NVML init failed: ERROR_LIBRARY_NOT_FOUND":     "NVML init failed: ERROR_LIBRARY_NOT_FOUND",
-		"agent exited: exit status 1; stderr: GLIBC":    "agent exited: exit status 1",
-		"upload refused (scp: Permission denied)":       "upload refused",
-		", starts with a comma":                         ", starts with a comma",
-		"":                                              "",
-		"no sample for 3 intervals (agent killed)":      "no sample for 3 intervals",
-		"checksum mismatch after upload, file replaced": "checksum mismatch after upload",
+		"host is linux/arm64, this binary linux/amd64":                   "host is linux/arm64",
+		"this build has no cgo":                                          "this build has no cgo",
+		"NVML init failed: ERROR_LIBRARY_NOT_FOUND":                      "NVML init failed",
+		"agent exited: exit status 1; stderr: GLIBC":                     "agent exited",
+		"upload refused (scp: Permission denied)":                        "upload refused",
+		"upload refused: exit status 20: mkdir: cannot create directory": "upload refused",
+		"NVML init failed: ERROR_LIBRARY_NOT_FOUND (libnvidia-ml.so.1)":  "NVML init failed",
+		"agent exited: signal: killed":                                   "agent exited",
+		", starts with a comma":                                          ", starts with a comma",
+		"":                                                               "",
+		"no sample for 3 intervals (agent killed)":                       "no sample for 3 intervals",
+		"checksum mismatch after upload, file replaced":                  "checksum mismatch after upload",
 	} {
 		if got := shortReason(in); got != want {
 			t.Errorf("shortReason(%q) = %q, want %q", in, got, want)
@@ -225,15 +302,16 @@ func TestXidRowMatching(t *testing.T) {
 func TestXidInTheLog(t *testing.T) {
 	m := xidScene(120, 30)
 	body := logBody(m)
+	// Each Xid line starts with its time, as the server's lines do.
 	want := []string{
-		"flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)",
+		"[2025-10-22 10:27:10] flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)",
 		decodeLine(100, rateAt(100)),
 		decodeLine(101, rateAt(101)),
-		"flightdeck: GPU 6 (00000000:78:00.0) Xid 48: double-bit ECC error (DBE)",
-		"flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)",
-		"flightdeck: GPU 6 (00000000:78:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)",
+		"[2025-10-22 10:27:12] flightdeck: GPU 6 (00000000:78:00.0) Xid 48: double-bit ECC error (DBE)",
+		"[2025-10-22 10:27:13] flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)",
+		"[2025-10-22 10:27:14] flightdeck: GPU 6 (00000000:78:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)",
 		decodeLine(102, rateAt(102)),
-		"flightdeck: GPU 3 (00000000:48:00.0) Xid 79: GPU has fallen off the bus",
+		"[2025-10-22 10:27:16] flightdeck: GPU 3 (00000000:48:00.0) Xid 79: GPU has fallen off the bus",
 	}
 	if len(body) < len(want) {
 		t.Fatalf("log body %q", body)
@@ -245,10 +323,10 @@ func TestXidInTheLog(t *testing.T) {
 		}
 	}
 	st := m.Styles()
-	if !painted(m, st.Crit, "flightdeck: GPU 3 (00000000:48:00.0) Xid 79: GPU has fallen off the bus") {
+	if !painted(m, st.Crit, "[2025-10-22 10:27:16] flightdeck: GPU 3 (00000000:48:00.0) Xid 79: GPU has fallen off the bus") {
 		t.Error("a critical Xid's line is not critical")
 	}
-	if !painted(m, st.Warn, truncate("flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", 120)) {
+	if !painted(m, st.Warn, truncate("[2025-10-22 10:27:10] flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", 120)) {
 		t.Error("an application Xid's line is not a warning")
 	}
 
@@ -285,7 +363,7 @@ func TestXidLineForms(t *testing.T) {
 		{gpu.Xid{Index: -1, Code: 1<<64 - 1}, "flightdeck: a GPU NVML did not name: Xid 18446744073709551615: unknown Xid, see NVIDIA's Xid catalog", false},
 		{gpu.Xid{Index: 1, BusID: "0000:01:00.0\x1b[2J\r", Code: 94}, "flightdeck: GPU 1 (0000:01:00.0) Xid 94: contained ECC error (the affected application must restart)", true},
 	} {
-		got, crit := xidLine(c.x, 1)
+		got, crit := xidLine(c.x, 1, time.Time{})
 		if got != c.want || crit != c.crit {
 			t.Errorf("xidLine(%+v) = %q, %v; want %q, %v", c.x, got, crit, c.want, c.crit)
 		}

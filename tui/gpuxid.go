@@ -211,14 +211,16 @@ func xidW(r *gpuRow) int {
 	return len(r.xid.text) + 2
 }
 
-// xidLine is the log panel's line for n identical Xids (n ≥ 1):
-// "flightdeck: GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen off the
-// bus", or with n = 37 "... Xid 13 x37: graphics engine exception ...",
-// from the event's own fields only (a replay that seeks sees the same
-// line), and whether the code is critical.
-func xidLine(x gpu.Xid, n int) (string, bool) {
+// xidLine is the log panel's line for n identical Xids (n ≥ 1), the
+// first reported at data time at: "[2026-11-30 08:34:47] flightdeck: GPU
+// 3 (00000000:83:00.0) Xid 79: GPU has fallen off the bus", or with n =
+// 37 "... Xid 13 x37: graphics engine exception ...", from the events'
+// own fields and times only (a replay that seeks sees the same line), and
+// whether the code is critical.
+func xidLine(x gpu.Xid, n int, at time.Time) (string, bool) {
 	meaning, crit := gpu.XidMeaning(x.Code)
 	var b strings.Builder
+	b.WriteString(ownStamp(at))
 	b.WriteString(xidWho(x))
 	b.WriteString("Xid " + strconv.FormatUint(x.Code, 10))
 	if n > 1 {
@@ -273,11 +275,11 @@ func (l *xidLog) add(log *logTail, x gpu.Xid, at time.Time) {
 	key := xidKey{who: xidWho(x), code: x.Code}
 	if g, ok := l.groups[key]; ok && at.Sub(g.first) < xidGroupWindow {
 		g.n++
-		text, _ := xidLine(x, g.n)
+		text, _ := xidLine(x, g.n, g.first)
 		log.setOwn(g.seq, text)
 		return
 	}
-	text, crit := xidLine(x, 1)
+	text, crit := xidLine(x, 1, at)
 	kind := lineOwnWarn
 	if crit {
 		kind = lineOwnCrit
@@ -296,4 +298,16 @@ func (l *xidLog) add(log *logTail, x gpu.Xid, at time.Time) {
 	if _, ok := l.groups[key]; ok || len(l.groups) < maxXidGroups {
 		l.groups[key] = &xidGroup{first: at, seq: seq, n: 1}
 	}
+}
+
+// ownStamp is the time prefix of flightdeck's own log lines, as SGLang
+// and vLLM begin theirs: "[2026-11-30 08:34:47] ", the data time in its
+// own location (live events carry the local clock, and a journal's are
+// read back in local time, so a replay shows what was seen live); "" for
+// the zero time.
+func ownStamp(at time.Time) string {
+	if at.IsZero() {
+		return ""
+	}
+	return at.Format("[2006-01-02 15:04:05] ")
 }

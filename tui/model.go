@@ -192,6 +192,8 @@ type Model struct {
 
 	focus      focusArea
 	showHelp   bool
+	helpTop    int // first row of the help screen shown when it scrolls
+	helpMax    int // the largest helpTop at the last render; 0 when it fits
 	filtering  bool
 	input      textinput.Model
 	status     string // the answer to the last key that could not act
@@ -453,7 +455,7 @@ func (m *Model) apply(ev event.Event) {
 		m.gpus.applyXid(p, ev.At)
 		m.xidLog.add(&m.log, p, ev.At)
 	case gpu.Source:
-		m.gpuSrc.set(p)
+		m.sourceChanged(p, ev.At)
 	case serverlog.Lines:
 		m.log.ingest(p)
 	case serverlog.Notice:
@@ -604,6 +606,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
+	if m.showHelp && m.helpKey(msg) {
+		return m, nil
+	}
 	if msg.String() == "esc" {
 		switch {
 		case m.showHelp:
@@ -755,7 +760,7 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 	case &k.Baseline:
 		return m, m.toggleBaseline()
 	case &k.Help:
-		m.showHelp = !m.showHelp
+		m.showHelp, m.helpTop = !m.showHelp, 0
 	case &k.Focus:
 		if m.focus == focusLog {
 			m.focus = focusGPUs

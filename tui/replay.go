@@ -348,6 +348,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // the panel, focus, wrap and the log filter.
 func carryView(from, to *Model) {
 	to.showHelp, to.focus = from.showHelp, from.focus
+	to.helpTop, to.helpMax = from.helpTop, from.helpMax
 	to.status, to.statusTone = from.status, from.statusTone
 	to.git.open = from.git.open
 	to.exp.open, to.exp.cursor, to.exp.touched = from.exp.open, from.exp.cursor, from.exp.touched
@@ -383,6 +384,9 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	}
 	k := &in.keys
 	in.status = ""
+	if in.showHelp && in.helpKey(msg) {
+		return r, nil
+	}
 	if r.fol != nil {
 		if cmd, ok := r.followKey(msg); ok {
 			return r, cmd

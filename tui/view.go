@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -66,7 +67,7 @@ func (m *Model) render() string {
 		// them are nvidia-smi's.
 		what := " more notices"
 		if more <= len(m.gpus.banners(m.now)) {
-			what = " more nvidia-smi notices"
+			what = " more GPU notices"
 		}
 		tn := toneWarn
 		for _, b := range banners[l.banners-1:] {
@@ -150,9 +151,11 @@ type seg struct {
 	// kill waits for) that gives way before other fields are dropped: all
 	// but its first minDetail cells.
 	detail int
-	// yields: the field is dropped, whole, before any other is shortened
-	// (a nice-to-know such as how GPUs are sampled when all is well).
-	yields bool
+	// shortPrio is when the field takes its short form, on the scale of
+	// prio: 0 (the default) before any field is dropped; higher keeps the
+	// long form longer (why GPUs are sampled by nvidia-smi outranks a
+	// commit subject and "ready in").
+	shortPrio int
 }
 
 // minDetail is how much of a field's detail the header keeps before it
@@ -169,23 +172,27 @@ func (s seg) need() int {
 
 // Header field priorities: what is dropped first when the line is full.
 const (
-	prioSampler = 1 + iota // how GPUs are sampled (the help screen says it too)
-	prioRec
+	prioRec = 1 + iota
 	prioReadyIn
+	prioSampler   // how GPUs are sampled, when all is well (the help screen says it too)
+	prioServerWho // the server's name and pid (its state stays longer)
 	prioExp
 	prioHead
 	prioProfile
+	prioConnOK   // "connected": a healthy connection says less than a fallback
+	prioFallback // GPUs sampled by nvidia-smi because NVML or the agent failed
 	prioServer
 	prioJournal
 	prioConn
 )
 
 // header is "flightdeck  [replay]  [label]  host  conn  server  profile
-// HEAD ...", cut to width. When it does not fit, fields switch to their
-// short forms, rightmost first; then whole fields are dropped, lowest
-// priority first (a bare "HEAD" or "rea" says nothing), and fields that
-// fit again get their full form back. Fields that may be cut (the host,
-// an error, a server's stage) are cut instead of dropped.
+// GPU sampler  HEAD ...", cut to width. When it does not fit, fields give
+// way by priority, lowest first: a field's long form (seg.shortPrio; most
+// go before any field, rightmost first) or the whole field (seg.prio: a
+// bare "HEAD" or "rea" says nothing); then fields that fit again get
+// their long form back, highest shortPrio first. Fields that may be cut
+// (the host, an error, a server's stage) are cut instead of dropped.
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
 	segs := make([]seg, 0, 7)
@@ -196,10 +203,12 @@ func (m *Model) header(w int) string {
 	if m.label != "" {
 		segs = append(segs, seg{text: m.label, tone: toneTitle, cut: true})
 	}
-	segs = append(segs, seg{text: host, short: strings.TrimSuffix(host, ":22"), tone: toneText, cut: true})
+	segs = append(segs, seg{text: host, short: strings.TrimSuffix(host, ":22"), tone: toneText, cut: true, shortPrio: prioServerWho})
 	if m.hasConn {
 		c := m.connSeg()
-		c.prio = prioConn
+		if c.prio == 0 {
+			c.prio = prioConn
+		}
 		segs = append(segs, c)
 	}
 	if d, ok := m.driverSeg(); ok {
@@ -226,51 +235,67 @@ func (m *Model) header(w int) string {
 	for i, s := range segs {
 		full[i] = s.text
 	}
-	// Shorten fields from the right until the line fits, after the
-	// fields that yield are gone.
-	total := -2
+	// Give way, lowest priority first, until the line fits: a field's
+	// long form (shortPrio) or the whole field (prio); on a tie, a long
+	// form before a field, the rightmost first. Long forms go while the
+	// whole text does not fit, fields while what the rest needs (details
+	// cut short) does not.
+	textTotal, needTotal := -2, -2
 	for _, s := range segs {
-		total += textWidth(s.text) + 2
+		textTotal += textWidth(s.text) + 2
+		needTotal += s.need() + 2
 	}
-	for i := range segs {
-		if segs[i].yields && segs[i].text != "" && total > w {
-			total -= textWidth(segs[i].text) + 2
-			segs[i].text = ""
+	for {
+		d, whole := -1, false
+		better := func(i int, wh bool, p int) bool {
+			if d < 0 {
+				return true
+			}
+			dp := segs[d].shortPrio
+			if whole {
+				dp = segs[d].prio
+			}
+			return p < dp || p == dp && (whole || !wh)
 		}
-	}
-	for i := len(segs) - 1; i > 0 && total > w; i-- {
-		if segs[i].short != "" {
-			total += textWidth(segs[i].short) - textWidth(segs[i].text)
-			segs[i].text = segs[i].short
-		}
-	}
-	// Drop whole fields, lowest priority (then rightmost) first, while
-	// what the rest needs (details cut short) does not fit.
-	total = -2
-	for _, s := range segs {
-		total += s.need() + 2
-	}
-	for total > w {
-		d := -1
 		for i, s := range segs {
-			if !s.cut && s.prio > 0 && s.text != "" && (d < 0 || s.prio <= segs[d].prio) {
-				d = i
+			if s.text == "" || i == 0 {
+				continue
+			}
+			if s.short != "" && s.short != s.text && s.text == full[i] && textTotal > w && better(i, false, s.shortPrio) {
+				d, whole = i, false
+			}
+			if !s.cut && s.prio > 0 && needTotal > w && better(i, true, s.prio) {
+				d, whole = i, true
 			}
 		}
 		if d < 0 {
 			break
 		}
-		total -= segs[d].need() + 2
-		segs[d].text = ""
+		textTotal -= textWidth(segs[d].text) + 2
+		needTotal -= segs[d].need() + 2
+		if whole {
+			segs[d].text = ""
+		} else {
+			segs[d].text = segs[d].short
+			textTotal += textWidth(segs[d].text) + 2
+			needTotal += segs[d].need() + 2
+		}
 	}
-	// Room again: full forms back, left to right.
+	// Room again: long forms back, highest shortPrio first, then left to
+	// right.
+	total := needTotal
+	order := make([]int, 0, len(segs))
 	for i := range segs {
 		if segs[i].text != "" && segs[i].text != full[i] {
-			s := segs[i]
-			s.text = full[i]
-			if d := s.need() - segs[i].need(); total+d <= w {
-				segs[i].text, total = full[i], total+d
-			}
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return segs[order[a]].shortPrio > segs[order[b]].shortPrio })
+	for _, i := range order {
+		s := segs[i]
+		s.text = full[i]
+		if d := s.need() - segs[i].need(); total+d <= w {
+			segs[i].text, total = full[i], total+d
 		}
 	}
 	// What room is left goes to the details, left to right.
@@ -312,7 +337,7 @@ func (m *Model) connSeg() seg {
 	c := m.conn
 	switch c.Conn {
 	case remote.Connected:
-		return seg{text: "connected", tone: toneOK}
+		return seg{text: "connected", tone: toneOK, prio: prioConnOK}
 	case remote.Connecting:
 		return seg{text: "connecting", tone: toneWarn}
 	case remote.Reconnecting:
@@ -378,7 +403,7 @@ func (m *Model) serverSeg() (seg, bool) {
 	default:
 		return seg{}, false
 	}
-	return seg{text: name + t, short: t, tone: tn, prio: prioServer}, true
+	return seg{text: name + t, short: t, tone: tn, prio: prioServer, shortPrio: prioServerWho}, true
 }
 
 // logTitle is "log <path>  follow|paused [wrap]  filter ... ────" or, while the
@@ -474,125 +499,4 @@ func truncateStyled(s string, w int) string {
 		return truncate(s, w)
 	}
 	return ansiTruncate(s, w)
-}
-
-// fullHelp renders every binding, grouped, in columns when they fit; keys
-// that cannot act now are dimmed.
-func (m *Model) fullHelp(lines []string, w, h int) []string {
-	st := &m.styles
-	type entry struct{ key, desc, why string }
-	var groups [][]entry
-	names := helpGroups
-	if m.opts.ReadOnly {
-		names = append([]string{"replay"}, helpGroups...)
-	}
-	for _, g := range names {
-		var es []entry
-		list := m.keys.all()
-		if g == "replay" {
-			list = m.keys.replayKeys()
-		}
-		for _, b := range list {
-			if b.Group != g {
-				continue
-			}
-			e := entry{key: b.Help().Key, desc: b.Help().Desc}
-			if b.Long != "" {
-				e.desc = b.Long
-			}
-			if b.Unavailable != nil {
-				e.why = b.Unavailable(m)
-			}
-			es = append(es, e)
-		}
-		groups = append(groups, es)
-	}
-	out := []string{st.Title.Render(truncate("keys", w)) + st.Dim.Render(truncate("  (? or esc closes; dim keys cannot act now, press one to see why)", w-4))}
-	if src := m.gpuSrc.helpLine(); src != "" {
-		// The header cuts the reason short; here it is whole, on up to
-		// three rows.
-		tn := st.Text
-		if m.gpuSrc.fallback != "" {
-			tn = st.Warn
-		}
-		for r, row := range wrapWords(src, w) {
-			if r == 3 {
-				break
-			}
-			out = append(out, tn.Render(truncate(row, w)))
-		}
-	}
-	// Each column: group title then "key  desc" lines.
-	type column struct {
-		lines []string // styled
-		width int
-	}
-	var cols []column
-	for gi, es := range groups {
-		kw := 0
-		for _, e := range es {
-			kw = max(kw, textWidth(e.key))
-		}
-		c := column{lines: []string{st.Accent.Render(names[gi])}, width: len(names[gi])}
-		for _, e := range es {
-			plain := padRight(e.key, kw) + "  " + e.desc
-			c.width = max(c.width, textWidth(plain))
-			if e.why != "" {
-				c.lines = append(c.lines, st.Dim.Render(plain))
-			} else {
-				c.lines = append(c.lines, st.Key.Render(padRight(e.key, kw))+"  "+e.desc)
-			}
-		}
-		cols = append(cols, c)
-	}
-	// Lay columns side by side while they fit, else start a new band.
-	var band []column
-	flush := func() {
-		rows := 0
-		for _, c := range band {
-			rows = max(rows, len(c.lines))
-		}
-		for r := range rows {
-			var b strings.Builder
-			for i, c := range band {
-				cellTxt := ""
-				if r < len(c.lines) {
-					cellTxt = c.lines[r]
-				}
-				b.WriteString(cellTxt)
-				if i < len(band)-1 {
-					vis := 0
-					if r < len(c.lines) {
-						vis = textWidth(stripSGR(c.lines[r]))
-					}
-					b.WriteString(spaces(c.width - vis + 4))
-				}
-			}
-			out = append(out, strings.TrimRight(b.String(), " "))
-		}
-		out = append(out, "")
-		band = band[:0]
-	}
-	bw := 0
-	for _, c := range cols {
-		if len(band) > 0 && bw+c.width > w {
-			flush()
-			bw = 0
-		}
-		band = append(band, c)
-		bw += c.width + 4
-	}
-	if len(band) > 0 {
-		flush()
-	}
-	for i := range out {
-		out[i] = truncateStyled(out[i], w)
-	}
-	if len(out) > h {
-		out = out[:h]
-	}
-	for len(out) < h {
-		out = append(out, "")
-	}
-	return append(lines, out...)
 }

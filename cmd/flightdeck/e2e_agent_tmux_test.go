@@ -19,24 +19,27 @@ import (
 // the agent path on the simulated host: the demo uploads its own binary
 // into the sim's cache over SSH (checksum equal to the binary's), runs
 // `flightdeck agent` there against the sim's fake NVML, and the header
-// says "GPU agent"; an Xid the fake NVML reports marks GPU 3's row and is
-// written into the log panel; when the agent is killed, the cockpit falls
-// back to the nvidia-smi stream and says why, and the GPU rows keep
-// updating.
+// says "GPU agent (simulated)" at 160 columns; an Xid the fake NVML
+// reports marks GPU 3's row (under "Xid/throttle") and is written into
+// the log panel with its time; when the agent is killed, the cockpit
+// falls back to the nvidia-smi stream and says why, in the header and in
+// the log, and the GPU rows keep updating.
 func TestDemoSamplesThroughTheAgentInTmux(t *testing.T) {
 	if !nvml.Compiled() {
 		t.Skip("this build has no cgo: the agent cannot sample (the fallback is tested in probes/agent)")
 	}
 	bin := flightdeckBinary(t)
-	s := startTmux(t, 200, 50, bin+" demo --no-journal --interval 250ms --fault xid=3:79")
+	s := startTmux(t, 160, 45, bin+" demo --no-journal --interval 250ms --fault xid=3:79")
 	screen := s.waitScreen(40*time.Second, func(screen string) string {
 		switch {
 		case countGPURows(screen) != 8:
 			return "not 8 GPU rows"
-		case !strings.Contains(screen, "GPU agent"):
-			return `header does not say "GPU agent"`
+		case !strings.Contains(strings.SplitN(screen, "\n", 2)[0], "GPU agent (simulated)"):
+			return `header does not say "GPU agent (simulated)"`
 		case !regexp.MustCompile(`(?m)^3\s+H200.*Xid 79`).MatchString(screen):
 			return "GPU 3's row does not show Xid 79"
+		case !regexp.MustCompile(`(?m)^GPU .*Xid/throttle$`).MatchString(screen):
+			return `the column holding the Xid is not titled "Xid/throttle"`
 		}
 		return ""
 	})
@@ -59,7 +62,12 @@ func TestDemoSamplesThroughTheAgentInTmux(t *testing.T) {
 	s.keys("/")
 	s.typed("Xid")
 	s.keys("Enter")
-	s.waitScreen(10*time.Second, has("flightdeck: GPU 3 (00000000:"))
+	s.waitScreen(10*time.Second, func(screen string) string {
+		if !regexp.MustCompile(`(?m)^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] flightdeck: GPU 3 \(00000000:`).MatchString(screen) {
+			return "no timed Xid line for GPU 3"
+		}
+		return ""
+	})
 	s.waitScreen(5*time.Second, has("Xid 79: GPU has fallen off the bus"))
 	s.keys("Escape")
 	time.Sleep(600 * time.Millisecond)
@@ -71,7 +79,7 @@ func TestDemoSamplesThroughTheAgentInTmux(t *testing.T) {
 	}
 	before := s.capture()
 	screen = s.waitScreen(20*time.Second, func(screen string) string {
-		if !strings.Contains(screen, "GPU nvidia-smi (agent exited") {
+		if !strings.Contains(screen, "GPU nvidia-smi (agent exited)") {
 			return "header does not name the fallback and why"
 		}
 		if countGPURows(screen) != 8 {
@@ -86,6 +94,13 @@ func TestDemoSamplesThroughTheAgentInTmux(t *testing.T) {
 		}
 		return ""
 	})
+	// The log says when sampling switched, and why.
+	s.keys("/")
+	s.typed("GPU sampling")
+	s.keys("Enter")
+	s.waitScreen(10*time.Second, has("flightdeck: GPU sampling switched to nvidia-smi (agent exited"))
+	s.keys("Escape")
+	time.Sleep(600 * time.Millisecond) // an Escape right before q reads as alt+q
 	s.quit()
 }
 

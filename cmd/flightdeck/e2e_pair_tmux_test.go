@@ -369,7 +369,7 @@ func TestPairClientsAtTwoSizesInTmux(t *testing.T) {
 		key, shows string
 		view       func(string) string
 	}{
-		{"?", "(? or esc closes", nil},
+		{"?", "(esc closes; j/k scroll", nil},
 		{"Escape", "", mainView(100)},
 		{"g", "reflog", nil},
 		{"g", "", mainView(100)},
@@ -423,7 +423,7 @@ func TestPairClientsAtTwoSizesInTmux(t *testing.T) {
 	// window within its own area (the big one entirely).
 	r.inner.tmux("set", "-g", "window-size", "latest")
 	r.press(pairBig, "?")
-	r.wait(200, 60, has("(? or esc closes"))
+	r.wait(200, 60, has("(esc closes; j/k scroll"))
 	r.sameOnClients(200, 60, pairBig, "")
 	r.press(pairSmall, "Escape")
 	r.wait(100, 30, mainView(100))

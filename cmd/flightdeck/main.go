@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -101,6 +102,10 @@ func newVersionCmd() *cobra.Command {
 	}
 }
 
+// versionString is this build's version: main.version when set at build
+// time, else formatVersion of the build info: "v0.0.0-20261130082657-
+// 3b2fc0c519e0 go1.26.8", "devel 3b2fc0c519e0+dirty go1.26.8", or
+// "(unknown)" without build info.
 func versionString() string {
 	if version != "" {
 		return version
@@ -109,28 +114,45 @@ func versionString() string {
 	if !ok {
 		return "(unknown)"
 	}
-	v := bi.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
-	}
-	var rev, dirty string
+	var rev string
+	dirty := false
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
 			rev = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
+			dirty = s.Value == "true"
 		}
+	}
+	return formatVersion(bi.Main.Version, rev, dirty, bi.GoVersion)
+}
+
+// formatVersion is "MODVERSION [REV[+dirty]] GOVERSION" from the main
+// module's version (debug.BuildInfo.Main.Version: "(devel)", a tag, or
+// since Go 1.24 a VCS pseudo-version such as
+// "v0.0.0-20261130082657-3b2fc0c519e0", with "+dirty" for a modified
+// tree), the vcs.revision (40 hex digits, cut to 12), whether
+// vcs.modified was true, and the Go version. The revision is left out
+// when the module version already ends with it (a pseudo-version names
+// its commit), and "+dirty" is written once.
+func formatVersion(modVersion, rev string, dirty bool, goVersion string) string {
+	v := modVersion
+	if v == "" || v == "(devel)" {
+		v = "devel"
 	}
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	if rev != "" {
-		v += " " + rev + dirty
+	base, meta, _ := strings.Cut(v, "+") // semver build metadata: "+dirty"
+	if rev != "" && !strings.HasSuffix(base, "-"+rev) {
+		v = base + " " + rev
+		if meta != "" || dirty {
+			v += "+dirty"
+		}
+	} else if dirty && meta == "" {
+		v += "+dirty"
 	}
-	return v + " " + bi.GoVersion
+	return v + " " + goVersion
 }
 
 // runGroup is the RunE of a command that only groups subcommands (and of

@@ -1,0 +1,101 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+)
+
+// The GPU table's notices above it: sampler failures and stale data,
+// worded by the sampler that reported them.
+
+// banner is one table-level notice line: its text, a shorter form for a
+// terminal too narrow for it ("" when none), and its tone.
+type banner struct {
+	text, short string
+	tone        tone
+}
+
+// fit returns the form of b that fits w cells, if either does, else the
+// text (to be cut).
+func (b banner) fit(w int) string {
+	if textWidth(b.text) > w && b.short != "" {
+		return b.short
+	}
+	return b.text
+}
+
+// banners returns the table-level notices, newest first: the sampler's
+// failures ("nvidia-smi failed: ..." or "NVML failed: ...", by the
+// sampler in use when each was last reported) and stale data.
+func (t *gpuTable) banners(now time.Time) []banner {
+	var out []banner
+	for i := len(t.failures) - 1; i >= 0; i-- {
+		f := t.failures[i]
+		var b strings.Builder
+		if nvmlMode(f.src) {
+			b.WriteString("NVML failed: ")
+		} else {
+			b.WriteString("nvidia-smi failed: ")
+		}
+		b.WriteString(string(f.f.Class))
+		if f.f.BusID != "" {
+			b.WriteString(" bus ")
+			b.WriteString(f.f.BusID)
+		}
+		if f.f.Reason != "" {
+			b.WriteString(" (")
+			b.WriteString(f.f.Reason)
+			b.WriteString(")")
+		}
+		if f.f.NeedsReboot {
+			b.WriteString(", reboot needed")
+		}
+		if f.count > 1 {
+			b.WriteString(", seen ")
+			b.WriteString(strconv.Itoa(f.count))
+			b.WriteString("x")
+		}
+		if age := ago(now, f.at); age != "" {
+			b.WriteString(", last ")
+			b.WriteString(age)
+			b.WriteString(" ago")
+		}
+		out = append(out, banner{text: b.String(), tone: toneCrit})
+	}
+	if t.stale != nil {
+		out = append(out, staleBanner(t.stale, t.staleSrc, now))
+	}
+	return out
+}
+
+// staleBanner is "GPUs stale 19s (since 18:12:23): connection to host
+// lost; restarting nvidia-smi": the sampler's reason when it gives one,
+// else the missed intervals when there are any (never "0 intervals"),
+// then what happens next, by the sampler (src, a gpu.SourceMode) that
+// reported it: nvidia-smi's stream is restarted; NVML (a call blocked in
+// the driver) and the agent (a blocked call, or a connection the agent
+// is started again on) are waited for. The short form leaves out the
+// clock time, which the age repeats.
+func staleBanner(s *gpu.Stale, src string, now time.Time) banner {
+	head := "GPUs stale"
+	if age := ago(now, s.LastSample); age != "" {
+		head += " " + age
+	}
+	tail := "; restarting nvidia-smi"
+	if nvmlMode(src) {
+		tail = "; waiting for " + samplerName(src)
+	}
+	switch {
+	case s.Reason != "":
+		tail = ": " + s.Reason + tail
+	case s.Missed > 0:
+		tail = ": no sample for " + strconv.Itoa(s.Missed) + " intervals" + tail
+	}
+	if s.LastSample.IsZero() {
+		return banner{text: head + tail, tone: toneWarn}
+	}
+	return banner{text: head + " (since " + s.LastSample.Format("15:04:05") + ")" + tail, short: head + tail, tone: toneWarn}
+}
