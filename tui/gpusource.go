@@ -159,7 +159,7 @@ func (m *Model) sourceChanged(p gpu.Source, at time.Time) {
 // 12.550.54.15, driver 550.54.15 (uploaded)): Xids are reported" back.
 func sourceLine(prev, cur *gpuSource, at time.Time) (string, lineKind) {
 	var b strings.Builder
-	b.WriteString(ownStamp(at))
+	writeStamp(&b, at)
 	b.WriteString("flightdeck: GPU sampling switched to ")
 	switch cur.mode {
 	case string(gpu.SourceNVML):

@@ -220,7 +220,8 @@ func xidW(r *gpuRow) int {
 func xidLine(x gpu.Xid, n int, at time.Time) (string, bool) {
 	meaning, crit := gpu.XidMeaning(x.Code)
 	var b strings.Builder
-	b.WriteString(ownStamp(at))
+	b.Grow(128)
+	writeStamp(&b, at)
 	b.WriteString(xidWho(x))
 	b.WriteString("Xid " + strconv.FormatUint(x.Code, 10))
 	if n > 1 {
@@ -300,14 +301,15 @@ func (l *xidLog) add(log *logTail, x gpu.Xid, at time.Time) {
 	}
 }
 
-// ownStamp is the time prefix of flightdeck's own log lines, as SGLang
-// and vLLM begin theirs: "[2026-11-30 08:34:47] ", the data time in its
-// own location (live events carry the local clock, and a journal's are
-// read back in local time, so a replay shows what was seen live); "" for
-// the zero time.
-func ownStamp(at time.Time) string {
+// writeStamp writes the time prefix of flightdeck's own log lines to b,
+// as SGLang and vLLM begin theirs: "[2026-11-30 08:34:47] ", the data
+// time in its own location (live events carry the local clock, and a
+// journal's are read back in local time, so a replay shows what was seen
+// live); nothing for the zero time.
+func writeStamp(b *strings.Builder, at time.Time) {
 	if at.IsZero() {
-		return ""
+		return
 	}
-	return at.Format("[2006-01-02 15:04:05] ")
+	var buf [32]byte
+	b.Write(at.AppendFormat(buf[:0], "[2006-01-02 15:04:05] "))
 }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 
@@ -282,20 +281,25 @@ func (m *Model) header(w int) string {
 		}
 	}
 	// Room again: long forms back, highest shortPrio first, then left to
-	// right.
+	// right (a header has far fewer than 64 fields; any past the 64th keep
+	// their short form).
 	total := needTotal
-	order := make([]int, 0, len(segs))
-	for i := range segs {
-		if segs[i].text != "" && segs[i].text != full[i] {
-			order = append(order, i)
+	var tried uint64
+	for {
+		best := -1
+		for i := range min(len(segs), 64) {
+			if tried&(1<<i) == 0 && segs[i].text != "" && segs[i].text != full[i] && (best < 0 || segs[i].shortPrio > segs[best].shortPrio) {
+				best = i
+			}
 		}
-	}
-	sort.SliceStable(order, func(a, b int) bool { return segs[order[a]].shortPrio > segs[order[b]].shortPrio })
-	for _, i := range order {
-		s := segs[i]
-		s.text = full[i]
-		if d := s.need() - segs[i].need(); total+d <= w {
-			segs[i].text, total = full[i], total+d
+		if best < 0 {
+			break
+		}
+		tried |= 1 << best
+		s := segs[best]
+		s.text = full[best]
+		if d := s.need() - segs[best].need(); total+d <= w {
+			segs[best].text, total = full[best], total+d
 		}
 	}
 	// What room is left goes to the details, left to right.
