@@ -121,7 +121,7 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
 	}
-	if _, err := sessions.ParseGPUMode(f.gpu.mode); err != nil {
+	if err := f.gpu.check(); err != nil {
 		return err
 	}
 	switch f.server {

@@ -113,7 +113,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
 	}
-	if _, err := sessions.ParseGPUMode(f.gpu.mode); err != nil {
+	if err := f.gpu.check(); err != nil {
 		return err
 	}
 	for flag, p := range map[string]string{"--gpu-capture": f.gpuCapture, "--replay-log": f.replayLog} {

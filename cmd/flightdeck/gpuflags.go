@@ -35,8 +35,9 @@ func (g *gpuFlags) apply(lc *sessions.LiveConfig) error {
 	return nil
 }
 
-// validSampler reports whether --sampler's value is one ParseGPUMode takes.
-func validSampler(s string) bool {
-	_, err := sessions.ParseGPUMode(s)
-	return err == nil
+// check refuses a --sampler value ParseGPUMode does not take, before
+// anything is dialled.
+func (g *gpuFlags) check() error {
+	_, err := sessions.ParseGPUMode(g.mode)
+	return err
 }

@@ -111,9 +111,8 @@ func (f *repeatFlags) check() error {
 		return fmt.Errorf("--max-wait %v: want a positive duration", f.cfg.MaxWait)
 	case f.interval < 10*time.Millisecond:
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
-	case !validSampler(f.gpu.mode):
-		_, err := sessions.ParseGPUMode(f.gpu.mode)
-		return err
+	case f.gpu.check() != nil:
+		return f.gpu.check()
 	case f.server.grace < 0 || f.server.gpuTimeout < 0:
 		return errors.New("--grace and --gpu-timeout must not be negative")
 	}
