@@ -521,3 +521,23 @@ func TestServerExitsWhenItsOwnerDies(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSSHExecReplyBeforeClose: the exec request is answered before the
+// channel closes, however fast the command exits. A close first makes the
+// client's exec fail with EOF, which flightdeck reads as a lost connection
+// (a CI failure: "reading the home directory: connection to host lost: EOF").
+func TestSSHExecReplyBeforeClose(t *testing.T) {
+	h := startHost(t, Options{})
+	c := dial(t, h)
+	// The command has exited and its output is drained by the time the
+	// exec is answered.
+	wait := func() { time.Sleep(300 * time.Millisecond) }
+	testHookStarted.Store(&wait)
+	t.Cleanup(func() { testHookStarted.Store(nil) })
+	for i := range 3 {
+		out, err := run(t, c, `printf '%s\n' "$HOME"`)
+		if err != nil || !strings.HasPrefix(out, "/") {
+			t.Fatalf("run %d: %q, %v", i, out, err)
+		}
+	}
+}

@@ -243,6 +243,10 @@ func (s *SSHServer) serveConn(c net.Conn) {
 	}
 }
 
+// testHookStarted, when set by a test, runs between the start of an exec'd
+// command and the reply to the exec request.
+var testHookStarted atomic.Pointer[func()]
+
 // session serves one session channel: a single "exec".
 func (s *SSHServer) session(nc ssh.NewChannel, sc *ssh.ServerConn) {
 	ch, reqs, err := nc.Accept()
@@ -256,8 +260,11 @@ func (s *SSHServer) session(nc ssh.NewChannel, sc *ssh.ServerConn) {
 		if r.Type == "exec" && p == nil {
 			var payload struct{ Command string }
 			if ssh.Unmarshal(r.Payload, &payload) == nil {
-				p, err = s.startProc(payload.Command, ch, sc)
+				p, err = s.startProc(payload.Command, sc)
 				ok = err == nil
+				if hook := testHookStarted.Load(); ok && hook != nil {
+					(*hook)()
+				}
 				if err != nil {
 					fmt.Fprintf(ch.Stderr(), "flightdeck sim sshd: %v\n", err)
 				}
@@ -266,6 +273,13 @@ func (s *SSHServer) session(nc ssh.NewChannel, sc *ssh.ServerConn) {
 		// "env" (no AcceptEnv), "shell", "pty-req", "subsystem", "signal" …: refused.
 		if r.WantReply {
 			r.Reply(ok, nil)
+		}
+		if r.Type == "exec" && ok {
+			// Only after the reply, as sshd does: a command that exits at
+			// once would otherwise close the channel before the client
+			// knows that its exec was accepted, and the client reads that
+			// as a lost connection.
+			p.serve(ch)
 		}
 		if r.Type == "exec" && !ok {
 			ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{127}))
@@ -282,13 +296,15 @@ func (s *SSHServer) session(nc ssh.NewChannel, sc *ssh.ServerConn) {
 // sessionProc is a running exec command.
 type sessionProc struct {
 	cmd        *exec.Cmd
+	stdin      io.WriteCloser
 	rOut, rErr *os.File
 	finished   atomic.Bool   // exited and its output drained: nothing left to kill
 	done       chan struct{} // closed after the exit status went out
 	once       sync.Once
 }
 
-func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn) (*sessionProc, error) {
+// startProc starts command; serve connects it to its channel.
+func (s *SSHServer) startProc(command string, sc *ssh.ServerConn) (*sessionProc, error) {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = s.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -334,10 +350,17 @@ func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn
 		rErr.Close()
 		return nil, err
 	}
-	p := &sessionProc{cmd: cmd, rOut: rOut, rErr: rErr, done: make(chan struct{})}
+	return &sessionProc{cmd: cmd, stdin: stdin, rOut: rOut, rErr: rErr, done: make(chan struct{})}, nil
+}
+
+// serve copies the channel to the command's stdin and its output to the
+// channel, and sends its exit status and closes the channel once it has
+// exited and its output is drained.
+func (p *sessionProc) serve(ch ssh.Channel) {
+	cmd, rOut, rErr := p.cmd, p.rOut, p.rErr
 	go func() {
-		io.Copy(stdin, ch)
-		stdin.Close()
+		io.Copy(p.stdin, ch)
+		p.stdin.Close()
 	}()
 	var copies sync.WaitGroup
 	copies.Add(2)
@@ -374,7 +397,6 @@ func (s *SSHServer) startProc(command string, ch ssh.Channel, sc *ssh.ServerConn
 		ch.CloseWrite()
 		ch.Close()
 	}()
-	return p, nil
 }
 
 // kill ends the command's process group: TERM, then KILL after a second.
