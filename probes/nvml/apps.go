@@ -4,6 +4,7 @@ package nvml
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -32,7 +33,7 @@ func (s *Sampler) readApps(d *device, g *gpu.GPU, apps []gpu.App) []gpu.App {
 			a.PID, a.PIDStatus = 0, gpu.NA
 			a.Name = gpu.Text{S: tokNA, Status: gpu.NA}
 		} else {
-			a.Name = s.comm.name(int(p.Pid))
+			a.Name = s.names.name(int(p.Pid))
 		}
 		if p.UsedGpuMemory == notAvailable {
 			a.UsedMiB = gpu.Reading{Status: gpu.NA, Raw: tokNA}
@@ -45,15 +46,16 @@ func (s *Sampler) readApps(d *device, g *gpu.GPU, apps []gpu.App) []gpu.App {
 	return apps
 }
 
-// commCache remembers process names by PID. A name is read from
-// /proc/PID/comm (the kernel's 15-byte task name) the first tick a PID
-// appears and forgotten the first tick it does not, so a reused PID is
-// read again unless it was reused between two ticks. Only the goroutine
-// holding the sampler's busy token uses it.
+// nameCache remembers process names by PID. A name is read the first tick
+// a PID appears, from /proc/PID/cmdline (argv[0], as nvidia-smi names
+// processes; see readArgv0) or, when that is empty, /proc/PID/comm (the
+// kernel's 15-byte task name), and forgotten the first tick the PID is
+// not listed, so a reused PID is read again unless it was reused between
+// two ticks. Only the goroutine holding the sampler's busy token uses it.
 //
 // NVML gives PIDs in the host's (the initial) PID namespace. In a
 // container with its own PID namespace /proc shows that namespace's PIDs,
-// and /proc/PID/comm would name whichever container process has the same
+// and /proc/PID would name whichever container process has the same
 // number, or nothing: a wrong name is worse than none. Comparing
 // /proc/self/ns/pid with /proc/1/ns/pid cannot tell (in a container
 // /proc/1 is the container's init, in the same namespace), but the initial
@@ -62,9 +64,9 @@ func (s *Sampler) readApps(d *device, g *gpu.GPU, apps []gpu.App) []gpu.App {
 // /proc/self/ns/pid is "pid:[4026531836]". Elsewhere (a container without
 // --pid=host, gVisor, a /proc without ns links) every name is "[N/A]",
 // the PID and memory still shown.
-type commCache struct {
+type nameCache struct {
 	gen     uint64
-	entries map[int]commEntry
+	entries map[int]nameEntry
 	// proc is the /proc directory; tests point it elsewhere.
 	proc string
 	// nsChecked and hostNS cache whether this process is in the initial
@@ -76,7 +78,7 @@ type commCache struct {
 // namespace: "pid:[PROC_PID_INIT_INO]".
 const initPIDNamespace = "pid:[4026531836]"
 
-func (c *commCache) procDir() string {
+func (c *nameCache) procDir() string {
 	if c.proc == "" {
 		return "/proc"
 	}
@@ -85,7 +87,7 @@ func (c *commCache) procDir() string {
 
 // inHostPIDNamespace reports whether NVML's PIDs are this process's
 // /proc PIDs.
-func (c *commCache) inHostPIDNamespace() bool {
+func (c *nameCache) inHostPIDNamespace() bool {
 	if !c.nsChecked {
 		link, err := os.Readlink(c.procDir() + "/self/ns/pid")
 		c.hostNS = err == nil && link == initPIDNamespace
@@ -94,20 +96,20 @@ func (c *commCache) inHostPIDNamespace() bool {
 	return c.hostNS
 }
 
-type commEntry struct {
+type nameEntry struct {
 	name gpu.Text
 	gen  uint64
 }
 
-func (c *commCache) begin() {
+func (c *nameCache) begin() {
 	c.gen++
 	if c.entries == nil {
-		c.entries = make(map[int]commEntry)
+		c.entries = make(map[int]nameEntry)
 	}
 }
 
 // end forgets the PIDs not seen since begin.
-func (c *commCache) end() {
+func (c *nameCache) end() {
 	for pid, e := range c.entries {
 		if e.gen != c.gen {
 			delete(c.entries, pid)
@@ -117,8 +119,8 @@ func (c *commCache) end() {
 
 // name returns pid's process name, sanitised for the terminal, or "[N/A]"
 // (Status NA) when /proc does not show it (the process is gone) or this
-// process is not in the host's PID namespace (see commCache).
-func (c *commCache) name(pid int) gpu.Text {
+// process is not in the host's PID namespace (see nameCache).
+func (c *nameCache) name(pid int) gpu.Text {
 	if e, ok := c.entries[pid]; ok {
 		e.gen = c.gen
 		c.entries[pid] = e
@@ -126,15 +128,44 @@ func (c *commCache) name(pid int) gpu.Text {
 	}
 	t := gpu.Text{S: tokNA, Status: gpu.NA}
 	if !c.inHostPIDNamespace() {
-		c.entries[pid] = commEntry{name: t, gen: c.gen}
+		c.entries[pid] = nameEntry{name: t, gen: c.gen}
 		return t
 	}
-	if b, err := os.ReadFile(c.procDir() + "/" + strconv.Itoa(pid) + "/comm"); err == nil {
-		b = bytes.TrimRight(b, "\n")
-		if len(b) > 0 {
-			t = gpu.Text{S: sanitize.Line(b)}
+	dir := c.procDir() + "/" + strconv.Itoa(pid)
+	b := readArgv0(dir + "/cmdline")
+	if len(b) == 0 {
+		// No command line (a zombie, a kernel thread): the task name.
+		if comm, err := os.ReadFile(dir + "/comm"); err == nil {
+			b = bytes.TrimRight(comm, "\n")
 		}
 	}
-	c.entries[pid] = commEntry{name: t, gen: c.gen}
+	if len(b) > 0 {
+		t = gpu.Text{S: sanitize.Line(b)}
+	}
+	c.entries[pid] = nameEntry{name: t, gen: c.gen}
 	return t
+}
+
+// maxProcessName bounds a process name read from /proc/PID/cmdline, in
+// bytes; a longer argv[0] is cut there.
+const maxProcessName = 256
+
+// readArgv0 returns the first NUL-terminated field of the /proc/PID/cmdline
+// file at path (at most maxProcessName bytes), or nil when it cannot be
+// read or is empty. This is the name nvidia-smi --query-compute-apps gives
+// as process_name ("./gpu_burn", "/usr/bin/python3"), and the title a
+// process set for itself with setproctitle ("sglang::scheduler_TP0").
+func readArgv0(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var buf [maxProcessName]byte
+	n, _ := io.ReadFull(f, buf[:])
+	b := buf[:n]
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return bytes.Clone(bytes.TrimRight(b, " "))
 }

@@ -59,7 +59,7 @@ func (s *Sampler) read(pcieInline bool) readResult {
 	if !s.opts.NoApps && s.sym.procs {
 		apps = make([]gpu.App, 0, 2*len(s.devs))
 	}
-	s.comm.begin()
+	s.names.begin()
 	withHandle, deadRows, lostRows := 0, 0, 0
 	for _, d := range s.devs {
 		if d.h == nil && !s.reopen(d) {
@@ -90,7 +90,7 @@ func (s *Sampler) read(pcieInline bool) readResult {
 		}
 		gpus = append(gpus, g)
 	}
-	s.comm.end()
+	s.names.end()
 	res.smp = gpu.Sample{At: at, GPUs: gpus, Missing: res.smp.Missing, Apps: apps}
 	res.dead = withHandle > 0 && deadRows == withHandle
 	res.allLost = res.dead && lostRows == withHandle

@@ -53,8 +53,8 @@ type Sampler struct {
 	// obtained after Open, so that the Xid goroutine registers it.
 	newHandle chan struct{}
 
-	// comm caches process names (/proc/PID/comm) by PID; see apps.go.
-	comm commCache
+	// names caches process names by PID; see apps.go.
+	names nameCache
 
 	// xidBackoff is the first wait before an event set is rebuilt (tests
 	// shorten it); 0 means 1 s.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -431,12 +432,22 @@ func fakeProcNS(t *testing.T, proc, ns string) {
 func TestAppsTwoProcessesOnOneGPU(t *testing.T) {
 	proc := t.TempDir()
 	fakeProcNS(t, proc, initPIDNamespace)
-	for pid, comm := range map[int]string{4242: "python3\n", 777: "sglang\x1b]0;pwned\x07\n"} {
+	// argv[0] names a process, as nvidia-smi's process_name does; the
+	// task name only when the command line is empty (a zombie).
+	for pid, f := range map[int]struct{ cmdline, comm string }{
+		4242: {"/usr/bin/python3\x00-m\x00sglang.launch_server\x00", "python3\n"},
+		777:  {"", "sglang\x1b]0;pwned\x07\n"},
+		5150: {"sglang::scheduler_TP2\x00\x00\x00\x00", "python3\n"}, // setproctitle's padding
+		6000: {strings.Repeat("x", 300) + "\x00", "x\n"},
+	} {
 		dir := filepath.Join(proc, fmt.Sprint(pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "comm"), []byte(comm), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(f.cmdline), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "comm"), []byte(f.comm), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -444,19 +455,23 @@ func TestAppsTwoProcessesOnOneGPU(t *testing.T) {
 	x.vals[2].procs = []gonvml.ProcessInfo{
 		{Pid: 4242, UsedGpuMemory: 2296*mib + 5},
 		{Pid: 777, UsedGpuMemory: 1 << 30},
+		{Pid: 6000, UsedGpuMemory: 0},
+		{Pid: 5150, UsedGpuMemory: 70000 * mib},
 	}
 	x.vals[6].procs = []gonvml.ProcessInfo{
 		{Pid: 9999, UsedGpuMemory: ^uint64(0)}, // NVML_VALUE_NOT_AVAILABLE; no /proc entry
 	}
 	x.vals[7].setFail("procs", gonvml.ERROR_NOT_SUPPORTED)
 	s := x.open(t, Options{NoXid: true})
-	s.comm.proc = proc
+	s.names.proc = proc
 	smp := sample(t, s)
 	bus2 := gpu.Text{S: "00000000:27:00.0"}
 	uuid2 := gpu.Text{S: "GPU-a100-2"}
 	want := []gpu.App{
 		{PID: 777, Name: gpu.Text{S: "sglang]0;pwned\\x07"}, UsedMiB: gpu.Reading{Value: 1024}, BusID: bus2, UUID: uuid2},
-		{PID: 4242, Name: gpu.Text{S: "python3"}, UsedMiB: gpu.Reading{Value: 2296}, BusID: bus2, UUID: uuid2},
+		{PID: 4242, Name: gpu.Text{S: "/usr/bin/python3"}, UsedMiB: gpu.Reading{Value: 2296}, BusID: bus2, UUID: uuid2},
+		{PID: 5150, Name: gpu.Text{S: "sglang::scheduler_TP2"}, UsedMiB: gpu.Reading{Value: 70000}, BusID: bus2, UUID: uuid2},
+		{PID: 6000, Name: gpu.Text{S: strings.Repeat("x", maxProcessName)}, UsedMiB: gpu.Reading{Value: 0}, BusID: bus2, UUID: uuid2},
 		{PID: 9999, Name: gpu.Text{S: "[N/A]", Status: gpu.NA}, UsedMiB: gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
 			BusID: gpu.Text{S: "00000000:67:00.0"}, UUID: gpu.Text{S: "GPU-a100-6"}},
 	}
@@ -492,15 +507,18 @@ func TestAppsTwoProcessesOnOneGPU(t *testing.T) {
 func TestProcessNameFromProc(t *testing.T) {
 	// The real /proc: this test process's own name, when the test runs in
 	// the host's PID namespace; in a container, no name.
-	var c commCache
+	var c nameCache
 	c.begin()
 	got := c.name(os.Getpid())
 	c.end()
-	b, err := os.ReadFile("/proc/self/comm")
+	b, err := os.ReadFile("/proc/self/cmdline")
 	if err != nil {
 		t.Skip("no /proc:", err)
 	}
-	want := gpu.Text{S: string(b[:len(b)-1])}
+	want := gpu.Text{S: os.Args[0]}
+	if !strings.HasPrefix(string(b), os.Args[0]+"\x00") {
+		t.Fatalf("/proc/self/cmdline %q does not start with argv[0] %q", b, os.Args[0])
+	}
 	if ns, _ := os.Readlink("/proc/self/ns/pid"); ns != initPIDNamespace {
 		want = gpu.Text{S: "[N/A]", Status: gpu.NA}
 		t.Logf("PID namespace %q is not the host's: names are [N/A]", ns)
@@ -535,7 +553,7 @@ func TestProcessNameOutsideHostPIDNamespace(t *testing.T) {
 		x := newDGX(t)
 		x.vals[0].procs = []gonvml.ProcessInfo{{Pid: 4242, UsedGpuMemory: 3 * mib}}
 		s := x.open(t, Options{NoXid: true})
-		s.comm.proc = proc
+		s.names.proc = proc
 		smp := sample(t, s)
 		if len(smp.Apps) != 1 {
 			t.Fatalf("ns %q: apps %+v", ns, smp.Apps)
