@@ -45,6 +45,117 @@ type Report struct {
 	// the one that created it (session events, in file order); the first
 	// session is the Header.
 	Sessions []SessionStart
+	// GPUEvents are the driver's Xids and the changes of how GPUs were
+	// sampled (gpu-xid, gpu-source), in file order; identical Xids (same
+	// GPU and code) within one experiment are one entry with a count.
+	GPUEvents []GPUEvent
+}
+
+// GPUEvent is an Xid the driver reported during the session, or a change
+// of how the GPUs were sampled (NVML, the agent, or nvidia-smi and why).
+type GPUEvent struct {
+	At   time.Time // the first occurrence
+	Last time.Time // the last occurrence: At unless Count > 1
+	// Exp is the experiment open at the first occurrence, "" when none.
+	Exp string
+	// Count is how many identical Xids this entry stands for (1 for a
+	// sampling change).
+	Count int
+	// What says it, sanitised: "GPU 3 (00000000:83:00.0) Xid 79: GPU has
+	// fallen off the bus", "GPUs sampled by nvidia-smi: agent exited: …".
+	What string
+	// Xid is the Xid code, 0 for a sampling change. Critical says the
+	// GPU's results cannot be trusted until it is reset (gpu.XidMeaning).
+	Xid      uint64
+	Critical bool
+	xid      gpu.Xid // the grouping key of an Xid entry
+}
+
+// Describe is the event in words after its time and experiment, with
+// times as h:mm:ss since start: "GPU 1 Xid 13: graphics engine exception
+// x37 (until 0:05:14)", "GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen
+// off the bus; critical: the GPU needs a reset before its results can be
+// trusted".
+func (g GPUEvent) Describe(start time.Time) string {
+	s := g.What
+	if g.Count > 1 {
+		s += " x" + strconv.Itoa(g.Count) + " (until " + FormatElapsed(g.Last.Sub(start)) + ")"
+	}
+	if g.Critical {
+		s += "; critical: the GPU needs a reset before its results can be trusted"
+	}
+	return s
+}
+
+// XidText is one Xid in words: "GPU 3 (00000000:83:00.0) Xid 79: GPU has
+// fallen off the bus", sanitised.
+func XidText(x gpu.Xid) string {
+	meaning, _ := gpu.XidMeaning(x.Code)
+	return OneLine(x.GPUName() + " Xid " + strconv.FormatUint(x.Code, 10) + ": " + meaning)
+}
+
+// SourceText is a sampling path in words, sanitised: "GPUs sampled by the
+// agent (agent 0.8.0, uploaded)", "GPUs sampled by nvidia-smi: agent
+// exited: …".
+func SourceText(src gpu.Source) string {
+	s := "GPUs sampled by "
+	switch src.Mode {
+	case gpu.SourceAgent:
+		s += "the agent (NVML on the host)"
+	case gpu.SourceNVML:
+		s += "NVML"
+	default:
+		s += string(src.Mode)
+	}
+	if src.Detail != "" {
+		s += " [" + src.Detail + "]"
+	}
+	if src.Fallback != "" {
+		s += ": " + src.Fallback
+	}
+	return OneLine(s)
+}
+
+// addGPUEvent folds an Xid or a sampling change into r.GPUEvents.
+func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
+	switch p := p.(type) {
+	case gpu.Xid:
+		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
+			g := &r.GPUEvents[i]
+			if g.Exp != exp {
+				break
+			}
+			if g.Xid != 0 && g.xid == p {
+				g.Count++
+				g.Last = at
+				return
+			}
+		}
+		_, crit := gpu.XidMeaning(p.Code)
+		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: XidText(p), Xid: p.Code, Critical: crit, xid: p})
+	case gpu.Source:
+		what := SourceText(p)
+		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
+			if r.GPUEvents[i].Xid == 0 {
+				if r.GPUEvents[i].What == what {
+					return // no change (a second session of the journal)
+				}
+				break
+			}
+		}
+		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: what})
+	}
+}
+
+// ExpXids returns the Xids reported while experiment id was open.
+func (r *Report) ExpXids(id string) []GPUEvent {
+	var out []GPUEvent
+	for _, g := range r.GPUEvents {
+		if g.Xid != 0 && g.Exp == id {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // SessionStart is a cockpit session appended to the journal (--journal
@@ -105,6 +216,12 @@ func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
 				st.Crashed = open
 			}
 			r.Sessions = append(r.Sessions, st)
+		case gpu.Xid, gpu.Source:
+			exp := ""
+			if cur := r.Ledger.Current(); cur != nil {
+				exp = cur.ID
+			}
+			r.addGPUEvent(e.At, exp, p)
 		case git.Moved:
 			r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: movedText(p)})
 		case git.Action:

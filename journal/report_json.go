@@ -37,6 +37,22 @@ type JSONReport struct {
 	// Sessions are the cockpit sessions that appended to the journal
 	// after the one that created it (Report.Sessions); absent when none.
 	Sessions []JSONSession `json:"sessions,omitempty"`
+	// GPUEvents are the Xids and sampling-path changes
+	// (Report.GPUEvents); absent when none.
+	GPUEvents []JSONGPUEvent `json:"gpu_events,omitempty"`
+}
+
+// JSONGPUEvent is one GPUEvent.
+type JSONGPUEvent struct {
+	At    time.Time `json:"at"`
+	T     float64   `json:"t_s"`
+	Exp   string    `json:"exp,omitempty"`
+	What  string    `json:"what"`
+	Count int       `json:"count"`
+	// LastT is the last occurrence's time (seconds) when Count > 1.
+	LastT    float64 `json:"last_t_s,omitempty"`
+	Xid      uint64  `json:"xid,omitempty"`
+	Critical bool    `json:"critical,omitempty"`
 }
 
 // JSONSession is one SessionStart.
@@ -199,6 +215,13 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 	doc.RepoChanges = []JSONRepoChange{}
 	for _, c := range r.RepoChanges {
 		doc.RepoChanges = append(doc.RepoChanges, JSONRepoChange{At: c.At, T: secs(c.At), What: c.What})
+	}
+	for _, g := range r.GPUEvents {
+		e := JSONGPUEvent{At: g.At, T: secs(g.At), Exp: g.Exp, What: g.What, Count: g.Count, Xid: g.Xid, Critical: g.Critical}
+		if g.Count > 1 {
+			e.LastT = secs(g.Last)
+		}
+		doc.GPUEvents = append(doc.GPUEvents, e)
 	}
 	for _, ss := range r.Sessions {
 		doc.Sessions = append(doc.Sessions, JSONSession{At: ss.At, T: secs(ss.At), Header: ss.Session.Header, Crashed: ss.Crashed})

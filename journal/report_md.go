@@ -51,6 +51,7 @@ func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
 		m.f("~ the two 95 %% confidence intervals overlap: not a clear difference.\n\n")
 	}
 	m.sessions(r)
+	m.gpuEvents(r)
 	for i := range exps {
 		m.experiment(&exps[i], base)
 	}
@@ -166,6 +167,22 @@ func (m *mdWriter) sessions(r *Report) {
 			}
 		}
 		m.f("\n")
+	}
+	m.f("\n")
+}
+
+// gpuEvents lists the driver's Xids and the changes of GPU sampling path.
+func (m *mdWriter) gpuEvents(r *Report) {
+	if len(r.GPUEvents) == 0 {
+		return
+	}
+	m.f("## GPU events\n\n")
+	for _, g := range r.GPUEvents {
+		m.f("- %s", m.at(g.At))
+		if g.Exp != "" {
+			m.f(" [%s]", mdText(g.Exp))
+		}
+		m.f(" %s\n", mdText(g.Describe(r.Header.Created)))
 	}
 	m.f("\n")
 }

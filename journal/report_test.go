@@ -509,3 +509,83 @@ func TestReportGPUCSVAfterCrash(t *testing.T) {
 		t.Errorf("rows %q: want the first in e1, the one after the new session in none", rows)
 	}
 }
+
+// TestReportGPUEvents: Xids and sampling-path changes are kept with their
+// times and experiments; a storm of one Xid on one GPU is one entry with a
+// count, per experiment; a repeated sampling path (a second session of the
+// journal) is not a change; hostile bus ids are sanitised. The exports
+// carry them.
+func TestReportGPUEvents(t *testing.T) {
+	h := reportHeader()
+	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
+	es := []event.Event{
+		{At: at(1), Data: gpu.Source{Mode: gpu.SourceAgent, Detail: "agent 0.9.0"}},
+		{At: at(2), Data: ExperimentStart{ID: "e1", Name: "base", Trigger: TriggerKey}},
+		{At: at(3), Data: gpu.Xid{Index: 1, Code: 13}},
+		{At: at(3), Data: gpu.Xid{Index: 1, Code: 13}},
+		{At: at(4), Data: gpu.Xid{Index: 2, Code: 13}},
+		{At: at(5), Data: gpu.Xid{Index: 1, Code: 13}},
+		{At: at(6), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
+		{At: at(7), Data: ExperimentEnd{Exp: "e1", Trigger: TriggerKey}},
+		{At: at(8), Data: ExperimentStart{ID: "e2", Name: "next", Trigger: TriggerKey}},
+		{At: at(9), Data: gpu.Xid{Index: 1, Code: 13}},
+		{At: at(10), Data: gpu.Xid{Index: 3, BusID: "00000000:83:00.0\x1b[2J", Code: 79}},
+		{At: at(11), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
+		{At: at(12), Data: gpu.Xid{Index: -1, Code: 48}},
+	}
+	r, err := ReadReport(h, scanOf(es), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		t, last int
+		exp     string
+		n       int
+		what    string
+		crit    bool
+	}
+	want := []ev{
+		{1, 1, "", 1, "GPUs sampled by the agent (NVML on the host) [agent 0.9.0]", false},
+		{3, 5, "e1", 3, "GPU 1 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", false},
+		{4, 4, "e1", 1, "GPU 2 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", false},
+		{6, 6, "e1", 1, "GPUs sampled by nvidia-smi: agent exited: signal: killed", false},
+		{9, 9, "e2", 1, "GPU 1 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", false},
+		{10, 10, "e2", 1, "GPU 3 (00000000:83:00.0[2J) Xid 79: GPU has fallen off the bus", true},
+		{12, 12, "e2", 1, "a GPU NVML did not name Xid 48: double-bit ECC error (DBE)", true},
+	}
+	if len(r.GPUEvents) != len(want) {
+		t.Fatalf("%d GPU events, want %d: %+v", len(r.GPUEvents), len(want), r.GPUEvents)
+	}
+	for i, w := range want {
+		g := r.GPUEvents[i]
+		if !g.At.Equal(at(w.t)) || !g.Last.Equal(at(w.last)) || g.Exp != w.exp || g.Count != w.n || g.Critical != w.crit {
+			t.Errorf("event %d: %+v, want %+v", i, g, w)
+		}
+		if !strings.HasPrefix(g.What, strings.Split(w.what, "[2J")[0]) || strings.ContainsRune(g.What, 0x1b) {
+			t.Errorf("event %d: %q, want %q without escape codes", i, g.What, w.what)
+		}
+	}
+	if got := r.ExpXids("e1"); len(got) != 2 || got[0].Count != 3 {
+		t.Errorf("e1's Xids %+v", got)
+	}
+	if d := r.GPUEvents[1].Describe(reportStart); d != "GPU 1 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access) x3 (until 0:00:05)" {
+		t.Errorf("Describe %q", d)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r, ReportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"## GPU events", "- 0:00:03 [e1] GPU 1 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access) x3 (until 0:00:05)\n",
+		"[e2] GPU 3 (00000000:83:00.0", "fallen off the bus; critical: the GPU needs a reset"} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("Markdown lacks %q:\n%s", s, md.String())
+		}
+	}
+	doc, err := BuildJSON(r, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.GPUEvents) != len(want) || doc.GPUEvents[1].Count != 3 || doc.GPUEvents[1].LastT != 5 || doc.GPUEvents[5].Xid != 79 || !doc.GPUEvents[5].Critical {
+		t.Errorf("JSON GPU events %+v", doc.GPUEvents)
+	}
+}

@@ -235,16 +235,11 @@ func xidLine(x gpu.Xid, n int, at time.Time) (string, bool) {
 // (00000000:83:00.0) ". Two Xids with the same head and code are the
 // same to the log (see xidLog).
 func xidWho(x gpu.Xid) string {
-	bus := sanitizeString(x.BusID)
-	switch {
-	case x.Index >= 0 && bus != "":
-		return "flightdeck: GPU " + strconv.Itoa(x.Index) + " (" + bus + ") "
-	case x.Index >= 0:
-		return "flightdeck: GPU " + strconv.Itoa(x.Index) + " "
-	case bus != "":
-		return "flightdeck: GPU " + bus + " "
+	x.BusID = sanitizeString(x.BusID)
+	if x.Index < 0 && x.BusID == "" {
+		return "flightdeck: a GPU NVML did not name: "
 	}
-	return "flightdeck: a GPU NVML did not name: "
+	return "flightdeck: " + x.GPUName() + " "
 }
 
 // xidLog groups identical Xids (same GPU head, same code) reported within

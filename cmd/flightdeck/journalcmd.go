@@ -514,6 +514,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			fmt.Fprintln(out)
 		}
 	}
+	writeGPUEvents(out, r)
 	if notes := r.Ledger.Notes(); len(notes) > 0 {
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, "notes")
@@ -526,6 +527,23 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 		}
 	}
 	return nil
+}
+
+// writeGPUEvents lists the driver's Xids and the changes of GPU sampling
+// path, with their times and experiments; nothing when there are none.
+func writeGPUEvents(out io.Writer, r *journal.Report) {
+	if len(r.GPUEvents) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "GPU events (Xids, sampling path)")
+	for _, g := range r.GPUEvents {
+		exp := ""
+		if g.Exp != "" {
+			exp = " [" + journal.OneLine(g.Exp) + "]"
+		}
+		fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(g.At.Sub(r.Header.Created)), exp, g.Describe(r.Header.Created))
+	}
 }
 
 // writeMeasureSummary follows the experiments table: the baseline mark,
@@ -601,6 +619,9 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 	fmt.Fprintln(out)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(out, "  warning     %s\n", s(w))
+	}
+	for _, g := range r.ExpXids(x.ID) {
+		fmt.Fprintf(out, "  Xid         %s %s\n", journal.FormatElapsed(g.At.Sub(start)), g.Describe(start))
 	}
 	if m := r.Ledger.Baseline(); m != nil && m.ID == x.ID {
 		fmt.Fprintln(out, "  baseline    marked: deltas and comparisons are relative to it")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -411,5 +412,50 @@ func TestJournalFlags(t *testing.T) {
 		if err == nil || (!strings.Contains(err.Error(), "choose one") && !strings.Contains(err.Error(), "does nothing with --no-journal")) {
 			t.Errorf("%v: err = %v", args, err)
 		}
+	}
+}
+
+// TestJournalShowGPUEvents: journal show lists the session's Xids and
+// sampling-path changes, and an experiment's own Xids in its view.
+func TestJournalShowGPUEvents(t *testing.T) {
+	_, file := journalDirWith(t)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the last line, e3's end.
+	last := bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
+	events := `[160,"gpu-source",{"Mode":"nvidia-smi","Detail":"","Fallback":"agent exited: signal: killed"}]
+[161,"gpu-xid",{"Index":3,"UUID":"GPU-3","BusID":"00000000:83:00.0","Code":79}]
+[161.2,"gpu-xid",{"Index":1,"UUID":"GPU-1","BusID":"00000000:1B:00.0","Code":13}]
+[161.4,"gpu-xid",{"Index":1,"UUID":"GPU-1","BusID":"00000000:1B:00.0","Code":13}]
+`
+	if !bytes.Contains(b[last:], []byte(`"exp-end"`)) {
+		t.Fatalf("the session journal's last line is not e3's end: %s", b[last:])
+	}
+	if err := os.WriteFile(file, slices.Concat(b[:last], []byte(events), b[last:]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, nil, "journal", "show", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GPU events (Xids, sampling path)\n",
+		"  0:02:40 [e3] GPUs sampled by nvidia-smi: agent exited: signal: killed\n",
+		"  0:02:41 [e3] GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen off the bus; critical: the GPU needs a reset before its results can be trusted\n",
+		"  0:02:41 [e3] GPU 1 (00000000:1B:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access) x2 (until 0:02:41)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runCLI(t, nil, "journal", "show", file, "e3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "  Xid         0:02:41 GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen off the bus; critical") {
+		t.Errorf("show e3 lacks its Xid:\n%s", out)
+	}
+	if out, _, _ := runCLI(t, nil, "journal", "show", file, "e1"); strings.Contains(out, "Xid") {
+		t.Errorf("show e1 has another experiment's Xid:\n%s", out)
 	}
 }

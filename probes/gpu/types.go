@@ -240,6 +240,21 @@ type Xid struct {
 // Kind implements event.Payload.
 func (Xid) Kind() string { return "gpu-xid" }
 
+// GPUName names the GPU of the Xid as well as NVML did: "GPU 3
+// (00000000:83:00.0)", "GPU 3", "GPU 00000000:83:00.0", or "a GPU NVML did
+// not name". The bus id is not sanitised.
+func (x Xid) GPUName() string {
+	switch {
+	case x.Index >= 0 && x.BusID != "":
+		return "GPU " + strconv.Itoa(x.Index) + " (" + x.BusID + ")"
+	case x.Index >= 0:
+		return "GPU " + strconv.Itoa(x.Index)
+	case x.BusID != "":
+		return "GPU " + x.BusID
+	}
+	return "a GPU NVML did not name"
+}
+
 // SourceMode names how GPU samples are read.
 type SourceMode string
 
