@@ -458,4 +458,13 @@ func TestJournalShowGPUEvents(t *testing.T) {
 	if out, _, _ := runCLI(t, nil, "journal", "show", file, "e1"); strings.Contains(out, "Xid") {
 		t.Errorf("show e1 has another experiment's Xid:\n%s", out)
 	}
+	// A comparison says that one run had Xids, beside its output.
+	out, errOut, err := runCLI(t, nil, "journal", "diff", file, "e2", "e3", "--format", "json")
+	if err != nil || !json.Valid([]byte(out)) {
+		t.Fatalf("diff: %v\n%s", err, out)
+	}
+	if !strings.Contains(errOut, "flightdeck: e3 ran with an Xid at 0:02:41: GPU 3 (00000000:83:00.0) Xid 79") ||
+		strings.Count(errOut, "ran with an Xid") != 2 || strings.Contains(errOut, "e2 ran") {
+		t.Errorf("diff's stderr %q does not name e3's two Xids", errOut)
+	}
 }

@@ -97,6 +97,14 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 	if err := journal.WriteDiff(cmd.OutOrStdout(), d, f.format, journal.DiffOptions{All: f.all}); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
+	// An Xid during either run is said beside the comparison, as a skip
+	// is: a GPU fault can explain a difference the fingerprints cannot.
+	for _, x := range []*journal.Experiment{d.A, d.B} {
+		for _, g := range lj.report.ExpXids(x.ID) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s ran with an Xid at %s: %s\n", journal.OneLine(x.ID),
+				journal.FormatElapsed(g.At.Sub(lj.report.Header.Created)), g.Describe(lj.report.Header.Created))
+		}
+	}
 	return nil
 }
 
