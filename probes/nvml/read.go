@@ -427,28 +427,35 @@ func hasLost(g *gpu.GPU) bool {
 }
 
 // fillPCIe puts PCIe throughput into g: read now (inline), or the poller's
-// latest ("[N/A]" until its first read).
+// latest. A row that ended dead reads as the row's other cells do (lost),
+// never the poller's last value; the poller's value reads "[N/A]" until
+// its first read and once it is older than pcieStaleAfter polls (a poller
+// blocked in the driver), never as a current value.
 func (s *Sampler) fillPCIe(d *device, g *gpu.GPU, r *row, inline bool) {
 	if !s.sym.pcieThroughput {
 		return // Absent
 	}
+	if r.dead != gonvml.SUCCESS {
+		g.PCIeRxKBs, g.PCIeTxKBs = r.skipped(true), r.skipped(true)
+		return
+	}
 	if inline {
-		if r.dead != gonvml.SUCCESS {
-			g.PCIeRxKBs, g.PCIeTxKBs = r.skipped(true), r.skipped(true)
-			return
-		}
 		g.PCIeRxKBs, g.PCIeTxKBs = readPCIe(d.h)
 		return
 	}
 	s.mu.Lock()
-	rx, tx, ok := d.pcie[0], d.pcie[1], d.pcieRead
+	rx, tx, at := d.pcie[0], d.pcie[1], d.pcieAt
 	s.mu.Unlock()
-	if !ok {
+	if at.IsZero() || s.opts.Now().Sub(at) > pcieStaleAfter*s.pcieEvery() {
 		rx = gpu.Reading{Status: gpu.NA, Raw: tokNA}
 		tx = rx
 	}
 	g.PCIeRxKBs, g.PCIeTxKBs = rx, tx
 }
+
+// pcieStaleAfter is how many poll periods old the PCIe poller's reading
+// may be before a sample shows it as "[N/A]".
+const pcieStaleAfter = 3
 
 // readPCIe reads one GPU's PCIe receive and transmit throughput, KB/s
 // over NVML's 20 ms window; each call blocks for that window.

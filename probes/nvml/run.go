@@ -407,7 +407,7 @@ func sameDevice(a, b gonvml.Device) (same bool) {
 // so this runs apart from the sample reads. GPUs whose last row was dead
 // are skipped.
 func (s *Sampler) pollPCIe(ctx context.Context) {
-	every := max(2*s.opts.Interval, time.Second)
+	every := s.pcieEvery()
 	for {
 		for _, d := range s.devs {
 			if ctx.Err() != nil {
@@ -418,8 +418,9 @@ func (s *Sampler) pollPCIe(ctx context.Context) {
 				continue
 			}
 			rx, tx := readPCIe(h)
+			at := s.opts.Now()
 			s.mu.Lock()
-			d.pcie[0], d.pcie[1], d.pcieRead = rx, tx, true
+			d.pcie[0], d.pcie[1], d.pcieAt = rx, tx, at
 			s.mu.Unlock()
 		}
 		if !sleep(ctx, every) {
@@ -427,6 +428,9 @@ func (s *Sampler) pollPCIe(ctx context.Context) {
 		}
 	}
 }
+
+// pcieEvery is the PCIe poller's period: max(2 × Interval, 1 s).
+func (s *Sampler) pcieEvery() time.Duration { return max(2*s.opts.Interval, time.Second) }
 
 // handle returns d's handle for a goroutine other than the reader's.
 func (s *Sampler) handle(d *device) gonvml.Device {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,6 +336,64 @@ func TestRunPCIePoller(t *testing.T) {
 			t.Fatalf("PCIe rx %+v tx %+v", g.PCIeRxKBs, g.PCIeTxKBs)
 		}
 		break
+	}
+}
+
+// A GPU lost after the PCIe poller read it shows its PCIe cells lost, as
+// its other cells, never the poller's last value as a live one.
+func TestRunPCIeOfALostGPU(t *testing.T) {
+	x := newDGX(t)
+	s := x.open(t, Options{Interval: 10 * time.Millisecond, NoXid: true, PCIe: true})
+	r := startRun(t, s)
+	for r.next(t, "sample with PCIe", isSample).Data.(gpu.Sample).GPUs[1].PCIeRxKBs.Status != gpu.OK {
+	}
+	x.vals[1].setFail("*", gonvml.ERROR_GPU_IS_LOST)
+	for {
+		g := r.next(t, "sample with GPU 1 lost", isSample).Data.(gpu.Sample).GPUs[1]
+		if !g.Lost {
+			continue
+		}
+		if g.PCIeRxKBs.Status != gpu.Lost || g.PCIeTxKBs.Status != gpu.Lost {
+			t.Fatalf("lost GPU's PCIe rx %+v tx %+v, want lost", g.PCIeRxKBs, g.PCIeTxKBs)
+		}
+		break
+	}
+}
+
+// A PCIe poller blocked in the driver: once its reading is older than 3
+// poll periods (1 s each here), the samples show rx/tx "[N/A]", not the
+// old reading as current.
+func TestRunPCIeStaleReading(t *testing.T) {
+	x := newDGX(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	var reads atomic.Int32
+	orig := x.devs[1].GetPcieThroughputFunc
+	x.devs[1].GetPcieThroughputFunc = func(c gonvml.PcieUtilCounter) (uint32, gonvml.Return) {
+		if reads.Add(1) > 2 { // rx and tx once, then the driver hangs
+			<-block
+		}
+		return orig(c)
+	}
+	s := x.open(t, Options{Interval: 10 * time.Millisecond, NoXid: true, PCIe: true, Now: clock})
+	r := startRun(t, s)
+	for r.next(t, "sample with PCIe", isSample).Data.(gpu.Sample).GPUs[1].PCIeRxKBs.Status != gpu.OK {
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Second) // within 3 periods: still shown
+	mu.Unlock()
+	if g := r.next(t, "sample", isSample).Data.(gpu.Sample).GPUs[1]; g.PCIeRxKBs != (gpu.Reading{Value: 2000}) {
+		t.Fatalf("a 2 s old reading: rx %+v, want 2000 KB/s", g.PCIeRxKBs)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	na := gpu.Reading{Status: gpu.NA, Raw: "[N/A]"}
+	if g := r.next(t, "sample", isSample).Data.(gpu.Sample).GPUs[1]; g.PCIeRxKBs != na || g.PCIeTxKBs != na {
+		t.Fatalf("a 4 s old reading: rx %+v tx %+v, want [N/A]", g.PCIeRxKBs, g.PCIeTxKBs)
 	}
 }
 

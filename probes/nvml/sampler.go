@@ -83,10 +83,10 @@ type device struct {
 
 	// Guarded by Sampler.mu: the UUID and bus id an Xid event names once
 	// read; the latest PCIe rx and tx readings (KB/s) from Run's poller,
-	// and whether one arrived.
+	// and when it read them (Options.Now; zero before the first read).
 	xidUUID, xidBus string
 	pcie            [2]gpu.Reading
-	pcieRead        bool
+	pcieAt          time.Time
 
 	// dead is set (atomically, read by the PCIe poller) while the GPU's
 	// last tick ended on GPU_IS_LOST, UNINITIALIZED or DRIVER_NOT_LOADED.
