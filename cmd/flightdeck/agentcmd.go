@@ -185,6 +185,7 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		})
 	}()
 	rerr := s.Run(ctx, sink)
+	stopped := ctx.Err() != nil // asked to stop (stdin closed, a signal), before cancel says so
 	cancel()
 	<-hbDone
 	mu.Lock()
@@ -192,7 +193,7 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 	if werr != nil {
 		return fmt.Errorf("agent: writing the stream: %w", werr)
 	}
-	if rerr != nil && ctx.Err() == nil {
+	if rerr != nil && !stopped {
 		return fmt.Errorf("agent: %w", rerr)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -399,4 +400,25 @@ func TestAgentRunnerEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("source: %+v", src)
+}
+
+// failingRun is a sampler whose Run fails at once.
+type failingRun struct{ fakeSampler }
+
+func (f *failingRun) Run(context.Context, event.Sink) error {
+	return errors.New("nvml: Run: already running")
+}
+
+// TestAgentRunErrorIsReturned: a Run that fails by itself (not asked to
+// stop) makes the agent exit with its error, which the cockpit shows as the
+// reason it fell back.
+func TestAgentRunErrorIsReturned(t *testing.T) {
+	old := openNVML
+	t.Cleanup(func() { openNVML = old })
+	openNVML = func(nvml.Options) (agentSampler, bool, error) { return &failingRun{}, false, nil }
+	var out, errb bytes.Buffer
+	err := runAgent(context.Background(), strings.NewReader(""), &out, &errb, agentFlags{interval: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("runAgent: %v, want Run's error", err)
+	}
 }

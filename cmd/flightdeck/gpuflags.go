@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -29,10 +30,29 @@ func (g *gpuFlags) apply(lc *sessions.LiveConfig) error {
 	lc.GPU, lc.GPUPCIe, lc.AgentVersion = m, g.pcie, versionString()
 	// The agent is this executable, uploaded to the host, unless this is a
 	// test binary: started there as "agent" it would run its tests.
-	if exe, err := os.Executable(); err == nil && !testing.Testing() {
-		lc.AgentBinary = exe
+	if !testing.Testing() {
+		lc.AgentBinary = selfBinary()
 	}
 	return nil
+}
+
+// selfBinary is the path of the running executable to upload as the
+// agent: on Linux /proc/self/exe, which is the running image even when the
+// file was rebuilt or deleted since (so the upload is the build whose
+// version names it); elsewhere os.Executable's path; "" when neither can
+// be read.
+func selfBinary() string {
+	if runtime.GOOS == "linux" {
+		if f, err := os.Open("/proc/self/exe"); err == nil {
+			f.Close()
+			return "/proc/self/exe"
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return exe
 }
 
 // check refuses a --sampler value ParseGPUMode does not take, before
