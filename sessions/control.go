@@ -69,11 +69,13 @@ type Control struct {
 	// tests set it: on a shared machine another simulated host's server
 	// looks like an inference server too.
 	NoProcessMatch bool
-	// Guard, when set, is asked right before each launch and kill (after
-	// the previous one finished): an error refuses it. The cockpit sets it
-	// to the driver lock, so that an action queued while another cockpit
-	// took the host over never runs.
-	Guard func() error
+	// Guard, when set, is asked before each launch and kill (after the
+	// previous one finished), and again right before the signal or the
+	// launch command goes out: an error refuses it. The cockpit sets it to
+	// the driver lock confirmed on the host (driver.Lock.Confirm), so that
+	// an action queued or begun while another cockpit took the host over
+	// never runs.
+	Guard func(context.Context) error
 
 	act     sync.Mutex // one launch or kill at a time
 	mu      sync.Mutex
@@ -351,10 +353,8 @@ func (c *Control) Find(ctx context.Context) (server.Found, error) {
 func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) {
 	c.act.Lock()
 	defer c.act.Unlock()
-	if c.Guard != nil {
-		if err := c.Guard(); err != nil {
-			return server.Record{}, err
-		}
+	if err := c.guard(ctx); err != nil {
+		return server.Record{}, err
 	}
 	f, err := c.Find(ctx)
 	if err != nil {
@@ -368,6 +368,9 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 	spec := plan.Spec
 	spec.At = time.Now()
 	if spec.LogDir, spec.Workdir, err = c.dirs(ctx); err != nil {
+		return server.Record{}, err
+	}
+	if err := c.guard(ctx); err != nil {
 		return server.Record{}, err
 	}
 	rec, err := server.Launch(ctx, c.Host, spec)
@@ -393,10 +396,8 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 func (c *Control) Kill(ctx context.Context) error {
 	c.act.Lock()
 	defer c.act.Unlock()
-	if c.Guard != nil {
-		if err := c.Guard(); err != nil {
-			return err
-		}
+	if err := c.guard(ctx); err != nil {
+		return err
 	}
 	f, err := c.Find(ctx)
 	if err != nil {
@@ -408,11 +409,22 @@ func (c *Control) Kill(ctx context.Context) error {
 	return c.kill(ctx, f, false)
 }
 
+// guard asks Guard, if set.
+func (c *Control) guard(ctx context.Context) error {
+	if c.Guard == nil {
+		return nil
+	}
+	return c.Guard(ctx)
+}
+
 // kill stops f; relaunch marks its KillSteps as the first half of a Launch.
 func (c *Control) kill(ctx context.Context, f server.Found, relaunch bool) error {
 	grace := c.Grace
 	if grace <= 0 {
 		grace = server.DefaultGrace
+	}
+	if err := c.guard(ctx); err != nil {
+		return err
 	}
 	c.publish(server.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace), Relaunch: relaunch})
 	res, err := server.Kill(ctx, c.Host, f.Target, grace)

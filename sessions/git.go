@@ -34,7 +34,7 @@ type Git struct {
 	Interval, Timeout time.Duration
 	// Guard, when set, is asked right before each action that changes the
 	// checkout: an error refuses it (the driver lock, as Control.Guard).
-	Guard func() error
+	Guard func(context.Context) error
 
 	mu      sync.Mutex // serialises polls and actions; guards the fields below
 	repo    *git.Repo  // opened on first use
@@ -297,7 +297,7 @@ func (g *Git) do(ctx context.Context, act func(*git.Repo) (git.Action, error)) (
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.Guard != nil {
-		if err := g.Guard(); err != nil {
+		if err := g.Guard(ctx); err != nil {
 			return git.Action{}, err
 		}
 	}

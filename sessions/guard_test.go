@@ -3,7 +3,14 @@ package sessions
 import (
 	"context"
 	"errors"
+	"os"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sim"
 )
 
 // TestGuardsRefuseBeforeTouchingTheHost: a launch, kill or git action
@@ -11,7 +18,7 @@ import (
 // before any command runs (Host is nil here: touching it would panic).
 func TestGuardsRefuseBeforeTouchingTheHost(t *testing.T) {
 	errRO := errors.New("read-only: another cockpit drives")
-	guard := func() error { return errRO }
+	guard := func(context.Context) error { return errRO }
 	ctx := context.Background()
 	c := &Control{Guard: guard}
 	if _, err := c.Launch(ctx, Plan{}); !errors.Is(err, errRO) {
@@ -26,5 +33,63 @@ func TestGuardsRefuseBeforeTouchingTheHost(t *testing.T) {
 	}
 	if _, err := g.Stash(ctx, "x", false); !errors.Is(err, errRO) {
 		t.Errorf("Stash: %v", err)
+	}
+}
+
+// TestGuardConfirmsRightBeforeTheSignal: the guard is asked again after
+// Find, right before the kill's signal goes out, so that a take-over
+// landing between the key and the signal stops the kill (a fresh user
+// killed the new driver's server 56 ms after it took over). The server
+// keeps running.
+func TestGuardConfirmsRightBeforeTheSignal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h, err := sim.Start(ctx, sim.Options{TimeScale: 4, StartupDelay: time.Second, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	host, err := remote.DialSSH(ctx, h.Target(), remote.SSHOptions{ConfigFile: os.DevNull,
+		IdentityFiles: []string{h.IdentityPath}, KnownHostsFiles: []string{h.KnownHostsPath}, NoAgent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	errRO := errors.New("read-only: another cockpit drives this host now")
+	var calls atomic.Int32
+	refuseFrom := atomic.Int32{}
+	refuseFrom.Store(1 << 30)
+	ctl := &Control{Host: host, Config: config.Builtins(), Target: simTarget(h, "none"), NoProcessMatch: true,
+		Grace: time.Second, GPUTimeout: 10 * time.Second,
+		Guard: func(context.Context) error {
+			if calls.Add(1) >= refuseFrom.Load() {
+				return errRO
+			}
+			return nil
+		}}
+	plan, err := ctl.Plan(ctl.Request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.Launch(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	before, err := ctl.Find(ctx)
+	if err != nil || !before.Running {
+		t.Fatalf("after the launch: %+v %v", before, err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("a launch with no server asked the guard %d times, want 2 (before Find, before the command)", n)
+	}
+	// The first question (the key) passes, the second (after Find, right
+	// before the signal) is refused.
+	calls.Store(0)
+	refuseFrom.Store(2)
+	if err := ctl.Kill(ctx); !errors.Is(err, errRO) {
+		t.Fatalf("Kill: %v, want the guard's refusal", err)
+	}
+	f, err := ctl.Find(ctx)
+	if err != nil || !f.Running || f.ServerPID != before.ServerPID {
+		t.Fatalf("after the refused kill: %+v %v, want server pid %d still running", f, err, before.ServerPID)
 	}
 }

@@ -128,12 +128,17 @@ func (d *driving) acquire(ctx context.Context, l *driver.Lock, takeOver bool) er
 
 // guard refuses an action while this cockpit does not drive (Control's
 // and Git's Guard): keys are refused on the screen already; this stops an
-// action queued just before a take-over.
-func (d *driving) guard() error {
-	if l := d.lock(); l != nil && !l.Driving() {
+// action queued, or begun, just before a take-over, by confirming the
+// lock on the host (one heartbeat) before it acts.
+func (d *driving) guard(ctx context.Context) error {
+	l := d.lock()
+	if l == nil {
+		return nil
+	}
+	if !l.Driving() {
 		return errors.New("read-only: this cockpit does not drive the host now (driver lock)")
 	}
-	return nil
+	return l.Confirm(ctx)
 }
 
 // lock is the cockpit's lock; nil before acquire.

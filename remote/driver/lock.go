@@ -85,6 +85,31 @@ type Lock struct {
 // stale yet, whatever the host answers now.
 func (l *Lock) Driving() bool { return l.driving.Load() && !l.expired() }
 
+// Confirm checks on the host, now, that this cockpit still holds the lock:
+// one heartbeat (a write of the lock file if it is still the one we
+// wrote). Call it right before an action that must not run under another
+// driver (a kill, a launch, a checkout): the local Driving is as old as
+// the last heartbeat, and a take-over in between would otherwise let both
+// cockpits act. It returns nil while driving, else an error naming who
+// drives (the state turns watching, as a heartbeat would), or the host's
+// error (the state says unsure when the lock has expired).
+func (l *Lock) Confirm(ctx context.Context) error {
+	if l.Driving() {
+		l.beat(ctx)
+		if l.Driving() {
+			return nil
+		}
+	}
+	st := l.State()
+	switch {
+	case st.Role == RoleWatching && st.Holder.Token != "":
+		return fmt.Errorf("read-only: %s drives this host now (driver lock)", st.Holder.whoPID())
+	case st.Err != "":
+		return fmt.Errorf("read-only: the driver lock cannot be confirmed: %s", st.Err)
+	}
+	return errors.New("read-only: this cockpit does not drive the host now (driver lock)")
+}
+
 // mono is a monotonic clock reading in ns (wall-clock jumps do not move it).
 func mono() int64 { return int64(time.Since(monoBase)) }
 

@@ -749,3 +749,34 @@ func TestLeftMkdirMutex(t *testing.T) {
 		t.Errorf("busy mutex: %+v %v", st, err)
 	}
 }
+
+// TestConfirmSeesATakeOverAtOnce: right after another cockpit took over,
+// before the old driver's next heartbeat, Driving still says yes (it is
+// as old as the last heartbeat) but Confirm asks the host and refuses,
+// naming the new driver; the state turns watching.
+func TestConfirmSeesATakeOverAtOnce(t *testing.T) {
+	h := remote.NewLocal()
+	defer h.Close()
+	dir := t.TempDir()
+	a, b := newLock(h, dir, alice, nil), newLock(h, dir, bob, nil)
+	a.Heartbeat, a.StaleAfter = time.Hour, 3*time.Hour // no heartbeat during the test (a is not Run)
+	mustAcquire(t, a, false, RoleDriving)
+	ctx := context.Background()
+	if err := a.Confirm(ctx); err != nil {
+		t.Fatalf("Confirm while driving: %v", err)
+	}
+	mustAcquire(t, b, true, RoleDriving)
+	if !a.Driving() {
+		t.Fatal("a stopped driving without a heartbeat: the test proves nothing")
+	}
+	err := a.Confirm(ctx)
+	if err == nil || !strings.Contains(err.Error(), "bob@desk (pid 77) drives this host now") {
+		t.Fatalf("Confirm after a take-over: %v", err)
+	}
+	if a.Driving() || a.State().Role != RoleWatching {
+		t.Errorf("after Confirm: driving %v, state %+v", a.Driving(), a.State())
+	}
+	if err := b.Confirm(ctx); err != nil {
+		t.Errorf("the new driver's Confirm: %v", err)
+	}
+}
