@@ -49,6 +49,9 @@ type Report struct {
 	// sampled (gpu-xid, gpu-source), in file order; identical Xids (same
 	// GPU and code) within one experiment are one entry with a count.
 	GPUEvents []GPUEvent
+	// epoch counts experiment starts and ends and sessions while reading:
+	// identical Xids group only within one stretch between them.
+	epoch int
 }
 
 // GPUEvent is an Xid the driver reported during the session, or a change
@@ -69,6 +72,7 @@ type GPUEvent struct {
 	Xid      uint64
 	Critical bool
 	xid      gpu.Xid // the grouping key of an Xid entry
+	epoch    int     // Report.epoch when it was added: Xids group within one
 }
 
 // Describe is the event in words after its time and experiment, with
@@ -122,7 +126,7 @@ func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 	case gpu.Xid:
 		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
 			g := &r.GPUEvents[i]
-			if g.Exp != exp {
+			if g.epoch != r.epoch {
 				break
 			}
 			if g.Xid != 0 && g.xid == p {
@@ -132,7 +136,7 @@ func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 			}
 		}
 		_, crit := gpu.XidMeaning(p.Code)
-		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: XidText(p), Xid: p.Code, Critical: crit, xid: p})
+		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: XidText(p), Xid: p.Code, Critical: crit, xid: p, epoch: r.epoch})
 	case gpu.Source:
 		what := SourceText(p)
 		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
@@ -143,20 +147,41 @@ func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 				break
 			}
 		}
-		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: what})
+		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: what, epoch: r.epoch})
 	}
 }
 
-// ExpXids returns the Xids reported while experiment id was open.
+// ExpXids returns the Xids reported while experiment id was open, and
+// the critical ones reported before it started in the same cockpit
+// session (their GPU needs a reset: the cockpit keeps their marks for the
+// session, and a result measured on it is suspect); see Before.
 func (r *Report) ExpXids(id string) []GPUEvent {
+	x := r.Ledger.Find(id)
+	if x == nil {
+		return nil
+	}
+	since := r.Header.Created
+	for _, ss := range r.Sessions {
+		if !ss.At.After(x.Started) {
+			since = ss.At
+		}
+	}
 	var out []GPUEvent
 	for _, g := range r.GPUEvents {
-		if g.Xid != 0 && g.Exp == id {
+		switch {
+		case g.Xid == 0:
+		case g.Exp == x.ID:
+			out = append(out, g)
+		case g.Critical && g.At.Before(x.Started) && !g.At.Before(since):
 			out = append(out, g)
 		}
 	}
 	return out
 }
+
+// Before says whether g, one of ExpXids(id), came before experiment id
+// started (a critical Xid it inherits) rather than while it ran.
+func (g GPUEvent) Before(id string) bool { return g.Exp != id }
 
 // SessionStart is a cockpit session appended to the journal (--journal
 // FILE again, e.g. after a crash) and what its start ended.
@@ -209,8 +234,12 @@ func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
 			open = cur.ID
 		}
 		r.Ledger.Apply(e)
+		if cur := r.Ledger.Current(); (cur == nil) != (open == "") || (cur != nil && cur.ID != open) {
+			r.epoch++ // an experiment started or ended
+		}
 		switch p := e.Data.(type) {
 		case Session:
+			r.epoch++
 			st := SessionStart{At: e.At, Session: p}
 			if open != "" && r.Ledger.Current() == nil {
 				st.Crashed = open

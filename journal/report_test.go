@@ -589,3 +589,46 @@ func TestReportGPUEvents(t *testing.T) {
 		t.Errorf("JSON GPU events %+v", doc.GPUEvents)
 	}
 }
+
+// TestReportCriticalXidCarriesOver: a critical Xid stays with the
+// experiments after it in the same cockpit session (the GPU needs a reset:
+// a result measured on it is suspect), a non-critical one does not, and a
+// new session of the journal (perhaps after a reboot) starts clean.
+// Identical Xids on either side of an experiment are two entries.
+func TestReportCriticalXidCarriesOver(t *testing.T) {
+	h := reportHeader()
+	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
+	es := []event.Event{
+		{At: at(1), Data: gpu.Xid{Index: 1, Code: 13}},
+		{At: at(2), Data: ExperimentStart{ID: "e1", Name: "a", Trigger: TriggerKey}},
+		{At: at(3), Data: gpu.Xid{Index: 5, Code: 79}},
+		{At: at(4), Data: gpu.Xid{Index: 2, Code: 13}},
+		{At: at(5), Data: ExperimentEnd{Exp: "e1", Trigger: TriggerKey}},
+		{At: at(6), Data: gpu.Xid{Index: 1, Code: 13}},
+		{At: at(7), Data: ExperimentStart{ID: "e2", Name: "b", Trigger: TriggerKey}},
+		{At: at(8), Data: ExperimentEnd{Exp: "e2", Trigger: TriggerKey}},
+		{At: at(9), Data: Session{Header: Header{Host: "h"}}},
+		{At: at(10), Data: ExperimentStart{ID: "e3", Name: "c", Trigger: TriggerKey}},
+		{At: at(11), Data: ExperimentEnd{Exp: "e3", Trigger: TriggerKey}},
+	}
+	r, err := ReadReport(h, scanOf(es), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.GPUEvents) != 4 || r.GPUEvents[0].Count != 1 || r.GPUEvents[3].Count != 1 {
+		t.Fatalf("GPU events %+v: want the two GPU 1 Xid 13s apart (e1 ran between them)", r.GPUEvents)
+	}
+	e2 := r.ExpXids("e2")
+	if len(e2) != 1 || e2[0].Xid != 79 || !e2[0].Before("e2") {
+		t.Errorf("e2's Xids %+v, want e1's critical Xid 79, inherited", e2)
+	}
+	if e1 := r.ExpXids("e1"); len(e1) != 2 || e1[0].Before("e1") || e1[1].Before("e1") {
+		t.Errorf("e1's Xids %+v, want its own two", e1)
+	}
+	if e3 := r.ExpXids("e3"); len(e3) != 0 {
+		t.Errorf("e3, in a new session, inherits %+v", e3)
+	}
+	if r.ExpXids("e9") != nil {
+		t.Error("an unknown experiment has Xids")
+	}
+}

@@ -621,7 +621,11 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 		fmt.Fprintf(out, "  warning     %s\n", s(w))
 	}
 	for _, g := range r.ExpXids(x.ID) {
-		fmt.Fprintf(out, "  Xid         %s %s\n", journal.FormatElapsed(g.At.Sub(start)), g.Describe(start))
+		before := ""
+		if g.Before(x.ID) {
+			before = " (before it started; the GPU was not reset since)"
+		}
+		fmt.Fprintf(out, "  Xid         %s%s %s\n", journal.FormatElapsed(g.At.Sub(start)), before, g.Describe(start))
 	}
 	if m := r.Ledger.Baseline(); m != nil && m.ID == x.ID {
 		fmt.Fprintln(out, "  baseline    marked: deltas and comparisons are relative to it")

@@ -101,7 +101,11 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 	// is: a GPU fault can explain a difference the fingerprints cannot.
 	for _, x := range []*journal.Experiment{d.A, d.B} {
 		for _, g := range lj.report.ExpXids(x.ID) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s ran with an Xid at %s: %s\n", journal.OneLine(x.ID),
+			how := "ran with an Xid"
+			if g.Before(x.ID) {
+				how = "ran after a critical Xid"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s %s at %s: %s\n", journal.OneLine(x.ID), how,
 				journal.FormatElapsed(g.At.Sub(lj.report.Header.Created)), g.Describe(lj.report.Header.Created))
 		}
 	}
