@@ -659,9 +659,19 @@ func textText(t gpu.Text) string {
 // given once; numbers that differ are given as a range ("SM 1965-1980
 // MHz"); other differing values name their GPUs ("PCIe Gen5 x16 (0-2,4-7),
 // Gen4 x8 (3)"), so an odd GPU stands out. "" for no GPUs.
-func GPUStateSummary(gpus []gpu.GPU) string {
-	if len(gpus) == 0 {
+func GPUStateSummary(all []gpu.GPU) string {
+	if len(all) == 0 {
 		return ""
+	}
+	// A lost GPU has no state to compare: it is named once at the end.
+	var lost []int
+	gpus := make([]gpu.GPU, 0, len(all))
+	for i := range all {
+		if all[i].Lost || all[i].ShowsLost() {
+			lost = append(lost, all[i].Index)
+		} else {
+			gpus = append(gpus, all[i])
+		}
 	}
 	field := func(f func(g *gpu.GPU) string) string {
 		type group struct {
@@ -695,7 +705,12 @@ func GPUStateSummary(gpus []gpu.GPU) string {
 			r := rd(&gpus[i])
 			if !r.Valid() {
 				// A GPU without a value: name it rather than hide it.
-				return field(func(g *gpu.GPU) string { return readingText(rd(g), 0) + unit })
+				return field(func(g *gpu.GPU) string {
+					if r := rd(g); !r.Valid() {
+						return readingText(r, 0)
+					}
+					return readingText(rd(g), 0) + unit
+				})
 			}
 			lo, hi = min(lo, r.Value), max(hi, r.Value)
 		}
@@ -704,10 +719,14 @@ func GPUStateSummary(gpus []gpu.GPU) string {
 		}
 		return strconv.FormatFloat(lo, 'f', 0, 64) + "-" + strconv.FormatFloat(hi, 'f', 0, 64) + unit
 	}
-	names := field(func(g *gpu.GPU) string { return textText(g.Name) })
 	var b strings.Builder
+	if len(gpus) == 0 {
+		fmt.Fprintf(&b, "%dx GPU, all lost", len(all))
+		return b.String()
+	}
+	names := field(func(g *gpu.GPU) string { return textText(g.Name) })
 	fmt.Fprintf(&b, "%dx %s: SM %s, mem %s, %s, PCIe %s, throttle %s",
-		len(gpus), names,
+		len(all), names,
 		numRange(" MHz", func(g *gpu.GPU) gpu.Reading { return g.SMClockMHz }),
 		numRange(" MHz", func(g *gpu.GPU) gpu.Reading { return g.MemClockMHz }),
 		field(func(g *gpu.GPU) string { return textText(g.PState) }),
@@ -725,8 +744,8 @@ func GPUStateSummary(gpus []gpu.GPU) string {
 	if e := field(func(g *gpu.GPU) string { return textText(g.ECCMode) }); g0Present(gpus, func(g *gpu.GPU) gpu.Text { return g.ECCMode }) {
 		b.WriteString(", ECC " + e)
 	}
-	if n := countLost(gpus); n > 0 {
-		fmt.Fprintf(&b, ", %d lost", n)
+	if len(lost) > 0 {
+		fmt.Fprintf(&b, ", GPU %s lost", indexRanges(lost))
 	}
 	return b.String()
 }
@@ -740,16 +759,6 @@ func g0Present(gpus []gpu.GPU, f func(g *gpu.GPU) gpu.Text) bool {
 		}
 	}
 	return false
-}
-
-func countLost(gpus []gpu.GPU) int {
-	n := 0
-	for i := range gpus {
-		if gpus[i].Lost {
-			n++
-		}
-	}
-	return n
 }
 
 // pcieText is the current link as "Gen5 x16", or the token of a field
