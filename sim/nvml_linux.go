@@ -93,6 +93,7 @@ type fakeNVML struct {
 	down      chan struct{} // closed when inits drops to 0: wakes blocked calls
 	snap      *gpuSnapshot
 	delivered map[XidFault]int // Xids delivered, by GPU and code
+	made      time.Time        // when the library was made (now()), for XidReplay
 	sets      map[*mock.EventSet]*fakeEventSet
 }
 
@@ -121,7 +122,7 @@ func newFakeNVML(dir string, now func() time.Time) (*fakeNVML, error) {
 	}
 	f := &fakeNVML{gpus: gpus, now: now, fresh: snapshotFresh, stallLimit: stallLimit,
 		poll: faultPoll, pcieWindow: pcieSampleWindow,
-		delivered: map[XidFault]int{}, sets: map[*mock.EventSet]*fakeEventSet{}}
+		delivered: map[XidFault]int{}, sets: map[*mock.EventSet]*fakeEventSet{}, made: now()}
 	f.ext = &mock.ExtendedInterface{LookupSymbolFunc: f.lookupSymbol}
 	for i := 0; i < gpus.cfg.GPUs; i++ {
 		f.devs = append(f.devs, f.newDevice(i))
@@ -454,7 +455,8 @@ func (f *fakeNVML) wait(es *mock.EventSet, ms uint32) (gonvml.EventData, gonvml.
 }
 
 // nextXid takes the first entry of xids not yet delivered whose GPU is
-// registered for Xid events in st. An entry is told from others by its GPU
+// registered for Xid events in st and that happened at most XidReplay
+// before the library was made. An entry is told from others by its GPU
 // and code: the k-th (GPU, code) entry is delivered once, and when the
 // faults hold fewer such entries than were delivered (cleared), the count
 // drops, so that adding the entry again delivers it again. f.mu is held.
@@ -476,7 +478,8 @@ func (f *fakeNVML) nextXid(st *fakeEventSet, xids []XidFault) (gonvml.EventData,
 	for _, x := range xids {
 		seen[x]++
 		if seen[x] <= f.delivered[x] || x.GPU < 0 || x.GPU >= len(f.devs) ||
-			st.masks[x.GPU]&gonvml.EventTypeXidCriticalError == 0 {
+			st.masks[x.GPU]&gonvml.EventTypeXidCriticalError == 0 ||
+			(x.At != 0 && f.made.Sub(time.Unix(0, x.At)) > XidReplay) {
 			continue
 		}
 		f.delivered[x]++

@@ -602,14 +602,14 @@ func TestFakeNVMLXids(t *testing.T) {
 		}
 	}
 	// GPU 1 registered for P-state only, GPU 5 not at all, GPU 9 does not exist.
-	writeFaults(t, dir, Faults{Xids: []XidFault{{3, 79}, {1, 13}, {0, 48}, {5, 31}, {9, 79}}})
+	writeFaults(t, dir, Faults{Xids: []XidFault{{GPU: 3, Code: 79}, {GPU: 1, Code: 13}, {GPU: 0, Code: 48}, {GPU: 5, Code: 31}, {GPU: 9, Code: 79}}})
 	check("first injection", xid{3, 79}, xid{0, 48})
 	check("same faults again")
-	writeFaults(t, dir, Faults{Xids: []XidFault{{3, 79}, {1, 13}, {0, 48}, {5, 31}, {9, 79}, {3, 79}}})
+	writeFaults(t, dir, Faults{Xids: []XidFault{{GPU: 3, Code: 79}, {GPU: 1, Code: 13}, {GPU: 0, Code: 48}, {GPU: 5, Code: 31}, {GPU: 9, Code: 79}, {GPU: 3, Code: 79}}})
 	check("a second (3, 79)", xid{3, 79})
-	writeFaults(t, dir, Faults{Xids: []XidFault{{3, 79}}})
+	writeFaults(t, dir, Faults{Xids: []XidFault{{GPU: 3, Code: 79}}})
 	check("(0, 48) cleared")
-	writeFaults(t, dir, Faults{Xids: []XidFault{{3, 79}, {0, 48}}})
+	writeFaults(t, dir, Faults{Xids: []XidFault{{GPU: 3, Code: 79}, {GPU: 0, Code: 48}}})
 	check("(0, 48) injected anew", xid{0, 48})
 
 	// A Wait blocks until an Xid comes.
@@ -623,7 +623,7 @@ func TestFakeNVMLXids(t *testing.T) {
 		i, _ := ev.Device.GetIndex()
 		done <- xid{i, ev.EventData}
 	}()
-	writeFaults(t, dir, Faults{Xids: []XidFault{{3, 79}, {0, 48}, {0, 94}}})
+	writeFaults(t, dir, Faults{Xids: []XidFault{{GPU: 3, Code: 79}, {GPU: 0, Code: 48}, {GPU: 0, Code: 94}}})
 	select {
 	case got := <-done:
 		if got != (xid{0, 94}) {
@@ -780,5 +780,32 @@ func TestOpenNVMLHandleLost(t *testing.T) {
 	}
 	if !slices.Equal(idx, []int{0, 1, 3, 4, 5, 6, 7}) || !slices.Equal(smp.Missing, []int{2}) {
 		t.Errorf("GPUs %v, missing %v; want all but 2, and 2 missing", idx, smp.Missing)
+	}
+}
+
+// TestFakeNVMLXidReplayWindow: an Xid that happened (At) more than
+// XidReplay before the library was made is not reported to it (an agent
+// restarted later does not see the demo's Xid again); one within the
+// window is (a demo started with an Xid shows it).
+func TestFakeNVMLXidReplayWindow(t *testing.T) {
+	dir := busyDir(t)
+	old, recent := nvmlTestNow.Add(-XidReplay-time.Second).UnixNano(), nvmlTestNow.Add(-XidReplay/2).UnixNano()
+	writeFaults(t, dir, Faults{Xids: []XidFault{{GPU: 3, Code: 79, At: old}, {GPU: 0, Code: 48, At: recent}}})
+	f := openFake(t, dir, &testClock{t: nvmlTestNow})
+	set, ret := f.lib.EventSetCreate()
+	if ret != gonvml.SUCCESS {
+		t.Fatal(ret)
+	}
+	for _, i := range []int{0, 3} {
+		if ret := handle(t, f, i).RegisterEvents(gonvml.EventTypeXidCriticalError, set); ret != gonvml.SUCCESS {
+			t.Fatalf("register GPU %d: %v", i, ret)
+		}
+	}
+	ev, ret := set.Wait(0)
+	if i, _ := ev.Device.GetIndex(); ret != gonvml.SUCCESS || i != 0 || ev.EventData != 48 {
+		t.Fatalf("first Wait: GPU %d code %d, %v; want GPU 0 Xid 48", i, ev.EventData, ret)
+	}
+	if ev, ret := set.Wait(0); ret != gonvml.ERROR_TIMEOUT {
+		t.Errorf("the old Xid was reported: %+v %v", ev, ret)
 	}
 }

@@ -282,6 +282,12 @@ func (s *SSHServer) session(nc ssh.NewChannel, sc *ssh.ServerConn) {
 			p.serve(ch)
 		}
 		if r.Type == "exec" && !ok {
+			if p != nil {
+				// A second exec on one channel: sshd refuses it too; the
+				// first command ends with the channel.
+				p.kill()
+				<-p.done
+			}
 			ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{127}))
 			return
 		}

@@ -219,17 +219,27 @@ type Faults struct {
 	Stall bool `json:"stall,omitempty"`
 	// Xids lists driver errors the fake NVML reports through its event set
 	// (nvmlEventSetWait), each entry once per process (per FakeNVML
-	// library), including entries set before the set was registered (real
-	// NVML does not replay those; here a demo started with an Xid shows
-	// it); clearing an entry and adding it again reports it again.
-	// nvidia-smi has no Xid query, so the fake nvidia-smi ignores them.
+	// library), including entries set before the set was registered, but
+	// not those that happened (XidFault.At) more than XidReplay before the
+	// library was made: real NVML reports only events after registration,
+	// and the window lets a demo started with an Xid show it while an
+	// agent restarted later does not report it again. Clearing an entry
+	// and adding it again reports it again. nvidia-smi has no Xid query,
+	// so the fake nvidia-smi ignores them.
 	Xids []XidFault `json:"xids,omitempty"`
 }
+
+// XidReplay is how long before a fake NVML library was made an Xid may
+// have happened and still be reported to it (see Faults.Xids).
+const XidReplay = 10 * time.Second
 
 // XidFault is one NVIDIA driver error event ("Xid") on a simulated GPU.
 type XidFault struct {
 	GPU  int    `json:"gpu"`  // GPU index; one the host lacks is never reported
 	Code uint64 `json:"code"` // the Xid number, e.g. 79 ("GPU has fallen off the bus")
+	// At is when it happened, Unix ns; 0: whenever a library is made (it
+	// is always reported once).
+	At int64 `json:"at,omitempty"`
 }
 
 // EnvFaults names the environment variable that, when set, holds Faults as

@@ -132,6 +132,9 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	if err != nil {
 		return err
 	}
+	for i := range faults.Xids {
+		faults.Xids[i].At = time.Now().UnixNano() // the Xid happens now: an agent restarted later does not see it again
+	}
 	if err := f.journal.check(); err != nil {
 		return err
 	}
@@ -282,7 +285,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 var errDemoGone = errors.New("the serving demo quit")
 
 // parseFaults reads --fault values: "lost=N", "pcie=N", "thermal=N",
-// "handle-lost=N" (N a GPU index below gpus) and "stall".
+// "handle-lost=N" (N a GPU index below gpus), "xid=N:CODE" and "stall".
 func parseFaults(specs []string, gpus int) (sim.Faults, error) {
 	var fs sim.Faults
 	for _, spec := range specs {
