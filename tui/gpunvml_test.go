@@ -272,7 +272,7 @@ func TestXidClearedByLaunch(t *testing.T) {
 	for i := range 8 {
 		send(m, ev(20*time.Second, xid(i, 45)))
 	}
-	for idx, want := range map[string]string{"0": "Xid 45", "3": "Xid 79 x3", "7": "Xid 45"} {
+	for idx, want := range map[string]string{"0": "Xid 45", "3": "Xid 79 +2", "7": "Xid 45"} {
 		if row := rowOf(t, m, idx); !strings.Contains(row, want) {
 			t.Errorf("before the launch, GPU %s: %q lacks %q", idx, row, want)
 		}
@@ -283,7 +283,7 @@ func TestXidClearedByLaunch(t *testing.T) {
 			t.Errorf("after the launch, GPU %s: %q", idx, row)
 		}
 	}
-	if row := rowOf(t, m, "3"); !strings.Contains(row, "Xid 79") || strings.Contains(row, "Xid 79 x") {
+	if row := rowOf(t, m, "3"); !strings.Contains(row, "Xid 79") || strings.Contains(row, "Xid 79 +") {
 		t.Errorf("after the launch, GPU 3 keeps its critical Xid alone: %q", row)
 	}
 	if !painted(m, m.Styles().Crit, "3") {
@@ -298,7 +298,7 @@ func TestXidClearedByLaunch(t *testing.T) {
 	}
 	// A new application fault after the launch counts from one.
 	send(m, ev(40*time.Second, xid(0, 13)))
-	if row := rowOf(t, m, "0"); !strings.Contains(row, "Xid 13") || strings.Contains(row, "Xid 13 x") {
+	if row := rowOf(t, m, "0"); !strings.Contains(row, "Xid 13") || strings.Contains(row, "Xid 13 +") {
 		t.Errorf("new fault after the launch: %q", row)
 	}
 }
@@ -310,7 +310,7 @@ func TestXidExpiresAfterTenMinutes(t *testing.T) {
 	send(m, ev(10*time.Second, xid(2, 31)), ev(70*time.Second, xid(2, 13)), ev(80*time.Second, xid(4, 94)))
 	clock := func(d time.Duration) { m.Update(ClockMsg{Now: at(d)}) }
 	clock(70*time.Second + xidAppHold - time.Millisecond)
-	if row := rowOf(t, m, "2"); !strings.Contains(row, "Xid 13 x2") {
+	if row := rowOf(t, m, "2"); !strings.Contains(row, "Xid 13 +1") {
 		t.Errorf("just before the hold ends: %q", row)
 	}
 	clock(70*time.Second + xidAppHold)
@@ -383,7 +383,7 @@ func TestXidStormGroupedInTheLog(t *testing.T) {
 		t.Errorf("log order:\n%s", strings.Join(body, "\n"))
 	}
 	// The row counts every one.
-	if row := rowOf(t, m, "5"); !strings.Contains(row, "Xid 13 x39") {
+	if row := rowOf(t, m, "5"); !strings.Contains(row, "Xid 13 +38") {
 		t.Errorf("GPU 5 row: %q", row)
 	}
 	auditModel(t, "xid storm", m)
@@ -404,7 +404,7 @@ func TestXidGroupLineLeftTheRing(t *testing.T) {
 	m := newSized(120, 30, Options{LogLines: 16})
 	send(m, ev(0, h200s(2)), ev(time.Second, xid(1, 13)), ev(time.Second, decodeLines(0, 40)),
 		ev(1500*time.Millisecond, xid(1, 13)))
-	if row := rowOf(t, m, "1"); !strings.Contains(row, "Xid 13 x2") {
+	if row := rowOf(t, m, "1"); !strings.Contains(row, "Xid 13 +1") {
 		t.Errorf("the row counts both: %q", row)
 	}
 	if n := strings.Count(strings.Join(logBody(m), "\n"), "Xid 13"); n != 0 {

@@ -234,8 +234,8 @@ func TestXidInTheGPURow(t *testing.T) {
 		tone      Tone
 	}{
 		{"3", "Xid 79", st.Crit},
-		{"5", "Xid 13 x2", st.Warn},
-		{"6", "Xid 48 x2", st.Crit}, // the critical code stays shown
+		{"5", "Xid 13 +1", st.Warn},
+		{"6", "Xid 48 +1", st.Crit}, // the critical code stays shown
 	} {
 		row := rowOf(t, m, c.idx)
 		if !strings.Contains(row, c.cell) {

@@ -42,7 +42,7 @@ const (
 // about the process that ran: it clears at the next server launch, or
 // xidAppHold after the GPU's latest non-critical Xid. The row shows the
 // latest critical code if there is one, else the latest non-critical one,
-// and how many Xids it holds in all.
+// and how many more Xids it holds.
 type xidMark struct {
 	index int    // NVML index, -1 when the event named none
 	bus   string // normalised bus id, "" when the event named none
@@ -60,8 +60,8 @@ func (x *xidMark) appShown(now time.Time) bool {
 	return x.appN > 0 && now.Sub(x.appLast) < xidAppHold
 }
 
-// text is the row's cell at now: "Xid 79", or "Xid 79 x3" after three
-// Xids; empty when nothing shows.
+// text is the row's cell at now: "Xid 79", or "Xid 79 +2" after two more
+// Xids of any code; empty when nothing shows.
 func (x *xidMark) text(now time.Time) cell {
 	n := x.critN
 	if x.appShown(now) {
@@ -76,7 +76,9 @@ func (x *xidMark) text(now time.Time) cell {
 	}
 	t := "Xid " + strconv.FormatUint(code, 10)
 	if n > 1 {
-		t += " x" + strconv.Itoa(n)
+		// "+2": two more Xids of any code (the log has each); "x2" in the
+		// log means the same code twice.
+		t += " +" + strconv.Itoa(n-1)
 	}
 	return cell{t, tn}
 }

@@ -158,7 +158,7 @@ var gpuColumnsHelp = [][2]string{
 	{"rx/tx", "PCIe throughput, MiB/s (NVML or the agent, with --pcie)"},
 	{"procs", "processes using the GPU and the largest one (NVML or the agent); \"0, 78G held\": memory no process holds"},
 	{"Xid", "an Xid NVML reported leads the Xid/throttle column: a critical one (red) stays for the session, " +
-		"the others clear at the next launch or 10 min after the GPU's latest; nvidia-smi reports none"},
+		"the others clear at the next launch or 10 min after the GPU's latest; \"Xid 79 +2\": two more Xids of any code, each in the log; nvidia-smi reports none"},
 }
 
 // helpKey handles a key while the help screen is open: it scrolls (the
