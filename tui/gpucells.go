@@ -270,9 +270,15 @@ const (
 // one decimal below 10, whole numbers above), each side a value or a
 // non-value token.
 func rxTxCell(g *gpu.GPU) cell {
+	if g.PCIeRxKBs.Status == gpu.Absent && g.PCIeTxKBs.Status == gpu.Absent {
+		return absentRxTx // not sampled (the column is hidden): no allocation per row
+	}
 	a, b := mibs(g.PCIeRxKBs), mibs(g.PCIeTxKBs)
 	return cell{a.text + "/" + b.text, worse(a.tone, b.tone)}
 }
+
+// absentRxTx is rxTxCell of a GPU whose PCIe throughput was not sampled.
+var absentRxTx = cell{token(gpu.Absent).text + "/" + token(gpu.Absent).text, token(gpu.Absent).tone}
 
 func mibs(r gpu.Reading) cell {
 	if !r.Valid() {
