@@ -69,9 +69,9 @@ var codecs = []codec{
 	{kind: "conn-state", enc: encConnState, dec: decConnState},    // Err is an error
 	jsonCodec[Note](),                                             // journal's own kinds
 	jsonCodec[ExperimentStart](),
-	gpuRowsJSONCodec(func(v *ExperimentFingerprint) []gpu.GPU { return v.Fingerprint.GPUs }),
+	gpuRowsJSONCodec(func(v *ExperimentFingerprint) *[]gpu.GPU { return &v.Fingerprint.GPUs }),
 	jsonCodec[ExperimentUpdate](),
-	gpuRowsJSONCodec(func(v *ExperimentEnd) []gpu.GPU { return v.GPUs }),
+	gpuRowsJSONCodec(func(v *ExperimentEnd) *[]gpu.GPU { return &v.GPUs }),
 	jsonCodec[Key](),
 	jsonCodec[Session](), // another cockpit session appending (Append)
 	jsonCodec[Baseline](),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -557,13 +558,41 @@ func decGPUSample(st *decState, at time.Time, data []byte) (event.Payload, error
 	return s, nil
 }
 
+// hasNonFinite reports whether a reading of g holds NaN or ±Inf as a value.
+func hasNonFinite(g gpu.GPU) bool {
+	for f := range gpuFieldNames {
+		if r := reading(&g, f); r != nil && r.Status == gpu.OK && !isFinite(r.Value) {
+			return true
+		}
+	}
+	return false
+}
+
 // gpuRowsJSONCodec is jsonCodec for a kind whose struct JSON carries GPU
 // rows (rows returns them): a row written before the PCIe throughput
 // fields existed has no such key, and decodes with them Absent rather than
 // as a 0 KB/s reading. One writer writes every row of a line, so a key
 // missing from the line is missing from each row.
-func gpuRowsJSONCodec[T event.Payload](rows func(*T) []gpu.GPU) codec {
-	c := jsonCodec[T]()
+func gpuRowsJSONCodec[T event.Payload](rows func(*T) *[]gpu.GPU) codec {
+	c := redactedJSONCodec(func(v T) T {
+		// encoding/json refuses NaN and ±Inf: a non-finite value (only a
+		// broken agent sends one) is stored as an invalid reading, so the
+		// experiment's record is written rather than lost.
+		gs := rows(&v)
+		if !slices.ContainsFunc(*gs, hasNonFinite) {
+			return v
+		}
+		*gs = slices.Clone(*gs)
+		for i := range *gs {
+			g := &(*gs)[i]
+			for f := range gpuFieldNames {
+				if r := reading(g, f); r != nil && r.Status == gpu.OK && !isFinite(r.Value) {
+					*r = gpu.Reading{Status: gpu.Invalid, Raw: strconv.FormatFloat(r.Value, 'g', -1, 64)}
+				}
+			}
+		}
+		return v
+	})
 	c.dec = func(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 		var v T
 		if err := json.Unmarshal(data, &v); err != nil {
@@ -572,7 +601,7 @@ func gpuRowsJSONCodec[T event.Payload](rows func(*T) []gpu.GPU) codec {
 		noRx := !bytes.Contains(data, []byte(`"PCIeRxKBs"`))
 		noTx := !bytes.Contains(data, []byte(`"PCIeTxKBs"`))
 		if noRx || noTx {
-			gs := rows(&v)
+			gs := *rows(&v)
 			for i := range gs {
 				if noRx {
 					gs[i].PCIeRxKBs = absentReading

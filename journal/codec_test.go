@@ -506,3 +506,28 @@ func TestDecRateForms(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentGPUsWithNonFiniteValues: an experiment's end whose GPU
+// rows hold NaN or ±Inf (only a broken agent sends them) is written, with
+// those readings invalid, rather than failing to encode and losing the
+// experiment's end; the event published is not changed.
+func TestExperimentGPUsWithNonFiniteValues(t *testing.T) {
+	g := gpu.GPU{Index: 0, PowerDrawW: gpu.Reading{Value: math.NaN()}, TempC: gpu.Reading{Value: 61}, SMClockMHz: gpu.Reading{Value: math.Inf(1)}}
+	end := ExperimentEnd{Exp: "e1", Trigger: TriggerKey, GPUs: []gpu.GPU{g}}
+	path := writeJournal(t, []event.Event{{At: time.Unix(1_800_000_000, 0), Data: end}})
+	got := readAll(t, path)
+	if len(got) != 1 {
+		t.Fatalf("read %d events, want the experiment's end", len(got))
+	}
+	e, ok := got[0].Data.(ExperimentEnd)
+	if !ok || len(e.GPUs) != 1 {
+		t.Fatalf("read %+v", got[0].Data)
+	}
+	r := e.GPUs[0]
+	if r.PowerDrawW != (gpu.Reading{Status: gpu.Invalid, Raw: "NaN"}) || r.SMClockMHz != (gpu.Reading{Status: gpu.Invalid, Raw: "+Inf"}) || r.TempC != (gpu.Reading{Value: 61}) {
+		t.Errorf("GPU row read back %+v %+v %+v", r.PowerDrawW, r.SMClockMHz, r.TempC)
+	}
+	if !math.IsNaN(end.GPUs[0].PowerDrawW.Value) {
+		t.Error("encoding changed the published event's row")
+	}
+}
