@@ -509,3 +509,31 @@ func TestQuitDuringBenchAsks(t *testing.T) {
 		t.Errorf("second q did not quit")
 	}
 }
+
+// TestKillAndRelaunchStopOurBenchFirst: K or L while this cockpit's
+// benchmark runs says that it is stopped first, and y stops it before the
+// kill, so that its requests do not fail into the kill and the new
+// server's warm-up.
+func TestKillAndRelaunchStopOurBenchFirst(t *testing.T) {
+	f := &fakeBench{defaults: benchDefaults(), res: benchResult(), wait: true}
+	m, _ := labScene(100, 30, Options{Bench: f, Control: newFake()})
+	send(m, session()...)
+	press(m, "b")
+	if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
+		t.Fatal("no run started")
+	}
+	if got := m.confirmText(); !strings.HasSuffix(got, " A benchmark is starting: it is stopped first.") {
+		t.Errorf("relaunch question %q", got)
+	}
+	press(m, "K")
+	if got := boxText(m); !strings.Contains(got, "A benchmark is starting: it is stopped first. y/N") {
+		t.Fatalf("kill question %q", got)
+	}
+	if m.bench.stopped {
+		t.Fatal("stopped before the answer")
+	}
+	press(m, "y")
+	if !m.bench.stopped {
+		t.Error("y did not stop the benchmark first")
+	}
+}

@@ -204,12 +204,7 @@ func (m *Model) confirmKill() {
 // killQuestion is the confirmation's text; it names a benchmark or a
 // repeat that is running, since the kill makes them fail.
 func (m *Model) killQuestion() string {
-	q := "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory."
-	if c := m.bench.cur; c != nil {
-		q += " A benchmark " + sanitizeString(c.ID) + " is running: it will fail."
-	} else if m.bench.running {
-		q += " A benchmark is starting: it will fail."
-	}
+	q := "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory." + m.benchNote()
 	if m.rep.running || m.rep.hasProg {
 		r := "A repeat"
 		if p := &m.rep.prog; m.rep.hasProg && p.N > 0 {
@@ -220,6 +215,35 @@ func (m *Model) killQuestion() string {
 	return q
 }
 
+// benchNote is what a kill or relaunch question adds while a benchmark
+// runs: " A benchmark b1 is running: it is stopped first." (one this
+// cockpit started), "... it will fail." (a repeat's), "" when none.
+func (m *Model) benchNote() string {
+	what := "it is stopped first."
+	if m.bench.cancel == nil {
+		what = "it will fail." // not ours to stop (a repeat's)
+	}
+	switch {
+	case m.bench.cur != nil:
+		return " A benchmark " + sanitizeString(m.bench.cur.ID) + " is running: " + what
+	case m.bench.running:
+		return " A benchmark is starting: " + what
+	}
+	return ""
+}
+
+// stopBenchFirst stops the running benchmark before a kill or relaunch
+// (its requests would fail into the kill and the new server's warm-up);
+// the recording command, or nil when none runs.
+func (m *Model) stopBenchFirst() tea.Cmd {
+	if m.bench.cancel == nil || (m.bench.cur == nil && !m.bench.running) {
+		return nil
+	}
+	m.bench.cancel()
+	m.bench.stopped = true
+	return m.recordCmd("stop bench")
+}
+
 // killKey answers the confirmation: y kills, anything else cancels.
 func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.modal = modalNone
@@ -227,15 +251,16 @@ func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.flash("kill cancelled", toneDim)
 		return m, nil
 	}
+	stop := m.stopBenchFirst()
 	ctl, ctx, target := m.ctl, m.ctx, m.killTarget
 	m.srv.busy, m.srv.failed = actionKill, ""
 	m.srv.doing = "killing " + target + ": SIGTERM, SIGKILL after the grace period, then waiting for GPU memory"
 	m.srv.brief = "killing " + target + ", then waiting for GPU memory"
 	rec := m.recorder("kill " + target)
-	return m, func() tea.Msg {
+	return m, tea.Batch(stop, func() tea.Msg {
 		rec()
 		return KillResultMsg{Target: target, Err: ctl.Kill(ctx)}
-	}
+	})
 }
 
 // startLaunch runs plan in a tea.Cmd; a hypothesis typed in the form goes

@@ -166,7 +166,8 @@ func (m *Model) launchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		f.confirming = false
 		if k == "y" {
 			m.closeForm()
-			return m, m.startLaunch(f.plan, f.hypothesis())
+			stop := m.stopBenchFirst()
+			return m, tea.Batch(stop, m.startLaunch(f.plan, f.hypothesis()))
 		}
 		if k == "ctrl+c" {
 			m.closeForm()
@@ -247,9 +248,9 @@ func (m *Model) closeForm() {
 // confirmText is the relaunch question.
 func (m *Model) confirmText() string {
 	if m.srv.running() {
-		return "Relaunch: kills " + m.srv.who() + ", waits for GPU memory, then launches."
+		return "Relaunch: kills " + m.srv.who() + ", waits for GPU memory, then launches." + m.benchNote()
 	}
-	return "Launch: kills the running server first, if there is one, and waits for its GPU memory."
+	return "Launch: kills the running server first, if there is one, and waits for its GPU memory." + m.benchNote()
 }
 
 // renderLaunch is the form's box content for inner width iw and at most
