@@ -81,7 +81,10 @@ Try it without a GPU:  flightdeck demo`,
 		// An unknown command is a usage error (exit 2), as in the groups.
 		Args: cobra.ArbitraryArgs,
 		RunE: runGroup,
+		// --version prints what `flightdeck version` prints.
+		Version: versionString(),
 	}
+	root.SetVersionTemplate("flightdeck {{.Version}}\n")
 	root.PersistentFlags().StringVar(&configPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/flightdeck/config.toml)")
 	root.AddCommand(newConnectCmd(), newDemoCmd(), newReplayCmd(), newJournalCmd(), newServerCmd(), newGitCmd(), newConfigCmd(), newSimCmd(), newParseCmd(), newVersionCmd())
 	root.AddCommand(newBenchCmd())

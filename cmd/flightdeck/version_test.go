@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A pseudo-version names its commit: the revision is not repeated; a
 // tag or a devel build gets it; "+dirty" is written once.
@@ -27,5 +30,17 @@ func TestFormatVersion(t *testing.T) {
 		if got := formatVersion(c.mod, c.rev, c.dirty, "go1.26.8"); got != c.want {
 			t.Errorf("formatVersion(%q, %q, %v) = %q, want %q", c.mod, c.rev, c.dirty, got, c.want)
 		}
+	}
+}
+
+// TestVersionFlag: --version prints what the version command prints.
+func TestVersionFlag(t *testing.T) {
+	flag, _, err := runCLI(t, nil, "--version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, err := runCLI(t, nil, "version")
+	if err != nil || flag != cmd || !strings.HasPrefix(flag, "flightdeck ") {
+		t.Errorf("--version %q, version %q (%v)", flag, cmd, err)
 	}
 }
