@@ -60,9 +60,11 @@ func OpenNVML(dir string, opts nvml.Options) (*nvml.Sampler, error) {
 // still answer, as nvidia-smi keeps those cells); HandleLostGPU makes
 // DeviceGetHandleByIndex fail with ERROR_GPU_IS_LOST for that GPU, and an
 // already obtained handle behave as lost; PCIe degradation and thermal
-// slowdown read as in nvidia-smi; Stall blocks every call (Init included)
-// like a wedged driver until the fault is cleared, Shutdown is called, or
-// 30 s pass (then ERROR_TIMEOUT); Xids are delivered through event sets.
+// slowdown read as in nvidia-smi; Stall blocks every call like a wedged
+// driver until the fault is cleared, Shutdown is called, or 30 s pass
+// (then ERROR_TIMEOUT), and Init until the fault is cleared or 30 s pass
+// (there is no library to shut down yet); Xids are delivered through
+// event sets.
 // The error is that of reading sim.json or the GPU capture.
 func FakeNVML(dir string, now func() time.Time) (gonvml.Interface, error) {
 	f, err := newFakeNVML(dir, now)

@@ -300,7 +300,7 @@ func parseFaults(specs []string, gpus int) (sim.Faults, error) {
 		}
 		if kind == "stall" {
 			if hasArg {
-				return fs, fmt.Errorf("--fault %q: stall takes no GPU (it stalls nvidia-smi itself)", spec)
+				return fs, fmt.Errorf("--fault %q: stall takes no GPU (it stalls nvidia-smi and NVML themselves)", spec)
 			}
 			fs.Stall = true
 			continue

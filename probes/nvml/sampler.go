@@ -18,7 +18,8 @@ import (
 // functions it exports looked up once, and a handle per GPU cached.
 //
 // Sample and Run may be used from any goroutine; reads of the GPUs are
-// serialised (one at a time). Close it after Run has returned.
+// serialised (one at a time). Close may be called during Run (it stops it)
+// and releases NVML once Run has returned.
 type Sampler struct {
 	lib  gonvml.Interface
 	opts Options // defaults applied
