@@ -473,6 +473,13 @@ func (r *Replay) flashNotes(role driver.Role, evs []event.Event) {
 			}
 		case driver.RoleDriving:
 			r.fol.ended = time.Time{}
+			if prev == driver.RoleWatching {
+				msg := "this journal's cockpit drives again"
+				if n := sanitizeString(st.Note); n != "" {
+					msg += " (" + n + ")"
+				}
+				r.inner.flash(msg, toneAccent)
+			}
 		case driver.RoleWatching:
 			if prev == driver.RoleDriving || prev == driver.RoleUnsure {
 				who := sanitizeString(st.Holder.Who())

@@ -353,8 +353,12 @@ func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
 	if tl := timelineOf(r); !strings.HasSuffix(tl, "LIVE") {
 		t.Errorf("a watching cockpit's journal goes on: timeline %q", tl)
 	}
-	f.write(ev(7*time.Second, driver.State{Role: driver.RoleDriving, Holder: me, Note: "bob@desk (pid 77) quit: you drive now"}),
-		ev(9*time.Second, driver.State{Role: driver.RoleNone, Holder: me, Note: "released the lock"}))
+	f.write(ev(7*time.Second, driver.State{Role: driver.RoleDriving, Holder: me, Note: "bob@desk (pid 77) quit: you drive now"}))
+	f.tick(t0.Add(7500 * time.Millisecond))
+	if st := r.inner.Status(); st != "this journal's cockpit drives again (bob@desk (pid 77) quit: you drive now)" {
+		t.Errorf("status after the lock came back: %q", st)
+	}
+	f.write(ev(9*time.Second, driver.State{Role: driver.RoleNone, Holder: me, Note: "released the lock"}))
 	f.tick(t0.Add(9500 * time.Millisecond))
 	want := "ENDED " + t0.Add(9*time.Second).Local().Format("15:04:05") + " (the driver quit)"
 	if tl := timelineOf(r); !strings.HasSuffix(tl, want) {
