@@ -125,8 +125,11 @@ func agentPID(t *testing.T, exe string) int {
 			if err != nil {
 				continue
 			}
+			// The run script execs the file it hashed as /proc/self/fd/3:
+			// the image, not argv[0], names it.
 			args := bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0})
-			if len(args) >= 2 && string(args[0]) == exe && string(args[1]) == "agent" {
+			img, _ := os.Readlink(filepath.Join(filepath.Dir(p), "exe"))
+			if len(args) >= 2 && img == exe && string(args[1]) == "agent" {
 				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 				return pid
 			}

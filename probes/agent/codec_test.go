@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -394,6 +395,11 @@ func TestDecodeErrors(t *testing.T) {
 		"huge exponent":      `{"t":"sample","gpus":[{"index":0,"temp_c":1e999}]}`,
 		"missing not ints":   `{"t":"sample","missing":["a"]}`,
 		"interval negative":  `{"t":"hello","v":1,"interval_ms":-1}`,
+		"negative index":     `{"t":"sample","gpus":[{"index":-1}]}`,
+		"negative missing":   `{"t":"sample","gpus":[],"missing":[0,-3]}`,
+		"too many GPUs":      `{"t":"sample","gpus":[` + strings.Repeat(`{"index":0},`, MaxGPUs) + `{"index":0}]}`,
+		"too many missing":   `{"t":"sample","missing":[` + strings.Repeat(`0,`, MaxMissing) + `0]}`,
+		"too many processes": `{"t":"sample","apps":[` + strings.Repeat(`{},`, MaxApps) + `{}]}`,
 	}
 	for name, line := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -462,5 +468,66 @@ func TestReader(t *testing.T) {
 	}
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+}
+
+// A sample at each bound decodes.
+func TestDecodeBounds(t *testing.T) {
+	line := `{"t":"sample","gpus":[` + strings.Repeat(`{"index":7},`, MaxGPUs-1) + `{"index":7}],` +
+		`"missing":[` + strings.Repeat(`3,`, MaxMissing-1) + `3],"apps":[` + strings.Repeat(`{"pid":5},`, MaxApps-1) + `{"pid":5}]}`
+	var d Decoder
+	m, err := d.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Payload.(gpu.Sample)
+	if len(s.GPUs) != MaxGPUs || len(s.Missing) != MaxMissing || len(s.Apps) != MaxApps ||
+		s.GPUs[MaxGPUs-1].Index != 7 || s.Missing[0] != 3 || s.Apps[0].PID != 5 {
+		t.Errorf("decoded %d GPUs, %d missing, %d processes", len(s.GPUs), len(s.Missing), len(s.Apps))
+	}
+}
+
+// A line of at most MaxLineBytes makes the decoder allocate a few times its
+// size at most, whatever it holds: GPU objects under an unknown key (once
+// counted to size the GPU slice: a 4 MiB line allocated 250 MB), empty
+// GPU, process or key arrays repeated, or too many of them.
+func TestDecodeAllocationBounded(t *testing.T) {
+	fill := func(prefix, item, suffix string) []byte {
+		n := (MaxLineBytes - len(prefix) - len(suffix) - 1) / len(item)
+		return []byte(prefix + strings.Repeat(item, n) + suffix + "\n")
+	}
+	cases := map[string][]byte{
+		"GPUs under another key": fill(`{"t":"sample","gpus":[{"index":0}],"x":[`, `{"index":0},`, `0]}`),
+		"repeated gpus keys":     fill(`{"t":"sample",`, `"gpus":[],`, `"at":1}`),
+		"repeated apps keys":     fill(`{"t":"sample",`, `"apps":[],`, `"at":1}`),
+		"repeated missing keys":  fill(`{"t":"sample",`, `"missing":[],`, `"at":1}`),
+		"too many GPUs":          fill(`{"t":"sample","gpus":[`, `{"index":0},`, `{"index":0}]}`),
+		"too many processes":     fill(`{"t":"sample","apps":[`, `{},`, `{}]}`),
+		"too many missing":       fill(`{"t":"sample","missing":[`, `0,`, `0]}`),
+	}
+	// The decoder's hints at their largest: the last sample had the most
+	// GPUs and processes allowed.
+	var warm Decoder
+	big := `{"t":"sample","gpus":[` + strings.Repeat(`{"index":0},`, MaxGPUs-1) + `{"index":0}],"apps":[` +
+		strings.Repeat(`{},`, MaxApps-1) + `{}]}`
+	if _, err := warm.Decode([]byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	for name, line := range cases {
+		t.Run(name, func(t *testing.T) {
+			if len(line) > MaxLineBytes {
+				t.Fatalf("test line of %d bytes", len(line))
+			}
+			for _, d := range []*Decoder{{}, {gpuHint: warm.gpuHint, appHint: warm.appHint}} {
+				var m0, m1 runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&m0)
+				_, err := d.Decode(line)
+				runtime.ReadMemStats(&m1)
+				if got := m1.TotalAlloc - m0.TotalAlloc; got > 4*MaxLineBytes {
+					t.Errorf("decoding a %d-byte line allocated %d MiB (error %v)", len(line), got>>20, err)
+				}
+			}
+		})
 	}
 }

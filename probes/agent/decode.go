@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
@@ -19,7 +20,22 @@ import (
 type Decoder struct {
 	s    scanner
 	strs map[string]string
+	// gpuHint and appHint are the GPU and process counts of the last
+	// sample decoded (at most MaxGPUs, MaxApps): the next sample's slices
+	// are allocated at those sizes (for its first "gpus" and "apps" key
+	// only: a line repeating a key must not allocate them again).
+	gpuHint, appHint int
 }
+
+// Bounds of one sample line, so that a garbled or hostile line of at most
+// MaxLineBytes cannot make the decoder allocate far more than its size
+// (a GPU object of 12 bytes decodes to a gpu.GPU of over a kilobyte). A
+// line beyond one is a *SyntaxError.
+const (
+	MaxGPUs    = 1024 // GPU objects in "gpus"
+	MaxMissing = 1024 // indices in "missing"
+	MaxApps    = 8192 // process objects in "apps"
+)
 
 // maxInterned bounds the Decoder's string table; it is cleared when full.
 const maxInterned = 4096
@@ -233,21 +249,28 @@ func (d *Decoder) time() time.Time {
 func (d *Decoder) sample() gpu.Sample {
 	s := &d.s
 	var smp gpu.Sample
+	gpuHint, appHint := d.gpuHint, d.appHint
 	s.open('{')
 	for n := 0; s.more(&n, '}'); {
 		switch string(s.key()) {
 		case "at":
 			smp.At = d.time()
 		case "gpus":
-			smp.GPUs = d.gpus()
+			smp.GPUs = d.gpus(gpuHint)
+			gpuHint = 0
 		case "missing":
 			smp.Missing = make([]int, 0, 4)
 			s.open('[')
 			for k := 0; s.more(&k, ']'); {
-				smp.Missing = append(smp.Missing, s.int())
+				if len(smp.Missing) == MaxMissing {
+					s.fail("more than " + strconv.Itoa(MaxMissing) + " missing GPUs")
+					break
+				}
+				smp.Missing = append(smp.Missing, d.index())
 			}
 		case "apps":
-			smp.Apps = d.apps()
+			smp.Apps = d.apps(appHint)
+			appHint = 0
 		default:
 			s.skip(0)
 		}
@@ -255,22 +278,42 @@ func (d *Decoder) sample() gpu.Sample {
 	return smp
 }
 
-// gpus reads the array of GPU objects. The GPUs are counted first (their
-// "index" keys, cheaply) so that the slice is allocated once.
-func (d *Decoder) gpus() []gpu.GPU {
+// gpus reads the array of at most MaxGPUs GPU objects into a slice of
+// capacity hint (the last sample's count: a host's count rarely changes,
+// so the slice is allocated once), growing it as needed.
+func (d *Decoder) gpus(hint int) []gpu.GPU {
 	s := &d.s
 	if s.peek() != '[' {
 		s.fail("expected '['")
 		return nil
 	}
-	rest := s.b[s.i:]
-	gs := make([]gpu.GPU, 0, max(1, bytes.Count(rest, []byte(`{"index":`))))
+	gs := []gpu.GPU{} // allocates nothing: "[]" is read, not nil
 	s.open('[')
 	for n := 0; s.more(&n, ']'); {
+		if n == 1 {
+			gs = make([]gpu.GPU, 0, max(1, hint))
+		}
+		if len(gs) == MaxGPUs {
+			s.fail("more than " + strconv.Itoa(MaxGPUs) + " GPUs")
+			break
+		}
 		gs = append(gs, absentGPU)
 		d.gpu(&gs[len(gs)-1])
 	}
+	if s.err == nil {
+		d.gpuHint = len(gs)
+	}
 	return gs
+}
+
+// index reads a GPU index: an integer, 0 or more.
+func (d *Decoder) index() int {
+	n := d.s.int()
+	if n < 0 {
+		d.s.fail("negative GPU index")
+		return 0
+	}
+	return n
 }
 
 // absentGPU is a GPU whose every field was not read: the decoder's start
@@ -284,7 +327,7 @@ func (d *Decoder) gpu(g *gpu.GPU) {
 	for n := 0; s.more(&n, '}'); {
 		switch string(s.key()) {
 		case keyIndex:
-			g.Index = s.int()
+			g.Index = d.index()
 			hasIndex = true
 		case keyName:
 			g.Name = d.text()
@@ -347,11 +390,20 @@ func (d *Decoder) gpu(g *gpu.GPU) {
 	}
 }
 
-func (d *Decoder) apps() []gpu.App {
+// apps reads the array of at most MaxApps process objects into a slice
+// of capacity hint (the last sample's count), growing it as needed.
+func (d *Decoder) apps(hint int) []gpu.App {
 	s := &d.s
-	apps := make([]gpu.App, 0, 8)
+	apps := []gpu.App{} // allocates nothing: "[]" is read, not nil
 	s.open('[')
 	for n := 0; s.more(&n, ']'); {
+		if n == 1 {
+			apps = make([]gpu.App, 0, hint)
+		}
+		if len(apps) == MaxApps {
+			s.fail("more than " + strconv.Itoa(MaxApps) + " processes")
+			break
+		}
 		a := gpu.App{
 			Name:    gpu.Text{Status: gpu.Absent},
 			UsedMiB: gpu.Reading{Status: gpu.Absent},
@@ -378,6 +430,9 @@ func (d *Decoder) apps() []gpu.App {
 			}
 		}
 		apps = append(apps, a)
+	}
+	if s.err == nil {
+		d.appHint = len(apps)
 	}
 	return apps
 }

@@ -107,7 +107,7 @@ func (g *gen) sample() gpu.Sample {
 	}
 	for range n {
 		s.GPUs = append(s.GPUs, gpu.GPU{
-			Index: int(int32(g.u64())), Name: g.text(), BusID: g.text(), UUID: g.text(),
+			Index: int(uint32(g.u64()) >> 1), Name: g.text(), BusID: g.text(), UUID: g.text(),
 			UtilGPUPct: g.reading(), UtilMemPct: g.reading(), MemUsedMiB: g.reading(), MemTotalMiB: g.reading(),
 			PowerDrawW: g.reading(), PowerLimitW: g.reading(), TempC: g.reading(), SMClockMHz: g.reading(),
 			MemClockMHz: g.reading(), SMClockMax: g.reading(), FanPct: g.reading(), PState: g.text(),
@@ -120,7 +120,7 @@ func (g *gen) sample() gpu.Sample {
 	if c := g.byte() % 3; c > 0 {
 		s.Missing = []int{}
 		for range c - 1 {
-			s.Missing = append(s.Missing, int(int64(g.u64())))
+			s.Missing = append(s.Missing, int(g.u64()>>1)) // indices: 0 or more
 		}
 	}
 	if c := g.byte() % 3; c > 0 {

@@ -40,21 +40,31 @@ const (
 // A relative BASE is taken from the login directory and written "./BASE",
 // so that no path ever starts with '-' (an option to mkdir, rm or find).
 //
-// sum prints a file's SHA-256 in hex with sha256sum (GNU, busybox), shasum
-// -a 256 (macOS, Perl) or openssl dgst, reading the file on stdin so that
-// no tool escapes the file name in its output. check prints "ok" when the
-// cache is the login user's own, else "not-owned PATH" (the cache
-// directory, one above it, or the agent is owned by another user, who
-// could swap the agent between its check and its start) or "symlink PATH"
-// (the agent is a symbolic link), and fails.
+// sum prints the SHA-256 of its stdin in hex with sha256sum (GNU,
+// busybox), shasum -a 256 (macOS, Perl) or openssl dgst: the file is
+// given as a redirection, so that no tool escapes its name in its output.
+// check prints "ok" when the cache is safe to run from, else why not, and
+// fails. It looks at $base, $base/agent, the version directory and the
+// agent (nothing above $base: the login user's home and ~/.cache are
+// theirs to keep), refusing
+//   - "not-owned PATH": one of them is owned by another user, who could
+//     swap the agent between its check and its start;
+//   - "symlink PATH": the agent is a symbolic link;
+//   - "writable PATH": one of them is writable by its group or by others
+//     (ls -ldL shows 'w' in the group or other permissions), who could
+//     rename entries in it, or rewrite the agent, between its check and
+//     its start;
+//   - "unchecked PATH": its permissions could not be read (ls failed).
 const scriptPrelude = `base=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/flightdeck}; case $base in /*) ;; *) base=./$base;; esac; ` +
 	`bin=$base/agent/$2/flightdeck; dir=${bin%/*}; ` +
-	`sum() { if command -v sha256sum >/dev/null 2>&1; then set -- $(sha256sum < "$1"); ` +
-	`elif command -v shasum >/dev/null 2>&1; then set -- $(shasum -a 256 < "$1"); ` +
-	`elif command -v openssl >/dev/null 2>&1; then set -- $(openssl dgst -sha256 < "$1"); if [ $# -gt 1 ]; then shift $(($# - 1)); fi; ` +
+	`sum() { if command -v sha256sum >/dev/null 2>&1; then set -- $(sha256sum); ` +
+	`elif command -v shasum >/dev/null 2>&1; then set -- $(shasum -a 256); ` +
+	`elif command -v openssl >/dev/null 2>&1; then set -- $(openssl dgst -sha256); if [ $# -gt 1 ]; then shift $(($# - 1)); fi; ` +
 	`else return 2; fi; printf '%s\n' "$1"; }; ` +
 	`check() { for d in "$base" "$base/agent" "$dir" "$bin"; do if [ -e "$d" ] && [ ! -O "$d" ]; then printf 'not-owned %s\n' "$d"; return 1; fi; done; ` +
-	`if [ -L "$bin" ]; then printf 'symlink %s\n' "$bin"; return 1; fi; echo ok; }; `
+	`if [ -L "$bin" ]; then printf 'symlink %s\n' "$bin"; return 1; fi; ` +
+	`for d in "$base" "$base/agent" "$dir" "$bin"; do if [ -e "$d" ]; then m=$(ls -ldL "$d" 2>/dev/null); case $m in ` +
+	`?????w*|????????w*) printf 'writable %s\n' "$d"; return 1;; ??????????*) ;; *) printf 'unchecked %s\n' "$d"; return 1;; esac; fi; done; echo ok; }; `
 
 // driverDirs are the directories where an NVIDIA driver puts
 // libnvidia-ml.so.1 on common distributions, looked at besides
@@ -91,7 +101,7 @@ const probeScript = scriptPrelude + nvmlCheck +
 	`if command -v sha256sum >/dev/null 2>&1 || command -v shasum >/dev/null 2>&1 || command -v openssl >/dev/null 2>&1; ` +
 	`then echo 'tool yes'; else echo 'tool no'; fi; ` +
 	`c=$(check); printf 'cache %s\n' "$c"; ` +
-	`if [ "$c" = ok ] && [ -f "$bin" ]; then printf 'sum %s\n' "$(sum "$bin")"; else echo 'sum none'; fi`
+	`if [ "$c" = ok ] && [ -f "$bin" ]; then printf 'sum %s\n' "$(sum < "$bin")"; else echo 'sum none'; fi`
 
 // Exit statuses of the upload and run scripts that the Runner names.
 const (
@@ -101,6 +111,7 @@ const (
 	exitInstall   = 23 // upload: chmod or mv failed
 	exitNoTemp    = 24 // upload: mktemp is missing or fails; run: the agent changed since its check
 	exitRefused   = 25 // upload, run: check refused the cache
+	exitNoProcFD  = 26 // run: the host has no /proc/self/fd
 	exitChanged   = exitNoTemp
 	scriptRefusal = "refusing the agent cache: "
 )
@@ -153,21 +164,29 @@ const uploadScript = scriptPrelude + pruneScript +
 	`umask 077; mkdir -p "$dir" || exit 20; ` +
 	`c=$(check) || { printf '` + scriptRefusal + `%s\n' "$c" >&2; exit 25; }; chmod 700 "$dir" || exit 20; ` +
 	`tmp=$(mktemp "$dir/.flightdeck.XXXXXX" 2>/dev/null) && [ -n "$tmp" ] || { echo 'cannot make a private temporary file: no working mktemp on the host' >&2; exit 24; }; ` +
-	`cat > "$tmp" || { rm -f "$tmp"; exit 21; }; got=$(sum "$tmp"); ` +
+	`cat > "$tmp" || { rm -f "$tmp"; exit 21; }; got=$(sum < "$tmp"); ` +
 	`if [ "$got" != "$3" ]; then rm -f "$tmp"; printf 'got %s\n' "${got:-nothing}" >&2; exit 22; fi; ` +
 	`chmod 700 "$tmp" && mv -f "$tmp" "$bin" || { rm -f "$tmp"; exit 23; }; printf 'path %s\n' "$bin"; prune; exit 0`
 
 // runScript starts the agent in the same session that checks it, so that
-// what runs is what was checked: it refuses a cache that fails check,
-// compares the agent's SHA-256 with SUM, touches the version directory
-// (its last use, for pruneScript), writes the launch line (the
-// process id the agent gets: exec keeps it) and execs the agent with
-// ARGS. Exit statuses: 24 the agent changed since its check, 25 the
-// cache is refused; each with a line on stderr saying why.
+// what runs is what was checked. It first writes the launch line with its
+// own process id, which the agent keeps (exec keeps it): the Runner can
+// kill whatever this session runs from then on, even a check stalled on a
+// hung file system. It then refuses a cache that fails check, opens the
+// agent once (fd 3), compares the SHA-256 of what fd 3 reads with SUM,
+// touches the version directory (its last use, for pruneScript) and execs
+// the open file through /proc/self/fd/3 with ARGS: what it hashed is what
+// runs, even if the agent's path is renamed meanwhile. Exit statuses:
+// 24 the agent changed since its check (or is gone), 25 the cache is
+// refused, 26 the host has no /proc/self/fd (not Linux: the agent runs
+// only there); each with a line on stderr saying why.
 const runScript = scriptPrelude +
+	`printf '{"t":"launch","pid":%s}\n' "$$"; ` +
 	`c=$(check) || { printf '` + scriptRefusal + `%s\n' "$c" >&2; exit 25; }; ` +
-	`got=$(sum "$bin"); if [ "$got" != "$3" ]; then printf 'the agent %s changed since it was checked (SHA-256 %s)\n' "$bin" "${got:-unreadable}" >&2; exit 24; fi; ` +
-	`touch "$dir" 2>/dev/null; shift 3; printf '{"t":"launch","pid":%s}\n' "$$"; exec "$bin" "$@"`
+	`[ -f "$bin" ] || { printf 'the agent %s is gone since it was checked\n' "$bin" >&2; exit 24; }; exec 3< "$bin"; ` +
+	`[ -r /proc/self/fd/3 ] || { echo 'cannot run the agent: the host has no /proc/self/fd (the agent runs on Linux only)' >&2; exit 26; }; ` +
+	`got=$(sum <&3); if [ "$got" != "$3" ]; then printf 'the agent %s changed since it was checked (SHA-256 %s)\n' "$bin" "${got:-unreadable}" >&2; exit 24; fi; ` +
+	`touch "$dir" 2>/dev/null; shift 3; exec /proc/self/fd/3 "$@"`
 
 // probeResult is what probeScript printed.
 type probeResult struct {
@@ -322,6 +341,10 @@ func refusedCache(answer string) fallbackReason {
 		return fallbackReason("agent cache " + path + " is not owned by the login user: refusing it")
 	case "symlink":
 		return fallbackReason("cached agent " + path + " is a symbolic link: refusing it")
+	case "writable":
+		return fallbackReason("agent cache " + path + " is writable by its group or others, who could swap the agent: refusing it (chmod go-w it)")
+	case "unchecked":
+		return fallbackReason("cannot read the permissions of the agent cache " + path + " (ls -ld failed): refusing it")
 	}
 	return fallbackReason("agent cache refused: " + cut(sanitize.String(answer), 200))
 }
@@ -330,16 +353,37 @@ func refusedCache(answer string) fallbackReason {
 const errNoDriver = fallbackReason("no NVIDIA driver on the host (libnvidia-ml.so.1 not found)")
 
 // fallbackReason is an install outcome that sends the Runner to the
-// nvidia-smi stream; other install errors (a dropped connection, the
-// context's end) are retried or end the Runner.
+// nvidia-smi stream for good: the host's answer, which a retry would
+// meet again. A transientReason sends it there and retries the agent
+// later; other install errors (a dropped connection, the context's end)
+// are retried at once or end the Runner.
 type fallbackReason string
 
 func (f fallbackReason) Error() string { return string(f) }
 
+// transientReason is an install step that failed without the host
+// answering it (no *remote.ExitError: a session that could not be opened,
+// "waiting for a free session") or that ran past its deadline (30 s for
+// the check, 10 min for the upload: a slow NFS home, a loaded host): a
+// retry may pass.
+type transientReason string
+
+func (f transientReason) Error() string { return string(f) }
+
+// failed is the install error for a step's err (with the command's
+// stderr): a transientReason, named transient, when a retry may pass,
+// else a fallbackReason named refused.
+func failed(refused, transient string, err error, stderr []byte) error {
+	if _, exited := errors.AsType[*remote.ExitError](err); !exited || errors.Is(err, context.DeadlineExceeded) {
+		return transientReason(transient + ": " + withStderr(err, stderr))
+	}
+	return fallbackReason(refused + ": " + withStderr(err, stderr))
+}
+
 // install makes sure the host has this binary as its agent: it reuses a
 // cached copy with the same SHA-256, else uploads this binary when the
 // host's OS and architecture match. It returns a fallbackReason when the
-// agent cannot be installed.
+// agent cannot be installed, a transientReason when it could not be now.
 func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 	if !nvmlCompiled() {
 		if runtime.GOOS != "linux" {
@@ -363,7 +407,7 @@ func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 		if retryable(ctx, err) {
 			return installed{}, err
 		}
-		return installed{}, fallbackReason("agent install check failed: " + withStderr(err, res.Stderr))
+		return installed{}, failed("agent install check failed", "agent install check failed", err, res.Stderr)
 	}
 	p, err := parseProbe(res.Stdout)
 	if err != nil {
@@ -411,7 +455,7 @@ func (r *Runner) install(ctx context.Context, c settings) (installed, error) {
 				return installed{}, fallbackReason("upload refused: " + lastLine(res.Stderr, ee.Stderr))
 			}
 		}
-		return installed{}, fallbackReason("upload refused: " + withStderr(err, res.Stderr))
+		return installed{}, failed("upload refused", "upload failed", err, res.Stderr)
 	}
 	path := p.path
 	for _, line := range strings.Split(string(res.Stdout), "\n") {

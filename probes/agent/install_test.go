@@ -78,7 +78,7 @@ func TestParseProbe(t *testing.T) {
 func toolPath(t *testing.T, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range append([]string{"sh", "uname", "mkdir", "mktemp", "cat", "chmod", "mv", "rm"}, extra...) {
+	for _, name := range append([]string{"sh", "uname", "mkdir", "mktemp", "cat", "chmod", "mv", "rm", "ls"}, extra...) {
 		p, err := exec.LookPath(name)
 		if err != nil {
 			t.Skipf("%s not installed", name)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,28 +31,41 @@ import (
 //     The agent reports a read blocked in NVML with a gpu.Stale after 2
 //     intervals and every interval after: the agent is alive and stays in
 //     use (nvidia-smi would block on the same driver);
-//   - gpu.Stale{Reason: "connection to host lost"} when the connection
-//     drops under the agent; the agent is started again once the host is
-//     back (Host.Start waits for the reconnection);
+//   - gpu.Stale{Reason: "connection to host lost; restarting the
+//     agent"} when the connection drops under the agent, or when the
+//     agent fell silent and the host does not run a command (":") within
+//     3 s either (a network stall shorter than the SSH keepalive's
+//     detection is not the agent's fault); the agent is started again
+//     once the host is back (Host.Start waits for the reconnection), and
+//     the agent left behind (still running on the host when its sshd
+//     hung) is killed first: `kill -s KILL PID`, when /proc/PID/cmdline
+//     still is the agent's;
 //   - gpu.Source{Mode: nvidia-smi, Fallback: why} when the agent cannot
 //     run, and then the nvidia-smi Fallback's events. For good when the
 //     reason would stay: this build has no cgo, the host's
 //     OS/architecture differs, the host has no NVIDIA driver
 //     (libnvidia-ml.so.1 is neither in LD_LIBRARY_PATH, the usual
 //     directories nor the loader's cache: nothing is uploaded), no
-//     SHA-256 tool or mktemp, the agent cache is not the login user's or
-//     the agent a symbolic link, the upload was refused or corrupted,
-//     NVML is unavailable on the host (the agent's own report), the agent
-//     speaks another protocol;
+//     SHA-256 tool or mktemp, the agent cache is not the login user's,
+//     is writable by its group or others, or the agent is a symbolic
+//     link, the upload was refused (the host's exit status) or corrupted,
+//     the host has no /proc/self/fd, the dynamic loader refused the agent
+//     before its hello ("agent cannot run on the host: …: version
+//     `GLIBC_2.34' not found (required by …)"), NVML is unavailable on
+//     the host (the agent's own report), the agent speaks another
+//     protocol;
 //   - or, with "; retrying the agent in the background" after why, when
-//     the agent exited (why says how, "agent exited: killed by SIGTERM
-//     (exit status 143)", with its last stderr line, e.g. "version
-//     `GLIBC_2.34' not found"), wrote no line at all (no sample, stale
-//     report or heartbeat) for StaleAfter intervals or no hello within
-//     StartTimeout, could not be started, or changed between its check
-//     and its start. A silent agent's session is closed and its process
-//     killed (`kill -s KILL PID` in a new session: OpenSSH leaves a
-//     command running when its session closes). The agent is then tried
+//     an install step timed out or failed without the host's answer
+//     ("agent install check failed: … context deadline exceeded"), the
+//     agent exited (why says how, "agent exited: killed by SIGTERM
+//     (exit status 143)", with its last stderr line), wrote no line at
+//     all (no sample, stale report or heartbeat) for StaleAfter intervals
+//     or no hello within StartTimeout while the host still answered,
+//     could not be started, or changed between its check and its start.
+//     A silent agent's session is closed and its process killed (`kill
+//     -s KILL PID` in a new session, PID from the launch line: OpenSSH
+//     leaves a command running when its session closes); its session's
+//     end is awaited for up to 5 s. The agent is then tried
 //     again 30 s later, and after each failed try twice as long, up to 5
 //     min (a fresh start of the backoff after an agent that sampled for 5
 //     min), while the fallback samples: one install check and one agent
@@ -87,9 +101,10 @@ type Runner struct {
 	// gpu.Sampler with defaults.
 	Fallback *gpu.Sampler
 
-	// StartTimeout bounds the wait for the agent's hello and first sample
-	// (NVML initialisation takes seconds without persistence mode);
-	// default 15 s.
+	// StartTimeout bounds the wait for the agent's hello (NVML
+	// initialisation takes seconds without persistence mode); default
+	// 15 s. From the hello on, StaleAfter applies instead: a live agent
+	// writes a line at least every 2 intervals, sample or not.
 	StartTimeout time.Duration
 	// StaleAfter is how many intervals without any line from the agent (a
 	// sample, a stale report, a heartbeat: a live agent writes one at least
@@ -280,6 +295,11 @@ type runState struct {
 	mu  sync.Mutex // serialises out: Run's goroutine and the fallback's
 	out event.Sink
 
+	// orphan is the process id of an agent left on the host when its
+	// connection was lost (0 for none): it may still run there, blocked
+	// on a half-dead sshd, and is killed once a command runs again.
+	orphan int
+
 	// bg is the nvidia-smi fallback running while the agent is retried;
 	// nil when none runs.
 	bg *background
@@ -306,10 +326,11 @@ type outcome struct {
 	// reason is why the agent is not used; "" when its session ended for
 	// a reason not its own (the connection dropped, ctx ended).
 	reason string
-	// retry: the reason may pass (the agent exited, fell silent or could
-	// not be started), so the agent is tried again later; not for a
-	// reason that a retry would meet again (no cgo, another architecture,
-	// no driver, a refused cache or upload, NVML unavailable, another
+	// retry: the reason may pass (an install step timed out, the agent
+	// exited, fell silent or could not be started), so the agent is tried
+	// again later; not for a reason that a retry would meet again (no
+	// cgo, another architecture, no driver, a refused cache or upload,
+	// a loader that refuses the agent, NVML unavailable, another
 	// protocol).
 	retry bool
 	// progressed: a sample arrived; sampledFor is the time from the first
@@ -426,10 +447,15 @@ func (s *runState) attempt(ctx context.Context, conn *atomic.Value) outcome {
 		return outcome{}
 	case errors.As(err, new(fallbackReason)):
 		return outcome{reason: err.Error()}
+	case errors.As(err, new(transientReason)):
+		return outcome{reason: err.Error(), retry: true}
 	case err != nil:
 		// The connection dropped during the install.
 		return outcome{}
 	}
+	// The host answered: an agent left behind by a lost connection can
+	// be killed now, before another starts.
+	s.killOrphan(ctx)
 	return s.agent(ctx, inst, conn)
 }
 
@@ -467,6 +493,7 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 
 	lines := make(chan lineMsg, 16)
 	done := make(chan struct{})
+	stopReading := sync.OnceFunc(func() { close(done) })
 	exited := make(chan error, 1)
 	stderr := newTail(4 << 10)
 	var wg sync.WaitGroup
@@ -498,7 +525,7 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 	}()
 	waited := false
 	defer func() {
-		close(done)
+		stopReading()
 		proc.Close()
 		// A stalled agent may keep its session (and the readers) until it
 		// exits: wait for it only when Run is ending, not before the
@@ -530,16 +557,28 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 				timer.Reset(staleWindow)
 			}
 		case <-timer.C:
-			if st, _ := conn.Load().(remote.ConnState); st != remote.Connected {
-				s.stale("connection to host lost; restarting the agent")
-				return a.end("", false)
+			// Silence may be the network's (a stall shorter than the SSH
+			// keepalive's detection): ask the host before blaming the
+			// agent.
+			if !s.hostAnswers(ctx, conn) {
+				if ctx.Err() != nil {
+					return a.end("", false)
+				}
+				return a.lost()
 			}
 			what := fmt.Sprintf("agent sent nothing for %d intervals of %v", c.staleAfter, c.interval)
 			if !a.hello {
 				what = fmt.Sprintf("agent sent no hello within %v", max(c.startTimeout, staleWindow))
 			}
 			proc.Close()
-			s.kill(ctx, a.pid)
+			s.kill(ctx, a.pid, false)
+			// The killed agent's session ends with it: wait for that
+			// (briefly: an agent whose pid never came may keep its
+			// session on a server that refuses signals), so that its
+			// session is gone before another starts. Its lines are no
+			// longer read.
+			stopReading()
+			waited = waitFor(exited, closeWait)
 			return a.end(a.withNotes(what, stderr), true)
 		case err := <-exited:
 			waited = true
@@ -557,15 +596,22 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 				return a.end("", false)
 			}
 			if errors.Is(err, remote.ErrDisconnected) {
-				s.stale("connection to host lost; restarting the agent")
-				return a.end("", false)
+				return a.lost()
 			}
-			if ee, ok := errors.AsType[*remote.ExitError](err); ok && !a.hello && a.pid == 0 &&
-				(ee.Code == exitChanged || ee.Code == exitRefused) {
+			ee, exitedWithCode := errors.AsType[*remote.ExitError](err)
+			if exitedWithCode && !a.hello &&
+				(ee.Code == exitChanged || ee.Code == exitRefused || ee.Code == exitNoProcFD) {
 				// runScript refused to start it: a refused cache stays
-				// refused; an agent changed since its check (another
-				// cockpit's upload) is installed again at the retry.
+				// refused, a host without /proc/self/fd stays so; an
+				// agent changed since its check (another cockpit's
+				// upload) is installed again at the retry.
 				return a.end("agent not started: "+lastLine(stderr.bytes(), ee.Stderr), ee.Code == exitChanged)
+			}
+			if l := loaderError(stderr.bytes()); exitedWithCode && !a.hello && l != "" {
+				// The dynamic loader refused the binary (a glibc older
+				// than the one it was built against): every retry would
+				// meet the same.
+				return a.end("agent cannot run on the host: "+l, false)
 			}
 			what := "agent exited"
 			if err != nil {
@@ -586,26 +632,113 @@ func (a *agentStream) end(reason string, retry bool) outcome {
 	return o
 }
 
-// killTimeout bounds the command that kills a silent agent.
-const killTimeout = 10 * time.Second
+// Deadlines of the commands about a silent or lost agent.
+const (
+	// killTimeout bounds the command that kills an agent.
+	killTimeout = 10 * time.Second
+	// answerTimeout bounds the command (":") that tells a silent agent
+	// from a stalled connection.
+	answerTimeout = 3 * time.Second
+	// closeWait bounds the wait for a killed agent's session to end.
+	closeWait = 5 * time.Second
+)
+
+// killOrphanScript kills process $1 with SIGKILL when it is an agent the
+// Runner started (its command line, read from /proc/$1/cmdline where
+// there is one, holds " agent --interval ": runScript's, then the
+// agent's): a pid kept across a lost connection may have been reused
+// since.
+const killOrphanScript = `if [ -r "/proc/$1/cmdline" ]; then case $(tr '\000' ' ' < "/proc/$1/cmdline") in ` +
+	`*" agent --interval "*) ;; *) exit 0;; esac; fi; kill -s KILL "$1"`
 
 // kill kills the agent process pid on the host (from its launch line; 0
 // when none came), in a new session: closing the agent's session does
 // not end a command that does not write, and OpenSSH refuses the
-// session's "signal" request for root. The process was alive a moment
-// ago (it was silent, not gone), so its PID is not yet reused. Errors are
-// ignored: the fallback goes on either way.
-func (s *runState) kill(ctx context.Context, pid int) {
+// session's "signal" request for root. A silent agent was alive a moment
+// ago, so its pid is not reused; an orphan's is checked first
+// (killOrphanScript). It reports whether the host answered (the process
+// is gone, or was not the agent); errors are otherwise ignored: the
+// fallback goes on either way.
+func (s *runState) kill(ctx context.Context, pid int, orphan bool) bool {
 	if pid <= 1 {
-		return
+		return true
 	}
 	cmd, err := remote.Command("kill", "-s", "KILL", strconv.Itoa(pid))
+	if orphan {
+		cmd, err = remote.Command("sh", "-c", killOrphanScript, "kill", strconv.Itoa(pid))
+	}
 	if err != nil {
-		return
+		return true
 	}
 	kctx, cancel := context.WithTimeout(ctx, killTimeout)
 	defer cancel()
-	_, _ = s.r.Host.Run(kctx, cmd, nil)
+	_, err = s.r.Host.Run(kctx, cmd, nil)
+	_, exited := errors.AsType[*remote.ExitError](err)
+	return err == nil || exited
+}
+
+// killOrphan kills the agent a lost connection left behind, if any; it is
+// tried again before the next agent starts when the host did not answer.
+func (s *runState) killOrphan(ctx context.Context) {
+	if s.orphan != 0 && s.kill(ctx, s.orphan, true) {
+		s.orphan = 0
+	}
+}
+
+// hostAnswers reports whether the host runs a command (":") within
+// answerTimeout, when the connection is not known to be lost already.
+func (s *runState) hostAnswers(ctx context.Context, conn *atomic.Value) bool {
+	if st, _ := conn.Load().(remote.ConnState); st != remote.Connected {
+		return false
+	}
+	actx, cancel := context.WithTimeout(ctx, answerTimeout)
+	defer cancel()
+	_, err := s.r.Host.Run(actx, ":", nil)
+	_, exited := errors.AsType[*remote.ExitError](err)
+	return err == nil || exited
+}
+
+// waitFor waits up to d for ch; it reports whether ch delivered.
+func waitFor(ch <-chan error, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// lost ends a session whose connection was lost: not the agent's fault.
+// The agent may still run on the host (blocked on its sshd): it is killed
+// once the host answers again (killOrphan).
+func (a *agentStream) lost() outcome {
+	if a.pid > 1 {
+		a.s.orphan = a.pid
+	}
+	a.s.stale("connection to host lost; restarting the agent")
+	return a.end("", false)
+}
+
+// loaderMarks are what the dynamic loader writes when it cannot run a
+// binary: "./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version
+// `GLIBC_2.34' not found (required by ./flightdeck)", or "error while
+// loading shared libraries: …".
+var loaderMarks = []string{"GLIBC_", "version `GLIBC", "not found (required by", "error while loading shared libraries"}
+
+// loaderError returns the last line of stderr that the dynamic loader
+// wrote (sanitised, cut to 200 bytes), or "".
+func loaderError(stderr []byte) string {
+	lines := strings.Split(string(stderr), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		for _, m := range loaderMarks {
+			if strings.Contains(lines[i], m) {
+				return lastLine([]byte(lines[i]))
+			}
+		}
+	}
+	return ""
 }
 
 // stale reports that samples stopped because the connection dropped.

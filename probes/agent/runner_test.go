@@ -509,8 +509,11 @@ func TestRunnerFallbackReasons(t *testing.T) {
 			"NVML unavailable on the host: NVML init failed: ERROR_LIBRARY_NOT_FOUND", false},
 		{"exits after samples", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; echo '` + fakeSample + `'; exit 0`,
 			"agent exited", true},
-		{"old glibc", "echo \"./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version \\`GLIBC_2.34' not found (required by ./flightdeck)\" >&2; exit 1",
-			"agent exited: exit status 1: ./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./flightdeck)", true},
+		// The loader refused the binary: every retry would meet the same.
+		{"old glibc", "echo \"./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version \\`GLIBC_2.34' not found (required by ./flightdeck)\" >&2; echo 'more noise' >&2; exit 1",
+			"agent cannot run on the host: ./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./flightdeck)", false},
+		{"GLIBC after the hello", `echo '` + fakeHello + `'; echo "GLIBC_2.34 mentioned" >&2; exit 1`,
+			"agent exited: exit status 1: GLIBC_2.34 mentioned", true},
 		{"terminated", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; exit 143`,
 			"agent exited: killed by SIGTERM (exit status 143)", true},
 		{"garbage", `echo '` + fakeHello + `'; while :; do printf 'Segmentation \033[31mfault\n'; sleep 0.1; done`,
