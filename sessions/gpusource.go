@@ -29,6 +29,12 @@ const (
 	GPUNvidiaSMI GPUMode = "nvidia-smi"
 )
 
+// agentMinStale is the cockpit's floor on the agent's silence before it
+// falls back to nvidia-smi (agent.Runner.MinStale): three 1 s intervals
+// were too few on a loaded host, and each fallback costs a 30 s wait for
+// the agent's return.
+const agentMinStale = 10 * time.Second
+
 // ParseGPUMode reads a --sampler flag's value: auto, nvml, agent or
 // nvidia-smi ("" is auto).
 func ParseGPUMode(s string) (GPUMode, error) {
@@ -131,6 +137,7 @@ func (l *Live) runAgent(ctx context.Context, smi *gpu.Sampler) error {
 		Version:  l.cfg.AgentVersion,
 		CacheDir: l.cfg.AgentCacheDir,
 		Fallback: smi,
+		MinStale: agentMinStale,
 		Now:      l.cfg.Now,
 	}
 	return r.Run(ctx, l.Sink)

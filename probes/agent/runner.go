@@ -110,7 +110,12 @@ type Runner struct {
 	// sample, a stale report, a heartbeat: a live agent writes one at least
 	// every 2 intervals) make the Runner give up on it; default 3.
 	StaleAfter int
-	Now        func() time.Time // default time.Now
+	// MinStale is the shortest silence the Runner gives up on, whatever
+	// StaleAfter × Interval: a loaded host (a CPU-bound server, a busy
+	// CI machine) can keep a live agent from writing for seconds, and
+	// flapping to nvidia-smi and back helps no one. 0: no floor.
+	MinStale time.Duration
+	Now      func() time.Time // default time.Now
 
 	// retryFirst and retryMax are the backoff of the agent's retries
 	// beside the fallback (default 30 s doubling to 5 min); a test seam.
@@ -122,12 +127,13 @@ type settings struct {
 	interval, startTimeout    time.Duration
 	retryFirst, retryMax      time.Duration
 	staleAfter                int
+	minStale                  time.Duration
 	binary, version, cacheDir string
 	now                       func() time.Time
 }
 
 func (r *Runner) settings() (settings, error) {
-	c := settings{interval: r.Interval, startTimeout: r.StartTimeout, staleAfter: r.StaleAfter,
+	c := settings{interval: r.Interval, startTimeout: r.StartTimeout, staleAfter: r.StaleAfter, minStale: r.MinStale,
 		binary: r.Binary, version: r.Version, cacheDir: r.CacheDir, now: r.Now,
 		retryFirst: r.retryFirst, retryMax: r.retryMax}
 	if c.retryFirst <= 0 {
@@ -541,7 +547,7 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 	}()
 
 	a := &agentStream{s: s, inst: inst}
-	staleWindow := time.Duration(c.staleAfter) * c.interval
+	staleWindow := max(time.Duration(c.staleAfter)*c.interval, c.minStale)
 	timer := time.NewTimer(max(c.startTimeout, staleWindow))
 	defer timer.Stop()
 	for {
@@ -567,6 +573,9 @@ func (s *runState) agent(ctx context.Context, inst installed, conn *atomic.Value
 				return a.lost()
 			}
 			what := fmt.Sprintf("agent sent nothing for %d intervals of %v", c.staleAfter, c.interval)
+			if c.minStale > time.Duration(c.staleAfter)*c.interval {
+				what = fmt.Sprintf("agent sent nothing for %v", c.minStale)
+			}
 			if !a.hello {
 				what = fmt.Sprintf("agent sent no hello within %v", max(c.startTimeout, staleWindow))
 			}

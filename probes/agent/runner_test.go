@@ -501,32 +501,40 @@ func TestRunnerAgentKilledFallsBack(t *testing.T) {
 func TestRunnerFallbackReasons(t *testing.T) {
 	cases := []struct {
 		name, body, want string
-		retried          bool // the agent is tried again: the reason may pass
+		retried          bool          // the agent is tried again: the reason may pass
+		minStale         time.Duration // Runner.MinStale
 	}{
 		{"stalls", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; echo '` + fakeSample + `'; exec sleep 60`,
-			"agent sent nothing for 3 intervals of 300ms", true},
+			"agent sent nothing for 3 intervals of 300ms", true, 0},
+		// A floor above 3 intervals: the silence it waited for is named.
+		{"stalls past MinStale", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; exec sleep 60`,
+			"agent sent nothing for 1.5s", true, 1500 * time.Millisecond},
 		{"unavailable", `echo '{"t":"unavailable","v":1,"reason":"NVML init failed: ERROR_LIBRARY_NOT_FOUND","code":12}'; exit 3`,
-			"NVML unavailable on the host: NVML init failed: ERROR_LIBRARY_NOT_FOUND", false},
+			"NVML unavailable on the host: NVML init failed: ERROR_LIBRARY_NOT_FOUND", false, 0},
 		{"exits after samples", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; echo '` + fakeSample + `'; exit 0`,
-			"agent exited", true},
+			"agent exited", true, 0},
 		// The loader refused the binary: every retry would meet the same.
 		{"old glibc", "echo \"./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version \\`GLIBC_2.34' not found (required by ./flightdeck)\" >&2; echo 'more noise' >&2; exit 1",
-			"agent cannot run on the host: ./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./flightdeck)", false},
+			"agent cannot run on the host: ./flightdeck: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by ./flightdeck)", false, 0},
 		{"GLIBC after the hello", `echo '` + fakeHello + `'; echo "GLIBC_2.34 mentioned" >&2; exit 1`,
-			"agent exited: exit status 1: GLIBC_2.34 mentioned", true},
+			"agent exited: exit status 1: GLIBC_2.34 mentioned", true, 0},
 		{"terminated", `echo '` + fakeHello + `'; echo '` + fakeSample + `'; exit 143`,
-			"agent exited: killed by SIGTERM (exit status 143)", true},
+			"agent exited: killed by SIGTERM (exit status 143)", true, 0},
 		{"garbage", `echo '` + fakeHello + `'; while :; do printf 'Segmentation \033[31mfault\n'; sleep 0.1; done`,
-			"agent sent nothing for 3 intervals of 300ms; last unreadable line: agent stream line", true},
+			"agent sent nothing for 3 intervals of 300ms; last unreadable line: agent stream line", true, 0},
 		{"newer protocol", `echo '{"t":"hello","v":2}'; exec sleep 60`,
-			"agent speaks protocol v2", false},
-		{"no hello", `exec sleep 60`, "agent sent no hello within 2s", true},
+			"agent speaks protocol v2", false, 0},
+		{"no hello", `exec sleep 60`, "agent sent no hello within 2s", true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rg := newRig(t)
-			events := rg.run(&Runner{Binary: rg.fakeAgent("agent", c.body), StartTimeout: 2 * time.Second})
+			start := time.Now()
+			events := rg.run(&Runner{Binary: rg.fakeAgent("agent", c.body), StartTimeout: 2 * time.Second, MinStale: c.minStale})
 			src := expectFallback(t, events)
+			if waited := time.Since(start); waited < c.minStale {
+				t.Errorf("gave up after %v, before MinStale %v", waited, c.minStale)
+			}
 			if !strings.HasPrefix(src.Fallback, c.want) {
 				t.Errorf("fallback %q, want it to start with %q", src.Fallback, c.want)
 			}
