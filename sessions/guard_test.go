@@ -3,14 +3,11 @@ package sessions
 import (
 	"context"
 	"errors"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/sim"
 )
 
 // TestGuardsRefuseBeforeTouchingTheHost: a launch, kill or git action
@@ -44,17 +41,7 @@ func TestGuardsRefuseBeforeTouchingTheHost(t *testing.T) {
 func TestGuardConfirmsRightBeforeTheSignal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	h, err := sim.Start(ctx, sim.Options{TimeScale: 4, StartupDelay: time.Second, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	host, err := remote.DialSSH(ctx, h.Target(), remote.SSHOptions{ConfigFile: os.DevNull,
-		IdentityFiles: []string{h.IdentityPath}, KnownHostsFiles: []string{h.KnownHostsPath}, NoAgent: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
+	h, host := simHost(t, ctx)
 	errRO := errors.New("read-only: another cockpit drives this host now")
 	var calls atomic.Int32
 	refuseFrom := atomic.Int32{}

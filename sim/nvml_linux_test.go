@@ -554,6 +554,21 @@ func TestFakeNVMLStall(t *testing.T) {
 	f.lib.Init() // for the cleanup's Shutdown
 }
 
+// xidSet is a new event set of f with GPUs gpus registered for Xid events.
+func xidSet(t *testing.T, f *fakeNVML, gpus ...int) gonvml.EventSet {
+	t.Helper()
+	set, ret := f.lib.EventSetCreate()
+	if ret != gonvml.SUCCESS {
+		t.Fatal(ret)
+	}
+	for _, i := range gpus {
+		if ret := handle(t, f, i).RegisterEvents(gonvml.EventTypeXidCriticalError, set); ret != gonvml.SUCCESS {
+			t.Fatalf("register GPU %d: %v", i, ret)
+		}
+	}
+	return set
+}
+
 // TestFakeNVMLXids: each injected Xid is delivered once, to a set where its
 // GPU registered for Xid events; a repeated entry is delivered again, and
 // so is one cleared and injected anew.
@@ -562,15 +577,7 @@ func TestFakeNVMLXids(t *testing.T) {
 	writeFaults(t, dir, Faults{})
 	clock := &testClock{t: nvmlTestNow}
 	f := openFake(t, dir, clock)
-	set, ret := f.lib.EventSetCreate()
-	if ret != gonvml.SUCCESS {
-		t.Fatal(ret)
-	}
-	for _, i := range []int{0, 3} {
-		if ret := handle(t, f, i).RegisterEvents(gonvml.EventTypeXidCriticalError, set); ret != gonvml.SUCCESS {
-			t.Fatalf("register GPU %d: %v", i, ret)
-		}
-	}
+	set := xidSet(t, f, 0, 3)
 	if ret := handle(t, f, 1).RegisterEvents(gonvml.EventTypePState, set); ret != gonvml.SUCCESS {
 		t.Fatalf("register GPU 1 for P-state events: %v", ret)
 	}
@@ -792,15 +799,7 @@ func TestFakeNVMLXidReplayWindow(t *testing.T) {
 	old, recent := nvmlTestNow.Add(-XidReplay-time.Second).UnixNano(), nvmlTestNow.Add(-XidReplay/2).UnixNano()
 	writeFaults(t, dir, Faults{Xids: []XidFault{{GPU: 3, Code: 79, At: old}, {GPU: 0, Code: 48, At: recent}}})
 	f := openFake(t, dir, &testClock{t: nvmlTestNow})
-	set, ret := f.lib.EventSetCreate()
-	if ret != gonvml.SUCCESS {
-		t.Fatal(ret)
-	}
-	for _, i := range []int{0, 3} {
-		if ret := handle(t, f, i).RegisterEvents(gonvml.EventTypeXidCriticalError, set); ret != gonvml.SUCCESS {
-			t.Fatalf("register GPU %d: %v", i, ret)
-		}
-	}
+	set := xidSet(t, f, 0, 3)
 	ev, ret := set.Wait(0)
 	if i, _ := ev.Device.GetIndex(); ret != gonvml.SUCCESS || i != 0 || ev.EventData != 48 {
 		t.Fatalf("first Wait: GPU %d code %d, %v; want GPU 0 Xid 48", i, ev.EventData, ret)
