@@ -85,23 +85,45 @@ type Lock struct {
 // stale yet, whatever the host answers now.
 func (l *Lock) Driving() bool { return l.driving.Load() && !l.expired() }
 
-// Confirm checks on the host, now, that this cockpit still holds the lock:
-// one heartbeat (a write of the lock file if it is still the one we
-// wrote). Call it right before an action that must not run under another
-// driver (a kill, a launch, a checkout): the local Driving is as old as
-// the last heartbeat, and a take-over in between would otherwise let both
-// cockpits act. It returns nil while driving, else an error naming who
-// drives (the state turns watching, as a heartbeat would), or the host's
-// error (the state says unsure when the lock has expired).
+// Confirm checks on the host, now, that no other cockpit drives it, right
+// before an action that must not run under another driver (a kill, a
+// launch, a checkout): the local Driving is as old as the last heartbeat,
+// and a take-over in between would otherwise let both cockpits act.
+//
+// While this cockpit drives, it is one heartbeat (a write of the lock
+// file if it is still the one we wrote). After this cockpit released the
+// lock itself (it is stopping: Release), an action it began while driving
+// may finish unless another cockpit holds the lock now (one read).
+//
+// It returns nil when the action may run; else an error saying why: who
+// drives now (the state turns watching, as a heartbeat would), or that
+// the lock could not be confirmed (ctx ended, the host did not answer,
+// the file is garbled): it fails closed.
 func (l *Lock) Confirm(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read-only: the driver lock cannot be confirmed: %w", err)
+	}
 	if l.Driving() {
 		l.beat(ctx)
-		if l.Driving() {
+		st := l.State()
+		switch {
+		case l.Driving() && st.Err == "":
 			return nil
+		case st.Err != "" && st.Role != RoleWatching:
+			return fmt.Errorf("read-only: the driver lock cannot be confirmed: %s", st.Err)
 		}
 	}
 	st := l.State()
 	switch {
+	case st.Role == RoleNone && st.Note == NoteReleased:
+		info, fresh, err := Read(ctx, l.Host, l.Dir)
+		switch {
+		case err != nil:
+			return fmt.Errorf("read-only: the driver lock cannot be confirmed: %w", err)
+		case fresh && info.Token != "" && info.Token != l.me.Token:
+			return fmt.Errorf("read-only: %s drives this host now (driver lock)", info.whoPID())
+		}
+		return nil
 	case st.Role == RoleWatching && st.Holder.Token != "":
 		return fmt.Errorf("read-only: %s drives this host now (driver lock)", st.Holder.whoPID())
 	case st.Err != "":

@@ -780,3 +780,49 @@ func TestConfirmSeesATakeOverAtOnce(t *testing.T) {
 		t.Errorf("the new driver's Confirm: %v", err)
 	}
 }
+
+// TestConfirmFailsClosed: Confirm lets an action through only when it has
+// confirmed it: a host that does not answer, or a context already done,
+// refuse it (a failed heartbeat inside the stale window keeps Driving
+// true, and must not count as confirmed). After this cockpit released the
+// lock (stopping), an action it began may finish unless another cockpit
+// holds the lock now.
+func TestConfirmFailsClosed(t *testing.T) {
+	local := remote.NewLocal()
+	defer local.Close()
+	h := &flaky{Host: local}
+	dir := t.TempDir()
+	a := newLock(h, dir, alice, nil)
+	a.Heartbeat, a.StaleAfter = time.Hour, 3*time.Hour
+	mustAcquire(t, a, false, RoleDriving)
+	mustAcquire(t, newLock(local, dir, bob, nil), true, RoleDriving)
+	h.down.Store(true)
+	if err := a.Confirm(context.Background()); err == nil || !strings.Contains(err.Error(), "cannot be confirmed") {
+		t.Errorf("Confirm with the host down after a take-over: %v", err)
+	}
+	if !a.Driving() {
+		t.Fatal("the failed heartbeat ended driving: the case above proves nothing")
+	}
+	h.down.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.Confirm(ctx); err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("Confirm with a cancelled context: %v", err)
+	}
+
+	// Released by this cockpit: free, the action may finish; taken by
+	// another since, it may not.
+	dir2 := t.TempDir()
+	c := newLock(local, dir2, alice, nil)
+	mustAcquire(t, c, false, RoleDriving)
+	if err := c.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Confirm(context.Background()); err != nil {
+		t.Errorf("Confirm after our own release, the lock free: %v", err)
+	}
+	mustAcquire(t, newLock(local, dir2, bob, nil), false, RoleDriving)
+	if err := c.Confirm(context.Background()); err == nil || !strings.Contains(err.Error(), "bob@desk (pid 77) drives this host now") {
+		t.Errorf("Confirm after our release, bob driving: %v", err)
+	}
+}
