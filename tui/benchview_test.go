@@ -515,25 +515,42 @@ func TestQuitDuringBenchAsks(t *testing.T) {
 // kill, so that its requests do not fail into the kill and the new
 // server's warm-up.
 func TestKillAndRelaunchStopOurBenchFirst(t *testing.T) {
-	f := &fakeBench{defaults: benchDefaults(), res: benchResult(), wait: true}
-	m, _ := labScene(100, 30, Options{Bench: f, Control: newFake()})
-	send(m, session()...)
-	press(m, "b")
-	if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
-		t.Fatal("no run started")
-	}
-	if got := m.confirmText(); !strings.HasSuffix(got, " A benchmark is starting: it is stopped first.") {
-		t.Errorf("relaunch question %q", got)
-	}
-	press(m, "K")
-	if got := boxText(m); !strings.Contains(got, "A benchmark is starting: it is stopped first. y/N") {
-		t.Fatalf("kill question %q", got)
-	}
-	if m.bench.stopped {
-		t.Fatal("stopped before the answer")
-	}
-	press(m, "y")
-	if !m.bench.stopped {
-		t.Error("y did not stop the benchmark first")
+	for _, relaunch := range []bool{false, true} {
+		f := &fakeBench{defaults: benchDefaults(), res: benchResult(), wait: true}
+		m, lab := labScene(100, 30, Options{Bench: f, Control: newFake()})
+		send(m, session()...)
+		press(m, "b")
+		if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
+			t.Fatal("no run started")
+		}
+		const note = "A benchmark is starting: it is stopped first."
+		if relaunch {
+			press(m, "L", "enter")
+		} else {
+			press(m, "K")
+		}
+		if got := boxText(m); !strings.Contains(got, note+" y/N") {
+			t.Fatalf("relaunch %v: question %q", relaunch, got)
+		}
+		if m.bench.stopped {
+			t.Fatal("stopped before the answer")
+		}
+		cmd := press(m, "y")
+		if !m.bench.stopped {
+			t.Errorf("relaunch %v: y did not stop the benchmark first", relaunch)
+		}
+		run(cmd)
+		keys := lab.Keys()
+		if n := len(keys); n < 2 || keys[n-2][1] != "stop bench" || !strings.Contains(keys[n-1][1], map[bool]string{false: "kill", true: "relaunch"}[relaunch]) {
+			t.Errorf("relaunch %v: journal keys %q, want the bench's stop, then the action", relaunch, keys)
+		}
+		// Asked again while it stops: nothing more to say or record.
+		if relaunch {
+			continue
+		}
+		press(m, "K")
+		if got := boxText(m); strings.Contains(got, "benchmark") {
+			t.Errorf("a stopping benchmark named again: %q", got)
+		}
 	}
 }

@@ -224,6 +224,8 @@ func (m *Model) benchNote() string {
 		what = "it will fail." // not ours to stop (a repeat's)
 	}
 	switch {
+	case m.bench.stopped:
+		return ""
 	case m.bench.cur != nil:
 		return " A benchmark " + sanitizeString(m.bench.cur.ID) + " is running: " + what
 	case m.bench.running:
@@ -233,15 +235,17 @@ func (m *Model) benchNote() string {
 }
 
 // stopBenchFirst stops the running benchmark before a kill or relaunch
-// (its requests would fail into the kill and the new server's warm-up);
-// the recording command, or nil when none runs.
-func (m *Model) stopBenchFirst() tea.Cmd {
-	if m.bench.cancel == nil || (m.bench.cur == nil && !m.bench.running) {
-		return nil
+// (its requests would fail into the kill and the new server's warm-up)
+// and returns what records that in the journal, for the action's command
+// to call before it records itself (so the keys are in order); a no-op
+// when none runs or it is stopping already.
+func (m *Model) stopBenchFirst() (record func()) {
+	if m.bench.cancel == nil || m.bench.stopped || (m.bench.cur == nil && !m.bench.running) {
+		return func() {}
 	}
 	m.bench.cancel()
 	m.bench.stopped = true
-	return m.recordCmd("stop bench")
+	return m.recorder("stop bench")
 }
 
 // killKey answers the confirmation: y kills, anything else cancels.
@@ -257,10 +261,11 @@ func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.srv.doing = "killing " + target + ": SIGTERM, SIGKILL after the grace period, then waiting for GPU memory"
 	m.srv.brief = "killing " + target + ", then waiting for GPU memory"
 	rec := m.recorder("kill " + target)
-	return m, tea.Batch(stop, func() tea.Msg {
+	return m, func() tea.Msg {
+		stop()
 		rec()
 		return KillResultMsg{Target: target, Err: ctl.Kill(ctx)}
-	})
+	}
 }
 
 // startLaunch runs plan in a tea.Cmd; a hypothesis typed in the form goes

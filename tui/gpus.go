@@ -62,7 +62,7 @@ type gpuRow struct {
 	abnormal bool
 	missing  bool   // absent from the latest sample
 	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
-	xid      cell   // "Xid 79 x2" when the GPU reported Xids (see xidMark), else empty
+	xid      cell   // "Xid 79 +1" when the GPU reported Xids (see xidMark), else empty
 	src      string // the sampler (gpu.SourceMode) when its latest sample came, "" unknown
 	line     string // rendered; "" when it must be redrawn
 }

@@ -167,7 +167,8 @@ func (m *Model) launchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if k == "y" {
 			m.closeForm()
 			stop := m.stopBenchFirst()
-			return m, tea.Batch(stop, m.startLaunch(f.plan, f.hypothesis()))
+			launch := m.startLaunch(f.plan, f.hypothesis())
+			return m, func() tea.Msg { stop(); return launch() }
 		}
 		if k == "ctrl+c" {
 			m.closeForm()

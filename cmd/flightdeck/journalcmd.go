@@ -623,7 +623,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 	for _, g := range r.ExpXids(x.ID) {
 		before := ""
 		if g.Before(x.ID) {
-			before = " (before it started; the GPU was not reset since)"
+			before = " (earlier in this cockpit session; a critical Xid needs a GPU reset)"
 		}
 		fmt.Fprintf(out, "  Xid         %s%s %s\n", journal.FormatElapsed(g.At.Sub(start)), before, g.Describe(start))
 	}
