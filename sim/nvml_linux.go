@@ -5,6 +5,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -480,8 +482,10 @@ func (f *fakeNVML) nextXid(st *fakeEventSet, xids []XidFault) (gonvml.EventData,
 	for _, x := range xids {
 		seen[x]++
 		if seen[x] <= f.delivered[x] || x.GPU < 0 || x.GPU >= len(f.devs) ||
-			st.masks[x.GPU]&gonvml.EventTypeXidCriticalError == 0 ||
-			(x.At != 0 && f.made.Sub(time.Unix(0, x.At)) > XidReplay) {
+			st.masks[x.GPU]&gonvml.EventTypeXidCriticalError == 0 {
+			continue
+		}
+		if x.At != 0 && !f.firstToReport(x, seen[x]) && f.made.Sub(time.Unix(0, x.At)) > XidReplay {
 			continue
 		}
 		f.delivered[x]++
@@ -489,6 +493,23 @@ func (f *fakeNVML) nextXid(st *fakeEventSet, xids []XidFault) (gonvml.EventData,
 			EventData: x.Code, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}, true
 	}
 	return gonvml.EventData{}, false
+}
+
+// firstToReport reports whether this library is the first of the sim
+// directory to report the k-th entry x, and claims it (a marker file
+// created with O_EXCL in run/). An Xid is reported by the first library
+// however late it was made (the demo's Xid reaches its first agent however
+// slowly it started), and by others only when made within XidReplay of it
+// (a second cockpit starting with the demo), never by an agent restarted
+// later.
+func (f *fakeNVML) firstToReport(x XidFault, k int) bool {
+	name := filepath.Join(f.gpus.dir, "run", fmt.Sprintf("xid-reported-%d-%d-%d-%d", x.GPU, x.Code, x.At, k))
+	m, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false
+	}
+	m.Close()
+	return true
 }
 
 // free is nvmlEventSetFree; freeing a set twice is ERROR_INVALID_ARGUMENT.

@@ -219,13 +219,14 @@ type Faults struct {
 	Stall bool `json:"stall,omitempty"`
 	// Xids lists driver errors the fake NVML reports through its event set
 	// (nvmlEventSetWait), each entry once per process (per FakeNVML
-	// library), including entries set before the set was registered, but
-	// not those that happened (XidFault.At) more than XidReplay before the
-	// library was made: real NVML reports only events after registration,
-	// and the window lets a demo started with an Xid show it while an
-	// agent restarted later does not report it again. Clearing an entry
-	// and adding it again reports it again. nvidia-smi has no Xid query,
-	// so the fake nvidia-smi ignores them.
+	// library), including entries set before the set was registered. An
+	// entry with a time (XidFault.At) goes to the first library of the sim
+	// directory to report it, and to others only when they were made
+	// within XidReplay of it: real NVML reports only events after
+	// registration, so an agent restarted later does not report it again,
+	// while a demo started with an Xid shows it however slowly its agent
+	// started. Clearing an entry and adding it again reports it again.
+	// nvidia-smi has no Xid query, so the fake nvidia-smi ignores them.
 	Xids []XidFault `json:"xids,omitempty"`
 }
 
