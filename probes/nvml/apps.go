@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -152,10 +153,31 @@ const maxProcessName = 256
 
 // readArgv0 returns the first NUL-terminated field of the /proc/PID/cmdline
 // file at path (at most maxProcessName bytes), or nil when it cannot be
-// read or is empty. This is the name nvidia-smi --query-compute-apps gives
+// read within argv0Timeout or is empty. This is the name nvidia-smi --query-compute-apps gives
 // as process_name ("./gpu_burn", "/usr/bin/python3"), and the title a
 // process set for itself with setproctitle ("sglang::scheduler_TP0").
 func readArgv0(path string) []byte {
+	got := make(chan []byte, 1)
+	go func() { got <- readArgv0Now(path) }()
+	t := time.NewTimer(argv0Timeout)
+	defer t.Stop()
+	select {
+	case b := <-got:
+		return b
+	case <-t.C:
+		return nil // the reader is left to finish; the PID is not read again
+	}
+}
+
+// argv0Timeout bounds a read of /proc/PID/cmdline: the kernel takes the
+// process's memory-map lock for it, which a process stuck in the driver
+// may hold (the "ps hangs" symptom, on exactly the hosts flightdeck
+// watches); past it the task name (/proc/PID/comm, which needs no such
+// lock) names the process.
+const argv0Timeout = 100 * time.Millisecond
+
+// readArgv0Now is readArgv0's read, unbounded.
+func readArgv0Now(path string) []byte {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil

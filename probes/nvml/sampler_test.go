@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -577,5 +578,39 @@ func TestLostBeforeTheFirstRead(t *testing.T) {
 	}
 	if !g.Lost || g.UtilGPUPct.Status != gpu.Lost || g.TempC.Status != gpu.Lost {
 		t.Errorf("data of a GPU lost before the first read: %+v", g)
+	}
+}
+
+// TestProcessNameReadThatBlocks: a /proc/PID/cmdline read that blocks (the
+// kernel waits for the mmap lock of a process stuck in the driver; here a
+// FIFO nobody writes) does not hold the sample: the task name names the
+// process.
+func TestProcessNameReadThatBlocks(t *testing.T) {
+	proc := t.TempDir()
+	fakeProcNS(t, proc, initPIDNamespace)
+	dir := filepath.Join(proc, "4242")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "cmdline")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	t.Cleanup(func() {
+		// Let the abandoned reader finish.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "comm"), []byte("python3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x := newDGX(t)
+	x.vals[0].procs = []gonvml.ProcessInfo{{Pid: 4242, UsedGpuMemory: 3 * mib}}
+	s := x.open(t, Options{NoXid: true})
+	s.names.proc = proc
+	smp := sample(t, s)
+	if len(smp.Apps) != 1 || smp.Apps[0].Name != (gpu.Text{S: "python3"}) {
+		t.Errorf("apps %+v, want pid 4242 named by its task name", smp.Apps)
 	}
 }
