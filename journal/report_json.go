@@ -108,6 +108,22 @@ type JSONExperiment struct {
 	Bench []JSONBenchRun `json:"bench,omitempty"`
 	// Repeat is set when it is one launch of a repeat (R).
 	Repeat *Repeat `json:"repeat,omitempty"`
+	// Xids are the Xids reported while it ran, and the critical ones
+	// earlier in the same cockpit session (Report.ExpXids; before: true):
+	// a result measured on a GPU that needs a reset is suspect.
+	Xids []JSONExpXid `json:"xids,omitempty"`
+}
+
+// JSONExpXid is one of an experiment's Xids.
+type JSONExpXid struct {
+	T        float64 `json:"t_s"` // seconds since the journal's start
+	GPU      int     `json:"gpu"` // NVML index, -1 when the event named none
+	BusID    string  `json:"bus_id,omitempty"`
+	Xid      uint64  `json:"xid"`
+	Count    int     `json:"count"`
+	Critical bool    `json:"critical,omitempty"`
+	Before   bool    `json:"before,omitempty"` // reported before the experiment started
+	What     string  `json:"what"`
 }
 
 // JSONFingerprint is a Fingerprint with the GPUs as flat GPUStates.
@@ -258,6 +274,10 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 			j.Bench = append(j.Bench, benchRunJSON(d))
 		}
 		j.Repeat = x.Repeat
+		for _, g := range r.ExpXids(x.ID) {
+			j.Xids = append(j.Xids, JSONExpXid{T: secs(g.At), GPU: g.xid.Index, BusID: OneLine(g.xid.BusID), Xid: g.Xid,
+				Count: g.Count, Critical: g.Critical, Before: g.Before(x.ID), What: g.What})
+		}
 		doc.Experiments = append(doc.Experiments, j)
 	}
 	return doc, nil

@@ -53,7 +53,7 @@ func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
 	m.sessions(r)
 	m.gpuEvents(r)
 	for i := range exps {
-		m.experiment(&exps[i], base)
+		m.experiment(&exps[i], base, r.ExpXids(exps[i].ID))
 	}
 	m.notes(r.Ledger.Notes())
 	return bw.Flush()
@@ -476,7 +476,7 @@ func FormatBytes(n int64) string {
 	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
 }
 
-func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
+func (m *mdWriter) experiment(x *Experiment, base *Experiment, xids []GPUEvent) {
 	m.f("## %s %s\n\n", mdText(x.ID), mdText(x.Name))
 	res := x.Result
 	if res.N == 0 {
@@ -504,6 +504,13 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment) {
 	m.f("\n")
 	for _, w := range res.Warnings {
 		m.f("- **Warning:** %s\n", mdText(w))
+	}
+	for _, g := range xids {
+		when := "during it"
+		if g.Before(x.ID) {
+			when = "earlier in this cockpit session"
+		}
+		m.f("- **Xid** at %s (%s): %s\n", m.at(g.At), when, mdText(g.Describe(m.start)))
 	}
 	m.f("- **Time:** %s", m.at(x.Started))
 	if !x.Open() {

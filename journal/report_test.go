@@ -652,4 +652,23 @@ func TestReportCriticalXidCarriesOver(t *testing.T) {
 	if r.ExpXids("e9") != nil {
 		t.Error("an unknown experiment has Xids")
 	}
+	// The exports say it in e2's own section and record.
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r, ReportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2md := md.String()[strings.Index(md.String(), "## e2 b"):]
+	if !strings.Contains(e2md, "- **Xid** at 0:00:03 (earlier in this cockpit session): GPU 5 Xid 79: GPU has fallen off the bus; critical") {
+		t.Errorf("e2's Markdown section lacks the inherited Xid:\n%s", e2md)
+	}
+	doc, err := BuildJSON(r, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := doc.Experiments[1].Xids; len(x) != 1 || x[0].GPU != 5 || x[0].Xid != 79 || !x[0].Critical || !x[0].Before || x[0].T != 3 {
+		t.Errorf("e2's JSON Xids %+v", x)
+	}
+	if x := doc.Experiments[2].Xids; x != nil {
+		t.Errorf("e3's JSON Xids %+v, want none", x)
+	}
 }
