@@ -360,10 +360,12 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 	if err != nil {
 		return server.Record{}, err
 	}
+	killed := false
 	if f.Running {
 		if err := c.kill(ctx, f, true); err != nil {
 			return server.Record{}, fmt.Errorf("relaunch: the old server: %w", err)
 		}
+		killed = true
 	}
 	spec := plan.Spec
 	spec.At = time.Now()
@@ -371,6 +373,11 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 		return server.Record{}, err
 	}
 	if err := c.guard(ctx); err != nil {
+		if killed {
+			// Taken over between the kill and the launch: say what was
+			// done, not only what was refused.
+			return server.Record{}, fmt.Errorf("relaunch: killed the old server (pid %d), then did not launch: %w", f.ServerPID, err)
+		}
 		return server.Record{}, err
 	}
 	rec, err := server.Launch(ctx, c.Host, spec)
@@ -424,6 +431,8 @@ func (c *Control) kill(ctx context.Context, f server.Found, relaunch bool) error
 		grace = server.DefaultGrace
 	}
 	if err := c.guard(ctx); err != nil {
+		// Refused at the last moment: the journal says so after the key.
+		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
 		return err
 	}
 	c.publish(server.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace), Relaunch: relaunch})

@@ -3,11 +3,15 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
 // TestGuardsRefuseBeforeTouchingTheHost: a launch, kill or git action
@@ -72,11 +76,28 @@ func TestGuardConfirmsRightBeforeTheSignal(t *testing.T) {
 	// before the signal) is refused.
 	calls.Store(0)
 	refuseFrom.Store(2)
+	var steps []server.KillStep
+	ctl.Publish = func(e event.Event) {
+		if k, ok := e.Data.(server.KillStep); ok {
+			steps = append(steps, k)
+		}
+	}
 	if err := ctl.Kill(ctx); !errors.Is(err, errRO) {
 		t.Fatalf("Kill: %v, want the guard's refusal", err)
+	}
+	if len(steps) != 1 || steps[0].Step != "failed" || !errors.Is(steps[0].Err, errRO) {
+		t.Errorf("kill steps published %+v, want one failed step with the refusal (the journal's record)", steps)
 	}
 	f, err := ctl.Find(ctx)
 	if err != nil || !f.Running || f.ServerPID != before.ServerPID {
 		t.Fatalf("after the refused kill: %+v %v, want server pid %d still running", f, err, before.ServerPID)
+	}
+	// A relaunch taken over between its kill and its launch says that it
+	// killed the old server.
+	calls.Store(0)
+	refuseFrom.Store(3) // entry, before the signal: yes; before the launch: no
+	_, err = ctl.Launch(ctx, plan)
+	if want := fmt.Sprintf("relaunch: killed the old server (pid %d), then did not launch: read-only", before.ServerPID); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("relaunch refused after its kill: %v, want %q...", err, want)
 	}
 }
