@@ -33,6 +33,11 @@ func (m *Model) applyDriver(p driver.State, at time.Time) {
 	if d.has && d.st.Role != p.Role && strings.HasPrefix(m.status, "read-only") {
 		m.status = "" // a refusal of the old role's
 	}
+	if p.Role == driver.RoleDriving && strings.Contains(m.srv.failed, "read-only: ") {
+		// A kill or launch refused while another cockpit drove: no
+		// longer true once this one drives again.
+		m.srv.failed = ""
+	}
 	if d.has && d.st.Role != p.Role && p.Note == "" {
 		d.note = "" // the old role's words
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -157,7 +158,16 @@ func TestTakeOverKey(t *testing.T) {
 	if fd.takes != 1 {
 		t.Errorf("TakeOver called %d times", fd.takes)
 	}
+	// A kill refused while alice drove no longer shows once this cockpit
+	// drives.
+	m.Update(KillResultMsg{Target: "sglang pid 4123", Err: errors.New("read-only: alice@laptop (pid 4123) drives this host now (driver lock)")})
+	if !strings.Contains(plain(m), "kill failed: read-only") {
+		t.Fatalf("the refusal is not shown:\n%s", plain(m))
+	}
 	send(m, ev(8*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk"}, Note: "took over from alice@laptop"}))
+	if strings.Contains(plain(m), "kill failed: read-only") {
+		t.Errorf("the old refusal still shows while driving:\n%s", plain(m))
+	}
 	press(m, "T")
 	if m.Status() != "this cockpit drives the host already" {
 		t.Errorf("T while driving: %q", m.Status())
