@@ -276,7 +276,7 @@ func (m *Model) benchResult(r BenchResultMsg) {
 	case r.Err != nil:
 		m.flash("benchmark failed: "+errText(r.Err), toneCrit)
 	case r.Result != nil && r.Result.Cancelled:
-		m.flash("benchmark stopped: "+strconv.Itoa(r.Result.Completed)+" requests measured", toneWarn)
+		m.flash("benchmark stopped: "+plural(r.Result.Completed, "request")+" measured", toneWarn)
 	case r.Result != nil && r.Result.Failed > 0:
 		res := r.Result
 		_, tn := benchOutcome("", res)
