@@ -76,6 +76,11 @@ type Control struct {
 	// an action queued or begun while another cockpit took the host over
 	// never runs.
 	Guard func(context.Context) error
+	// Fence, when set, names the driver lock that a kill checks in its
+	// own script right before its SIGTERM (server.KillFenced): Guard's
+	// check and the signal are two host commands apart, and a take-over
+	// between them must stop the signal.
+	Fence func() server.Fence
 
 	act     sync.Mutex // one launch or kill at a time
 	mu      sync.Mutex
@@ -436,7 +441,11 @@ func (c *Control) kill(ctx context.Context, f server.Found, relaunch bool) error
 		return err
 	}
 	c.publish(server.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace), Relaunch: relaunch})
-	res, err := server.Kill(ctx, c.Host, f.Target, grace)
+	var fence server.Fence
+	if c.Fence != nil {
+		fence = c.Fence()
+	}
+	res, err := server.KillFenced(ctx, c.Host, f.Target, grace, fence)
 	if err != nil {
 		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
 		return err

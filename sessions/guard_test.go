@@ -11,6 +11,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 )
 
@@ -99,5 +101,60 @@ func TestGuardConfirmsRightBeforeTheSignal(t *testing.T) {
 	_, err = ctl.Launch(ctx, plan)
 	if want := fmt.Sprintf("relaunch: killed the old server (pid %d), then did not launch: read-only", before.ServerPID); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("relaunch refused after its kill: %v, want %q...", err, want)
+	}
+}
+
+// TestKillFencedByTheLock: a take-over that lands after the guard's check
+// but before the signal (the two are separate host commands) is caught by
+// the kill's own script, which checks the driver lock file under its
+// mutex right before the SIGTERM: nothing is signalled.
+func TestKillFencedByTheLock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h, host := simHost(t, ctx)
+	local := remote.NewLocal()
+	defer local.Close()
+	dir := t.TempDir()
+	mine := &driver.Lock{Host: local, Dir: dir, Me: driver.Info{User: "alice", Machine: "laptop", PID: 4123}}
+	if st, err := mine.Acquire(ctx, false); err != nil || st.Role != driver.RoleDriving {
+		t.Fatalf("acquire: %+v %v", st, err)
+	}
+	var calls atomic.Int32
+	takeOverAt := int32(1 << 30) // the guard call after which bob takes over
+	ctl := &Control{Host: host, Config: config.Builtins(), Target: simTarget(h, "none"), NoProcessMatch: true,
+		Grace: time.Second, GPUTimeout: 10 * time.Second,
+		Guard: func(ctx context.Context) error {
+			err := mine.Confirm(ctx)
+			if err == nil && calls.Add(1) == takeOverAt {
+				// Bob takes over right after the check passed.
+				bob := &driver.Lock{Host: local, Dir: dir, Me: driver.Info{User: "bob", Machine: "desk", PID: 77}}
+				if _, terr := bob.Acquire(ctx, true); terr != nil {
+					t.Errorf("take-over: %v", terr)
+				}
+			}
+			return err
+		},
+		Fence: func() server.Fence { f, tok := mine.Fence(); return server.Fence{File: f, Token: tok} },
+	}
+	plan, err := ctl.Plan(ctl.Request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.Launch(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	before, err := ctl.Find(ctx)
+	if err != nil || !before.Running {
+		t.Fatalf("after the launch: %+v %v", before, err)
+	}
+	// Kill asks the guard on entry and again right before the signal:
+	// bob takes over right after the second check.
+	calls.Store(0)
+	takeOverAt = 2
+	if err := ctl.Kill(ctx); !errors.Is(err, server.ErrFenced) {
+		t.Fatalf("Kill after a take-over between the check and the signal: %v, want ErrFenced", err)
+	}
+	if f, err := ctl.Find(ctx); err != nil || !f.Running || f.ServerPID != before.ServerPID {
+		t.Fatalf("after the fenced kill: %+v %v, want server pid %d running", f, err, before.ServerPID)
 	}
 }

@@ -184,7 +184,7 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		rec.abandon()
 		return err
 	}
-	ctl.Guard = drv.guard
+	ctl.Guard, ctl.Fence = drv.guard, drv.fence
 	if g != nil {
 		g.Guard = drv.guard
 	}

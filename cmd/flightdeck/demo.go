@@ -217,7 +217,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		}
 		defer drv.start(ctx, sink)() // released before the host closes
 		target := site.config()
-		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count, Guard: drv.guard}
+		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count, Guard: drv.guard, Fence: drv.fence}
 		g := &sessions.Git{Host: host, Path: site.Repo, Guard: drv.guard}
 		lc := sessions.LiveConfig{
 			Host:     host,

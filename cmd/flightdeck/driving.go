@@ -18,6 +18,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 )
 
@@ -136,6 +137,17 @@ func (d *driving) guard(ctx context.Context) error {
 		return nil
 	}
 	return l.Confirm(ctx)
+}
+
+// fence is the driver lock a kill checks right before its signal
+// (Control's Fence); the zero Fence before the lock was taken.
+func (d *driving) fence() server.Fence {
+	l := d.lock()
+	if l == nil {
+		return server.Fence{}
+	}
+	file, token := l.Fence()
+	return server.Fence{File: file, Token: token}
 }
 
 // lock is the cockpit's lock; nil before acquire.

@@ -163,7 +163,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 		}
 		return err
 	}
-	c.Guard = drv.guard
+	c.Guard, c.Fence = drv.guard, drv.fence
 	s, sctx := startSession(ctx, rec, stderr)
 	defer s.cancel()
 	w := &repeatWatch{out: stderr, first: make(chan server.Status, 1)}

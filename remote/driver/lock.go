@@ -132,6 +132,19 @@ func (l *Lock) Confirm(ctx context.Context) error {
 	return errors.New("read-only: this cockpit does not drive the host now (driver lock)")
 }
 
+// Fence returns the lock file's path on the host and this cockpit's token,
+// for a kill that checks them in its own script right before its signal
+// (server.Fence): Confirm's check and the signal are two host commands
+// apart. Both are "" before the lock was first used.
+func (l *Lock) Fence() (file, token string) {
+	l.op.Lock()
+	defer l.op.Unlock()
+	if !l.ready {
+		return "", ""
+	}
+	return l.file, l.me.Token
+}
+
 // mono is a monotonic clock reading in ns (wall-clock jumps do not move it).
 func mono() int64 { return int64(time.Since(monoBase)) }
 

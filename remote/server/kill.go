@@ -47,8 +47,37 @@ const DefaultGrace = 10 * time.Second
 // sessions. Errors: *SurvivorsError when processes outlive SIGKILL;
 // remote.ErrDisconnected wrapped when the connection dropped.
 func Kill(ctx context.Context, h remote.Host, t Target, grace time.Duration) (KillResult, error) {
+	return KillFenced(ctx, h, t, grace, Fence{})
+}
+
+// Fence makes a kill conditional on the host's driver lock file
+// (driver.Lock.Fence): right before its SIGTERM, holding the lock's
+// flock(1) mutex ("FILE.mutex", as the lock's own script takes it) when
+// the host has flock, the kill script checks that the file is absent or
+// names Token, so that a take-over by another cockpit a moment before
+// stops the signal instead of racing it. The zero Fence checks nothing.
+type Fence struct {
+	File  string // the lock file's absolute path on the host; "" for none
+	Token string // this cockpit's token (driver.Info.Token, hex digits)
+}
+
+// exitFenced is the kill script's exit status when the fence stopped it.
+const exitFenced = 5
+
+// ErrFenced is wrapped by KillFenced's error when the fence stopped the
+// signal: the driver lock names another cockpit.
+var ErrFenced = errors.New("the driver lock names another cockpit now: nothing was signalled")
+
+// KillFenced is Kill with a Fence checked right before the SIGTERM. Beyond
+// Kill's errors it returns ErrFenced wrapped (the result's Members are the
+// tree as it was; nothing was signalled), and an error for a token that is
+// not hex digits.
+func KillFenced(ctx context.Context, h remote.Host, t Target, grace time.Duration, f Fence) (KillResult, error) {
 	if grace <= 0 {
 		grace = DefaultGrace
+	}
+	if f.File != "" && (f.Token == "" || strings.Trim(f.Token, "0123456789abcdef") != "") {
+		return KillResult{}, fmt.Errorf("kill: fence token %q is not hex digits", f.Token)
 	}
 	secs := int((grace + time.Second - 1) / time.Second)
 	keep := make([]string, 0, len(t.Keep))
@@ -56,7 +85,7 @@ func Kill(ctx context.Context, h remote.Host, t Target, grace time.Duration) (Ki
 		keep = append(keep, p.keepWord())
 	}
 	cmd, err := remote.Command("sh", "-s", "--", strconv.Itoa(t.PID), strconv.FormatUint(t.StartTime, 10),
-		strconv.Itoa(t.PGID), strconv.Itoa(t.SID), strconv.Itoa(secs), strings.Join(keep, " "))
+		strconv.Itoa(t.PGID), strconv.Itoa(t.SID), strconv.Itoa(secs), strings.Join(keep, " "), f.File, f.Token)
 	if err != nil {
 		return KillResult{}, err
 	}
@@ -66,6 +95,8 @@ func Kill(ctx context.Context, h remote.Host, t Target, grace time.Duration) (Ki
 	switch {
 	case err == nil:
 		return r, nil
+	case errors.As(err, &ee) && ee.Code == exitFenced:
+		return r, fmt.Errorf("kill on %s: %w", h.Name(), ErrFenced)
 	case errors.As(err, &ee) && ee.Code == 1 && len(r.Survivors) > 0:
 		return r, &SurvivorsError{Survivors: r.Survivors}
 	case errors.As(err, &ee):

@@ -158,12 +158,15 @@ done
 // killScript stops a server's whole process tree: SIGTERM to the root, its
 // group, its session and every process found in them (and descendants), then
 // SIGKILL to whatever is left after GRACE seconds.
-// Usage: sh -s -- ROOT STARTTIME PGID SID GRACE_SECONDS [KEEP]
+// Usage: sh -s -- ROOT STARTTIME PGID SID GRACE_SECONDS [KEEP [FENCE TOKEN]]
+// With FENCE (a driver lock file), the SIGTERM goes out only while FENCE
+// is absent or names TOKEN, checked under the lock's flock mutex when the
+// host has flock (see Fence): exit 5 otherwise, nothing signalled.
 // Output: "member …" lines (the tree before the kill, as procTree prints),
 // "term", "escalate PIDS", "survivor …" lines, then "stopped" or "alive".
 // Exit 0 when nothing is left, 1 when survivors remain (e.g. state D).
 const killScript = procTree + `
-root=$1 st=$2 pg=$3 sid=$4 grace=$5 keep=${6:-}
+root=$1 st=$2 pg=$3 sid=$4 grace=$5 keep=${6:-} fence=${7:-} token=${8:-}
 snap=$(tree "$root" "$st" "$pg" "$sid" "$keep")
 if [ -z "$snap" ]; then echo stopped; exit 0; fi
 printf '%s\n' "$snap" | sed 's/^/member /'
@@ -175,7 +178,16 @@ signal() {
   [ -n "$p" ] && kill "-$1" $p 2>/dev/null
   true
 }
+if [ -n "$fence" ] && [ -e "$fence" ]; then
+  if command -v flock >/dev/null 2>&1; then
+    exec 8>>"$fence.mutex" && flock -w 5 8 || { echo "the driver lock $fence is busy" >&2; exit 4; }
+  fi
+  if [ -e "$fence" ] && ! grep -qF "\"token\":\"$token\"" "$fence"; then
+    echo "the driver lock $fence names another cockpit now" >&2; exit 5
+  fi
+fi
 signal TERM
+exec 8>&-
 echo term
 i=0
 while [ -n "$(pids)" ] && [ "$i" -lt $((grace * 5)) ]; do sleep 0.2; i=$((i + 1)); done

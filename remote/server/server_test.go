@@ -508,3 +508,54 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestKillFenced: a fenced kill signals only while the driver lock file is
+// absent or names this cockpit's token; a take-over (another token) stops
+// it before the SIGTERM, and the server keeps running.
+func TestKillFenced(t *testing.T) {
+	h := remote.NewLocal()
+	defer h.Close()
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	cleanupTree(t, h, dir)
+	lock := filepath.Join(dir, "driver.lock")
+	const mine, theirs = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	for _, c := range []struct {
+		name, file string // file: the lock's content, "" for none
+		fenced     bool
+	}{
+		{"another cockpit holds the lock", `{"user":"bob","token":"` + theirs + `"}`, true},
+		{"the lock is ours", `{"user":"alice","token":"` + mine + `"}`, false},
+		{"no lock file", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(lock)
+			if c.file != "" {
+				if err := os.WriteFile(lock, []byte(c.file+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := Launch(ctx, h, Spec{Preset: "sim", Argv: []string{"sleep", "60"}, LogDir: dir, Workdir: dir, At: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := Target{PID: r.PID, StartTime: r.StartTime, PGID: r.PGID, SID: r.SID}
+			_, err = KillFenced(ctx, h, target, time.Second, Fence{File: lock, Token: mine})
+			if c.fenced {
+				if !errors.Is(err, ErrFenced) || !alive(r.PID) {
+					t.Fatalf("fenced kill: %v, alive %v; want ErrFenced and the server running", err, alive(r.PID))
+				}
+				if _, err := Kill(ctx, h, target, time.Second); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err != nil || alive(r.PID) {
+				t.Fatalf("kill: %v, alive %v", err, alive(r.PID))
+			}
+		})
+	}
+	if _, err := KillFenced(ctx, h, Target{PID: 1}, time.Second, Fence{File: lock, Token: "x'; rm -rf /"}); err == nil {
+		t.Error("a token that is not hex digits was accepted")
+	}
+}
