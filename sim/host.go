@@ -210,11 +210,6 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 	} else {
 		h.User = strconv.Itoa(os.Getuid())
 	}
-	if h.ServerPort = opt.Port; h.ServerPort == 0 {
-		if h.ServerPort, err = freePort(); err != nil {
-			return h, err
-		}
-	}
 	if !opt.NoSSH {
 		keys, kerr := newSSHKeys(opt.AllHostKeyTypes)
 		if kerr != nil {
@@ -226,6 +221,14 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 		}
 		h.SSHAddr = h.ssh.Addr()
 		if h.IdentityPath, h.KnownHostsPath, err = writeSSHFiles(filepath.Join(h.Dir, sshDir), keys, h.SSHAddr); err != nil {
+			return h, err
+		}
+	}
+	// After the SSH server listens: a port picked before it, then freed,
+	// could be the one the kernel gives the SSH listener (the server then
+	// failed with "address already in use" on its own host's SSH port).
+	if h.ServerPort = opt.Port; h.ServerPort == 0 {
+		if h.ServerPort, err = freePort(); err != nil {
 			return h, err
 		}
 	}
