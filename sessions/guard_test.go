@@ -60,17 +60,7 @@ func TestGuardConfirmsRightBeforeTheSignal(t *testing.T) {
 			}
 			return nil
 		}}
-	plan, err := ctl.Plan(ctl.Request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctl.Launch(ctx, plan); err != nil {
-		t.Fatal(err)
-	}
-	before, err := ctl.Find(ctx)
-	if err != nil || !before.Running {
-		t.Fatalf("after the launch: %+v %v", before, err)
-	}
+	plan, before := launchOnSim(t, ctx, ctl)
 	if n := calls.Load(); n != 2 {
 		t.Errorf("a launch with no server asked the guard %d times, want 2 (before Find, before the command)", n)
 	}
@@ -136,17 +126,7 @@ func TestKillFencedByTheLock(t *testing.T) {
 		},
 		Fence: func() server.Fence { f, tok := mine.Fence(); return server.Fence{File: f, Token: tok} },
 	}
-	plan, err := ctl.Plan(ctl.Request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctl.Launch(ctx, plan); err != nil {
-		t.Fatal(err)
-	}
-	before, err := ctl.Find(ctx)
-	if err != nil || !before.Running {
-		t.Fatalf("after the launch: %+v %v", before, err)
-	}
+	_, before := launchOnSim(t, ctx, ctl)
 	// Kill asks the guard on entry and again right before the signal:
 	// bob takes over right after the second check.
 	calls.Store(0)
@@ -157,4 +137,22 @@ func TestKillFencedByTheLock(t *testing.T) {
 	if f, err := ctl.Find(ctx); err != nil || !f.Running || f.ServerPID != before.ServerPID {
 		t.Fatalf("after the fenced kill: %+v %v, want server pid %d running", f, err, before.ServerPID)
 	}
+}
+
+// launchOnSim launches ctl's default plan and returns it with the server
+// found running.
+func launchOnSim(t *testing.T, ctx context.Context, ctl *Control) (Plan, server.Found) {
+	t.Helper()
+	plan, err := ctl.Plan(ctl.Request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl.Launch(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ctl.Find(ctx)
+	if err != nil || !f.Running {
+		t.Fatalf("after the launch: %+v %v", f, err)
+	}
+	return plan, f
 }
