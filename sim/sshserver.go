@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+	"golang.org/x/sys/unix"
 )
 
 // MaxSessionsPerConn is OpenSSH's default MaxSessions, which the in-process
@@ -388,7 +389,7 @@ func (p *sessionProc) serve(ch ssh.Channel) {
 		case errors.As(werr, &ee):
 			ws, _ := ee.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
-				name := strings.TrimPrefix(unixSignalName(ws.Signal()), "SIG")
+				name := unixSignalName(ws.Signal())
 				ch.SendRequest("exit-signal", false, ssh.Marshal(struct {
 					Signal     string
 					CoreDumped bool
@@ -429,30 +430,11 @@ func (p *sessionProc) kill() {
 	})
 }
 
+// unixSignalName is sig as SSH's exit-signal names it: "TERM", or its
+// number when the kernel has no name for it.
 func unixSignalName(sig syscall.Signal) string {
-	switch sig {
-	case syscall.SIGTERM:
-		return "TERM"
-	case syscall.SIGKILL:
-		return "KILL"
-	case syscall.SIGINT:
-		return "INT"
-	case syscall.SIGHUP:
-		return "HUP"
-	case syscall.SIGPIPE:
-		return "PIPE"
-	case syscall.SIGQUIT:
-		return "QUIT"
-	case syscall.SIGABRT:
-		return "ABRT"
-	case syscall.SIGSEGV:
-		return "SEGV"
-	case syscall.SIGUSR1:
-		return "USR1"
-	case syscall.SIGUSR2:
-		return "USR2"
-	case syscall.SIGALRM:
-		return "ALRM"
+	if name := unix.SignalName(sig); name != "" {
+		return strings.TrimPrefix(name, "SIG")
 	}
 	return strconv.Itoa(int(sig))
 }

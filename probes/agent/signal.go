@@ -4,18 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 )
-
-// linuxSignals names the Linux signals by number (the generic numbering of
-// x86, arm, arm64, riscv, ppc and s390; the agent runs only on a Linux host
-// of this binary's architecture). 0 is unused.
-var linuxSignals = [...]string{"", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS",
-	"SIGFPE", "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT",
-	"SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ",
-	"SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS"}
 
 // exitText says how a command ended, naming the signal that killed it:
 // "killed by SIGKILL" when SSH (exit-signal) or the local wait status
@@ -36,8 +31,12 @@ func exitText(err error) string {
 		}
 		return "killed by " + name
 	}
-	if n := ee.Code - 128; n > 0 && n < len(linuxSignals) {
-		return fmt.Sprintf("killed by %s (exit status %d)", linuxSignals[n], ee.Code)
+	if n := ee.Code - 128; n > 0 && n < 65 {
+		// The agent runs only on a host of this binary's OS (Linux) and
+		// architecture: this kernel's numbering is the host's.
+		if name := unix.SignalName(syscall.Signal(n)); name != "" {
+			return fmt.Sprintf("killed by %s (exit status %d)", name, ee.Code)
+		}
 	}
 	return ee.Error()
 }
