@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/internal/ctxwait"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -231,7 +232,7 @@ func (r *Runner) Run(ctx context.Context, sink event.Sink) error {
 			if o.progressed {
 				backoff = minBackoff
 			}
-			if !sleep(ctx, backoff) {
+			if !ctxwait.Sleep(ctx, backoff) {
 				return nil
 			}
 			backoff = min(2*backoff, maxBackoff)
@@ -261,18 +262,6 @@ func (r *Runner) Run(ctx context.Context, sink event.Sink) error {
 		wait = min(2*wait, c.retryMax)
 	}
 	return run.stopFallback()
-}
-
-// sleep waits for d or ctx's end; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // watchConn keeps the host's latest connection state.

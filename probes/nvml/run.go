@@ -11,6 +11,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/internal/ctxwait"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 )
 
@@ -265,7 +266,7 @@ func (s *Sampler) watchXid(ctx context.Context, out chan<- event.Event) {
 		}
 		set, tried, registered := s.buildEventSet()
 		if set == nil {
-			if !sleep(ctx, backoff) {
+			if !ctxwait.Sleep(ctx, backoff) {
 				return
 			}
 			backoff = min(2*backoff, maxXidBackoff)
@@ -307,7 +308,7 @@ func (s *Sampler) watchXid(ctx context.Context, out chan<- event.Event) {
 			}
 		}
 		set.Free()
-		if !sleep(ctx, backoff) {
+		if !ctxwait.Sleep(ctx, backoff) {
 			return
 		}
 		backoff = min(2*backoff, maxXidBackoff)
@@ -423,7 +424,7 @@ func (s *Sampler) pollPCIe(ctx context.Context) {
 			d.pcie[0], d.pcie[1], d.pcieAt = rx, tx, at
 			s.mu.Unlock()
 		}
-		if !sleep(ctx, every) {
+		if !ctxwait.Sleep(ctx, every) {
 			return
 		}
 	}
@@ -437,16 +438,4 @@ func (s *Sampler) handle(d *device) gonvml.Device {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return d.h
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/internal/ctxwait"
 	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 )
@@ -202,7 +203,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		switch {
 		case err != nil:
 			f.emitError(fmt.Sprintf("stat %s: %v", f.path, err), backoff)
-			if !sleep(ctx, backoff) {
+			if !ctxwait.Sleep(ctx, backoff) {
 				return ctx.Err()
 			}
 			backoff = min(2*backoff, f.opts.MaxBackoff)
@@ -259,7 +260,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			msg = res.err.Error()
 		}
 		f.emitError(msg, backoff)
-		if !sleep(ctx, backoff) {
+		if !ctxwait.Sleep(ctx, backoff) {
 			return ctx.Err()
 		}
 		backoff = min(2*backoff, f.opts.MaxBackoff)
@@ -383,7 +384,7 @@ func (f *Follower) follow(ctx context.Context, skipFirst bool) followResult {
 				batch = batch[:0]
 			case time.Since(lastCheck) < f.opts.CheckInterval:
 				// Let more arrive; it is checked with this.
-				if !sleep(ctx, f.opts.CheckInterval-time.Since(lastCheck)) {
+				if !ctxwait.Sleep(ctx, f.opts.CheckInterval-time.Since(lastCheck)) {
 					return res
 				}
 				continue
@@ -484,16 +485,4 @@ func (f *Follower) emit(p event.Payload) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sink(event.Event{At: time.Now(), Data: p})
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
