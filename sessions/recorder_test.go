@@ -27,13 +27,7 @@ func diskLines(t *testing.T, path string) int {
 }
 
 func TestRecorderFlushPolicy(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
-	w, err := journal.Create(path, journal.Header{Created: t0, Host: "gpu-box"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	path, t0, w := recorderJournal(t)
 	hooks := make(chan string, 100)
 	var mu sync.Mutex
 	var published []journal.Status
@@ -122,13 +116,7 @@ func TestRecorderStopsWithContext(t *testing.T) {
 // plain event at the write tick, long before the sync tick; a driver-lock
 // change is written and synced at once.
 func TestRecorderWritesBeforeSyncing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
-	w, err := journal.Create(path, journal.Header{Created: t0, Host: "gpu-box"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	path, t0, w := recorderJournal(t)
 	hooks := make(chan string, 1000)
 	// The hook never blocks the flusher: the test stops reading before Run
 	// returns.
@@ -216,13 +204,7 @@ func TestXidLimiter(t *testing.T) {
 // once and one at the end of the second, not one per Xid; other urgent
 // kinds still sync at once.
 func TestRecorderRateLimitsXidSyncs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
-	w, err := journal.Create(path, journal.Header{Created: t0, Host: "gpu-box"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	path, t0, w := recorderJournal(t)
 	var mu sync.Mutex
 	clock := t0
 	timer := make(chan time.Time, 1)
@@ -314,4 +296,18 @@ func TestRecorderRateLimitsXidSyncs(t *testing.T) {
 	if n := j.Len(); n != 200+1+2+7 {
 		t.Errorf("journal holds %d events, want every Xid, note and rate (210)", n)
 	}
+}
+
+// recorderJournal creates a journal for a recorder test (closed at the
+// test's end): its path, its start time and its writer.
+func recorderJournal(t *testing.T) (string, time.Time, *journal.Writer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
+	w, err := journal.Create(path, journal.Header{Created: t0, Host: "gpu-box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return path, t0, w
 }
