@@ -888,3 +888,20 @@ func TestLaunchFormShowsDirtyChange(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchFormSeveralPlanErrors: a plan error of several lines
+// (errors.Join: one problem per line) shows each problem, "; " between
+// them, not an escaped newline.
+func TestLaunchFormSeveralPlanErrors(t *testing.T) {
+	m, f := controlled(140, 40, ptr(readyStatus()))
+	f.planErr = errors.Join(errors.New("placeholder {model} has no value"), errors.New("placeholder {tp} has no value"))
+	press(m, "L")
+	box := boxText(m)
+	if strings.Contains(box, `\x0a`) || !strings.Contains(box, "{model} has no value; placeholder {tp} has no value") {
+		t.Errorf("plan errors in the form:\n%s", box)
+	}
+	press(m, "enter")
+	if st := m.Status(); strings.Contains(st, `\x0a`) || !strings.Contains(st, "; placeholder {tp}") {
+		t.Errorf("status %q", st)
+	}
+}

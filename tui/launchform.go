@@ -141,7 +141,13 @@ func (m *Model) replan() {
 	p, err := m.ctl.Plan(req)
 	f.plan, f.planErr = p, ""
 	if err != nil {
-		f.planErr = sanitizeString(err.Error())
+		// errors.Join puts one problem per line: "; " between them,
+		// each sanitised (a newline would show as \x0a).
+		lines := strings.Split(err.Error(), "\n")
+		for i, l := range lines {
+			lines[i] = sanitizeString(l)
+		}
+		f.planErr = strings.Join(lines, "; ")
 	}
 }
 

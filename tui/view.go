@@ -443,7 +443,7 @@ func (m *Model) logTitle(w int) string {
 	}
 	if m.log.filter != "" {
 		tail = append(tail, part{"  filter ", st.Dim}, part{m.log.query, st.Accent},
-			part{" " + strconv.Itoa(m.log.count()) + " lines (esc clears)", st.Dim})
+			part{" " + plural(m.log.count(), "line") + " (esc clears)", st.Dim})
 	}
 	// The state matters more than the path: a long path loses its head
 	// (".../logs/sglang.log"), or goes, before the state is cut. Chrome is
