@@ -439,8 +439,10 @@ func benchConfigText(c bench.Config) string {
 	switch {
 	case c.Requests > 0:
 		parts = append(parts, plural(c.Requests, "request"))
-	case c.Duration > 0:
+	case c.Duration >= time.Second:
 		parts = append(parts, "for "+shortDur(c.Duration))
+	case c.Duration > 0:
+		parts = append(parts, "for "+c.Duration.String()) // "200ms", not "0s"
 	}
 	if c.Rate > 0 {
 		r := "rate " + strconv.FormatFloat(c.Rate, 'f', -1, 64) + "/s"

@@ -150,6 +150,7 @@ func TestBenchConfig(t *testing.T) {
 		{"defaults", nil, nil, "completions in 128 out 128 conc 1 32 requests warm-up 1"},
 		{"duration instead", map[int]string{bfRequests: "", bfDuration: "90"}, nil, "completions in 128 out 128 conc 1 for 1m30s warm-up 1"},
 		{"duration text", map[int]string{bfRequests: "", bfDuration: "2m"}, nil, "completions in 128 out 128 conc 1 for 2m00s warm-up 1"},
+		{"under a second", map[int]string{bfRequests: "", bfDuration: "250ms"}, nil, "completions in 128 out 128 conc 1 for 250ms warm-up 1"},
 		{"both", map[int]string{bfDuration: "60s"}, nil, "requests or duration, not both: clear one"},
 		{"bad duration", map[int]string{bfRequests: "", bfDuration: "soon"}, nil, `duration: "soon" is not a duration: 60s, 2m, 1m30s`},
 		{"negative seconds", map[int]string{bfRequests: "", bfDuration: "-5"}, nil, `duration: "-5" is not a positive number of seconds (at most a week)`},
