@@ -8,7 +8,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 test: vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 	# Without cgo NVML is unavailable, and says so.
-	CGO_ENABLED=0 $(GO) test -count=1 ./probes/nvml/
+	CGO_ENABLED=0 $(GO) test -count=1 ./probes/gpu/nvml/
 
 # The cockpit on the built-in simulated 8-GPU host.
 demo:
@@ -32,4 +32,4 @@ gpu-check-bins:
 	mkdir -p bin
 	CGO_ENABLED=1 $(GO) build -o bin/flightdeck ./cmd/flightdeck
 	CGO_ENABLED=1 $(GO) test -c -o bin/gpu.test ./probes/gpu
-	CGO_ENABLED=1 $(GO) test -c -o bin/nvml.test ./probes/nvml
+	CGO_ENABLED=1 $(GO) test -c -o bin/nvml.test ./probes/gpu/nvml

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 )
 
 // testOptions are options that never read the real ~/.ssh: no config, no

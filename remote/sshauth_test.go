@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 )

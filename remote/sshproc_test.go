@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 )
 
 // TestSSHCloseKillsAStalledCommand: Close (or the end of Start's context)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 	"golang.org/x/crypto/ssh"
 )
 

@@ -56,11 +56,11 @@ runtest bin/gpu.test probes/gpu 'TestRealNvidiaSMI' "$out/sampler-test.txt"
 result "nvidia-smi sampler: fields, -lms delivery, every cell parses" $?
 
 step "NVML against nvidia-smi, field by field (TestRealNVMLMatchesNvidiaSMI)"
-runtest bin/nvml.test probes/nvml 'TestRealNVMLMatchesNvidiaSMI' "$out/nvml-test.txt"
+runtest bin/nvml.test probes/gpu/nvml 'TestRealNVMLMatchesNvidiaSMI' "$out/nvml-test.txt"
 result "NVML = nvidia-smi within tolerances" $?
 
 step "sampling cost: CPU and processes per sample (TestRealSamplingCost)"
-runtest bin/nvml.test probes/nvml 'TestRealSamplingCost' "$out/cost-test.txt"
+runtest bin/nvml.test probes/gpu/nvml 'TestRealSamplingCost' "$out/cost-test.txt"
 result "sampling cost measured" $?
 
 fd=bin/flightdeck

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // benchHost starts a simulated host with its server running and ready,

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // simTarget is the simulated host as a configured host (what the demo uses).

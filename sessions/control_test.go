@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/config"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
 )
 
 func TestControlPlan(t *testing.T) {

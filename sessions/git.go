@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Git is the cockpit's side of the server's git checkout: it polls HEAD,

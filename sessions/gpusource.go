@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/probes/agent"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/nvml"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/agent"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // GPUMode says how a Live samples the host's GPUs (LiveConfig.GPU).

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/nvml"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/agent"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // execCounter is a Host that counts the commands it starts or runs.
@@ -76,7 +77,7 @@ func TestLocalSamplesNVMLWithoutProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if _, err := sim.OpenNVML(h.Dir, nvml.Options{}); err != nil {
+	if _, err := agent.OpenSimNVML(h.Dir, nvml.Options{}); err != nil {
 		var u *nvml.UnavailableError
 		if errors.As(err, &u) && !nvml.Compiled() {
 			t.Skip("no NVML in this build:", u.Reason)
@@ -86,7 +87,7 @@ func TestLocalSamplesNVMLWithoutProcesses(t *testing.T) {
 	defer host.Close()
 	sources, samples, err := gpuEvents(t, LiveConfig{
 		Host: host, GPULocal: true, Interval: 20 * time.Millisecond,
-		OpenNVML: func(o nvml.Options) (*nvml.Sampler, error) { return sim.OpenNVML(h.Dir, o) },
+		OpenNVML: func(o nvml.Options) (*nvml.Sampler, error) { return agent.OpenSimNVML(h.Dir, o) },
 	}, func(n int) bool { return n >= 10 })
 	if err != nil {
 		t.Fatal(err)

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // TestGuardsRefuseBeforeTouchingTheHost: a launch, kill or git action

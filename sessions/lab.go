@@ -9,16 +9,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // ErrNoExperiment is returned by Lab.End and Lab.Update when no experiment

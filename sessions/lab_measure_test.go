@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 func TestLabBaseline(t *testing.T) {

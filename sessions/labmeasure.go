@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // ErrNoRepo is returned by Lab.Range when the Lab has no checkout to read

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func lines(offset int64, texts ...string) serverlog.Lines {

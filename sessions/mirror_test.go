@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 )
 
 // mirrorRun runs m in the background; the returned stop cancels it and

@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // repeatRig is the cockpit below the screen on a simulated host: the live

@@ -8,7 +8,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Stream fans events out to every subscriber, in publish order. Publish

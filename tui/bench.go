@@ -10,8 +10,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // The benchmark in the cockpit: b opens a form prefilled from

@@ -12,11 +12,11 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // fakeBench records the configs the cockpit runs. Run answers at once

@@ -3,7 +3,7 @@ package tui
 import (
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // TestCatchUpCoversTheModel: journal.CatchUp rebuilds the screen from a

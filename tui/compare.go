@@ -6,8 +6,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
-	"github.com/flightdeck-dev/flightdeck/stats"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // Comparing experiments in the experiments panel (x): space marks up to
@@ -359,5 +359,5 @@ func deltaText(v, base float64) string {
 	if !(base > 0) {
 		return "-"
 	}
-	return journal.FormatRowDelta(&journal.ResultRow{A: stats.Summary{N: 1, Median: base}, B: stats.Summary{N: 1, Median: v}})
+	return journal.FormatRowDelta(&journal.ResultRow{A: compare.Summary{N: 1, Median: base}, B: compare.Summary{N: 1, Median: v}})
 }

@@ -12,9 +12,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
-	"github.com/flightdeck-dev/flightdeck/stats"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // fakeMeasure records baseline marks and answers Range with rng; with
@@ -277,20 +277,20 @@ func constructedDiff() *journal.Diff {
 	e4 := &journal.Experiment{ID: "e4"}
 	e5 := &journal.Experiment{ID: "e5"}
 	lo := func(v float64) *float64 { return &v }
-	sum := func(m, l, h float64, n int) stats.Summary {
-		return stats.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
+	sum := func(m, l, h float64, n int) compare.Summary {
+		return compare.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
 	}
 	return &journal.Diff{A: e1, B: e3, LaunchesA: []*journal.Experiment{e1, e4}, LaunchesB: []*journal.Experiment{e3, e5},
 		Results: []journal.ResultRow{
 			{Metric: "tok/s (server log)", Unit: "tok/s", A: sum(62.4, 62.1, 62.9, 24), B: sum(88.9, 88.1, 89.6, 22),
-				Launches: stats.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: "faster",
+				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: "faster",
 				Noise: 1.2, HasNoise: true},
-			{Metric: "output tok/s (bench)", Unit: "tok/s", A: stats.Summary{N: 1, Median: 61.9}, B: stats.Summary{N: 1, Median: 87.5},
-				Launches: stats.Comparison{N1: 1, N2: 1, P: 1}, Verdict: "no verdict: 1+1 launches (need >= 4 each; R repeats a launch)"},
+			{Metric: "output tok/s (bench)", Unit: "tok/s", A: compare.Summary{N: 1, Median: 61.9}, B: compare.Summary{N: 1, Median: 87.5},
+				Launches: compare.Comparison{N1: 1, N2: 1, P: 1}, Verdict: "no verdict: 1+1 launches (need >= 4 each; R repeats a launch)"},
 			{Metric: "TTFT median", Unit: "ms", LowerIsBetter: true, A: sum(23.8, 23.1, 24.4, 32), B: sum(25.9, 25.1, 26.2, 32),
-				Launches: stats.Comparison{N1: 5, N2: 5, P: 0.032, Significant: true}, Verdict: "worse", Noise: 12.5, HasNoise: true, WithinNoise: true},
+				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.032, Significant: true}, Verdict: "worse", Noise: 12.5, HasNoise: true, WithinNoise: true},
 			{Metric: "E2E median", Unit: "ms", LowerIsBetter: true, A: sum(2045, 2031, 2061, 32), B: sum(1441, 1430, 1450, 32),
-				Launches: stats.Comparison{N1: 5, N2: 6, P: 0.41}, Verdict: "no significant difference"},
+				Launches: compare.Comparison{N1: 5, N2: 6, P: 0.41}, Verdict: "no significant difference"},
 		},
 		Fields: []journal.FieldRow{
 			{Group: "commit", Name: "HEAD", A: "bba2fc4 Tune NCCL ring", B: "a6d51c0 NCCL LL ring", Changed: true},

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // The compare view's drawing: the two experiments, the results with

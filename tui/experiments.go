@@ -9,9 +9,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/stats"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // Experiments in the cockpit: e starts or ends one, n writes a note (their
@@ -337,8 +337,8 @@ func (m *Model) expResult(msg tea.Msg) {
 
 // warmingUp says why the open experiment e has no result yet when its
 // samples so far all fell in the warm-up that journal's statistics leave
-// out (stats.SteadyState: the first stats.WarmupTime, and at least the
-// first stats.WarmupSamples, after ready or after the experiment's start,
+// out (compare.SteadyState: the first compare.WarmupTime, and at least the
+// first compare.WarmupSamples, after ready or after the experiment's start,
 // whichever is later): "warming up: the first samples after ready are
 // left out". "" when e is not open, has a result, or is past its warm-up.
 func (m *Model) warmingUp(e *journal.Experiment, r journal.Result) string {
@@ -357,8 +357,8 @@ func (m *Model) warmingUp(e *journal.Experiment, r journal.Result) string {
 	case ready.After(e.Started):
 		ref, after = ready, " after ready"
 	}
-	inWindow := !ref.IsZero() && m.now.Before(ref.Add(stats.WarmupTime))
-	if !inWindow && (r.Dropped == 0 || r.Dropped > stats.WarmupSamples && !ref.IsZero()) {
+	inWindow := !ref.IsZero() && m.now.Before(ref.Add(compare.WarmupTime))
+	if !inWindow && (r.Dropped == 0 || r.Dropped > compare.WarmupSamples && !ref.IsZero()) {
 		return ""
 	}
 	return "warming up: the first samples" + after + " are left out"

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // The experiments panel (x) takes the log tail's place like the git

@@ -8,10 +8,10 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // t0 is the synthetic session start; every test event is at t0 + offset.

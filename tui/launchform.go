@@ -1,8 +1,8 @@
 package tui
 
 import (
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"slices"
 	"strconv"
 	"strings"

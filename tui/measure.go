@@ -3,9 +3,9 @@ package tui
 import (
 	"context"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // BenchControl runs the benchmark behind b; *sessions.Bencher implements

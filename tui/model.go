@@ -30,8 +30,6 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
@@ -41,6 +39,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // Theme picks the palette.

@@ -3,7 +3,7 @@ package tui
 import (
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // EventsMsg is a batch of events from the stream, oldest first. Run's

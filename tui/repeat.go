@@ -3,7 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
-	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"strconv"
 
 	tea "charm.land/bubbletea/v2"

@@ -7,7 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Bridge batches a stream of events into EventsMsg for a running program.

@@ -12,8 +12,8 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // recv waits for the bridge's next message, failing after a deadline.

@@ -1,6 +1,6 @@
 package tui
 
-import "github.com/flightdeck-dev/flightdeck/probes/sanitize"
+import "github.com/flightdeck-dev/flightdeck/remote/sanitize"
 
 // Every remote string (log lines, host names, error texts, GPU names, the
 // HEAD text) passes through these before it is stored in the model, so View

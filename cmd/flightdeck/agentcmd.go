@@ -6,17 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/probes/agent"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/nvml"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/agent"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // agentSampler is what `flightdeck agent` needs of an NVML sampler
@@ -28,22 +26,14 @@ type agentSampler interface {
 	Close() error
 }
 
-// openNVML opens the sampler: the simulated host's fake NVML when its
-// sessions set sim.EnvNVML (simulated is then true: the hello says so, and
-// the cockpit's header too, so fake GPUs never pass for real ones), else
-// libnvidia-ml.so.1. Tests replace it.
-var openNVML = func(opts nvml.Options) (s agentSampler, simulated bool, err error) {
-	var ns *nvml.Sampler
-	if dir := os.Getenv(sim.EnvNVML); dir != "" {
-		simulated = true
-		ns, err = sim.OpenNVML(dir, opts)
-	} else {
-		ns, err = nvml.Open(opts)
-	}
+// openNVML opens the sampler (agent.OpenNVML: the simulated host's fake
+// NVML where it runs, else libnvidia-ml.so.1). Tests replace it.
+var openNVML = func(opts nvml.Options) (agentSampler, bool, error) {
+	s, simulated, err := agent.OpenNVML(opts)
 	if err != nil {
 		return nil, simulated, err
 	}
-	return ns, simulated, nil
+	return s, simulated, nil
 }
 
 // agentFlags are `flightdeck agent`'s options.

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/probes/agent"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/nvml"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/agent"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // fakeSampler stands in for NVML: Run publishes events, then (with block)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // baselineOf reads the journal at file and returns its marked baseline's

@@ -16,12 +16,12 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // benchFlags are the options of `flightdeck bench`.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
 )
 
 // configPath is the root's --config flag: "" means config.DefaultPath().

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 )
 
 // connectArgs points connect at the test sshd without reading ~/.ssh.

@@ -11,14 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
@@ -71,7 +71,7 @@ journal as it is written.`,
 		Example: `  flightdeck demo
   flightdeck demo --gpus 64
   flightdeck demo --profile nccl-ll-ring
-  flightdeck demo --gpu-capture sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt
+  flightdeck demo --gpu-capture remote/sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt
   flightdeck demo --replay-log server.log
   flightdeck demo --fault lost=6 --fault pcie=3 --fault thermal=4
   flightdeck demo --fault xid=3:79    # NVML reports Xid 79 on GPU 3

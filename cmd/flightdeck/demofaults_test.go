@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 )
 
 // TestParseFaults: every --fault form, and the errors that name the bad one.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
 )
 
 // demoSite is how a cockpit reaches a demo's simulated host: written by

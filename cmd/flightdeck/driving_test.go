@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // TestServerCLIRespectsTheDriver: while a cockpit holds the host's driver

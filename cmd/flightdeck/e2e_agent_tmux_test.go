@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/nvml"
+	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
 )
 
 // TestDemoSamplesThroughTheAgentInTmux is the end-to-end check of

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 )
 
 // TestDemoCompareVerdictInTmux is the sixth issue's story from the keyboard,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 )
 
 // TestDemoGitInTmux is the fourth issue's story from the keyboard: with

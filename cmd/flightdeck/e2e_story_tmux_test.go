@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 )
 
 // TestDemoExperimentStoryInTmux is the fifth issue's story from the

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 )
 
 // These tests run the real binary in a real tmux, as a user would: start
@@ -302,7 +302,7 @@ func TestDemoInTmux(t *testing.T) {
 
 func TestDemoWithGPUCaptureInTmux(t *testing.T) {
 	bin := flightdeckBinary(t)
-	capture, err := filepath.Abs("../../sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt")
+	capture, err := filepath.Abs("../../remote/sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
 )
 
 // gitRepoFixture is a clone of main (c1 → c2 → c3) reset to c1, so it is 2

@@ -17,12 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/stats"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 func newJournalCmd() *cobra.Command {
@@ -567,7 +567,7 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 				}
 			}
 			spread := "spread not measured (fewer than 2 results)"
-			if p, ok := stats.Spread(meds); ok {
+			if p, ok := compare.Spread(meds); ok {
 				spread = fmt.Sprintf("medians %.1f-%.1f tok/s, spread ±%.1f%%", slices.Min(meds), slices.Max(meds), p)
 			}
 			fmt.Fprintf(out, "  %s: %s; %s\n", journal.OneLine(sr), strings.Join(ids, ", "), spread)

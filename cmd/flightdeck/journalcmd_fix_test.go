@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 const fixPatch = "diff --git a/model/pynccl.py b/model/pynccl.py\n--- a/model/pynccl.py\n+++ b/model/pynccl.py\n" +

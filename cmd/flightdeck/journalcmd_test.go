@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // sessionJournal is the synthetic demo session of the journal package's
 // report tests: e1 62.5 tok/s, e2 89 (nccl-ll-ring), e3 81.9 (the
 // regressing commit).
-const sessionJournal = "../../journal/testdata/report-session.jsonl"
+const sessionJournal = "../../sessions/journal/testdata/report-session.jsonl"
 
 // journalDirWith copies the session journal into a fresh journals
 // directory as demo/2026-11-29-100000-regression-hunt.jsonl and returns
@@ -198,7 +198,7 @@ func TestJournalExport(t *testing.T) {
 	}
 	// The report is the journal package's golden but for the journal's
 	// path.
-	golden, err := os.ReadFile("../../journal/testdata/report.md")
+	golden, err := os.ReadFile("../../sessions/journal/testdata/report.md")
 	if err != nil {
 		t.Fatal(err)
 	}

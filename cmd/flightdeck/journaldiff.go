@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // --- journal diff ---

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/internal/simtest"
+	"github.com/flightdeck-dev/flightdeck/remote/sim/simtest"
 )
 
 func TestMain(m *testing.M) {

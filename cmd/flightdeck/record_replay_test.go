@@ -16,14 +16,14 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/flightdeck-dev/flightdeck/config"
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 

@@ -14,15 +14,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
-	"github.com/flightdeck-dev/flightdeck/stats"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // repeatFlags are the options of `flightdeck server repeat`.
@@ -353,7 +353,7 @@ func printRepeatResult(out io.Writer, path, series string) error {
 			launch = strconv.Itoa(x.Repeat.I) + "/" + strconv.Itoa(x.Repeat.N)
 		}
 		r := x.Result
-		sum := stats.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
+		sum := compare.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
 		if r.N >= journal.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}
@@ -378,9 +378,9 @@ func printRepeatResult(out io.Writer, path, series string) error {
 }
 
 // spreadText is "tok/s 61.9–63.1 over 5 launches, ±1.0%" (the launch
-// values' range and stats.Spread), or why there is no spread.
+// values' range and compare.Spread), or why there is no spread.
 func spreadText(metric string, values []float64) string {
-	p, ok := stats.Spread(values)
+	p, ok := compare.Spread(values)
 	if !ok {
 		return fmt.Sprintf("%s not measured: a spread needs 2 launches with a value, and %d had one", metric, len(values))
 	}

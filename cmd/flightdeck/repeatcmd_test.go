@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // TestServerRepeatCLI: `server repeat` refuses a host with no server and a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 

@@ -16,14 +16,14 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Exit statuses of the server commands, for scripts.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 )
 
 // simHostConfig starts a simulated host (served by its in-process SSH

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
 )
 
 // These tests drive the simulated host, which imports probes/nvml (and so

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // What WriteJSONL accepts besides plain CSV, and what it refuses before

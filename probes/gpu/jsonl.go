@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // jsonKeyOrder is the order of the fixed keys in a WriteJSONL GPU record;

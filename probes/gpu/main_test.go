@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/internal/simtest"
+	"github.com/flightdeck-dev/flightdeck/remote/sim/simtest"
 )
 
 // TestMain lets the simulated host re-execute this test binary as its

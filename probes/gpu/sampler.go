@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Sampler streams per-GPU readings from one host. It probes the fields the

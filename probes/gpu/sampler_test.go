@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // fakeHost is a scripted remote.Host: Run answers the --help-query-gpu

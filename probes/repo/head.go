@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Head is the checked-out commit of a repository on the host. It is an

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"math"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // Benchmark tool names, as reported in Bench.Tool.

@@ -3,7 +3,7 @@ package serverlog
 import (
 	"bytes"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // classSet is a set of failure classes, one bit each.

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // checkFastPaths fails when a fast path disagrees with the general code on

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // This file holds the byte-level helpers every parser shares: ANSI

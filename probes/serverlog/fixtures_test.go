@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // manifestEntry is one fixture of testdata/MANIFEST.json (a copy of

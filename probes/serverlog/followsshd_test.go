@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 )
 
 // TestFollowerOverRealSSHD repeats the user's test over OpenSSH, where

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // addFixtureSeeds seeds a fuzz target with every line of every fixture.

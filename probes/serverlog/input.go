@@ -3,7 +3,7 @@ package serverlog
 import (
 	"errors"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // ErrBinaryInput is wrapped by the error WriteJSONL returns for input that

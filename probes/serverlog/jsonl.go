@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // WriteJSONL scans the log r (see ScanLines: 1-based physical line numbers,

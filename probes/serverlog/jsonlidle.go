@@ -3,7 +3,7 @@ package serverlog
 import (
 	"bytes"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // idleMarker is the last stage of WriteJSONL: it takes every record in

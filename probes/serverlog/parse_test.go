@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func TestParseSGLangDecodeVariants(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 var (

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // readyDedupLines: a uvicorn "Uvicorn running on" line within this many

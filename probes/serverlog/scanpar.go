@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // scanBlockSize is how much of the input one worker analyses at a time.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // scanSequential is the reference: every line through Scanner.Feed.

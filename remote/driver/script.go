@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // MaxFileBytes is the largest lock file read; a bigger one is garbled (a

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/event"
-	"github.com/flightdeck-dev/flightdeck/internal/simtest"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
-	"github.com/flightdeck-dev/flightdeck/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/remote/sim/simtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // TestMain lets the simulated host re-execute this test binary.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/internal/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 )
 
 // gitEnv isolates the test's git commands from the user's configuration.

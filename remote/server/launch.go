@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
 
 // Spec is a fully resolved launch: what to run, where, and with which

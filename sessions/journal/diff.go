@@ -1,0 +1,603 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+)
+
+// ErrNoExperiment is wrapped by Compare's error for an id or name that
+// names no experiment.
+var ErrNoExperiment = errors.New("no such experiment")
+
+// MinLaunches is how many launches each side needs before the Mann–Whitney
+// U test can find a difference at α = 0.05 (benchmath's warning).
+const MinLaunches = 4
+
+// The result rows' metrics, in the order Compare lists them.
+const (
+	MetricLogTokS   = "tok/s (server log)"
+	MetricBenchTokS = "output tok/s (bench)"
+	MetricTTFT      = "TTFT median"
+	// MetricITL is the median over requests of each request's median
+	// gap between content chunks (requests with at least two chunks), for
+	// the cells and the per-launch values alike.
+	MetricITL  = "ITL median per request"
+	MetricTPOT = "TPOT median"
+	MetricE2E  = "E2E median"
+)
+
+// The field rows' groups, in order.
+var fieldGroups = []string{"commit", "patch", "env", "flags", "bench", "versions", "gpu", "host"}
+
+// keyCache holds the ConfigKey of each experiment of one Compare: a key
+// costs an encoding and a SHA-256, and each experiment is looked at
+// several times.
+type keyCache map[*Experiment]string
+
+func (c keyCache) of(x *Experiment) string {
+	k, ok := c[x]
+	if !ok {
+		k = ConfigKey(x)
+		c[x] = k
+	}
+	return k
+}
+
+// ConfigKey is the identity of x's configuration, for grouping launches of
+// the same configuration (one launch is one sample of a verdict): an
+// opaque string made of its HEAD, its dirty patch's SHA-256, its launch's
+// env (secrets redacted) and command line, and the versions captured
+// ("torch=2.9.1"; a probe that failed is left out, so a failed probe makes
+// a configuration of its own rather than one that might hide an upgrade).
+// It also holds the preset, the env profile and the host name. It is ""
+// when the fingerprint lacks the commit or the dirty state (no repository,
+// a failed capture) or the launch is not known in full (none, or an
+// adopted server's without its command line): such an experiment is a
+// configuration of its own.
+func ConfigKey(x *Experiment) string {
+	g, l := gitOf(x), launchOf(x)
+	if g == nil || g.Head == "" || l == nil || len(l.Argv) == 0 || x.PatchUnknown() != "" {
+		return "" // an adopted server's launch has no command line: not known in full
+	}
+	rl := server.RedactLaunch(*l)
+	env := make([]string, 0, len(rl.Env))
+	for k, v := range rl.Env {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	var versions []string
+	for _, v := range x.Fingerprint.Versions { // gitOf is non-nil: so is the fingerprint
+		if v.Err == "" {
+			versions = append(versions, v.Name+"="+v.Value)
+		}
+	}
+	slices.Sort(versions)
+	// Each part is length-prefixed, so no two different configurations
+	// write the same bytes.
+	var b []byte
+	put := func(s string) { b = append(strconv.AppendInt(b, int64(len(s)), 10), ':'); b = append(b, s...) }
+	put(g.Head)
+	put(g.PatchSHA256)
+	put(l.Preset)
+	put(l.Profile)
+	put(x.Fingerprint.Hostname) // two GPU boxes are two configurations
+	for _, list := range [][]string{env, rl.Argv, versions} {
+		b = strconv.AppendInt(b, int64(len(list)), 10)
+		for _, s := range list {
+			put(s)
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// launchID identifies the server launch an experiment measured: the
+// launch's log path (per launch: server.Launch names it
+// <preset>-<timestamp>.log) and the time the launch was requested.
+type launchID struct {
+	log string
+	at  time.Time
+}
+
+// launchOfExp returns the launch x measured: x.Launch (set when the
+// launch started x), else the fingerprint's (the running server's, for an
+// experiment started by hand); ok is false when neither is known or it
+// has neither a log path nor a time.
+func launchOfExp(x *Experiment) (id launchID, ok bool) {
+	l := x.Launch
+	if l == nil && x.Fingerprint != nil {
+		l = x.Fingerprint.Launch
+	}
+	if l == nil || (l.LogPath == "" && l.At.IsZero()) {
+		return launchID{}, false
+	}
+	return launchID{l.LogPath, l.At}, true
+}
+
+// same reports whether a and b are one launch: the same log path and the
+// same time, where a launch known without its time (a server adopted from
+// its status) matches any time.
+func (a launchID) same(b launchID) bool {
+	return a.log == b.log && (a.at.IsZero() || b.at.IsZero() || a.at.Equal(b.at))
+}
+
+// groupByLaunch appends y to the group of its launch in groups (ids holds
+// each group's launch), or to a new group; it returns both.
+func groupByLaunch(groups [][]*Experiment, ids []launchID, y *Experiment, id launchID) ([][]*Experiment, []launchID) {
+	for j := range ids {
+		if ids[j].same(id) {
+			if ids[j].at.IsZero() {
+				ids[j].at = id.at // the group's time, once known
+			}
+			groups[j] = append(groups[j], y)
+			return groups, ids
+		}
+	}
+	return append(groups, []*Experiment{y}), append(ids, id)
+}
+
+// ConfigName names x's configuration as the experiments name it: "<profile>
+// @ <short commit>" ("none @ a6d51c0"), or x's name when its profile or
+// commit is not known.
+func ConfigName(x *Experiment) string {
+	p, c := x.Profile(), x.Commit()
+	if p == "" || c == "" {
+		return OneLine(x.Name)
+	}
+	return OneLine(p + " @ " + git.ShortID(c))
+}
+
+// Compare compares experiment b (new) with a (old), each named by its id
+// or name (ids first), among exps (a ledger's experiments, in start
+// order), and fills a Diff: the results with their verdicts across
+// server launches (one value per launch, see Diff.LaunchesA), every
+// fingerprint variable and the settings of the benchmark runs pooled, the
+// commit range between them as recorded in any experiment's fingerprint,
+// and the launch-to-launch noise of each configuration with at least 2
+// launches.
+//
+// An open experiment's Result is zero (no server-log result): callers that
+// compare one pass a copy with Ledger.Provisional's result. It returns an
+// error wrapping ErrNoExperiment, listing the known ids, when a or b names
+// none.
+func Compare(exps []Experiment, a, b string) (*Diff, error) {
+	xa, err := findExp(exps, a)
+	if err != nil {
+		return nil, err
+	}
+	xb, err := findExp(exps, b)
+	if err != nil {
+		return nil, err
+	}
+	d := &Diff{A: xa, B: xb}
+	keys := keyCache{}
+	d.SameConfig = keys.of(xa) != "" && keys.of(xa) == keys.of(xb)
+	ga, gb := launchGroups(exps, xa, xb, keys), launchGroups(exps, xb, xa, keys)
+	d.LaunchesA, d.LaunchesB = representatives(ga, xa), representatives(gb, xb)
+	ra, rb := benchRuns(ga, xa), benchRuns(gb, xb)
+	var settings []FieldRow
+	if len(ra) > 0 && len(rb) > 0 {
+		// Settings rows only when both sides ran a clean benchmark: a
+		// side without one has no settings to compare.
+		settings = benchSettingRows(ra, rb)
+	}
+	d.Results = resultRows(d, ga, gb, settings)
+	d.Fields = fieldRows(xa, xb, settings)
+	d.Range, d.RangeNote = findRange(exps, xa, xb)
+	d.Noise = noiseRows(exps, keys)
+	return d, nil
+}
+
+// findExp returns the experiment with id (else name) s.
+func findExp(exps []Experiment, s string) (*Experiment, error) {
+	for i := range exps {
+		if exps[i].ID == s {
+			return &exps[i], nil
+		}
+	}
+	for i := range exps {
+		if exps[i].Name == s {
+			return &exps[i], nil
+		}
+	}
+	ids := make([]string, 0, len(exps))
+	for _, x := range exps {
+		ids = append(ids, x.ID)
+	}
+	have := "none"
+	if len(ids) > 0 {
+		have = strings.Join(ids, ", ")
+	}
+	return nil, fmt.Errorf("experiment %q: %w (have %s)", OneLine(s), ErrNoExperiment, have)
+}
+
+// launchGroups returns the launches of x's configuration: the
+// experiments of each server launch of that configuration that have a
+// result (server log or benchmark), grouped by launch (launchID), in
+// order of each launch's first experiment; x's launch has x. Several
+// experiments on one running server (e started by hand) are one launch:
+// samples of one launch are correlated, so one launch is one sample of
+// the verdict. x is alone when its configuration or its launch is not
+// known (it never joins a group, and no such experiment joins x's), and
+// when other has the same configuration (an A/A comparison: the same
+// launches on both sides would compare nothing).
+func launchGroups(exps []Experiment, x, other *Experiment, keys keyCache) [][]*Experiment {
+	key := keys.of(x)
+	if _, ok := launchOfExp(x); key == "" || !ok || key == keys.of(other) {
+		return [][]*Experiment{{x}}
+	}
+	var out [][]*Experiment
+	var ids []launchID
+	for i := range exps {
+		y := &exps[i]
+		if y != x && (keys.of(y) != key || !hasResult(y)) {
+			continue
+		}
+		if id, ok := launchOfExp(y); ok { // a launch not known is never pooled
+			out, ids = groupByLaunch(out, ids, y, id)
+		}
+	}
+	return out
+}
+
+// pick returns the experiment that stands for launch g: x when g holds
+// it, else the one with the largest weight (the first of equals).
+func pick(g []*Experiment, x *Experiment, weight func(*Experiment) int) *Experiment {
+	best := g[0]
+	for _, y := range g {
+		if y == x {
+			return x
+		}
+		if weight(y) > weight(best) {
+			best = y
+		}
+	}
+	return best
+}
+
+// logWeight is how many steady-state server-log samples x has.
+func logWeight(x *Experiment) int { return x.Result.N }
+
+// benchWeight is how many requests x's last clean benchmark run
+// completed; 0 when it has none.
+func benchWeight(x *Experiment) int {
+	if r := LastBench(x); r != nil {
+		return r.Completed
+	}
+	return 0
+}
+
+// representatives is one experiment per launch: x for its own, else the
+// one with the most steady samples (the most benchmarked requests when
+// none has any).
+func representatives(groups [][]*Experiment, x *Experiment) []*Experiment {
+	out := make([]*Experiment, len(groups))
+	for i, g := range groups {
+		y := pick(g, x, logWeight)
+		if logWeight(y) == 0 {
+			y = pick(g, x, benchWeight)
+		}
+		out[i] = y
+	}
+	return out
+}
+
+func hasResult(x *Experiment) bool { return x.Result.N > 0 || LastBench(x) != nil }
+
+// LastBench returns x's last clean benchmark run — it ran to its end and
+// every request succeeded — or nil. A run with failures or stopped early
+// measured something else (a server dying under it, a cut-short window):
+// comparisons leave it out.
+func LastBench(x *Experiment) *bench.Result {
+	for i := len(x.Bench) - 1; i >= 0; i-- {
+		if r := x.Bench[i].Result; r != nil && r.Completed > 0 && r.Failed == 0 && !r.Cancelled {
+			return r
+		}
+	}
+	return nil
+}
+
+// MinLaunchSamples is how many steady-state tok/s samples a launch needs
+// to count as one sample of the across-launch verdict: a launch killed in
+// its warm-up measured nothing.
+const MinLaunchSamples = 3
+
+// metric is how one result row reads an experiment.
+type metric struct {
+	name, unit    string
+	lowerIsBetter bool
+	bench         bool // a benchmark row
+	// within is the experiment's own samples (nil: it has none); launch
+	// its one value as a launch (ok false: none).
+	within func(x *Experiment) []float64
+	launch func(x *Experiment) (float64, bool)
+}
+
+// weight is how many samples x has of m: which experiment of a launch
+// gives the launch's value.
+func (m *metric) weight(x *Experiment) int {
+	if m.bench {
+		return benchWeight(x)
+	}
+	return logWeight(x)
+}
+
+var metrics = []metric{
+	{name: MetricLogTokS, unit: "tok/s",
+		within: func(x *Experiment) []float64 {
+			if x.Result.N == 0 {
+				return nil
+			}
+			if len(x.Result.Samples) == 0 {
+				return []float64{x.Result.Median} // a result without its samples
+			}
+			return x.Result.Samples
+		},
+		launch: func(x *Experiment) (float64, bool) { return x.Result.Median, x.Result.N >= MinLaunchSamples }},
+	{name: MetricBenchTokS, unit: "tok/s", bench: true,
+		within: func(x *Experiment) []float64 {
+			if r := LastBench(x); r != nil {
+				return []float64{r.OutputTokPerSec}
+			}
+			return nil
+		},
+		launch: func(x *Experiment) (float64, bool) {
+			if r := LastBench(x); r != nil {
+				return r.OutputTokPerSec, true
+			}
+			return 0, false
+		}},
+	benchLatency(MetricTTFT, func(q *bench.Request) (float64, bool) { return q.TTFT, true }, func(r *bench.Result) bench.Dist { return r.TTFT }),
+	// The run's ITL Dist pools every gap of every request, a statistic
+	// of its own: the row uses the per-request medians throughout.
+	benchLatency(MetricITL, func(q *bench.Request) (float64, bool) { return q.ITLMedian, q.ITLMedian > 0 }, nil),
+	benchLatency(MetricTPOT, func(q *bench.Request) (float64, bool) { return q.TPOT, q.OutputTokens > 1 }, func(r *bench.Result) bench.Dist { return r.TPOT }),
+	benchLatency(MetricE2E, func(q *bench.Request) (float64, bool) { return q.E2E, true }, func(r *bench.Result) bench.Dist { return r.E2E }),
+}
+
+// benchLatency is a latency row: within a run the successful requests'
+// values (those where req says ok), across launches each run's median of
+// them. dist is the run's summary of the same values, used for a run
+// stored without its requests; nil when the run has no such summary.
+func benchLatency(name string, req func(q *bench.Request) (float64, bool), dist func(r *bench.Result) bench.Dist) metric {
+	values := func(r *bench.Result) []float64 {
+		var out []float64
+		for i := range r.Requests {
+			q := &r.Requests[i]
+			if v, ok := req(q); ok && q.Err == "" {
+				out = append(out, v)
+			}
+		}
+		if len(out) == 0 && len(r.Requests) == 0 && dist != nil && dist(r).N > 0 {
+			out = []float64{dist(r).Median} // a run stored without its requests
+		}
+		return out
+	}
+	return metric{name: name, unit: "ms", lowerIsBetter: true, bench: true,
+		within: func(x *Experiment) []float64 {
+			if r := LastBench(x); r != nil {
+				return values(r)
+			}
+			return nil
+		},
+		launch: func(x *Experiment) (float64, bool) {
+			r := LastBench(x)
+			if r == nil {
+				return 0, false
+			}
+			if dist != nil && dist(r).N > 0 {
+				return dist(r).Median, true
+			}
+			if v := values(r); len(v) > 0 {
+				return compare.Median(v), true
+			}
+			return 0, false
+		}}
+}
+
+// launchValues returns m's value for each launch that has one: x's for
+// its own launch, else that of the launch's experiment with the most
+// samples of m.
+func (m *metric) launchValues(groups [][]*Experiment, x *Experiment) []float64 {
+	var out []float64
+	for _, g := range groups {
+		y := pick(g, x, m.weight)
+		if v, ok := m.launch(y); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// benchRuns returns the clean benchmark run each launch's bench rows use
+// (see launchValues), in launch order; launches without one are left out.
+func benchRuns(groups [][]*Experiment, x *Experiment) []*bench.Result {
+	var out []*bench.Result
+	for _, g := range groups {
+		if r := LastBench(pick(g, x, benchWeight)); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// resultRows builds the server-log row and, when either side ran a
+// benchmark, the benchmark rows. settings are the bench field rows: when
+// one changed, the benchmark rows give no verdict.
+func resultRows(d *Diff, ga, gb [][]*Experiment, settings []FieldRow) []ResultRow {
+	var rows []ResultRow
+	benched := LastBench(d.A) != nil || LastBench(d.B) != nil
+	var differ []string
+	for _, f := range settings {
+		if f.Changed {
+			differ = append(differ, f.Name)
+		}
+	}
+	for i := range metrics {
+		m := &metrics[i]
+		if m.bench && !benched {
+			continue
+		}
+		row := ResultRow{Metric: m.name, Unit: m.unit, LowerIsBetter: m.lowerIsBetter,
+			A: compare.Summarize(m.within(d.A)), B: compare.Summarize(m.within(d.B))}
+		la, lb := m.launchValues(ga, d.A), m.launchValues(gb, d.B)
+		row.Launches = compare.Compare(la, lb)
+		row.Noise, row.HasNoise = compare.Spread(la)
+		if m.bench && len(differ) > 0 {
+			row.Verdict = "no verdict: benchmark settings differ (" + strings.Join(differ, ", ") + ")"
+		} else {
+			row.Verdict = verdict(m, d, &row, len(la), len(lb))
+		}
+		if strings.HasPrefix(row.Verdict, "no verdict") {
+			// The test's p stays for the record, but nothing was
+			// found: Mann–Whitney can reach p <= 0.05 with 3 launches
+			// against 6, below the rule of MinLaunches a side.
+			row.Launches.Significant = false
+		}
+		row.WithinNoise = row.Launches.Significant && row.HasNoise && math.Abs(row.Launches.DeltaPct) <= row.Noise
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// verdict says the row's across-launch verdict in words.
+func verdict(m *metric, d *Diff, row *ResultRow, na, nb int) string {
+	for _, x := range []*Experiment{d.A, d.B} {
+		if _, ok := m.launch(x); ok {
+			continue
+		}
+		switch {
+		case !m.bench && x.Result.N > 0:
+			return fmt.Sprintf("no verdict: %s has %d steady samples (a launch needs %d)", OneLine(x.ID), x.Result.N, MinLaunchSamples)
+		case m.bench && len(x.Bench) > 0:
+			return "no verdict: " + OneLine(x.ID) + "'s benchmark runs had failures or were stopped"
+		case m.bench:
+			return "no verdict: no benchmark of " + OneLine(x.ID) + " (b runs one)"
+		}
+		return "no verdict: no value for " + OneLine(x.ID)
+	}
+	if d.SameConfig {
+		return "no verdict: the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)"
+	}
+	if na < MinLaunches || nb < MinLaunches {
+		return fmt.Sprintf("no verdict: %d+%d launches (need ≥ %d each; R repeats a launch)", na, nb, MinLaunches)
+	}
+	c := row.Launches
+	switch {
+	case !c.Significant:
+		// Checked first, as benchstat does: no difference was found,
+		// whatever the medians are.
+		return "no significant difference"
+	case !c.HasDelta:
+		return "no verdict: zero median"
+	case m.lowerIsBetter && c.DeltaPct < 0:
+		return "better"
+	case m.lowerIsBetter:
+		return "worse"
+	case c.DeltaPct > 0:
+		return "faster"
+	}
+	return "slower"
+}
+
+// DeltaPct is the change of B's own median over A's, percent; ok is false
+// when a side has no value or A's median is 0.
+func (r *ResultRow) DeltaPct() (pct float64, ok bool) {
+	if r.A.N == 0 || r.B.N == 0 || r.A.Median == 0 {
+		return 0, false
+	}
+	return (r.B.Median - r.A.Median) / r.A.Median * 100, true
+}
+
+// findRange looks for the commits between a's and b's HEADs among the
+// ranges recorded at each experiment's start (either direction).
+func findRange(exps []Experiment, a, b *Experiment) (*CommitRange, string) {
+	ga, gb := gitOf(a), gitOf(b)
+	for _, x := range []*Experiment{a, b} {
+		if g := gitOf(x); g == nil || g.Head == "" {
+			if why := x.CommitUnknown(); why != "" {
+				return nil, "not recorded: commit unknown for " + OneLine(x.ID) + " (" + why + ")"
+			}
+			return nil, "not recorded: no repository for " + OneLine(x.ID)
+		}
+	}
+	if ga.Head == gb.Head {
+		return nil, "same commit"
+	}
+	for i := range exps {
+		r := gitOf(&exps[i])
+		if r == nil || r.Range == nil {
+			continue
+		}
+		rg := *r.Range
+		where := "recorded at " + OneLine(exps[i].ID) + "'s start"
+		switch {
+		case rg.From == ga.Head && rg.To == gb.Head:
+			return &rg, where
+		case rg.From == gb.Head && rg.To == ga.Head:
+			rg.From, rg.To = rg.To, rg.From
+			rg.Ahead, rg.Behind = rg.Behind, rg.Ahead
+			rg.AheadTotal, rg.BehindTotal = rg.BehindTotal, rg.AheadTotal
+			return &rg, where + " (reversed)"
+		}
+	}
+	from, to := git.ShortID(OneLine(ga.Head)), git.ShortID(OneLine(gb.Head))
+	return nil, fmt.Sprintf("not recorded: no experiment started right after a move from %s to %s (git log --oneline %s..%s in the checkout lists it)", from, to, from, to)
+}
+
+// noiseRows measures the launch-to-launch noise of each configuration
+// with at least 2 launches with a result, per metric (server-log tok/s,
+// benchmark output tok/s), in order of each configuration's first launch.
+// A launch counts once (its experiment with the most samples of the
+// metric); experiments whose launch is not known are left out.
+func noiseRows(exps []Experiment, cache keyCache) []NoiseRow {
+	type config struct {
+		first  *Experiment
+		groups [][]*Experiment
+		ids    []launchID
+	}
+	var keys []string
+	configs := map[string]*config{}
+	for i := range exps {
+		x := &exps[i]
+		k := cache.of(x)
+		id, ok := launchOfExp(x)
+		if k == "" || !ok || !hasResult(x) {
+			continue
+		}
+		c, seen := configs[k]
+		if !seen {
+			c = &config{first: x}
+			configs[k] = c
+			keys = append(keys, k)
+		}
+		c.groups, c.ids = groupByLaunch(c.groups, c.ids, x, id)
+	}
+	var out []NoiseRow
+	for _, k := range keys {
+		c := configs[k]
+		for i := range metrics[:2] {
+			m := &metrics[i]
+			vals := m.launchValues(c.groups, nil)
+			spread, ok := compare.Spread(vals)
+			if !ok {
+				continue
+			}
+			out = append(out, NoiseRow{Config: ConfigName(c.first), Launches: len(vals), Metric: m.name,
+				Spread: spread, Lo: slices.Min(vals), Hi: slices.Max(vals)})
+		}
+	}
+	return out
+}

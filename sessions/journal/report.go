@@ -1,0 +1,841 @@
+package journal
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
+
+// ScanFunc calls fn with every event of a journal in file order, stopping at
+// the first error fn returns (and returning it). (*Journal).Scan is one.
+type ScanFunc func(fn func(e event.Event) error) error
+
+// Report is a whole journal folded for the exports (WriteMarkdown,
+// WriteCSV, WriteJSON) and the journal commands: its header, its
+// experiments and notes, and its tok/s series. Build it with ReadReport.
+type Report struct {
+	Header Header
+	// End is the time of the latest event (Header.Created when there is
+	// none); End - Header.Created is the session's duration.
+	End time.Time
+	// Ledger holds the experiments and notes. Experiments left open at the
+	// end of a finished journal were ended at End with an empty trigger
+	// (the cockpit died before it could end them: see Ledger.Close).
+	Ledger Ledger
+	// Live says the journal is still being written: open experiments were
+	// left open.
+	Live bool
+	// Rates is the tok/s series (serverlog.Rate events, idle-gap artefacts
+	// left out) in file order.
+	Rates []RateSample
+	// RepoChanges are the checkout's moves in file order: HEAD, the branch
+	// or the dirty set changed outside flightdeck (a `git pull` in another
+	// pane: git-moved), or by a git action of the cockpit (git-action).
+	RepoChanges []RepoChange
+	// Sessions are the cockpit sessions that appended to the journal after
+	// the one that created it (session events, in file order); the first
+	// session is the Header.
+	Sessions []SessionStart
+	// GPUEvents are the driver's Xids and the changes of how GPUs were
+	// sampled (gpu-xid, gpu-source), in file order; identical Xids (same
+	// GPU and code) within one experiment are one entry with a count.
+	GPUEvents []GPUEvent
+	// epoch counts experiment starts and ends and sessions while reading:
+	// identical Xids group only within one stretch between them.
+	epoch int
+}
+
+// GPUEvent is an Xid the driver reported during the session, or a change
+// of how the GPUs were sampled (NVML, the agent, or nvidia-smi and why).
+type GPUEvent struct {
+	At   time.Time // the first occurrence
+	Last time.Time // the last occurrence: At unless Count > 1
+	// Exp is the experiment open at the first occurrence, "" when none.
+	Exp string
+	// Count is how many identical Xids this entry stands for (1 for a
+	// sampling change).
+	Count int
+	// What says it, sanitised: "GPU 3 (00000000:83:00.0) Xid 79: GPU has
+	// fallen off the bus", "GPUs sampled by nvidia-smi: agent exited: …".
+	What string
+	// Xid is the Xid code, 0 for a sampling change. Critical says the
+	// GPU's results cannot be trusted until it is reset (gpu.XidMeaning).
+	Xid      uint64
+	Critical bool
+	xid      gpu.Xid // the grouping key of an Xid entry
+	epoch    int     // Report.epoch when it was added: Xids group within one
+}
+
+// Describe is the event in words after its time and experiment, with
+// times as h:mm:ss since start: "GPU 1 Xid 13: graphics engine exception
+// x37 (until 0:05:14)", "GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen
+// off the bus; critical: the GPU needs a reset before its results can be
+// trusted".
+func (g GPUEvent) Describe(start time.Time) string {
+	s := g.What
+	if g.Count > 1 {
+		s += " x" + strconv.Itoa(g.Count) + " (until " + FormatElapsed(g.Last.Sub(start)) + ")"
+	}
+	if g.Critical {
+		s += "; critical: the GPU needs a reset before its results can be trusted"
+	}
+	return s
+}
+
+// XidText is one Xid in words: "GPU 3 (00000000:83:00.0) Xid 79: GPU has
+// fallen off the bus", sanitised.
+func XidText(x gpu.Xid) string {
+	meaning, _ := gpu.XidMeaning(x.Code)
+	return OneLine(x.GPUName() + " Xid " + strconv.FormatUint(x.Code, 10) + ": " + meaning)
+}
+
+// SourceText is a sampling path in words, sanitised: "GPUs sampled by the
+// agent (agent 0.8.0, uploaded)", "GPUs sampled by nvidia-smi: agent
+// exited: …".
+func SourceText(src gpu.Source) string {
+	s := "GPUs sampled by "
+	switch src.Mode {
+	case gpu.SourceAgent:
+		s += "the agent (NVML on the host)"
+	case gpu.SourceNVML:
+		s += "NVML"
+	default:
+		s += string(src.Mode)
+	}
+	if src.Detail != "" {
+		s += " [" + src.Detail + "]"
+	}
+	if src.Fallback != "" {
+		s += ": " + src.Fallback
+	}
+	return OneLine(s)
+}
+
+// addGPUEvent folds an Xid or a sampling change into r.GPUEvents.
+func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
+	switch p := p.(type) {
+	case gpu.Xid:
+		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
+			g := &r.GPUEvents[i]
+			if g.epoch != r.epoch {
+				break
+			}
+			if g.Xid != 0 && g.xid == p {
+				g.Count++
+				g.Last = at
+				return
+			}
+		}
+		_, crit := gpu.XidMeaning(p.Code)
+		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: XidText(p), Xid: p.Code, Critical: crit, xid: p, epoch: r.epoch})
+	case gpu.Source:
+		what := SourceText(p)
+		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
+			if r.GPUEvents[i].Xid == 0 {
+				if r.GPUEvents[i].What == what {
+					return // no change (a second session of the journal)
+				}
+				break
+			}
+		}
+		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: what, epoch: r.epoch})
+	}
+}
+
+// ExpXids returns the Xids reported while experiment id was open, and
+// the critical ones reported before it started in the same cockpit
+// session (their GPU needs a reset: the cockpit keeps their marks for the
+// session, and a result measured on it is suspect); see Before.
+func (r *Report) ExpXids(id string) []GPUEvent {
+	x := r.Ledger.Find(id)
+	if x == nil {
+		return nil
+	}
+	since := r.Header.Created
+	for _, ss := range r.Sessions {
+		if !ss.At.After(x.Started) {
+			since = ss.At
+		}
+	}
+	var out []GPUEvent
+	for _, g := range r.GPUEvents {
+		switch {
+		case g.Xid == 0:
+		case g.Exp == x.ID:
+			out = append(out, g)
+		case g.Critical && g.At.Before(x.Started) && !g.At.Before(since):
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Before says whether g, one of ExpXids(id), came before experiment id
+// started (a critical Xid it inherits) rather than while it ran.
+func (g GPUEvent) Before(id string) bool { return g.Exp != id }
+
+// SessionStart is a cockpit session appended to the journal (--journal
+// FILE again, e.g. after a crash) and what its start ended.
+type SessionStart struct {
+	At      time.Time // the session event's time
+	Session Session
+	// Crashed is the experiment the previous session left open, ended by
+	// this session's start at the previous session's last event; "" when
+	// none was open.
+	Crashed string
+}
+
+// RepoChange is one change of the server's checkout during the session.
+type RepoChange struct {
+	At time.Time
+	// What says it in a few words, sanitised: "git pull moved HEAD a6d51c0
+	// -> e7b9c70 (3 commits forward; 5 files: ...)", "checkout 3207427
+	// (flightdeck; snapshot s1)".
+	What string
+}
+
+// RateSample is one point of the tok/s series with the experiment open
+// when it arrived.
+type RateSample struct {
+	At           time.Time
+	Exp          string  // experiment id, "" when none was open
+	TokPerSec    float64 // aggregate generation rate, tok/s
+	AcceptLength float64 // mean EAGLE accept length; valid when HasAccept
+	HasAccept    bool
+	// Steady says the sample is one of its experiment's steady-state
+	// samples (Result.Samples): not warm-up, not near-idle.
+	Steady bool
+}
+
+// ReadReport folds every event scan yields into a Report. h is the
+// journal's header. When live is false, experiments still open at the end
+// are ended at the last event's time as by a crash (Ledger.Close); pass
+// true for a journal that is still being written (its lock is held), whose
+// open experiment is just open. It returns scan's error.
+func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
+	r := &Report{Header: h, End: h.Created, Live: live}
+	// byExp indexes Rates per experiment id, for the steady flags.
+	byExp := map[string][]int{}
+	err := scan(func(e event.Event) error {
+		if e.At.After(r.End) {
+			r.End = e.At
+		}
+		var open string
+		if cur := r.Ledger.Current(); cur != nil {
+			open = cur.ID
+		}
+		r.Ledger.Apply(e)
+		if cur := r.Ledger.Current(); (cur == nil) != (open == "") || (cur != nil && cur.ID != open) {
+			r.epoch++ // an experiment started or ended
+		}
+		switch p := e.Data.(type) {
+		case Session:
+			r.epoch++
+			st := SessionStart{At: e.At, Session: p}
+			if open != "" && r.Ledger.Current() == nil {
+				st.Crashed = open
+			}
+			r.Sessions = append(r.Sessions, st)
+		case gpu.Xid, gpu.Source:
+			exp := ""
+			if cur := r.Ledger.Current(); cur != nil {
+				exp = cur.ID
+			}
+			r.addGPUEvent(e.At, exp, p)
+		case git.Moved:
+			r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: movedText(p)})
+		case git.Action:
+			if p.OK() && p.From != p.To {
+				r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: actionText(p)})
+			}
+		}
+		if rt, ok := e.Data.(serverlog.Rate); ok && !rt.Dropped {
+			s := RateSample{At: e.At, TokPerSec: rt.TokPerSec, AcceptLength: rt.AcceptLength, HasAccept: rt.HasAccept}
+			if cur := r.Ledger.Current(); cur != nil {
+				s.Exp = cur.ID
+				byExp[s.Exp] = append(byExp[s.Exp], len(r.Rates))
+			}
+			r.Rates = append(r.Rates, s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !live {
+		r.Ledger.Close(r.End)
+	} else if cur := r.Ledger.Current(); cur != nil {
+		// A journal being written: its open experiment shows the result so
+		// far (its state says open), as the cockpit's panel does.
+		cur.Result = r.Ledger.Provisional()
+	}
+	for _, x := range r.Ledger.Experiments() {
+		markSteady(r.Rates, byExp[x.ID], x.Result.Samples)
+	}
+	return r, nil
+}
+
+// maxFilesNamed is how many changed files a RepoChange names.
+const maxFilesNamed = 4
+
+// movedText describes a move of the checkout made outside flightdeck.
+func movedText(m git.Moved) string {
+	var b strings.Builder
+	who := "git"
+	if m.Action != "" {
+		who = "git " + m.Action
+	}
+	if m.From == m.To {
+		fmt.Fprintf(&b, "the dirty set changed (%d -> %d dirty paths)", m.DirtyBefore, m.DirtyAfter)
+		return OneLine(b.String())
+	}
+	fmt.Fprintf(&b, "%s moved HEAD %s -> %s", who, orShort(m.FromShort, m.From), orShort(m.ToShort, m.To))
+	if m.FromBranch != m.ToBranch {
+		fmt.Fprintf(&b, ", branch %s -> %s", orDetached(m.FromBranch), orDetached(m.ToBranch))
+	}
+	var parts []string
+	if m.Forward > 0 {
+		parts = append(parts, plural(m.Forward, "commit")+" forward")
+	}
+	if m.Back > 0 {
+		parts = append(parts, plural(m.Back, "commit")+" back")
+	}
+	if m.FilesTotal > 0 {
+		parts = append(parts, filesText(m.Files, m.FilesTotal))
+	}
+	if len(parts) > 0 {
+		b.WriteString(" (" + strings.Join(parts, "; ") + ")")
+	}
+	return OneLine(b.String())
+}
+
+// filesText is "5 files: pynccl.py, parallel_state.py, ..." (base names,
+// the first maxFilesNamed).
+func filesText(paths []string, total int) string {
+	files := paths[:min(len(paths), maxFilesNamed)]
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = path.Base(f)
+	}
+	s := plural(total, "file") + ": " + strings.Join(names, ", ")
+	if total > len(files) {
+		s += ", ..."
+	}
+	return s
+}
+
+// actionText describes a git action of the cockpit that moved HEAD, with
+// the files between the two commits when the action recorded them (a
+// checkout does; journals before that did not: then it says how to list
+// them).
+func actionText(a git.Action) string {
+	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s", a.Op, git.ShortID(a.From), git.ShortID(a.To))
+	if a.FilesTotal > 0 {
+		s += " (" + filesText(a.Files, a.FilesTotal) + ")"
+	} else {
+		s += fmt.Sprintf(" (files changed not recorded: git diff --stat %s %s)", git.ShortID(a.From), git.ShortID(a.To))
+	}
+	if a.Snapshot != "" {
+		s += " (undo: snapshot " + a.Snapshot + ")"
+	}
+	return OneLine(s)
+}
+
+func orShort(short, id string) string {
+	if short != "" {
+		return short
+	}
+	return git.ShortID(id)
+}
+
+func orDetached(branch string) string {
+	if branch == "" {
+		return "(detached)"
+	}
+	return branch
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// markSteady sets Steady on the rates (indices idx, in time order) that
+// the experiment's result kept. The kept values are a subsequence of the
+// experiment's samples in time order; warm-up is dropped at the start, so
+// the match runs from the end, preferring the later of equal values. The
+// flags then agree with the result by construction: as many steady rows
+// as Result.N, with the same values (and so the same median).
+func markSteady(rates []RateSample, idx []int, kept []float64) {
+	k := len(kept) - 1
+	for i := len(idx) - 1; i >= 0 && k >= 0; i-- {
+		if rates[idx[i]].TokPerSec == kept[k] {
+			rates[idx[i]].Steady = true
+			k--
+		}
+	}
+}
+
+// Duration is End - Header.Created (never negative).
+func (r *Report) Duration() time.Duration {
+	return max(r.End.Sub(r.Header.Created), 0)
+}
+
+// Baseline returns the experiment the deltas are relative to: the one with
+// id or name idOrName, or with "" the one marked as the baseline in the
+// cockpit (Ledger.Baseline), else the first one with a result (N > 0). It
+// returns nil with "" when none is marked and no experiment has a result,
+// and an error when idOrName names no experiment.
+func (r *Report) Baseline(idOrName string) (*Experiment, error) {
+	if idOrName != "" {
+		x := r.Ledger.Find(idOrName)
+		if x == nil {
+			return nil, fmt.Errorf("baseline %q: no such experiment (have %s)", idOrName, r.ExpList())
+		}
+		return x, nil
+	}
+	if x := r.Ledger.Baseline(); x != nil {
+		return x, nil
+	}
+	exps := r.Ledger.Experiments()
+	for i := range exps {
+		if exps[i].Result.N > 0 {
+			return &exps[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// ExpList names the experiments for an error message: "e1, e2, e3" or "none".
+func (r *Report) ExpList() string {
+	var ids []string
+	for _, x := range r.Ledger.Experiments() {
+		ids = append(ids, x.ID)
+	}
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// DeltaPct is the change of x's median over base's, in percent; ok is false
+// when either has no result.
+func DeltaPct(x, base *Experiment) (pct float64, ok bool) {
+	if x == nil || base == nil || x.Result.N == 0 || base.Result.N == 0 || base.Result.Median == 0 {
+		return 0, false
+	}
+	return (x.Result.Median/base.Result.Median - 1) * 100, true
+}
+
+// CIsOverlap reports whether both results have a bounded confidence
+// interval and the two intervals overlap: the difference between them is
+// then not established.
+func CIsOverlap(a, b Result) bool {
+	if a.Lo == nil || a.Hi == nil || b.Lo == nil || b.Hi == nil {
+		return false
+	}
+	return *a.Lo <= *b.Hi && *b.Lo <= *a.Hi
+}
+
+// EndedHow says in a word or two how an experiment ended: "open", "key",
+// "relaunch", "kill", "exit", "quit", "taken-over", or "crash" when the
+// journal ends with it open and no end recorded.
+func EndedHow(x *Experiment) string {
+	switch {
+	case x.Open():
+		return "open"
+	case x.EndedBy == "":
+		return "crash"
+	}
+	return string(x.EndedBy)
+}
+
+// EndedWords says how an experiment ended for a reader: "open", "by
+// hand", "relaunch", "kill", "exit", "quit", "taken-over", or "crash" (EndedHow's words,
+// TriggerKey spelled out).
+func EndedWords(x *Experiment) string {
+	if h := EndedHow(x); h != string(TriggerKey) {
+		return h
+	}
+	return "by hand"
+}
+
+// FormatResult formats a result as "62.5 [62.1, 62.9] (n=40)": the median
+// tok/s and its 95 % confidence interval, "[n<6]" when too few samples
+// bound it, "no samples" when there are none.
+func FormatResult(res Result) string {
+	if res.N == 0 {
+		return "no samples"
+	}
+	ci := "[n<6]"
+	if res.Lo != nil && res.Hi != nil {
+		ci = "[" + fmtRate(*res.Lo) + ", " + fmtRate(*res.Hi) + "]"
+	} else if res.N >= 6 {
+		ci = "[unbounded]"
+	}
+	return fmt.Sprintf("%s %s (n=%d)", fmtRate(res.Median), ci, res.N)
+}
+
+func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// fmtDelta formats a percentage with its sign: "+42.4%", "-8.0%".
+func fmtDelta(p float64) string {
+	if math.Abs(p) < 0.05 {
+		p = 0
+	}
+	s := strconv.FormatFloat(p, 'f', 1, 64)
+	if p >= 0 {
+		s = "+" + s
+	}
+	return s + "%"
+}
+
+// FormatElapsed formats a duration since the start as h:mm:ss (negative
+// durations as 0:00:00).
+func FormatElapsed(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d / time.Second)
+	return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+}
+
+// Commit returns the experiment's commit id from its fingerprint, or "".
+func (x *Experiment) Commit() string {
+	if x.Fingerprint != nil && x.Fingerprint.Git != nil {
+		return x.Fingerprint.Git.Head
+	}
+	return ""
+}
+
+// CommitUnknown says why the experiment's commit is not known, or "" when
+// it is (or when no repository was configured: Fingerprint.Git nil without
+// a git error). The reasons: "no fingerprint captured", the capture's git
+// error ("git: timed out after 30s"), or "not captured".
+func (x *Experiment) CommitUnknown() string {
+	fp := x.Fingerprint
+	switch {
+	case fp == nil:
+		return "no fingerprint captured"
+	case fp.Git != nil && fp.Git.Head != "":
+		return ""
+	}
+	if e := fpError(fp, "git:"); e != "" {
+		return e
+	}
+	if fp.Git == nil {
+		return ""
+	}
+	return "not captured"
+}
+
+// PatchUnknown says why the experiment's dirty state (its patch against
+// HEAD) is not known, or "" when it is or no repository was configured:
+// no fingerprint, the patch's error ("git patch: ..."), or the commit's
+// reason when the checkout could not be read at all.
+func (x *Experiment) PatchUnknown() string {
+	fp := x.Fingerprint
+	if fp == nil {
+		return "no fingerprint captured"
+	}
+	if e := fpError(fp, "git patch:"); e != "" {
+		return e
+	}
+	if fp.Git != nil && fp.Git.PatchSHA256 != "" {
+		return ""
+	}
+	return x.CommitUnknown()
+}
+
+// fpError returns the first of the fingerprint's errors that starts with
+// prefix, sanitised; "" when none does.
+func fpError(fp *Fingerprint, prefix string) string {
+	for _, e := range fp.Errors {
+		if strings.HasPrefix(e, prefix) {
+			return OneLine(e)
+		}
+	}
+	return ""
+}
+
+// Profile returns the env profile of the experiment's launch ("none" when
+// the launch used none), or "" when no launch is known.
+func (x *Experiment) Profile() string {
+	l := x.Launch
+	if l == nil && x.Fingerprint != nil {
+		l = x.Fingerprint.Launch
+	}
+	if l == nil {
+		return ""
+	}
+	if l.Profile == "" {
+		return "none"
+	}
+	return l.Profile
+}
+
+// OneLine makes remote or typed text (a note, a name, a command's output)
+// one line that is safe to print: "\r\n", "\n" and "\r" become spaces,
+// then escape sequences and controls are made inert (probes/sanitize.String,
+// which also cuts it at sanitize.MaxRunes runes).
+func OneLine(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	return sanitize.String(s)
+}
+
+// reasonNames are the short names of the clock-event (throttle) reasons,
+// in bit order, as the cockpit shows them.
+var reasonNames = []struct {
+	bit  gpu.ClockEventReason
+	name string
+}{
+	{gpu.ReasonGPUIdle, "idle"},
+	{gpu.ReasonApplicationsClocks, "app-clk"},
+	{gpu.ReasonSWPowerCap, "sw-power"},
+	{gpu.ReasonHWSlowdown, "hw-slow"},
+	{gpu.ReasonSyncBoost, "sync-boost"},
+	{gpu.ReasonSWThermalSlowdown, "sw-thermal"},
+	{gpu.ReasonHWThermalSlowdown, "hw-thermal"},
+	{gpu.ReasonHWPowerBrakeSlowdown, "power-brake"},
+	{gpu.ReasonDisplayClockSetting, "display-clk"},
+}
+
+// throttleText names the active clock-event reasons, "none" for none, or
+// the non-value ("N/A") when the mask was not read; ok is false then.
+func throttleText(ce gpu.ClockEvents) (names []string, ok bool) {
+	if ce.Status != gpu.OK {
+		return []string{tokenText(ce.Status, ce.Raw)}, false
+	}
+	rest := ce.Mask
+	for _, r := range reasonNames {
+		if ce.Mask&r.bit != 0 {
+			names = append(names, r.name)
+			rest &^= r.bit
+		}
+	}
+	if rest != 0 {
+		names = append(names, "0x"+strconv.FormatUint(uint64(rest), 16))
+	}
+	return names, true
+}
+
+// tokenText is a non-value as nvidia-smi printed it, or its status name.
+func tokenText(st gpu.Status, raw string) string {
+	if raw != "" {
+		return OneLine(raw)
+	}
+	return st.String()
+}
+
+// readingText formats a reading with prec decimals, or its token.
+func readingText(r gpu.Reading, prec int) string {
+	if !r.Valid() {
+		return tokenText(r.Status, r.Raw)
+	}
+	return strconv.FormatFloat(r.Value, 'f', prec, 64)
+}
+
+func textText(t gpu.Text) string {
+	if t.Status != gpu.OK {
+		return tokenText(t.Status, t.S)
+	}
+	return OneLine(t.S)
+}
+
+// GPUStateSummary describes the GPUs' state in one line: their count and
+// name, then SM and memory clocks, P-state, PCIe link, throttle reasons,
+// persistence and ECC mode. A field with the same value on every GPU is
+// given once; numbers that differ are given as a range ("SM 1965-1980
+// MHz"); other differing values name their GPUs ("PCIe Gen5 x16 (0-2,4-7),
+// Gen4 x8 (3)"), so an odd GPU stands out. "" for no GPUs.
+func GPUStateSummary(all []gpu.GPU) string {
+	if len(all) == 0 {
+		return ""
+	}
+	// A lost GPU has no state to compare: it is named once at the end.
+	var lost []int
+	gpus := make([]gpu.GPU, 0, len(all))
+	for i := range all {
+		if all[i].Lost || all[i].ShowsLost() {
+			lost = append(lost, all[i].Index)
+		} else {
+			gpus = append(gpus, all[i])
+		}
+	}
+	field := func(f func(g *gpu.GPU) string) string {
+		type group struct {
+			val string
+			idx []int
+		}
+		var gs []group
+	outer:
+		for i := range gpus {
+			v := f(&gpus[i])
+			for j := range gs {
+				if gs[j].val == v {
+					gs[j].idx = append(gs[j].idx, gpus[i].Index)
+					continue outer
+				}
+			}
+			gs = append(gs, group{v, []int{gpus[i].Index}})
+		}
+		if len(gs) == 1 {
+			return gs[0].val
+		}
+		parts := make([]string, len(gs))
+		for i, g := range gs {
+			parts[i] = g.val + " (GPU " + indexRanges(g.idx) + ")"
+		}
+		return strings.Join(parts, ", ")
+	}
+	numRange := func(unit string, rd func(g *gpu.GPU) gpu.Reading) string {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i := range gpus {
+			r := rd(&gpus[i])
+			if !r.Valid() {
+				// A GPU without a value: name it rather than hide it.
+				return field(func(g *gpu.GPU) string {
+					if r := rd(g); !r.Valid() {
+						return readingText(r, 0)
+					}
+					return readingText(rd(g), 0) + unit
+				})
+			}
+			lo, hi = min(lo, r.Value), max(hi, r.Value)
+		}
+		if lo == hi {
+			return strconv.FormatFloat(lo, 'f', 0, 64) + unit
+		}
+		return strconv.FormatFloat(lo, 'f', 0, 64) + "-" + strconv.FormatFloat(hi, 'f', 0, 64) + unit
+	}
+	var b strings.Builder
+	if len(gpus) == 0 {
+		fmt.Fprintf(&b, "%dx GPU, all lost", len(all))
+		return b.String()
+	}
+	names := field(func(g *gpu.GPU) string { return textText(g.Name) })
+	fmt.Fprintf(&b, "%dx %s: SM %s, mem %s, %s, PCIe %s, throttle %s",
+		len(all), names,
+		numRange(" MHz", func(g *gpu.GPU) gpu.Reading { return g.SMClockMHz }),
+		numRange(" MHz", func(g *gpu.GPU) gpu.Reading { return g.MemClockMHz }),
+		field(func(g *gpu.GPU) string { return textText(g.PState) }),
+		field(pcieText),
+		field(func(g *gpu.GPU) string {
+			n, _ := throttleText(g.ClockEvents)
+			if len(n) == 0 {
+				return "none"
+			}
+			return strings.Join(n, "+")
+		}))
+	if p := field(func(g *gpu.GPU) string { return textText(g.Persistence) }); g0Present(gpus, func(g *gpu.GPU) gpu.Text { return g.Persistence }) {
+		b.WriteString(", persistence " + p)
+	}
+	if e := field(func(g *gpu.GPU) string { return textText(g.ECCMode) }); g0Present(gpus, func(g *gpu.GPU) gpu.Text { return g.ECCMode }) {
+		b.WriteString(", ECC " + e)
+	}
+	if len(lost) > 0 {
+		fmt.Fprintf(&b, ", GPU %s lost", indexRanges(lost))
+	}
+	return b.String()
+}
+
+// g0Present reports whether any GPU has the text field queried at all
+// (older drivers lack some fields: say nothing rather than "Absent").
+func g0Present(gpus []gpu.GPU, f func(g *gpu.GPU) gpu.Text) bool {
+	for i := range gpus {
+		if f(&gpus[i]).Status != gpu.Absent {
+			return true
+		}
+	}
+	return false
+}
+
+// pcieText is the current link as "Gen5 x16", or the token of a field
+// that was not read.
+func pcieText(g *gpu.GPU) string {
+	if !g.PCIeGenCurrent.Valid() {
+		return tokenText(g.PCIeGenCurrent.Status, g.PCIeGenCurrent.Raw)
+	}
+	if !g.PCIeWidthCurrent.Valid() {
+		return tokenText(g.PCIeWidthCurrent.Status, g.PCIeWidthCurrent.Raw)
+	}
+	return "Gen" + readingText(g.PCIeGenCurrent, 0) + " x" + readingText(g.PCIeWidthCurrent, 0)
+}
+
+// indexRanges formats sorted-or-not GPU indices as "0-2,4-7".
+func indexRanges(idx []int) string {
+	var parts []string
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(idx[i]))
+		} else {
+			parts = append(parts, strconv.Itoa(idx[i])+"-"+strconv.Itoa(idx[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// FileChange is one file of a patch's diffstat.
+type FileChange struct {
+	Path           string // the new path ("b/…" without the prefix), sanitised
+	Added, Deleted int    // lines
+	Binary         bool   // a binary change: no line counts
+}
+
+// DiffStat summarises a `git diff` patch per file, in patch order: lines
+// added and deleted ("+"/"-" lines of the hunks, not the "+++"/"---"
+// headers), binary changes marked. A cut patch (GitState.PatchTruncated)
+// gives the stat of what was stored. Text that is not a patch gives none.
+func DiffStat(patch string) []FileChange {
+	var out []FileChange
+	inHunk := false
+	for line := range strings.Lines(patch) {
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			p := line[len("diff --git "):]
+			if i := strings.LastIndex(p, " b/"); i >= 0 {
+				p = p[i+3:]
+			}
+			out = append(out, FileChange{Path: OneLine(p)})
+			inHunk = false
+		case len(out) == 0:
+		case strings.HasPrefix(line, "@@"):
+			inHunk = true
+		case strings.HasPrefix(line, "GIT binary patch") || strings.HasPrefix(line, "Binary files "):
+			out[len(out)-1].Binary = true
+		case inHunk && strings.HasPrefix(line, "+"):
+			out[len(out)-1].Added++
+		case inHunk && strings.HasPrefix(line, "-"):
+			out[len(out)-1].Deleted++
+		}
+	}
+	return out
+}
+
+// StartGPUsLabel names an experiment's GPU state at its start: "GPUs at
+// launch (before the model loaded)" for one a launch started (the GPUs are
+// idle then: compare the state at the end, under load), else "GPUs at
+// start".
+func StartGPUsLabel(x *Experiment) string {
+	if x.StartedBy == TriggerLaunch {
+		return "GPUs at launch (before the model loaded)"
+	}
+	return "GPUs at start"
+}
