@@ -218,7 +218,7 @@ func (c *Control) Plan(req LaunchRequest) (Plan, error) {
 		return p, err
 	}
 	// Shown on screens and in logs: secret-looking values redacted.
-	p.CommandLine = server.LaunchInfo{Argv: argv}.CommandLine()
+	p.CommandLine = server.CommandLine(server.LaunchInfo{Argv: argv})
 	if len(env) > 0 {
 		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
 	}
@@ -262,7 +262,7 @@ func (c *Control) PlanAgain() (Plan, error) {
 	if err := p.Spec.Validate(); err != nil {
 		return p, err
 	}
-	p.CommandLine = server.LaunchInfo{Argv: p.Spec.Argv}.CommandLine()
+	p.CommandLine = server.CommandLine(server.LaunchInfo{Argv: p.Spec.Argv})
 	if len(env) > 0 {
 		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
 	}

@@ -248,7 +248,7 @@ func TestRedactLaunchEnv(t *testing.T) {
 	if env["HF_TOKEN"] != "a" {
 		t.Error("the launch's own env was changed")
 	}
-	if cl := l.CommandLine(); strings.Contains(cl, "z") && !strings.Contains(cl, "<redacted>") {
+	if cl := server.CommandLine(*l); strings.Contains(cl, "z") && !strings.Contains(cl, "<redacted>") {
 		t.Errorf("command line %q", cl)
 	}
 }

@@ -69,7 +69,7 @@ func (l *Lab) probeTimeout() time.Duration {
 func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint {
 	fp := journal.Fingerprint{At: time.Now(), Launch: in.launch}
 	if in.launch != nil {
-		fp.CommandLine = in.launch.CommandLine()
+		fp.CommandLine = server.CommandLine(*in.launch)
 	}
 	if l.Host == nil {
 		fp.Errors = []string{"no host to read the fingerprint from"}

@@ -210,7 +210,7 @@ func launchDiff(plan Plan, launch *server.LaunchInfo) string {
 	case plan.Spec.Profile != launch.Profile:
 		return fmt.Sprintf("profile %s, running %s", plan.Spec.Profile, launch.Profile)
 	case !slices.Equal(server.RedactArgv(plan.Spec.Argv), launch.Argv):
-		return "command line " + server.LaunchInfo{Argv: server.RedactArgv(plan.Spec.Argv)}.CommandLine() + ", running " + launch.CommandLine()
+		return "command line " + server.CommandLine(server.LaunchInfo{Argv: server.RedactArgv(plan.Spec.Argv)}) + ", running " + server.CommandLine(*launch)
 	}
 	if d := DiffEnv(launch.Env, server.Redact(plan.Spec.Env)); len(d) > 0 {
 		return "environment variable " + d[0].Name

@@ -451,7 +451,7 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 		if cmd == "" {
 			// Before the fingerprint: redacted here too (a journal written
 			// elsewhere may hold a launch that is not).
-			cmd = sanitizeString(server.RedactLaunch(*launch).CommandLine())
+			cmd = sanitizeString(server.CommandLine(server.RedactLaunch(*launch)))
 		}
 		if cmd != "" {
 			l += ": " + cmd

@@ -505,9 +505,9 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 	if len(r.Sessions) > 0 {
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, "sessions (--journal appended to this file)")
-		fmt.Fprintf(out, "  0:00:00 %s (created it)\n", journal.Session{Header: h}.Describe())
+		fmt.Fprintf(out, "  0:00:00 %s (created it)\n", journal.DescribeSession(h))
 		for _, ss := range r.Sessions {
-			fmt.Fprintf(out, "  %s %s", journal.FormatElapsed(ss.At.Sub(h.Created)), ss.Session.Describe())
+			fmt.Fprintf(out, "  %s %s", journal.FormatElapsed(ss.At.Sub(h.Created)), journal.DescribeSession(ss.Session.Header))
 			if x := r.Ledger.Find(ss.Crashed); ss.Crashed != "" && x != nil {
 				fmt.Fprintf(out, "; %s, left open by the previous session, ended at its last event (%s)", s(x.ID), journal.FormatElapsed(x.Ended.Sub(h.Created)))
 			}
@@ -738,7 +738,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 func redactedCommandLine(l *server.LaunchInfo) string {
 	c := *l
 	c.Argv = server.RedactArgv(l.Argv)
-	return c.CommandLine()
+	return server.CommandLine(c)
 }
 
 // writeGPUTable prints one row per GPU: clocks, P-state, PCIe link,

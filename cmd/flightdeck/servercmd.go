@@ -265,7 +265,7 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 		if len(st.Env) > 0 {
 			fmt.Fprintln(w, "env:    ", s(server.EnvLine(st.Env)))
 		}
-		fmt.Fprintln(w, "command:", s((server.LaunchInfo{Argv: st.Argv}).CommandLine()))
+		fmt.Fprintln(w, "command:", s(server.CommandLine(server.LaunchInfo{Argv: st.Argv})))
 		fmt.Fprintln(w, "log:    ", s(st.Log))
 	}
 	for _, p := range st.Processes {

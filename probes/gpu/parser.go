@@ -82,9 +82,9 @@ func makeColumns(fields []string) []column {
 	return cols
 }
 
-// set stores a parsed cell in the field slot names; only the argument that
-// matches the slot's kind is used.
-func (g *GPU) set(s slot, r Reading, t Text, m ClockEvents) {
+// setSlot stores a parsed cell in g's field that s names; only the
+// argument that matches the slot's kind is used.
+func setSlot(g *GPU, s slot, r Reading, t Text, m ClockEvents) {
 	switch s {
 	case slotName:
 		g.Name = t
@@ -195,11 +195,11 @@ func (p *Parser) ParseInto(g *GPU, line []byte) error {
 		case kindNumber:
 			r := reading(c, col.unit)
 			out.Lost = out.Lost || r.Status == Lost
-			out.set(col.slot, r, Text{}, ClockEvents{})
+			setSlot(&out, col.slot, r, Text{}, ClockEvents{})
 		case kindText:
 			t := p.text(c, n, out.Index)
 			out.Lost = out.Lost || t.Status == Lost
-			out.set(col.slot, Reading{}, t, ClockEvents{})
+			setSlot(&out, col.slot, Reading{}, t, ClockEvents{})
 		case kindMask:
 			m := mask(c)
 			out.Lost = out.Lost || m.Status == Lost

@@ -37,7 +37,6 @@ var classOrder = [...]struct {
 	{setTraceback, FailTraceback},
 }
 
-const causeClasses = setIllegal | setOOM | setNCCL | setWatchdog | setPortInUse
 
 // Signatures, from research notes §1.5, §2.5 and §5. Each is matched as a
 // substring anywhere in the line, after the prefix, so that process tags,
@@ -352,12 +351,12 @@ const (
 // Scanner.Primary and `flightdeck parse log`'s failure_summary) picks the
 // first failure found of the lowest tier; use Tier to agree with it.
 func (c FailureClass) Tier() int {
-	switch b := bitOf(c); {
-	case b&causeClasses != 0:
+	switch c {
+	case FailCUDAIllegalMemory, FailOOM, FailNCCL, FailWatchdogTimeout, FailPortInUse:
 		return TierCause
-	case b&(setEngineDead|setKilled) != 0:
+	case FailEngineDead, FailKilled:
 		return TierConsequence
-	case b&setTraceback != 0:
+	case FailTraceback:
 		return TierTraceback
 	}
 	return TierUnknown

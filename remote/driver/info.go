@@ -193,7 +193,7 @@ func (i Info) Who() string {
 }
 
 // whoPID is Who with the pid: "alice@laptop (pid 4123)".
-func (i Info) whoPID() string {
+func whoPID(i Info) string {
 	if i.PID > 0 {
 		return fmt.Sprintf("%s (pid %d)", i.Who(), i.PID)
 	}
@@ -224,7 +224,7 @@ func noteStale(prev Info, garbled bool, age time.Duration) string {
 	if garbled {
 		return fmt.Sprintf("took the stale lock (a garbled lock file): no heartbeat for %s", ago(age))
 	}
-	return fmt.Sprintf("took the stale lock of %s: no heartbeat for %s", prev.whoPID(), ago(age))
+	return fmt.Sprintf("took the stale lock of %s: no heartbeat for %s", whoPID(prev), ago(age))
 }
 
 func noteTakeOver(prev Info, garbled bool) string {
@@ -237,20 +237,20 @@ func noteTakeOver(prev Info, garbled bool) string {
 	return fmt.Sprintf("took over from %s (driving since %s)", prev.Who(), clock(prev.Since))
 }
 
-func noteLost(by Info) string { return fmt.Sprintf("%s took over at %s", by.whoPID(), clock(by.Since)) }
+func noteLost(by Info) string { return fmt.Sprintf("%s took over at %s", whoPID(by), clock(by.Since)) }
 
 func noteQuit(prev Info) string {
 	if prev.Token == "" {
 		return "the lock was released: you drive now"
 	}
-	return prev.whoPID() + " quit: you drive now"
+	return whoPID(prev) + " quit: you drive now"
 }
 
 func noteNewHolder(prev, by Info) string {
 	if prev.Token == "" {
 		return fmt.Sprintf("%s drives since %s", by.Who(), clock(by.Since))
 	}
-	return fmt.Sprintf("%s took over from %s at %s", by.whoPID(), prev.whoPID(), clock(by.Since))
+	return fmt.Sprintf("%s took over from %s at %s", whoPID(by), whoPID(prev), clock(by.Since))
 }
 
 // garbledErr is State.Err for a fresh garbled lock file.

@@ -121,11 +121,11 @@ func (l *Lock) Confirm(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("read-only: the driver lock cannot be confirmed: %w", err)
 		case fresh && info.Token != "" && info.Token != l.me.Token:
-			return fmt.Errorf("read-only: %s drives this host now (driver lock)", info.whoPID())
+			return fmt.Errorf("read-only: %s drives this host now (driver lock)", whoPID(info))
 		}
 		return nil
 	case st.Role == RoleWatching && st.Holder.Token != "":
-		return fmt.Errorf("read-only: %s drives this host now (driver lock)", st.Holder.whoPID())
+		return fmt.Errorf("read-only: %s drives this host now (driver lock)", whoPID(st.Holder))
 	case st.Err != "":
 		return fmt.Errorf("read-only: the driver lock cannot be confirmed: %s", st.Err)
 	}

@@ -278,7 +278,8 @@ func parseProc(s string) (Proc, bool) {
 	return p, true
 }
 
-func (p Proc) keepWord() string {
+// keepWord is p as the kill script's keep list names it: "PID:STARTTIME".
+func keepWord(p Proc) string {
 	return strconv.Itoa(p.PID) + ":" + strconv.FormatUint(p.StartTime, 10)
 }
 

@@ -82,7 +82,7 @@ func KillFenced(ctx context.Context, h remote.Host, t Target, grace time.Duratio
 	secs := int((grace + time.Second - 1) / time.Second)
 	keep := make([]string, 0, len(t.Keep))
 	for _, p := range t.Keep {
-		keep = append(keep, p.keepWord())
+		keep = append(keep, keepWord(p))
 	}
 	cmd, err := remote.Command("sh", "-s", "--", strconv.Itoa(t.PID), strconv.FormatUint(t.StartTime, 10),
 		strconv.Itoa(t.PGID), strconv.Itoa(t.SID), strconv.Itoa(secs), strings.Join(keep, " "), f.File, f.Token)

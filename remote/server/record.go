@@ -51,8 +51,8 @@ type LaunchInfo struct {
 	At       time.Time         `json:"at"` // when the launch was requested (cockpit clock)
 }
 
-// CommandLine is the argv as one POSIX shell line, for display.
-func (l LaunchInfo) CommandLine() string { return displayLine(l.Argv) }
+// CommandLine is l's argv as one POSIX shell line, for display.
+func CommandLine(l LaunchInfo) string { return displayLine(l.Argv) }
 
 // parseRecord reads a pidfile.
 func parseRecord(b []byte) (Record, error) {

@@ -41,7 +41,7 @@ func dexp(id, profile, head string, tok float64) Experiment {
 	g2 := testGPU(1, 0)
 	return Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: TriggerLaunch, EndedBy: TriggerRelaunch,
 		Started: t0, Ended: t0.Add(time.Minute), Launch: &rl,
-		Fingerprint: &Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: rl.CommandLine(),
+		Fingerprint: &Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
 			Git:      &GitState{Repo: "/srv/sglang", Head: head, Branch: "main", Subject: "subject of " + head[:7]},
 			Versions: []Version{{Name: "driver", Value: "590.48.01"}, {Name: "torch", Value: "2.9.1"}, {Name: "sglang", Value: "0.5.6"}}},
 		Result:  sum,

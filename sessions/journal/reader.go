@@ -313,7 +313,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		case Note:
 			m.Exp, m.Text = p.Exp, p.Text
 		case Session:
-			m.Text = p.Describe()
+			m.Text = DescribeSession(p.Header)
 		}
 		// Marks arrive in running-max order, which never decreases.
 		j.marks = append(j.marks, m)

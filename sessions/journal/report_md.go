@@ -158,9 +158,9 @@ func (m *mdWriter) sessions(r *Report) {
 		return
 	}
 	m.f("## Sessions\n\n")
-	m.f("1. %s %s (created the journal)\n", m.at(r.Header.Created), mdText(describeRecorder(r.Header)))
+	m.f("1. %s %s (created the journal)\n", m.at(r.Header.Created), mdText(DescribeSession(r.Header)))
 	for i, s := range r.Sessions {
-		m.f("%d. %s %s", i+2, m.at(s.At), mdText(s.Session.Describe()))
+		m.f("%d. %s %s", i+2, m.at(s.At), mdText(DescribeSession(s.Session.Header)))
 		if s.Crashed != "" {
 			if x := r.Ledger.Find(s.Crashed); x != nil {
 				m.f("; the previous session ended without ending %s (crash): ended at its last event, %s", mdText(x.ID), m.at(x.Ended))
@@ -390,7 +390,7 @@ func commandLineOf(x *Experiment) string {
 		return x.Fingerprint.CommandLine
 	}
 	if l := launchOf(x); l != nil {
-		return redactLaunch(l).CommandLine()
+		return server.CommandLine(*redactLaunch(l))
 	}
 	return ""
 }

@@ -18,13 +18,10 @@ type Session struct {
 // Kind implements event.Payload.
 func (Session) Kind() string { return "session" }
 
-// Describe says who recorded the session in one sanitised line:
-// "flightdeck v0.5.0 pid 4242 (ana@laptop)".
-func (s Session) Describe() string { return describeRecorder(s.Header) }
-
-// describeRecorder is "flightdeck VERSION pid N (user@hostname)", the parts
-// that are known.
-func describeRecorder(h Header) string {
+// DescribeSession says who recorded the session h heads in one sanitised line,
+// "flightdeck VERSION pid N (user@hostname)" with the parts that are
+// known: "flightdeck v0.5.0 pid 4242 (ana@laptop)".
+func DescribeSession(h Header) string {
 	parts := []string{"flightdeck"}
 	if h.Flightdeck != "" {
 		parts = append(parts, h.Flightdeck)
