@@ -37,7 +37,6 @@ var classOrder = [...]struct {
 	{setTraceback, FailTraceback},
 }
 
-
 // Signatures, from research notes §1.5, §2.5 and §5. Each is matched as a
 // substring anywhere in the line, after the prefix, so that process tags,
 // rank tags and log shippers' prefixes do not matter.
