@@ -7,8 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
-	"time"
 )
 
 // Host runs commands on one machine. Implementations are safe for
@@ -29,7 +29,7 @@ type Host interface {
 	// Watch returns a channel that receives the connection state now and at
 	// every change until ctx ends (then it is closed). A slow reader sees the
 	// latest state, not every intermediate one.
-	Watch(ctx context.Context) <-chan State
+	Watch(ctx context.Context) <-chan event.ConnState
 	// Close ends every command and the connection. Processes detached with
 	// setsid (the inference server) keep running.
 	Close() error
@@ -75,43 +75,3 @@ func (e *ExitError) Error() string {
 // ErrDisconnected is wrapped by errors from calls that failed because the
 // connection to the host dropped; retrying after reconnection is safe.
 var ErrDisconnected = errors.New("connection to host lost")
-
-// ConnState is the state of the connection to a host.
-type ConnState uint8
-
-const (
-	Connecting   ConnState = iota // first dial in progress
-	Connected                     // ready for commands
-	Reconnecting                  // connection lost; redialing with backoff
-	Closed                        // Close was called
-	Failed                        // gave up: an error that retrying cannot fix (host key, auth)
-)
-
-func (s ConnState) String() string {
-	switch s {
-	case Connecting:
-		return "connecting"
-	case Connected:
-		return "connected"
-	case Reconnecting:
-		return "reconnecting"
-	case Closed:
-		return "closed"
-	case Failed:
-		return "failed"
-	}
-	return fmt.Sprintf("ConnState(%d)", uint8(s))
-}
-
-// State is one observation of a host's connection. It is an event payload.
-type State struct {
-	Host    string    // Host.Name()
-	Conn    ConnState // current state
-	Attempt int       // reconnect attempt number, 0 when connected
-	Err     error     // why the last connection ended or the last dial failed; nil when healthy
-	Since   time.Time // when Conn last changed
-	NextTry time.Time // when the next dial happens (Reconnecting only)
-}
-
-// Kind implements event.Payload.
-func (State) Kind() string { return "conn-state" }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,7 +40,7 @@ var (
 // NewLocal returns a Host that runs commands on this machine.
 func NewLocal() *Local {
 	return &Local{
-		hub:   newStateHub(State{Host: "local", Conn: Connected}),
+		hub:   newStateHub(event.ConnState{Host: "local", Conn: event.Connected}),
 		procs: make(map[*localProc]struct{}),
 	}
 }
@@ -48,7 +49,7 @@ func NewLocal() *Local {
 func (l *Local) Name() string { return "local" }
 
 // Watch reports Connected, then Closed after Close. See Host.Watch.
-func (l *Local) Watch(ctx context.Context) <-chan State { return l.hub.watch(ctx) }
+func (l *Local) Watch(ctx context.Context) <-chan event.ConnState { return l.hub.watch(ctx) }
 
 // DialContext dials addr from this machine (net.Dialer).
 func (l *Local) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -125,7 +126,7 @@ func (l *Local) Close() error {
 	for p := range procs {
 		p.stop(ErrClosed)
 	}
-	l.hub.set(State{Host: l.Name(), Conn: Closed}, true)
+	l.hub.set(event.ConnState{Host: l.Name(), Conn: event.ConnClosed}, true)
 	return nil
 }
 

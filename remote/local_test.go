@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"net"
 	"os"
@@ -195,11 +196,11 @@ func TestLocalStartStop(t *testing.T) {
 func TestLocalWatchAndClose(t *testing.T) {
 	l := NewLocal()
 	ch := l.Watch(context.Background())
-	if s := <-ch; s.Conn != Connected || s.Host != "local" {
+	if s := <-ch; s.Conn != event.Connected || s.Host != "local" {
 		t.Fatalf("first state %+v", s)
 	}
 	l.Close()
-	if s := <-ch; s.Conn != Closed {
+	if s := <-ch; s.Conn != event.ConnClosed {
 		t.Fatalf("after Close: %+v", s)
 	}
 	if _, ok := <-ch; ok {

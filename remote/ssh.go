@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"golang.org/x/crypto/ssh"
 	xknownhosts "golang.org/x/crypto/ssh/knownhosts"
 )
@@ -200,7 +201,7 @@ func DialSSH(ctx context.Context, target string, opts SSHOptions) (*SSH, error) 
 	if err != nil {
 		return nil, err
 	}
-	s.hub = newStateHub(State{Host: s.name, Conn: Connected})
+	s.hub = newStateHub(event.ConnState{Host: s.name, Conn: event.Connected})
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.conn = c
 	s.ready = make(chan struct{})
@@ -224,7 +225,7 @@ func (s *SSH) Name() string { return s.name }
 
 // Watch reports the connection state; see Host.Watch. After Close the
 // channel receives Closed and is closed.
-func (s *SSH) Watch(ctx context.Context) <-chan State { return s.hub.watch(ctx) }
+func (s *SSH) Watch(ctx context.Context) <-chan event.ConnState { return s.hub.watch(ctx) }
 
 // Close ends every session and the connection and stops redialing. Processes
 // detached on the host (setsid) keep running. It is safe to call twice.
@@ -243,7 +244,7 @@ func (s *SSH) Close() error {
 		c.kill(ErrClosed)
 	}
 	s.wg.Wait()
-	s.hub.set(State{Host: s.name, Conn: Closed}, true)
+	s.hub.set(event.ConnState{Host: s.name, Conn: event.ConnClosed}, true)
 	return nil
 }
 
@@ -385,7 +386,7 @@ func (s *SSH) drop(c *sshConn, cause error) {
 func (s *SSH) redial(cause error) *sshConn {
 	for attempt := 1; ; attempt++ {
 		delay := backoff(attempt, s.opts.ReconnectMin, s.opts.ReconnectMax)
-		s.hub.set(State{Host: s.name, Conn: Reconnecting, Attempt: attempt, Err: cause, NextTry: time.Now().Add(delay)}, false)
+		s.hub.set(event.ConnState{Host: s.name, Conn: event.Reconnecting, Attempt: attempt, Err: cause, NextTry: time.Now().Add(delay)}, false)
 		t := time.NewTimer(delay)
 		select {
 		case <-s.life.Done():
@@ -404,7 +405,7 @@ func (s *SSH) redial(cause error) *sshConn {
 			s.conn = c
 			close(s.ready)
 			s.mu.Unlock()
-			s.hub.set(State{Host: s.name, Conn: Connected}, false)
+			s.hub.set(event.ConnState{Host: s.name, Conn: event.Connected}, false)
 			return c
 		}
 		if s.life.Err() != nil {
@@ -415,7 +416,7 @@ func (s *SSH) redial(cause error) *sshConn {
 			s.failed = err
 			close(s.ready)
 			s.mu.Unlock()
-			s.hub.set(State{Host: s.name, Conn: Failed, Attempt: attempt, Err: err}, false)
+			s.hub.set(event.ConnState{Host: s.name, Conn: event.ConnFailed, Attempt: attempt, Err: err}, false)
 			return nil
 		}
 		cause = err

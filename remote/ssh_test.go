@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // testOptions are options that never read the real ~/.ssh: no config, no
@@ -60,7 +61,7 @@ func dialTest(t *testing.T, target string, opts SSHOptions) *SSH {
 }
 
 // waitState reads ch until a state satisfies ok, or fails after 10 s.
-func waitState(t *testing.T, ch <-chan State, what string, ok func(State) bool) State {
+func waitState(t *testing.T, ch <-chan event.ConnState, what string, ok func(event.ConnState) bool) event.ConnState {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -291,7 +292,7 @@ func TestSSHCloseEndsEverything(t *testing.T) {
 	if err := waitErr(t, p); !errors.Is(err, ErrClosed) {
 		t.Errorf("Wait after host Close: %v", err)
 	}
-	waitState(t, states, "closed", func(s State) bool { return s.Conn == Closed })
+	waitState(t, states, "closed", func(s event.ConnState) bool { return s.Conn == event.ConnClosed })
 	if _, ok := <-states; ok {
 		t.Error("watch channel not closed after Closed")
 	}

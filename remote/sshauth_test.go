@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 )
@@ -84,7 +85,7 @@ func TestSSHChangedHostKey(t *testing.T) {
 
 	// The live connection drops; the redial meets the new key and gives up.
 	srv.ReplaceHostKeys()
-	s := waitState(t, states, "failed", func(s State) bool { return s.Conn == Failed })
+	s := waitState(t, states, "failed", func(s event.ConnState) bool { return s.Conn == event.ConnFailed })
 	var ce *HostKeyChangedError
 	if !errors.As(s.Err, &ce) {
 		t.Fatalf("failed with %v, want *HostKeyChangedError", s.Err)

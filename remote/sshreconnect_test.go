@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -27,7 +28,7 @@ func TestSSHReconnect(t *testing.T) {
 	h := dialTest(t, srv.Target(), testOptions(t, srv, known))
 	ctx := context.Background()
 	states := h.Watch(t.Context())
-	if s := <-states; s.Conn != Connected || s.Host != h.Name() {
+	if s := <-states; s.Conn != event.Connected || s.Host != h.Name() {
 		t.Fatalf("first state %+v", s)
 	}
 
@@ -46,7 +47,7 @@ func TestSSHReconnect(t *testing.T) {
 	if err := waitErr(t, p); !errors.Is(err, ErrDisconnected) {
 		t.Fatalf("Wait = %v, want ErrDisconnected", err)
 	}
-	s := waitState(t, states, "reconnecting", func(s State) bool { return s.Conn == Reconnecting })
+	s := waitState(t, states, "reconnecting", func(s event.ConnState) bool { return s.Conn == event.Reconnecting })
 	if s.Attempt < 1 || s.Err == nil || s.NextTry.IsZero() {
 		t.Errorf("reconnecting state %+v", s)
 	}
@@ -68,7 +69,7 @@ func TestSSHReconnect(t *testing.T) {
 	}()
 
 	srv.Restart()
-	waitState(t, states, "connected", func(s State) bool { return s.Conn == Connected })
+	waitState(t, states, "connected", func(s event.ConnState) bool { return s.Conn == event.Connected })
 	select {
 	case err := <-pending:
 		if err != nil {
@@ -257,7 +258,7 @@ func TestSSHKeepaliveDetectsFrozenPeer(t *testing.T) {
 	if d := time.Since(start); d < 200*time.Millisecond || d > 5*time.Second {
 		t.Errorf("detected after %v, want about 3 × 100ms", d)
 	}
-	waitState(t, states, "connected again", func(s State) bool { return s.Conn == Connected })
+	waitState(t, states, "connected again", func(s event.ConnState) bool { return s.Conn == event.Connected })
 	if res, err := h.Run(context.Background(), "echo alive", nil); err != nil || string(res.Stdout) != "alive\n" {
 		t.Errorf("Run after reconnect: %q %v", res.Stdout, err)
 	}

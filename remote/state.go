@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"sync"
 	"time"
 )
@@ -11,18 +12,18 @@ import (
 // reader never blocks the publisher and never sees a stale state last.
 type stateHub struct {
 	mu     sync.Mutex
-	cur    State
-	subs   map[chan State]struct{}
+	cur    event.ConnState
+	subs   map[chan event.ConnState]struct{}
 	closed bool // a final state was published; new watchers get it and a closed channel
 }
 
-func newStateHub(s State) *stateHub {
+func newStateHub(s event.ConnState) *stateHub {
 	s.Since = time.Now()
-	return &stateHub{cur: s, subs: make(map[chan State]struct{})}
+	return &stateHub{cur: s, subs: make(map[chan event.ConnState]struct{})}
 }
 
 // get returns the current state.
-func (h *stateHub) get() State {
+func (h *stateHub) get() event.ConnState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cur
@@ -30,7 +31,7 @@ func (h *stateHub) get() State {
 
 // set publishes s; Since is set here (now when Conn changes, else kept). final marks the
 // last state (Closed): every channel receives it and is then closed.
-func (h *stateHub) set(s State, final bool) {
+func (h *stateHub) set(s event.ConnState, final bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -56,7 +57,7 @@ func (h *stateHub) set(s State, final bool) {
 
 // offer replaces whatever ch holds with s. Only the publisher (holding the
 // hub lock) sends, so after the drain the send cannot block.
-func offer(ch chan State, s State) {
+func offer(ch chan event.ConnState, s event.ConnState) {
 	select {
 	case <-ch:
 	default:
@@ -65,8 +66,8 @@ func offer(ch chan State, s State) {
 }
 
 // watch implements Host.Watch.
-func (h *stateHub) watch(ctx context.Context) <-chan State {
-	ch := make(chan State, 1)
+func (h *stateHub) watch(ctx context.Context) <-chan event.ConnState {
+	ch := make(chan event.ConnState, 1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ch <- h.cur

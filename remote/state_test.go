@@ -2,19 +2,20 @@ package remote
 
 import (
 	"context"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"testing"
 	"time"
 )
 
 func TestWatchLatestStateWins(t *testing.T) {
-	h := newStateHub(State{Host: "h", Conn: Connected})
+	h := newStateHub(event.ConnState{Host: "h", Conn: event.Connected})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := h.watch(ctx)
 	other := h.watch(context.Background())
 	for i := 1; i <= 5; i++ {
-		h.set(State{Host: "h", Conn: Reconnecting, Attempt: i}, false)
+		h.set(event.ConnState{Host: "h", Conn: event.Reconnecting, Attempt: i}, false)
 	}
-	if s := <-ch; s.Conn != Reconnecting || s.Attempt != 5 {
+	if s := <-ch; s.Conn != event.Reconnecting || s.Attempt != 5 {
 		t.Fatalf("slow reader got %+v, want the latest (attempt 5)", s)
 	}
 	select {
@@ -22,10 +23,10 @@ func TestWatchLatestStateWins(t *testing.T) {
 		t.Fatalf("unexpected extra state %+v", s)
 	default:
 	}
-	h.set(State{Host: "h", Conn: Reconnecting, Attempt: 6}, false)
-	h.set(State{Host: "h", Conn: Connected}, false)
+	h.set(event.ConnState{Host: "h", Conn: event.Reconnecting, Attempt: 6}, false)
+	h.set(event.ConnState{Host: "h", Conn: event.Connected}, false)
 	s := <-ch
-	if s.Conn != Connected || s.Since.IsZero() {
+	if s.Conn != event.Connected || s.Since.IsZero() {
 		t.Fatalf("got %+v", s)
 	}
 	cancel()
@@ -38,15 +39,15 @@ func TestWatchLatestStateWins(t *testing.T) {
 		}
 	}
 	// The other watcher is unaffected and sees the final state, then a close.
-	h.set(State{Host: "h", Conn: Closed}, true)
-	if s := <-other; s.Conn != Closed {
+	h.set(event.ConnState{Host: "h", Conn: event.ConnClosed}, true)
+	if s := <-other; s.Conn != event.ConnClosed {
 		t.Fatalf("other watcher got %+v", s)
 	}
 	if _, ok := <-other; ok {
 		t.Fatal("other watcher not closed after the final state")
 	}
 	late := h.watch(context.Background())
-	if s, ok := <-late; !ok || s.Conn != Closed {
+	if s, ok := <-late; !ok || s.Conn != event.ConnClosed {
 		t.Fatalf("late watcher got %+v %v", s, ok)
 	}
 	if _, ok := <-late; ok {
@@ -55,10 +56,10 @@ func TestWatchLatestStateWins(t *testing.T) {
 }
 
 func TestStateSinceKeptWithinAState(t *testing.T) {
-	h := newStateHub(State{Conn: Connected})
-	h.set(State{Conn: Reconnecting, Attempt: 1}, false)
+	h := newStateHub(event.ConnState{Conn: event.Connected})
+	h.set(event.ConnState{Conn: event.Reconnecting, Attempt: 1}, false)
 	first := h.get().Since
-	h.set(State{Conn: Reconnecting, Attempt: 2}, false)
+	h.set(event.ConnState{Conn: event.Reconnecting, Attempt: 2}, false)
 	if got := h.get().Since; !got.Equal(first) {
 		t.Fatalf("Since moved within Reconnecting: %v -> %v", first, got)
 	}

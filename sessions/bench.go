@@ -37,8 +37,8 @@ var (
 // `flightdeck bench HOST`: bench.Run against the server's
 // OpenAI-compatible API on the host's loopback, reached through Dialer
 // (an SSH direct-tcpip channel: a port-forward with no local listener).
-// It numbers runs b1, b2, … and publishes bench.Started, bench.Progress
-// (at most 4 a second) and bench.Done on Publish. Its methods are safe for
+// It numbers runs b1, b2, … and publishes event.BenchStarted, event.BenchProgress
+// (at most 4 a second) and event.BenchDone on Publish. Its methods are safe for
 // concurrent use; one run goes at a time.
 type Bencher struct {
 	// Dialer opens connections from the host's side ("127.0.0.1:PORT" is
@@ -62,20 +62,20 @@ type Bencher struct {
 	Server *ServerWatch
 
 	mu      sync.Mutex
-	last    *bench.Config
+	last    *event.BenchConfig
 	runs    int
 	running bool
 }
 
 // Defaults returns the config of the last run started (its defaults
-// filled in), else bench.Config{}.Defaults(). It does no I/O.
-func (b *Bencher) Defaults() bench.Config {
+// filled in), else event.BenchConfig{}.Defaults(). It does no I/O.
+func (b *Bencher) Defaults() event.BenchConfig {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.last != nil {
 		return *b.last
 	}
-	return bench.Config{}.Defaults()
+	return event.BenchConfig{}.Defaults()
 }
 
 func (b *Bencher) publish(p event.Payload) {
@@ -87,11 +87,11 @@ func (b *Bencher) publish(p event.Payload) {
 // Run benchmarks the server with cfg (zero fields take the defaults) and
 // returns its result; a cancelled ctx stops it and returns the partial
 // result (Result.Cancelled). Before anything is published it fails with
-// ErrBenchBusy, a config error (bench.Config.Validate), ErrNoDialer, an
+// ErrBenchBusy, a config error (event.BenchConfig.Validate), ErrNoDialer, an
 // error wrapping ErrServerLoading or server.ErrNoServer (with Server), or
-// ErrNoServerPort; after bench.Started, an error (the model cannot be
-// listed, a warm-up request failed) is also published in bench.Done.
-func (b *Bencher) Run(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
+// ErrNoServerPort; after event.BenchStarted, an error (the model cannot be
+// listed, a warm-up request failed) is also published in event.BenchDone.
+func (b *Bencher) Run(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -137,38 +137,38 @@ func (b *Bencher) Run(ctx context.Context, cfg bench.Config) (*bench.Result, err
 	if b.Target != "" {
 		target += " via " + b.Target
 	}
-	b.publish(bench.Started{ID: id, Exp: exp, Target: target, Config: cfg})
+	b.publish(event.BenchStarted{ID: id, Exp: exp, Target: target, Config: cfg})
 	tr := bench.NewTransport(b.Dialer.DialContext, cfg.Concurrency)
 	defer tr.CloseIdleConnections()
-	res, err := bench.Run(ctx, &http.Client{Transport: tr}, url, cfg, func(p bench.Progress) {
+	res, err := bench.Run(ctx, &http.Client{Transport: tr}, url, cfg, func(p event.BenchProgress) {
 		p.ID = id
 		b.publish(p)
 	})
 	if err != nil {
 		err = fmt.Errorf("benchmark %s: %w", id, err)
-		b.publish(bench.Done{ID: id, Exp: exp, Err: err.Error()})
+		b.publish(event.BenchDone{ID: id, Exp: exp, Err: err.Error()})
 		return nil, err
 	}
 	res.Target = target
-	b.publish(bench.Done{ID: id, Exp: exp, Result: res})
+	b.publish(event.BenchDone{ID: id, Exp: exp, Result: res})
 	return res, nil
 }
 
 // ServerWatch follows the server's status for a Bencher: the cockpit
-// feeds it every server.Status of the stream (Observe), and Bencher.Run
+// feeds it every event.ServerStatus of the stream (Observe), and Bencher.Run
 // asks it whether the server can be benchmarked (Check). It also
 // remembers how long the last launch took to get ready, to say when a
 // loading one should be. Its methods are safe for concurrent use; the
 // zero value is ready to use and has seen nothing.
 type ServerWatch struct {
 	mu        sync.Mutex
-	st        server.Status
+	st        event.ServerStatus
 	seen      bool
 	lastReady time.Duration // ReadyAfter of the last launch that got ready; 0 when none
 }
 
 // Observe records st, the server's latest status.
-func (w *ServerWatch) Observe(st server.Status) {
+func (w *ServerWatch) Observe(st event.ServerStatus) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.st, w.seen = st, true
@@ -192,24 +192,24 @@ func (w *ServerWatch) Check(now time.Time) error {
 		return nil
 	}
 	switch st.Phase {
-	case server.PhaseReady, server.PhaseRunning:
+	case event.PhaseReady, event.PhaseRunning:
 		return nil
-	case server.PhaseLaunching, server.PhaseLoading:
+	case event.PhaseLaunching, event.PhaseLoading:
 		return fmt.Errorf("%w (%s): wait for ready", ErrServerLoading, loadingWords(st, last, now))
 	}
 	why := ""
 	switch st.Phase {
-	case server.PhaseFailed:
+	case event.PhaseFailed:
 		why = " (it failed"
 		if st.Class != "" {
 			why += ": " + st.Class
 		}
 		why += ")"
-	case server.PhaseExited:
+	case event.PhaseExited:
 		why = " (it exited)"
-	case server.PhaseStopping:
+	case event.PhaseStopping:
 		why = " (it is being killed)"
-	case server.PhaseKilled:
+	case event.PhaseKilled:
 		why = " (it was killed)"
 	}
 	return fmt.Errorf("%w%s: launch one (L)", server.ErrNoServer, why)
@@ -217,7 +217,7 @@ func (w *ServerWatch) Check(now time.Time) error {
 
 // loadingWords says how far a loading server is: "ready in about 40s, as
 // its last launch took 1m20s", else its stage and the time so far.
-func loadingWords(st server.Status, last time.Duration, now time.Time) string {
+func loadingWords(st event.ServerStatus, last time.Duration, now time.Time) string {
 	since := st.LaunchedAt
 	if since.IsZero() {
 		since = st.Since

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
@@ -70,8 +69,8 @@ func (l *eventLog) kinds() []string {
 	defer l.mu.Unlock()
 	var k []string
 	for _, e := range l.ev {
-		if len(k) == 0 || k[len(k)-1] != e.Data.Kind() {
-			k = append(k, e.Data.Kind())
+		if len(k) == 0 || k[len(k)-1] != e.Data.Kind().String() {
+			k = append(k, e.Data.Kind().String())
 		}
 	}
 	return k
@@ -86,16 +85,16 @@ func TestBencherOverSSH(t *testing.T) {
 	var log eventLog
 	b := &Bencher{Dialer: dialer, Port: func() int { return h.ServerPort }, Target: "sim",
 		Experiment: func() string { return "e3" }, Publish: log.sink}
-	if d := b.Defaults(); d != (bench.Config{}).Defaults() {
+	if d := b.Defaults(); d != (event.BenchConfig{}).Defaults() {
 		t.Errorf("defaults before any run: %+v", d)
 	}
 	var busy error
 	log.on = func(e event.Event) {
-		if _, ok := e.Data.(bench.Started); ok && busy == nil {
-			_, busy = b.Run(context.Background(), bench.Config{})
+		if _, ok := e.Data.(event.BenchStarted); ok && busy == nil {
+			_, busy = b.Run(context.Background(), event.BenchConfig{})
 		}
 	}
-	cfg := bench.Config{InputLen: 16, OutputLen: 40, Requests: 3, Concurrency: 3}
+	cfg := event.BenchConfig{InputLen: 16, OutputLen: 40, Requests: 3, Concurrency: 3}
 	res, err := b.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -111,10 +110,10 @@ func TestBencherOverSSH(t *testing.T) {
 		t.Errorf("events %s", k)
 	}
 	log.mu.Lock()
-	st := log.ev[0].Data.(bench.Started)
-	done := log.ev[len(log.ev)-1].Data.(bench.Done)
+	st := log.ev[0].Data.(event.BenchStarted)
+	done := log.ev[len(log.ev)-1].Data.(event.BenchDone)
 	for _, e := range log.ev[1 : len(log.ev)-1] {
-		if p := e.Data.(bench.Progress); p.ID != "b1" {
+		if p := e.Data.(event.BenchProgress); p.ID != "b1" {
 			t.Errorf("progress %+v", p)
 		}
 	}
@@ -131,11 +130,11 @@ func TestBencherOverSSH(t *testing.T) {
 	}
 
 	log.on = nil
-	res, err = b.Run(context.Background(), bench.Config{InputLen: 8, OutputLen: 8, Requests: 1, Warmup: -1})
+	res, err = b.Run(context.Background(), event.BenchConfig{InputLen: 8, OutputLen: 8, Requests: 1, Warmup: -1})
 	if err != nil || res.Completed != 1 {
 		t.Fatalf("second run: %v %+v", err, res)
 	}
-	if st := log.ev[0].Data.(bench.Started); st.ID != "b2" {
+	if st := log.ev[0].Data.(event.BenchStarted); st.ID != "b2" {
 		t.Errorf("second run is %s, want b2", st.ID)
 	}
 }
@@ -146,14 +145,14 @@ func TestBencherRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		b    *Bencher
-		cfg  bench.Config
+		cfg  event.BenchConfig
 		want error
 		msg  string
 	}{
-		{"no port", &Bencher{Dialer: d, Port: func() int { return 0 }, Publish: log.sink}, bench.Config{}, ErrNoServerPort, ""},
-		{"nil port func", &Bencher{Dialer: d, Publish: log.sink}, bench.Config{}, ErrNoServerPort, ""},
-		{"no dialer", &Bencher{Port: func() int { return 30000 }, Publish: log.sink}, bench.Config{}, ErrNoDialer, ""},
-		{"bad config", &Bencher{Dialer: d, Port: func() int { return 30000 }, Publish: log.sink}, bench.Config{Concurrency: -2}, nil, "concurrency -2"},
+		{"no port", &Bencher{Dialer: d, Port: func() int { return 0 }, Publish: log.sink}, event.BenchConfig{}, ErrNoServerPort, ""},
+		{"nil port func", &Bencher{Dialer: d, Publish: log.sink}, event.BenchConfig{}, ErrNoServerPort, ""},
+		{"no dialer", &Bencher{Port: func() int { return 30000 }, Publish: log.sink}, event.BenchConfig{}, ErrNoDialer, ""},
+		{"bad config", &Bencher{Dialer: d, Port: func() int { return 30000 }, Publish: log.sink}, event.BenchConfig{Concurrency: -2}, nil, "concurrency -2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.b.Run(context.Background(), tc.cfg)
@@ -178,22 +177,22 @@ func TestBencherWaitsForReady(t *testing.T) {
 	if err := w.Check(t0); err != nil {
 		t.Errorf("nothing observed: %v (the port check decides)", err)
 	}
-	w.Observe(server.Status{Phase: server.PhaseReady, LaunchedAt: t0.Add(-5 * time.Minute), ReadyAfter: 80 * time.Second, Port: 30000})
+	w.Observe(event.ServerStatus{Phase: event.PhaseReady, LaunchedAt: t0.Add(-5 * time.Minute), ReadyAfter: 80 * time.Second, Port: 30000})
 	if err := w.Check(t0); err != nil {
 		t.Errorf("ready: %v", err)
 	}
 	for _, tc := range []struct {
-		st   server.Status
+		st   event.ServerStatus
 		want string
 		is   error
 	}{
-		{server.Status{Phase: server.PhaseLoading, Stage: "loading weights", LaunchedAt: t0.Add(-40 * time.Second), Port: 30000},
+		{event.ServerStatus{Phase: event.PhaseLoading, Stage: "loading weights", LaunchedAt: t0.Add(-40 * time.Second), Port: 30000},
 			"the server is still loading (ready in about 40s, as its last launch took 1m20s): wait for ready", ErrServerLoading},
-		{server.Status{Phase: server.PhaseLaunching, LaunchedAt: t0.Add(-100 * time.Second)},
+		{event.ServerStatus{Phase: event.PhaseLaunching, LaunchedAt: t0.Add(-100 * time.Second)},
 			"the server is still loading (1m40s so far; its last launch took 1m20s): wait for ready", ErrServerLoading},
-		{server.Status{Phase: server.PhaseFailed, Class: "oom"}, "no server running (it failed: oom): launch one (L)", server.ErrNoServer},
-		{server.Status{Phase: server.PhaseNone}, "no server running: launch one (L)", server.ErrNoServer},
-		{server.Status{Phase: server.PhaseKilled}, "no server running (it was killed): launch one (L)", server.ErrNoServer},
+		{event.ServerStatus{Phase: event.PhaseFailed, Class: "oom"}, "no server running (it failed: oom): launch one (L)", server.ErrNoServer},
+		{event.ServerStatus{Phase: event.PhaseNone}, "no server running: launch one (L)", server.ErrNoServer},
+		{event.ServerStatus{Phase: event.PhaseKilled}, "no server running (it was killed): launch one (L)", server.ErrNoServer},
 	} {
 		w.Observe(tc.st)
 		if err := w.Check(t0); !errors.Is(err, tc.is) || err.Error() != tc.want {
@@ -202,14 +201,14 @@ func TestBencherWaitsForReady(t *testing.T) {
 	}
 	// No launch got ready before: the stage and the time so far.
 	var fresh ServerWatch
-	fresh.Observe(server.Status{Phase: server.PhaseLoading, Stage: "capturing CUDA graphs\x1b[2J", LaunchedAt: t0.Add(-12 * time.Second)})
+	fresh.Observe(event.ServerStatus{Phase: event.PhaseLoading, Stage: "capturing CUDA graphs\x1b[2J", LaunchedAt: t0.Add(-12 * time.Second)})
 	if err := fresh.Check(t0); err == nil || err.Error() != "the server is still loading (capturing CUDA graphs, 12s so far): wait for ready" {
 		t.Errorf("first launch loading: %v", err)
 	}
 
 	var log eventLog
 	b := &Bencher{Dialer: remote.NewLocal(), Port: func() int { return 30000 }, Publish: log.sink, Server: &fresh}
-	if _, err := b.Run(context.Background(), bench.Config{}); !errors.Is(err, ErrServerLoading) {
+	if _, err := b.Run(context.Background(), event.BenchConfig{}); !errors.Is(err, ErrServerLoading) {
 		t.Errorf("run while loading: %v", err)
 	}
 	if len(log.ev) != 0 {
@@ -218,19 +217,19 @@ func TestBencherWaitsForReady(t *testing.T) {
 }
 
 // TestBencherServerDown: a run that starts but cannot reach the server
-// says why in bench.Done.
+// says why in event.BenchDone.
 func TestBencherServerDown(t *testing.T) {
 	var log eventLog
 	var d remote.Dialer = remote.NewLocal()
 	b := &Bencher{Dialer: d, Port: func() int { return freePort(t) }, Publish: log.sink}
-	_, err := b.Run(context.Background(), bench.Config{})
+	_, err := b.Run(context.Background(), event.BenchConfig{})
 	if err == nil || !strings.Contains(err.Error(), "benchmark b1: list models:") {
 		t.Fatalf("error %v", err)
 	}
 	if k := strings.Join(log.kinds(), " "); k != "bench-start bench-done" {
 		t.Fatalf("events %s", k)
 	}
-	if done := log.ev[1].Data.(bench.Done); done.Err != err.Error() || done.Result != nil {
+	if done := log.ev[1].Data.(event.BenchDone); done.Err != err.Error() || done.Result != nil {
 		t.Errorf("done %+v", done)
 	}
 }

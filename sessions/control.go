@@ -49,7 +49,7 @@ type Plan struct {
 
 // Control drives the inference server on one host: the plain functions
 // behind the cockpit's K, L and p keys and the `flightdeck server`
-// commands. It publishes what it does (server.Launched, server.KillStep)
+// commands. It publishes what it does (event.ServerLaunched, event.KillStep)
 // to Publish, the same stream the probes feed. Methods are safe for
 // concurrent use; Launch and Kill hold a lock so two never overlap.
 type Control struct {
@@ -84,7 +84,7 @@ type Control struct {
 
 	act     sync.Mutex // one launch or kill at a time
 	mu      sync.Mutex
-	last    *server.LaunchInfo
+	last    *event.LaunchInfo
 	lastReq *LaunchRequest
 	profile string // chosen with SetProfile, for the next launch
 
@@ -117,7 +117,7 @@ func (c *Control) Presets() []string { return c.Config.PresetNames() }
 
 // Remember records the last launch found on the host (a pidfile), so the
 // next plan diffs against it and the form starts from it.
-func (c *Control) Remember(l server.LaunchInfo) {
+func (c *Control) Remember(l event.LaunchInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last == nil || l.At.After(c.last.At) {
@@ -218,7 +218,7 @@ func (c *Control) Plan(req LaunchRequest) (Plan, error) {
 		return p, err
 	}
 	// Shown on screens and in logs: secret-looking values redacted.
-	p.CommandLine = server.CommandLine(server.LaunchInfo{Argv: argv})
+	p.CommandLine = server.CommandLine(event.LaunchInfo{Argv: argv})
 	if len(env) > 0 {
 		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
 	}
@@ -262,7 +262,7 @@ func (c *Control) PlanAgain() (Plan, error) {
 	if err := p.Spec.Validate(); err != nil {
 		return p, err
 	}
-	p.CommandLine = server.CommandLine(server.LaunchInfo{Argv: p.Spec.Argv})
+	p.CommandLine = server.CommandLine(event.LaunchInfo{Argv: p.Spec.Argv})
 	if len(env) > 0 {
 		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
 	}
@@ -330,14 +330,14 @@ func (c *Control) DefaultPort() int {
 
 // Find looks for the server on the host (pidfile, then the configured
 // port, then a command line that looks like an inference server).
-func (c *Control) Find(ctx context.Context) (server.Found, error) {
+func (c *Control) Find(ctx context.Context) (event.ServerFound, error) {
 	match := server.DefaultMatch
 	if c.NoProcessMatch {
 		match = ""
 	}
 	logDir, _, err := c.dirs(ctx)
 	if err != nil {
-		return server.Found{}, err
+		return event.ServerFound{}, err
 	}
 	f, err := server.Find(ctx, c.Host, logDir, c.DefaultPort(), match)
 	if errors.Is(err, remote.ErrDisconnected) && ctx.Err() == nil {
@@ -352,38 +352,38 @@ func (c *Control) Find(ctx context.Context) (server.Found, error) {
 }
 
 // Launch runs plan: it kills the running server first if there is one
-// (waiting for its GPU memory), launches, publishes server.Launched and
+// (waiting for its GPU memory), launches, publishes event.ServerLaunched and
 // switches the followed log to the new one. It returns once the server
-// process exists; readiness arrives as server.Status events.
-func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) {
+// process exists; readiness arrives as event.ServerStatus events.
+func (c *Control) Launch(ctx context.Context, plan Plan) (event.LaunchRecord, error) {
 	c.act.Lock()
 	defer c.act.Unlock()
 	if err := c.guard(ctx); err != nil {
-		return server.Record{}, err
+		return event.LaunchRecord{}, err
 	}
 	f, err := c.Find(ctx)
 	if err != nil {
-		return server.Record{}, err
+		return event.LaunchRecord{}, err
 	}
 	killed := false
 	if f.Running {
 		if err := c.kill(ctx, f, true); err != nil {
-			return server.Record{}, fmt.Errorf("relaunch: the old server: %w", err)
+			return event.LaunchRecord{}, fmt.Errorf("relaunch: the old server: %w", err)
 		}
 		killed = true
 	}
 	spec := plan.Spec
 	spec.At = time.Now()
 	if spec.LogDir, spec.Workdir, err = c.dirs(ctx); err != nil {
-		return server.Record{}, err
+		return event.LaunchRecord{}, err
 	}
 	if err := c.guard(ctx); err != nil {
 		if killed {
 			// Taken over between the kill and the launch: say what was
 			// done, not only what was refused.
-			return server.Record{}, fmt.Errorf("relaunch: killed the old server (pid %d), then did not launch: %w", f.ServerPID, err)
+			return event.LaunchRecord{}, fmt.Errorf("relaunch: killed the old server (pid %d), then did not launch: %w", f.ServerPID, err)
 		}
-		return server.Record{}, err
+		return event.LaunchRecord{}, err
 	}
 	rec, err := server.Launch(ctx, c.Host, spec)
 	if err != nil {
@@ -396,7 +396,7 @@ func (c *Control) Launch(ctx context.Context, plan Plan) (server.Record, error) 
 	c.lastReq = &req
 	c.profile = ""
 	c.mu.Unlock()
-	c.publish(server.Launched{Record: rec})
+	c.publish(event.ServerLaunched{Record: rec})
 	if c.Follow != nil {
 		c.Follow(rec.Launch.LogPath)
 	}
@@ -430,24 +430,24 @@ func (c *Control) guard(ctx context.Context) error {
 }
 
 // kill stops f; relaunch marks its KillSteps as the first half of a Launch.
-func (c *Control) kill(ctx context.Context, f server.Found, relaunch bool) error {
+func (c *Control) kill(ctx context.Context, f event.ServerFound, relaunch bool) error {
 	grace := c.Grace
 	if grace <= 0 {
 		grace = server.DefaultGrace
 	}
 	if err := c.guard(ctx); err != nil {
 		// Refused at the last moment: the journal says so after the key.
-		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
+		c.publish(event.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
 		return err
 	}
-	c.publish(server.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace), Relaunch: relaunch})
+	c.publish(event.KillStep{Step: "signalling", PID: f.ServerPID, Detail: fmt.Sprintf("SIGTERM sent; SIGKILL after %v", grace), Relaunch: relaunch})
 	var fence server.Fence
 	if c.Fence != nil {
 		fence = c.Fence()
 	}
 	res, err := server.KillFenced(ctx, c.Host, f.Target, grace, fence)
 	if err != nil {
-		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
+		c.publish(event.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
 		return err
 	}
 	pids := make([]int, 0, len(res.Members))
@@ -458,23 +458,23 @@ func (c *Control) kill(ctx context.Context, f server.Found, relaunch bool) error
 	if len(res.Escalated) > 0 {
 		detail = fmt.Sprintf("SIGKILL after %v: %v", grace, res.Escalated)
 	}
-	c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: "waiting for GPU memory to be freed", Relaunch: relaunch})
+	c.publish(event.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: "waiting for GPU memory to be freed", Relaunch: relaunch})
 	timeout := c.GPUTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
 	err = WaitGPUFree(ctx, c.Host, c.GPUProgram, pids, timeout, func(s string) {
-		c.publish(server.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: s, Relaunch: relaunch})
+		c.publish(event.KillStep{Step: "waiting-gpu", PID: f.ServerPID, Detail: s, Relaunch: relaunch})
 	})
 	switch {
 	case errors.Is(err, ErrNoGPUTool):
 		detail = strings.TrimPrefix(detail+"; "+err.Error(), "; ")
 	case err != nil:
-		c.publish(server.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
+		c.publish(event.KillStep{Step: "failed", PID: f.ServerPID, Err: err, Relaunch: relaunch})
 		return err
 	default:
 		detail = strings.TrimPrefix(detail+"; GPU memory free", "; ")
 	}
-	c.publish(server.KillStep{Step: "done", PID: f.ServerPID, Detail: detail, Relaunch: relaunch})
+	c.publish(event.KillStep{Step: "done", PID: f.ServerPID, Detail: detail, Relaunch: relaunch})
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -87,7 +86,7 @@ func TestLaunchFailureClassification(t *testing.T) {
 			var failedAt time.Time
 			rec := newRecorder()
 			sink := func(e event.Event) {
-				if st, ok := e.Data.(server.Status); ok && st.Phase == server.PhaseFailed {
+				if st, ok := e.Data.(event.ServerStatus); ok && st.Phase == event.PhaseFailed {
 					mu.Lock()
 					if failedAt.IsZero() {
 						failedAt = time.Now()
@@ -122,19 +121,19 @@ func TestLaunchFailureClassification(t *testing.T) {
 				if t.Failed() {
 					for _, e := range rec.snapshot() {
 						switch p := e.Data.(type) {
-						case server.Status, serverlog.Failure, serverlog.Ready, server.Observed:
+						case event.ServerStatus, event.ServerFailure, event.ServerReady, event.ServerObserved:
 							t.Logf("%T %+v", p, p)
 						}
 					}
 				}
 			}()
 			if tc.extra == "--sim-fail crash-after-ready=12" {
-				rec.waitFor(t, "ready before the crash", 20*time.Second, phaseIs(server.PhaseReady))
+				rec.waitFor(t, "ready before the crash", 20*time.Second, phaseIs(event.PhaseReady))
 			}
 			// A traceback's header can be classified before the line that
 			// names its exception reaches the log; the status then refines
 			// the class. Wait for the refined one.
-			classOK := func(st server.Status) bool {
+			classOK := func(st event.ServerStatus) bool {
 				for _, c := range tc.classes {
 					if st.Class == c {
 						return true
@@ -144,7 +143,7 @@ func TestLaunchFailureClassification(t *testing.T) {
 			}
 			rec.waitFor(t, "failed with the expected class", 20*time.Second, func(es []event.Event) bool {
 				st, ok := lastStatus(es)
-				return ok && st.Phase == server.PhaseFailed && classOK(st)
+				return ok && st.Phase == event.PhaseFailed && classOK(st)
 			})
 			st, _ := lastStatus(rec.snapshot())
 			if !classOK(st) || st.Text == "" {
@@ -167,7 +166,7 @@ func TestLaunchFailureClassification(t *testing.T) {
 			// gains the exit status.
 			rec.waitFor(t, "exit status recorded", 30*time.Second, func(es []event.Event) bool {
 				st, ok := lastStatus(es)
-				return ok && st.Phase == server.PhaseFailed && st.Exit == 1
+				return ok && st.Phase == event.PhaseFailed && st.Exit == 1
 			})
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
@@ -27,16 +26,16 @@ func simTarget(h *sim.Host, profile string) config.Host {
 		Workdir: h.RepoPath, Preset: "sim", Profile: profile, Model: "/shared/kimi-k2.5-int4", TP: 8, Port: h.ServerPort}
 }
 
-func lastStatus(es []event.Event) (server.Status, bool) {
+func lastStatus(es []event.Event) (event.ServerStatus, bool) {
 	for i := len(es) - 1; i >= 0; i-- {
-		if st, ok := es[i].Data.(server.Status); ok {
+		if st, ok := es[i].Data.(event.ServerStatus); ok {
 			return st, true
 		}
 	}
-	return server.Status{}, false
+	return event.ServerStatus{}, false
 }
 
-func phaseIs(p server.Phase) func([]event.Event) bool {
+func phaseIs(p event.ServerPhase) func([]event.Event) bool {
 	return func(es []event.Event) bool {
 		st, ok := lastStatus(es)
 		return ok && st.Phase == p
@@ -81,7 +80,7 @@ func TestControlOverRealSSHD(t *testing.T) {
 	go func() {
 		liveDone <- RunLive(liveCtx, LiveConfig{Host: host, Interval: 200 * time.Millisecond, Control: ctl}, rec.sink)
 	}()
-	rec.waitFor(t, "nothing running", 20*time.Second, phaseIs(server.PhaseNone))
+	rec.waitFor(t, "nothing running", 20*time.Second, phaseIs(event.PhaseNone))
 
 	req := ctl.Request()
 	req.Profile = "nccl-ll-ring"
@@ -100,7 +99,7 @@ func TestControlOverRealSSHD(t *testing.T) {
 	if !strings.HasPrefix(filepath.Base(r.Launch.LogPath), "sim-") || r.Launch.Env["NCCL_ALGO"] != "Ring" {
 		t.Fatalf("launch record %+v", r.Launch)
 	}
-	rec.waitFor(t, "ready", time.Minute, phaseIs(server.PhaseReady))
+	rec.waitFor(t, "ready", time.Minute, phaseIs(event.PhaseReady))
 	st, _ := lastStatus(rec.snapshot())
 	if st.ReadyAfter <= 0 || st.Health == "" || st.Profile != "nccl-ll-ring" || st.LogPath != r.Launch.LogPath {
 		t.Errorf("ready status %+v", st)
@@ -109,15 +108,15 @@ func TestControlOverRealSSHD(t *testing.T) {
 	want := sim.ModelTokPerSec(true, false, false)
 	rec.waitFor(t, "tuned tok/s from the new log", time.Minute, func(es []event.Event) bool {
 		for _, e := range es {
-			if rt, ok := e.Data.(serverlog.Rate); ok && !rt.Dropped && math.Abs(rt.TokPerSec-want) < 0.05*want {
+			if rt, ok := e.Data.(event.TokRate); ok && !rt.Dropped && math.Abs(rt.TokPerSec-want) < 0.05*want {
 				return true
 			}
 		}
 		return false
 	})
-	var seenPhases []server.Phase
+	var seenPhases []event.ServerPhase
 	for _, e := range rec.snapshot() {
-		if st, ok := e.Data.(server.Status); ok && (len(seenPhases) == 0 || seenPhases[len(seenPhases)-1] != st.Phase) {
+		if st, ok := e.Data.(event.ServerStatus); ok && (len(seenPhases) == 0 || seenPhases[len(seenPhases)-1] != st.Phase) {
 			seenPhases = append(seenPhases, st.Phase)
 		}
 	}
@@ -135,8 +134,8 @@ func TestControlOverRealSSHD(t *testing.T) {
 	srv.Restart()
 	rec.waitFor(t, "reconnected", 30*time.Second, func(es []event.Event) bool {
 		for i := len(es) - 1; i >= 0; i-- {
-			if s, ok := es[i].Data.(remote.State); ok {
-				return s.Conn == remote.Connected && s.Attempt == 0 && i > 0
+			if s, ok := es[i].Data.(event.ConnState); ok {
+				return s.Conn == event.Connected && s.Attempt == 0 && i > 0
 			}
 		}
 		return false
@@ -155,7 +154,7 @@ func TestControlOverRealSSHD(t *testing.T) {
 		done2 <- RunLive(live2, LiveConfig{Host: host2, Interval: 200 * time.Millisecond, Control: ctl2}, rec2.sink)
 	}()
 	defer func() { stop2(); <-done2 }()
-	rec2.waitFor(t, "adopted and healthy", 30*time.Second, phaseIs(server.PhaseReady))
+	rec2.waitFor(t, "adopted and healthy", 30*time.Second, phaseIs(event.PhaseReady))
 	st, _ = lastStatus(rec2.snapshot())
 	if st.How != server.ByPidfile || st.PID != found.ServerPID || st.Profile != "nccl-ll-ring" {
 		t.Errorf("adopted %+v, want pid %d by pidfile", st, found.ServerPID)
@@ -173,7 +172,7 @@ func TestControlOverRealSSHD(t *testing.T) {
 	}
 	rec2.waitFor(t, "the new launch's log lines in the other cockpit", 30*time.Second, func(es []event.Event) bool {
 		for _, e := range es {
-			if ls, ok := e.Data.(serverlog.Lines); ok && ls.Path == r2.Launch.LogPath {
+			if ls, ok := e.Data.(event.LogLines); ok && ls.Path == r2.Launch.LogPath {
 				return true
 			}
 		}
@@ -181,7 +180,7 @@ func TestControlOverRealSSHD(t *testing.T) {
 	})
 	rec2.waitFor(t, "the relaunched server ready", 30*time.Second, func(es []event.Event) bool {
 		st, ok := lastStatus(es)
-		return ok && st.Phase == server.PhaseReady && st.LogPath == r2.Launch.LogPath
+		return ok && st.Phase == event.PhaseReady && st.LogPath == r2.Launch.LogPath
 	})
 
 	// Kill: the whole tree, including the orphaned workers.
@@ -192,7 +191,7 @@ func TestControlOverRealSSHD(t *testing.T) {
 	if err := ctl2.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rec2.waitFor(t, "killed", 20*time.Second, phaseIs(server.PhaseKilled))
+	rec2.waitFor(t, "killed", 20*time.Second, phaseIs(event.PhaseKilled))
 	st, _ = lastStatus(rec2.snapshot())
 	if !strings.Contains(st.Note, "GPU memory free") || !strings.Contains(st.Note, "SIGKILL") {
 		t.Errorf("kill note %q: want the SIGKILL escalation and the freed memory", st.Note)
@@ -211,7 +210,7 @@ func TestControlOverRealSSHD(t *testing.T) {
 	}
 }
 
-func phasesString(ps []server.Phase) string {
+func phasesString(ps []event.ServerPhase) string {
 	s := make([]string, len(ps))
 	for i, p := range ps {
 		s[i] = string(p)

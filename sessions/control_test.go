@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func TestControlPlan(t *testing.T) {
@@ -46,7 +47,7 @@ unset = ["NCCL_BUFFSIZE"]
 		t.Errorf("diff without a last launch: %v", p.EnvDiff)
 	}
 	// Against the last launch (as found in the host's pidfile).
-	c.Remember(server.LaunchInfo{Preset: "sglang", Profile: "nccl-debug", Env: map[string]string{"NCCL_DEBUG": "INFO", "NCCL_NTHREADS": "512"}, At: time.Now()})
+	c.Remember(event.LaunchInfo{Preset: "sglang", Profile: "nccl-debug", Env: map[string]string{"NCCL_DEBUG": "INFO", "NCCL_NTHREADS": "512"}, At: time.Now()})
 	p, _ = c.Plan(req)
 	var diff []string
 	for _, d := range p.EnvDiff {
@@ -127,7 +128,7 @@ env = { HF_TOKEN = "hf_abc" }
 	}
 	env, _ := cfg.ResolveProfile("secret")
 	argv := []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/given on the CLI", "--port", "30001"}
-	c.Remember(server.LaunchInfo{Preset: "sglang", Profile: "secret", Server: "sglang", Argv: argv, Env: server.Redact(env),
+	c.Remember(event.LaunchInfo{Preset: "sglang", Profile: "secret", Server: "sglang", Argv: argv, Env: server.Redact(env),
 		Workdir: "/srv", Port: 30001, At: time.Now()})
 	p, err := c.PlanAgain()
 	if err != nil {
@@ -137,7 +138,7 @@ env = { HF_TOKEN = "hf_abc" }
 		p.Spec.LogDir != "/data/logs" || strings.Contains(p.CommandLine, "hf_abc") {
 		t.Errorf("plan again: %+v %q", p.Spec, p.CommandLine)
 	}
-	c.Remember(server.LaunchInfo{Preset: "sglang", Profile: "secret", Argv: argv, Env: map[string]string{"NCCL_PROTO": "Simple"}, At: time.Now().Add(time.Second)})
+	c.Remember(event.LaunchInfo{Preset: "sglang", Profile: "secret", Argv: argv, Env: map[string]string{"NCCL_PROTO": "Simple"}, At: time.Now().Add(time.Second)})
 	if _, err := c.PlanAgain(); err == nil || !strings.Contains(err.Error(), "changed since the launch") {
 		t.Errorf("a changed profile: %v", err)
 	}

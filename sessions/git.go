@@ -18,8 +18,8 @@ import (
 // Git is the cockpit's side of the server's git checkout: it polls HEAD,
 // the branch and the dirty set cheaply (probes/repo.Read, every Interval),
 // runs the git actions (remote/git) one at a time, and publishes on the
-// event stream: repo.Head when the checkout changes, git.Status after each
-// change or Refresh, git.Action for each action, and git.Moved when HEAD,
+// event stream: event.RepoHead when the checkout changes, event.GitStatus after each
+// change or Refresh, event.GitAction for each action, and event.GitMoved when HEAD,
 // the branch or the dirty set changed without an action made here (a `git
 // pull` in another pane). It implements tui.GitControl; the CLI calls
 // remote/git directly.
@@ -36,9 +36,9 @@ type Git struct {
 	// checkout: an error refuses it (the driver lock, as Control.Guard).
 	Guard func(context.Context) error
 
-	mu      sync.Mutex // serialises polls and actions; guards the fields below
-	repo    *git.Repo  // opened on first use
-	last    repo.Head  // the checkout as last seen (by a poll or after an action)
+	mu      sync.Mutex     // serialises polls and actions; guards the fields below
+	repo    *git.Repo      // opened on first use
+	last    event.RepoHead // the checkout as last seen (by a poll or after an action)
 	hasLast bool
 	lastErr string // the last Unreadable published
 
@@ -80,9 +80,9 @@ func (g *Git) publish(at time.Time, p event.Payload) {
 }
 
 // Run polls until ctx ends, then returns nil. The first poll publishes
-// the HEAD and the full status; a change made outside publishes git.Moved,
+// the HEAD and the full status; a change made outside publishes event.GitMoved,
 // the new HEAD and the full status; an unreadable repository publishes
-// repo.Unreadable once per distinct error. While the host is unreachable
+// event.RepoUnreadable once per distinct error. While the host is unreachable
 // nothing is published: the last state stands.
 func (g *Git) Run(ctx context.Context) error {
 	every, timeout := g.pollDefaults()
@@ -105,7 +105,7 @@ func (g *Git) poll(ctx context.Context) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, err := g.open(ctx)
-	var h repo.Head
+	var h event.RepoHead
 	if err == nil {
 		h, err = repo.Read(ctx, g.Host, r.Path)
 	}
@@ -115,7 +115,7 @@ func (g *Git) poll(ctx context.Context) {
 	case err != nil:
 		if msg := err.Error(); msg != g.lastErr {
 			g.lastErr, g.hasLast = msg, false
-			g.publish(time.Now(), repo.Unreadable{Path: g.Path, Err: msg})
+			g.publish(time.Now(), event.RepoUnreadable{Path: g.Path, Err: msg})
 		}
 		return
 	case g.hasLast && h.Same(g.last):
@@ -152,7 +152,7 @@ const settleGap = 150 * time.Millisecond
 // state; false when it does not settle in a few reads (or ctx ends). A
 // `git pull` writes the worktree before it moves HEAD: a read between the
 // two would report a dirty tree that nobody made.
-func (g *Git) settle(ctx context.Context, r *git.Repo, h repo.Head) (repo.Head, bool) {
+func (g *Git) settle(ctx context.Context, r *git.Repo, h event.RepoHead) (event.RepoHead, bool) {
 	lock, err := remote.Command("test", "-e", path.Join(r.GitDir, "index.lock"))
 	if err != nil {
 		return h, true
@@ -179,8 +179,8 @@ func (g *Git) settle(ctx context.Context, r *git.Repo, h repo.Head) (repo.Head, 
 }
 
 // moved describes a change made outside the cockpit.
-func (g *Git) moved(ctx context.Context, r *git.Repo, from, to repo.Head, st git.Status, hasSt bool) git.Moved {
-	m := git.Moved{
+func (g *Git) moved(ctx context.Context, r *git.Repo, from, to event.RepoHead, st event.GitStatus, hasSt bool) event.GitMoved {
+	m := event.GitMoved{
 		From: from.Commit, To: to.Commit, FromShort: from.Short, ToShort: to.Short,
 		FromBranch: from.Branch, ToBranch: to.Branch,
 		DirtyBefore: from.Dirty, DirtyAfter: to.Dirty, At: time.Now(),
@@ -257,7 +257,7 @@ func (g *Git) Refresh(ctx context.Context) error {
 }
 
 // Log lists the checkout picker's commits (git.Repo.Log).
-func (g *Git) Log(ctx context.Context, n int) ([]git.Commit, error) {
+func (g *Git) Log(ctx context.Context, n int) ([]event.Commit, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, err := g.open(ctx)
@@ -293,17 +293,17 @@ func (g *Git) Snapshots(ctx context.Context) ([]git.Snapshot, error) {
 // do runs one action under the lock, then publishes it, takes its
 // outcome as the new baseline (so the poll does not call it a move), and
 // publishes the fresh HEAD and status.
-func (g *Git) do(ctx context.Context, act func(*git.Repo) (git.Action, error)) (git.Action, error) {
+func (g *Git) do(ctx context.Context, act func(*git.Repo) (event.GitAction, error)) (event.GitAction, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.Guard != nil {
 		if err := g.Guard(ctx); err != nil {
-			return git.Action{}, err
+			return event.GitAction{}, err
 		}
 	}
 	r, err := g.open(ctx)
 	if err != nil {
-		return git.Action{}, err
+		return event.GitAction{}, err
 	}
 	a, err := act(r)
 	if a.Snapshot == "" {
@@ -329,7 +329,7 @@ func (g *Git) do(ctx context.Context, act func(*git.Repo) (git.Action, error)) (
 
 // actionText names an action for the undo prompt: "checkout 3207427",
 // "stash pop On main: nccl exp", "revert a.py b.py".
-func actionText(a git.Action) string {
+func actionText(a event.GitAction) string {
 	op := strings.ReplaceAll(a.Op, "-", " ")
 	if strings.HasPrefix(a.Op, "stash-") && len(a.Args) == 2 {
 		return op + " " + a.Args[1] // the stash's message, not its commit id
@@ -350,33 +350,33 @@ func joinArgs(args []string) string {
 }
 
 // Checkout checks out ref (git.Repo.Checkout).
-func (g *Git) Checkout(ctx context.Context, ref string) (git.Action, error) {
-	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Checkout(ctx, ref) })
+func (g *Git) Checkout(ctx context.Context, ref string) (event.GitAction, error) {
+	return g.do(ctx, func(r *git.Repo) (event.GitAction, error) { return r.Checkout(ctx, ref) })
 }
 
 // Stash stashes the dirty tree under name (git.Repo.Stash).
-func (g *Git) Stash(ctx context.Context, name string, untracked bool) (git.Action, error) {
-	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Stash(ctx, name, untracked) })
+func (g *Git) Stash(ctx context.Context, name string, untracked bool) (event.GitAction, error) {
+	return g.do(ctx, func(r *git.Repo) (event.GitAction, error) { return r.Stash(ctx, name, untracked) })
 }
 
 // StashApply applies (pop: and drops) the stash with commit id id.
-func (g *Git) StashApply(ctx context.Context, id string, pop bool) (git.Action, error) {
-	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.StashApply(ctx, id, pop) })
+func (g *Git) StashApply(ctx context.Context, id string, pop bool) (event.GitAction, error) {
+	return g.do(ctx, func(r *git.Repo) (event.GitAction, error) { return r.StashApply(ctx, id, pop) })
 }
 
 // StashDrop drops the stash with commit id id.
-func (g *Git) StashDrop(ctx context.Context, id string) (git.Action, error) {
-	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.StashDrop(ctx, id) })
+func (g *Git) StashDrop(ctx context.Context, id string) (event.GitAction, error) {
+	return g.do(ctx, func(r *git.Repo) (event.GitAction, error) { return r.StashDrop(ctx, id) })
 }
 
 // Revert restores paths to HEAD (git.Repo.Revert).
-func (g *Git) Revert(ctx context.Context, paths []string) (git.Action, error) {
-	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Revert(ctx, paths) })
+func (g *Git) Revert(ctx context.Context, paths []string) (event.GitAction, error) {
+	return g.do(ctx, func(r *git.Repo) (event.GitAction, error) { return r.Revert(ctx, paths) })
 }
 
 // Restore brings back snapshot id (git.Repo.Restore).
-func (g *Git) Restore(ctx context.Context, id string) (git.Action, error) {
-	return g.do(ctx, func(r *git.Repo) (git.Action, error) { return r.Restore(ctx, id) })
+func (g *Git) Restore(ctx context.Context, id string) (event.GitAction, error) {
+	return g.do(ctx, func(r *git.Repo) (event.GitAction, error) { return r.Restore(ctx, id) })
 }
 
 // ErrNothingToUndo is returned by Undo when no snapshot is known.
@@ -385,10 +385,10 @@ var ErrNothingToUndo = errors.New("nothing to undo: no git action has been made 
 // Undo restores the snapshot taken before the last action (made here, or
 // the newest snapshot on the host when none was made here yet). Undoing
 // an undo redoes: the restore's own snapshot becomes the next undo.
-func (g *Git) Undo(ctx context.Context) (git.Action, error) {
+func (g *Git) Undo(ctx context.Context) (event.GitAction, error) {
 	id, _ := g.LastSnapshot()
 	if id == "" {
-		return git.Action{}, ErrNothingToUndo
+		return event.GitAction{}, ErrNothingToUndo
 	}
 	return g.Restore(ctx, id)
 }

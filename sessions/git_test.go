@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -29,11 +27,11 @@ func outside(t *testing.T, dir string, args ...string) {
 	}
 }
 
-// movedEvents returns the git.Moved payloads among es.
-func movedEvents(es []event.Event) []git.Moved {
-	var out []git.Moved
+// movedEvents returns the event.GitMoved payloads among es.
+func movedEvents(es []event.Event) []event.GitMoved {
+	var out []event.GitMoved
 	for _, e := range es {
-		if m, ok := e.Data.(git.Moved); ok {
+		if m, ok := e.Data.(event.GitMoved); ok {
 			out = append(out, m)
 		}
 	}
@@ -69,23 +67,23 @@ func TestGitReportsMovesMadeOutside(t *testing.T) {
 			steps := []struct {
 				name  string
 				do    func()
-				check func(git.Moved) bool
+				check func(event.GitMoved) bool
 			}{
-				{"pull", func() { outside(t, dir, "pull", "-q", "--ff-only") }, func(m git.Moved) bool {
+				{"pull", func() { outside(t, dir, "pull", "-q", "--ff-only") }, func(m event.GitMoved) bool {
 					return m.Action == "pull" && m.From == rc.Baseline && m.To == rc.Latest && m.Forward == ahead && m.Back == 0 &&
 						slices.Contains(m.Files, sim.PyncclPath) && slices.Contains(m.Files, "python/sglang/srt/distributed/parallel_state.py")
 				}},
-				{"reset", func() { outside(t, dir, "reset", "-q", "--hard", rc.Baseline) }, func(m git.Moved) bool {
+				{"reset", func() { outside(t, dir, "reset", "-q", "--hard", rc.Baseline) }, func(m event.GitMoved) bool {
 					return m.Action == "reset" && m.To == rc.Baseline && m.Back == ahead && m.Forward == 0
 				}},
 				{"edit", func() {
 					if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("local\n"), 0o644); err != nil {
 						t.Fatal(err)
 					}
-				}, func(m git.Moved) bool {
+				}, func(m event.GitMoved) bool {
 					return m.From == m.To && m.DirtyBefore == 0 && m.DirtyAfter == 1 && slices.Equal(m.DirtyChanged, []string{"README.md"})
 				}},
-				{"commit", func() { outside(t, dir, "commit", "-q", "-am", "local notes") }, func(m git.Moved) bool {
+				{"commit", func() { outside(t, dir, "commit", "-q", "-am", "local notes") }, func(m event.GitMoved) bool {
 					return m.Action == "commit" && m.Forward == 1 && slices.Equal(m.Files, []string{"README.md"}) && m.DirtyAfter == 0
 				}},
 			}
@@ -128,9 +126,9 @@ func TestGitActionsAreNotMovesAndCanBeUndone(t *testing.T) {
 	var sawAction, sawHead bool
 	for _, e := range es {
 		switch p := e.Data.(type) {
-		case git.Action:
+		case event.GitAction:
 			sawAction = p.Op == "checkout" && p.Snapshot == a.Snapshot
-		case repo.Head:
+		case event.RepoHead:
 			sawHead = sawHead || p.Commit == rc.Regressing
 		}
 	}
@@ -168,7 +166,7 @@ func startGitAt(t *testing.T, host remote.Host, dir string) (*Git, *recorder) {
 	go func() { g.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	rec.waitFor(t, "first status", 10*time.Second, func(es []event.Event) bool {
-		return slices.ContainsFunc(es, func(e event.Event) bool { _, ok := e.Data.(git.Status); return ok })
+		return slices.ContainsFunc(es, func(e event.Event) bool { _, ok := e.Data.(event.GitStatus); return ok })
 	})
 	return g, rec
 }
@@ -182,14 +180,14 @@ func TestGitUnreadableRepository(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	rec.waitFor(t, "unreadable", 10*time.Second, func(es []event.Event) bool {
 		return slices.ContainsFunc(es, func(e event.Event) bool {
-			u, ok := e.Data.(repo.Unreadable)
+			u, ok := e.Data.(event.RepoUnreadable)
 			return ok && strings.Contains(u.Err, "not a git")
 		})
 	})
 	time.Sleep(100 * time.Millisecond)
 	n := 0
 	for _, e := range rec.snapshot() {
-		if _, ok := e.Data.(repo.Unreadable); ok {
+		if _, ok := e.Data.(event.RepoUnreadable); ok {
 			n++
 		}
 	}

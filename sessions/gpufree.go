@@ -10,6 +10,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // GPUHolder is a process still holding GPU memory after a kill.
@@ -77,7 +78,7 @@ func WaitGPUFree(ctx context.Context, h remote.Host, program string, pids []int,
 	for {
 		busy, err := gpuBusy(ctx, h, program, ours)
 		var fe *gpu.FailureError
-		if errors.As(err, &fe) && fe.Failure.Class == gpu.FailNoNVIDIASMI {
+		if errors.As(err, &fe) && fe.Failure.Class == event.GPUFailNoNVIDIASMI {
 			return ErrNoGPUTool
 		}
 		if err == nil && busy == nil {

@@ -19,7 +19,7 @@ type GPUMode string
 const (
 	// GPUAuto: NVML in this process on a local host, `flightdeck agent`
 	// over SSH, each falling back to the nvidia-smi stream (saying why in
-	// a gpu.Source event).
+	// a event.GPUSource event).
 	GPUAuto GPUMode = "auto"
 	// GPUNVML: NVML in this process; only for a local host.
 	GPUNVML GPUMode = "nvml"
@@ -57,7 +57,7 @@ func (cfg *LiveConfig) isLocal() bool {
 }
 
 // runGPU samples the host's GPUs the way cfg.GPU says, publishing a
-// gpu.Source first and again whenever the way changes.
+// event.GPUSource first and again whenever the way changes.
 func (l *Live) runGPU(ctx context.Context) error {
 	cfg := &l.cfg
 	mode, err := ParseGPUMode(string(cfg.GPU))
@@ -65,11 +65,11 @@ func (l *Live) runGPU(ctx context.Context) error {
 		return err
 	}
 	smi := &gpu.Sampler{Host: cfg.Host, Interval: cfg.Interval, Program: cfg.GPUProgram}
-	source := func(s gpu.Source) { l.Sink(event.Event{At: l.now(), Data: s}) }
+	source := func(s event.GPUSource) { l.Sink(event.Event{At: l.now(), Data: s}) }
 	local := cfg.isLocal()
 	switch {
 	case mode == GPUNvidiaSMI:
-		source(gpu.Source{Mode: gpu.SourceNvidiaSMI})
+		source(event.GPUSource{Mode: event.SourceNvidiaSMI})
 		return smi.Run(ctx, l.Sink)
 	case mode == GPUNVML && !local:
 		return errors.New("--sampler nvml samples in this process, so only on the GPU host itself (connect local); over SSH use --sampler agent")
@@ -85,11 +85,11 @@ func (l *Live) runGPU(ctx context.Context) error {
 			if mode == GPUNVML {
 				return err
 			}
-			source(gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: fallbackReason(err)})
+			source(event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: fallbackReason(err)})
 			return smi.Run(ctx, l.Sink)
 		}
 		defer s.Close()
-		source(gpu.Source{Mode: gpu.SourceNVML, Detail: nvmlDetail(s.Info())})
+		source(event.GPUSource{Mode: event.SourceNVML, Detail: nvmlDetail(s.Info())})
 		return s.Run(ctx, l.Sink)
 	default:
 		return l.runAgent(ctx, smi)

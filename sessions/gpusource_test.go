@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu/agent"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -37,22 +36,22 @@ func (h *execCounter) Start(ctx context.Context, cmd string) (remote.Process, er
 
 // gpuEvents runs a GPU-only Live until stop says so (or 60 s), returning
 // the Source events and the samples it published.
-func gpuEvents(t *testing.T, cfg LiveConfig, stop func(samples int) bool) ([]gpu.Source, []gpu.Sample, error) {
+func gpuEvents(t *testing.T, cfg LiveConfig, stop func(samples int) bool) ([]event.GPUSource, []event.GPUSample, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var (
 		mu      sync.Mutex
-		sources []gpu.Source
-		samples []gpu.Sample
+		sources []event.GPUSource
+		samples []event.GPUSample
 	)
 	err := RunLive(ctx, cfg, func(e event.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch d := e.Data.(type) {
-		case gpu.Source:
+		case event.GPUSource:
 			sources = append(sources, d)
-		case gpu.Sample:
+		case event.GPUSample:
 			samples = append(samples, d)
 			if stop(len(samples)) {
 				cancel()
@@ -69,7 +68,7 @@ func gpuEvents(t *testing.T, cfg LiveConfig, stop func(samples int) bool) ([]gpu
 
 // TestLocalSamplesNVMLWithoutProcesses: on a local host the GPUs are
 // sampled in this process through NVML (here the simulated host's fake
-// library): a gpu.Source says nvml, samples carry all 8 GPUs, and not one
+// library): a event.GPUSource says nvml, samples carry all 8 GPUs, and not one
 // command is run on the host, at start or per sample.
 func TestLocalSamplesNVMLWithoutProcesses(t *testing.T) {
 	h, err := sim.Start(context.Background(), sim.Options{NoSSH: true, GPUs: 8, Seed: 5})
@@ -92,7 +91,7 @@ func TestLocalSamplesNVMLWithoutProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sources) != 1 || sources[0].Mode != gpu.SourceNVML || !strings.Contains(sources[0].Detail, "driver") {
+	if len(sources) != 1 || sources[0].Mode != event.SourceNVML || !strings.Contains(sources[0].Detail, "driver") {
 		t.Errorf("sources %+v, want one nvml", sources)
 	}
 	if len(samples) < 10 || len(samples[9].GPUs) != 8 || samples[9].GPUs[7].Name.S != "NVIDIA H200" {
@@ -104,7 +103,7 @@ func TestLocalSamplesNVMLWithoutProcesses(t *testing.T) {
 }
 
 // TestLocalFallsBackToNvidiaSMI: when NVML cannot be opened the local host
-// is sampled with nvidia-smi, and the gpu.Source says why.
+// is sampled with nvidia-smi, and the event.GPUSource says why.
 func TestLocalFallsBackToNvidiaSMI(t *testing.T) {
 	h, err := sim.Start(context.Background(), sim.Options{NoSSH: true, GPUs: 2, Seed: 5})
 	if err != nil {
@@ -122,7 +121,7 @@ func TestLocalFallsBackToNvidiaSMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "NVML init failed: ERROR_LIBRARY_NOT_FOUND"}
+	want := event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "NVML init failed: ERROR_LIBRARY_NOT_FOUND"}
 	if len(sources) != 1 || sources[0] != want {
 		t.Errorf("sources %+v, want %+v", sources, want)
 	}

@@ -68,9 +68,9 @@ func TestGuardConfirmsRightBeforeTheSignal(t *testing.T) {
 	// before the signal) is refused.
 	calls.Store(0)
 	refuseFrom.Store(2)
-	var steps []server.KillStep
+	var steps []event.KillStep
 	ctl.Publish = func(e event.Event) {
-		if k, ok := e.Data.(server.KillStep); ok {
+		if k, ok := e.Data.(event.KillStep); ok {
 			steps = append(steps, k)
 		}
 	}
@@ -105,8 +105,8 @@ func TestKillFencedByTheLock(t *testing.T) {
 	local := remote.NewLocal()
 	defer local.Close()
 	dir := t.TempDir()
-	mine := &driver.Lock{Host: local, Dir: dir, Me: driver.Info{User: "alice", Machine: "laptop", PID: 4123}}
-	if st, err := mine.Acquire(ctx, false); err != nil || st.Role != driver.RoleDriving {
+	mine := &driver.Lock{Host: local, Dir: dir, Me: event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123}}
+	if st, err := mine.Acquire(ctx, false); err != nil || st.Role != event.RoleDriving {
 		t.Fatalf("acquire: %+v %v", st, err)
 	}
 	var calls atomic.Int32
@@ -117,7 +117,7 @@ func TestKillFencedByTheLock(t *testing.T) {
 			err := mine.Confirm(ctx)
 			if err == nil && calls.Add(1) == takeOverAt {
 				// Bob takes over right after the check passed.
-				bob := &driver.Lock{Host: local, Dir: dir, Me: driver.Info{User: "bob", Machine: "desk", PID: 77}}
+				bob := &driver.Lock{Host: local, Dir: dir, Me: event.DriverInfo{User: "bob", Machine: "desk", PID: 77}}
 				if _, terr := bob.Acquire(ctx, true); terr != nil {
 					t.Errorf("take-over: %v", terr)
 				}
@@ -141,7 +141,7 @@ func TestKillFencedByTheLock(t *testing.T) {
 
 // launchOnSim launches ctl's default plan and returns it with the server
 // found running.
-func launchOnSim(t *testing.T, ctx context.Context, ctl *Control) (Plan, server.Found) {
+func launchOnSim(t *testing.T, ctx context.Context, ctl *Control) (Plan, event.ServerFound) {
 	t.Helper()
 	plan, err := ctl.Plan(ctl.Request())
 	if err != nil {

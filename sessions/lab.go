@@ -9,10 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
@@ -68,10 +65,10 @@ type Lab struct {
 	Numbered int
 
 	mu       sync.Mutex
-	ledger   journal.Ledger     // folded from what the Lab decided and what it observed
-	next     int                // experiments started so far
-	launch   *server.LaunchInfo // the last launch seen, redacted; nil when none
-	launchAt time.Time          // when it was seen
+	ledger   journal.Ledger    // folded from what the Lab decided and what it observed
+	next     int               // experiments started so far
+	launch   *event.LaunchInfo // the last launch seen, redacted; nil when none
+	launchAt time.Time         // when it was seen
 	// relaunching is set by the KillSteps of a relaunch's kill: the
 	// server's killed status then ends the experiment as a relaunch.
 	relaunching bool
@@ -79,25 +76,25 @@ type Lab struct {
 	// experiment's GPUs under load, which its end records (the samples
 	// taken while the server stops show idle clocks). nil when no kill is
 	// in progress.
-	killGPUs []gpu.GPU
+	killGPUs []event.GPU
 	// busyGPUs is the last GPU sample in which a GPU was busy (utilization
 	// above 0), taken at busyAt: an experiment's end records it when it was
 	// taken during the experiment (a server idling between requests at
 	// the end would show idle clocks, not those under load).
-	busyGPUs  []gpu.GPU
+	busyGPUs  []event.GPU
 	busyAt    time.Time
-	gpuNext   chan struct{}     // closed (and replaced) at every GPU sample
-	gpusAt    time.Time         // when the last GPU sample was taken
-	status    server.Status     // the last server status seen
-	gpus      []gpu.GPU         // the last GPU sample's GPUs
-	head      string            // the checkout's short HEAD as last seen on the stream
-	defaulted map[string]string // experiment id → its default name, until the fingerprint confirms the commit in it
-	auto      map[string]bool   // experiments named by the Lab, not renamed by hand since
-	tags      map[string]string // experiment id → its repeat suffix in names (" #2/5")
-	repeats   map[string]journal.Repeat
+	gpuNext   chan struct{}      // closed (and replaced) at every GPU sample
+	gpusAt    time.Time          // when the last GPU sample was taken
+	status    event.ServerStatus // the last server status seen
+	gpus      []event.GPU        // the last GPU sample's GPUs
+	head      string             // the checkout's short HEAD as last seen on the stream
+	defaulted map[string]string  // experiment id → its default name, until the fingerprint confirms the commit in it
+	auto      map[string]bool    // experiments named by the Lab, not renamed by hand since
+	tags      map[string]string  // experiment id → its repeat suffix in names (" #2/5")
+	repeats   map[string]event.Repeat
 	// armed tags the next launch-started experiment as a repeat's launch
 	// (Repeater); nil when none is expected.
-	armed    *journal.Repeat
+	armed    *event.Repeat
 	lastCap  *captureSlot  // the last experiment's fingerprint capture; nil before the first
 	outbox   []event.Event // decided, not yet published
 	flushing bool          // an asynchronous flush is scheduled
@@ -118,7 +115,7 @@ func (l *Lab) initLocked() {
 		l.base, l.cancel = context.WithCancel(context.Background())
 	}
 	if l.defaulted == nil {
-		l.defaulted, l.auto, l.tags, l.repeats = map[string]string{}, map[string]bool{}, map[string]string{}, map[string]journal.Repeat{}
+		l.defaulted, l.auto, l.tags, l.repeats = map[string]string{}, map[string]bool{}, map[string]string{}, map[string]event.Repeat{}
 	}
 	if l.gpuNext == nil {
 		l.gpuNext = make(chan struct{})
@@ -127,7 +124,7 @@ func (l *Lab) initLocked() {
 
 // gpusSince returns the GPUs of the last sample taken at or after t, or
 // a channel closed at the next sample when there is none yet.
-func (l *Lab) gpusSince(t time.Time) ([]gpu.GPU, <-chan struct{}) {
+func (l *Lab) gpusSince(t time.Time) ([]event.GPU, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.initLocked()
@@ -138,7 +135,7 @@ func (l *Lab) gpusSince(t time.Time) ([]gpu.GPU, <-chan struct{}) {
 }
 
 // lastGPUs returns the last sample's GPUs, whenever it was taken.
-func (l *Lab) lastGPUs() []gpu.GPU {
+func (l *Lab) lastGPUs() []event.GPU {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.gpus
@@ -152,16 +149,25 @@ func (l *Lab) lastGPUs() []gpu.GPU {
 // another goroutine.
 func (l *Lab) Observe(e event.Event) {
 	switch e.Data.(type) {
-	case journal.ExperimentStart, journal.ExperimentFingerprint, journal.ExperimentUpdate, journal.ExperimentEnd,
-		journal.Note, journal.Baseline, journal.Repeat:
+	case event.ExperimentStart, event.ExperimentFingerprint, event.ExperimentUpdate, event.ExperimentEnd,
+		event.Note, event.Baseline, event.Repeat:
 		return // the Lab's own: already in the ledger when decided
+	case event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState,
+		event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale, event.GitAction,
+		event.GitMoved, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
+		event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
+		event.Prefill, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
+		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
+		event.TokRate, event.Xid:
+		// nothing for the Lab
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.initLocked()
 	l.ledger.Apply(e)
 	switch p := e.Data.(type) {
-	case gpu.Sample:
+	case event.GPUSample:
 		l.gpus, l.gpusAt = p.GPUs, p.At
 		if l.gpusAt.IsZero() {
 			l.gpusAt = e.At
@@ -171,11 +177,11 @@ func (l *Lab) Observe(e event.Event) {
 		}
 		close(l.gpuNext)
 		l.gpuNext = make(chan struct{})
-	case repo.Head:
+	case event.RepoHead:
 		l.head = shortOf(p.Short, p.Commit)
-	case git.Status:
+	case event.GitStatus:
 		l.head = shortOf(p.Head.Short, p.Head.ID)
-	case server.Observed:
+	case event.ServerObserved:
 		// An adopted server's launch, from its pidfile (seen at every
 		// poll: copied only when it is another launch).
 		if f := p.Found; f.Running && f.How == server.ByPidfile && f.Record != nil {
@@ -183,7 +189,7 @@ func (l *Lab) Observe(e event.Event) {
 				l.launch = redactLaunch(r)
 			}
 		}
-	case server.Launched:
+	case event.ServerLaunched:
 		l.launch, l.launchAt = redactLaunch(p.Record.Launch), e.At
 		l.relaunching = false
 		if l.closed {
@@ -196,7 +202,7 @@ func (l *Lab) Observe(e event.Event) {
 		l.armed = nil
 		l.startLocked(e.At, "", "", journal.TriggerLaunch, l.launch, rep)
 		l.kickLocked()
-	case server.KillStep:
+	case event.KillStep:
 		l.relaunching = p.Relaunch && p.Step != "failed"
 		switch {
 		case p.Step == "failed":
@@ -204,39 +210,48 @@ func (l *Lab) Observe(e event.Event) {
 		case l.killGPUs == nil:
 			l.killGPUs = l.gpus
 		}
-	case driver.State:
+	case event.DriverState:
 		// Another cockpit drives now: its relaunches and kills are not
 		// published here, so an open experiment would go on measuring a
 		// server that is no longer this session's. (Unsure is not yet a
 		// take-over: the host may answer and the lock still be ours.)
-		if p.Role == driver.RoleWatching && !l.closed && l.ledger.Current() != nil {
+		if p.Role == event.RoleWatching && !l.closed && l.ledger.Current() != nil {
 			l.endLocked(e.At, journal.TriggerTakenOver, "")
 			l.kickLocked()
 		}
-	case server.Status:
+	case event.ServerStatus:
 		prev := l.status.Phase
 		l.status = p
 		if l.closed || prev == "" || prev == p.Phase || l.ledger.Current() == nil {
 			return
 		}
 		switch p.Phase {
-		case server.PhaseKilled:
+		case event.PhaseKilled:
 			trig := journal.TriggerKill
 			if l.relaunching {
 				trig = journal.TriggerRelaunch
 			}
 			l.endLocked(e.At, trig, "")
 			l.kickLocked()
-		case server.PhaseExited, server.PhaseFailed:
+		case event.PhaseExited, event.PhaseFailed:
 			l.endLocked(e.At, journal.TriggerExit, "")
 			l.kickLocked()
 		}
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
+		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSource, event.GPUStale, event.GitAction,
+		event.GitMoved, event.JournalStatus, event.Key, event.LogBench, event.LogFollowError,
+		event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
+		event.RepeatProgress, event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
+		event.ServerReady, event.Session, event.SpecDecode, event.Throughput, event.TokRate,
+		event.Xid:
+		// nothing for the Lab
 	}
 }
 
 // busy reports a sample in which some GPU is working (utilization above
 // 0 %).
-func busy(gs []gpu.GPU) bool {
+func busy(gs []event.GPU) bool {
 	for i := range gs {
 		if u := gs[i].UtilGPUPct; u.Valid() && u.Value > 0 {
 			return true
@@ -263,8 +278,8 @@ func shortOf(short, id string) string {
 // background and published when complete (exp-fingerprint), never failing
 // as a whole. ctx only bounds the wait for publishing. Errors:
 // ErrLabClosed after Close, or ctx's.
-func (l *Lab) Start(ctx context.Context, name, hypothesis string) (journal.ExperimentStart, error) {
-	var s journal.ExperimentStart
+func (l *Lab) Start(ctx context.Context, name, hypothesis string) (event.ExperimentStart, error) {
+	var s event.ExperimentStart
 	err := l.act(ctx, func() error {
 		now := time.Now()
 		if l.ledger.Current() != nil {
@@ -280,8 +295,8 @@ func (l *Lab) Start(ctx context.Context, name, hypothesis string) (journal.Exper
 // and returns its exp-end, published before End returns: the result over
 // its steady-state tok/s samples and the last GPU sample. Errors:
 // ErrNoExperiment, ErrLabClosed, or ctx's.
-func (l *Lab) End(ctx context.Context, conclusion string) (journal.ExperimentEnd, error) {
-	var end journal.ExperimentEnd
+func (l *Lab) End(ctx context.Context, conclusion string) (event.ExperimentEnd, error) {
+	var end event.ExperimentEnd
 	err := l.act(ctx, func() error {
 		if l.ledger.Current() == nil {
 			return ErrNoExperiment
@@ -296,7 +311,7 @@ func (l *Lab) End(ctx context.Context, conclusion string) (journal.ExperimentEnd
 // fields stay); u.Exp "" means the open one. Errors: ErrNoExperiment when
 // u.Exp is "" and none is open, an unknown experiment, ErrLabClosed, or
 // ctx's.
-func (l *Lab) Update(ctx context.Context, u journal.ExperimentUpdate) error {
+func (l *Lab) Update(ctx context.Context, u event.ExperimentUpdate) error {
 	u.Name, u.Hypothesis, u.Conclusion = clean(u.Name), clean(u.Hypothesis), clean(u.Conclusion)
 	return l.act(ctx, func() error {
 		switch {
@@ -322,17 +337,17 @@ func (l *Lab) Update(ctx context.Context, u journal.ExperimentUpdate) error {
 // (if any) and returns it, published before Note returns. The text is
 // trimmed and made safe to print (probes/sanitize). Errors: ErrEmptyNote,
 // ErrLabClosed, or ctx's.
-func (l *Lab) Note(ctx context.Context, text string) (journal.Note, error) {
+func (l *Lab) Note(ctx context.Context, text string) (event.Note, error) {
 	if err := ctx.Err(); err != nil {
-		return journal.Note{}, err
+		return event.Note{}, err
 	}
 	text = clean(text)
 	if text == "" {
-		return journal.Note{}, ErrEmptyNote
+		return event.Note{}, ErrEmptyNote
 	}
-	var n journal.Note
+	var n event.Note
 	err := l.act(ctx, func() error {
-		n = journal.Note{Text: text}
+		n = event.Note{Text: text}
 		if cur := l.ledger.Current(); cur != nil {
 			n.Exp = cur.ID
 		}
@@ -365,7 +380,7 @@ func (l *Lab) act(ctx context.Context, decide func() error) error {
 	return l.flush(ctx)
 }
 
-// Key records a key that caused an action (journal.Key). It never waits:
+// Key records a key that caused an action (event.Key). It never waits:
 // the event is published by another goroutine. Keys after Close are
 // dropped.
 func (l *Lab) Key(key, action string) {
@@ -375,7 +390,7 @@ func (l *Lab) Key(key, action string) {
 	if l.closed {
 		return
 	}
-	l.outbox = append(l.outbox, event.Event{At: time.Now(), Data: journal.Key{Key: key, Action: action}})
+	l.outbox = append(l.outbox, event.Event{At: time.Now(), Data: event.Key{Key: key, Action: action}})
 	l.kickLocked()
 }
 
@@ -430,7 +445,7 @@ func (l *Lab) Experiments() []journal.Experiment {
 
 // Provisional returns the open experiment's result so far (zero when none
 // is open). It costs O(n log n) in its samples: call it when drawing.
-func (l *Lab) Provisional() journal.Result {
+func (l *Lab) Provisional() event.ExperimentResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ledger.Provisional()
@@ -449,7 +464,7 @@ func (l *Lab) decideLocked(at time.Time, p event.Payload) {
 // set, tags it as a launch of a repeat (exp-repeat right after the
 // exp-start, and " #I/N" after its default name). Call with l.mu held,
 // l.closed false.
-func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig journal.Trigger, launch *server.LaunchInfo, rep *journal.Repeat) journal.ExperimentStart {
+func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig event.Trigger, launch *event.LaunchInfo, rep *event.Repeat) event.ExperimentStart {
 	l.next = max(l.next, l.Numbered) + 1
 	id := "e" + strconv.Itoa(l.next)
 	l.killGPUs = nil // a kill before this start was not under this experiment's load
@@ -463,7 +478,7 @@ func (l *Lab) startLocked(at time.Time, name, hypothesis string, trig journal.Tr
 		l.defaulted[id] = name
 		l.auto[id] = true
 	}
-	s := journal.ExperimentStart{ID: id, Name: name, Hypothesis: hypothesis, Trigger: trig, Launch: launch}
+	s := event.ExperimentStart{ID: id, Name: name, Hypothesis: hypothesis, Trigger: trig, Launch: launch}
 	l.decideLocked(at, s)
 	if rep != nil {
 		r := *rep
@@ -493,7 +508,7 @@ func repeatTag(i, n int) string { return " #" + strconv.Itoa(i) + "/" + strconv.
 
 // endLocked closes the open experiment with its result. Call with l.mu
 // held and an experiment open.
-func (l *Lab) endLocked(at time.Time, trig journal.Trigger, conclusion string) journal.ExperimentEnd {
+func (l *Lab) endLocked(at time.Time, trig event.Trigger, conclusion string) event.ExperimentEnd {
 	cur := l.ledger.Current()
 	gpus := l.gpus
 	switch {
@@ -503,23 +518,23 @@ func (l *Lab) endLocked(at time.Time, trig journal.Trigger, conclusion string) j
 		gpus = l.killGPUs
 	}
 	l.killGPUs = nil
-	end := journal.ExperimentEnd{Exp: cur.ID, Trigger: trig, Conclusion: conclusion, Result: l.ledger.Provisional(), GPUs: gpus}
+	end := event.ExperimentEnd{Exp: cur.ID, Trigger: trig, Conclusion: conclusion, Result: l.ledger.Provisional(), GPUs: gpus}
 	l.decideLocked(at, end)
 	return end
 }
 
 // captured publishes a fingerprint, and the experiment's name when its
 // default name named another commit (or none) than the one captured.
-func (l *Lab) captured(id string, fp journal.Fingerprint) {
+func (l *Lab) captured(id string, fp event.Fingerprint) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.decideLocked(time.Now(), journal.ExperimentFingerprint{Exp: id, Fingerprint: fp})
+	l.decideLocked(time.Now(), event.ExperimentFingerprint{Exp: id, Fingerprint: fp})
 	if old, ok := l.defaulted[id]; ok {
 		delete(l.defaulted, id)
 		if fp.Git != nil && fp.Git.Head != "" {
 			name := nameFor(labelOf(fp.Launch, l.presetLocked()), git.ShortID(fp.Git.Head)) + l.tags[id]
 			if x := l.ledger.Find(id); name != old && x != nil && x.Name == old {
-				l.decideLocked(time.Now(), journal.ExperimentUpdate{Exp: id, Name: name})
+				l.decideLocked(time.Now(), event.ExperimentUpdate{Exp: id, Name: name})
 			}
 		}
 	}
@@ -541,7 +556,7 @@ func nameFor(label, short string) string {
 // labelOf names a launch by its env profile ("none" included: the name
 // says what the experiment varies), by its preset when it has no profile;
 // fallback when no launch is known.
-func labelOf(launch *server.LaunchInfo, fallback string) string {
+func labelOf(launch *event.LaunchInfo, fallback string) string {
 	switch {
 	case launch != nil && launch.Profile != "":
 		return sanitize.String(launch.Profile)
@@ -556,7 +571,7 @@ func labelOf(launch *server.LaunchInfo, fallback string) string {
 // knownLaunchLocked is the launch of the server as known now: the last
 // launch or pidfile seen, else what the server status says (an adopted
 // server), else nil.
-func (l *Lab) knownLaunchLocked() *server.LaunchInfo {
+func (l *Lab) knownLaunchLocked() *event.LaunchInfo {
 	st := l.status
 	// A status older than the last launch describes the server that launch
 	// replaced (the new one's status follows a moment later).
@@ -564,7 +579,7 @@ func (l *Lab) knownLaunchLocked() *server.LaunchInfo {
 		return l.launch
 	}
 	if st.Preset != "" || st.Profile != "" || st.Server != "" {
-		return &server.LaunchInfo{Preset: st.Preset, Profile: st.Profile, Server: st.Server, LogPath: st.LogPath, Port: st.Port, At: st.LaunchedAt}
+		return &event.LaunchInfo{Preset: st.Preset, Profile: st.Profile, Server: st.Server, LogPath: st.LogPath, Port: st.Port, At: st.LaunchedAt}
 	}
 	return l.launch
 }

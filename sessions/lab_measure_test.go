@@ -11,15 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 func TestLabBaseline(t *testing.T) {
@@ -49,8 +45,8 @@ func TestLabBaseline(t *testing.T) {
 	if err := lab.Baseline(cctx, "e1"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	got := of[journal.Baseline](rig.rec.snapshot())
-	if want := []journal.Baseline{{Exp: "e1"}, {Exp: ""}}; !slices.Equal(got, want) {
+	got := of[event.Baseline](rig.rec.snapshot())
+	if want := []event.Baseline{{Exp: "e1"}, {Exp: ""}}; !slices.Equal(got, want) {
 		t.Errorf("published %+v, want %+v", got, want)
 	}
 	lab.Close(ctx)
@@ -122,7 +118,7 @@ func TestRangeSinceRecordsATimeout(t *testing.T) {
 	defer cancel()
 	stuck := &captureSlot{done: make(chan struct{})}
 	got := rangeSince(ctx, nil, stuck, "b7e2f00", 10*time.Millisecond)
-	want := &journal.CommitRange{To: "b7e2f00", Err: "timed out reading the range from the previous experiment's HEAD: its capture did not finish within 10ms"}
+	want := &event.CommitRange{To: "b7e2f00", Err: "timed out reading the range from the previous experiment's HEAD: its capture did not finish within 10ms"}
 	if got == nil || !reflect.DeepEqual(*got, *want) {
 		t.Errorf("range %+v, want %+v", got, want)
 	}
@@ -150,7 +146,7 @@ func TestLabTagsRepeatLaunches(t *testing.T) {
 	rig := newLabRig(&Lab{Preset: "sim"})
 	defer rig.lab.Close(ctx)
 	lab := rig.lab
-	rig.publish(event.Event{At: time.Now(), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
+	rig.publish(event.Event{At: time.Now(), Data: event.RepoHead{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
 	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
 	series, _, err := lab.beginRepeat(ctx, 3)
 	if err != nil || series != "e1" {
@@ -164,15 +160,15 @@ func TestLabTagsRepeatLaunches(t *testing.T) {
 	lab.armRepeat(series, 9, 9)
 	lab.disarmRepeat()
 	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")}) // disarmed
-	count[journal.ExperimentStart](t, rig.rec, "5 starts", 5)
+	count[event.ExperimentStart](t, rig.rec, "5 starts", 5)
 	var seq []string
 	for _, e := range rig.rec.snapshot() {
 		switch p := e.Data.(type) {
-		case journal.ExperimentStart:
+		case event.ExperimentStart:
 			seq = append(seq, "start "+p.ID+" "+p.Name)
-		case journal.Repeat:
+		case event.Repeat:
 			seq = append(seq, "repeat "+p.Exp+" of "+p.Series+" "+repeatTag(p.I, p.N))
-		case journal.ExperimentUpdate:
+		case event.ExperimentUpdate:
 			seq = append(seq, "name "+p.Exp+" "+p.Name)
 		}
 	}
@@ -191,7 +187,7 @@ func TestLabTagsRepeatLaunches(t *testing.T) {
 		t.Errorf("launch 3 of e1 is %q", id)
 	}
 	// Named by hand: the repeat keeps the name.
-	if err := lab.Update(ctx, journal.ExperimentUpdate{Name: "mine"}); err != nil {
+	if err := lab.Update(ctx, event.ExperimentUpdate{Name: "mine"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := lab.beginRepeat(ctx, 2); err != nil {
@@ -218,7 +214,7 @@ func TestLabAbandonsARepeatOfOneLaunch(t *testing.T) {
 	rig := newLabRig(&Lab{Preset: "sim"})
 	defer rig.lab.Close(ctx)
 	lab := rig.lab
-	rig.publish(event.Event{At: time.Now(), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
+	rig.publish(event.Event{At: time.Now(), Data: event.RepoHead{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
 	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
 	series, undo, err := lab.beginRepeat(ctx, 5)
 	if err != nil {
@@ -227,14 +223,14 @@ func TestLabAbandonsARepeatOfOneLaunch(t *testing.T) {
 	if err := lab.abandonRepeat(ctx, undo); err != nil {
 		t.Fatal(err)
 	}
-	if cur, _ := lab.Current(); cur.Name != "nccl-ll-ring @ a6d51c0" || cur.Repeat == nil || *cur.Repeat != (journal.Repeat{Exp: "e1", Series: "e1", I: 1, N: 1}) {
+	if cur, _ := lab.Current(); cur.Name != "nccl-ll-ring @ a6d51c0" || cur.Repeat == nil || *cur.Repeat != (event.Repeat{Exp: "e1", Series: "e1", I: 1, N: 1}) {
 		t.Errorf("after the abandon: %q tagged %+v; want the old name, launch 1 of 1", cur.Name, cur.Repeat)
 	}
 	// A repeat that got its second launch keeps its tags.
 	_, undo, _ = lab.beginRepeat(ctx, 3)
 	lab.armRepeat(series, 2, 3)
 	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
-	count[journal.ExperimentStart](t, rig.rec, "2 starts", 2)
+	count[event.ExperimentStart](t, rig.rec, "2 starts", 2)
 	if err := lab.abandonRepeat(ctx, undo); err != nil {
 		t.Fatal(err)
 	}
@@ -251,12 +247,12 @@ func TestLabAbandonsARepeatOfOneLaunch(t *testing.T) {
 	if err := lab.abandonRepeat(ctx, undo); err != nil {
 		t.Fatal(err)
 	}
-	if cur, _ := lab.Current(); cur.Name != "nccl-ll-ring @ a6d51c0 #2/3" || *cur.Repeat != (journal.Repeat{Exp: "e2", Series: "e1", I: 2, N: 3}) {
+	if cur, _ := lab.Current(); cur.Name != "nccl-ll-ring @ a6d51c0 #2/3" || *cur.Repeat != (event.Repeat{Exp: "e2", Series: "e1", I: 2, N: 3}) {
 		t.Errorf("e2 after its abandoned repeat: %q %+v", cur.Name, cur.Repeat)
 	}
 	// Renamed by hand during the repeat: the name stays.
 	_, undo, _ = lab.beginRepeat(ctx, 2)
-	if err := lab.Update(ctx, journal.ExperimentUpdate{Name: "mine"}); err != nil {
+	if err := lab.Update(ctx, event.ExperimentUpdate{Name: "mine"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := lab.abandonRepeat(ctx, undo); err != nil {
@@ -292,14 +288,14 @@ func TestLabRecordsTheCommitRange(t *testing.T) {
 			case <-gctx.Done():
 				return
 			case <-tick.C:
-				rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{At: time.Now(), GPUs: []gpu.GPU{{Index: 0}}}})
+				rig.publish(event.Event{At: time.Now(), Data: event.GPUSample{At: time.Now(), GPUs: []event.GPU{{Index: 0}}}})
 			}
 		}
 	}()
 	if _, err := lab.Start(ctx, "before", ""); err != nil {
 		t.Fatal(err)
 	}
-	count[journal.ExperimentFingerprint](t, rig.rec, "the first fingerprint", 1)
+	count[event.ExperimentFingerprint](t, rig.rec, "the first fingerprint", 1)
 	run(t, h.RepoPath, "git", "checkout", "-q", h.Commits.Regressing)
 	if _, err := lab.Start(ctx, "after", ""); err != nil {
 		t.Fatal(err)
@@ -307,8 +303,8 @@ func TestLabRecordsTheCommitRange(t *testing.T) {
 	if _, err := lab.Start(ctx, "again", ""); err != nil { // before the second's capture ends: it waits for it
 		t.Fatal(err)
 	}
-	fps := count[journal.ExperimentFingerprint](t, rig.rec, "three fingerprints", 3)
-	byExp := map[string]journal.Fingerprint{}
+	fps := count[event.ExperimentFingerprint](t, rig.rec, "three fingerprints", 3)
+	byExp := map[string]event.Fingerprint{}
 	for _, fp := range fps {
 		byExp[fp.Exp] = fp.Fingerprint
 	}
@@ -323,7 +319,7 @@ func TestLabRecordsTheCommitRange(t *testing.T) {
 		t.Fatalf("second: no range: %+v (errors %q)", g, byExp["e2"].Errors)
 	}
 	ahead := strings.Split(strings.TrimSpace(run(t, h.RepoPath, "git", "log", "--oneline", "--no-decorate", h.Commits.Baseline+".."+h.Commits.Regressing)), "\n")
-	checkRange := func(what string, rg *journal.CommitRange) {
+	checkRange := func(what string, rg *event.CommitRange) {
 		t.Helper()
 		if rg.From != h.Commits.Baseline || rg.To != h.Commits.Regressing || rg.Err != "" {
 			t.Errorf("%s: from %s to %s (%s)", what, rg.From, rg.To, rg.Err)
@@ -366,48 +362,48 @@ func TestLabRecordsTheCommitRange(t *testing.T) {
 // relaunch's kill), the last sample before the kill began, not the idle
 // ones sampled while the server stopped; a failed kill forgets it.
 func TestLabEndGPUsAreTheLoadedOnes(t *testing.T) {
-	loaded := []gpu.GPU{{Index: 0}} // told apart by their index
-	idle := []gpu.GPU{{Index: 7, UtilGPUPct: gpu.Reading{Value: 0, Status: gpu.OK}}}
-	busyGPUs := []gpu.GPU{{Index: 3, UtilGPUPct: gpu.Reading{Value: 97, Status: gpu.OK}}}
+	loaded := []event.GPU{{Index: 0}} // told apart by their index
+	idle := []event.GPU{{Index: 7, UtilGPUPct: event.Reading{Value: 0, Status: event.CellOK}}}
+	busyGPUs := []event.GPU{{Index: 3, UtilGPUPct: event.Reading{Value: 97, Status: event.CellOK}}}
 	for _, tc := range []struct {
 		name  string
 		steps []event.Payload
 		want  int // the end's GPU index
 	}{
 		{"relaunch", []event.Payload{
-			gpu.Sample{GPUs: loaded}, server.KillStep{Step: "signalling", Relaunch: true}, gpu.Sample{GPUs: idle},
-			server.KillStep{Step: "done", Relaunch: true}, launched("nccl-ll-ring"),
+			event.GPUSample{GPUs: loaded}, event.KillStep{Step: "signalling", Relaunch: true}, event.GPUSample{GPUs: idle},
+			event.KillStep{Step: "done", Relaunch: true}, launched("nccl-ll-ring"),
 		}, 0},
 		{"kill", []event.Payload{
-			gpu.Sample{GPUs: loaded}, server.KillStep{Step: "signalling"}, gpu.Sample{GPUs: idle},
-			server.KillStep{Step: "waiting-gpu"}, gpu.Sample{GPUs: idle}, status(server.PhaseKilled, 9),
+			event.GPUSample{GPUs: loaded}, event.KillStep{Step: "signalling"}, event.GPUSample{GPUs: idle},
+			event.KillStep{Step: "waiting-gpu"}, event.GPUSample{GPUs: idle}, status(event.PhaseKilled, 9),
 		}, 0},
 		{"busy, then idle, ended by exit", []event.Payload{
-			gpu.Sample{GPUs: busyGPUs}, gpu.Sample{GPUs: idle}, status(server.PhaseExited, 9),
+			event.GPUSample{GPUs: busyGPUs}, event.GPUSample{GPUs: idle}, status(event.PhaseExited, 9),
 		}, 3},
 		{"busy before the experiment only", []event.Payload{
-			gpu.Sample{GPUs: idle}, status(server.PhaseExited, 9),
+			event.GPUSample{GPUs: idle}, status(event.PhaseExited, 9),
 		}, 7},
 		{"failed kill, then exit", []event.Payload{
-			gpu.Sample{GPUs: loaded}, server.KillStep{Step: "signalling"}, server.KillStep{Step: "failed"},
-			gpu.Sample{GPUs: idle}, status(server.PhaseExited, 9),
+			event.GPUSample{GPUs: loaded}, event.KillStep{Step: "signalling"}, event.KillStep{Step: "failed"},
+			event.GPUSample{GPUs: idle}, status(event.PhaseExited, 9),
 		}, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rig := newLabRig(&Lab{Preset: "sim"})
 			defer rig.lab.Close(context.Background())
-			rig.publish(event.Event{At: at(0), Data: gpu.Sample{At: at(0), GPUs: busyGPUs}}) // before the experiment
-			rig.publish(event.Event{At: at(0), Data: status(server.PhaseNone, 0)})
+			rig.publish(event.Event{At: at(0), Data: event.GPUSample{At: at(0), GPUs: busyGPUs}}) // before the experiment
+			rig.publish(event.Event{At: at(0), Data: status(event.PhaseNone, 0)})
 			rig.publish(event.Event{At: at(1), Data: launched("none")})
-			rig.publish(event.Event{At: at(1), Data: status(server.PhaseReady, 1)})
+			rig.publish(event.Event{At: at(1), Data: status(event.PhaseReady, 1)})
 			for i, p := range tc.steps {
-				if s, ok := p.(gpu.Sample); ok {
+				if s, ok := p.(event.GPUSample); ok {
 					s.At = at(2 + float64(i))
 					p = s
 				}
 				rig.publish(event.Event{At: at(2 + float64(i)), Data: p})
 			}
-			end := count[journal.ExperimentEnd](t, rig.rec, "the end", 1)[0]
+			end := count[event.ExperimentEnd](t, rig.rec, "the end", 1)[0]
 			if len(end.GPUs) != 1 || end.GPUs[0].Index != tc.want {
 				t.Errorf("end GPUs %+v, want index %d", end.GPUs, tc.want)
 			}

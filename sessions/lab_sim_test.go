@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // simHost starts a simulated host (no server) and connects to it over its
@@ -87,12 +85,12 @@ func TestLabFingerprintOnSimHost(t *testing.T) {
 	defer rig.lab.Close(ctx)
 	// The sample before the launch is the old server's: the fingerprint
 	// takes the first one after it.
-	rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{GPUs: []gpu.GPU{{Index: 0}, {Index: 1}, {Index: 2}}}})
+	rig.publish(event.Event{At: time.Now(), Data: event.GPUSample{GPUs: []event.GPU{{Index: 0}, {Index: 1}, {Index: 2}}}})
 	rig.publish(event.Event{At: time.Now(), Data: launched("nccl-ll-ring")})
 	time.Sleep(100 * time.Millisecond)
-	rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{GPUs: []gpu.GPU{{Index: 0}, {Index: 1}}}})
+	rig.publish(event.Event{At: time.Now(), Data: event.GPUSample{GPUs: []event.GPU{{Index: 0}, {Index: 1}}}})
 
-	fp := count[journal.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0]
+	fp := count[event.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0]
 	f := fp.Fingerprint
 	if fp.Exp != "e1" || len(f.Errors) != 0 {
 		t.Errorf("fingerprint of %s, errors %q", fp.Exp, f.Errors)
@@ -133,8 +131,8 @@ func TestLabFingerprintOnSimHost(t *testing.T) {
 		t.Errorf("%d GPUs", len(f.GPUs))
 	}
 	// Named before HEAD was known; the fingerprint completes the name.
-	start := of[journal.ExperimentStart](rig.rec.snapshot())[0]
-	up := count[journal.ExperimentUpdate](t, rig.rec, "the name update", 1)[0]
+	start := of[event.ExperimentStart](rig.rec.snapshot())[0]
+	up := count[event.ExperimentUpdate](t, rig.rec, "the name update", 1)[0]
 	if start.Name != "nccl-ll-ring" || up.Exp != "e1" || up.Name != "nccl-ll-ring @ "+git.ShortID(head) {
 		t.Errorf("named %q, then %+v", start.Name, up)
 	}
@@ -173,20 +171,20 @@ python = "flightdeck sim version nope"
 	}
 	// The hung probe holds the fingerprint for its whole deadline; Start
 	// has returned without it.
-	if n := len(of[journal.ExperimentFingerprint](rig.rec.snapshot())); n != 0 {
+	if n := len(of[event.ExperimentFingerprint](rig.rec.snapshot())); n != 0 {
 		t.Fatalf("Start waited for the fingerprint (%d published)", n)
 	}
 	if _, err := rig.lab.End(ctx, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(of[journal.ExperimentFingerprint](rig.rec.snapshot())); n != 0 {
+	if n := len(of[event.ExperimentFingerprint](rig.rec.snapshot())); n != 0 {
 		t.Fatalf("End waited for the fingerprint (%d published)", n)
 	}
-	fp := count[journal.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0]
+	fp := count[event.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0]
 	if fp.Exp != s.ID {
 		t.Errorf("fingerprint of %s", fp.Exp)
 	}
-	got := map[string]journal.Version{}
+	got := map[string]event.Version{}
 	for _, v := range fp.Fingerprint.Versions {
 		got[v.Name] = v
 	}
@@ -229,8 +227,8 @@ func TestLabWaitsForTheFirstGPUSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	rig.publish(event.Event{At: time.Now(), Data: gpu.Sample{At: time.Now(), GPUs: []gpu.GPU{{Index: 0}, {Index: 1}}}})
-	fp := count[journal.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0].Fingerprint
+	rig.publish(event.Event{At: time.Now(), Data: event.GPUSample{At: time.Now(), GPUs: []event.GPU{{Index: 0}, {Index: 1}}}})
+	fp := count[event.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0].Fingerprint
 	if len(fp.GPUs) != 2 || slices.ContainsFunc(fp.Errors, func(e string) bool { return strings.HasPrefix(e, "gpus:") }) {
 		t.Errorf("GPUs %d, errors %q", len(fp.GPUs), fp.Errors)
 	}

@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
@@ -58,52 +54,52 @@ var labT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func at(s float64) time.Time { return labT0.Add(time.Duration(s * float64(time.Second))) }
 
-func launched(profile string) server.Launched {
-	return server.Launched{Record: server.Record{PID: 4100, Launch: server.LaunchInfo{
+func launched(profile string) event.ServerLaunched {
+	return event.ServerLaunched{Record: event.LaunchRecord{PID: 4100, Launch: event.LaunchInfo{
 		Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/logs/sim-" + profile + ".log",
 		Argv: []string{"flightdeck", "sim", "server", "--api-key", "sk-live-123", "--port", "31000"},
 		Env:  map[string]string{"NCCL_PROTO": "LL", "HF_TOKEN": "hf_secret"},
 	}}}
 }
 
-func status(p server.Phase, since float64) server.Status {
-	return server.Status{Phase: p, Server: "sglang", Preset: "sim", Since: at(since)}
+func status(p event.ServerPhase, since float64) event.ServerStatus {
+	return event.ServerStatus{Phase: p, Server: "sglang", Preset: "sim", Since: at(since)}
 }
 
 func TestLabAutoStartAndEnd(t *testing.T) {
 	rig := newLabRig(&Lab{Preset: "sim"})
 	lab := rig.lab
-	gpus := []gpu.GPU{{Index: 0}, {Index: 1}}
+	gpus := []event.GPU{{Index: 0}, {Index: 1}}
 	steps := []event.Event{
-		{At: at(0), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}},
-		{At: at(0), Data: status(server.PhaseNone, 0)},
+		{At: at(0), Data: event.RepoHead{Commit: "a6d51c0f00d", Short: "a6d51c0"}},
+		{At: at(0), Data: status(event.PhaseNone, 0)},
 		{At: at(1), Data: launched("none")},
-		{At: at(1), Data: status(server.PhaseLaunching, 1)},
-		{At: at(60), Data: serverlog.Ready{Server: "sglang"}},
-		{At: at(61), Data: status(server.PhaseReady, 61)},
+		{At: at(1), Data: status(event.PhaseLaunching, 1)},
+		{At: at(60), Data: event.ServerReady{Server: "sglang"}},
+		{At: at(61), Data: status(event.PhaseReady, 61)},
 	}
 	for i := range 10 {
-		steps = append(steps, event.Event{At: at(62 + 5*float64(i)), Data: serverlog.Rate{TokPerSec: 62 + float64(i%3), Ranks: 8}})
+		steps = append(steps, event.Event{At: at(62 + 5*float64(i)), Data: event.TokRate{TokPerSec: 62 + float64(i%3), Ranks: 8}})
 	}
 	steps = append(steps,
-		event.Event{At: at(120), Data: gpu.Sample{At: at(120), GPUs: gpus}},
-		event.Event{At: at(130), Data: status(server.PhaseStopping, 130)},
-		event.Event{At: at(131), Data: status(server.PhaseKilled, 131)},
+		event.Event{At: at(120), Data: event.GPUSample{At: at(120), GPUs: gpus}},
+		event.Event{At: at(130), Data: status(event.PhaseStopping, 130)},
+		event.Event{At: at(131), Data: status(event.PhaseKilled, 131)},
 		event.Event{At: at(140), Data: launched("nccl-ll-ring")},
-		event.Event{At: at(140), Data: status(server.PhaseLaunching, 140)},
-		event.Event{At: at(200), Data: status(server.PhaseExited, 200)},
+		event.Event{At: at(140), Data: status(event.PhaseLaunching, 140)},
+		event.Event{At: at(200), Data: status(event.PhaseExited, 200)},
 		event.Event{At: at(210), Data: launched("nccl-ll-ring")},
 		event.Event{At: at(220), Data: launched("nccl-debug")},
-		event.Event{At: at(230), Data: status(server.PhaseLaunching, 220)},
-		event.Event{At: at(240), Data: status(server.PhaseFailed, 240)},
+		event.Event{At: at(230), Data: status(event.PhaseLaunching, 220)},
+		event.Event{At: at(240), Data: status(event.PhaseFailed, 240)},
 		// Already ended: a later exit ends nothing more.
-		event.Event{At: at(250), Data: status(server.PhaseExited, 250)},
+		event.Event{At: at(250), Data: status(event.PhaseExited, 250)},
 	)
 	for _, e := range steps {
 		rig.publish(e)
 	}
-	ends := count[journal.ExperimentEnd](t, rig.rec, "4 exp-ends", 4)
-	starts := of[journal.ExperimentStart](rig.rec.snapshot())
+	ends := count[event.ExperimentEnd](t, rig.rec, "4 exp-ends", 4)
+	starts := of[event.ExperimentStart](rig.rec.snapshot())
 	if len(starts) != 4 || len(ends) != 4 {
 		t.Fatalf("%d starts, %d ends", len(starts), len(ends))
 	}
@@ -113,7 +109,7 @@ func TestLabAutoStartAndEnd(t *testing.T) {
 			t.Errorf("start %d: %+v", i, s)
 		}
 	}
-	wantEnds := []journal.Trigger{journal.TriggerKill, journal.TriggerExit, journal.TriggerRelaunch, journal.TriggerExit}
+	wantEnds := []event.Trigger{journal.TriggerKill, journal.TriggerExit, journal.TriggerRelaunch, journal.TriggerExit}
 	for i, e := range ends {
 		if e.Exp != starts[i].ID || e.Trigger != wantEnds[i] {
 			t.Errorf("end %d: %s by %q, want %s by %q", i, e.Exp, e.Trigger, starts[i].ID, wantEnds[i])
@@ -131,7 +127,7 @@ func TestLabAutoStartAndEnd(t *testing.T) {
 		t.Errorf("launch not redacted: %+v", l)
 	}
 	// Every start's fingerprint was published (no host: it says so).
-	fps := count[journal.ExperimentFingerprint](t, rig.rec, "4 fingerprints", 4)
+	fps := count[event.ExperimentFingerprint](t, rig.rec, "4 fingerprints", 4)
 	for _, fp := range fps {
 		if !slices.Equal(fp.Fingerprint.Errors, []string{"no host to read the fingerprint from"}) || fp.Fingerprint.Launch == nil ||
 			strings.Contains(fp.Fingerprint.CommandLine, "sk-live") {
@@ -142,9 +138,9 @@ func TestLabAutoStartAndEnd(t *testing.T) {
 	var seq []string
 	for _, e := range rig.rec.snapshot() {
 		switch p := e.Data.(type) {
-		case journal.ExperimentStart:
+		case event.ExperimentStart:
 			seq = append(seq, "start "+p.ID)
-		case journal.ExperimentEnd:
+		case event.ExperimentEnd:
 			seq = append(seq, "end "+p.Exp)
 		}
 	}
@@ -161,7 +157,7 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 	if _, err := lab.End(ctx, "x"); !errors.Is(err, ErrNoExperiment) {
 		t.Errorf("End with none open: %v", err)
 	}
-	if err := lab.Update(ctx, journal.ExperimentUpdate{Name: "x"}); !errors.Is(err, ErrNoExperiment) {
+	if err := lab.Update(ctx, event.ExperimentUpdate{Name: "x"}); !errors.Is(err, ErrNoExperiment) {
 		t.Errorf("Update with none open: %v", err)
 	}
 	n0, err := lab.Note(ctx, "  before any experiment \n")
@@ -179,10 +175,10 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 	if err != nil || n1.Exp != "e1" || strings.ContainsRune(n1.Text, 0x1b) {
 		t.Fatalf("note %+v %v", n1, err)
 	}
-	if err := lab.Update(ctx, journal.ExperimentUpdate{Hypothesis: "about 62"}); err != nil {
+	if err := lab.Update(ctx, event.ExperimentUpdate{Hypothesis: "about 62"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := lab.Update(ctx, journal.ExperimentUpdate{Exp: "e9", Name: "x"}); err == nil {
+	if err := lab.Update(ctx, event.ExperimentUpdate{Exp: "e9", Name: "x"}); err == nil {
 		t.Error("update of an unknown experiment")
 	}
 	cur, ok := lab.Current()
@@ -199,7 +195,7 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 		t.Fatalf("end %+v %v", end, err)
 	}
 	lab.Key("K", "kill sglang pid 4123")
-	count[journal.Key](t, rig.rec, "the key", 1)
+	count[event.Key](t, rig.rec, "the key", 1)
 	xs := lab.Experiments()
 	if len(xs) != 2 || xs[0].EndedBy != journal.TriggerKey || xs[1].Conclusion != "no change" || xs[1].Open() {
 		t.Errorf("experiments %+v", xs)
@@ -208,8 +204,8 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 	var kinds []string
 	for _, e := range rig.rec.snapshot() {
 		switch e.Data.(type) {
-		case journal.ExperimentStart, journal.ExperimentEnd, journal.ExperimentUpdate, journal.Note, journal.Key:
-			kinds = append(kinds, e.Data.Kind())
+		case event.ExperimentStart, event.ExperimentEnd, event.ExperimentUpdate, event.Note, event.Key:
+			kinds = append(kinds, e.Data.Kind().String())
 		}
 	}
 	want := []string{"note", "exp-start", "note", "exp-update", "exp-end", "exp-start", "exp-end", "key"}
@@ -221,7 +217,7 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 		t.Fatal(err)
 	}
 	lab.Close(ctx)
-	ends := of[journal.ExperimentEnd](rig.rec.snapshot())
+	ends := of[event.ExperimentEnd](rig.rec.snapshot())
 	if last := ends[len(ends)-1]; last.Exp != "e3" || last.Trigger != journal.TriggerQuit {
 		t.Errorf("end at close %+v", last)
 	}
@@ -229,7 +225,7 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 		t.Errorf("start after close: %v", err)
 	}
 	rig.publish(event.Event{At: time.Now(), Data: launched("none")})
-	if len(of[journal.ExperimentStart](rig.rec.snapshot())) != 3 {
+	if len(of[event.ExperimentStart](rig.rec.snapshot())) != 3 {
 		t.Error("a launch after Close started an experiment")
 	}
 	lab.Close(ctx) // twice is fine
@@ -238,7 +234,7 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 func TestRedactLaunchEnv(t *testing.T) {
 	env := map[string]string{"HF_TOKEN": "a", "OPENAI_API_KEY": "b", "CLIENT_SECRET": "c", "DB_PASSWORD": "d",
 		"GOOGLE_APPLICATION_CREDENTIALS": "e", "NCCL_ALGO": "Ring", "CUDA_VISIBLE_DEVICES": "0,1"}
-	l := redactLaunch(server.LaunchInfo{Env: env, Argv: []string{"s", "--api-key=z"}})
+	l := redactLaunch(event.LaunchInfo{Env: env, Argv: []string{"s", "--api-key=z"}})
 	for k, v := range l.Env {
 		secret := k != "NCCL_ALGO" && k != "CUDA_VISIBLE_DEVICES"
 		if secret != (v == "<redacted>") || (!secret && v != env[k]) {
@@ -258,13 +254,13 @@ func TestLabAdoptedServer(t *testing.T) {
 	rig := newLabRig(&Lab{Preset: "sglang"})
 	rec := launched("nccl-debug").Record
 	rec.Launch.Preset = "sglang-eagle3"
-	rig.publish(event.Event{At: at(0), Data: server.Observed{Found: server.Found{Running: true, How: server.ByPidfile, Record: &rec, Exit: -1}}})
-	rig.publish(event.Event{At: at(1), Data: server.Status{Phase: server.PhaseRunning, Preset: "sglang-eagle3", Profile: "nccl-debug", LogPath: rec.Launch.LogPath}})
+	rig.publish(event.Event{At: at(0), Data: event.ServerObserved{Found: event.ServerFound{Running: true, How: server.ByPidfile, Record: &rec, Exit: -1}}})
+	rig.publish(event.Event{At: at(1), Data: event.ServerStatus{Phase: event.PhaseRunning, Preset: "sglang-eagle3", Profile: "nccl-debug", LogPath: rec.Launch.LogPath}})
 	s, err := rig.lab.Start(ctx, "", "adopted")
 	if err != nil || s.Name != "nccl-debug" || s.Launch != nil {
 		t.Fatalf("start %+v %v", s, err)
 	}
-	fp := count[journal.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0].Fingerprint
+	fp := count[event.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0].Fingerprint
 	if fp.Launch == nil || fp.Launch.Preset != "sglang-eagle3" || fp.Launch.Env["HF_TOKEN"] != "<redacted>" || rec.Launch.Env["HF_TOKEN"] != "hf_secret" {
 		t.Errorf("fingerprint launch %+v", fp.Launch)
 	}
@@ -276,7 +272,7 @@ func TestLabAdoptedServer(t *testing.T) {
 func BenchmarkLabObserveRate(b *testing.B) {
 	lab := &Lab{Publish: func(event.Event) {}}
 	lab.Observe(event.Event{At: at(0), Data: launched("none")})
-	e := event.Event{At: at(1), Data: serverlog.Rate{TokPerSec: 89, Ranks: 8}}
+	e := event.Event{At: at(1), Data: event.TokRate{TokPerSec: 89, Ranks: 8}}
 	b.ReportAllocs()
 	for b.Loop() {
 		lab.Observe(e)
@@ -286,20 +282,20 @@ func BenchmarkLabObserveRate(b *testing.B) {
 }
 
 // TestLabNamesTheNewLaunch: at a relaunch the server's status still
-// describes the old server (its log, its profile) when server.Launched
+// describes the old server (its log, its profile) when event.ServerLaunched
 // arrives; the new experiment is named after the new launch.
 func TestLabNamesTheNewLaunch(t *testing.T) {
 	rig := newLabRig(&Lab{Preset: "sim"})
-	old := status(server.PhaseReady, 5)
+	old := status(event.PhaseReady, 5)
 	old.Profile, old.LogPath = "none", "/logs/sim-old.log"
 	for _, e := range []event.Event{
-		{At: at(0), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}},
+		{At: at(0), Data: event.RepoHead{Commit: "a6d51c0f00d", Short: "a6d51c0"}},
 		{At: at(5), Data: old},
 		{At: at(10), Data: launched("nccl-ll-ring")},
 	} {
 		rig.publish(e)
 	}
-	starts := count[journal.ExperimentStart](t, rig.rec, "1 exp-start", 1)
+	starts := count[event.ExperimentStart](t, rig.rec, "1 exp-start", 1)
 	if got, want := starts[0].Name, "nccl-ll-ring @ a6d51c0"; got != want {
 		t.Errorf("name %q, want %q", got, want)
 	}
@@ -310,20 +306,20 @@ func TestLabNamesTheNewLaunch(t *testing.T) {
 func TestLabRelaunchTrigger(t *testing.T) {
 	for _, c := range []struct {
 		relaunch bool
-		want     journal.Trigger
+		want     event.Trigger
 	}{{true, journal.TriggerRelaunch}, {false, journal.TriggerKill}} {
 		rig := newLabRig(&Lab{Preset: "sim"})
 		for _, e := range []event.Event{
-			{At: at(0), Data: status(server.PhaseNone, 0)},
+			{At: at(0), Data: status(event.PhaseNone, 0)},
 			{At: at(1), Data: launched("none")},
-			{At: at(2), Data: status(server.PhaseReady, 2)},
-			{At: at(30), Data: server.KillStep{Step: "signalling", PID: 4100, Relaunch: c.relaunch}},
-			{At: at(31), Data: server.KillStep{Step: "done", PID: 4100, Relaunch: c.relaunch}},
-			{At: at(31), Data: status(server.PhaseKilled, 31)},
+			{At: at(2), Data: status(event.PhaseReady, 2)},
+			{At: at(30), Data: event.KillStep{Step: "signalling", PID: 4100, Relaunch: c.relaunch}},
+			{At: at(31), Data: event.KillStep{Step: "done", PID: 4100, Relaunch: c.relaunch}},
+			{At: at(31), Data: status(event.PhaseKilled, 31)},
 		} {
 			rig.publish(e)
 		}
-		ends := count[journal.ExperimentEnd](t, rig.rec, "1 exp-end", 1)
+		ends := count[event.ExperimentEnd](t, rig.rec, "1 exp-end", 1)
 		if ends[0].Trigger != c.want {
 			t.Errorf("relaunch %v: ended by %q, want %q", c.relaunch, ends[0].Trigger, c.want)
 		}
@@ -335,7 +331,7 @@ func TestLabRelaunchTrigger(t *testing.T) {
 func TestLabNumbersAfterPrior(t *testing.T) {
 	rig := newLabRig(&Lab{Preset: "sim", Numbered: 2})
 	rig.publish(event.Event{At: at(1), Data: launched("none")})
-	if s := count[journal.ExperimentStart](t, rig.rec, "1 exp-start", 1)[0]; s.ID != "e3" {
+	if s := count[event.ExperimentStart](t, rig.rec, "1 exp-start", 1)[0]; s.ID != "e3" {
 		t.Errorf("id %s, want e3", s.ID)
 	}
 }
@@ -347,22 +343,22 @@ func TestLabNumbersAfterPrior(t *testing.T) {
 func TestLabEndsWhenTakenOver(t *testing.T) {
 	{
 		rig := newLabRig(&Lab{Preset: "sim"})
-		rig.publish(event.Event{At: at(0), Data: status(server.PhaseNone, 0)})
+		rig.publish(event.Event{At: at(0), Data: status(event.PhaseNone, 0)})
 		rig.publish(event.Event{At: at(1), Data: launched("none")})
-		rig.publish(event.Event{At: at(60), Data: driver.State{Role: driver.RoleUnsure}})
-		rig.publish(event.Event{At: at(61), Data: driver.State{Role: driver.RoleDriving}})
+		rig.publish(event.Event{At: at(60), Data: event.DriverState{Role: event.RoleUnsure}})
+		rig.publish(event.Event{At: at(61), Data: event.DriverState{Role: event.RoleDriving}})
 		if _, open := rig.lab.Current(); !open {
 			t.Error("unsure ended the experiment")
 		}
 	}
-	for _, role := range []driver.Role{driver.RoleWatching} {
+	for _, role := range []event.DriverRole{event.RoleWatching} {
 		rig := newLabRig(&Lab{Preset: "sim"})
-		rig.publish(event.Event{At: at(0), Data: repo.Head{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
-		rig.publish(event.Event{At: at(0), Data: status(server.PhaseNone, 0)})
+		rig.publish(event.Event{At: at(0), Data: event.RepoHead{Commit: "a6d51c0f00d", Short: "a6d51c0"}})
+		rig.publish(event.Event{At: at(0), Data: status(event.PhaseNone, 0)})
 		rig.publish(event.Event{At: at(1), Data: launched("none")})
-		rig.publish(event.Event{At: at(2), Data: driver.State{Role: driver.RoleDriving}})
-		rig.publish(event.Event{At: at(90), Data: driver.State{Role: role, Holder: driver.Info{User: "bob", Machine: "desk"}}})
-		ends := count[journal.ExperimentEnd](t, rig.rec, "1 exp-end", 1)
+		rig.publish(event.Event{At: at(2), Data: event.DriverState{Role: event.RoleDriving}})
+		rig.publish(event.Event{At: at(90), Data: event.DriverState{Role: role, Holder: event.DriverInfo{User: "bob", Machine: "desk"}}})
+		ends := count[event.ExperimentEnd](t, rig.rec, "1 exp-end", 1)
 		if ends[0].Exp != "e1" || ends[0].Trigger != journal.TriggerTakenOver {
 			t.Errorf("%v: end %+v", role, ends[0])
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -23,7 +24,7 @@ import (
 type captureInput struct {
 	exp    string
 	at     time.Time
-	launch *server.LaunchInfo // redacted; nil when none is known
+	launch *event.LaunchInfo // redacted; nil when none is known
 	preset string
 	// prev is the previous experiment's capture, whose HEAD the range
 	// starts from; nil for the first experiment.
@@ -66,8 +67,8 @@ func (l *Lab) probeTimeout() time.Duration {
 // checkout, the version probes of the preset, all at once, each with its
 // own deadline; the launch and GPUs come from the stream. Every part that
 // fails goes to Errors.
-func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint {
-	fp := journal.Fingerprint{At: time.Now(), Launch: in.launch}
+func (l *Lab) capture(ctx context.Context, in captureInput) event.Fingerprint {
+	fp := event.Fingerprint{At: time.Now(), Launch: in.launch}
 	if in.launch != nil {
 		fp.CommandLine = server.CommandLine(*in.launch)
 	}
@@ -139,7 +140,7 @@ func (l *Lab) capture(ctx context.Context, in captureInput) journal.Fingerprint 
 		}
 	})
 	probes := cfg.VersionProbes(in.preset)
-	fp.Versions = make([]journal.Version, len(probes))
+	fp.Versions = make([]event.Version, len(probes))
 	for i, p := range probes {
 		wg.Go(func() { fp.Versions[i] = l.probe(ctx, p, timeout) })
 	}
@@ -168,17 +169,17 @@ func (l *Lab) uname(ctx context.Context, timeout time.Duration) (host, kernel st
 // when the previous experiment's capture (prev) knew another HEAD, the
 // range between the two (git.Repo.Range), all within timeout. A range that
 // cannot be read is recorded with its Err; it never fails the rest.
-func (l *Lab) gitState(ctx context.Context, timeout time.Duration, prev *captureSlot) (*journal.GitState, []string) {
+func (l *Lab) gitState(ctx context.Context, timeout time.Duration, prev *captureSlot) (*event.GitState, []string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	gs := &journal.GitState{Repo: l.RepoPath}
+	gs := &event.GitState{Repo: l.RepoPath}
 	r, err := l.openRepo(ctx)
 	if err != nil {
 		return gs, []string{"git: " + errWords(err, timeout)}
 	}
 	gs.Repo = r.Path
 	var (
-		st           git.Status
+		st           event.GitStatus
 		patch        git.Patch
 		stErr, ptErr error
 		wg           sync.WaitGroup
@@ -225,21 +226,21 @@ func (l *Lab) gitState(ctx context.Context, timeout time.Duration, prev *capture
 // HEAD or it is the same; when ctx ends first (timeout is its deadline)
 // the range is recorded with only To and an Err saying so, not left out
 // silently.
-func rangeSince(ctx context.Context, r *git.Repo, prev *captureSlot, head string, timeout time.Duration) *journal.CommitRange {
+func rangeSince(ctx context.Context, r *git.Repo, prev *captureSlot, head string, timeout time.Duration) *event.CommitRange {
 	if prev == nil || head == "" {
 		return nil
 	}
 	select {
 	case <-prev.done:
 	case <-ctx.Done():
-		return &journal.CommitRange{To: head, Err: rangeWaitErr(ctx.Err(), timeout)}
+		return &event.CommitRange{To: head, Err: rangeWaitErr(ctx.Err(), timeout)}
 	}
 	if prev.head == "" || prev.head == head {
 		return nil
 	}
 	rg, err := r.Range(ctx, prev.head, head, journal.MaxRangeItems)
 	if err != nil {
-		return &journal.CommitRange{From: prev.head, To: head, Err: errWords(err, timeout)}
+		return &event.CommitRange{From: prev.head, To: head, Err: errWords(err, timeout)}
 	}
 	return commitRange(rg)
 }
@@ -255,7 +256,7 @@ func rangeWaitErr(err error, timeout time.Duration) string {
 
 // commitRange is a git range as the journal records it, remote text
 // sanitised.
-func commitRange(rg git.Range) *journal.CommitRange {
+func commitRange(rg git.Range) *event.CommitRange {
 	clean := func(in []string) []string {
 		var out []string
 		for _, s := range in {
@@ -263,7 +264,7 @@ func commitRange(rg git.Range) *journal.CommitRange {
 		}
 		return out
 	}
-	return &journal.CommitRange{From: rg.From, To: rg.To, Ahead: clean(rg.Ahead), Behind: clean(rg.Behind), Files: clean(rg.Files),
+	return &event.CommitRange{From: rg.From, To: rg.To, Ahead: clean(rg.Ahead), Behind: clean(rg.Behind), Files: clean(rg.Files),
 		AheadTotal: rg.AheadTotal, BehindTotal: rg.BehindTotal, FilesTotal: rg.FilesTotal}
 }
 
@@ -291,8 +292,8 @@ func (l *Lab) openRepo(ctx context.Context) (*git.Repo, error) {
 }
 
 // probe runs one version probe with its deadline.
-func (l *Lab) probe(ctx context.Context, p config.VersionProbe, timeout time.Duration) journal.Version {
-	v := journal.Version{Name: sanitize.String(p.Name), Command: sanitize.String(p.Command)}
+func (l *Lab) probe(ctx context.Context, p config.VersionProbe, timeout time.Duration) event.Version {
+	v := event.Version{Name: sanitize.String(p.Name), Command: sanitize.String(p.Command)}
 	start := time.Now()
 	defer func() { v.Millis = time.Since(start).Milliseconds() }()
 	secs := strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
@@ -397,7 +398,7 @@ func withStderr(err error, stderr []byte) error {
 // redactLaunch returns a copy of a launch safe to record and show: env
 // values of secret-looking names (server.Redact) and secret argv values
 // (server.RedactArgv) replaced by "<redacted>".
-func redactLaunch(l server.LaunchInfo) *server.LaunchInfo {
+func redactLaunch(l event.LaunchInfo) *event.LaunchInfo {
 	out := server.RedactLaunch(l)
 	return &out
 }

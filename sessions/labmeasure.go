@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -16,7 +16,7 @@ import (
 // (no repository configured for the host).
 var ErrNoRepo = errors.New("no git checkout is configured for this host (--repo, or repo in its [hosts] table)")
 
-// Baseline marks experiment id as the session's baseline (journal.Baseline,
+// Baseline marks experiment id as the session's baseline (event.Baseline,
 // published before Baseline returns): the header shows the open
 // experiment's delta against it and comparisons default to it. id ""
 // clears the mark. Errors: an id that is no experiment of the session
@@ -30,7 +30,7 @@ func (l *Lab) Baseline(ctx context.Context, id string) error {
 				return fmt.Errorf("no experiment %q", id)
 			}
 		}
-		l.decideLocked(time.Now(), journal.Baseline{Exp: id})
+		l.decideLocked(time.Now(), event.Baseline{Exp: id})
 		return nil
 	})
 }
@@ -44,7 +44,7 @@ func (l *Lab) Baseline(ctx context.Context, id string) error {
 // deadline). Errors: ErrNoRepo, a refused ref (wrapping git.ErrBadRef), an
 // unknown commit (git's words), the host's error, "timed out after …"
 // (wrapping context.DeadlineExceeded), or ctx's.
-func (l *Lab) Range(ctx context.Context, from, to string) (*journal.CommitRange, error) {
+func (l *Lab) Range(ctx context.Context, from, to string) (*event.CommitRange, error) {
 	if l.Host == nil || l.RepoPath == "" {
 		return nil, ErrNoRepo
 	}
@@ -85,7 +85,7 @@ func (l *Lab) beginRepeat(ctx context.Context, n int) (series string, undo repea
 		}
 		series = cur.ID
 		now := time.Now()
-		r := journal.Repeat{Exp: series, Series: series, I: 1, N: n}
+		r := event.Repeat{Exp: series, Series: series, I: 1, N: n}
 		undo = repeatUndo{series: series, tag: repeatTag(1, n), oldTag: l.tags[series], next: l.next}
 		if prev, ok := l.repeats[series]; ok {
 			undo.prev = &prev
@@ -102,7 +102,7 @@ func (l *Lab) beginRepeat(ctx context.Context, n int) (series string, undo repea
 			}
 			if name != cur.Name {
 				undo.renamed = true
-				l.decideLocked(now, journal.ExperimentUpdate{Exp: series, Name: name})
+				l.decideLocked(now, event.ExperimentUpdate{Exp: series, Name: name})
 			}
 		}
 		return nil
@@ -113,10 +113,10 @@ func (l *Lab) beginRepeat(ctx context.Context, n int) (series string, undo repea
 // repeatUndo is what beginRepeat did to the series' experiment.
 type repeatUndo struct {
 	series      string
-	tag, oldTag string          // the name suffix beginRepeat gave, and the one before ("" for none)
-	prev        *journal.Repeat // the series' tag before (a launch of an earlier repeat); nil when none
-	renamed     bool            // beginRepeat renamed it
-	next        int             // the Lab's experiment counter then: launches of this repeat are numbered above it
+	tag, oldTag string        // the name suffix beginRepeat gave, and the one before ("" for none)
+	prev        *event.Repeat // the series' tag before (a launch of an earlier repeat); nil when none
+	renamed     bool          // beginRepeat renamed it
+	next        int           // the Lab's experiment counter then: launches of this repeat are numbered above it
 }
 
 // abandonRepeat takes back beginRepeat's tag when the repeat ended before
@@ -139,7 +139,7 @@ func (l *Lab) abandonRepeat(ctx context.Context, u repeatUndo) error {
 			return nil
 		}
 		now := time.Now()
-		r := journal.Repeat{Exp: u.series, Series: u.series, I: 1, N: 1}
+		r := event.Repeat{Exp: u.series, Series: u.series, I: 1, N: 1}
 		if u.prev != nil {
 			r = *u.prev
 		}
@@ -158,7 +158,7 @@ func (l *Lab) abandonRepeat(ctx context.Context, u repeatUndo) error {
 			if d, ok := l.defaulted[u.series]; ok && d == x.Name {
 				l.defaulted[u.series] = name
 			}
-			l.decideLocked(now, journal.ExperimentUpdate{Exp: u.series, Name: name})
+			l.decideLocked(now, event.ExperimentUpdate{Exp: u.series, Name: name})
 		}
 		return nil
 	})
@@ -177,7 +177,7 @@ func trimSuffix(s, suffix string) string {
 func (l *Lab) armRepeat(series string, i, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.armed = &journal.Repeat{Series: series, I: i, N: n}
+	l.armed = &event.Repeat{Series: series, I: i, N: n}
 }
 
 func (l *Lab) disarmRepeat() {
@@ -201,7 +201,7 @@ func (l *Lab) repeatExp(series string, i int) string {
 
 // serverState is what the Lab knows of the server: its last status, and
 // the launch known for it (nil when none: adopted by port or process).
-func (l *Lab) serverState() (server.Status, *server.LaunchInfo) {
+func (l *Lab) serverState() (event.ServerStatus, *event.LaunchInfo) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.status, l.knownLaunchLocked()
@@ -209,11 +209,11 @@ func (l *Lab) serverState() (server.Status, *server.LaunchInfo) {
 
 // provisionalOf is experiment id's result so far while it is the open
 // one; open is false once it has ended (or another one is open).
-func (l *Lab) provisionalOf(id string) (res journal.Result, open bool) {
+func (l *Lab) provisionalOf(id string) (res event.ExperimentResult, open bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if c := l.ledger.Current(); c != nil && c.ID == id {
 		return l.ledger.Provisional(), true
 	}
-	return journal.Result{}, false
+	return event.ExperimentResult{}, false
 }

@@ -28,7 +28,7 @@ type LiveConfig struct {
 	Server     string        // serverlog.ServerSGLang / ServerVLLM when known; "" infers it from the log
 	GPUProgram string        // nvidia-smi on the host; default "nvidia-smi"
 	// Control, when set, watches the inference server (adopting a running
-	// one), tracks its readiness (server.Status events) and follows the log
+	// one), tracks its readiness (event.ServerStatus events) and follows the log
 	// of its launch when LogPath is "" (and each new launch's log).
 	Control *Control
 	// NoGPU runs no GPU sampler (the CLI's launch waits only for the server).
@@ -86,7 +86,7 @@ func RunLive(ctx context.Context, cfg LiveConfig, sink event.Sink) error {
 
 // Live is a running observation of one host (see RunLive). Its Sink is the
 // stream every source publishes to, including a Control's actions; with a
-// Control it tracks the server (ServerTracker) and publishes server.Status
+// Control it tracks the server (ServerTracker) and publishes event.ServerStatus
 // whenever the status changes.
 type Live struct {
 	cfg     LiveConfig
@@ -249,7 +249,7 @@ func (l *Live) followLogs(ctx context.Context) error {
 		lp := &LogPipeline{Server: l.cfg.Server, Sink: l.Sink}
 		if switched {
 			// Another launch's file: the screen's log starts over.
-			lp.Publish(event.Event{At: time.Now(), Data: serverlog.Reset{Path: path, Reason: "switched", Offset: 0}})
+			lp.Publish(event.Event{At: time.Now(), Data: event.LogReset{Path: path, Reason: "switched", Offset: 0}})
 		}
 		switched = true
 		opt := serverlog.FollowOptions{Backlog: backlog}
@@ -279,7 +279,7 @@ func (l *Live) followLogs(ctx context.Context) error {
 // LogPipeline turns the follower's raw log events into the parsed stream:
 // it passes every event on, and after each batch of lines publishes what the
 // serverlog.Scanner finds in them and the aggregate tok/s points
-// (serverlog.Rate) of the serverlog.Aggregator. Replaying a journal's raw
+// (event.TokRate) of the serverlog.Aggregator. Replaying a journal's raw
 // lines through a LogPipeline yields the same parsed events as live. Not
 // safe for concurrent use: one follower feeds it.
 type LogPipeline struct {
@@ -287,7 +287,7 @@ type LogPipeline struct {
 	Sink   event.Sink // receives everything
 	scan   *serverlog.Scanner
 	agg    serverlog.Aggregator
-	rates  []serverlog.Rate
+	rates  []event.TokRate
 	found  []event.Payload
 }
 
@@ -298,12 +298,12 @@ func (p *LogPipeline) Publish(e event.Event) {
 	}
 	p.Sink(e)
 	switch d := e.Data.(type) {
-	case serverlog.Reset:
+	case event.LogReset:
 		// A truncated or replaced log is a new server run: state spanning
 		// lines (tracebacks, idle detection) must not leak across it.
 		p.scan = &serverlog.Scanner{Server: p.Server}
 		p.agg.Reset()
-	case serverlog.Lines:
+	case event.LogLines:
 		p.found = p.found[:0]
 		for _, l := range d.Lines {
 			p.scan.Feed(l.Text, 0, p.collect)
@@ -311,22 +311,42 @@ func (p *LogPipeline) Publish(e event.Event) {
 		for _, f := range p.found {
 			p.Sink(event.Event{At: e.At, Data: f})
 			switch f := f.(type) {
-			case serverlog.SpecDecode:
+			case event.SpecDecode:
 				p.agg.AddSpec(f)
-			case serverlog.Throughput:
+			case event.Throughput:
 				p.rates = p.agg.Add(p.rates[:0], f)
 				for _, r := range p.rates {
 					p.Sink(event.Event{At: e.At, Data: r})
 				}
+			case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+				event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+				event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
+				event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
+				event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
+				event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
+				event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+				event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
+				event.ServerReady, event.ServerStatus, event.Session, event.TokRate, event.Xid:
+				// passed on as they are
 			}
 		}
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
+		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
+		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
+		event.KillStep, event.LogBench, event.LogFollowError, event.LogNotice, event.Note,
+		event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
+		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
+		event.TokRate, event.Xid:
+		// passed on as they are
 	}
 }
 
 func (p *LogPipeline) collect(f event.Payload) { p.found = append(p.found, f) }
 
 // monitor looks for the server every few seconds (every second while it
-// starts), publishes server.Observed, follows the log of the server it
+// starts), publishes event.ServerObserved, follows the log of the server it
 // finds when none was given, and checks HTTP health when the tracker wants
 // it (after the ready line, or for an adopted server).
 func (l *Live) monitor(ctx context.Context) {
@@ -344,7 +364,7 @@ func (l *Live) monitor(ctx context.Context) {
 			// Only changes go on the stream: a quiet server is not news.
 			if key := observedKey(f); key != lastKey {
 				lastKey = key
-				l.Sink(event.Event{At: time.Now(), Data: server.Observed{Found: f}})
+				l.Sink(event.Event{At: time.Now(), Data: event.ServerObserved{Found: f}})
 			}
 			// Without --log, the screen follows the log of the server the
 			// pidfile names: the one found at start, and any launched later
@@ -371,7 +391,7 @@ func (l *Live) monitor(ctx context.Context) {
 			path, herr := server.Health(hctx, d, port)
 			cancel()
 			if herr == nil {
-				l.Sink(event.Event{At: time.Now(), Data: server.Healthy{Port: port, Path: path}})
+				l.Sink(event.Event{At: time.Now(), Data: event.ServerHealthy{Port: port, Path: path}})
 			}
 		}
 		wait := 3 * time.Second
@@ -391,7 +411,7 @@ func (l *Live) monitor(ctx context.Context) {
 }
 
 // observedKey summarises what of a Found the tracker reacts to.
-func observedKey(f server.Found) string {
+func observedKey(f event.ServerFound) string {
 	k := fmt.Sprintf("%t %d %s %d", f.Running, f.ServerPID, f.How, f.Exit)
 	if f.Record != nil {
 		k += fmt.Sprintf(" %d %d", f.Record.PID, f.Record.StartTime)

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
@@ -113,7 +111,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	want := sim.ModelTokPerSec(true, false, false) // NCCL profile at the baseline HEAD: ~89
 	rec.waitFor(t, "8 GPUs with valid readings", time.Minute, func(es []event.Event) bool {
 		for _, e := range es {
-			if s, ok := e.Data.(gpu.Sample); ok && len(s.GPUs) == 8 && allValid(s) {
+			if s, ok := e.Data.(event.GPUSample); ok && len(s.GPUs) == 8 && allValid(s) {
 				return true
 			}
 		}
@@ -122,7 +120,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	rec.waitFor(t, fmt.Sprintf("tok/s near %.1f", want), time.Minute, func(es []event.Event) bool {
 		n := 0
 		for _, e := range es {
-			if r, ok := e.Data.(serverlog.Rate); ok && !r.Dropped && math.Abs(r.TokPerSec-want) <= 0.05*want {
+			if r, ok := e.Data.(event.TokRate); ok && !r.Dropped && math.Abs(r.TokPerSec-want) <= 0.05*want {
 				n++
 			}
 		}
@@ -130,7 +128,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	})
 	rec.waitFor(t, "HEAD at the baseline commit (the checkout before the unrecorded pull)", time.Minute, func(es []event.Event) bool {
 		for _, e := range es {
-			if hd, ok := e.Data.(repo.Head); ok && hd.Commit == h.Commits.Baseline {
+			if hd, ok := e.Data.(event.RepoHead); ok && hd.Commit == h.Commits.Baseline {
 				return true
 			}
 		}
@@ -142,7 +140,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	srv.Stop()
 	rec.waitFor(t, "reconnecting state", 30*time.Second, func(es []event.Event) bool {
 		for _, e := range es[before:] {
-			if st, ok := e.Data.(remote.State); ok && st.Conn == remote.Reconnecting {
+			if st, ok := e.Data.(event.ConnState); ok && st.Conn == event.Reconnecting {
 				return true
 			}
 		}
@@ -155,7 +153,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	afterRestart := len(rec.snapshot())
 	rec.waitFor(t, "connected again", 30*time.Second, func(es []event.Event) bool {
 		for _, e := range es[before:] {
-			if st, ok := e.Data.(remote.State); ok && st.Conn == remote.Connected {
+			if st, ok := e.Data.(event.ConnState); ok && st.Conn == event.Connected {
 				return true
 			}
 		}
@@ -163,7 +161,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	})
 	rec.waitFor(t, "GPU samples after reconnect", 30*time.Second, func(es []event.Event) bool {
 		for _, e := range es[afterRestart:] {
-			if s, ok := e.Data.(gpu.Sample); ok && len(s.GPUs) == 8 {
+			if s, ok := e.Data.(event.GPUSample); ok && len(s.GPUs) == 8 {
 				return true
 			}
 		}
@@ -183,9 +181,9 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	next := int64(0)
 	for _, e := range rec.snapshot() {
 		switch p := e.Data.(type) {
-		case serverlog.Reset:
+		case event.LogReset:
 			t.Fatalf("unexpected log reset: %+v", p)
-		case serverlog.Lines:
+		case event.LogLines:
 			for _, l := range p.Lines {
 				if l.Offset != next {
 					t.Fatalf("line at offset %d, want %d: gap or duplicate", l.Offset, next)
@@ -205,7 +203,7 @@ func TestLiveOverRealSSHDSurvivesRestart(t *testing.T) {
 	}
 }
 
-func allValid(s gpu.Sample) bool {
+func allValid(s event.GPUSample) bool {
 	for _, g := range s.GPUs {
 		if !g.UtilGPUPct.Valid() || !g.MemUsedMiB.Valid() || !g.PowerDrawW.Valid() || !g.TempC.Valid() || !g.SMClockMHz.Valid() {
 			return false
@@ -218,7 +216,7 @@ func allValid(s gpu.Sample) bool {
 func receivedUpTo(es []event.Event) int64 {
 	var end int64
 	for _, e := range es {
-		if p, ok := e.Data.(serverlog.Lines); ok && len(p.Lines) > 0 {
+		if p, ok := e.Data.(event.LogLines); ok && len(p.Lines) > 0 {
 			l := p.Lines[len(p.Lines)-1]
 			end = l.Offset + int64(len(l.Text)) + 1
 		}

@@ -13,10 +13,10 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-func lines(offset int64, texts ...string) serverlog.Lines {
-	var ls serverlog.Lines
+func lines(offset int64, texts ...string) event.LogLines {
+	var ls event.LogLines
 	for _, s := range texts {
-		ls.Lines = append(ls.Lines, serverlog.Line{Offset: offset, Text: []byte(s)})
+		ls.Lines = append(ls.Lines, event.LogLine{Offset: offset, Text: []byte(s)})
 		offset += int64(len(s)) + 1
 	}
 	return ls
@@ -38,7 +38,7 @@ func TestLogPipelineParsesInOrder(t *testing.T) {
 		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 616.00 MiB.",
 	)})
 
-	if _, ok := got[0].Data.(serverlog.Lines); !ok {
+	if _, ok := got[0].Data.(event.LogLines); !ok {
 		t.Fatalf("first event %T, want the raw lines", got[0].Data)
 	}
 	var tput, rates []float64
@@ -48,16 +48,16 @@ func TestLogPipelineParsesInOrder(t *testing.T) {
 			t.Errorf("%T stamped %v, want the lines' time", e.Data, e.At)
 		}
 		switch d := e.Data.(type) {
-		case serverlog.Throughput:
+		case event.Throughput:
 			tput = append(tput, d.TokPerSec)
-		case serverlog.Rate:
+		case event.TokRate:
 			if !d.Dropped {
 				rates = append(rates, d.TokPerSec)
 			}
-		case serverlog.Ready:
+		case event.ServerReady:
 			ready = true
-		case serverlog.Failure:
-			oom = oom || d.Class == serverlog.FailOOM
+		case event.ServerFailure:
+			oom = oom || d.Class == event.FailOOM
 		}
 	}
 	if len(tput) != 3 || tput[0] != 88.5 || tput[2] != 89.75 {
@@ -72,12 +72,12 @@ func TestLogPipelineParsesInOrder(t *testing.T) {
 
 	// After a reset the next lines are a new run: nothing spills over.
 	got = nil
-	p.Publish(event.Event{At: at, Data: serverlog.Reset{Reason: "truncated"}})
+	p.Publish(event.Event{At: at, Data: event.LogReset{Reason: "truncated"}})
 	p.Publish(event.Event{At: at, Data: lines(0, decode(20, "62.50"))})
 	if len(got) < 2 {
 		t.Fatalf("events after reset: %d", len(got))
 	}
-	if _, ok := got[0].Data.(serverlog.Reset); !ok {
+	if _, ok := got[0].Data.(event.LogReset); !ok {
 		t.Fatalf("reset not passed on: %T", got[0].Data)
 	}
 }
@@ -94,9 +94,9 @@ func TestRunLiveStartsNearTheEndOfABigLog(t *testing.T) {
 	defer host.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	first := make(chan serverlog.Lines, 1)
+	first := make(chan event.LogLines, 1)
 	go RunLive(ctx, LiveConfig{Host: host, LogPath: path, LogBacklog: 1050, GPUProgram: "true"}, func(e event.Event) {
-		if l, ok := e.Data.(serverlog.Lines); ok {
+		if l, ok := e.Data.(event.LogLines); ok {
 			select {
 			case first <- l:
 			default:

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
@@ -19,11 +18,11 @@ import (
 // driver-lock changes and Xids (at most one forced sync a second for
 // those: an application fault can log hundreds a second, and a sync at
 // the end of that second covers every one of them). A full disk never stops the stream: the writer keeps
-// the bytes and retries, and the Recorder publishes a journal.Status when
+// the bytes and retries, and the Recorder publishes a event.JournalStatus when
 // the error appears, changes or clears.
 type Recorder struct {
 	W *journal.Writer
-	// Publish receives journal.Status events for the screen; nil for none.
+	// Publish receives event.JournalStatus events for the screen; nil for none.
 	// It is called from the flusher goroutine, never from the goroutine
 	// reading events (a Stream would otherwise wait on its own reader).
 	Publish event.Sink
@@ -48,13 +47,6 @@ type Recorder struct {
 	after func(time.Duration) <-chan time.Time
 }
 
-// urgent are the kinds flushed and synced as soon as they are written.
-var urgent = map[string]bool{
-	"note": true, "key": true, "exp-start": true, "exp-fingerprint": true, "exp-update": true, "exp-end": true,
-	"server-launched": true, "server-kill": true, "git-action": true, "driver": true,
-	"gpu-xid": true, // a driver error: the host may hang or reboot next (at most one sync per xidSyncEvery, see xidLimiter)
-}
-
 // Default periods of the Recorder.
 const (
 	defaultSyncEvery  = time.Second
@@ -66,9 +58,6 @@ const (
 // when it has passed (or sooner, by the periodic sync or another urgent
 // kind).
 const xidSyncEvery = time.Second
-
-// xidKind is the urgent kind whose forced syncs are rate-limited.
-var xidKind = gpu.Xid{}.Kind()
 
 // xidLimiter spaces the syncs gpu-xid events force at least xidSyncEvery
 // apart.
@@ -155,7 +144,7 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 			if !ok {
 				return final()
 			}
-			if e.Data == nil || e.Data.Kind() == (journal.Status{}).Kind() {
+			if e.Data == nil || e.Data.Kind() == (event.JournalStatus{}).Kind() {
 				continue // its own status is for the screen
 			}
 			_ = r.W.Write(e) // a kind outside the format: skipped
@@ -163,7 +152,7 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 				r.hook("write")
 			}
 			switch k := e.Data.Kind(); {
-			case k == xidKind:
+			case k == event.KindXid: // urgent, its forced syncs rate-limited
 				sync, wait := xids.ask(now())
 				switch {
 				case sync:
@@ -174,7 +163,7 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 						r.syncHook("xid-held")
 					}
 				}
-			case urgent[k]:
+			case k.Info().Urgent:
 				kickNow("urgent")
 			}
 		}
@@ -195,7 +184,7 @@ func (r *Recorder) flusher(syncEvery, writeEvery time.Duration, kick <-chan stru
 		defer wt.Stop()
 		writes = wt.C
 	}
-	var last journal.Status
+	var last event.JournalStatus
 	if r.Publish != nil {
 		last = r.W.Status()
 		r.Publish(event.Event{At: time.Now(), Data: last})

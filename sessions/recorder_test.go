@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
@@ -30,9 +27,13 @@ func TestRecorderFlushPolicy(t *testing.T) {
 	path, t0, w := recorderJournal(t)
 	hooks := make(chan string, 100)
 	var mu sync.Mutex
-	var published []journal.Status
+	var published []event.JournalStatus
 	r := &Recorder{W: w, FlushEvery: time.Hour, WriteEvery: time.Hour, hook: func(s string) { hooks <- s },
-		Publish: func(e event.Event) { mu.Lock(); published = append(published, e.Data.(journal.Status)); mu.Unlock() }}
+		Publish: func(e event.Event) {
+			mu.Lock()
+			published = append(published, e.Data.(event.JournalStatus))
+			mu.Unlock()
+		}}
 	events := make(chan event.Event)
 	errc := make(chan error, 1)
 	go func() { errc <- r.Run(context.Background(), events) }()
@@ -45,22 +46,22 @@ func TestRecorderFlushPolicy(t *testing.T) {
 
 	for i := range 3 {
 		at := t0.Add(time.Duration(i) * 500 * time.Millisecond)
-		events <- event.Event{At: at, Data: gpu.Sample{At: at, GPUs: []gpu.GPU{{Index: 0, Name: gpu.Text{S: "NVIDIA H200"}}}}}
+		events <- event.Event{At: at, Data: event.GPUSample{At: at, GPUs: []event.GPU{{Index: 0, Name: event.Text{S: "NVIDIA H200"}}}}}
 		wait("write")
 	}
-	events <- event.Event{At: t0, Data: journal.Status{Path: path}} // its own status: not written
-	events <- event.Event{At: t0, Data: serverlog.Rate{TokPerSec: 1500, Ranks: 1}}
+	events <- event.Event{At: t0, Data: event.JournalStatus{Path: path}} // its own status: not written
+	events <- event.Event{At: t0, Data: event.TokRate{TokPerSec: 1500, Ranks: 1}}
 	wait("write")
 	if n := diskLines(t, path); n != 1 {
 		t.Errorf("%d lines on disk before the tick, want only the header", n)
 	}
-	events <- event.Event{At: t0.Add(2 * time.Second), Data: journal.Note{Text: "a note is on disk at once"}}
+	events <- event.Event{At: t0.Add(2 * time.Second), Data: event.Note{Text: "a note is on disk at once"}}
 	wait("write")
 	wait("flush")
 	if n := diskLines(t, path); n != 1+3+1+1 {
 		t.Errorf("%d lines on disk after the note, want 6", n)
 	}
-	events <- event.Event{At: t0.Add(3 * time.Second), Data: serverlog.Rate{TokPerSec: 1400, Ranks: 1}}
+	events <- event.Event{At: t0.Add(3 * time.Second), Data: event.TokRate{TokPerSec: 1400, Ranks: 1}}
 	wait("write")
 	if n := diskLines(t, path); n != 6 {
 		t.Errorf("%d lines after a rate, want it to wait for the tick", n)
@@ -90,14 +91,14 @@ func TestRecorderFlushPolicy(t *testing.T) {
 
 func TestRecorderStopsWithContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	w, err := journal.Create(path, journal.Header{})
+	w, err := journal.Create(path, event.SessionHeader{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	events := make(chan event.Event, 1)
-	events <- event.Event{At: time.Now(), Data: serverlog.Rate{TokPerSec: 1, Ranks: 1}}
+	events <- event.Event{At: time.Now(), Data: event.TokRate{TokPerSec: 1, Ranks: 1}}
 	hooks := make(chan string, 10)
 	r := &Recorder{W: w, WriteEvery: time.Hour, hook: func(s string) { hooks <- s }}
 	errc := make(chan error, 1)
@@ -130,7 +131,7 @@ func TestRecorderWritesBeforeSyncing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- r.Run(ctx, events) }()
-	events <- event.Event{At: t0, Data: serverlog.Rate{TokPerSec: 1500, Ranks: 1}}
+	events <- event.Event{At: t0, Data: event.TokRate{TokPerSec: 1500, Ranks: 1}}
 	// Wait for the first write flush after the event was written.
 	written := false
 	for h := range hooks {
@@ -147,7 +148,7 @@ func TestRecorderWritesBeforeSyncing(t *testing.T) {
 	if n := diskLines(t, path); n != 2 {
 		t.Errorf("%d lines on disk after the write tick, want the header and the rate", n)
 	}
-	events <- event.Event{At: t0.Add(time.Second), Data: driver.State{Host: "gpu-box", Role: driver.RoleDriving}}
+	events <- event.Event{At: t0.Add(time.Second), Data: event.DriverState{Host: "gpu-box", Role: event.RoleDriving}}
 	for h := range hooks {
 		if h == "flush" {
 			break // urgent: synced at once, not at the hour's tick
@@ -237,7 +238,7 @@ func TestRecorderRateLimitsXidSyncs(t *testing.T) {
 	// is written once Run has handled them (one goroutine, in order).
 	settled := func() []string {
 		t.Helper()
-		send(serverlog.Rate{TokPerSec: 1, Ranks: 1})
+		send(event.TokRate{TokPerSec: 1, Ranks: 1})
 		var got []string
 		for {
 			select {
@@ -256,11 +257,11 @@ func TestRecorderRateLimitsXidSyncs(t *testing.T) {
 		}
 	}
 
-	send(gpu.Xid{Index: 0, Code: 13})
+	send(event.Xid{Index: 0, Code: 13})
 	want("the first Xid", settled(), "urgent")
 	step(time.Millisecond)
 	for i := range 199 {
-		send(gpu.Xid{Index: i % 8, Code: 13})
+		send(event.Xid{Index: i % 8, Code: 13})
 	}
 	want("199 more a millisecond later", settled(), "xid-held")
 	mu.Lock()
@@ -269,19 +270,19 @@ func TestRecorderRateLimitsXidSyncs(t *testing.T) {
 	}
 	mu.Unlock()
 	// Another urgent kind is not held back.
-	send(journal.Note{Text: "still at once"})
+	send(event.Note{Text: "still at once"})
 	want("a note during the storm", settled(), "urgent")
 	// The put-off sync comes when the timer fires.
 	step(990 * time.Millisecond)
 	timer <- clock
 	want("the timer", settled(), "xid-late")
 	// The next Xid within a second of that sync waits again.
-	send(gpu.Xid{Index: 0, Code: 13})
+	send(event.Xid{Index: 0, Code: 13})
 	want("an Xid just after", settled(), "xid-held")
 	timer <- clock
 	settled()
 	step(xidSyncEvery)
-	send(gpu.Xid{Index: 0, Code: 79})
+	send(event.Xid{Index: 0, Code: 79})
 	want("an Xid a second later", settled(), "urgent")
 
 	close(events)
@@ -304,7 +305,7 @@ func recorderJournal(t *testing.T) (string, time.Time, *journal.Writer) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	t0 := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
-	w, err := journal.Create(path, journal.Header{Created: t0, Host: "gpu-box"})
+	w, err := journal.Create(path, event.SessionHeader{Created: t0, Host: "gpu-box"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,25 +33,6 @@ type RepeatConfig struct {
 	Bench bool `json:"bench,omitempty"`
 }
 
-// RepeatProgress is a repeat's state, published on the stream at each
-// step. It is an event payload (kind "repeat-progress").
-type RepeatProgress struct {
-	Series string `json:"series"` // the experiment the repeat began from
-	I      int    `json:"i"`      // the launch in progress, 1-based (the series' own launch is 1)
-	N      int    `json:"n"`      // launches in all (RepeatConfig.N + 1)
-	Exp    string `json:"exp,omitempty"`
-	// Phase is "measuring" (the current launch until MinSamples),
-	// "relaunching", "warming up", "benchmarking", "done", "stopped" or
-	// "failed".
-	Phase   string `json:"phase"`
-	Samples int    `json:"samples,omitempty"` // steady samples of the current launch so far
-	Need    int    `json:"need,omitempty"`    // RepeatConfig.MinSamples
-	Err     string `json:"err,omitempty"`     // why it failed or stopped
-}
-
-// Kind implements event.Payload.
-func (RepeatProgress) Kind() string { return "repeat-progress" }
-
 // Repeat phases.
 const (
 	RepeatMeasuring   = "measuring"
@@ -173,7 +154,7 @@ func (r *Repeater) Run(ctx context.Context, cfg RepeatConfig) error {
 func (r *Repeater) check() (Plan, error) {
 	st, launch := r.Lab.serverState()
 	switch st.Phase {
-	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning:
+	case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
 	default:
 		return Plan{}, server.ErrNoServer
 	}
@@ -203,14 +184,14 @@ func (r *Repeater) check() (Plan, error) {
 
 // launchDiff names the first way plan differs from launch (redacted, as
 // the Lab records it); "" when it would launch the same thing.
-func launchDiff(plan Plan, launch *server.LaunchInfo) string {
+func launchDiff(plan Plan, launch *event.LaunchInfo) string {
 	switch {
 	case plan.Spec.Preset != launch.Preset:
 		return fmt.Sprintf("preset %s, running %s", plan.Spec.Preset, launch.Preset)
 	case plan.Spec.Profile != launch.Profile:
 		return fmt.Sprintf("profile %s, running %s", plan.Spec.Profile, launch.Profile)
 	case !slices.Equal(server.RedactArgv(plan.Spec.Argv), launch.Argv):
-		return "command line " + server.CommandLine(server.LaunchInfo{Argv: server.RedactArgv(plan.Spec.Argv)}) + ", running " + server.CommandLine(*launch)
+		return "command line " + server.CommandLine(event.LaunchInfo{Argv: server.RedactArgv(plan.Spec.Argv)}) + ", running " + server.CommandLine(*launch)
 	}
 	if d := DiffEnv(launch.Env, server.Redact(plan.Spec.Env)); len(d) > 0 {
 		return "environment variable " + d[0].Name
@@ -225,10 +206,10 @@ type repeatRun struct {
 	series string
 	n      int // launches in all
 	undo   repeatUndo
-	last   RepeatProgress
+	last   event.RepeatProgress
 }
 
-func (run *repeatRun) publish(p RepeatProgress) {
+func (run *repeatRun) publish(p event.RepeatProgress) {
 	p.Series, p.N = run.series, run.n
 	if p == run.last {
 		return
@@ -250,7 +231,7 @@ func (run *repeatRun) loop(ctx context.Context, plan Plan) error {
 			err = run.bench(ctx, i, exp)
 		}
 		if err == nil && i == run.n {
-			run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatDone})
+			run.publish(event.RepeatProgress{I: i, Exp: exp, Phase: RepeatDone})
 			return nil
 		}
 		if err == nil {
@@ -269,10 +250,10 @@ func (run *repeatRun) loop(ctx context.Context, plan Plan) error {
 		}
 		run.untag(ctx)
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatStopped, Err: "cancelled"})
+			run.publish(event.RepeatProgress{I: i, Exp: exp, Phase: RepeatStopped, Err: "cancelled"})
 			return ctx.Err()
 		}
-		run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatFailed, Err: err.Error()})
+		run.publish(event.RepeatProgress{I: i, Exp: exp, Phase: RepeatFailed, Err: err.Error()})
 		return err
 	}
 }
@@ -303,10 +284,10 @@ func (run *repeatRun) measure(ctx context.Context, i int, exp string, deadline t
 			return fmt.Errorf("launch %d/%d (%s): %s", i, run.n, exp, run.whyEnded())
 		}
 		phase := RepeatMeasuring
-		if st, _ := run.r.Lab.serverState(); st.Phase == server.PhaseLaunching || st.Phase == server.PhaseLoading {
+		if st, _ := run.r.Lab.serverState(); st.Phase == event.PhaseLaunching || st.Phase == event.PhaseLoading {
 			phase = RepeatWarmingUp
 		}
-		run.publish(RepeatProgress{I: i, Exp: exp, Phase: phase, Samples: res.N, Need: need})
+		run.publish(event.RepeatProgress{I: i, Exp: exp, Phase: phase, Samples: res.N, Need: need})
 		if res.N >= need {
 			return nil
 		}
@@ -324,19 +305,19 @@ func (run *repeatRun) measure(ctx context.Context, i int, exp string, deadline t
 func (run *repeatRun) whyEnded() string {
 	st, _ := run.r.Lab.serverState()
 	switch st.Phase {
-	case server.PhaseFailed:
+	case event.PhaseFailed:
 		if st.Class != "" {
 			return fmt.Sprintf("the server failed (%s): %s", st.Class, st.Text)
 		}
 		return "the server failed"
-	case server.PhaseExited:
+	case event.PhaseExited:
 		if st.Exit >= 0 {
 			return fmt.Sprintf("the server exited with status %d", st.Exit)
 		}
 		return "the server exited"
-	case server.PhaseKilled, server.PhaseStopping:
+	case event.PhaseKilled, event.PhaseStopping:
 		return "the server was killed"
-	case server.PhaseNone:
+	case event.PhaseNone:
 		return "the server is gone"
 	}
 	return "its experiment was ended (another launch, or e)"
@@ -349,7 +330,7 @@ func (run *repeatRun) whyEnded() string {
 // succeeded, or some failed, is an error naming how many, since the
 // comparisons leave such a run out and the launch would go unmeasured.
 func (run *repeatRun) bench(ctx context.Context, i int, exp string) error {
-	run.publish(RepeatProgress{I: i, Exp: exp, Phase: RepeatBenchmark, Samples: run.last.Samples, Need: run.cfg.MinSamples})
+	run.publish(event.RepeatProgress{I: i, Exp: exp, Phase: RepeatBenchmark, Samples: run.last.Samples, Need: run.cfg.MinSamples})
 	b := run.r.Bencher
 	res, err := b.Run(ctx, b.Defaults())
 	if err == nil && res.Cancelled {
@@ -385,7 +366,7 @@ func (run *repeatRun) bench(ctx context.Context, i int, exp string) error {
 // ctx ends meanwhile (a kill without the launch would leave no server);
 // deadline bounds it.
 func (run *repeatRun) relaunch(ctx context.Context, plan Plan, i int, deadline time.Time) (string, error) {
-	run.publish(RepeatProgress{I: i, Phase: RepeatRelaunching, Need: run.cfg.MinSamples})
+	run.publish(event.RepeatProgress{I: i, Phase: RepeatRelaunching, Need: run.cfg.MinSamples})
 	lab := run.r.Lab
 	lab.armRepeat(run.series, i, run.n)
 	lctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
@@ -394,7 +375,7 @@ func (run *repeatRun) relaunch(ctx context.Context, plan Plan, i int, deadline t
 		lab.disarmRepeat()
 		return "", fmt.Errorf("launch %d/%d: relaunch: %w", i, run.n, err)
 	}
-	// The Lab observes server.Launched as Control.Launch publishes it; a
+	// The Lab observes event.ServerLaunched as Control.Launch publishes it; a
 	// stream that delivers it later is waited for, briefly.
 	wait := time.NewTimer(10 * time.Second)
 	defer wait.Stop()

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
@@ -100,7 +99,9 @@ func newSimRig(t *testing.T, ctx context.Context, o simRigOptions) *repeatRig {
 }
 
 // progress returns the RepeatProgress events published so far.
-func (r *repeatRig) progress() []RepeatProgress { return of[RepeatProgress](r.rec.snapshot()) }
+func (r *repeatRig) progress() []event.RepeatProgress {
+	return of[event.RepeatProgress](r.rec.snapshot())
+}
 
 // TestRepeatRelaunchesAndTagsEachLaunch: a repeat of N=2 from the running
 // server's experiment measures it, relaunches the same launch twice and
@@ -114,21 +115,21 @@ func TestRepeatRelaunchesAndTagsEachLaunch(t *testing.T) {
 	rig := newRepeatRig(t, ctx, "", "")
 	bn := &Bencher{Dialer: rig.host.(remote.Dialer), Port: func() int { return rig.h.ServerPort }, Publish: rig.publish,
 		Experiment: func() string { cur, _ := rig.lab.Current(); return cur.ID }}
-	rig.rec.waitFor(t, "the server ready", time.Minute, phaseIs(server.PhaseReady))
-	if _, err := bn.Run(ctx, bench.Config{Requests: 2, OutputLen: 8, InputLen: 8}); err != nil { // the defaults the repeat's runs take
+	rig.rec.waitFor(t, "the server ready", time.Minute, phaseIs(event.PhaseReady))
+	if _, err := bn.Run(ctx, event.BenchConfig{Requests: 2, OutputLen: 8, InputLen: 8}); err != nil { // the defaults the repeat's runs take
 		t.Fatal(err)
 	}
 	rp := &Repeater{Control: rig.ctl, Lab: rig.lab, Bencher: bn, Publish: rig.publish}
 	errc := make(chan error, 1)
 	go func() { errc <- rp.Run(ctx, RepeatConfig{N: 2, MinSamples: 3, MaxWait: time.Minute, Bench: true}) }()
-	rig.rec.waitFor(t, "the repeat to begin", 20*time.Second, func(es []event.Event) bool { return len(of[RepeatProgress](es)) > 0 })
+	rig.rec.waitFor(t, "the repeat to begin", 20*time.Second, func(es []event.Event) bool { return len(of[event.RepeatProgress](es)) > 0 })
 	if err := rp.Run(ctx, RepeatConfig{N: 1}); !errors.Is(err, ErrRepeatBusy) {
 		t.Errorf("a second repeat: %v, want ErrRepeatBusy", err)
 	}
 	if err := <-errc; err != nil {
 		t.Fatalf("repeat: %v", err)
 	}
-	reps := of[journal.Repeat](rig.rec.snapshot())
+	reps := of[event.Repeat](rig.rec.snapshot())
 	var tags []string
 	for _, r := range reps {
 		tags = append(tags, fmt.Sprintf("%s %d/%d of %s", r.Exp, r.I, r.N, r.Series))
@@ -152,7 +153,7 @@ func TestRepeatRelaunchesAndTagsEachLaunch(t *testing.T) {
 		t.Errorf("the last launch: open %v, %d samples", open, res.N)
 	}
 	var benched []string
-	for _, d := range of[bench.Done](rig.rec.snapshot()) {
+	for _, d := range of[event.BenchDone](rig.rec.snapshot()) {
 		if d.Err != "" || d.Result == nil || d.Result.Completed != 2 {
 			t.Errorf("bench %s: %+v", d.ID, d)
 		}
@@ -190,7 +191,7 @@ func TestRepeatCancelledDuringARelaunch(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	publish := func(e event.Event) {
-		if p, ok := e.Data.(RepeatProgress); ok && p.Phase == RepeatRelaunching {
+		if p, ok := e.Data.(event.RepeatProgress); ok && p.Phase == RepeatRelaunching {
 			stop()
 		}
 		rig.publish(e)
@@ -207,7 +208,7 @@ func TestRepeatCancelledDuringARelaunch(t *testing.T) {
 	if cur, ok := rig.lab.Current(); !ok || cur.ID != "e2" || !strings.HasSuffix(cur.Name, " #2/4") {
 		t.Errorf("current %+v", cur)
 	}
-	rig.rec.waitFor(t, "the relaunched server ready", time.Minute, phaseIs(server.PhaseReady))
+	rig.rec.waitFor(t, "the relaunched server ready", time.Minute, phaseIs(event.PhaseReady))
 	// A new repeat may begin: the first one let go.
 	if err := rp.Run(rctx, RepeatConfig{N: 1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a repeat under a cancelled ctx: %v", err)
@@ -240,14 +241,14 @@ func TestRepeatStopsWhenARelaunchFails(t *testing.T) {
 	// Nothing but the series was launched: its tag is taken back (the
 	// journal's last word: a repeat of 1 launch) and its name is its own
 	// again.
-	tags := of[journal.Repeat](rig.rec.snapshot())
-	if len(tags) != 2 || tags[0] != (journal.Repeat{Exp: "e1", Series: "e1", I: 1, N: 3}) || tags[1] != (journal.Repeat{Exp: "e1", Series: "e1", I: 1, N: 1}) {
+	tags := of[event.Repeat](rig.rec.snapshot())
+	if len(tags) != 2 || tags[0] != (event.Repeat{Exp: "e1", Series: "e1", I: 1, N: 3}) || tags[1] != (event.Repeat{Exp: "e1", Series: "e1", I: 1, N: 1}) {
 		t.Errorf("tags %+v: want e1 as 1/3, then 1/1 (the failed launch untagged)", tags)
 	}
 	if xs := rig.lab.Experiments(); len(xs) != 1 || strings.Contains(xs[0].Name, "#") {
 		t.Errorf("experiments %+v: want e1 with its name back", xs)
 	}
-	if ps := rig.progress(); slices.IndexFunc(ps, func(p RepeatProgress) bool { return p.Phase == RepeatFailed }) != len(ps)-1 {
+	if ps := rig.progress(); slices.IndexFunc(ps, func(p event.RepeatProgress) bool { return p.Phase == RepeatFailed }) != len(ps)-1 {
 		t.Error("the failure is not the last progress")
 	}
 }
@@ -263,7 +264,7 @@ func TestRepeatStopsWhenTheServerDies(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "launch 1/3 (e1): the server failed (cuda-illegal-memory): ") {
 		t.Fatalf("repeat: %v, want the crash", err)
 	}
-	if len(rig.lab.Experiments()) != 1 || slices.ContainsFunc(rig.progress(), func(p RepeatProgress) bool { return p.Phase == RepeatRelaunching }) {
+	if len(rig.lab.Experiments()) != 1 || slices.ContainsFunc(rig.progress(), func(p event.RepeatProgress) bool { return p.Phase == RepeatRelaunching }) {
 		t.Error("relaunched after the crash")
 	}
 }
@@ -307,14 +308,14 @@ func TestRepeatRefusals(t *testing.T) {
 		}
 	}
 	// Adopted by its port: no launch to repeat.
-	rig.publish(event.Event{At: time.Now(), Data: server.Status{Phase: server.PhaseRunning, How: server.ByPort, Server: "sglang", Port: 30000}})
+	rig.publish(event.Event{At: time.Now(), Data: event.ServerStatus{Phase: event.PhaseRunning, How: server.ByPort, Server: "sglang", Port: 30000}})
 	if err := rp.Run(ctx, RepeatConfig{}); !errors.Is(err, ErrNotLaunched) {
 		t.Errorf("adopted by port: %v", err)
 	}
 	// Launched by flightdeck, but the experiment was ended by hand.
 	l := launched("none")
 	rig.publish(event.Event{At: time.Now(), Data: l})
-	rig.publish(event.Event{At: time.Now(), Data: server.Status{Phase: server.PhaseLaunching, How: server.ByPidfile, Preset: "sim", Server: "sglang"}})
+	rig.publish(event.Event{At: time.Now(), Data: event.ServerStatus{Phase: event.PhaseLaunching, How: server.ByPidfile, Preset: "sim", Server: "sglang"}})
 	if _, err := rig.lab.End(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +329,7 @@ func TestRepeatRefusals(t *testing.T) {
 	if err := rp.Run(ctx, RepeatConfig{}); err == nil || !strings.HasPrefix(err.Error(), "repeat: the next launch would differ from the running server's (command line flightdeck sim server ") {
 		t.Errorf("another launch: %v", err)
 	}
-	if len(of[RepeatProgress](rig.rec.snapshot())) != 0 || len(of[journal.Repeat](rig.rec.snapshot())) != 0 {
+	if len(of[event.RepeatProgress](rig.rec.snapshot())) != 0 || len(of[event.Repeat](rig.rec.snapshot())) != 0 {
 		t.Error("a refused repeat published progress or tags")
 	}
 }
@@ -371,7 +372,7 @@ func notReady(w http.ResponseWriter) {
 // stops the repeat with ctx's error — it once reported the repeat done —;
 // a run where requests failed is an error saying how many.
 func TestRepeatBenchCountsOnlyAWholeRun(t *testing.T) {
-	cfg := bench.Config{Requests: 3, InputLen: 4, OutputLen: 2}
+	cfg := event.BenchConfig{Requests: 3, InputLen: 4, OutputLen: 2}
 	for _, tc := range []struct {
 		name    string
 		respond func(n int, w http.ResponseWriter, cancel func())

@@ -17,31 +17,31 @@ import (
 //
 // An already running server found at connect (adopted) starts as running
 // and becomes ready when its health check answers. It consumes the event
-// stream — server.Launched, server.Observed, server.Healthy,
-// server.KillStep, serverlog.Lines, serverlog.Ready, serverlog.Failure —
+// stream — event.ServerLaunched, event.ServerObserved, event.ServerHealthy,
+// event.KillStep, event.LogLines, event.ServerReady, event.ServerFailure —
 // and is pure: no I/O, no clock. Not safe for concurrent use.
 type ServerTracker struct {
-	st        server.Status
+	st        event.ServerStatus
 	known     bool // st holds an observation
 	readyLine bool // the ready line of this run was seen
 	killing   bool
 	// last is the latest observation. Observations are published only
 	// when they change, so a launch's server seen running before its
-	// server.Launched arrived is not observed again: its pid comes from here.
-	last    server.Found
+	// event.ServerLaunched arrived is not observed again: its pid comes from here.
+	last    event.ServerFound
 	hasLast bool
 }
 
 // Status is the current status; Phase is "" before the first observation.
-func (t *ServerTracker) Status() server.Status { return t.st }
+func (t *ServerTracker) Status() event.ServerStatus { return t.st }
 
 // NeedsHealth reports whether a health check would move the server on: its
 // ready line was seen (or it was adopted running) and it is not ready yet.
 func (t *ServerTracker) NeedsHealth() bool {
 	switch t.st.Phase {
-	case server.PhaseRunning:
+	case event.PhaseRunning:
 		return true
-	case server.PhaseLoading, server.PhaseLaunching:
+	case event.PhaseLoading, event.PhaseLaunching:
 		return t.readyLine
 	}
 	return false
@@ -50,87 +50,96 @@ func (t *ServerTracker) NeedsHealth() bool {
 // Starting reports whether the server is launching or loading (the monitor
 // then looks more often).
 func (t *ServerTracker) Starting() bool {
-	return t.st.Phase == server.PhaseLaunching || t.st.Phase == server.PhaseLoading
+	return t.st.Phase == event.PhaseLaunching || t.st.Phase == event.PhaseLoading
 }
 
-func (t *ServerTracker) set(p server.Phase, at time.Time) {
+func (t *ServerTracker) set(p event.ServerPhase, at time.Time) {
 	if t.st.Phase != p {
 		t.st.Phase, t.st.Since = p, at
 	}
 }
 
 // Apply feeds one event and returns the new status and whether it changed.
-func (t *ServerTracker) Apply(e event.Event) (server.Status, bool) {
+func (t *ServerTracker) Apply(e event.Event) (event.ServerStatus, bool) {
 	before := t.st
 	switch p := e.Data.(type) {
-	case server.Launched:
+	case event.ServerLaunched:
 		l := p.Record.Launch
-		t.st = server.Status{Phase: server.PhaseLaunching, Server: l.Server, How: server.ByPidfile, Preset: l.Preset,
+		t.st = event.ServerStatus{Phase: event.PhaseLaunching, Server: l.Server, How: server.ByPidfile, Preset: l.Preset,
 			Profile: l.Profile, LogPath: l.LogPath, Port: l.Port, LaunchedAt: l.At, Since: e.At, Exit: -1}
 		t.known, t.readyLine, t.killing = true, false, false
 		if f := t.last; t.hasLast && f.Running && f.Record != nil && f.Record.Launch.LogPath == l.LogPath {
 			t.st.PID = f.ServerPID // seen running before this event arrived
 		}
-	case server.Observed:
+	case event.ServerObserved:
 		t.last, t.hasLast = p.Found, true
 		t.observe(p.Found, e.At)
-	case server.Healthy:
+	case event.ServerHealthy:
 		if t.NeedsHealth() && (t.st.Port == 0 || p.Port == t.st.Port) {
-			t.set(server.PhaseReady, e.At)
+			t.set(event.PhaseReady, e.At)
 			t.st.Health, t.st.Stage, t.st.Port = p.Path, "", p.Port
 			if !t.st.LaunchedAt.IsZero() {
 				t.st.ReadyAfter = e.At.Sub(t.st.LaunchedAt)
 			}
 		}
-	case server.KillStep:
+	case event.KillStep:
 		switch p.Step {
 		case "done":
 			t.killing = false
-			t.set(server.PhaseKilled, e.At)
+			t.set(event.PhaseKilled, e.At)
 			t.st.Note, t.st.Stage, t.st.PID = p.Detail, "", 0
 		case "failed":
 			t.killing = false
 			t.st.Note = "kill failed: " + errText(p.Err)
 		default:
 			t.killing = true
-			t.set(server.PhaseStopping, e.At)
+			t.set(event.PhaseStopping, e.At)
 			t.st.Note = p.Detail
 		}
-	case serverlog.Lines:
+	case event.LogLines:
 		if t.Starting() && t.ours(p.Path) {
 			for _, l := range p.Lines {
 				if st, ok := serverlog.ParseStage(l.Text); ok {
-					t.set(server.PhaseLoading, e.At)
+					t.set(event.PhaseLoading, e.At)
 					t.st.Stage = st
 				}
 			}
 		}
-	case serverlog.Ready:
+	case event.ServerReady:
 		switch t.st.Phase {
-		case server.PhaseLaunching, server.PhaseLoading, server.PhaseRunning:
+		case event.PhaseLaunching, event.PhaseLoading, event.PhaseRunning:
 			t.readyLine = true
 			if p.Server != "" {
 				t.st.Server = sanitize.String(p.Server)
 			}
-			if t.st.Phase != server.PhaseRunning {
-				t.set(server.PhaseLoading, e.At)
+			if t.st.Phase != event.PhaseRunning {
+				t.set(event.PhaseLoading, e.At)
 				t.st.Stage = "ready line; checking health"
 			}
 		}
-	case serverlog.Failure:
+	case event.ServerFailure:
 		switch t.st.Phase {
-		case server.PhaseLaunching, server.PhaseLoading, server.PhaseRunning, server.PhaseReady, server.PhaseExited:
+		case event.PhaseLaunching, event.PhaseLoading, event.PhaseRunning, event.PhaseReady, event.PhaseExited:
 			// Exited too: the log's last lines may arrive after the exit
 			// was seen; they say why (the exit status stays).
-			t.set(server.PhaseFailed, e.At)
+			t.set(event.PhaseFailed, e.At)
 			t.st.Class, t.st.Text, t.st.Stage = string(p.Class), sanitize.String(p.Text), ""
-		case server.PhaseFailed:
+		case event.PhaseFailed:
 			// A traceback's cause comes after its first line: the primary
 			// class (FailureClass.Tier, the rule parse log uses) wins.
-			if p.Class.Tier() < serverlog.FailureClass(t.st.Class).Tier() {
+			if p.Class.Tier() < event.ServerFailureClass(t.st.Class).Tier() {
 				t.st.Class, t.st.Text = string(p.Class), sanitize.String(p.Text)
 			}
 		}
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
+		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
+		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
+		event.LogBench, event.LogFollowError, event.LogNotice, event.LogReset, event.Note,
+		event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.ServerStatus, event.Session, event.SpecDecode, event.Throughput, event.TokRate,
+		event.Xid:
+		// the server's status does not depend on them
 	}
 	return t.st, t.st != before
 }
@@ -141,7 +150,7 @@ func (t *ServerTracker) ours(path string) bool {
 	return t.st.LogPath == "" || path == "" || path == t.st.LogPath
 }
 
-func (t *ServerTracker) observe(f server.Found, at time.Time) {
+func (t *ServerTracker) observe(f event.ServerFound, at time.Time) {
 	if f.Running {
 		t.st.PID, t.st.How = f.ServerPID, f.How
 		phase := t.st.Phase
@@ -149,9 +158,9 @@ func (t *ServerTracker) observe(f server.Found, at time.Time) {
 			phase = "" // launched from elsewhere (a teammate, the CLI): a new run
 		}
 		switch phase {
-		case "", server.PhaseNone, server.PhaseExited, server.PhaseKilled:
+		case "", event.PhaseNone, event.PhaseExited, event.PhaseKilled:
 			// Adopted: running before we looked, or relaunched elsewhere.
-			t.st = server.Status{Phase: server.PhaseRunning, PID: f.ServerPID, How: f.How, Since: at, Exit: -1}
+			t.st = event.ServerStatus{Phase: event.PhaseRunning, PID: f.ServerPID, How: f.How, Since: at, Exit: -1}
 			if r := f.Record; r != nil && f.How == server.ByPidfile {
 				l := r.Launch
 				t.st.Server, t.st.Preset, t.st.Profile, t.st.LogPath, t.st.Port = l.Server, l.Preset, l.Profile, l.LogPath, l.Port
@@ -168,19 +177,19 @@ func (t *ServerTracker) observe(f server.Found, at time.Time) {
 	}
 	switch t.st.Phase {
 	case "":
-		t.st = server.Status{Phase: server.PhaseNone, Since: at, Exit: -1}
+		t.st = event.ServerStatus{Phase: event.PhaseNone, Since: at, Exit: -1}
 		if r := f.Record; r != nil {
 			// The last launch, for the header and the launch form.
 			l := r.Launch
 			t.st.Server, t.st.Preset, t.st.Profile, t.st.LogPath, t.st.Port = l.Server, l.Preset, l.Profile, l.LogPath, l.Port
 			if f.Exit >= 0 {
-				t.st.Phase, t.st.Exit = server.PhaseExited, f.Exit
+				t.st.Phase, t.st.Exit = event.PhaseExited, f.Exit
 			}
 		}
-	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning:
-		t.set(server.PhaseExited, at)
+	case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
+		t.set(event.PhaseExited, at)
 		t.st.Exit, t.st.PID, t.st.Stage = f.Exit, 0, ""
-	case server.PhaseFailed:
+	case event.PhaseFailed:
 		t.st.Exit, t.st.PID = f.Exit, 0
 	}
 	t.known = true

@@ -9,9 +9,12 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-type testPayload int
+// testPayload is event number i: a tok/s point of i (the vocabulary is
+// sealed, so tests number real payloads).
+func testPayload(i int) event.Payload { return event.TokRate{TokPerSec: float64(i)} }
 
-func (testPayload) Kind() string { return "test" }
+// testNumber is the number testPayload gave p.
+func testNumber(p event.Payload) int { return int(p.(event.TokRate).TokPerSec) }
 
 func TestStreamDeliversInOrderToEverySubscriber(t *testing.T) {
 	s := NewStream()
@@ -34,7 +37,7 @@ func TestStreamDeliversInOrderToEverySubscriber(t *testing.T) {
 			defer wg.Done()
 			want := 0
 			for e := range ch {
-				if got := int(e.Data.(testPayload)); got != want {
+				if got := testNumber(e.Data); got != want {
 					t.Errorf("%s: got event %d, want %d", name, got, want)
 					return
 				}
@@ -68,7 +71,7 @@ func TestStreamForgetsCancelledSubscriber(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Publish stayed blocked on a cancelled subscriber")
 	}
-	if e := <-fast; int(e.Data.(testPayload)) != 1 {
+	if e := <-fast; testNumber(e.Data) != 1 {
 		t.Fatalf("fast subscriber got %v", e.Data)
 	}
 	if _, ok := <-slow; ok {

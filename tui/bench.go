@@ -10,24 +10,24 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // The benchmark in the cockpit: b opens a form prefilled from
 // BenchControl.Defaults; enter runs BenchControl.Run in a tea.Cmd under a
 // context that b or esc cancels (after asking). What the screen shows
-// comes only from the stream: bench.Started and bench.Progress drive a
-// banner under the header, bench.Done a result box that stays until esc
+// comes only from the stream: event.BenchStarted and event.BenchProgress drive a
+// banner under the header, event.BenchDone a result box that stays until esc
 // dismisses it, and the ledger lists finished runs in the experiments
 // panel's details. A replay shows the recorded start and result (progress
 // is never journaled).
 
 // BenchResultMsg is the answer of a Run started with b: its result, or
-// why it could not run. The screen's result box comes from the bench.Done
+// why it could not run. The screen's result box comes from the event.BenchDone
 // event, not from this message.
 type BenchResultMsg struct {
-	Result *bench.Result
+	Result *event.BenchResult
 	Err    error
 }
 
@@ -46,7 +46,7 @@ func isMeasureModal(md modal) bool { return md >= modalBench && md <= modalCompa
 type benchState struct {
 	ctl  BenchControl // Options.Bench; nil: b says why it cannot run
 	form *measureForm
-	base bench.Config // Defaults() when the form opened: what blank fields keep
+	base event.BenchConfig // Defaults() when the form opened: what blank fields keep
 
 	// The run started here: its cancel func (nil when none runs from
 	// here), and whether its stop was asked.
@@ -57,10 +57,10 @@ type benchState struct {
 	// From the stream: the run in progress (nil when none), its latest
 	// progress, and the latest finished run, shown in the result box
 	// until esc dismisses it (dismissed: its id).
-	cur       *bench.Started
-	prog      bench.Progress
+	cur       *event.BenchStarted
+	prog      event.BenchProgress
 	hasProg   bool
-	done      *bench.Done
+	done      *event.BenchDone
 	show      bool
 	dismissed string
 }
@@ -132,7 +132,7 @@ func (m *Model) openBench() tea.Cmd {
 		return strconv.Itoa(v)
 	}
 	endpoint := 0
-	if d.Endpoint == bench.Chat {
+	if d.Endpoint == event.BenchChat {
 		endpoint = 1
 	}
 	poisson := 0
@@ -147,7 +147,7 @@ func (m *Model) openBench() tea.Cmd {
 		rate = strconv.FormatFloat(d.Rate, 'f', -1, 64)
 	}
 	f := &measureForm{fields: []formField{
-		choiceField("endpoint", []string{string(bench.Completions), string(bench.Chat)}, endpoint),
+		choiceField("endpoint", []string{string(event.BenchCompletions), string(event.BenchChat)}, endpoint),
 		m.textField("input len", num(d.InputLen), "128 tokens"),
 		m.textField("output len", num(d.OutputLen), "128 tokens"),
 		m.textField("concurrency", num(d.Concurrency), "1"),
@@ -164,19 +164,19 @@ func (m *Model) openBench() tea.Cmd {
 
 // benchConfig is the form's config over base (what blank fields keep), or
 // why it is not valid.
-func benchConfig(base bench.Config, f *measureForm) (bench.Config, string) {
+func benchConfig(base event.BenchConfig, f *measureForm) (event.BenchConfig, string) {
 	c := base
-	c.Endpoint = bench.Endpoint(f.choice(bfEndpoint))
+	c.Endpoint = event.BenchEndpoint(f.choice(bfEndpoint))
 	for _, n := range []struct {
 		field  int
 		dst    *int
 		lo, hi int
 	}{
-		{bfInput, &c.InputLen, 1, bench.MaxLen},
-		{bfOutput, &c.OutputLen, 1, bench.MaxLen},
-		{bfConcurrency, &c.Concurrency, 1, bench.MaxConcurrency},
-		{bfRequests, &c.Requests, 1, bench.MaxRequests},
-		{bfWarmup, &c.Warmup, 0, bench.MaxWarmup},
+		{bfInput, &c.InputLen, 1, event.BenchMaxLen},
+		{bfOutput, &c.OutputLen, 1, event.BenchMaxLen},
+		{bfConcurrency, &c.Concurrency, 1, event.BenchMaxConcurrency},
+		{bfRequests, &c.Requests, 1, event.BenchMaxRequests},
+		{bfWarmup, &c.Warmup, 0, event.BenchMaxWarmup},
 	} {
 		v, why := wholeNumber(f.fields[n.field].label, f.text(n.field), *n.dst, n.lo, n.hi)
 		if why != "" {
@@ -243,12 +243,12 @@ func parseSeconds(s string) (time.Duration, string) {
 // benchKey handles a key while the bench form is open.
 func (m *Model) benchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return measureFormKey(m, msg, &m.bench.form, "benchmark",
-		func() (bench.Config, string) { return benchConfig(m.bench.base, m.bench.form) },
+		func() (event.BenchConfig, string) { return benchConfig(m.bench.base, m.bench.form) },
 		benchUnavailable, m.startBench)
 }
 
 // startBench runs cfg in a tea.Cmd under a context b (or esc) cancels.
-func (m *Model) startBench(cfg bench.Config) tea.Cmd {
+func (m *Model) startBench(cfg event.BenchConfig) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	ctl := m.bench.ctl
 	b := &m.bench
@@ -296,14 +296,14 @@ func (m *Model) benchResult(r BenchResultMsg) {
 func (m *Model) applyBench(p any) {
 	b := &m.bench
 	switch p := p.(type) {
-	case bench.Started:
+	case event.BenchStarted:
 		s := p
 		b.cur, b.hasProg = &s, false
-	case bench.Progress:
+	case event.BenchProgress:
 		if b.cur != nil && b.cur.ID == p.ID {
 			b.prog, b.hasProg = p, true
 		}
-	case bench.Done:
+	case event.BenchDone:
 		if b.cur != nil && b.cur.ID == p.ID {
 			b.cur, b.hasProg = nil, false
 		}
@@ -426,7 +426,7 @@ func fmtNum(v float64) string { return journal.FormatNum(v) }
 
 // benchConfigText is a config in one line: "completions in 128 out 128
 // conc 4 32 requests rate 2/s poisson warm-up 1".
-func benchConfigText(c bench.Config) string {
+func benchConfigText(c event.BenchConfig) string {
 	parts := []string{firstOf(sanitizeString(string(c.Endpoint)), "completions")}
 	num := func(label string, v int) {
 		if v > 0 {
@@ -508,7 +508,7 @@ func (m *Model) benchBox(w int) ([]string, int) {
 		body = append(body, "", st.Title.Render(padRight("ms", 10)+padLeft("mean", 9)+padLeft("median", 9)+padLeft("p90", 9)+padLeft("p99", 9)))
 		for _, row := range []struct {
 			name string
-			d    bench.Dist
+			d    event.Dist
 		}{{"TTFT", r.TTFT}, {"ITL", r.ITL}, {"TPOT", r.TPOT}, {"E2E", r.E2E}} {
 			if row.d.N == 0 {
 				body = append(body, lab(row.name)+st.Dim.Render("no values"))
@@ -538,7 +538,7 @@ func (m *Model) benchBox(w int) ([]string, int) {
 // how it ended ("bench b1 on e3: done", ": done: 30 of 32 failed",
 // ": stopped early"), and the box's tone: warn when requests failed or it
 // was stopped, crit when none succeeded.
-func benchOutcome(title string, r *bench.Result) (string, tone) {
+func benchOutcome(title string, r *event.BenchResult) (string, tone) {
 	tn := toneAccent
 	failed := ""
 	if r.Failed > 0 {

@@ -12,9 +12,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -25,23 +22,23 @@ import (
 type fakeBench struct {
 	callLog
 	mu       sync.Mutex
-	defaults bench.Config
-	res      *bench.Result
+	defaults event.BenchConfig
+	res      *event.BenchResult
 	err      error
 	wait     bool
-	cfgs     []bench.Config
+	cfgs     []event.BenchConfig
 }
 
-func (f *fakeBench) Defaults() bench.Config { return f.defaults }
+func (f *fakeBench) Defaults() event.BenchConfig { return f.defaults }
 
-func (f *fakeBench) Run(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
+func (f *fakeBench) Run(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error) {
 	f.mu.Lock()
 	f.cfgs = append(f.cfgs, cfg)
 	f.mu.Unlock()
 	f.record("Run " + benchConfigText(cfg))
 	if f.wait {
 		<-ctx.Done()
-		return &bench.Result{Config: cfg, Cancelled: true, Completed: 12}, nil
+		return &event.BenchResult{Config: cfg, Cancelled: true, Completed: 12}, nil
 	}
 	return f.res, f.err
 }
@@ -50,21 +47,21 @@ var _ BenchControl = (*fakeBench)(nil)
 
 // benchDefaults is what sessions.Bencher's Defaults gives: every field
 // filled.
-func benchDefaults() bench.Config {
-	return bench.Config{Endpoint: bench.Completions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 32, Warmup: 1, Seed: 1, Timeout: 10 * time.Minute}
+func benchDefaults() event.BenchConfig {
+	return event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 32, Warmup: 1, Seed: 1, Timeout: 10 * time.Minute}
 }
 
 // benchResult is a finished run against the simulated server: 32
 // requests at 88.4 tok/s, one failed.
-func benchResult() *bench.Result {
+func benchResult() *event.BenchResult {
 	cfg := benchDefaults()
-	return &bench.Result{Config: cfg, Target: "http://127.0.0.1:30000 via gpu-box", Started: at(200 * time.Second), Duration: 46300 * time.Millisecond,
-		Completed: 31, Failed: 1, Errors: []bench.ErrorCount{{Err: "HTTP 503: The server is not ready.\x1b[31m", Count: 1}},
+	return &event.BenchResult{Config: cfg, Target: "http://127.0.0.1:30000 via gpu-box", Started: at(200 * time.Second), Duration: 46300 * time.Millisecond,
+		Completed: 31, Failed: 1, Errors: []event.BenchErrorCount{{Err: "HTTP 503: The server is not ready.\x1b[31m", Count: 1}},
 		InputTokens: 31 * 128, OutputTokens: 31 * 128, ReqPerSec: 0.67, OutputTokPerSec: 85.7, TotalTokPerSec: 171.4, Concurrency: 1,
-		TTFT: bench.Dist{N: 31, Mean: 24.1, Median: 23.8, P90: 26.0, P99: 31.2, Max: 31.9},
-		ITL:  bench.Dist{N: 31 * 127, Mean: 11.2, Median: 11.2, P90: 11.6, P99: 12.4, Max: 14.0},
-		TPOT: bench.Dist{N: 31, Mean: 11.2, Median: 11.2, P90: 11.3, P99: 11.4, Max: 11.4},
-		E2E:  bench.Dist{N: 31, Mean: 1446, Median: 1445, P90: 1452, P99: 1470, Max: 1471}}
+		TTFT: event.Dist{N: 31, Mean: 24.1, Median: 23.8, P90: 26.0, P99: 31.2, Max: 31.9},
+		ITL:  event.Dist{N: 31 * 127, Mean: 11.2, Median: 11.2, P90: 11.6, P99: 12.4, Max: 14.0},
+		TPOT: event.Dist{N: 31, Mean: 11.2, Median: 11.2, P90: 11.3, P99: 11.4, Max: 11.4},
+		E2E:  event.Dist{N: 31, Mean: 1446, Median: 1445, P90: 1452, P99: 1470, Max: 1471}}
 }
 
 // benchScene is the lab scene (server ready, e3 open) with a fake bench.
@@ -192,12 +189,12 @@ func TestBenchConfig(t *testing.T) {
 	if v := m.bench.form.fields[bfInput].input.Value(); v != "" {
 		t.Errorf("zero input len shown as %q", v)
 	}
-	if cfg, bad := benchConfig(m.bench.base, m.bench.form); bad != "" || cfg != (bench.Config{Endpoint: bench.Completions}) {
+	if cfg, bad := benchConfig(m.bench.base, m.bench.form); bad != "" || cfg != (event.BenchConfig{Endpoint: event.BenchCompletions}) {
 		t.Errorf("zero defaults: %+v %q", cfg, bad)
 	}
 	// What the fields do not check, Config.Validate does: a defaults
 	// config the form keeps as it is.
-	m = newSized(80, 24, Options{Bench: &fakeBench{defaults: bench.Config{Timeout: -time.Second}}})
+	m = newSized(80, 24, Options{Bench: &fakeBench{defaults: event.BenchConfig{Timeout: -time.Second}}})
 	m.openBench()
 	if _, bad := benchConfig(m.bench.base, m.bench.form); bad != "timeout -1s: must not be negative" {
 		t.Errorf("invalid defaults: %q", bad)
@@ -209,10 +206,10 @@ func TestBenchConfig(t *testing.T) {
 func benchEvents() []event.Event {
 	cfg := benchDefaults()
 	return []event.Event{
-		ev(200*time.Second, bench.Started{ID: "b1", Exp: "e3", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg}),
-		ev(200*time.Second, bench.Progress{ID: "b1", Warmup: true, Total: 32}),
-		ev(220*time.Second, bench.Progress{ID: "b1", Done: 12, Failed: 1, Total: 32, Elapsed: 18 * time.Second, InFlight: 1, OutTokens: 1536, TokPerSec: 85.3}),
-		ev(247*time.Second, bench.Done{ID: "b1", Exp: "e3", Result: benchResult()}),
+		ev(200*time.Second, event.BenchStarted{ID: "b1", Exp: "e3", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg}),
+		ev(200*time.Second, event.BenchProgress{ID: "b1", Warmup: true, Total: 32}),
+		ev(220*time.Second, event.BenchProgress{ID: "b1", Done: 12, Failed: 1, Total: 32, Elapsed: 18 * time.Second, InFlight: 1, OutTokens: 1536, TokPerSec: 85.3}),
+		ev(247*time.Second, event.BenchDone{ID: "b1", Exp: "e3", Result: benchResult()}),
 	}
 }
 
@@ -232,7 +229,7 @@ func TestBenchProgressAndResult(t *testing.T) {
 		t.Errorf("progress: %q", l)
 	}
 	// Progress of another run is not this one's.
-	send(m, ev(221*time.Second, bench.Progress{ID: "b9", Done: 30, Total: 32}))
+	send(m, ev(221*time.Second, event.BenchProgress{ID: "b9", Done: 30, Total: 32}))
 	if l := screenLines(m)[1]; !strings.Contains(l, "12/32") {
 		t.Errorf("another run's progress shown: %q", l)
 	}
@@ -261,7 +258,7 @@ func TestBenchProgressAndResult(t *testing.T) {
 		t.Errorf("panel details:\n%s", plain(m))
 	}
 	// A failed run: its box says why.
-	send(m, ev(250*time.Second, bench.Started{ID: "b2", Exp: "e3"}), ev(251*time.Second, bench.Done{ID: "b2", Exp: "e3", Err: "GET /v1/models: connection refused"}))
+	send(m, ev(250*time.Second, event.BenchStarted{ID: "b2", Exp: "e3"}), ev(251*time.Second, event.BenchDone{ID: "b2", Exp: "e3", Err: "GET /v1/models: connection refused"}))
 	if scr := plain(m); !strings.Contains(scr, "+- bench b2 on e3: failed -") || !strings.Contains(scr, "GET /v1/models: connection refused") ||
 		!strings.Contains(scr, "b2 failed: GET /v1/models: connection refused") {
 		t.Errorf("failed run:\n%s", scr)
@@ -314,9 +311,9 @@ func TestBenchUnavailable(t *testing.T) {
 		{"replay", nil, Options{ReadOnly: true, Bench: f}, "read-only replay: a benchmark would load the server"},
 		{"no control", nil, Options{}, "benchmark not available here: it needs a connection to the server's host"},
 		{"disconnected", func(m *Model) {
-			send(m, ev(5*time.Second, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2}))
+			send(m, ev(5*time.Second, event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: 2}))
 		}, Options{Bench: f}, "not connected"},
-		{"no server", func(m *Model) { send(m, ev(5*time.Second, server.Status{Phase: server.PhaseKilled})) }, Options{Bench: f}, "no server running: L launches one"},
+		{"no server", func(m *Model) { send(m, ev(5*time.Second, event.ServerStatus{Phase: event.PhaseKilled})) }, Options{Bench: f}, "no server running: L launches one"},
 		{"a repeat's run", func(m *Model) { send(m, benchEvents()[0]) }, Options{Bench: f}, "a benchmark is running (b1, started by a repeat)"},
 		{"during a repeat", func(m *Model) { m.rep.running = true }, Options{Bench: f},
 			"a repeat is running: its relaunches would cut a benchmark short (R stops it; 'bench each' benchmarks every launch)"},
@@ -463,7 +460,7 @@ func TestBenchOutcomeSaysFailures(t *testing.T) {
 		if m.Status() != c.status || m.statusTone != c.stTone {
 			t.Errorf("%s: status %q tone %d, want %q %d", c.name, m.Status(), m.statusTone, c.status, c.stTone)
 		}
-		send(m, ev(247*time.Second, bench.Done{ID: "b1", Exp: "e3", Result: r}))
+		send(m, ev(247*time.Second, event.BenchDone{ID: "b1", Exp: "e3", Result: r}))
 		if !strings.Contains(plain(m), "+- "+c.title+" -") || !painted(m, m.styles.tone(c.tone), "+-") {
 			t.Errorf("%s: box title not %q in tone %d:\n%s", c.name, c.title, c.tone, plain(m))
 		}
@@ -481,13 +478,13 @@ func TestKillNamesRunningMeasurements(t *testing.T) {
 		t.Errorf("with a bench: %q", got)
 	}
 	press(m, "n")
-	send(m, benchEvents()[3], ev(250*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatMeasuring, Samples: 3, Need: 10}))
+	send(m, benchEvents()[3], ev(250*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatMeasuring, Samples: 3, Need: 10}))
 	press(m, "K")
 	if got := boxText(m); got != q+" A repeat (launch 2/5) is running: it will fail. y/N" {
 		t.Errorf("with a repeat: %q", got)
 	}
 	press(m, "n")
-	send(m, ev(260*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped}))
+	send(m, ev(260*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped}))
 	press(m, "K")
 	if got := boxText(m); got != q+" y/N" {
 		t.Errorf("nothing running: %q", got)

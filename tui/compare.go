@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -30,7 +31,7 @@ type BaselineMsg struct {
 // asked for (MeasureControl.Range).
 type CompareRangeMsg struct {
 	Seq   int // the request it answers: answers to a closed view are dropped
-	Range *journal.CommitRange
+	Range *event.CommitRange
 	Err   error
 }
 

@@ -21,7 +21,7 @@ import (
 // block set, Range sends its context on block and returns when it ends.
 type fakeMeasure struct {
 	callLog
-	rng   *journal.CommitRange
+	rng   *event.CommitRange
 	err   error
 	block chan context.Context
 }
@@ -31,7 +31,7 @@ func (f *fakeMeasure) Baseline(_ context.Context, id string) error {
 	return f.err
 }
 
-func (f *fakeMeasure) Range(ctx context.Context, from, to string) (*journal.CommitRange, error) {
+func (f *fakeMeasure) Range(ctx context.Context, from, to string) (*event.CommitRange, error) {
 	f.record("Range " + from[:7] + ".." + to[:7])
 	if f.block != nil {
 		f.block <- ctx
@@ -46,16 +46,16 @@ var _ MeasureControl = (*fakeMeasure)(nil)
 // e3Fingerprint gives e3 (the open experiment of session()) its
 // fingerprint: HEAD a6d51c0, the profile nccl-ll-ring, a clean tree.
 func e3Fingerprint() event.Event {
-	fp := journal.Fingerprint{At: at(91 * time.Second), Hostname: "gpu-box", Kernel: "6.8.0-45-generic",
-		Git:         &journal.GitState{Repo: "/root/sglang", Head: "a6d51c0" + strings.Repeat("0", 33), Branch: "main", Subject: "NCCL LL ring"},
+	fp := event.Fingerprint{At: at(91 * time.Second), Hostname: "gpu-box", Kernel: "6.8.0-45-generic",
+		Git:         &event.GitState{Repo: "/root/sglang", Head: "a6d51c0" + strings.Repeat("0", 33), Branch: "main", Subject: "NCCL LL ring"},
 		CommandLine: "python -m sglang.launch_server --model-path /models/Llama-3.1-8B-Instruct --tp 8",
-		Versions:    []journal.Version{{Name: "driver", Value: "570.86.15"}, {Name: "cuda", Value: "12.8"}, {Name: "nccl", Value: "2.21.5"}, {Name: "sglang", Value: "0.4.6"}},
+		Versions:    []event.Version{{Name: "driver", Value: "570.86.15"}, {Name: "cuda", Value: "12.8"}, {Name: "nccl", Value: "2.21.5"}, {Name: "sglang", Value: "0.4.6"}},
 		GPUs:        h200s(8).GPUs}
-	return ev(91*time.Second, journal.ExperimentFingerprint{Exp: "e3", Fingerprint: fp})
+	return ev(91*time.Second, event.ExperimentFingerprint{Exp: "e3", Fingerprint: fp})
 }
 
 func measureScene(w, h int) (*Model, *fakeMeasure) {
-	f := &fakeMeasure{rng: &journal.CommitRange{From: "bba2fc4", To: "a6d51c0", Ahead: []string{"a6d51c0 NCCL LL ring", "65b09bf Fix PCG MoE Error"},
+	f := &fakeMeasure{rng: &event.CommitRange{From: "bba2fc4", To: "a6d51c0", Ahead: []string{"a6d51c0 NCCL LL ring", "65b09bf Fix PCG MoE Error"},
 		AheadTotal: 2, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py"}, FilesTotal: 1}}
 	m, _ := labScene(w, h, Options{Measure: f})
 	send(m, session()...)
@@ -137,7 +137,7 @@ func TestPanelMarksAndCompares(t *testing.T) {
 	if c := f.Calls(); c[len(c)-1] != `Baseline "e1"` || len(msgs) != 1 || !strings.HasPrefix(m.Status(), "e1 is the baseline") {
 		t.Errorf("B: calls %q status %q", c, m.Status())
 	}
-	send(m, ev(200*time.Second, journal.Baseline{Exp: "e1"}))
+	send(m, ev(200*time.Second, event.Baseline{Exp: "e1"}))
 	if h := screenLines(m)[0]; !strings.HasSuffix(h, "e3 61.6 tok/s vs e1 -25.2%") {
 		t.Errorf("header: %q", h)
 	}
@@ -230,12 +230,12 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	if m.Status() != "no experiments yet: e starts one" {
 		t.Errorf("no experiments: %q", m.Status())
 	}
-	send(m, ev(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerKey}))
+	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerKey}))
 	press(m, "c")
 	if m.modal != modalNone || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
 		t.Errorf("one experiment, no result: %q", m.Status())
 	}
-	send(m, ev(20*time.Second, journal.Baseline{Exp: "e1"}))
+	send(m, ev(20*time.Second, event.Baseline{Exp: "e1"}))
 	press(m, "c")
 	if m.Status() != "e1 is the baseline: select another experiment, or mark two (space)" {
 		t.Errorf("the baseline selected: %q", m.Status())
@@ -271,9 +271,9 @@ func TestReplaySpaceMarksInThePanel(t *testing.T) {
 // recorded range and every kind of row.
 func constructedDiff() *journal.Diff {
 	e1 := &journal.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: journal.TriggerRelaunch,
-		Fingerprint: &journal.Fingerprint{Git: &journal.GitState{Head: "bba2fc4" + strings.Repeat("0", 33)}}}
+		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "bba2fc4" + strings.Repeat("0", 33)}}}
 	e3 := &journal.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: journal.TriggerKill,
-		Fingerprint: &journal.Fingerprint{Git: &journal.GitState{Head: "a6d51c0" + strings.Repeat("0", 33)}}}
+		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "a6d51c0" + strings.Repeat("0", 33)}}}
 	e4 := &journal.Experiment{ID: "e4"}
 	e5 := &journal.Experiment{ID: "e5"}
 	lo := func(v float64) *float64 { return &v }
@@ -302,7 +302,7 @@ func constructedDiff() *journal.Diff {
 			{Group: "gpu", Name: "GPU 0 SM clock", A: "1980 MHz", B: "1980 MHz"},
 			{Group: "host", Name: "hostname", A: "gpu-box", B: "gpu-box"},
 		},
-		Range: &journal.CommitRange{Ahead: []string{"a6d51c0 NCCL LL ring", "65b09bf Fix PCG MoE Error"}, AheadTotal: 53,
+		Range: &event.CommitRange{Ahead: []string{"a6d51c0 NCCL LL ring", "65b09bf Fix PCG MoE Error"}, AheadTotal: 53,
 			Behind: []string{"1f0e2d3 Revert tuning"}, BehindTotal: 1, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py"}, FilesTotal: 1},
 		RangeNote: "recorded at e3's start",
 		Noise:     []journal.NoiseRow{{Config: "none @ bba2fc4", Launches: 5, Metric: "tok/s (server log)", Spread: 1.2, Lo: 61.8, Hi: 63.1}},

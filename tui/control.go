@@ -3,13 +3,12 @@ package tui
 import (
 	"context"
 	"errors"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 )
@@ -29,7 +28,7 @@ type ServerControl interface {
 	Plan(sessions.LaunchRequest) (sessions.Plan, error)
 	// Launch kills a running server first (waiting for its GPU memory),
 	// then launches the plan.
-	Launch(context.Context, sessions.Plan) (server.Record, error)
+	Launch(context.Context, sessions.Plan) (event.LaunchRecord, error)
 	// Kill stops the running server and waits for its GPU memory; it
 	// returns server.ErrNoServer when none runs.
 	Kill(context.Context) error
@@ -59,10 +58,10 @@ const (
 )
 
 // serverControl is the TUI's side of server control: the latest
-// server.Status (sanitised), the action in flight, its last error, and the
+// event.ServerStatus (sanitised), the action in flight, its last error, and the
 // profile picked with p for the next launch.
 type serverControl struct {
-	st     server.Status
+	st     event.ServerStatus
 	hasSt  bool
 	busy   action
 	doing  string // what the action in flight does, for its banner
@@ -71,12 +70,12 @@ type serverControl struct {
 	next   string // profile picked with p, until a launch from here succeeds
 }
 
-// setStatus stores a server.Status with every remote text sanitised.
-func (c *serverControl) setStatus(s server.Status) {
+// setStatus stores a event.ServerStatus with every remote text sanitised.
+func (c *serverControl) setStatus(s event.ServerStatus) {
 	for _, f := range []*string{&s.Server, &s.How, &s.Preset, &s.Profile, &s.LogPath, &s.Stage, &s.Class, &s.Text, &s.Health, &s.Note} {
 		*f = sanitizeString(*f)
 	}
-	s.Phase = server.Phase(sanitizeString(string(s.Phase)))
+	s.Phase = event.ServerPhase(sanitizeString(string(s.Phase)))
 	c.st, c.hasSt = s, true
 }
 
@@ -86,11 +85,11 @@ func (c *serverControl) running() bool {
 		return false
 	}
 	switch c.st.Phase {
-	case server.PhaseLaunching, server.PhaseLoading:
+	case event.PhaseLaunching, event.PhaseLoading:
 		// Just launched: its pid is known a moment later, but a bad
 		// launch must be killable at once.
 		return true
-	case server.PhaseReady, server.PhaseRunning, server.PhaseFailed:
+	case event.PhaseReady, event.PhaseRunning, event.PhaseFailed:
 		return c.st.PID > 0
 	}
 	return false
@@ -121,7 +120,7 @@ type KillResultMsg struct {
 // record of the new server, or why it could not be launched.
 type LaunchResultMsg struct {
 	Plan   sessions.Plan
-	Record server.Record
+	Record event.LaunchRecord
 	Err    error
 	// HypothesisErr is why the hypothesis typed in the form could not be
 	// given to the experiment the launch started; nil when it was, or
@@ -150,7 +149,7 @@ func controlUnavailable(m *Model, what string) string {
 // notConnected is "not connected" while the host's connection is down; a
 // session that never reported a connection state (local) counts as up.
 func notConnected(m *Model) string {
-	if m.hasConn && m.conn.Conn != remote.Connected {
+	if m.hasConn && m.conn.Conn != event.Connected {
 		return "not connected"
 	}
 	return ""
@@ -163,7 +162,7 @@ func killUnavailable(m *Model) string {
 	if why := notConnected(m); why != "" {
 		return why
 	}
-	if m.srv.hasSt && m.srv.st.Phase == server.PhaseStopping {
+	if m.srv.hasSt && m.srv.st.Phase == event.PhaseStopping {
 		return "the server is already stopping"
 	}
 	if !m.srv.running() {
@@ -306,7 +305,7 @@ func (m *Model) startLaunch(plan sessions.Plan, hypothesis string) tea.Cmd {
 			if x == nil {
 				r.HypothesisErr = errors.New("no journal to record it in")
 			} else {
-				r.HypothesisErr = x.Update(ctx, journal.ExperimentUpdate{Hypothesis: hypothesis})
+				r.HypothesisErr = x.Update(ctx, event.ExperimentUpdate{Hypothesis: hypothesis})
 			}
 		}
 		return r
@@ -365,7 +364,7 @@ func (m *Model) serverBanners() []banner {
 	case c.failed != "":
 		out = append(out, banner{text: c.failed + "  (esc hides)", short: c.failed, tone: toneCrit})
 	}
-	if c.hasSt && c.st.Phase == server.PhaseFailed && c.st.Text != "" {
+	if c.hasSt && c.st.Phase == event.PhaseFailed && c.st.Text != "" {
 		class := c.st.Class
 		if class == "" {
 			class = "failure"
@@ -375,7 +374,7 @@ func (m *Model) serverBanners() []banner {
 	return out
 }
 
-// statusSegs are the header fields for the latest server.Status: the
+// statusSegs are the header fields for the latest event.ServerStatus: the
 // server and its phase, the profile (and the one picked for the next
 // launch), and the time it took to become ready.
 func (m *Model) statusSegs() []seg {
@@ -386,20 +385,20 @@ func (m *Model) statusSegs() []seg {
 		age := ago(m.now, s.Since)
 		state, detail, tn := "", "", toneWarn
 		switch s.Phase {
-		case server.PhaseReady:
+		case event.PhaseReady:
 			state, tn = join("ready", age), toneOK
-		case server.PhaseLoading:
+		case event.PhaseLoading:
 			state, detail = join("loading", age), s.Stage
-		case server.PhaseLaunching:
+		case event.PhaseLaunching:
 			state = join("launching", age)
-		case server.PhaseRunning:
+		case event.PhaseRunning:
 			state, tn = "running", toneOK
 			if s.LaunchedAt.IsZero() {
 				state += " (adopted)"
 			}
-		case server.PhaseFailed:
+		case event.PhaseFailed:
 			state, tn = join("failed", s.Class), toneCrit
-		case server.PhaseExited:
+		case event.PhaseExited:
 			state, tn = "exited", toneWarn
 			if s.Exit >= 0 {
 				state += " " + strconv.Itoa(s.Exit)
@@ -407,20 +406,20 @@ func (m *Model) statusSegs() []seg {
 			if s.Exit > 0 {
 				tn = toneCrit
 			}
-		case server.PhaseStopping:
+		case event.PhaseStopping:
 			state = "stopping"
 			if s.Note != "" {
 				detail = ": " + s.Note
 			}
-		case server.PhaseKilled:
+		case event.PhaseKilled:
 			state, tn = "killed", toneDim
-		case server.PhaseNone:
+		case event.PhaseNone:
 			state, tn = "no server", toneDim
 		default:
 			state = string(s.Phase)
 		}
 		name := s.Server
-		if s.Phase == server.PhaseNone {
+		if s.Phase == event.PhaseNone {
 			name = ""
 		}
 		who := name
@@ -437,7 +436,7 @@ func (m *Model) statusSegs() []seg {
 		// A detail (a stage, what a kill waits for) may be cut; the rest of
 		// the header goes first.
 		out = append(out, seg{text: text, short: short, tone: tn, cut: detail != "", prio: prioServer, shortPrio: prioServerWho, detail: textWidth(detail)})
-		if s.Phase == server.PhaseReady && s.ReadyAfter > 0 {
+		if s.Phase == event.PhaseReady && s.ReadyAfter > 0 {
 			out = append(out, seg{text: "ready in " + shortDur(s.ReadyAfter), tone: toneDim, prio: prioReadyIn})
 		}
 	}

@@ -13,11 +13,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -90,11 +88,11 @@ func (f *fakeControl) Plan(r sessions.LaunchRequest) (sessions.Plan, error) {
 	return sessions.Plan{Request: r, CommandLine: cl, EnvDiff: fakeEnv[r.Profile]}, nil
 }
 
-func (f *fakeControl) Launch(_ context.Context, p sessions.Plan) (server.Record, error) {
+func (f *fakeControl) Launch(_ context.Context, p sessions.Plan) (event.LaunchRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.launched = append(f.launched, p)
-	return server.Record{PID: 5001, Launch: server.LaunchInfo{Preset: p.Request.Preset, LogPath: "/root/.flightdeck/logs/sglang-20251022-103000.log"}}, nil
+	return event.LaunchRecord{PID: 5001, Launch: event.LaunchInfo{Preset: p.Request.Preset, LogPath: "/root/.flightdeck/logs/sglang-20251022-103000.log"}}, nil
 }
 
 func (f *fakeControl) Kill(ctx context.Context) error {
@@ -129,15 +127,15 @@ func (f *fakeControl) counts() (plans, launched, kills int) {
 
 // readyStatus is an SGLang server launched at t0 with the profile none,
 // ready after 41s, 3m12s before the clock.
-func readyStatus() server.Status {
-	return server.Status{Phase: server.PhaseReady, Server: "sglang", PID: 4123, How: server.ByPidfile, Preset: "sglang",
+func readyStatus() event.ServerStatus {
+	return event.ServerStatus{Phase: event.PhaseReady, Server: "sglang", PID: 4123, How: server.ByPidfile, Preset: "sglang",
 		Profile: "none", LogPath: "/root/.flightdeck/logs/sglang-20251022-102700.log", Port: 30000,
 		Since: at(41 * time.Second), LaunchedAt: t0, ReadyAfter: 41 * time.Second, Exit: -1, Health: "/health"}
 }
 
 // controlled is a connected cockpit with a fake control, optionally with
 // a server status, the clock at t0+3m53s.
-func controlled(w, h int, st *server.Status) (*Model, *fakeControl) {
+func controlled(w, h int, st *event.ServerStatus) (*Model, *fakeControl) {
 	f := newFake()
 	m := scene(w, h, 8, 200, Options{Control: f})
 	if st != nil {
@@ -171,7 +169,7 @@ func run(cmd tea.Cmd) []tea.Msg {
 // TestKillJustLaunched: a launch whose pid is not known yet can be killed
 // at once (a bad launch is exactly what one wants to abort).
 func TestKillJustLaunched(t *testing.T) {
-	m, f := controlled(80, 24, &server.Status{Phase: server.PhaseLaunching, Server: "sglang", Since: t0, Exit: -1})
+	m, f := controlled(80, 24, &event.ServerStatus{Phase: event.PhaseLaunching, Server: "sglang", Since: t0, Exit: -1})
 	press(m, "K")
 	if m.modal == modalNone {
 		t.Fatalf("K while launching opened no confirmation; status %q", m.Status())
@@ -186,11 +184,11 @@ func TestKillJustLaunched(t *testing.T) {
 }
 
 func TestKillWithoutServerSaysSo(t *testing.T) {
-	for name, st := range map[string]*server.Status{
+	for name, st := range map[string]*event.ServerStatus{
 		"no status":    nil,
-		"phase none":   {Phase: server.PhaseNone, Since: t0, Exit: -1},
-		"exited":       {Phase: server.PhaseExited, Server: "sglang", Exit: 1, Since: t0},
-		"failed, gone": {Phase: server.PhaseFailed, Server: "sglang", Class: "oom", Exit: 1, Since: t0},
+		"phase none":   {Phase: event.PhaseNone, Since: t0, Exit: -1},
+		"exited":       {Phase: event.PhaseExited, Server: "sglang", Exit: 1, Since: t0},
+		"failed, gone": {Phase: event.PhaseFailed, Server: "sglang", Class: "oom", Exit: 1, Since: t0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m, f := controlled(80, 24, st)
@@ -462,7 +460,7 @@ func TestRelaunchAsksThenLaunchesThePlan(t *testing.T) {
 }
 
 func TestLaunchWithoutServerStartsAtOnce(t *testing.T) {
-	m, f := controlled(80, 24, &server.Status{Phase: server.PhaseKilled, Server: "sglang", Profile: "none", Since: t0, Exit: -1})
+	m, f := controlled(80, 24, &event.ServerStatus{Phase: event.PhaseKilled, Server: "sglang", Profile: "none", Since: t0, Exit: -1})
 	press(m, "L")
 	cmd := press(m, "enter")
 	if cmd == nil || m.modal != modalNone {
@@ -531,7 +529,7 @@ func TestProfilePicker(t *testing.T) {
 	f.req.Profile = "nccl-ll-ring" // what sessions.Control.Request does after SetProfile
 	press(m, "L", "enter")
 	m.Update(run(press(m, "y"))[0])
-	send(m, ev(5*time.Minute, server.Status{Phase: server.PhaseLaunching, Server: "sglang", Profile: "nccl-ll-ring", Since: at(5 * time.Minute), LaunchedAt: at(5 * time.Minute), Exit: -1}))
+	send(m, ev(5*time.Minute, event.ServerStatus{Phase: event.PhaseLaunching, Server: "sglang", Profile: "nccl-ll-ring", Since: at(5 * time.Minute), LaunchedAt: at(5 * time.Minute), Exit: -1}))
 	if h := screenLines(m)[0]; strings.Contains(h, "->") || !strings.Contains(h, "profile nccl-ll-ring") {
 		t.Errorf("header after the launch %q", h)
 	}
@@ -539,43 +537,43 @@ func TestProfilePicker(t *testing.T) {
 
 // TestHeaderServerStatus: one row per phase, at 200 columns.
 func TestHeaderServerStatus(t *testing.T) {
-	base := func(p server.Phase, since time.Duration) server.Status {
-		return server.Status{Phase: p, Server: "sglang", PID: 4123, Profile: "nccl-ll-ring", Since: at(since), LaunchedAt: t0, Exit: -1}
+	base := func(p event.ServerPhase, since time.Duration) event.ServerStatus {
+		return event.ServerStatus{Phase: p, Server: "sglang", PID: 4123, Profile: "nccl-ll-ring", Since: at(since), LaunchedAt: t0, Exit: -1}
 	}
-	with := func(s server.Status, f func(*server.Status)) server.Status { f(&s); return s }
+	with := func(s event.ServerStatus, f func(*event.ServerStatus)) event.ServerStatus { f(&s); return s }
 	now := at(5 * time.Minute)
 	cases := []struct {
 		name string
-		st   server.Status
+		st   event.ServerStatus
 		want string
 		tone func(Styles) Tone
 	}{
-		{"ready", with(base(server.PhaseReady, 5*time.Minute-3*time.Minute-12*time.Second), func(s *server.Status) { s.ReadyAfter = 41 * time.Second }),
+		{"ready", with(base(event.PhaseReady, 5*time.Minute-3*time.Minute-12*time.Second), func(s *event.ServerStatus) { s.ReadyAfter = 41 * time.Second }),
 			"sglang pid 4123 ready 3m12s  ready in 41s  profile nccl-ll-ring", func(s Styles) Tone { return s.OK }},
-		{"loading", with(base(server.PhaseLoading, 5*time.Minute-12*time.Second), func(s *server.Status) { s.Stage = "capturing CUDA graphs" }),
+		{"loading", with(base(event.PhaseLoading, 5*time.Minute-12*time.Second), func(s *event.ServerStatus) { s.Stage = "capturing CUDA graphs" }),
 			"sglang pid 4123 loading 12s capturing CUDA graphs  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
-		{"launching", with(base(server.PhaseLaunching, 5*time.Minute-2*time.Second), func(s *server.Status) { s.PID = 0 }),
+		{"launching", with(base(event.PhaseLaunching, 5*time.Minute-2*time.Second), func(s *event.ServerStatus) { s.PID = 0 }),
 			"sglang launching 2s  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
-		{"failed", with(base(server.PhaseFailed, time.Minute), func(s *server.Status) {
+		{"failed", with(base(event.PhaseFailed, time.Minute), func(s *event.ServerStatus) {
 			s.Class, s.Text = "oom", "torch.OutOfMemoryError: CUDA out of memory."
 		}), "sglang pid 4123 failed oom  profile nccl-ll-ring", func(s Styles) Tone { return s.Crit }},
-		{"exited", with(base(server.PhaseExited, time.Minute), func(s *server.Status) { s.PID, s.Exit = 0, 1 }),
+		{"exited", with(base(event.PhaseExited, time.Minute), func(s *event.ServerStatus) { s.PID, s.Exit = 0, 1 }),
 			"sglang exited 1  profile nccl-ll-ring", func(s Styles) Tone { return s.Crit }},
-		{"killed", with(base(server.PhaseKilled, time.Minute), func(s *server.Status) { s.PID = 0 }),
+		{"killed", with(base(event.PhaseKilled, time.Minute), func(s *event.ServerStatus) { s.PID = 0 }),
 			"sglang killed  profile nccl-ll-ring", func(s Styles) Tone { return s.Dim }},
-		{"stopping", with(base(server.PhaseStopping, time.Minute), func(s *server.Status) { s.Note = "waiting for GPU memory" }),
+		{"stopping", with(base(event.PhaseStopping, time.Minute), func(s *event.ServerStatus) { s.Note = "waiting for GPU memory" }),
 			"sglang pid 4123 stopping: waiting for GPU memory  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
-		{"adopted", server.Status{Phase: server.PhaseRunning, Server: "vllm", PID: 77, Since: t0, Exit: -1},
+		{"adopted", event.ServerStatus{Phase: event.PhaseRunning, Server: "vllm", PID: 77, Since: t0, Exit: -1},
 			"vllm pid 77 running (adopted)", func(s Styles) Tone { return s.OK }},
-		{"none", server.Status{Phase: server.PhaseNone, Since: t0, Exit: -1}, "no server", func(s Styles) Tone { return s.Dim }},
-		{"sanitised", with(base(server.PhaseLoading, 5*time.Minute-3*time.Second), func(s *server.Status) {
+		{"none", event.ServerStatus{Phase: event.PhaseNone, Since: t0, Exit: -1}, "no server", func(s Styles) Tone { return s.Dim }},
+		{"sanitised", with(base(event.PhaseLoading, 5*time.Minute-3*time.Second), func(s *event.ServerStatus) {
 			s.Stage, s.Server = "loading weights\x1b]0;pwn\x07\x1b[2J", "sglang\x1b[31m"
 		}), "sglang pid 4123 loading 3s loading weights  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := newSized(200, 24, Options{Control: newFake(), Head: "bba2fc4"})
-			send(m, connected(), ev(time.Second, serverlog.Ready{Server: "old-heuristic"}), ev(2*time.Second, c.st))
+			send(m, connected(), ev(time.Second, event.ServerReady{Server: "old-heuristic"}), ev(2*time.Second, c.st))
 			m.Update(ClockMsg{Now: now})
 			want := "flightdeck  root@gpu-box:22  connected  " + c.want + "  HEAD bba2fc4"
 			if h := screenLines(m)[0]; h != want {
@@ -602,13 +600,13 @@ func TestHeaderServerStatusFits(t *testing.T) {
 	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box  connected  sglang ready 3m12s  profile -> nccl-ll-ring" {
 		t.Errorf("80 columns with a pick: %q", h)
 	}
-	send(m, ev(4*time.Minute, server.Status{Phase: server.PhaseStopping, Server: "sglang", PID: 4123, Since: at(4 * time.Minute), Exit: -1,
+	send(m, ev(4*time.Minute, event.ServerStatus{Phase: event.PhaseStopping, Server: "sglang", PID: 4123, Since: at(4 * time.Minute), Exit: -1,
 		Note: "waiting for GPU memory to be freed: GPU 0 holds 120.4 GiB, GPU 1 holds 120.4 GiB, GPU 2 holds 98.0 GiB"}))
 	h := screenLines(m)[0]
 	if h != "flightdeck  root@gpu-box:22  connected  sglang pid 4123 stopping: waiting for GP" {
 		t.Errorf("long note: %q", h)
 	}
-	// The old heuristic still drives sessions without server.Status.
+	// The old heuristic still drives sessions without event.ServerStatus.
 	r := scene(80, 24, 8, 10, Options{})
 	if h := screenLines(r)[0]; !strings.Contains(h, "sglang ready 3m12s") {
 		t.Errorf("replay header %q", h)
@@ -618,8 +616,8 @@ func TestHeaderServerStatusFits(t *testing.T) {
 func TestFailedServerBanner(t *testing.T) {
 	m, _ := controlled(100, 24, nil)
 	send(m, ev(4*time.Minute, linesOf("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")),
-		ev(4*time.Minute, serverlog.Failure{Class: serverlog.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}),
-		ev(4*time.Minute, server.Status{Phase: server.PhaseFailed, Server: "sglang", PID: 4123, Class: "oom", Since: at(4 * time.Minute), Exit: -1,
+		ev(4*time.Minute, event.ServerFailure{Class: event.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}),
+		ev(4*time.Minute, event.ServerStatus{Phase: event.PhaseFailed, Server: "sglang", PID: 4123, Class: "oom", Since: at(4 * time.Minute), Exit: -1,
 			Text: "torch.OutOfMemoryError: CUDA out of memory.\x1b[2J Tried to allocate 2.00 GiB"}))
 	ls := screenLines(m)
 	if !strings.Contains(ls[0], "sglang pid 4123 failed oom") {
@@ -696,7 +694,7 @@ func TestRunCancelsActionsOnQuit(t *testing.T) {
 	go func() {
 		defer close(msgs)
 		// One channel: the program sees the events before the keys.
-		msgs <- EventsMsg{ev(0, remote.State{Host: "gpu-box", Conn: remote.Connected}), ev(0, readyStatus())}
+		msgs <- EventsMsg{ev(0, event.ConnState{Host: "gpu-box", Conn: event.Connected}), ev(0, readyStatus())}
 		for _, k := range []string{"K", "y"} {
 			msgs <- keyMsg(k)
 		}
@@ -787,13 +785,13 @@ func TestServerGolden(t *testing.T) {
 	t.Run("failed_80x24", func(t *testing.T) {
 		m, _ := controlled(80, 24, nil)
 		send(m, ev(4*time.Minute, linesOf("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")),
-			ev(4*time.Minute, serverlog.Failure{Class: serverlog.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}),
-			ev(4*time.Minute, server.Status{Phase: server.PhaseFailed, Server: "sglang", PID: 4123, Class: "oom", Profile: "nccl-ll-ring",
+			ev(4*time.Minute, event.ServerFailure{Class: event.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}),
+			ev(4*time.Minute, event.ServerStatus{Phase: event.PhaseFailed, Server: "sglang", PID: 4123, Class: "oom", Profile: "nccl-ll-ring",
 				Since: at(4 * time.Minute), Exit: -1, Text: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}))
 		golden.RequireEqual(t, plain(m))
 	})
 	t.Run("failed_80x24_colour", func(t *testing.T) {
-		m, _ := controlled(80, 24, ptr(server.Status{Phase: server.PhaseFailed, Server: "sglang", PID: 4123, Class: "oom",
+		m, _ := controlled(80, 24, ptr(event.ServerStatus{Phase: event.PhaseFailed, Server: "sglang", PID: 4123, Class: "oom",
 			Since: at(4 * time.Minute), Exit: -1, Text: "torch.OutOfMemoryError: CUDA out of memory."}))
 		golden.RequireEqual(t, m.View().Content)
 	})
@@ -803,8 +801,8 @@ func TestServerGolden(t *testing.T) {
 // the last launched experiment (its fingerprint's commit), not only the
 // env diff: the change this tool exists to catch.
 func TestLaunchFormShowsHeadMove(t *testing.T) {
-	fp := func(head string) journal.ExperimentFingerprint {
-		return journal.ExperimentFingerprint{Exp: "e1", Fingerprint: journal.Fingerprint{Git: &journal.GitState{Head: head}}}
+	fp := func(head string) event.ExperimentFingerprint {
+		return event.ExperimentFingerprint{Exp: "e1", Fingerprint: event.Fingerprint{Git: &event.GitState{Head: head}}}
 	}
 	for _, c := range []struct {
 		launched, now, want string
@@ -813,8 +811,8 @@ func TestLaunchFormShowsHeadMove(t *testing.T) {
 		{"a6d51c005def07f605f0dd44ce0da458e97c7d62", "a6d51c0", "same commit as the last launch (a6d51c0)"},
 	} {
 		m, _ := controlled(120, 40, ptr(readyStatus()))
-		send(m, ev(5*time.Second, journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
-			ev(6*time.Second, fp(c.launched)), ev(7*time.Second, repo.Head{Short: c.now, Commit: c.now}))
+		send(m, ev(5*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
+			ev(6*time.Second, fp(c.launched)), ev(7*time.Second, event.RepoHead{Short: c.now, Commit: c.now}))
 		press(m, "L")
 		if scr := plain(m); !strings.Contains(scr, "commit vs the last launch") || !strings.Contains(scr, c.want) {
 			t.Errorf("now %s: the form lacks %q:\n%s", c.now, c.want, scr)
@@ -879,9 +877,9 @@ func TestLaunchFormShowsDirtyChange(t *testing.T) {
 		{532, []string{"M  python/pynccl.py"}, "same commit (a6d51c0); uncommitted changes then and now"},
 	} {
 		m, _ := controlled(160, 40, ptr(readyStatus()))
-		send(m, ev(5*time.Second, journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
-			ev(6*time.Second, journal.ExperimentFingerprint{Exp: "e1", Fingerprint: journal.Fingerprint{Git: &journal.GitState{Head: head, PatchBytes: c.patch}}}),
-			ev(7*time.Second, repo.Head{Short: "a6d51c0", Commit: head, Dirty: len(c.entries), Entries: c.entries}))
+		send(m, ev(5*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
+			ev(6*time.Second, event.ExperimentFingerprint{Exp: "e1", Fingerprint: event.Fingerprint{Git: &event.GitState{Head: head, PatchBytes: c.patch}}}),
+			ev(7*time.Second, event.RepoHead{Short: "a6d51c0", Commit: head, Dirty: len(c.entries), Entries: c.entries}))
 		press(m, "L")
 		if scr := plain(m); !strings.Contains(scr, c.want) {
 			t.Errorf("patch %d, entries %q: the form lacks %q:\n%s", c.patch, c.entries, c.want, scr)

@@ -8,13 +8,13 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// driverState is who drives the host as the last driver.State said
+// driverState is who drives the host as the last event.DriverState said
 // (driver lock: one cockpit acts, the others watch).
 type driverState struct {
-	st  driver.State
+	st  event.DriverState
 	has bool
 	// note is the last change's words ("bob@desk took over at 10:15:02"),
 	// shown as a banner until the next key; at is when it arrived; last
@@ -23,17 +23,17 @@ type driverState struct {
 	at         time.Time
 }
 
-// applyDriver takes a driver.State: the role, the holder and, when it is
+// applyDriver takes a event.DriverState: the role, the holder and, when it is
 // new, the note. Losing the lock (to a take-over, or unsure of it) closes
 // an open action form, whose action would now be refused, and stops a
 // benchmark or repeat started here: another cockpit drives the server now.
-func (m *Model) applyDriver(p driver.State, at time.Time) {
+func (m *Model) applyDriver(p event.DriverState, at time.Time) {
 	d := &m.drv
-	was := d.has && d.st.Role == driver.RoleDriving
+	was := d.has && d.st.Role == event.RoleDriving
 	if d.has && d.st.Role != p.Role && strings.HasPrefix(m.status, "read-only") {
 		m.status = "" // a refusal of the old role's
 	}
-	if p.Role == driver.RoleDriving && strings.Contains(m.srv.failed, "read-only: ") {
+	if p.Role == event.RoleDriving && strings.Contains(m.srv.failed, "read-only: ") {
 		// A kill or launch refused while another cockpit drove: no
 		// longer true once this one drives again.
 		m.srv.failed = ""
@@ -47,7 +47,7 @@ func (m *Model) applyDriver(p driver.State, at time.Time) {
 		// recovery) is not news: it shows once.
 		d.note, d.last, d.at = n, n, at
 	}
-	if was && p.Role != driver.RoleDriving && !m.opts.ReadOnly {
+	if was && p.Role != event.RoleDriving && !m.opts.ReadOnly {
 		switch m.modal {
 		case modalKill, modalLaunch, modalProfile:
 			m.modal = modalNone
@@ -67,7 +67,7 @@ func (m *Model) applyDriver(p driver.State, at time.Time) {
 // watching reports a live cockpit that another cockpit's lock makes
 // read-only: its keys that act say who drives instead.
 func (m *Model) watching() bool {
-	return !m.opts.ReadOnly && m.drv.has && (m.drv.st.Role == driver.RoleWatching || m.drv.st.Role == driver.RoleUnsure)
+	return !m.opts.ReadOnly && m.drv.has && (m.drv.st.Role == event.RoleWatching || m.drv.st.Role == event.RoleUnsure)
 }
 
 // readOnly reports that keys that act are refused: a replay or follower,
@@ -78,7 +78,7 @@ func (m *Model) readOnly() bool { return m.opts.ReadOnly || m.watching() }
 // drives: "read-only: alice@laptop drives (since 10:02:03); flightdeck
 // connect --take-over takes over".
 func (m *Model) watchingWhy() string {
-	if m.drv.st.Role == driver.RoleUnsure {
+	if m.drv.st.Role == event.RoleUnsure {
 		return "read-only until the host answers: the driver lock could not be refreshed, and another cockpit may take it"
 	}
 	return "read-only: " + m.holderText(true) + "; " + m.takeOverHint() + " takes over"
@@ -128,16 +128,16 @@ func (m *Model) driverSeg() (seg, bool) {
 		return seg{}, false
 	}
 	switch {
-	case m.watching() && m.drv.st.Role == driver.RoleUnsure:
+	case m.watching() && m.drv.st.Role == event.RoleUnsure:
 		return seg{text: "read-only: lock unsure", short: "read-only", tone: toneWarn, cut: true}, true
 	case m.watching():
 		return seg{text: "read-only: " + m.holderText(false) + " drives", short: "read-only", tone: toneWarn, cut: true}, true
-	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleDriving:
+	case m.opts.ReadOnly && m.drv.st.Role == event.RoleDriving:
 		// A replay or follower of the driving cockpit's journal.
 		return seg{text: "driver " + m.holderText(false) + m.sinceText(), short: "driver " + m.holderText(false), tone: toneText, prio: prioConn}, true
-	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleUnsure:
+	case m.opts.ReadOnly && m.drv.st.Role == event.RoleUnsure:
 		return seg{text: "driver lock unsure", short: "unsure", tone: toneWarn, prio: prioConn}, true
-	case m.opts.ReadOnly && m.drv.st.Role == driver.RoleWatching:
+	case m.opts.ReadOnly && m.drv.st.Role == event.RoleWatching:
 		// The journal's cockpit was watching: another one drove.
 		return seg{text: "watching; " + m.holderText(false) + " drives" + m.sinceText(), short: "watching; " + m.holderText(false) + " drives", tone: toneWarn, prio: prioConn}, true
 	}
@@ -154,7 +154,7 @@ func (m *Model) driverBanners() []banner {
 	}
 	var out []banner
 	switch {
-	case m.watching() && m.drv.st.Role == driver.RoleUnsure:
+	case m.watching() && m.drv.st.Role == event.RoleUnsure:
 		out = append(out, banner{text: m.watchingWhy(), short: "read-only until the host answers", tone: toneWarn})
 	case m.watching():
 		out = append(out, banner{text: m.watchingWhy(), short: "read-only: " + m.holderText(true), tone: toneWarn})
@@ -195,7 +195,7 @@ func (m *Model) roPrefix() string {
 }
 
 // DriverControl takes the host's driver lock over (T). The cockpit calls
-// it in a tea.Cmd; the lock's driver.State event then tells the outcome.
+// it in a tea.Cmd; the lock's event.DriverState event then tells the outcome.
 type DriverControl interface {
 	// TakeOver takes the lock whoever holds it; the cockpit that held it
 	// turns read-only at its next heartbeat. It errors when the host
@@ -220,7 +220,7 @@ func takeOverUnavailable(m *Model) string {
 		return "no driver lock here: this cockpit acts alone"
 	case m.opts.Driver == nil:
 		return "this cockpit cannot take over: flightdeck connect HOST --take-over starts one that does"
-	case m.drv.st.Role == driver.RoleDriving:
+	case m.drv.st.Role == event.RoleDriving:
 		return "this cockpit drives the host already"
 	}
 	return ""
@@ -228,7 +228,7 @@ func takeOverUnavailable(m *Model) string {
 
 // takeOverQuestion is T's question.
 func (m *Model) takeOverQuestion() string {
-	if m.drv.st.Role == driver.RoleUnsure {
+	if m.drv.st.Role == event.RoleUnsure {
 		return "Take the driver lock back? Another cockpit may have taken it while the host did not answer; it would turn read-only."
 	}
 	return "Take over from " + m.holderText(false) + "? Its keys stop acting, and a benchmark or repeat it runs stops (a relaunch in flight finishes)."

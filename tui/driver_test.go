@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-func aliceDrives() driver.State {
-	return driver.State{Host: "root@gpu-box", Role: driver.RoleWatching,
-		Holder: driver.Info{User: "alice", Machine: "laptop", PID: 4123, Since: at(-90 * time.Second), Token: "ab"}}
+func aliceDrives() event.DriverState {
+	return event.DriverState{Host: "root@gpu-box", Role: event.RoleWatching,
+		Holder: event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Since: at(-90 * time.Second), Token: "ab"}}
 }
 
 // TestWatchingRefusesEveryAction: a cockpit that another one's lock makes
@@ -59,7 +58,7 @@ func TestWatchingRefusesEveryAction(t *testing.T) {
 // the keys act again.
 func TestTakenOverClosesTheForm(t *testing.T) {
 	m, _ := controlled(160, 40, ptr(readyStatus()))
-	send(m, ev(5*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk", Since: at(5 * time.Second)}}))
+	send(m, ev(5*time.Second, event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk", Since: at(5 * time.Second)}}))
 	if strings.Contains(plain(m), "read-only") {
 		t.Fatalf("driving cockpit says read-only:\n%s", plain(m))
 	}
@@ -80,7 +79,7 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 	if !strings.HasPrefix(m.Status(), "read-only: ") {
 		t.Fatalf("K while watching: %q", m.Status())
 	}
-	back := driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk", Since: at(20 * time.Second)},
+	back := event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk", Since: at(20 * time.Second)},
 		Note: "alice@laptop quit: you drive now"}
 	send(m, ev(20*time.Second, back))
 	if m.Status() != "" {
@@ -99,8 +98,8 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 // never the read-only banner meant for a live watcher.
 func TestReplayShowsTheDriver(t *testing.T) {
 	m := scene(160, 40, 8, 10, Options{ReadOnly: true})
-	send(m, ev(5*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "alice", Machine: "laptop"}}),
-		ev(6*time.Second, server.Status{Phase: server.PhaseReady, Exit: -1}))
+	send(m, ev(5*time.Second, event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "alice", Machine: "laptop"}}),
+		ev(6*time.Second, event.ServerStatus{Phase: event.PhaseReady, Exit: -1}))
 	head := strings.SplitN(plain(m), "\n", 2)[0]
 	if !strings.Contains(head, "driver alice@laptop") {
 		t.Errorf("replay header: %q", head)
@@ -164,7 +163,7 @@ func TestTakeOverKey(t *testing.T) {
 	if !strings.Contains(plain(m), "kill failed: read-only") {
 		t.Fatalf("the refusal is not shown:\n%s", plain(m))
 	}
-	send(m, ev(8*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk"}, Note: "took over from alice@laptop"}))
+	send(m, ev(8*time.Second, event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk"}, Note: "took over from alice@laptop"}))
 	if strings.Contains(plain(m), "kill failed: read-only") {
 		t.Errorf("the old refusal still shows while driving:\n%s", plain(m))
 	}
@@ -178,9 +177,9 @@ func TestTakeOverKey(t *testing.T) {
 // stops when another cockpit takes over (it would go on relaunching the
 // server under the new driver), and when the lock is unsure.
 func TestLosingTheLockStopsWhatRunsHere(t *testing.T) {
-	for _, lost := range []driver.State{aliceDrives(), {Role: driver.RoleUnsure, Err: "connection to host lost"}} {
+	for _, lost := range []event.DriverState{aliceDrives(), {Role: event.RoleUnsure, Err: "connection to host lost"}} {
 		m, _ := controlled(160, 40, ptr(readyStatus()))
-		send(m, ev(5*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk"}}))
+		send(m, ev(5*time.Second, event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk"}}))
 		var repStopped, benchStopped bool
 		m.rep.cancel, m.rep.running = func() { repStopped = true }, true
 		m.bench.cancel, m.bench.running = func() { benchStopped = true }, true

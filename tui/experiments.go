@@ -9,8 +9,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -32,15 +32,15 @@ type ExperimentControl interface {
 	// Start opens an experiment named name ("" lets it choose "<profile> @
 	// <short commit>") with an optional hypothesis. It fails when one is
 	// open already.
-	Start(ctx context.Context, name, hypothesis string) (journal.ExperimentStart, error)
+	Start(ctx context.Context, name, hypothesis string) (event.ExperimentStart, error)
 	// End closes the open experiment with an optional conclusion and
 	// returns it with its result; it fails when none is open.
-	End(ctx context.Context, conclusion string) (journal.ExperimentEnd, error)
+	End(ctx context.Context, conclusion string) (event.ExperimentEnd, error)
 	// Update changes an experiment's name, hypothesis or conclusion after
 	// the fact (the conclusion of one that ended by itself).
-	Update(ctx context.Context, u journal.ExperimentUpdate) error
+	Update(ctx context.Context, u event.ExperimentUpdate) error
 	// Note writes a timestamped note, tied to the open experiment if any.
-	Note(ctx context.Context, text string) (journal.Note, error)
+	Note(ctx context.Context, text string) (event.Note, error)
 	// Key records a key that caused an action ("y", "kill sglang pid
 	// 4123"). It must not block for long: it is called from tea.Cmds.
 	Key(key, action string)
@@ -48,13 +48,13 @@ type ExperimentControl interface {
 
 // ExperimentStartedMsg is the answer of a Start made with e.
 type ExperimentStartedMsg struct {
-	Start journal.ExperimentStart
+	Start event.ExperimentStart
 	Err   error
 }
 
 // ExperimentEndedMsg is the answer of an End made with e.
 type ExperimentEndedMsg struct {
-	End journal.ExperimentEnd
+	End event.ExperimentEnd
 	Err error
 }
 
@@ -67,7 +67,7 @@ type ExperimentUpdatedMsg struct {
 
 // NoteSavedMsg is the answer of a Note made with n.
 type NoteSavedMsg struct {
-	Note journal.Note
+	Note event.Note
 	Err  error
 }
 
@@ -89,9 +89,9 @@ type expState struct {
 	ledger  journal.Ledger
 	gen     int // counts ledger changes; the provisional result is cached per gen
 	provGen int
-	prov    journal.Result
+	prov    event.ExperimentResult
 
-	jst   journal.Status // the recorder's latest status, sanitised
+	jst   event.JournalStatus // the recorder's latest status, sanitised
 	hasJ  bool
 	doing string // the call in flight: "starting an experiment"; "" when none
 
@@ -118,7 +118,7 @@ type expState struct {
 
 // provisional is the open experiment's result so far, recomputed only
 // when the ledger changed since the last call.
-func (x *expState) provisional() journal.Result {
+func (x *expState) provisional() event.ExperimentResult {
 	if x.provGen != x.gen {
 		x.prov, x.provGen = x.ledger.Provisional(), x.gen
 	}
@@ -126,7 +126,7 @@ func (x *expState) provisional() journal.Result {
 }
 
 // setJournal stores the recorder's status, sanitised.
-func (x *expState) setJournal(s journal.Status) {
+func (x *expState) setJournal(s event.JournalStatus) {
 	s.Path, s.Err = sanitizeString(s.Path), sanitizeString(s.Err)
 	x.jst, x.hasJ = s, true
 }
@@ -221,7 +221,7 @@ const concludeWindow = 30 * time.Second
 // banner (e then writes it) for concludeWindow from at, or from the
 // model's clock if that is later (an event behind the clock still shows
 // it); any end replaces an earlier banner. Never in a replay.
-func (m *Model) expEnded(e journal.ExperimentEnd, at time.Time) {
+func (m *Model) expEnded(e event.ExperimentEnd, at time.Time) {
 	if m.opts.ReadOnly || m.exp.ctl == nil {
 		return
 	}
@@ -248,7 +248,7 @@ func (m *Model) expireBanner() {
 
 // expUpdated handles an exp-update event: a conclusion given for the
 // experiment whose prompt is pending, or open and still empty, answers it.
-func (m *Model) expUpdated(u journal.ExperimentUpdate) {
+func (m *Model) expUpdated(u event.ExperimentUpdate) {
 	if u.Conclusion == "" {
 		return
 	}
@@ -341,11 +341,11 @@ func (m *Model) expResult(msg tea.Msg) {
 // first compare.WarmupSamples, after ready or after the experiment's start,
 // whichever is later): "warming up: the first samples after ready are
 // left out". "" when e is not open, has a result, or is past its warm-up.
-func (m *Model) warmingUp(e *journal.Experiment, r journal.Result) string {
+func (m *Model) warmingUp(e *journal.Experiment, r event.ExperimentResult) string {
 	if !e.Open() || r.N > 0 {
 		return ""
 	}
-	if m.srv.hasSt && (m.srv.st.Phase == server.PhaseLaunching || m.srv.st.Phase == server.PhaseLoading) && !m.srv.st.Since.Before(e.Started.Add(-time.Minute)) {
+	if m.srv.hasSt && (m.srv.st.Phase == event.PhaseLaunching || m.srv.st.Phase == event.PhaseLoading) && !m.srv.st.Since.Before(e.Started.Add(-time.Minute)) {
 		// Just launched: no samples yet, and none is expected before ready.
 		return "waiting for the server to be ready (samples count from then)"
 	}
@@ -365,12 +365,12 @@ func (m *Model) warmingUp(e *journal.Experiment, r journal.Result) string {
 }
 
 // readyAt is when the running server became ready, as far as known: by
-// the latest server.Status when there is one (it supersedes the log, as
+// the latest event.ServerStatus when there is one (it supersedes the log, as
 // in the header), else by the log's ready line; zero when not ready.
 func (m *Model) readyAt() time.Time {
 	switch {
 	case m.srv.hasSt:
-		if m.srv.st.Phase == server.PhaseReady {
+		if m.srv.st.Phase == event.PhaseReady {
 			return m.srv.st.Since
 		}
 	case m.server.phase == serverReady:
@@ -381,7 +381,7 @@ func (m *Model) readyAt() time.Time {
 
 // resultText is a result in one line: "88.9 tok/s [87.1, 90.2] n=24",
 // "88.9 tok/s (n<6, no interval) n=4", "no tok/s samples".
-func resultText(r journal.Result) string {
+func resultText(r event.ExperimentResult) string {
 	if r.N == 0 {
 		return "no tok/s samples"
 	}
@@ -389,11 +389,11 @@ func resultText(r journal.Result) string {
 }
 
 // medianText is the median to one decimal.
-func medianText(r journal.Result) string { return strconv.FormatFloat(r.Median, 'f', 1, 64) }
+func medianText(r event.ExperimentResult) string { return strconv.FormatFloat(r.Median, 'f', 1, 64) }
 
 // intervalText is "[87.1, 90.2]", or why there is none: "(n<6)" when too
 // few samples, "(+-inf)" otherwise. ASCII: "±" is ambiguous-width.
-func intervalText(r journal.Result) string {
+func intervalText(r event.ExperimentResult) string {
 	switch {
 	case r.Lo != nil && r.Hi != nil:
 		return "[" + strconv.FormatFloat(*r.Lo, 'f', 1, 64) + ", " + strconv.FormatFloat(*r.Hi, 'f', 1, 64) + "]"
@@ -449,7 +449,7 @@ func (m *Model) expSegs() (exp, rec []seg) {
 
 // endedHow says how an experiment ended, for its state column and
 // titles: "killed", "relaunched", "exited", "quit", "ended" (by e).
-func endedHow(t journal.Trigger) string {
+func endedHow(t event.Trigger) string {
 	switch t {
 	case "":
 		return ""

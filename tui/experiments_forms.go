@@ -8,8 +8,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The experiment overlays: the start form (e with none open: a name, its
@@ -76,9 +75,9 @@ func (m *Model) openExperiment() tea.Cmd {
 
 // defaultExpName is "<profile> @ <short HEAD>" for the server running
 // now, as the lab names the experiments a launch starts: the latest
-// server.Status's env profile ("none" included; its preset when adopted
+// event.ServerStatus's env profile ("none" included; its preset when adopted
 // with none recorded), "no server" when none runs, the server named by
-// the log (or "experiment") without a server.Status. The profile picked
+// the log (or "experiment") without a event.ServerStatus. The profile picked
 // with p for the next launch does not count: starting an experiment
 // launches nothing.
 func (m *Model) defaultExpName() string {
@@ -86,7 +85,7 @@ func (m *Model) defaultExpName() string {
 	switch {
 	case m.srv.hasSt:
 		switch st := &m.srv.st; st.Phase {
-		case server.PhaseNone, server.PhaseExited, server.PhaseKilled, "":
+		case event.PhaseNone, event.PhaseExited, event.PhaseKilled, "":
 			p = "no server"
 		default:
 			p = firstOf(st.Profile, st.Preset, st.Server, "server")
@@ -268,7 +267,7 @@ func (m *Model) expSubmit() tea.Cmd {
 			return ExperimentEndedMsg{End: e, Err: err}
 		}
 	case modalExpConclude:
-		u := journal.ExperimentUpdate{Exp: f.exp, Conclusion: f.value(0)}
+		u := event.ExperimentUpdate{Exp: f.exp, Conclusion: f.value(0)}
 		rec := m.recorder("conclude experiment " + f.exp)
 		m.exp.doing = "saving the conclusion of " + sanitizeString(f.exp)
 		return func() tea.Msg {
@@ -327,7 +326,7 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 			name = sanitizeString(e.Name)
 		}
 		id := sanitizeString(f.exp)
-		var r journal.Result
+		var r event.ExperimentResult
 		label := "so far"
 		if m.modal == modalExpEnd {
 			title = "end " + join(id, name)

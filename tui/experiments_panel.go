@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -108,7 +108,7 @@ type expRow struct {
 
 // expResult is an experiment's result: the provisional one while it is
 // open (cached per ledger change), else the final one.
-func (m *Model) expResultOf(e *journal.Experiment) journal.Result {
+func (m *Model) expResultOf(e *journal.Experiment) event.ExperimentResult {
 	if e.Open() && m.exp.ledger.Current() == e {
 		return m.exp.provisional()
 	}
@@ -505,7 +505,7 @@ func profileWord(p string) string { return prefixed("profile ", p) }
 
 // gitSummary is "main a6d51c0 \"subject\"; dirty patch 3f2a9c1e0b12
 // (12.3 kB); 2 untracked; 1 stash", or why there is none.
-func gitSummary(g *journal.GitState) string {
+func gitSummary(g *event.GitState) string {
 	if g == nil {
 		return "no repository"
 	}
@@ -538,7 +538,7 @@ func gitSummary(g *journal.GitState) string {
 
 // versionsSummary is "driver 570.86  cuda 12.8  torch failed (timed out
 // after 10s)".
-func versionsSummary(vs []journal.Version) string {
+func versionsSummary(vs []event.Version) string {
 	var parts []string
 	for _, v := range vs {
 		name := sanitizeString(v.Name)
@@ -558,7 +558,7 @@ func versionsSummary(vs []journal.Version) string {
 // SM 1980 MHz mem 3201 MHz PCIe Gen5 x16 P0 persistence Enabled",
 // ranges where they differ ("SM 1410-1980 MHz"), throttle reasons when
 // any is active.
-func gpuSummary(gs []gpu.GPU) string {
+func gpuSummary(gs []event.GPU) string {
 	if len(gs) == 0 {
 		return "none recorded"
 	}
@@ -578,7 +578,7 @@ func gpuSummary(gs []gpu.GPU) string {
 	for _, n := range names {
 		parts = append(parts, strconv.Itoa(count[n])+"x "+n)
 	}
-	rng := func(f func(gpu.GPU) gpu.Reading) string {
+	rng := func(f func(event.GPU) event.Reading) string {
 		lo, hi, ok := 0.0, 0.0, false
 		for _, g := range gs {
 			r := f(g)
@@ -602,56 +602,56 @@ func gpuSummary(gs []gpu.GPU) string {
 		}
 		return s
 	}
-	if s := rng(func(g gpu.GPU) gpu.Reading { return g.SMClockMHz }); s != "" {
+	if s := rng(func(g event.GPU) event.Reading { return g.SMClockMHz }); s != "" {
 		parts = append(parts, "SM "+s+" MHz")
 	}
-	if s := rng(func(g gpu.GPU) gpu.Reading { return g.MemClockMHz }); s != "" {
+	if s := rng(func(g event.GPU) event.Reading { return g.MemClockMHz }); s != "" {
 		parts = append(parts, "mem "+s+" MHz")
 	}
-	gen := rng(func(g gpu.GPU) gpu.Reading { return g.PCIeGenCurrent })
-	width := rng(func(g gpu.GPU) gpu.Reading { return g.PCIeWidthCurrent })
+	gen := rng(func(g event.GPU) event.Reading { return g.PCIeGenCurrent })
+	width := rng(func(g event.GPU) event.Reading { return g.PCIeWidthCurrent })
 	if gen != "" || width != "" {
 		parts = append(parts, "PCIe"+prefixed(" Gen", gen)+prefixed(" x", width))
 	}
-	texts := func(f func(gpu.GPU) gpu.Text) string {
+	texts := func(f func(event.GPU) event.Text) string {
 		var vs []string
 		for _, g := range gs {
-			if t := f(g); t.Status == gpu.OK && t.S != "" && !slices.Contains(vs, sanitizeString(t.S)) {
+			if t := f(g); t.Status == event.CellOK && t.S != "" && !slices.Contains(vs, sanitizeString(t.S)) {
 				vs = append(vs, sanitizeString(t.S))
 			}
 		}
 		return strings.Join(vs, "/")
 	}
-	if s := texts(func(g gpu.GPU) gpu.Text { return g.PState }); s != "" {
+	if s := texts(func(g event.GPU) event.Text { return g.PState }); s != "" {
 		parts = append(parts, s)
 	}
-	if s := texts(func(g gpu.GPU) gpu.Text { return g.Persistence }); s != "" {
+	if s := texts(func(g event.GPU) event.Text { return g.Persistence }); s != "" {
 		parts = append(parts, "persistence "+s)
 	}
-	if s := texts(func(g gpu.GPU) gpu.Text { return g.ECCMode }); s != "" {
+	if s := texts(func(g event.GPU) event.Text { return g.ECCMode }); s != "" {
 		parts = append(parts, "ECC "+s)
 	}
-	var mask gpu.ClockEventReason
+	var mask event.ClockEventReason
 	for _, g := range gs {
-		if g.ClockEvents.Status == gpu.OK {
+		if g.ClockEvents.Status == event.CellOK {
 			mask |= g.ClockEvents.Mask
 		}
 	}
-	if mask&^gpu.ReasonGPUIdle != 0 {
-		parts = append(parts, "throttle "+throttleNames(mask&^gpu.ReasonGPUIdle))
+	if mask&^event.ReasonGPUIdle != 0 {
+		parts = append(parts, "throttle "+throttleNames(mask&^event.ReasonGPUIdle))
 	}
 	return strings.Join(parts, "  ")
 }
 
 // throttleNames lists the clock event reasons in mask: "sw-power,hw-slowdown".
-func throttleNames(mask gpu.ClockEventReason) string {
+func throttleNames(mask event.ClockEventReason) string {
 	names := []struct {
-		r gpu.ClockEventReason
+		r event.ClockEventReason
 		s string
 	}{
-		{gpu.ReasonApplicationsClocks, "app-clocks"}, {gpu.ReasonSWPowerCap, "sw-power"}, {gpu.ReasonHWSlowdown, "hw-slowdown"},
-		{gpu.ReasonSyncBoost, "sync-boost"}, {gpu.ReasonSWThermalSlowdown, "sw-thermal"}, {gpu.ReasonHWThermalSlowdown, "hw-thermal"},
-		{gpu.ReasonHWPowerBrakeSlowdown, "power-brake"}, {gpu.ReasonDisplayClockSetting, "display"},
+		{event.ReasonApplicationsClocks, "app-clocks"}, {event.ReasonSWPowerCap, "sw-power"}, {event.ReasonHWSlowdown, "hw-slowdown"},
+		{event.ReasonSyncBoost, "sync-boost"}, {event.ReasonSWThermalSlowdown, "sw-thermal"}, {event.ReasonHWThermalSlowdown, "hw-thermal"},
+		{event.ReasonHWPowerBrakeSlowdown, "power-brake"}, {event.ReasonDisplayClockSetting, "display"},
 	}
 	var out []string
 	for _, n := range names {

@@ -12,9 +12,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
@@ -37,24 +34,24 @@ func (f *fakeLab) Keys() [][2]string {
 	return append([][2]string(nil), f.keys...)
 }
 
-func (f *fakeLab) Start(_ context.Context, name, hyp string) (journal.ExperimentStart, error) {
+func (f *fakeLab) Start(_ context.Context, name, hyp string) (event.ExperimentStart, error) {
 	f.record(fmt.Sprintf("Start %q %q", name, hyp))
 	if f.err != nil {
-		return journal.ExperimentStart{}, f.err
+		return event.ExperimentStart{}, f.err
 	}
 	f.next++
-	return journal.ExperimentStart{ID: fmt.Sprintf("e%d", f.next), Name: name, Hypothesis: hyp, Trigger: journal.TriggerKey}, nil
+	return event.ExperimentStart{ID: fmt.Sprintf("e%d", f.next), Name: name, Hypothesis: hyp, Trigger: journal.TriggerKey}, nil
 }
 
-func (f *fakeLab) End(_ context.Context, conclusion string) (journal.ExperimentEnd, error) {
+func (f *fakeLab) End(_ context.Context, conclusion string) (event.ExperimentEnd, error) {
 	f.record(fmt.Sprintf("End %q", conclusion))
 	if f.err != nil {
-		return journal.ExperimentEnd{}, f.err
+		return event.ExperimentEnd{}, f.err
 	}
-	return journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKey, Conclusion: conclusion, Result: result(88.94, 87.1, 90.2, 24)}, nil
+	return event.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKey, Conclusion: conclusion, Result: result(88.94, 87.1, 90.2, 24)}, nil
 }
 
-func (f *fakeLab) Update(_ context.Context, u journal.ExperimentUpdate) error {
+func (f *fakeLab) Update(_ context.Context, u event.ExperimentUpdate) error {
 	f.record(fmt.Sprintf("Update %s %q", u.Exp, u.Conclusion))
 	if u.Hypothesis != "" {
 		f.hypotheses = append(f.hypotheses, u.Hypothesis)
@@ -62,9 +59,9 @@ func (f *fakeLab) Update(_ context.Context, u journal.ExperimentUpdate) error {
 	return f.err
 }
 
-func (f *fakeLab) Note(_ context.Context, text string) (journal.Note, error) {
+func (f *fakeLab) Note(_ context.Context, text string) (event.Note, error) {
 	f.record(fmt.Sprintf("Note %q", text))
-	return journal.Note{Text: text}, f.err
+	return event.Note{Text: text}, f.err
 }
 
 func (f *fakeLab) Key(key, action string) {
@@ -75,8 +72,8 @@ func (f *fakeLab) Key(key, action string) {
 
 var _ ExperimentControl = (*fakeLab)(nil)
 
-func result(median, lo, hi float64, n int) journal.Result {
-	return journal.Result{Metric: "tok/s", N: n, Median: median, Lo: &lo, Hi: &hi, Confidence: 0.957, Dropped: 6}
+func result(median, lo, hi float64, n int) event.ExperimentResult {
+	return event.ExperimentResult{Metric: "tok/s", N: n, Median: median, Lo: &lo, Hi: &hi, Confidence: 0.957, Dropped: 6}
 }
 
 // labScene is a connected cockpit with a fake lab, the server ready with
@@ -89,7 +86,7 @@ func labScene(w, h int, o Options) (*Model, *fakeLab) {
 	m := scene(w, h, 8, 200, o)
 	st := readyStatus()
 	st.Profile = "nccl-ll-ring"
-	send(m, ev(4*time.Second, st), ev(4*time.Second, repo.Head{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "NCCL LL ring", Dirty: 1}))
+	send(m, ev(4*time.Second, st), ev(4*time.Second, event.RepoHead{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "NCCL LL ring", Dirty: 1}))
 	m.Update(ClockMsg{Now: gitNow})
 	return m, f
 }
@@ -99,13 +96,13 @@ func labScene(w, h int, o Options) (*Model, *fakeLab) {
 // (relaunched, concluded, with a note), e3 the regressing commit, open,
 // its tok/s samples after ready.
 func session() []event.Event {
-	fp := func(head, profile string, patch int) journal.Fingerprint {
-		return journal.Fingerprint{At: t0, Hostname: "gpu-box", Kernel: "6.8.0-45-generic",
-			Git: &journal.GitState{Repo: "/root/sglang", Head: head + strings.Repeat("0", 40-len(head)), Branch: "main", Subject: "Tune NCCL ring",
+	fp := func(head, profile string, patch int) event.Fingerprint {
+		return event.Fingerprint{At: t0, Hostname: "gpu-box", Kernel: "6.8.0-45-generic",
+			Git: &event.GitState{Repo: "/root/sglang", Head: head + strings.Repeat("0", 40-len(head)), Branch: "main", Subject: "Tune NCCL ring",
 				PatchSHA256: "3f2a9c1e0b12" + strings.Repeat("a", 52), PatchBytes: patch, Stashes: []string{"stash@{0}: On main: x"}},
-			Launch:      &server.LaunchInfo{Preset: "sglang", Profile: profile, Argv: []string{"python", "-m", "sglang.launch_server", "--tp", "8"}},
+			Launch:      &event.LaunchInfo{Preset: "sglang", Profile: profile, Argv: []string{"python", "-m", "sglang.launch_server", "--tp", "8"}},
 			CommandLine: "python -m sglang.launch_server --model-path /models/Llama-3.1-8B-Instruct --tp 8",
-			Versions: []journal.Version{{Name: "driver", Value: "570.86.15"}, {Name: "cuda", Value: "12.8"}, {Name: "nccl", Value: "2.21.5"},
+			Versions: []event.Version{{Name: "driver", Value: "570.86.15"}, {Name: "cuda", Value: "12.8"}, {Name: "nccl", Value: "2.21.5"},
 				{Name: "torch", Err: "timed out after 10s"}, {Name: "sglang", Value: "0.4.6"}},
 			GPUs:   h200s(8).GPUs,
 			Errors: []string{"torch: timed out after 10s"}}
@@ -114,7 +111,7 @@ func session() []event.Event {
 	add := func(d time.Duration, p event.Payload) { evs = append(evs, ev(d, p)) }
 	rates := func(from time.Duration, base float64, n int) {
 		for i := range n {
-			add(from+time.Duration(i)*time.Second, serverlog.Rate{TokPerSec: base + float64(i%5)*0.3, Ranks: 1})
+			add(from+time.Duration(i)*time.Second, event.TokRate{TokPerSec: base + float64(i%5)*0.3, Ranks: 1})
 		}
 	}
 	ready := func(d time.Duration, profile string) {
@@ -122,23 +119,23 @@ func session() []event.Event {
 		st.Profile, st.Since = profile, at(d)
 		add(d, st)
 	}
-	add(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Hypothesis: "baseline on main", Trigger: journal.TriggerLaunch,
-		Launch: &server.LaunchInfo{Preset: "sglang", Profile: "none"}})
-	add(11*time.Second, journal.ExperimentFingerprint{Exp: "e1", Fingerprint: fp("bba2fc4", "none", 0)})
+	add(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Hypothesis: "baseline on main", Trigger: journal.TriggerLaunch,
+		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "none"}})
+	add(11*time.Second, event.ExperimentFingerprint{Exp: "e1", Fingerprint: fp("bba2fc4", "none", 0)})
 	ready(20*time.Second, "none")
 	rates(21*time.Second, 82, 20)
-	add(45*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)})
-	add(47*time.Second, journal.ExperimentUpdate{Exp: "e1", Conclusion: "baseline"})
-	add(50*time.Second, journal.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ bba2fc4", Trigger: journal.TriggerLaunch,
-		Hypothesis: "LL protocol with ring cuts all-reduce latency at TP=8", Launch: &server.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
-	add(51*time.Second, journal.ExperimentFingerprint{Exp: "e2", Fingerprint: fp("bba2fc4", "nccl-ll-ring", 12345)})
+	add(45*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)})
+	add(47*time.Second, event.ExperimentUpdate{Exp: "e1", Conclusion: "baseline"})
+	add(50*time.Second, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ bba2fc4", Trigger: journal.TriggerLaunch,
+		Hypothesis: "LL protocol with ring cuts all-reduce latency at TP=8", Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
+	add(51*time.Second, event.ExperimentFingerprint{Exp: "e2", Fingerprint: fp("bba2fc4", "nccl-ll-ring", 12345)})
 	ready(60*time.Second, "nccl-ll-ring")
 	rates(61*time.Second, 88.8, 20)
-	add(70*time.Second, journal.Note{Text: "NCCL_DEBUG shows LL in use", Exp: "e2"})
-	add(85*time.Second, journal.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerRelaunch, Result: result(88.9, 88.1, 89.6, 14)})
-	add(86*time.Second, journal.ExperimentUpdate{Exp: "e2", Conclusion: "LL+ring is 8% faster: keep it"})
-	add(90*time.Second, journal.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Trigger: journal.TriggerLaunch,
-		Launch: &server.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
+	add(70*time.Second, event.Note{Text: "NCCL_DEBUG shows LL in use", Exp: "e2"})
+	add(85*time.Second, event.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerRelaunch, Result: result(88.9, 88.1, 89.6, 14)})
+	add(86*time.Second, event.ExperimentUpdate{Exp: "e2", Conclusion: "LL+ring is 8% faster: keep it"})
+	add(90*time.Second, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Trigger: journal.TriggerLaunch,
+		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
 	ready(100*time.Second, "nccl-ll-ring")
 	rates(101*time.Second, 61, 20)
 	return evs
@@ -217,7 +214,7 @@ func TestExperimentStartForm(t *testing.T) {
 // server running now (its profile, "none" included), never the profile
 // picked with p for the next launch.
 func TestDefaultExperimentName(t *testing.T) {
-	withStatus := func(f func(*server.Status)) func(*Model) {
+	withStatus := func(f func(*event.ServerStatus)) func(*Model) {
 		return func(m *Model) {
 			st := readyStatus()
 			f(&st)
@@ -229,26 +226,26 @@ func TestDefaultExperimentName(t *testing.T) {
 		setup func(*Model)
 		want  string
 	}{
-		{"ready, profile none", withStatus(func(*server.Status) {}), "none @ a6d51c0"},
-		{"ready, nccl-ll-ring", withStatus(func(s *server.Status) { s.Profile = "nccl-ll-ring" }), "nccl-ll-ring @ a6d51c0"},
-		{"adopted: preset", withStatus(func(s *server.Status) { s.Profile = "" }), "sglang @ a6d51c0"},
-		{"adopted: server", withStatus(func(s *server.Status) { s.Profile, s.Preset = "", "" }), "sglang @ a6d51c0"},
-		{"loading", withStatus(func(s *server.Status) { s.Phase, s.Profile = server.PhaseLoading, "nccl-tree" }), "nccl-tree @ a6d51c0"},
-		{"killed", withStatus(func(s *server.Status) { s.Phase = server.PhaseKilled }), "no server @ a6d51c0"},
-		{"none", withStatus(func(s *server.Status) { *s = server.Status{Phase: server.PhaseNone} }), "no server @ a6d51c0"},
+		{"ready, profile none", withStatus(func(*event.ServerStatus) {}), "none @ a6d51c0"},
+		{"ready, nccl-ll-ring", withStatus(func(s *event.ServerStatus) { s.Profile = "nccl-ll-ring" }), "nccl-ll-ring @ a6d51c0"},
+		{"adopted: preset", withStatus(func(s *event.ServerStatus) { s.Profile = "" }), "sglang @ a6d51c0"},
+		{"adopted: server", withStatus(func(s *event.ServerStatus) { s.Profile, s.Preset = "", "" }), "sglang @ a6d51c0"},
+		{"loading", withStatus(func(s *event.ServerStatus) { s.Phase, s.Profile = event.PhaseLoading, "nccl-tree" }), "nccl-tree @ a6d51c0"},
+		{"killed", withStatus(func(s *event.ServerStatus) { s.Phase = event.PhaseKilled }), "no server @ a6d51c0"},
+		{"none", withStatus(func(s *event.ServerStatus) { *s = event.ServerStatus{Phase: event.PhaseNone} }), "no server @ a6d51c0"},
 		{"p picks the next launch's profile", func(m *Model) {
-			withStatus(func(*server.Status) {})(m)
+			withStatus(func(*event.ServerStatus) {})(m)
 			m.srv.next = "nccl-ll-ring"
 		}, "none @ a6d51c0"},
 		{"no status: the log's server", func(*Model) {}, "sglang @ a6d51c0"},
 		{"unreadable repository", func(m *Model) {
-			withStatus(func(*server.Status) {})(m)
-			send(m, ev(6*time.Second, repo.Unreadable{}))
+			withStatus(func(*event.ServerStatus) {})(m)
+			send(m, ev(6*time.Second, event.RepoUnreadable{}))
 			m.headShort = ""
 		}, "none"},
 	} {
 		m := scene(100, 30, 1, 0, Options{Experiments: &fakeLab{}})
-		send(m, ev(4*time.Second, repo.Head{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33)}))
+		send(m, ev(4*time.Second, event.RepoHead{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33)}))
 		c.setup(m)
 		if got := m.defaultExpName(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
@@ -311,11 +308,11 @@ func TestExperimentTextLimits(t *testing.T) {
 	// The saved message says the note was cut: later keys replaced the
 	// flash of the cut.
 	m, _ := labScene(100, 30, Options{})
-	m.Update(NoteSavedMsg{Note: journal.Note{Text: strings.Repeat("x", textLimit)}})
+	m.Update(NoteSavedMsg{Note: event.Note{Text: strings.Repeat("x", textLimit)}})
 	if want := "note saved, cut to 4000 characters"; m.Status() != want {
 		t.Errorf("saved at the limit: %q, want %q", m.Status(), want)
 	}
-	m.Update(NoteSavedMsg{Note: journal.Note{Text: "short"}})
+	m.Update(NoteSavedMsg{Note: event.Note{Text: "short"}})
 	if m.Status() != "note saved" {
 		t.Errorf("saved: %q", m.Status())
 	}
@@ -389,13 +386,13 @@ func TestNote(t *testing.T) {
 // opens by itself: it would take keys typed for something else); e then
 // asks for the conclusion, esc dismisses the banner; a replay never asks.
 func TestConclusionPrompt(t *testing.T) {
-	end := func(trig journal.Trigger, conclusion string) event.Event {
-		return ev(50*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: trig, Conclusion: conclusion, Result: result(82.3, 81.9, 82.9, 14)})
+	end := func(trig event.Trigger, conclusion string) event.Event {
+		return ev(50*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: trig, Conclusion: conclusion, Result: result(82.3, 81.9, 82.9, 14)})
 	}
-	start := ev(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: journal.TriggerLaunch})
+	start := ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: journal.TriggerLaunch})
 	const banner = "e1 none @ bba2fc4 ended (kill): 82.3 tok/s [81.9, 82.9] n=14  (e within 30s: write its conclusion, esc: dismiss)"
 	for _, c := range []struct {
-		trig       journal.Trigger
+		trig       event.Trigger
 		conclusion string
 		ask        bool
 	}{
@@ -471,7 +468,7 @@ func TestKeysThatActAreRecorded(t *testing.T) {
 	run(cmd)
 	m.Update(KillResultMsg{Target: "sglang pid 4123"})
 	run(press(m, "p", "enter"))
-	send(m, ev(5*time.Second, server.Status{Phase: server.PhaseNone}))
+	send(m, ev(5*time.Second, event.ServerStatus{Phase: event.PhaseNone}))
 	press(m, "L")
 	run(press(m, "enter"))
 	want := [][2]string{{"y", "kill sglang pid 4123"}, {"enter", "profile none"}, {"enter", "launch sglang profile none"}}
@@ -502,11 +499,11 @@ func TestHeaderShowsExperimentAndJournal(t *testing.T) {
 	if h := screenLines(m)[0]; !strings.Contains(h, want) {
 		t.Errorf("header %q lacks %q", h, want)
 	}
-	send(m, ev(200*time.Second, journal.Status{Path: "/j.jsonl", Bytes: 1 << 20}))
+	send(m, ev(200*time.Second, event.JournalStatus{Path: "/j.jsonl", Bytes: 1 << 20}))
 	if h := screenLines(m)[0]; !strings.Contains(h, "  connected  rec  ") {
 		t.Errorf("header %q lacks rec", h)
 	}
-	send(m, ev(201*time.Second, journal.Status{Path: "/j.jsonl", Err: "write /j.jsonl: no space left on device", Pending: 1234567, Dropped: 3}))
+	send(m, ev(201*time.Second, event.JournalStatus{Path: "/j.jsonl", Err: "write /j.jsonl: no space left on device", Pending: 1234567, Dropped: 3}))
 	full := "journal: no space left on device (1.2 MiB held, 3 events lost)"
 	if h := screenLines(m)[0]; !strings.Contains(h, full) || !painted(m, m.styles.Warn, full) {
 		t.Errorf("header %q lacks %q in warning tone", h, full)
@@ -518,7 +515,7 @@ func TestHeaderShowsExperimentAndJournal(t *testing.T) {
 		t.Errorf("80 columns: %q", h)
 	}
 	// A write that succeeds again clears it.
-	send(m, ev(202*time.Second, journal.Status{Path: "/j.jsonl", Bytes: 2 << 20}))
+	send(m, ev(202*time.Second, event.JournalStatus{Path: "/j.jsonl", Bytes: 2 << 20}))
 	if h := screenLines(m)[0]; strings.Contains(h, "journal:") {
 		t.Errorf("recovered: %q", h)
 	}
@@ -620,7 +617,7 @@ func TestExperimentsGolden(t *testing.T) {
 		m, _ := labScene(80, 24, Options{})
 		evs := session()
 		for i, e := range evs {
-			if u, ok := e.Data.(journal.ExperimentUpdate); ok && u.Exp == "e2" {
+			if u, ok := e.Data.(event.ExperimentUpdate); ok && u.Exp == "e2" {
 				evs = evs[:i] // up to e2's end by relaunch, before its conclusion
 				break
 			}
@@ -643,7 +640,7 @@ func TestExperimentsGolden(t *testing.T) {
 		m, _ := labScene(120, 30, Options{})
 		evs := session()
 		for i, e := range evs {
-			if u, ok := e.Data.(journal.ExperimentUpdate); ok && u.Exp == "e2" {
+			if u, ok := e.Data.(event.ExperimentUpdate); ok && u.Exp == "e2" {
 				evs = evs[:i]
 				break
 			}
@@ -661,9 +658,9 @@ func TestExperimentsGolden(t *testing.T) {
 	t.Run("warmup_100x30", func(t *testing.T) {
 		m, _ := labScene(100, 30, Options{})
 		start := gitNow.Add(time.Second)
-		evs := EventsMsg{{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerKey}}}
+		evs := EventsMsg{{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerKey}}}
 		for i := range 6 {
-			evs = append(evs, event.Event{At: start.Add(time.Duration(i+1) * time.Second), Data: serverlog.Rate{TokPerSec: 80, Ranks: 1}})
+			evs = append(evs, event.Event{At: start.Add(time.Duration(i+1) * time.Second), Data: event.TokRate{TokPerSec: 80, Ranks: 1}})
 		}
 		m.Update(evs)
 		m.Update(ClockMsg{Now: start.Add(7 * time.Second)})
@@ -675,13 +672,13 @@ func TestExperimentsGolden(t *testing.T) {
 func TestResultText(t *testing.T) {
 	lo, hi := 87.14, 90.25
 	for _, c := range []struct {
-		r    journal.Result
+		r    event.ExperimentResult
 		want string
 	}{
-		{journal.Result{}, "no tok/s samples"},
-		{journal.Result{N: 4, Median: 88.94}, "88.9 tok/s (n<6) n=4"},
-		{journal.Result{N: 8, Median: 88.94}, "88.9 tok/s (+-inf) n=8"},
-		{journal.Result{N: 24, Median: 88.94, Lo: &lo, Hi: &hi}, "88.9 tok/s [87.1, 90.2] n=24"},
+		{event.ExperimentResult{}, "no tok/s samples"},
+		{event.ExperimentResult{N: 4, Median: 88.94}, "88.9 tok/s (n<6) n=4"},
+		{event.ExperimentResult{N: 8, Median: 88.94}, "88.9 tok/s (+-inf) n=8"},
+		{event.ExperimentResult{N: 24, Median: 88.94, Lo: &lo, Hi: &hi}, "88.9 tok/s [87.1, 90.2] n=24"},
 	} {
 		if got := resultText(c.r); got != c.want {
 			t.Errorf("resultText(%+v) = %q, want %q", c.r, got, c.want)
@@ -708,8 +705,8 @@ func TestConclusionBannerExpires(t *testing.T) {
 	end := gitNow.Add(10 * time.Second)
 	setup := func() (*Model, *fakeLab) {
 		m, f := labScene(120, 30, Options{})
-		m.Update(EventsMsg{{At: end.Add(-20 * time.Second), Data: journal.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: journal.TriggerLaunch}},
-			{At: end, Data: journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)}}})
+		m.Update(EventsMsg{{At: end.Add(-20 * time.Second), Data: event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: journal.TriggerLaunch}},
+			{At: end, Data: event.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)}}})
 		return m, f
 	}
 	shown := func(m *Model) bool { return strings.Contains(plain(m), "e within 30s: write its conclusion") }
@@ -733,29 +730,29 @@ func TestConclusionBannerExpires(t *testing.T) {
 	}
 	// Any event's time counts as the clock too.
 	m, _ := setup()
-	send(m, ev(end.Add(31*time.Second).Sub(t0), journal.Status{Path: "/j.jsonl"}))
+	send(m, ev(end.Add(31*time.Second).Sub(t0), event.JournalStatus{Path: "/j.jsonl"}))
 	if shown(m) {
 		t.Error("an event 31 s later left the banner")
 	}
 	// An end seen after the clock moved on still shows for 30 s.
 	m, _ = labScene(120, 30, Options{})
 	m.Update(ClockMsg{Now: gitNow.Add(time.Hour)})
-	send(m, ev(20*time.Second, journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
-		ev(50*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerExit}))
+	send(m, ev(20*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerLaunch}),
+		ev(50*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerExit}))
 	if !shown(m) {
 		t.Error("an end behind the clock showed no banner")
 	}
 	// The next experiment's end replaces it: by a key, none; by a kill,
 	// its own.
 	m, _ = setup()
-	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: journal.ExperimentStart{ID: "e2", Name: "y", Trigger: journal.TriggerKey}},
-		{At: end.Add(5 * time.Second), Data: journal.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerKey}}})
+	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: journal.TriggerKey}},
+		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerKey}}})
 	if shown(m) || m.exp.pending != "" {
 		t.Errorf("after e2 ended by e: banner %v, pending %q", shown(m), m.exp.pending)
 	}
 	m, _ = setup()
-	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: journal.ExperimentStart{ID: "e2", Name: "y", Trigger: journal.TriggerLaunch}},
-		{At: end.Add(5 * time.Second), Data: journal.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerRelaunch}}})
+	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: journal.TriggerLaunch}},
+		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerRelaunch}}})
 	if !strings.Contains(plain(m), "e2 y ended (relaunch)") || strings.Contains(plain(m), "e1 none") {
 		t.Errorf("after e2 was relaunched:\n%s", plain(m))
 	}
@@ -836,14 +833,14 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	rates := func(m *Model, from time.Time, n int) {
 		var evs EventsMsg
 		for i := range n {
-			evs = append(evs, event.Event{At: from.Add(time.Duration(i) * time.Second), Data: serverlog.Rate{TokPerSec: 80 + float64(i%3), Ranks: 1}})
+			evs = append(evs, event.Event{At: from.Add(time.Duration(i) * time.Second), Data: event.TokRate{TokPerSec: 80 + float64(i%3), Ranks: 1}})
 		}
 		m.Update(evs)
 	}
 	// A hand start on a ready server: the warm-up counts from the start.
 	m, _ := labScene(120, 40, Options{})
 	start := gitNow.Add(time.Second)
-	m.Update(event.Event{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerKey}})
+	m.Update(event.Event{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerKey}})
 	rates(m, start.Add(time.Second), 6)
 	m.Update(ClockMsg{Now: start.Add(7 * time.Second)})
 	press(m, "x")
@@ -866,8 +863,8 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	// A start with its launch: the warm-up counts from ready.
 	m, _ = labScene(120, 40, Options{})
 	st := readyStatus()
-	st.Phase, st.Since, st.PID = server.PhaseLaunching, start, 0
-	m.Update(EventsMsg{{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerLaunch}},
+	st.Phase, st.Since, st.PID = event.PhaseLaunching, start, 0
+	m.Update(EventsMsg{{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: journal.TriggerLaunch}},
 		{At: start, Data: st}})
 	// Still loading: no samples yet, and none expected.
 	m.Update(ClockMsg{Now: start.Add(2 * time.Second)})
@@ -877,7 +874,7 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	}
 	press(m, "x")
 	ready := start.Add(30 * time.Second)
-	st.Phase, st.Since, st.PID = server.PhaseReady, ready, 4124
+	st.Phase, st.Since, st.PID = event.PhaseReady, ready, 4124
 	m.Update(event.Event{At: ready, Data: st})
 	rates(m, ready.Add(time.Second), 5)
 	m.Update(ClockMsg{Now: ready.Add(6 * time.Second)})
@@ -887,7 +884,7 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	}
 	// With no samples at all, there is nothing to warm up: it says so.
 	m, _ = labScene(120, 40, Options{})
-	m.Update(event.Event{At: start, Data: journal.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerKey}})
+	m.Update(event.Event{At: start, Data: event.ExperimentStart{ID: "e1", Name: "x", Trigger: journal.TriggerKey}})
 	m.Update(ClockMsg{Now: start.Add(time.Minute)})
 	press(m, "x")
 	if scr := plain(m); !strings.Contains(scr, "no tok/s samples so far") || !strings.Contains(scr, "warning: no samples") {
@@ -901,8 +898,8 @@ func TestPanelSaysWhichRowsShow(t *testing.T) {
 	m, _ := labScene(80, 24, Options{})
 	for i := 1; i <= 15; i++ {
 		id := fmt.Sprintf("e%d", i)
-		send(m, ev(time.Duration(10*i)*time.Second, journal.ExperimentStart{ID: id, Name: "try " + id, Trigger: journal.TriggerKey}),
-			ev(time.Duration(10*i+5)*time.Second, journal.ExperimentEnd{Exp: id, Trigger: journal.TriggerKey}))
+		send(m, ev(time.Duration(10*i)*time.Second, event.ExperimentStart{ID: id, Name: "try " + id, Trigger: journal.TriggerKey}),
+			ev(time.Duration(10*i+5)*time.Second, event.ExperimentEnd{Exp: id, Trigger: journal.TriggerKey}))
 	}
 	press(m, "x")
 	title := func() string {

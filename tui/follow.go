@@ -327,9 +327,9 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		// there means the session already ended.
 		f.ended = time.Time{}
 		for _, e := range msg.events {
-			if st, ok := e.Data.(driver.State); ok {
+			if st, ok := e.Data.(event.DriverState); ok {
 				f.ended = time.Time{}
-				if st.Role == driver.RoleNone && st.Note == driver.NoteReleased {
+				if st.Role == event.RoleNone && st.Note == driver.NoteReleased {
 					f.ended = e.At
 				}
 			}
@@ -458,30 +458,30 @@ func (r *Replay) followTail() (s string, w int) {
 // also follows the journal's driver states from role (the one before
 // evs): a release by the driving cockpit ends the session (the timeline
 // says so), a take-over is said on the status line.
-func (r *Replay) flashNotes(role driver.Role, evs []event.Event) {
+func (r *Replay) flashNotes(role event.DriverRole, evs []event.Event) {
 	for _, e := range evs {
-		st, ok := e.Data.(driver.State)
+		st, ok := e.Data.(event.DriverState)
 		if !ok {
 			continue
 		}
 		prev := role
 		role = st.Role
 		switch st.Role {
-		case driver.RoleNone:
+		case event.RoleNone:
 			if st.Note == driver.NoteReleased {
 				r.fol.ended = e.At // released: the cockpit quit
 			}
-		case driver.RoleDriving:
+		case event.RoleDriving:
 			r.fol.ended = time.Time{}
-			if prev == driver.RoleWatching {
+			if prev == event.RoleWatching {
 				msg := "this journal's cockpit drives again"
 				if n := sanitizeString(st.Note); n != "" {
 					msg += " (" + n + ")"
 				}
 				r.inner.flash(msg, toneAccent)
 			}
-		case driver.RoleWatching:
-			if prev == driver.RoleDriving || prev == driver.RoleUnsure {
+		case event.RoleWatching:
+			if prev == event.RoleDriving || prev == event.RoleUnsure {
 				who := sanitizeString(st.Holder.Who())
 				if st.Holder.PID > 0 {
 					who += " (pid " + strconv.Itoa(st.Holder.PID) + ")"
@@ -491,7 +491,7 @@ func (r *Replay) flashNotes(role driver.Role, evs []event.Event) {
 		}
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
-		n, ok := evs[i].Data.(journal.Note)
+		n, ok := evs[i].Data.(event.Note)
 		if !ok {
 			continue
 		}

@@ -10,7 +10,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
@@ -31,7 +30,7 @@ func newFollowFixture(t *testing.T, w, h int, evs ...event.Event) *followFixture
 	t.Helper()
 	f := &followFixture{t: t, path: filepath.Join(t.TempDir(), "live.jsonl")}
 	var err error
-	f.w, err = journal.Create(f.path, journal.Header{Created: t0, Host: "root@gpu-box:22", Label: "demo"})
+	f.w, err = journal.Create(f.path, event.SessionHeader{Created: t0, Host: "root@gpu-box:22", Label: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +68,12 @@ func (f *followFixture) tick(now time.Time) {
 }
 
 func logLine(d time.Duration, text string) event.Event {
-	return ev(d, serverlog.Lines{Path: "/data/logs/sglang.log", Lines: []serverlog.Line{{Offset: int64(d / time.Millisecond), Text: []byte(text)}}})
+	return ev(d, event.LogLines{Path: "/data/logs/sglang.log", Lines: []event.LogLine{{Offset: int64(d / time.Millisecond), Text: []byte(text)}}})
 }
 
 func startEvents() []event.Event {
 	return []event.Event{connected(), ev(time.Second, h200s(2)), logLine(2*time.Second, "first line before the follower started"),
-		ev(3*time.Second, journal.Note{Text: "a note before"})}
+		ev(3*time.Second, event.Note{Text: "a note before"})}
 }
 
 // TestFollowCatchesUpThenPlaysWhatIsAppended: the follower starts at the
@@ -103,7 +102,7 @@ func TestFollowCatchesUpThenPlaysWhatIsAppended(t *testing.T) {
 		t.Errorf("timeline %q", tl)
 	}
 
-	f.write(logLine(5*time.Second, "appended while following"), ev(6*time.Second, journal.Note{Text: "try NCCL_ALGO=Ring"}))
+	f.write(logLine(5*time.Second, "appended while following"), ev(6*time.Second, event.Note{Text: "try NCCL_ALGO=Ring"}))
 	if strings.Contains(rplain(r), "appended while following") {
 		t.Fatal("shown before the poll")
 	}
@@ -116,7 +115,7 @@ func TestFollowCatchesUpThenPlaysWhatIsAppended(t *testing.T) {
 	}
 	var notes []string
 	for _, mk := range r.marks {
-		if mk.Kind == markNote {
+		if mk.Kind == event.KindNote {
 			notes = append(notes, mk.Text)
 		}
 	}
@@ -288,7 +287,7 @@ func TestFollowJournalShrinksOrIsReplaced(t *testing.T) {
 }
 
 func TestNextEdge(t *testing.T) {
-	e := func(ms int) event.Event { return ev(time.Duration(ms)*time.Millisecond, journal.Note{}) }
+	e := func(ms int) event.Event { return ev(time.Duration(ms)*time.Millisecond, event.Note{}) }
 	for _, tc := range []struct {
 		name            string
 		evs             []event.Event
@@ -340,12 +339,12 @@ func TestFollowGolden(t *testing.T) {
 // release of the driver lock (it quit) ends the session on the timeline
 // instead of LIVE; a take-over of its host is said on the status line.
 func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
-	me := driver.Info{User: "alice", Machine: "laptop", PID: 4123, Since: t0}
-	evs := append(startEvents(), ev(3*time.Second, driver.State{Role: driver.RoleDriving, Holder: me}))
+	me := event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Since: t0}
+	evs := append(startEvents(), ev(3*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me}))
 	f := newFollowFixture(t, 120, 30, evs...)
 	r := f.r
-	bob := driver.Info{User: "bob", Machine: "desk", PID: 77, Since: t0.Add(5 * time.Second)}
-	f.write(ev(5*time.Second, driver.State{Role: driver.RoleWatching, Holder: bob, Note: "bob@desk (pid 77) took over at 10:27:05"}))
+	bob := event.DriverInfo{User: "bob", Machine: "desk", PID: 77, Since: t0.Add(5 * time.Second)}
+	f.write(ev(5*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob, Note: "bob@desk (pid 77) took over at 10:27:05"}))
 	f.tick(t0.Add(5500 * time.Millisecond))
 	if st := r.inner.Status(); !strings.HasPrefix(st, "bob@desk (pid 77) took over: this journal's cockpit only watches now") {
 		t.Errorf("status after the take-over: %q", st)
@@ -353,12 +352,12 @@ func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
 	if tl := timelineOf(r); !strings.HasSuffix(tl, "LIVE") {
 		t.Errorf("a watching cockpit's journal goes on: timeline %q", tl)
 	}
-	f.write(ev(7*time.Second, driver.State{Role: driver.RoleDriving, Holder: me, Note: "bob@desk (pid 77) quit: you drive now"}))
+	f.write(ev(7*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me, Note: "bob@desk (pid 77) quit: you drive now"}))
 	f.tick(t0.Add(7500 * time.Millisecond))
 	if st := r.inner.Status(); st != "this journal's cockpit drives again (bob@desk (pid 77) quit: you drive now)" {
 		t.Errorf("status after the lock came back: %q", st)
 	}
-	f.write(ev(9*time.Second, driver.State{Role: driver.RoleNone, Holder: me, Note: "released the lock"}))
+	f.write(ev(9*time.Second, event.DriverState{Role: event.RoleNone, Holder: me, Note: "released the lock"}))
 	f.tick(t0.Add(9500 * time.Millisecond))
 	want := "ENDED " + t0.Add(9*time.Second).Local().Format("15:04:05") + " (the driver quit)"
 	if tl := timelineOf(r); !strings.HasSuffix(tl, want) {
@@ -367,14 +366,14 @@ func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
 
 	// A journal whose driver had quit before the follower started ends
 	// at once; a watcher's journal with an error is no take-over.
-	ended := append(startEvents(), ev(3*time.Second, driver.State{Role: driver.RoleDriving, Holder: me}),
-		ev(4*time.Second, driver.State{Role: driver.RoleNone, Note: driver.NoteReleased}))
+	ended := append(startEvents(), ev(3*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me}),
+		ev(4*time.Second, event.DriverState{Role: event.RoleNone, Note: driver.NoteReleased}))
 	g := newFollowFixture(t, 120, 30, ended...)
 	if tl := timelineOf(g.r); !strings.Contains(tl, "ENDED ") {
 		t.Errorf("a finished session followed from its end: timeline %q", tl)
 	}
-	w := newFollowFixture(t, 120, 30, append(startEvents(), ev(3*time.Second, driver.State{Role: driver.RoleWatching, Holder: bob}))...)
-	w.write(ev(5*time.Second, driver.State{Role: driver.RoleWatching, Holder: bob, Err: "connection to host lost"}))
+	w := newFollowFixture(t, 120, 30, append(startEvents(), ev(3*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob}))...)
+	w.write(ev(5*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob, Err: "connection to host lost"}))
 	w.tick(t0.Add(5500 * time.Millisecond))
 	if st := w.r.inner.Status(); strings.Contains(st, "took over") {
 		t.Errorf("a watcher's error read as a take-over: %q", st)

@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // fakeGit records what the git panel asks of GitControl and answers with
@@ -21,14 +22,14 @@ type fakeGit struct {
 	mu      sync.Mutex
 	paths   [][]string
 
-	log        []git.Commit
+	log        []event.Commit
 	logErr     error
 	previews   map[string]git.Preview
 	previewErr error
 	snaps      []git.Snapshot
 	refreshErr error
 	// act, when set, makes an action's outcome from the canned one.
-	act    func(*git.Action)
+	act    func(*event.GitAction)
 	actErr error
 	lastID string
 	lastRe string
@@ -50,8 +51,8 @@ func newFakeGit() *fakeGit {
 	}
 }
 
-func (f *fakeGit) action(op string, args ...string) (git.Action, error) {
-	a := git.Action{Op: op, Args: args, Snapshot: snapID, From: strings.Repeat("b", 40), To: strings.Repeat("b", 40), Branch: "main"}
+func (f *fakeGit) action(op string, args ...string) (event.GitAction, error) {
+	a := event.GitAction{Op: op, Args: args, Snapshot: snapID, From: strings.Repeat("b", 40), To: strings.Repeat("b", 40), Branch: "main"}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.act != nil {
@@ -65,7 +66,7 @@ func (f *fakeGit) Refresh(context.Context) error {
 	return f.refreshErr
 }
 
-func (f *fakeGit) Log(_ context.Context, n int) ([]git.Commit, error) {
+func (f *fakeGit) Log(_ context.Context, n int) ([]event.Commit, error) {
 	f.record(fmt.Sprintf("Log %d", n))
 	return f.log, f.logErr
 }
@@ -81,17 +82,17 @@ func (f *fakeGit) Preview(_ context.Context, ref string) (git.Preview, error) {
 	return git.Preview{Target: ref, From: testLog()[1], To: testLog()[2], BackCount: 1, Back: testLog()[1:2]}, nil
 }
 
-func (f *fakeGit) Checkout(_ context.Context, ref string) (git.Action, error) {
+func (f *fakeGit) Checkout(_ context.Context, ref string) (event.GitAction, error) {
 	f.record("Checkout " + ref)
 	return f.action("checkout", ref)
 }
 
-func (f *fakeGit) Stash(_ context.Context, name string, untracked bool) (git.Action, error) {
+func (f *fakeGit) Stash(_ context.Context, name string, untracked bool) (event.GitAction, error) {
 	f.record(fmt.Sprintf("Stash %q untracked=%v", name, untracked))
 	return f.action("stash", name)
 }
 
-func (f *fakeGit) StashApply(_ context.Context, id string, pop bool) (git.Action, error) {
+func (f *fakeGit) StashApply(_ context.Context, id string, pop bool) (event.GitAction, error) {
 	f.record(fmt.Sprintf("StashApply %s pop=%v", id, pop))
 	op := "stash-apply"
 	if pop {
@@ -100,7 +101,7 @@ func (f *fakeGit) StashApply(_ context.Context, id string, pop bool) (git.Action
 	return f.action(op, f.stashArgs(id)...)
 }
 
-func (f *fakeGit) StashDrop(_ context.Context, id string) (git.Action, error) {
+func (f *fakeGit) StashDrop(_ context.Context, id string) (event.GitAction, error) {
 	f.record("StashDrop " + id)
 	return f.action("stash-drop", f.stashArgs(id)...)
 }
@@ -116,7 +117,7 @@ func (f *fakeGit) stashArgs(id string) []string {
 	return []string{id}
 }
 
-func (f *fakeGit) Revert(_ context.Context, paths []string) (git.Action, error) {
+func (f *fakeGit) Revert(_ context.Context, paths []string) (event.GitAction, error) {
 	f.record(fmt.Sprintf("Revert %d", len(paths)))
 	f.mu.Lock()
 	f.paths = append(f.paths, paths)
@@ -124,7 +125,7 @@ func (f *fakeGit) Revert(_ context.Context, paths []string) (git.Action, error) 
 	return f.action("revert", paths...)
 }
 
-func (f *fakeGit) Undo(context.Context) (git.Action, error) {
+func (f *fakeGit) Undo(context.Context) (event.GitAction, error) {
 	f.record("Undo")
 	return f.action("restore", f.lastID)
 }
@@ -140,7 +141,7 @@ func (f *fakeGit) Snapshots(context.Context) ([]git.Snapshot, error) {
 	return f.snaps, nil
 }
 
-func (f *fakeGit) Restore(_ context.Context, id string) (git.Action, error) {
+func (f *fakeGit) Restore(_ context.Context, id string) (event.GitAction, error) {
 	f.record("Restore " + id)
 	return f.action("restore", id)
 }
@@ -151,8 +152,8 @@ func hexID(c byte) string { return strings.Repeat(string(c), 40) }
 
 // testLog is Log's answer: HEAD on main, an origin/main commit, a tag, a
 // plain commit and a local branch's tip.
-func testLog() []git.Commit {
-	return []git.Commit{
+func testLog() []event.Commit {
+	return []event.Commit{
 		{ID: hexID('3'), Short: "3207427", Subject: "Fix PCG MoE Error", Time: at(-2 * time.Hour), Refs: []string{"HEAD -> main", "origin/main"}},
 		{ID: hexID('b'), Short: "bba2fc4", Subject: "Tune NCCL ring for 8xH200", Time: at(-5 * time.Hour), Refs: []string{"tag: v0.5.1"}},
 		{ID: hexID('a'), Short: "a6d51c0", Subject: "Add EAGLE3 draft loader", Time: at(-26 * time.Hour)},
@@ -162,14 +163,14 @@ func testLog() []git.Commit {
 
 // dirtyStatus is a checkout mid-merge with staged, unstaged, renamed,
 // conflicted, untracked and binary changes, two stashes and a reflog.
-func dirtyStatus() git.Status {
-	return git.Status{
+func dirtyStatus() event.GitStatus {
+	return event.GitStatus{
 		Path:     "/root/sglang",
 		Branch:   "main",
-		Head:     git.Commit{ID: hexID('3'), Short: "3207427", Subject: "Fix PCG MoE Error", Time: at(-2 * time.Hour)},
+		Head:     event.Commit{ID: hexID('3'), Short: "3207427", Subject: "Fix PCG MoE Error", Time: at(-2 * time.Hour)},
 		Upstream: "origin/main", Ahead: 1, Behind: 2,
 		Operation: "merge",
-		Files: []git.File{
+		Files: []event.GitFile{
 			{Path: "python/sglang/srt/distributed/device_communicators/pynccl.py", X: ' ', Y: 'M', Added: 12, Deleted: 3},
 			{Path: "python/sglang/srt/distributed/parallel_state.py", X: 'M', Y: 'M', Added: 4, Deleted: 1},
 			{Path: "python/sglang/srt/new_name.py", Orig: "python/sglang/srt/old_name.py", X: 'R', Y: ' ', Added: 0, Deleted: 0},
@@ -177,11 +178,11 @@ func dirtyStatus() git.Status {
 			{Path: "weights/draft.bin", X: ' ', Y: 'M', Added: -1, Deleted: -1, Binary: true},
 			{Path: "bench/notes.txt", X: '?', Y: '?', Added: -1, Deleted: -1},
 		},
-		Stashes: []git.Stash{
+		Stashes: []event.Stash{
 			{Index: 0, ID: hexID('5'), Message: "On main: before checkout", Time: at(-2 * time.Hour)},
 			{Index: 1, ID: hexID('6'), Message: "WIP on main: bba2fc4 Tune NCCL ring", Time: at(-5 * 24 * time.Hour)},
 		},
-		Reflog: []git.RefEntry{
+		Reflog: []event.RefEntry{
 			{ID: hexID('3'), Short: "3207427", Action: "pull", Message: "pull: Fast-forward", Time: at(-5 * time.Minute)},
 			{ID: hexID('b'), Short: "bba2fc4", Action: "checkout", Message: "checkout: moving from feature/moe to main", Time: at(-2 * time.Hour)},
 			{ID: hexID('f'), Short: "f00dbab", Action: "commit", Message: "commit: Try MoE kernel from PR 9001", Time: at(-50 * time.Hour)},
@@ -193,8 +194,8 @@ func dirtyStatus() git.Status {
 var gitNow = at(41*time.Second + 3*time.Minute + 12*time.Second)
 
 // gitScene is a connected cockpit with a fake GitControl and st as the
-// latest git.Status (none when nil).
-func gitScene(w, h int, st *git.Status, o Options) (*Model, *fakeGit) {
+// latest event.GitStatus (none when nil).
+func gitScene(w, h int, st *event.GitStatus, o Options) (*Model, *fakeGit) {
 	f := newFakeGit()
 	if o.Git == nil {
 		o.Git = f
@@ -394,7 +395,7 @@ func TestGitCursorMoves(t *testing.T) {
 func TestGitScrolls(t *testing.T) {
 	st := dirtyStatus()
 	for i := range 40 {
-		st.Files = append(st.Files, git.File{Path: fmt.Sprintf("gen/file%02d.py", i), X: ' ', Y: 'M', Added: i, Deleted: 1})
+		st.Files = append(st.Files, event.GitFile{Path: fmt.Sprintf("gen/file%02d.py", i), X: ' ', Y: 'M', Added: i, Deleted: 1})
 	}
 	m, _ := gitScene(100, 30, &st, Options{})
 	openGit(t, m)
@@ -598,7 +599,7 @@ func TestGitStashApplyPopDropByID(t *testing.T) {
 	if box := boxText(m); !strings.Contains(box, "Pop stash@{0} (On main: before checkout): apply it to the worktree, then drop it (kept if it conflicts).") {
 		t.Errorf("pop: %s", box)
 	}
-	f.act = func(a *git.Action) { a.Conflict = []string{"python/a.py", "b.py"}; a.Err = "CONFLICT (content)" }
+	f.act = func(a *event.GitAction) { a.Conflict = []string{"python/a.py", "b.py"}; a.Err = "CONFLICT (content)" }
 	m.Update(run(press(m, "y"))[0])
 	if lastCall(f) != "StashApply "+hexID('5')+" pop=true" {
 		t.Errorf("pop called %v", f.Calls())
@@ -681,24 +682,24 @@ func TestGitStashOutcomeNames(t *testing.T) {
 // leave the disk: untracked ones, and those new in the index (staged, not
 // in HEAD).
 func TestGitRevertWarnsOfDeletions(t *testing.T) {
-	modified := git.File{Path: "model/pynccl.py", X: ' ', Y: 'M', Added: 1}
-	added := git.File{Path: "model/new_kernel.py", X: 'A', Y: ' ', Added: 3}
-	addedEdited := git.File{Path: "model/other_kernel.py", X: 'A', Y: 'M', Added: 5}
-	untracked := git.File{Path: "scratch/notes.txt", X: '?', Y: '?', Added: -1, Deleted: -1}
-	bothAdded := git.File{Path: "model/both.py", X: 'A', Y: 'A', Added: 2}
+	modified := event.GitFile{Path: "model/pynccl.py", X: ' ', Y: 'M', Added: 1}
+	added := event.GitFile{Path: "model/new_kernel.py", X: 'A', Y: ' ', Added: 3}
+	addedEdited := event.GitFile{Path: "model/other_kernel.py", X: 'A', Y: 'M', Added: 5}
+	untracked := event.GitFile{Path: "scratch/notes.txt", X: '?', Y: '?', Added: -1, Deleted: -1}
+	bothAdded := event.GitFile{Path: "model/both.py", X: 'A', Y: 'A', Added: 2}
 	const untrackedText = "Untracked files will be deleted:"
 	const addedText = "New in the index (staged, not in HEAD): deleted from disk too, like untracked files:"
 	cases := []struct {
 		name  string
-		files []git.File
+		files []event.GitFile
 		want  []string
 		not   []string
 	}{
-		{"modified only", []git.File{modified}, nil, []string{untrackedText, addedText}},
-		{"staged new", []git.File{modified, added}, []string{addedText + " new_kernel.py."}, []string{untrackedText}},
-		{"staged new, edited since, and untracked", []git.File{addedEdited, untracked, added},
+		{"modified only", []event.GitFile{modified}, nil, []string{untrackedText, addedText}},
+		{"staged new", []event.GitFile{modified, added}, []string{addedText + " new_kernel.py."}, []string{untrackedText}},
+		{"staged new, edited since, and untracked", []event.GitFile{addedEdited, untracked, added},
 			[]string{untrackedText + " notes.txt.", addedText + " other_kernel.py, new_kernel.py."}, nil},
-		{"conflicted (both added) is not new", []git.File{bothAdded}, nil, []string{addedText}},
+		{"conflicted (both added) is not new", []event.GitFile{bothAdded}, nil, []string{addedText}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -736,14 +737,14 @@ func TestGitCursorStartsOnFirstRow(t *testing.T) {
 	cleanStashed.Stashes = dirtyStatus().Stashes
 	cases := []struct {
 		name   string
-		before []git.Status // received while the panel was closed
-		after  *git.Status  // the open's refresh
+		before []event.GitStatus // received while the panel was closed
+		after  *event.GitStatus  // the open's refresh
 		want   string
 	}{
-		{"a clean tree that got dirty", []git.Status{clean, dirtyStatus()}, nil, "pynccl.py"},
-		{"dirtied after the open", []git.Status{clean}, ptr(dirtyStatus()), "pynccl.py"},
-		{"clean with stashes", []git.Status{clean, cleanStashed}, nil, "stash@{0}"},
-		{"clean without stashes", []git.Status{dirtyStatus(), clean}, nil, "3207427  "},
+		{"a clean tree that got dirty", []event.GitStatus{clean, dirtyStatus()}, nil, "pynccl.py"},
+		{"dirtied after the open", []event.GitStatus{clean}, ptr(dirtyStatus()), "pynccl.py"},
+		{"clean with stashes", []event.GitStatus{clean, cleanStashed}, nil, "stash@{0}"},
+		{"clean without stashes", []event.GitStatus{dirtyStatus(), clean}, nil, "3207427  "},
 		{"no status before the open", nil, ptr(dirtyStatus()), "pynccl.py"},
 	}
 	for _, c := range cases {
@@ -840,15 +841,15 @@ func TestGitActionFailureFlash(t *testing.T) {
 	const gitErr = "error: Your local changes to the following files would be overwritten by merge:\n\tREADME.md\nPlease commit your changes or stash them before you merge.\x1b]0;pwn\x07\nAborting"
 	cases := []struct {
 		name   string
-		act    func(*git.Action)
+		act    func(*event.GitAction)
 		actErr error
 		want   string
 	}{
-		{"multi-line git error", func(a *git.Action) { a.Err, a.Output = gitErr, gitErr }, nil,
+		{"multi-line git error", func(a *event.GitAction) { a.Err, a.Output = gitErr, gitErr }, nil,
 			"stash pop failed (tree before it: snapshot " + snapID + ", S restores): error: Your local changes to the following files would be overwritten by merge:"},
-		{"blank lines first", func(a *git.Action) { a.Err = "\n\n  fatal: unable to write new index file\x1b[2J\nmore" }, nil,
+		{"blank lines first", func(a *event.GitAction) { a.Err = "\n\n  fatal: unable to write new index file\x1b[2J\nmore" }, nil,
 			"stash pop failed (tree before it: snapshot " + snapID + ", S restores): fatal: unable to write new index file"},
-		{"no snapshot: nothing was changed", func(a *git.Action) {
+		{"no snapshot: nothing was changed", func(a *event.GitAction) {
 			a.Snapshot, a.Err = "", "snapshot: write /root/.git/flightdeck: no space left on device\nsecond"
 		}, nil,
 			"stash pop stash@{0} failed (nothing was changed): snapshot: write /root/.git/flightdeck: no space left on device"},
@@ -885,19 +886,19 @@ func TestGitFailedActionInPanel(t *testing.T) {
 	out := "error: Your local changes would be overwritten by merge:\n\tREADME.md\x1b[2J\n\nPlease commit your changes.\nAborting\nnever shown"
 	cases := []struct {
 		name  string
-		a     git.Action
+		a     event.GitAction
 		lines []string // the "last action" line and those under it
 		not   []string
 	}{
-		{"failure", git.Action{Op: "checkout", Args: []string{hexID('a')}, Snapshot: snapID, Err: out, Output: out},
+		{"failure", event.GitAction{Op: "checkout", Args: []string{hexID('a')}, Snapshot: snapID, Err: out, Output: out},
 			[]string{"last action 0s ago: checkout aaaaaaa failed (snapshot " + snapID + "): error: Your local changes would be overwrit", // cut at 120 columns after the snapshot
 				"  README.md", "  Please commit your changes.", "  Aborting"},
 			[]string{"never shown", `\x0a`}},
-		{"conflict", git.Action{Op: "stash-pop", Args: []string{hexID('5'), "On main: x"}, Snapshot: snapID, Conflict: []string{"a.py"},
+		{"conflict", event.GitAction{Op: "stash-pop", Args: []string{hexID('5'), "On main: x"}, Snapshot: snapID, Conflict: []string{"a.py"},
 			Err: "CONFLICT", Output: "Auto-merging a.py\nCONFLICT (content): Merge conflict in a.py\nThe stash entry is kept in case you need it again."},
 			[]string{`last action 0s ago: stash pop "On main: x" conflicted in a.py (snapshot ` + snapID + ")",
 				"  Auto-merging a.py", "  CONFLICT (content): Merge conflict in a.py", "  The stash entry is kept in case you need it again."}, nil},
-		{"success with notes", git.Action{Op: "restore", Args: []string{snapID}, Snapshot: "20261129-220000-aaaa",
+		{"success with notes", event.GitAction{Op: "restore", Args: []string{snapID}, Snapshot: "20261129-220000-aaaa",
 			Output: "note: main has moved since\nignored", Notes: []string{"main has moved since the snapshot: restored at 3207427, detached\x1b[2J", "big.bin was left alone"}},
 			[]string{"last action 0s ago: restore " + snapID + " ok (snapshot 20261129-220000-aaaa)",
 				"  note: main has moved since the snapshot: restored at 3207427, detached", "  note: big.bin was left alone"},
@@ -956,7 +957,7 @@ func TestGitSuccessNotes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m, f := gitScene(200, 30, ptr(dirtyStatus()), Options{})
 			openGit(t, m)
-			f.act = func(a *git.Action) { a.Notes = c.notes }
+			f.act = func(a *event.GitAction) { a.Notes = c.notes }
 			m.Update(run(press(m, "S"))[0])
 			press(m, "down", "enter")
 			m.Update(run(press(m, "y"))[0])
@@ -1153,14 +1154,14 @@ func TestGitUndo(t *testing.T) {
 // later restore of the same snapshot from S shows as a restore.
 func TestGitUndoOutcome(t *testing.T) {
 	const before = "20261129-220000-aaaa" // the snapshot the undo takes first
-	restored := git.Action{Op: "restore", Args: []string{snapID}, Snapshot: before}
+	restored := event.GitAction{Op: "restore", Args: []string{snapID}, Snapshot: before}
 	undoLine := "last action 0s ago: undo checkout 3207427 ok (restored snapshot " + snapID + "; snapshot " + before + " before it)"
 	for _, eventFirst := range []bool{true, false} {
 		t.Run(fmt.Sprint("event first ", eventFirst), func(t *testing.T) {
 			m, f := gitScene(160, 30, ptr(dirtyStatus()), Options{})
 			openGit(t, m)
 			f.lastID, f.lastRe = snapID, "checkout 3207427"
-			f.act = func(a *git.Action) { a.Snapshot = before }
+			f.act = func(a *event.GitAction) { a.Snapshot = before }
 			press(m, "u")
 			cmd := press(m, "y")
 			if eventFirst {
@@ -1177,7 +1178,7 @@ func TestGitUndoOutcome(t *testing.T) {
 				t.Errorf("panel lacks %q:\n%s", undoLine, plain(m))
 			}
 			// The same snapshot restored again from S is a restore.
-			send(m, ev(gitNow.Sub(t0), git.Action{Op: "restore", Args: []string{snapID}, Snapshot: "20261129-220500-bbbb"}))
+			send(m, ev(gitNow.Sub(t0), event.GitAction{Op: "restore", Args: []string{snapID}, Snapshot: "20261129-220500-bbbb"}))
 			if want := "last action 0s ago: restore " + snapID + " ok (snapshot 20261129-220500-bbbb)"; !strings.Contains(plain(m), want) {
 				t.Errorf("panel lacks %q:\n%s", want, plain(m))
 			}
@@ -1187,7 +1188,7 @@ func TestGitUndoOutcome(t *testing.T) {
 		m, f := gitScene(220, 30, ptr(dirtyStatus()), Options{})
 		openGit(t, m)
 		f.lastID, f.lastRe = snapID, "checkout 3207427"
-		f.act = func(a *git.Action) {
+		f.act = func(a *event.GitAction) {
 			a.Snapshot, a.Err = before, "error: patch failed: README.md:1\nerror: README.md: patch does not apply"
 		}
 		press(m, "u")
@@ -1257,7 +1258,7 @@ func TestGitReadOnly(t *testing.T) {
 		}
 	}
 	// A replayed action shows as the last action.
-	send(m, ev(5*time.Second, git.Action{Op: "checkout", Args: []string{"3207427"}, Snapshot: snapID}))
+	send(m, ev(5*time.Second, event.GitAction{Op: "checkout", Args: []string{"3207427"}, Snapshot: snapID}))
 	m.Update(ClockMsg{Now: at(5*time.Second + 4*time.Minute)})
 	if !strings.Contains(plain(m), "last action 4m ago: checkout 3207427 ok (snapshot "+snapID+")") {
 		t.Errorf("last action:\n%s", plain(m))
@@ -1265,47 +1266,47 @@ func TestGitReadOnly(t *testing.T) {
 }
 
 func TestGitMovedBanner(t *testing.T) {
-	pull := git.Moved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427", FromBranch: "main", ToBranch: "main",
+	pull := event.GitMoved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427", FromBranch: "main", ToBranch: "main",
 		Action: "pull", Forward: 2, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "python/sglang/srt/distributed/parallel_state.py"}, FilesTotal: 2}
-	with := func(mv git.Moved, f func(*git.Moved)) git.Moved { f(&mv); return mv }
+	with := func(mv event.GitMoved, f func(*event.GitMoved)) event.GitMoved { f(&mv); return mv }
 	const keys = "  (g: git panel, esc: dismiss)"
 	cases := []struct {
 		name  string
-		mv    git.Moved
+		mv    event.GitMoved
 		n     int
 		text  string
 		short string
 	}{
 		{"pull", pull, 1, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)" + keys,
 			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits)  g/esc"},
-		{"reset back", with(pull, func(m *git.Moved) { m.Action, m.Forward, m.Back = "reset", 0, 3 }), 1,
+		{"reset back", with(pull, func(m *event.GitMoved) { m.Action, m.Forward, m.Back = "reset", 0, 3 }), 1,
 			"HEAD moved bba2fc4 -> 3207427 (git reset, 3 commits back, touches pynccl.py, parallel_state.py)" + keys, ""},
-		{"both ways, many files", with(pull, func(m *git.Moved) {
+		{"both ways, many files", with(pull, func(m *event.GitMoved) {
 			m.Action, m.Back, m.Files, m.FilesTotal = "", 1, []string{"a/x.py", "b/y.py", "c/z.py", "d/w.py"}, 57
 		}), 1, "HEAD moved bba2fc4 -> 3207427 (2 commits ahead, 1 back, touches x.py, y.py, z.py +54 more)" + keys, ""},
-		{"one commit", with(pull, func(m *git.Moved) { m.Forward, m.Files, m.FilesTotal = 1, nil, 0 }), 1,
+		{"one commit", with(pull, func(m *event.GitMoved) { m.Forward, m.Files, m.FilesTotal = 1, nil, 0 }), 1,
 			"HEAD moved bba2fc4 -> 3207427 (git pull, 1 commit)" + keys, ""},
-		{"branch and commit", with(pull, func(m *git.Moved) { m.Action, m.ToBranch = "checkout", "" }), 1,
+		{"branch and commit", with(pull, func(m *event.GitMoved) { m.Action, m.ToBranch = "checkout", "" }), 1,
 			"HEAD moved bba2fc4 -> 3207427 (git checkout, branch main -> detached, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
-		{"branch only", git.Moved{From: hexID('3'), To: hexID('3'), FromShort: "3207427", ToShort: "3207427", FromBranch: "main", ToBranch: "feature", Action: "checkout"}, 1,
+		{"branch only", event.GitMoved{From: hexID('3'), To: hexID('3'), FromShort: "3207427", ToShort: "3207427", FromBranch: "main", ToBranch: "feature", Action: "checkout"}, 1,
 			"branch changed outside flightdeck: main -> feature (HEAD 3207427 as before) (git checkout)" + keys, "branch changed outside flightdeck: main -> feature (HEAD 3207427 as before)  g/esc"},
-		{"worktree", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 3,
+		{"worktree", event.GitMoved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 3,
 			DirtyChanged: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "foo.py"}}, 1,
 			"worktree changed outside flightdeck: pynccl.py, foo.py (3 dirty files now)" + keys, "worktree changed outside flightdeck (3 dirty files now)  g/esc"},
-		{"worktree, one dirty file", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 0, DirtyAfter: 1,
+		{"worktree, one dirty file", event.GitMoved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 0, DirtyAfter: 1,
 			DirtyChanged: []string{"a.py"}}, 1,
 			"worktree changed outside flightdeck: a.py (1 dirty file now)" + keys, "worktree changed outside flightdeck (1 dirty file now)  g/esc"},
-		{"worktree, no names", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 2, DirtyAfter: 2}, 1,
+		{"worktree, no names", event.GitMoved{From: hexID('3'), To: hexID('3'), DirtyBefore: 2, DirtyAfter: 2}, 1,
 			"worktree changed outside flightdeck (2 dirty files now)" + keys, ""},
-		{"worktree clean again", git.Moved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 0,
+		{"worktree clean again", event.GitMoved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 0,
 			DirtyChanged: []string{"docs/nccl.md"}}, 1,
 			"worktree clean again (changed outside flightdeck: nccl.md)" + keys, "worktree clean again  g/esc"},
-		{"worktree clean again, many", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 5, DirtyAfter: 0,
+		{"worktree clean again, many", event.GitMoved{From: hexID('3'), To: hexID('3'), DirtyBefore: 5, DirtyAfter: 0,
 			DirtyChanged: []string{"a/1.py", "a/2.py", "a/3.py", "a/4.py", "a/5.py"}}, 2,
 			"worktree clean again (changed outside flightdeck: 1.py, 2.py, 3.py +2 more) (2 changes since dismissed)" + keys, "worktree clean again (2 changes since dismissed)  g/esc"},
-		{"worktree clean again, no names", git.Moved{From: hexID('3'), To: hexID('3'), DirtyBefore: 1}, 1,
+		{"worktree clean again, no names", event.GitMoved{From: hexID('3'), To: hexID('3'), DirtyBefore: 1}, 1,
 			"worktree clean again (changed outside flightdeck)" + keys, ""},
-		{"HEAD moved, tree clean: not 'clean again'", with(pull, func(m *git.Moved) { m.DirtyBefore, m.DirtyAfter = 2, 0 }), 1,
+		{"HEAD moved, tree clean: not 'clean again'", with(pull, func(m *event.GitMoved) { m.DirtyBefore, m.DirtyAfter = 2, 0 }), 1,
 			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
 		{"several", pull, 2, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py) (2 changes since dismissed)" + keys,
 			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits) (2 changes since dismissed)  g/esc"},
@@ -1325,7 +1326,7 @@ func TestGitMovedBanner(t *testing.T) {
 }
 
 func TestGitMovedAcknowledged(t *testing.T) {
-	mv := git.Moved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427", FromBranch: "main", ToBranch: "main",
+	mv := event.GitMoved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427", FromBranch: "main", ToBranch: "main",
 		Action: "pull", Forward: 2, Files: []string{"pynccl.py", "parallel_state.py"}, FilesTotal: 2}
 	m, _ := gitScene(200, 30, ptr(dirtyStatus()), Options{})
 	send(m, ev(5*time.Second, mv))
@@ -1384,7 +1385,7 @@ func TestGitSanitised(t *testing.T) {
 	st.Reflog[0].Message = "pull: \x1b[2K\rFast-forward"
 	m, f := gitScene(120, 30, &st, Options{})
 	openGit(t, m)
-	send(m, ev(5*time.Second, git.Moved{From: "a", To: "b", FromShort: "a\x1b[2J", ToShort: "b", Files: []string{evil}, FilesTotal: 1, Forward: 1}))
+	send(m, ev(5*time.Second, event.GitMoved{From: "a", To: "b", FromShort: "a\x1b[2J", ToShort: "b", Files: []string{evil}, FilesTotal: 1, Forward: 1}))
 	c := m.View().Content
 	if err := onlySGR(c); err != nil {
 		t.Error(err)
@@ -1428,7 +1429,7 @@ func TestGitFits(t *testing.T) {
 	long := dirtyStatus()
 	long.Path = "/" + strings.Repeat("very-long-dir/", 20) + "sglang"
 	long.Head.Subject = strings.Repeat("a long subject ", 10)
-	long.Files = append(long.Files, git.File{Path: strings.Repeat("deep/", 40) + "x.py", Y: 'M', X: ' ', Added: 123456, Deleted: 7654321})
+	long.Files = append(long.Files, event.GitFile{Path: strings.Repeat("deep/", 40) + "x.py", Y: 'M', X: ' ', Added: 123456, Deleted: 7654321})
 	for _, sz := range [][2]int{{100, 30}, {80, 24}, {60, 20}, {40, 10}, {20, 5}, {1, 1}, {300, 100}} {
 		for _, keys := range [][]string{nil, {"r"}, {"s"}, {"c"}, {"c", "enter"}, {"P"}, {"D"}, {"S"}, {"S", "enter"}, {"?"}} {
 			m, f := gitScene(sz[0], sz[1], &long, Options{})
@@ -1436,7 +1437,7 @@ func TestGitFits(t *testing.T) {
 			f.previews["main"] = git.Preview{To: testLog()[0], Branch: "main", Forward: testLog(), ForwardCount: 40, Back: testLog(), BackCount: 40,
 				Blocking: []string{strings.Repeat("x", 300)}}
 			openGit(t, m)
-			send(m, ev(5*time.Second, git.Moved{From: "a", To: "b", FromShort: "a", ToShort: "b", Files: []string{"x"}, Forward: 1}))
+			send(m, ev(5*time.Second, event.GitMoved{From: "a", To: "b", FromShort: "a", ToShort: "b", Files: []string{"x"}, Forward: 1}))
 			do(m, keys...)
 			c := m.View().Content
 			ls := strings.Split(c, "\n")

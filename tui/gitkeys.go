@@ -9,17 +9,18 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // GitRefreshMsg is the answer of the Refresh made when the git panel
-// opens: the fresh git.Status itself arrives as an event, so only an
+// opens: the fresh event.GitStatus itself arrives as an event, so only an
 // error is reported here.
 type GitRefreshMsg struct{ Err error }
 
 // GitLogMsg is the answer of the checkout picker's Log.
 type GitLogMsg struct {
 	Seq     int // the request it answers; answers to a closed picker are dropped
-	Commits []git.Commit
+	Commits []event.Commit
 	Err     error
 }
 
@@ -41,11 +42,11 @@ type GitSnapshotsMsg struct {
 // GitActionMsg is the answer of a git action started from the panel.
 // What and Done are sanitised texts prepared when it started.
 type GitActionMsg struct {
-	Op     string     // "checkout", "stash", "stash-apply", "stash-pop", "stash-drop", "revert", "undo", "restore"
-	What   string     // the action and its target, for a failure: "checkout 3207427"
-	Done   string     // the success text: "checked out 3207427" (a stash apply, pop or drop names the stash from Action.Args when they have it)
-	Action git.Action // the outcome; Err set when git failed
-	Err    error      // why the action could not be attempted at all
+	Op     string          // "checkout", "stash", "stash-apply", "stash-pop", "stash-drop", "revert", "undo", "restore"
+	What   string          // the action and its target, for a failure: "checkout 3207427"
+	Done   string          // the success text: "checked out 3207427" (a stash apply, pop or drop names the stash from Action.Args when they have it)
+	Action event.GitAction // the outcome; Err set when git failed
+	Err    error           // why the action could not be attempted at all
 }
 
 // gitOpNames are the actions' names in messages.
@@ -58,7 +59,7 @@ var gitOpNames = map[string]string{
 const noRepoText = "the git panel needs --repo PATH (or repo in the host's config)"
 
 // gitUnavailable is why g cannot open the panel: no git control and no
-// git.Status received (a replayed journal without one).
+// event.GitStatus received (a replayed journal without one).
 func gitUnavailable(m *Model) string {
 	if m.git.open || m.git.ctl != nil || m.git.hasSt {
 		return ""
@@ -266,7 +267,7 @@ func (k *KeyMap) isGitKey(b *Binding) bool {
 
 // startGit marks an action in flight (its banner says doing; brief on a
 // narrow terminal) and returns the tea.Cmd that calls it.
-func (m *Model) startGit(op, what, done, doing, brief string, call func(context.Context, GitControl) (git.Action, error)) tea.Cmd {
+func (m *Model) startGit(op, what, done, doing, brief string, call func(context.Context, GitControl) (event.GitAction, error)) tea.Cmd {
 	g := &m.git
 	ctl, ctx := g.ctl, m.ctx
 	g.doing, g.brief = doing, brief
@@ -455,7 +456,7 @@ const arrow = " -> "
 // pynccl.py, foo.py (3 dirty files now)" when only the dirty set did, or
 // "worktree clean again (changed outside flightdeck: nccl.md)" when that
 // left the tree clean.
-func movedForms(mv git.Moved, n int) []string {
+func movedForms(mv event.GitMoved, n int) []string {
 	text, short := movedText(mv, n, 3)
 	one, _ := movedText(mv, n, 1)
 	return []string{text + movedKeys, text + movedKeysBrief, one + movedKeysBrief, short + movedKeysBrief}
@@ -466,7 +467,7 @@ const movedKeys, movedKeysBrief = "  (g: git panel, esc: dismiss)", "  g/esc"
 
 // movedText is a HEAD-moved banner's text, naming at most files paths,
 // and its short form, without keys.
-func movedText(mv git.Moved, n, files int) (text, short string) {
+func movedText(mv event.GitMoved, n, files int) (text, short string) {
 	more := ""
 	if n > 1 {
 		more = " (" + strconv.Itoa(n) + " changes since dismissed)"

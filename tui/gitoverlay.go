@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The git panel's overlays: a confirmation (revert, stash apply/pop/drop,
@@ -60,7 +61,7 @@ type gitStashForm struct {
 type gitCheckout struct {
 	input   textinput.Model
 	reflog  bool // the list shows the reflog
-	commits []git.Commit
+	commits []event.Commit
 	loading bool
 	err     string // why Log failed, sanitised
 	seq     int    // the Log request
@@ -103,7 +104,7 @@ const snapshotNote = "A snapshot of the tree is taken first (u undoes)."
 // none is marked.
 func (m *Model) confirmRevert() {
 	g := &m.git
-	var files []git.File
+	var files []event.GitFile
 	for _, f := range g.st.Files {
 		if g.marked[f.Path] {
 			files = append(files, f)
@@ -111,7 +112,7 @@ func (m *Model) confirmRevert() {
 	}
 	if len(files) == 0 {
 		f, _ := g.cursorFile()
-		files = []git.File{f}
+		files = []event.GitFile{f}
 	}
 	paths := make([]string, len(files))
 	var untracked, added []string
@@ -156,14 +157,14 @@ func (m *Model) confirmRevert() {
 		title: "revert to HEAD", frame: toneWarn, paras: ps, verb: "revert", cancel: "revert cancelled",
 		start: func() tea.Cmd {
 			return m.startGit("revert", "revert "+target, "reverted "+target, "reverting "+target, "reverting "+plural(len(files), "file"),
-				func(ctx context.Context, c GitControl) (git.Action, error) { return c.Revert(ctx, paths) })
+				func(ctx context.Context, c GitControl) (event.GitAction, error) { return c.Revert(ctx, paths) })
 		},
 	})
 }
 
 // stagedNew reports a file added in the index that HEAD does not have
 // ("A " or "AM"): a revert deletes it from disk.
-func stagedNew(f git.File) bool { return f.X == 'A' && !f.Conflicted() }
+func stagedNew(f event.GitFile) bool { return f.X == 'A' && !f.Conflicted() }
 
 // maxListed is how many items an overlay's list shows before "... and K
 // more".
@@ -178,18 +179,18 @@ func (m *Model) confirmStashOp(op string) {
 	desc := ref + " (" + sanitizeString(s.Message) + ")"
 	c := &gitConfirm{frame: toneWarn, cancel: gitOpNames[op] + " cancelled"}
 	var done, doing string
-	var call func(context.Context, GitControl) (git.Action, error)
+	var call func(context.Context, GitControl) (event.GitAction, error)
 	switch op {
 	case "stash-apply":
 		c.title, c.verb = "apply stash", "apply"
 		c.paras = []para{{text: "Apply " + desc + " to the worktree? The stash is kept."}}
 		done, doing = "applied "+ref, "applying "+ref
-		call = func(ctx context.Context, g GitControl) (git.Action, error) { return g.StashApply(ctx, id, false) }
+		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashApply(ctx, id, false) }
 	case "stash-pop":
 		c.title, c.verb = "pop stash", "pop"
 		c.paras = []para{{text: "Pop " + desc + ": apply it to the worktree, then drop it (kept if it conflicts)."}}
 		done, doing = "popped "+ref, "popping "+ref
-		call = func(ctx context.Context, g GitControl) (git.Action, error) { return g.StashApply(ctx, id, true) }
+		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashApply(ctx, id, true) }
 	default:
 		c.title, c.verb, c.frame = "drop stash", "drop", toneCrit
 		c.paras = []para{{text: "Drop " + desc + "?"},
@@ -197,7 +198,7 @@ func (m *Model) confirmStashOp(op string) {
 		done, doing = "dropped "+ref+" (commit "+git.ShortID(sanitizeString(id))+")", "dropping "+ref
 	}
 	if call == nil {
-		call = func(ctx context.Context, g GitControl) (git.Action, error) { return g.StashDrop(ctx, id) }
+		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashDrop(ctx, id) }
 	}
 	c.paras = append(c.paras, para{text: snapshotNote, tone: toneDim})
 	c.start = func() tea.Cmd { return m.startGit(op, gitOpNames[op]+" "+ref, done, doing, doing, call) }
@@ -222,7 +223,7 @@ func (m *Model) confirmUndo() {
 			g := &m.git
 			g.undoFrom, g.undoWhy, g.undoSnap = id, reason, ""
 			return m.startGit("undo", "undo", undid+": restored snapshot "+id, "restoring snapshot "+id, "undoing",
-				func(ctx context.Context, g GitControl) (git.Action, error) { return g.Undo(ctx) })
+				func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Undo(ctx) })
 		},
 	})
 }
@@ -306,7 +307,7 @@ func (m *Model) stashKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			done += " as " + strconv.Quote(sanitizeString(raw))
 		}
 		return m, m.startGit("stash", "stash", done, "stashing "+plural(len(files), "file"), "stashing",
-			func(ctx context.Context, g GitControl) (git.Action, error) { return g.Stash(ctx, raw, untracked) })
+			func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Stash(ctx, raw, untracked) })
 	}
 	var cmd tea.Cmd
 	f.input, cmd = f.input.Update(msg)
@@ -541,7 +542,7 @@ func (m *Model) checkoutPreview(r GitPreviewMsg) {
 		paras: previewParas(p, sanitizeString(ref), to),
 		start: func() tea.Cmd {
 			return m.startGit("checkout", "checkout "+label, "checked out "+label, "checking out "+label, "checking out "+to,
-				func(ctx context.Context, g GitControl) (git.Action, error) { return g.Checkout(ctx, ref) })
+				func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Checkout(ctx, ref) })
 		},
 	}
 	if len(p.Blocking) > 0 {
@@ -592,7 +593,7 @@ func previewParas(p git.Preview, ref, to string) []para {
 
 // commitList is "brings in 2 commits:" and "+ 3207427 subject" lines, cut
 // with "... and K more" (K counted from total).
-func commitList(ps []para, head, sign string, tn tone, cs []git.Commit, total int) []para {
+func commitList(ps []para, head, sign string, tn tone, cs []event.Commit, total int) []para {
 	total = max(total, len(cs))
 	if total == 0 {
 		return ps
@@ -759,7 +760,7 @@ func (m *Model) confirmRestore(s git.Snapshot) {
 		paras: []para{{text: q + "?"}, {text: m.snapLine(s), tone: toneDim, indent: 2, cut: true}, {text: restoreNote, tone: toneDim}},
 		start: func() tea.Cmd {
 			return m.startGit("restore", "restore "+idText, "restored snapshot "+idText, "restoring snapshot "+idText, "restoring",
-				func(ctx context.Context, g GitControl) (git.Action, error) { return g.Restore(ctx, id) })
+				func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Restore(ctx, id) })
 		},
 	})
 }

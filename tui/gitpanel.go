@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The git panel (g) takes the place of the log tail: the checkout's path,
@@ -14,7 +15,7 @@ import (
 // HEAD's reflog, with a cursor over those rows. The log keeps ingesting
 // underneath; g or esc returns to it.
 //
-// The latest git.Status is kept as received: its paths and ids go back to
+// The latest event.GitStatus is kept as received: its paths and ids go back to
 // GitControl exactly (a sanitised path would name another file), and every
 // text is sanitised where it is drawn.
 
@@ -22,7 +23,7 @@ import (
 type gitState struct {
 	ctl GitControl // Options.Git; nil: a read-only panel (journal replay) or none
 
-	st      git.Status // the latest status, raw
+	st      event.GitStatus // the latest status, raw
 	hasSt   bool
 	readErr string // why the last Refresh failed, sanitised; "" when it did not
 
@@ -37,9 +38,9 @@ type gitState struct {
 	brief    string // doing for a narrow terminal
 	quitWhen bool   // q was pressed while doing: quit when its GitActionMsg arrives
 
-	last      git.Action // the latest git.Action event, sanitised; Err cut to its first line
-	lastOut   []string   // the first lines of its Output, sanitised, but for the error's own line
-	lastNotes []string   // its Notes, sanitised
+	last      event.GitAction // the latest event.GitAction event, sanitised; Err cut to its first line
+	lastOut   []string        // the first lines of its Output, sanitised, but for the error's own line
+	lastNotes []string        // its Notes, sanitised
 	lastAt    time.Time
 	hasAct    bool
 
@@ -49,8 +50,8 @@ type gitState struct {
 	// shown as the undo.
 	undoFrom, undoWhy, undoSnap string
 
-	moved  git.Moved // the latest HEAD move not acknowledged, sanitised
-	movedN int       // moves since the last acknowledgement
+	moved  event.GitMoved // the latest HEAD move not acknowledged, sanitised
+	movedN int            // moves since the last acknowledgement
 
 	seq     int // numbers the reads an overlay waits for; stale answers are dropped
 	confirm *gitConfirm
@@ -88,22 +89,22 @@ func (g *gitState) rowAt(r int) (gitRowKind, int, bool) {
 }
 
 // cursorFile is the dirty file under the cursor.
-func (g *gitState) cursorFile() (git.File, bool) {
+func (g *gitState) cursorFile() (event.GitFile, bool) {
 	if k, i, ok := g.rowAt(g.cursor); ok && k == rowFile {
 		return g.st.Files[i], true
 	}
-	return git.File{}, false
+	return event.GitFile{}, false
 }
 
 // targetStash is the stash under the cursor, else stash@{0}.
-func (g *gitState) targetStash() (git.Stash, bool) {
+func (g *gitState) targetStash() (event.Stash, bool) {
 	if k, i, ok := g.rowAt(g.cursor); ok && k == rowStash {
 		return g.st.Stashes[i], true
 	}
 	if len(g.st.Stashes) > 0 {
 		return g.st.Stashes[0], true
 	}
-	return git.Stash{}, false
+	return event.Stash{}, false
 }
 
 // rowKey identifies row r across statuses: a file by path, a stash by
@@ -127,7 +128,7 @@ func (g *gitState) rowKey(r int) string {
 // are no longer dirty go. Until the user moves it, the cursor stays on
 // the first row: the first file, else the first stash, else the first
 // reflog entry.
-func (g *gitState) setStatus(s git.Status) {
+func (g *gitState) setStatus(s event.GitStatus) {
 	key := g.rowKey(g.cursor)
 	g.st, g.hasSt, g.readErr = s, true, ""
 	for p := range g.marked {
@@ -159,10 +160,10 @@ func (g *gitState) dirty(p string) bool {
 	return false
 }
 
-// setAction records the latest git.Action event, sanitised: its error
+// setAction records the latest event.GitAction event, sanitised: its error
 // cut to its first line, the first lines of git's output (else of the
 // error) but for that line, and its notes.
-func (g *gitState) setAction(a git.Action, at time.Time) {
+func (g *gitState) setAction(a event.GitAction, at time.Time) {
 	for _, f := range []*string{&a.Op, &a.Snapshot, &a.From, &a.To, &a.Branch} {
 		*f = sanitizeString(*f)
 	}
@@ -218,14 +219,14 @@ func gitFirstLine(raw string) string {
 
 // isUndo reports whether the recorded action a (a restore) is the undo
 // started from here.
-func (g *gitState) isUndo(a *git.Action) bool {
+func (g *gitState) isUndo(a *event.GitAction) bool {
 	return a.Op == "restore" && g.undoFrom != "" && len(a.Args) > 0 && a.Args[0] == g.undoFrom &&
 		(g.undoSnap == "" || a.Snapshot == g.undoSnap)
 }
 
 // setMoved records a HEAD move made outside the cockpit, sanitised, for
 // the banner; it stays until acknowledged.
-func (g *gitState) setMoved(mv git.Moved) {
+func (g *gitState) setMoved(mv event.GitMoved) {
 	for _, f := range []*string{&mv.From, &mv.To, &mv.FromShort, &mv.ToShort, &mv.FromBranch, &mv.ToBranch, &mv.Action} {
 		*f = sanitizeString(*f)
 	}
@@ -641,7 +642,7 @@ func (m *Model) gitChanges(out []gitLine, w int) []gitLine {
 }
 
 // fileName is a file's sanitised path, "orig -> path" for a rename.
-func fileName(f git.File) string {
+func fileName(f event.GitFile) string {
 	if f.Orig != "" {
 		return sanitizeString(f.Orig) + " -> " + sanitizeString(f.Path)
 	}
@@ -649,7 +650,7 @@ func fileName(f git.File) string {
 }
 
 // porcelain is a file's XY status letters, printable.
-func porcelain(f git.File) (x, y string) {
+func porcelain(f event.GitFile) (x, y string) {
 	show := func(c byte) string {
 		if c < 0x20 || c > 0x7e {
 			return "?"
@@ -662,7 +663,7 @@ func porcelain(f git.File) (x, y string) {
 // fileRow is "> * XY  path  +12 -3": the cursor, the mark, the porcelain
 // status, the path (cut from the left) and the diffstat ("bin" for a binary
 // file, "new" for an untracked one). A conflicted file is all critical.
-func (m *Model) fileRow(f git.File, name string, row, pw, w int) string {
+func (m *Model) fileRow(f event.GitFile, name string, row, pw, w int) string {
 	st := &m.styles
 	mark := " "
 	if m.git.marked[f.Path] {

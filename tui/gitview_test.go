@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func ansiWidth(s string) int { return ansi.StringWidth(s) }
@@ -35,8 +36,8 @@ func TestGitGolden(t *testing.T) {
 		m, f := panel(100, 30)
 		tl := testLog()
 		f.previews["main"] = git.Preview{Target: "main", Branch: "main", From: tl[2], To: tl[0],
-			Forward: append(tl[:2:2], git.Commit{Short: "9abc123", Subject: "Bump flashinfer"}, git.Commit{Short: "77de001", Subject: "Log NCCL init"},
-				git.Commit{Short: "66aa002", Subject: "Pin torch 2.8"}, git.Commit{Short: "55bb003", Subject: "More"}),
+			Forward: append(tl[:2:2], event.Commit{Short: "9abc123", Subject: "Bump flashinfer"}, event.Commit{Short: "77de001", Subject: "Log NCCL init"},
+				event.Commit{Short: "66aa002", Subject: "Pin torch 2.8"}, event.Commit{Short: "55bb003", Subject: "More"}),
 			ForwardCount: 14, Back: tl[3:], BackCount: 1,
 			Files: []git.Change{{Status: 'M', Path: "python/sglang/srt/distributed/device_communicators/pynccl.py"},
 				{Status: 'M', Path: "python/sglang/srt/distributed/parallel_state.py"}, {Status: 'A', Path: "docs/nccl.md"},
@@ -54,14 +55,14 @@ func TestGitGolden(t *testing.T) {
 	})
 	t.Run("moved_100x30", func(t *testing.T) {
 		m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{})
-		send(m, ev(5*time.Second, git.Moved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427",
+		send(m, ev(5*time.Second, event.GitMoved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427",
 			FromBranch: "main", ToBranch: "main", Action: "pull", Forward: 2,
 			Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "python/sglang/srt/distributed/parallel_state.py"}, FilesTotal: 2}))
 		golden.RequireEqual(t, plain(m))
 	})
 	t.Run("panel_60x24", func(t *testing.T) {
 		m, _ := panel(60, 24)
-		send(m, ev(5*time.Second, git.Moved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427",
+		send(m, ev(5*time.Second, event.GitMoved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427",
 			FromBranch: "main", ToBranch: "main", Action: "pull", Forward: 2, Files: []string{"pynccl.py"}, FilesTotal: 1}))
 		golden.RequireEqual(t, plain(m))
 	})

@@ -9,9 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/mattn/go-runewidth"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // cjkEmoji measures runes as a terminal set for East Asian widths with
@@ -199,13 +197,13 @@ func troubleAt(w, h int) *Model {
 	s := h200s(8)
 	s.GPUs[1].PCIeGenCurrent = ok(3)
 	s.GPUs[3].TempC = ok(88)
-	s.GPUs[3].ClockEvents.Mask = gpu.ReasonSWThermalSlowdown | gpu.ReasonHWSlowdown
-	s.GPUs[5].PowerDrawW = bad(gpu.NA, "[N/A]")
+	s.GPUs[3].ClockEvents.Mask = event.ReasonSWThermalSlowdown | event.ReasonHWSlowdown
+	s.GPUs[5].PowerDrawW = bad(event.CellNA, "[N/A]")
 	send(m, ev(200*time.Second, s))
-	send(m, ev(201*time.Second, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:0B:00.0", Reason: "GPU is lost"}))
-	send(m, ev(205*time.Second, gpu.Stale{LastSample: at(201 * time.Second), Missed: 3}))
+	send(m, ev(201*time.Second, event.GPUFailure{Class: event.GPUFailLost, BusID: "0000:0B:00.0", Reason: "GPU is lost"}))
+	send(m, ev(205*time.Second, event.GPUStale{LastSample: at(201 * time.Second), Missed: 3}))
 	send(m, ev(206*time.Second, linesOf("torch.OutOfMemoryError: CUDA out of memory.")), ev(206*time.Second, serverlogFailureOOM()))
-	send(m, ev(206*time.Second, serverlog.Reset{Reason: "truncated"}))
-	send(m, ev(207*time.Second, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2, NextTry: at(210 * time.Second)}))
+	send(m, ev(206*time.Second, event.LogReset{Reason: "truncated"}))
+	send(m, ev(207*time.Second, event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: 2, NextTry: at(210 * time.Second)}))
 	return m
 }

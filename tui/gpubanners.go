@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The GPU table's notices above it: sampler failures and stale data,
@@ -74,12 +74,12 @@ func (t *gpuTable) banners(now time.Time) []banner {
 // staleBanner is "GPUs stale 19s (since 18:12:23): connection to host
 // lost; restarting nvidia-smi": the sampler's reason when it gives one,
 // else the missed intervals when there are any (never "0 intervals"),
-// then what happens next, by the sampler (src, a gpu.SourceMode) that
+// then what happens next, by the sampler (src, a event.GPUSourceMode) that
 // reported it: nvidia-smi's stream is restarted; NVML (a call blocked in
 // the driver) and the agent (a blocked call, or a connection the agent
 // is started again on) are waited for. The short form leaves out the
 // clock time, which the age repeats.
-func staleBanner(s *gpu.Stale, src string, now time.Time) banner {
+func staleBanner(s *event.GPUStale, src string, now time.Time) banner {
 	head := "GPUs stale"
 	if age := ago(now, s.LastSample); age != "" {
 		head += " " + age

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Thresholds for highlighting. They are judgement calls for datacenter GPUs
@@ -57,27 +58,27 @@ type cell struct {
 // token renders a non-value as a short marker (never 0) and the tone it
 // deserves: a lost GPU is critical, an error is a warning, a value the
 // driver does not offer is merely dim.
-func token(st gpu.Status) cell {
+func token(st event.CellStatus) cell {
 	switch st {
-	case gpu.NA:
+	case event.CellNA:
 		return cell{"N/A", toneDim}
-	case gpu.NotSupported:
+	case event.CellNotSupported:
 		return cell{"n/s", toneDim}
-	case gpu.UnknownError:
+	case event.CellUnknownError:
 		return cell{"UNK", toneWarn}
-	case gpu.Lost:
+	case event.CellLost:
 		return cell{"LOST", toneCrit}
-	case gpu.Err:
+	case event.CellErr:
 		return cell{"ERR", toneWarn}
-	case gpu.Empty:
+	case event.CellEmpty:
 		return cell{"?", toneDim}
-	case gpu.Deprecated:
+	case event.CellDeprecated:
 		return cell{"dep", toneDim}
-	case gpu.OtherToken:
+	case event.CellOther:
 		return cell{"oth", toneWarn}
-	case gpu.Invalid:
+	case event.CellInvalid:
 		return cell{"bad", toneWarn}
-	case gpu.Absent:
+	case event.CellAbsent:
 		return cell{"n/q", toneDim}
 	}
 	return cell{"?", toneWarn}
@@ -102,7 +103,7 @@ func worse(a, b tone) tone {
 	return a
 }
 
-func num(r gpu.Reading, prec int, unit string) cell {
+func num(r event.Reading, prec int, unit string) cell {
 	if !r.Valid() {
 		return token(r.Status)
 	}
@@ -110,20 +111,20 @@ func num(r gpu.Reading, prec int, unit string) cell {
 }
 
 // pair formats "a/b" where either side may be a non-value token.
-func pair(a, b gpu.Reading, scale float64, prec int) cell {
+func pair(a, b event.Reading, scale float64, prec int) cell {
 	fa, fb := numScaled(a, scale, prec), numScaled(b, scale, prec)
 	return cell{fa.text + "/" + fb.text, worse(fa.tone, fb.tone)}
 }
 
-func numScaled(r gpu.Reading, scale float64, prec int) cell {
+func numScaled(r event.Reading, scale float64, prec int) cell {
 	if !r.Valid() {
 		return token(r.Status)
 	}
 	return cell{strconv.FormatFloat(r.Value/scale, 'f', prec, 64), toneText}
 }
 
-func textCell(t gpu.Text) cell {
-	if t.Status != gpu.OK {
+func textCell(t event.Text) cell {
+	if t.Status != event.CellOK {
 		return token(t.Status)
 	}
 	return cell{t.S, toneText}
@@ -140,31 +141,31 @@ func shortName(s string) string {
 
 // busy reports whether the GPU is under load, the condition under which a
 // low P-state or a downshifted PCIe link is abnormal.
-func busy(g *gpu.GPU) bool {
+func busy(g *event.GPU) bool {
 	return g.UtilGPUPct.Valid() && g.UtilGPUPct.Value > busyUtilPct
 }
 
 // reasonNames are the short names of the clock-event reasons, in bit order.
 var reasonNames = []struct {
-	bit  gpu.ClockEventReason
+	bit  event.ClockEventReason
 	name string
 	sev  tone
 }{
-	{gpu.ReasonGPUIdle, "idle", toneText},
-	{gpu.ReasonApplicationsClocks, "app-clk", toneWarn},
-	{gpu.ReasonSWPowerCap, "sw-power", toneWarn},
-	{gpu.ReasonHWSlowdown, "hw-slow", toneCrit},
-	{gpu.ReasonSyncBoost, "sync-boost", toneWarn},
-	{gpu.ReasonSWThermalSlowdown, "sw-thermal", toneWarn},
-	{gpu.ReasonHWThermalSlowdown, "hw-thermal", toneCrit},
-	{gpu.ReasonHWPowerBrakeSlowdown, "power-brake", toneCrit},
-	{gpu.ReasonDisplayClockSetting, "display-clk", toneWarn},
+	{event.ReasonGPUIdle, "idle", toneText},
+	{event.ReasonApplicationsClocks, "app-clk", toneWarn},
+	{event.ReasonSWPowerCap, "sw-power", toneWarn},
+	{event.ReasonHWSlowdown, "hw-slow", toneCrit},
+	{event.ReasonSyncBoost, "sync-boost", toneWarn},
+	{event.ReasonSWThermalSlowdown, "sw-thermal", toneWarn},
+	{event.ReasonHWThermalSlowdown, "hw-thermal", toneCrit},
+	{event.ReasonHWPowerBrakeSlowdown, "power-brake", toneCrit},
+	{event.ReasonDisplayClockSetting, "display-clk", toneWarn},
 }
 
 // throttleCell names the active clock-event reasons. "-" means none; "idle"
 // alone is the normal state of an unloaded GPU and is not highlighted.
-func throttleCell(ce gpu.ClockEvents) cell {
-	if ce.Status != gpu.OK {
+func throttleCell(ce event.ClockEvents) cell {
+	if ce.Status != event.CellOK {
 		return token(ce.Status)
 	}
 	if ce.Mask == 0 {
@@ -187,9 +188,9 @@ func throttleCell(ce gpu.ClockEvents) cell {
 	return cell{strings.Join(parts, ","), t}
 }
 
-func pstateCell(g *gpu.GPU) cell {
+func pstateCell(g *event.GPU) cell {
 	c := textCell(g.PState)
-	if g.PState.Status == gpu.OK && g.PState.S != "P0" && busy(g) {
+	if g.PState.Status == event.CellOK && g.PState.S != "P0" && busy(g) {
 		c.tone = toneWarn
 	}
 	return c
@@ -197,7 +198,7 @@ func pstateCell(g *gpu.GPU) cell {
 
 // pcieCell formats the current link as "Gen5x16"; it is highlighted when
 // the GPU is busy and either the generation or the width is below max.
-func pcieCell(g *gpu.GPU) cell {
+func pcieCell(g *event.GPU) cell {
 	gen, w := g.PCIeGenCurrent, g.PCIeWidthCurrent
 	if !gen.Valid() {
 		return token(gen.Status)
@@ -213,7 +214,7 @@ func pcieCell(g *gpu.GPU) cell {
 	return c
 }
 
-func tempCell(r gpu.Reading) cell {
+func tempCell(r event.Reading) cell {
 	c := num(r, 0, "C")
 	if r.Valid() && r.Value >= tempWarnC {
 		c.tone = toneWarn
@@ -222,7 +223,7 @@ func tempCell(r gpu.Reading) cell {
 }
 
 // gpuCells formats every column of one GPU row.
-func gpuCells(g *gpu.GPU) [numCols]cell {
+func gpuCells(g *event.GPU) [numCols]cell {
 	var c [numCols]cell
 	c[colIdx] = cell{strconv.Itoa(g.Index), toneText}
 	c[colName] = textCell(g.Name)
@@ -254,7 +255,7 @@ func abnormal(c *[numCols]cell) bool {
 	return false
 }
 
-// PCIe throughput (gpu.GPU.PCIeRxKBs/PCIeTxKBs) is shown in MiB/s. NVML
+// PCIe throughput (event.GPU.PCIeRxKBs/PCIeTxKBs) is shown in MiB/s. NVML
 // documents nvmlDeviceGetPcieThroughput in "KB/s" (a byte counter over
 // 20 ms) without saying which KB; nvitop reads it as KiB/s (1024 bytes),
 // and so do we: MiB/s = KB/s / 1024. The header says MiB/s.
@@ -269,8 +270,8 @@ const (
 // rxTxCell formats PCIe receive/transmit throughput as "1.2/0.4" (MiB/s;
 // one decimal below 10, whole numbers above), each side a value or a
 // non-value token.
-func rxTxCell(g *gpu.GPU) cell {
-	if g.PCIeRxKBs.Status == gpu.Absent && g.PCIeTxKBs.Status == gpu.Absent {
+func rxTxCell(g *event.GPU) cell {
+	if g.PCIeRxKBs.Status == event.CellAbsent && g.PCIeTxKBs.Status == event.CellAbsent {
 		return absentRxTx // not sampled (the column is hidden): no allocation per row
 	}
 	a, b := mibs(g.PCIeRxKBs), mibs(g.PCIeTxKBs)
@@ -278,23 +279,23 @@ func rxTxCell(g *gpu.GPU) cell {
 }
 
 // absentRxTx is rxTxCell of a GPU whose PCIe throughput was not sampled.
-var absentRxTx = cell{token(gpu.Absent).text + "/" + token(gpu.Absent).text, token(gpu.Absent).tone}
+var absentRxTx = cell{token(event.CellAbsent).text + "/" + token(event.CellAbsent).text, token(event.CellAbsent).tone}
 
-func mibs(r gpu.Reading) cell {
+func mibs(r event.Reading) cell {
 	if !r.Valid() {
 		return token(r.Status)
 	}
 	v := r.Value / kibPerMiB
 	switch {
 	case !(v >= 0 && v < maxRxTxMiBs): // NaN too
-		return token(gpu.Invalid)
+		return token(event.CellInvalid)
 	case v < 10:
 		return cell{strconv.FormatFloat(v, 'f', 1, 64), toneText}
 	}
 	return cell{strconv.FormatFloat(v, 'f', 0, 64), toneText}
 }
 
-// Process cells (gpu.Sample.Apps, NVML only).
+// Process cells (event.GPUSample.Apps, NVML only).
 const (
 	// procNameMaxW is the most cells of a process name the procs column
 	// shows (a Linux process name, comm, is at most 15 bytes; a longer
@@ -318,7 +319,7 @@ type procSummary struct {
 // summarizeProcs counts the processes of apps on g (matched by bus id or
 // UUID) and names the one using the most memory (the first listed when
 // none reads a value).
-func summarizeProcs(apps []gpu.App, g *gpu.GPU) procSummary {
+func summarizeProcs(apps []event.ComputeApp, g *event.GPU) procSummary {
 	if apps == nil {
 		return procSummary{}
 	}
@@ -337,7 +338,7 @@ func summarizeProcs(apps []gpu.App, g *gpu.GPU) procSummary {
 		if used > best {
 			best = used
 			topName = ""
-			if a.Name.Status == gpu.OK {
+			if a.Name.Status == event.CellOK {
 				topName = a.Name.S
 			}
 		}
@@ -354,18 +355,18 @@ func summarizeProcs(apps []gpu.App, g *gpu.GPU) procSummary {
 
 // appOn reports whether app a runs on GPU g: the same bus id, or else the
 // same UUID.
-func appOn(a *gpu.App, g *gpu.GPU) bool {
-	if a.BusID.Status == gpu.OK && g.BusID.Status == gpu.OK && gpu.SameBus(a.BusID.S, g.BusID.S) {
+func appOn(a *event.ComputeApp, g *event.GPU) bool {
+	if a.BusID.Status == event.CellOK && g.BusID.Status == event.CellOK && gpu.SameBus(a.BusID.S, g.BusID.S) {
 		return true
 	}
-	return a.UUID.Status == gpu.OK && g.UUID.Status == gpu.OK && a.UUID.S != "" && a.UUID.S == g.UUID.S
+	return a.UUID.Status == event.CellOK && g.UUID.Status == event.CellOK && a.UUID.S != "" && a.UUID.S == g.UUID.S
 }
 
 // procsCells formats the procs column, in full ("2 python3") and short
 // (the count alone): "-" when the sample listed no processes. A GPU with
 // none listed and leftoverMiB or more in use reads "0, 78G held" ("0
 // 78G" short) in the warning tone.
-func procsCells(ps procSummary, g *gpu.GPU) (full, short cell) {
+func procsCells(ps procSummary, g *event.GPU) (full, short cell) {
 	if !ps.known {
 		return cell{"-", toneDim}, cell{"-", toneDim}
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -20,7 +18,7 @@ import (
 // throughput (KB/s) and the processes. GPUs 0-5 each run one TP worker;
 // GPU 6 a worker and a small helper (named by path); GPU 7 none, with
 // 78 GiB still in use (a killed server's leftover).
-func nvmlSample() gpu.Sample {
+func nvmlSample() event.GPUSample {
 	s := h200s(8)
 	for i := range s.GPUs {
 		g := &s.GPUs[i]
@@ -28,11 +26,11 @@ func nvmlSample() gpu.Sample {
 		g.PCIeRxKBs, g.PCIeTxKBs = ok(float64(1230+i*41)), ok(412)
 	}
 	s.GPUs[2].PCIeRxKBs = ok(25_000_000) // loading weights: 24414 MiB/s
-	s.GPUs[5].PCIeTxKBs = bad(gpu.NotSupported, "[Not Supported]")
+	s.GPUs[5].PCIeTxKBs = bad(event.CellNotSupported, "[Not Supported]")
 	for i := range 7 {
-		s.Apps = append(s.Apps, gpu.App{PID: 4100 + i, Name: txt(fmt.Sprintf("sglang::sched%d", i)), UsedMiB: ok(120000), BusID: s.GPUs[i].BusID, UUID: s.GPUs[i].UUID})
+		s.Apps = append(s.Apps, event.ComputeApp{PID: 4100 + i, Name: txt(fmt.Sprintf("sglang::sched%d", i)), UsedMiB: ok(120000), BusID: s.GPUs[i].BusID, UUID: s.GPUs[i].UUID})
 	}
-	s.Apps = append(s.Apps, gpu.App{PID: 5000, Name: txt("/usr/bin/python3"), UsedMiB: ok(512), BusID: s.GPUs[6].BusID, UUID: s.GPUs[6].UUID})
+	s.Apps = append(s.Apps, event.ComputeApp{PID: 5000, Name: txt("/usr/bin/python3"), UsedMiB: ok(512), BusID: s.GPUs[6].BusID, UUID: s.GPUs[6].UUID})
 	s.GPUs[7].MemUsedMiB = ok(80000)
 	return s
 }
@@ -106,7 +104,7 @@ func TestRxTxColumn(t *testing.T) {
 	// the column is there, with tokens, never 0.
 	s := h200s(2)
 	for i := range s.GPUs {
-		s.GPUs[i].PCIeRxKBs, s.GPUs[i].PCIeTxKBs = bad(gpu.NA, "[N/A]"), bad(gpu.NA, "[N/A]")
+		s.GPUs[i].PCIeRxKBs, s.GPUs[i].PCIeTxKBs = bad(event.CellNA, "[N/A]"), bad(event.CellNA, "[N/A]")
 	}
 	m = newSized(200, 24, Options{})
 	send(m, ev(0, s))
@@ -129,7 +127,7 @@ func TestRxTxColumn(t *testing.T) {
 
 func TestRxTxCellValues(t *testing.T) {
 	for _, c := range []struct {
-		rx, tx gpu.Reading
+		rx, tx event.Reading
 		want   string
 		tn     tone
 	}{
@@ -138,10 +136,10 @@ func TestRxTxCellValues(t *testing.T) {
 		{ok(1024 * 61035), ok(51), "61035/0.0", toneText},
 		{ok(-5), ok(1024), "bad/1.0", toneWarn},
 		{ok(math.NaN()), ok(math.Inf(1)), "bad/bad", toneWarn},
-		{ok(1e300), bad(gpu.Lost, "[GPU is lost]"), "bad/LOST", toneCrit},
-		{bad(gpu.Absent, ""), bad(gpu.UnknownError, "[Unknown Error]"), "n/q/UNK", toneWarn},
+		{ok(1e300), bad(event.CellLost, "[GPU is lost]"), "bad/LOST", toneCrit},
+		{bad(event.CellAbsent, ""), bad(event.CellUnknownError, "[Unknown Error]"), "n/q/UNK", toneWarn},
 	} {
-		g := gpu.GPU{PCIeRxKBs: c.rx, PCIeTxKBs: c.tx}
+		g := event.GPU{PCIeRxKBs: c.rx, PCIeTxKBs: c.tx}
 		if got := rxTxCell(&g); got.text != c.want || got.tone != c.tn {
 			t.Errorf("rx %v tx %v: %q (tone %d), want %q (tone %d)", c.rx, c.tx, got.text, got.tone, c.want, c.tn)
 		}
@@ -152,11 +150,11 @@ func TestRxTxCellValues(t *testing.T) {
 // value a PCIe link can carry.
 func FuzzRxTxCell(f *testing.F) {
 	for _, v := range []float64{0, 1, 1023.9, 10240, 1e9, -1, math.NaN(), math.Inf(-1), 1e308} {
-		f.Add(v, uint8(gpu.OK))
+		f.Add(v, uint8(event.CellOK))
 	}
-	f.Add(0.0, uint8(gpu.Lost))
+	f.Add(0.0, uint8(event.CellLost))
 	f.Fuzz(func(t *testing.T, v float64, st uint8) {
-		r := gpu.Reading{Value: v, Status: gpu.Status(st % 12)}
+		r := event.Reading{Value: v, Status: event.CellStatus(st % 12)}
 		c := mibs(r)
 		if len(c.text) > 6 || c.text == "" {
 			t.Fatalf("%v: %q", r, c.text)
@@ -204,28 +202,28 @@ func TestProcsColumn(t *testing.T) {
 func TestProcsSummary(t *testing.T) {
 	g := h200(3)
 	g.UUID = txt("GPU-3")
-	on := func(name string, used gpu.Reading) gpu.App {
-		return gpu.App{PID: 1, Name: txt(name), UsedMiB: used, BusID: txt("0000:48:00.0")} // g's bus, short form
+	on := func(name string, used event.Reading) event.ComputeApp {
+		return event.ComputeApp{PID: 1, Name: txt(name), UsedMiB: used, BusID: txt("0000:48:00.0")} // g's bus, short form
 	}
 	for _, c := range []struct {
 		name string
-		apps []gpu.App
+		apps []event.ComputeApp
 		want procSummary
 	}{
 		{"nil: not read", nil, procSummary{}},
-		{"empty: none", []gpu.App{}, procSummary{known: true}},
-		{"another GPU's", []gpu.App{{Name: txt("x"), UsedMiB: ok(9), BusID: txt("00000000:18:00.0")}}, procSummary{known: true}},
-		{"by bus id", []gpu.App{on("python3", ok(10))}, procSummary{known: true, n: 1, top: "python3"}},
-		{"by UUID when the bus id is not read", []gpu.App{{Name: txt("vllm"), UsedMiB: ok(1), BusID: gpu.Text{S: "[N/A]", Status: gpu.NA}, UUID: txt("GPU-3")}},
+		{"empty: none", []event.ComputeApp{}, procSummary{known: true}},
+		{"another GPU's", []event.ComputeApp{{Name: txt("x"), UsedMiB: ok(9), BusID: txt("00000000:18:00.0")}}, procSummary{known: true}},
+		{"by bus id", []event.ComputeApp{on("python3", ok(10))}, procSummary{known: true, n: 1, top: "python3"}},
+		{"by UUID when the bus id is not read", []event.ComputeApp{{Name: txt("vllm"), UsedMiB: ok(1), BusID: event.Text{S: "[N/A]", Status: event.CellNA}, UUID: txt("GPU-3")}},
 			procSummary{known: true, n: 1, top: "vllm"}},
-		{"the largest names it", []gpu.App{on("small", ok(10)), on("big", ok(90000)), on("mid", ok(500))}, procSummary{known: true, n: 3, top: "big"}},
-		{"memory not read: the first", []gpu.App{on("first", bad(gpu.NotSupported, "[Not Supported]")), on("second", bad(gpu.NA, "[N/A]"))},
+		{"the largest names it", []event.ComputeApp{on("small", ok(10)), on("big", ok(90000)), on("mid", ok(500))}, procSummary{known: true, n: 3, top: "big"}},
+		{"memory not read: the first", []event.ComputeApp{on("first", bad(event.CellNotSupported, "[Not Supported]")), on("second", bad(event.CellNA, "[N/A]"))},
 			procSummary{known: true, n: 2, top: "first"}},
-		{"a read value beats none", []gpu.App{on("unread", bad(gpu.NA, "[N/A]")), on("zero", ok(0))}, procSummary{known: true, n: 2, top: "zero"}},
-		{"a path: its last element", []gpu.App{on("/opt/conda/bin/python3.12", ok(1))}, procSummary{known: true, n: 1, top: "python3.12"}},
-		{"long: cut", []gpu.App{on("a-very-long-process-name", ok(1))}, procSummary{known: true, n: 1, top: "a-very-long-pro"}},
-		{"escapes removed", []gpu.App{on("evil\x1b]0;pwned\x07\x1b[31m", ok(1))}, procSummary{known: true, n: 1, top: "evil"}},
-		{"name not read: the count", []gpu.App{{Name: gpu.Text{S: "[N/A]", Status: gpu.NA}, UsedMiB: ok(1), BusID: txt("00000000:48:00.0")}}, procSummary{known: true, n: 1}},
+		{"a read value beats none", []event.ComputeApp{on("unread", bad(event.CellNA, "[N/A]")), on("zero", ok(0))}, procSummary{known: true, n: 2, top: "zero"}},
+		{"a path: its last element", []event.ComputeApp{on("/opt/conda/bin/python3.12", ok(1))}, procSummary{known: true, n: 1, top: "python3.12"}},
+		{"long: cut", []event.ComputeApp{on("a-very-long-process-name", ok(1))}, procSummary{known: true, n: 1, top: "a-very-long-pro"}},
+		{"escapes removed", []event.ComputeApp{on("evil\x1b]0;pwned\x07\x1b[31m", ok(1))}, procSummary{known: true, n: 1, top: "evil"}},
+		{"name not read: the count", []event.ComputeApp{{Name: event.Text{S: "[N/A]", Status: event.CellNA}, UsedMiB: ok(1), BusID: txt("00000000:48:00.0")}}, procSummary{known: true, n: 1}},
 	} {
 		got := summarizeProcs(c.apps, &g)
 		if got != c.want && !(c.name == "escapes removed" && strings.HasPrefix(got.top, "evil") && !strings.ContainsAny(got.top, "\x1b\x07")) {
@@ -238,7 +236,7 @@ func TestProcsCells(t *testing.T) {
 	g := h200(0)
 	for _, c := range []struct {
 		ps          procSummary
-		used        gpu.Reading
+		used        event.Reading
 		full, short string
 		tn          tone
 	}{
@@ -247,7 +245,7 @@ func TestProcsCells(t *testing.T) {
 		{procSummary{known: true}, ok(1023), "0", "0", toneText},
 		{procSummary{known: true}, ok(1536), "0, 1.5G held", "0 1.5G", toneWarn},
 		{procSummary{known: true}, ok(143000), "0, 140G held", "0 140G", toneWarn},
-		{procSummary{known: true}, bad(gpu.NA, "[N/A]"), "0", "0", toneText},
+		{procSummary{known: true}, bad(event.CellNA, "[N/A]"), "0", "0", toneText},
 		{procSummary{known: true, n: 12, top: "python3"}, ok(143000), "12 python3", "12", toneText},
 		{procSummary{known: true, n: 1}, ok(1), "1", "1", toneText},
 	} {
@@ -261,7 +259,7 @@ func TestProcsCells(t *testing.T) {
 
 // launched is a server launch from the cockpit.
 func launched(d time.Duration) event.Event {
-	return ev(d, server.Launched{Record: server.Record{PID: 4242, Launch: server.LaunchInfo{Preset: "sglang-tp8", At: at(d)}}})
+	return ev(d, event.ServerLaunched{Record: event.LaunchRecord{PID: 4242, Launch: event.LaunchInfo{Preset: "sglang-tp8", At: at(d)}}})
 }
 
 // A forced kill logs Xid 45 on every GPU; the relaunch clears them, and
@@ -421,8 +419,8 @@ func TestXidMarksBounded(t *testing.T) {
 	var evs []event.Event
 	for i := range 5000 {
 		d := time.Duration(i) * time.Millisecond
-		evs = append(evs, ev(d, gpu.Xid{Index: 1000 + i, Code: 79}),
-			ev(d, gpu.Xid{Index: -1, BusID: fmt.Sprintf("0000:%02x:%02x.0", i/256, i%256), Code: 79}))
+		evs = append(evs, ev(d, event.Xid{Index: 1000 + i, Code: 79}),
+			ev(d, event.Xid{Index: -1, BusID: fmt.Sprintf("0000:%02x:%02x.0", i/256, i%256), Code: 79}))
 	}
 	evs = append(evs, ev(11*time.Second, xid(1, 48)), ev(11*time.Second, xid(0, 13)))
 	send(m, evs...)

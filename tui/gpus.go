@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 type col int
@@ -55,7 +56,7 @@ const (
 // gpuRow is one GPU's latest sample, its formatted cells and its rendered
 // line (cached until the data or the layout changes).
 type gpuRow struct {
-	g        gpu.GPU
+	g        event.GPU
 	procs    procSummary // from the latest sample holding this GPU
 	cells    [numCols]cell
 	procsS   cell // the procs column's short form (the count)
@@ -63,7 +64,7 @@ type gpuRow struct {
 	missing  bool   // absent from the latest sample
 	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
 	xid      cell   // "Xid 79 +1" when the GPU reported Xids (see xidMark), else empty
-	src      string // the sampler (gpu.SourceMode) when its latest sample came, "" unknown
+	src      string // the sampler (event.GPUSourceMode) when its latest sample came, "" unknown
 	line     string // rendered; "" when it must be redrawn
 }
 
@@ -74,9 +75,9 @@ func (r *gpuRow) spanning() bool { return r.missing || r.g.Lost || r.lostWhy != 
 // gpuFailure is one distinct nvidia-smi failure, deduplicated by class and
 // bus id (the same line repeats every interval).
 type gpuFailure struct {
-	f     gpu.Failure
+	f     event.GPUFailure
 	bus   string // normalised bus id, "" when the message names none
-	src   string // the sampler that reported it last (gpu.SourceMode), "" unknown
+	src   string // the sampler that reported it last (event.GPUSourceMode), "" unknown
 	at    time.Time
 	count int
 }
@@ -101,11 +102,11 @@ type gpuTable struct {
 	xids     []xidMark // one per GPU with an Xid to show, in order of the first; bounded (maxXidIndex, maxXidBusMarks)
 	xidDue   time.Time // when the next non-critical Xid leaves its row; zero when none shows
 	now      time.Time // data time (the model's clock), for the Xid marks
-	stale    *gpu.Stale
+	stale    *event.GPUStale
 	staleAt  time.Time
 	staleSrc string // the sampler when the stale report came
-	// src is how GPUs are sampled now (gpu.SourceMode, sanitised): the
-	// latest gpu.Source's mode, "" before any (a journal recorded before
+	// src is how GPUs are sampled now (event.GPUSourceMode, sanitised): the
+	// latest event.GPUSource's mode, "" before any (a journal recorded before
 	// them, which nvidia-smi sampled). It words what the rows and banners
 	// say a sampler reported.
 	src     string
@@ -125,12 +126,12 @@ func newGPUTable() gpuTable {
 }
 
 // cleanText sanitises a remote string cell (name, bus id).
-func cleanText(t gpu.Text) gpu.Text {
+func cleanText(t event.Text) event.Text {
 	t.S = sanitizeString(t.S)
 	return t
 }
 
-func (t *gpuTable) applySample(s gpu.Sample, at time.Time) {
+func (t *gpuTable) applySample(s event.GPUSample, at time.Time) {
 	if !s.At.IsZero() {
 		at = s.At
 	}
@@ -215,11 +216,11 @@ func (t *gpuTable) healthyBus(bus string) bool {
 	return false
 }
 
-func (t *gpuTable) applyFailure(f gpu.Failure, at time.Time) {
+func (t *gpuTable) applyFailure(f event.GPUFailure, at time.Time) {
 	f.Line = sanitizeString(f.Line)
 	f.Reason = sanitizeString(f.Reason)
 	f.BusID = sanitizeString(f.BusID)
-	f.Class = gpu.FailureClass(sanitizeString(string(f.Class)))
+	f.Class = event.GPUFailureClass(sanitizeString(string(f.Class)))
 	bus := gpu.NormBusID(f.BusID)
 	for i := range t.failures {
 		if t.failures[i].f.Class == f.Class && t.failures[i].bus == bus {
@@ -260,7 +261,7 @@ func (t *gpuTable) matchFailures() {
 	}
 }
 
-func (t *gpuTable) applyStale(s gpu.Stale, at time.Time) {
+func (t *gpuTable) applyStale(s event.GPUStale, at time.Time) {
 	s.Reason = sanitizeString(s.Reason)
 	t.stale = &s
 	t.staleAt = at
@@ -268,7 +269,7 @@ func (t *gpuTable) applyStale(s gpu.Stale, at time.Time) {
 }
 
 // setSource records how GPUs are sampled from now on: mode is a
-// gpu.Source's mode, sanitised. The table's own words follow it (waiting
+// event.GPUSource's mode, sanitised. The table's own words follow it (waiting
 // for a first sample); what a sample, failure or stale report says is
 // worded by the sampler that sent it.
 func (t *gpuTable) setSource(mode string) {
@@ -288,7 +289,7 @@ func (t *gpuTable) measure() {
 			last = colName + 1
 		} else {
 			sw = max(sw, len(r.procsS.text))
-			rxtx = rxtx || r.g.PCIeRxKBs.Status != gpu.Absent || r.g.PCIeTxKBs.Status != gpu.Absent
+			rxtx = rxtx || r.g.PCIeRxKBs.Status != event.CellAbsent || r.g.PCIeTxKBs.Status != event.CellAbsent
 		}
 		for c := range last {
 			w := len(r.cells[c].text)

@@ -9,17 +9,17 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func TestNonValuesAreTokensNeverZero(t *testing.T) {
 	cases := []struct {
-		st   gpu.Status
+		st   event.CellStatus
 		want string
 	}{
-		{gpu.NA, "N/A"}, {gpu.NotSupported, "n/s"}, {gpu.UnknownError, "UNK"}, {gpu.Lost, "LOST"},
-		{gpu.Err, "ERR"}, {gpu.Empty, "?"}, {gpu.Deprecated, "dep"}, {gpu.OtherToken, "oth"},
-		{gpu.Invalid, "bad"}, {gpu.Absent, "n/q"},
+		{event.CellNA, "N/A"}, {event.CellNotSupported, "n/s"}, {event.CellUnknownError, "UNK"}, {event.CellLost, "LOST"},
+		{event.CellErr, "ERR"}, {event.CellEmpty, "?"}, {event.CellDeprecated, "dep"}, {event.CellOther, "oth"},
+		{event.CellInvalid, "bad"}, {event.CellAbsent, "n/q"},
 	}
 	for _, c := range cases {
 		t.Run(c.st.String(), func(t *testing.T) {
@@ -28,7 +28,7 @@ func TestNonValuesAreTokensNeverZero(t *testing.T) {
 			g.TempC = bad(c.st, "[x]")
 			g.SMClockMHz = bad(c.st, "[x]")
 			g.PowerDrawW = bad(c.st, "[x]")
-			g.PState = gpu.Text{S: "[x]", Status: c.st}
+			g.PState = event.Text{S: "[x]", Status: c.st}
 			m := newSized(120, 24, Options{})
 			send(m, ev(0, sampleOf(g)))
 			f := strings.Fields(rowOf(t, m, "0"))
@@ -61,14 +61,14 @@ func TestGPURowValuesAndNameShortening(t *testing.T) {
 func TestLostGPU(t *testing.T) {
 	m := newSized(120, 24, Options{})
 	send(m, ev(0, h200s(4)))
-	lost := gpu.AbsentGPU(2)
-	lost.Name = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
-	for _, r := range []*gpu.Reading{&lost.UtilGPUPct, &lost.MemUsedMiB, &lost.MemTotalMiB, &lost.PowerDrawW,
+	lost := event.AbsentGPU(2)
+	lost.Name = event.Text{S: "[GPU is lost]", Status: event.CellLost}
+	for _, r := range []*event.Reading{&lost.UtilGPUPct, &lost.MemUsedMiB, &lost.MemTotalMiB, &lost.PowerDrawW,
 		&lost.PowerLimitW, &lost.TempC, &lost.SMClockMHz, &lost.PCIeGenCurrent, &lost.PCIeWidthCurrent} {
-		*r = bad(gpu.Lost, "[GPU is lost]")
+		*r = bad(event.CellLost, "[GPU is lost]")
 	}
-	lost.PState = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
-	lost.ClockEvents = gpu.ClockEvents{Status: gpu.Lost, Raw: "[GPU is lost]"}
+	lost.PState = event.Text{S: "[GPU is lost]", Status: event.CellLost}
+	lost.ClockEvents = event.ClockEvents{Status: event.CellLost, Raw: "[GPU is lost]"}
 	s := h200s(4)
 	s.GPUs[2] = lost
 	send(m, ev(time.Second, s))
@@ -83,7 +83,7 @@ func TestLostGPU(t *testing.T) {
 		t.Error("lost row not painted critical")
 	}
 
-	// The parser flags the whole GPU (gpu.GPU.Lost): one message across
+	// The parser flags the whole GPU (event.GPU.Lost): one message across
 	// the row instead of LOST in every cell.
 	lost.Lost = true
 	s.GPUs[2] = lost
@@ -101,8 +101,8 @@ func TestGPUFailureBannerAndMissingRow(t *testing.T) {
 	send(m, ev(0, s))
 	// GPU 1 falls off the bus: nvidia-smi names it and reports the others.
 	s2 := h200s(3)
-	s2.GPUs = []gpu.GPU{s2.GPUs[0], s2.GPUs[2]}
-	send(m, ev(2*time.Second, gpu.Failure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error",
+	s2.GPUs = []event.GPU{s2.GPUs[0], s2.GPUs[2]}
+	send(m, ev(2*time.Second, event.GPUFailure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error",
 		Line: "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error"}),
 		ev(2*time.Second, s2))
 	scr := plain(m)
@@ -113,7 +113,7 @@ func TestGPUFailureBannerAndMissingRow(t *testing.T) {
 		t.Errorf("row of the failed bus id: %q", row)
 	}
 	// The same failure again is deduplicated and counted.
-	send(m, ev(3*time.Second, gpu.Failure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error"}))
+	send(m, ev(3*time.Second, event.GPUFailure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error"}))
 	if got := strings.Count(plain(m), "nvidia-smi failed"); got != 1 {
 		t.Errorf("%d banners, want 1 deduplicated", got)
 	}
@@ -135,7 +135,7 @@ func TestGPUFailureBannerAndMissingRow(t *testing.T) {
 
 func TestWholeHostFailureBanner(t *testing.T) {
 	m := newSized(120, 24, Options{})
-	send(m, ev(0, gpu.Failure{Class: gpu.FailDriverLibraryMismatch, Reason: "Driver/library version mismatch", NVMLVersion: "570.124"}))
+	send(m, ev(0, event.GPUFailure{Class: event.GPUFailDriverLibraryMismatch, Reason: "Driver/library version mismatch", NVMLVersion: "570.124"}))
 	if !strings.Contains(plain(m), "nvidia-smi failed: driver-library-mismatch (Driver/library version mismatch)") {
 		t.Errorf("banner missing:\n%s", plain(m))
 	}
@@ -149,7 +149,7 @@ func TestStaleMarkerClearedByNextSample(t *testing.T) {
 	s := h200s(2)
 	s.GPUs[1].PState = txt("P2")
 	send(m, ev(0, s))
-	send(m, ev(5*time.Second, gpu.Stale{LastSample: at(0), Missed: 3}))
+	send(m, ev(5*time.Second, event.GPUStale{LastSample: at(0), Missed: 3}))
 	scr := plain(m)
 	if !strings.Contains(scr, "GPUs stale 5s (since 10:27:00): no sample for 3 intervals; restarting nvidia-smi") {
 		t.Errorf("no stale marker:\n%s", scr)
@@ -181,20 +181,20 @@ func TestStaleMarkerClearedByNextSample(t *testing.T) {
 func TestStaleBannerSaysWhy(t *testing.T) {
 	last := at(0)
 	cases := []struct {
-		st   gpu.Stale
+		st   event.GPUStale
 		want string
 	}{
-		{gpu.Stale{LastSample: last, Reason: "connection to host lost"},
+		{event.GPUStale{LastSample: last, Reason: "connection to host lost"},
 			"GPUs stale 19s (since 10:27:00): connection to host lost; restarting nvidia-smi"},
-		{gpu.Stale{LastSample: last, Missed: 2, Reason: "nvidia-smi exited: exit status 6\x1b[31m"},
+		{event.GPUStale{LastSample: last, Missed: 2, Reason: "nvidia-smi exited: exit status 6\x1b[31m"},
 			"GPUs stale 19s: nvidia-smi exited: exit status 6; restarting nvidia-smi"},
-		{gpu.Stale{LastSample: last, Missed: 3, Reason: "no sample for 3 intervals"},
+		{event.GPUStale{LastSample: last, Missed: 3, Reason: "no sample for 3 intervals"},
 			"GPUs stale 19s: no sample for 3 intervals; restarting nvidia-smi"},
-		{gpu.Stale{LastSample: last, Missed: 3},
+		{event.GPUStale{LastSample: last, Missed: 3},
 			"GPUs stale 19s: no sample for 3 intervals; restarting nvidia-smi"},
-		{gpu.Stale{LastSample: last},
+		{event.GPUStale{LastSample: last},
 			"GPUs stale 19s (since 10:27:00); restarting nvidia-smi"},
-		{gpu.Stale{Reason: "connection to host lost"},
+		{event.GPUStale{Reason: "connection to host lost"},
 			"GPUs stale: connection to host lost; restarting nvidia-smi"},
 	}
 	for _, c := range cases {
@@ -213,26 +213,26 @@ func TestStaleBannerSaysWhy(t *testing.T) {
 func TestHighlights(t *testing.T) {
 	type tc struct {
 		name   string
-		mutate func(*gpu.GPU)
+		mutate func(*event.GPU)
 		cell   string
 		tone   func(Styles) Tone // nil: must not be highlighted
 	}
 	warn := func(s Styles) Tone { return s.Warn }
 	crit := func(s Styles) Tone { return s.Crit }
 	cases := []tc{
-		{"pcie gen below max while busy", func(g *gpu.GPU) { g.PCIeGenCurrent = ok(4) }, "Gen4x16", warn},
-		{"pcie width below max while busy", func(g *gpu.GPU) { g.PCIeWidthCurrent = ok(8) }, "Gen5x8", warn},
-		{"pcie downshift while idle is normal", func(g *gpu.GPU) { g.UtilGPUPct = ok(0); g.PCIeGenCurrent = ok(1) }, "Gen1x16", nil},
-		{"pstate not P0 under load", func(g *gpu.GPU) { g.PState = txt("P2") }, "P2", warn},
-		{"pstate P8 idle is normal", func(g *gpu.GPU) { g.UtilGPUPct = ok(3); g.PState = txt("P8") }, "P8", nil},
-		{"temperature high", func(g *gpu.GPU) { g.TempC = ok(85) }, "85C", warn},
-		{"temperature fine", func(g *gpu.GPU) { g.TempC = ok(84) }, "84C", nil},
-		{"sw power cap", func(g *gpu.GPU) { g.ClockEvents.Mask = gpu.ReasonSWPowerCap }, "sw-power", warn},
-		{"hw thermal is critical", func(g *gpu.GPU) {
-			g.ClockEvents.Mask = gpu.ReasonHWThermalSlowdown | gpu.ReasonSWThermalSlowdown
+		{"pcie gen below max while busy", func(g *event.GPU) { g.PCIeGenCurrent = ok(4) }, "Gen4x16", warn},
+		{"pcie width below max while busy", func(g *event.GPU) { g.PCIeWidthCurrent = ok(8) }, "Gen5x8", warn},
+		{"pcie downshift while idle is normal", func(g *event.GPU) { g.UtilGPUPct = ok(0); g.PCIeGenCurrent = ok(1) }, "Gen1x16", nil},
+		{"pstate not P0 under load", func(g *event.GPU) { g.PState = txt("P2") }, "P2", warn},
+		{"pstate P8 idle is normal", func(g *event.GPU) { g.UtilGPUPct = ok(3); g.PState = txt("P8") }, "P8", nil},
+		{"temperature high", func(g *event.GPU) { g.TempC = ok(85) }, "85C", warn},
+		{"temperature fine", func(g *event.GPU) { g.TempC = ok(84) }, "84C", nil},
+		{"sw power cap", func(g *event.GPU) { g.ClockEvents.Mask = event.ReasonSWPowerCap }, "sw-power", warn},
+		{"hw thermal is critical", func(g *event.GPU) {
+			g.ClockEvents.Mask = event.ReasonHWThermalSlowdown | event.ReasonSWThermalSlowdown
 		}, "sw-thermal,hw-thermal", crit},
-		{"idle alone is normal", func(g *gpu.GPU) { g.UtilGPUPct = ok(0); g.ClockEvents.Mask = gpu.ReasonGPUIdle }, "idle", nil},
-		{"unknown bits shown in hex", func(g *gpu.GPU) { g.ClockEvents.Mask = 0x1000 }, "0x1000", warn},
+		{"idle alone is normal", func(g *event.GPU) { g.UtilGPUPct = ok(0); g.ClockEvents.Mask = event.ReasonGPUIdle }, "idle", nil},
+		{"unknown bits shown in hex", func(g *event.GPU) { g.ClockEvents.Mask = 0x1000 }, "0x1000", warn},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -288,14 +288,14 @@ func TestSpanningRowsDoNotWidenColumns(t *testing.T) {
 	send(healthy, ev(0, h200s(8)))
 	want := tableHeader(healthy)
 
-	lostGPU := func() gpu.GPU {
-		g := gpu.GPU{Index: 6, Lost: true, Name: txt("NVIDIA H200"), BusID: txt("00000000:78:00.0")}
-		for _, r := range []*gpu.Reading{&g.UtilGPUPct, &g.MemUsedMiB, &g.MemTotalMiB, &g.PowerDrawW,
+	lostGPU := func() event.GPU {
+		g := event.GPU{Index: 6, Lost: true, Name: txt("NVIDIA H200"), BusID: txt("00000000:78:00.0")}
+		for _, r := range []*event.Reading{&g.UtilGPUPct, &g.MemUsedMiB, &g.MemTotalMiB, &g.PowerDrawW,
 			&g.PowerLimitW, &g.TempC, &g.SMClockMHz, &g.PCIeGenCurrent, &g.PCIeWidthCurrent} {
-			*r = bad(gpu.Lost, "[GPU is lost]")
+			*r = bad(event.CellLost, "[GPU is lost]")
 		}
-		g.PState = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
-		g.ClockEvents = gpu.ClockEvents{Status: gpu.Lost, Raw: "[GPU is lost]"}
+		g.PState = event.Text{S: "[GPU is lost]", Status: event.CellLost}
+		g.ClockEvents = event.ClockEvents{Status: event.CellLost, Raw: "[GPU is lost]"}
 		return g
 	}
 	m := newSized(120, 24, Options{})
@@ -309,10 +309,10 @@ func TestSpanningRowsDoNotWidenColumns(t *testing.T) {
 	// Named by a failure: the row spans too, whatever its cells hold.
 	f := newSized(120, 24, Options{})
 	s = h200s(8)
-	s.GPUs[6].PState = gpu.Text{S: "[Unknown Error]", Status: gpu.UnknownError}
-	s.GPUs[6].PowerDrawW = bad(gpu.UnknownError, "[Unknown Error]")
-	s.GPUs[6].PowerLimitW = bad(gpu.Lost, "[GPU is lost]")
-	send(f, ev(0, s), ev(0, gpu.Failure{Class: "unknown-error", BusID: "0000:78:00.0", Reason: "Unknown Error"}))
+	s.GPUs[6].PState = event.Text{S: "[Unknown Error]", Status: event.CellUnknownError}
+	s.GPUs[6].PowerDrawW = bad(event.CellUnknownError, "[Unknown Error]")
+	s.GPUs[6].PowerLimitW = bad(event.CellLost, "[GPU is lost]")
+	send(f, ev(0, s), ev(0, event.GPUFailure{Class: "unknown-error", BusID: "0000:78:00.0", Reason: "Unknown Error"}))
 	if row := rowOf(t, f, "6"); !strings.Contains(row, "LOST  unknown-error: Unknown Error") {
 		t.Errorf("row named by a failure: %q", row)
 	}
@@ -361,7 +361,7 @@ func TestLostRowMessageFitsNarrowTerminals(t *testing.T) {
 // slow to answer or has been failing, and which sampler once known.
 func TestEmptyTableSaysWhy(t *testing.T) {
 	for _, c := range []struct {
-		src  *gpu.Source
+		src  *event.GPUSource
 		want string
 	}{
 		{nil, "GPU  waiting for the first GPU sample"},
@@ -378,12 +378,12 @@ func TestEmptyTableSaysWhy(t *testing.T) {
 		}
 	}
 	m := newSized(80, 24, Options{})
-	send(m, ev(5*time.Second, gpu.Stale{Missed: 5}))
+	send(m, ev(5*time.Second, event.GPUStale{Missed: 5}))
 	if got := tableLine(m); got != "GPU  no sample yet" {
 		t.Errorf("stale without a sample: %q", got)
 	}
 	f := newSized(80, 24, Options{})
-	send(f, ev(0, gpu.Failure{Class: gpu.FailDriverLibraryMismatch, Reason: "Driver/library version mismatch"}))
+	send(f, ev(0, event.GPUFailure{Class: event.GPUFailDriverLibraryMismatch, Reason: "Driver/library version mismatch"}))
 	if got := tableLine(f); got != "GPU  no sample yet" {
 		t.Errorf("failing without a sample: %q", got)
 	}
@@ -442,13 +442,13 @@ func TestScrollNoteOnItsOwnRowWhenNarrow(t *testing.T) {
 // reason boundary with "+N" saying how many reasons are not shown.
 func TestValueColumnsNeverCutMidValue(t *testing.T) {
 	s := h200s(8)
-	s.GPUs[1].ClockEvents.Mask = gpu.ReasonSWPowerCap | gpu.ReasonHWSlowdown | gpu.ReasonSWThermalSlowdown | gpu.ReasonHWThermalSlowdown
-	s.GPUs[2].PowerDrawW = bad(gpu.NA, "[N/A]")
+	s.GPUs[1].ClockEvents.Mask = event.ReasonSWPowerCap | event.ReasonHWSlowdown | event.ReasonSWThermalSlowdown | event.ReasonHWThermalSlowdown
+	s.GPUs[2].PowerDrawW = bad(event.CellNA, "[N/A]")
 	s.GPUs[3].PState = txt("P2")
 	s.GPUs[3].TempC = ok(101)
-	s.GPUs[4].MemUsedMiB = bad(gpu.UnknownError, "[Unknown Error]")
-	s.GPUs[5].ClockEvents.Mask = gpu.ReasonGPUIdle
-	s.GPUs[6].ClockEvents = gpu.ClockEvents{Status: gpu.NotSupported}
+	s.GPUs[4].MemUsedMiB = bad(event.CellUnknownError, "[Unknown Error]")
+	s.GPUs[5].ClockEvents.Mask = event.ReasonGPUIdle
+	s.GPUs[6].ClockEvents = event.ClockEvents{Status: event.CellNotSupported}
 	s.GPUs[7].PCIeWidthCurrent = ok(8)
 	headers := map[string]bool{"GPU": true, "name": true, "util": true, "mem": true, "GiB": true, "power": true,
 		"W": true, "temp": true, "SM": true, "MHz": true, "P": true, "PCIe": true, "throttle": true}

@@ -7,24 +7,24 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // What the screen says a sampler reported is worded by that sampler:
-// NVML in flightdeck, the agent, or nvidia-smi (also when no gpu.Source
+// NVML in flightdeck, the agent, or nvidia-smi (also when no event.GPUSource
 // came: a journal recorded before them).
 
 // A lost GPU's row names who reported it.
 func TestLostRowBySampler(t *testing.T) {
-	lostSample := func() gpu.Sample {
+	lostSample := func() event.GPUSample {
 		s := h200s(4)
 		s.GPUs[2].Lost = true
-		s.GPUs[2].TempC = gpu.Reading{Status: gpu.Lost, Raw: "[GPU is lost]"}
+		s.GPUs[2].TempC = event.Reading{Status: event.CellLost, Raw: "[GPU is lost]"}
 		return s
 	}
 	for _, c := range []struct {
 		name string
-		src  *gpu.Source
+		src  *event.GPUSource
 		w    int
 		want string
 	}{
@@ -69,9 +69,9 @@ func TestLostRowBySampler(t *testing.T) {
 // The stale banner says what happens next by the sampler that reported
 // it, and the failure banner who failed.
 func TestBannersBySampler(t *testing.T) {
-	stale := gpu.Stale{LastSample: at(3 * time.Second), Missed: 2, Reason: "NVML call blocked for 2s"}
+	stale := event.GPUStale{LastSample: at(3 * time.Second), Missed: 2, Reason: "NVML call blocked for 2s"}
 	for _, c := range []struct {
-		src  *gpu.Source
+		src  *event.GPUSource
 		want string
 	}{
 		{nil, "GPUs stale 2s (since 10:27:03): NVML call blocked for 2s; restarting nvidia-smi"},
@@ -93,12 +93,12 @@ func TestBannersBySampler(t *testing.T) {
 	// another one took over.
 	m := newSized(120, 24, Options{})
 	send(m, connected(), ev(time.Second, srcNVML), ev(2*time.Second, h200s(2)),
-		ev(3*time.Second, gpu.Failure{Class: gpu.FailDriverNotLoaded, Reason: "NVML returns ERROR_UNINITIALIZED for every GPU", Line: "NVML: ERROR_UNINITIALIZED for every GPU"}),
+		ev(3*time.Second, event.GPUFailure{Class: event.GPUFailDriverNotLoaded, Reason: "NVML returns ERROR_UNINITIALIZED for every GPU", Line: "NVML: ERROR_UNINITIALIZED for every GPU"}),
 		ev(4*time.Second, srcExited))
 	if got := screenLines(m)[1]; got != "NVML failed: driver-not-loaded (NVML returns ERROR_UNINITIALIZED for every GPU), last 1s ago" {
 		t.Errorf("NVML's failure: %q", got)
 	}
-	send(m, ev(5*time.Second, gpu.Failure{Class: gpu.FailNoDevices, Line: "No devices were found"}))
+	send(m, ev(5*time.Second, event.GPUFailure{Class: event.GPUFailNoDevices, Line: "No devices were found"}))
 	if got := screenLines(m)[1]; !strings.HasPrefix(got, "nvidia-smi failed: no-devices") {
 		t.Errorf("nvidia-smi's failure: %q", got)
 	}
@@ -179,7 +179,7 @@ func TestSamplerChangeInTheLog(t *testing.T) {
 	}
 	// Remote text is sanitised.
 	m = scene(200, 30, 8, 10, Options{})
-	send(m, ev(4*time.Second, srcAgent), ev(5*time.Second, gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: \x1b]0;pwn\x07\x1b[2J"}))
+	send(m, ev(4*time.Second, srcAgent), ev(5*time.Second, event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "agent exited: \x1b]0;pwn\x07\x1b[2J"}))
 	if err := onlySGR(m.View().Content); err != nil {
 		t.Error(err)
 	}

@@ -4,12 +4,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// How GPUs are sampled (gpu.Source), for the header and the help screen.
+// How GPUs are sampled (event.GPUSource), for the header and the help screen.
 
-// gpuSource is the latest gpu.Source, sanitised.
+// gpuSource is the latest event.GPUSource, sanitised.
 type gpuSource struct {
 	has       bool
 	mode      string // "nvml", "agent", "nvidia-smi", or what the event said
@@ -18,7 +18,7 @@ type gpuSource struct {
 	simulated bool   // detail says the NVML is the simulated host's fake one
 }
 
-func (s *gpuSource) set(p gpu.Source) {
+func (s *gpuSource) set(p event.GPUSource) {
 	*s = gpuSource{has: true, mode: sanitizeString(string(p.Mode)), detail: sanitizeString(p.Detail), fallback: sanitizeString(p.Fallback)}
 	if s.mode == "" {
 		s.mode = "?"
@@ -28,14 +28,14 @@ func (s *gpuSource) set(p gpu.Source) {
 	s.simulated = strings.HasPrefix(s.detail, "simulated")
 }
 
-// samplerName names a sampler (a gpu.SourceMode) in a sentence:
+// samplerName names a sampler (a event.GPUSourceMode) in a sentence:
 // "nvidia-smi", "NVML", "the agent"; nvidia-smi when unknown (a journal
-// recorded before gpu.Source events, when nvidia-smi was the only one).
+// recorded before event.GPUSource events, when nvidia-smi was the only one).
 func samplerName(mode string) string {
 	switch mode {
-	case string(gpu.SourceNVML):
+	case string(event.SourceNVML):
 		return "NVML"
-	case string(gpu.SourceAgent):
+	case string(event.SourceAgent):
 		return "the agent"
 	case "", "?":
 		return "nvidia-smi"
@@ -47,7 +47,7 @@ func samplerName(mode string) string {
 // agent): its failures and lost GPUs are NVML's return codes, not
 // nvidia-smi's text.
 func nvmlMode(mode string) bool {
-	return mode == string(gpu.SourceNVML) || mode == string(gpu.SourceAgent)
+	return mode == string(event.SourceNVML) || mode == string(event.SourceAgent)
 }
 
 // shortReason is the first clause of a fallback reason, cut at its first
@@ -70,7 +70,7 @@ func shortReason(r string) string {
 // which outranks a healthy "connected" too, and is shortened to "GPU
 // nvidia-smi" only after the server's pid and the experiment, HEAD and
 // profile fields are gone (before "connected"). ok is false before any
-// gpu.Source arrived (a journal recorded before them).
+// event.GPUSource arrived (a journal recorded before them).
 func (s *gpuSource) seg() (seg, bool) {
 	if !s.has {
 		return seg{}, false
@@ -98,7 +98,7 @@ type helpLine struct {
 // (uploaded))" on one row when it fits, else the detail on rows of its
 // own under "GPUs sampled by ...:" (never a lone word left over); with a
 // fallback, "NVML not used: host is linux/arm64, this binary
-// linux/amd64" in the warning tone. None before any gpu.Source.
+// linux/amd64" in the warning tone. None before any event.GPUSource.
 func (s *gpuSource) helpLines(w int) []helpLine {
 	if !s.has {
 		return nil
@@ -109,9 +109,9 @@ func (s *gpuSource) helpLines(w int) []helpLine {
 	}
 	head := "GPUs sampled by "
 	switch s.mode {
-	case string(gpu.SourceNVML):
+	case string(event.SourceNVML):
 		head += "NVML in flightdeck"
-	case string(gpu.SourceAgent):
+	case string(event.SourceAgent):
 		head += "NVML in the flightdeck agent on the host"
 	default:
 		head += s.mode
@@ -136,11 +136,11 @@ func (s *gpuSource) helpLines(w int) []helpLine {
 	return out
 }
 
-// sourceChanged applies a gpu.Source reported at data time at: the
+// sourceChanged applies a event.GPUSource reported at data time at: the
 // header's field and the GPU table's wording follow it, and when GPUs were
 // sampled another way before (not for the first one), a line of the log
 // panel says so at its place among the server's lines (sourceLine).
-func (m *Model) sourceChanged(p gpu.Source, at time.Time) {
+func (m *Model) sourceChanged(p event.GPUSource, at time.Time) {
 	prev := m.gpuSrc
 	m.gpuSrc.set(p)
 	m.gpus.setSource(m.gpuSrc.mode)
@@ -162,9 +162,9 @@ func sourceLine(prev, cur *gpuSource, at time.Time) (string, lineKind) {
 	writeStamp(&b, at)
 	b.WriteString("flightdeck: GPU sampling switched to ")
 	switch cur.mode {
-	case string(gpu.SourceNVML):
+	case string(event.SourceNVML):
 		b.WriteString("NVML in flightdeck")
-	case string(gpu.SourceAgent):
+	case string(event.SourceAgent):
 		b.WriteString("the agent")
 	default:
 		b.WriteString(cur.mode)

@@ -9,24 +9,20 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The sources the header names: NVML in flightdeck, the agent, and the
 // nvidia-smi fallback with its reason.
 var (
-	srcNVML     = gpu.Source{Mode: gpu.SourceNVML, Detail: "NVML 12.550.54.15, driver 550.54.15"}
-	srcAgent    = gpu.Source{Mode: gpu.SourceAgent, Detail: "agent 0.8.0 (uploaded), NVML 12.550.54.15, driver 550.54.15"}
-	srcFallback = gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "host is linux/arm64, this binary linux/amd64"}
-	srcAsked    = gpu.Source{Mode: gpu.SourceNvidiaSMI}
+	srcNVML     = event.GPUSource{Mode: event.SourceNVML, Detail: "NVML 12.550.54.15, driver 550.54.15"}
+	srcAgent    = event.GPUSource{Mode: event.SourceAgent, Detail: "agent 0.8.0 (uploaded), NVML 12.550.54.15, driver 550.54.15"}
+	srcFallback = event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "host is linux/arm64, this binary linux/amd64"}
+	srcAsked    = event.GPUSource{Mode: event.SourceNvidiaSMI}
 	// What the demo shows: the agent on the simulated host's fake NVML
 	// (probes/agent's detail), and its fallback when the agent is killed.
-	srcSimAgent = gpu.Source{Mode: gpu.SourceAgent, Detail: "simulated NVML, agent v0.0.0-20261130082657-3b2fc0c519e0 go1.26.8, NVML 12.550.54.15, driver 550.54.15 (uploaded)"}
-	srcExited   = gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: signal: killed; stderr: (none)"}
+	srcSimAgent = event.GPUSource{Mode: event.SourceAgent, Detail: "simulated NVML, agent v0.0.0-20261130082657-3b2fc0c519e0 go1.26.8, NVML 12.550.54.15, driver 550.54.15 (uploaded)"}
+	srcExited   = event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "agent exited: signal: killed; stderr: (none)"}
 )
 
 // demoHeader is a cockpit like the demo's: a label, a host on another
@@ -34,16 +30,16 @@ var (
 // HEAD with a subject, the clock at t0+3m53s.
 func demoHeader(w int) *Model {
 	m := scene(w, 45, 8, 100, Options{Label: "demo", Control: newFake()})
-	send(m, ev(time.Second, remote.State{Host: "root@127.0.0.1:46263", Conn: remote.Connected, Since: t0}),
+	send(m, ev(time.Second, event.ConnState{Host: "root@127.0.0.1:46263", Conn: event.Connected, Since: t0}),
 		ev(4*time.Second, readyStatus()),
-		ev(4*time.Second, repo.Head{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "Speculative decoding: raise the draft top-k"}))
+		ev(4*time.Second, event.RepoHead{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "Speculative decoding: raise the draft top-k"}))
 	m.Update(ClockMsg{Now: at(41*time.Second + 3*time.Minute + 12*time.Second)})
 	return m
 }
 
 // xid is Xid code on GPU i of h200s (its bus id as h200 draws it).
-func xid(i int, code uint64) gpu.Xid {
-	return gpu.Xid{Index: i, BusID: h200(i).BusID.S, UUID: fmt.Sprintf("GPU-%d", i), Code: code}
+func xid(i int, code uint64) event.Xid {
+	return event.Xid{Index: i, BusID: h200(i).BusID.S, UUID: fmt.Sprintf("GPU-%d", i), Code: code}
 }
 
 // The header in each sampling mode, at 80, 120 and 160 columns, on the
@@ -53,7 +49,7 @@ func xid(i int, code uint64) gpu.Xid {
 func TestGPUSourceHeaderGolden(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		src  gpu.Source
+		src  event.GPUSource
 	}{{"nvml", srcNVML}, {"agent", srcAgent}, {"fallback", srcFallback}, {"nvidia-smi", srcAsked},
 		{"simulated", srcSimAgent}, {"agent-exited", srcExited}} {
 		for _, w := range []int{80, 120, 160} {
@@ -108,10 +104,10 @@ func TestGPUSourceHeaderPriority(t *testing.T) {
 	// A replay of a driving cockpit's journal: the field outranks the
 	// driver's "since".
 	r := scene(160, 45, 8, 100, Options{ReadOnly: true, Label: "demo"})
-	send(r, ev(time.Second, remote.State{Host: "root@127.0.0.1:46263", Conn: remote.Connected, Since: t0}),
-		ev(2*time.Second, driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "alice", Machine: "laptop", PID: 4242, Since: at(2 * time.Second)}}),
+	send(r, ev(time.Second, event.ConnState{Host: "root@127.0.0.1:46263", Conn: event.Connected, Since: t0}),
+		ev(2*time.Second, event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "alice", Machine: "laptop", PID: 4242, Since: at(2 * time.Second)}}),
 		ev(4*time.Second, readyStatus()),
-		ev(4*time.Second, repo.Head{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "Speculative decoding: raise the draft top-k"}),
+		ev(4*time.Second, event.RepoHead{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "Speculative decoding: raise the draft top-k"}),
 		ev(5*time.Second, srcExited))
 	if h := screenLines(r)[0]; !strings.Contains(h, "GPU nvidia-smi (agent exited)") || !strings.Contains(h, "driver alice@laptop") {
 		t.Errorf("replay at 160 columns: %q", h)
@@ -119,7 +115,7 @@ func TestGPUSourceHeaderPriority(t *testing.T) {
 }
 
 func TestGPUSourceHeader(t *testing.T) {
-	// Before any gpu.Source (a journal recorded before issue 8): nothing.
+	// Before any event.GPUSource (a journal recorded before issue 8): nothing.
 	m := scene(120, 24, 8, 10, Options{})
 	if h := screenLines(m)[0]; strings.Contains(h, "GPU ") {
 		t.Errorf("header without a source: %q", h)
@@ -159,7 +155,7 @@ func TestGPUSourceHeader(t *testing.T) {
 	}
 	// When all is well the field gives way to every other: the header
 	// reads as it did before.
-	for _, src := range []gpu.Source{srcNVML, srcAgent, srcAsked} {
+	for _, src := range []event.GPUSource{srcNVML, srcAgent, srcAsked} {
 		m := scene(80, 24, 8, 10, Options{})
 		before := screenLines(m)[0]
 		send(m, ev(4*time.Second, src))
@@ -175,7 +171,7 @@ func TestGPUSourceHeader(t *testing.T) {
 	// Remote text (a journal's, an agent's) is sanitised in every field,
 	// in the header and in the help screen: no escape but the view's own
 	// SGR colours reaches the terminal.
-	for _, src := range []gpu.Source{
+	for _, src := range []event.GPUSource{
 		{Mode: "nvidia-smi\x1b]0;pwned\x07", Fallback: "agent exited"},
 		{Mode: "agent", Detail: "agent 1.0 \x1b]0;pwned\x07\x1b[2J"},
 		{Mode: "nvidia-smi", Fallback: "NVML init failed: \x1b]0;pwned\x07ERROR_LIBRARY_NOT_FOUND"},
@@ -268,7 +264,7 @@ func TestXidInTheGPURow(t *testing.T) {
 	}
 	// The Xid leads the throttle list: squeezed, the list keeps it.
 	g := h200s(8)
-	g.GPUs[3].ClockEvents.Mask = gpu.ReasonSWPowerCap | gpu.ReasonSWThermalSlowdown | gpu.ReasonHWSlowdown
+	g.GPUs[3].ClockEvents.Mask = event.ReasonSWPowerCap | event.ReasonSWThermalSlowdown | event.ReasonHWSlowdown
 	send(m, ev(30*time.Second, g))
 	if row := rowOf(t, m, "3"); !strings.Contains(row, "Xid 79,sw-power,hw-slow,sw-thermal") {
 		t.Errorf("throttle column: %q", row)
@@ -283,8 +279,8 @@ func TestXidRowMatching(t *testing.T) {
 	// By bus id when NVML named no index; an Xid before the GPU's first
 	// sample still lands; one naming no GPU marks no row.
 	m := newSized(120, 24, Options{})
-	send(m, ev(0, gpu.Xid{Index: -1, BusID: "0000:38:00.0", Code: 74}), // h200(2)'s bus, short form
-		ev(time.Second, gpu.Xid{Index: -1, Code: 31}),
+	send(m, ev(0, event.Xid{Index: -1, BusID: "0000:38:00.0", Code: 74}), // h200(2)'s bus, short form
+		ev(time.Second, event.Xid{Index: -1, Code: 31}),
 		ev(2*time.Second, h200s(4)))
 	if row := rowOf(t, m, "2"); !strings.Contains(row, "Xid 74") {
 		t.Errorf("by bus: %q", row)
@@ -351,12 +347,12 @@ func TestXidInTheLog(t *testing.T) {
 		t.Errorf("filtered: %q", body)
 	}
 	press(m, "esc")
-	send(m, ev(40*time.Second, serverlog.Reset{Reason: "truncated"}), ev(41*time.Second, decodeLines(0, 2)))
+	send(m, ev(40*time.Second, event.LogReset{Reason: "truncated"}), ev(41*time.Second, decodeLines(0, 2)))
 	if !strings.Contains(plain(m), "Xid 79: GPU has fallen off the bus") {
 		t.Errorf("a log reset dropped the Xid line:\n%s", plain(m))
 	}
 	// A new log (another path) keeps it too: the ring holds both.
-	send(m, ev(42*time.Second, serverlog.Lines{Path: "/data/logs/vllm.log", Lines: []serverlog.Line{{Text: []byte("vllm starting")}}}))
+	send(m, ev(42*time.Second, event.LogLines{Path: "/data/logs/vllm.log", Lines: []event.LogLine{{Text: []byte("vllm starting")}}}))
 	if !strings.Contains(plain(m), "Xid 79: GPU has fallen off the bus") {
 		t.Errorf("a new log dropped the Xid line:\n%s", plain(m))
 	}
@@ -364,15 +360,15 @@ func TestXidInTheLog(t *testing.T) {
 
 func TestXidLineForms(t *testing.T) {
 	for _, c := range []struct {
-		x    gpu.Xid
+		x    event.Xid
 		want string
 		crit bool
 	}{
-		{gpu.Xid{Index: 3, BusID: "00000000:83:00.0", Code: 79}, "flightdeck: GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen off the bus", true},
-		{gpu.Xid{Index: 0, Code: 13}, "flightdeck: GPU 0 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", false},
-		{gpu.Xid{Index: -1, BusID: "00000000:83:00.0", Code: 119}, "flightdeck: GPU 00000000:83:00.0 Xid 119: GSP firmware RPC timeout", true},
-		{gpu.Xid{Index: -1, Code: 1<<64 - 1}, "flightdeck: a GPU NVML did not name: Xid 18446744073709551615: unknown Xid, see NVIDIA's Xid catalog", false},
-		{gpu.Xid{Index: 1, BusID: "0000:01:00.0\x1b[2J\r", Code: 94}, "flightdeck: GPU 1 (0000:01:00.0) Xid 94: contained ECC error (the affected application must restart)", true},
+		{event.Xid{Index: 3, BusID: "00000000:83:00.0", Code: 79}, "flightdeck: GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen off the bus", true},
+		{event.Xid{Index: 0, Code: 13}, "flightdeck: GPU 0 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", false},
+		{event.Xid{Index: -1, BusID: "00000000:83:00.0", Code: 119}, "flightdeck: GPU 00000000:83:00.0 Xid 119: GSP firmware RPC timeout", true},
+		{event.Xid{Index: -1, Code: 1<<64 - 1}, "flightdeck: a GPU NVML did not name: Xid 18446744073709551615: unknown Xid, see NVIDIA's Xid catalog", false},
+		{event.Xid{Index: 1, BusID: "0000:01:00.0\x1b[2J\r", Code: 94}, "flightdeck: GPU 1 (0000:01:00.0) Xid 94: contained ECC error (the affected application must restart)", true},
 	} {
 		got, crit := xidLine(c.x, 1, time.Time{})
 		if got != c.want || crit != c.crit {

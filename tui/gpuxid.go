@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// Xids (gpu.Xid): on their GPU's row (xidMark) and as a line of the log
+// Xids (event.Xid): on their GPU's row (xidMark) and as a line of the log
 // (xidLine, grouped by xidLog).
 
 const (
@@ -94,7 +95,7 @@ func (x *xidMark) names(r *gpuRow) bool {
 
 // applyXid records an Xid reported at data time at on its GPU's row (see
 // xidMark).
-func (t *gpuTable) applyXid(x gpu.Xid, at time.Time) {
+func (t *gpuTable) applyXid(x event.Xid, at time.Time) {
 	_, crit := gpu.XidMeaning(x.Code)
 	idx, bus := x.Index, gpu.NormBusID(sanitizeString(x.BusID))
 	if idx < 0 {
@@ -219,7 +220,7 @@ func xidW(r *gpuRow) int {
 // 37 "... Xid 13 x37: graphics engine exception ...", from the events'
 // own fields and times only (a replay that seeks sees the same line), and
 // whether the code is critical.
-func xidLine(x gpu.Xid, n int, at time.Time) (string, bool) {
+func xidLine(x event.Xid, n int, at time.Time) (string, bool) {
 	meaning, crit := gpu.XidMeaning(x.Code)
 	var b strings.Builder
 	b.Grow(128)
@@ -236,7 +237,7 @@ func xidLine(x gpu.Xid, n int, at time.Time) (string, bool) {
 // xidWho is the line's head naming the GPU: "flightdeck: GPU 3
 // (00000000:83:00.0) ". Two Xids with the same head and code are the
 // same to the log (see xidLog).
-func xidWho(x gpu.Xid) string {
+func xidWho(x event.Xid) string {
 	x.BusID = sanitizeString(x.BusID)
 	if x.Index < 0 && x.BusID == "" {
 		return "flightdeck: a GPU NVML did not name: "
@@ -269,7 +270,7 @@ type xidGroup struct {
 // count of its group's line. A group's line that has left the ring takes
 // the count with it (a line is only gone after a whole ring of later
 // lines).
-func (l *xidLog) add(log *logTail, x gpu.Xid, at time.Time) {
+func (l *xidLog) add(log *logTail, x event.Xid, at time.Time) {
 	key := xidKey{who: xidWho(x), code: x.Code}
 	if g, ok := l.groups[key]; ok && at.Sub(g.first) < xidGroupWindow {
 		g.n++

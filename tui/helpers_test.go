@@ -8,9 +8,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -19,16 +16,16 @@ var t0 = time.Date(2025, 10, 22, 10, 27, 0, 0, time.UTC)
 
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
-func ok(v float64) gpu.Reading { return gpu.Reading{Value: v, Status: gpu.OK} }
+func ok(v float64) event.Reading { return event.Reading{Value: v, Status: event.CellOK} }
 
-func bad(st gpu.Status, raw string) gpu.Reading { return gpu.Reading{Status: st, Raw: raw} }
+func bad(st event.CellStatus, raw string) event.Reading { return event.Reading{Status: st, Raw: raw} }
 
-func txt(s string) gpu.Text { return gpu.Text{S: s, Status: gpu.OK} }
+func txt(s string) event.Text { return event.Text{S: s, Status: event.CellOK} }
 
 // h200 is a busy, healthy H200 on PCIe Gen5 x16 (the DESIGN.md reference
 // host). Values vary a little by index so rows are distinguishable.
-func h200(i int) gpu.GPU {
-	return gpu.GPU{
+func h200(i int) event.GPU {
+	return event.GPU{
 		Index:            i,
 		Name:             txt("NVIDIA H200"),
 		BusID:            txt(fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)),
@@ -47,18 +44,18 @@ func h200(i int) gpu.GPU {
 		PCIeGenMax:       ok(5),
 		PCIeWidthCurrent: ok(16),
 		PCIeWidthMax:     ok(16),
-		ClockEvents:      gpu.ClockEvents{Status: gpu.OK},
+		ClockEvents:      event.ClockEvents{Status: event.CellOK},
 		Persistence:      txt("Enabled"),
 		// As the nvidia-smi stream reads it: no PCIe throughput.
-		PCIeRxKBs: bad(gpu.Absent, ""),
-		PCIeTxKBs: bad(gpu.Absent, ""),
+		PCIeRxKBs: bad(event.CellAbsent, ""),
+		PCIeTxKBs: bad(event.CellAbsent, ""),
 	}
 }
 
-func sampleOf(gs ...gpu.GPU) gpu.Sample { return gpu.Sample{GPUs: gs} }
+func sampleOf(gs ...event.GPU) event.GPUSample { return event.GPUSample{GPUs: gs} }
 
-func h200s(n int) gpu.Sample {
-	s := gpu.Sample{}
+func h200s(n int) event.GPUSample {
+	s := event.GPUSample{}
 	for i := range n {
 		s.GPUs = append(s.GPUs, h200(i))
 	}
@@ -71,15 +68,15 @@ func decodeLine(i int, tps float64) string {
 		27+i/60%30, i%60, 1200+i, tps)
 }
 
-func linesOf(texts ...string) serverlog.Lines {
-	ls := serverlog.Lines{Path: "/data/logs/sglang.log"}
+func linesOf(texts ...string) event.LogLines {
+	ls := event.LogLines{Path: "/data/logs/sglang.log"}
 	for i, s := range texts {
-		ls.Lines = append(ls.Lines, serverlog.Line{Offset: int64(i * 160), Text: []byte(s)})
+		ls.Lines = append(ls.Lines, event.LogLine{Offset: int64(i * 160), Text: []byte(s)})
 	}
 	return ls
 }
 
-func decodeLines(from, n int) serverlog.Lines {
+func decodeLines(from, n int) event.LogLines {
 	var ts []string
 	for i := from; i < from+n; i++ {
 		ts = append(ts, decodeLine(i, rateAt(i)))
@@ -95,7 +92,7 @@ func rateAt(i int) float64 {
 func ev(d time.Duration, p event.Payload) event.Event { return event.Event{At: at(d), Data: p} }
 
 func connected() event.Event {
-	return ev(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Connected, Since: t0})
+	return ev(0, event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected, Since: t0})
 }
 
 // scene is the standard screen: connected, n H200s, nLog log lines, a full
@@ -104,25 +101,25 @@ func scene(w, h, nGPU, nLog int, o Options) *Model {
 	o.Head = "bba2fc4 (+3 dirty)"
 	m := New(o)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	evs := EventsMsg{connected(), ev(time.Second, serverlog.Ready{Server: "sglang", Text: "The server is fired up and ready to roll!"})}
+	evs := EventsMsg{connected(), ev(time.Second, event.ServerReady{Server: "sglang", Text: "The server is fired up and ready to roll!"})}
 	for i := range 300 {
-		evs = append(evs, ev(2*time.Second, serverlog.Rate{TokPerSec: rateAt(i), AcceptLength: 2.31, HasAccept: true, Ranks: 1}))
+		evs = append(evs, ev(2*time.Second, event.TokRate{TokPerSec: rateAt(i), AcceptLength: 2.31, HasAccept: true, Ranks: 1}))
 	}
 	evs = append(evs, ev(3*time.Second, h200s(nGPU)))
 	for i := 0; i < nLog; i += 500 {
 		evs = append(evs, ev(3*time.Second, decodeLines(i, min(500, nLog-i))))
 	}
-	evs = append(evs, ev(193*time.Second, serverlog.Rate{TokPerSec: 82.4, AcceptLength: 2.31, HasAccept: true, Ranks: 1}))
+	evs = append(evs, ev(193*time.Second, event.TokRate{TokPerSec: 82.4, AcceptLength: 2.31, HasAccept: true, Ranks: 1}))
 	m.Update(evs)
 	return m
 }
 
-func serverlogFailureOOM() serverlog.Failure {
-	return serverlog.Failure{Class: serverlog.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory."}
+func serverlogFailureOOM() event.ServerFailure {
+	return event.ServerFailure{Class: event.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory."}
 }
 
 func connReconnecting(d time.Duration, attempt int, next time.Duration) event.Event {
-	return ev(d, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: attempt, NextTry: at(next)})
+	return ev(d, event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: attempt, NextTry: at(next)})
 }
 
 // callLog records what the cockpit asked of a fake control ("Checkout

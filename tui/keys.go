@@ -58,7 +58,7 @@ type KeyMap struct {
 	Profile Binding
 
 	// Git opens and closes the git panel (Options.Git, or a replayed
-	// git.Status); the Git* keys act in it (gitkeys.go).
+	// event.GitStatus); the Git* keys act in it (gitkeys.go).
 	Git          Binding
 	GitMark      Binding
 	GitRevert    Binding

@@ -7,7 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // DefaultLogLines is the default size of the log ring buffer (lines).
@@ -18,8 +18,8 @@ type lineKind uint8
 const (
 	lineNormal  lineKind = iota
 	lineMarker           // our own marker, e.g. a truncation notice
-	lineReady            // the line a serverlog.Ready came from
-	lineFailure          // the line a serverlog.Failure came from
+	lineReady            // the line a event.ServerReady came from
+	lineFailure          // the line a event.ServerFailure came from
 	lineOwnWarn          // flightdeck's own line among the server's, a warning (an application's Xid)
 	lineOwnCrit          // flightdeck's own line, critical (a critical Xid)
 )
@@ -80,7 +80,7 @@ type logTail struct {
 
 	pending []pendingMark
 	path    string
-	seen    bool // a serverlog.Lines or Reset arrived: a log is followed
+	seen    bool // a event.LogLines or Reset arrived: a log is followed
 
 	// notice is why the followed file cannot be read now (tail's words,
 	// sanitised) and noticeShort its gist for the title; "" when readable.
@@ -88,16 +88,16 @@ type logTail struct {
 	noticeShort string
 }
 
-// setNotice records a serverlog.Notice: the file is missing, not a file or
+// setNotice records a event.LogNotice: the file is missing, not a file or
 // unreadable, or (NoticeAppeared) readable again.
-func (t *logTail) setNotice(n serverlog.Notice) {
+func (t *logTail) setNotice(n event.LogNotice) {
 	switch n.Class {
-	case serverlog.NoticeAppeared:
+	case event.NoticeAppeared:
 		t.notice, t.noticeShort = "", ""
 		return
-	case serverlog.NoticeMissing:
+	case event.NoticeMissing:
 		t.noticeShort = "missing, waiting for it"
-	case serverlog.NoticeNotAFile:
+	case event.NoticeNotAFile:
 		t.noticeShort = "not a regular file"
 	default:
 		t.noticeShort = "cannot read it"
@@ -169,7 +169,7 @@ func (t *logTail) setOwn(seq int64, text string) {
 }
 
 // ingest sanitises and appends a batch of raw lines.
-func (t *logTail) ingest(ls serverlog.Lines) {
+func (t *logTail) ingest(ls event.LogLines) {
 	t.seen = true
 	t.notice, t.noticeShort = "", "" // lines arrive: the file is readable
 	if ls.Path != "" {
@@ -193,7 +193,7 @@ func (t *logTail) ingest(ls serverlog.Lines) {
 }
 
 // reset appends the truncation/rotation marker.
-func (t *logTail) reset(r serverlog.Reset) {
+func (t *logTail) reset(r event.LogReset) {
 	t.seen = true
 	reason := sanitizeString(r.Reason)
 	if reason == "" {

@@ -9,7 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // logBody returns the visible log lines (between the log title and footer).
@@ -36,7 +36,7 @@ func logTitle(m *Model) string {
 	return ""
 }
 
-func numbered(from, n int) serverlog.Lines {
+func numbered(from, n int) event.LogLines {
 	var ts []string
 	for i := from; i < from+n; i++ {
 		ts = append(ts, fmt.Sprintf("line %04d", i))
@@ -210,7 +210,7 @@ func TestLogResetMarkerAndRing(t *testing.T) {
 	if m.log.count() != 50 || m.log.entry(m.log.start).text != "line 0070" {
 		t.Errorf("ring keeps %d lines from %q", m.log.count(), m.log.entry(m.log.start).text)
 	}
-	send(m, ev(0, serverlog.Reset{Reason: "truncated", Offset: 0}), ev(0, numbered(0, 2)))
+	send(m, ev(0, event.LogReset{Reason: "truncated", Offset: 0}), ev(0, numbered(0, 2)))
 	body := logBody(m)
 	if body[len(body)-3] != "-- log truncated, restarting at 0 --" {
 		t.Errorf("reset marker: %q", body)
@@ -234,9 +234,9 @@ func TestReadyAndFailureLinesHighlighted(t *testing.T) {
 	m := newSized(100, 24, Options{})
 	ready := "[2025-10-22 10:27:58] The server is fired up and ready to roll!"
 	oom := "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
-	send(m, ev(0, linesOf("loading weights", ready)), ev(0, serverlog.Ready{Server: "sglang", Text: ready}))
+	send(m, ev(0, linesOf("loading weights", ready)), ev(0, event.ServerReady{Server: "sglang", Text: ready}))
 	// The failure can arrive before its line.
-	send(m, ev(time.Second, serverlog.Failure{Class: serverlog.FailOOM, Text: oom}), ev(time.Second, linesOf(oom, "after")))
+	send(m, ev(time.Second, event.ServerFailure{Class: event.FailOOM, Text: oom}), ev(time.Second, linesOf(oom, "after")))
 	c := m.View().Content
 	if !strings.Contains(c, m.styles.OK.Render(ready)) {
 		t.Error("ready line not highlighted")
@@ -268,7 +268,7 @@ func TestNastyLogLineNeverEmitsEscapes(t *testing.T) {
 	for _, o := range []Options{{}, {NoColor: true}} {
 		m := newSized(120, 30, o)
 		send(m, ev(0, linesOf(nasty...)))
-		send(m, ev(0, serverlog.Ready{Server: "x\x1b[31m", Text: nasty[0]}))
+		send(m, ev(0, event.ServerReady{Server: "x\x1b[31m", Text: nasty[0]}))
 		m.Update(HeadMsg{Head: "abc\x1b]0;pwn\x07"})
 		c := m.View().Content
 		if err := onlySGR(c); err != nil {
@@ -534,7 +534,7 @@ func TestLogTitleKeepsStateOverPath(t *testing.T) {
 // must not look like a quiet server.
 func TestLogNoticeSaysWhyNothingArrives(t *testing.T) {
 	m := newSized(120, 24, Options{LogPath: "/data/logs/sglang.log"})
-	send(m, ev(time.Second, serverlog.Notice{Path: "/data/logs/sglang.log", Class: serverlog.NoticeMissing,
+	send(m, ev(time.Second, event.LogNotice{Path: "/data/logs/sglang.log", Class: event.NoticeMissing,
 		Text: "cannot open '/data/logs/sglang.log' for reading: No such file or directory"}))
 	scr := plain(m)
 	if !strings.Contains(scr, "log /data/logs/sglang.log  missing, waiting for it") {
@@ -544,14 +544,14 @@ func TestLogNoticeSaysWhyNothingArrives(t *testing.T) {
 		t.Errorf("log area does not show tail's reason:\n%s", scr)
 	}
 
-	send(m, ev(2*time.Second, serverlog.Notice{Path: "/tmp", Class: serverlog.NoticeNotAFile, Text: "error reading '/tmp': Is a directory\x1b[2J"}))
+	send(m, ev(2*time.Second, event.LogNotice{Path: "/tmp", Class: event.NoticeNotAFile, Text: "error reading '/tmp': Is a directory\x1b[2J"}))
 	if scr := plain(m); !strings.Contains(scr, "not a regular file") || strings.Contains(m.View().Content, "\x1b[2J") {
 		t.Errorf("not-a-file notice:\n%s", scr)
 	}
 
 	// The file appears: the notice goes, lines show.
-	send(m, ev(3*time.Second, serverlog.Notice{Path: "/tmp", Class: serverlog.NoticeAppeared}),
-		ev(3*time.Second, serverlog.Lines{Lines: []serverlog.Line{{Text: []byte("first line")}}}))
+	send(m, ev(3*time.Second, event.LogNotice{Path: "/tmp", Class: event.NoticeAppeared}),
+		ev(3*time.Second, event.LogLines{Lines: []event.LogLine{{Text: []byte("first line")}}}))
 	scr = plain(m)
 	if strings.Contains(scr, "not a regular file") || strings.Contains(scr, "Is a directory") || !strings.Contains(scr, "first line") {
 		t.Errorf("after the file appeared:\n%s", scr)

@@ -3,24 +3,23 @@ package tui
 import (
 	"context"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/sessions"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // BenchControl runs the benchmark behind b; *sessions.Bencher implements
 // it. Defaults does no I/O (called from Update); Run does I/O and runs
-// only inside a tea.Cmd. Run publishes bench.Started, bench.Progress and
-// bench.Done on the stream (the screen draws those), and returns the
+// only inside a tea.Cmd. Run publishes event.BenchStarted, event.BenchProgress and
+// event.BenchDone on the stream (the screen draws those), and returns the
 // result when the run ends (cancelled: ctx ended).
 type BenchControl interface {
-	Defaults() bench.Config
-	Run(ctx context.Context, cfg bench.Config) (*bench.Result, error)
+	Defaults() event.BenchConfig
+	Run(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error)
 }
 
 // RepeatControl runs the repeat behind R; *sessions.Repeater implements
 // it. Run does I/O and runs only inside a tea.Cmd; it publishes
-// sessions.RepeatProgress on the stream and returns when the repeat is
+// event.RepeatProgress on the stream and returns when the repeat is
 // done, fails, or ctx ends.
 type RepeatControl interface {
 	Run(ctx context.Context, cfg sessions.RepeatConfig) error
@@ -33,5 +32,5 @@ type MeasureControl interface {
 	Baseline(ctx context.Context, id string) error
 	// Range reads what lies between two commits in the server's checkout
 	// (git on the host), for a compare view whose range was not recorded.
-	Range(ctx context.Context, from, to string) (*journal.CommitRange, error)
+	Range(ctx context.Context, from, to string) (*event.CommitRange, error)
 }

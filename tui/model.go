@@ -30,17 +30,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // Theme picks the palette.
@@ -56,21 +46,21 @@ const (
 
 // Options configure a Model.
 type Options struct {
-	// Host is shown in the header until a remote.State names the host.
+	// Host is shown in the header until a event.ConnState names the host.
 	Host string
 	// Label is a fixed name shown in the header and window title before
 	// the host, e.g. "demo": "flightdeck  demo  root@127.0.0.1:40123
-	// connected". Unlike Host, no remote.State replaces it. "" shows none.
+	// connected". Unlike Host, no event.ConnState replaces it. "" shows none.
 	Label string
 	// ReadOnly is for journal replay: no clock ticks (time comes only from
 	// events), keys that would change the host say so instead of acting,
 	// and the header and window title say "replay".
 	ReadOnly bool
 	// LogPath is the followed server log, shown above the log tail until a
-	// serverlog.Lines names it.
+	// event.LogLines names it.
 	LogPath string
 	// NoLog says the session follows no server log (connect without
-	// --log): until a serverlog.Lines arrives anyway, the tok/s line and
+	// --log): until a event.LogLines arrives anyway, the tok/s line and
 	// the log area say so and how to follow one, instead of waiting for
 	// throughput lines. Leave it false when a log will be followed even if
 	// its path is not known yet (the demo).
@@ -93,14 +83,14 @@ type Options struct {
 	// Control drives the inference server (K kill, L launch, p profile);
 	// nil makes those keys say that server control is not available here.
 	// Its Launch and Kill run in tea.Cmds with a context that ends when
-	// Run returns. server.Status events drive the header either way.
+	// Run returns. event.ServerStatus events drive the header either way.
 	Control ServerControl
 	// Git acts on the server's git checkout from the git panel (g); nil
-	// means no git control: g then opens a read-only panel if git.Status
+	// means no git control: g then opens a read-only panel if event.GitStatus
 	// events arrive (a replayed journal), else says how to name a
 	// repository. Its I/O methods run in tea.Cmds under the context
 	// Control's do (it ends when Run returns); LastSnapshot is called from
-	// Update. git.Status, git.Action and git.Moved events drive the panel
+	// Update. event.GitStatus, event.GitAction and event.GitMoved events drive the panel
 	// and its HEAD-moved banner either way.
 	Git GitControl
 	// Experiments starts and ends experiments and writes notes (e, n) in
@@ -111,12 +101,12 @@ type Options struct {
 	// Bench runs the benchmark behind b (the form, then Run in a tea.Cmd
 	// under the context Control's do; esc or b again cancels it); nil
 	// makes b say why it cannot run (a replay, or no server connection).
-	// bench.Started, bench.Progress and bench.Done events drive the
+	// event.BenchStarted, event.BenchProgress and event.BenchDone events drive the
 	// progress line and the result box either way.
 	Bench BenchControl
 	// Repeat relaunches the current configuration N times behind R (the
 	// form, then Run in a tea.Cmd; esc or R again cancels it); nil makes R
-	// say why it cannot run. sessions.RepeatProgress events drive its
+	// say why it cannot run. event.RepeatProgress events drive its
 	// progress line either way.
 	Repeat RepeatControl
 	// Measure marks the baseline (B in the experiments panel) and reads a
@@ -130,7 +120,7 @@ type Options struct {
 	ServesHost bool
 	// Driver takes the host's driver lock over behind T (asked first; its
 	// call runs in a tea.Cmd); nil: T says how to take over instead.
-	// driver.State events drive the header, the banners and what the
+	// event.DriverState events drive the header, the banners and what the
 	// keys that act do, either way.
 	Driver DriverControl
 	// Replay configures NewReplay; the live cockpit ignores it.
@@ -159,9 +149,9 @@ type serverState struct {
 	name  string // "sglang" / "vllm" when a Ready said so
 	since time.Time
 
-	// The run's primary failure (FailureClass.Tier); a serverlog.Reset
+	// The run's primary failure (FailureClass.Tier); a event.LogReset
 	// starts a new run and clears it.
-	fail     serverlog.FailureClass
+	fail     event.ServerFailureClass
 	failTier int
 	hasFail  bool
 }
@@ -179,7 +169,7 @@ type Model struct {
 
 	host    string
 	label   string // Options.Label, sanitised
-	conn    remote.State
+	conn    event.ConnState
 	hasConn bool
 	server  serverState
 	head    string
@@ -224,7 +214,7 @@ type Model struct {
 	pressed   string
 	headShort string
 	// headChanged counts tracked paths with uncommitted changes (the
-	// latest repo.Head's entries, untracked ones left out); -1 unknown.
+	// latest event.RepoHead's entries, untracked ones left out); -1 unknown.
 	headChanged int
 
 	// Issue 6: the benchmark (bench.go), the repeat (repeat.go), the
@@ -436,61 +426,61 @@ func (m *Model) apply(ev event.Event) {
 		m.exp.gen++
 	}
 	switch p := ev.Data.(type) {
-	case remote.State:
+	case event.ConnState:
 		m.conn, m.hasConn = p, true
 		if p.Host != "" {
 			m.host = sanitizeString(p.Host)
 		}
-	case gpu.Sample:
+	case event.GPUSample:
 		m.gpus.applySample(p, ev.At)
-	case gpu.Failure:
+	case event.GPUFailure:
 		m.gpus.applyFailure(p, ev.At)
-	case gpu.Stale:
+	case event.GPUStale:
 		m.gpus.applyStale(p, ev.At)
-	case gpu.Xid:
+	case event.Xid:
 		// On its GPU's row (critical ones for the rest of the session,
 		// the others until the next launch, see xidMark), and a line of
 		// the log at its place among the server's lines (identical ones
 		// within a second share it, see xidLog).
 		m.gpus.applyXid(p, ev.At)
 		m.xidLog.add(&m.log, p, ev.At)
-	case gpu.Source:
+	case event.GPUSource:
 		m.sourceChanged(p, ev.At)
-	case serverlog.Lines:
+	case event.LogLines:
 		m.log.ingest(p)
-	case serverlog.Notice:
+	case event.LogNotice:
 		m.log.setNotice(p)
-	case serverlog.Reset:
+	case event.LogReset:
 		m.log.reset(p)
 		m.rate.endRun()
 		m.server = serverState{phase: serverStarting, since: ev.At}
-	case serverlog.Rate:
+	case event.TokRate:
 		m.rate.apply(p)
 		if !p.Dropped && m.server.phase != serverReady && m.server.phase != serverRunning {
 			m.server.phase, m.server.since = serverRunning, ev.At
 		}
-	case serverlog.Ready:
+	case event.ServerReady:
 		// A run's failures stay counted until a reset, as in the parser.
 		m.server.phase, m.server.name, m.server.since = serverReady, sanitizeString(p.Server), ev.At
 		m.log.mark(p.Text, lineReady)
-	case repo.Head:
+	case event.RepoHead:
 		m.head = formatHead(p)
 		m.headShort = sanitizeString(p.Short)
 		m.headChanged = trackedChanges(p)
-	case repo.Unreadable:
+	case event.RepoUnreadable:
 		m.head = "? (repository unreadable)"
-	case server.Launched:
+	case event.ServerLaunched:
 		// The non-critical Xids were about the processes before it
 		// (force-killing a TP server logs Xid 45 on every GPU).
 		m.gpus.clearAppXids()
-	case server.Status:
+	case event.ServerStatus:
 		switch p.Phase {
-		case server.PhaseLaunching, server.PhaseKilled, server.PhaseExited:
+		case event.PhaseLaunching, event.PhaseKilled, event.PhaseExited:
 			m.rate.endRun() // the next figures are another run's
 		}
 		m.srv.setStatus(p)
-	case serverlog.Failure:
-		class := serverlog.FailureClass(sanitizeString(string(p.Class)))
+	case event.ServerFailure:
+		class := event.ServerFailureClass(sanitizeString(string(p.Class)))
 		// The primary class by serverlog's own rule (FailureClass.Tier, as
 		// Classifier.Primary and `flightdeck parse log` use): root causes
 		// first, the first seen within a tier.
@@ -499,33 +489,38 @@ func (m *Model) apply(ev event.Event) {
 		}
 		m.server.phase, m.server.since = serverFailed, ev.At
 		m.log.mark(p.Text, lineFailure)
-	case git.Status:
+	case event.GitStatus:
 		m.git.setStatus(p)
 		if p.Head.Short != "" {
 			m.headShort = sanitizeString(p.Head.Short)
 		}
-	case git.Action:
+	case event.GitAction:
 		m.git.setAction(p, ev.At)
-	case git.Moved:
+	case event.GitMoved:
 		m.git.setMoved(p)
-	case journal.ExperimentEnd:
+	case event.ExperimentEnd:
 		m.expEnded(p, ev.At)
-	case journal.ExperimentUpdate:
+	case event.ExperimentUpdate:
 		m.expUpdated(p)
-	case journal.Status:
+	case event.JournalStatus:
 		m.exp.setJournal(p)
-	case bench.Started, bench.Progress, bench.Done:
+	case event.BenchStarted, event.BenchProgress, event.BenchDone:
 		m.applyBench(p)
-	case sessions.RepeatProgress:
+	case event.RepeatProgress:
 		m.applyRepeat(p)
-	case driver.State:
+	case event.DriverState:
 		m.applyDriver(p, ev.At)
+	case event.Baseline, event.ExperimentFingerprint, event.ExperimentStart, event.Key,
+		event.KillStep, event.LogBench, event.LogFollowError, event.Note, event.Prefill,
+		event.Repeat, event.ServerHealthy, event.ServerObserved, event.Session, event.SpecDecode,
+		event.Throughput:
+		// experiment and note kinds are the ledger's (exp.ledger.Apply above); the rest are not shown
 	}
 }
 
 // trackedChanges counts h's dirty paths that are tracked (what a dirty
 // patch holds), -1 when h lists fewer entries than it counts.
-func trackedChanges(h repo.Head) int {
+func trackedChanges(h event.RepoHead) int {
 	if len(h.Entries) < h.Dirty {
 		return -1
 	}
@@ -540,7 +535,7 @@ func trackedChanges(h repo.Head) int {
 
 // formatHead is the header's HEAD field: "3207427 Fix PCG MoE Error (+2
 // dirty)". Remote text is sanitised; a long subject is cut.
-func formatHead(h repo.Head) string {
+func formatHead(h event.RepoHead) string {
 	var b strings.Builder
 	b.WriteString(sanitizeString(h.Short))
 	if subj := sanitizeString(h.Subject); subj != "" {

@@ -13,10 +13,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -98,16 +96,16 @@ func painted(m *Model, t Tone, text string) bool {
 
 func TestHeaderConnectionStates(t *testing.T) {
 	cases := []struct {
-		st   remote.State
+		st   event.ConnState
 		want string
 		tone func(Styles) Tone
 	}{
-		{remote.State{Host: "root@gpu-box:22", Conn: remote.Connected}, "connected", func(s Styles) Tone { return s.OK }},
-		{remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 3, NextTry: at(13 * time.Second),
+		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected}, "connected", func(s Styles) Tone { return s.OK }},
+		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: 3, NextTry: at(13 * time.Second),
 			Err: errors.New("connection reset")}, "reconnecting (attempt 3, next in 3s)", func(s Styles) Tone { return s.Warn }},
-		{remote.State{Host: "root@gpu-box:22", Conn: remote.Failed, Err: errors.New("host key mismatch\x1b]0;pwn\x07")},
+		{event.ConnState{Host: "root@gpu-box:22", Conn: event.ConnFailed, Err: errors.New("host key mismatch\x1b]0;pwn\x07")},
 			"failed: host key mismatch", func(s Styles) Tone { return s.Crit }},
-		{remote.State{Host: "root@gpu-box:22", Conn: remote.Connecting}, "connecting", func(s Styles) Tone { return s.Warn }},
+		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Connecting}, "connecting", func(s Styles) Tone { return s.Warn }},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
@@ -127,7 +125,7 @@ func TestHeaderConnectionStates(t *testing.T) {
 	}
 	// The relative time follows the clock messages, not the wall clock.
 	m := newSized(120, 24, Options{})
-	send(m, ev(10*time.Second, remote.State{Conn: remote.Reconnecting, Attempt: 1, NextTry: at(13 * time.Second)}))
+	send(m, ev(10*time.Second, event.ConnState{Conn: event.Reconnecting, Attempt: 1, NextTry: at(13 * time.Second)}))
 	m.Update(ClockMsg{Now: at(12 * time.Second)})
 	if h := screenLines(m)[0]; !strings.Contains(h, "next in 1s") {
 		t.Errorf("header after clock tick: %q", h)
@@ -148,7 +146,7 @@ func TestHeaderConnectionErrorIsBrief(t *testing.T) {
 		Known: []remote.KnownHostKey{{File: "/root/.ssh/known_hosts", Line: 3, KeyType: "ssh-ed25519", Fingerprint: "SHA256:old"}},
 	})
 	m := newSized(120, 24, Options{})
-	send(m, ev(0, remote.State{Host: "root@127.0.0.1:42222", Conn: remote.Failed, Err: changed}))
+	send(m, ev(0, event.ConnState{Host: "root@127.0.0.1:42222", Conn: event.ConnFailed, Err: changed}))
 	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42222  failed: host key changed (details on quit)" {
 		t.Errorf("failed header %q", h)
 	}
@@ -157,14 +155,14 @@ func TestHeaderConnectionErrorIsBrief(t *testing.T) {
 	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42222  failed: host key changed" {
 		t.Errorf("narrow failed header %q", h)
 	}
-	send(m, ev(time.Second, remote.State{Host: "root@127.0.0.1:42222", Conn: remote.Failed}))
+	send(m, ev(time.Second, event.ConnState{Host: "root@127.0.0.1:42222", Conn: event.ConnFailed}))
 	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42222  failed" {
 		t.Errorf("failed without an error: %q", h)
 	}
 
 	m = newSized(120, 24, Options{})
 	lost := fmt.Errorf("remote: gpu-box:22: %w", remote.ErrDisconnected)
-	send(m, ev(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2, NextTry: at(3 * time.Second), Err: lost}))
+	send(m, ev(0, event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: 2, NextTry: at(3 * time.Second), Err: lost}))
 	want := "reconnecting (attempt 2, next in 3s): connection to host lost"
 	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box:22  "+want {
 		t.Errorf("reconnecting header %q, want %q", h, want)
@@ -176,23 +174,23 @@ func TestHeaderServerStateAndHead(t *testing.T) {
 	if h := screenLines(m)[0]; h != "flightdeck  gpu-box  HEAD bba2fc4" {
 		t.Errorf("initial header %q", h)
 	}
-	send(m, ev(0, serverlog.Reset{Reason: "truncated"}))
+	send(m, ev(0, event.LogReset{Reason: "truncated"}))
 	if h := screenLines(m)[0]; !strings.Contains(h, "  starting") {
 		t.Errorf("after reset: %q", h)
 	}
-	send(m, ev(10*time.Second, serverlog.Ready{Server: "sglang", Text: "The server is fired up and ready to roll!"}))
+	send(m, ev(10*time.Second, event.ServerReady{Server: "sglang", Text: "The server is fired up and ready to roll!"}))
 	m.Update(ClockMsg{Now: at(10*time.Second + 3*time.Minute + 12*time.Second)})
 	if h := screenLines(m)[0]; !strings.Contains(h, "  sglang ready 3m12s  HEAD bba2fc4") {
 		t.Errorf("ready: %q", h)
 	}
 	m.Update(HeadMsg{Head: "1c0ffee (+1 dirty)"})
-	send(m, ev(4*time.Minute, serverlog.Failure{Class: serverlog.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory."}))
+	send(m, ev(4*time.Minute, event.ServerFailure{Class: event.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory."}))
 	if h := screenLines(m)[0]; !strings.Contains(h, "  sglang failed (oom)  HEAD 1c0ffee (+1 dirty)") {
 		t.Errorf("failed: %q", h)
 	}
 	// Throughput without a readiness line (attached mid-run) reads as running.
 	m2 := newSized(120, 24, Options{})
-	send(m2, ev(0, serverlog.Rate{TokPerSec: 80, Ranks: 1}))
+	send(m2, ev(0, event.TokRate{TokPerSec: 80, Ranks: 1}))
 	if h := screenLines(m2)[0]; !strings.HasSuffix(h, "  running") {
 		t.Errorf("running: %q", h)
 	}
@@ -202,10 +200,10 @@ func TestSparkline(t *testing.T) {
 	m := newSized(80, 24, Options{})
 	vals := []float64{80, 81, 82, 83, 84}
 	for _, v := range vals {
-		send(m, ev(0, serverlog.Rate{TokPerSec: v, Ranks: 1}))
+		send(m, ev(0, event.TokRate{TokPerSec: v, Ranks: 1}))
 	}
-	send(m, ev(0, serverlog.Rate{TokPerSec: 0.3, Dropped: true}), ev(0, serverlog.Rate{TokPerSec: 0.2, Dropped: true}))
-	send(m, ev(0, serverlog.Rate{TokPerSec: 89, AcceptLength: 2.314, HasAccept: true, Ranks: 8}))
+	send(m, ev(0, event.TokRate{TokPerSec: 0.3, Dropped: true}), ev(0, event.TokRate{TokPerSec: 0.2, Dropped: true}))
+	send(m, ev(0, event.TokRate{TokPerSec: 89, AcceptLength: 2.314, HasAccept: true, Ranks: 8}))
 	var line string
 	for _, l := range screenLines(m) {
 		if strings.HasPrefix(l, "tok/s") {
@@ -228,7 +226,7 @@ func TestSparkline(t *testing.T) {
 func TestSparklineWindowIsPanelWidth(t *testing.T) {
 	m := newSized(60, 24, Options{})
 	for i := range 500 {
-		send(m, ev(0, serverlog.Rate{TokPerSec: float64(i), Ranks: 1}))
+		send(m, ev(0, event.TokRate{TokPerSec: float64(i), Ranks: 1}))
 	}
 	var line string
 	for _, l := range screenLines(m) {
@@ -251,7 +249,7 @@ func TestSparklineWindowIsPanelWidth(t *testing.T) {
 
 func TestHeaderShowsRepoHeadFromTheStream(t *testing.T) {
 	m := newSized(160, 24, Options{Host: "gpu-box"})
-	m.Update(EventsMsg{{At: time.Unix(100, 0), Data: repo.Head{Short: "3207427", Subject: "Fix PCG MoE Error\x1b[2J", Dirty: 2}}})
+	m.Update(EventsMsg{{At: time.Unix(100, 0), Data: event.RepoHead{Short: "3207427", Subject: "Fix PCG MoE Error\x1b[2J", Dirty: 2}}})
 	got := ansi.Strip(m.View().Content)
 	if !strings.Contains(got, "HEAD 3207427 Fix PCG MoE Error (+2 dirty)") {
 		t.Fatalf("header lacks HEAD:\n%s", firstLine(got))
@@ -259,7 +257,7 @@ func TestHeaderShowsRepoHeadFromTheStream(t *testing.T) {
 	if strings.Contains(m.View().Content, "\x1b[2J") {
 		t.Fatal("commit subject escape sequence reached the screen")
 	}
-	m.Update(EventsMsg{{At: time.Unix(101, 0), Data: repo.Unreadable{Path: "/x", Err: "not a git repository"}}})
+	m.Update(EventsMsg{{At: time.Unix(101, 0), Data: event.RepoUnreadable{Path: "/x", Err: "not a git repository"}}})
 	if got := firstLine(ansi.Strip(m.View().Content)); !strings.Contains(got, "HEAD ? (repository unreadable)") {
 		t.Fatalf("header after unreadable repo: %s", got)
 	}
@@ -268,13 +266,13 @@ func TestHeaderShowsRepoHeadFromTheStream(t *testing.T) {
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 
 // Options.Label stays in the header (and window title) before the host,
-// whatever host a remote.State names.
+// whatever host a event.ConnState names.
 func TestHeaderLabelStaysBeforeTheHost(t *testing.T) {
 	m := newSized(120, 24, Options{Label: "demo", Host: "demo (simulated host)"})
 	if h := screenLines(m)[0]; h != "flightdeck  demo  demo (simulated host)" {
 		t.Errorf("before any state: %q", h)
 	}
-	send(m, ev(0, remote.State{Host: "root@127.0.0.1:40123", Conn: remote.Connected}))
+	send(m, ev(0, event.ConnState{Host: "root@127.0.0.1:40123", Conn: event.Connected}))
 	if h := screenLines(m)[0]; h != "flightdeck  demo  root@127.0.0.1:40123  connected" {
 		t.Errorf("after the state: %q", h)
 	}
@@ -292,7 +290,7 @@ func TestHeaderLabelStaysBeforeTheHost(t *testing.T) {
 	}
 	// Without a label the header is as before.
 	n := newSized(120, 24, Options{})
-	send(n, ev(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Connected}))
+	send(n, ev(0, event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected}))
 	if h := screenLines(n)[0]; h != "flightdeck  root@gpu-box:22  connected" {
 		t.Errorf("no label: %q", h)
 	}
@@ -302,8 +300,8 @@ func TestHeaderLabelStaysBeforeTheHost(t *testing.T) {
 // or "rea" says nothing) rather than cutting them.
 func TestNarrowHeaderDropsFieldsWhole(t *testing.T) {
 	m := newSized(60, 24, Options{Head: "e7b9c70 [CI] Raise the nightly benchmark timeout"})
-	send(m, ev(0, remote.State{Host: "root@127.0.0.1:42133", Conn: remote.Connected}),
-		ev(0, serverlog.Ready{Server: "sglang"}))
+	send(m, ev(0, event.ConnState{Host: "root@127.0.0.1:42133", Conn: event.Connected}),
+		ev(0, event.ServerReady{Server: "sglang"}))
 	m.Update(ClockMsg{Now: at(19 * time.Second)})
 	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42133  connected  ready 19s" {
 		t.Errorf("60 columns: %q", h)
@@ -323,7 +321,7 @@ func TestNarrowHeaderDropsFieldsWhole(t *testing.T) {
 
 // scanFailures runs a serverlog.Scanner over a fixture in testdata and
 // returns the Failure events it produces, in order, and its Primary.
-func scanFailures(t *testing.T, name string) ([]serverlog.Failure, serverlog.Failure) {
+func scanFailures(t *testing.T, name string) ([]event.ServerFailure, event.ServerFailure) {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
@@ -331,10 +329,10 @@ func scanFailures(t *testing.T, name string) ([]serverlog.Failure, serverlog.Fai
 	}
 	defer f.Close()
 	var s serverlog.Scanner
-	var out []serverlog.Failure
+	var out []event.ServerFailure
 	err = serverlog.ScanLines(f, func(line []byte, n int) {
 		s.Feed(line, n, func(p event.Payload) {
-			if x, ok := p.(serverlog.Failure); ok {
+			if x, ok := p.(event.ServerFailure); ok {
 				out = append(out, x)
 			}
 		})
@@ -369,7 +367,7 @@ func TestHeaderFailureIsThePrimary(t *testing.T) {
 				differs++
 			}
 			m := newSized(160, 24, Options{})
-			send(m, ev(0, serverlog.Reset{Reason: "truncated"}))
+			send(m, ev(0, event.LogReset{Reason: "truncated"}))
 			for i, f := range fails {
 				send(m, ev(time.Duration(i)*time.Second, f))
 			}
@@ -383,14 +381,14 @@ func TestHeaderFailureIsThePrimary(t *testing.T) {
 		t.Error("no fixture has a latest failure other than the primary: the test proves nothing")
 	}
 
-	// A new run (serverlog.Reset) forgets the previous run's failures.
+	// A new run (event.LogReset) forgets the previous run's failures.
 	m := newSized(160, 24, Options{})
 	nccl, _ := scanFailures(t, "vllm-nccl-cuda-failure-oom-2025-05.txt")
 	dead, _ := scanFailures(t, "vllm-crash-enginedead-v1.txt")
 	for _, f := range nccl {
 		send(m, ev(0, f))
 	}
-	send(m, ev(time.Second, serverlog.Reset{Reason: "truncated"}))
+	send(m, ev(time.Second, event.LogReset{Reason: "truncated"}))
 	if h := screenLines(m)[0]; strings.Contains(h, "failed") {
 		t.Errorf("after a reset: %q", h)
 	}
@@ -407,14 +405,14 @@ func TestHeaderFailureIsThePrimary(t *testing.T) {
 	if h := screenLines(m)[0]; !strings.Contains(h, "failed (nccl)") {
 		t.Errorf("a root cause after engine-dead: %q", h)
 	}
-	send(m, ev(4*time.Second, serverlog.Failure{Class: serverlog.FailOOM, Text: "CUDA out of memory"}))
+	send(m, ev(4*time.Second, event.ServerFailure{Class: event.FailOOM, Text: "CUDA out of memory"}))
 	if h := screenLines(m)[0]; !strings.Contains(h, "failed (nccl)") {
 		t.Errorf("a later root cause replaced the first: %q", h)
 	}
 }
 
-func classesOf(fs []serverlog.Failure) []serverlog.FailureClass {
-	var out []serverlog.FailureClass
+func classesOf(fs []event.ServerFailure) []event.ServerFailureClass {
+	var out []event.ServerFailureClass
 	for _, f := range fs {
 		out = append(out, f.Class)
 	}
@@ -435,15 +433,15 @@ func TestSparklineRuns(t *testing.T) {
 		return ""
 	}
 	for range 20 {
-		send(m, ev(0, serverlog.Rate{TokPerSec: 62.5, Ranks: 1}))
+		send(m, ev(0, event.TokRate{TokPerSec: 62.5, Ranks: 1}))
 	}
-	send(m, ev(time.Second, server.Status{Phase: server.PhaseKilled, Exit: -1}))
+	send(m, ev(time.Second, event.ServerStatus{Phase: event.PhaseKilled, Exit: -1}))
 	if l := tokLine(); !strings.Contains(l, "  - now  median -") || !strings.Contains(l, "▁") && !strings.Contains(l, "█") {
 		t.Errorf("after the kill: %q", l)
 	}
-	send(m, ev(2*time.Second, server.Status{Phase: server.PhaseLaunching, Exit: -1}))
+	send(m, ev(2*time.Second, event.ServerStatus{Phase: event.PhaseLaunching, Exit: -1}))
 	for _, v := range []float64{88.5, 89, 89.5} {
-		send(m, ev(3*time.Second, serverlog.Rate{TokPerSec: v, Ranks: 1}))
+		send(m, ev(3*time.Second, event.TokRate{TokPerSec: v, Ranks: 1}))
 	}
 	if l := tokLine(); !strings.HasSuffix(l, "89.5 now  median 89.0") {
 		t.Errorf("after the relaunch: %q", l)

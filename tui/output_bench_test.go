@@ -16,9 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -85,7 +83,7 @@ func (s *steadyStream) line(t time.Time, tps, accept float64) string {
 // second returns the events of second i and the clock after them.
 func (s *steadyStream) second(i int) (EventsMsg, ClockMsg) {
 	now := at(time.Duration(i) * time.Second)
-	sample := gpu.Sample{}
+	sample := event.GPUSample{}
 	for g := range 8 {
 		d := h200(g)
 		d.UtilGPUPct = ok(float64(94 + s.rnd.IntN(7)))
@@ -100,14 +98,14 @@ func (s *steadyStream) second(i int) (EventsMsg, ClockMsg) {
 		sample.GPUs = append(sample.GPUs, d)
 	}
 	evs := EventsMsg{{At: now, Data: sample}}
-	lines := serverlog.Lines{Path: "/data/logs/sglang.log"}
+	lines := event.LogLines{Path: "/data/logs/sglang.log"}
 	for k := range 1 + i%2 { // one line, then two, then one...
 		tps := 165 + 10*math.Sin(float64(2*i+k)/5) + s.rnd.Float64()*4
 		accept := 1.8 + s.rnd.Float64()*0.5
 		text := s.line(now, tps, accept)
-		lines.Lines = append(lines.Lines, serverlog.Line{Offset: int64(s.tokens) * 3, Text: []byte(text)})
+		lines.Lines = append(lines.Lines, event.LogLine{Offset: int64(s.tokens) * 3, Text: []byte(text)})
 		tp, _ := serverlog.ParseSGLangDecode([]byte(text))
-		evs = append(evs, event.Event{At: now, Data: serverlog.Rate{TokPerSec: tp.TokPerSec, AcceptLength: tp.AcceptLength, HasAccept: true, Ranks: 1}})
+		evs = append(evs, event.Event{At: now, Data: event.TokRate{TokPerSec: tp.TokPerSec, AcceptLength: tp.AcceptLength, HasAccept: true, Ranks: 1}})
 	}
 	evs = append(evs, event.Event{At: now, Data: lines})
 	return evs, ClockMsg{Now: now}
@@ -202,8 +200,8 @@ func startSteady(tb testing.TB, w, h int, profile colorprofile.Profile) *steadyR
 	s := newSteadyStream(tb)
 	m := New(Options{Host: "root@gpu-box:22", LogPath: "/data/logs/sglang.log", Head: "bba2fc4 (+3 dirty)", Theme: ThemeDark})
 	m.Update(EventsMsg{
-		{At: at(-300 * time.Second), Data: remote.State{Host: "root@gpu-box:22", Conn: remote.Connected, Since: at(-300 * time.Second)}},
-		{At: at(-299 * time.Second), Data: serverlog.Ready{Server: "sglang", Text: "The server is fired up and ready to roll!"}},
+		{At: at(-300 * time.Second), Data: event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected, Since: at(-300 * time.Second)}},
+		{At: at(-299 * time.Second), Data: event.ServerReady{Server: "sglang", Text: "The server is fired up and ready to roll!"}},
 	})
 	for i := -298; i <= 0; i++ {
 		evs, clock := s.second(i)

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"strconv"
 
@@ -14,7 +15,7 @@ import (
 // The repeat in the cockpit: R opens a small form (more launches, steady
 // samples per launch, bench each launch), enter runs RepeatControl.Run in
 // a tea.Cmd under a context R (or esc) cancels after asking. Its progress
-// comes from sessions.RepeatProgress events, drawn as a banner under the
+// comes from event.RepeatProgress events, drawn as a banner under the
 // header ("repeat 2/5: warming up 3/10").
 
 // RepeatResultMsg is the answer of a repeat started with R: nil when every
@@ -31,7 +32,7 @@ type repeatState struct {
 	// quitWhen: a confirmed quit stopped it; the cockpit quits when Run
 	// returns (its relaunch finishes under its own deadline first).
 	quitWhen bool
-	prog     sessions.RepeatProgress
+	prog     event.RepeatProgress
 	hasProg  bool // a repeat is in progress by the stream
 }
 
@@ -192,7 +193,7 @@ func (m *Model) repeatQuit() tea.Cmd {
 }
 
 // applyRepeat folds a repeat's progress event.
-func (m *Model) applyRepeat(p sessions.RepeatProgress) {
+func (m *Model) applyRepeat(p event.RepeatProgress) {
 	switch p.Phase {
 	case sessions.RepeatDone, sessions.RepeatStopped, sessions.RepeatFailed:
 		m.rep.hasProg = false

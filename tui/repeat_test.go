@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // fakeRepeat records the repeats the cockpit runs; with wait set, Run
@@ -86,7 +87,7 @@ func TestRepeatProgressAndStop(t *testing.T) {
 	if cmd == nil || !m.rep.running {
 		t.Fatal("no repeat started")
 	}
-	send(m, ev(200*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
+	send(m, ev(200*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
 	if l := screenLines(m)[1]; l != "repeat 2/5 of e3: warming up 3/10 (e4)  (R stops)" {
 		t.Errorf("banner %q", l)
 	}
@@ -106,7 +107,7 @@ func TestRepeatProgressAndStop(t *testing.T) {
 	if m.rep.running || m.Status() != "repeat stopped" {
 		t.Errorf("stopped: running %v status %q", m.rep.running, m.Status())
 	}
-	send(m, ev(201*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped, Err: "stopped"}))
+	send(m, ev(201*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped, Err: "stopped"}))
 	if l := screenLines(m)[1]; strings.HasPrefix(l, "repeat") {
 		t.Errorf("banner after the end: %q", l)
 	}
@@ -133,7 +134,7 @@ func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
 		if cmd == nil || !m.rep.running {
 			t.Fatal("no repeat started")
 		}
-		send(m, ev(200*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatRelaunching}))
+		send(m, ev(200*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatRelaunching}))
 		return m, f, cmd
 	}
 	const waiting = "stopping the repeat: waiting for the relaunch to finish (q again quits now)"
@@ -240,7 +241,7 @@ func TestRepeatGolden(t *testing.T) {
 	})
 	t.Run("progress_100x30", func(t *testing.T) {
 		m, _ := repeatScene(100, 30)
-		send(m, ev(200*time.Second, sessions.RepeatProgress{Series: "e3", I: 3, N: 5, Exp: "e5", Phase: sessions.RepeatMeasuring, Samples: 7, Need: 10}))
+		send(m, ev(200*time.Second, event.RepeatProgress{Series: "e3", I: 3, N: 5, Exp: "e5", Phase: sessions.RepeatMeasuring, Samples: 7, Need: 10}))
 		golden.RequireEqual(t, plain(m))
 	})
 }
@@ -278,7 +279,7 @@ func TestMeasureScreensFit(t *testing.T) {
 		press(m, "esc", "R")
 		check("repeat form")
 		press(m, "esc")
-		send(m, ev(300*time.Second, sessions.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
+		send(m, ev(300*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
 		check("repeat progress")
 	}
 }

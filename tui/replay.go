@@ -27,7 +27,7 @@ import (
 // for concurrent use).
 type ReplaySource interface {
 	// Header is the journal's header: the host and label it names.
-	Header() journal.Header
+	Header() event.SessionHeader
 	// Start is the wall-clock time of position 0 (the header's created
 	// time); events are at Start() + their journal time.
 	Start() time.Time
@@ -489,13 +489,13 @@ const sameInstant = 500 * time.Millisecond
 
 // markText names a mark: "0:12:34 e2 started: nccl-ll-ring".
 func markText(mk journal.Mark) string {
-	what := sanitizeString(mk.Kind)
+	what := mk.Kind.String()
 	switch mk.Kind {
-	case markExpStart:
+	case event.KindExperimentStart:
 		what = join(sanitizeString(mk.Exp), "started")
-	case markExpEnd:
+	case event.KindExperimentEnd:
 		what = join(sanitizeString(mk.Exp), "ended")
-	case markNote:
+	case event.KindNote:
 		what = "note"
 		if mk.Exp != "" {
 			what += " on " + sanitizeString(mk.Exp)

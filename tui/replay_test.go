@@ -13,7 +13,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
@@ -34,8 +33,8 @@ func newFakeSource(evs []event.Event) *fakeSource {
 	return &fakeSource{evs: evs}
 }
 
-func (s *fakeSource) Header() journal.Header {
-	return journal.Header{Format: journal.FormatName, Version: 1, Created: t0, Host: "root@gpu-box:22", Label: "demo"}
+func (s *fakeSource) Header() event.SessionHeader {
+	return event.SessionHeader{Format: journal.FormatName, Version: 1, Created: t0, Host: "root@gpu-box:22", Label: "demo"}
 }
 
 func (s *fakeSource) Start() time.Time { return t0 }
@@ -47,12 +46,12 @@ func (s *fakeSource) Marks() []journal.Mark {
 	for _, e := range s.evs {
 		t := e.At.Sub(t0)
 		switch p := e.Data.(type) {
-		case journal.ExperimentStart:
-			out = append(out, journal.Mark{T: t, Kind: "exp-start", Exp: p.ID, Text: p.Name})
-		case journal.ExperimentEnd:
-			out = append(out, journal.Mark{T: t, Kind: "exp-end", Exp: p.Exp, Text: string(p.Trigger)})
-		case journal.Note:
-			out = append(out, journal.Mark{T: t, Kind: "note", Exp: p.Exp, Text: p.Text})
+		case event.ExperimentStart:
+			out = append(out, journal.Mark{T: t, Kind: event.KindExperimentStart, Exp: p.ID, Text: p.Name})
+		case event.ExperimentEnd:
+			out = append(out, journal.Mark{T: t, Kind: event.KindExperimentEnd, Exp: p.Exp, Text: string(p.Trigger)})
+		case event.Note:
+			out = append(out, journal.Mark{T: t, Kind: event.KindNote, Exp: p.Exp, Text: p.Text})
 		}
 	}
 	return out
@@ -112,7 +111,7 @@ func replayEvents() []event.Event {
 		evs = append(evs, ev(time.Duration(s)*time.Second, decodeLines(s, 3)))
 	}
 	evs = append(evs, session()...)
-	evs = append(evs, ev(120*time.Second, remote.State{Host: "root@gpu-box:22", Conn: remote.Connected, Since: t0}))
+	evs = append(evs, ev(120*time.Second, event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected, Since: t0}))
 	return evs
 }
 
@@ -502,10 +501,10 @@ func TestReplayGolden(t *testing.T) {
 // together.
 func TestReplayMarksAtOneInstant(t *testing.T) {
 	evs := []event.Event{connected(),
-		ev(10*time.Second, journal.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerLaunch}),
-		ev(30*time.Second, journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerRelaunch}),
-		ev(30*time.Second+300*time.Microsecond, journal.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerLaunch}),
-		ev(50*time.Second, journal.Note{Text: "n", Exp: "e2"}),
+		ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerLaunch}),
+		ev(30*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerRelaunch}),
+		ev(30*time.Second+300*time.Microsecond, event.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerLaunch}),
+		ev(50*time.Second, event.Note{Text: "n", Exp: "e2"}),
 		ev(60*time.Second, h200s(1)),
 	}
 	r := NewReplay(newFakeSource(evs), Options{Theme: ThemeDark})

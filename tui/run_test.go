@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -47,7 +46,7 @@ func startPump(t *testing.T, b Bridge) (out chan tea.Msg, stop func()) {
 	}
 }
 
-func rateEv(v float64) event.Event { return ev(0, serverlog.Rate{TokPerSec: v, Ranks: 1}) }
+func rateEv(v float64) event.Event { return ev(0, event.TokRate{TokPerSec: v, Ranks: 1}) }
 
 func TestBridgeBatchesByTime(t *testing.T) {
 	events := make(chan event.Event)
@@ -65,7 +64,7 @@ func TestBridgeBatchesByTime(t *testing.T) {
 		n = len(got)
 	}
 	for i, e := range got {
-		if e.Data.(serverlog.Rate).TokPerSec != float64(i) {
+		if e.Data.(event.TokRate).TokPerSec != float64(i) {
 			t.Fatalf("event %d out of order: %+v", i, e)
 		}
 	}
@@ -84,7 +83,7 @@ func TestBridgeBatchesBySize(t *testing.T) {
 		}
 	}
 	close(events) // closing flushes the rest
-	if got := recv(t, out).(EventsMsg); len(got) != 1 || got[0].Data.(serverlog.Rate).TokPerSec != 8 {
+	if got := recv(t, out).(EventsMsg); len(got) != 1 || got[0].Data.(event.TokRate).TokPerSec != 8 {
 		t.Fatalf("last batch %+v", got)
 	}
 }

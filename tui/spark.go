@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // sparkGlyphs are the eight block elements, lowest first. They are
@@ -18,7 +18,7 @@ const (
 	sparkMinSpan = 0.05 // the y range is at least 5% of the window max, so ±0.5 tok/s noise is not a cliff
 )
 
-// rateSeries is the tok/s series from serverlog.Rate events. A Dropped
+// rateSeries is the tok/s series from event.TokRate events. A Dropped
 // rate (the idle-gap artefact) becomes a gap (NaN), drawn as a blank.
 type rateSeries struct {
 	vals      []float64 // ring buffer, len ≤ rateCap
@@ -64,7 +64,7 @@ func (s *rateSeries) endRun() {
 	s.seq++
 }
 
-func (s *rateSeries) apply(r serverlog.Rate) {
+func (s *rateSeries) apply(r event.TokRate) {
 	if r.Dropped || math.IsNaN(r.TokPerSec) || math.IsInf(r.TokPerSec, 0) {
 		// Mark one gap per idle period, not one per dropped line.
 		if n := len(s.vals); n > 0 && !math.IsNaN(s.at(n-1)) {

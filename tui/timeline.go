@@ -7,19 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The replay's timeline: one line at the bottom of the screen with the
 // play state, position / duration (h:mm:ss), speed, a bar with the
 // experiments' starts and ends and the notes marked, and the experiment
 // open at the position. While t is pressed it is the time input instead.
-
-// Mark kinds, as journal.Mark.Kind names them.
-const (
-	markExpStart = "exp-start"
-	markExpEnd   = "exp-end"
-	markNote     = "note"
-)
 
 // maxClock bounds typed times (and so durations built from them): 100000
 // hours is far past any journal.
@@ -183,11 +178,11 @@ func (r *Replay) bar(n int) string {
 	for _, mk := range r.marks {
 		c := byte(0)
 		switch mk.Kind {
-		case markExpStart:
+		case event.KindExperimentStart:
 			c = '['
-		case markExpEnd:
+		case event.KindExperimentEnd:
 			c = ']'
-		case markNote:
+		case event.KindNote:
 			c = 'n'
 		}
 		if c == 0 {

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // layout is how many lines each part of the screen gets.
@@ -216,7 +217,7 @@ func (m *Model) header(w int) string {
 	exp, rec := m.expSegs()
 	segs = append(segs, rec...)
 	if m.srv.hasSt || m.srv.next != "" {
-		// server.Status (server control) supersedes the log heuristic.
+		// event.ServerStatus (server control) supersedes the log heuristic.
 		segs = append(segs, m.statusSegs()...)
 	} else if s, ok := m.serverSeg(); ok {
 		segs = append(segs, s)
@@ -340,11 +341,11 @@ func (m *Model) header(w int) string {
 func (m *Model) connSeg() seg {
 	c := m.conn
 	switch c.Conn {
-	case remote.Connected:
+	case event.Connected:
 		return seg{text: "connected", tone: toneOK, prio: prioConnOK}
-	case remote.Connecting:
+	case event.Connecting:
 		return seg{text: "connecting", tone: toneWarn}
-	case remote.Reconnecting:
+	case event.Reconnecting:
 		t := "reconnecting (attempt " + strconv.Itoa(c.Attempt)
 		short := "reconnecting #" + strconv.Itoa(c.Attempt)
 		if !c.NextTry.IsZero() && !m.now.IsZero() {
@@ -361,7 +362,7 @@ func (m *Model) connSeg() seg {
 			t += ": " + why
 		}
 		return seg{text: t, short: short, tone: toneWarn}
-	case remote.Failed:
+	case event.ConnFailed:
 		// The full error (fingerprints, known_hosts lines, keys tried) is
 		// printed when the cockpit quits; the header says so.
 		if c.Err == nil {
@@ -369,7 +370,7 @@ func (m *Model) connSeg() seg {
 		}
 		t := "failed: " + briefErr(c.Err)
 		return seg{text: t + " (details on quit)", short: t, tone: toneCrit, cut: true} // the start of an error still helps
-	case remote.Closed:
+	case event.ConnClosed:
 		return seg{text: "closed", tone: toneDim}
 	}
 	return seg{text: c.Conn.String(), tone: toneWarn}

@@ -11,9 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func TestComputeLayout(t *testing.T) {
@@ -44,7 +42,7 @@ func TestEverySizeFits(t *testing.T) {
 		for _, n := range []int{0, 1, 8, 72} {
 			for _, wrap := range []bool{false, true} {
 				m := scene(sz[0], sz[1], n, 300, Options{})
-				send(m, ev(5*time.Second, gpu.Stale{Missed: 3}), ev(5*time.Second, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:01:00.0", NeedsReboot: true}),
+				send(m, ev(5*time.Second, event.GPUStale{Missed: 3}), ev(5*time.Second, event.GPUFailure{Class: event.GPUFailLost, BusID: "0000:01:00.0", NeedsReboot: true}),
 					ev(5*time.Second, linesOf("宽"+strings.Repeat("x宽", 300), "d "+strings.Repeat("é", 500))))
 				if wrap {
 					press(m, "w")
@@ -77,7 +75,7 @@ func TestNarrowLayoutDropsColumns(t *testing.T) {
 	m := newSized(80, 24, Options{})
 	g := h200(0)
 	g.Name = txt("NVIDIA RTX PRO 6000 Blackwell Server Edition")
-	g.ClockEvents.Mask = gpu.ReasonSWPowerCap | gpu.ReasonSWThermalSlowdown
+	g.ClockEvents.Mask = event.ReasonSWPowerCap | event.ReasonSWThermalSlowdown
 	send(m, ev(0, sampleOf(g)))
 	h := screenLines(m)[1]
 	for _, c := range []string{"GPU", "util", "mem GiB", "power W", "temp", "SM MHz", "P", "PCIe", "throttle"} {
@@ -171,18 +169,18 @@ func troubleScene(o Options) *Model {
 	s.GPUs[1].PCIeGenCurrent = ok(3)
 	s.GPUs[2].PState = txt("P2")
 	s.GPUs[3].TempC = ok(88)
-	s.GPUs[3].ClockEvents.Mask = gpu.ReasonSWThermalSlowdown | gpu.ReasonHWSlowdown
+	s.GPUs[3].ClockEvents.Mask = event.ReasonSWThermalSlowdown | event.ReasonHWSlowdown
 	s.GPUs[4].UtilGPUPct = ok(0)
-	s.GPUs[4].ClockEvents.Mask = gpu.ReasonGPUIdle
+	s.GPUs[4].ClockEvents.Mask = event.ReasonGPUIdle
 	s.GPUs[4].PState = txt("P8")
 	s.GPUs[4].PCIeGenCurrent = ok(1)
-	s.GPUs[5].PowerDrawW = bad(gpu.NA, "[N/A]")
+	s.GPUs[5].PowerDrawW = bad(event.CellNA, "[N/A]")
 	s.GPUs[6].BusID = txt("00000000:0B:00.0")
 	send(m, ev(200*time.Second, s))
 	s.GPUs = append(s.GPUs[:6:6], s.GPUs[7])
-	send(m, ev(201*time.Second, gpu.Failure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error"}),
+	send(m, ev(201*time.Second, event.GPUFailure{Class: "unknown-error", BusID: "0000:0B:00.0", Reason: "Unknown Error"}),
 		ev(201*time.Second, s))
-	send(m, ev(205*time.Second, gpu.Stale{LastSample: at(201 * time.Second), Missed: 3}))
+	send(m, ev(205*time.Second, event.GPUStale{LastSample: at(201 * time.Second), Missed: 3}))
 	send(m, ev(206*time.Second, linesOf("torch.OutOfMemoryError: CUDA out of memory.")))
 	send(m, ev(206*time.Second, serverlogFailureOOM()))
 	send(m, connReconnecting(207*time.Second, 2, 210*time.Second))
@@ -246,11 +244,11 @@ func TestChromeIsASCII(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {200, 60}, {50, 20}} {
 		m := newSized(size[0], size[1], Options{Label: "demo", LogPath: "/data/logs/" + strings.Repeat("very-long-dir/", 20) + "sglang.log"})
 		s := h200s(8)
-		send(m, ev(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 2, Err: errors.New("EOF")}),
-			ev(time.Second, s), ev(time.Second, serverlog.Reset{Reason: "truncated"}),
-			ev(2*time.Second, serverlog.Lines{Lines: []serverlog.Line{{Text: []byte(strings.Repeat("a long ascii log line ", 20))}}}),
-			ev(3*time.Second, serverlog.Rate{TokPerSec: 82}), ev(4*time.Second, serverlog.Rate{TokPerSec: 83}),
-			ev(5*time.Second, gpu.Stale{Missed: 3}), ev(5*time.Second, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:01:00.0"}))
+		send(m, ev(0, event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: 2, Err: errors.New("EOF")}),
+			ev(time.Second, s), ev(time.Second, event.LogReset{Reason: "truncated"}),
+			ev(2*time.Second, event.LogLines{Lines: []event.LogLine{{Text: []byte(strings.Repeat("a long ascii log line ", 20))}}}),
+			ev(3*time.Second, event.TokRate{TokPerSec: 82}), ev(4*time.Second, event.TokRate{TokPerSec: 83}),
+			ev(5*time.Second, event.GPUStale{Missed: 3}), ev(5*time.Second, event.GPUFailure{Class: event.GPUFailLost, BusID: "0000:01:00.0"}))
 		for _, wrap := range []bool{false, true} {
 			if wrap != m.Wrapping() {
 				m.Update(tea.KeyPressMsg{Code: 'w', Text: "w"})

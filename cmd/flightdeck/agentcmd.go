@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu/agent"
 	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -21,7 +20,7 @@ import (
 // (*nvml.Sampler; tests give a fake).
 type agentSampler interface {
 	Info() nvml.Info
-	Sample() (gpu.Sample, error)
+	Sample() (event.GPUSample, error)
 	Run(ctx context.Context, sink event.Sink) error
 	Close() error
 }
@@ -150,7 +149,7 @@ func runAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, f 
 		}
 		var ok bool
 		if buf, ok = agent.AppendEvent(buf[:0], e); !ok {
-			return // a payload the protocol does not carry (gpu.Source)
+			return // a payload the protocol does not carry (event.GPUSource)
 		}
 		write(buf)
 	}

@@ -37,7 +37,7 @@ func (f *fakeSampler) Info() nvml.Info {
 	return nvml.Info{Driver: "550.54.15", NVML: "12.550.54.15", CUDA: 12040, GPUs: 2}
 }
 
-func (f *fakeSampler) Sample() (gpu.Sample, error) { return agentTestSample(7), nil }
+func (f *fakeSampler) Sample() (event.GPUSample, error) { return agentTestSample(7), nil }
 
 func (f *fakeSampler) Run(ctx context.Context, sink event.Sink) error {
 	f.runs.Add(1)
@@ -61,11 +61,11 @@ func (f *fakeSampler) Run(ctx context.Context, sink event.Sink) error {
 
 func (f *fakeSampler) Close() error { f.closed.Store(true); return nil }
 
-func agentTestSample(sec int64) gpu.Sample {
+func agentTestSample(sec int64) event.GPUSample {
 	at := time.Unix(1764400000+sec, 0)
-	g := gpu.GPU{Index: 0, Name: gpu.Text{S: "NVIDIA H200"}, TempC: gpu.Reading{Value: 61},
-		FanPct: gpu.Reading{Status: gpu.NA, Raw: "[N/A]"}}
-	return gpu.Sample{At: at, GPUs: []gpu.GPU{g, {Index: 1, Lost: true}}, Apps: []gpu.App{}}
+	g := event.GPU{Index: 0, Name: event.Text{S: "NVIDIA H200"}, TempC: event.Reading{Value: 61},
+		FanPct: event.Reading{Status: event.CellNA, Raw: "[N/A]"}}
+	return event.GPUSample{At: at, GPUs: []event.GPU{g, {Index: 1, Lost: true}}, Apps: []event.ComputeApp{}}
 }
 
 // useFakeNVML makes openNVML return f (or err) for the test.
@@ -102,8 +102,8 @@ func TestAgentStreamsHelloThenEvents(t *testing.T) {
 	at := time.Unix(1764400001, 0)
 	f := &fakeSampler{events: []event.Event{
 		{At: at, Data: agentTestSample(1)},
-		{At: at, Data: gpu.Source{Mode: gpu.SourceNVML}}, // not carried
-		{At: at, Data: gpu.Xid{Index: 1, Code: 79}},
+		{At: at, Data: event.GPUSource{Mode: event.SourceNVML}}, // not carried
+		{At: at, Data: event.Xid{Index: 1, Code: 79}},
 		{At: at, Data: agentTestSample(2)},
 	}}
 	useFakeNVML(t, f, nil)
@@ -138,8 +138,8 @@ func TestAgentStreamsHelloThenEvents(t *testing.T) {
 		h.GPUs != 2 || h.Interval != 250*time.Millisecond || h.Version != versionString() || h.Simulated {
 		t.Errorf("hello %+v", h)
 	}
-	s := ms[1].Payload.(gpu.Sample)
-	if !s.At.Equal(at) || len(s.GPUs) != 2 || s.GPUs[0].TempC.Value != 61 || s.GPUs[0].FanPct.Status != gpu.NA ||
+	s := ms[1].Payload.(event.GPUSample)
+	if !s.At.Equal(at) || len(s.GPUs) != 2 || s.GPUs[0].TempC.Value != 61 || s.GPUs[0].FanPct.Status != event.CellNA ||
 		!s.GPUs[1].Lost || s.Apps == nil {
 		t.Errorf("sample %+v", s)
 	}
@@ -364,12 +364,12 @@ func TestAgentRunnerEndToEnd(t *testing.T) {
 			t.Errorf("Runner.Run: %v", err)
 		}
 	}()
-	var src gpu.Source
+	var src event.GPUSource
 	deadline := time.After(30 * time.Second)
 	for src.Mode == "" {
 		select {
 		case e := <-events:
-			if s, ok := e.Data.(gpu.Source); ok {
+			if s, ok := e.Data.(event.GPUSource); ok {
 				src = s
 			}
 		case <-deadline:
@@ -378,10 +378,10 @@ func TestAgentRunnerEndToEnd(t *testing.T) {
 	}
 	switch {
 	case !nvml.Compiled():
-		if src.Mode != gpu.SourceNvidiaSMI || src.Fallback != "this build has no cgo" {
+		if src.Mode != event.SourceNvidiaSMI || src.Fallback != "this build has no cgo" {
 			t.Errorf("source %+v", src)
 		}
-	case src.Mode == gpu.SourceAgent:
+	case src.Mode == event.SourceAgent:
 		if !strings.HasPrefix(src.Detail, "agent "+versionString()) || !strings.HasSuffix(src.Detail, "(uploaded)") {
 			t.Errorf("source %+v", src)
 		}
@@ -392,7 +392,7 @@ func TestAgentRunnerEndToEnd(t *testing.T) {
 			t.Error("an agent was uploaded to a host without a driver")
 		}
 	default:
-		if src.Mode != gpu.SourceNvidiaSMI || !strings.HasPrefix(src.Fallback, "NVML unavailable on the host: ") {
+		if src.Mode != event.SourceNvidiaSMI || !strings.HasPrefix(src.Fallback, "NVML unavailable on the host: ") {
 			t.Errorf("source %+v", src)
 		}
 		if _, err := os.Stat(filepath.Join(cache, "agent", "e2e", "flightdeck")); err != nil {

@@ -102,12 +102,12 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 }
 
 // appendBaseline appends a session (this command, as journal.Append
-// records every writer) and journal.Baseline{Exp: id} to the journal at
+// records every writer) and event.Baseline{Exp: id} to the journal at
 // path, and syncs it. A cockpit that took the journal since it was
 // checked gives a refusal (its *journal.LockedError); other errors are
 // I/O errors.
 func appendBaseline(path, host, id string) error {
-	h := journal.Header{Host: host, Label: "journal baseline", Flightdeck: versionString(), PID: os.Getpid(), Created: time.Now()}
+	h := event.SessionHeader{Host: host, Label: "journal baseline", Flightdeck: versionString(), PID: os.Getpid(), Created: time.Now()}
 	if u, err := user.Current(); err == nil {
 		h.User = u.Username
 	}
@@ -120,7 +120,7 @@ func appendBaseline(path, host, id string) error {
 		}
 		return err
 	}
-	if err := w.Write(event.Event{At: time.Now(), Data: journal.Baseline{Exp: id}}); err != nil {
+	if err := w.Write(event.Event{At: time.Now(), Data: event.Baseline{Exp: id}}); err != nil {
 		w.Close()
 		return err
 	}

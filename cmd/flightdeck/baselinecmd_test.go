@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -111,7 +112,7 @@ func TestJournalBaselineRefuses(t *testing.T) {
 	}
 
 	// A cockpit writing it: refused.
-	w, err := journal.Append(file, journal.Header{Host: "demo", PID: 99})
+	w, err := journal.Append(file, event.SessionHeader{Host: "demo", PID: 99})
 	if err != nil {
 		t.Fatal(err)
 	}

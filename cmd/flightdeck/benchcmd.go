@@ -28,7 +28,7 @@ import (
 type benchFlags struct {
 	server   serverFlags
 	endpoint string
-	cfg      bench.Config
+	cfg      event.BenchConfig
 	warmup   int
 	port     int
 	format   string
@@ -70,27 +70,27 @@ succeeded; 2 bad flags.`,
 	fl := cmd.Flags()
 	f.server.add(cmd)
 	fl.StringVar(&f.endpoint, "endpoint", "completions", "API: completions or chat")
-	fl.IntVar(&f.cfg.InputLen, "input-len", bench.DefaultInputLen, "prompt length, tokens (chat: words)")
-	fl.IntVar(&f.cfg.OutputLen, "output-len", bench.DefaultOutputLen, "tokens to generate per request")
+	fl.IntVar(&f.cfg.InputLen, "input-len", event.BenchDefaultInputLen, "prompt length, tokens (chat: words)")
+	fl.IntVar(&f.cfg.OutputLen, "output-len", event.BenchDefaultOutputLen, "tokens to generate per request")
 	fl.IntVarP(&f.cfg.Concurrency, "concurrency", "c", 1, "requests in flight at most")
-	fl.IntVarP(&f.cfg.Requests, "requests", "n", bench.DefaultRequests, "measured requests (or --duration)")
+	fl.IntVarP(&f.cfg.Requests, "requests", "n", event.BenchDefaultRequests, "measured requests (or --duration)")
 	fl.DurationVar(&f.cfg.Duration, "duration", 0, "send requests for this long instead of --requests (those in flight finish)")
 	fl.Float64Var(&f.cfg.Rate, "rate", 0, "request rate, req/s (0: as fast as --concurrency allows)")
 	fl.BoolVar(&f.cfg.Poisson, "poisson", false, "Poisson arrivals (exponential gaps) at --rate")
-	fl.IntVar(&f.warmup, "warmup", bench.DefaultWarmup, "warm-up requests, not measured")
-	fl.Uint64Var(&f.cfg.Seed, "seed", bench.DefaultSeed, "seed of the random prompts and arrivals")
+	fl.IntVar(&f.warmup, "warmup", event.BenchDefaultWarmup, "warm-up requests, not measured")
+	fl.Uint64Var(&f.cfg.Seed, "seed", event.BenchDefaultSeed, "seed of the random prompts and arrivals")
 	fl.StringVar(&f.cfg.PromptFile, "prompts", "", "file of prompts, one a line, used in turn instead of random ones")
 	fl.StringVar(&f.cfg.Model, "model", "", "model name (default: the first of GET /v1/models)")
-	fl.DurationVar(&f.cfg.Timeout, "timeout", bench.DefaultTimeout, "time limit of one request")
+	fl.DurationVar(&f.cfg.Timeout, "timeout", event.BenchDefaultTimeout, "time limit of one request")
 	fl.IntVar(&f.port, "port", 0, "the server's HTTP port on HOST (default: as described above)")
 	fl.StringVar(&f.format, "format", "table", "output: table or json")
 	return cmd
 }
 
 // config is the benchmark config the flags ask for, or why it is not valid.
-func (f *benchFlags) config(cmd *cobra.Command) (bench.Config, error) {
+func (f *benchFlags) config(cmd *cobra.Command) (event.BenchConfig, error) {
 	c := f.cfg
-	c.Endpoint = bench.Endpoint(f.endpoint)
+	c.Endpoint = event.BenchEndpoint(f.endpoint)
 	if c.Duration < 0 {
 		return c, fmt.Errorf("--duration %v: must be positive", c.Duration)
 	}
@@ -136,19 +136,19 @@ func (f *benchFlags) run(cmd *cobra.Command, target string) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	progress := progressPrinter(stderr)
-	var res *bench.Result
+	var res *event.BenchResult
 	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
 		if f.port != 0 {
 			return usageError(cmd, errors.New("--port is for HOST: put the port in the URL"))
 		}
-		res, err = bench.Run(ctx, nil, target, cfg, func(p bench.Progress) { progress(p, false) })
+		res, err = bench.Run(ctx, nil, target, cfg, func(p event.BenchProgress) { progress(p, false) })
 		if res != nil {
 			res.Target = strings.TrimRight(target, "/")
 		}
 	} else {
 		res, err = f.runOnHost(ctx, target, cfg, progress)
 	}
-	progress(bench.Progress{}, true)
+	progress(event.BenchProgress{}, true)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (f *benchFlags) run(cmd *cobra.Command, target string) error {
 }
 
 // runOnHost benchmarks the server on alias through its SSH connection.
-func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg bench.Config, progress func(bench.Progress, bool)) (*bench.Result, error) {
+func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg event.BenchConfig, progress func(event.BenchProgress, bool)) (*event.BenchResult, error) {
 	c, done, err := f.server.openControl(ctx, alias)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, httpHint(alias))
@@ -199,7 +199,7 @@ func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg bench.Conf
 	}
 	b := &sessions.Bencher{Dialer: dialer, Port: func() int { return port }, Target: alias}
 	b.Publish = func(e event.Event) {
-		if p, ok := e.Data.(bench.Progress); ok {
+		if p, ok := e.Data.(event.BenchProgress); ok {
 			progress(p, false)
 		}
 	}
@@ -220,13 +220,13 @@ func httpHint(target string) string {
 
 // progressPrinter returns a function that shows progress on one line of w
 // when w is a terminal (final: clear the line), and does nothing otherwise.
-func progressPrinter(w io.Writer) func(p bench.Progress, final bool) {
+func progressPrinter(w io.Writer) func(p event.BenchProgress, final bool) {
 	file, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(file.Fd()) {
-		return func(bench.Progress, bool) {}
+		return func(event.BenchProgress, bool) {}
 	}
 	shown := false
-	return func(p bench.Progress, final bool) {
+	return func(p event.BenchProgress, final bool) {
 		if final {
 			if shown {
 				fmt.Fprint(w, "\r\x1b[K")
@@ -251,7 +251,7 @@ func progressPrinter(w io.Writer) func(p bench.Progress, final bool) {
 
 // writeBenchTable prints res as sglang.bench_serving's "Serving Benchmark
 // Result" block: 40-column labels, a value, section rules of 50.
-func writeBenchTable(w io.Writer, res *bench.Result) {
+func writeBenchTable(w io.Writer, res *event.BenchResult) {
 	row := func(label string, v any) {
 		var s string
 		switch v := v.(type) {
@@ -293,7 +293,7 @@ func writeBenchTable(w io.Writer, res *bench.Result) {
 	row("Output token throughput (tok/s):", res.OutputTokPerSec)
 	row("Total token throughput (tok/s):", res.TotalTokPerSec)
 	row("Concurrency:", res.Concurrency)
-	section := func(title, name string, d bench.Dist, maxRow bool) {
+	section := func(title, name string, d event.Dist, maxRow bool) {
 		fmt.Fprintln(w, center(title, 50, '-'))
 		val := func(v float64) any {
 			if d.N == 0 {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // TestBenchCLI: `flightdeck bench` against the simulated host, through its
@@ -35,7 +35,7 @@ func TestBenchCLI(t *testing.T) {
 
 	out, stderr, err := runCLI(t, nil, append([]string{"bench", "sim", "-n", "4", "-c", "2", "--input-len", "16", "--output-len", "24", "--format", "json"}, ssh...)...)
 	wantExit(t, err, 0, "bench sim:\n"+stderr)
-	var res bench.Result
+	var res event.BenchResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("--format json: %v\n%s", err, out)
 	}
@@ -97,16 +97,16 @@ func TestBenchCLIRefuses(t *testing.T) {
 }
 
 func TestBenchTable(t *testing.T) {
-	res := &bench.Result{
-		Config: bench.Config{Endpoint: bench.Completions, Model: "kimi\x1b[2J", Concurrency: 4, Rate: 8},
+	res := &event.BenchResult{
+		Config: event.BenchConfig{Endpoint: event.BenchCompletions, Model: "kimi\x1b[2J", Concurrency: 4, Rate: 8},
 		Target: "http://127.0.0.1:30000 via gpu-box", Duration: 2500 * time.Millisecond, Cancelled: true,
 		Completed: 10, Failed: 2, InputTokens: 1280, OutputTokens: 1280,
 		ReqPerSec: 4, OutputTokPerSec: 512, TotalTokPerSec: 1024, Concurrency: 3.5,
-		E2E:    bench.Dist{N: 10, Mean: 800, Median: 790.5, P90: 900, P99: 950.25, Max: 960},
-		TTFT:   bench.Dist{N: 10, Mean: 20, Median: 19, P90: 30, P99: 40, Max: 41},
-		TPOT:   bench.Dist{N: 10, Mean: 6.2, Median: 6.1, P90: 7, P99: 8, Max: 9},
-		ITL:    bench.Dist{N: 10, Mean: 6.2, Median: 6, P90: 7.5, P99: 9.125, Max: 30},
-		Errors: []bench.ErrorCount{{Err: "HTTP 503: The server is not ready.", Count: 2}},
+		E2E:    event.Dist{N: 10, Mean: 800, Median: 790.5, P90: 900, P99: 950.25, Max: 960},
+		TTFT:   event.Dist{N: 10, Mean: 20, Median: 19, P90: 30, P99: 40, Max: 41},
+		TPOT:   event.Dist{N: 10, Mean: 6.2, Median: 6.1, P90: 7, P99: 8, Max: 9},
+		ITL:    event.Dist{N: 10, Mean: 6.2, Median: 6, P90: 7.5, P99: 9.125, Max: 30},
+		Errors: []event.BenchErrorCount{{Err: "HTTP 503: The server is not ready.", Count: 2}},
 	}
 	var b bytes.Buffer
 	writeBenchTable(&b, res)

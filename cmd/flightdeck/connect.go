@@ -13,13 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
@@ -172,7 +169,7 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 	}
 	// The journal is opened last before the screen: a refused one (another
 	// cockpit writes it) is said plainly, and a failed dial leaves no file.
-	rec, err := newRecording(f.journal, target, journal.Header{Host: host.Name(), LogPath: f.log, NoLog: f.log == ""})
+	rec, err := newRecording(f.journal, target, event.SessionHeader{Host: host.Name(), LogPath: f.log, NoLog: f.log == ""})
 	if err != nil {
 		return err
 	}
@@ -340,7 +337,7 @@ type liveSession struct {
 	recCancel context.CancelFunc
 	recDone   chan error
 	liveDone  chan error
-	lastConn  atomic.Pointer[remote.State]
+	lastConn  atomic.Pointer[event.ConnState]
 }
 
 // startSession creates the session's stream and, with a journal, starts
@@ -365,15 +362,25 @@ func startSession(ctx context.Context, rec recording, errw io.Writer) (*liveSess
 // publishes e to the stream, then lets the Lab and onEvent observe it.
 func (s *liveSession) publish(e event.Event) {
 	switch p := e.Data.(type) {
-	case remote.State:
+	case event.ConnState:
 		// A failed connection is shown in a few words; the full reason
 		// (fingerprints, the known_hosts line) is returned at the end.
 		s.lastConn.Store(&p)
-	case gpu.Sample:
+	case event.GPUSample:
 		gpusSeen.n.Store(int64(len(p.GPUs)))
-	case server.Status:
+	case event.ServerStatus:
 		serverSeen.observe(p)
 		benchServer.Observe(p)
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.DriverState,
+		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSource, event.GPUStale, event.GitAction,
+		event.GitMoved, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
+		event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
+		event.Note, event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead,
+		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
+		event.ServerObserved, event.ServerReady, event.Session, event.SpecDecode, event.Throughput,
+		event.TokRate, event.Xid:
+		// the cockpit's defaults do not read them
 	}
 	s.stream.Publish(e)
 	if s.rec.lab != nil {
@@ -431,7 +438,7 @@ func (s *liveSession) finish(ctx context.Context, frontErr error) error {
 	if frontErr != nil && !errors.Is(frontErr, context.Canceled) {
 		return frontErr
 	}
-	if st := s.lastConn.Load(); st != nil && st.Conn == remote.Failed && st.Err != nil {
+	if st := s.lastConn.Load(); st != nil && st.Conn == event.ConnFailed && st.Err != nil {
 		return fmt.Errorf("connection to %s failed: %w", st.Host, st.Err)
 	}
 	return nil

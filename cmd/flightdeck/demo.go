@@ -11,14 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
@@ -161,7 +159,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	}
 	// The journal is opened before the screen: a refused one (another
 	// cockpit writes it) is said plainly.
-	rec, err := newRecording(f.journal, label, journal.Header{Host: "simulated host", Label: label})
+	rec, err := newRecording(f.journal, label, event.SessionHeader{Host: "simulated host", Label: label})
 	if err != nil {
 		return err
 	}
@@ -172,7 +170,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	live := func(ctx context.Context, sink event.Sink) error {
 		// Building the host takes a moment on a busy laptop: say so on the
 		// screen, which is already open.
-		sink(event.Event{At: time.Now(), Data: remote.State{Host: label, Conn: remote.Connecting, Since: time.Now()}})
+		sink(event.Event{At: time.Now(), Data: event.ConnState{Host: label, Conn: event.Connecting, Since: time.Now()}})
 		site := joined
 		if !f.join {
 			h, err := sim.Start(ctx, sim.Options{
@@ -270,7 +268,7 @@ func runDemo(ctx context.Context, f demoFlags) error {
 				_, err = c.Launch(ctx, plan)
 			}
 			if err != nil && ctx.Err() == nil {
-				sink(event.Event{At: time.Now(), Data: serverlog.Notice{Path: "launch", Class: serverlog.NoticeInaccessible, Text: "first launch failed: " + err.Error()}})
+				sink(event.Event{At: time.Now(), Data: event.LogNotice{Path: "launch", Class: event.NoticeInaccessible, Text: "first launch failed: " + err.Error()}})
 			}
 		}()
 		return lv.Run(ctx)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -22,8 +23,8 @@ func TestServerCLIRespectsTheDriver(t *testing.T) {
 	defer cancel()
 	// The cockpit's lock, taken on this machine: the sim's log directory
 	// is local.
-	l := &driver.Lock{Host: remote.NewLocal(), Dir: filepath.Dir(h.LogPath), Me: driver.Info{User: "alice", Machine: "laptop", PID: 4123}}
-	if st, err := l.Acquire(ctx, false); err != nil || st.Role != driver.RoleDriving {
+	l := &driver.Lock{Host: remote.NewLocal(), Dir: filepath.Dir(h.LogPath), Me: event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123}}
+	if st, err := l.Acquire(ctx, false); err != nil || st.Role != event.RoleDriving {
 		t.Fatalf("acquire: %+v %v", st, err)
 	}
 	var err error
@@ -71,13 +72,13 @@ func TestJournalNameTakenTheSameSecond(t *testing.T) {
 	}
 	now := time.Now()
 	for _, d := range []time.Duration{0, time.Second} {
-		w, err := journal.Create(journal.NewPath(dir, "same-second", "pair", now.Add(d)), journal.Header{Label: "pair"})
+		w, err := journal.Create(journal.NewPath(dir, "same-second", "pair", now.Add(d)), event.SessionHeader{Label: "pair"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer w.Close()
 	}
-	w, _, err := journalFlags{}.openCounting("same-second", journal.Header{Label: "pair"})
+	w, _, err := journalFlags{}.openCounting("same-second", event.SessionHeader{Label: "pair"})
 	if err != nil {
 		t.Fatalf("second cockpit's journal: %v", err)
 	}

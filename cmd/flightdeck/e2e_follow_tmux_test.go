@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // TestFollowersSeeTheDriversNoteInTmux: a cockpit connected over SSH to a
@@ -26,7 +27,7 @@ func TestFollowersSeeTheDriversNoteInTmux(t *testing.T) {
 	drv.wait(20*time.Second, has("connected"))
 
 	// The lock names the driver's journal on the host: its mirror.
-	var info driver.Info
+	var info event.DriverInfo
 	deadline := time.Now().Add(10 * time.Second)
 	for info.Journal == "" {
 		b, err := os.ReadFile(filepath.Join(logDir, driver.FileName))

@@ -49,15 +49,15 @@ func TestDemoJournalInTmux(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	var start *journal.ExperimentStart
-	var end *journal.ExperimentEnd
+	var start *event.ExperimentStart
+	var end *event.ExperimentEnd
 	j.Scan(func(e event.Event) error {
 		switch p := e.Data.(type) {
-		case journal.ExperimentStart:
+		case event.ExperimentStart:
 			if start == nil {
 				start = &p
 			}
-		case journal.ExperimentEnd:
+		case event.ExperimentEnd:
 			end = &p
 		}
 		return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // These tests run the real binary in a real tmux, as a user would: start
@@ -347,7 +348,7 @@ func TestDemoCleansUpWhenItsPaneCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec server.Record
+	var rec event.LaunchRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
@@ -150,7 +151,7 @@ func newestLiveJournal(dir string) (string, []string, error) {
 		live = append(live, p)
 		// A pair on one box writes several journals at once: the
 		// driving cockpit's is the one to follow, then the newest.
-		drives := lastDriverRole(p) == driver.RoleDriving
+		drives := lastDriverRole(p) == event.RoleDriving
 		if best < 0 || drives && !bestDrives || drives == bestDrives && fi.ModTime().After(newest) {
 			best, newest, bestDrives = len(live)-1, fi.ModTime(), drives
 		}
@@ -250,7 +251,7 @@ func followHost(ctx context.Context, target string, f followFlags) error {
 // drivenJournal reads the driver lock on host and returns its holder,
 // refusing in a sentence a host nobody drives or whose holder records no
 // journal, and checking that the journal can be read.
-func drivenJournal(ctx context.Context, host remote.Host, lockDir string) (driver.Info, error) {
+func drivenJournal(ctx context.Context, host remote.Host, lockDir string) (event.DriverInfo, error) {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	info, held, err := driver.Read(rctx, host, lockDir)
@@ -471,13 +472,13 @@ func tailFatal(line string) bool {
 // path (a cockpit journals its role only when it changes, so the event
 // can be anywhere in the file); RoleNone when there is none. It reads the
 // file once, line by line, decoding only the lines of that kind.
-func lastDriverRole(path string) driver.Role {
+func lastDriverRole(path string) event.DriverRole {
 	f, err := os.Open(path)
 	if err != nil {
-		return driver.RoleNone
+		return event.RoleNone
 	}
 	defer f.Close()
-	role := driver.RoleNone
+	role := event.RoleNone
 	r := bufio.NewReaderSize(f, 1<<16)
 	for {
 		line, err := r.ReadSlice('\n')
@@ -492,7 +493,7 @@ func lastDriverRole(path string) driver.Role {
 			// [t,"driver",{...}]: the JSON codec's line for the kind.
 			var rec []json.RawMessage
 			var kind string
-			var st driver.State
+			var st event.DriverState
 			if json.Unmarshal(line, &rec) == nil && len(rec) == 3 && json.Unmarshal(rec[1], &kind) == nil && kind == "driver" &&
 				json.Unmarshal(rec[2], &st) == nil {
 				role = st.Role

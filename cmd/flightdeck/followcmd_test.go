@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
@@ -28,17 +27,17 @@ func writeJournal(t *testing.T, path, line string) *journal.Writer {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	w, err := journal.Create(path, journal.Header{Created: now, Host: "root@gpu-box:22", Label: "pair"})
+	w, err := journal.Create(path, event.SessionHeader{Created: now, Host: "root@gpu-box:22", Label: "pair"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	writeEvents(t, w, event.Event{At: now, Data: journal.Note{Text: "started"}}, logEvent(now, line))
+	writeEvents(t, w, event.Event{At: now, Data: event.Note{Text: "started"}}, logEvent(now, line))
 	return w
 }
 
 func logEvent(at time.Time, text string) event.Event {
-	return event.Event{At: at, Data: serverlog.Lines{Path: "/data/logs/sglang.log", Lines: []serverlog.Line{{Offset: at.UnixMicro() % 1e9, Text: []byte(text)}}}}
+	return event.Event{At: at, Data: event.LogLines{Path: "/data/logs/sglang.log", Lines: []event.LogLine{{Offset: at.UnixMicro() % 1e9, Text: []byte(text)}}}}
 }
 
 func writeEvents(t *testing.T, w *journal.Writer, evs ...event.Event) {
@@ -73,7 +72,7 @@ func TestFollowWithoutArgumentPicksTheNewestLiveJournal(t *testing.T) {
 	// newer a watcher's; the driver's is followed.
 	drives := filepath.Join(dir, "gpu-box", "2026-11-29-080000-d.jsonl")
 	wd := writeJournal(t, drives, "d")
-	writeEvents(t, wd, event.Event{At: time.Now(), Data: driver.State{Role: driver.RoleDriving, Holder: driver.Info{User: "alice"}}})
+	writeEvents(t, wd, event.Event{At: time.Now(), Data: event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "alice"}}})
 	for _, p := range []string{drives} {
 		if err := os.Chtimes(p, past, past); err != nil {
 			t.Fatal(err)
@@ -143,7 +142,7 @@ func drive(t *testing.T, host remote.Host, lockDir, journalPath string) {
 	me.User, me.Machine, me.Journal = "alice", "laptop", journalPath
 	l := &driver.Lock{Host: host, Dir: lockDir, Me: me}
 	st, err := l.Acquire(context.Background(), false)
-	if err != nil || st.Role != driver.RoleDriving {
+	if err != nil || st.Role != event.RoleDriving {
 		t.Fatalf("Acquire: %+v, %v", st, err)
 	}
 }

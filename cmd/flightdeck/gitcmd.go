@@ -19,6 +19,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // exitRefused is the exit status of a git command that refused its input
@@ -139,7 +140,7 @@ func (t *gitTarget) undo(id string) string {
 // report prints an action's outcome: done, its snapshot, its notes
 // ("note: main has moved since ...") and the undo command; or why it
 // failed (exit status 1).
-func (t *gitTarget) report(a git.Action, done string) error {
+func (t *gitTarget) report(a event.GitAction, done string) error {
 	if a.OK() {
 		w := t.cmd.OutOrStdout()
 		fmt.Fprintf(w, "%s (snapshot before it: %s)\n", done, a.Snapshot)
@@ -338,11 +339,11 @@ type (
 	}
 )
 
-func commitJSON(c git.Commit) gitCommitJSON {
+func commitJSON(c event.Commit) gitCommitJSON {
 	return gitCommitJSON{ID: c.ID, Short: c.Short, Subject: c.Subject, Author: c.Author, Time: c.Time, Refs: c.Refs}
 }
 
-func toStatusJSON(st git.Status) gitStatusJSON {
+func toStatusJSON(st event.GitStatus) gitStatusJSON {
 	j := gitStatusJSON{Path: st.Path, Branch: st.Branch, Detached: st.Branch == "", Head: commitJSON(st.Head),
 		Upstream: st.Upstream, Ahead: st.Ahead, Behind: st.Behind, Operation: st.Operation, ReadAt: st.Read,
 		Files: []gitFileJSON{}, Stashes: []gitStashJSON{}, Reflog: []gitReflogJSON{}}
@@ -442,7 +443,7 @@ Times are RFC 3339. Strings are git's raw text.`,
 	return cmd
 }
 
-func printGitStatus(w io.Writer, st git.Status, reflog int, now time.Time) {
+func printGitStatus(w io.Writer, st event.GitStatus, reflog int, now time.Time) {
 	s := sanitize.String
 	fmt.Fprintf(w, "repo       %s\n", s(st.Path))
 	branch := "(detached HEAD)"
@@ -499,13 +500,13 @@ func printGitStatus(w io.Writer, st git.Status, reflog int, now time.Time) {
 	}
 }
 
-func printStashes(w io.Writer, stashes []git.Stash, now time.Time) {
+func printStashes(w io.Writer, stashes []event.Stash, now time.Time) {
 	for _, st := range stashes {
 		fmt.Fprintf(w, "  %-10s %s  %-8s  %s\n", st.Ref(), git.ShortID(st.ID), ago(st.Time, now), sanitize.String(st.Message))
 	}
 }
 
-func diffstat(f git.File) string {
+func diffstat(f event.GitFile) string {
 	switch {
 	case f.Untracked():
 		return "new"
@@ -702,7 +703,7 @@ as it was before, and brings back a dropped stash.`,
 					return err
 				}
 			}
-			var a git.Action
+			var a event.GitAction
 			switch verb {
 			case "drop":
 				a, err = r.StashDrop(ctx, s.ID)
@@ -724,7 +725,7 @@ as it was before, and brings back a dropped stash.`,
 
 // printStashOp says what a stash apply, pop or drop of s will do, before
 // it is confirmed.
-func printStashOp(w io.Writer, verb string, s git.Stash, repo string) {
+func printStashOp(w io.Writer, verb string, s event.Stash, repo string) {
 	fmt.Fprintf(w, "%s %s (%s) in %s: %s\n", verb, s.Ref(), git.ShortID(s.ID), sanitize.String(repo), sanitize.String(s.Message))
 	switch verb {
 	case "apply":
@@ -747,28 +748,28 @@ var (
 
 // resolveStash finds the stash that arg names: stash@{N}, N, or a commit
 // id that must be one of the stashes'.
-func resolveStash(ctx context.Context, r *git.Repo, stashes []git.Stash, arg, alias string) (git.Stash, error) {
+func resolveStash(ctx context.Context, r *git.Repo, stashes []event.Stash, arg, alias string) (event.Stash, error) {
 	ref := arg
 	switch {
 	case stashIndex.MatchString(arg):
 		ref = "stash@{" + arg + "}"
 	case !stashRef.MatchString(arg) && !stashID.MatchString(arg):
 		// git itself reads "stash@{0}xyz" or "stash@{1}:f.txt" as stash@{N}.
-		return git.Stash{}, refusedf("%s is not stash@{N}, N or a stash's commit id (list them: flightdeck git stash %s)", sanitize.String(strconv.Quote(arg)), alias)
+		return event.Stash{}, refusedf("%s is not stash@{N}, N or a stash's commit id (list them: flightdeck git stash %s)", sanitize.String(strconv.Quote(arg)), alias)
 	}
 	id, err := r.Resolve(ctx, ref)
 	if errors.Is(err, git.ErrBadRef) {
-		return git.Stash{}, fmt.Errorf("no stash %s (want stash@{N}, N or a stash's commit id; list them: flightdeck git stash %s): %w", sanitize.String(strconv.Quote(arg)), alias, err)
+		return event.Stash{}, fmt.Errorf("no stash %s (want stash@{N}, N or a stash's commit id; list them: flightdeck git stash %s): %w", sanitize.String(strconv.Quote(arg)), alias, err)
 	}
 	if err != nil {
-		return git.Stash{}, err
+		return event.Stash{}, err
 	}
 	for _, s := range stashes {
 		if s.ID == id {
 			return s, nil
 		}
 	}
-	return git.Stash{}, refusedf("%q is commit %s, not one of the %d stash%s (list them: flightdeck git stash %s)", arg, git.ShortID(id), len(stashes), map[bool]string{true: "", false: "es"}[len(stashes) == 1], alias)
+	return event.Stash{}, refusedf("%q is commit %s, not one of the %d stash%s (list them: flightdeck git stash %s)", arg, git.ShortID(id), len(stashes), map[bool]string{true: "", false: "es"}[len(stashes) == 1], alias)
 }
 
 func newGitCheckoutCmd() *cobra.Command {
@@ -836,7 +837,7 @@ func headText(id, branch string) string {
 	return git.ShortID(id) + " on " + sanitize.String(branch)
 }
 
-func printPreview(w io.Writer, st git.Status, p git.Preview) {
+func printPreview(w io.Writer, st event.GitStatus, p git.Preview) {
 	s := sanitize.String
 	to := "detached at " + s(p.To.Short)
 	if p.Branch != "" {
@@ -845,7 +846,7 @@ func printPreview(w io.Writer, st git.Status, p git.Preview) {
 	fmt.Fprintf(w, "checkout %s (%s) in %s\n", s(p.Target), to, s(st.Path))
 	fmt.Fprintf(w, "  from %s %s\n", headText(p.From.ID, st.Branch), s(p.From.Subject))
 	fmt.Fprintf(w, "  to   %s %s\n", s(p.To.Short), s(p.To.Subject))
-	commits := func(verb, sign string, list []git.Commit, count int) {
+	commits := func(verb, sign string, list []event.Commit, count int) {
 		fmt.Fprintf(w, "%s %d commit%s\n", verb, count, plural(count))
 		for _, c := range list {
 			fmt.Fprintf(w, "  %s %s %s\n", sign, s(c.Short), s(c.Subject))
@@ -921,7 +922,7 @@ uncommitted work is saved first, and the undo command printed.`,
 			if err != nil {
 				return err
 			}
-			dirty := map[string]git.File{}
+			dirty := map[string]event.GitFile{}
 			for _, f := range st.Files {
 				dirty[f.Path] = f
 			}
@@ -953,7 +954,7 @@ uncommitted work is saved first, and the undo command printed.`,
 	return cmd
 }
 
-func revertEffect(f git.File) string {
+func revertEffect(f event.GitFile) string {
 	switch {
 	case f.Untracked():
 		return "untracked: will be deleted"

@@ -18,6 +18,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // gitRepoFixture is a clone of main (c1 → c2 → c3) reset to c1, so it is 2
@@ -454,7 +455,7 @@ func TestGitReportNotes(t *testing.T) {
 			cmd := &cobra.Command{}
 			cmd.SetOut(&out)
 			tg := &gitTarget{alias: "box", cmd: cmd, f: &gitFlags{}, repo: &git.Repo{Path: "/root/sglang"}}
-			if err := tg.report(git.Action{Op: "restore", Snapshot: id, Notes: c.notes}, "restored x"); err != nil {
+			if err := tg.report(event.GitAction{Op: "restore", Snapshot: id, Notes: c.notes}, "restored x"); err != nil {
 				t.Fatal(err)
 			}
 			if out.String() != c.want {

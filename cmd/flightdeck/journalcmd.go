@@ -17,11 +17,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -347,7 +347,7 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		for _, x := range ls.Experiments {
-			res := journal.Result{N: x.N, Lo: x.Lo, Hi: x.Hi}
+			res := event.ExperimentResult{N: x.N, Lo: x.Lo, Hi: x.Hi}
 			if x.Median != nil {
 				res.Median = *x.Median
 			}
@@ -507,7 +507,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 		fmt.Fprintln(out, "sessions (--journal appended to this file)")
 		fmt.Fprintf(out, "  0:00:00 %s (created it)\n", journal.DescribeSession(h))
 		for _, ss := range r.Sessions {
-			fmt.Fprintf(out, "  %s %s", journal.FormatElapsed(ss.At.Sub(h.Created)), journal.DescribeSession(ss.Session.Header))
+			fmt.Fprintf(out, "  %s %s", journal.FormatElapsed(ss.At.Sub(h.Created)), journal.DescribeSession(ss.Session.SessionHeader))
 			if x := r.Ledger.Find(ss.Crashed); ss.Crashed != "" && x != nil {
 				fmt.Fprintf(out, "; %s, left open by the previous session, ended at its last event (%s)", s(x.ID), journal.FormatElapsed(x.Ended.Sub(h.Created)))
 			}
@@ -735,7 +735,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 
 // redactedCommandLine is the launch's argv as a shell line with secret
 // flag values redacted (journals from before the fingerprint had one).
-func redactedCommandLine(l *server.LaunchInfo) string {
+func redactedCommandLine(l *event.LaunchInfo) string {
 	c := *l
 	c.Argv = server.RedactArgv(l.Argv)
 	return server.CommandLine(c)
@@ -744,7 +744,7 @@ func redactedCommandLine(l *server.LaunchInfo) string {
 // writeGPUTable prints one row per GPU: clocks, P-state, PCIe link,
 // throttle reasons, persistence and ECC; non-values as nvidia-smi gave
 // them.
-func writeGPUTable(out io.Writer, gpus []gpu.GPU) {
+func writeGPUTable(out io.Writer, gpus []event.GPU) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "    GPU\tNAME\tUTIL\tMEM MiB\tPOWER W\tTEMP C\tSM MHz\tMEM MHz\tPSTATE\tPCIE\tTHROTTLE\tPERSIST\tECC")
 	for _, st := range journal.GPUStates(gpus) {
@@ -934,7 +934,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 
 // triggerWords says what started or ended an experiment: "hand (e)" for
 // the key, else the trigger's own word ("launch", "relaunch", "kill").
-func triggerWords(t journal.Trigger) string {
+func triggerWords(t event.Trigger) string {
 	if t == journal.TriggerKey {
 		return "hand (e)"
 	}
@@ -945,7 +945,7 @@ func triggerWords(t journal.Trigger) string {
 // size and SHA-256, a diffstat (files, lines added and deleted, per file),
 // and with full the patch itself, each line sanitised (it is the host's
 // text), framed so that it can be cut out and applied.
-func writePatchSummary(out io.Writer, g *journal.GitState, full bool) {
+func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
 	s := sanitize.String
 	cut := ""
 	if g.PatchTruncated {

@@ -23,24 +23,24 @@ func unknownJournal(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "unknown.jsonl")
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	w, err := journal.Create(path, journal.Header{Created: t0, Host: "demo", Flightdeck: "v1", User: "ana", Hostname: "laptop", PID: 10})
+	w, err := journal.Create(path, event.SessionHeader{Created: t0, Host: "demo", Flightdeck: "v1", User: "ana", Hostname: "laptop", PID: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp1 := journal.Fingerprint{At: at(2), Git: &journal.GitState{Repo: "/r"}, Errors: []string{"git: timed out after 30s"},
-		Versions: []journal.Version{{Name: "nccl", Command: "nccl-version", Err: "timed out after 10s"}}}
-	fp2 := journal.Fingerprint{At: at(62), Git: &journal.GitState{Repo: "/r", Head: "a6d51c0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708", Branch: "main",
+	fp1 := event.Fingerprint{At: at(2), Git: &event.GitState{Repo: "/r"}, Errors: []string{"git: timed out after 30s"},
+		Versions: []event.Version{{Name: "nccl", Command: "nccl-version", Err: "timed out after 10s"}}}
+	fp2 := event.Fingerprint{At: at(62), Git: &event.GitState{Repo: "/r", Head: "a6d51c0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708", Branch: "main",
 		Patch: fixPatch, PatchSHA256: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", PatchBytes: len(fixPatch)},
-		Versions: []journal.Version{{Name: "nccl", Value: "2.21.5"}}}
+		Versions: []event.Version{{Name: "nccl", Value: "2.21.5"}}}
 	for _, e := range []event.Event{
-		{At: at(1), Data: journal.ExperimentStart{ID: "e1", Name: "base", Trigger: journal.TriggerKey}},
-		{At: at(2), Data: journal.ExperimentFingerprint{Exp: "e1", Fingerprint: fp1}},
-		{At: at(60), Data: journal.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKey}},
-		{At: at(61), Data: journal.ExperimentStart{ID: "e2", Name: "dirty", Trigger: journal.TriggerKey}},
-		{At: at(62), Data: journal.ExperimentFingerprint{Exp: "e2", Fingerprint: fp2}},
-		{At: at(120), Data: journal.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerKey}},
-		{At: at(130), Data: journal.ExperimentStart{ID: "e3", Name: "crashed", Trigger: journal.TriggerKey}},
-		{At: at(140), Data: journal.Note{Text: "last words", Exp: "e3"}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: journal.TriggerKey}},
+		{At: at(2), Data: event.ExperimentFingerprint{Exp: "e1", Fingerprint: fp1}},
+		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKey}},
+		{At: at(61), Data: event.ExperimentStart{ID: "e2", Name: "dirty", Trigger: journal.TriggerKey}},
+		{At: at(62), Data: event.ExperimentFingerprint{Exp: "e2", Fingerprint: fp2}},
+		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: journal.TriggerKey}},
+		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "crashed", Trigger: journal.TriggerKey}},
+		{At: at(140), Data: event.Note{Text: "last words", Exp: "e3"}},
 	} {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func unknownJournal(t *testing.T) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w, err = journal.Append(path, journal.Header{Created: at(3600), Host: "demo", Flightdeck: "v2", User: "ana", Hostname: "laptop", PID: 11})
+	w, err = journal.Append(path, event.SessionHeader{Created: at(3600), Host: "demo", Flightdeck: "v2", User: "ana", Hostname: "laptop", PID: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestUnknownSubcommandIsUsageError(t *testing.T) {
 // --journal: a directory is refused saying "journal" once; an empty file
 // is a new journal; an existing journal gets a session event.
 func TestJournalFlagFiles(t *testing.T) {
-	h := journal.Header{Host: "demo", Label: "demo"}
+	h := event.SessionHeader{Host: "demo", Label: "demo"}
 	dir := t.TempDir()
 	_, err := journalFlags{file: dir}.open("demo", h)
 	if err == nil || strings.Count(err.Error(), "journal") != 2 || !strings.Contains(err.Error(), "--journal "+dir+" is a directory: give a file in it") {
@@ -184,7 +184,7 @@ func TestJournalFlagFiles(t *testing.T) {
 	}
 	defer j.Close()
 	marks := j.Marks()
-	if len(marks) != 1 || marks[0].Kind != "session" || !strings.Contains(marks[0].Text, "pid ") {
+	if len(marks) != 1 || marks[0].Kind != event.KindSession || !strings.Contains(marks[0].Text, "pid ") {
 		t.Errorf("marks after appending %+v, want the session's", marks)
 	}
 	other := filepath.Join(dir, "notes.txt")

@@ -98,11 +98,11 @@ func TestJournalLs(t *testing.T) {
 	// open, not crashed — but the one the crashed session left open was
 	// ended by the crash. (Append cut its torn last line: only the garbled
 	// one is left to report.)
-	w, err := journal.Append(torn, journal.Header{Host: "demo", PID: 99})
+	w, err := journal.Append(torn, event.SessionHeader{Host: "demo", PID: 99})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: journal.ExperimentStart{ID: "e4", Name: "after", Trigger: journal.TriggerKey}})
+	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: event.ExperimentStart{ID: "e4", Name: "after", Trigger: journal.TriggerKey}})
 	if err := w.Flush(true); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestReplayFlags(t *testing.T) {
 func TestJournalFlags(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
-	h := journal.Header{Host: "root@10.0.0.1:22", Label: "demo"}
+	h := event.SessionHeader{Host: "root@10.0.0.1:22", Label: "demo"}
 
 	w, err := journalFlags{off: true}.open("gpu-box", h)
 	if w != nil || err != nil {
@@ -344,7 +344,7 @@ func TestJournalFlags(t *testing.T) {
 			t.Errorf("two journals on one file %s", w2.Path())
 		}
 	}
-	if err := w1.Write(event.Event{At: time.Now(), Data: journal.Note{Text: "first"}}); err != nil {
+	if err := w1.Write(event.Event{At: time.Now(), Data: event.Note{Text: "first"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w1.Flush(true); err != nil {
@@ -372,8 +372,8 @@ func TestJournalFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w3.Write(event.Event{At: time.Now(), Data: journal.Note{Text: "second"}})
-	w3.Write(event.Event{At: time.Now(), Data: journal.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerKey}})
+	w3.Write(event.Event{At: time.Now(), Data: event.Note{Text: "second"}})
+	w3.Write(event.Event{At: time.Now(), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerKey}})
 	w3.Close()
 	j, _ = journal.Open(w1.Path())
 	if j.Len() != 4 {

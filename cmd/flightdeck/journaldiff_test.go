@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
@@ -211,15 +210,15 @@ func TestJournalDiffBaselineAndSame(t *testing.T) {
 func TestJournalDiffLiveAndDamaged(t *testing.T) {
 	_, file := journalDirWith(t)
 	appendLines(t, file, `[12,"note",{"text":"garb`)
-	w, err := journal.Append(file, journal.Header{Host: "demo", PID: 99})
+	w, err := journal.Append(file, event.SessionHeader{Host: "demo", PID: 99})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	w.Write(event.Event{At: at, Data: journal.ExperimentStart{ID: "e4", Name: "by hand", Trigger: journal.TriggerKey}})
+	w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: "e4", Name: "by hand", Trigger: journal.TriggerKey}})
 	for i := range 30 {
-		w.Write(event.Event{At: at.Add(time.Duration(2*i+1) * time.Second), Data: serverlog.Rate{TokPerSec: 70 + float64(i%3)/10, Ranks: 1}})
+		w.Write(event.Event{At: at.Add(time.Duration(2*i+1) * time.Second), Data: event.TokRate{TokPerSec: 70 + float64(i%3)/10, Ranks: 1}})
 	}
 	if err := w.Flush(true); err != nil {
 		t.Fatal(err)

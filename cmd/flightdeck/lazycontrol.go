@@ -7,11 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // lazyControl is the cockpit's server control for a host that is still
@@ -44,11 +43,11 @@ func (l *lazyControl) Plan(r sessions.LaunchRequest) (sessions.Plan, error) {
 	return sessions.Plan{Request: r}, errNotYet
 }
 
-func (l *lazyControl) Launch(ctx context.Context, p sessions.Plan) (server.Record, error) {
+func (l *lazyControl) Launch(ctx context.Context, p sessions.Plan) (event.LaunchRecord, error) {
 	if c := l.c.Load(); c != nil {
 		return c.Launch(ctx, p)
 	}
-	return server.Record{}, errNotYet
+	return event.LaunchRecord{}, errNotYet
 }
 
 func (l *lazyControl) Kill(ctx context.Context) error {
@@ -88,7 +87,7 @@ func (l *lazyGit) Refresh(ctx context.Context) error {
 	return g.Refresh(ctx)
 }
 
-func (l *lazyGit) Log(ctx context.Context, n int) ([]git.Commit, error) {
+func (l *lazyGit) Log(ctx context.Context, n int) ([]event.Commit, error) {
 	g, err := l.get()
 	if err != nil {
 		return nil, err
@@ -120,40 +119,40 @@ func (l *lazyGit) LastSnapshot() (string, string) {
 }
 
 // act runs one action once the Git is set.
-func (l *lazyGit) act(f func(*sessions.Git) (git.Action, error)) (git.Action, error) {
+func (l *lazyGit) act(f func(*sessions.Git) (event.GitAction, error)) (event.GitAction, error) {
 	g, err := l.get()
 	if err != nil {
-		return git.Action{}, err
+		return event.GitAction{}, err
 	}
 	return f(g)
 }
 
-func (l *lazyGit) Checkout(ctx context.Context, ref string) (git.Action, error) {
-	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Checkout(ctx, ref) })
+func (l *lazyGit) Checkout(ctx context.Context, ref string) (event.GitAction, error) {
+	return l.act(func(g *sessions.Git) (event.GitAction, error) { return g.Checkout(ctx, ref) })
 }
 
-func (l *lazyGit) Stash(ctx context.Context, name string, untracked bool) (git.Action, error) {
-	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Stash(ctx, name, untracked) })
+func (l *lazyGit) Stash(ctx context.Context, name string, untracked bool) (event.GitAction, error) {
+	return l.act(func(g *sessions.Git) (event.GitAction, error) { return g.Stash(ctx, name, untracked) })
 }
 
-func (l *lazyGit) StashApply(ctx context.Context, id string, pop bool) (git.Action, error) {
-	return l.act(func(g *sessions.Git) (git.Action, error) { return g.StashApply(ctx, id, pop) })
+func (l *lazyGit) StashApply(ctx context.Context, id string, pop bool) (event.GitAction, error) {
+	return l.act(func(g *sessions.Git) (event.GitAction, error) { return g.StashApply(ctx, id, pop) })
 }
 
-func (l *lazyGit) StashDrop(ctx context.Context, id string) (git.Action, error) {
-	return l.act(func(g *sessions.Git) (git.Action, error) { return g.StashDrop(ctx, id) })
+func (l *lazyGit) StashDrop(ctx context.Context, id string) (event.GitAction, error) {
+	return l.act(func(g *sessions.Git) (event.GitAction, error) { return g.StashDrop(ctx, id) })
 }
 
-func (l *lazyGit) Revert(ctx context.Context, paths []string) (git.Action, error) {
-	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Revert(ctx, paths) })
+func (l *lazyGit) Revert(ctx context.Context, paths []string) (event.GitAction, error) {
+	return l.act(func(g *sessions.Git) (event.GitAction, error) { return g.Revert(ctx, paths) })
 }
 
-func (l *lazyGit) Undo(ctx context.Context) (git.Action, error) {
-	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Undo(ctx) })
+func (l *lazyGit) Undo(ctx context.Context) (event.GitAction, error) {
+	return l.act(func(g *sessions.Git) (event.GitAction, error) { return g.Undo(ctx) })
 }
 
-func (l *lazyGit) Restore(ctx context.Context, id string) (git.Action, error) {
-	return l.act(func(g *sessions.Git) (git.Action, error) { return g.Restore(ctx, id) })
+func (l *lazyGit) Restore(ctx context.Context, id string) (event.GitAction, error) {
+	return l.act(func(g *sessions.Git) (event.GitAction, error) { return g.Restore(ctx, id) })
 }
 
 // lazyBench is the benchmark behind b for a host set up after the screen
@@ -164,14 +163,14 @@ type lazyBench struct {
 
 func (l *lazyBench) set(b *sessions.Bencher) { l.b.Store(b) }
 
-func (l *lazyBench) Defaults() bench.Config {
+func (l *lazyBench) Defaults() event.BenchConfig {
 	if b := l.b.Load(); b != nil {
 		return b.Defaults()
 	}
-	return bench.Config{}.Defaults()
+	return event.BenchConfig{}.Defaults()
 }
 
-func (l *lazyBench) Run(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
+func (l *lazyBench) Run(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error) {
 	if b := l.b.Load(); b != nil {
 		return b.Run(ctx, cfg)
 	}
@@ -217,14 +216,14 @@ func (l *lazyRepeat) wait(d time.Duration) bool {
 }
 
 // serverPort is the running server's HTTP port as the cockpit's stream
-// last said (server.Status), 0 when no server is up: the benchmark's
+// last said (event.ServerStatus), 0 when no server is up: the benchmark's
 // target, read when a run starts.
 type serverPort struct{ n atomic.Int64 }
 
 // observe follows the server's status.
-func (s *serverPort) observe(st server.Status) {
+func (s *serverPort) observe(st event.ServerStatus) {
 	switch st.Phase {
-	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning:
+	case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
 		s.n.Store(int64(st.Port))
 	default:
 		s.n.Store(0)

@@ -16,9 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
@@ -57,7 +55,7 @@ type liveScreen struct {
 // boundaries, fingerprints, notes, server states, and every 25th event.
 func (s *liveScreen) interesting(e event.Event) bool {
 	switch e.Data.(type) {
-	case journal.ExperimentStart, journal.ExperimentFingerprint, journal.ExperimentEnd, journal.Note, server.Status, server.Launched:
+	case event.ExperimentStart, event.ExperimentFingerprint, event.ExperimentEnd, event.Note, event.ServerStatus, event.ServerLaunched:
 		return true
 	}
 	return s.n%25 == 0
@@ -76,7 +74,7 @@ func (s *liveScreen) run(events <-chan event.Event, done chan<- struct{}) {
 		}
 		s.pending = nil
 		s.m.Update(tui.EventsMsg{e})
-		if x, ok := e.Data.(journal.ExperimentEnd); ok && x.Conclusion == "" && x.Trigger != journal.TriggerKey {
+		if x, ok := e.Data.(event.ExperimentEnd); ok && x.Conclusion == "" && x.Trigger != journal.TriggerKey {
 			// The live cockpit asks for the conclusion of an experiment
 			// that ended by itself (an overlay, which a replay never
 			// opens): the user skips it.
@@ -87,7 +85,7 @@ func (s *liveScreen) run(events <-chan event.Event, done chan<- struct{}) {
 		if newMax {
 			s.maxAt = e.At
 		}
-		if _, isStatus := e.Data.(journal.Status); !isStatus && newMax && s.interesting(e) {
+		if _, isStatus := e.Data.(event.JournalStatus); !isStatus && newMax && s.interesting(e) {
 			// The journal keeps times to the microsecond: capture at the
 			// event's time rounded up, so that both clocks are past it.
 			pos := e.At.Sub(s.created)
@@ -95,7 +93,7 @@ func (s *liveScreen) run(events <-chan event.Event, done chan<- struct{}) {
 				pos += time.Microsecond - r
 			}
 			s.m.Update(tui.ClockMsg{Now: s.created.Add(pos)})
-			s.pending = &liveCapture{pos: pos, kind: e.Data.Kind(), view: s.m.View().Content}
+			s.pending = &liveCapture{pos: pos, kind: e.Data.Kind().String(), view: s.m.View().Content}
 		}
 		s.mu.Unlock()
 	}
@@ -124,10 +122,10 @@ func readyWithRates(profile string, n int) func([]event.Event) bool {
 		count, ready := 0, false
 		for _, e := range es {
 			switch p := e.Data.(type) {
-			case server.Status:
-				ready = p.Phase == server.PhaseReady && p.Profile == profile
+			case event.ServerStatus:
+				ready = p.Phase == event.PhaseReady && p.Profile == profile
 				count = 0
-			case serverlog.Rate:
+			case event.TokRate:
 				if ready && !p.Dropped {
 					count++
 				}
@@ -154,7 +152,7 @@ func hasKind(kind string, n int) func([]event.Event) bool {
 	return func(es []event.Event) bool {
 		c := 0
 		for _, e := range es {
-			if e.Data.Kind() == kind {
+			if e.Data.Kind().String() == kind {
 				c++
 			}
 		}
@@ -189,7 +187,7 @@ func TestRecordAndReplaySession(t *testing.T) {
 	cfg := config.Builtins()
 
 	path := filepath.Join(t.TempDir(), "journals", "demo", "session.jsonl")
-	w, err := journal.Create(path, journal.Header{Host: "simulated host", Label: "demo", Flightdeck: "test", PID: os.Getpid()})
+	w, err := journal.Create(path, event.SessionHeader{Host: "simulated host", Label: "demo", Flightdeck: "test", PID: os.Getpid()})
 	if err != nil {
 		t.Fatal(err)
 	}

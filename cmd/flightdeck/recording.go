@@ -64,7 +64,7 @@ const retryNames = 20
 // now). h is the header of a new file; Created is set here. Errors: a
 // *journal.LockedError when another cockpit writes the file, a file that
 // is not a journal, the I/O error of a directory that cannot be made.
-func (f journalFlags) open(hostLabel string, h journal.Header) (*journal.Writer, error) {
+func (f journalFlags) open(hostLabel string, h event.SessionHeader) (*journal.Writer, error) {
 	w, _, err := f.openCounting(hostLabel, h)
 	return w, err
 }
@@ -72,7 +72,7 @@ func (f journalFlags) open(hostLabel string, h journal.Header) (*journal.Writer,
 // openCounting is open, also returning how many experiments an existing
 // journal already holds (its exp-start events), so that the session's ids
 // continue after them.
-func (f journalFlags) openCounting(hostLabel string, h journal.Header) (*journal.Writer, int, error) {
+func (f journalFlags) openCounting(hostLabel string, h event.SessionHeader) (*journal.Writer, int, error) {
 	if f.off {
 		return nil, 0, nil
 	}
@@ -160,7 +160,7 @@ func countExperiments(path string) (int, error) {
 	defer j.Close()
 	n := 0
 	for _, m := range j.Marks() {
-		if m.Kind != "exp-start" {
+		if m.Kind != event.KindExperimentStart {
 			continue
 		}
 		if k, err := strconv.Atoi(strings.TrimPrefix(m.Exp, "e")); err == nil && strings.HasPrefix(m.Exp, "e") {
@@ -195,32 +195,32 @@ func (z *lazyLab) Close(ctx context.Context) {
 	}
 }
 
-func (z *lazyLab) Start(ctx context.Context, name, hypothesis string) (journal.ExperimentStart, error) {
+func (z *lazyLab) Start(ctx context.Context, name, hypothesis string) (event.ExperimentStart, error) {
 	if l := z.l.Load(); l != nil {
 		return l.Start(ctx, name, hypothesis)
 	}
-	return journal.ExperimentStart{}, errNotYet
+	return event.ExperimentStart{}, errNotYet
 }
 
-func (z *lazyLab) End(ctx context.Context, conclusion string) (journal.ExperimentEnd, error) {
+func (z *lazyLab) End(ctx context.Context, conclusion string) (event.ExperimentEnd, error) {
 	if l := z.l.Load(); l != nil {
 		return l.End(ctx, conclusion)
 	}
-	return journal.ExperimentEnd{}, errNotYet
+	return event.ExperimentEnd{}, errNotYet
 }
 
-func (z *lazyLab) Update(ctx context.Context, u journal.ExperimentUpdate) error {
+func (z *lazyLab) Update(ctx context.Context, u event.ExperimentUpdate) error {
 	if l := z.l.Load(); l != nil {
 		return l.Update(ctx, u)
 	}
 	return errNotYet
 }
 
-func (z *lazyLab) Note(ctx context.Context, text string) (journal.Note, error) {
+func (z *lazyLab) Note(ctx context.Context, text string) (event.Note, error) {
 	if l := z.l.Load(); l != nil {
 		return l.Note(ctx, text)
 	}
-	return journal.Note{}, errNotYet
+	return event.Note{}, errNotYet
 }
 
 func (z *lazyLab) Key(key, action string) {
@@ -237,7 +237,7 @@ func (z *lazyLab) Baseline(ctx context.Context, id string) error {
 	return errNotYet
 }
 
-func (z *lazyLab) Range(ctx context.Context, from, to string) (*journal.CommitRange, error) {
+func (z *lazyLab) Range(ctx context.Context, from, to string) (*event.CommitRange, error) {
 	if l := z.l.Load(); l != nil {
 		return l.Range(ctx, from, to)
 	}
@@ -267,7 +267,7 @@ type recording struct {
 
 // newRecording opens the journal (see journalFlags.open) and prepares the
 // Lab the live function will set.
-func newRecording(f journalFlags, hostLabel string, h journal.Header) (recording, error) {
+func newRecording(f journalFlags, hostLabel string, h event.SessionHeader) (recording, error) {
 	w, prior, err := f.openCounting(hostLabel, h)
 	if err != nil || w == nil {
 		return recording{}, err
@@ -309,7 +309,7 @@ func shellQuote(path string) string {
 // runRecorder writes every event from events to w (sessions.Recorder:
 // flushed every second, and at once after notes, keys, experiment
 // boundaries and actions) until events closes or ctx ends, then flushes;
-// the caller closes w. The recorder's journal.Status events (a full disk,
+// the caller closes w. The recorder's event.JournalStatus events (a full disk,
 // and when it clears) go to publish from a goroutine of their own, latest
 // first, so that the recorder's flusher never waits on a slow screen.
 func runRecorder(ctx context.Context, w *journal.Writer, publish event.Sink, events <-chan event.Event) error {

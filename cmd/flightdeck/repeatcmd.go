@@ -14,9 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -37,7 +35,7 @@ type repeatFlags struct {
 }
 
 // repeatFirstStatus bounds the wait for the first look at the server (the
-// live probes' first server.Status) before the repeat begins.
+// live probes' first event.ServerStatus) before the repeat begins.
 const repeatFirstStatus = 2 * time.Minute
 
 func newServerRepeatCmd() *cobra.Command {
@@ -143,7 +141,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	if repo == "" {
 		repo = c.Target.Repo
 	}
-	rec, err := newRecording(f.journal, alias, journal.Header{Host: c.Host.Name(), Label: "repeat", NoLog: true})
+	rec, err := newRecording(f.journal, alias, event.SessionHeader{Host: c.Host.Name(), Label: "repeat", NoLog: true})
 	if err != nil {
 		return err
 	}
@@ -166,7 +164,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	c.Guard, c.Fence = drv.guard, drv.fence
 	s, sctx := startSession(ctx, rec, stderr)
 	defer s.cancel()
-	w := &repeatWatch{out: stderr, first: make(chan server.Status, 1)}
+	w := &repeatWatch{out: stderr, first: make(chan event.ServerStatus, 1)}
 	s.onEvent = w.observe
 	dialer, _ := c.Host.(remote.Dialer)
 	var bn *sessions.Bencher
@@ -181,7 +179,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	s.startLive(sctx, func(ctx context.Context, sink event.Sink) error {
 		defer drv.start(ctx, func(e event.Event) {
 			sink(e)
-			if st, ok := e.Data.(driver.State); ok && (st.Role == driver.RoleWatching || st.Role == driver.RoleUnsure) {
+			if st, ok := e.Data.(event.DriverState); ok && (st.Role == event.RoleWatching || st.Role == event.RoleUnsure) {
 				fmt.Fprintf(stderr, "flightdeck: %s: stopping the repeat\n", sanitize.String(st.Note))
 				s.cancel()
 			}
@@ -219,7 +217,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 func runRepeat(ctx context.Context, hostName, alias string, rec recording, w *repeatWatch, cfg sessions.RepeatConfig) error {
 	wait := time.NewTimer(repeatFirstStatus)
 	defer wait.Stop()
-	var st server.Status
+	var st event.ServerStatus
 	select {
 	case st = <-w.first:
 	case <-ctx.Done():
@@ -228,12 +226,12 @@ func runRepeat(ctx context.Context, hostName, alias string, rec recording, w *re
 		return fmt.Errorf("no word on the server of %s after %v", hostName, repeatFirstStatus)
 	}
 	switch st.Phase {
-	case server.PhaseLaunching, server.PhaseLoading, server.PhaseReady, server.PhaseRunning:
+	case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
 	default:
-		return repeatable(server.Found{}, hostName, alias) // gone since the first look
+		return repeatable(event.ServerFound{}, hostName, alias) // gone since the first look
 	}
 	if st.How != "" && st.How != server.ByPidfile {
-		return repeatable(server.Found{Running: true, How: st.How, Port: st.Port}, hostName, alias)
+		return repeatable(event.ServerFound{Running: true, How: st.How, Port: st.Port}, hostName, alias)
 	}
 	if rec.lab.currentID() == "" {
 		x, err := rec.lab.Start(ctx, "", "")
@@ -248,7 +246,7 @@ func runRepeat(ctx context.Context, hostName, alias string, rec recording, w *re
 // repeatable says why the server found cannot be repeated: none runs
 // (server.ErrNoServer), or flightdeck did not launch it
 // (sessions.ErrNotLaunched: its launch is not known); nil when it can.
-func repeatable(found server.Found, hostName, alias string) error {
+func repeatable(found event.ServerFound, hostName, alias string) error {
 	switch {
 	case !found.Running:
 		return fmt.Errorf("%w on %s: launch one first (flightdeck server launch %s)", server.ErrNoServer, hostName, alias)
@@ -264,16 +262,16 @@ func repeatable(found server.Found, hostName, alias string) error {
 type repeatWatch struct {
 	out       io.Writer
 	outMu     sync.Mutex
-	first     chan server.Status // the first server.Status, once
+	first     chan event.ServerStatus // the first event.ServerStatus, once
 	mu        sync.Mutex
 	sawStatus bool
-	last      sessions.RepeatProgress
+	last      event.RepeatProgress
 }
 
 // observe is the session's onEvent: it runs after the Lab has seen e.
 func (w *repeatWatch) observe(e event.Event) {
 	switch p := e.Data.(type) {
-	case server.Status:
+	case event.ServerStatus:
 		w.mu.Lock()
 		first := !w.sawStatus
 		w.sawStatus = true
@@ -281,13 +279,23 @@ func (w *repeatWatch) observe(e event.Event) {
 		if first {
 			w.first <- p
 		}
-	case sessions.RepeatProgress:
+	case event.RepeatProgress:
 		w.mu.Lock()
 		w.last = p
 		w.mu.Unlock()
 		w.println(repeatLine(p))
-	case bench.Done:
+	case event.BenchDone:
 		w.println("  benchmark " + journal.BenchRunText(p))
+	case event.Baseline, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState,
+		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
+		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
+		event.KillStep, event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice,
+		event.LogReset, event.Note, event.Prefill, event.Repeat, event.RepoHead,
+		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
+		event.ServerObserved, event.ServerReady, event.Session, event.SpecDecode, event.Throughput,
+		event.TokRate, event.Xid:
+		// not the repeat's progress
 	}
 }
 
@@ -309,7 +317,7 @@ func (w *repeatWatch) series() string {
 
 // repeatLine is one progress step as the cockpit's banner says it:
 // "repeat 2/5 of e1: measuring 3/10 (e2)", with the reason of a stop.
-func repeatLine(p sessions.RepeatProgress) string {
+func repeatLine(p event.RepeatProgress) string {
 	s := sanitize.String
 	line := "repeat " + strconv.Itoa(p.I) + "/" + strconv.Itoa(p.N) + " of " + s(p.Series) + ": " + s(p.Phase)
 	if p.Need > 0 && (p.Phase == sessions.RepeatMeasuring || p.Phase == sessions.RepeatWarmingUp) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -232,15 +233,15 @@ func TestServerRepeatFlags(t *testing.T) {
 // TestRepeatLine: the progress lines say what the cockpit's banner says.
 func TestRepeatLine(t *testing.T) {
 	for _, tc := range []struct {
-		p    sessions.RepeatProgress
+		p    event.RepeatProgress
 		want string
 	}{
-		{sessions.RepeatProgress{Series: "e1", I: 1, N: 5, Exp: "e1", Phase: sessions.RepeatMeasuring, Samples: 3, Need: 10}, "repeat 1/5 of e1: measuring 3/10 (e1)"},
-		{sessions.RepeatProgress{Series: "e1", I: 2, N: 5, Phase: sessions.RepeatRelaunching, Need: 10}, "repeat 2/5 of e1: relaunching"},
-		{sessions.RepeatProgress{Series: "e1", I: 2, N: 5, Exp: "e2", Phase: sessions.RepeatWarmingUp, Need: 10}, "repeat 2/5 of e1: warming up 0/10 (e2)"},
-		{sessions.RepeatProgress{Series: "e1", I: 3, N: 5, Exp: "e3", Phase: sessions.RepeatBenchmark, Samples: 10, Need: 10}, "repeat 3/5 of e1: benchmarking (e3)"},
-		{sessions.RepeatProgress{Series: "e1", I: 3, N: 5, Exp: "e3", Phase: sessions.RepeatFailed, Err: "launch 3/5 (e3): the server failed (oom): \x1b[31mCUDA"}, "repeat 3/5 of e1: failed (e3): launch 3/5 (e3): the server failed (oom): CUDA"},
-		{sessions.RepeatProgress{Series: "e1", I: 2, N: 2, Exp: "e2", Phase: sessions.RepeatStopped, Err: "cancelled"}, "repeat 2/2 of e1: stopped (e2): cancelled"},
+		{event.RepeatProgress{Series: "e1", I: 1, N: 5, Exp: "e1", Phase: sessions.RepeatMeasuring, Samples: 3, Need: 10}, "repeat 1/5 of e1: measuring 3/10 (e1)"},
+		{event.RepeatProgress{Series: "e1", I: 2, N: 5, Phase: sessions.RepeatRelaunching, Need: 10}, "repeat 2/5 of e1: relaunching"},
+		{event.RepeatProgress{Series: "e1", I: 2, N: 5, Exp: "e2", Phase: sessions.RepeatWarmingUp, Need: 10}, "repeat 2/5 of e1: warming up 0/10 (e2)"},
+		{event.RepeatProgress{Series: "e1", I: 3, N: 5, Exp: "e3", Phase: sessions.RepeatBenchmark, Samples: 10, Need: 10}, "repeat 3/5 of e1: benchmarking (e3)"},
+		{event.RepeatProgress{Series: "e1", I: 3, N: 5, Exp: "e3", Phase: sessions.RepeatFailed, Err: "launch 3/5 (e3): the server failed (oom): \x1b[31mCUDA"}, "repeat 3/5 of e1: failed (e3): launch 3/5 (e3): the server failed (oom): CUDA"},
+		{event.RepeatProgress{Series: "e1", I: 2, N: 2, Exp: "e2", Phase: sessions.RepeatStopped, Err: "cancelled"}, "repeat 2/2 of e1: stopped (e2): cancelled"},
 	} {
 		if got := repeatLine(tc.p); got != tc.want {
 			t.Errorf("%+v:\n got %q\nwant %q", tc.p, got, tc.want)

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
@@ -114,10 +113,10 @@ func (f *serverFlags) openControl(ctx context.Context, alias string) (*sessions.
 }
 
 // openFound is openControl plus a first look for the server.
-func (f *serverFlags) openFound(ctx context.Context, alias string) (*sessions.Control, server.Found, func(), error) {
+func (f *serverFlags) openFound(ctx context.Context, alias string) (*sessions.Control, event.ServerFound, func(), error) {
 	c, done, err := f.openControl(ctx, alias)
 	if err != nil {
-		return nil, server.Found{}, nil, err
+		return nil, event.ServerFound{}, nil, err
 	}
 	found, err := c.Find(ctx)
 	if err != nil {
@@ -161,11 +160,11 @@ type statusJSON struct {
 	Env        map[string]string `json:"env,omitempty"`
 	LaunchedAt *time.Time        `json:"launched_at,omitempty"`
 	Exit       *int              `json:"exit_status,omitempty"`
-	Processes  []server.Proc     `json:"processes,omitempty"`
+	Processes  []event.Process   `json:"processes,omitempty"`
 	// Candidates: several processes claim the port; none was adopted.
-	Candidates []server.Proc `json:"candidates,omitempty"`
+	Candidates []event.Process `json:"candidates,omitempty"`
 	// Driver is the cockpit holding the host's driver lock, when one does.
-	Driver *driver.Info `json:"driver,omitempty"`
+	Driver *event.DriverInfo `json:"driver,omitempty"`
 }
 
 func newServerStatusCmd() *cobra.Command {
@@ -239,7 +238,7 @@ func newServerStatusCmd() *cobra.Command {
 	return cmd
 }
 
-func printStatus(w io.Writer, st statusJSON, f server.Found) {
+func printStatus(w io.Writer, st statusJSON, f event.ServerFound) {
 	s := sanitize.String
 	switch {
 	case st.Running:
@@ -265,7 +264,7 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 		if len(st.Env) > 0 {
 			fmt.Fprintln(w, "env:    ", s(server.EnvLine(st.Env)))
 		}
-		fmt.Fprintln(w, "command:", s(server.CommandLine(server.LaunchInfo{Argv: st.Argv})))
+		fmt.Fprintln(w, "command:", s(server.CommandLine(event.LaunchInfo{Argv: st.Argv})))
 		fmt.Fprintln(w, "log:    ", s(st.Log))
 	}
 	for _, p := range st.Processes {
@@ -279,7 +278,7 @@ func printStatus(w io.Writer, st statusJSON, f server.Found) {
 
 // foundHow says how a server was found, for confirmations: whose it is
 // matters before killing it.
-func foundHow(f server.Found) string {
+func foundHow(f event.ServerFound) string {
 	switch f.How {
 	case server.ByPidfile:
 		return "launched by flightdeck"
@@ -291,7 +290,7 @@ func foundHow(f server.Found) string {
 	return f.How
 }
 
-func pidList(ps []server.Proc) string {
+func pidList(ps []event.Process) string {
 	var b strings.Builder
 	for _, p := range ps {
 		fmt.Fprintf(&b, " %d", p.PID)
@@ -378,7 +377,7 @@ func newServerKillCmd() *cobra.Command {
 
 func printKillSteps(w io.Writer) event.Sink {
 	return func(e event.Event) {
-		if k, ok := e.Data.(server.KillStep); ok {
+		if k, ok := e.Data.(event.KillStep); ok {
 			switch {
 			case k.Err != nil:
 				fmt.Fprintf(w, "kill: %s: %s\n", k.Step, sanitize.String(k.Err.Error()))
@@ -507,19 +506,19 @@ func envChangeText(d sessions.EnvChange) string {
 
 // waitReady follows the launch's log and the server until it is ready,
 // failed or gone, printing each change of phase.
-func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, timeout time.Duration, w io.Writer) error {
+func waitReady(ctx context.Context, c *sessions.Control, rec event.LaunchRecord, timeout time.Duration, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	final := make(chan server.Status, 1)
+	final := make(chan event.ServerStatus, 1)
 	var (
 		mu   sync.Mutex
-		last server.Status
+		last event.ServerStatus
 	)
 	sink := func(e event.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch p := e.Data.(type) {
-		case server.Status:
+		case event.ServerStatus:
 			if p.Phase != last.Phase || p.Stage != last.Stage {
 				line := string(p.Phase)
 				if p.Stage != "" {
@@ -532,25 +531,35 @@ func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, time
 			}
 			last = p
 			switch p.Phase {
-			case server.PhaseReady, server.PhaseFailed, server.PhaseExited, server.PhaseKilled:
+			case event.PhaseReady, event.PhaseFailed, event.PhaseExited, event.PhaseKilled:
 				select {
 				case final <- p:
 				default:
 				}
 			}
-		case serverlog.Failure:
+		case event.ServerFailure:
 			fmt.Fprintln(w, "log:", sanitize.String(p.Text))
+		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+			event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+			event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
+			event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
+			event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
+			event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
+			event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerHealthy,
+			event.ServerLaunched, event.ServerObserved, event.ServerReady, event.Session,
+			event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
+			// not the launch's progress
 		}
 	}
 	live := sessions.NewLive(sessions.LiveConfig{Host: c.Host, Control: c, NoGPU: true, Server: rec.Launch.Server}, sink)
 	// The launch already happened: tell the tracker, follow its log.
-	live.Sink(event.Event{At: rec.Launch.At, Data: server.Launched{Record: rec}})
+	live.Sink(event.Event{At: rec.Launch.At, Data: event.ServerLaunched{Record: rec}})
 	live.FollowLog(rec.Launch.LogPath)
 	runErr := make(chan error, 1)
 	go func() { runErr <- live.Run(ctx) }()
 	select {
 	case st := <-final:
-		if st.Phase == server.PhaseFailed {
+		if st.Phase == event.PhaseFailed {
 			// A traceback's cause follows its first line: let the rest of
 			// it arrive, and report the primary class.
 			settle := time.NewTimer(1500 * time.Millisecond)
@@ -571,13 +580,13 @@ func waitReady(ctx context.Context, c *sessions.Control, rec server.Record, time
 		cancel()
 		<-runErr
 		switch st.Phase {
-		case server.PhaseReady:
+		case event.PhaseReady:
 			fmt.Fprintf(w, "ready in %.1fs (health %s)\n", st.ReadyAfter.Seconds(), st.Health)
 			return nil
-		case server.PhaseFailed:
+		case event.PhaseFailed:
 			fmt.Fprintf(w, "failed: %s: %s\n", st.Class, sanitize.String(st.Text))
 			fmt.Fprintf(w, "(the process may still hold the GPUs: flightdeck server kill %s)\n", c.Target.Name)
-		case server.PhaseExited:
+		case event.PhaseExited:
 			if st.Exit >= 0 {
 				fmt.Fprintf(w, "exited with status %d before it was ready; see %s\n", st.Exit, sanitize.String(rec.Launch.LogPath))
 			} else {
@@ -650,13 +659,24 @@ func newServerLogsCmd() *cobra.Command {
 				mu.Lock()
 				defer mu.Unlock()
 				switch p := e.Data.(type) {
-				case serverlog.Lines:
+				case event.LogLines:
 					for _, l := range p.Lines {
 						out.WriteString(sanitize.Line(l.Text) + "\n")
 					}
-				case serverlog.Reset:
+				case event.LogReset:
 					fmt.Fprintf(out, "--- %s: %s ---\n", p.Reason, sanitize.String(p.Path))
-				default:
+				case nil,
+					event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+					event.ConnState, event.DriverState, event.ExperimentEnd,
+					event.ExperimentFingerprint, event.ExperimentStart, event.ExperimentUpdate,
+					event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
+					event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
+					event.KillStep, event.LogBench, event.LogFollowError, event.LogNotice,
+					event.Note, event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead,
+					event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
+					event.ServerLaunched, event.ServerObserved, event.ServerReady,
+					event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
+					event.TokRate, event.Xid:
 					return
 				}
 				out.Flush()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"math"
 	"net/http"
@@ -132,7 +133,7 @@ func BenchmarkClientOverhead(b *testing.B) {
 			client := &http.Client{Transport: NewTransport(nil, c)}
 			b.ReportAllocs()
 			cpu := cpuTime()
-			res, err := Run(context.Background(), client, url, Config{Model: "m", InputLen: 4, OutputLen: 8, Concurrency: c, Requests: b.N, Warmup: -1}, nil)
+			res, err := Run(context.Background(), client, url, event.BenchConfig{Model: "m", InputLen: 4, OutputLen: 8, Concurrency: c, Requests: b.N, Warmup: -1}, nil)
 			cpu = cpuTime() - cpu
 			if err != nil {
 				b.Fatal(err)
@@ -199,7 +200,7 @@ func BenchmarkITLError(b *testing.B) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	client := &http.Client{Transport: NewTransport(nil, 1)}
-	r := &runner{cfg: Config{Model: "m", InputLen: 4, OutputLen: chunks, Seed: 1}.Defaults(),
+	r := &runner{cfg: event.BenchConfig{Model: "m", InputLen: 4, OutputLen: chunks, Seed: 1}.Defaults(),
 		client: client, url: srv.URL + "/v1/completions"}
 	r.direct = newConnPool(client, r.url, 1) // the path Run takes
 	defer r.direct.close()

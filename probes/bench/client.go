@@ -20,13 +20,14 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // ProgressInterval is how often Run calls its progress callback (plus a
 // final call when the run ends).
 const ProgressInterval = 250 * time.Millisecond
 
-// maxErrors is how many distinct failure messages a Result keeps.
+// maxErrors is how many distinct failure messages a BenchResult keeps.
 const maxErrors = 5
 
 // NewTransport returns an HTTP transport fit for a benchmark: dial (nil:
@@ -44,17 +45,17 @@ func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 
 // Run benchmarks the OpenAI-compatible server at baseURL
 // ("http://127.0.0.1:30000", with or without a trailing /v1) with cfg
-// (zero fields take Config.Defaults) through client (nil: a new one from
+// (zero fields take BenchConfig.Defaults) through client (nil: a new one from
 // NewTransport). It resolves an empty model with GET /v1/models, sends
 // the warm-up requests one at a time, then the measured ones, and calls
 // progress (when not nil) from one goroutine every ProgressInterval and
-// once at the end; Progress.ID is left empty for the caller to fill.
+// once at the end; BenchProgress.ID is left empty for the caller to fill.
 //
-// It returns an error, and no Result, when cfg is not valid, the URL is
+// It returns an error, and no BenchResult, when cfg is not valid, the URL is
 // not http(s), the model cannot be listed, the prompt file cannot be read,
 // or a warm-up request fails (the server cannot serve this benchmark).
 // Failed measured requests do not fail the run: they are counted in the
-// Result. A stream that ends without [DONE] still succeeds when the server
+// BenchResult. A stream that ends without [DONE] still succeeds when the server
 // sent finish_reason or usage (both follow the last token); without either
 // it counts as a dropped connection. A request whose finish_reason is not
 // one of a complete generation ("length", "stop", "tool_calls",
@@ -65,7 +66,7 @@ func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 // sglang.bench_serving, and its tokens are counted as the server reports
 // them (usage), so throughput is never inflated. When ctx ends Run stops
 // sending, abandons the requests in flight (they are not counted) and
-// returns the partial Result with Cancelled set, and a nil error.
+// returns the partial BenchResult with Cancelled set, and a nil error.
 //
 // For an http:// URL without credentials (user:password@, which client
 // sends as Basic authorisation), when client is a plain one (no Timeout
@@ -81,7 +82,7 @@ func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 // not followed on this path (an OpenAI-compatible server does not
 // redirect its completion endpoints). Other clients and https:// URLs
 // (and GET /v1/models always) go through client.
-func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, progress func(Progress)) (*Result, error) {
+func Run(ctx context.Context, client *http.Client, baseURL string, cfg event.BenchConfig, progress func(event.BenchProgress)) (*event.BenchResult, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, p
 		client = &http.Client{Transport: tr}
 	}
 	r := &runner{cfg: cfg, client: client, progress: progress}
-	if cfg.Endpoint == Chat {
+	if cfg.Endpoint == event.BenchChat {
 		r.url = base + "/chat/completions"
 	} else {
 		r.url = base + "/completions"
@@ -113,14 +114,14 @@ func Run(ctx context.Context, client *http.Client, baseURL string, cfg Config, p
 			return nil, err
 		}
 	}
-	res := &Result{Config: r.cfg, Target: strings.TrimSuffix(base, "/v1"), Started: time.Now()}
+	res := &event.BenchResult{Config: r.cfg, Target: strings.TrimSuffix(base, "/v1"), Started: time.Now()}
 	for i := range cfg.WarmupRequests() {
-		r.report(Progress{Warmup: true, Total: cfg.Requests, Limit: cfg.Duration})
+		r.report(event.BenchProgress{Warmup: true, Total: cfg.Requests, Limit: cfg.Duration})
 		body, prompt := r.body(i, true)
 		q := r.do(ctx, body, prompt, nil)
 		if ctx.Err() != nil {
 			res.Cancelled = true
-			r.report(Progress{Total: cfg.Requests, Limit: cfg.Duration})
+			r.report(event.BenchProgress{Total: cfg.Requests, Limit: cfg.Duration})
 			return res, nil
 		}
 		if q.Err != "" {
@@ -209,12 +210,12 @@ func readPrompts(path string) ([]string, error) {
 }
 
 type runner struct {
-	cfg      Config
+	cfg      event.BenchConfig
 	client   *http.Client
 	url      string
 	direct   *connPool // nil: requests go through client
 	prompts  []string
-	progress func(Progress)
+	progress func(event.BenchProgress)
 
 	// notAfter, when set, is the end of a duration-bound run: a request
 	// released just before it that would be sent after it is not sent.
@@ -224,7 +225,7 @@ type runner struct {
 	done, failed, inFlight, outTokens atomic.Int64
 }
 
-func (r *runner) report(p Progress) {
+func (r *runner) report(p event.BenchProgress) {
 	if r.progress != nil {
 		r.progress(p)
 	}
@@ -254,7 +255,7 @@ func (r *runner) body(i int, warm bool) ([]byte, int) {
 	switch {
 	case r.prompts != nil:
 		text = r.prompts[i%len(r.prompts)]
-	case r.cfg.Endpoint == Chat:
+	case r.cfg.Endpoint == event.BenchChat:
 		var sb strings.Builder
 		for k := range r.cfg.InputLen {
 			if k > 0 {
@@ -265,7 +266,7 @@ func (r *runner) body(i int, warm bool) ([]byte, int) {
 		text = sb.String()
 	}
 	switch {
-	case r.cfg.Endpoint == Chat:
+	case r.cfg.Endpoint == event.BenchChat:
 		b = append(b, `,"messages":[{"role":"user","content":`...)
 		b = appendJSONString(b, text)
 		b = append(b, `}]`...)
@@ -309,7 +310,7 @@ func appendJSONString(b []byte, s string) []byte {
 
 // result is one request's outcome with its ITL gaps (ms).
 type result struct {
-	Request
+	event.BenchRequest
 	itl    []float64
 	sent   time.Time // when the request went out
 	end    time.Time
@@ -327,7 +328,7 @@ var (
 // content chunks as they arrive.
 func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.Int64) result {
 	t0 := time.Now()
-	q := result{Request: Request{PromptTokens: prompt}, sent: t0}
+	q := result{BenchRequest: event.BenchRequest{PromptTokens: prompt}, sent: t0}
 	if !r.notAfter.IsZero() && t0.After(r.notAfter) {
 		q.unsent = true
 		return q

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -87,7 +88,7 @@ func defaultStream(w http.ResponseWriter, f http.Flusher, k int, usage bool) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
-func run(t *testing.T, s *fakeServer, cfg Config) *Result {
+func run(t *testing.T, s *fakeServer, cfg event.BenchConfig) *event.BenchResult {
 	t.Helper()
 	res, err := Run(context.Background(), nil, s.URL, cfg, nil)
 	if err != nil {
@@ -98,14 +99,14 @@ func run(t *testing.T, s *fakeServer, cfg Config) *Result {
 
 func TestRunCountsAndRequestBody(t *testing.T) {
 	s := newFake(t)
-	res := run(t, s, Config{Requests: 6, Concurrency: 2, InputLen: 5, OutputLen: 4, Warmup: 2})
+	res := run(t, s, event.BenchConfig{Requests: 6, Concurrency: 2, InputLen: 5, OutputLen: 4, Warmup: 2})
 	if res.Completed != 6 || res.Failed != 0 || len(res.Requests) != 6 {
 		t.Fatalf("completed %d failed %d requests %d: %+v", res.Completed, res.Failed, len(res.Requests), res.Errors)
 	}
 	if got := s.n.Load(); got != 8 {
 		t.Errorf("%d requests reached the server, want 2 warm-up + 6", got)
 	}
-	if res.Config.Model != "fake-model" || res.Config.Endpoint != Completions || res.Config.Seed != 1 {
+	if res.Config.Model != "fake-model" || res.Config.Endpoint != event.BenchCompletions || res.Config.Seed != 1 {
 		t.Errorf("config %+v: want the model from /v1/models and defaults", res.Config)
 	}
 	if res.OutputTokens != 24 || res.InputTokens != 42 {
@@ -144,7 +145,7 @@ func TestRunCountsAndRequestBody(t *testing.T) {
 func TestRunWithoutUsage(t *testing.T) {
 	s := newFake(t)
 	s.stream = func(_ int, w http.ResponseWriter, f http.Flusher) { defaultStream(w, f, 3, false) }
-	res := run(t, s, Config{Requests: 2, InputLen: 9, OutputLen: 3})
+	res := run(t, s, event.BenchConfig{Requests: 2, InputLen: 9, OutputLen: 3})
 	if res.OutputTokens != 6 || res.InputTokens != 18 || res.Requests[0].Usage {
 		t.Errorf("tokens in %d out %d usage %v, want 18, 6, false", res.InputTokens, res.OutputTokens, res.Requests[0].Usage)
 	}
@@ -161,7 +162,7 @@ func TestRunTTFTSkipsRoleChunk(t *testing.T) {
 		time.Sleep(60 * time.Millisecond)
 		fmt.Fprint(w, `data: {"choices":[{"delta":{"content":"a"}}]}`+"\n\n"+`data: {"choices":[{"delta":{"content":"b"},"finish_reason":"stop"}]}`+"\n\n")
 	}
-	res := run(t, s, Config{Endpoint: Chat, Requests: 1, Warmup: -1})
+	res := run(t, s, event.BenchConfig{Endpoint: event.BenchChat, Requests: 1, Warmup: -1})
 	if q := res.Requests[0]; q.TTFT < 60 || q.OutputTokens != 2 || q.Err != "" {
 		t.Errorf("request %+v: want TTFT ≥ 60 ms (the first content chunk), 2 tokens", q)
 	}
@@ -170,8 +171,8 @@ func TestRunTTFTSkipsRoleChunk(t *testing.T) {
 	}
 	msgs, _ := s.bodies[0]["messages"].([]any)
 	m0, _ := msgs[0].(map[string]any)
-	if c, _ := m0["content"].(string); len(strings.Fields(c)) != DefaultInputLen {
-		t.Errorf("chat prompt %q: want %d words", c, DefaultInputLen)
+	if c, _ := m0["content"].(string); len(strings.Fields(c)) != event.BenchDefaultInputLen {
+		t.Errorf("chat prompt %q: want %d words", c, event.BenchDefaultInputLen)
 	}
 }
 
@@ -231,7 +232,7 @@ func TestRunFailures(t *testing.T) {
 				}
 				tc.stream(w, f)
 			}
-			res := run(t, s, Config{Requests: 3})
+			res := run(t, s, event.BenchConfig{Requests: 3})
 			if res.Completed != 0 || res.Failed != 3 || len(res.Errors) != 1 || res.Errors[0].Count != 3 || res.Errors[0].Err != tc.want {
 				t.Fatalf("completed %d failed %d errors %+v; want 3 × %q", res.Completed, res.Failed, res.Errors, tc.want)
 			}
@@ -255,7 +256,7 @@ func TestRunShortGenerationsCountWhatCame(t *testing.T) {
 				`data: {"choices":[{"text":"b","finish_reason":"`+reason+`"}]}`+"\n\n"+
 				`data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}`+"\n\ndata: [DONE]\n\n")
 		}
-		res := run(t, s, Config{Requests: 2, OutputLen: 64})
+		res := run(t, s, event.BenchConfig{Requests: 2, OutputLen: 64})
 		if res.Completed != 2 || res.Failed != 0 || res.OutputTokens != 4 {
 			t.Errorf("%s: completed %d failed %d, %d output tokens; want 2, 0, 4 (2 each, not 64)", reason, res.Completed, res.Failed, res.OutputTokens)
 		}
@@ -276,7 +277,7 @@ func TestSummariseCapsStoredRequests(t *testing.T) {
 			q.Err = "HTTP 503: busy"
 		}
 	}
-	res := &Result{Duration: time.Second}
+	res := &event.BenchResult{Duration: time.Second}
 	summarise(res, results)
 	if res.RequestsTotal != n || len(res.Requests) != MaxStoredRequests {
 		t.Fatalf("total %d, stored %d; want %d, %d", res.RequestsTotal, len(res.Requests), n, MaxStoredRequests)
@@ -292,7 +293,7 @@ func TestSummariseCapsStoredRequests(t *testing.T) {
 	if res.TTFT.Max != n-2 { // the last request failed (i = n-1 is 999 mod 1000)
 		t.Errorf("TTFT max %v: the distribution does not cover the last requests", res.TTFT.Max)
 	}
-	small := &Result{Duration: time.Second}
+	small := &event.BenchResult{Duration: time.Second}
 	summarise(small, results[:3])
 	if small.RequestsTotal != 3 || len(small.Requests) != 3 {
 		t.Errorf("a small run: %d of %d stored", len(small.Requests), small.RequestsTotal)
@@ -315,7 +316,7 @@ func TestRunTimeout(t *testing.T) {
 		case <-time.After(30 * time.Second):
 		}
 	}
-	res := run(t, s, Config{Requests: 1, Timeout: 100 * time.Millisecond})
+	res := run(t, s, event.BenchConfig{Requests: 1, Timeout: 100 * time.Millisecond})
 	if res.Failed != 1 || res.Errors[0].Err != "timeout after 100ms" {
 		t.Fatalf("errors %+v, want a timeout", res.Errors)
 	}
@@ -327,7 +328,7 @@ func TestRunWarmupFailureIsAnError(t *testing.T) {
 		w.WriteHeader(404)
 		io.WriteString(w, `{"message":"The model 'x' does not exist."}`)
 	}
-	_, err := Run(context.Background(), nil, s.URL, Config{Model: "x"}, nil)
+	_, err := Run(context.Background(), nil, s.URL, event.BenchConfig{Model: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "warm-up request failed") || !strings.Contains(err.Error(), "HTTP 404: The model 'x' does not exist.") {
 		t.Fatalf("error %v", err)
 	}
@@ -338,15 +339,15 @@ func TestRunRefusedInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		url  string
-		cfg  Config
+		cfg  event.BenchConfig
 		want string
 	}{
-		{"bad URL", "ftp://x", Config{}, "want http://HOST:PORT"},
-		{"bad endpoint", s.URL, Config{Endpoint: "embeddings"}, `endpoint "embeddings"`},
-		{"negative concurrency", s.URL, Config{Concurrency: -1}, "concurrency -1"},
-		{"both bounds", s.URL, Config{Requests: 3, Duration: time.Second}, "requests or duration, not both"},
-		{"poisson without rate", s.URL, Config{Poisson: true}, "poisson arrivals need a rate"},
-		{"missing prompt file", s.URL, Config{PromptFile: filepath.Join(t.TempDir(), "none")}, "prompt file"},
+		{"bad URL", "ftp://x", event.BenchConfig{}, "want http://HOST:PORT"},
+		{"bad endpoint", s.URL, event.BenchConfig{Endpoint: "embeddings"}, `endpoint "embeddings"`},
+		{"negative concurrency", s.URL, event.BenchConfig{Concurrency: -1}, "concurrency -1"},
+		{"both bounds", s.URL, event.BenchConfig{Requests: 3, Duration: time.Second}, "requests or duration, not both"},
+		{"poisson without rate", s.URL, event.BenchConfig{Poisson: true}, "poisson arrivals need a rate"},
+		{"missing prompt file", s.URL, event.BenchConfig{PromptFile: filepath.Join(t.TempDir(), "none")}, "prompt file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Run(context.Background(), nil, tc.url, tc.cfg, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -355,11 +356,11 @@ func TestRunRefusedInput(t *testing.T) {
 		})
 	}
 	s.models = `{"data":[{"id":"evil\u001b]52;c;x\u0007"}]}`
-	if _, err := Run(context.Background(), nil, s.URL, Config{}, nil); err == nil || !strings.Contains(err.Error(), "control characters") {
+	if _, err := Run(context.Background(), nil, s.URL, event.BenchConfig{}, nil); err == nil || !strings.Contains(err.Error(), "control characters") {
 		t.Fatalf("model id with escapes: %v", err)
 	}
 	s.models = `{"data":[]}`
-	if _, err := Run(context.Background(), nil, s.URL+"/v1/", Config{}, nil); err == nil || !strings.Contains(err.Error(), "lists no model") {
+	if _, err := Run(context.Background(), nil, s.URL+"/v1/", event.BenchConfig{}, nil); err == nil || !strings.Contains(err.Error(), "lists no model") {
 		t.Fatalf("no model: %v", err)
 	}
 }
@@ -368,7 +369,7 @@ func TestRunPromptFile(t *testing.T) {
 	s := newFake(t)
 	path := filepath.Join(t.TempDir(), "prompts.txt")
 	os.WriteFile(path, []byte("first prompt\r\n\n  \nsecond \"quoted\" prompt\n"), 0o644)
-	run(t, s, Config{PromptFile: path, Requests: 3, Warmup: -1})
+	run(t, s, event.BenchConfig{PromptFile: path, Requests: 3, Warmup: -1})
 	var got []string
 	for _, b := range s.bodies {
 		p, _ := b["prompt"].(string)
@@ -380,7 +381,7 @@ func TestRunPromptFile(t *testing.T) {
 }
 
 func TestPromptsDeterministic(t *testing.T) {
-	r := &runner{cfg: Config{Model: "m", InputLen: 16, OutputLen: 4, Seed: 7}.Defaults()}
+	r := &runner{cfg: event.BenchConfig{Model: "m", InputLen: 16, OutputLen: 4, Seed: 7}.Defaults()}
 	a, n := r.body(3, false)
 	b, _ := r.body(3, false)
 	c, _ := r.body(4, false)
@@ -412,7 +413,7 @@ func TestRunCancelReturnsPartialResult(t *testing.T) {
 		f.Flush()
 		time.Sleep(50 * time.Millisecond)
 	}
-	res, err := Run(ctx, nil, s.URL, Config{Requests: 100}, nil)
+	res, err := Run(ctx, nil, s.URL, event.BenchConfig{Requests: 100}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +433,7 @@ func TestRunDurationBound(t *testing.T) {
 		defaultStream(w, f, 2, true)
 	}
 	const limit = 200 * time.Millisecond
-	res := run(t, s, Config{Duration: limit, Concurrency: 2})
+	res := run(t, s, event.BenchConfig{Duration: limit, Concurrency: 2})
 	if res.Completed < 2 || res.Duration < limit || res.Failed != 0 {
 		t.Fatalf("completed %d in %v", res.Completed, res.Duration)
 	}
@@ -454,14 +455,14 @@ func TestRunDurationBound(t *testing.T) {
 // seeded exponential draws (their own PCG stream of the seed), whose mean
 // is 1/rate; all 0 without a rate.
 func TestArrivalsSchedule(t *testing.T) {
-	a := newArrivals(Config{Rate: 50, Seed: 1})
+	a := newArrivals(event.BenchConfig{Rate: 50, Seed: 1})
 	for i := range 10 {
 		if got, want := a.next(), time.Duration(i)*20*time.Millisecond; got != want {
 			t.Fatalf("even: request %d due at %v, want %v", i, got, want)
 		}
 	}
 	const rate, n = 8.0, 20000
-	p := newArrivals(Config{Rate: rate, Poisson: true, Seed: 7})
+	p := newArrivals(event.BenchConfig{Rate: rate, Poisson: true, Seed: 7})
 	draws := rand.New(rand.NewPCG(7, 1<<61))
 	var want time.Duration
 	for i := range n {
@@ -473,13 +474,13 @@ func TestArrivalsSchedule(t *testing.T) {
 	if mean := want.Seconds() / n; math.Abs(mean-1/rate)/(1/rate) > 0.03 {
 		t.Errorf("poisson: mean gap %.4f s, want 1/%g = %.4f s", mean, rate, 1/rate)
 	}
-	p7, p8 := newArrivals(Config{Rate: rate, Poisson: true, Seed: 7}), newArrivals(Config{Rate: rate, Poisson: true, Seed: 8})
+	p7, p8 := newArrivals(event.BenchConfig{Rate: rate, Poisson: true, Seed: 7}), newArrivals(event.BenchConfig{Rate: rate, Poisson: true, Seed: 8})
 	p7.next()
 	p8.next() // both 0
 	if p7.next() == p8.next() {
 		t.Error("the seed does not change the poisson schedule")
 	}
-	z := newArrivals(Config{Seed: 1})
+	z := newArrivals(event.BenchConfig{Seed: 1})
 	for range 3 {
 		if d := z.next(); d != 0 {
 			t.Fatalf("no rate: due at %v, want 0", d)
@@ -491,7 +492,7 @@ func TestArrivalsSchedule(t *testing.T) {
 // it is due, in order, and (a loose bound, 50 gaps, not a timing test)
 // none is held back past it.
 func TestRunRate(t *testing.T) {
-	for _, cfg := range []Config{
+	for _, cfg := range []event.BenchConfig{
 		{Requests: 5, Rate: 50, Concurrency: 5},
 		{Requests: 5, Rate: 50, Poisson: true, Concurrency: 5, Seed: 3},
 	} {
@@ -521,7 +522,7 @@ func TestRunConcurrencyReached(t *testing.T) {
 		}
 		defaultStream(w, f, 2, true)
 	}
-	res := run(t, s, Config{Requests: c, Concurrency: c})
+	res := run(t, s, event.BenchConfig{Requests: c, Concurrency: c})
 	if s.maxIn.Load() != c || res.Completed != c {
 		t.Fatalf("max in flight %d, completed %d; want %d", s.maxIn.Load(), res.Completed, c)
 	}
@@ -533,13 +534,13 @@ func TestRunConcurrencyReached(t *testing.T) {
 func TestRunProgress(t *testing.T) {
 	s := newFake(t)
 	var mu sync.Mutex
-	var calls []Progress
+	var calls []event.BenchProgress
 	busy := atomic.Bool{}
 	s.stream = func(_ int, w http.ResponseWriter, f http.Flusher) {
 		time.Sleep(30 * time.Millisecond)
 		defaultStream(w, f, 3, true)
 	}
-	res, err := Run(context.Background(), nil, s.URL, Config{Requests: 12, Concurrency: 1}, func(p Progress) {
+	res, err := Run(context.Background(), nil, s.URL, event.BenchConfig{Requests: 12, Concurrency: 1}, func(p event.BenchProgress) {
 		if !busy.CompareAndSwap(false, true) {
 			t.Error("progress called concurrently")
 		}
@@ -565,23 +566,23 @@ func TestRunProgress(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	c := Config{}.Defaults()
-	if c.Endpoint != Completions || c.InputLen != 128 || c.OutputLen != 128 || c.Concurrency != 1 || c.Requests != 32 ||
+	c := event.BenchConfig{}.Defaults()
+	if c.Endpoint != event.BenchCompletions || c.InputLen != 128 || c.OutputLen != 128 || c.Concurrency != 1 || c.Requests != 32 ||
 		c.Warmup != 1 || c.Seed != 1 || c.Timeout != 10*time.Minute {
 		t.Errorf("defaults %+v", c)
 	}
-	if c := (Config{Duration: time.Second}).Defaults(); c.Requests != 0 {
+	if c := (event.BenchConfig{Duration: time.Second}).Defaults(); c.Requests != 0 {
 		t.Errorf("a duration-bound run got %d requests", c.Requests)
 	}
 	// -1 is none, and stays none however often Defaults runs (the CLI and
 	// the cockpit default a config, then Run defaults it again).
 	for _, w := range []int{-1, -7} {
-		c := Config{Warmup: w}.Defaults().Defaults()
+		c := event.BenchConfig{Warmup: w}.Defaults().Defaults()
 		if c.Warmup != -1 || c.WarmupRequests() != 0 {
 			t.Errorf("warm-up %d became %d (%d requests)", w, c.Warmup, c.WarmupRequests())
 		}
 	}
-	if n := (Config{}).WarmupRequests(); n != DefaultWarmup {
+	if n := (event.BenchConfig{}).WarmupRequests(); n != event.BenchDefaultWarmup {
 		t.Errorf("zero config: %d warm-up requests", n)
 	}
 }

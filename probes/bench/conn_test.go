@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"log"
 	"net"
@@ -94,7 +95,7 @@ func TestDirectKeepAlive(t *testing.T) {
 		return d.DialContext(ctx, network, addr)
 	}, 4)
 	defer tr.CloseIdleConnections()
-	res, err := Run(context.Background(), &http.Client{Transport: tr}, srv.URL, Config{Model: "m", Requests: 60, Concurrency: 4}, nil)
+	res, err := Run(context.Background(), &http.Client{Transport: tr}, srv.URL, event.BenchConfig{Model: "m", Requests: 60, Concurrency: 4}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestDirectConnectionClose(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		okStream(w)
 	})
-	res, err := Run(context.Background(), nil, srv.URL, Config{Model: "m", Requests: 10, Concurrency: 2}, nil)
+	res, err := Run(context.Background(), nil, srv.URL, event.BenchConfig{Model: "m", Requests: 10, Concurrency: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestDirectDroppedThenRedial(t *testing.T) {
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
 	})
-	res, err := Run(context.Background(), nil, srv.URL, Config{Model: "m", Requests: 5, Concurrency: 1}, nil)
+	res, err := Run(context.Background(), nil, srv.URL, event.BenchConfig{Model: "m", Requests: 5, Concurrency: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestDirectServerClosesIdle(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	res, err := Run(context.Background(), nil, srv.URL, Config{Model: "m", Requests: 5, Rate: 50}, nil)
+	res, err := Run(context.Background(), nil, srv.URL, event.BenchConfig{Model: "m", Requests: 5, Rate: 50}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestDirectContentLength(t *testing.T) {
 		w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 		w.Write(buf.Bytes())
 	})
-	res, err := Run(context.Background(), nil, srv.URL, Config{Model: "m", Requests: 6, Concurrency: 1}, nil)
+	res, err := Run(context.Background(), nil, srv.URL, event.BenchConfig{Model: "m", Requests: 6, Concurrency: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestDirectErrorStatus(t *testing.T) {
 		}
 		okStream(w)
 	})
-	res, err := Run(context.Background(), nil, srv.URL, Config{Model: "m", Requests: 6, Concurrency: 1}, nil)
+	res, err := Run(context.Background(), nil, srv.URL, event.BenchConfig{Model: "m", Requests: 6, Concurrency: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,9 +255,9 @@ func TestDirectCancelMidStream(t *testing.T) {
 		<-streaming
 		cancel()
 	}()
-	done := make(chan *Result, 1)
+	done := make(chan *event.BenchResult, 1)
 	go func() {
-		res, err := Run(ctx, nil, srv.URL, Config{Model: "m", Requests: 5, Concurrency: 1, Timeout: time.Hour}, nil)
+		res, err := Run(ctx, nil, srv.URL, event.BenchConfig{Model: "m", Requests: 5, Concurrency: 1, Timeout: time.Hour}, nil)
 		if err != nil {
 			t.Error(err)
 		}
@@ -293,7 +294,7 @@ func TestHTTPSFallback(t *testing.T) {
 	if newConnPool(srv.Client(), srv.URL+"/v1/completions", 2) != nil {
 		t.Fatal("an https URL took the direct path")
 	}
-	res, err := Run(context.Background(), srv.Client(), srv.URL, Config{Model: "m", Requests: 4, Concurrency: 2}, nil)
+	res, err := Run(context.Background(), srv.Client(), srv.URL, event.BenchConfig{Model: "m", Requests: 4, Concurrency: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestDirectDialError(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	_, err = Run(context.Background(), nil, "http://"+addr, Config{Model: "m"}, nil)
+	_, err = Run(context.Background(), nil, "http://"+addr, event.BenchConfig{Model: "m"}, nil)
 	if want := "connect: connection refused"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want one that says %q", err, want)
 	}
@@ -364,7 +365,7 @@ func directRunner(t *testing.T, client *http.Client, srv *httptest.Server, concu
 	if client == nil {
 		client = &http.Client{Transport: NewTransport(nil, concurrency)}
 	}
-	r := &runner{cfg: Config{Model: "m", Concurrency: concurrency, Timeout: time.Minute}.Defaults(), client: client, url: srv.URL + "/v1/completions"}
+	r := &runner{cfg: event.BenchConfig{Model: "m", Concurrency: concurrency, Timeout: time.Minute}.Defaults(), client: client, url: srv.URL + "/v1/completions"}
 	r.direct = newConnPool(client, r.url, concurrency)
 	if r.direct == nil {
 		t.Fatal("the direct path was not chosen")
@@ -452,7 +453,7 @@ func TestDirectNoReplayAfterWrite(t *testing.T) {
 		}
 		okStream(w)
 	})
-	res, err := Run(context.Background(), nil, srv.URL, Config{Model: "m", Requests: 2, Concurrency: 1}, nil)
+	res, err := Run(context.Background(), nil, srv.URL, event.BenchConfig{Model: "m", Requests: 2, Concurrency: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +566,7 @@ func TestDirectNoDeadlineConnTimeout(t *testing.T) {
 		close(serverSawEnd)
 	})
 	client, _ := channelClient()
-	res, err := Run(context.Background(), client, srv.URL, Config{Model: "m", Requests: 1, Warmup: -1, Timeout: 300 * time.Millisecond}, nil)
+	res, err := Run(context.Background(), client, srv.URL, event.BenchConfig{Model: "m", Requests: 1, Warmup: -1, Timeout: 300 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -649,7 +650,7 @@ func TestDirectBasicAuth(t *testing.T) {
 		okStream(w)
 	})
 	u := strings.Replace(srv.URL, "http://", "http://user:secret@", 1)
-	res, err := Run(context.Background(), nil, u, Config{Model: "m", Requests: 3}, nil)
+	res, err := Run(context.Background(), nil, u, event.BenchConfig{Model: "m", Requests: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"slices"
 )
@@ -10,7 +11,7 @@ import (
 // interpolation, np.std (population) and max. NaN and infinite values are
 // left out (they cannot come from a clock). values is not modified. An
 // empty input gives the zero Dist.
-func NewDist(values []float64) Dist {
+func NewDist(values []float64) event.Dist {
 	x := make([]float64, 0, len(values))
 	for _, v := range values {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -18,7 +19,7 @@ func NewDist(values []float64) Dist {
 		}
 	}
 	if len(x) == 0 {
-		return Dist{}
+		return event.Dist{}
 	}
 	slices.Sort(x)
 	sum := 0.0
@@ -30,7 +31,7 @@ func NewDist(values []float64) Dist {
 	for _, v := range x {
 		ss += (v - mean) * (v - mean)
 	}
-	return Dist{
+	return event.Dist{
 		N:      len(x),
 		Mean:   mean,
 		Median: Percentile(x, 50),

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"testing"
 )
@@ -21,15 +22,15 @@ func TestNewDistMatchesNumpy(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		x    []float64
-		want Dist
+		want event.Dist
 	}{
 		{"eleven unsorted with a tie", []float64{12.5, 3.25, 7.0, 19.75, 4.5, 4.5, 30.125, 8.0, 11.0, 2.0, 16.5},
-			Dist{N: 11, Mean: 10.829545454545455, Median: 8.0, P90: 19.75, P99: 29.087500000000002, Std: 8.118839050052733, Max: 30.125}},
-		{"one", []float64{5}, Dist{N: 1, Mean: 5, Median: 5, P90: 5, P99: 5, Std: 0, Max: 5}},
-		{"two", []float64{2, 1}, Dist{N: 2, Mean: 1.5, Median: 1.5, P90: 1.9, P99: 1.99, Std: 0.5, Max: 2}},
-		{"hundred squares", squares, Dist{N: 100, Mean: 338.35, Median: 255.05, P90: 811.8100000000002, P99: 980.2990000000001, Std: 300.91960803510295, Max: 1000}},
-		{"empty", nil, Dist{}},
-		{"NaN and Inf left out", []float64{math.NaN(), 1, math.Inf(1), 2}, Dist{N: 2, Mean: 1.5, Median: 1.5, P90: 1.9, P99: 1.99, Std: 0.5, Max: 2}},
+			event.Dist{N: 11, Mean: 10.829545454545455, Median: 8.0, P90: 19.75, P99: 29.087500000000002, Std: 8.118839050052733, Max: 30.125}},
+		{"one", []float64{5}, event.Dist{N: 1, Mean: 5, Median: 5, P90: 5, P99: 5, Std: 0, Max: 5}},
+		{"two", []float64{2, 1}, event.Dist{N: 2, Mean: 1.5, Median: 1.5, P90: 1.9, P99: 1.99, Std: 0.5, Max: 2}},
+		{"hundred squares", squares, event.Dist{N: 100, Mean: 338.35, Median: 255.05, P90: 811.8100000000002, P99: 980.2990000000001, Std: 300.91960803510295, Max: 1000}},
+		{"empty", nil, event.Dist{}},
+		{"NaN and Inf left out", []float64{math.NaN(), 1, math.Inf(1), 2}, event.Dist{N: 2, Mean: 1.5, Median: 1.5, P90: 1.9, P99: 1.99, Std: 0.5, Max: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := NewDist(tc.x)

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -11,7 +12,7 @@ import (
 )
 
 // measure runs the measured requests and fills res.
-func (r *runner) measure(ctx context.Context, res *Result) {
+func (r *runner) measure(ctx context.Context, res *event.BenchResult) {
 	cfg := r.cfg
 	start := time.Now()
 	res.Started = start
@@ -29,9 +30,9 @@ func (r *runner) measure(ctx context.Context, res *Result) {
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, cfg.Concurrency)
 	)
-	snapshot := func() Progress {
+	snapshot := func() event.BenchProgress {
 		el := time.Since(start)
-		p := Progress{Done: int(r.done.Load()), Failed: int(r.failed.Load()), Total: cfg.Requests, Elapsed: el,
+		p := event.BenchProgress{Done: int(r.done.Load()), Failed: int(r.failed.Load()), Total: cfg.Requests, Elapsed: el,
 			Limit: cfg.Duration, InFlight: int(r.inFlight.Load()), OutTokens: int(r.outTokens.Load())}
 		if s := el.Seconds(); s > 0 {
 			p.TokPerSec = float64(p.OutTokens) / s
@@ -120,7 +121,7 @@ func (r *runner) measure(ctx context.Context, res *Result) {
 	res.Cancelled = ctx.Err() != nil
 	res.Duration = end.Sub(start)
 	summarise(res, slices.Concat(blocks...))
-	r.report(Progress{Done: res.Completed + res.Failed, Failed: res.Failed, Total: cfg.Requests, Elapsed: res.Duration,
+	r.report(event.BenchProgress{Done: res.Completed + res.Failed, Failed: res.Failed, Total: cfg.Requests, Elapsed: res.Duration,
 		Limit: cfg.Duration, OutTokens: res.OutputTokens, TokPerSec: res.OutputTokPerSec})
 }
 
@@ -177,7 +178,7 @@ type arrivals struct {
 // newArrivals is cfg's schedule: with a Rate, even gaps of 1/Rate s, or
 // with Poisson exponential gaps of mean 1/Rate s drawn from a stream of
 // Seed of its own (so the prompts do not change it); without, none.
-func newArrivals(cfg Config) *arrivals {
+func newArrivals(cfg event.BenchConfig) *arrivals {
 	return &arrivals{rate: cfg.Rate, poisson: cfg.Poisson, rng: rand.New(rand.NewPCG(cfg.Seed, 1<<61))}
 }
 
@@ -199,7 +200,7 @@ func (a *arrivals) next() time.Duration {
 // finished requests (res.Duration set), as sglang.bench_serving does: every
 // metric over the successful requests only, TPOT over those with more
 // than one output token, ITL over every gap of every request.
-func summarise(res *Result, results []result) {
+func summarise(res *event.BenchResult, results []result) {
 	slices.SortFunc(results, func(a, b result) int { return cmp.Compare(a.Start, b.Start) })
 	var ttft, tpot, e2e, itl []float64
 	errs := map[string]int{}
@@ -232,9 +233,9 @@ func summarise(res *Result, results []result) {
 	res.TTFT, res.ITL, res.TPOT, res.E2E = NewDist(ttft), NewDist(itl), NewDist(tpot), NewDist(e2e)
 	res.Errors = nil
 	for msg, n := range errs {
-		res.Errors = append(res.Errors, ErrorCount{Err: msg, Count: n})
+		res.Errors = append(res.Errors, event.BenchErrorCount{Err: msg, Count: n})
 	}
-	slices.SortFunc(res.Errors, func(a, b ErrorCount) int {
+	slices.SortFunc(res.Errors, func(a, b event.BenchErrorCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Err, b.Err))
 	})
 	if len(res.Errors) > maxErrors {
@@ -242,22 +243,22 @@ func summarise(res *Result, results []result) {
 	}
 }
 
-// storedRequests is what a Result keeps of results (in sending order):
+// storedRequests is what a BenchResult keeps of results (in sending order):
 // all of them when there are at most max, else an even sample of max,
 // request ⌊i·len/max⌋ for i in [0, max): deterministic, spread over the
 // whole run.
-func storedRequests(results []result, max int) []Request {
+func storedRequests(results []result, max int) []event.BenchRequest {
 	n := len(results)
 	if n <= max {
-		out := make([]Request, n)
+		out := make([]event.BenchRequest, n)
 		for i := range results {
-			out[i] = results[i].Request
+			out[i] = results[i].BenchRequest
 		}
 		return out
 	}
-	out := make([]Request, max)
+	out := make([]event.BenchRequest, max)
 	for i := range out {
-		out[i] = results[i*n/max].Request
+		out[i] = results[i*n/max].BenchRequest
 	}
 	return out
 }

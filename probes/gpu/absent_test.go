@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"reflect"
 	"testing"
 )
@@ -8,7 +9,7 @@ import (
 // TestAbsentGPU: every Reading, Text and ClockEvents of the row is Absent,
 // so a field added to GPU later cannot start as a silent 0 or "".
 func TestAbsentGPU(t *testing.T) {
-	g := AbsentGPU(3)
+	g := event.AbsentGPU(3)
 	if g.Index != 3 || g.Lost {
 		t.Fatalf("index %d lost %v", g.Index, g.Lost)
 	}
@@ -16,16 +17,16 @@ func TestAbsentGPU(t *testing.T) {
 	for i := range v.NumField() {
 		f, name := v.Field(i), v.Type().Field(i).Name
 		switch x := f.Interface().(type) {
-		case Reading:
-			if x != (Reading{Status: Absent}) {
+		case event.Reading:
+			if x != (event.Reading{Status: event.CellAbsent}) {
 				t.Errorf("%s = %+v, want Absent", name, x)
 			}
-		case Text:
-			if x != (Text{Status: Absent}) {
+		case event.Text:
+			if x != (event.Text{Status: event.CellAbsent}) {
 				t.Errorf("%s = %+v, want Absent", name, x)
 			}
-		case ClockEvents:
-			if x != (ClockEvents{Status: Absent}) {
+		case event.ClockEvents:
+			if x != (event.ClockEvents{Status: event.CellAbsent}) {
 				t.Errorf("%s = %+v, want Absent", name, x)
 			}
 		case int, bool:

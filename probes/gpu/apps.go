@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Per-process GPU memory: nvidia-smi --query-compute-apps (driver ≥ 450).
@@ -19,21 +20,7 @@ import (
 // the server's processes is left and the memory is back, and on timeout
 // names the survivors.
 
-// App is one row of nvidia-smi --query-compute-apps (driver ≥ 450). A field
-// the query did not ask for has Status Absent.
-type App struct {
-	// PID is the process id, > 0 when PIDStatus is OK. It is 0 when
-	// nvidia-smi could not give it (PIDStatus says why: "[Not Supported]"
-	// in containers and on old drivers, "[N/A]"); 0 is never a real pid.
-	PID       int
-	PIDStatus Status
-	Name      Text    // process_name, sanitised for the terminal
-	UsedMiB   Reading // used_memory / used_gpu_memory, MiB
-	BusID     Text    // gpu_bus_id as printed, "00000000:18:00.0"; compare with SameBus
-	UUID      Text    // gpu_uuid; with MIG on, the parent GPU's
-}
-
-// appCol names the App field a compute-apps column fills.
+// appCol names the ComputeApp field a compute-apps column fills.
 type appCol uint8
 
 const (
@@ -47,7 +34,7 @@ const (
 
 // appFieldNames holds every name --help-query-compute-apps lists (drivers
 // 590 and 595: "process_name" or "name", "used_gpu_memory" or
-// "used_memory") and the App field it fills.
+// "used_memory") and the ComputeApp field it fills.
 var appFieldNames = map[string]appCol{
 	"timestamp":       appSkip,
 	"gpu_name":        appSkip,
@@ -67,7 +54,7 @@ func AppFields() []string {
 	return []string{"pid", "process_name", "used_memory", "gpu_bus_id", "gpu_uuid"}
 }
 
-// maxProcessName bounds App.Name; a process name is a path and may be longer
+// maxProcessName bounds ComputeApp.Name; a process name is a path and may be longer
 // than the other text cells.
 const maxProcessName = 1024
 
@@ -104,7 +91,7 @@ var noProcesses = []byte("No running processes found")
 // spreads over several cells: when a row with a process_name column has
 // more cells than columns, the extra cells are joined back into the name
 // (every other column must still parse).
-func ParseComputeApps(out []byte, fields []string) ([]App, error) {
+func ParseComputeApps(out []byte, fields []string) ([]event.ComputeApp, error) {
 	var plan *appPlan
 	if len(fields) > 0 {
 		p, err := newAppPlan(fields, false)
@@ -117,7 +104,7 @@ func ParseComputeApps(out []byte, fields []string) ([]App, error) {
 		return nil, &FailureError{Failure: fs[0]}
 	}
 	out = bytes.TrimPrefix(out, utf8BOM)
-	var apps []App
+	var apps []event.ComputeApp
 	var cells [][]byte
 	for lineNo := 1; len(out) > 0; lineNo++ {
 		var line []byte
@@ -142,7 +129,7 @@ func ParseComputeApps(out []byte, fields []string) ([]App, error) {
 			re.Line = lineNo
 			return nil, re
 		}
-		var a App
+		var a event.ComputeApp
 		var re *RowError
 		a, cells, re = plan.parse(line, cells)
 		if re != nil {
@@ -161,7 +148,7 @@ type appPlan struct {
 }
 
 // newAppPlan maps field names (header cells when header is set, which may
-// carry a unit, "used_gpu_memory [MiB]") to App fields. Names a header
+// carry a unit, "used_gpu_memory [MiB]") to ComputeApp fields. Names a header
 // holds that are not compute-apps fields are skipped (a newer driver's
 // field); in a field list they are an error.
 func newAppPlan(fields []string, header bool) (*appPlan, error) {
@@ -222,20 +209,20 @@ func appHeader(line []byte) ([]string, bool) {
 }
 
 // absentApp has every field Absent (not queried).
-var absentApp = App{
-	PIDStatus: Absent,
-	Name:      Text{Status: Absent},
-	UsedMiB:   Reading{Status: Absent},
-	BusID:     Text{Status: Absent},
-	UUID:      Text{Status: Absent},
+var absentApp = event.ComputeApp{
+	PIDStatus: event.CellAbsent,
+	Name:      event.Text{Status: event.CellAbsent},
+	UsedMiB:   event.Reading{Status: event.CellAbsent},
+	BusID:     event.Text{Status: event.CellAbsent},
+	UUID:      event.Text{Status: event.CellAbsent},
 }
 
 // parse reads one row; cells is scratch space, returned for reuse.
-func (p *appPlan) parse(line []byte, cells [][]byte) (App, [][]byte, *RowError) {
+func (p *appPlan) parse(line []byte, cells [][]byte) (event.ComputeApp, [][]byte, *RowError) {
 	cells = splitCells(cells, line)
 	if extra := len(cells) - len(p.cols); extra != 0 {
 		if extra < 0 || p.name < 0 {
-			return App{}, cells, rowError(line, strconv.Itoa(len(cells))+" cells, want "+strconv.Itoa(len(p.cols)))
+			return event.ComputeApp{}, cells, rowError(line, strconv.Itoa(len(cells))+" cells, want "+strconv.Itoa(len(p.cols)))
 		}
 		// The process name held ", ": put its cells back together.
 		merged := bytes.Join(cells[p.name:p.name+extra+1], []byte(", "))
@@ -247,27 +234,27 @@ func (p *appPlan) parse(line []byte, cells [][]byte) (App, [][]byte, *RowError) 
 		c := cells[i]
 		switch col {
 		case appPID:
-			if st, _ := token(c); st != OK && st != Empty {
+			if st, _ := token(c); st != event.CellOK && st != event.CellEmpty {
 				a.PID, a.PIDStatus = 0, st
 				break
 			}
 			pid, ok := parsePID(c)
 			if !ok {
-				return App{}, cells, rowError(line, "pid "+strconv.Quote(cleanText(c, 40))+" is not a process id")
+				return event.ComputeApp{}, cells, rowError(line, "pid "+strconv.Quote(cleanText(c, 40))+" is not a process id")
 			}
-			a.PID, a.PIDStatus = pid, OK
+			a.PID, a.PIDStatus = pid, event.CellOK
 		case appUsed:
 			r := reading(c, "MiB")
-			if r.Status == Invalid || r.Valid() && r.Value < 0 {
-				return App{}, cells, rowError(line, "used memory "+strconv.Quote(cleanText(c, 40))+" is not a number of MiB")
+			if r.Status == event.CellInvalid || r.Valid() && r.Value < 0 {
+				return event.ComputeApp{}, cells, rowError(line, "used memory "+strconv.Quote(cleanText(c, 40))+" is not a number of MiB")
 			}
 			a.UsedMiB = r
 		case appName:
 			a.Name = appText(c, maxProcessName, false)
 		case appBus:
 			a.BusID = appText(c, maxTextLen, true)
-			if a.BusID.Status == OK && !isBusID(c) {
-				a.BusID.Status = Invalid
+			if a.BusID.Status == event.CellOK && !isBusID(c) {
+				a.BusID.Status = event.CellInvalid
 			}
 		case appUUID:
 			a.UUID = appText(c, maxTextLen, true)
@@ -298,14 +285,14 @@ func parsePID(c []byte) (int, bool) {
 // sanitised with Status OK: any bytes are a legal file name. An identifier
 // (strict) that is unprintable or too long is Invalid, so that it matches
 // nothing.
-func appText(c []byte, max int, strict bool) Text {
-	if st, raw := token(c); st != OK {
-		return Text{S: raw, Status: st}
+func appText(c []byte, max int, strict bool) event.Text {
+	if st, raw := token(c); st != event.CellOK {
+		return event.Text{S: raw, Status: st}
 	}
 	if strict && (!safeText(c) || len(c) > max) {
-		return Text{S: cleanText(c, max), Status: Invalid}
+		return event.Text{S: cleanText(c, max), Status: event.CellInvalid}
 	}
-	return Text{S: cleanText(c, max)}
+	return event.Text{S: cleanText(c, max)}
 }
 
 func isBusID(c []byte) bool {
@@ -399,7 +386,7 @@ func parseHex(s string, maxDigits int) (uint32, bool) {
 // the one-shot parsers and queries: ParseComputeApps, QueryComputeApps,
 // QueryGPUMemory. Find it with errors.As.
 type FailureError struct {
-	Failure Failure
+	Failure event.GPUFailure
 	// Err is how the command ended, usually a *remote.ExitError; nil when
 	// the failure was read from saved output.
 	Err error
@@ -436,7 +423,7 @@ const defaultQueryTimeout = 30 * time.Second
 // remote.ErrDisconnected when the connection dropped, or the
 // *remote.ExitError of any other non-zero exit, followed by nvidia-smi's
 // first output line ("Field … is not a valid field to query.").
-func QueryComputeApps(ctx context.Context, h remote.Host, program string) ([]App, error) {
+func QueryComputeApps(ctx context.Context, h remote.Host, program string) ([]event.ComputeApp, error) {
 	fields := AppFields()
 	out, err := runQuery(ctx, h, program, "--query-compute-apps="+strings.Join(fields, ","), "--format=csv,noheader,nounits")
 	if err != nil {
@@ -454,7 +441,7 @@ func QueryComputeApps(ctx context.Context, h remote.Host, program string) ([]App
 type GPUMemory struct {
 	Index             int
 	BusID             string // pci.bus_id as printed, "00000000:18:00.0"; compare with SameBus
-	UsedMiB, TotalMiB Reading
+	UsedMiB, TotalMiB event.Reading
 }
 
 // gpuMemoryFields is QueryGPUMemory's --query-gpu list.
@@ -508,9 +495,9 @@ func parseGPUMemory(out []byte) ([]GPUMemory, error) {
 		}
 		for _, m := range [...]struct {
 			name string
-			r    Reading
+			r    event.Reading
 		}{{"memory.used", g.MemUsedMiB}, {"memory.total", g.MemTotalMiB}} {
-			if m.r.Status == Invalid || m.r.Valid() && m.r.Value < 0 {
+			if m.r.Status == event.CellInvalid || m.r.Valid() && m.r.Value < 0 {
 				re := rowError(line, m.name+" "+strconv.Quote(m.r.Raw)+" is not a number of MiB")
 				if m.r.Valid() {
 					re = rowError(line, m.name+" is negative")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // TestQueryCommands checks the command lines the one-shot queries run, with
@@ -46,19 +47,19 @@ func TestQueryErrors(t *testing.T) {
 		name      string
 		res       remote.Result
 		err       error
-		failClass FailureClass // a *FailureError of this class
-		exitCode  int          // errors.As finds a *remote.ExitError with this code
-		is        error        // errors.Is
+		failClass event.GPUFailureClass // a *FailureError of this class
+		exitCode  int                   // errors.As finds a *remote.ExitError with this code
+		is        error                 // errors.Is
 		contains  string
 		rowError  bool
 	}{
 		{name: "not installed", res: remote.Result{Stderr: []byte("sh: 1: nvidia-smi: not found\n"), ExitCode: 127},
-			err: &remote.ExitError{Code: 127}, failClass: FailNoNVIDIASMI, exitCode: 127, contains: "not found"},
+			err: &remote.ExitError{Code: 127}, failClass: event.GPUFailNoNVIDIASMI, exitCode: 127, contains: "not found"},
 		{name: "gpu lost", res: remote.Result{Stdout: []byte("Unable to determine the device handle for GPU 0000:18:00.0: GPU is lost. Reboot the system to recover this GPU\n"), ExitCode: 15},
-			err: &remote.ExitError{Code: 15}, failClass: FailGPULost, exitCode: 15, contains: "0000:18:00.0"},
+			err: &remote.ExitError{Code: 15}, failClass: event.GPUFailLost, exitCode: 15, contains: "0000:18:00.0"},
 		{name: "mismatch on stderr", res: remote.Result{Stderr: []byte(mismatch), ExitCode: 18},
-			err: &remote.ExitError{Code: 18}, failClass: FailDriverLibraryMismatch, exitCode: 18},
-		{name: "failure with exit 0", res: remote.Result{Stdout: []byte("No devices were found\n")}, failClass: FailNoDevices},
+			err: &remote.ExitError{Code: 18}, failClass: event.GPUFailDriverLibraryMismatch, exitCode: 18},
+		{name: "failure with exit 0", res: remote.Result{Stdout: []byte("No devices were found\n")}, failClass: event.GPUFailNoDevices},
 		{name: "bad field", res: remote.Result{Stdout: []byte("Field \"used_memory\" is not a valid field to query.\n\n"), ExitCode: 2},
 			err: &remote.ExitError{Code: 2}, exitCode: 2, contains: `"used_memory" is not a valid field`},
 		{name: "killed", err: &remote.ExitError{Code: -1, Signal: "KILL"}, exitCode: -1, contains: "killed by signal KILL"},
@@ -89,7 +90,7 @@ func TestQueryErrors(t *testing.T) {
 				if isFail := errors.As(err, &fe); isFail != (tc.failClass != "") || isFail && fe.Failure.Class != tc.failClass {
 					t.Errorf("error %v (%T), want failure class %q", err, err, tc.failClass)
 				}
-				if tc.failClass == FailDriverLibraryMismatch && fe.Failure.NVMLVersion != "570.124" {
+				if tc.failClass == event.GPUFailDriverLibraryMismatch && fe.Failure.NVMLVersion != "570.124" {
 					t.Errorf("version %q", fe.Failure.NVMLVersion)
 				}
 				var ee *remote.ExitError
@@ -127,7 +128,7 @@ func TestQueryMissingProgram(t *testing.T) {
 	_, err := QueryComputeApps(ctx, host, filepath.Join(t.TempDir(), "nvidia-smi"))
 	var fe *FailureError
 	var ee *remote.ExitError
-	if !errors.As(err, &fe) || fe.Failure.Class != FailNoNVIDIASMI || !strings.Contains(fe.Failure.Reason, "nvidia-smi") ||
+	if !errors.As(err, &fe) || fe.Failure.Class != event.GPUFailNoNVIDIASMI || !strings.Contains(fe.Failure.Reason, "nvidia-smi") ||
 		!errors.As(err, &ee) || ee.Code != 127 {
 		t.Errorf("missing program: %v", err)
 	}
@@ -178,7 +179,7 @@ func TestRealComputeApps(t *testing.T) {
 		for _, g := range mem {
 			found = found || SameBus(a.BusID.S, g.BusID)
 		}
-		if !found || a.UUID.Status != OK {
+		if !found || a.UUID.Status != event.CellOK {
 			t.Errorf("app %+v on no GPU", a)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // These tests drive the simulated host, which imports probes/nvml (and so
@@ -57,7 +58,7 @@ func TestQueryOnSimHost(t *testing.T) {
 	host := remote.NewLocal()
 	defer host.Close()
 	smi := filepath.Join(h.BinDir, "nvidia-smi")
-	query := func() ([]gpu.App, []gpu.GPUMemory) {
+	query := func() ([]event.ComputeApp, []gpu.GPUMemory) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -73,14 +74,14 @@ func TestQueryOnSimHost(t *testing.T) {
 			t.Fatalf("%d GPUs, want %d: %+v", len(mem), gpus, mem)
 		}
 		for i, g := range mem {
-			if g.Index != i || g.TotalMiB.Status != gpu.Lost && (!g.TotalMiB.Valid() || g.TotalMiB.Value < 80000) || !gpu.SameBus(g.BusID, g.BusID) {
+			if g.Index != i || g.TotalMiB.Status != event.CellLost && (!g.TotalMiB.Valid() || g.TotalMiB.Value < 80000) || !gpu.SameBus(g.BusID, g.BusID) {
 				t.Fatalf("GPU %d: %+v", i, g)
 			}
 		}
 		return apps, mem
 	}
 	// onGPU returns the GPU index an app runs on, by bus id.
-	onGPU := func(a gpu.App, mem []gpu.GPUMemory) int {
+	onGPU := func(a event.ComputeApp, mem []gpu.GPUMemory) int {
 		for _, g := range mem {
 			if gpu.SameBus(a.BusID.S, g.BusID) {
 				return g.Index
@@ -90,7 +91,7 @@ func TestQueryOnSimHost(t *testing.T) {
 		return -1
 	}
 	// settled reports whether every GPU's memory is what its apps hold.
-	settled := func(apps []gpu.App, mem []gpu.GPUMemory) bool {
+	settled := func(apps []event.ComputeApp, mem []gpu.GPUMemory) bool {
 		held := make([]float64, len(mem))
 		for _, a := range apps {
 			held[onGPU(a, mem)] += a.UsedMiB.Value
@@ -136,20 +137,20 @@ func TestQueryOnSimHost(t *testing.T) {
 	t.Logf("server %d: apps %+v, memory %+v", server, apps, mem)
 	for _, a := range apps {
 		i := onGPU(a, mem)
-		if a.PIDStatus != gpu.OK || a.PID != server && parentPID(a.PID) != server {
+		if a.PIDStatus != event.CellOK || a.PID != server && parentPID(a.PID) != server {
 			t.Errorf("GPU %d: pid %d (%v), want the server's %d or its worker's", i, a.PID, a.PIDStatus, server)
 		}
-		if a.Name != (gpu.Text{S: fmt.Sprintf("sglang::scheduler_TP%d", i), Status: gpu.OK}) || a.UUID.Status != gpu.OK || !a.UsedMiB.Valid() {
+		if a.Name != (event.Text{S: fmt.Sprintf("sglang::scheduler_TP%d", i), Status: event.CellOK}) || a.UUID.Status != event.CellOK || !a.UsedMiB.Valid() {
 			t.Errorf("GPU %d: %+v", i, a)
 		}
 	}
 
-	// A lost GPU: its memory reads gpu.Lost, and nvidia-smi lists no process on it.
+	// A lost GPU: its memory reads event.CellLost, and nvidia-smi lists no process on it.
 	if err := h.SetFaults(sim.Faults{LostGPUs: []int{1}}); err != nil {
 		t.Fatal(err)
 	}
 	apps, mem = query()
-	if mem[1].UsedMiB.Status != gpu.Lost || !mem[0].UsedMiB.Valid() || len(apps) != 1 || onGPU(apps[0], mem) != 0 {
+	if mem[1].UsedMiB.Status != event.CellLost || !mem[0].UsedMiB.Valid() || len(apps) != 1 || onGPU(apps[0], mem) != 0 {
 		t.Errorf("GPU 1 lost: apps %+v, memory %+v", apps, mem)
 	}
 	// A GPU fallen off the bus fails the whole command.
@@ -164,7 +165,7 @@ func TestQueryOnSimHost(t *testing.T) {
 		err := run()
 		var fe *gpu.FailureError
 		var ee *remote.ExitError
-		if !errors.As(err, &fe) || fe.Failure.Class != gpu.FailGPULost || !fe.Failure.NeedsReboot || !gpu.SameBus(fe.Failure.BusID, mem[1].BusID) ||
+		if !errors.As(err, &fe) || fe.Failure.Class != event.GPUFailLost || !fe.Failure.NeedsReboot || !gpu.SameBus(fe.Failure.BusID, mem[1].BusID) ||
 			!errors.As(err, &ee) || ee.Code != 15 {
 			t.Errorf("%s with GPU 1 off the bus: %v", name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,18 +14,18 @@ import (
 	"testing"
 )
 
-func okR(v float64) Reading              { return Reading{Value: v} }
-func tokR(st Status, raw string) Reading { return Reading{Status: st, Raw: raw} }
-func okT(s string) Text                  { return Text{S: s} }
+func okR(v float64) event.Reading                        { return event.Reading{Value: v} }
+func tokR(st event.CellStatus, raw string) event.Reading { return event.Reading{Status: st, Raw: raw} }
+func okT(s string) event.Text                            { return event.Text{S: s} }
 
 var (
-	absentT = Text{Status: Absent}
-	absentR = Reading{Status: Absent}
+	absentT = event.Text{Status: event.CellAbsent}
+	absentR = event.Reading{Status: event.CellAbsent}
 )
 
 // app builds the App a full AppFields row gives.
-func app(pid int, name string, mib float64, bus, uuid string) App {
-	return App{PID: pid, Name: okT(name), UsedMiB: okR(mib), BusID: okT(bus), UUID: okT(uuid)}
+func app(pid int, name string, mib float64, bus, uuid string) event.ComputeApp {
+	return event.ComputeApp{PID: pid, Name: okT(name), UsedMiB: okR(mib), BusID: okT(bus), UUID: okT(uuid)}
 }
 
 func TestParseComputeApps(t *testing.T) {
@@ -35,16 +36,16 @@ func TestParseComputeApps(t *testing.T) {
 		uuid1 = "GPU-8f6c1a2e-0000-0000-0000-000000000001"
 	)
 	af := AppFields()
-	notSup := App{PIDStatus: NotSupported, Name: okT("python3"), UsedMiB: tokR(NotSupported, "[Not Supported]"), BusID: okT(bus0), UUID: okT(uuid0)}
+	notSup := event.ComputeApp{PIDStatus: event.CellNotSupported, Name: okT("python3"), UsedMiB: tokR(event.CellNotSupported, "[Not Supported]"), BusID: okT(bus0), UUID: okT(uuid0)}
 	for _, tc := range []struct {
 		name   string
 		in     string
 		fields []string
-		want   []App
+		want   []event.ComputeApp
 		// Exactly one of these is set for an error: the line of a
 		// *RowError, the class of a *FailureError, or a field-list error.
 		errLine   int
-		failClass FailureClass
+		failClass event.GPUFailureClass
 		fieldErr  bool
 	}{
 		{name: "empty", in: "", fields: af},
@@ -57,83 +58,83 @@ func TestParseComputeApps(t *testing.T) {
 			name:   "noheader nounits",
 			in:     "4127, sglang::scheduler_TP0, 126384, " + bus0 + ", " + uuid0 + "\n4127, sglang::scheduler_TP1, 126037, " + bus1 + ", " + uuid1 + "\n",
 			fields: af,
-			want:   []App{app(4127, "sglang::scheduler_TP0", 126384, bus0, uuid0), app(4127, "sglang::scheduler_TP1", 126037, bus1, uuid1)},
+			want:   []event.ComputeApp{app(4127, "sglang::scheduler_TP0", 126384, bus0, uuid0), app(4127, "sglang::scheduler_TP1", 126037, bus1, uuid1)},
 		},
 		{
 			name:   "noheader with units",
 			in:     "4127, /usr/bin/python3, 2296 MiB, " + bus0 + ", " + uuid0 + "\n",
 			fields: af,
-			want:   []App{app(4127, "/usr/bin/python3", 2296, bus0, uuid0)},
+			want:   []event.ComputeApp{app(4127, "/usr/bin/python3", 2296, bus0, uuid0)},
 		},
 		{
 			name:   "field list with aliases and units in names",
 			in:     "4127, python3, 12.5 MiB\n",
 			fields: []string{"pid", "name", "used_gpu_memory [MiB]"},
-			want:   []App{{PID: 4127, Name: okT("python3"), UsedMiB: okR(12.5), BusID: absentT, UUID: absentT}},
+			want:   []event.ComputeApp{{PID: 4127, Name: okT("python3"), UsedMiB: okR(12.5), BusID: absentT, UUID: absentT}},
 		},
 		{
 			name: "header wins over fields and is mapped by name",
 			in:   "gpu_uuid, used_memory [MiB], name, pid\n" + uuid0 + ", 2296 MiB, ./gpu_burn, 21198\n",
 			// The field list says another order: the header is what was printed.
 			fields: af,
-			want:   []App{{PID: 21198, Name: okT("./gpu_burn"), UsedMiB: okR(2296), BusID: absentT, UUID: okT(uuid0)}},
+			want:   []event.ComputeApp{{PID: 21198, Name: okT("./gpu_burn"), UsedMiB: okR(2296), BusID: absentT, UUID: okT(uuid0)}},
 		},
 		{
 			name: "header with skipped and unknown fields",
 			in: "timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, pid, process_name, used_gpu_memory [MiB], some_future_field\n" +
 				"2026/07/14 09:00:44.742, NVIDIA H100 80GB HBM3, 00000000:00:09.0, [N/A], " + uuid0 + ", 21180, /root/tools/memhog, 2296 MiB, x\n",
-			want: []App{app(21180, "/root/tools/memhog", 2296, "00000000:00:09.0", uuid0)},
+			want: []event.ComputeApp{app(21180, "/root/tools/memhog", 2296, "00000000:00:09.0", uuid0)},
 		},
 		{
 			name:   "pid and memory not supported (container, old driver)",
 			in:     "[Not Supported], python3, [Not Supported], " + bus0 + ", " + uuid0 + "\n",
 			fields: af,
-			want:   []App{notSup},
+			want:   []event.ComputeApp{notSup},
 		},
 		{
 			name:   "pid and memory N/A (WDDM)",
 			in:     "[N/A], python3, [N/A], " + bus0 + ", " + uuid0 + "\n",
 			fields: af,
-			want:   []App{{PIDStatus: NA, Name: okT("python3"), UsedMiB: tokR(NA, "[N/A]"), BusID: okT(bus0), UUID: okT(uuid0)}},
+			want:   []event.ComputeApp{{PIDStatus: event.CellNA, Name: okT("python3"), UsedMiB: tokR(event.CellNA, "[N/A]"), BusID: okT(bus0), UUID: okT(uuid0)}},
 		},
 		{
 			name:   "other tokens and an empty memory cell",
 			in:     "[Insufficient Permissions], [N/A], , [GPU is lost], [Unknown Error]\n",
 			fields: af,
-			want: []App{{PIDStatus: OtherToken, Name: Text{S: "[N/A]", Status: NA}, UsedMiB: Reading{Status: Empty},
-				BusID: Text{S: "[GPU is lost]", Status: Lost}, UUID: Text{S: "[Unknown Error]", Status: UnknownError}}},
+			want: []event.ComputeApp{{PIDStatus: event.CellOther, Name: event.Text{S: "[N/A]", Status: event.CellNA}, UsedMiB: event.Reading{Status: event.CellEmpty},
+				BusID: event.Text{S: "[GPU is lost]", Status: event.CellLost}, UUID: event.Text{S: "[Unknown Error]", Status: event.CellUnknownError}}},
 		},
 		{
 			name:   "process name containing a comma",
 			in:     "77, python -c import a, b, 100 MiB, " + bus0 + ", " + uuid0 + "\n",
 			fields: af,
-			want:   []App{app(77, "python -c import a, b", 100, bus0, uuid0)},
+			want:   []event.ComputeApp{app(77, "python -c import a, b", 100, bus0, uuid0)},
 		},
 		{
 			name:   "CRLF, a BOM and a bus id that is not one",
 			in:     "\xef\xbb\xbf77, python, 100, not-a-bus, " + uuid0 + "\r\n",
 			fields: af,
-			want:   []App{{PID: 77, Name: okT("python"), UsedMiB: okR(100), BusID: Text{S: "not-a-bus", Status: Invalid}, UUID: okT(uuid0)}},
+			want:   []event.ComputeApp{{PID: 77, Name: okT("python"), UsedMiB: okR(100), BusID: event.Text{S: "not-a-bus", Status: event.CellInvalid}, UUID: okT(uuid0)}},
 		},
 		{
 			name:   "terminal escapes are sanitised",
 			in:     "77, evil\x1b]0;x\x07, 100, " + bus0 + ", GPU-\x1b[2J\n",
 			fields: af,
-			want:   []App{{PID: 77, Name: okT("evil\uFFFD]0;x\uFFFD"), UsedMiB: okR(100), BusID: okT(bus0), UUID: Text{S: "GPU-\uFFFD[2J", Status: Invalid}}},
+			want:   []event.ComputeApp{{PID: 77, Name: okT("evil\uFFFD]0;x\uFFFD"), UsedMiB: okR(100), BusID: okT(bus0), UUID: event.Text{S: "GPU-\uFFFD[2J", Status: event.CellInvalid}}},
 		},
 		{
 			name:   "only pid queried",
 			in:     "12\n4194304\n",
 			fields: []string{"pid"},
-			want:   []App{{PID: 12, Name: absentT, UsedMiB: absentR, BusID: absentT, UUID: absentT}, {PID: 4194304, Name: absentT, UsedMiB: absentR, BusID: absentT, UUID: absentT}},
+			want:   []event.ComputeApp{{PID: 12, Name: absentT, UsedMiB: absentR, BusID: absentT, UUID: absentT}, {PID: 4194304, Name: absentT, UsedMiB: absentR, BusID: absentT, UUID: absentT}},
 		},
 
 		// Whole-command failures, wherever they are.
-		{name: "gpu lost", in: "Unable to determine the device handle for GPU 0000:01:00.0: GPU is lost.  Reboot the system to recover this GPU\n", fields: af, failClass: FailGPULost},
-		{name: "nvml mismatch", in: "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 570.124\n", fields: af, failClass: FailDriverLibraryMismatch},
-		{name: "no devices", in: "No devices were found\n", fields: af, failClass: FailNoDevices},
-		{name: "driver not loaded", in: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n", failClass: FailDriverNotLoaded},
-		{name: "failure after a row", in: "77, python, 100, " + bus0 + ", " + uuid0 + "\nFailed to initialize NVML: Unknown Error\n", fields: af, failClass: FailNVMLInitUnknown},
+		{name: "gpu lost", in: "Unable to determine the device handle for GPU 0000:01:00.0: GPU is lost.  Reboot the system to recover this GPU\n", fields: af, failClass: event.GPUFailLost},
+		{name: "nvml mismatch", in: "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 570.124\n", fields: af, failClass: event.GPUFailDriverLibraryMismatch},
+		{name: "no devices", in: "No devices were found\n", fields: af, failClass: event.GPUFailNoDevices},
+		{name: "driver not loaded", in: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n", failClass: event.GPUFailDriverNotLoaded},
+		{name: "failure after a row", in: "77, python, 100, " + bus0 + ", " + uuid0 + "\nFailed to initialize NVML: Unknown Error\n", fields: af, failClass: event.GPUFailNVMLInitUnknown},
 
 		// Garbled rows: an error naming the line, never a guess.
 		{name: "pid not a number", in: "77, python, 100, a, b\nabc, python, 100, a, b\n", fields: af, errLine: 2},
@@ -154,7 +155,7 @@ func TestParseComputeApps(t *testing.T) {
 		// Field lists the caller got wrong.
 		{name: "unknown field", in: "", fields: []string{"pid", "used_mem"}, fieldErr: true},
 		{name: "a field under two names", in: "", fields: []string{"pid", "used_memory", "used_gpu_memory"}, fieldErr: true},
-		{name: "only skipped fields are fine", in: "2026/01/01 00:00:00.000\n", fields: []string{"timestamp"}, want: []App{absentApp}},
+		{name: "only skipped fields are fine", in: "2026/01/01 00:00:00.000\n", fields: []string{"timestamp"}, want: []event.ComputeApp{absentApp}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseComputeApps([]byte(tc.in), tc.fields)
@@ -211,9 +212,9 @@ func payload(in []byte) []byte {
 
 // appValue returns an App field under a MANIFEST key, in the manifest's
 // terms: a number when valid, else the literal token.
-func appValue(t *testing.T, a App, key string) any {
+func appValue(t *testing.T, a event.ComputeApp, key string) any {
 	t.Helper()
-	mem := func(r Reading) any {
+	mem := func(r event.Reading) any {
 		if r.Valid() {
 			return r.Value
 		}
@@ -221,7 +222,7 @@ func appValue(t *testing.T, a App, key string) any {
 	}
 	switch key {
 	case "pid":
-		if a.PIDStatus == OK {
+		if a.PIDStatus == event.CellOK {
 			return float64(a.PID)
 		}
 		return a.PIDStatus
@@ -313,11 +314,11 @@ func TestComputeAppsManifest(t *testing.T) {
 			for i, w := range want {
 				for k, wv := range w.(map[string]any) {
 					gv := appValue(t, got[i], k)
-					if st, isStatus := gv.(Status); isStatus {
+					if st, isStatus := gv.(event.CellStatus); isStatus {
 						// A pid token: the row is kept, its pid is 0 and
 						// its status is the token's.
 						ws, _ := token([]byte(wv.(string)))
-						if ws == OK || st != ws || got[i].PID != 0 {
+						if ws == event.CellOK || st != ws || got[i].PID != 0 {
 							t.Errorf("row %d %s: PID %d status %v, want the token %q", i, k, got[i].PID, st, wv)
 						}
 					} else if gv != wv {
@@ -398,10 +399,10 @@ func TestCaptureComputeApps(t *testing.T) {
 		}
 		for i, a := range load {
 			w := want[i]
-			if a.PID != w.pid || a.PIDStatus != OK || a.Name != okT(w.name) || a.UsedMiB != okR(w.mib) {
+			if a.PID != w.pid || a.PIDStatus != event.CellOK || a.Name != okT(w.name) || a.UsedMiB != okR(w.mib) {
 				t.Errorf("%s app %d: %+v, want %+v", base, i, a, w)
 			}
-			if a.UUID.Status != OK || !strings.HasPrefix(a.UUID.S, "GPU-") {
+			if a.UUID.Status != event.CellOK || !strings.HasPrefix(a.UUID.S, "GPU-") {
 				t.Errorf("%s app %d: uuid %+v", base, i, a.UUID)
 			}
 			if !slices.ContainsFunc(buses, func(b string) bool { return SameBus(b, a.BusID.S) }) {
@@ -481,7 +482,7 @@ func TestParseGPUMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost := tokR(Lost, "[GPU is lost]")
+	lost := tokR(event.CellLost, "[GPU is lost]")
 	want := []GPUMemory{
 		{Index: 0, BusID: "00000000:18:00.0", UsedMiB: okR(0), TotalMiB: okR(143771)},
 		{Index: 1, BusID: "00000000:2A:00.0", UsedMiB: okR(126037), TotalMiB: okR(143771)},
@@ -505,7 +506,7 @@ func TestParseGPUMemory(t *testing.T) {
 		}
 	}
 	var fe *FailureError
-	if _, err := parseGPUMemory([]byte("No devices were found\n")); !errors.As(err, &fe) || fe.Failure.Class != FailNoDevices {
+	if _, err := parseGPUMemory([]byte("No devices were found\n")); !errors.As(err, &fe) || fe.Failure.Class != event.GPUFailNoDevices {
 		t.Errorf("failure: %v", err)
 	}
 }
@@ -545,15 +546,15 @@ func FuzzParseComputeApps(f *testing.F) {
 			return
 		}
 		for _, a := range apps {
-			if (a.PIDStatus == OK) != (a.PID > 0) || a.PID < 0 {
+			if (a.PIDStatus == event.CellOK) != (a.PID > 0) || a.PID < 0 {
 				t.Fatalf("pid %d with status %v", a.PID, a.PIDStatus)
 			}
 			if a.UsedMiB.Valid() && (a.UsedMiB.Value < 0 || math.IsNaN(a.UsedMiB.Value) || math.IsInf(a.UsedMiB.Value, 0)) {
 				t.Fatalf("memory %+v", a.UsedMiB)
 			}
 			checkReading(t, "used memory", a.UsedMiB)
-			for _, x := range []Text{a.Name, a.BusID, a.UUID} {
-				if !printable(x.S) || x.Status == OK && x.S == "" {
+			for _, x := range []event.Text{a.Name, a.BusID, a.UUID} {
+				if !printable(x.S) || x.Status == event.CellOK && x.S == "" {
 					t.Fatalf("text %+v", x)
 				}
 			}

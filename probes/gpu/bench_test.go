@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"os"
 	"testing"
@@ -11,7 +12,7 @@ import (
 func BenchmarkParseRow(b *testing.B) {
 	p := mustParser(b, DefaultFields())
 	line := []byte(h200Row(3))
-	var g GPU
+	var g event.GPU
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -29,7 +30,7 @@ func BenchmarkParseTick8(b *testing.B) {
 	for i := range rows {
 		rows[i] = []byte(h200Row(i))
 	}
-	var g GPU
+	var g event.GPU
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, r := range rows {

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"strconv"
 	"strings"
@@ -73,30 +74,30 @@ const (
 // token classifies a non-value cell. It returns OK (and "") when c is not a
 // token. The returned string is a constant for the known tokens, so the
 // common case does not allocate.
-func token(c []byte) (Status, string) {
+func token(c []byte) (event.CellStatus, string) {
 	if len(c) == 0 {
-		return Empty, ""
+		return event.CellEmpty, ""
 	}
 	switch string(c) {
 	case tokNA:
-		return NA, tokNA
+		return event.CellNA, tokNA
 	case tokNABare:
-		return NA, tokNABare
+		return event.CellNA, tokNABare
 	case tokNotSup:
-		return NotSupported, tokNotSup
+		return event.CellNotSupported, tokNotSup
 	case tokUnknownErr:
-		return UnknownError, tokUnknownErr
+		return event.CellUnknownError, tokUnknownErr
 	case tokLost:
-		return Lost, tokLost
+		return event.CellLost, tokLost
 	case tokErr:
-		return Err, tokErr
+		return event.CellErr, tokErr
 	case tokDeprecated:
-		return Deprecated, tokDeprecated
+		return event.CellDeprecated, tokDeprecated
 	}
 	if c[0] == '[' && c[len(c)-1] == ']' {
-		return OtherToken, cleanText(c, maxRawTokenLen)
+		return event.CellOther, cleanText(c, maxRawTokenLen)
 	}
-	return OK, ""
+	return event.CellOK, ""
 }
 
 // pow10 holds the exact powers of ten a float64 can represent.
@@ -168,23 +169,23 @@ func splitUnit(c []byte) (num, unit []byte) {
 
 // reading parses a numeric cell: a token, a number with or without the
 // field's unit ("53 %", "53"), or Invalid with the cell as Raw.
-func reading(c []byte, unit string) Reading {
-	if st, raw := token(c); st != OK {
-		return Reading{Status: st, Raw: raw}
+func reading(c []byte, unit string) event.Reading {
+	if st, raw := token(c); st != event.CellOK {
+		return event.Reading{Status: st, Raw: raw}
 	}
 	num, u := splitUnit(c)
 	if u == nil || (unit != "" && string(u) == unit) {
 		if v, ok := parseDecimal(num); ok {
-			return Reading{Value: v}
+			return event.Reading{Value: v}
 		}
 	}
-	return Reading{Status: Invalid, Raw: cleanText(c, maxRawTokenLen)}
+	return event.Reading{Status: event.CellInvalid, Raw: cleanText(c, maxRawTokenLen)}
 }
 
 // mask parses a 0x-prefixed hex bitmask ("0x0000000000000001").
-func mask(c []byte) ClockEvents {
-	if st, raw := token(c); st != OK {
-		return ClockEvents{Status: st, Raw: raw}
+func mask(c []byte) event.ClockEvents {
+	if st, raw := token(c); st != event.CellOK {
+		return event.ClockEvents{Status: st, Raw: raw}
 	}
 	if len(c) > 2 && len(c) <= 18 && c[0] == '0' && (c[1] == 'x' || c[1] == 'X') {
 		var m uint64
@@ -202,10 +203,10 @@ func mask(c []byte) ClockEvents {
 			}
 		}
 		if ok {
-			return ClockEvents{Mask: ClockEventReason(m)}
+			return event.ClockEvents{Mask: event.ClockEventReason(m)}
 		}
 	}
-	return ClockEvents{Status: Invalid, Raw: cleanText(c, maxRawTokenLen)}
+	return event.ClockEvents{Status: event.CellInvalid, Raw: cleanText(c, maxRawTokenLen)}
 }
 
 // parseIndex parses a GPU index: 1 to 4 decimal digits.

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bytes"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strings"
 )
 
@@ -42,17 +43,17 @@ const (
 // drivers by "NVML library version: 570.124"; read it with ParseNVMLVersion.
 // Leading and trailing white space is ignored. ok is false for any other
 // line. It allocates only when it matches.
-func ClassifyFailure(line []byte) (f Failure, ok bool) {
+func ClassifyFailure(line []byte) (f event.GPUFailure, ok bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return Failure{}, false
+		return event.GPUFailure{}, false
 	}
 	switch line[0] {
 	case 'U':
 		return deviceHandleFailure(line)
 	case 'N':
 		if bytes.Equal(line, prefNoDevices) || bytes.HasPrefix(line, prefNoDevices) && line[len(prefNoDevices)] == '.' {
-			return newFailure(FailNoDevices, "", "", line), true
+			return newFailure(event.GPUFailNoDevices, "", "", line), true
 		}
 		if rest, ok := bytes.CutPrefix(line, prefSMIFailed); ok {
 			// "…because it couldn't communicate with the NVIDIA driver. Make sure …":
@@ -62,59 +63,59 @@ func ClassifyFailure(line []byte) (f Failure, ok bool) {
 				reason = reason[:i]
 			}
 			reason = bytes.TrimSuffix(reason, []byte("."))
-			return newFailure(FailDriverNotLoaded, "", cleanText(reason, maxReasonLen), line), true
+			return newFailure(event.GPUFailDriverNotLoaded, "", cleanText(reason, maxReasonLen), line), true
 		}
 	case 'F':
 		if rest, ok := bytes.CutPrefix(line, prefNVMLInit); ok {
 			reason := cleanText(bytes.TrimSpace(rest), maxReasonLen)
-			class := FailureClass("nvml-init-" + kebab(reason))
+			class := event.GPUFailureClass("nvml-init-" + kebab(reason))
 			switch {
 			case strings.EqualFold(reason, "Driver/library version mismatch"):
-				class = FailDriverLibraryMismatch
+				class = event.GPUFailDriverLibraryMismatch
 			case strings.EqualFold(reason, "Unknown Error"):
-				class = FailNVMLInitUnknown
+				class = event.GPUFailNVMLInitUnknown
 			case class == "nvml-init-":
 				class = "nvml-init-failed" // no words in the reason
 			}
 			return newFailure(class, "", reason, line), true
 		}
 	}
-	return Failure{}, false
+	return event.GPUFailure{}, false
 }
 
 // deviceHandleFailure parses "Unable to (determine|detect) the device handle
 // for GPU[ ]<bus id>: <reason>".
-func deviceHandleFailure(line []byte) (Failure, bool) {
+func deviceHandleFailure(line []byte) (event.GPUFailure, bool) {
 	rest, ok := bytes.CutPrefix(line, prefUnable)
 	if !ok {
-		return Failure{}, false
+		return event.GPUFailure{}, false
 	}
 	if r, ok := bytes.CutPrefix(rest, []byte("determine")); ok {
 		rest = r
 	} else if r, ok := bytes.CutPrefix(rest, []byte("detect")); ok {
 		rest = r
 	} else {
-		return Failure{}, false
+		return event.GPUFailure{}, false
 	}
 	if rest, ok = bytes.CutPrefix(rest, midHandle); !ok {
-		return Failure{}, false
+		return event.GPUFailure{}, false
 	}
 	rest = bytes.TrimLeft(rest, " ")
 	// The bus id runs to the first ": " (bus ids contain ':' themselves).
 	i := bytes.Index(rest, []byte(": "))
 	if i < 0 {
 		if !bytes.HasSuffix(rest, []byte(":")) {
-			return Failure{}, false
+			return event.GPUFailure{}, false
 		}
 		i = len(rest) - 1
 	}
 	bus := rest[:i]
 	if len(bus) == 0 {
-		return Failure{}, false
+		return event.GPUFailure{}, false
 	}
 	for _, c := range bus {
 		if !isBusIDByte(c) {
-			return Failure{}, false
+			return event.GPUFailure{}, false
 		}
 	}
 	reason := ""
@@ -122,11 +123,11 @@ func deviceHandleFailure(line []byte) (Failure, bool) {
 		reason = cleanText(bytes.TrimSpace(rest[i+2:]), maxReasonLen)
 	}
 	if isGPULost(reason) {
-		f := newFailure(FailGPULost, string(bus), reason, line)
+		f := newFailure(event.GPUFailLost, string(bus), reason, line)
 		f.NeedsReboot = true
 		return f, true
 	}
-	class := FailureClass(kebab(reason))
+	class := event.GPUFailureClass(kebab(reason))
 	if class == "" {
 		class = "device-handle-failed"
 	}
@@ -144,8 +145,8 @@ func isGPULost(reason string) bool {
 	return len(words) >= 3 && words[0] == "gpu" && words[1] == "is" && strings.TrimSuffix(words[2], ".") == "lost"
 }
 
-func newFailure(c FailureClass, bus, reason string, line []byte) Failure {
-	return Failure{Class: c, BusID: bus, Reason: reason, Line: cleanText(line, maxFailureLine)}
+func newFailure(c event.GPUFailureClass, bus, reason string, line []byte) event.GPUFailure {
+	return event.GPUFailure{Class: c, BusID: bus, Reason: reason, Line: cleanText(line, maxFailureLine)}
 }
 
 // kebab turns a reason into a class name: lower case, runs of anything but

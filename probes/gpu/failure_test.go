@@ -1,11 +1,14 @@
 package gpu
 
-import "testing"
+import (
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"testing"
+)
 
 func TestClassifyFailure(t *testing.T) {
 	cases := []struct {
 		line   string
-		class  FailureClass
+		class  event.GPUFailureClass
 		bus    string
 		reason string
 		reboot bool
@@ -18,15 +21,15 @@ func TestClassifyFailure(t *testing.T) {
 		{"Unable to determine the device handle for GPU 0000:17:00.0: Not Found", "not-found", "0000:17:00.0", "Not Found", false},
 		{"Unable to determine the device handle for GPU 0000:17:00.0: Insufficient Permissions\r\n", "insufficient-permissions", "0000:17:00.0", "Insufficient Permissions", false},
 		// §A2: GPU is lost, one and two spaces.
-		{"Unable to determine the device handle for GPU 0000:01:00.0: GPU is lost. Reboot the system to recover this GPU", FailGPULost, "0000:01:00.0", "GPU is lost. Reboot the system to recover this GPU", true},
-		{"Unable to determine the device handle for GPU 0000:0A:00.0: GPU is lost.  Reboot the system to recover this GPU", FailGPULost, "0000:0A:00.0", "GPU is lost.  Reboot the system to recover this GPU", true},
+		{"Unable to determine the device handle for GPU 0000:01:00.0: GPU is lost. Reboot the system to recover this GPU", event.GPUFailLost, "0000:01:00.0", "GPU is lost. Reboot the system to recover this GPU", true},
+		{"Unable to determine the device handle for GPU 0000:0A:00.0: GPU is lost.  Reboot the system to recover this GPU", event.GPUFailLost, "0000:0A:00.0", "GPU is lost.  Reboot the system to recover this GPU", true},
 		// §A5–A8.
-		{"No devices were found", FailNoDevices, "", "", false},
-		{"  No devices were found  ", FailNoDevices, "", "", false},
-		{"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.", FailDriverNotLoaded, "", "it couldn't communicate with the NVIDIA driver", false},
-		{"NVIDIA-SMI has failed because it couldn‘t communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.", FailDriverNotLoaded, "", "it couldn‘t communicate with the NVIDIA driver", false},
-		{"Failed to initialize NVML: Driver/library version mismatch", FailDriverLibraryMismatch, "", "Driver/library version mismatch", false},
-		{"Failed to initialize NVML: Unknown Error", FailNVMLInitUnknown, "", "Unknown Error", false},
+		{"No devices were found", event.GPUFailNoDevices, "", "", false},
+		{"  No devices were found  ", event.GPUFailNoDevices, "", "", false},
+		{"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.", event.GPUFailDriverNotLoaded, "", "it couldn't communicate with the NVIDIA driver", false},
+		{"NVIDIA-SMI has failed because it couldn‘t communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.", event.GPUFailDriverNotLoaded, "", "it couldn‘t communicate with the NVIDIA driver", false},
+		{"Failed to initialize NVML: Driver/library version mismatch", event.GPUFailDriverLibraryMismatch, "", "Driver/library version mismatch", false},
+		{"Failed to initialize NVML: Unknown Error", event.GPUFailNVMLInitUnknown, "", "Unknown Error", false},
 		{"Failed to initialize NVML: Insufficient Permissions", "nvml-init-insufficient-permissions", "", "Insufficient Permissions", false},
 	}
 	for _, c := range cases {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,14 +160,14 @@ func assertRecord(t *testing.T, where string, got, want map[string]any) {
 
 // gpuValue returns what Parser put in g for a WriteJSONL key, in the
 // manifest's terms: a number when valid, else the literal token.
-func gpuValue(g GPU, key string) (any, bool) {
-	num := func(r Reading) any {
+func gpuValue(g event.GPU, key string) (any, bool) {
+	num := func(r event.Reading) any {
 		if r.Valid() {
 			return r.Value
 		}
 		return r.Raw
 	}
-	txt := func(x Text) any { return x.S }
+	txt := func(x event.Text) any { return x.S }
 	switch key {
 	case "index":
 		return float64(g.Index), true
@@ -205,7 +206,7 @@ func gpuValue(g GPU, key string) (any, bool) {
 	case "pcie.link.gen.max":
 		return num(g.PCIeGenMax), true
 	case "clocks_event_reasons.active":
-		if g.ClockEvents.Status == OK {
+		if g.ClockEvents.Status == event.CellOK {
 			return fmt.Sprintf("0x%016X", uint64(g.ClockEvents.Mask)), true
 		}
 		return g.ClockEvents.Raw, true
@@ -215,7 +216,7 @@ func gpuValue(g GPU, key string) (any, bool) {
 
 // assertParsedGPU checks Parser's typed result against the expected keys it
 // maps (the others are only in WriteJSONL's output).
-func assertParsedGPU(t *testing.T, where string, g GPU, want map[string]any) {
+func assertParsedGPU(t *testing.T, where string, g event.GPU, want map[string]any) {
 	t.Helper()
 	checked := 0
 	for k, w := range want {
@@ -416,7 +417,7 @@ func testCSVCase(t *testing.T, in []byte, want map[string]any) {
 			row, col := int(m["row"].(float64)), int(m["col"].(float64))
 			cell := splitCells(nil, []byte(lines[row]))[col]
 			st, raw := token(cell)
-			if st == OK || raw != m["value"] {
+			if st == event.CellOK || raw != m["value"] {
 				t.Errorf("row %d col %d: token %v %q, want the literal %q", row, col, st, raw, m["value"])
 			}
 			// As a reading it keeps its token, never 0.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"strconv"
 	"strings"
@@ -26,12 +27,12 @@ func printable(s string) bool {
 	return true
 }
 
-func checkReading(t *testing.T, name string, r Reading) {
+func checkReading(t *testing.T, name string, r event.Reading) {
 	t.Helper()
 	switch {
-	case r.Status == OK && (r.Raw != "" || math.IsNaN(r.Value) || math.IsInf(r.Value, 0)):
+	case r.Status == event.CellOK && (r.Raw != "" || math.IsNaN(r.Value) || math.IsInf(r.Value, 0)):
 		t.Errorf("%s: OK reading %+v", name, r)
-	case r.Status != OK && r.Value != 0:
+	case r.Status != event.CellOK && r.Value != 0:
 		t.Errorf("%s: non-value with a number %+v", name, r)
 	case !printable(r.Raw):
 		t.Errorf("%s: raw %q not printable", name, r.Raw)
@@ -47,7 +48,7 @@ func FuzzParseRow(f *testing.F) {
 	f.Add([]byte("2,,, ,  ,\r"))
 	p := mustParser(f, DefaultFields())
 	f.Fuzz(func(t *testing.T, line []byte) {
-		var g GPU
+		var g event.GPU
 		err := p.ParseInto(&g, line)
 		if err != nil {
 			var re *RowError
@@ -59,20 +60,20 @@ func FuzzParseRow(f *testing.F) {
 		if g.Index < 0 {
 			t.Fatalf("index %d", g.Index)
 		}
-		for i, r := range []Reading{g.UtilGPUPct, g.UtilMemPct, g.MemUsedMiB, g.MemTotalMiB, g.PowerDrawW,
+		for i, r := range []event.Reading{g.UtilGPUPct, g.UtilMemPct, g.MemUsedMiB, g.MemTotalMiB, g.PowerDrawW,
 			g.PowerLimitW, g.TempC, g.SMClockMHz, g.MemClockMHz, g.SMClockMax, g.FanPct,
 			g.PCIeGenCurrent, g.PCIeGenMax, g.PCIeWidthCurrent, g.PCIeWidthMax} {
 			checkReading(t, strconv.Itoa(i), r)
-			if r.Status == Absent {
+			if r.Status == event.CellAbsent {
 				t.Fatalf("reading %d Absent although queried", i)
 			}
 		}
-		for _, x := range []Text{g.Name, g.BusID, g.UUID, g.PState, g.Persistence, g.ECCMode, g.MIGMode} {
+		for _, x := range []event.Text{g.Name, g.BusID, g.UUID, g.PState, g.Persistence, g.ECCMode, g.MIGMode} {
 			if !printable(x.S) {
 				t.Fatalf("text %q", x.S)
 			}
 		}
-		if !printable(g.ClockEvents.Raw) || g.ClockEvents.Status != OK && g.ClockEvents.Mask != 0 {
+		if !printable(g.ClockEvents.Raw) || g.ClockEvents.Status != event.CellOK && g.ClockEvents.Mask != 0 {
 			t.Fatalf("events %+v", g.ClockEvents)
 		}
 	})
@@ -186,7 +187,7 @@ func FuzzClassifyFailure(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		fl, ok := ClassifyFailure(line)
 		if !ok {
-			if fl != (Failure{}) {
+			if fl != (event.GPUFailure{}) {
 				t.Fatalf("no match but %+v", fl)
 			}
 			return
@@ -208,7 +209,7 @@ func FuzzClassifyFailure(f *testing.F) {
 		if !printable(fl.Reason) || !printable(fl.Line) || fl.Line == "" {
 			t.Fatalf("text %+v", fl)
 		}
-		if fl.NeedsReboot != (fl.Class == FailGPULost) {
+		if fl.NeedsReboot != (fl.Class == event.GPUFailLost) {
 			t.Fatalf("reboot %+v", fl)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // jsonKeyOrder is the order of the fixed keys in a WriteJSONL GPU record;
@@ -180,7 +181,7 @@ type converter struct {
 	fields      bool     // a field list was given
 	sawHeader   bool
 	sawFailure  bool
-	pending     *Failure // a version mismatch, waiting for its "NVML library version" line
+	pending     *event.GPUFailure // a version mismatch, waiting for its "NVML library version" line
 	pendingLine int
 	garbled     GarbledError
 	cells       [][]byte
@@ -211,7 +212,7 @@ func (c *converter) line(lineNo int, line []byte, long bool) error {
 	}
 	if f, ok := ClassifyFailure(line); ok {
 		c.sawFailure = true
-		if f.Class == FailDriverLibraryMismatch {
+		if f.Class == event.GPUFailDriverLibraryMismatch {
 			c.pending, c.pendingLine = &f, lineNo
 			return nil
 		}
@@ -412,13 +413,13 @@ func (j *jsonlWriter) row(p *rowPlan, cells [][]byte) error {
 			n, _ := parseIndex(c)
 			b = strconv.AppendInt(b, int64(n), 10)
 		case kindNumber:
-			if r := reading(c, col.unit); r.Status == OK {
+			if r := reading(c, col.unit); r.Status == event.CellOK {
 				b = strconv.AppendFloat(b, r.Value, 'f', -1, 64)
 			} else {
 				b = appendJSONString(b, r.Raw)
 			}
 		case kindText, kindMask:
-			if st, raw := token(c); st != OK {
+			if st, raw := token(c); st != event.CellOK {
 				b = appendJSONString(b, raw)
 			} else {
 				b = appendJSONString(b, cleanText(c, maxTextLen))
@@ -438,7 +439,7 @@ func (j *jsonlWriter) row(p *rowPlan, cells [][]byte) error {
 	return err
 }
 
-func (j *jsonlWriter) failure(f Failure, line int) error {
+func (j *jsonlWriter) failure(f event.GPUFailure, line int) error {
 	b := append(j.buf[:0], `{"type":"failure","failure_class":`...)
 	b = appendJSONString(b, string(f.Class))
 	b = append(b, `,"pci_bus_id":`...)

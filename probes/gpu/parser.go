@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 )
 
@@ -14,7 +15,7 @@ import (
 type Parser struct {
 	fields   []string
 	cols     []column
-	template GPU // every field Absent
+	template event.GPU // every field Absent
 	intern   map[string]string
 	// recent holds, per column and GPU index (mod recentPerCol), the last
 	// string seen there: a GPU's name and bus id repeat every tick, so
@@ -64,7 +65,7 @@ func NewParser(fields []string) (*Parser, error) {
 	if !hasIndex {
 		return nil, fmt.Errorf("gpu: field list %v lacks \"index\"", fields)
 	}
-	p.template = AbsentGPU(-1) // PCIe rx/tx are NVML only: never in a --query-gpu row
+	p.template = event.AbsentGPU(-1) // PCIe rx/tx are NVML only: never in a --query-gpu row
 	return p, nil
 }
 
@@ -84,7 +85,7 @@ func makeColumns(fields []string) []column {
 
 // setSlot stores a parsed cell in g's field that s names; only the
 // argument that matches the slot's kind is used.
-func setSlot(g *GPU, s slot, r Reading, t Text, m ClockEvents) {
+func setSlot(g *event.GPU, s slot, r event.Reading, t event.Text, m event.ClockEvents) {
 	switch s {
 	case slotName:
 		g.Name = t
@@ -158,8 +159,8 @@ func rowError(line []byte, msg string) *RowError {
 }
 
 // Parse parses one row. See ParseInto.
-func (p *Parser) Parse(line []byte) (GPU, error) {
-	var g GPU
+func (p *Parser) Parse(line []byte) (event.GPU, error) {
+	var g event.GPU
 	err := p.ParseInto(&g, line)
 	return g, err
 }
@@ -172,7 +173,7 @@ func (p *Parser) Parse(line []byte) (GPU, error) {
 // not in the query are Absent. g.Lost is set when any cell reads
 // "[GPU is lost]". On error (*RowError: wrong cell count or unparsable
 // index) *g is left unchanged. Steady-state parsing does not allocate.
-func (p *Parser) ParseInto(g *GPU, line []byte) error {
+func (p *Parser) ParseInto(g *event.GPU, line []byte) error {
 	line = trimEOL(line)
 	out := p.template
 	rest := line
@@ -194,15 +195,15 @@ func (p *Parser) ParseInto(g *GPU, line []byte) error {
 			out.Index = idx
 		case kindNumber:
 			r := reading(c, col.unit)
-			out.Lost = out.Lost || r.Status == Lost
-			setSlot(&out, col.slot, r, Text{}, ClockEvents{})
+			out.Lost = out.Lost || r.Status == event.CellLost
+			setSlot(&out, col.slot, r, event.Text{}, event.ClockEvents{})
 		case kindText:
 			t := p.text(c, n, out.Index)
-			out.Lost = out.Lost || t.Status == Lost
-			setSlot(&out, col.slot, Reading{}, t, ClockEvents{})
+			out.Lost = out.Lost || t.Status == event.CellLost
+			setSlot(&out, col.slot, event.Reading{}, t, event.ClockEvents{})
 		case kindMask:
 			m := mask(c)
-			out.Lost = out.Lost || m.Status == Lost
+			out.Lost = out.Lost || m.Status == event.CellLost
 			out.ClockEvents = m
 		default:
 			if string(c) == tokLost {
@@ -229,25 +230,25 @@ func countRest(rest []byte, more bool) int {
 
 // text parses a string cell of column col in the row of GPU idx (-1 when
 // not known yet), reusing a previously seen string for the same bytes.
-func (p *Parser) text(c []byte, col, idx int) Text {
+func (p *Parser) text(c []byte, col, idx int) event.Text {
 	slot := -1
 	if idx >= 0 {
 		slot = col*recentPerCol + idx%recentPerCol
 		if s := p.recent[slot]; s != "" && s == string(c) {
-			return Text{S: s}
+			return event.Text{S: s}
 		}
 	}
-	if st, raw := token(c); st != OK {
-		return Text{S: raw, Status: st}
+	if st, raw := token(c); st != event.CellOK {
+		return event.Text{S: raw, Status: st}
 	}
 	if s, ok := p.intern[string(c)]; ok {
 		if slot >= 0 {
 			p.recent[slot] = s
 		}
-		return Text{S: s}
+		return event.Text{S: s}
 	}
 	if !safeText(c) || len(c) > maxTextLen {
-		return Text{S: cleanText(c, maxTextLen), Status: Invalid}
+		return event.Text{S: cleanText(c, maxTextLen), Status: event.CellInvalid}
 	}
 	if len(p.intern) >= maxInterned {
 		clear(p.intern)
@@ -257,5 +258,5 @@ func (p *Parser) text(c []byte, col, idx int) Text {
 	if slot >= 0 {
 		p.recent[slot] = s
 	}
-	return Text{S: s}
+	return event.Text{S: s}
 }

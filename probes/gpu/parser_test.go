@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"strconv"
 	"strings"
@@ -31,12 +32,12 @@ func TestParseFullRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Index != 3 || g.Name.S != "NVIDIA H200" || g.Name.Status != OK || g.BusID.S != "00000000:48:00.0" {
+	if g.Index != 3 || g.Name.S != "NVIDIA H200" || g.Name.Status != event.CellOK || g.BusID.S != "00000000:48:00.0" {
 		t.Errorf("identity: %+v %+v %+v", g.Index, g.Name, g.BusID)
 	}
 	nums := []struct {
 		name string
-		r    Reading
+		r    event.Reading
 		want float64
 	}{
 		{"util", g.UtilGPUPct, 97}, {"utilmem", g.UtilMemPct, 41}, {"used", g.MemUsedMiB, 121315},
@@ -50,13 +51,13 @@ func TestParseFullRow(t *testing.T) {
 			t.Errorf("%s = %+v, want %v", n.name, n.r, n.want)
 		}
 	}
-	if g.FanPct.Status != NA || g.FanPct.Raw != "[N/A]" || g.FanPct.Value != 0 {
+	if g.FanPct.Status != event.CellNA || g.FanPct.Raw != "[N/A]" || g.FanPct.Value != 0 {
 		t.Errorf("fan = %+v, want [N/A]", g.FanPct)
 	}
 	if g.PState.S != "P0" || g.Persistence.S != "Enabled" || g.ECCMode.S != "Enabled" || g.MIGMode.S != "Disabled" {
 		t.Errorf("text: %+v %+v %+v %+v", g.PState, g.Persistence, g.ECCMode, g.MIGMode)
 	}
-	if g.ClockEvents.Status != OK || g.ClockEvents.Mask != 0 || g.Lost {
+	if g.ClockEvents.Status != event.CellOK || g.ClockEvents.Mask != 0 || g.Lost {
 		t.Errorf("events %+v lost %v", g.ClockEvents, g.Lost)
 	}
 }
@@ -65,26 +66,26 @@ func TestParseTokens(t *testing.T) {
 	p := mustParser(t, []string{"index", "utilization.gpu", "name", "clocks_throttle_reasons.active"})
 	cases := []struct {
 		cell   string
-		status Status
+		status event.CellStatus
 		raw    string
 	}{
-		{"[N/A]", NA, "[N/A]"},
-		{"N/A", NA, "N/A"},
-		{"[Not Supported]", NotSupported, "[Not Supported]"},
-		{"[Unknown Error]", UnknownError, "[Unknown Error]"},
-		{"[GPU is lost]", Lost, "[GPU is lost]"},
-		{"ERR!", Err, "ERR!"},
-		{"", Empty, ""},
-		{"[Requested functionality has been deprecated]", Deprecated, "[Requested functionality has been deprecated]"},
-		{"[Insufficient Permissions]", OtherToken, "[Insufficient Permissions]"},
-		{"abc", Invalid, "abc"},
-		{"1.2.3", Invalid, "1.2.3"},
-		{"0x10", Invalid, "0x10"},
-		{"NaN", Invalid, "NaN"},
-		{"12 GiB", Invalid, "12 GiB"}, // a unit that is not the field's
-		{".5", Invalid, ".5"},
-		{"5.", Invalid, "5."},
-		{"-", Invalid, "-"},
+		{"[N/A]", event.CellNA, "[N/A]"},
+		{"N/A", event.CellNA, "N/A"},
+		{"[Not Supported]", event.CellNotSupported, "[Not Supported]"},
+		{"[Unknown Error]", event.CellUnknownError, "[Unknown Error]"},
+		{"[GPU is lost]", event.CellLost, "[GPU is lost]"},
+		{"ERR!", event.CellErr, "ERR!"},
+		{"", event.CellEmpty, ""},
+		{"[Requested functionality has been deprecated]", event.CellDeprecated, "[Requested functionality has been deprecated]"},
+		{"[Insufficient Permissions]", event.CellOther, "[Insufficient Permissions]"},
+		{"abc", event.CellInvalid, "abc"},
+		{"1.2.3", event.CellInvalid, "1.2.3"},
+		{"0x10", event.CellInvalid, "0x10"},
+		{"NaN", event.CellInvalid, "NaN"},
+		{"12 GiB", event.CellInvalid, "12 GiB"}, // a unit that is not the field's
+		{".5", event.CellInvalid, ".5"},
+		{"5.", event.CellInvalid, "5."},
+		{"-", event.CellInvalid, "-"},
 	}
 	for _, c := range cases {
 		line := "0, " + c.cell + ", " + c.cell + ", " + c.cell
@@ -96,20 +97,20 @@ func TestParseTokens(t *testing.T) {
 			t.Errorf("reading %q = %+v, want %v %q", c.cell, g.UtilGPUPct, c.status, c.raw)
 		}
 		if c.cell == "0x10" { // a valid mask, but not a number
-			if g.ClockEvents.Status != OK || g.ClockEvents.Mask != 0x10 {
+			if g.ClockEvents.Status != event.CellOK || g.ClockEvents.Mask != 0x10 {
 				t.Errorf("mask %q = %+v", c.cell, g.ClockEvents)
 			}
 		} else if g.ClockEvents.Status != c.status || g.ClockEvents.Raw != c.raw {
 			t.Errorf("mask %q = %+v, want %v", c.cell, g.ClockEvents, c.status)
 		}
 		wantText := c.status
-		if c.status == Invalid {
-			wantText = OK // any text is a valid name
+		if c.status == event.CellInvalid {
+			wantText = event.CellOK // any text is a valid name
 		}
 		if g.Name.Status != wantText || g.Name.S != c.raw {
 			t.Errorf("text %q = %+v, want %v", c.cell, g.Name, wantText)
 		}
-		if g.Lost != (c.status == Lost) {
+		if g.Lost != (c.status == event.CellLost) {
 			t.Errorf("%q: Lost = %v", c.cell, g.Lost)
 		}
 	}
@@ -126,11 +127,11 @@ func TestParseUnitsAndNumbers(t *testing.T) {
 		t.Errorf("%+v", g)
 	}
 	// Fields not queried are Absent, never a zero value that reads as OK.
-	if g.MemTotalMiB.Status != Absent || g.Name.Status != Absent || g.PState.Status != Absent ||
-		g.FanPct.Status != Absent || g.UUID.Status != Absent {
+	if g.MemTotalMiB.Status != event.CellAbsent || g.Name.Status != event.CellAbsent || g.PState.Status != event.CellAbsent ||
+		g.FanPct.Status != event.CellAbsent || g.UUID.Status != event.CellAbsent {
 		t.Errorf("unqueried fields: %+v %+v %+v", g.MemTotalMiB, g.Name, g.PState)
 	}
-	if want := ReasonGPUIdle | ReasonHWSlowdown | ReasonDisplayClockSetting; g.ClockEvents.Mask&want != want {
+	if want := event.ReasonGPUIdle | event.ReasonHWSlowdown | event.ReasonDisplayClockSetting; g.ClockEvents.Mask&want != want {
 		t.Error("mask bits")
 	}
 	// Negative and long numbers match strconv.
@@ -145,7 +146,7 @@ func TestParseUnitsAndNumbers(t *testing.T) {
 
 func TestParseRowErrors(t *testing.T) {
 	p := mustParser(t, []string{"index", "name", "utilization.gpu"})
-	orig := GPU{Index: 42}
+	orig := event.GPU{Index: 42}
 	for _, line := range []string{
 		"0, NVIDIA H200",                // too few cells
 		"0, NVIDIA H200, 5, 6",          // too many
@@ -198,15 +199,15 @@ func TestParseSanitisesText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Name.Status != Invalid || strings.ContainsAny(g.Name.S, "\x1b\u202e") {
+	if g.Name.Status != event.CellInvalid || strings.ContainsAny(g.Name.S, "\x1b\u202e") {
 		t.Errorf("name = %+v", g.Name)
 	}
-	if g.UtilGPUPct.Status != Invalid || strings.Contains(g.UtilGPUPct.Raw, "\x07") {
+	if g.UtilGPUPct.Status != event.CellInvalid || strings.Contains(g.UtilGPUPct.Raw, "\x07") {
 		t.Errorf("util = %+v", g.UtilGPUPct)
 	}
 	// Non-ASCII printable text is fine.
 	g, _ = p.Parse([]byte("0, Grafikkarte für alle, 5"))
-	if g.Name.Status != OK || g.Name.S != "Grafikkarte für alle" {
+	if g.Name.Status != event.CellOK || g.Name.S != "Grafikkarte für alle" {
 		t.Errorf("name = %+v", g.Name)
 	}
 }
@@ -217,7 +218,7 @@ func TestParseDoesNotAllocate(t *testing.T) {
 	for i := range rows {
 		rows[i] = []byte(h200Row(i))
 	}
-	var g GPU
+	var g event.GPU
 	for _, r := range rows { // warm the string table
 		if err := p.ParseInto(&g, r); err != nil {
 			t.Fatal(err)

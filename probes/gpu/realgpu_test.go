@@ -70,21 +70,21 @@ func TestRealNvidiaSMI(t *testing.T) {
 	}
 
 	const interval = 250 * time.Millisecond
-	samples := make(chan Sample, 64)
-	var failures []Failure
+	samples := make(chan event.GPUSample, 64)
+	var failures []event.GPUFailure
 	s := &Sampler{Host: host, Interval: interval}
 	go s.Run(ctx, func(e event.Event) {
 		switch p := e.Data.(type) {
-		case Sample:
+		case event.GPUSample:
 			samples <- p
-		case Failure:
+		case event.GPUFailure:
 			failures = append(failures, p)
-		case Stale:
+		case event.GPUStale:
 			t.Logf("stale: %+v", p)
 		}
 	})
 
-	var got []Sample
+	var got []event.GPUSample
 	for len(got) < 12 {
 		select {
 		case smp := <-samples:
@@ -110,16 +110,16 @@ func TestRealNvidiaSMI(t *testing.T) {
 			g.PowerLimitW.Value, g.TempC.Value, g.SMClockMHz.Value, g.MemClockMHz.Value, g.PState.S,
 			g.PCIeGenCurrent.Value, g.PCIeGenMax.Value, g.PCIeWidthCurrent.Value, g.PCIeWidthMax.Value,
 			uint64(g.ClockEvents.Mask), g.Persistence.S, g.ECCMode.S)
-		for name, r := range map[string]Reading{"util": g.UtilGPUPct, "mem used": g.MemUsedMiB, "mem total": g.MemTotalMiB,
+		for name, r := range map[string]event.Reading{"util": g.UtilGPUPct, "mem used": g.MemUsedMiB, "mem total": g.MemTotalMiB,
 			"power": g.PowerDrawW, "temp": g.TempC, "SM clock": g.SMClockMHz, "PCIe gen": g.PCIeGenCurrent, "PCIe width": g.PCIeWidthCurrent} {
-			if r.Status == Invalid {
+			if r.Status == event.CellInvalid {
 				t.Errorf("GPU %d %s: unparsable cell %q", g.Index, name, r.Raw)
 			}
 		}
 		if !g.MemTotalMiB.Valid() || g.MemTotalMiB.Value <= 0 {
 			t.Errorf("GPU %d: memory total %+v", g.Index, g.MemTotalMiB)
 		}
-		if g.Name.Status != OK || g.BusID.Status != OK {
+		if g.Name.Status != event.CellOK || g.BusID.Status != event.CellOK {
 			t.Errorf("GPU %d: name %+v bus %+v", g.Index, g.Name, g.BusID)
 		}
 	}

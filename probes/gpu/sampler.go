@@ -26,13 +26,13 @@ import (
 // initialisation on hosts without persistence mode.
 //
 // It emits, each with the time its data was read:
-//   - Sample for every tick. nvidia-smi prints one row per GPU per tick with
+//   - event.GPUSample for every tick. nvidia-smi prints one row per GPU per tick with
 //     no separator, so a tick ends when an index repeats, when every GPU seen
 //     before has reported, or PartialFlush after its first row (so one GPU
 //     that stops reporting does not hold back the others; it is listed in
-//     Sample.Missing).
-//   - Failure for each whole-command failure line, on stdout or stderr.
-//   - Stale whenever a stream attempt ends without data flowing: no sample
+//     GPUSample.Missing).
+//   - event.GPUFailure for each whole-command failure line, on stdout or stderr.
+//   - event.GPUStale whenever a stream attempt ends without data flowing: no sample
 //     for StaleAfter intervals (the stream is then restarted), the process
 //     exited, the connection dropped, the start or the probe failed. Restarts
 //     back off from MinBackoff to MaxBackoff while no sample arrives and keep
@@ -163,7 +163,7 @@ func (r *run) stale(reason string) {
 		ref = r.start
 	}
 	missed := max(0, int(now.Sub(ref)/r.c.interval))
-	r.emit(now, Stale{LastSample: r.lastSample, Missed: missed, Reason: cleanText([]byte(reason), 300)})
+	r.emit(now, event.GPUStale{LastSample: r.lastSample, Missed: missed, Reason: cleanText([]byte(reason), 300)})
 }
 
 // attempt probes the fields if needed, runs one stream until it ends, and
@@ -262,10 +262,10 @@ func (r *run) emitFailures(at time.Time, outs ...[]byte) {
 // failuresIn returns every whole-command failure found in a finished
 // command's outputs, in order; a version mismatch carries the version from
 // its "NVML library version" line when one follows.
-func failuresIn(outs ...[]byte) []Failure {
-	var fs []Failure
+func failuresIn(outs ...[]byte) []event.GPUFailure {
+	var fs []event.GPUFailure
 	for _, out := range outs {
-		var pending *Failure
+		var pending *event.GPUFailure
 		for len(out) > 0 {
 			var line []byte
 			line, out, _ = bytes.Cut(out, []byte{'\n'})
@@ -279,7 +279,7 @@ func failuresIn(outs ...[]byte) []Failure {
 				}
 			}
 			if f, ok := ClassifyFailure(line); ok {
-				if f.Class == FailDriverLibraryMismatch {
+				if f.Class == event.GPUFailDriverLibraryMismatch {
 					pending = &f
 					continue
 				}
@@ -295,13 +295,13 @@ func failuresIn(outs ...[]byte) []Failure {
 
 // missingProgram reports a command the shell could not find (exit status
 // 127, "sh: 1: nvidia-smi: not found") as a FailNoNVIDIASMI failure.
-func missingProgram(res remote.Result, err error) (Failure, bool) {
+func missingProgram(res remote.Result, err error) (event.GPUFailure, bool) {
 	var exit *remote.ExitError
 	if !errors.As(err, &exit) || exit.Code != 127 {
-		return Failure{}, false
+		return event.GPUFailure{}, false
 	}
 	msg := firstLine(res.Stderr, exit.Stderr)
-	return Failure{Class: FailNoNVIDIASMI, Reason: msg, Line: msg}, true
+	return event.GPUFailure{Class: event.GPUFailNoNVIDIASMI, Reason: msg, Line: msg}, true
 }
 
 // firstLine returns the first non-blank line of the first non-empty
@@ -331,9 +331,9 @@ type stream struct {
 	p    *Parser
 	proc remote.Process
 
-	tick        []GPU     // rows of the tick being assembled
-	tickAt      time.Time // when its first row was read
-	pending     *Failure  // a version mismatch waiting for its "NVML library version" line
+	tick        []event.GPU       // rows of the tick being assembled
+	tickAt      time.Time         // when its first row was read
+	pending     *event.GPUFailure // a version mismatch waiting for its "NVML library version" line
 	pendingAt   time.Time
 	noise       string // the last output line that was neither a row nor a failure
 	gotRows     bool
@@ -474,7 +474,7 @@ func (st *stream) handle(m lineMsg) {
 	}
 	if f, ok := ClassifyFailure(line); ok {
 		st.sawFailure = true
-		if f.Class == FailDriverLibraryMismatch {
+		if f.Class == event.GPUFailDriverLibraryMismatch {
 			st.pending, st.pendingAt = &f, m.at
 			return
 		}
@@ -503,7 +503,7 @@ func (st *stream) flushPending() {
 
 // add puts a row into the current tick, ending the tick first when its
 // index repeats and after it when every known GPU has reported.
-func (st *stream) add(g GPU, at time.Time) {
+func (st *stream) add(g event.GPU, at time.Time) {
 	if st.inTick(g.Index) {
 		st.flush()
 	}
@@ -533,7 +533,7 @@ func (st *stream) inTick(idx int) bool {
 	return false
 }
 
-// flush emits the current tick as a Sample.
+// flush emits the current tick as an event.GPUSample.
 func (st *stream) flush() {
 	if len(st.tick) == 0 {
 		return
@@ -541,7 +541,7 @@ func (st *stream) flush() {
 	r := st.run
 	st.partial.Stop()
 	gpus := slices.Clone(st.tick)
-	slices.SortFunc(gpus, func(a, b GPU) int { return a.Index - b.Index })
+	slices.SortFunc(gpus, func(a, b event.GPU) int { return a.Index - b.Index })
 	var missing []int
 	for _, idx := range r.known {
 		if !st.inTick(idx) {
@@ -554,7 +554,7 @@ func (st *stream) flush() {
 			slices.Sort(r.known)
 		}
 	}
-	r.emit(st.tickAt, Sample{At: st.tickAt, GPUs: gpus, Missing: missing})
+	r.emit(st.tickAt, event.GPUSample{At: st.tickAt, GPUs: gpus, Missing: missing})
 	r.lastSample = st.tickAt
 	st.progressed = true
 	st.staleTimer.Reset(st.staleWindow)

@@ -73,8 +73,8 @@ func (h *fakeHost) Start(ctx context.Context, cmd string) (remote.Process, error
 	return p, nil
 }
 
-func (h *fakeHost) Watch(ctx context.Context) <-chan remote.State {
-	ch := make(chan remote.State)
+func (h *fakeHost) Watch(ctx context.Context) <-chan event.ConnState {
+	ch := make(chan event.ConnState)
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch
 }
@@ -222,7 +222,7 @@ func next[T event.Payload](hs *harness, allow ...string) (T, event.Event) {
 			}
 			allowed := false
 			for _, k := range allow {
-				allowed = allowed || e.Data.Kind() == k
+				allowed = allowed || e.Data.Kind().String() == k
 			}
 			if !allowed {
 				hs.t.Fatalf("unexpected %s event %+v while waiting for %s", e.Data.Kind(), e.Data, zero.Kind())
@@ -239,7 +239,7 @@ func row(idx int, util string) string {
 		idx, 0x18+idx*0x10, idx, util)
 }
 
-func indices(gs []GPU) []int {
+func indices(gs []event.GPU) []int {
 	out := make([]int, len(gs))
 	for i, g := range gs {
 		out[i] = g.Index
@@ -262,7 +262,7 @@ func TestSamplerTicksAndCommand(t *testing.T) {
 	// Tick 1 ends when index 0 repeats; later ticks end as soon as every
 	// known GPU has reported.
 	p.out(row(0, "10"), row(1, "11"), row(0, "20"))
-	s1, e1 := next[Sample](hs)
+	s1, e1 := next[event.GPUSample](hs)
 	if got := indices(s1.GPUs); len(got) != 2 || got[0] != 0 || got[1] != 1 || s1.Missing != nil {
 		t.Fatalf("tick 1: %v missing %v", got, s1.Missing)
 	}
@@ -273,13 +273,13 @@ func TestSamplerTicksAndCommand(t *testing.T) {
 		t.Errorf("event time %v, sample time %v", e1.At, s1.At)
 	}
 	p.out(row(1, "21"))
-	s2, _ := next[Sample](hs)
+	s2, _ := next[event.GPUSample](hs)
 	if s2.GPUs[0].UtilGPUPct.Value != 20 || s2.GPUs[1].UtilGPUPct.Value != 21 || s2.At.Before(s1.At) {
 		t.Errorf("tick 2: %+v", s2)
 	}
 	// Rows out of order within a tick come out sorted.
 	p.out(row(1, "31"), row(0, "30"))
-	s3, _ := next[Sample](hs)
+	s3, _ := next[event.GPUSample](hs)
 	if got := indices(s3.GPUs); got[0] != 0 || s3.GPUs[0].UtilGPUPct.Value != 30 {
 		t.Errorf("tick 3: %v", s3.GPUs)
 	}
@@ -293,30 +293,30 @@ func TestSamplerFewerRowsAndLostGPU(t *testing.T) {
 	hs := startSampler(t, h, func(s *Sampler) { s.PartialFlush = 200 * time.Millisecond })
 	p := hs.proc()
 	p.out(row(0, "1"), row(1, "1"), row(2, "1"), row(0, "2"))
-	if s, _ := next[Sample](hs); len(s.GPUs) != 3 {
+	if s, _ := next[event.GPUSample](hs); len(s.GPUs) != 3 {
 		t.Fatalf("tick 1: %v", indices(s.GPUs))
 	}
 	// GPU 1 stops reporting: the partial tick is flushed by the timer and
 	// says which GPU is missing.
 	p.out(row(2, "2"))
-	s, _ := next[Sample](hs)
+	s, _ := next[event.GPUSample](hs)
 	if got := indices(s.GPUs); len(got) != 2 || got[0] != 0 || got[1] != 2 || len(s.Missing) != 1 || s.Missing[0] != 1 {
 		t.Fatalf("partial tick: %v missing %v", got, s.Missing)
 	}
 	// A garbled row counts as missing too; a "[GPU is lost]" cell marks the GPU.
 	lost := strings.Replace(row(2, "[GPU is lost]"), "612.48", "[GPU is lost]", 1)
 	p.out(row(0, "3"), "1, garbled", lost)
-	s, _ = next[Sample](hs)
+	s, _ = next[event.GPUSample](hs)
 	if got := indices(s.GPUs); len(got) != 2 || len(s.Missing) != 1 || s.Missing[0] != 1 {
 		t.Fatalf("tick 3: %v missing %v", got, s.Missing)
 	}
 	g := s.GPUs[1]
-	if !g.Lost || g.UtilGPUPct.Status != Lost || g.PowerDrawW.Status != Lost || g.PowerDrawW.Value != 0 || s.GPUs[0].Lost {
+	if !g.Lost || g.UtilGPUPct.Status != event.CellLost || g.PowerDrawW.Status != event.CellLost || g.PowerDrawW.Value != 0 || s.GPUs[0].Lost {
 		t.Errorf("lost GPU: %+v", g)
 	}
 	// All three back: nothing missing.
 	p.out(row(0, "4"), row(1, "4"), row(2, "4"))
-	s, _ = next[Sample](hs)
+	s, _ = next[event.GPUSample](hs)
 	if len(s.GPUs) != 3 || s.Missing != nil {
 		t.Errorf("tick 4: %v missing %v", indices(s.GPUs), s.Missing)
 	}
@@ -330,11 +330,11 @@ func TestSamplerStallRestarts(t *testing.T) {
 	})
 	p1 := hs.proc()
 	p1.out(row(0, "1"), row(1, "1"))
-	s, _ := next[Sample](hs)
+	s, _ := next[event.GPUSample](hs)
 	// Then nothing: after 3 intervals the sampler reports stale and
 	// restarts the stream. (On a loaded machine the first tick may have
 	// been split in two by the short partial-tick timer: allow a sample.)
-	st, e := next[Stale](hs, "gpu-sample")
+	st, e := next[event.GPUStale](hs, "gpu-sample")
 	if st.Missed < 3 || st.LastSample.Before(s.At) || !strings.Contains(st.Reason, "no sample for 3 intervals") || e.At.Before(s.At) {
 		t.Errorf("stale: %+v", st)
 	}
@@ -343,7 +343,7 @@ func TestSamplerStallRestarts(t *testing.T) {
 		t.Error("stalled stream was not closed")
 	}
 	p2.out(row(0, "5"), row(1, "5"))
-	s, _ = next[Sample](hs)
+	s, _ = next[event.GPUSample](hs)
 	if len(s.GPUs) != 2 || s.GPUs[0].UtilGPUPct.Value != 5 {
 		t.Errorf("after restart: %+v", s)
 	}
@@ -359,7 +359,7 @@ func TestSamplerStallBeforeFirstSample(t *testing.T) {
 		s.StartTimeout = 30 * time.Millisecond
 	})
 	p1 := hs.proc()
-	st, _ := next[Stale](hs)
+	st, _ := next[event.GPUStale](hs)
 	if !st.LastSample.IsZero() || !strings.Contains(st.Reason, "no sample") {
 		t.Errorf("stale: %+v", st)
 	}
@@ -374,12 +374,12 @@ func TestSamplerFailureLines(t *testing.T) {
 	hs := startSampler(t, h, nil)
 	p := hs.proc()
 	p.out("Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error")
-	f, e := next[Failure](hs)
+	f, e := next[event.GPUFailure](hs)
 	if f.Class != "unknown-error" || f.BusID != "0000:0B:00.0" || f.Reason != "Unknown Error" || e.At.IsZero() {
 		t.Errorf("failure: %+v", f)
 	}
 	p.exit(&remote.ExitError{Code: 255})
-	st, _ := next[Stale](hs)
+	st, _ := next[event.GPUStale](hs)
 	if !strings.Contains(st.Reason, "exit status 255") {
 		t.Errorf("stale: %+v", st)
 	}
@@ -387,12 +387,12 @@ func TestSamplerFailureLines(t *testing.T) {
 	// line is attached.
 	p = hs.proc()
 	p.errOut("Failed to initialize NVML: Driver/library version mismatch", "NVML library version: 570.124")
-	f, _ = next[Failure](hs)
-	if f.Class != FailDriverLibraryMismatch || f.NVMLVersion != "570.124" {
+	f, _ = next[event.GPUFailure](hs)
+	if f.Class != event.GPUFailDriverLibraryMismatch || f.NVMLVersion != "570.124" {
 		t.Errorf("failure: %+v", f)
 	}
 	p.exit(&remote.ExitError{Code: 18})
-	next[Stale](hs)
+	next[event.GPUStale](hs)
 	// Failures are not a sign of a bad field list: no new probe.
 	hs.proc()
 	if n := h.probeCount(); n != 1 {
@@ -408,23 +408,23 @@ func TestSamplerExitAndDisconnect(t *testing.T) {
 	// flushed as a sample before the Stale.
 	p.out(row(0, "1"), row(1, "1"))
 	p.exit(nil)
-	s, _ := next[Sample](hs)
+	s, _ := next[event.GPUSample](hs)
 	if len(s.GPUs) != 2 {
 		t.Errorf("last tick: %v", indices(s.GPUs))
 	}
-	st, _ := next[Stale](hs)
+	st, _ := next[event.GPUStale](hs)
 	if st.Reason != "nvidia-smi exited" || !st.LastSample.Equal(s.At) {
 		t.Errorf("stale: %+v", st)
 	}
 	p = hs.proc()
 	p.exit(fmt.Errorf("wait: %w", remote.ErrDisconnected))
-	st, _ = next[Stale](hs)
+	st, _ = next[event.GPUStale](hs)
 	if st.Reason != "connection to host lost" {
 		t.Errorf("stale: %+v", st)
 	}
 	p = hs.proc()
 	p.out(row(0, "2"), row(1, "2"))
-	if s, _ := next[Sample](hs); s.GPUs[1].UtilGPUPct.Value != 2 {
+	if s, _ := next[event.GPUSample](hs); s.GPUs[1].UtilGPUPct.Value != 2 {
 		t.Errorf("after reconnect: %+v", s)
 	}
 }
@@ -435,7 +435,7 @@ func TestSamplerBadFieldReprobes(t *testing.T) {
 	p := hs.proc()
 	p.errOut(`Field "mig.mode.current" is not a valid field to query.`)
 	p.exit(&remote.ExitError{Code: 2})
-	st, _ := next[Stale](hs)
+	st, _ := next[event.GPUStale](hs)
 	if !strings.Contains(st.Reason, "exit status 2") || !strings.Contains(st.Reason, "not a valid field") {
 		t.Errorf("stale: %+v", st)
 	}
@@ -453,27 +453,27 @@ func TestSamplerProbeFailures(t *testing.T) {
 		{remote.Result{}, fmt.Errorf("run: %w", remote.ErrDisconnected)},
 	}
 	hs := startSampler(t, h, nil)
-	f, _ := next[Failure](hs)
-	if f.Class != FailNoNVIDIASMI || !strings.Contains(f.Reason, "not found") {
+	f, _ := next[event.GPUFailure](hs)
+	if f.Class != event.GPUFailNoNVIDIASMI || !strings.Contains(f.Reason, "not found") {
 		t.Errorf("failure: %+v", f)
 	}
-	st, _ := next[Stale](hs)
+	st, _ := next[event.GPUStale](hs)
 	if !strings.Contains(st.Reason, "--help-query-gpu") || !strings.Contains(st.Reason, "exit status 127") {
 		t.Errorf("stale: %+v", st)
 	}
-	f, _ = next[Failure](hs)
-	if f.Class != FailDriverNotLoaded {
+	f, _ = next[event.GPUFailure](hs)
+	if f.Class != event.GPUFailDriverNotLoaded {
 		t.Errorf("failure: %+v", f)
 	}
-	next[Stale](hs)
-	st, _ = next[Stale](hs)
+	next[event.GPUStale](hs)
+	st, _ = next[event.GPUStale](hs)
 	if !strings.Contains(st.Reason, "connection to host lost") {
 		t.Errorf("stale: %+v", st)
 	}
 	// Then the probe succeeds and the stream starts.
 	p := hs.proc()
 	p.out(row(0, "1"), row(0, "2"))
-	next[Sample](hs)
+	next[event.GPUSample](hs)
 }
 
 func TestSamplerConfigErrors(t *testing.T) {

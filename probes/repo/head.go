@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,42 +16,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// Head is the checked-out commit of a repository on the host. It is an
-// event payload. Text fields are raw (remote) text: sanitise before display.
-type Head struct {
-	Path       string    // repository path on the host
-	Commit     string    // full commit id
-	Short      string    // abbreviated commit id, as git abbreviates it
-	Subject    string    // first line of the commit message
-	Branch     string    // checked-out branch, "" when HEAD is detached
-	CommitTime time.Time // committer date
-	Dirty      int       // paths with uncommitted changes (staged, unstaged or untracked)
-	// Entries are the dirty paths as "XY path" (porcelain v1 status letters,
-	// "?? path" untracked), in git's order, at most MaxEntries: what
-	// changed when the dirty set changed.
-	Entries []string
-}
-
-// MaxEntries caps Head.Entries (Dirty still counts every path).
+// MaxEntries caps event.RepoHead.Entries (Dirty still counts every path).
 const MaxEntries = 500
-
-// Kind implements event.Payload.
-func (Head) Kind() string { return "repo-head" }
-
-// Same reports whether h and o show the same checkout state.
-func (h Head) Same(o Head) bool {
-	return h.Path == o.Path && h.Commit == o.Commit && h.Branch == o.Branch && h.Dirty == o.Dirty && slices.Equal(h.Entries, o.Entries)
-}
-
-// Unreadable reports that the repository could not be read (not a git
-// checkout, git missing, path gone). It is an event payload.
-type Unreadable struct {
-	Path string
-	Err  string
-}
-
-// Kind implements event.Payload.
-func (Unreadable) Kind() string { return "repo-unreadable" }
 
 // sep separates the three git outputs of one Read; git never prints it in
 // the fields we ask for (NUL-free formats, %x1e only as our own separator).
@@ -62,10 +27,10 @@ const sep = "\x1e\x1e\n"
 // the porcelain status of the repository at path, and parses it. Errors:
 // quoting errors for unusable paths, the remote error (an *remote.ExitError
 // whose Stderr says why, e.g. "not a git repository"), or a parse error.
-func Read(ctx context.Context, host remote.Host, path string) (Head, error) {
+func Read(ctx context.Context, host remote.Host, path string) (event.RepoHead, error) {
 	logCmd, err := remote.Command("git", "-C", path, "log", "-1", "--format=%H%x1f%h%x1f%ct%x1f%s")
 	if err != nil {
-		return Head{}, err
+		return event.RepoHead{}, err
 	}
 	branchCmd, _ := remote.Command("git", "-C", path, "symbolic-ref", "-q", "HEAD")
 	statusCmd, _ := remote.Command("git", "--no-optional-locks", "-C", path, "status", "--porcelain=v1", "-z")
@@ -74,27 +39,27 @@ func Read(ctx context.Context, host remote.Host, path string) (Head, error) {
 	if err != nil {
 		var ee *remote.ExitError
 		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-			return Head{}, fmt.Errorf("read HEAD of %s: %s", path, bytes.TrimSpace(ee.Stderr))
+			return event.RepoHead{}, fmt.Errorf("read HEAD of %s: %s", path, bytes.TrimSpace(ee.Stderr))
 		}
-		return Head{}, fmt.Errorf("read HEAD of %s: %w", path, err)
+		return event.RepoHead{}, fmt.Errorf("read HEAD of %s: %w", path, err)
 	}
 	return parse(path, res.Stdout)
 }
 
-func parse(path string, out []byte) (Head, error) {
+func parse(path string, out []byte) (event.RepoHead, error) {
 	parts := bytes.SplitN(out, []byte(sep), 3)
 	if len(parts) != 3 {
-		return Head{}, fmt.Errorf("read HEAD of %s: unexpected git output %q", path, truncate(out))
+		return event.RepoHead{}, fmt.Errorf("read HEAD of %s: unexpected git output %q", path, truncate(out))
 	}
 	f := bytes.SplitN(bytes.TrimRight(parts[0], "\n"), []byte{0x1f}, 4)
 	if len(f) != 4 || len(f[0]) < 7 {
-		return Head{}, fmt.Errorf("read HEAD of %s: unexpected git log output %q", path, truncate(parts[0]))
+		return event.RepoHead{}, fmt.Errorf("read HEAD of %s: unexpected git log output %q", path, truncate(parts[0]))
 	}
 	secs, err := strconv.ParseInt(string(f[2]), 10, 64)
 	if err != nil {
-		return Head{}, fmt.Errorf("read HEAD of %s: commit time %q: %w", path, f[2], err)
+		return event.RepoHead{}, fmt.Errorf("read HEAD of %s: commit time %q: %w", path, f[2], err)
 	}
-	h := Head{
+	h := event.RepoHead{
 		Path:       path,
 		Commit:     string(f[0]),
 		Short:      string(f[1]),
@@ -136,8 +101,8 @@ func truncate(b []byte) []byte {
 	return b
 }
 
-// Watcher polls a repository's HEAD and emits a Head whenever it changes
-// (and once at start), or Unreadable when it cannot be read. While the host
+// Watcher polls a repository's HEAD and emits an event.RepoHead whenever
+// it changes (and once at start), or event.RepoUnreadable when it cannot be read. While the host
 // is unreachable it emits nothing: the last HEAD still stands.
 type Watcher struct {
 	Host     remote.Host
@@ -156,7 +121,7 @@ func (w *Watcher) Run(ctx context.Context, sink event.Sink) error {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	var last Head
+	var last event.RepoHead
 	var lastErr string
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -173,8 +138,8 @@ func (w *Watcher) Run(ctx context.Context, sink event.Sink) error {
 		case err != nil:
 			if msg := err.Error(); msg != lastErr {
 				lastErr = msg
-				last = Head{}
-				sink(event.Event{At: time.Now(), Data: Unreadable{Path: w.Path, Err: msg}})
+				last = event.RepoHead{}
+				sink(event.Event{At: time.Now(), Data: event.RepoUnreadable{Path: w.Path, Err: msg}})
 			}
 		case !h.Same(last):
 			last, lastErr = h, ""

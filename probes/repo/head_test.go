@@ -101,13 +101,13 @@ func TestWatcherEmitsOnChangeOnly(t *testing.T) {
 	w := &Watcher{Host: host, Path: dir, Interval: 20 * time.Millisecond}
 	go w.Run(ctx, func(e event.Event) { got <- e })
 
-	first := (<-got).Data.(Head)
+	first := (<-got).Data.(event.RepoHead)
 	os.WriteFile(filepath.Join(dir, "pynccl.py"), []byte("changed\n"), 0o644)
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case e := <-got:
-			h := e.Data.(Head)
+			h := e.Data.(event.RepoHead)
 			if h.Same(first) {
 				t.Fatalf("emitted an unchanged head %+v", h)
 			}

@@ -1,6 +1,7 @@
 package serverlog
 
 import (
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"slices"
 	"time"
 )
@@ -65,7 +66,7 @@ type Aggregator struct {
 	prevOK   bool  // prevSec is valid
 	anyPoint bool  // a point was made
 
-	held     Rate // first point of a busy period, waiting for its successor
+	held     event.TokRate // first point of a busy period, waiting for its successor
 	holding  bool
 	history  []float64 // last kept SGLang points
 	specLen  float64   // latest vLLM mean acceptance length
@@ -97,7 +98,7 @@ type round struct {
 }
 
 // Add feeds one Throughput and appends the points it completes to dst.
-func (a *Aggregator) Add(dst []Rate, t Throughput) []Rate {
+func (a *Aggregator) Add(dst []event.TokRate, t event.Throughput) []event.TokRate {
 	sglang := t.Server != ServerVLLM
 	key := -1
 	if sglang {
@@ -128,7 +129,7 @@ func (a *Aggregator) Add(dst []Rate, t Throughput) []Rate {
 		g.lines = append(g.lines, t.Line)
 	}
 	g.sum += t.TokPerSec
-	if t.Has&HasAcceptLength != 0 {
+	if t.Has&event.HasAcceptLength != 0 {
 		g.acceptSum += t.AcceptLength
 		g.acceptN++
 	}
@@ -140,7 +141,7 @@ func (a *Aggregator) Add(dst []Rate, t Throughput) []Rate {
 
 // AddSpec records a vLLM speculative-decoding line; its mean acceptance
 // length is carried by the following vLLM points.
-func (a *Aggregator) AddSpec(s SpecDecode) {
+func (a *Aggregator) AddSpec(s event.SpecDecode) {
 	if s.Has&HasMeanAcceptLength != 0 {
 		a.specLen, a.haveSpec = s.MeanAcceptLength, true
 	}
@@ -148,7 +149,7 @@ func (a *Aggregator) AddSpec(s SpecDecode) {
 
 // Flush closes the open round and releases a held point; call it at the
 // end of input.
-func (a *Aggregator) Flush(dst []Rate) []Rate {
+func (a *Aggregator) Flush(dst []event.TokRate) []event.TokRate {
 	if a.group.open {
 		dst = a.closeRound(dst)
 	}
@@ -176,7 +177,7 @@ func (a *Aggregator) undecided() bool {
 	return a.holding || (a.group.open && a.group.sglang)
 }
 
-func (a *Aggregator) closeRound(dst []Rate) []Rate {
+func (a *Aggregator) closeRound(dst []event.TokRate) []event.TokRate {
 	g := &a.group
 	g.open = false
 	if len(g.keys) > 1 || g.keys[0] >= 0 {
@@ -187,7 +188,7 @@ func (a *Aggregator) closeRound(dst []Rate) []Rate {
 		}
 		a.hasKnown = true
 	}
-	r := Rate{TokPerSec: g.sum, Ranks: len(g.keys)}
+	r := event.TokRate{TokPerSec: g.sum, Ranks: len(g.keys)}
 	switch {
 	case g.acceptN > 0:
 		r.AcceptLength, r.HasAccept = g.acceptSum/float64(g.acceptN), true
@@ -220,7 +221,7 @@ func (a *Aggregator) closeRound(dst []Rate) []Rate {
 }
 
 // keep appends r and, when it is part of the series, remembers it.
-func (a *Aggregator) keep(dst []Rate, r Rate) []Rate {
+func (a *Aggregator) keep(dst []event.TokRate, r event.TokRate) []event.TokRate {
 	if !r.Dropped {
 		if len(a.history) == historyLen {
 			a.history = append(a.history[:0], a.history[1:]...)

@@ -2,11 +2,12 @@ package serverlog
 
 import (
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"testing"
 )
 
-func sglangTP(stamp, rank string, tokS float64) Throughput {
+func sglangTP(stamp, rank string, tokS float64) event.Throughput {
 	t, ok := ParseSGLangDecode([]byte(fmt.Sprintf("[%s %s] Decode batch. #running-req: 1, accept len: 2.00, gen throughput (token/s): %.2f, #queue-req: 0, ", stamp, rank, tokS)))
 	if !ok {
 		panic("bad test line")
@@ -14,7 +15,7 @@ func sglangTP(stamp, rank string, tokS float64) Throughput {
 	return t
 }
 
-func rateValues(rs []Rate) (vals []float64, dropped []bool) {
+func rateValues(rs []event.TokRate) (vals []float64, dropped []bool) {
 	for _, r := range rs {
 		vals = append(vals, math.Round(r.TokPerSec*100)/100)
 		dropped = append(dropped, r.Dropped)
@@ -25,7 +26,7 @@ func rateValues(rs []Rate) (vals []float64, dropped []bool) {
 func TestAggregatorIdleDrop(t *testing.T) {
 	got := scanFixture(t, "sglang-decode-eagle3-2025-10.txt")
 	var a Aggregator
-	var rs []Rate
+	var rs []event.TokRate
 	for _, v := range got.tput {
 		rs = a.Add(rs, v)
 	}
@@ -77,7 +78,7 @@ func TestAggregatorIdleDrop(t *testing.T) {
 func TestAggregatorDPRounds(t *testing.T) {
 	got := scanFixture(t, "sglang-pd-decode-custom-logfmt-2025-10.txt")
 	var a Aggregator
-	var rs []Rate
+	var rs []event.TokRate
 	for _, v := range got.tput {
 		rs = a.Add(rs, v)
 	}
@@ -93,7 +94,7 @@ func TestAggregatorDPRounds(t *testing.T) {
 	// later second closes a round early.
 	var b Aggregator
 	rs = nil
-	line := func(sec, dp int, v float64) Throughput {
+	line := func(sec, dp int, v float64) event.Throughput {
 		return sglangTP(fmt.Sprintf("2025-10-20 03:02:%02d", sec), fmt.Sprintf("DP%d TP%d", dp, dp), v)
 	}
 	rs = b.Add(rs, line(1, 0, 10))
@@ -114,7 +115,7 @@ func TestAggregatorDPRounds(t *testing.T) {
 }
 
 func TestAggregatorVLLM(t *testing.T) {
-	mk := func(stamp string, engine int, v float64) Throughput {
+	mk := func(stamp string, engine int, v float64) event.Throughput {
 		t, ok := ParseVLLMThroughput([]byte(fmt.Sprintf("INFO %s [loggers.py:87] Engine %03d: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: %.1f tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%%, Prefix cache hit rate: 0.0%%", stamp, engine, v)))
 		if !ok {
 			panic("bad test line")
@@ -122,11 +123,11 @@ func TestAggregatorVLLM(t *testing.T) {
 		return t
 	}
 	var a Aggregator
-	var rs []Rate
+	var rs []event.TokRate
 	rs = a.Add(rs, mk("06-16 10:03:14", 0, 0.0)) // vLLM's zeros are real: never dropped
 	rs = a.Add(rs, mk("06-16 10:03:14", 1, 0.0))
 	rs = a.Add(rs, mk("06-16 10:03:24", 0, 300))
-	a.AddSpec(SpecDecode{MeanAcceptLength: 2.5, Has: HasMeanAcceptLength})
+	a.AddSpec(event.SpecDecode{MeanAcceptLength: 2.5, Has: HasMeanAcceptLength})
 	rs = a.Add(rs, mk("06-16 10:03:24", 1, 200))
 	rs = a.Flush(rs)
 	vals, dropped := rateValues(rs)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Benchmark tool names, as reported in Bench.Tool.
@@ -14,11 +15,8 @@ const (
 	ToolSGLangBenchOneBatch = "sglang.bench_one_batch"
 )
 
-// BenchFields says which optional fields of a Bench were present.
-type BenchFields uint64
-
 const (
-	HasBackend BenchFields = 1 << iota
+	HasBackend event.LogBenchFields = 1 << iota
 	HasRequestRate
 	HasMaxConcurrency
 	HasSuccessfulRequests
@@ -50,48 +48,6 @@ const (
 	HasTotalLatency
 )
 
-// Bench is one benchmark result read from a tool's output (research notes
-// §6): the "Serving Benchmark Result" table of sglang.bench_serving or vllm
-// bench serve, or the Benchmark pass of sglang.bench_one_batch. A field is
-// meaningful only when its Has bit is set (a row the tool did not print,
-// or printed as "not set", is missing, never 0). It is an event payload.
-type Bench struct {
-	Tool    string // ToolSGLangBenchServing, ToolVLLMBenchServe, ToolSGLangBenchOneBatch; "" when the table does not say
-	Backend string // "Backend:" row (sglang.bench_serving), e.g. "sglang"
-
-	OutputTokPerSec      float64 // "Output token throughput (tok/s)"; bench_one_batch: median decode throughput, tok/s
-	InputTokPerSec       float64 // "Input token throughput (tok/s)"
-	TotalTokPerSec       float64 // "Total token throughput (tok/s)"; bench_one_batch: "Total." throughput, tok/s
-	RequestThroughput    float64 // "Request throughput (req/s)"
-	SuccessfulRequests   int     // "Successful requests"
-	FailedRequests       int     // "Failed requests" (vLLM)
-	DurationS            float64 // "Benchmark duration (s)"
-	TotalInputTokens     int64   // "Total input tokens"
-	TotalGeneratedTokens int64   // "Total generated tokens"
-	MaxConcurrency       int     // "Max request concurrency" / "Maximum request concurrency"
-	RequestRate          float64 // "Traffic request rate" / "Request rate configured (RPS)", req/s; +Inf for "inf"
-	Concurrency          float64 // "Concurrency" (SGLang): mean requests in flight
-
-	TTFTMeanMs, TTFTMedianMs, TTFTP99Ms float64 // time to first token, ms
-	TPOTMeanMs, TPOTMedianMs, TPOTP99Ms float64 // time per output token excl. the first, ms
-	ITLMeanMs, ITLMedianMs, ITLP99Ms    float64 // inter-token latency, ms
-	E2EMeanMs, E2EMedianMs              float64 // end-to-end latency, ms (SGLang)
-
-	// sglang.bench_one_batch only.
-	BatchSize            int       // "Batch size"
-	PrefillLatencyS      float64   // "Prefill. latency", s
-	PrefillTokPerSec     float64   // "Prefill. throughput", tok/s
-	DecodeTokPerSec      []float64 // each "Decode N." step's throughput, tok/s
-	DecodeMedianLatencyS float64   // "Decode.  median latency", s
-	TotalLatencyS        float64   // "Total. latency", s
-
-	Has  BenchFields
-	Line int // 1-based line of the table title or the pass header (0 when streaming)
-}
-
-// Kind implements event.Payload.
-func (Bench) Kind() string { return "bench-result" }
-
 var (
 	kwServingResult = []byte("Serving Benchmark Result")
 	kwWarmupPass    = []byte("Warmup ...")
@@ -109,7 +65,7 @@ var (
 type BenchParser struct {
 	mode   uint8 // benchIdle, benchServing, benchOneBatch
 	pass   bool  // bench_one_batch: the current pass is not the warm-up
-	cur    Bench
+	cur    event.LogBench
 	sglang bool // a row only sglang.bench_serving prints was seen
 	vllm   bool // a row only vllm bench serve prints was seen
 }
@@ -123,7 +79,7 @@ const (
 // Feed reads the next line; it returns a result when the line completes one
 // (the closing "=====" rule or the first line after the table, the "Total."
 // line of a bench_one_batch Benchmark pass).
-func (p *BenchParser) Feed(line []byte, lineNo int) (Bench, bool) {
+func (p *BenchParser) Feed(line []byte, lineNo int) (event.LogBench, bool) {
 	b, ok, _ := p.feed(line, lineNo)
 	return b, ok
 }
@@ -134,12 +90,12 @@ func (p *BenchParser) active() bool { return p.mode != benchIdle }
 // feed is Feed that also reports whether the line belonged to benchmark
 // output (a table row, a pass line, a start marker), so that other parsers
 // can skip it.
-func (p *BenchParser) feed(line []byte, lineNo int) (b Bench, ok, consumed bool) {
+func (p *BenchParser) feed(line []byte, lineNo int) (b event.LogBench, ok, consumed bool) {
 	switch p.mode {
 	case benchServing:
 		done, used := p.servingLine(line)
 		if !done {
-			return Bench{}, false, true
+			return event.LogBench{}, false, true
 		}
 		b, ok = p.finishServing()
 		if !used {
@@ -149,7 +105,7 @@ func (p *BenchParser) feed(line []byte, lineNo int) (b Bench, ok, consumed bool)
 	case benchOneBatch:
 		done, used := p.oneBatchLine(line)
 		if !done && used {
-			return Bench{}, false, true
+			return event.LogBench{}, false, true
 		}
 		b, ok = p.finishOneBatch()
 		if !used {
@@ -157,18 +113,18 @@ func (p *BenchParser) feed(line []byte, lineNo int) (b Bench, ok, consumed bool)
 		}
 		return b, ok, used
 	}
-	return Bench{}, false, p.idleLine(line, lineNo)
+	return event.LogBench{}, false, p.idleLine(line, lineNo)
 }
 
 // Flush reports a result cut short by the end of the input.
-func (p *BenchParser) Flush() (Bench, bool) {
+func (p *BenchParser) Flush() (event.LogBench, bool) {
 	switch p.mode {
 	case benchServing:
 		return p.finishServing()
 	case benchOneBatch:
 		return p.finishOneBatch()
 	}
-	return Bench{}, false
+	return event.LogBench{}, false
 }
 
 // isBenchStart reports whether line can start benchmark output (idleLine
@@ -184,18 +140,18 @@ func isBenchStart(line []byte) bool {
 // idleLine looks for the start of a result and reports whether one started.
 func (p *BenchParser) idleLine(line []byte, lineNo int) bool {
 	if bytes.Index(line, kwServingResult) >= 0 {
-		*p = BenchParser{mode: benchServing, cur: Bench{Line: lineNo}}
+		*p = BenchParser{mode: benchServing, cur: event.LogBench{Line: lineNo}}
 		return true
 	}
 	t := bytes.TrimSpace(line)
 	switch {
 	case bytes.Equal(t, kwWarmupPass):
-		*p = BenchParser{mode: benchOneBatch, cur: Bench{Tool: ToolSGLangBenchOneBatch, Line: lineNo}}
+		*p = BenchParser{mode: benchOneBatch, cur: event.LogBench{Tool: ToolSGLangBenchOneBatch, Line: lineNo}}
 	case bytes.Equal(t, kwBenchPass):
-		*p = BenchParser{mode: benchOneBatch, pass: true, cur: Bench{Tool: ToolSGLangBenchOneBatch, Line: lineNo}}
+		*p = BenchParser{mode: benchOneBatch, pass: true, cur: event.LogBench{Tool: ToolSGLangBenchOneBatch, Line: lineNo}}
 	case bytes.HasPrefix(t, kwOBPrefill):
 		// Output without pass headers (older bench_latency).
-		*p = BenchParser{mode: benchOneBatch, pass: true, cur: Bench{Tool: ToolSGLangBenchOneBatch, Line: lineNo}}
+		*p = BenchParser{mode: benchOneBatch, pass: true, cur: event.LogBench{Tool: ToolSGLangBenchOneBatch, Line: lineNo}}
 		p.oneBatchLine(line)
 	default:
 		return false
@@ -221,7 +177,7 @@ func (p *BenchParser) servingLine(line []byte) (done, consumed bool) {
 		return true, false
 	}
 	b := &p.cur
-	num := func(bit BenchFields, dst *float64) {
+	num := func(bit event.LogBenchFields, dst *float64) {
 		if f, ok := parseFloat(value); ok {
 			*dst = f
 			b.Has |= bit
@@ -235,13 +191,13 @@ func (p *BenchParser) servingLine(line []byte) (done, consumed bool) {
 		}
 		num(HasRequestRate, &b.RequestRate)
 	}
-	integer := func(bit BenchFields, dst *int) {
+	integer := func(bit event.LogBenchFields, dst *int) {
 		if n, ok := parseInt(value); ok {
 			*dst = int(n)
 			b.Has |= bit
 		}
 	}
-	integer64 := func(bit BenchFields, dst *int64) {
+	integer64 := func(bit event.LogBenchFields, dst *int64) {
 		if n, ok := parseInt(value); ok {
 			*dst = n
 			b.Has |= bit
@@ -340,7 +296,7 @@ func benchRow(line []byte) (label, value []byte, ok bool) {
 	return bytes.TrimSpace(line[:i+1]), bytes.TrimSpace(line[i+1:]), true
 }
 
-func (p *BenchParser) finishServing() (Bench, bool) {
+func (p *BenchParser) finishServing() (event.LogBench, bool) {
 	b, ok := p.cur, p.cur.Has != 0
 	switch {
 	case p.sglang:
@@ -442,7 +398,7 @@ func latencyThroughput(s []byte) (lat, thr float64, ok bool) {
 	return lat, thr, haveLat && haveThr
 }
 
-func (p *BenchParser) finishOneBatch() (Bench, bool) {
+func (p *BenchParser) finishOneBatch() (event.LogBench, bool) {
 	b, ok := p.cur, p.pass && p.cur.Has != 0
 	*p = BenchParser{}
 	return b, ok

@@ -1,15 +1,16 @@
 package serverlog
 
 import (
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"strings"
 	"testing"
 )
 
-func benchOf(t *testing.T, text string) []Bench {
+func benchOf(t *testing.T, text string) []event.LogBench {
 	t.Helper()
 	var p BenchParser
-	var out []Bench
+	var out []event.LogBench
 	for i, l := range strings.Split(text, "\n") {
 		if b, ok := p.Feed([]byte(l), i+1); ok {
 			out = append(out, b)

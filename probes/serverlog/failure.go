@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // classSet is a set of failure classes, one bit each.
@@ -25,16 +26,16 @@ const (
 // and defines which classes are causes (the first five).
 var classOrder = [...]struct {
 	bit   classSet
-	class FailureClass
+	class event.ServerFailureClass
 }{
-	{setIllegal, FailCUDAIllegalMemory},
-	{setOOM, FailOOM},
-	{setNCCL, FailNCCL},
-	{setWatchdog, FailWatchdogTimeout},
-	{setPortInUse, FailPortInUse},
-	{setEngineDead, FailEngineDead},
-	{setKilled, FailKilled},
-	{setTraceback, FailTraceback},
+	{setIllegal, event.FailCUDAIllegalMemory},
+	{setOOM, event.FailOOM},
+	{setNCCL, event.FailNCCL},
+	{setWatchdog, event.FailWatchdogTimeout},
+	{setPortInUse, event.FailPortInUse},
+	{setEngineDead, event.FailEngineDead},
+	{setKilled, event.FailKilled},
+	{setTraceback, event.FailTraceback},
 }
 
 // Signatures, from research notes §1.5, §2.5 and §5. Each is matched as a
@@ -224,12 +225,12 @@ const rankContextLines = 64
 // The zero value is ready to use. A Classifier is not safe for concurrent
 // use.
 type Classifier struct {
-	n        int                  // lines fed
-	last     [len(classOrder)]int // line counter at the last sighting of each class, 0 = never
-	seen     []Failure            // first report of each class, in the order found
-	ctxRank  string               // rank of the last failure/traceback line that had one
-	ctxAt    int                  // line counter of that line
-	frameAt  int                  // line counter of the last traceback frame line
+	n        int                   // lines fed
+	last     [len(classOrder)]int  // line counter at the last sighting of each class, 0 = never
+	seen     []event.ServerFailure // first report of each class, in the order found
+	ctxRank  string                // rank of the last failure/traceback line that had one
+	ctxAt    int                   // line counter of that line
+	frameAt  int                   // line counter of the last traceback frame line
 	reported classSet
 }
 
@@ -238,7 +239,7 @@ type Classifier struct {
 // was not seen in the previous DedupLines lines. lineNo is stored in
 // Failure.Line (pass 0 when streaming). Text is the line, sanitised.
 // Feed does not allocate for lines without a signature.
-func (c *Classifier) Feed(dst []Failure, line []byte, lineNo int) []Failure {
+func (c *Classifier) Feed(dst []event.ServerFailure, line []byte, lineNo int) []event.ServerFailure {
 	var buf [cleanBufSize]byte
 	return c.feed(dst, analyzeFailure(line, &buf), line, c.n+1, lineNo)
 }
@@ -262,7 +263,7 @@ func analyzeFailure(line []byte, buf *[cleanBufSize]byte) failureInfo {
 
 // feed applies fi, found on line, the n-th line of the log (every line
 // counts, with or without a signature).
-func (c *Classifier) feed(dst []Failure, fi failureInfo, line []byte, n, lineNo int) []Failure {
+func (c *Classifier) feed(dst []event.ServerFailure, fi failureInfo, line []byte, n, lineNo int) []event.ServerFailure {
 	c.n = n
 	set := fi.set
 	if c.frameAt != 0 && c.frameAt == n-1 && !fi.frame {
@@ -293,7 +294,7 @@ func (c *Classifier) feed(dst []Failure, fi failureInfo, line []byte, n, lineNo 
 		if text == "" {
 			text = sanitize.Line(line)
 		}
-		f := Failure{Class: co.class, Text: text, Rank: rank, Line: lineNo}
+		f := event.ServerFailure{Class: co.class, Text: text, Rank: rank, Line: lineNo}
 		if c.reported&co.bit == 0 {
 			c.reported |= co.bit
 			c.seen = append(c.seen, f)
@@ -321,7 +322,7 @@ func lineRank(line []byte) string {
 // killed, then traceback). Later failures are usually fallout of the first
 // (vllm#18446: the NCCL error comes first, the "Cuda failure 'out of
 // memory'" it wraps after). ok is false when nothing was found.
-func (c *Classifier) Primary() (Failure, bool) {
+func (c *Classifier) Primary() (event.ServerFailure, bool) {
 	best := -1
 	for i, f := range c.seen {
 		if best < 0 || f.Class.Tier() < c.seen[best].Class.Tier() {
@@ -329,49 +330,22 @@ func (c *Classifier) Primary() (Failure, bool) {
 		}
 	}
 	if best < 0 {
-		return Failure{}, false
+		return event.ServerFailure{}, false
 	}
 	return c.seen[best], true
 }
 
-// Tiers of FailureClass.Tier, lowest first.
-const (
-	TierCause       = 0 // a root cause: cuda-illegal-memory, oom, nccl, watchdog-timeout, port-in-use
-	TierConsequence = 1 // the engine died or the process was killed: engine-dead, killed
-	TierTraceback   = 2 // only a Python traceback: traceback
-	TierUnknown     = 3 // a class this package does not define
-)
-
-// Tier ranks c for choosing the failure that explains a run, lowest first:
-// TierCause for root causes (cuda-illegal-memory, oom, nccl,
-// watchdog-timeout, port-in-use), TierConsequence for the engine's death or
-// the process being killed (engine-dead, killed), TierTraceback for a bare
-// traceback, TierUnknown for any other value. Classifier.Primary (and so
-// Scanner.Primary and `flightdeck parse log`'s failure_summary) picks the
-// first failure found of the lowest tier; use Tier to agree with it.
-func (c FailureClass) Tier() int {
-	switch c {
-	case FailCUDAIllegalMemory, FailOOM, FailNCCL, FailWatchdogTimeout, FailPortInUse:
-		return TierCause
-	case FailEngineDead, FailKilled:
-		return TierConsequence
-	case FailTraceback:
-		return TierTraceback
-	}
-	return TierUnknown
-}
-
 // Seen returns the first report of each class found so far, in the order
 // the classes were found.
-func (c *Classifier) Seen() []Failure {
-	return append([]Failure(nil), c.seen...)
+func (c *Classifier) Seen() []event.ServerFailure {
+	return append([]event.ServerFailure(nil), c.seen...)
 }
 
 // Reset forgets everything, for a new server launch or a log that was
 // truncated or replaced.
 func (c *Classifier) Reset() { *c = Classifier{} }
 
-func bitOf(class FailureClass) classSet {
+func bitOf(class event.ServerFailureClass) classSet {
 	for _, co := range classOrder {
 		if co.class == class {
 			return co.bit

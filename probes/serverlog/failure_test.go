@@ -2,6 +2,7 @@ package serverlog
 
 import (
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -9,7 +10,7 @@ import (
 	"testing"
 )
 
-func classesOf(fs []Failure) []string {
+func classesOf(fs []event.ServerFailure) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, string(f.Class))
@@ -79,7 +80,7 @@ func TestClassifierPrimaryAndDedup(t *testing.T) {
 		"RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB",
 	}
 	var c Classifier
-	var all []Failure
+	var all []event.ServerFailure
 	for i, l := range lines {
 		all = c.Feed(all, []byte(l), i+1)
 	}
@@ -91,13 +92,13 @@ func TestClassifierPrimaryAndDedup(t *testing.T) {
 		t.Errorf("nccl failure = %+v: want line 6 (the exception, not the source line), rank TP2 inherited from the traceback", nccl)
 	}
 	p, ok := c.Primary()
-	if !ok || p.Class != FailNCCL {
+	if !ok || p.Class != event.FailNCCL {
 		t.Errorf("primary = %+v, want the first cause class (nccl)", p)
 	}
 
 	// The same class within DedupLines is one incident; after it, a new one.
 	var d Classifier
-	var got []Failure
+	var got []event.ServerFailure
 	for i := range 8 {
 		got = d.Feed(got, []byte(fmt.Sprintf("[2025-01-01 00:00:00 TP%d] torch.OutOfMemoryError: CUDA out of memory.", i)), i+1)
 	}
@@ -116,7 +117,7 @@ func TestClassifierPrimaryAndDedup(t *testing.T) {
 	var e Classifier
 	e.Feed(nil, []byte("Traceback (most recent call last):"), 1)
 	e.Feed(nil, []byte("EngineDeadError: EngineCore encountered an issue."), 2)
-	if p, _ := e.Primary(); p.Class != FailEngineDead {
+	if p, _ := e.Primary(); p.Class != event.FailEngineDead {
 		t.Errorf("primary = %q, want engine-dead", p.Class)
 	}
 	e.Reset()
@@ -134,12 +135,12 @@ func TestClassifierDoesNotAllocateOnCleanLines(t *testing.T) {
 }
 
 func TestFailureClassTier(t *testing.T) {
-	want := map[FailureClass]int{
-		FailCUDAIllegalMemory: TierCause, FailOOM: TierCause, FailNCCL: TierCause,
-		FailWatchdogTimeout: TierCause, FailPortInUse: TierCause,
-		FailEngineDead: TierConsequence, FailKilled: TierConsequence,
-		FailTraceback: TierTraceback,
-		"":            TierUnknown, "segfault": TierUnknown,
+	want := map[event.ServerFailureClass]int{
+		event.FailCUDAIllegalMemory: event.TierCause, event.FailOOM: event.TierCause, event.FailNCCL: event.TierCause,
+		event.FailWatchdogTimeout: event.TierCause, event.FailPortInUse: event.TierCause,
+		event.FailEngineDead: event.TierConsequence, event.FailKilled: event.TierConsequence,
+		event.FailTraceback: event.TierTraceback,
+		"":                  event.TierUnknown, "segfault": event.TierUnknown,
 	}
 	for c, w := range want {
 		if got := c.Tier(); got != w {
@@ -156,21 +157,21 @@ func TestFailureClassTier(t *testing.T) {
 // TestPrimaryIsFirstOfLowestTier: Primary is the first failure found among
 // those of the lowest Tier, for any order in which classes are found.
 func TestPrimaryIsFirstOfLowestTier(t *testing.T) {
-	lines := map[FailureClass]string{
-		FailOOM:               "torch.OutOfMemoryError: CUDA out of memory.",
-		FailNCCL:              "RuntimeError: NCCL error: unhandled system error",
-		FailCUDAIllegalMemory: "RuntimeError: CUDA error: an illegal memory access was encountered",
-		FailWatchdogTimeout:   "Watchdog timeout (self.watchdog_timeout=300)",
-		FailEngineDead:        "EngineDeadError: EngineCore encountered an issue.",
-		FailTraceback:         "Traceback (most recent call last):",
-		FailPortInUse:         "OSError: [Errno 98] Address already in use",
-		FailKilled:            "Killed",
+	lines := map[event.ServerFailureClass]string{
+		event.FailOOM:               "torch.OutOfMemoryError: CUDA out of memory.",
+		event.FailNCCL:              "RuntimeError: NCCL error: unhandled system error",
+		event.FailCUDAIllegalMemory: "RuntimeError: CUDA error: an illegal memory access was encountered",
+		event.FailWatchdogTimeout:   "Watchdog timeout (self.watchdog_timeout=300)",
+		event.FailEngineDead:        "EngineDeadError: EngineCore encountered an issue.",
+		event.FailTraceback:         "Traceback (most recent call last):",
+		event.FailPortInUse:         "OSError: [Errno 98] Address already in use",
+		event.FailKilled:            "Killed",
 	}
 	classes := slices.Sorted(maps.Keys(lines))
 	r := rand.New(rand.NewPCG(11, 12))
 	for range 500 {
 		var c Classifier
-		var seen []Failure
+		var seen []event.ServerFailure
 		for i := range 1 + r.IntN(5) {
 			class := classes[r.IntN(len(classes))]
 			seen = c.Feed(seen, []byte(lines[class]), i+1)

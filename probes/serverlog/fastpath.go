@@ -1,6 +1,9 @@
 package serverlog
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
 
 // Fast paths for the lines that make up most of a busy SGLang log: the
 // decode and prefill batch lines in the layouts SGLang prints itself. Each
@@ -198,18 +201,18 @@ func scanBool(v []byte) (b bool, n int) {
 // of fastKey with plain values. sure is false when the line has anything
 // else; the other results are then meaningless. own says that line[:at] is
 // the line's own prefix (see ownPrefixEnd).
-func decodeFieldsFast(t *Throughput, line []byte, at int, own bool) (stamp []byte, ok, bad, sure bool) {
+func decodeFieldsFast(t *event.Throughput, line []byte, at int, own bool) (stamp []byte, ok, bad, sure bool) {
 	body, ok := batchBody(line[at+len(kwDecodeBatch):])
 	if !ok {
 		return nil, false, false, true
 	}
-	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	*t = event.Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	if decodeLayout(body, t) {
 		rank, dp, stamp := prefixRankStamp(line[:at], own)
 		t.Rank, t.DP = rank, dp
 		return stamp, true, false, true
 	}
-	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	*t = event.Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	haveRate := false
 	for len(body) > 0 {
 		k, kl := fastKey(body)
@@ -220,7 +223,7 @@ func decodeFieldsFast(t *Throughput, line []byte, at int, own bool) (stamp []byt
 				return nil, false, false, false
 			}
 			t.CUDAGraph = b
-			t.Has |= HasCUDAGraph
+			t.Has |= event.HasCUDAGraph
 			body = v[min(n+2, len(v)):]
 			continue
 		}
@@ -240,17 +243,17 @@ func decodeFieldsFast(t *Throughput, line []byte, at int, own bool) (stamp []byt
 				bad = true
 			}
 		case fkRunning:
-			bad = !setInt(&t.Running, &t.Has, HasRunning, mant, digits, frac) || bad
+			bad = !setInt(&t.Running, &t.Has, event.HasRunning, mant, digits, frac) || bad
 		case fkQueued:
-			bad = !setInt(&t.Queued, &t.Has, HasQueued, mant, digits, frac) || bad
+			bad = !setInt(&t.Queued, &t.Has, event.HasQueued, mant, digits, frac) || bad
 		case fkToken:
-			bad = !setInt(&t.Tokens, &t.Has, HasTokens, mant, digits, frac) || bad
+			bad = !setInt(&t.Tokens, &t.Has, event.HasTokens, mant, digits, frac) || bad
 		case fkTokenUsage:
-			bad = !setFloat(&t.TokenUsage, &t.Has, HasTokenUsage, val, mant, digits, frac) || bad
+			bad = !setFloat(&t.TokenUsage, &t.Has, event.HasTokenUsage, val, mant, digits, frac) || bad
 		case fkAcceptLen:
-			bad = !setFloat(&t.AcceptLength, &t.Has, HasAcceptLength, val, mant, digits, frac) || bad
+			bad = !setFloat(&t.AcceptLength, &t.Has, event.HasAcceptLength, val, mant, digits, frac) || bad
 		case fkAcceptRate:
-			bad = !setFloat(&t.AcceptRate, &t.Has, HasAcceptRate, val, mant, digits, frac) || bad
+			bad = !setFloat(&t.AcceptRate, &t.Has, event.HasAcceptRate, val, mant, digits, frac) || bad
 		default:
 			return nil, false, false, false // another key, or a prefill key
 		}
@@ -265,18 +268,18 @@ func decodeFieldsFast(t *Throughput, line []byte, at int, own bool) (stamp []byt
 
 // prefillFieldsFast is prefillFields for a line whose fields are all keys
 // of fastKey with plain values; sure as for decodeFieldsFast.
-func prefillFieldsFast(p *Prefill, line []byte, at int, own bool) (stamp []byte, ok, bad, sure bool) {
+func prefillFieldsFast(p *event.Prefill, line []byte, at int, own bool) (stamp []byte, ok, bad, sure bool) {
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
 		return nil, false, false, true
 	}
-	*p = Prefill{DP: -1}
+	*p = event.Prefill{DP: -1}
 	if prefillLayout(body, p) {
 		rank, dp, stamp := prefixRankStamp(line[:at], own)
 		p.Rank, p.DP = rank, dp
 		return stamp, true, false, true
 	}
-	*p = Prefill{DP: -1}
+	*p = event.Prefill{DP: -1}
 	for len(body) > 0 {
 		k, kl := fastKey(body)
 		v := body[kl:]
@@ -286,7 +289,7 @@ func prefillFieldsFast(p *Prefill, line []byte, at int, own bool) (stamp []byte,
 				return nil, false, false, false
 			}
 			p.CUDAGraph = b
-			p.Has |= HasPrefillCUDAGraph
+			p.Has |= event.HasPrefillCUDAGraph
 			body = v[min(n+2, len(v)):]
 			continue
 		}
@@ -306,26 +309,26 @@ func prefillFieldsFast(p *Prefill, line []byte, at int, own bool) (stamp []byte,
 		// The same reads as prefillFieldsGeneral, key by key.
 		switch k {
 		case fkNewSeq:
-			bad = !setInt(&p.NewSeq, &p.Has, HasNewSeq, mant, digits, frac) || bad
+			bad = !setInt(&p.NewSeq, &p.Has, event.HasNewSeq, mant, digits, frac) || bad
 		case fkNewToken:
-			bad = !setInt(&p.NewTokens, &p.Has, HasNewTokens, mant, digits, frac) || bad
+			bad = !setInt(&p.NewTokens, &p.Has, event.HasNewTokens, mant, digits, frac) || bad
 		case fkCachedToken:
-			bad = !setInt(&p.CachedTokens, &p.Has, HasCachedTokens, mant, digits, frac) || bad
+			bad = !setInt(&p.CachedTokens, &p.Has, event.HasCachedTokens, mant, digits, frac) || bad
 		case fkCacheHitRate:
-			bad = !setFloat(&p.CacheHitRatePct, &p.Has, HasCacheHitRate, val, mant, digits, frac) || bad
+			bad = !setFloat(&p.CacheHitRatePct, &p.Has, event.HasCacheHitRate, val, mant, digits, frac) || bad
 		case fkTokenUsage:
-			bad = !setFloat(&p.TokenUsage, &p.Has, HasPrefillTokenUsage, val, mant, digits, frac) || bad
+			bad = !setFloat(&p.TokenUsage, &p.Has, event.HasPrefillTokenUsage, val, mant, digits, frac) || bad
 		case fkRunning:
-			bad = !setInt(&p.Running, &p.Has, HasPrefillRunning, mant, digits, frac) || bad
+			bad = !setInt(&p.Running, &p.Has, event.HasPrefillRunning, mant, digits, frac) || bad
 		case fkQueued:
-			bad = !setInt(&p.Queued, &p.Has, HasPrefillQueued, mant, digits, frac) || bad
+			bad = !setInt(&p.Queued, &p.Has, event.HasPrefillQueued, mant, digits, frac) || bad
 		case fkInputThroughput:
-			bad = !setFloat(&p.InputTokPerSec, &p.Has, HasPrefillInputTokPerSec, val, mant, digits, frac) || bad
+			bad = !setFloat(&p.InputTokPerSec, &p.Has, event.HasPrefillInputTokPerSec, val, mant, digits, frac) || bad
 		default:
 			return nil, false, false, false // another key, or a decode key
 		}
 	}
-	if p.Has&(HasNewSeq|HasNewTokens) == 0 {
+	if p.Has&(event.HasNewSeq|event.HasNewTokens) == 0 {
 		return nil, false, bad, true
 	}
 	rank, dp, stamp := prefixRankStamp(line[:at], own)

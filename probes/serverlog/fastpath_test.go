@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // checkFastPaths fails when a fast path disagrees with the general code on
@@ -14,7 +15,7 @@ import (
 func checkFastPaths(t *testing.T, line []byte) {
 	t.Helper()
 	if at := bytes.Index(line, kwDecodeBatch); at >= 0 {
-		var ft, gt Throughput
+		var ft, gt event.Throughput
 		fstamp, fok, fbad, sure := decodeFieldsFast(&ft, line, at, at > 0 && at == ownPrefixEnd(line))
 		gstamp, gok, gbad := decodeFieldsGeneral(&gt, line, at)
 		if sure && (fok && !reflect.DeepEqual(ft, gt) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
@@ -22,7 +23,7 @@ func checkFastPaths(t *testing.T, line []byte) {
 		}
 	}
 	if at := bytes.Index(line, kwPrefillBatch); at >= 0 {
-		var fp, gp Prefill
+		var fp, gp event.Prefill
 		fstamp, fok, fbad, sure := prefillFieldsFast(&fp, line, at, at > 0 && at == ownPrefixEnd(line))
 		gstamp, gok, gbad := prefillFieldsGeneral(&gp, line, at)
 		if sure && (fok && !reflect.DeepEqual(fp, gp) || !bytes.Equal(fstamp, gstamp) || fok != gok || fbad != gbad) {
@@ -96,7 +97,7 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 	for _, l := range fastPathLines[:7] {
 		line := []byte(l)
 		at := bytes.Index(line, kwDecodeBatch)
-		if _, _, _, sure := decodeFieldsFast(&Throughput{}, line, at, at == ownPrefixEnd(line)); !sure {
+		if _, _, _, sure := decodeFieldsFast(&event.Throughput{}, line, at, at == ownPrefixEnd(line)); !sure {
 			t.Errorf("decode fast path gave up on %q", l)
 		}
 		checkFastPaths(t, line)
@@ -104,7 +105,7 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 	for _, l := range fastPathLines[13:16] {
 		line := []byte(l)
 		at := bytes.Index(line, kwPrefillBatch)
-		if _, _, _, sure := prefillFieldsFast(&Prefill{}, line, at, at == ownPrefixEnd(line)); !sure {
+		if _, _, _, sure := prefillFieldsFast(&event.Prefill{}, line, at, at == ownPrefixEnd(line)); !sure {
 			t.Errorf("prefill fast path gave up on %q", l)
 		}
 		checkFastPaths(t, line)
@@ -112,13 +113,13 @@ func TestFastPathsTakeSGLangLayouts(t *testing.T) {
 	for _, l := range fastPathLines[:3] {
 		line := []byte(l)
 		body, _ := batchBody(line[bytes.Index(line, kwDecodeBatch)+len(kwDecodeBatch):])
-		if !decodeLayout(body, &Throughput{}) {
+		if !decodeLayout(body, &event.Throughput{}) {
 			t.Errorf("decodeLayout refused %q", l)
 		}
 	}
 	line := []byte(fastPathLines[13])
 	body, _ := batchBody(line[bytes.Index(line, kwPrefillBatch)+len(kwPrefillBatch):])
-	if !prefillLayout(body, &Prefill{}) {
+	if !prefillLayout(body, &event.Prefill{}) {
 		t.Errorf("prefillLayout refused %q", line)
 	}
 	for _, l := range fastPathLines[16:] {

@@ -40,15 +40,15 @@ var ignoredKeys = map[string]bool{
 
 // scanned is everything Scan reported for one fixture.
 type scanned struct {
-	tput    []Throughput
-	prefill []Prefill
-	spec    []SpecDecode
-	ready   []Ready
-	fails   []Failure
-	bench   []Bench
-	primary Failure
+	tput    []event.Throughput
+	prefill []event.Prefill
+	spec    []event.SpecDecode
+	ready   []event.ServerReady
+	fails   []event.ServerFailure
+	bench   []event.LogBench
+	primary event.ServerFailure
 	hasPrim bool
-	seen    []Failure
+	seen    []event.ServerFailure
 }
 
 func scanFixture(t *testing.T, file string) scanned {
@@ -61,17 +61,17 @@ func scanFixture(t *testing.T, file string) scanned {
 	var out scanned
 	s, err := Scan(f, func(p event.Payload) {
 		switch v := p.(type) {
-		case Throughput:
+		case event.Throughput:
 			out.tput = append(out.tput, v)
-		case Prefill:
+		case event.Prefill:
 			out.prefill = append(out.prefill, v)
-		case SpecDecode:
+		case event.SpecDecode:
 			out.spec = append(out.spec, v)
-		case Ready:
+		case event.ServerReady:
 			out.ready = append(out.ready, v)
-		case Failure:
+		case event.ServerFailure:
 			out.fails = append(out.fails, v)
-		case Bench:
+		case event.LogBench:
 			out.bench = append(out.bench, v)
 		default:
 			t.Errorf("unexpected payload %T", p)
@@ -154,13 +154,13 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 			if g.TokPerSec != w.TokS || g.Rank != wantRank {
 				t.Errorf("gen_throughput[%d] = %v %q, want %v %q", i, g.TokPerSec, g.Rank, w.TokS, wantRank)
 			}
-			if w.Prompt != nil && (g.Has&HasPromptTokPerSec == 0 || g.PromptTokPerSec != *w.Prompt) {
-				t.Errorf("prompt_tok_s[%d] = %v (has %v), want %v", i, g.PromptTokPerSec, g.Has&HasPromptTokPerSec != 0, *w.Prompt)
+			if w.Prompt != nil && (g.Has&event.HasPromptTokPerSec == 0 || g.PromptTokPerSec != *w.Prompt) {
+				t.Errorf("prompt_tok_s[%d] = %v (has %v), want %v", i, g.PromptTokPerSec, g.Has&event.HasPromptTokPerSec != 0, *w.Prompt)
 			}
 			if w.Engine != nil && g.Engine != *w.Engine {
 				t.Errorf("engine[%d] = %d, want %d", i, g.Engine, *w.Engine)
 			}
-			if w.Prompt == nil && g.Has&HasPromptTokPerSec != 0 {
+			if w.Prompt == nil && g.Has&event.HasPromptTokPerSec != 0 {
 				t.Errorf("gen_throughput[%d]: prompt_tok_s %v present but not in the manifest", i, g.PromptTokPerSec)
 			}
 		}
@@ -169,7 +169,7 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 		mustDecode(t, raw, &want)
 		var have []float64
 		for _, v := range got.tput {
-			if v.Has&HasAcceptLength != 0 {
+			if v.Has&event.HasAcceptLength != 0 {
 				have = append(have, v.AcceptLength)
 			}
 		}
@@ -184,7 +184,7 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 		mustDecode(t, raw, &want)
 		var have []float64
 		for _, v := range got.tput {
-			if v.Has&HasAcceptRate != 0 {
+			if v.Has&event.HasAcceptRate != 0 {
 				have = append(have, v.AcceptRate)
 			}
 		}
@@ -194,7 +194,7 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 		mustDecode(t, raw, &want)
 		var have []bool
 		for _, v := range got.tput {
-			if v.Has&HasCUDAGraph != 0 {
+			if v.Has&event.HasCUDAGraph != 0 {
 				have = append(have, v.CUDAGraph)
 			}
 		}
@@ -207,10 +207,10 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 		var have []int
 		for _, v := range got.tput {
 			if key == "waiting" {
-				if v.Has&HasQueued != 0 {
+				if v.Has&event.HasQueued != 0 {
 					have = append(have, v.Queued)
 				}
-			} else if v.Has&HasRunning != 0 {
+			} else if v.Has&event.HasRunning != 0 {
 				have = append(have, v.Running)
 			}
 		}
@@ -222,7 +222,7 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 		mustDecode(t, raw, &want)
 		var have []float64
 		for _, v := range got.tput {
-			if v.Has&HasTokenUsage != 0 {
+			if v.Has&event.HasTokenUsage != 0 {
 				have = append(have, v.TokenUsage*100)
 			}
 		}
@@ -301,13 +301,13 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 			if g.NewTokens != w.NewToken || g.CachedTokens != w.CachedToken {
 				t.Errorf("prefill[%d] new/cached = %d/%d, want %d/%d", i, g.NewTokens, g.CachedTokens, w.NewToken, w.CachedToken)
 			}
-			if w.CacheHitRate != nil && (g.Has&HasCacheHitRate == 0 || g.CacheHitRatePct != *w.CacheHitRate) {
+			if w.CacheHitRate != nil && (g.Has&event.HasCacheHitRate == 0 || g.CacheHitRatePct != *w.CacheHitRate) {
 				t.Errorf("prefill[%d] cache hit rate = %v, want %v", i, g.CacheHitRatePct, *w.CacheHitRate)
 			}
-			if w.CacheHitRate == nil && g.Has&HasCacheHitRate != 0 {
+			if w.CacheHitRate == nil && g.Has&event.HasCacheHitRate != 0 {
 				t.Errorf("prefill[%d] has a cache hit rate the line does not print", i)
 			}
-			if w.QueueReq != nil && (g.Has&HasPrefillQueued == 0 || g.Queued != *w.QueueReq) {
+			if w.QueueReq != nil && (g.Has&event.HasPrefillQueued == 0 || g.Queued != *w.QueueReq) {
 				t.Errorf("prefill[%d] queue = %d, want %d", i, g.Queued, *w.QueueReq)
 			}
 		}
@@ -324,7 +324,7 @@ func checkKey(t *testing.T, e manifestEntry, key string, raw json.RawMessage, go
 		var want float64
 		mustDecode(t, raw, &want)
 		var agg Aggregator
-		var rates []Rate
+		var rates []event.TokRate
 		for _, v := range got.tput {
 			rates = agg.Add(rates, v)
 		}
@@ -351,7 +351,7 @@ func checkBench(t *testing.T, e manifestEntry, key string, raw json.RawMessage, 
 		t.Fatalf("bench results: got %d, want 1", len(got.bench))
 	}
 	b := got.bench[0]
-	num := func(bit BenchFields, have float64) {
+	num := func(bit event.LogBenchFields, have float64) {
 		var want float64
 		mustDecode(t, raw, &want)
 		if b.Has&bit == 0 || have != want {
@@ -435,12 +435,12 @@ func checkBench(t *testing.T, e manifestEntry, key string, raw json.RawMessage, 
 	}
 }
 
-func checkSpec(t *testing.T, i int, g SpecDecode, w map[string]any) {
+func checkSpec(t *testing.T, i int, g event.SpecDecode, w map[string]any) {
 	t.Helper()
 	for k, v := range w {
 		want, _ := v.(float64)
 		var have float64
-		var bit SpecFields
+		var bit event.SpecFields
 		switch k {
 		case "draft_acceptance_rate":
 			have, bit = g.DraftAcceptRate, HasDraftAcceptRate
@@ -500,7 +500,7 @@ func equalFloats(t *testing.T, key string, have, want []float64) {
 	}
 }
 
-func tokS(v []Throughput) []float64 {
+func tokS(v []event.Throughput) []float64 {
 	var out []float64
 	for _, x := range v {
 		out = append(out, x.TokPerSec)

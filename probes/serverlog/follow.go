@@ -21,19 +21,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// FollowError reports that following the log failed for a while: tail
-// could not start, its stream ended (connection lost, process killed), or
-// tail or the shell complained in a way that is not a Notice. The Follower
-// retries by itself. It is an event payload.
-type FollowError struct {
-	Path  string
-	Err   string        // what went wrong, sanitised
-	Retry time.Duration // wait before the next attempt; 0 when tail keeps running
-}
-
-// Kind implements event.Payload.
-func (FollowError) Kind() string { return "log-follow-error" }
-
 // FollowOptions tunes a Follower. The zero value follows the whole file
 // from byte 0.
 type FollowOptions struct {
@@ -48,7 +35,7 @@ type FollowOptions struct {
 	// doubling from one to the other while restarts keep failing
 	// (defaults 200 ms and 10 s).
 	MinBackoff, MaxBackoff time.Duration
-	// MaxBatch is the most lines one Lines event carries (default 2048).
+	// MaxBatch is the most lines one event.LogLines carries (default 2048).
 	MaxBatch int
 	// CheckInterval is the least time between two content checks (see
 	// Follower), default 250 ms: while lines keep coming, they are
@@ -59,15 +46,15 @@ type FollowOptions struct {
 // Follower follows one log file on a host, like `tail -F`, and survives
 // dropped connections, truncation and rotation without losing or repeating
 // a line. It emits, through its sink:
-//   - Lines: complete lines in batches, never a partial line: the bytes
+//   - event.LogLines: complete lines in batches, never a partial line: the bytes
 //     after the last newline are held until their newline arrives;
-//   - Reset: the file was truncated, replaced or rotated and reading
+//   - event.LogReset: the file was truncated, replaced or rotated and reading
 //     restarted at offset 0 (the consumer should drop what it derived from
 //     the old content); every line of the new content comes after it,
 //     exactly once, with its offset in the new file;
-//   - Notice: the file is missing, not a regular file, unreadable, or
+//   - event.LogNotice: the file is missing, not a regular file, unreadable, or
 //     appeared (once per change of class, not on every retry);
-//   - FollowError: following failed for a while and is being retried.
+//   - event.LogFollowError: following failed for a while and is being retried.
 //
 // How. It runs GNU tail from the offset with stderr merged into stdout,
 // `tail -c +<offset+1> -F -- <path> 2>&1`, LC_ALL=C (English messages),
@@ -130,9 +117,9 @@ type Follower struct {
 	mu     sync.Mutex // serialises sink calls
 
 	// Run's state, touched only by Run's goroutine.
-	anchor  []byte      // the file's last bytes before offset (at most anchorLen), as delivered
-	noCheck bool        // dd is missing: no content checks
-	notice  NoticeClass // the class of the last Notice emitted
+	anchor  []byte               // the file's last bytes before offset (at most anchorLen), as delivered
+	noCheck bool                 // dd is missing: no content checks
+	notice  event.LogNoticeClass // the class of the last Notice emitted
 }
 
 // NewFollower returns a Follower of path on host that reports to sink. It
@@ -233,9 +220,9 @@ func (f *Follower) Run(ctx context.Context) error {
 				skipFirst = false
 			}
 			inode, haveInode = st.inode, st.hasInode
-			if st.regular && (f.notice == NoticeMissing || f.notice == NoticeNotAFile) {
+			if st.regular && (f.notice == event.NoticeMissing || f.notice == event.NoticeNotAFile) {
 				// It came back while tail was not running to say so.
-				f.emitNotice(NoticeAppeared, quoteName(f.path)+" has appeared")
+				f.emitNotice(event.NoticeAppeared, quoteName(f.path)+" has appeared")
 			}
 		}
 		first = false
@@ -454,10 +441,10 @@ func quoteName(p string) string {
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
-func (f *Follower) emitLines(lines []Line) {
+func (f *Follower) emitLines(lines []event.LogLine) {
 	for len(lines) > 0 {
 		n := min(len(lines), f.opts.MaxBatch)
-		f.emit(Lines{Path: f.path, Lines: lines[:n:n]})
+		f.emit(event.LogLines{Path: f.path, Lines: lines[:n:n]})
 		lines = lines[n:]
 	}
 }
@@ -465,20 +452,20 @@ func (f *Follower) emitLines(lines []Line) {
 func (f *Follower) reset(reason string) {
 	f.offset.Store(0)
 	f.anchor = nil
-	f.emit(Reset{Path: f.path, Reason: reason, Offset: 0})
+	f.emit(event.LogReset{Path: f.path, Reason: reason, Offset: 0})
 }
 
 // emitNotice emits a Notice when its class differs from the last one's.
-func (f *Follower) emitNotice(class NoticeClass, text string) {
+func (f *Follower) emitNotice(class event.LogNoticeClass, text string) {
 	if class == f.notice {
 		return
 	}
 	f.notice = class
-	f.emit(Notice{Path: f.path, Class: class, Text: sanitize.String(text)})
+	f.emit(event.LogNotice{Path: f.path, Class: class, Text: sanitize.String(text)})
 }
 
 func (f *Follower) emitError(msg string, retry time.Duration) {
-	f.emit(FollowError{Path: f.path, Err: sanitize.String(msg), Retry: retry})
+	f.emit(event.LogFollowError{Path: f.path, Err: sanitize.String(msg), Retry: retry})
 }
 
 func (f *Follower) emit(p event.Payload) {

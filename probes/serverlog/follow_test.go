@@ -36,9 +36,9 @@ func newShHost() *shHost { return &shHost{procs: map[*shProc]struct{}{}} }
 
 func (h *shHost) Name() string { return "sh-test" }
 
-func (h *shHost) Watch(ctx context.Context) <-chan remote.State {
-	ch := make(chan remote.State, 1)
-	ch <- remote.State{Host: h.Name(), Conn: remote.Connected}
+func (h *shHost) Watch(ctx context.Context) <-chan event.ConnState {
+	ch := make(chan event.ConnState, 1)
+	ch <- event.ConnState{Host: h.Name(), Conn: event.Connected}
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch
 }
@@ -215,16 +215,16 @@ func (c *collector) sink(e event.Event) {
 
 // lines returns the text of every delivered line after the last Reset, and
 // the number of Resets.
-func (c *collector) lines() (after []string, resets []Reset) {
+func (c *collector) lines() (after []string, resets []event.LogReset) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.events {
 		switch v := e.Data.(type) {
-		case Lines:
+		case event.LogLines:
 			for _, l := range v.Lines {
 				after = append(after, string(l.Text))
 			}
-		case Reset:
+		case event.LogReset:
 			resets = append(resets, v)
 			after = nil
 		}
@@ -233,7 +233,7 @@ func (c *collector) lines() (after []string, resets []Reset) {
 }
 
 // waitFor polls until cond holds, failing the test after a deadline.
-func (c *collector) waitFor(t *testing.T, what string, cond func(lines []string, resets []Reset) bool) {
+func (c *collector) waitFor(t *testing.T, what string, cond func(lines []string, resets []event.LogReset) bool) {
 	t.Helper()
 	deadline := time.NewTimer(20 * time.Second)
 	defer deadline.Stop()
@@ -253,8 +253,8 @@ func (c *collector) waitFor(t *testing.T, what string, cond func(lines []string,
 	}
 }
 
-func hasLines(want ...string) func([]string, []Reset) bool {
-	return func(l []string, _ []Reset) bool { return len(l) >= len(want) }
+func hasLines(want ...string) func([]string, []event.LogReset) bool {
+	return func(l []string, _ []event.LogReset) bool { return len(l) >= len(want) }
 }
 
 func appendFile(t *testing.T, path, s string) {
@@ -340,7 +340,7 @@ func TestFollowerResumesExactlyOnce(t *testing.T) {
 			h.drop()
 		}
 	}
-	c.waitFor(t, "all 305 lines", func(l []string, _ []Reset) bool { return len(l) >= len(want) })
+	c.waitFor(t, "all 305 lines", func(l []string, _ []event.LogReset) bool { return len(l) >= len(want) })
 	got, resets := c.lines()
 	if len(resets) != 0 {
 		t.Fatalf("unexpected resets %+v", resets)
@@ -349,14 +349,14 @@ func TestFollowerResumesExactlyOnce(t *testing.T) {
 		t.Fatalf("delivered lines differ from the file:\n got %d lines\nwant %d lines\nfirst diff at %d", len(got), len(want), firstDiff(got, want))
 	}
 	size := fileSize(t, path)
-	c.waitFor(t, "offset at end of file", func([]string, []Reset) bool { return f.Offset() == size })
+	c.waitFor(t, "offset at end of file", func([]string, []event.LogReset) bool { return f.Offset() == size })
 
 	// Every Line's Offset points at its text in the file.
 	data, _ := os.ReadFile(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.events {
-		if ls, ok := e.Data.(Lines); ok {
+		if ls, ok := e.Data.(event.LogLines); ok {
 			for _, l := range ls.Lines {
 				if !bytes.HasPrefix(data[l.Offset:], append(append([]byte(nil), l.Text...), '\n')) {
 					t.Fatalf("line %q has offset %d, file has %q there", l.Text, l.Offset, data[l.Offset:min(len(data), int(l.Offset)+20)])
@@ -375,12 +375,12 @@ func TestFollowerBatchesLines(t *testing.T) {
 	}
 	appendFile(t, path, b.String())
 	_, c := startFollower(t, newShHost(), path, FollowOptions{MaxBatch: 1000})
-	c.waitFor(t, "5000 lines", func(l []string, _ []Reset) bool { return len(l) >= 5000 })
+	c.waitFor(t, "5000 lines", func(l []string, _ []event.LogReset) bool { return len(l) >= 5000 })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	batches := 0
 	for _, e := range c.events {
-		if ls, ok := e.Data.(Lines); ok {
+		if ls, ok := e.Data.(event.LogLines); ok {
 			batches++
 			if len(ls.Lines) > 1000 {
 				t.Errorf("a batch of %d lines, over MaxBatch", len(ls.Lines))
@@ -401,7 +401,7 @@ func TestFollowerTruncation(t *testing.T) {
 	if err := os.WriteFile(path, []byte("c\n"), 0o644); err != nil { // truncate and rewrite, shorter
 		t.Fatal(err)
 	}
-	c.waitFor(t, "a reset and the new content", func(l []string, r []Reset) bool {
+	c.waitFor(t, "a reset and the new content", func(l []string, r []event.LogReset) bool {
 		return len(r) > 0 && strings.Join(l, ",") == "c"
 	})
 	_, resets := c.lines()
@@ -409,8 +409,8 @@ func TestFollowerTruncation(t *testing.T) {
 		t.Errorf("reset = %+v, want truncated at 0", resets[0])
 	}
 	appendFile(t, path, "d\n")
-	c.waitFor(t, "the next line", func(l []string, _ []Reset) bool { return strings.Join(l, ",") == "c,d" })
-	c.waitFor(t, "offset 4", func([]string, []Reset) bool { return f.Offset() == 4 })
+	c.waitFor(t, "the next line", func(l []string, _ []event.LogReset) bool { return strings.Join(l, ",") == "c,d" })
+	c.waitFor(t, "offset 4", func([]string, []event.LogReset) bool { return f.Offset() == 4 })
 }
 
 func TestFollowerRotation(t *testing.T) {
@@ -424,11 +424,11 @@ func TestFollowerRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendFile(t, path, "new1\n")
-	c.waitFor(t, "a reset and the new file", func(l []string, r []Reset) bool {
+	c.waitFor(t, "a reset and the new file", func(l []string, r []event.LogReset) bool {
 		return len(r) > 0 && strings.Join(l, ",") == "new1"
 	})
 	appendFile(t, path, "new2\n")
-	c.waitFor(t, "the next line of the new file", func(l []string, _ []Reset) bool { return strings.Join(l, ",") == "new1,new2" })
+	c.waitFor(t, "the next line of the new file", func(l []string, _ []event.LogReset) bool { return strings.Join(l, ",") == "new1,new2" })
 	_, resets := c.lines()
 	for _, r := range resets {
 		if r.Reason != "rotated" && r.Reason != "replaced" {
@@ -466,9 +466,9 @@ func TestFollowerRotatedOrTruncatedWhileDisconnected(t *testing.T) {
 			h.drop()
 			tc.change(t, path)
 			h.setDown(false)
-			c.waitFor(t, "a reset", func(_ []string, r []Reset) bool { return len(r) > 0 })
+			c.waitFor(t, "a reset", func(_ []string, r []event.LogReset) bool { return len(r) > 0 })
 			want, _ := os.ReadFile(path)
-			c.waitFor(t, "the new content", func(l []string, _ []Reset) bool {
+			c.waitFor(t, "the new content", func(l []string, _ []event.LogReset) bool {
 				return strings.Join(l, "\n")+"\n" == string(want)
 			})
 			_, resets := c.lines()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The Follower's content check (see Follower): what one batch of tail's
@@ -100,10 +101,10 @@ type processed struct {
 
 // streamOp is one thing to deliver, in stream order.
 type streamOp struct {
-	lines  []Line
-	end    int64       // offset after lines
-	reset  string      // Reset reason
-	notice NoticeClass // with text
+	lines  []event.LogLine
+	end    int64                // offset after lines
+	reset  string               // Reset reason
+	notice event.LogNoticeClass // with text
 	text   string
 	err    string
 }
@@ -162,8 +163,8 @@ func (f *Follower) commit(p processed, res *followResult) streamState {
 			f.offset.Store(op.end)
 			f.emitLines(op.lines)
 			res.healthy = true
-			if f.notice != "" && f.notice != NoticeAppeared {
-				f.emitNotice(NoticeAppeared, quoteName(f.path)+" has appeared")
+			if f.notice != "" && f.notice != event.NoticeAppeared {
+				f.emitNotice(event.NoticeAppeared, quoteName(f.path)+" has appeared")
 			}
 		case op.notice != "":
 			f.emitNotice(op.notice, op.text)

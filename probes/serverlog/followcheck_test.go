@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // scriptHost is a remote.Host double in which the test plays tail: each
@@ -44,8 +45,8 @@ func newScriptHost(file string) *scriptHost {
 
 func (h *scriptHost) Name() string { return "script" }
 
-func (h *scriptHost) Watch(ctx context.Context) <-chan remote.State {
-	ch := make(chan remote.State)
+func (h *scriptHost) Watch(ctx context.Context) <-chan event.ConnState {
+	ch := make(chan event.ConnState)
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch
 }
@@ -218,7 +219,7 @@ func TestFollowerChangeAfterReadIsDelivered(t *testing.T) {
 			if _, r := c.lines(); r[0].Reason != want {
 				t.Errorf("reset %+v, want reason %q", r[0], want)
 			}
-			if n := c.notices(); gone && (len(n) != 2 || n[0].Class != NoticeMissing || n[1].Class != NoticeAppeared) {
+			if n := c.notices(); gone && (len(n) != 2 || n[0].Class != event.NoticeMissing || n[1].Class != event.NoticeAppeared) {
 				t.Errorf("notices %+v, want missing then appeared", n)
 			}
 		})
@@ -249,11 +250,11 @@ func TestFollowerInBandMessages(t *testing.T) {
 			}
 			want := []string{"0 one", "4 two", "8 three", "RESET", "0 new 1", "6 new 2", "12 new 3"}
 			c.waitStream(t, "the lines around the messages", want)
-			c.waitFor(t, "the unknown message as an error", func([]string, []Reset) bool {
+			c.waitFor(t, "the unknown message as an error", func([]string, []event.LogReset) bool {
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				for _, e := range c.events {
-					if fe, ok := e.Data.(FollowError); ok && fe.Err == "something tail never said" {
+					if fe, ok := e.Data.(event.LogFollowError); ok && fe.Err == "something tail never said" {
 						return true
 					}
 				}
@@ -279,7 +280,7 @@ func TestFollowerWithoutDD(t *testing.T) {
 	n := 0
 	c.mu.Lock()
 	for _, e := range c.events {
-		if fe, ok := e.Data.(FollowError); ok && strings.Contains(fe.Err, "dd not found") {
+		if fe, ok := e.Data.(event.LogFollowError); ok && strings.Contains(fe.Err, "dd not found") {
 			n++
 		}
 	}
@@ -358,19 +359,19 @@ func TestClassifyTail(t *testing.T) {
 		{"/d/server.log: file truncated", tailEvent{reset: "truncated"}},
 		{"'/d/a b.log': file truncated", tailEvent{reset: "truncated"}},
 		{"'/d/server.log' has been replaced;  following new file", tailEvent{reset: "replaced"}},
-		{"'/d/server.log' has appeared;  following new file", tailEvent{reset: "rotated", notice: NoticeAppeared}},
-		{"'/d/server.log' has become accessible", tailEvent{reset: "reopened", notice: NoticeAppeared}},
-		{"cannot open '/d/server.log' for reading: No such file or directory", tailEvent{notice: NoticeMissing}},
-		{"cannot open '/etc/passwd/x' for reading: Not a directory", tailEvent{notice: NoticeMissing}},
-		{"cannot open '/d/server.log' for reading: Permission denied", tailEvent{notice: NoticeInaccessible}},
-		{"'/d/server.log' has become inaccessible: No such file or directory", tailEvent{notice: NoticeMissing}},
-		{"'/d/server.log' has become inaccessible: Permission denied", tailEvent{notice: NoticeInaccessible}},
-		{"error reading '/tmp': Is a directory", tailEvent{notice: NoticeNotAFile}},
-		{"/tmp: cannot follow end of this type of file", tailEvent{notice: NoticeNotAFile}},
-		{"'/d/server.log' has been replaced with an untailable file; giving up on this name", tailEvent{notice: NoticeNotAFile}},
-		{"'/d/server.log' has been replaced with an untailable symbolic link", tailEvent{notice: NoticeNotAFile}},
-		{"'/d/server.log': Permission denied", tailEvent{notice: NoticeInaccessible}},
-		{"/d/server.log: No such file or directory", tailEvent{notice: NoticeMissing}},
+		{"'/d/server.log' has appeared;  following new file", tailEvent{reset: "rotated", notice: event.NoticeAppeared}},
+		{"'/d/server.log' has become accessible", tailEvent{reset: "reopened", notice: event.NoticeAppeared}},
+		{"cannot open '/d/server.log' for reading: No such file or directory", tailEvent{notice: event.NoticeMissing}},
+		{"cannot open '/etc/passwd/x' for reading: Not a directory", tailEvent{notice: event.NoticeMissing}},
+		{"cannot open '/d/server.log' for reading: Permission denied", tailEvent{notice: event.NoticeInaccessible}},
+		{"'/d/server.log' has become inaccessible: No such file or directory", tailEvent{notice: event.NoticeMissing}},
+		{"'/d/server.log' has become inaccessible: Permission denied", tailEvent{notice: event.NoticeInaccessible}},
+		{"error reading '/tmp': Is a directory", tailEvent{notice: event.NoticeNotAFile}},
+		{"/tmp: cannot follow end of this type of file", tailEvent{notice: event.NoticeNotAFile}},
+		{"'/d/server.log' has been replaced with an untailable file; giving up on this name", tailEvent{notice: event.NoticeNotAFile}},
+		{"'/d/server.log' has been replaced with an untailable symbolic link", tailEvent{notice: event.NoticeNotAFile}},
+		{"'/d/server.log': Permission denied", tailEvent{notice: event.NoticeInaccessible}},
+		{"/d/server.log: No such file or directory", tailEvent{notice: event.NoticeMissing}},
 		{"inotify cannot be used, reverting to polling: Too many open files", tailEvent{quiet: true}},
 		{"inotify resources exhausted", tailEvent{quiet: true}},
 		{"directory containing watched file was removed", tailEvent{quiet: true}},

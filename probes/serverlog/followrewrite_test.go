@@ -30,11 +30,11 @@ func (c *collector) stream() []string {
 	var out []string
 	for _, e := range c.events {
 		switch v := e.Data.(type) {
-		case Lines:
+		case event.LogLines:
 			for _, l := range v.Lines {
 				out = append(out, fmt.Sprintf("%d %s", l.Offset, l.Text))
 			}
-		case Reset:
+		case event.LogReset:
 			out = append(out, "RESET")
 		}
 	}
@@ -142,7 +142,7 @@ func TestFollowerRotationMidStream(t *testing.T) {
 	for i := 0; i < 500; i += 50 {
 		appendFile(t, path, joinLines(fresh[i:i+50]))
 	}
-	c.waitFor(t, "the new file", func([]string, []Reset) bool {
+	c.waitFor(t, "the new file", func([]string, []event.LogReset) bool {
 		s := c.stream()
 		return len(s) > 0 && strings.HasSuffix(s[len(s)-1], fresh[499])
 	})
@@ -203,19 +203,19 @@ func TestFollowerForgedNoticeIsALine(t *testing.T) {
 	defer c.mu.Unlock()
 	for _, e := range c.events {
 		switch e.Data.(type) {
-		case Notice, Reset:
+		case event.LogNotice, event.LogReset:
 			t.Errorf("forged text gave %+v", e.Data)
 		}
 	}
 }
 
 // notices returns the Notices emitted so far.
-func (c *collector) notices() []Notice {
+func (c *collector) notices() []event.LogNotice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Notice
+	var out []event.LogNotice
 	for _, e := range c.events {
-		if n, ok := e.Data.(Notice); ok {
+		if n, ok := e.Data.(event.LogNotice); ok {
 			out = append(out, n)
 		}
 	}
@@ -231,8 +231,8 @@ func TestFollowerNotices(t *testing.T) {
 	path := filepath.Join(dir, "nonexistent", "dir", "server.log")
 	h := newShHost()
 	_, c := startFollower(t, h, path, FollowOptions{})
-	c.waitFor(t, "a Notice", func([]string, []Reset) bool { return len(c.notices()) > 0 })
-	want := Notice{Path: path, Class: NoticeMissing, Text: "cannot open '" + path + "' for reading: No such file or directory"}
+	c.waitFor(t, "a Notice", func([]string, []event.LogReset) bool { return len(c.notices()) > 0 })
+	want := event.LogNotice{Path: path, Class: event.NoticeMissing, Text: "cannot open '" + path + "' for reading: No such file or directory"}
 	if n := c.notices(); n[0] != want {
 		t.Fatalf("notice = %+v, want %+v", n[0], want)
 	}
@@ -240,7 +240,7 @@ func TestFollowerNotices(t *testing.T) {
 	for range 2 {
 		starts := h.startCount()
 		h.drop()
-		c.waitFor(t, "tail restarted and heard from", func([]string, []Reset) bool {
+		c.waitFor(t, "tail restarted and heard from", func([]string, []event.LogReset) bool {
 			return h.startCount() > starts && h.outputOf(h.startCount()-1) > 0
 		})
 	}
@@ -249,9 +249,9 @@ func TestFollowerNotices(t *testing.T) {
 	}
 	appendFile(t, path, "hello\n")
 	c.waitFor(t, "the line", hasLines("hello"))
-	c.waitFor(t, "Appeared", func([]string, []Reset) bool { return len(c.notices()) >= 2 })
+	c.waitFor(t, "Appeared", func([]string, []event.LogReset) bool { return len(c.notices()) >= 2 })
 	n := c.notices()
-	if len(n) != 2 || n[1].Class != NoticeAppeared || !strings.Contains(n[1].Text, "has appeared") {
+	if len(n) != 2 || n[1].Class != event.NoticeAppeared || !strings.Contains(n[1].Text, "has appeared") {
 		t.Errorf("notices = %+v, want Missing once, then Appeared", n)
 	}
 
@@ -259,21 +259,21 @@ func TestFollowerNotices(t *testing.T) {
 	dirPath := t.TempDir()
 	h2 := newShHost()
 	_, c2 := startFollower(t, h2, dirPath, FollowOptions{})
-	c2.waitFor(t, "a Notice", func([]string, []Reset) bool { return len(c2.notices()) > 0 })
+	c2.waitFor(t, "a Notice", func([]string, []event.LogReset) bool { return len(c2.notices()) > 0 })
 	starts := h2.startCount()
 	h2.drop()
-	c2.waitFor(t, "tail restarted and heard from", func([]string, []Reset) bool {
+	c2.waitFor(t, "tail restarted and heard from", func([]string, []event.LogReset) bool {
 		return h2.startCount() > starts && h2.outputOf(h2.startCount()-1) > 0
 	})
 	n = c2.notices()
-	if len(n) != 1 || n[0].Class != NoticeNotAFile || !strings.Contains(n[0].Text, "Is a directory") || n[0].Path != dirPath {
+	if len(n) != 1 || n[0].Class != event.NoticeNotAFile || !strings.Contains(n[0].Text, "Is a directory") || n[0].Path != dirPath {
 		t.Errorf("notices for a directory = %+v, want one not-a-file", n)
 	}
 }
 
 func TestNoticeKind(t *testing.T) {
-	var p event.Payload = Notice{}
-	if p.Kind() != "log-notice" {
+	var p event.Payload = event.LogNotice{}
+	if p.Kind().String() != "log-notice" {
 		t.Errorf("Kind = %q", p.Kind())
 	}
 }

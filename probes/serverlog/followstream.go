@@ -2,6 +2,7 @@ package serverlog
 
 import (
 	"bytes"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"strings"
 	"sync"
@@ -117,9 +118,9 @@ func tailText(m []byte) string {
 
 // tailEvent is what one of tail's messages means for the Follower.
 type tailEvent struct {
-	reset  string      // Reset reason when tail now reads a new file (or the truncated one) from byte 0
-	notice NoticeClass // the Notice to emit, "" when none
-	quiet  bool        // informational: nothing to report
+	reset  string               // Reset reason when tail now reads a new file (or the truncated one) from byte 0
+	notice event.LogNoticeClass // the Notice to emit, "" when none
+	quiet  bool                 // informational: nothing to report
 }
 
 // Endings and beginnings of GNU tail's messages (coreutils 8.x–9.x,
@@ -146,12 +147,12 @@ func classifyTail(text string) tailEvent {
 	case strings.HasSuffix(text, tailReplaced):
 		return tailEvent{reset: "replaced"}
 	case strings.HasSuffix(text, tailAppeared):
-		return tailEvent{reset: "rotated", notice: NoticeAppeared}
+		return tailEvent{reset: "rotated", notice: event.NoticeAppeared}
 	case strings.HasSuffix(text, tailAccessible):
-		return tailEvent{reset: "reopened", notice: NoticeAppeared}
+		return tailEvent{reset: "reopened", notice: event.NoticeAppeared}
 	case strings.Contains(text, "cannot follow end of this type of file"),
 		strings.Contains(text, " has been replaced with an untailable "):
-		return tailEvent{notice: NoticeNotAFile}
+		return tailEvent{notice: event.NoticeNotAFile}
 	case strings.HasPrefix(text, "cannot open "), strings.Contains(text, " has become inaccessible"),
 		strings.HasPrefix(text, "error reading "), strings.HasPrefix(text, "cannot fstat "):
 		return tailEvent{notice: errnoClass(text)}
@@ -163,24 +164,24 @@ func classifyTail(text string) tailEvent {
 	}
 	// "'x': Permission denied": tail reports a new errno of a file it
 	// cannot open with just the name and the error.
-	if c := errnoClass(text); c != NoticeInaccessible {
+	if c := errnoClass(text); c != event.NoticeInaccessible {
 		return tailEvent{notice: c}
 	}
 	if strings.HasSuffix(text, ": Permission denied") {
-		return tailEvent{notice: NoticeInaccessible}
+		return tailEvent{notice: event.NoticeInaccessible}
 	}
 	return tailEvent{}
 }
 
 // errnoClass classifies a message by the strerror(3) text it ends with.
-func errnoClass(text string) NoticeClass {
+func errnoClass(text string) event.LogNoticeClass {
 	switch {
 	case strings.HasSuffix(text, ": No such file or directory"), strings.HasSuffix(text, ": Not a directory"):
-		return NoticeMissing
+		return event.NoticeMissing
 	case strings.HasSuffix(text, ": Is a directory"):
-		return NoticeNotAFile
+		return event.NoticeNotAFile
 	}
-	return NoticeInaccessible
+	return event.NoticeInaccessible
 }
 
 // anchorLen is how many bytes before the offset the Follower remembers and
@@ -200,7 +201,7 @@ type lineReader struct {
 // feed takes the next bytes of the file, where base is the file offset of
 // the first held byte (the current offset); it returns the complete lines
 // and how many bytes of the file they span.
-func (r *lineReader) feed(chunk []byte, base int64) ([]Line, int64) {
+func (r *lineReader) feed(chunk []byte, base int64) ([]event.LogLine, int64) {
 	var consumed int64
 	defer r.remember(chunk, &consumed)
 	if r.skipFirst {
@@ -224,7 +225,7 @@ func (r *lineReader) feed(chunk []byte, base int64) ([]Line, int64) {
 	// One backing array for the whole batch.
 	n := bytes.Count(complete, []byte{'\n'})
 	text := make([]byte, 0, len(r.partial)+len(complete))
-	lines := make([]Line, 0, n)
+	lines := make([]event.LogLine, 0, n)
 	pos := base + consumed
 	for len(complete) > 0 {
 		i := bytes.IndexByte(complete, '\n')
@@ -239,7 +240,7 @@ func (r *lineReader) feed(chunk []byte, base int64) ([]Line, int64) {
 		if room := MaxLineBytes - (len(text) - start); room > 0 {
 			text = append(text, seg[:min(len(seg), room)]...)
 		}
-		lines = append(lines, Line{Offset: pos, Text: text[start:len(text):len(text)]})
+		lines = append(lines, event.LogLine{Offset: pos, Text: text[start:len(text):len(text)]})
 		pos += fileLen
 		consumed += fileLen
 		complete = complete[i+1:]

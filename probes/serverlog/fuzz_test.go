@@ -64,7 +64,7 @@ func FuzzLineParsers(f *testing.F) {
 				t.Fatalf("vLLM %q gave %+v", line, tp)
 			}
 		}
-		if p, ok := ParseSGLangPrefill(line); ok && p.Has&(HasNewSeq|HasNewTokens) == 0 {
+		if p, ok := ParseSGLangPrefill(line); ok && p.Has&(event.HasNewSeq|event.HasNewTokens) == 0 {
 			t.Fatalf("prefill without counts: %q", line)
 		}
 		if s, ok := ParseVLLMSpecDecode(line); ok && s.Has&(HasDraftAcceptRate|HasMeanAcceptLength) == 0 {
@@ -82,7 +82,7 @@ func FuzzClassifier(f *testing.F) {
 	f.Add([]byte("Traceback (most recent call last):\n  File \"x\", line 1, in f\n    raise X\nX: CUDA out of memory\nKilled"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		var c Classifier
-		var all []Failure
+		var all []event.ServerFailure
 		for i, l := range bytes.Split(text, []byte("\n")) {
 			all = c.Feed(all, l, i+1)
 		}
@@ -104,7 +104,7 @@ func FuzzBenchTable(f *testing.F) {
 	addFixtureSeeds(f, true)
 	f.Fuzz(func(t *testing.T, text []byte) {
 		var p BenchParser
-		var got []Bench
+		var got []event.LogBench
 		for i, l := range bytes.Split(text, []byte("\n")) {
 			if b, ok := p.Feed(l, i+1); ok {
 				got = append(got, b)
@@ -148,12 +148,12 @@ func FuzzWriteJSONL(f *testing.F) {
 		}
 		// The Aggregator takes whatever the scanner finds.
 		var a Aggregator
-		var rates []Rate
+		var rates []event.TokRate
 		_, _ = Scan(bytes.NewReader(text), func(p event.Payload) {
 			switch v := p.(type) {
-			case Throughput:
+			case event.Throughput:
 				rates = a.Add(rates, v)
-			case SpecDecode:
+			case event.SpecDecode:
 				a.AddSpec(v)
 			}
 		})

@@ -136,19 +136,19 @@ func (e *jsonlWriter) write(records []byte) {
 // payloads of other kinds append nothing.
 func appendPayload(b []byte, p event.Payload) []byte {
 	switch v := p.(type) {
-	case Throughput:
+	case event.Throughput:
 		b = appendThroughput(b, v)
-	case Prefill:
+	case event.Prefill:
 		b = appendPrefill(b, v)
-	case SpecDecode:
+	case event.SpecDecode:
 		b = appendSpec(b, v)
-	case Ready:
+	case event.ServerReady:
 		b = append(b, `{"type":"ready"`...)
 		b = strField(b, `,"server":`, v.Server)
 		b = strField(b, `,"url":`, v.URL)
 		b = intField(b, `,"line":`, int64(v.Line))
 		b = append(b, "}\n"...)
-	case Failure:
+	case event.ServerFailure:
 		b = append(b, `{"type":"failure"`...)
 		b = strField(b, `,"class":`, string(v.Class))
 		b = strField(b, `,"rank":`, v.Rank)
@@ -156,13 +156,22 @@ func appendPayload(b []byte, p event.Payload) []byte {
 		b = appendKey(b, `,"text":`)
 		b = appendString(b, v.Text)
 		b = append(b, "}\n"...)
-	case Bench:
+	case event.LogBench:
 		b = appendBench(b, v)
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
+		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
+		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
+		event.KillStep, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
+		event.Note, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerStatus,
+		event.Session, event.TokRate, event.Xid:
+		// not a parser's output
 	}
 	return b
 }
 
-func (e *jsonlWriter) summary(primary Failure, all []Failure) {
+func (e *jsonlWriter) summary(primary event.ServerFailure, all []event.ServerFailure) {
 	b := append(e.buf, `{"type":"failure_summary"`...)
 	b = strField(b, `,"failure":`, string(primary.Class))
 	b = appendKey(b, `,"failure_also":`)
@@ -184,36 +193,36 @@ func (e *jsonlWriter) summary(primary Failure, all []Failure) {
 	e.buf = append(b, "}\n"...)
 }
 
-func appendThroughput(b []byte, t Throughput) []byte {
+func appendThroughput(b []byte, t event.Throughput) []byte {
 	b = append(b, `{"type":"throughput"`...)
 	b = floatField(b, `,"tok_s":`, t.TokPerSec)
 	b = strField(b, `,"rank":`, t.Rank)
-	if t.Has&HasAcceptLength != 0 {
+	if t.Has&event.HasAcceptLength != 0 {
 		b = floatField(b, `,"accept_length":`, t.AcceptLength)
 	}
-	if t.Has&HasAcceptRate != 0 {
+	if t.Has&event.HasAcceptRate != 0 {
 		b = floatField(b, `,"accept_rate":`, t.AcceptRate)
 	}
 	b = strField(b, `,"server":`, t.Server)
 	if t.Engine >= 0 {
 		b = intField(b, `,"engine":`, int64(t.Engine))
 	}
-	if t.Has&HasPromptTokPerSec != 0 {
+	if t.Has&event.HasPromptTokPerSec != 0 {
 		b = floatField(b, `,"prompt_tok_s":`, t.PromptTokPerSec)
 	}
-	if t.Has&HasRunning != 0 {
+	if t.Has&event.HasRunning != 0 {
 		b = intField(b, `,"running":`, int64(t.Running))
 	}
-	if t.Has&HasQueued != 0 {
+	if t.Has&event.HasQueued != 0 {
 		b = intField(b, `,"queued":`, int64(t.Queued))
 	}
-	if t.Has&HasTokens != 0 {
+	if t.Has&event.HasTokens != 0 {
 		b = intField(b, `,"tokens":`, t.Tokens)
 	}
-	if t.Has&HasTokenUsage != 0 {
+	if t.Has&event.HasTokenUsage != 0 {
 		b = floatField(b, `,"token_usage":`, round9(t.TokenUsage))
 	}
-	if t.Has&HasCUDAGraph != 0 {
+	if t.Has&event.HasCUDAGraph != 0 {
 		b = boolField(b, `,"cuda_graph":`, t.CUDAGraph)
 	}
 	b = strField(b, `,"stamp":`, t.Stamp)
@@ -221,34 +230,34 @@ func appendThroughput(b []byte, t Throughput) []byte {
 	return append(b, "}\n"...)
 }
 
-func appendPrefill(b []byte, p Prefill) []byte {
+func appendPrefill(b []byte, p event.Prefill) []byte {
 	b = append(b, `{"type":"prefill"`...)
 	b = strField(b, `,"rank":`, p.Rank)
-	if p.Has&HasNewSeq != 0 {
+	if p.Has&event.HasNewSeq != 0 {
 		b = intField(b, `,"new_seq":`, int64(p.NewSeq))
 	}
-	if p.Has&HasNewTokens != 0 {
+	if p.Has&event.HasNewTokens != 0 {
 		b = intField(b, `,"new_token":`, p.NewTokens)
 	}
-	if p.Has&HasCachedTokens != 0 {
+	if p.Has&event.HasCachedTokens != 0 {
 		b = intField(b, `,"cached_token":`, p.CachedTokens)
 	}
-	if p.Has&HasCacheHitRate != 0 {
+	if p.Has&event.HasCacheHitRate != 0 {
 		b = floatField(b, `,"cache_hit_rate_pct":`, p.CacheHitRatePct)
 	}
-	if p.Has&HasPrefillTokenUsage != 0 {
+	if p.Has&event.HasPrefillTokenUsage != 0 {
 		b = floatField(b, `,"token_usage":`, p.TokenUsage)
 	}
-	if p.Has&HasPrefillRunning != 0 {
+	if p.Has&event.HasPrefillRunning != 0 {
 		b = intField(b, `,"running":`, int64(p.Running))
 	}
-	if p.Has&HasPrefillQueued != 0 {
+	if p.Has&event.HasPrefillQueued != 0 {
 		b = intField(b, `,"queued":`, int64(p.Queued))
 	}
-	if p.Has&HasPrefillInputTokPerSec != 0 {
+	if p.Has&event.HasPrefillInputTokPerSec != 0 {
 		b = floatField(b, `,"input_tok_s":`, p.InputTokPerSec)
 	}
-	if p.Has&HasPrefillCUDAGraph != 0 {
+	if p.Has&event.HasPrefillCUDAGraph != 0 {
 		b = boolField(b, `,"cuda_graph":`, p.CUDAGraph)
 	}
 	b = strField(b, `,"stamp":`, p.Stamp)
@@ -256,7 +265,7 @@ func appendPrefill(b []byte, p Prefill) []byte {
 	return append(b, "}\n"...)
 }
 
-func appendSpec(b []byte, s SpecDecode) []byte {
+func appendSpec(b []byte, s event.SpecDecode) []byte {
 	b = append(b, `{"type":"spec_decode"`...)
 	if s.Has&HasMeanAcceptLength != 0 {
 		b = floatField(b, `,"mean_acceptance_length":`, s.MeanAcceptLength)
@@ -296,12 +305,12 @@ func appendSpec(b []byte, s SpecDecode) []byte {
 	return append(b, "}\n"...)
 }
 
-func appendBench(b []byte, v Bench) []byte {
+func appendBench(b []byte, v event.LogBench) []byte {
 	b = append(b, `{"type":"bench"`...)
 	b = strField(b, `,"tool":`, v.Tool)
 	b = strField(b, `,"backend":`, v.Backend)
 	fields := []struct {
-		bit BenchFields
+		bit event.LogBenchFields
 		key string
 		val float64
 	}{

@@ -310,12 +310,12 @@ func TestWriteJSONLIdleArtifactAgreesWithAggregator(t *testing.T) {
 	total := 0
 	for name, data := range fixtureTexts(t) {
 		var a Aggregator
-		var rates []Rate
+		var rates []event.TokRate
 		if _, err := Scan(bytes.NewReader(data), func(p event.Payload) {
 			switch v := p.(type) {
-			case Throughput:
+			case event.Throughput:
 				rates = a.Add(rates, v)
-			case SpecDecode:
+			case event.SpecDecode:
 				a.AddSpec(v)
 			}
 		}); err != nil {

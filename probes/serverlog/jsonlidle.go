@@ -22,7 +22,7 @@ import (
 // is the same byte for byte.
 type idleMarker struct {
 	agg   Aggregator
-	rates []Rate
+	rates []event.TokRate
 	hold  []byte       // records held back, in order
 	tput  []heldRecord // the throughput records in hold
 	out   func(records []byte)
@@ -43,7 +43,7 @@ func newIdleMarker(out func([]byte)) *idleMarker {
 
 // record takes the next record, enc, the encoding of p.
 func (m *idleMarker) record(p event.Payload, enc []byte) {
-	t, isTput := p.(Throughput)
+	t, isTput := p.(event.Throughput)
 	if isTput {
 		m.rates = m.agg.Add(m.rates[:0], t)
 	}

@@ -1,5 +1,7 @@
 package serverlog
 
+import "github.com/flightdeck-dev/flightdeck/sessions/event"
+
 // Readers of the decode and prefill layouts SGLang's scheduler prints
 // since 2025, keys in a fixed order: one pass, one literal comparison per
 // key, numbers read while their end is found. See fastpath.go for how the
@@ -11,12 +13,12 @@ package serverlog
 // line. Every byte of such a line is accounted for, so it has no escape
 // sequence and no other parser's keyword, and this is what
 // parseSGLangDecode reads from it, without its searches.
-func ownDecodeLine(t *Throughput, line []byte, own int) (stamp []byte, ok bool) {
+func ownDecodeLine(t *event.Throughput, line []byte, own int) (stamp []byte, ok bool) {
 	b := line[own:]
 	if len(b) < 14 || string(b[:12]) != "Decode batch" || (b[12] != '.' && b[12] != ',') || b[13] != ' ' {
 		return nil, false
 	}
-	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	*t = event.Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	if !decodeLayout(b[14:], t) {
 		return nil, false
 	}
@@ -29,12 +31,12 @@ func ownDecodeLine(t *Throughput, line []byte, own int) (stamp []byte, ok bool) 
 // prefill layout: such a line has neither "Decode batch" nor "Avg
 // generation throughput: ", so the prefill parser is the one that would
 // read it, and this is what it reads.
-func ownPrefillLine(p *Prefill, line []byte, own int) (stamp []byte, ok bool) {
+func ownPrefillLine(p *event.Prefill, line []byte, own int) (stamp []byte, ok bool) {
 	b := line[own:]
 	if len(b) < 15 || string(b[:13]) != "Prefill batch" || (b[13] != '.' && b[13] != ',') || b[14] != ' ' {
 		return nil, false
 	}
-	*p = Prefill{DP: -1}
+	*p = event.Prefill{DP: -1}
 	if !prefillLayout(b[15:], p) {
 		return nil, false
 	}
@@ -53,7 +55,7 @@ func ownPrefillLine(p *Prefill, line []byte, own int) (stamp []byte, ok bool) {
 // read as decodeFieldsGeneral reads it; a value that it would refuse, or
 // read on the slow path, makes decodeLayout give up instead. i is the
 // position in b throughout: the helpers return the next one.
-func decodeLayout(b []byte, t *Throughput) bool {
+func decodeLayout(b []byte, t *event.Throughput) bool {
 	if len(b) < 14 || string(b[:14]) != "#running-req: " {
 		return false
 	}
@@ -72,7 +74,7 @@ func decodeLayout(b []byte, t *Throughput) bool {
 	if !ok {
 		return false
 	}
-	t.Has = HasRunning | HasTokens | HasTokenUsage | HasCUDAGraph | HasQueued
+	t.Has = event.HasRunning | event.HasTokens | event.HasTokenUsage | event.HasCUDAGraph | event.HasQueued
 	var alen, arate uint64
 	var alenF, arateF int
 	if len(b) >= i+12 && string(b[i:i+12]) == "accept len: " {
@@ -82,7 +84,7 @@ func decodeLayout(b []byte, t *Throughput) bool {
 		if arate, arateF, i, ok = layoutDecimal(b, i+13, false); !ok {
 			return false
 		}
-		t.Has |= HasAcceptLength | HasAcceptRate
+		t.Has |= event.HasAcceptLength | event.HasAcceptRate
 	}
 	switch {
 	case len(b) >= i+18 && string(b[i:i+16]) == "cuda graph: True" && string(b[i+16:i+18]) == ", ":
@@ -110,7 +112,7 @@ func decodeLayout(b []byte, t *Throughput) bool {
 	t.Queued = int(n)
 	t.TokenUsage = decimal(usage, usageF)
 	t.TokPerSec = decimal(rate, rateF)
-	if t.Has&HasAcceptLength != 0 {
+	if t.Has&event.HasAcceptLength != 0 {
 		t.AcceptLength, t.AcceptRate = decimal(alen, alenF), decimal(arate, arateF)
 	}
 	return true
@@ -120,7 +122,7 @@ func decodeLayout(b []byte, t *Throughput) bool {
 // prints since 2025:
 //
 //	#new-seq: N, #new-token: N, #cached-token: N, token usage: F, #running-req: N, #queue-req: N[, ]
-func prefillLayout(b []byte, p *Prefill) bool {
+func prefillLayout(b []byte, p *event.Prefill) bool {
 	if len(b) < 10 || string(b[:10]) != "#new-seq: " {
 		return false
 	}
@@ -153,7 +155,7 @@ func prefillLayout(b []byte, p *Prefill) bool {
 		return false
 	}
 	p.Queued = int(n)
-	p.Has = HasNewSeq | HasNewTokens | HasCachedTokens | HasPrefillTokenUsage | HasPrefillRunning | HasPrefillQueued
+	p.Has = event.HasNewSeq | event.HasNewTokens | event.HasCachedTokens | event.HasPrefillTokenUsage | event.HasPrefillRunning | event.HasPrefillQueued
 	return true
 }
 

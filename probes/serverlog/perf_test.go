@@ -164,7 +164,7 @@ func BenchmarkVsGrep(b *testing.B) {
 		defer f.Close()
 		n := 0
 		if _, err := Scan(f, func(p event.Payload) {
-			if _, ok := p.(Throughput); ok {
+			if _, ok := p.(event.Throughput); ok {
 				n++
 			}
 		}); err != nil {

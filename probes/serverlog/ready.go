@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 var (
@@ -23,20 +24,20 @@ var (
 // The uvicorn line "Uvicorn running on URL" is not readiness for SGLang
 // (it only means the port is bound); see ParseHTTPBound. Text is the line,
 // sanitised. It allocates only on a match.
-func ParseReady(line []byte) (Ready, bool) {
+func ParseReady(line []byte) (event.ServerReady, bool) {
 	if bytes.Index(line, kwSGLangReady) >= 0 {
-		return Ready{Server: ServerSGLang, Text: sanitize.Line(line)}, true
+		return event.ServerReady{Server: ServerSGLang, Text: sanitize.Line(line)}, true
 	}
 	at := bytes.Index(line, kwVLLMAPIServer)
 	if at < 0 {
 		at = bytes.Index(line, kwVLLMServer)
 	}
 	if at < 0 {
-		return Ready{}, false
+		return event.ServerReady{}, false
 	}
 	var buf [cleanBufSize]byte
 	c := clean(line, &buf)
-	r := Ready{Server: ServerVLLM, Text: sanitize.Line(line)}
+	r := event.ServerReady{Server: ServerVLLM, Text: sanitize.Line(line)}
 	if on := bytes.Index(c, kwOn); on >= 0 {
 		r.URL = urlAt(c[on+len(kwOn):])
 	}

@@ -17,7 +17,7 @@ const readyDedupLines = 100
 
 // Scanner runs every parser of this package over a log, line by line and
 // in order, and reports what it finds: Throughput (SGLang decode, vLLM
-// metrics), Prefill, SpecDecode, Ready, Failure and Bench payloads. It
+// metrics), Prefill, SpecDecode, ServerReady, ServerFailure and LogBench payloads. It
 // holds the state that spans lines (tracebacks, benchmark tables, which
 // server wrote the log).
 //
@@ -44,7 +44,7 @@ type Scanner struct {
 	sawVLLM   bool // a vLLM line (metrics, spec decode, ready line) was seen
 	n         int  // lines fed
 	readyAt   int  // line counter of the last readiness report, 0 = none
-	failures  []Failure
+	failures  []event.ServerFailure
 }
 
 // Feed scans one line (without its newline; a trailing \r is ignored) and
@@ -136,7 +136,7 @@ func (a *analyzer) intern(b []byte) string {
 // without these shortcuts.
 func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 	own := ownPrefixEnd(line)
-	var t Throughput
+	var t event.Throughput
 	if own > 0 {
 		// Lines that are nothing but SGLang's prefix and a batch line in
 		// the 2025 layout: no other parser can claim them.
@@ -144,7 +144,7 @@ func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 			t.Line, t.Stamp = lineNo, a.intern(stamp)
 			return lineInfo{found: t, server: serverSGLang}
 		}
-		var p Prefill
+		var p event.Prefill
 		if stamp, ok := ownPrefillLine(&p, line, own); ok {
 			p.Line, p.Stamp = lineNo, a.intern(stamp)
 			return lineInfo{found: p, server: serverSGLang}
@@ -167,7 +167,7 @@ func (a *analyzer) analyze(line []byte, lineNo int) lineInfo {
 // analyzeFull is analyze without the quiet filter and without the own
 // prefix shortcuts: the reference that they must agree with.
 func (a *analyzer) analyzeFull(line []byte, lineNo int) lineInfo {
-	var t Throughput
+	var t event.Throughput
 	if stamp, ok := parseSGLangDecode(&t, line, &a.buf, 0); ok {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverSGLang}
@@ -188,7 +188,7 @@ func (a *analyzer) analyzeRest(line []byte, lineNo, own int) lineInfo {
 		t.Line, t.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: t, server: serverVLLM}
 	}
-	var p Prefill
+	var p event.Prefill
 	if stamp, ok := parseSGLangPrefill(&p, line, &a.buf, own); ok {
 		p.Line, p.Stamp = lineNo, a.intern(stamp)
 		return lineInfo{found: p, server: serverSGLang}
@@ -268,7 +268,7 @@ func (s *Scanner) apply(info *lineInfo, line []byte, n, lineNo int, emit func(ev
 			if server == "" && s.sawVLLM {
 				server = ServerVLLM
 			}
-			emit(Ready{Server: server, URL: info.text, Text: sanitize.Line(line), Line: lineNo})
+			emit(event.ServerReady{Server: server, URL: info.text, Text: sanitize.Line(line), Line: lineNo})
 		}
 		return
 	}
@@ -300,11 +300,11 @@ func (s *Scanner) Flush(emit func(event.Payload)) {
 
 // Primary returns the failure that best explains the log (see
 // Classifier.Primary).
-func (s *Scanner) Primary() (Failure, bool) { return s.cls.Primary() }
+func (s *Scanner) Primary() (event.ServerFailure, bool) { return s.cls.Primary() }
 
 // Failures returns the first report of each failure class, in the order
 // found.
-func (s *Scanner) Failures() []Failure { return s.cls.Seen() }
+func (s *Scanner) Failures() []event.ServerFailure { return s.cls.Seen() }
 
 // Reset forgets all state, for a log that was truncated or replaced.
 func (s *Scanner) Reset() {

@@ -17,7 +17,7 @@ import (
 )
 
 // scanSequential is the reference: every line through Scanner.Feed.
-func scanSequential(data []byte) ([]event.Payload, []Failure) {
+func scanSequential(data []byte) ([]event.Payload, []event.ServerFailure) {
 	var out []event.Payload
 	s := &Scanner{}
 	emit := func(p event.Payload) { out = append(out, p) }
@@ -26,7 +26,7 @@ func scanSequential(data []byte) ([]event.Payload, []Failure) {
 	return out, s.Failures()
 }
 
-func scanParallel(data []byte, workers, blockSize int) ([]event.Payload, []Failure) {
+func scanParallel(data []byte, workers, blockSize int) ([]event.Payload, []event.ServerFailure) {
 	var out []event.Payload
 	s, _ := scanBlocks(bytes.NewReader(data), func(p event.Payload) { out = append(out, p) }, nil, workers, blockSize, MaxLineBytes)
 	return out, s.Failures()
@@ -160,7 +160,7 @@ func TestScanParallelPrefixInsideTable(t *testing.T) {
 	}
 	got, _ := scanParallel([]byte(text), 2, 4096)
 	for _, p := range got {
-		if _, ok := p.(Ready); ok {
+		if _, ok := p.(event.ServerReady); ok {
 			t.Errorf("uvicorn line after an SGLang line reported as readiness: %+v", p)
 		}
 	}
@@ -179,13 +179,13 @@ func TestScanParallelLongLines(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("findings %d: %+v", len(got), got)
 	}
-	if f, ok := got[0].(Failure); !ok || f.Line != 3 || len(f.Text) > 5000 {
+	if f, ok := got[0].(event.ServerFailure); !ok || f.Line != 3 || len(f.Text) > 5000 {
 		t.Errorf("first finding %+v", got[0])
 	}
-	if tp, ok := got[1].(Throughput); !ok || tp.Line != 4 {
+	if tp, ok := got[1].(event.Throughput); !ok || tp.Line != 4 {
 		t.Errorf("second finding %+v", got[1])
 	}
-	if f, ok := got[2].(Failure); !ok || f.Class != FailKilled || f.Line != 5 {
+	if f, ok := got[2].(event.ServerFailure); !ok || f.Class != event.FailKilled || f.Line != 5 {
 		t.Errorf("third finding %+v", got[2])
 	}
 }

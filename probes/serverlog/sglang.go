@@ -1,6 +1,9 @@
 package serverlog
 
-import "bytes"
+import (
+	"bytes"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
 
 // Server names used in payloads.
 const (
@@ -33,8 +36,8 @@ var (
 // line where a log shipper may have truncated it). Line is left 0. It does
 // not allocate on lines that do not match; on a match it allocates only the
 // Stamp string (rank tags TP0–TP15 are shared constants).
-func ParseSGLangDecode(line []byte) (Throughput, bool) {
-	var t Throughput
+func ParseSGLangDecode(line []byte) (event.Throughput, bool) {
+	var t event.Throughput
 	own := ownPrefixEnd(line)
 	if own > 0 {
 		if stamp, ok := ownDecodeLine(&t, line, own); ok {
@@ -43,12 +46,12 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 		}
 	}
 	if bytes.Index(line, kwDecodeBatch) < 0 {
-		return Throughput{}, false // before buf, which costs a 1 KiB clear
+		return event.Throughput{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
 	stamp, ok := parseSGLangDecode(&t, line, &buf, own)
 	if !ok {
-		return Throughput{}, false
+		return event.Throughput{}, false
 	}
 	if stamp != nil {
 		t.Stamp = string(stamp)
@@ -60,7 +63,7 @@ func ParseSGLangDecode(line []byte) (Throughput, bool) {
 // is false) without the Stamp string: the stamp is returned as bytes of
 // line or buf, for the caller to intern. own is ownPrefixEnd(line), or 0 to
 // do without.
-func parseSGLangDecode(t *Throughput, line []byte, buf *[cleanBufSize]byte, own int) (stamp []byte, ok bool) {
+func parseSGLangDecode(t *event.Throughput, line []byte, buf *[cleanBufSize]byte, own int) (stamp []byte, ok bool) {
 	at := indexDecodeBatch(line, own)
 	if at < 0 {
 		return nil, false
@@ -83,7 +86,7 @@ func parseSGLangDecode(t *Throughput, line []byte, buf *[cleanBufSize]byte, own 
 // (undefined when ok is false). bad reports a known field whose value
 // could not be read. own says that line[:at] is the line's own prefix (see
 // ownPrefixEnd).
-func decodeFields(t *Throughput, line []byte, at int, own bool) (stamp []byte, ok, bad bool) {
+func decodeFields(t *event.Throughput, line []byte, at int, own bool) (stamp []byte, ok, bad bool) {
 	if stamp, ok, bad, sure := decodeFieldsFast(t, line, at, own); sure {
 		return stamp, ok, bad
 	}
@@ -92,12 +95,12 @@ func decodeFields(t *Throughput, line []byte, at int, own bool) (stamp []byte, o
 
 // decodeFieldsGeneral is decodeFields for any layout: any key order, any
 // padding, unknown keys.
-func decodeFieldsGeneral(t *Throughput, line []byte, at int) (stamp []byte, ok, bad bool) {
+func decodeFieldsGeneral(t *event.Throughput, line []byte, at int) (stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwDecodeBatch):])
 	if !ok {
 		return nil, false, false
 	}
-	*t = Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
+	*t = event.Throughput{DP: -1, Engine: -1, Server: ServerSGLang}
 	haveRate := false
 	it := kvIter{rest: body}
 	for {
@@ -115,42 +118,42 @@ func decodeFieldsGeneral(t *Throughput, line []byte, at int) (stamp []byte, ok, 
 		case "#running-req":
 			if n, ok := parseInt(val); ok {
 				t.Running = int(n)
-				t.Has |= HasRunning
+				t.Has |= event.HasRunning
 			} else {
 				bad = true
 			}
 		case "#queue-req":
 			if n, ok := parseInt(val); ok {
 				t.Queued = int(n)
-				t.Has |= HasQueued
+				t.Has |= event.HasQueued
 			} else {
 				bad = true
 			}
 		case "#token", "#full token":
 			if n, ok := parseInt(val); ok {
 				t.Tokens = n
-				t.Has |= HasTokens
+				t.Has |= event.HasTokens
 			} else {
 				bad = true
 			}
 		case "token usage", "full token usage":
 			if f, ok := parseFloat(val); ok {
 				t.TokenUsage = f
-				t.Has |= HasTokenUsage
+				t.Has |= event.HasTokenUsage
 			} else {
 				bad = true
 			}
 		case "accept len":
 			if f, ok := parseFloat(val); ok {
 				t.AcceptLength = f
-				t.Has |= HasAcceptLength
+				t.Has |= event.HasAcceptLength
 			} else {
 				bad = true
 			}
 		case "accept rate":
 			if f, ok := parseFloat(val); ok {
 				t.AcceptRate = f
-				t.Has |= HasAcceptRate
+				t.Has |= event.HasAcceptRate
 			} else {
 				bad = true
 			}
@@ -158,7 +161,7 @@ func decodeFieldsGeneral(t *Throughput, line []byte, at int) (stamp []byte, ok, 
 			if bytes.HasSuffix(key, []byte(" graph")) {
 				if b, ok := parseBool(val); ok {
 					t.CUDAGraph = b
-					t.Has |= HasCUDAGraph
+					t.Has |= event.HasCUDAGraph
 				}
 			} else {
 				bad = true
@@ -217,60 +220,12 @@ func parseBool(v []byte) (bool, bool) {
 	return false, false
 }
 
-// PrefillFields says which optional fields of a Prefill were present.
-type PrefillFields uint16
-
-const (
-	HasNewSeq PrefillFields = 1 << iota
-	HasNewTokens
-	HasCachedTokens
-	HasCacheHitRate
-	HasPrefillTokenUsage
-	HasPrefillRunning
-	HasPrefillQueued
-	HasPrefillInputTokPerSec
-	HasPrefillCUDAGraph
-)
-
-// Prefill is one SGLang "Prefill batch" line (research notes §1.3). It is
-// an event payload.
-type Prefill struct {
-	NewSeq          int     // #new-seq: requests whose prefill is in this batch
-	NewTokens       int64   // #new-token: prompt tokens computed
-	CachedTokens    int64   // #cached-token: prompt tokens served by the prefix cache
-	CacheHitRatePct float64 // "cache hit rate: 12.50%" as printed, percent 0–100 (2024–early 2025 builds)
-	TokenUsage      float64 // KV-cache usage fraction 0–1
-	Running         int     // #running-req
-	Queued          int     // #queue-req
-	InputTokPerSec  float64 // "input throughput (token/s)", tok/s (2026 builds, PD prefill)
-	CUDAGraph       bool    // "cuda graph: True" (2026 builds)
-	Has             PrefillFields
-
-	Rank  string // rank tag as printed, "" when none
-	DP    int    // DP rank, -1 when none
-	Stamp string // the line's own timestamp text, "" when none
-	Line  int    // 1-based line number in the parsed input (0 when streaming)
-}
-
-// Kind implements event.Payload.
-func (Prefill) Kind() string { return "prefill" }
-
-// CacheHitRate returns the prefix-cache hit fraction 0–1 computed as the
-// newer SGLang source does, #cached-token / (#new-token + #cached-token);
-// ok is false when either count is missing or both are 0.
-func (p Prefill) CacheHitRate() (float64, bool) {
-	if p.Has&(HasNewTokens|HasCachedTokens) != HasNewTokens|HasCachedTokens || p.NewTokens+p.CachedTokens == 0 {
-		return 0, false
-	}
-	return float64(p.CachedTokens) / float64(p.NewTokens+p.CachedTokens), true
-}
-
 // ParseSGLangPrefill parses an SGLang "Prefill batch" line in the 2024–2026
 // forms of research notes §1.3, with the same prefix and ANSI tolerance as
 // ParseSGLangDecode. ok is false when the line is not a prefill line or has
 // neither #new-seq nor #new-token. It does not allocate on other lines.
-func ParseSGLangPrefill(line []byte) (Prefill, bool) {
-	var p Prefill
+func ParseSGLangPrefill(line []byte) (event.Prefill, bool) {
+	var p event.Prefill
 	own := ownPrefixEnd(line)
 	if own > 0 {
 		if stamp, ok := ownPrefillLine(&p, line, own); ok {
@@ -279,12 +234,12 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 		}
 	}
 	if bytes.Index(line, kwPrefillBatch) < 0 {
-		return Prefill{}, false // before buf, which costs a 1 KiB clear
+		return event.Prefill{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
 	stamp, ok := parseSGLangPrefill(&p, line, &buf, own)
 	if !ok {
-		return Prefill{}, false
+		return event.Prefill{}, false
 	}
 	if stamp != nil {
 		p.Stamp = string(stamp)
@@ -294,7 +249,7 @@ func ParseSGLangPrefill(line []byte) (Prefill, bool) {
 
 // parseSGLangPrefill is ParseSGLangPrefill returning the stamp as bytes;
 // own as for parseSGLangDecode.
-func parseSGLangPrefill(p *Prefill, line []byte, buf *[cleanBufSize]byte, own int) (stamp []byte, ok bool) {
+func parseSGLangPrefill(p *event.Prefill, line []byte, buf *[cleanBufSize]byte, own int) (stamp []byte, ok bool) {
 	at := indexPrefillBatch(line, own)
 	if at < 0 {
 		return nil, false
@@ -313,7 +268,7 @@ func parseSGLangPrefill(p *Prefill, line []byte, buf *[cleanBufSize]byte, own in
 	return stamp, ok
 }
 
-func prefillFields(p *Prefill, line []byte, at int, own bool) (stamp []byte, ok, bad bool) {
+func prefillFields(p *event.Prefill, line []byte, at int, own bool) (stamp []byte, ok, bad bool) {
 	if stamp, ok, bad, sure := prefillFieldsFast(p, line, at, own); sure {
 		return stamp, ok, bad
 	}
@@ -321,12 +276,12 @@ func prefillFields(p *Prefill, line []byte, at int, own bool) (stamp []byte, ok,
 }
 
 // prefillFieldsGeneral is prefillFields for any layout.
-func prefillFieldsGeneral(p *Prefill, line []byte, at int) (stamp []byte, ok, bad bool) {
+func prefillFieldsGeneral(p *event.Prefill, line []byte, at int) (stamp []byte, ok, bad bool) {
 	body, ok := batchBody(line[at+len(kwPrefillBatch):])
 	if !ok {
 		return nil, false, false
 	}
-	*p = Prefill{DP: -1}
+	*p = event.Prefill{DP: -1}
 	it := kvIter{rest: body}
 	for {
 		key, val, _, ok := it.next()
@@ -337,21 +292,21 @@ func prefillFieldsGeneral(p *Prefill, line []byte, at int) (stamp []byte, ok, ba
 		case "#new-seq":
 			if n, ok := parseInt(val); ok {
 				p.NewSeq = int(n)
-				p.Has |= HasNewSeq
+				p.Has |= event.HasNewSeq
 			} else {
 				bad = true
 			}
 		case "#new-token":
 			if n, ok := parseInt(val); ok {
 				p.NewTokens = n
-				p.Has |= HasNewTokens
+				p.Has |= event.HasNewTokens
 			} else {
 				bad = true
 			}
 		case "#cached-token":
 			if n, ok := parseInt(val); ok {
 				p.CachedTokens = n
-				p.Has |= HasCachedTokens
+				p.Has |= event.HasCachedTokens
 			} else {
 				bad = true
 			}
@@ -359,35 +314,35 @@ func prefillFieldsGeneral(p *Prefill, line []byte, at int) (stamp []byte, ok, ba
 			v, _ := cutSuffix(val, "%")
 			if f, ok := parseFloat(v); ok {
 				p.CacheHitRatePct = f
-				p.Has |= HasCacheHitRate
+				p.Has |= event.HasCacheHitRate
 			} else {
 				bad = true
 			}
 		case "token usage", "full token usage":
 			if f, ok := parseFloat(val); ok {
 				p.TokenUsage = f
-				p.Has |= HasPrefillTokenUsage
+				p.Has |= event.HasPrefillTokenUsage
 			} else {
 				bad = true
 			}
 		case "#running-req":
 			if n, ok := parseInt(val); ok {
 				p.Running = int(n)
-				p.Has |= HasPrefillRunning
+				p.Has |= event.HasPrefillRunning
 			} else {
 				bad = true
 			}
 		case "#queue-req":
 			if n, ok := parseInt(val); ok {
 				p.Queued = int(n)
-				p.Has |= HasPrefillQueued
+				p.Has |= event.HasPrefillQueued
 			} else {
 				bad = true
 			}
 		case "input throughput (token/s)":
 			if f, ok := parseFloat(val); ok {
 				p.InputTokPerSec = f
-				p.Has |= HasPrefillInputTokPerSec
+				p.Has |= event.HasPrefillInputTokPerSec
 			} else {
 				bad = true
 			}
@@ -395,14 +350,14 @@ func prefillFieldsGeneral(p *Prefill, line []byte, at int) (stamp []byte, ok, ba
 			if bytes.HasSuffix(key, []byte(" graph")) {
 				if b, ok := parseBool(val); ok {
 					p.CUDAGraph = b
-					p.Has |= HasPrefillCUDAGraph
+					p.Has |= event.HasPrefillCUDAGraph
 				}
 			} else {
 				bad = true
 			}
 		}
 	}
-	if p.Has&(HasNewSeq|HasNewTokens) == 0 {
+	if p.Has&(event.HasNewSeq|event.HasNewTokens) == 0 {
 		return nil, false, bad
 	}
 	prefix := line[:at]

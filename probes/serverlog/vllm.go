@@ -1,6 +1,9 @@
 package serverlog
 
-import "bytes"
+import (
+	"bytes"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
 
 var (
 	kwAvgPrompt = []byte("Avg prompt throughput: ")
@@ -29,9 +32,9 @@ var (
 // as a fraction 0–1, Engine the V1 engine index (-1 for V0). ok is false
 // when the line is not a metrics line or its generation throughput lacks
 // its " tokens/s" unit (a cut line). It does not allocate on other lines.
-func ParseVLLMThroughput(line []byte) (Throughput, bool) {
+func ParseVLLMThroughput(line []byte) (event.Throughput, bool) {
 	if bytes.Index(line, kwAvgGen) < 0 {
-		return Throughput{}, false // before buf, which costs a 1 KiB clear
+		return event.Throughput{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
 	t, stamp, ok := parseVLLMThroughput(line, &buf)
@@ -42,14 +45,14 @@ func ParseVLLMThroughput(line []byte) (Throughput, bool) {
 }
 
 // parseVLLMThroughput is ParseVLLMThroughput returning the stamp as bytes.
-func parseVLLMThroughput(line []byte, buf *[cleanBufSize]byte) (Throughput, []byte, bool) {
+func parseVLLMThroughput(line []byte, buf *[cleanBufSize]byte) (event.Throughput, []byte, bool) {
 	at := bytes.Index(line, kwAvgGen)
 	if at < 0 {
-		return Throughput{}, nil, false
+		return event.Throughput{}, nil, false
 	}
 	line, at, cleaned := cleanFirst(line, at, kwAvgGen, buf, false)
 	if at < 0 {
-		return Throughput{}, nil, false
+		return event.Throughput{}, nil, false
 	}
 	t, stamp, ok, bad := vllmFields(line, at)
 	if (!ok || bad) && !cleaned {
@@ -63,12 +66,12 @@ func parseVLLMThroughput(line []byte, buf *[cleanBufSize]byte) (Throughput, []by
 // vllmFields reads a metrics line whose "Avg generation throughput" is at
 // line[genAt:]; the fields start at "Avg prompt throughput" when it is
 // there.
-func vllmFields(line []byte, genAt int) (t Throughput, stamp []byte, ok, bad bool) {
+func vllmFields(line []byte, genAt int) (t event.Throughput, stamp []byte, ok, bad bool) {
 	at := bytes.LastIndex(line[:genAt], kwAvgPrompt)
 	if at < 0 {
 		at = genAt
 	}
-	t = Throughput{DP: -1, Engine: -1, Server: ServerVLLM}
+	t = event.Throughput{DP: -1, Engine: -1, Server: ServerVLLM}
 	haveRate := false
 	it := kvIter{rest: line[at:]}
 	for {
@@ -87,7 +90,7 @@ func vllmFields(line []byte, genAt int) (t Throughput, stamp []byte, ok, bad boo
 			if v, ok := cutSuffix(val, "tokens/s"); ok {
 				if f, ok := parseFloat(v); ok {
 					t.PromptTokPerSec = f
-					t.Has |= HasPromptTokPerSec
+					t.Has |= event.HasPromptTokPerSec
 				} else {
 					bad = true
 				}
@@ -96,7 +99,7 @@ func vllmFields(line []byte, genAt int) (t Throughput, stamp []byte, ok, bad boo
 			if v, ok := cutSuffix(val, "reqs"); ok {
 				if n, ok := parseInt(v); ok {
 					t.Running = int(n)
-					t.Has |= HasRunning
+					t.Has |= event.HasRunning
 				} else {
 					bad = true
 				}
@@ -105,7 +108,7 @@ func vllmFields(line []byte, genAt int) (t Throughput, stamp []byte, ok, bad boo
 			if v, ok := cutSuffix(val, "reqs"); ok {
 				if n, ok := parseInt(v); ok {
 					t.Queued = int(n)
-					t.Has |= HasQueued
+					t.Has |= event.HasQueued
 				} else {
 					bad = true
 				}
@@ -114,7 +117,7 @@ func vllmFields(line []byte, genAt int) (t Throughput, stamp []byte, ok, bad boo
 			if v, ok := cutSuffix(val, "%"); ok {
 				if f, ok := parseFloat(v); ok {
 					t.TokenUsage = f / 100
-					t.Has |= HasTokenUsage
+					t.Has |= event.HasTokenUsage
 				} else {
 					bad = true
 				}
@@ -122,7 +125,7 @@ func vllmFields(line []byte, genAt int) (t Throughput, stamp []byte, ok, bad boo
 		}
 	}
 	if !haveRate {
-		return Throughput{}, nil, false, bad
+		return event.Throughput{}, nil, false, bad
 	}
 	prefix := line[:at]
 	t.Engine = engineIndex(prefix)
@@ -148,11 +151,8 @@ func engineIndex(prefix []byte) int {
 	return n
 }
 
-// SpecFields says which optional fields of a SpecDecode were present.
-type SpecFields uint16
-
 const (
-	HasMeanAcceptLength SpecFields = 1 << iota
+	HasMeanAcceptLength event.SpecFields = 1 << iota
 	HasDraftAcceptRate
 	HasAccepted
 	HasDrafted
@@ -163,30 +163,6 @@ const (
 	HasDraftedTokPerSec
 	HasPerPosition
 )
-
-// SpecDecode is one vLLM speculative-decoding metrics line (research notes
-// §2.3): V0 "Speculative metrics: ..." or V1 "SpecDecoding metrics: ...".
-// It is an event payload.
-type SpecDecode struct {
-	MeanAcceptLength  float64   // "Mean acceptance length", tokens per step incl. the bonus token (V1 ≥ 0.10 only)
-	DraftAcceptRate   float64   // accepted / drafted as a fraction 0–1 (V0 prints a fraction, V1 a percentage: normalised)
-	Accepted          int64     // accepted draft tokens in the interval (V1) or since start (V0)
-	Drafted           int64     // drafted tokens, same span as Accepted
-	Emitted           int64     // V0 "Number of emitted tokens"
-	SystemEfficiency  float64   // V0 "System efficiency", 0–1
-	NumSpecTokens     int       // V0 "Number of speculative tokens" (k)
-	AcceptedTokPerSec float64   // V1 "Accepted throughput", tok/s (not generation throughput)
-	DraftedTokPerSec  float64   // V1 "Drafted throughput", tok/s
-	PerPosition       []float64 // V1 per-position acceptance rates 0–1, position 1 first
-	Has               SpecFields
-
-	Engine int    // "Engine NNN:" when the line has one, else -1
-	Stamp  string // the line's own timestamp text, "" when none
-	Line   int    // 1-based line number in the parsed input (0 when streaming)
-}
-
-// Kind implements event.Payload.
-func (SpecDecode) Kind() string { return "spec-decode" }
 
 // ParseVLLMSpecDecode parses a vLLM speculative-decoding metrics line in
 // the V0 form ("Speculative metrics: Draft acceptance rate: 0.607, System
@@ -200,9 +176,9 @@ func (SpecDecode) Kind() string { return "spec-decode" }
 // Avg Draft acceptance rate: 0.0%"). ok is false for other lines and for a
 // line with neither an acceptance rate nor a mean acceptance length. It
 // allocates only for the per-position list.
-func ParseVLLMSpecDecode(line []byte) (SpecDecode, bool) {
+func ParseVLLMSpecDecode(line []byte) (event.SpecDecode, bool) {
 	if bytes.Index(line, kwSpec) < 0 {
-		return SpecDecode{}, false // before buf, which costs a 1 KiB clear
+		return event.SpecDecode{}, false // before buf, which costs a 1 KiB clear
 	}
 	var buf [cleanBufSize]byte
 	sd, stamp, ok := parseVLLMSpecDecode(line, &buf)
@@ -213,21 +189,21 @@ func ParseVLLMSpecDecode(line []byte) (SpecDecode, bool) {
 }
 
 // parseVLLMSpecDecode is ParseVLLMSpecDecode returning the stamp as bytes.
-func parseVLLMSpecDecode(line []byte, buf *[cleanBufSize]byte) (SpecDecode, []byte, bool) {
+func parseVLLMSpecDecode(line []byte, buf *[cleanBufSize]byte) (event.SpecDecode, []byte, bool) {
 	if bytes.Index(line, kwSpec) < 0 {
-		return SpecDecode{}, nil, false
+		return event.SpecDecode{}, nil, false
 	}
 	kw := kwSpecV1
 	at := bytes.Index(line, kwSpecV1)
 	if at < 0 {
 		if at = bytes.Index(line, kwSpecV0); at < 0 {
-			return SpecDecode{}, nil, false
+			return event.SpecDecode{}, nil, false
 		}
 		kw = kwSpecV0
 	}
 	line, at, cleaned := cleanFirst(line, at, kw, buf, false)
 	if at < 0 {
-		return SpecDecode{}, nil, false
+		return event.SpecDecode{}, nil, false
 	}
 	sd, ok, bad := specFields(line, at, kw)
 	if (!ok || bad) && !cleaned {
@@ -237,15 +213,15 @@ func parseVLLMSpecDecode(line []byte, buf *[cleanBufSize]byte) (SpecDecode, []by
 		}
 	}
 	if !ok {
-		return SpecDecode{}, nil, false
+		return event.SpecDecode{}, nil, false
 	}
 	return sd, findStamp(line[:at]), true
 }
 
 // specFields reads a spec-decode line whose keyword kw is at line[at:].
-func specFields(line []byte, at int, kw []byte) (s SpecDecode, ok, bad bool) {
+func specFields(line []byte, at int, kw []byte) (s event.SpecDecode, ok, bad bool) {
 	body := line[at+len(kw):]
-	s = SpecDecode{Engine: engineIndex(line[:at])}
+	s = event.SpecDecode{Engine: engineIndex(line[:at])}
 
 	// Cut the per-position list out first: it is the one value that
 	// contains ", " (notes §2.3). The pieces before and after it are
@@ -354,7 +330,7 @@ func specFields(line []byte, at int, kw []byte) (s SpecDecode, ok, bad bool) {
 		}
 	}
 	if s.Has&(HasDraftAcceptRate|HasMeanAcceptLength) == 0 {
-		return SpecDecode{}, false, bad
+		return event.SpecDecode{}, false, bad
 	}
 	return s, true, bad
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // FileName is the lock file's name in its directory. The mutex beside it
@@ -46,8 +47,8 @@ var ErrGarbled = errors.New("garbled lock file")
 // Self returns the Info of this process: login name ($USER when the user
 // database has none), hostname, pid, and a new Token. Since and Journal are
 // left for the caller (Lock sets Since when it takes the lock).
-func Self() Info {
-	i := Info{PID: os.Getpid(), Token: NewToken()}
+func Self() event.DriverInfo {
+	i := event.DriverInfo{PID: os.Getpid(), Token: NewToken()}
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		i.User = u.Username
 	} else {
@@ -81,7 +82,7 @@ func validToken(t string) bool {
 }
 
 // checkMe validates a cockpit's own Info before it is written.
-func checkMe(i Info) error {
+func checkMe(i event.DriverInfo) error {
 	switch {
 	case !validToken(i.Token):
 		return fmt.Errorf("driver lock: token must be 1 to %d lower-case hex digits", MaxTokenBytes)
@@ -114,19 +115,19 @@ func clip(s string, n int) string {
 // parseInfo reads a lock file's content (remote text): the JSON of an
 // Info with a valid token. Text fields are sanitised and cut to their
 // limits; Heartbeat is the file's mtime. Errors wrap ErrGarbled.
-func parseInfo(s snapshot) (Info, error) {
+func parseInfo(s snapshot) (event.DriverInfo, error) {
 	if len(s.Content) > MaxFileBytes {
-		return Info{}, fmt.Errorf("%w: more than %d bytes", ErrGarbled, MaxFileBytes)
+		return event.DriverInfo{}, fmt.Errorf("%w: more than %d bytes", ErrGarbled, MaxFileBytes)
 	}
-	var i Info
+	var i event.DriverInfo
 	if err := json.Unmarshal(s.Content, &i); err != nil {
-		return Info{}, fmt.Errorf("%w: %s", ErrGarbled, sanitize.String(err.Error()))
+		return event.DriverInfo{}, fmt.Errorf("%w: %s", ErrGarbled, sanitize.String(err.Error()))
 	}
 	if !validToken(i.Token) {
-		return Info{}, fmt.Errorf("%w: no valid token", ErrGarbled)
+		return event.DriverInfo{}, fmt.Errorf("%w: no valid token", ErrGarbled)
 	}
 	if i.PID < 0 {
-		return Info{}, fmt.Errorf("%w: negative pid", ErrGarbled)
+		return event.DriverInfo{}, fmt.Errorf("%w: negative pid", ErrGarbled)
 	}
 	i.User = clip(sanitize.String(i.User), MaxNameBytes)
 	i.Machine = clip(sanitize.String(i.Machine), MaxNameBytes)
@@ -156,44 +157,28 @@ func resolveDir(ctx context.Context, h remote.Host, dir string) (string, string,
 // it is fresh, and an error wrapping ErrGarbled. Other errors (the host,
 // the directory) come with a zero Info and false; a lost connection wraps
 // remote.ErrDisconnected.
-func Read(ctx context.Context, h remote.Host, dir string) (Info, bool, error) {
+func Read(ctx context.Context, h remote.Host, dir string) (event.DriverInfo, bool, error) {
 	dir, file, err := resolveDir(ctx, h, dir)
 	if err != nil {
-		return Info{}, false, err
+		return event.DriverInfo{}, false, err
 	}
 	s, err := exchange(ctx, h, mutexFlock, opRead, dir, file, "", nil)
 	if err != nil {
-		return Info{}, false, err
+		return event.DriverInfo{}, false, err
 	}
 	if s.Absent() {
-		return Info{}, false, nil
+		return event.DriverInfo{}, false, nil
 	}
 	fresh := s.Age() <= DefaultStaleAfter
 	i, err := parseInfo(s)
 	if err != nil {
-		return Info{}, fresh, fmt.Errorf("driver lock %s on %s: %w", sanitize.String(file), h.Name(), err)
+		return event.DriverInfo{}, fresh, fmt.Errorf("driver lock %s on %s: %w", sanitize.String(file), h.Name(), err)
 	}
 	return i, fresh, nil
 }
 
-// Who names a holder for the screen: "alice@laptop"; "?" stands for a
-// missing user or machine, "an unknown cockpit" for both.
-func (i Info) Who() string {
-	if i.User == "" && i.Machine == "" {
-		return "an unknown cockpit"
-	}
-	u, m := i.User, i.Machine
-	if u == "" {
-		u = "?"
-	}
-	if m == "" {
-		m = "?"
-	}
-	return u + "@" + m
-}
-
 // whoPID is Who with the pid: "alice@laptop (pid 4123)".
-func whoPID(i Info) string {
+func whoPID(i event.DriverInfo) string {
 	if i.PID > 0 {
 		return fmt.Sprintf("%s (pid %d)", i.Who(), i.PID)
 	}
@@ -220,14 +205,14 @@ func ago(d time.Duration) string {
 }
 
 // Notes for State.Note.
-func noteStale(prev Info, garbled bool, age time.Duration) string {
+func noteStale(prev event.DriverInfo, garbled bool, age time.Duration) string {
 	if garbled {
 		return fmt.Sprintf("took the stale lock (a garbled lock file): no heartbeat for %s", ago(age))
 	}
 	return fmt.Sprintf("took the stale lock of %s: no heartbeat for %s", whoPID(prev), ago(age))
 }
 
-func noteTakeOver(prev Info, garbled bool) string {
+func noteTakeOver(prev event.DriverInfo, garbled bool) string {
 	if garbled {
 		return "took over from an unknown cockpit (a garbled lock file)"
 	}
@@ -237,16 +222,18 @@ func noteTakeOver(prev Info, garbled bool) string {
 	return fmt.Sprintf("took over from %s (driving since %s)", prev.Who(), clock(prev.Since))
 }
 
-func noteLost(by Info) string { return fmt.Sprintf("%s took over at %s", whoPID(by), clock(by.Since)) }
+func noteLost(by event.DriverInfo) string {
+	return fmt.Sprintf("%s took over at %s", whoPID(by), clock(by.Since))
+}
 
-func noteQuit(prev Info) string {
+func noteQuit(prev event.DriverInfo) string {
 	if prev.Token == "" {
 		return "the lock was released: you drive now"
 	}
 	return whoPID(prev) + " quit: you drive now"
 }
 
-func noteNewHolder(prev, by Info) string {
+func noteNewHolder(prev, by event.DriverInfo) string {
 	if prev.Token == "" {
 		return fmt.Sprintf("%s drives since %s", by.Who(), clock(by.Since))
 	}

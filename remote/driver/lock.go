@@ -49,7 +49,7 @@ type Lock struct {
 	// and PID are filled from Self; an empty Token gets a new random one.
 	// Since is set when the lock is taken. Text fields must be printable and
 	// within MaxNameBytes / MaxJournalBytes; Token hex (see NewToken).
-	Me Info
+	Me event.DriverInfo
 	// Heartbeat is how often Run refreshes the lock while driving, and
 	// checks it while watching. 0: DefaultHeartbeat.
 	Heartbeat time.Duration
@@ -57,17 +57,17 @@ type Lock struct {
 	// mtime must be for the lock to count as abandoned; at least 2 s and
 	// twice Heartbeat. 0: DefaultStaleAfter.
 	StaleAfter time.Duration
-	// Publish, when not nil, receives a driver State event (At: time.Now())
+	// Publish, when not nil, receives an event.DriverState (At: time.Now())
 	// at each change of role, holder, note or error. It must not block.
 	Publish event.Sink
 
 	mutex string // lockScript's MUTEX: "" is mutexFlock
 
-	op        sync.Mutex // held by each operation on the host; guards the fields below
-	ready     bool       // dir, file and me are set
-	dir, file string     // absolute on the host
-	me        Info       // Me with its defaults; Since is when we last took the lock
-	ver       string     // version of the file we last wrote while driving; "" otherwise
+	op        sync.Mutex       // held by each operation on the host; guards the fields below
+	ready     bool             // dir, file and me are set
+	dir, file string           // absolute on the host
+	me        event.DriverInfo // Me with its defaults; Since is when we last took the lock
+	ver       string           // version of the file we last wrote while driving; "" otherwise
 
 	driving atomic.Bool
 	// wrote is when our last successful write of the lock file started
@@ -75,7 +75,7 @@ type Lock struct {
 	wrote atomic.Int64
 
 	mu        sync.Mutex // guards state and published
-	state     State
+	state     event.DriverState
 	published bool
 }
 
@@ -109,13 +109,13 @@ func (l *Lock) Confirm(ctx context.Context) error {
 		switch {
 		case l.Driving() && st.Err == "":
 			return nil
-		case st.Err != "" && st.Role != RoleWatching:
+		case st.Err != "" && st.Role != event.RoleWatching:
 			return fmt.Errorf("read-only: the driver lock cannot be confirmed: %s", st.Err)
 		}
 	}
 	st := l.State()
 	switch {
-	case st.Role == RoleNone && st.Note == NoteReleased:
+	case st.Role == event.RoleNone && st.Note == NoteReleased:
 		info, fresh, err := Read(ctx, l.Host, l.Dir)
 		switch {
 		case err != nil:
@@ -124,7 +124,7 @@ func (l *Lock) Confirm(ctx context.Context) error {
 			return fmt.Errorf("read-only: %s drives this host now (driver lock)", whoPID(info))
 		}
 		return nil
-	case st.Role == RoleWatching && st.Holder.Token != "":
+	case st.Role == event.RoleWatching && st.Holder.Token != "":
 		return fmt.Errorf("read-only: %s drives this host now (driver lock)", whoPID(st.Holder))
 	case st.Err != "":
 		return fmt.Errorf("read-only: the driver lock cannot be confirmed: %s", st.Err)
@@ -180,11 +180,11 @@ func (l *Lock) watchdog(ctx context.Context, every time.Duration) {
 			continue
 		}
 		st := l.State()
-		if st.Role != RoleDriving {
+		if st.Role != event.RoleDriving {
 			continue
 		}
 		quiet := time.Duration(mono() - l.wrote.Load())
-		st.Role = RoleUnsure
+		st.Role = event.RoleUnsure
 		st.Note = unsureNote(quiet)
 		l.set(st)
 	}
@@ -197,7 +197,7 @@ func unsureNote(quiet time.Duration) string {
 
 // State returns the latest state: the one last published, with the
 // holder's heartbeat possibly newer (heartbeats alone are not published).
-func (l *Lock) State() State {
+func (l *Lock) State() event.DriverState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.state
@@ -219,7 +219,7 @@ func (l *Lock) Path() string {
 // (the host: it wraps remote.ErrDisconnected when the connection dropped;
 // the directory; a bad Me) the returned State keeps the last role, with
 // Err set.
-func (l *Lock) Acquire(ctx context.Context, takeOver bool) (State, error) {
+func (l *Lock) Acquire(ctx context.Context, takeOver bool) (event.DriverState, error) {
 	l.op.Lock()
 	defer l.op.Unlock()
 	if err := l.init(ctx); err != nil {
@@ -291,7 +291,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	l.ver = ""
 	l.driving.Store(false)
-	l.set(State{Role: RoleNone, Note: NoteReleased})
+	l.set(event.DriverState{Role: event.RoleNone, Note: NoteReleased})
 	return nil
 }
 
@@ -390,10 +390,10 @@ func (l *Lock) heartbeat(ctx context.Context) {
 		l.ver = s.Version
 		l.wrote.Store(start)
 		note := ""
-		if l.State().Role == RoleUnsure {
+		if l.State().Role == event.RoleUnsure {
 			note = "the host answers again: still driving"
 		}
-		l.set(State{Role: RoleDriving, Holder: l.me, Note: note})
+		l.set(event.DriverState{Role: event.RoleDriving, Holder: l.me, Note: note})
 		return
 	}
 	l.claim(ctx, &s, false)
@@ -403,7 +403,7 @@ func (l *Lock) heartbeat(ctx context.Context) {
 // else it watches. first, when not nil, is the file as just read (a failed
 // heartbeat); otherwise claim starts by creating the file if there is none.
 // l.op is held.
-func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State, error) {
+func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (event.DriverState, error) {
 	_, staleAfter, err := l.periods()
 	if err != nil {
 		return l.fail(err)
@@ -418,7 +418,7 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 	if first != nil {
 		s = *first
 	} else {
-		if prev.Role == RoleWatching {
+		if prev.Role == event.RoleWatching {
 			note = noteQuit(prev.Holder) // if the file is absent
 		}
 		s, err = l.put(ctx, verAbsent)
@@ -431,7 +431,7 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 			l.ver = s.Version
 			l.wrote.Store(start)
 			l.driving.Store(true)
-			return l.set(State{Role: RoleDriving, Holder: l.me, Note: note}), nil
+			return l.set(event.DriverState{Role: event.RoleDriving, Holder: l.me, Note: note}), nil
 		}
 		if tries == maxTries {
 			return l.fail(fmt.Errorf("driver lock %s on %s keeps changing under us", sanitize.String(l.file), l.Host.Name()))
@@ -441,9 +441,9 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 		switch {
 		case s.Absent():
 			switch prev.Role {
-			case RoleWatching:
+			case event.RoleWatching:
 				note = noteQuit(prev.Holder)
-			case RoleDriving:
+			case event.RoleDriving:
 				note = "the lock file vanished: took it again"
 			default:
 				note = ""
@@ -451,7 +451,7 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 			l.me.Since = time.Now()
 		case !garbled && info.Token == l.me.Token:
 			note = "" // ours: keep it, with its start time
-			if prev.Role == RoleUnsure {
+			if prev.Role == event.RoleUnsure {
 				note = "the host answers again: still driving"
 			}
 			if !info.Since.IsZero() {
@@ -472,17 +472,17 @@ func (l *Lock) claim(ctx context.Context, first *snapshot, takeOver bool) (State
 
 // watch records that another cockpit (info, or an unknown one when gerr
 // says the file is garbled) holds the lock. l.op is held.
-func (l *Lock) watch(prev State, s snapshot, info Info, gerr error) State {
+func (l *Lock) watch(prev event.DriverState, s snapshot, info event.DriverInfo, gerr error) event.DriverState {
 	l.ver = ""
 	l.driving.Store(false)
 	if gerr != nil {
-		return l.set(State{Role: RoleWatching, Holder: Info{Heartbeat: time.Unix(s.MTime, 0)}, Err: garbledErr(l.file, gerr, l.staleAfter())})
+		return l.set(event.DriverState{Role: event.RoleWatching, Holder: event.DriverInfo{Heartbeat: time.Unix(s.MTime, 0)}, Err: garbledErr(l.file, gerr, l.staleAfter())})
 	}
-	st := State{Role: RoleWatching, Holder: info}
+	st := event.DriverState{Role: event.RoleWatching, Holder: info}
 	switch {
-	case prev.Role == RoleDriving || prev.Role == RoleUnsure:
+	case prev.Role == event.RoleDriving || prev.Role == event.RoleUnsure:
 		st.Note = noteLost(info)
-	case prev.Role == RoleWatching && prev.Holder.Token != info.Token:
+	case prev.Role == event.RoleWatching && prev.Holder.Token != info.Token:
 		st.Note = noteNewHolder(prev.Holder, info)
 	}
 	return l.set(st)
@@ -527,7 +527,7 @@ func (l *Lock) exchange(ctx context.Context, op, want string, content []byte) (s
 // (RoleUnsure; the watchdog says so first when the host keeps a call
 // waiting): a watcher may take the lock as stale any moment now, and two
 // cockpits must never both act. l.op is held.
-func (l *Lock) fail(err error) (State, error) {
+func (l *Lock) fail(err error) (event.DriverState, error) {
 	st := l.State()
 	if errors.Is(err, context.Canceled) {
 		return st, err
@@ -537,7 +537,7 @@ func (l *Lock) fail(err error) (State, error) {
 		// The lock's version is kept: Release can still remove the file
 		// if it is our write (a compare-and-swap on that version).
 		l.driving.Store(false)
-		st.Role = RoleUnsure
+		st.Role = event.RoleUnsure
 		st.Note = unsureNote(time.Duration(mono() - l.wrote.Load()))
 	}
 	return l.set(st), err
@@ -546,7 +546,7 @@ func (l *Lock) fail(err error) (State, error) {
 // set stores st (Host filled in; the previous Note kept when st has none
 // and the role and holder are the same) and publishes it if it differs
 // from the previous state by more than the holder's heartbeat.
-func (l *Lock) set(st State) State {
+func (l *Lock) set(st event.DriverState) event.DriverState {
 	if l.Host != nil {
 		st.Host = l.Host.Name()
 	}
@@ -566,7 +566,7 @@ func (l *Lock) set(st State) State {
 
 // same reports whether a and b show the same thing (all but the holder's
 // heartbeat).
-func same(a, b State) bool {
+func same(a, b event.DriverState) bool {
 	return a.Host == b.Host && a.Role == b.Role && a.Note == b.Note && a.Err == b.Err &&
 		a.Holder.User == b.Holder.User && a.Holder.Machine == b.Holder.Machine && a.Holder.PID == b.Holder.PID &&
 		a.Holder.Since.Equal(b.Holder.Since) && a.Holder.Journal == b.Holder.Journal && a.Holder.Token == b.Holder.Token

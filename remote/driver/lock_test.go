@@ -23,21 +23,21 @@ import (
 const wait = 20 * time.Second
 
 var (
-	alice = Info{User: "alice", Machine: "laptop", PID: 4123, Token: "a11ce0"}
-	bob   = Info{User: "bob", Machine: "desk", PID: 77, Token: "b0b0"}
+	alice = event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Token: "a11ce0"}
+	bob   = event.DriverInfo{User: "bob", Machine: "desk", PID: 77, Token: "b0b0"}
 )
 
 // states collects the States a Lock publishes.
 type states struct {
-	ch  chan State
+	ch  chan event.DriverState
 	mu  sync.Mutex
-	all []State
+	all []event.DriverState
 }
 
-func newStates() *states { return &states{ch: make(chan State, 1024)} }
+func newStates() *states { return &states{ch: make(chan event.DriverState, 1024)} }
 
 func (s *states) sink(e event.Event) {
-	st := e.Data.(State)
+	st := e.Data.(event.DriverState)
 	if e.At.IsZero() {
 		panic("event without a time")
 	}
@@ -48,7 +48,7 @@ func (s *states) sink(e event.Event) {
 }
 
 // next waits for a published State that ok accepts, skipping others.
-func (s *states) next(t *testing.T, what string, ok func(State) bool) State {
+func (s *states) next(t *testing.T, what string, ok func(event.DriverState) bool) event.DriverState {
 	t.Helper()
 	timeout := time.After(wait)
 	for {
@@ -63,13 +63,13 @@ func (s *states) next(t *testing.T, what string, ok func(State) bool) State {
 	}
 }
 
-func (s *states) list() []State {
+func (s *states) list() []event.DriverState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]State(nil), s.all...)
+	return append([]event.DriverState(nil), s.all...)
 }
 
-func newLock(h remote.Host, dir string, me Info, pub *states) *Lock {
+func newLock(h remote.Host, dir string, me event.DriverInfo, pub *states) *Lock {
 	l := &Lock{Host: h, Dir: dir, Me: me, Heartbeat: 50 * time.Millisecond}
 	if pub != nil {
 		l.Publish = pub.sink
@@ -77,7 +77,7 @@ func newLock(h remote.Host, dir string, me Info, pub *states) *Lock {
 	return l
 }
 
-func mustAcquire(t *testing.T, l *Lock, takeOver bool, want Role) State {
+func mustAcquire(t *testing.T, l *Lock, takeOver bool, want event.DriverRole) event.DriverState {
 	t.Helper()
 	st, err := l.Acquire(context.Background(), takeOver)
 	if err != nil {
@@ -135,7 +135,7 @@ func TestAcquireFreeThenWatch(t *testing.T) {
 	pa, pb := newStates(), newStates()
 	a, b := newLock(h, dir, alice, pa), newLock(h, dir, bob, pb)
 
-	st := mustAcquire(t, a, false, RoleDriving)
+	st := mustAcquire(t, a, false, event.RoleDriving)
 	if st.Holder.Token != alice.Token || st.Holder.User != "alice" || st.Holder.Since.IsZero() || st.Note != "" || st.Err != "" || st.Host != "local" {
 		t.Errorf("driving state %+v", st)
 	}
@@ -146,7 +146,7 @@ func TestAcquireFreeThenWatch(t *testing.T) {
 		t.Errorf("published %+v, want the one state", got)
 	}
 
-	st = mustAcquire(t, b, false, RoleWatching)
+	st = mustAcquire(t, b, false, event.RoleWatching)
 	h0 := st.Holder
 	if h0.Token != alice.Token || h0.User != "alice" || h0.Machine != "laptop" || h0.PID != 4123 || h0.Heartbeat.IsZero() || st.Err != "" {
 		t.Errorf("watching state %+v", st)
@@ -158,7 +158,7 @@ func TestAcquireFreeThenWatch(t *testing.T) {
 		t.Errorf("watcher drives or wrote the file")
 	}
 	// Acquiring again while holding it: still ours, same start.
-	st2 := mustAcquire(t, a, false, RoleDriving)
+	st2 := mustAcquire(t, a, false, event.RoleDriving)
 	if !st2.Holder.Since.Equal(st.Holder.Since) {
 		t.Errorf("re-acquire moved since from %s to %s", st.Holder.Since, st2.Holder.Since)
 	}
@@ -170,15 +170,15 @@ func TestTakeOver(t *testing.T) {
 	dir := t.TempDir()
 	pa := newStates()
 	a, b := newLock(h, dir, alice, pa), newLock(h, dir, bob, nil)
-	mustAcquire(t, a, false, RoleDriving)
+	mustAcquire(t, a, false, event.RoleDriving)
 	runLock(t, a)
 
-	st := mustAcquire(t, b, true, RoleDriving)
+	st := mustAcquire(t, b, true, event.RoleDriving)
 	want := fmt.Sprintf("took over from alice@laptop (pid 4123, driving since %s)", a.State().Holder.Since.Local().Format("15:04:05"))
 	if st.Note != want {
 		t.Errorf("note %q, want %q", st.Note, want)
 	}
-	lost := pa.next(t, "watching", func(s State) bool { return s.Role == RoleWatching })
+	lost := pa.next(t, "watching", func(s event.DriverState) bool { return s.Role == event.RoleWatching })
 	if lost.Holder.Token != bob.Token || lost.Note != "bob@desk (pid 77) took over at "+st.Holder.Since.Local().Format("15:04:05") {
 		t.Errorf("lost state %+v", lost)
 	}
@@ -192,9 +192,9 @@ func TestStaleLockTaken(t *testing.T) {
 	defer h.Close()
 	dir := t.TempDir()
 	a, b := newLock(h, dir, alice, nil), newLock(h, dir, bob, nil)
-	mustAcquire(t, a, false, RoleDriving)
+	mustAcquire(t, a, false, event.RoleDriving)
 	age(t, dir, 47*time.Second)
-	st := mustAcquire(t, b, false, RoleDriving)
+	st := mustAcquire(t, b, false, event.RoleDriving)
 	// The host's clock may tick between the Chtimes and the script.
 	if ok, _ := regexp.MatchString(`^took the stale lock of alice@laptop \(pid 4123\): no heartbeat for 4[78]s$`, st.Note); !ok {
 		t.Errorf("note %q", st.Note)
@@ -209,7 +209,7 @@ func TestHeartbeatRefreshes(t *testing.T) {
 	defer h.Close()
 	dir := t.TempDir()
 	a := newLock(h, dir, alice, nil)
-	mustAcquire(t, a, false, RoleDriving)
+	mustAcquire(t, a, false, event.RoleDriving)
 	age(t, dir, 20*time.Second)
 	runLock(t, a)
 	deadline := time.Now().Add(wait)
@@ -236,14 +236,14 @@ func TestRelease(t *testing.T) {
 		dir := t.TempDir()
 		pa := newStates()
 		a := newLock(h, dir, alice, pa)
-		mustAcquire(t, a, false, RoleDriving)
+		mustAcquire(t, a, false, event.RoleDriving)
 		if err := a.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(lockFile(dir)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("lock file still there: %v", err)
 		}
-		if st := a.State(); st.Role != RoleNone || st.Note != "released the lock" || a.Driving() {
+		if st := a.State(); st.Role != event.RoleNone || st.Note != "released the lock" || a.Driving() {
 			t.Errorf("after release %+v", st)
 		}
 		if err := a.Release(ctx); err != nil { // twice: nothing to do
@@ -253,8 +253,8 @@ func TestRelease(t *testing.T) {
 	t.Run("taken over", func(t *testing.T) {
 		dir := t.TempDir()
 		a, b := newLock(h, dir, alice, nil), newLock(h, dir, bob, nil)
-		mustAcquire(t, a, false, RoleDriving)
-		mustAcquire(t, b, true, RoleDriving)
+		mustAcquire(t, a, false, event.RoleDriving)
+		mustAcquire(t, b, true, event.RoleDriving)
 		if err := a.Release(ctx); err != nil { // a has not noticed yet
 			t.Fatal(err)
 		}
@@ -288,13 +288,13 @@ func TestWatcherTakesReleasedLock(t *testing.T) {
 	dir := t.TempDir()
 	pb := newStates()
 	a, b := newLock(h, dir, alice, nil), newLock(h, dir, bob, pb)
-	mustAcquire(t, a, false, RoleDriving)
-	mustAcquire(t, b, false, RoleWatching)
+	mustAcquire(t, a, false, event.RoleDriving)
+	mustAcquire(t, b, false, event.RoleWatching)
 	runLock(t, b)
 	if err := a.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	st := pb.next(t, "driving", func(s State) bool { return s.Role == RoleDriving })
+	st := pb.next(t, "driving", func(s event.DriverState) bool { return s.Role == event.RoleDriving })
 	if st.Note != "alice@laptop (pid 4123) quit: you drive now" || st.Holder.Token != bob.Token {
 		t.Errorf("state %+v", st)
 	}
@@ -308,17 +308,17 @@ func TestWatcherFollowsNewHolderAndStale(t *testing.T) {
 	defer h.Close()
 	dir := t.TempDir()
 	pb := newStates()
-	a, b, c := newLock(h, dir, alice, nil), newLock(h, dir, bob, pb), newLock(h, dir, Info{User: "carol", Machine: "gpu-box", PID: 9, Token: "c0c0"}, nil)
-	mustAcquire(t, a, false, RoleDriving)
-	mustAcquire(t, b, false, RoleWatching)
+	a, b, c := newLock(h, dir, alice, nil), newLock(h, dir, bob, pb), newLock(h, dir, event.DriverInfo{User: "carol", Machine: "gpu-box", PID: 9, Token: "c0c0"}, nil)
+	mustAcquire(t, a, false, event.RoleDriving)
+	mustAcquire(t, b, false, event.RoleWatching)
 	runLock(t, b)
-	st := mustAcquire(t, c, true, RoleDriving)
-	got := pb.next(t, "new holder", func(s State) bool { return s.Holder.Token == "c0c0" })
-	if got.Role != RoleWatching || got.Note != "carol@gpu-box (pid 9) took over from alice@laptop (pid 4123) at "+st.Holder.Since.Local().Format("15:04:05") {
+	st := mustAcquire(t, c, true, event.RoleDriving)
+	got := pb.next(t, "new holder", func(s event.DriverState) bool { return s.Holder.Token == "c0c0" })
+	if got.Role != event.RoleWatching || got.Note != "carol@gpu-box (pid 9) took over from alice@laptop (pid 4123) at "+st.Holder.Since.Local().Format("15:04:05") {
 		t.Errorf("state %+v", got)
 	}
 	age(t, dir, time.Minute) // carol's cockpit died
-	got = pb.next(t, "driving", func(s State) bool { return s.Role == RoleDriving })
+	got = pb.next(t, "driving", func(s event.DriverState) bool { return s.Role == event.RoleDriving })
 	if ok, _ := regexp.MatchString(`^took the stale lock of carol@gpu-box \(pid 9\): no heartbeat for 6[01]s$`, got.Note); !ok {
 		t.Errorf("note %q", got.Note)
 	}
@@ -340,7 +340,7 @@ func TestGarbledLockFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := newLock(h, dir, bob, nil)
-			st := mustAcquire(t, b, false, RoleWatching)
+			st := mustAcquire(t, b, false, event.RoleWatching)
 			if !strings.HasPrefix(st.Err, "garbled lock file "+lockFile(dir)) || st.Holder.Token != "" || st.Holder.Heartbeat.IsZero() {
 				t.Errorf("state %+v", st)
 			}
@@ -351,7 +351,7 @@ func TestGarbledLockFile(t *testing.T) {
 				t.Errorf("Read: held %v, err %v", held, err)
 			}
 			age(t, dir, 40*time.Second)
-			st = mustAcquire(t, b, false, RoleDriving)
+			st = mustAcquire(t, b, false, event.RoleDriving)
 			if !strings.HasPrefix(st.Note, "took the stale lock (a garbled lock file): no heartbeat for 4") || st.Err != "" {
 				t.Errorf("state %+v", st)
 			}
@@ -362,7 +362,7 @@ func TestGarbledLockFile(t *testing.T) {
 		if err := os.WriteFile(lockFile(dir), []byte("{"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		st := mustAcquire(t, newLock(h, dir, bob, nil), true, RoleDriving)
+		st := mustAcquire(t, newLock(h, dir, bob, nil), true, event.RoleDriving)
 		if st.Note != "took over from an unknown cockpit (a garbled lock file)" {
 			t.Errorf("note %q", st.Note)
 		}
@@ -379,7 +379,7 @@ func TestHostileHolder(t *testing.T) {
 	if err := os.WriteFile(lockFile(dir), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st := mustAcquire(t, newLock(h, dir, bob, nil), false, RoleWatching)
+	st := mustAcquire(t, newLock(h, dir, bob, nil), false, event.RoleWatching)
 	for _, s := range []string{st.Holder.User, st.Holder.Machine, st.Holder.Journal} {
 		if strings.ContainsAny(s, "\x1b\x07\u202e") || len(s) > MaxNameBytes && s != st.Holder.Journal {
 			t.Errorf("unsafe holder text %q", s)
@@ -401,7 +401,7 @@ func TestConcurrentAcquire(t *testing.T) {
 			var wg sync.WaitGroup
 			locks := make([]*Lock, n)
 			for i := range n {
-				locks[i] = newLock(h, dir, Info{User: "u", Machine: "m", PID: i + 1, Token: fmt.Sprintf("%x", 0x100+i)}, nil)
+				locks[i] = newLock(h, dir, event.DriverInfo{User: "u", Machine: "m", PID: i + 1, Token: fmt.Sprintf("%x", 0x100+i)}, nil)
 				locks[i].mutex = mutex
 				wg.Go(func() {
 					st, err := locks[i].Acquire(context.Background(), false)
@@ -409,7 +409,7 @@ func TestConcurrentAcquire(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if st.Role == RoleDriving {
+					if st.Role == event.RoleDriving {
 						driving.Add(1)
 					}
 				})
@@ -441,15 +441,15 @@ func TestQuotedDir(t *testing.T) {
 	defer h.Close()
 	dir := filepath.Join(t.TempDir(), "it's a $HOME `dir`; x")
 	a, b := newLock(h, dir, alice, nil), newLock(h, dir, bob, nil)
-	mustAcquire(t, a, false, RoleDriving)
-	mustAcquire(t, b, false, RoleWatching)
+	mustAcquire(t, a, false, event.RoleDriving)
+	mustAcquire(t, b, false, event.RoleWatching)
 	if fileToken(t, dir) != alice.Token {
 		t.Fatal("file not alice's")
 	}
 	if err := a.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, b, false, RoleDriving)
+	mustAcquire(t, b, false, event.RoleDriving)
 }
 
 // "~/x" and "" resolve against the host's $HOME.
@@ -458,12 +458,12 @@ func TestHomeDir(t *testing.T) {
 	t.Setenv("HOME", home)
 	h := remote.NewLocal()
 	defer h.Close()
-	mustAcquire(t, newLock(h, "~/locks", alice, nil), false, RoleDriving)
+	mustAcquire(t, newLock(h, "~/locks", alice, nil), false, event.RoleDriving)
 	if fileToken(t, filepath.Join(home, "locks")) != alice.Token {
 		t.Error("not in ~/locks")
 	}
 	l := newLock(h, "", bob, nil)
-	mustAcquire(t, l, false, RoleDriving)
+	mustAcquire(t, l, false, event.RoleDriving)
 	if want := filepath.Join(home, ".flightdeck/logs", FileName); l.Path() != want {
 		t.Errorf("path %s, want %s", l.Path(), want)
 	}
@@ -478,13 +478,13 @@ func TestRead(t *testing.T) {
 	defer h.Close()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "none")
-	if info, held, err := Read(ctx, h, dir); err != nil || held || info != (Info{}) {
+	if info, held, err := Read(ctx, h, dir); err != nil || held || info != (event.DriverInfo{}) {
 		t.Errorf("no lock: %+v %v %v", info, held, err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Read created the directory")
 	}
-	mustAcquire(t, newLock(h, dir, alice, nil), false, RoleDriving)
+	mustAcquire(t, newLock(h, dir, alice, nil), false, event.RoleDriving)
 	info, held, err := Read(ctx, h, dir)
 	if err != nil || !held || info.Token != alice.Token || info.PID != 4123 {
 		t.Errorf("held: %+v %v %v", info, held, err)
@@ -507,9 +507,9 @@ func TestBadSettings(t *testing.T) {
 		{"no host", &Lock{Dir: dir}, "no host"},
 		{"stale too short", &Lock{Host: h, Dir: dir, StaleAfter: time.Second}, "at least 2s"},
 		{"stale under 2 beats", &Lock{Host: h, Dir: dir, Heartbeat: 20 * time.Second}, "twice the heartbeat"},
-		{"token", &Lock{Host: h, Dir: dir, Me: Info{Token: "XY"}}, "hex"},
-		{"user", &Lock{Host: h, Dir: dir, Me: Info{User: "a\x1b[2Jb"}}, "printable"},
-		{"machine", &Lock{Host: h, Dir: dir, Me: Info{Machine: strings.Repeat("m", 65)}}, "at most 64 bytes"},
+		{"token", &Lock{Host: h, Dir: dir, Me: event.DriverInfo{Token: "XY"}}, "hex"},
+		{"user", &Lock{Host: h, Dir: dir, Me: event.DriverInfo{User: "a\x1b[2Jb"}}, "printable"},
+		{"machine", &Lock{Host: h, Dir: dir, Me: event.DriverInfo{Machine: strings.Repeat("m", 65)}}, "at most 64 bytes"},
 		{"dir", &Lock{Host: h, Dir: dir + "/a\nb"}, "cannot quote"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -517,7 +517,7 @@ func TestBadSettings(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
-			if st.Role != RoleNone || st.Err == "" || tc.l.Driving() {
+			if st.Role != event.RoleNone || st.Err == "" || tc.l.Driving() {
 				t.Errorf("state %+v", st)
 			}
 		})
@@ -548,18 +548,18 @@ func TestDisconnectKeepsRole(t *testing.T) {
 	local := remote.NewLocal()
 	defer local.Close()
 	h := &flaky{Host: local}
-	for _, start := range []Role{RoleDriving, RoleWatching} {
+	for _, start := range []event.DriverRole{event.RoleDriving, event.RoleWatching} {
 		t.Run(start.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			if start == RoleWatching {
-				mustAcquire(t, newLock(local, dir, alice, nil), false, RoleDriving)
+			if start == event.RoleWatching {
+				mustAcquire(t, newLock(local, dir, alice, nil), false, event.RoleDriving)
 			}
 			pub := newStates()
 			l := newLock(h, dir, bob, pub)
 			mustAcquire(t, l, false, start)
 			h.down.Store(true)
 			runLock(t, l)
-			st := pub.next(t, "error", func(s State) bool { return s.Err != "" })
+			st := pub.next(t, "error", func(s event.DriverState) bool { return s.Err != "" })
 			if st.Role != start || !strings.Contains(st.Err, "connection to host lost") {
 				t.Errorf("state %+v", st)
 			}
@@ -568,7 +568,7 @@ func TestDisconnectKeepsRole(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			h.down.Store(false)
-			st = pub.next(t, "recovered", func(s State) bool { return s.Err == "" })
+			st = pub.next(t, "recovered", func(s event.DriverState) bool { return s.Err == "" })
 			if st.Role != start {
 				t.Errorf("recovered as %+v", st)
 			}
@@ -599,11 +599,11 @@ func TestUnreachableDriverStopsDriving(t *testing.T) {
 			pub := newStates()
 			a := newLock(h, dir, alice, pub)
 			a.StaleAfter = 2 * time.Second
-			mustAcquire(t, a, false, RoleDriving)
+			mustAcquire(t, a, false, event.RoleDriving)
 			runLock(t, a)
 			h.down.Store(true)
 			downAt := time.Now()
-			st := pub.next(t, "unsure", func(s State) bool { return s.Role == RoleUnsure })
+			st := pub.next(t, "unsure", func(s event.DriverState) bool { return s.Role == event.RoleUnsure })
 			if a.Driving() || !strings.Contains(st.Note, "keys that act wait") || st.Err == "" {
 				t.Errorf("driving %v, state %+v", a.Driving(), st)
 			}
@@ -617,7 +617,7 @@ func TestUnreachableDriverStopsDriving(t *testing.T) {
 				b.StaleAfter = 2 * time.Second
 				deadline := time.Now().Add(10 * time.Second)
 				for {
-					if st, _ := b.Acquire(context.Background(), false); st.Role == RoleDriving {
+					if st, _ := b.Acquire(context.Background(), false); st.Role == event.RoleDriving {
 						break
 					}
 					if time.Now().After(deadline) {
@@ -627,11 +627,11 @@ func TestUnreachableDriverStopsDriving(t *testing.T) {
 				}
 			}
 			h.down.Store(false)
-			want, note := RoleDriving, "the host answers again: still driving"
+			want, note := event.RoleDriving, "the host answers again: still driving"
 			if taken {
-				want, note = RoleWatching, ""
+				want, note = event.RoleWatching, ""
 			}
-			st = pub.next(t, "after the host answers", func(s State) bool { return s.Role == want && s.Err == "" })
+			st = pub.next(t, "after the host answers", func(s event.DriverState) bool { return s.Role == want && s.Err == "" })
 			if note != "" && st.Note != note {
 				t.Errorf("note %q, want %q", st.Note, note)
 			}
@@ -671,7 +671,7 @@ func TestHangingHostStopsDrivingOnTime(t *testing.T) {
 	pub := newStates()
 	a := newLock(h, dir, alice, pub)
 	a.StaleAfter = 2 * time.Second
-	mustAcquire(t, a, false, RoleDriving)
+	mustAcquire(t, a, false, event.RoleDriving)
 	runLock(t, a)
 	h.down.Store(true)
 	b := newLock(local, dir, bob, nil)
@@ -679,7 +679,7 @@ func TestHangingHostStopsDrivingOnTime(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		st, _ := b.Acquire(context.Background(), false)
-		if st.Role == RoleDriving {
+		if st.Role == event.RoleDriving {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -691,7 +691,7 @@ func TestHangingHostStopsDrivingOnTime(t *testing.T) {
 	if a.Driving() {
 		t.Fatal("alice still drives while bob took her stale lock")
 	}
-	if st := a.State(); st.Role != RoleUnsure {
+	if st := a.State(); st.Role != event.RoleUnsure {
 		t.Errorf("alice's published state %+v, want unsure", st)
 	}
 }
@@ -704,13 +704,13 @@ func TestVanishedLockRetaken(t *testing.T) {
 	dir := t.TempDir()
 	pa := newStates()
 	a := newLock(h, dir, alice, pa)
-	first := mustAcquire(t, a, false, RoleDriving)
+	first := mustAcquire(t, a, false, event.RoleDriving)
 	runLock(t, a)
 	if err := os.Remove(lockFile(dir)); err != nil {
 		t.Fatal(err)
 	}
-	st := pa.next(t, "retaken", func(s State) bool { return s.Note != "" })
-	if st.Role != RoleDriving || st.Note != "the lock file vanished: took it again" || fileToken(t, dir) != alice.Token {
+	st := pa.next(t, "retaken", func(s event.DriverState) bool { return s.Note != "" })
+	if st.Role != event.RoleDriving || st.Note != "the lock file vanished: took it again" || fileToken(t, dir) != alice.Token {
 		t.Errorf("state %+v", st)
 	}
 	if !st.Holder.Since.After(first.Holder.Since) {
@@ -734,7 +734,7 @@ func TestLeftMkdirMutex(t *testing.T) {
 	}
 	l := newLock(h, dir, alice, nil)
 	l.mutex = mutexMkdir
-	mustAcquire(t, l, false, RoleDriving)
+	mustAcquire(t, l, false, event.RoleDriving)
 	if _, err := os.Stat(m); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("mutex directory left: %v", err)
 	}
@@ -760,12 +760,12 @@ func TestConfirmSeesATakeOverAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	a, b := newLock(h, dir, alice, nil), newLock(h, dir, bob, nil)
 	a.Heartbeat, a.StaleAfter = time.Hour, 3*time.Hour // no heartbeat during the test (a is not Run)
-	mustAcquire(t, a, false, RoleDriving)
+	mustAcquire(t, a, false, event.RoleDriving)
 	ctx := context.Background()
 	if err := a.Confirm(ctx); err != nil {
 		t.Fatalf("Confirm while driving: %v", err)
 	}
-	mustAcquire(t, b, true, RoleDriving)
+	mustAcquire(t, b, true, event.RoleDriving)
 	if !a.Driving() {
 		t.Fatal("a stopped driving without a heartbeat: the test proves nothing")
 	}
@@ -773,7 +773,7 @@ func TestConfirmSeesATakeOverAtOnce(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bob@desk (pid 77) drives this host now") {
 		t.Fatalf("Confirm after a take-over: %v", err)
 	}
-	if a.Driving() || a.State().Role != RoleWatching {
+	if a.Driving() || a.State().Role != event.RoleWatching {
 		t.Errorf("after Confirm: driving %v, state %+v", a.Driving(), a.State())
 	}
 	if err := b.Confirm(ctx); err != nil {
@@ -794,8 +794,8 @@ func TestConfirmFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	a := newLock(h, dir, alice, nil)
 	a.Heartbeat, a.StaleAfter = time.Hour, 3*time.Hour
-	mustAcquire(t, a, false, RoleDriving)
-	mustAcquire(t, newLock(local, dir, bob, nil), true, RoleDriving)
+	mustAcquire(t, a, false, event.RoleDriving)
+	mustAcquire(t, newLock(local, dir, bob, nil), true, event.RoleDriving)
 	h.down.Store(true)
 	if err := a.Confirm(context.Background()); err == nil || !strings.Contains(err.Error(), "cannot be confirmed") {
 		t.Errorf("Confirm with the host down after a take-over: %v", err)
@@ -814,14 +814,14 @@ func TestConfirmFailsClosed(t *testing.T) {
 	// another since, it may not.
 	dir2 := t.TempDir()
 	c := newLock(local, dir2, alice, nil)
-	mustAcquire(t, c, false, RoleDriving)
+	mustAcquire(t, c, false, event.RoleDriving)
 	if err := c.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Confirm(context.Background()); err != nil {
 		t.Errorf("Confirm after our own release, the lock free: %v", err)
 	}
-	mustAcquire(t, newLock(local, dir2, bob, nil), false, RoleDriving)
+	mustAcquire(t, newLock(local, dir2, bob, nil), false, event.RoleDriving)
 	if err := c.Confirm(context.Background()); err == nil || !strings.Contains(err.Error(), "bob@desk (pid 77) drives this host now") {
 		t.Errorf("Confirm after our release, bob driving: %v", err)
 	}

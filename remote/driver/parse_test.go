@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestParseInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Info{User: "alice", Machine: "laptop", PID: 4123, Since: time.Date(2026, 11, 29, 10, 2, 3, 0, time.UTC), Journal: "/j.jsonl", Token: "ab12", Heartbeat: time.Unix(5, 0)}
+	want := event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Since: time.Date(2026, 11, 29, 10, 2, 3, 0, time.UTC), Journal: "/j.jsonl", Token: "ab12", Heartbeat: time.Unix(5, 0)}
 	if i != want {
 		t.Errorf("got %+v, want %+v", i, want)
 	}
@@ -74,18 +75,18 @@ func TestParseInfo(t *testing.T) {
 
 func TestNotes(t *testing.T) {
 	since := time.Date(2026, 11, 29, 10, 2, 3, 0, time.Local)
-	a := Info{User: "alice", Machine: "laptop", PID: 4123, Since: since, Token: "a"}
+	a := event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Since: since, Token: "a"}
 	for _, tc := range []struct{ got, want string }{
 		{noteStale(a, false, 47*time.Second), "took the stale lock of alice@laptop (pid 4123): no heartbeat for 47s"},
-		{noteStale(Info{}, true, 3*time.Hour), "took the stale lock (a garbled lock file): no heartbeat for 3h"},
-		{noteStale(Info{User: "x"}, false, 5*time.Minute), "took the stale lock of x@?: no heartbeat for 5m"},
+		{noteStale(event.DriverInfo{}, true, 3*time.Hour), "took the stale lock (a garbled lock file): no heartbeat for 3h"},
+		{noteStale(event.DriverInfo{User: "x"}, false, 5*time.Minute), "took the stale lock of x@?: no heartbeat for 5m"},
 		{noteTakeOver(a, false), "took over from alice@laptop (pid 4123, driving since 10:02:03)"},
-		{noteTakeOver(Info{Machine: "m"}, false), "took over from ?@m (driving since ?)"},
+		{noteTakeOver(event.DriverInfo{Machine: "m"}, false), "took over from ?@m (driving since ?)"},
 		{noteLost(a), "alice@laptop (pid 4123) took over at 10:02:03"},
 		{noteQuit(a), "alice@laptop (pid 4123) quit: you drive now"},
-		{noteQuit(Info{}), "the lock was released: you drive now"},
-		{noteNewHolder(Info{}, a), "alice@laptop drives since 10:02:03"},
-		{(Info{}).Who(), "an unknown cockpit"},
+		{noteQuit(event.DriverInfo{}), "the lock was released: you drive now"},
+		{noteNewHolder(event.DriverInfo{}, a), "alice@laptop drives since 10:02:03"},
+		{(event.DriverInfo{}).Who(), "an unknown cockpit"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%q, want %q", tc.got, tc.want)

@@ -45,20 +45,20 @@ func TestTwoCockpitsOverSSH(t *testing.T) {
 	}
 	defer h.Close()
 	dir := filepath.Join(h.Dir, "run", "driver lock's dir")
-	pub := make(chan driver.State, 64)
+	pub := make(chan event.DriverState, 64)
 	a := &driver.Lock{Host: dial(t, ctx, h), Dir: dir, Heartbeat: 100 * time.Millisecond,
-		Me:      driver.Info{User: "alice", Machine: "laptop", PID: 4123, Journal: "/j/a.jsonl"},
-		Publish: func(e event.Event) { pub <- e.Data.(driver.State) }}
+		Me:      event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Journal: "/j/a.jsonl"},
+		Publish: func(e event.Event) { pub <- e.Data.(event.DriverState) }}
 	b := &driver.Lock{Host: dial(t, ctx, h), Dir: dir, Heartbeat: 100 * time.Millisecond,
-		Me: driver.Info{User: "bob", Machine: "desk", PID: 77}}
+		Me: event.DriverInfo{User: "bob", Machine: "desk", PID: 77}}
 
 	st, err := a.Acquire(ctx, false)
-	if err != nil || st.Role != driver.RoleDriving || st.Host == "local" || st.Host == "" {
+	if err != nil || st.Role != event.RoleDriving || st.Host == "local" || st.Host == "" {
 		t.Fatalf("a: %+v %v", st, err)
 	}
 	<-pub
 	st, err = b.Acquire(ctx, false)
-	if err != nil || st.Role != driver.RoleWatching || st.Holder.Who() != "alice@laptop" || st.Holder.Journal != "/j/a.jsonl" || st.Holder.PID != 4123 {
+	if err != nil || st.Role != event.RoleWatching || st.Holder.Who() != "alice@laptop" || st.Holder.Journal != "/j/a.jsonl" || st.Holder.PID != 4123 {
 		t.Fatalf("b: %+v %v", st, err)
 	}
 	info, held, err := driver.Read(ctx, b.Host, dir)
@@ -70,12 +70,12 @@ func TestTwoCockpitsOverSSH(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
 	st, err = b.Acquire(ctx, true)
-	if err != nil || st.Role != driver.RoleDriving || !strings.HasPrefix(st.Note, "took over from alice@laptop (pid 4123, driving since ") {
+	if err != nil || st.Role != event.RoleDriving || !strings.HasPrefix(st.Note, "took over from alice@laptop (pid 4123, driving since ") {
 		t.Fatalf("take-over: %+v %v", st, err)
 	}
 	select {
 	case got := <-pub:
-		if got.Role != driver.RoleWatching || !strings.HasPrefix(got.Note, "bob@desk (pid 77) took over at ") || got.Holder.PID != 77 {
+		if got.Role != event.RoleWatching || !strings.HasPrefix(got.Note, "bob@desk (pid 77) took over at ") || got.Holder.PID != 77 {
 			t.Errorf("a after the take-over: %+v", got)
 		}
 	case <-ctx.Done():

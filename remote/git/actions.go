@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Every action below follows one pattern (act): read HEAD, take a
@@ -29,8 +30,8 @@ import (
 // Once the snapshot is taken, the change runs to its end even if ctx is
 // cancelled (a quitting cockpit): a change cut in the middle is the one
 // way an action could leave the checkout half-done.
-func (r *Repo) act(ctx context.Context, op string, args []string, reason, extraFile string, extra []string, do func(context.Context, Snapshot) (string, []string, error)) (Action, error) {
-	a := Action{Op: op, Args: args, Started: time.Now()}
+func (r *Repo) act(ctx context.Context, op string, args []string, reason, extraFile string, extra []string, do func(context.Context, Snapshot) (string, []string, error)) (event.GitAction, error) {
+	a := event.GitAction{Op: op, Args: args, Started: time.Now()}
 	before, _, err := r.head(ctx)
 	if err != nil {
 		return a, err
@@ -71,7 +72,7 @@ var ErrUnmerged = errors.New("unmerged paths")
 
 // clean refuses an action while paths are unmerged, naming them, and
 // returns the status it read.
-func (r *Repo) clean(ctx context.Context, op string) (Status, error) {
+func (r *Repo) clean(ctx context.Context, op string) (event.GitStatus, error) {
 	st, err := r.Status(ctx, 1)
 	if err != nil {
 		return st, err
@@ -136,8 +137,8 @@ func (r *Repo) gitDo(ctx context.Context, args ...string) (string, error) {
 // uncommitted changes are carried over, as git does. Ignored files the
 // target tracks (Preview.Overwrites) are saved in the snapshot first.
 // Errors: ErrBadRef, ErrUnmerged, the host's.
-func (r *Repo) Checkout(ctx context.Context, ref string) (Action, error) {
-	none := Action{Op: "checkout", Args: []string{ref}}
+func (r *Repo) Checkout(ctx context.Context, ref string) (event.GitAction, error) {
+	none := event.GitAction{Op: "checkout", Args: []string{ref}}
 	p, err := r.Preview(ctx, ref, 1)
 	if err != nil {
 		return none, err
@@ -184,9 +185,9 @@ var ErrNothingToStash = errors.New("nothing to stash: no local changes")
 // Stash stashes the uncommitted changes under name (`git stash push
 // --message=NAME`), with the untracked files too when untracked is set.
 // A clean tree returns ErrNothingToStash, without a snapshot.
-func (r *Repo) Stash(ctx context.Context, name string, untracked bool) (Action, error) {
+func (r *Repo) Stash(ctx context.Context, name string, untracked bool) (event.GitAction, error) {
 	if err := CheckMessage(name); err != nil {
-		return Action{Op: "stash", Args: []string{name}}, err
+		return event.GitAction{Op: "stash", Args: []string{name}}, err
 	}
 	args := []string{"stash", "push", "--quiet", "--message=" + name}
 	if untracked {
@@ -194,10 +195,10 @@ func (r *Repo) Stash(ctx context.Context, name string, untracked bool) (Action, 
 	}
 	st, err := r.clean(ctx, "stash")
 	if err != nil {
-		return Action{Op: "stash", Args: []string{name}}, err
+		return event.GitAction{Op: "stash", Args: []string{name}}, err
 	}
-	if !slices.ContainsFunc(st.Files, func(f File) bool { return untracked || !f.Untracked() }) {
-		return Action{Op: "stash", Args: []string{name}}, ErrNothingToStash
+	if !slices.ContainsFunc(st.Files, func(f event.GitFile) bool { return untracked || !f.Untracked() }) {
+		return event.GitAction{Op: "stash", Args: []string{name}}, ErrNothingToStash
 	}
 	return r.act(ctx, "stash", []string{name}, "stash "+name, "", nil, func(ctx context.Context, _ Snapshot) (string, []string, error) {
 		before, _ := r.stashTop(ctx)
@@ -249,7 +250,7 @@ rm -f -- "$e"
 // Stash.ID); pop also drops it when the apply succeeded. A conflict stops
 // with Action.Conflict listing the unmerged paths and the stash kept (git
 // keeps it on a failed pop); the snapshot taken before undoes the apply.
-func (r *Repo) StashApply(ctx context.Context, id string, pop bool) (Action, error) {
+func (r *Repo) StashApply(ctx context.Context, id string, pop bool) (event.GitAction, error) {
 	op, cmd := "stash-apply", "apply"
 	if pop {
 		op, cmd = "stash-pop", "pop"
@@ -259,16 +260,16 @@ func (r *Repo) StashApply(ctx context.Context, id string, pop bool) (Action, err
 
 // StashDrop drops the stash whose commit id is id. The snapshot taken
 // before records it, so restoring that snapshot brings the stash back.
-func (r *Repo) StashDrop(ctx context.Context, id string) (Action, error) {
+func (r *Repo) StashDrop(ctx context.Context, id string) (event.GitAction, error) {
 	return r.stashOp(ctx, "stash-drop", "drop", id)
 }
 
-func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) {
-	none := Action{Op: op, Args: []string{id}}
+func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (event.GitAction, error) {
+	none := event.GitAction{Op: op, Args: []string{id}}
 	if !IsCommitID(id) {
 		return none, fmt.Errorf("%q is not a stash commit id (40 hex digits): %w", id, ErrBadRef)
 	}
-	var st Status
+	var st event.GitStatus
 	var err error
 	if cmd == "drop" {
 		st, err = r.Status(ctx, 1)
@@ -278,7 +279,7 @@ func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) 
 	if err != nil {
 		return none, err
 	}
-	i := slices.IndexFunc(st.Stashes, func(s Stash) bool { return s.ID == id })
+	i := slices.IndexFunc(st.Stashes, func(s event.Stash) bool { return s.ID == id })
 	if i < 0 {
 		return none, fmt.Errorf("no stash with commit id %s (dropped already?): %w", id[:12], ErrBadRef)
 	}
@@ -315,8 +316,8 @@ func (r *Repo) stashOp(ctx context.Context, op, cmd, id string) (Action, error) 
 // untracked, leaving every other file alone. A renamed file's old path is
 // restored with it. Errors: ErrBadPath for a refused path, an error naming
 // a path that has no uncommitted change (also wrapping ErrBadPath).
-func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
-	a := Action{Op: "revert", Args: paths}
+func (r *Repo) Revert(ctx context.Context, paths []string) (event.GitAction, error) {
+	a := event.GitAction{Op: "revert", Args: paths}
 	if len(paths) == 0 {
 		return a, errors.New("revert: no paths given")
 	}
@@ -329,7 +330,7 @@ func (r *Repo) Revert(ctx context.Context, paths []string) (Action, error) {
 	if err != nil {
 		return a, err
 	}
-	dirty := make(map[string]File, len(st.Files))
+	dirty := make(map[string]event.GitFile, len(st.Files))
 	for _, f := range st.Files {
 		dirty[f.Path] = f
 	}

@@ -2,6 +2,7 @@ package git
 
 import (
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,7 @@ func TestStatusOfADirtyCheckout(t *testing.T) {
 			if st.Upstream != "origin/main" || st.Ahead != 0 || st.Behind != 2 {
 				t.Errorf("upstream %q ahead %d behind %d, want origin/main 0 2", st.Upstream, st.Ahead, st.Behind)
 			}
-			got := map[string]File{}
+			got := map[string]event.GitFile{}
 			for _, f := range st.Files {
 				got[f.Path] = f
 			}

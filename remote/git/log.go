@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 	"strings"
 )
@@ -17,7 +18,7 @@ const logFormat = "--format=%H%x1f%h%x1f%ct%x1f%an%x1f%s%x1f%D"
 // branches, the tags and the remote-tracking branches, newest first: the
 // checkout picker's list, which thus shows what a `git pull` would bring
 // in. Errors: the host's error or a *GitError.
-func (r *Repo) Log(ctx context.Context, n int) ([]Commit, error) {
+func (r *Repo) Log(ctx context.Context, n int) ([]event.Commit, error) {
 	if n <= 0 {
 		n = 40
 	}
@@ -29,8 +30,8 @@ func (r *Repo) Log(ctx context.Context, n int) ([]Commit, error) {
 }
 
 // ParseLog parses git log output in logFormat with -z. It never panics.
-func ParseLog(b []byte) ([]Commit, error) {
-	var out []Commit
+func ParseLog(b []byte) ([]event.Commit, error) {
+	var out []event.Commit
 	for _, e := range records(b) {
 		e = bytes.TrimPrefix(e, []byte("\n"))
 		f := bytes.SplitN(e, []byte{0x1f}, 6)
@@ -41,7 +42,7 @@ func ParseLog(b []byte) ([]Commit, error) {
 		if err != nil {
 			return out, fmt.Errorf("git log: %w", err)
 		}
-		c := Commit{ID: string(f[0]), Short: string(f[1]), Time: t, Author: string(f[3]), Subject: string(f[4])}
+		c := event.Commit{ID: string(f[0]), Short: string(f[1]), Time: t, Author: string(f[3]), Subject: string(f[4])}
 		if d := strings.TrimSpace(string(f[5])); d != "" {
 			c.Refs = strings.Split(d, ", ")
 		}
@@ -121,7 +122,7 @@ func parsePreview(out []byte) (Preview, error) {
 	if err != nil {
 		return p, err
 	}
-	for i, c := range []*Commit{&p.From, &p.To} {
+	for i, c := range []*event.Commit{&p.From, &p.To} {
 		one, err := ParseLog(secs[0])
 		if err != nil || len(one) != 1 {
 			return p, fmt.Errorf("git preview: commit %d: unexpected output %q", i, truncate(secs[0]))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The diff options of a snapshot: patches that `git apply` takes back
@@ -395,21 +396,21 @@ rm -f -- "$dir.after"
 // undoable. Errors: a refused id (not of the form newID makes); an Action
 // with Err set when the restore failed partway (the present is in
 // Action.Snapshot).
-func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
+func (r *Repo) Restore(ctx context.Context, id string) (event.GitAction, error) {
 	if !snapshotID.MatchString(id) {
-		return Action{}, fmt.Errorf("%q is not a snapshot id (like 20261129-215807.123-3f9a): %w", id, ErrBadSnapshot)
+		return event.GitAction{}, fmt.Errorf("%q is not a snapshot id (like 20261129-215807.123-3f9a): %w", id, ErrBadSnapshot)
 	}
 	dir := path.Join(r.SnapshotDir, id)
 	test, err := remote.Command("test", "-f", path.Join(dir, "summary"))
 	if err != nil {
-		return Action{}, err
+		return event.GitAction{}, err
 	}
 	if _, err := r.Host.Run(ctx, test, nil); err != nil {
 		var ee *remote.ExitError
 		if errors.As(err, &ee) {
-			return Action{Op: "restore", Args: []string{id}}, fmt.Errorf("%s is not in %s: %w", id, r.SnapshotDir, ErrBadSnapshot)
+			return event.GitAction{Op: "restore", Args: []string{id}}, fmt.Errorf("%s is not in %s: %w", id, r.SnapshotDir, ErrBadSnapshot)
 		}
-		return Action{Op: "restore", Args: []string{id}}, err
+		return event.GitAction{Op: "restore", Args: []string{id}}, err
 	}
 	// What the restore will write over: saved first, with the present. A
 	// path it cannot save first (a big untracked file) or would reach
@@ -422,10 +423,10 @@ func (r *Repo) Restore(ctx context.Context, id string) (Action, error) {
 	}()
 	res, err := r.script(ctx, "restore", restorePlanScript, r.Path, dir, strconv.Itoa(BigFile))
 	if err != nil {
-		return Action{Op: "restore", Args: []string{id}}, err
+		return event.GitAction{Op: "restore", Args: []string{id}}, err
 	}
 	if problems := strings.TrimSpace(string(res.Stdout)); problems != "" {
-		return Action{Op: "restore", Args: []string{id}}, fmt.Errorf("restore of %s refused: %s: %w", id, strings.ReplaceAll(problems, "\n", "; "), ErrRestoreBlocked)
+		return event.GitAction{Op: "restore", Args: []string{id}}, fmt.Errorf("restore of %s refused: %s: %w", id, strings.ReplaceAll(problems, "\n", "; "), ErrRestoreBlocked)
 	}
 	return r.act(ctx, "restore", []string{id}, "restore "+id, overwrite, nil, func(ctx context.Context, pre Snapshot) (string, []string, error) {
 		res, err := r.script(ctx, "restore", restoreScript, r.Path, r.GitDir, dir, pre.Dir)

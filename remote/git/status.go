@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 	"strings"
 	"time"
@@ -69,21 +70,21 @@ const DefaultReflog = 20
 // repository (--no-optional-locks), so polling never disturbs the user's
 // own git commands. Errors: the host's error, a *GitError (e.g. a
 // repository without commits), or a parse error naming the section.
-func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
+func (r *Repo) Status(ctx context.Context, reflog int) (event.GitStatus, error) {
 	if reflog <= 0 {
 		reflog = DefaultReflog
 	}
 	res, err := r.script(ctx, "status", statusScript, r.Path, r.GitDir, strconv.Itoa(reflog))
 	var ge *GitError
 	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "'HEAD'") {
-		return Status{}, fmt.Errorf("%s has no commits yet: commit once, then flightdeck can show and protect it: %w", r.Path, ErrNoCommits)
+		return event.GitStatus{}, fmt.Errorf("%s has no commits yet: commit once, then flightdeck can show and protect it: %w", r.Path, ErrNoCommits)
 	}
 	if err != nil {
-		return Status{}, err
+		return event.GitStatus{}, err
 	}
 	st, err := ParseStatus(res.Stdout)
 	if err != nil {
-		return Status{}, err
+		return event.GitStatus{}, err
 	}
 	st.Path = r.Path
 	st.Read = time.Now()
@@ -93,8 +94,8 @@ func (r *Repo) Status(ctx context.Context, reflog int) (Status, error) {
 // ParseStatus parses the output of the status script (exported for the
 // fuzz test and `flightdeck parse`-style tools). It never panics; a
 // malformed section is an error that names it.
-func ParseStatus(out []byte) (Status, error) {
-	var st Status
+func ParseStatus(out []byte) (event.GitStatus, error) {
+	var st event.GitStatus
 	secs, err := sections(out, 8, "git status")
 	if err != nil {
 		return st, err
@@ -123,16 +124,16 @@ func ParseStatus(out []byte) (Status, error) {
 }
 
 // parseHead parses "%H\x1f%h\x1f%ct\x1f%an\x1f%s\n".
-func parseHead(b []byte) (Commit, error) {
+func parseHead(b []byte) (event.Commit, error) {
 	f := bytes.SplitN(bytes.TrimSuffix(b, []byte("\n")), []byte{0x1f}, 5)
 	if len(f) != 5 || !IsCommitID(string(f[0])) || len(f[1]) < 4 {
-		return Commit{}, fmt.Errorf("git log: unexpected HEAD line %q", truncate(b))
+		return event.Commit{}, fmt.Errorf("git log: unexpected HEAD line %q", truncate(b))
 	}
 	t, err := unixTime(f[2])
 	if err != nil {
-		return Commit{}, fmt.Errorf("git log: commit time: %w", err)
+		return event.Commit{}, fmt.Errorf("git log: commit time: %w", err)
 	}
-	return Commit{ID: string(f[0]), Short: string(f[1]), Time: t, Author: string(f[3]), Subject: string(f[4])}, nil
+	return event.Commit{ID: string(f[0]), Short: string(f[1]), Time: t, Author: string(f[3]), Subject: string(f[4])}, nil
 }
 
 func unixTime(b []byte) (time.Time, error) {
@@ -167,8 +168,8 @@ func parseUpstream(b []byte) (string, int, int, error) {
 
 // parsePorcelain parses `git status --porcelain=v1 -z`: "XY path\0", and
 // for a rename or copy in the index "XY path\0orig\0".
-func parsePorcelain(b []byte) ([]File, error) {
-	var files []File
+func parsePorcelain(b []byte) ([]event.GitFile, error) {
+	var files []event.GitFile
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, 0)
 		if i < 0 {
@@ -179,7 +180,7 @@ func parsePorcelain(b []byte) ([]File, error) {
 		if len(e) < 4 || e[2] != ' ' {
 			return files, fmt.Errorf("git status: unexpected entry %q", truncate(e))
 		}
-		f := File{X: e[0], Y: e[1], Path: string(e[3:]), Added: -1, Deleted: -1}
+		f := event.GitFile{X: e[0], Y: e[1], Path: string(e[3:]), Added: -1, Deleted: -1}
 		if f.X == '!' {
 			continue
 		}
@@ -199,7 +200,7 @@ func parsePorcelain(b []byte) ([]File, error) {
 // addNumstat fills Added/Deleted/Binary from `git diff --numstat -z
 // --find-renames HEAD`: "added\tdeleted\tpath\0", "-\t-\tpath\0" for
 // binary, "added\tdeleted\t\0old\0new\0" for a rename.
-func addNumstat(files []File, b []byte) error {
+func addNumstat(files []event.GitFile, b []byte) error {
 	byPath := make(map[string]int, len(files))
 	for i, f := range files {
 		byPath[f.Path] = i
@@ -246,8 +247,8 @@ func addNumstat(files []File, b []byte) error {
 }
 
 // parseStashes parses `git stash list -z --format=%H%x1f%ct%x1f%gs`.
-func parseStashes(b []byte) ([]Stash, error) {
-	var out []Stash
+func parseStashes(b []byte) ([]event.Stash, error) {
+	var out []event.Stash
 	for n, e := range records(b) {
 		f := bytes.SplitN(e, []byte{0x1f}, 3)
 		if len(f) != 3 || !IsCommitID(string(f[0])) {
@@ -257,15 +258,15 @@ func parseStashes(b []byte) ([]Stash, error) {
 		if err != nil {
 			return out, fmt.Errorf("git stash list: %w", err)
 		}
-		out = append(out, Stash{Index: n, ID: string(f[0]), Time: t, Message: string(f[2])})
+		out = append(out, event.Stash{Index: n, ID: string(f[0]), Time: t, Message: string(f[2])})
 	}
 	return out, nil
 }
 
 // parseReflog parses `git reflog -z --date=unix
 // --format=%H%x1f%h%x1f%gd%x1f%gs`, where %gd is "HEAD@{UNIX}".
-func parseReflog(b []byte) ([]RefEntry, error) {
-	var out []RefEntry
+func parseReflog(b []byte) ([]event.RefEntry, error) {
+	var out []event.RefEntry
 	for _, e := range records(b) {
 		f := bytes.SplitN(e, []byte{0x1f}, 4)
 		if len(f) != 4 || !IsCommitID(string(f[0])) {
@@ -281,7 +282,7 @@ func parseReflog(b []byte) ([]RefEntry, error) {
 			return out, fmt.Errorf("git reflog: %w", err)
 		}
 		msg := string(f[3])
-		out = append(out, RefEntry{ID: string(f[0]), Short: string(f[1]), Time: t, Message: msg, Action: reflogAction(msg)})
+		out = append(out, event.RefEntry{ID: string(f[0]), Short: string(f[1]), Time: t, Message: msg, Action: reflogAction(msg)})
 	}
 	return out, nil
 }

@@ -18,125 +18,22 @@
 package git
 
 import (
-	"strconv"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"time"
 )
-
-// Commit is one commit as git log prints it.
-type Commit struct {
-	ID      string    // full commit id (40 hex digits, 64 in SHA-256 repositories)
-	Short   string    // abbreviated id, as git abbreviates it in this repository
-	Subject string    // first line of the message
-	Author  string    // author name
-	Time    time.Time // committer date
-	Refs    []string  // decorations (%D): "HEAD -> main", "origin/main", "tag: v0.5"
-}
-
-// File is one path with uncommitted changes, from
-// `git status --porcelain=v1 -z` and `git diff --numstat -z HEAD`.
-type File struct {
-	Path string // path relative to the repository root
-	Orig string // for a rename or copy in the index: the old path; else ""
-	// X and Y are the porcelain v1 status letters: X the index against
-	// HEAD, Y the worktree against the index ('M', 'A', 'D', 'R', 'C', 'U',
-	// ' ', and "??" for untracked, "!!" never: ignored files are not listed).
-	X, Y byte
-	// Added and Deleted are the line counts of the change against HEAD
-	// (staged and unstaged together); -1 for a binary file, and for an
-	// untracked file (not diffed).
-	Added, Deleted int
-	Binary         bool // git diffs it as binary
-}
-
-// Untracked reports a file git does not track ("??").
-func (f File) Untracked() bool { return f.X == '?' }
-
-// Staged reports a change in the index against HEAD.
-func (f File) Staged() bool { return f.X != ' ' && f.X != '?' && !f.Conflicted() }
-
-// Unstaged reports a change in the worktree against the index.
-func (f File) Unstaged() bool { return f.Y != ' ' && f.Y != '?' && !f.Conflicted() }
-
-// Conflicted reports an unmerged path (a merge or stash apply conflict):
-// porcelain XY of DD, AU, UD, UA, DU, AA or UU.
-func (f File) Conflicted() bool {
-	return f.X == 'U' || f.Y == 'U' || (f.X == 'A' && f.Y == 'A') || (f.X == 'D' && f.Y == 'D')
-}
-
-// Stash is one entry of `git stash list`.
-type Stash struct {
-	Index   int       // N of stash@{N} at the time of reading; it shifts when entries are added or dropped
-	ID      string    // the stash commit id: identifies the entry across shifts
-	Message string    // "On main: before checkout" or "WIP on main: a6d51c0 subject"
-	Time    time.Time // when it was made
-}
-
-// Ref returns the stash@{N} selector of s.
-func (s Stash) Ref() string { return "stash@{" + strconv.Itoa(s.Index) + "}" }
-
-// RefEntry is one entry of HEAD's reflog (`git reflog`).
-type RefEntry struct {
-	ID      string    // commit id HEAD pointed to after the entry
-	Short   string    // abbreviated id
-	Action  string    // first word of the reflog message: "pull", "checkout", "reset", "commit", "rebase", "merge", "clone", ...
-	Message string    // the whole reflog message, e.g. "pull: Fast-forward"
-	Time    time.Time // when HEAD moved
-}
-
-// Status is everything the git panel shows about a checkout. It is an event
-// payload (Kind "git-status").
-type Status struct {
-	Path     string // repository top level on the host (absolute)
-	Branch   string // checked-out branch; "" when HEAD is detached
-	Head     Commit
-	Upstream string // e.g. "origin/main"; "" when the branch tracks none
-	Ahead    int    // commits in HEAD not in the upstream
-	Behind   int    // commits in the upstream not in HEAD
-	// Operation is a git operation left in progress: "merge", "rebase",
-	// "cherry-pick", "revert", "bisect", or "".
-	Operation string
-	Files     []File     // dirty paths in porcelain order (ignored files excluded)
-	Stashes   []Stash    // newest first
-	Reflog    []RefEntry // newest first, at most the requested count
-	Read      time.Time  // when the status was read (local clock)
-}
-
-// Kind implements event.Payload.
-func (Status) Kind() string { return "git-status" }
-
-// Counts counts the dirty files by kind: staged, unstaged, untracked and
-// conflicted (a file both staged and unstaged counts in both).
-func (s Status) Counts() (staged, unstaged, untracked, conflicted int) {
-	for _, f := range s.Files {
-		switch {
-		case f.Untracked():
-			untracked++
-		case f.Conflicted():
-			conflicted++
-		default:
-			if f.Staged() {
-				staged++
-			}
-			if f.Unstaged() {
-				unstaged++
-			}
-		}
-	}
-	return
-}
 
 // Preview is what a checkout of a target would do, shown before it is
 // confirmed.
 type Preview struct {
-	Target string // the ref as given
-	Branch string // the branch it switches to; "" for a detached checkout
-	From   Commit // HEAD now
-	To     Commit // the target commit
+	Target string       // the ref as given
+	Branch string       // the branch it switches to; "" for a detached checkout
+	From   event.Commit // HEAD now
+	To     event.Commit // the target commit
 	// Forward are the commits reachable from To but not from HEAD (the
 	// checkout brings them in), Back those reachable from HEAD but not To
 	// (it leaves them), newest first, each at most the limit asked for;
 	// ForwardCount and BackCount are the full counts.
-	Forward, Back           []Commit
+	Forward, Back           []event.Commit
 	ForwardCount, BackCount int
 	// Files are the paths that differ between HEAD and the target
 	// (`git diff --name-status`), as "M\tpath" style pairs.
@@ -177,78 +74,5 @@ type Snapshot struct {
 	Skipped   int       // untracked files of BigFile bytes or more, not copied (listed in skipped.list)
 }
 
-// Action is one git action made from flightdeck, with its outcome. It is an
-// event payload (Kind "git-action"): the journal records what was done, the
-// snapshot that can undo it, and where HEAD went.
-type Action struct {
-	Op       string   // "stash", "stash-apply", "stash-pop", "stash-drop", "checkout", "revert", "restore"
-	Args     []string // what it acted on: the stash name, the ref, the paths, the snapshot id
-	Snapshot string   // id of the snapshot taken before it (always taken, even of a clean tree: it also records HEAD and the branch); "" when taking it failed, and then the action was not made
-	From     string   // HEAD commit id before
-	To       string   // HEAD commit id after (== From unless the action moved HEAD)
-	Branch   string   // branch after; "" detached
-	Err      string   // why it failed; "" on success
-	// Conflict is set when the action stopped with unmerged paths (a stash
-	// apply or pop that conflicted); the stash is kept.
-	Conflict []string
-	Output   string // git's own words (stderr and stdout, trimmed, at most 4 KiB)
-	// Notes are what the user must know about an action that succeeded:
-	// "main has moved since: restored at 3207427, detached", "stash
-	// brought back: On main: x", "big.bin (3.0 GiB, untracked) was not
-	// saved in the snapshot and was left alone".
-	Notes []string
-	// Files are, for a checkout that moved HEAD, the paths that differ
-	// between From and To (at most MaxActionFiles; FilesTotal counts all),
-	// from the preview made before it.
-	Files      []string `json:",omitempty"`
-	FilesTotal int      `json:",omitempty"`
-	Started    time.Time
-	Took       time.Duration
-}
-
-// MaxActionFiles is the most paths an Action lists.
+// MaxActionFiles is the most paths an event.GitAction lists.
 const MaxActionFiles = 50
-
-// Kind implements event.Payload.
-func (Action) Kind() string { return "git-action" }
-
-// OK reports a successful action.
-func (a Action) OK() bool { return a.Err == "" }
-
-// Moved reports that HEAD, the branch or the dirty set changed without a
-// flightdeck action (someone ran `git pull` in another pane). It is an event
-// payload (Kind "git-moved").
-type Moved struct {
-	From, To      string   // HEAD commit ids before and after (equal when only the dirty set changed)
-	FromShort     string   // abbreviated From
-	ToShort       string   // abbreviated To
-	FromBranch    string   // "" detached
-	ToBranch      string   // "" detached
-	Action        string   // latest reflog action when HEAD moved: "pull", "reset", "commit", "checkout"; "" unknown
-	Forward, Back int      // commits To has that From lacks, and the reverse
-	Files         []string // paths that differ between From and To (at most 50)
-	FilesTotal    int      // how many differ in all
-	DirtyBefore   int      // dirty paths before
-	DirtyAfter    int      // dirty paths after
-	DirtyChanged  []string // dirty paths that appeared, disappeared or changed state (at most 50)
-	At            time.Time
-}
-
-// Kind implements event.Payload.
-func (Moved) Kind() string { return "git-moved" }
-
-// CountWords are the Counts as words, zero counts left out, in the order
-// staged, unstaged, untracked, conflicted: ["2 staged", "3 untracked"].
-func (s Status) CountWords() []string {
-	staged, unstaged, untracked, conflicted := s.Counts()
-	var out []string
-	for _, c := range []struct {
-		n    int
-		what string
-	}{{staged, "staged"}, {unstaged, "unstaged"}, {untracked, "untracked"}, {conflicted, "conflicted"}} {
-		if c.n > 0 {
-			out = append(out, strconv.Itoa(c.n)+" "+c.what)
-		}
-	}
-	return out
-}

@@ -12,27 +12,8 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
-
-// Proc is one process of a server's tree, from /proc/PID/stat.
-type Proc struct {
-	PID       int    `json:"pid"`
-	PPID      int    `json:"ppid"`
-	PGID      int    `json:"pgid"`
-	SID       int    `json:"sid"`
-	State     string `json:"state"`      // "R", "S", "D", …; never "Z" (zombies are left out)
-	StartTime uint64 `json:"start_time"` // clock ticks since boot
-	Comm      string `json:"comm"`       // the kernel's 15-byte name, unsafe bytes replaced by "?"
-}
-
-// Target is what Kill acts on: a root process and, when the root leads
-// them, its process group and session.
-type Target struct {
-	PID       int
-	StartTime uint64 // must match /proc/PID/stat, else PID was reused and is not followed
-	PGID, SID int    // 0: not used (the root does not lead them)
-	Keep      []Proc // further processes known to belong to the server (orphaned workers)
-}
 
 // How a server was found.
 const (
@@ -47,30 +28,6 @@ const (
 // the simulated server.
 const DefaultMatch = `sglang\.launch_server|sglang::|vllm\.entrypoints|(^|/|[^[:print:]])vllm[^[:print:]]serve([^[:print:]]|$)|VLLM::|flightdeck[^[:print:]]sim[^[:print:]]server`
 
-// Found is what Find learned about the server on a host.
-type Found struct {
-	Record     *Record // the pidfile, nil when there is none (or it is unreadable: see PidfileErr)
-	PidfileErr error   // why the pidfile could not be read, nil when fine or absent
-	Running    bool    // a server process is alive (Target is set)
-	How        string  // ByPidfile, ByPort or ByProcess when Running
-	Target     Target
-	Tree       []Proc // the live processes of the server
-	// ServerPID is the server process itself: the launch wrapper's child
-	// for a pidfile launch, else the root; 0 when not running.
-	ServerPID int
-	// Exit is the exit status the launch wrapper recorded for the pidfile's
-	// server (-1: none recorded: still running, or killed together with the
-	// wrapper).
-	Exit int
-	// Others lists the servers that matched by command line and port when
-	// more than one did; Running is then false: Find does not guess which
-	// to adopt (and so Kill never hits the wrong one).
-	Others []Proc
-	// Port is the port a server adopted by port or command line serves;
-	// 0 otherwise (ByPidfile: see Record.Launch.Port).
-	Port int
-}
-
 // Find looks for the inference server on h: first the pidfile in logDir
 // (its process alive with the recorded start time), then the process
 // listening on port (0 skips), then a process whose command line matches
@@ -81,8 +38,8 @@ type Found struct {
 //
 // Errors: remote.ErrDisconnected wrapped when the connection dropped, or
 // the script's failure. Finding nothing is not an error: Running is false.
-func Find(ctx context.Context, h remote.Host, logDir string, port int, match string) (Found, error) {
-	f := Found{Exit: -1}
+func Find(ctx context.Context, h remote.Host, logDir string, port int, match string) (event.ServerFound, error) {
+	f := event.ServerFound{Exit: -1}
 	if logDir == "" {
 		logDir = DefaultLogDir
 	}
@@ -105,11 +62,11 @@ func Find(ctx context.Context, h remote.Host, logDir string, port int, match str
 }
 
 // parseFind interprets findScript's output for a server wanted on port.
-func parseFind(out []byte, port int) Found {
-	f := Found{Exit: -1}
+func parseFind(out []byte, port int) event.ServerFound {
+	f := event.ServerFound{Exit: -1}
 	var (
 		listen, match []int
-		procs         = map[int]Proc{}
+		procs         = map[int]event.Process{}
 		self          = map[int]bool{} // the script and its ancestors
 		cmdlines      = map[int][]string{}
 		script        int
@@ -170,7 +127,7 @@ func parseFind(out []byte, port int) Found {
 	if f.Record != nil && len(f.Tree) > 0 {
 		r := f.Record
 		f.Running, f.How = true, ByPidfile
-		f.Target = Target{PID: r.PID, StartTime: r.StartTime, PGID: leads(r.PGID, r.PID), SID: leads(r.SID, r.PID), Keep: f.Tree}
+		f.Target = event.KillTarget{PID: r.PID, StartTime: r.StartTime, PGID: leads(r.PGID, r.PID), SID: leads(r.SID, r.PID), Keep: f.Tree}
 		f.ServerPID = r.PID
 		for _, p := range f.Tree {
 			if p.PPID == r.PID {
@@ -188,16 +145,16 @@ func parseFind(out []byte, port int) Found {
 	// listen there on a local host, or the SSH daemon serving it), less
 	// those whose parent listens too (one server's IPv4 and IPv6 sockets,
 	// forked workers). Two unrelated ones: no guess.
-	var roots []Proc
+	var roots []event.Process
 	listening := map[int]bool{}
 	for _, pid := range listen {
 		if _, ok := procs[pid]; ok && !self[pid] {
 			listening[pid] = true
 		}
 	}
-	var listeners []Proc
+	var listeners []event.Process
 	for _, pid := range listen {
-		if p := procs[pid]; listening[pid] && !listening[p.PPID] && !slices.ContainsFunc(listeners, func(q Proc) bool { return q.PID == pid }) {
+		if p := procs[pid]; listening[pid] && !listening[p.PPID] && !slices.ContainsFunc(listeners, func(q event.Process) bool { return q.PID == pid }) {
 			listeners = append(listeners, p)
 		}
 	}
@@ -221,7 +178,7 @@ func parseFind(out []byte, port int) Found {
 	// taken for ours: on a shared host, another team's server on another
 	// port looks just like it. Several such servers: no guess.
 	if len(roots) == 0 && port > 0 {
-		var cands []Proc
+		var cands []event.Process
 		for _, pid := range match {
 			p := procs[pid]
 			if matched[pid] && !matched[p.PPID] && portArg(cmdlines[pid]) == port {
@@ -241,8 +198,8 @@ func parseFind(out []byte, port int) Found {
 	}
 	root := roots[0]
 	f.Running, f.ServerPID = true, root.PID
-	f.Target = Target{PID: root.PID, StartTime: root.StartTime, PGID: leads(root.PGID, root.PID), SID: leads(root.SID, root.PID)}
-	f.Tree = []Proc{root}
+	f.Target = event.KillTarget{PID: root.PID, StartTime: root.StartTime, PGID: leads(root.PGID, root.PID), SID: leads(root.SID, root.PID)}
+	f.Tree = []event.Process{root}
 	f.Port = port
 	return f
 }
@@ -258,28 +215,28 @@ func leads(id, pid int) int {
 }
 
 // parseProc reads "pid ppid pgid sid state starttime comm".
-func parseProc(s string) (Proc, bool) {
+func parseProc(s string) (event.Process, bool) {
 	f := strings.Fields(s)
 	if len(f) < 7 {
-		return Proc{}, false
+		return event.Process{}, false
 	}
-	var p Proc
+	var p event.Process
 	var err error
 	ints := []*int{&p.PID, &p.PPID, &p.PGID, &p.SID}
 	for i, dst := range ints {
 		if *dst, err = strconv.Atoi(f[i]); err != nil {
-			return Proc{}, false
+			return event.Process{}, false
 		}
 	}
 	if p.StartTime, err = strconv.ParseUint(f[5], 10, 64); err != nil || p.PID <= 0 {
-		return Proc{}, false
+		return event.Process{}, false
 	}
 	p.State, p.Comm = f[4], strings.Join(f[6:], " ")
 	return p, true
 }
 
 // keepWord is p as the kill script's keep list names it: "PID:STARTTIME".
-func keepWord(p Proc) string {
+func keepWord(p event.Process) string {
 	return strconv.Itoa(p.PID) + ":" + strconv.FormatUint(p.StartTime, 10)
 }
 

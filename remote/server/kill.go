@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // KillResult is what Kill did.
 type KillResult struct {
-	Members   []Proc // the server's processes when the kill began
-	Escalated []int  // pids still alive after the grace period, sent SIGKILL
-	Survivors []Proc // processes alive even after SIGKILL (e.g. stuck in state D)
+	Members   []event.Process // the server's processes when the kill began
+	Escalated []int           // pids still alive after the grace period, sent SIGKILL
+	Survivors []event.Process // processes alive even after SIGKILL (e.g. stuck in state D)
 }
 
 // SurvivorsError is returned by Kill when processes outlive SIGKILL.
-type SurvivorsError struct{ Survivors []Proc }
+type SurvivorsError struct{ Survivors []event.Process }
 
 func (e *SurvivorsError) Error() string {
 	var b strings.Builder
@@ -46,7 +47,7 @@ const DefaultGrace = 10 * time.Second
 // Kill does not wait for GPU memory; see the GPU checks in package
 // sessions. Errors: *SurvivorsError when processes outlive SIGKILL;
 // remote.ErrDisconnected wrapped when the connection dropped.
-func Kill(ctx context.Context, h remote.Host, t Target, grace time.Duration) (KillResult, error) {
+func Kill(ctx context.Context, h remote.Host, t event.KillTarget, grace time.Duration) (KillResult, error) {
 	return KillFenced(ctx, h, t, grace, Fence{})
 }
 
@@ -58,7 +59,7 @@ func Kill(ctx context.Context, h remote.Host, t Target, grace time.Duration) (Ki
 // stops the signal instead of racing it. The zero Fence checks nothing.
 type Fence struct {
 	File  string // the lock file's absolute path on the host; "" for none
-	Token string // this cockpit's token (driver.Info.Token, hex digits)
+	Token string // this cockpit's token (event.DriverInfo.Token, hex digits)
 }
 
 // exitFenced is the kill script's exit status when the fence stopped it.
@@ -72,7 +73,7 @@ var ErrFenced = errors.New("the driver lock names another cockpit now: nothing w
 // Kill's errors it returns ErrFenced wrapped (the result's Members are the
 // tree as it was; nothing was signalled), and an error for a token that is
 // not hex digits.
-func KillFenced(ctx context.Context, h remote.Host, t Target, grace time.Duration, f Fence) (KillResult, error) {
+func KillFenced(ctx context.Context, h remote.Host, t event.KillTarget, grace time.Duration, f Fence) (KillResult, error) {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}

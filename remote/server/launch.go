@@ -16,6 +16,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Spec is a fully resolved launch: what to run, where, and with which
@@ -91,9 +92,9 @@ func (s Spec) Validate() error {
 // when the pidfile's server is alive; a host without setsid or without the
 // working directory; remote.ErrDisconnected wrapped when the connection
 // dropped.
-func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
+func Launch(ctx context.Context, h remote.Host, s Spec) (event.LaunchRecord, error) {
 	if err := s.Validate(); err != nil {
-		return Record{}, err
+		return event.LaunchRecord{}, err
 	}
 	if s.At.IsZero() {
 		s.At = time.Now()
@@ -103,7 +104,7 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 		logDir = DefaultLogDir
 	}
 	if err := Resolve(ctx, h, &logDir, &workdir); err != nil {
-		return Record{}, err
+		return event.LaunchRecord{}, err
 	}
 	name := presetFileName.ReplaceAllString(s.Preset, "_")
 	if name == "" {
@@ -117,7 +118,7 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		q, err := remote.Quote(s.Env[k])
 		if err != nil {
-			return Record{}, fmt.Errorf("launch: value of %s: %w", k, err)
+			return event.LaunchRecord{}, fmt.Errorf("launch: value of %s: %w", k, err)
 		}
 		exports.WriteString("export " + k + "=" + q + "\n")
 	}
@@ -127,17 +128,17 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 		if try > 0 {
 			base += "-" + strconv.Itoa(try+1)
 		}
-		l := LaunchInfo{Preset: s.Preset, Profile: s.Profile, Server: s.Server, Argv: s.Argv, Env: Redact(s.Env),
+		l := event.LaunchInfo{Preset: s.Preset, Profile: s.Profile, Server: s.Server, Argv: s.Argv, Env: Redact(s.Env),
 			Workdir: workdir, LogPath: path.Join(logDir, base+".log"), ExitPath: path.Join(logDir, exitFileName),
 			Port: s.Port, At: s.At}
 		js, err := json.Marshal(l)
 		if err != nil {
-			return Record{}, err
+			return event.LaunchRecord{}, err
 		}
 		args := append([]string{"-s", "--", workdir, l.LogPath, path.Join(logDir, PidfileName), l.ExitPath, string(js)}, s.Argv...)
 		cmd, err := remote.Command("sh", args...)
 		if err != nil {
-			return Record{}, fmt.Errorf("launch: %w", err)
+			return event.LaunchRecord{}, fmt.Errorf("launch: %w", err)
 		}
 		res, err := h.Run(ctx, cmd, strings.NewReader(script))
 		var ee *remote.ExitError
@@ -145,18 +146,18 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (Record, error) {
 		case err == nil:
 			r, perr := parseRecord(bytes.TrimSpace(res.Stdout))
 			if perr != nil {
-				return Record{}, fmt.Errorf("launch: %w", perr)
+				return event.LaunchRecord{}, fmt.Errorf("launch: %w", perr)
 			}
 			return r, nil
 		case errors.As(err, &ee) && ee.Code == 4 && try < 20:
 			continue // a launch in the same second: next name
 		case errors.As(err, &ee) && ee.Code == 5:
 			pid, _ := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(string(res.Stdout)), "running "))
-			return Record{}, &AlreadyRunningError{PID: pid}
+			return event.LaunchRecord{}, &AlreadyRunningError{PID: pid}
 		case errors.As(err, &ee):
-			return Record{}, fmt.Errorf("launch on %s: %s", h.Name(), stderrOr(ee, err))
+			return event.LaunchRecord{}, fmt.Errorf("launch on %s: %s", h.Name(), stderrOr(ee, err))
 		default:
-			return Record{}, fmt.Errorf("launch on %s: %w", h.Name(), err)
+			return event.LaunchRecord{}, fmt.Errorf("launch on %s: %w", h.Name(), err)
 		}
 	}
 }

@@ -17,46 +17,22 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // PidfileName is the file in the log directory that names the server the
-// cockpit launched last: one JSON object (Record). It is replaced
+// cockpit launched last: one JSON object (event.LaunchRecord). It is replaced
 // atomically at each launch.
 const PidfileName = "flightdeck-server.json"
 
-// Record is the pidfile: who the server is and how it was launched.
-type Record struct {
-	PID       int        `json:"pid"`        // the launch wrapper (session leader); the server is its child
-	PGID      int        `json:"pgid"`       // process group id (= PID after setsid)
-	SID       int        `json:"sid"`        // session id (= PID after setsid)
-	StartTime uint64     `json:"start_time"` // field 22 of /proc/PID/stat, clock ticks since boot; guards against PID reuse
-	Launch    LaunchInfo `json:"launch"`
-}
-
-// LaunchInfo is the resolved launch, as recorded in the pidfile. Env values whose
-// names look secret (see Redact) are stored as "<redacted>".
-type LaunchInfo struct {
-	Preset   string            `json:"preset,omitempty"`
-	Profile  string            `json:"profile,omitempty"`
-	Server   string            `json:"server,omitempty"` // "sglang" or "vllm": log format and readiness rules
-	Argv     []string          `json:"argv"`
-	Env      map[string]string `json:"env,omitempty"` // what the launch added; the rest is the login environment
-	Workdir  string            `json:"workdir"`       // absolute
-	LogPath  string            `json:"log"`           // absolute: <logdir>/<preset>-<timestamp>.log
-	ExitPath string            `json:"exit"`          // absolute: the wrapper writes the server's exit status here
-	Port     int               `json:"port,omitempty"`
-	At       time.Time         `json:"at"` // when the launch was requested (cockpit clock)
-}
-
 // CommandLine is l's argv as one POSIX shell line, for display.
-func CommandLine(l LaunchInfo) string { return displayLine(l.Argv) }
+func CommandLine(l event.LaunchInfo) string { return displayLine(l.Argv) }
 
 // parseRecord reads a pidfile.
-func parseRecord(b []byte) (Record, error) {
-	var r Record
+func parseRecord(b []byte) (event.LaunchRecord, error) {
+	var r event.LaunchRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return r, fmt.Errorf("pidfile: %w", err)
 	}
@@ -141,7 +117,7 @@ func secretFlag(name string) bool {
 // RedactLaunch returns a copy of l safe to record and show: env values of
 // secret-looking names (Redact) and secret argv values (RedactArgv)
 // replaced by "<redacted>". The journal stores launches this way.
-func RedactLaunch(l LaunchInfo) LaunchInfo {
+func RedactLaunch(l event.LaunchInfo) event.LaunchInfo {
 	l.Env = Redact(l.Env)
 	l.Argv = RedactArgv(l.Argv)
 	return l

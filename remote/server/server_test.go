@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The test binary doubles as a hand-started server that listens on a port.
@@ -120,7 +121,7 @@ func TestLaunchDetachedRecordAndExitStatus(t *testing.T) {
 	if !slices.Equal(r.Launch.Argv, spec.Argv) || r.Launch.Profile != "nccl-ll-ring" || r.Launch.Port != 30000 {
 		t.Errorf("recorded launch %+v", r.Launch)
 	}
-	var f Found
+	var f event.ServerFound
 	waitFor(t, "exit recorded", func() bool {
 		f, err = Find(ctx, h, logDir, 0, "")
 		return err == nil && !f.Running && f.Exit >= 0
@@ -156,7 +157,7 @@ func TestLaunchRefusesSecondServerAndNamesLogsUniquely(t *testing.T) {
 	if !errors.As(err, &are) || are.PID != r.PID {
 		t.Fatalf("second launch: %v, want AlreadyRunningError for pid %d", err, r.PID)
 	}
-	if _, err := Kill(ctx, h, Target{PID: r.PID, StartTime: r.StartTime, PGID: r.PGID, SID: r.SID}, time.Second); err != nil {
+	if _, err := Kill(ctx, h, event.KillTarget{PID: r.PID, StartTime: r.StartTime, PGID: r.PGID, SID: r.SID}, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	r2, err := Launch(ctx, h, spec) // same second: a new name, the first log kept
@@ -259,7 +260,7 @@ func TestKillTreeWithStubbornAndSetsidWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f Found
+	var f event.ServerFound
 	waitFor(t, "three workers", func() bool {
 		f, err = Find(ctx, h, dir, 0, "")
 		n := 0
@@ -331,7 +332,7 @@ func TestAdoptByPortAndHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var f Found
+	var f event.ServerFound
 	var err error
 	waitFor(t, "listener", func() bool {
 		f, err = Find(ctx, h, t.TempDir(), port, "")
@@ -363,7 +364,7 @@ func TestAdoptByProcessSparesTheUsersShell(t *testing.T) {
 	cmd := startHandServer(t, false, "env", "FLIGHTDECK_TEST_SLEEP=1", exe, "flightdeck-adopt-marker", "--port", "31999")
 	// Another server on another port, and its own port's search: never ours.
 	other := startHandServer(t, false, "env", "FLIGHTDECK_TEST_SLEEP=1", exe, "flightdeck-adopt-marker", "--port", "31998")
-	var f Found
+	var f event.ServerFound
 	var err error
 	waitFor(t, "process", func() bool {
 		f, err = Find(ctx, h, t.TempDir(), 31999, "flightdeck-adopt-marker")
@@ -395,7 +396,7 @@ func TestKillStaleTargetSignalsNothing(t *testing.T) {
 	cmd := startHandServer(t, true, "sleep", "300")
 	pid := cmd.Process.Pid
 	// Right pid, wrong start time: a reused pid must not be signalled.
-	res, err := Kill(ctxT(t), h, Target{PID: pid, StartTime: 1, PGID: pid, SID: pid}, time.Second)
+	res, err := Kill(ctxT(t), h, event.KillTarget{PID: pid, StartTime: 1, PGID: pid, SID: pid}, time.Second)
 	if err != nil || len(res.Members) != 0 {
 		t.Fatalf("kill of a stale target: %+v %v", res, err)
 	}
@@ -539,7 +540,7 @@ func TestKillFenced(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			target := Target{PID: r.PID, StartTime: r.StartTime, PGID: r.PGID, SID: r.SID}
+			target := event.KillTarget{PID: r.PID, StartTime: r.StartTime, PGID: r.PGID, SID: r.SID}
 			_, err = KillFenced(ctx, h, target, time.Second, Fence{File: lock, Token: mine})
 			if c.fenced {
 				if !errors.Is(err, ErrFenced) || !alive(r.PID) {
@@ -555,7 +556,7 @@ func TestKillFenced(t *testing.T) {
 			}
 		})
 	}
-	if _, err := KillFenced(ctx, h, Target{PID: 1}, time.Second, Fence{File: lock, Token: "x'; rm -rf /"}); err == nil {
+	if _, err := KillFenced(ctx, h, event.KillTarget{PID: 1}, time.Second, Fence{File: lock, Token: "x'; rm -rf /"}); err == nil {
 		t.Error("a token that is not hex digits was accepted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // waitReady waits for the in-process server's /health to answer 200.
@@ -61,7 +62,7 @@ func TestBenchMeasuresModelledRate(t *testing.T) {
 			if tc.autoLoad { // let the synthetic workload start decoding, so that it has to yield
 				waitFor(t, 30*time.Second, "the synthetic load", func() bool { return strings.Contains(s.out.String(), "Decode batch") })
 			}
-			res, err := bench.Run(context.Background(), nil, "http://"+s.addr, bench.Config{
+			res, err := bench.Run(context.Background(), nil, "http://"+s.addr, event.BenchConfig{
 				InputLen: 64, OutputLen: 200, Concurrency: tc.concurrency, Requests: 2 * tc.concurrency}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -91,15 +92,15 @@ func TestBenchMeasuresModelledRate(t *testing.T) {
 // successful short one); the benchmark client counts it failed. Streaming
 // and not, completions and chat.
 func TestStoppedServerCutsItsStreams(t *testing.T) {
-	for _, ep := range []bench.Endpoint{bench.Completions, bench.Chat} {
+	for _, ep := range []event.BenchEndpoint{event.BenchCompletions, event.BenchChat} {
 		t.Run(string(ep), func(t *testing.T) {
 			t.Parallel()
 			s := runInProc(t, "", nil, "--port", "0", "--time-scale", "4", "--startup-delay", "0.2", "--seed", "9", "--tp-size", "8", "--no-auto-load")
 			waitReady(t, s)
 			var once sync.Once
 			// 100 000 tokens at 250 tok/s: it is mid-stream when stopped.
-			res, err := bench.Run(context.Background(), nil, "http://"+s.addr, bench.Config{Endpoint: ep,
-				InputLen: 8, OutputLen: 100000, Requests: 1, Warmup: -1}, func(p bench.Progress) {
+			res, err := bench.Run(context.Background(), nil, "http://"+s.addr, event.BenchConfig{Endpoint: ep,
+				InputLen: 8, OutputLen: 100000, Requests: 1, Warmup: -1}, func(p event.BenchProgress) {
 				if p.OutTokens > 0 {
 					once.Do(func() { go s.stop() })
 				}

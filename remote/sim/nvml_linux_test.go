@@ -67,7 +67,7 @@ func handle(t *testing.T, f *fakeNVML, i int) gonvml.Device {
 // smiSample is what the fake nvidia-smi prints at the clock's moment,
 // parsed by probes/gpu: the cockpit's --query-gpu row per GPU and the
 // compute processes.
-func smiSample(t *testing.T, dir string, now time.Time) ([]gpu.GPU, []gpu.App) {
+func smiSample(t *testing.T, dir string, now time.Time) ([]event.GPU, []event.ComputeApp) {
 	t.Helper()
 	fields := gpu.DefaultFields()
 	var out syncBuffer
@@ -79,7 +79,7 @@ func smiSample(t *testing.T, dir string, now time.Time) ([]gpu.GPU, []gpu.App) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gs []gpu.GPU
+	var gs []event.GPU
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		g, err := p.Parse([]byte(l))
 		if err != nil {
@@ -104,35 +104,35 @@ func smiSample(t *testing.T, dir string, now time.Time) ([]gpu.GPU, []gpu.App) {
 // NOT_SUPPORTED (a fan on an SXM board), so the kind of non-value may
 // differ otherwise. A static field (stable) that nvidia-smi prints as lost
 // may keep, on the NVML side, the value the sampler read before the GPU
-// was lost (gpu.GPU.Lost: "its other readings may still hold values from
+// was lost (event.GPU.Lost: "its other readings may still hold values from
 // before").
-func sameReading(a, b gpu.Reading, static bool) bool {
-	if a.Status == gpu.Lost && static && b.Valid() {
+func sameReading(a, b event.Reading, static bool) bool {
+	if a.Status == event.CellLost && static && b.Valid() {
 		return true
 	}
 	if a.Valid() || b.Valid() {
 		return a.Valid() && b.Valid() && a.Value == b.Value
 	}
-	return (a.Status == gpu.Lost) == (b.Status == gpu.Lost)
+	return (a.Status == event.CellLost) == (b.Status == event.CellLost)
 }
 
-func sameText(a, b gpu.Text, static bool) bool {
-	if a.Status == gpu.Lost && static && b.Status == gpu.OK {
+func sameText(a, b event.Text, static bool) bool {
+	if a.Status == event.CellLost && static && b.Status == event.CellOK {
 		return true
 	}
-	if a.Status == gpu.OK || b.Status == gpu.OK {
+	if a.Status == event.CellOK || b.Status == event.CellOK {
 		return a.Status == b.Status && a.S == b.S
 	}
-	return (a.Status == gpu.Lost) == (b.Status == gpu.Lost)
+	return (a.Status == event.CellLost) == (b.Status == event.CellLost)
 }
 
 // compareGPU reports every field where the NVML row n differs from the
 // nvidia-smi row s.
-func compareGPU(t *testing.T, s, n gpu.GPU) {
+func compareGPU(t *testing.T, s, n event.GPU) {
 	t.Helper()
 	readings := []struct {
 		name   string
-		a, b   gpu.Reading
+		a, b   event.Reading
 		static bool
 	}{
 		{"utilization.gpu", s.UtilGPUPct, n.UtilGPUPct, false}, {"utilization.memory", s.UtilMemPct, n.UtilMemPct, false},
@@ -151,7 +151,7 @@ func compareGPU(t *testing.T, s, n gpu.GPU) {
 	}
 	texts := []struct {
 		name   string
-		a, b   gpu.Text
+		a, b   event.Text
 		static bool
 	}{
 		{"name", s.Name, n.Name, true}, {"pci.bus_id", s.BusID, n.BusID, true}, {"uuid", s.UUID, n.UUID, true},
@@ -166,7 +166,7 @@ func compareGPU(t *testing.T, s, n gpu.GPU) {
 	if s.Index != n.Index || s.Lost != n.Lost || s.ShowsLost() != n.ShowsLost() {
 		t.Errorf("GPU %d: index %d/%d, lost %v/%v, shows lost %v/%v", s.Index, s.Index, n.Index, s.Lost, n.Lost, s.ShowsLost(), n.ShowsLost())
 	}
-	if (s.ClockEvents.Status == gpu.OK) != (n.ClockEvents.Status == gpu.OK) || s.ClockEvents.Mask != n.ClockEvents.Mask {
+	if (s.ClockEvents.Status == event.CellOK) != (n.ClockEvents.Status == event.CellOK) || s.ClockEvents.Mask != n.ClockEvents.Mask {
 		t.Errorf("GPU %d clock events: nvidia-smi %+v, NVML %+v", s.Index, s.ClockEvents, n.ClockEvents)
 	}
 }
@@ -187,7 +187,7 @@ func TestOpenNVMLMatchesNvidiaSMI(t *testing.T) {
 	if in := s.Info(); in.GPUs != 8 || in.Driver != "590.48.01" || in.CUDA != 13010 || in.NVML != "13.590.48.01" {
 		t.Errorf("Info %+v", in)
 	}
-	compare := func(step string) gpu.Sample {
+	compare := func(step string) event.GPUSample {
 		t.Helper()
 		smp, err := s.Sample()
 		if err != nil {
@@ -204,7 +204,7 @@ func TestOpenNVMLMatchesNvidiaSMI(t *testing.T) {
 			}
 		}
 		// NVML lists processes by GPU then pid, nvidia-smi in its own order.
-		byBusPID := func(a, b gpu.App) int {
+		byBusPID := func(a, b event.ComputeApp) int {
 			if c := strings.Compare(gpu.NormBusID(a.BusID.S), gpu.NormBusID(b.BusID.S)); c != 0 {
 				return c
 			}
@@ -227,7 +227,7 @@ func TestOpenNVMLMatchesNvidiaSMI(t *testing.T) {
 	if g := smp.GPUs[3]; g.PCIeGenCurrent.Value != 4 || g.PCIeWidthCurrent.Value != 8 || g.PCIeGenMax.Value != 5 {
 		t.Errorf("GPU 3 (degraded) PCIe gen %v/%v width %v", g.PCIeGenCurrent, g.PCIeGenMax, g.PCIeWidthCurrent)
 	}
-	if g := smp.GPUs[4]; g.ClockEvents.Mask&gpu.ReasonSWThermalSlowdown == 0 || g.TempC.Value < 87 {
+	if g := smp.GPUs[4]; g.ClockEvents.Mask&event.ReasonSWThermalSlowdown == 0 || g.TempC.Value < 87 {
 		t.Errorf("GPU 4 (thermal) reasons %v temp %v", g.ClockEvents, g.TempC)
 	}
 	if len(smp.Apps) != 9 {
@@ -237,7 +237,7 @@ func TestOpenNVMLMatchesNvidiaSMI(t *testing.T) {
 	writeFaults(t, dir, Faults{LostGPUs: []int{6}})
 	clock.add(500 * time.Millisecond) // the server's heartbeat stays fresh
 	smp = compare("GPU 6 lost")
-	if !smp.GPUs[6].Lost || smp.GPUs[6].TempC.Status != gpu.Lost || smp.GPUs[5].Lost {
+	if !smp.GPUs[6].Lost || smp.GPUs[6].TempC.Status != event.CellLost || smp.GPUs[5].Lost {
 		t.Errorf("GPU 6 (lost) %+v; GPU 5 lost %v", smp.GPUs[6].TempC, smp.GPUs[5].Lost)
 	}
 }
@@ -656,8 +656,8 @@ func TestFakeNVMLXids(t *testing.T) {
 
 // TestOpenNVMLRunOnSimHost runs the real sampler over a simulated host's
 // fake NVML, as `flightdeck agent` does there: samples of the sim's 8
-// H200s, each injected Xid published once as a gpu.Xid naming its GPU, and
-// a stalled driver reported as gpu.Stale, after which samples resume.
+// H200s, each injected Xid published once as a event.Xid naming its GPU, and
+// a stalled driver reported as event.GPUStale, after which samples resume.
 func TestOpenNVMLRunOnSimHost(t *testing.T) {
 	h := startHost(t, Options{NoSSH: true})
 	s, err := openNVML(h.Dir, nvml.Options{Interval: 20 * time.Millisecond})
@@ -676,7 +676,7 @@ func TestOpenNVMLRunOnSimHost(t *testing.T) {
 		}
 	}()
 
-	var xids []gpu.Xid
+	var xids []event.Xid
 	// next returns the next event of kind (collecting Xids on the way),
 	// failing after 20 s without one.
 	next := func(kind string) event.Event {
@@ -685,10 +685,10 @@ func TestOpenNVMLRunOnSimHost(t *testing.T) {
 		for {
 			select {
 			case e := <-events:
-				if x, ok := e.Data.(gpu.Xid); ok {
+				if x, ok := e.Data.(event.Xid); ok {
 					xids = append(xids, x)
 				}
-				if e.Data.Kind() == kind {
+				if e.Data.Kind().String() == kind {
 					return e
 				}
 			case <-deadline:
@@ -696,7 +696,7 @@ func TestOpenNVMLRunOnSimHost(t *testing.T) {
 			}
 		}
 	}
-	smp := next("gpu-sample").Data.(gpu.Sample)
+	smp := next("gpu-sample").Data.(event.GPUSample)
 	if len(smp.GPUs) != 8 {
 		t.Fatalf("%d GPUs, want 8", len(smp.GPUs))
 	}
@@ -717,7 +717,7 @@ func TestOpenNVMLRunOnSimHost(t *testing.T) {
 	for range 10 { // later samples bring no repeat
 		next("gpu-sample")
 	}
-	want := []gpu.Xid{{Index: 3, UUID: gpuUUID(3), BusID: "00000000:5D:00.0", Code: 79}, {Index: 0, UUID: gpuUUID(0), BusID: "00000000:18:00.0", Code: 48}}
+	want := []event.Xid{{Index: 3, UUID: gpuUUID(3), BusID: "00000000:5D:00.0", Code: 79}, {Index: 0, UUID: gpuUUID(0), BusID: "00000000:18:00.0", Code: 48}}
 	if !slices.Equal(xids, want) {
 		t.Errorf("Xids %+v, want %+v", xids, want)
 	}
@@ -725,14 +725,14 @@ func TestOpenNVMLRunOnSimHost(t *testing.T) {
 	if err := h.SetFaults(Faults{Stall: true}); err != nil {
 		t.Fatal(err)
 	}
-	st := next("gpu-stale").Data.(gpu.Stale)
+	st := next("gpu-stale").Data.(event.GPUStale)
 	if !strings.Contains(st.Reason, "blocked") {
 		t.Errorf("stale reason %q", st.Reason)
 	}
 	if err := h.SetFaults(Faults{}); err != nil {
 		t.Fatal(err)
 	}
-	if smp := next("gpu-sample").Data.(gpu.Sample); len(smp.GPUs) != 8 {
+	if smp := next("gpu-sample").Data.(event.GPUSample); len(smp.GPUs) != 8 {
 		t.Errorf("after the stall: %d GPUs", len(smp.GPUs))
 	}
 }

@@ -34,7 +34,7 @@ func runToExit(t *testing.T, dir string, args ...string) (string, int) {
 
 // classify runs a log through serverlog's scanner, as the cockpit does, and
 // returns the failure that explains it.
-func classify(t *testing.T, log string) serverlog.Failure {
+func classify(t *testing.T, log string) event.ServerFailure {
 	t.Helper()
 	sc := serverlog.Scanner{Server: serverlog.ServerSGLang}
 	for i, l := range strings.Split(log, "\n") {
@@ -50,13 +50,13 @@ func classify(t *testing.T, log string) serverlog.Failure {
 func TestServerFailureModes(t *testing.T) {
 	for _, tc := range []struct {
 		fail      string
-		class     serverlog.FailureClass
+		class     event.ServerFailureClass
 		rank      bool // the failure line carries the rank tag of its traceback
 		wantReady bool
 	}{
-		{"oom", serverlog.FailOOM, true, false},
-		{"nccl", serverlog.FailNCCL, true, false},
-		{"crash-after-ready=0.5", serverlog.FailCUDAIllegalMemory, true, true},
+		{"oom", event.FailOOM, true, false},
+		{"nccl", event.FailNCCL, true, false},
+		{"crash-after-ready=0.5", event.FailCUDAIllegalMemory, true, true},
 	} {
 		t.Run(tc.fail, func(t *testing.T) {
 			t.Parallel()
@@ -174,14 +174,14 @@ func TestServerPortInUse(t *testing.T) {
 	if !regexp.MustCompile(want).MatchString(log) {
 		t.Errorf("log %q, want only uvicorn's bind error", log)
 	}
-	if f := classify(t, log); f.Class != serverlog.FailPortInUse {
+	if f := classify(t, log); f.Class != event.FailPortInUse {
 		t.Errorf("classified %+v, want port-in-use", f)
 	}
 	if sv := readServerView(dir, time.Now()); !sv.Alive || sv.MemMiB != holder.MemMiB {
 		t.Errorf("the failed launch touched the GPU state: %+v", sv)
 	}
 	// The later bind (a port taken during start-up) prints the same line.
-	if f := classify(t, "[2026-11-29 10:15:00] "+bindErrorLine("127.0.0.1", port, &net.OpError{Op: "listen", Err: os.NewSyscallError("bind", syscall.EADDRINUSE)})); f.Class != serverlog.FailPortInUse {
+	if f := classify(t, "[2026-11-29 10:15:00] "+bindErrorLine("127.0.0.1", port, &net.OpError{Op: "listen", Err: os.NewSyscallError("bind", syscall.EADDRINUSE)})); f.Class != event.FailPortInUse {
 		t.Errorf("late bind error classified %+v", f)
 	}
 }
@@ -218,7 +218,7 @@ func TestServerOOMOnOrphanedMemory(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
 	}
-	if f := classify(t, log); f.Class != serverlog.FailOOM || f.Rank != "TP3" {
+	if f := classify(t, log); f.Class != event.FailOOM || f.Rank != "TP3" {
 		t.Errorf("classified %+v, want oom on TP3", f)
 	}
 	for _, want := range []string{

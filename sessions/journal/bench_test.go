@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -29,7 +27,7 @@ const (
 // with load, the SM clock at boost and sometimes capped by power), idle
 // values between runs.
 type simGPU struct {
-	g    gpu.GPU
+	g    event.GPU
 	heat float64
 }
 
@@ -39,7 +37,7 @@ func newSimGPU(i int) *simGPU {
 	return s
 }
 
-func (s *simGPU) step(rng *rand.Rand, busy bool) gpu.GPU {
+func (s *simGPU) step(rng *rand.Rand, busy bool) event.GPU {
 	g := &s.g
 	if busy {
 		s.heat = min(1, s.heat+0.002)
@@ -48,16 +46,16 @@ func (s *simGPU) step(rng *rand.Rand, busy bool) gpu.GPU {
 		g.PowerDrawW = ok(math.Round((600+s.heat*12+(rng.Float64()*2-1)*20)*100) / 100)
 		g.MemUsedMiB = ok(131072)
 		if rng.IntN(20) == 0 {
-			g.SMClockMHz, g.ClockEvents.Mask = ok(1965), gpu.ReasonSWPowerCap
+			g.SMClockMHz, g.ClockEvents.Mask = ok(1965), event.ReasonSWPowerCap
 		} else {
 			g.SMClockMHz, g.ClockEvents.Mask = ok(1980), 0
 		}
-		g.PState = gpu.Text{S: "P0"}
+		g.PState = event.Text{S: "P0"}
 	} else {
 		s.heat = max(0, s.heat-0.004)
 		g.UtilGPUPct, g.UtilMemPct = ok(0), ok(0)
 		g.PowerDrawW = ok(math.Round((77+(rng.Float64()*2-1)*2.5)*100) / 100)
-		g.SMClockMHz, g.ClockEvents.Mask = ok(345), gpu.ReasonGPUIdle
+		g.SMClockMHz, g.ClockEvents.Mask = ok(345), event.ReasonGPUIdle
 		g.MemUsedMiB = ok(1)
 	}
 	g.TempC = ok(math.Round(30 + float64(g.Index*7%5) + s.heat*27 + (rng.Float64()*2-1)*0.6))
@@ -77,15 +75,15 @@ func benchEvents(hours float64, fn func(event.Event)) {
 		// minutes every hour.
 		at := t0.Add(time.Duration(k)*benchTick + time.Duration(rng.IntN(4000))*time.Microsecond)
 		busy := (k/120)%60 >= 5
-		s := gpu.Sample{At: at, GPUs: make([]gpu.GPU, benchGPUs)}
+		s := event.GPUSample{At: at, GPUs: make([]event.GPU, benchGPUs)}
 		for i, g := range gpus {
 			s.GPUs[i] = g.step(rng, busy)
 		}
 		fn(event.Event{At: at, Data: s})
 		if k%2 == 1 {
-			r := serverlog.Rate{TokPerSec: math.Round((1500+(rng.Float64()*2-1)*60)*100) / 100, Ranks: 1}
+			r := event.TokRate{TokPerSec: math.Round((1500+(rng.Float64()*2-1)*60)*100) / 100, Ranks: 1}
 			if !busy {
-				r = serverlog.Rate{TokPerSec: 0.4, Ranks: 1, Dropped: true}
+				r = event.TokRate{TokPerSec: 0.4, Ranks: 1, Dropped: true}
 			}
 			fn(event.Event{At: at.Add(3 * time.Millisecond), Data: r})
 		}
@@ -104,10 +102,10 @@ func pcieBenchEvents(hours float64, fn func(event.Event)) { nvmlEvents(hours, tr
 func nvmlEvents(hours float64, pcie bool, fn func(event.Event)) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var rx, tx [benchGPUs]float64
-	var apps []gpu.App
+	var apps []event.ComputeApp
 	k, run := 0, 0
 	benchEvents(hours, func(e event.Event) {
-		s, isSample := e.Data.(gpu.Sample)
+		s, isSample := e.Data.(event.GPUSample)
 		if !isSample {
 			fn(e)
 			return
@@ -120,13 +118,13 @@ func nvmlEvents(hours float64, pcie bool, fn func(event.Event)) {
 		busy := s.GPUs[0].UtilGPUPct.Value > 10
 		if busy && len(apps) == 0 {
 			run++
-			apps = make([]gpu.App, benchGPUs)
+			apps = make([]event.ComputeApp, benchGPUs)
 			for i := range apps {
-				apps[i] = gpu.App{PID: 4000 + run*100 + i, Name: gpu.Text{S: "python3"}, UsedMiB: ok(131000),
+				apps[i] = event.ComputeApp{PID: 4000 + run*100 + i, Name: event.Text{S: "python3"}, UsedMiB: ok(131000),
 					BusID: s.GPUs[i].BusID, UUID: s.GPUs[i].UUID}
 			}
 		} else if !busy && len(apps) > 0 {
-			apps = []gpu.App{} // killed: none left
+			apps = []event.ComputeApp{} // killed: none left
 		}
 		if pcie {
 			for i := range s.GPUs {
@@ -141,7 +139,7 @@ func nvmlEvents(hours float64, pcie bool, fn func(event.Event)) {
 }
 
 func writeBenchJournal(path string, hours float64) error {
-	w, err := Create(path, Header{Created: t0, Host: "gpu-box", Flightdeck: "bench"})
+	w, err := Create(path, event.SessionHeader{Created: t0, Host: "gpu-box", Flightdeck: "bench"})
 	if err != nil {
 		return err
 	}
@@ -231,7 +229,7 @@ func TestBenchJournalSizeNVML(t *testing.T) {
 // back without problems and returns its size.
 func writeSized(t *testing.T, events func(float64, func(event.Event))) int64 {
 	path := filepath.Join(t.TempDir(), "nvml.jsonl")
-	w, err := Create(path, Header{Created: t0, Host: "gpu-box", Flightdeck: "bench"})
+	w, err := Create(path, event.SessionHeader{Created: t0, Host: "gpu-box", Flightdeck: "bench"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,14 +304,14 @@ func BenchmarkWriteSampleNVML(b *testing.B) { benchWriteSample(b, nvmlBenchEvent
 func BenchmarkWriteSamplePCIe(b *testing.B) { benchWriteSample(b, pcieBenchEvents) }
 
 func benchWriteSample(b *testing.B, events func(float64, func(event.Event))) {
-	w, err := Create(filepath.Join(b.TempDir(), "w.jsonl"), Header{Created: t0})
+	w, err := Create(filepath.Join(b.TempDir(), "w.jsonl"), event.SessionHeader{Created: t0})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
 	var samples []event.Event
 	events(0.1, func(e event.Event) {
-		if _, ok := e.Data.(gpu.Sample); ok {
+		if _, ok := e.Data.(event.GPUSample); ok {
 			samples = append(samples, e)
 		}
 	})

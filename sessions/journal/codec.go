@@ -7,13 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -24,7 +17,7 @@ var ErrUnknownKind = errors.New("payload kind not in the journal format")
 
 // codec encodes and decodes the data element of one payload kind.
 type codec struct {
-	kind string
+	kind event.Kind
 	// enc appends p's data element to b. at is the event's time (the
 	// gpu-sample codec leaves out a Sample.At equal to it).
 	enc func(st *encState, b []byte, at time.Time, p event.Payload) ([]byte, error)
@@ -32,72 +25,71 @@ type codec struct {
 	dec func(st *decState, at time.Time, data []byte) (event.Payload, error)
 }
 
-// kindID numbers the kinds of the codec table from 1 (0: unknown).
-type kindID uint16
-
 // codecs is the format's table of kinds: every payload kind the cockpit
 // publishes except the screenOnly ones. High-rate kinds have compact codecs (codec_compact.go); the
 // rest are the payload struct's JSON (fields that are Go errors stored as
 // their message, non-finite floats as strings).
 var codecs = []codec{
-	{kind: "gpu-sample", enc: encGPUSample, dec: decGPUSample},    // 2 Hz × GPUs: keyframe + delta arrays
-	jsonCodec[gpu.Failure](),                                      // rare
-	jsonCodec[gpu.Stale](),                                        // rare
-	jsonCodec[gpu.Xid](),                                          // rare: a driver error event
-	jsonCodec[gpu.Source](),                                       // when sampling starts or changes mode
-	{kind: "log-lines", enc: encLines, dec: decLines},             // raw bytes, offsets implied
-	jsonCodec[serverlog.Reset](),                                  // rare
-	jsonCodec[serverlog.Notice](),                                 // rare
-	jsonCodec[serverlog.FollowError](),                            // rare
-	{kind: "throughput", enc: encThroughput, dec: decThroughput},  // per rank per log report: short keys
-	{kind: "tok-rate", enc: encRate, dec: decRate},                // ~1 Hz: array
-	{kind: "prefill", enc: encPrefill, dec: decPrefill},           // per prefill batch: short keys
-	jsonCodec[serverlog.SpecDecode](),                             // per vLLM metrics report
-	{kind: "bench-result", enc: encBench, dec: decBench},          // RequestRate may be +Inf
-	jsonCodec[serverlog.Ready](),                                  // rare
-	jsonCodec[serverlog.Failure](),                                // rare
-	jsonCodec[server.Status](),                                    // on change
-	redactedJSONCodec(redactLaunched),                             // per launch; secrets redacted
-	{kind: "server-observed", enc: encObserved, dec: decObserved}, // Found.PidfileErr is an error
-	jsonCodec[server.Healthy](),                                   // rare
-	{kind: "server-kill", enc: encKillStep, dec: decKillStep},     // Err is an error
-	jsonCodec[repo.Head](),                                        // on change
-	jsonCodec[repo.Unreadable](),                                  // on change
-	jsonCodec[git.Status](),                                       // on change
-	jsonCodec[git.Action](),                                       // per action
-	jsonCodec[git.Moved](),                                        // on change
-	{kind: "conn-state", enc: encConnState, dec: decConnState},    // Err is an error
-	jsonCodec[Note](),                                             // journal's own kinds
-	jsonCodec[ExperimentStart](),
-	gpuRowsJSONCodec(func(v *ExperimentFingerprint) *[]gpu.GPU { return &v.Fingerprint.GPUs }),
-	jsonCodec[ExperimentUpdate](),
-	gpuRowsJSONCodec(func(v *ExperimentEnd) *[]gpu.GPU { return &v.GPUs }),
-	jsonCodec[Key](),
-	jsonCodec[Session](), // another cockpit session appending (Append)
-	jsonCodec[Baseline](),
-	jsonCodec[Repeat](),
-	{kind: "bench-start", enc: encBenchStarted, dec: decBenchStarted}, // Config.Rate may be +Inf
-	{kind: "bench-done", enc: encBenchDone, dec: decBenchDone},        // per-request arrays; floats may not be finite
-	jsonCodec[driver.State](),                                         // who drives the host; on change
+	{kind: event.KindGPUSample, enc: encGPUSample, dec: decGPUSample},    // 2 Hz × GPUs: keyframe + delta arrays
+	jsonCodec[event.GPUFailure](),                                        // rare
+	jsonCodec[event.GPUStale](),                                          // rare
+	jsonCodec[event.Xid](),                                               // rare: a driver error event
+	jsonCodec[event.GPUSource](),                                         // when sampling starts or changes mode
+	{kind: event.KindLogLines, enc: encLines, dec: decLines},             // raw bytes, offsets implied
+	jsonCodec[event.LogReset](),                                          // rare
+	jsonCodec[event.LogNotice](),                                         // rare
+	jsonCodec[event.LogFollowError](),                                    // rare
+	{kind: event.KindThroughput, enc: encThroughput, dec: decThroughput}, // per rank per log report: short keys
+	{kind: event.KindTokRate, enc: encRate, dec: decRate},                // ~1 Hz: array
+	{kind: event.KindPrefill, enc: encPrefill, dec: decPrefill},          // per prefill batch: short keys
+	jsonCodec[event.SpecDecode](),                                        // per vLLM metrics report
+	{kind: event.KindLogBench, enc: encBench, dec: decBench},             // RequestRate may be +Inf
+	jsonCodec[event.ServerReady](),                                       // rare
+	jsonCodec[event.ServerFailure](),                                     // rare
+	jsonCodec[event.ServerStatus](),                                      // on change
+	redactedJSONCodec(redactLaunched),                                    // per launch; secrets redacted
+	{kind: event.KindServerObserved, enc: encObserved, dec: decObserved}, // Found.PidfileErr is an error
+	jsonCodec[event.ServerHealthy](),                                     // rare
+	{kind: event.KindKillStep, enc: encKillStep, dec: decKillStep},       // Err is an error
+	jsonCodec[event.RepoHead](),                                          // on change
+	jsonCodec[event.RepoUnreadable](),                                    // on change
+	jsonCodec[event.GitStatus](),                                         // on change
+	jsonCodec[event.GitAction](),                                         // per action
+	jsonCodec[event.GitMoved](),                                          // on change
+	{kind: event.KindConnState, enc: encConnState, dec: decConnState},    // Err is an error
+	jsonCodec[event.Note](),                                              // journal's own kinds
+	jsonCodec[event.ExperimentStart](),
+	gpuRowsJSONCodec(func(v *event.ExperimentFingerprint) *[]event.GPU { return &v.Fingerprint.GPUs }),
+	jsonCodec[event.ExperimentUpdate](),
+	gpuRowsJSONCodec(func(v *event.ExperimentEnd) *[]event.GPU { return &v.GPUs }),
+	jsonCodec[event.Key](),
+	jsonCodec[event.Session](), // another cockpit session appending (Append)
+	jsonCodec[event.Baseline](),
+	jsonCodec[event.Repeat](),
+	{kind: event.KindBenchStarted, enc: encBenchStarted, dec: decBenchStarted}, // Config.Rate may be +Inf
+	{kind: event.KindBenchDone, enc: encBenchDone, dec: decBenchDone},          // per-request arrays; floats may not be finite
+	jsonCodec[event.DriverState](),                                             // who drives the host; on change
 }
 
-// screenOnly are the kinds published for the screen only, never written:
-// the recorder's own state, a running benchmark's progress and a repeat's
-// (their outcomes are journaled as bench-done and exp-repeat).
-// Writer.Write skips them without an error.
-var screenOnly = map[string]bool{
-	(Status{}).Kind():         true,
-	(bench.Progress{}).Kind(): true,
-	"repeat-progress":         true, // sessions.RepeatProgress (sessions imports journal)
-}
-
-var kindIDs = func() map[string]kindID {
-	m := make(map[string]kindID, len(codecs))
-	for i, c := range codecs {
-		if _, dup := m[c.kind]; dup {
-			panic("journal: duplicate codec for " + c.kind)
+// codecByKind is each kind's codec, nil for the kinds the format leaves
+// out (event.KindInfo.ScreenOnly: Writer.Write skips them without an
+// error).
+var codecByKind = func() (byKind [event.NumKinds]*codec) {
+	for i := range codecs {
+		c := &codecs[i]
+		if byKind[c.kind] != nil {
+			panic("journal: duplicate codec for " + c.kind.String())
 		}
-		m[c.kind] = kindID(i + 1)
+		byKind[c.kind] = c
+	}
+	return byKind
+}()
+
+// kindIDs maps the record types of the format to their kinds.
+var kindIDs = func() map[string]event.Kind {
+	m := make(map[string]event.Kind, len(codecs))
+	for _, c := range codecs {
+		m[c.kind.String()] = c.kind
 	}
 	return m
 }()
@@ -106,12 +98,12 @@ var kindIDs = func() map[string]kindID {
 func Kinds() []string {
 	out := make([]string, len(codecs))
 	for i, c := range codecs {
-		out[i] = c.kind
+		out[i] = c.kind.String()
 	}
 	return out
 }
 
-func codecOf(id kindID) *codec { return &codecs[id-1] }
+func codecOf(k event.Kind) *codec { return codecByKind[k] }
 
 // encState is a Writer's encoder state (the gpu-sample keyframe).
 type encState struct {
@@ -197,16 +189,16 @@ func textErr(s string) error {
 // encoding/json prefers over the embedded one.
 
 type connStateJSON struct {
-	remote.State
+	event.ConnState
 	Err string `json:"Err,omitempty"`
 }
 
 func encConnState(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[remote.State](p)
+	v, err := payloadAs[event.ConnState](p)
 	if err != nil {
 		return b, err
 	}
-	return appendMarshal(b, connStateJSON{State: v, Err: errText(v.Err)})
+	return appendMarshal(b, connStateJSON{ConnState: v, Err: errText(v.Err)})
 }
 
 func decConnState(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
@@ -214,18 +206,18 @@ func decConnState(_ *decState, _ time.Time, data []byte) (event.Payload, error) 
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
-	v := s.State
+	v := s.ConnState
 	v.Err = textErr(s.Err)
 	return v, nil
 }
 
 type killStepJSON struct {
-	server.KillStep
+	event.KillStep
 	Err string `json:"Err,omitempty"`
 }
 
 func encKillStep(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[server.KillStep](p)
+	v, err := payloadAs[event.KillStep](p)
 	if err != nil {
 		return b, err
 	}
@@ -244,20 +236,20 @@ func decKillStep(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 
 // redactLaunched is a launch record as the journal stores it: env and
 // argv secrets redacted (server.RedactLaunch).
-func redactLaunched(l server.Launched) server.Launched {
+func redactLaunched(l event.ServerLaunched) event.ServerLaunched {
 	l.Record.Launch = server.RedactLaunch(l.Record.Launch)
 	return l
 }
 
-// observedJSON is server.Observed's Found, flattened; its pidfile
+// observedJSON is event.ServerObserved's Found, flattened; its pidfile
 // record's secrets are redacted.
 type observedJSON struct {
-	server.Found
+	event.ServerFound
 	PidfileErr string `json:"PidfileErr,omitempty"`
 }
 
 func encObserved(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[server.Observed](p)
+	v, err := payloadAs[event.ServerObserved](p)
 	if err != nil {
 		return b, err
 	}
@@ -267,7 +259,7 @@ func encObserved(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, e
 		r.Launch = server.RedactLaunch(r.Launch)
 		f.Record = &r
 	}
-	return appendMarshal(b, observedJSON{Found: f, PidfileErr: errText(v.Found.PidfileErr)})
+	return appendMarshal(b, observedJSON{ServerFound: f, PidfileErr: errText(v.Found.PidfileErr)})
 }
 
 func decObserved(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
@@ -275,9 +267,9 @@ func decObserved(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
-	f := s.Found
+	f := s.ServerFound
 	f.PidfileErr = textErr(s.PidfileErr)
-	return server.Observed{Found: f}, nil
+	return event.ServerObserved{Found: f}, nil
 }
 
 // float is a float64 whose JSON keeps infinities and NaN as the strings
@@ -296,16 +288,16 @@ func (f *float) UnmarshalJSON(b []byte) error {
 }
 
 type benchJSON struct {
-	serverlog.Bench
+	event.LogBench
 	RequestRate float `json:"RequestRate"`
 }
 
 func encBench(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[serverlog.Bench](p)
+	v, err := payloadAs[event.LogBench](p)
 	if err != nil {
 		return b, err
 	}
-	return appendMarshal(b, benchJSON{Bench: v, RequestRate: float(v.RequestRate)})
+	return appendMarshal(b, benchJSON{LogBench: v, RequestRate: float(v.RequestRate)})
 }
 
 func decBench(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
@@ -313,33 +305,33 @@ func decBench(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
-	v := s.Bench
+	v := s.LogBench
 	v.RequestRate = float64(s.RequestRate)
 	return v, nil
 }
 
-// throughputJSON is serverlog.Throughput with short keys.
+// throughputJSON is event.Throughput with short keys.
 type throughputJSON struct {
-	TokPerSec       float            `json:"t"`
-	PromptTokPerSec float            `json:"p,omitempty"`
-	AcceptLength    float            `json:"al,omitempty"`
-	AcceptRate      float            `json:"ar,omitempty"`
-	TokenUsage      float            `json:"u,omitempty"`
-	Tokens          int64            `json:"n,omitempty"`
-	Running         int              `json:"r,omitempty"`
-	Queued          int              `json:"q,omitempty"`
-	CUDAGraph       bool             `json:"g,omitempty"`
-	Has             serverlog.Fields `json:"h,omitempty"`
-	Rank            string           `json:"rk,omitempty"`
-	DP              int              `json:"dp"`
-	Engine          int              `json:"e"`
-	Server          string           `json:"s,omitempty"`
-	Stamp           string           `json:"st,omitempty"`
-	Line            int              `json:"l,omitempty"`
+	TokPerSec       float                  `json:"t"`
+	PromptTokPerSec float                  `json:"p,omitempty"`
+	AcceptLength    float                  `json:"al,omitempty"`
+	AcceptRate      float                  `json:"ar,omitempty"`
+	TokenUsage      float                  `json:"u,omitempty"`
+	Tokens          int64                  `json:"n,omitempty"`
+	Running         int                    `json:"r,omitempty"`
+	Queued          int                    `json:"q,omitempty"`
+	CUDAGraph       bool                   `json:"g,omitempty"`
+	Has             event.ThroughputFields `json:"h,omitempty"`
+	Rank            string                 `json:"rk,omitempty"`
+	DP              int                    `json:"dp"`
+	Engine          int                    `json:"e"`
+	Server          string                 `json:"s,omitempty"`
+	Stamp           string                 `json:"st,omitempty"`
+	Line            int                    `json:"l,omitempty"`
 }
 
 func encThroughput(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[serverlog.Throughput](p)
+	v, err := payloadAs[event.Throughput](p)
 	if err != nil {
 		return b, err
 	}
@@ -356,7 +348,7 @@ func decThroughput(_ *decState, _ time.Time, data []byte) (event.Payload, error)
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
-	return serverlog.Throughput{
+	return event.Throughput{
 		TokPerSec: float64(s.TokPerSec), PromptTokPerSec: float64(s.PromptTokPerSec), AcceptLength: float64(s.AcceptLength),
 		AcceptRate: float64(s.AcceptRate), TokenUsage: float64(s.TokenUsage), Tokens: s.Tokens, Running: s.Running,
 		Queued: s.Queued, CUDAGraph: s.CUDAGraph, Has: s.Has, Rank: s.Rank, DP: s.DP, Engine: s.Engine,
@@ -364,26 +356,26 @@ func decThroughput(_ *decState, _ time.Time, data []byte) (event.Payload, error)
 	}, nil
 }
 
-// prefillJSON is serverlog.Prefill with short keys.
+// prefillJSON is event.Prefill with short keys.
 type prefillJSON struct {
-	NewSeq          int                     `json:"ns,omitempty"`
-	NewTokens       int64                   `json:"nt,omitempty"`
-	CachedTokens    int64                   `json:"ct,omitempty"`
-	CacheHitRatePct float                   `json:"hr,omitempty"`
-	TokenUsage      float                   `json:"u,omitempty"`
-	Running         int                     `json:"r,omitempty"`
-	Queued          int                     `json:"q,omitempty"`
-	InputTokPerSec  float                   `json:"it,omitempty"`
-	CUDAGraph       bool                    `json:"g,omitempty"`
-	Has             serverlog.PrefillFields `json:"h,omitempty"`
-	Rank            string                  `json:"rk,omitempty"`
-	DP              int                     `json:"dp"`
-	Stamp           string                  `json:"st,omitempty"`
-	Line            int                     `json:"l,omitempty"`
+	NewSeq          int                 `json:"ns,omitempty"`
+	NewTokens       int64               `json:"nt,omitempty"`
+	CachedTokens    int64               `json:"ct,omitempty"`
+	CacheHitRatePct float               `json:"hr,omitempty"`
+	TokenUsage      float               `json:"u,omitempty"`
+	Running         int                 `json:"r,omitempty"`
+	Queued          int                 `json:"q,omitempty"`
+	InputTokPerSec  float               `json:"it,omitempty"`
+	CUDAGraph       bool                `json:"g,omitempty"`
+	Has             event.PrefillFields `json:"h,omitempty"`
+	Rank            string              `json:"rk,omitempty"`
+	DP              int                 `json:"dp"`
+	Stamp           string              `json:"st,omitempty"`
+	Line            int                 `json:"l,omitempty"`
 }
 
 func encPrefill(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[serverlog.Prefill](p)
+	v, err := payloadAs[event.Prefill](p)
 	if err != nil {
 		return b, err
 	}
@@ -399,7 +391,7 @@ func decPrefill(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
-	return serverlog.Prefill{
+	return event.Prefill{
 		NewSeq: s.NewSeq, NewTokens: s.NewTokens, CachedTokens: s.CachedTokens, CacheHitRatePct: float64(s.CacheHitRatePct),
 		TokenUsage: float64(s.TokenUsage), Running: s.Running, Queued: s.Queued, InputTokPerSec: float64(s.InputTokPerSec),
 		CUDAGraph: s.CUDAGraph, Has: s.Has, Rank: s.Rank, DP: s.DP, Stamp: s.Stamp, Line: s.Line,

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -18,23 +17,23 @@ import (
 //	[start ns, TTFT ms, E2E ms, TPOT ms, ITL median ms, prompt tokens,
 //	 output tokens, usage 0/1] and, for a failed request, its error text.
 
-// benchConfigJSON is bench.Config with its rate kept when not finite.
+// benchConfigJSON is event.BenchConfig with its rate kept when not finite.
 type benchConfigJSON struct {
-	bench.Config
+	event.BenchConfig
 	Rate float `json:"rate,omitempty"`
 }
 
-func configJSON(c bench.Config) benchConfigJSON {
-	return benchConfigJSON{Config: c, Rate: float(c.Rate)}
+func configJSON(c event.BenchConfig) benchConfigJSON {
+	return benchConfigJSON{BenchConfig: c, Rate: float(c.Rate)}
 }
 
-func (c benchConfigJSON) config() bench.Config {
-	v := c.Config
+func (c benchConfigJSON) config() event.BenchConfig {
+	v := c.BenchConfig
 	v.Rate = float64(c.Rate)
 	return v
 }
 
-// benchDistJSON is bench.Dist with floats that may not be finite.
+// benchDistJSON is event.Dist with floats that may not be finite.
 type benchDistJSON struct {
 	N      int   `json:"n"`
 	Mean   float `json:"mean_ms"`
@@ -45,18 +44,18 @@ type benchDistJSON struct {
 	Max    float `json:"max_ms"`
 }
 
-func distJSON(d bench.Dist) benchDistJSON {
+func distJSON(d event.Dist) benchDistJSON {
 	return benchDistJSON{N: d.N, Mean: float(d.Mean), Median: float(d.Median), P90: float(d.P90), P99: float(d.P99), Std: float(d.Std), Max: float(d.Max)}
 }
 
-func (d benchDistJSON) dist() bench.Dist {
-	return bench.Dist{N: d.N, Mean: float64(d.Mean), Median: float64(d.Median), P90: float64(d.P90), P99: float64(d.P99), Std: float64(d.Std), Max: float64(d.Max)}
+func (d benchDistJSON) dist() event.Dist {
+	return event.Dist{N: d.N, Mean: float64(d.Mean), Median: float64(d.Median), P90: float64(d.P90), P99: float64(d.P99), Std: float64(d.Std), Max: float64(d.Max)}
 }
 
-// benchResultJSON is bench.Result with its floats kept when not finite and
+// benchResultJSON is event.BenchResult with its floats kept when not finite and
 // its requests as arrays.
 type benchResultJSON struct {
-	bench.Result
+	event.BenchResult
 	Config          benchConfigJSON `json:"config"`
 	ReqPerSec       float           `json:"req_per_s"`
 	OutputTokPerSec float           `json:"output_tok_s"`
@@ -69,14 +68,14 @@ type benchResultJSON struct {
 	Requests        []benchReqJSON  `json:"requests,omitempty"`
 }
 
-func resultJSON(r *bench.Result) *benchResultJSON {
+func resultJSON(r *event.BenchResult) *benchResultJSON {
 	if r == nil {
 		return nil
 	}
-	j := &benchResultJSON{Result: *r, Config: configJSON(r.Config),
+	j := &benchResultJSON{BenchResult: *r, Config: configJSON(r.Config),
 		ReqPerSec: float(r.ReqPerSec), OutputTokPerSec: float(r.OutputTokPerSec), TotalTokPerSec: float(r.TotalTokPerSec),
 		Concurrency: float(r.Concurrency), TTFT: distJSON(r.TTFT), ITL: distJSON(r.ITL), TPOT: distJSON(r.TPOT), E2E: distJSON(r.E2E)}
-	j.Result.Requests = nil
+	j.BenchResult.Requests = nil
 	if len(r.Requests) > 0 {
 		j.Requests = make([]benchReqJSON, len(r.Requests))
 		for i, q := range r.Requests {
@@ -86,27 +85,27 @@ func resultJSON(r *bench.Result) *benchResultJSON {
 	return j
 }
 
-func (j *benchResultJSON) result() *bench.Result {
+func (j *benchResultJSON) result() *event.BenchResult {
 	if j == nil {
 		return nil
 	}
-	r := j.Result
+	r := j.BenchResult
 	r.Config = j.Config.config()
 	r.ReqPerSec, r.OutputTokPerSec = float64(j.ReqPerSec), float64(j.OutputTokPerSec)
 	r.TotalTokPerSec, r.Concurrency = float64(j.TotalTokPerSec), float64(j.Concurrency)
 	r.TTFT, r.ITL, r.TPOT, r.E2E = j.TTFT.dist(), j.ITL.dist(), j.TPOT.dist(), j.E2E.dist()
 	r.Requests = nil
 	if len(j.Requests) > 0 {
-		r.Requests = make([]bench.Request, len(j.Requests))
+		r.Requests = make([]event.BenchRequest, len(j.Requests))
 		for i, q := range j.Requests {
-			r.Requests[i] = bench.Request(q)
+			r.Requests[i] = event.BenchRequest(q)
 		}
 	}
 	return &r
 }
 
-// benchReqJSON is one bench.Request as an array.
-type benchReqJSON bench.Request
+// benchReqJSON is one event.BenchRequest as an array.
+type benchReqJSON event.BenchRequest
 
 func (q benchReqJSON) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 96)
@@ -134,7 +133,7 @@ func (q *benchReqJSON) UnmarshalJSON(data []byte) error {
 	if err != nil || len(el) < 8 || len(el) > 9 {
 		return fmt.Errorf("bench request: %w", errSyntax)
 	}
-	var r bench.Request
+	var r event.BenchRequest
 	start, ok := parseInt(el[0])
 	if !ok {
 		return fmt.Errorf("bench request start: %w", errSyntax)
@@ -169,16 +168,16 @@ func (q *benchReqJSON) UnmarshalJSON(data []byte) error {
 }
 
 type benchStartedJSON struct {
-	bench.Started
+	event.BenchStarted
 	Config benchConfigJSON `json:"config"`
 }
 
 func encBenchStarted(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[bench.Started](p)
+	v, err := payloadAs[event.BenchStarted](p)
 	if err != nil {
 		return b, err
 	}
-	return appendMarshal(b, benchStartedJSON{Started: v, Config: configJSON(v.Config)})
+	return appendMarshal(b, benchStartedJSON{BenchStarted: v, Config: configJSON(v.Config)})
 }
 
 func decBenchStarted(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
@@ -186,22 +185,22 @@ func decBenchStarted(_ *decState, _ time.Time, data []byte) (event.Payload, erro
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
-	v := s.Started
+	v := s.BenchStarted
 	v.Config = s.Config.config()
 	return v, nil
 }
 
 type benchDoneJSON struct {
-	bench.Done
+	event.BenchDone
 	Result *benchResultJSON `json:"result,omitempty"`
 }
 
 func encBenchDone(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	v, err := payloadAs[bench.Done](p)
+	v, err := payloadAs[event.BenchDone](p)
 	if err != nil {
 		return b, err
 	}
-	return appendMarshal(b, benchDoneJSON{Done: v, Result: resultJSON(v.Result)})
+	return appendMarshal(b, benchDoneJSON{BenchDone: v, Result: resultJSON(v.Result)})
 }
 
 func decBenchDone(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
@@ -209,7 +208,7 @@ func decBenchDone(_ *decState, _ time.Time, data []byte) (event.Payload, error) 
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, err
 	}
-	v := s.Done
+	v := s.BenchDone
 	v.Result = s.Result.result()
 	return v, nil
 }

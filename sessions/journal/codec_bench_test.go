@@ -5,21 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // bigRun is a run of n requests with realistic, unrounded latencies.
-func bigRun(n int) bench.Done {
+func bigRun(n int) event.BenchDone {
 	rng := rand.New(rand.NewPCG(5, 6))
-	r := &bench.Result{Config: bench.Config{Endpoint: bench.Completions, InputLen: 128, OutputLen: 128, Concurrency: 64, Requests: n, Warmup: 1, Seed: 1},
+	r := &event.BenchResult{Config: event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 64, Requests: n, Warmup: 1, Seed: 1},
 		Target: "http://127.0.0.1:30000 via gpu-box", Started: t0, Duration: 90 * time.Second, Completed: n}
 	for i := range n {
 		ttft := 30 + rng.Float64()*20
 		tpot := 11 + rng.Float64()
-		r.Requests = append(r.Requests, bench.Request{Start: time.Duration(i) * 1403 * time.Microsecond, TTFT: ttft, E2E: ttft + 127*tpot,
+		r.Requests = append(r.Requests, event.BenchRequest{Start: time.Duration(i) * 1403 * time.Microsecond, TTFT: ttft, E2E: ttft + 127*tpot,
 			TPOT: tpot, ITLMedian: tpot - 0.1, PromptTokens: 128, OutputTokens: 128, Usage: true})
 	}
-	return bench.Done{ID: "b1", Exp: "e1", Result: r}
+	return event.BenchDone{ID: "b1", Exp: "e1", Result: r}
 }
 
 // TestBenchDoneSize: a 10,000-request run with unrounded latencies costs
@@ -81,7 +81,7 @@ func FuzzBenchRequest(f *testing.F) {
 		if err := back.UnmarshalJSON(enc); err != nil {
 			t.Fatalf("%s -> %s: %v", data, enc, err)
 		}
-		if d := diffPayload(bench.Request(q), bench.Request(back)); d != "" && q.Err == string([]rune(q.Err)) {
+		if d := diffPayload(event.BenchRequest(q), event.BenchRequest(back)); d != "" && q.Err == string([]rune(q.Err)) {
 			t.Fatalf("%s -> %s: %s", data, enc, d)
 		}
 	})

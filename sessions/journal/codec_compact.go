@@ -7,14 +7,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // tok-rate data: [tok/s, ranks] then, when set, dropped (0/1) and the
 // accept length: [1523.4,2], [3.1,1,1], [880,2,0,3.52].
 func encRate(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	r, err := payloadAs[serverlog.Rate](p)
+	r, err := payloadAs[event.TokRate](p)
 	if err != nil {
 		return b, err
 	}
@@ -45,7 +44,7 @@ func decRate(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 	if err != nil || len(el) < 2 || len(el) > 5 {
 		return nil, fmt.Errorf("tok-rate: %w", errSyntax)
 	}
-	var r serverlog.Rate
+	var r event.TokRate
 	var ok bool
 	if r.TokPerSec, ok = parseNum(el[0]); !ok {
 		return nil, fmt.Errorf("tok-rate: %w", errSyntax)
@@ -82,7 +81,7 @@ func decRate(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 // offset + length + 1) unless given: {"o": offset, "t": text} or {"o":
 // offset, "b": base64}.
 func encLines(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error) {
-	ls, err := payloadAs[serverlog.Lines](p)
+	ls, err := payloadAs[event.LogLines](p)
 	if err != nil {
 		return b, err
 	}
@@ -135,7 +134,7 @@ func decLines(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 	if err != nil || len(el) < 2 {
 		return nil, fmt.Errorf("log-lines: %w", errSyntax)
 	}
-	var ls serverlog.Lines
+	var ls event.LogLines
 	var ok bool
 	if ls.Path, ok = parseString(el[0]); !ok {
 		return nil, fmt.Errorf("log-lines path: %w", errSyntax)
@@ -146,7 +145,7 @@ func decLines(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 	}
 	el = el[2:]
 	if len(el) > 0 {
-		ls.Lines = make([]serverlog.Line, len(el))
+		ls.Lines = make([]event.LogLine, len(el))
 	}
 	for i, e := range el {
 		l := &ls.Lines[i]

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -75,10 +74,10 @@ const (
 )
 
 // absentReading is a later field's value in a full row that leaves it out.
-var absentReading = gpu.Reading{Status: gpu.Absent}
+var absentReading = event.Reading{Status: event.CellAbsent}
 
 // fullMask is the mask of g written as a full row.
-func fullMask(g *gpu.GPU) int {
+func fullMask(g *event.GPU) int {
 	mask := gpuFullMask
 	for f := fLost + 1; f < gpuNFields; f++ {
 		if *reading(g, f) != absentReading {
@@ -89,7 +88,7 @@ func fullMask(g *gpu.GPU) int {
 }
 
 // reading returns the Reading of field f, nil when f is not one.
-func reading(g *gpu.GPU, f int) *gpu.Reading {
+func reading(g *event.GPU, f int) *event.Reading {
 	switch f {
 	case 3:
 		return &g.UtilGPUPct
@@ -130,7 +129,7 @@ func reading(g *gpu.GPU, f int) *gpu.Reading {
 }
 
 // text returns the Text of field f, nil when f is not one.
-func text(g *gpu.GPU, f int) *gpu.Text {
+func text(g *event.GPU, f int) *event.Text {
 	switch f {
 	case 0:
 		return &g.Name
@@ -150,7 +149,7 @@ func text(g *gpu.GPU, f int) *gpu.Text {
 	return nil
 }
 
-func fieldEqual(a, b *gpu.GPU, f int) bool {
+func fieldEqual(a, b *event.GPU, f int) bool {
 	if r := reading(a, f); r != nil {
 		return *r == *reading(b, f)
 	}
@@ -163,7 +162,7 @@ func fieldEqual(a, b *gpu.GPU, f int) bool {
 	return a.Lost == b.Lost
 }
 
-func appendField(b []byte, g *gpu.GPU, f int) []byte {
+func appendField(b []byte, g *event.GPU, f int) []byte {
 	if r := reading(g, f); r != nil {
 		return appendReading(b, *r)
 	}
@@ -172,7 +171,7 @@ func appendField(b []byte, g *gpu.GPU, f int) []byte {
 	}
 	if f == fClockEvent {
 		c := g.ClockEvents
-		if c.Status == gpu.OK && c.Raw == "" {
+		if c.Status == event.CellOK && c.Raw == "" {
 			return appendNum(b, float64(c.Mask))
 		}
 		b = append(b, '[')
@@ -191,8 +190,8 @@ func appendField(b []byte, g *gpu.GPU, f int) []byte {
 
 // appendReading writes r: a number when OK with no Raw text, else
 // [status, raw] or [status, raw, value].
-func appendReading(b []byte, r gpu.Reading) []byte {
-	if r.Status == gpu.OK && r.Raw == "" && isFinite(r.Value) {
+func appendReading(b []byte, r event.Reading) []byte {
+	if r.Status == event.CellOK && r.Raw == "" && isFinite(r.Value) {
 		return appendNum(b, r.Value)
 	}
 	b = append(b, '[')
@@ -207,8 +206,8 @@ func appendReading(b []byte, r gpu.Reading) []byte {
 }
 
 // appendText writes t: a string when OK, else [status, text].
-func appendText(b []byte, t gpu.Text) []byte {
-	if t.Status == gpu.OK {
+func appendText(b []byte, t event.Text) []byte {
+	if t.Status == event.CellOK {
 		return appendSafeString(b, t.S)
 	}
 	b = append(b, '[')
@@ -227,12 +226,12 @@ func appendSafeString(b []byte, s string) []byte {
 	return appendString(b, s)
 }
 
-func parseStatus(b []byte) (gpu.Status, bool) {
+func parseStatus(b []byte) (event.CellStatus, bool) {
 	n, ok := parseInt(b)
-	return gpu.Status(n), ok && n >= 0 && n < 256
+	return event.CellStatus(n), ok && n >= 0 && n < 256
 }
 
-func parseField(g *gpu.GPU, f int, v []byte, scratch [][]byte) error {
+func parseField(g *event.GPU, f int, v []byte, scratch [][]byte) error {
 	bad := fmt.Errorf("gpu field %s: %w", gpuFieldNames[f], errSyntax)
 	if r := reading(g, f); r != nil {
 		x, ok := parseReading(v, scratch)
@@ -256,7 +255,7 @@ func parseField(g *gpu.GPU, f int, v []byte, scratch [][]byte) error {
 			if !ok || m < 0 {
 				return bad
 			}
-			g.ClockEvents = gpu.ClockEvents{Mask: gpu.ClockEventReason(m)}
+			g.ClockEvents = event.ClockEvents{Mask: event.ClockEventReason(m)}
 			return nil
 		}
 		el, err := splitArray(v, scratch[:0])
@@ -269,7 +268,7 @@ func parseField(g *gpu.GPU, f int, v []byte, scratch [][]byte) error {
 		if !ok1 || !ok2 || !ok3 || m < 0 {
 			return bad
 		}
-		g.ClockEvents = gpu.ClockEvents{Mask: gpu.ClockEventReason(m), Status: st, Raw: raw}
+		g.ClockEvents = event.ClockEvents{Mask: event.ClockEventReason(m), Status: st, Raw: raw}
 		return nil
 	}
 	switch string(v) {
@@ -284,14 +283,14 @@ func parseField(g *gpu.GPU, f int, v []byte, scratch [][]byte) error {
 }
 
 // parseReading reads what appendReading writes; v is not empty.
-func parseReading(v []byte, scratch [][]byte) (gpu.Reading, bool) {
+func parseReading(v []byte, scratch [][]byte) (event.Reading, bool) {
 	if v[0] != '[' {
 		x, ok := parseNum(v)
-		return gpu.Reading{Value: x}, ok
+		return event.Reading{Value: x}, ok
 	}
 	el, err := splitArray(v, scratch[:0])
 	if err != nil || len(el) < 2 || len(el) > 3 {
-		return gpu.Reading{}, false
+		return event.Reading{}, false
 	}
 	st, ok1 := parseStatus(el[0])
 	raw, ok2 := parseString(el[1])
@@ -300,22 +299,22 @@ func parseReading(v []byte, scratch [][]byte) (gpu.Reading, bool) {
 	if len(el) == 3 {
 		x, ok3 = parseNum(el[2])
 	}
-	return gpu.Reading{Value: x, Status: st, Raw: raw}, ok1 && ok2 && ok3
+	return event.Reading{Value: x, Status: st, Raw: raw}, ok1 && ok2 && ok3
 }
 
 // parseText reads what appendText writes; v is not empty.
-func parseText(v []byte, scratch [][]byte) (gpu.Text, bool) {
+func parseText(v []byte, scratch [][]byte) (event.Text, bool) {
 	if v[0] != '[' {
 		s, ok := parseString(v)
-		return gpu.Text{S: s}, ok
+		return event.Text{S: s}, ok
 	}
 	el, err := splitArray(v, scratch[:0])
 	if err != nil || len(el) != 2 {
-		return gpu.Text{}, false
+		return event.Text{}, false
 	}
 	st, ok1 := parseStatus(el[0])
 	s, ok2 := parseString(el[1])
-	return gpu.Text{S: s, Status: st}, ok1 && ok2
+	return event.Text{S: s, Status: st}, ok1 && ok2
 }
 
 // gpuEncState is the writer's keyframe: when it was written, its rows
@@ -323,20 +322,20 @@ func parseText(v []byte, scratch [][]byte) (gpu.Text, bool) {
 type gpuEncState struct {
 	has   bool
 	keyAt time.Time
-	base  map[int]gpu.GPU
-	apps  []gpu.App // the keyframe's Apps (nil when it had none)
+	base  map[int]event.GPU
+	apps  []event.ComputeApp // the keyframe's Apps (nil when it had none)
 }
 
 // gpuDecState is the reader's keyframe rows and Apps; has is false before
 // the first keyframe (and after a damaged one).
 type gpuDecState struct {
 	has  bool
-	base map[int]gpu.GPU
-	apps []gpu.App
+	base map[int]event.GPU
+	apps []event.ComputeApp
 }
 
 func encGPUSample(st *encState, b []byte, at time.Time, p event.Payload) ([]byte, error) {
-	s, err := payloadAs[gpu.Sample](p)
+	s, err := payloadAs[event.GPUSample](p)
 	if err != nil {
 		return b, err
 	}
@@ -381,7 +380,7 @@ func encGPUSample(st *encState, b []byte, at time.Time, p event.Payload) ([]byte
 	}
 	if flags&gpuFlagApps != 0 {
 		b = append(b, ',')
-		var ref []gpu.App
+		var ref []event.ComputeApp
 		if !key {
 			ref = es.apps
 		}
@@ -389,7 +388,7 @@ func encGPUSample(st *encState, b []byte, at time.Time, p event.Payload) ([]byte
 	}
 	if key {
 		if es.base == nil {
-			es.base = make(map[int]gpu.GPU, len(s.GPUs))
+			es.base = make(map[int]event.GPU, len(s.GPUs))
 		}
 		clear(es.base)
 		es.has, es.keyAt = true, at
@@ -450,7 +449,7 @@ func decGPUSample(st *decState, at time.Time, data []byte) (event.Payload, error
 		// decode the following deltas wrongly.
 		ds.has = false
 	}
-	s := gpu.Sample{At: at}
+	s := event.GPUSample{At: at}
 	if flags&gpuFlagMissing != 0 {
 		if len(el) == 0 {
 			return nil, fmt.Errorf("gpu-sample missing: %w", errSyntax)
@@ -489,7 +488,7 @@ func decGPUSample(st *decState, at time.Time, data []byte) (event.Payload, error
 		if len(el) == 0 {
 			return nil, fmt.Errorf("gpu-sample apps: %w", errSyntax)
 		}
-		var ref []gpu.App
+		var ref []event.ComputeApp
 		if !key && ds.has {
 			ref = ds.apps
 		}
@@ -503,10 +502,10 @@ func decGPUSample(st *decState, at time.Time, data []byte) (event.Payload, error
 		}
 		s.Apps = slices.Clone(ds.apps)
 	}
-	s.GPUs = make([]gpu.GPU, len(el))
-	var base map[int]gpu.GPU
+	s.GPUs = make([]event.GPU, len(el))
+	var base map[int]event.GPU
 	if key {
-		base = make(map[int]gpu.GPU, len(el))
+		base = make(map[int]event.GPU, len(el))
 	}
 	var scratch [gpuNFields + 2][]byte
 	var fs [4][]byte
@@ -559,9 +558,9 @@ func decGPUSample(st *decState, at time.Time, data []byte) (event.Payload, error
 }
 
 // hasNonFinite reports whether a reading of g holds NaN or ±Inf as a value.
-func hasNonFinite(g gpu.GPU) bool {
+func hasNonFinite(g event.GPU) bool {
 	for f := range gpuFieldNames {
-		if r := reading(&g, f); r != nil && r.Status == gpu.OK && !isFinite(r.Value) {
+		if r := reading(&g, f); r != nil && r.Status == event.CellOK && !isFinite(r.Value) {
 			return true
 		}
 	}
@@ -573,7 +572,7 @@ func hasNonFinite(g gpu.GPU) bool {
 // fields existed has no such key, and decodes with them Absent rather than
 // as a 0 KB/s reading. One writer writes every row of a line, so a key
 // missing from the line is missing from each row.
-func gpuRowsJSONCodec[T event.Payload](rows func(*T) *[]gpu.GPU) codec {
+func gpuRowsJSONCodec[T event.Payload](rows func(*T) *[]event.GPU) codec {
 	c := redactedJSONCodec(func(v T) T {
 		// encoding/json refuses NaN and ±Inf: a non-finite value (only a
 		// broken agent sends one) is stored as an invalid reading, so the
@@ -586,8 +585,8 @@ func gpuRowsJSONCodec[T event.Payload](rows func(*T) *[]gpu.GPU) codec {
 		for i := range *gs {
 			g := &(*gs)[i]
 			for f := range gpuFieldNames {
-				if r := reading(g, f); r != nil && r.Status == gpu.OK && !isFinite(r.Value) {
-					*r = gpu.Reading{Status: gpu.Invalid, Raw: strconv.FormatFloat(r.Value, 'g', -1, 64)}
+				if r := reading(g, f); r != nil && r.Status == event.CellOK && !isFinite(r.Value) {
+					*r = event.Reading{Status: event.CellInvalid, Raw: strconv.FormatFloat(r.Value, 'g', -1, 64)}
 				}
 			}
 		}

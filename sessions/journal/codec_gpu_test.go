@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -28,7 +27,7 @@ func TestGPUSampleNVMLRoundTrip(t *testing.T) {
 		t.Fatalf("read %d events, wrote %d", len(got), len(evs))
 	}
 	for i := range evs {
-		want, have := evs[i].Data.(gpu.Sample), got[i].Data.(gpu.Sample)
+		want, have := evs[i].Data.(event.GPUSample), got[i].Data.(event.GPUSample)
 		if d := diffPayload(want, have); d != "" {
 			t.Errorf("sample %d: %s", i, d)
 		}
@@ -106,10 +105,10 @@ func TestJournalBeforeNVMLStillReads(t *testing.T) {
 	var want []event.Event
 	for _, e := range append(roundTripEvents(), sessionEvents()...) {
 		switch p := e.Data.(type) {
-		case gpu.Xid, gpu.Source:
+		case event.Xid, event.GPUSource:
 			continue
-		case gpu.Sample:
-			if p.Apps != nil || len(p.GPUs) > 0 && p.GPUs[0].PCIeRxKBs.Status != gpu.Absent {
+		case event.GPUSample:
+			if p.Apps != nil || len(p.GPUs) > 0 && p.GPUs[0].PCIeRxKBs.Status != event.CellAbsent {
 				continue // an NVML sample: not in that journal
 			}
 		}
@@ -122,7 +121,7 @@ func TestJournalBeforeNVMLStillReads(t *testing.T) {
 		if d := diffPayload(want[i].Data, got[i].Data); d != "" {
 			t.Errorf("event %d (%s): %s", i, want[i].Data.Kind(), d)
 		}
-		if s, ok := got[i].Data.(gpu.Sample); ok && s.Apps != nil {
+		if s, ok := got[i].Data.(event.GPUSample); ok && s.Apps != nil {
 			t.Errorf("event %d: Apps %v, want nil", i, s.Apps)
 		}
 	}
@@ -187,13 +186,13 @@ func TestGPUSampleAppsNotShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.(gpu.Sample).Apps[0].PID = 1
+	p.(event.GPUSample).Apps[0].PID = 1
 	for _, data := range []string{`[32,[0,0]]`, `[16,[0],[0,0]]`} {
 		q, err := decGPUSample(st, t0, []byte(data))
 		if err != nil {
 			t.Fatal(err)
 		}
-		apps := q.(gpu.Sample).Apps
+		apps := q.(event.GPUSample).Apps
 		if len(apps) != 1 || apps[0].PID != 4123 {
 			t.Fatalf("%s: apps %+v", data, apps)
 		}
@@ -235,8 +234,8 @@ func FuzzGPUSample(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%s decoded as %+v, encoded as %s, which does not decode: %v", data, p, b1, err)
 			}
-			if (p.(gpu.Sample).Apps == nil) != (q.(gpu.Sample).Apps == nil) {
-				t.Fatalf("%s: Apps nil=%v, then %v", b1, p.(gpu.Sample).Apps == nil, q.(gpu.Sample).Apps == nil)
+			if (p.(event.GPUSample).Apps == nil) != (q.(event.GPUSample).Apps == nil) {
+				t.Fatalf("%s: Apps nil=%v, then %v", b1, p.(event.GPUSample).Apps == nil, q.(event.GPUSample).Apps == nil)
 			}
 			b2, err := encGPUSample(&encState{created: t0}, nil, at(float64(i)), q)
 			if err != nil || !bytes.Equal(b1, b2) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // gpu-sample's Apps (flag bit 4): [app, app, ...] in Sample.Apps order,
@@ -27,7 +27,7 @@ import (
 const keyframeApps = 2
 
 // unseenApps counts the apps of apps that ref lacks.
-func unseenApps(apps, ref []gpu.App) int {
+func unseenApps(apps, ref []event.ComputeApp) int {
 	n := 0
 	for i := range apps {
 		if findApp(ref, &apps[i], i) < 0 {
@@ -43,7 +43,7 @@ const maxApps = 1 << 16
 
 // appendApps writes apps, naming by position those equal to an app of ref
 // (the keyframe's; nil for a keyframe itself).
-func appendApps(b []byte, apps, ref []gpu.App) []byte {
+func appendApps(b []byte, apps, ref []event.ComputeApp) []byte {
 	b = append(b, '[')
 	for i := range apps {
 		if i > 0 {
@@ -60,7 +60,7 @@ func appendApps(b []byte, apps, ref []gpu.App) []byte {
 
 // findApp returns the position of a in ref, trying i first (lists are
 // sorted and mostly unchanged), or -1.
-func findApp(ref []gpu.App, a *gpu.App, i int) int {
+func findApp(ref []event.ComputeApp, a *event.ComputeApp, i int) int {
 	if i < len(ref) && ref[i] == *a {
 		return i
 	}
@@ -72,9 +72,9 @@ func findApp(ref []gpu.App, a *gpu.App, i int) int {
 	return -1
 }
 
-func appendApp(b []byte, a *gpu.App) []byte {
+func appendApp(b []byte, a *event.ComputeApp) []byte {
 	b = append(b, '[')
-	if a.PIDStatus == gpu.OK {
+	if a.PIDStatus == event.CellOK {
 		b = strconv.AppendInt(b, int64(a.PID), 10)
 	} else {
 		b = append(b, '[')
@@ -97,7 +97,7 @@ func appendApp(b []byte, a *gpu.App) []byte {
 // parseApps reads what appendApps writes; ref is the keyframe's Apps (nil
 // when the sample is a keyframe or its keyframe is missing or damaged).
 // The result is non-nil, and shares nothing with ref.
-func parseApps(v []byte, ref []gpu.App) ([]gpu.App, error) {
+func parseApps(v []byte, ref []event.ComputeApp) ([]event.ComputeApp, error) {
 	var arr [16][]byte
 	el, err := splitArray(v, arr[:0])
 	if err != nil {
@@ -106,7 +106,7 @@ func parseApps(v []byte, ref []gpu.App) ([]gpu.App, error) {
 	if len(el) > maxApps {
 		return nil, fmt.Errorf("%d apps, more than %d", len(el), maxApps)
 	}
-	apps := make([]gpu.App, len(el))
+	apps := make([]event.ComputeApp, len(el))
 	var fs [6][]byte
 	var sub [4][]byte
 	for i, e := range el {
@@ -136,7 +136,7 @@ func parseApps(v []byte, ref []gpu.App) ([]gpu.App, error) {
 			}
 			st, ok1 := parseStatus(p[0])
 			pid, ok2 := parseInt(p[1])
-			if !ok1 || !ok2 || st == gpu.OK || pid < -1<<31 || pid >= 1<<31 {
+			if !ok1 || !ok2 || st == event.CellOK || pid < -1<<31 || pid >= 1<<31 {
 				return nil, fmt.Errorf("app %d pid: %w", i, errSyntax)
 			}
 			a.PID, a.PIDStatus = int(pid), st

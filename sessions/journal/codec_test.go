@@ -11,13 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -26,15 +20,15 @@ import (
 // Create rounds it).
 var t0 = time.Date(2026, 11, 29, 21, 58, 7, 123456789, time.UTC)
 
-func ok(v float64) gpu.Reading { return gpu.Reading{Value: v} }
+func ok(v float64) event.Reading { return event.Reading{Value: v} }
 
 // testGPU is an H200 row under load, varied by i and tick.
-func testGPU(i, tick int) gpu.GPU {
-	return gpu.GPU{
+func testGPU(i, tick int) event.GPU {
+	return event.GPU{
 		Index:            i,
-		Name:             gpu.Text{S: "NVIDIA H200"},
-		BusID:            gpu.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
-		UUID:             gpu.Text{S: fmt.Sprintf("GPU-3f1c%04d-8a7b-4c2d-9e0f-1a2b3c4d5e6f", i)},
+		Name:             event.Text{S: "NVIDIA H200"},
+		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
+		UUID:             event.Text{S: fmt.Sprintf("GPU-3f1c%04d-8a7b-4c2d-9e0f-1a2b3c4d5e6f", i)},
 		UtilGPUPct:       ok(float64(95 + (i+tick)%6)),
 		UtilMemPct:       ok(float64(55 + (i*3+tick)%15)),
 		MemUsedMiB:       ok(131072),
@@ -45,23 +39,23 @@ func testGPU(i, tick int) gpu.GPU {
 		SMClockMHz:       ok(1980),
 		MemClockMHz:      ok(3201),
 		SMClockMax:       ok(1980),
-		FanPct:           gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
-		PState:           gpu.Text{S: "P0"},
+		FanPct:           event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+		PState:           event.Text{S: "P0"},
 		PCIeGenCurrent:   ok(5),
 		PCIeGenMax:       ok(5),
 		PCIeWidthCurrent: ok(16),
 		PCIeWidthMax:     ok(16),
-		ClockEvents:      gpu.ClockEvents{Mask: gpu.ReasonSWPowerCap},
-		Persistence:      gpu.Text{S: "Enabled"},
-		ECCMode:          gpu.Text{S: "Enabled"},
-		MIGMode:          gpu.Text{S: "[N/A]", Status: gpu.NA},
-		PCIeRxKBs:        gpu.Reading{Status: gpu.Absent}, // nvidia-smi does not read them
-		PCIeTxKBs:        gpu.Reading{Status: gpu.Absent},
+		ClockEvents:      event.ClockEvents{Mask: event.ReasonSWPowerCap},
+		Persistence:      event.Text{S: "Enabled"},
+		ECCMode:          event.Text{S: "Enabled"},
+		MIGMode:          event.Text{S: "[N/A]", Status: event.CellNA},
+		PCIeRxKBs:        event.Reading{Status: event.CellAbsent}, // nvidia-smi does not read them
+		PCIeTxKBs:        event.Reading{Status: event.CellAbsent},
 	}
 }
 
-func testSample(at time.Time, tick, n int) gpu.Sample {
-	s := gpu.Sample{At: at}
+func testSample(at time.Time, tick, n int) event.GPUSample {
+	s := event.GPUSample{At: at}
 	for i := range n {
 		s.GPUs = append(s.GPUs, testGPU(i, tick))
 	}
@@ -74,7 +68,7 @@ func f64(v float64) *float64 { return &v }
 // the awkward values each codec must keep.
 func roundTripEvents() []event.Event {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	launch := server.LaunchInfo{
+	launch := event.LaunchInfo{
 		Preset: "sim", Profile: "nccl-ll-ring", Server: "sglang",
 		Argv:    []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/llama 70b", "--tp", "8"},
 		Env:     map[string]string{"NCCL_ALGO": "Ring", "HF_TOKEN": "<redacted>"},
@@ -82,17 +76,17 @@ func roundTripEvents() []event.Event {
 		Port: 30000, At: at(1.5),
 	}
 	odd := testGPU(3, 1)
-	odd.UtilGPUPct = gpu.Reading{Status: gpu.Err, Raw: "ERR!"}
-	odd.PowerDrawW = gpu.Reading{Status: gpu.Lost, Raw: "[GPU is lost]", Value: 612.5}
-	odd.TempC = gpu.Reading{Value: -0.0 * -1} // plain 0
-	odd.ClockEvents = gpu.ClockEvents{Status: gpu.NotSupported, Raw: "[Not Supported]"}
-	odd.PState = gpu.Text{S: "[Unknown Error]", Status: gpu.UnknownError}
+	odd.UtilGPUPct = event.Reading{Status: event.CellErr, Raw: "ERR!"}
+	odd.PowerDrawW = event.Reading{Status: event.CellLost, Raw: "[GPU is lost]", Value: 612.5}
+	odd.TempC = event.Reading{Value: -0.0 * -1} // plain 0
+	odd.ClockEvents = event.ClockEvents{Status: event.CellNotSupported, Raw: "[Not Supported]"}
+	odd.PState = event.Text{S: "[Unknown Error]", Status: event.CellUnknownError}
 	odd.Lost = true
-	odd.Name = gpu.Text{S: "NVIDIA \"H200\" \\ é"}
+	odd.Name = event.Text{S: "NVIDIA \"H200\" \\ é"}
 
 	var evs []event.Event
 	add := func(s float64, p event.Payload) { evs = append(evs, event.Event{At: at(s), Data: p}) }
-	add(0, remote.State{Host: "gpu-box", Conn: remote.Connected, Since: at(0)})
+	add(0, event.ConnState{Host: "gpu-box", Conn: event.Connected, Since: at(0)})
 	add(0.0000005, testSample(at(0.0000005), 0, 8)) // keyframe
 	add(0.5, testSample(at(0.5), 1, 8))             // delta
 	s := testSample(at(1.0), 2, 8)
@@ -103,16 +97,16 @@ func roundTripEvents() []event.Event {
 	s = testSample(at(1.2), 3, 2)
 	s.At = at(1.1999) // a sample time that is not the event's
 	add(1.5, s)
-	add(1.7, gpu.Sample{})       // nothing at all, zero At
+	add(1.7, event.GPUSample{})  // nothing at all, zero At
 	s = testSample(at(61), 4, 9) // keyframe again, a new GPU 8
 	add(61.25, s)
 	s = testSample(at(62), 5, 9)
 	s.GPUs[8].Index = 12 // a GPU the keyframe lacks: whole row
 	add(62, s)
-	add(2, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:0B:00.0", Reason: "Unknown Error", NeedsReboot: true, NVMLVersion: "570.124", Line: "Unable to determine the device handle for GPU0000:0B:00.0: Unknown Error"})
-	add(3, gpu.Stale{LastSample: at(1), Missed: 3, Reason: "no sample for 3 intervals"})
-	add(3.000001, gpu.Stale{Missed: 1, Reason: "nvidia-smi exited: exit status 6"})
-	add(4, serverlog.Lines{Path: "/var/log/fd/sim.log", Lines: []serverlog.Line{
+	add(2, event.GPUFailure{Class: event.GPUFailLost, BusID: "0000:0B:00.0", Reason: "Unknown Error", NeedsReboot: true, NVMLVersion: "570.124", Line: "Unable to determine the device handle for GPU0000:0B:00.0: Unknown Error"})
+	add(3, event.GPUStale{LastSample: at(1), Missed: 3, Reason: "no sample for 3 intervals"})
+	add(3.000001, event.GPUStale{Missed: 1, Reason: "nvidia-smi exited: exit status 6"})
+	add(4, event.LogLines{Path: "/var/log/fd/sim.log", Lines: []event.LogLine{
 		{Offset: 0, Text: []byte("\x1b[32m[2026-11-29 21:58:08] INFO\x1b[0m server starting <html> & \"quotes\"\t\\")},
 		{Offset: 92, Text: []byte("second line with unicode: 模型 ✓")},
 		{Offset: 127, Text: []byte{0xff, 0xfe, 'b', 'a', 'd', 0x00}},
@@ -121,71 +115,71 @@ func roundTripEvents() []event.Event {
 		{Offset: 213, Text: []byte{0xc3}},
 		{Offset: 999, Text: []byte{0x80, 0x81}},
 	}})
-	add(4.1, serverlog.Lines{Path: "/var/log/fd/sim.log"})
-	add(5, serverlog.Reset{Path: "/var/log/fd/sim.log", Reason: "truncated", Offset: 0})
-	add(5.1, serverlog.Notice{Path: "/var/log/fd/sim.log", Class: serverlog.NoticeMissing, Text: "cannot open '/var/log/fd/sim.log' for reading: No such file or directory"})
-	add(5.2, serverlog.FollowError{Path: "/var/log/fd/sim.log", Err: "connection lost", Retry: 2 * time.Second})
-	add(6, serverlog.Throughput{TokPerSec: 1523.47, AcceptLength: 3.52, AcceptRate: 0.71, TokenUsage: 0.43, Tokens: 81234, Running: 64, Queued: 3, CUDAGraph: true,
-		Has:  serverlog.HasAcceptLength | serverlog.HasRunning | serverlog.HasQueued | serverlog.HasCUDAGraph | serverlog.HasTokenUsage | serverlog.HasTokens,
+	add(4.1, event.LogLines{Path: "/var/log/fd/sim.log"})
+	add(5, event.LogReset{Path: "/var/log/fd/sim.log", Reason: "truncated", Offset: 0})
+	add(5.1, event.LogNotice{Path: "/var/log/fd/sim.log", Class: event.NoticeMissing, Text: "cannot open '/var/log/fd/sim.log' for reading: No such file or directory"})
+	add(5.2, event.LogFollowError{Path: "/var/log/fd/sim.log", Err: "connection lost", Retry: 2 * time.Second})
+	add(6, event.Throughput{TokPerSec: 1523.47, AcceptLength: 3.52, AcceptRate: 0.71, TokenUsage: 0.43, Tokens: 81234, Running: 64, Queued: 3, CUDAGraph: true,
+		Has:  event.HasAcceptLength | event.HasRunning | event.HasQueued | event.HasCUDAGraph | event.HasTokenUsage | event.HasTokens,
 		Rank: "DP1 TP0", DP: 1, Engine: -1, Server: "sglang", Stamp: "2026-11-29 21:58:14", Line: 0})
-	add(6.01, serverlog.Throughput{TokPerSec: 88.2, PromptTokPerSec: 1200.5, Has: serverlog.HasPromptTokPerSec, DP: -1, Engine: 0, Server: "vllm"})
-	add(7, serverlog.Rate{TokPerSec: 1523.47, Ranks: 2})
-	add(7.5, serverlog.Rate{TokPerSec: 0.4, Ranks: 1, Dropped: true})
-	add(8, serverlog.Rate{TokPerSec: 880, AcceptLength: 3.5, HasAccept: true, Ranks: 8})
-	add(8.5, serverlog.Rate{TokPerSec: 0, AcceptLength: 2, Ranks: 0})
-	add(8.6, serverlog.Rate{TokPerSec: math.Inf(1), Ranks: 1})
-	add(9, serverlog.Prefill{NewSeq: 4, NewTokens: 8192, CachedTokens: 1024, CacheHitRatePct: 12.5, TokenUsage: 0.2, Running: 10, Queued: 2, InputTokPerSec: 30211.4, CUDAGraph: true, Has: serverlog.HasNewTokens | serverlog.HasCachedTokens, Rank: "TP0", DP: -1, Stamp: "x"})
-	add(10, serverlog.SpecDecode{MeanAcceptLength: 3.1, DraftAcceptRate: 0.607, Accepted: 32594, Drafted: 53716, NumSpecTokens: 4, PerPosition: []float64{0.9, 0.7, 0.5}, Has: 7, Engine: -1})
-	add(11, serverlog.Bench{Tool: serverlog.ToolSGLangBenchServing, Backend: "sglang", OutputTokPerSec: 1466.2, RequestRate: math.Inf(1), TTFTP99Ms: 812.5, DecodeTokPerSec: []float64{1, 2}, Has: serverlog.HasRequestRate | serverlog.HasOutputTokPerSec})
-	add(11.5, serverlog.Bench{Tool: serverlog.ToolVLLMBenchServe, RequestRate: 4})
-	add(12, serverlog.Ready{Server: "sglang", Text: "The server is fired up and ready to roll!", URL: "http://0.0.0.0:30000", Line: 120})
-	add(13, serverlog.Failure{Class: serverlog.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory", Rank: "TP3", Line: 9})
-	add(14, server.Status{Phase: server.PhaseReady, Server: "sglang", PID: 4123, How: server.ByPidfile, Preset: "sim", Profile: "baseline", LogPath: "/var/log/x.log", Port: 30000, Since: at(14), LaunchedAt: at(1), ReadyAfter: 13 * time.Second, Exit: -1, Health: "/health"})
-	add(15, server.Launched{Record: server.Record{PID: 4100, PGID: 4100, SID: 4100, StartTime: 123456789, Launch: launch}})
-	rec := server.Record{PID: 4100, Launch: launch}
-	add(16, server.Observed{Found: server.Found{Record: &rec, PidfileErr: errors.New("pidfile: unexpected end of JSON input"), Running: true, How: server.ByPidfile,
-		Target: server.Target{PID: 4100, StartTime: 99, PGID: 4100, SID: 4100, Keep: []server.Proc{{PID: 4200, PPID: 1, State: "S", Comm: "python3"}}},
-		Tree:   []server.Proc{{PID: 4123, PPID: 4100, PGID: 4100, SID: 4100, State: "R", StartTime: 100, Comm: "sglang::schedu"}}, ServerPID: 4123, Exit: -1, Port: 30000}})
-	add(16.5, server.Observed{Found: server.Found{Exit: 3}})
-	add(17, server.Healthy{Port: 30000, Path: "/health"})
-	add(18, server.KillStep{Step: "failed", PID: 4123, Detail: "SIGKILL after 10s: 4711", Err: fmt.Errorf("kill: %w", errors.New("GPU memory still held"))})
-	add(18.5, server.KillStep{Step: "done", PID: 4123})
-	add(19, repo.Head{Path: "/srv/sglang", Commit: strings.Repeat("ab", 20), Short: "abababa", Subject: "Fix PCG MoE Error", Branch: "main", CommitTime: at(-86400), Dirty: 2, Entries: []string{" M python/sglang/srt/server.py", "?? notes.txt"}})
-	add(20, repo.Unreadable{Path: "/srv/none", Err: "not a git repository"})
-	add(21, git.Status{Path: "/srv/sglang", Branch: "main", Head: git.Commit{ID: strings.Repeat("cd", 20), Short: "cdcdcdc", Subject: "s", Author: "Priya", Time: at(-5), Refs: []string{"HEAD -> main"}},
-		Upstream: "origin/main", Ahead: 1, Behind: 2, Files: []git.File{{Path: "a.py", X: 'M', Y: ' ', Added: 3, Deleted: 1}, {Path: "bin", X: '?', Y: '?', Added: -1, Deleted: -1, Binary: true}},
-		Stashes: []git.Stash{{Index: 0, ID: "ef", Message: "On main: x", Time: at(-60)}}, Reflog: []git.RefEntry{{ID: "cd", Short: "cd", Action: "pull", Message: "pull: Fast-forward", Time: at(-30)}}, Read: at(21)})
-	add(22, git.Action{Op: "checkout", Args: []string{"3207427"}, Snapshot: "20261129-215807-3f9a", From: "aa", To: "bb", Branch: "", Conflict: []string{"x.py"}, Output: "HEAD is now at 3207427", Notes: []string{"detached"}, Files: []string{"python/sglang/srt/pynccl.py"}, FilesTotal: 1, Started: at(21.9), Took: 1500 * time.Millisecond})
-	add(23, git.Moved{From: "aa", To: "bb", FromShort: "aa", ToShort: "bb", FromBranch: "main", Action: "pull", Forward: 3, Files: []string{"a.py"}, FilesTotal: 1, DirtyBefore: 1, DirtyAfter: 0, DirtyChanged: []string{"a.py"}, At: at(23)})
-	add(24, remote.State{Host: "root@10.1.2.3:22", Conn: remote.Reconnecting, Attempt: 3, Err: fmt.Errorf("dial: %w", errors.New("connection refused")), Since: at(23), NextTry: at(26)})
-	add(25, Note{Text: "NCCL_ALGO=Ring regressed TP=8 decode?\nsecond line", Exp: "e1"})
-	add(26, ExperimentStart{ID: "e1", Name: "nccl-ll-ring @ 3207427", Hypothesis: "Ring is slower", Trigger: TriggerLaunch, Launch: &launch})
-	add(27, ExperimentFingerprint{Exp: "e1", Fingerprint: Fingerprint{At: at(26), Hostname: "gpu-box", Kernel: "6.8.0", Git: &GitState{Repo: "/srv/sglang", Head: "aa", Patch: "diff --git a/x b/x\n+\x1b[31m", PatchSHA256: "00", PatchBytes: 20},
-		Launch: &launch, CommandLine: "python3 -m sglang.launch_server", Versions: []Version{{Name: "driver", Command: "nvidia-smi ...", Value: "590.48.01", Millis: 40}, {Name: "torch", Command: "python -c ...", Err: "timed out after 10s", Millis: 10000}},
-		GPUs: []gpu.GPU{testGPU(0, 0), odd}, Errors: []string{"hostname: timed out after 10s"}}})
-	add(28, ExperimentUpdate{Exp: "e1", Conclusion: "yes"})
-	add(29, ExperimentEnd{Exp: "e1", Trigger: TriggerKill, Conclusion: "Ring -6 %", Result: Result{Metric: "tok/s", Samples: []float64{89, 82, 94}, N: 3, Dropped: 2, Median: 89, Lo: f64(82), Hi: f64(94), Confidence: 0.96, Warnings: []string{"few"}}, GPUs: []gpu.GPU{testGPU(1, 9)}})
-	add(30, Key{Key: "K", Action: "kill sglang pid 4123"})
-	add(31, Session{Header: Header{Format: FormatName, Version: FormatVersion, Created: t0.Add(31 * time.Second), Flightdeck: "v0.6.0",
+	add(6.01, event.Throughput{TokPerSec: 88.2, PromptTokPerSec: 1200.5, Has: event.HasPromptTokPerSec, DP: -1, Engine: 0, Server: "vllm"})
+	add(7, event.TokRate{TokPerSec: 1523.47, Ranks: 2})
+	add(7.5, event.TokRate{TokPerSec: 0.4, Ranks: 1, Dropped: true})
+	add(8, event.TokRate{TokPerSec: 880, AcceptLength: 3.5, HasAccept: true, Ranks: 8})
+	add(8.5, event.TokRate{TokPerSec: 0, AcceptLength: 2, Ranks: 0})
+	add(8.6, event.TokRate{TokPerSec: math.Inf(1), Ranks: 1})
+	add(9, event.Prefill{NewSeq: 4, NewTokens: 8192, CachedTokens: 1024, CacheHitRatePct: 12.5, TokenUsage: 0.2, Running: 10, Queued: 2, InputTokPerSec: 30211.4, CUDAGraph: true, Has: event.HasNewTokens | event.HasCachedTokens, Rank: "TP0", DP: -1, Stamp: "x"})
+	add(10, event.SpecDecode{MeanAcceptLength: 3.1, DraftAcceptRate: 0.607, Accepted: 32594, Drafted: 53716, NumSpecTokens: 4, PerPosition: []float64{0.9, 0.7, 0.5}, Has: 7, Engine: -1})
+	add(11, event.LogBench{Tool: serverlog.ToolSGLangBenchServing, Backend: "sglang", OutputTokPerSec: 1466.2, RequestRate: math.Inf(1), TTFTP99Ms: 812.5, DecodeTokPerSec: []float64{1, 2}, Has: serverlog.HasRequestRate | serverlog.HasOutputTokPerSec})
+	add(11.5, event.LogBench{Tool: serverlog.ToolVLLMBenchServe, RequestRate: 4})
+	add(12, event.ServerReady{Server: "sglang", Text: "The server is fired up and ready to roll!", URL: "http://0.0.0.0:30000", Line: 120})
+	add(13, event.ServerFailure{Class: event.FailOOM, Text: "torch.OutOfMemoryError: CUDA out of memory", Rank: "TP3", Line: 9})
+	add(14, event.ServerStatus{Phase: event.PhaseReady, Server: "sglang", PID: 4123, How: server.ByPidfile, Preset: "sim", Profile: "baseline", LogPath: "/var/log/x.log", Port: 30000, Since: at(14), LaunchedAt: at(1), ReadyAfter: 13 * time.Second, Exit: -1, Health: "/health"})
+	add(15, event.ServerLaunched{Record: event.LaunchRecord{PID: 4100, PGID: 4100, SID: 4100, StartTime: 123456789, Launch: launch}})
+	rec := event.LaunchRecord{PID: 4100, Launch: launch}
+	add(16, event.ServerObserved{Found: event.ServerFound{Record: &rec, PidfileErr: errors.New("pidfile: unexpected end of JSON input"), Running: true, How: server.ByPidfile,
+		Target: event.KillTarget{PID: 4100, StartTime: 99, PGID: 4100, SID: 4100, Keep: []event.Process{{PID: 4200, PPID: 1, State: "S", Comm: "python3"}}},
+		Tree:   []event.Process{{PID: 4123, PPID: 4100, PGID: 4100, SID: 4100, State: "R", StartTime: 100, Comm: "sglang::schedu"}}, ServerPID: 4123, Exit: -1, Port: 30000}})
+	add(16.5, event.ServerObserved{Found: event.ServerFound{Exit: 3}})
+	add(17, event.ServerHealthy{Port: 30000, Path: "/health"})
+	add(18, event.KillStep{Step: "failed", PID: 4123, Detail: "SIGKILL after 10s: 4711", Err: fmt.Errorf("kill: %w", errors.New("GPU memory still held"))})
+	add(18.5, event.KillStep{Step: "done", PID: 4123})
+	add(19, event.RepoHead{Path: "/srv/sglang", Commit: strings.Repeat("ab", 20), Short: "abababa", Subject: "Fix PCG MoE Error", Branch: "main", CommitTime: at(-86400), Dirty: 2, Entries: []string{" M python/sglang/srt/server.py", "?? notes.txt"}})
+	add(20, event.RepoUnreadable{Path: "/srv/none", Err: "not a git repository"})
+	add(21, event.GitStatus{Path: "/srv/sglang", Branch: "main", Head: event.Commit{ID: strings.Repeat("cd", 20), Short: "cdcdcdc", Subject: "s", Author: "Priya", Time: at(-5), Refs: []string{"HEAD -> main"}},
+		Upstream: "origin/main", Ahead: 1, Behind: 2, Files: []event.GitFile{{Path: "a.py", X: 'M', Y: ' ', Added: 3, Deleted: 1}, {Path: "bin", X: '?', Y: '?', Added: -1, Deleted: -1, Binary: true}},
+		Stashes: []event.Stash{{Index: 0, ID: "ef", Message: "On main: x", Time: at(-60)}}, Reflog: []event.RefEntry{{ID: "cd", Short: "cd", Action: "pull", Message: "pull: Fast-forward", Time: at(-30)}}, Read: at(21)})
+	add(22, event.GitAction{Op: "checkout", Args: []string{"3207427"}, Snapshot: "20261129-215807-3f9a", From: "aa", To: "bb", Branch: "", Conflict: []string{"x.py"}, Output: "HEAD is now at 3207427", Notes: []string{"detached"}, Files: []string{"python/sglang/srt/pynccl.py"}, FilesTotal: 1, Started: at(21.9), Took: 1500 * time.Millisecond})
+	add(23, event.GitMoved{From: "aa", To: "bb", FromShort: "aa", ToShort: "bb", FromBranch: "main", Action: "pull", Forward: 3, Files: []string{"a.py"}, FilesTotal: 1, DirtyBefore: 1, DirtyAfter: 0, DirtyChanged: []string{"a.py"}, At: at(23)})
+	add(24, event.ConnState{Host: "root@10.1.2.3:22", Conn: event.Reconnecting, Attempt: 3, Err: fmt.Errorf("dial: %w", errors.New("connection refused")), Since: at(23), NextTry: at(26)})
+	add(25, event.Note{Text: "NCCL_ALGO=Ring regressed TP=8 decode?\nsecond line", Exp: "e1"})
+	add(26, event.ExperimentStart{ID: "e1", Name: "nccl-ll-ring @ 3207427", Hypothesis: "Ring is slower", Trigger: TriggerLaunch, Launch: &launch})
+	add(27, event.ExperimentFingerprint{Exp: "e1", Fingerprint: event.Fingerprint{At: at(26), Hostname: "gpu-box", Kernel: "6.8.0", Git: &event.GitState{Repo: "/srv/sglang", Head: "aa", Patch: "diff --git a/x b/x\n+\x1b[31m", PatchSHA256: "00", PatchBytes: 20},
+		Launch: &launch, CommandLine: "python3 -m sglang.launch_server", Versions: []event.Version{{Name: "driver", Command: "nvidia-smi ...", Value: "590.48.01", Millis: 40}, {Name: "torch", Command: "python -c ...", Err: "timed out after 10s", Millis: 10000}},
+		GPUs: []event.GPU{testGPU(0, 0), odd}, Errors: []string{"hostname: timed out after 10s"}}})
+	add(28, event.ExperimentUpdate{Exp: "e1", Conclusion: "yes"})
+	add(29, event.ExperimentEnd{Exp: "e1", Trigger: TriggerKill, Conclusion: "Ring -6 %", Result: event.ExperimentResult{Metric: "tok/s", Samples: []float64{89, 82, 94}, N: 3, Dropped: 2, Median: 89, Lo: f64(82), Hi: f64(94), Confidence: 0.96, Warnings: []string{"few"}}, GPUs: []event.GPU{testGPU(1, 9)}})
+	add(30, event.Key{Key: "K", Action: "kill sglang pid 4123"})
+	add(31, event.Session{SessionHeader: event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: t0.Add(31 * time.Second), Flightdeck: "v0.6.0",
 		Host: "gpu-box", Name: "after-crash", User: "ana", Hostname: "laptop", PID: 4243}})
-	add(-2.5, Note{Text: "an event from before the journal was created"})
-	add(32, Baseline{Exp: "e1"})
-	add(32.5, Baseline{})
-	add(33, Repeat{Exp: "e2", Series: "e1", I: 2, N: 5})
-	cfg := bench.Config{Endpoint: bench.Chat, Model: "llama \"70b\"", InputLen: 128, OutputLen: 256, Concurrency: 8, Duration: 90 * time.Second, Rate: math.Inf(1), Poisson: true, Warmup: 1, Seed: 1<<64 - 1, Timeout: 10 * time.Minute}
-	add(34, bench.Started{ID: "b1", Exp: "e2", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg})
-	add(35, bench.Done{ID: "b1", Exp: "e2", Err: "connect: connection refused"})
+	add(-2.5, event.Note{Text: "an event from before the journal was created"})
+	add(32, event.Baseline{Exp: "e1"})
+	add(32.5, event.Baseline{})
+	add(33, event.Repeat{Exp: "e2", Series: "e1", I: 2, N: 5})
+	cfg := event.BenchConfig{Endpoint: event.BenchChat, Model: "llama \"70b\"", InputLen: 128, OutputLen: 256, Concurrency: 8, Duration: 90 * time.Second, Rate: math.Inf(1), Poisson: true, Warmup: 1, Seed: 1<<64 - 1, Timeout: 10 * time.Minute}
+	add(34, event.BenchStarted{ID: "b1", Exp: "e2", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg})
+	add(35, event.BenchDone{ID: "b1", Exp: "e2", Err: "connect: connection refused"})
 	res := benchResultFixture(cfg)
-	add(36, bench.Done{ID: "b2", Exp: "e2", Result: &res})
-	add(37, bench.Done{ID: "b3", Result: &bench.Result{Cancelled: true, ReqPerSec: math.NaN(), OutputTokPerSec: math.Inf(-1), TTFT: bench.Dist{Mean: math.NaN()}}})
-	add(38, driver.State{Host: "root@gpu-box:22", Role: driver.RoleWatching, Holder: driver.Info{User: "alice", Machine: "laptop", PID: 4123, Since: at(2), Heartbeat: at(37.5), Journal: "/root/.flightdeck/journals/s.jsonl", Token: "0123abcd"},
+	add(36, event.BenchDone{ID: "b2", Exp: "e2", Result: &res})
+	add(37, event.BenchDone{ID: "b3", Result: &event.BenchResult{Cancelled: true, ReqPerSec: math.NaN(), OutputTokPerSec: math.Inf(-1), TTFT: event.Dist{Mean: math.NaN()}}})
+	add(38, event.DriverState{Host: "root@gpu-box:22", Role: event.RoleWatching, Holder: event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Since: at(2), Heartbeat: at(37.5), Journal: "/root/.flightdeck/journals/s.jsonl", Token: "0123abcd"},
 		Note: "alice@laptop took over at 10:15:02", Err: "read lock: connection to host lost"})
-	add(38.5, driver.State{Host: "local", Role: driver.RoleDriving, Holder: driver.Info{User: "bob", Machine: "desk", PID: 1, Since: at(38.5), Token: "ff"}})
-	add(39, driver.State{})
-	add(0.1, gpu.Source{Mode: gpu.SourceNVML, Detail: "NVML 12.550.54.15, driver 550.54.15"})
-	add(40, gpu.Xid{Index: 3, UUID: "GPU-3f1c0003-8a7b-4c2d-9e0f-1a2b3c4d5e6f", BusID: "00000000:48:00.0", Code: 79})
-	add(40.5, gpu.Xid{Index: -1, Code: 1<<64 - 1})
-	add(41, gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "host is linux/arm64, this binary linux/amd64 \"x\""})
+	add(38.5, event.DriverState{Host: "local", Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk", PID: 1, Since: at(38.5), Token: "ff"}})
+	add(39, event.DriverState{})
+	add(0.1, event.GPUSource{Mode: event.SourceNVML, Detail: "NVML 12.550.54.15, driver 550.54.15"})
+	add(40, event.Xid{Index: 3, UUID: "GPU-3f1c0003-8a7b-4c2d-9e0f-1a2b3c4d5e6f", BusID: "00000000:48:00.0", Code: 79})
+	add(40.5, event.Xid{Index: -1, Code: 1<<64 - 1})
+	add(41, event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "host is linux/arm64, this binary linux/amd64 \"x\""})
 	for _, e := range nvmlSamples(at) {
 		add(e.at, e.s)
 	}
@@ -195,7 +189,7 @@ func roundTripEvents() []event.Event {
 // nvmlSample is one sample of nvmlSamples at event time at (seconds).
 type nvmlSample struct {
 	at float64
-	s  gpu.Sample
+	s  event.GPUSample
 }
 
 // nvmlSamples are NVML samples (issue 8: PCIe throughput, per-process
@@ -205,13 +199,13 @@ type nvmlSample struct {
 // new with PCIe back to Absent, and a row whose every first field changes
 // but whose PCIe throughput does not.
 func nvmlSamples(at func(float64) time.Time) []nvmlSample {
-	apps := []gpu.App{
-		{PID: 4123, Name: gpu.Text{S: "python3"}, UsedMiB: ok(80123), BusID: gpu.Text{S: "00000000:18:00.0"}, UUID: gpu.Text{S: "GPU-3f1c0000-8a7b-4c2d-9e0f-1a2b3c4d5e6f"}},
-		{PID: 4124, Name: gpu.Text{S: "sglang::scheduler \"TP1\" é"}, UsedMiB: ok(80100.5), BusID: gpu.Text{S: "00000000:28:00.0"}, UUID: gpu.Text{S: "GPU-3f1c0001-8a7b-4c2d-9e0f-1a2b3c4d5e6f"}},
-		{PIDStatus: gpu.NotSupported, Name: gpu.Text{S: "[Not Supported]", Status: gpu.NotSupported}, UsedMiB: gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
-			BusID: gpu.Text{S: "00000000:28:00.0"}, UUID: gpu.Text{Status: gpu.Absent}},
+	apps := []event.ComputeApp{
+		{PID: 4123, Name: event.Text{S: "python3"}, UsedMiB: ok(80123), BusID: event.Text{S: "00000000:18:00.0"}, UUID: event.Text{S: "GPU-3f1c0000-8a7b-4c2d-9e0f-1a2b3c4d5e6f"}},
+		{PID: 4124, Name: event.Text{S: "sglang::scheduler \"TP1\" é"}, UsedMiB: ok(80100.5), BusID: event.Text{S: "00000000:28:00.0"}, UUID: event.Text{S: "GPU-3f1c0001-8a7b-4c2d-9e0f-1a2b3c4d5e6f"}},
+		{PIDStatus: event.CellNotSupported, Name: event.Text{S: "[Not Supported]", Status: event.CellNotSupported}, UsedMiB: event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+			BusID: event.Text{S: "00000000:28:00.0"}, UUID: event.Text{Status: event.CellAbsent}},
 	}
-	sample := func(t float64, tick int, apps []gpu.App) nvmlSample {
+	sample := func(t float64, tick int, apps []event.ComputeApp) nvmlSample {
 		s := testSample(at(t), tick, 2)
 		for i := range s.GPUs {
 			s.GPUs[i].PCIeRxKBs, s.GPUs[i].PCIeTxKBs = ok(float64(1200+i)), ok(float64(340*tick))
@@ -230,19 +224,19 @@ func nvmlSamples(at func(float64) time.Time) []nvmlSample {
 		relaunched[i].PID += 1000
 	}
 	out = append(out, sample(126.5, 3, relaunched)) // every process new: a keyframe
-	out = append(out, sample(127, 4, []gpu.App{}))
+	out = append(out, sample(127, 4, []event.ComputeApp{}))
 	out = append(out, sample(127.5, 5, nil))
-	s := sample(128, 6, append(relaunched[:1:1], gpu.App{PID: 5000, Name: gpu.Text{S: "nccl-tests"}, UsedMiB: ok(0), BusID: gpu.Text{S: "00000000:18:00.0"}, UUID: gpu.Text{S: "GPU-x"}}))
-	s.s.GPUs[1].PCIeRxKBs = gpu.Reading{Status: gpu.Absent}
-	s.s.GPUs[0].PCIeTxKBs = gpu.Reading{Status: gpu.NotSupported, Raw: "[Not Supported]"}
+	s := sample(128, 6, append(relaunched[:1:1], event.ComputeApp{PID: 5000, Name: event.Text{S: "nccl-tests"}, UsedMiB: ok(0), BusID: event.Text{S: "00000000:18:00.0"}, UUID: event.Text{S: "GPU-x"}}))
+	s.s.GPUs[1].PCIeRxKBs = event.Reading{Status: event.CellAbsent}
+	s.s.GPUs[0].PCIeTxKBs = event.Reading{Status: event.CellNotSupported, Raw: "[Not Supported]"}
 	out = append(out, s)
 	s = sample(128.5, 3, nil)
 	g := &s.s.GPUs[1]
-	*g = gpu.GPU{Index: 1, Name: gpu.Text{S: "NVIDIA A100-SXM4-80GB"}, BusID: gpu.Text{S: "00000000:07:00.0"}, UUID: gpu.Text{S: "GPU-other"},
+	*g = event.GPU{Index: 1, Name: event.Text{S: "NVIDIA A100-SXM4-80GB"}, BusID: event.Text{S: "00000000:07:00.0"}, UUID: event.Text{S: "GPU-other"},
 		UtilGPUPct: ok(1), UtilMemPct: ok(2), MemUsedMiB: ok(3), MemTotalMiB: ok(81920), PowerDrawW: ok(61.5), PowerLimitW: ok(400), TempC: ok(31),
-		SMClockMHz: ok(210), MemClockMHz: ok(1593), SMClockMax: ok(1410), FanPct: ok(0), PState: gpu.Text{S: "P8"},
-		PCIeGenCurrent: ok(1), PCIeGenMax: ok(4), PCIeWidthCurrent: ok(8), PCIeWidthMax: ok(8), ClockEvents: gpu.ClockEvents{Mask: gpu.ReasonGPUIdle},
-		Persistence: gpu.Text{S: "Disabled"}, ECCMode: gpu.Text{S: "Disabled"}, MIGMode: gpu.Text{S: "Enabled"}, Lost: true,
+		SMClockMHz: ok(210), MemClockMHz: ok(1593), SMClockMax: ok(1410), FanPct: ok(0), PState: event.Text{S: "P8"},
+		PCIeGenCurrent: ok(1), PCIeGenMax: ok(4), PCIeWidthCurrent: ok(8), PCIeWidthMax: ok(8), ClockEvents: event.ClockEvents{Mask: event.ReasonGPUIdle},
+		Persistence: event.Text{S: "Disabled"}, ECCMode: event.Text{S: "Disabled"}, MIGMode: event.Text{S: "Enabled"}, Lost: true,
 		PCIeRxKBs: ok(1201), PCIeTxKBs: ok(1020)} // PCIe as in the keyframe
 	out = append(out, s)
 	return out
@@ -250,16 +244,16 @@ func nvmlSamples(at func(float64) time.Time) []nvmlSample {
 
 // benchResultFixture is a finished run with awkward values: a failed
 // request, a start past 2^53 ns, a negative zero, long fractions.
-func benchResultFixture(cfg bench.Config) bench.Result {
-	return bench.Result{Config: cfg, Target: "http://127.0.0.1:30000", Started: t0.Add(36 * time.Second), Duration: 12*time.Second + 345678901,
-		Completed: 3, Failed: 1, Errors: []bench.ErrorCount{{Err: "HTTP 503: The server is not ready.", Count: 1}},
+func benchResultFixture(cfg event.BenchConfig) event.BenchResult {
+	return event.BenchResult{Config: cfg, Target: "http://127.0.0.1:30000", Started: t0.Add(36 * time.Second), Duration: 12*time.Second + 345678901,
+		Completed: 3, Failed: 1, Errors: []event.BenchErrorCount{{Err: "HTTP 503: The server is not ready.", Count: 1}},
 		InputTokens: 384, OutputTokens: 768, ReqPerSec: 0.24271844660194175, OutputTokPerSec: 62.13592233009709, TotalTokPerSec: 93.2,
 		Concurrency: 0.9999999999999999,
-		TTFT:        bench.Dist{N: 3, Mean: 41.2, Median: 40.123456789, P90: 44.1, P99: 44.91, Std: 1.5, Max: 45},
-		ITL:         bench.Dist{N: 762, Mean: 16.0, Median: 15.9, P90: 17.2, P99: 19.8, Std: 0.7, Max: 31.4},
-		TPOT:        bench.Dist{N: 3, Mean: 16.01, Median: 16, P90: 16.1, P99: 16.12, Std: 0.05, Max: 16.13},
-		E2E:         bench.Dist{N: 3, Mean: 4120, Median: 4111.5, P90: 4200, P99: 4210, Std: 40, Max: 4211},
-		Requests: []bench.Request{
+		TTFT:        event.Dist{N: 3, Mean: 41.2, Median: 40.123456789, P90: 44.1, P99: 44.91, Std: 1.5, Max: 45},
+		ITL:         event.Dist{N: 762, Mean: 16.0, Median: 15.9, P90: 17.2, P99: 19.8, Std: 0.7, Max: 31.4},
+		TPOT:        event.Dist{N: 3, Mean: 16.01, Median: 16, P90: 16.1, P99: 16.12, Std: 0.05, Max: 16.13},
+		E2E:         event.Dist{N: 3, Mean: 4120, Median: 4111.5, P90: 4200, P99: 4210, Std: 40, Max: 4211},
+		Requests: []event.BenchRequest{
 			{Start: 0, TTFT: 40.123456789, E2E: 4111.5, TPOT: 15.964, ITLMedian: 15.9, PromptTokens: 128, OutputTokens: 256, Usage: true},
 			{Start: 1<<53 + 1, TTFT: 1e-9, E2E: 4200, TPOT: math.Copysign(0, -1), ITLMedian: 1e300, PromptTokens: 128, OutputTokens: 256},
 			{Start: 2 * time.Second, TTFT: 44.1, E2E: 4050, TPOT: 15.7, ITLMedian: 15.8, PromptTokens: 128, OutputTokens: 256, Usage: true},
@@ -272,13 +266,13 @@ func benchResultFixture(cfg bench.Config) bench.Result {
 func writeJournal(t testing.TB, evs []event.Event) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "j.jsonl")
-	writeJournalFile(t, path, Header{Created: t0, Host: "gpu-box", Flightdeck: "test"}, evs)
+	writeJournalFile(t, path, event.SessionHeader{Created: t0, Host: "gpu-box", Flightdeck: "test"}, evs)
 	return path
 }
 
 // writeJournalFile creates the journal at path with header h, writes evs
 // to it and closes it; any error fails the test.
-func writeJournalFile(t testing.TB, path string, h Header, evs []event.Event) {
+func writeJournalFile(t testing.TB, path string, h event.SessionHeader, evs []event.Event) {
 	t.Helper()
 	w, err := Create(path, h)
 	if err != nil {
@@ -299,7 +293,7 @@ func writeJournalFile(t testing.TB, path string, h Header, evs []event.Event) {
 func createJournal(t testing.TB) (string, *Writer) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	w, err := Create(path, Header{Created: t0})
+	w, err := Create(path, event.SessionHeader{Created: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +321,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 	evs := roundTripEvents()
 	seen := map[string]bool{}
 	for _, e := range evs {
-		seen[e.Data.Kind()] = true
+		seen[e.Data.Kind().String()] = true
 	}
 	for _, k := range Kinds() {
 		if !seen[k] {
@@ -353,9 +347,10 @@ func TestRoundTripEveryKind(t *testing.T) {
 	}
 }
 
-// Every kind the cockpit publishes is in the table: the list below is the
-// output of grep -rn 'Kind() string' less the screen-only kinds
-// (journal-status, bench-progress, repeat-progress).
+// Every kind the cockpit publishes is in the format: the list below is the
+// event vocabulary's kind table less its screen-only kinds
+// (journal-status, bench-progress, repeat-progress), and every kind has a
+// codec unless it is screen-only.
 func TestKindsTable(t *testing.T) {
 	want := []string{"gpu-sample", "gpu-failure", "gpu-stale", "gpu-xid", "gpu-source", "log-lines", "log-reset", "log-notice", "log-follow-error",
 		"throughput", "tok-rate", "prefill", "spec-decode", "bench-result", "server-ready", "server-failure", "server-status",
@@ -368,39 +363,37 @@ func TestKindsTable(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("kinds %v, want %v", got, want)
 	}
+	for _, k := range event.Kinds() {
+		if screen, coded := k.Info().ScreenOnly, codecOf(k) != nil; screen == coded {
+			t.Errorf("kind %s: screen-only %v, codec %v", k, screen, coded)
+		}
+	}
 }
 
 func TestWriteRefuses(t *testing.T) {
-	w, err := Create(filepath.Join(t.TempDir(), "j.jsonl"), Header{Created: t0})
+	w, err := Create(filepath.Join(t.TempDir(), "j.jsonl"), event.SessionHeader{Created: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.Write(event.Event{At: t0, Data: otherKind{}}); !errors.Is(err, ErrUnknownKind) {
-		t.Errorf("unknown kind: %v", err)
+	// Payload is sealed: a kind outside the vocabulary cannot be written,
+	// and TestKindsTable checks that every kind in it is coded or
+	// screen-only; an event without a payload is the one left to refuse.
+	if err := w.Write(event.Event{At: t0}); !errors.Is(err, ErrUnknownKind) {
+		t.Errorf("no payload: %v", err)
 	}
-	for _, p := range []event.Payload{Status{Path: "x"}, bench.Progress{ID: "b1", Done: 3}, repeatProgress{}} {
+	for _, p := range []event.Payload{event.JournalStatus{Path: "x"}, event.BenchProgress{ID: "b1", Done: 3}, event.RepeatProgress{}} {
 		if err := w.Write(event.Event{At: t0, Data: p}); err != nil {
 			t.Errorf("%s: %v, want it skipped", p.Kind(), err)
 		}
 	}
-	if err := w.Write(event.Event{At: t0, Data: serverlog.SpecDecode{MeanAcceptLength: math.NaN()}}); err == nil {
+	if err := w.Write(event.Event{At: t0, Data: event.SpecDecode{MeanAcceptLength: math.NaN()}}); err == nil {
 		t.Errorf("NaN in a JSON-coded payload was accepted")
 	}
 	if st := w.Status(); st.Pending != 0 {
 		t.Errorf("refused events left %d bytes pending", st.Pending)
 	}
 }
-
-type otherKind struct{}
-
-// repeatProgress stands for sessions.RepeatProgress (sessions imports
-// journal).
-type repeatProgress struct{}
-
-func (repeatProgress) Kind() string { return "repeat-progress" }
-
-func (otherKind) Kind() string { return "gpu-power" }
 
 func TestMicros(t *testing.T) {
 	for _, c := range []struct {
@@ -431,8 +424,8 @@ func TestMicros(t *testing.T) {
 // An event with a zero time (a producer's bug) is kept, at the earliest
 // time the format can say.
 func TestZeroEventTime(t *testing.T) {
-	got := readAll(t, writeJournal(t, []event.Event{{Data: Note{Text: "no time"}}, {At: t0, Data: Note{Text: "ok"}}}))
-	if len(got) != 2 || got[0].Data.(Note).Text != "no time" {
+	got := readAll(t, writeJournal(t, []event.Event{{Data: event.Note{Text: "no time"}}, {At: t0, Data: event.Note{Text: "ok"}}}))
+	if len(got) != 2 || got[0].Data.(event.Note).Text != "no time" {
 		t.Fatalf("%v", got)
 	}
 }
@@ -442,11 +435,11 @@ func TestZeroEventTime(t *testing.T) {
 // server-launched and in the pidfile record of server-observed.
 func TestLaunchSecretsNeverReachTheFile(t *testing.T) {
 	path, w := createJournal(t)
-	rec := server.Record{PID: 7, Launch: server.LaunchInfo{
+	rec := event.LaunchRecord{PID: 7, Launch: event.LaunchInfo{
 		Argv: []string{"python3", "-m", "sglang.launch_server", "--api-key", "sk-live-123", "--hf-token=hf_abc", "--tp-size", "8"},
 		Env:  map[string]string{"HF_TOKEN": "hf_def", "AWS_SECRET_ACCESS_KEY": "aws_ghi", "NCCL_PROTO": "LL"},
 	}}
-	for _, p := range []event.Payload{server.Launched{Record: rec}, server.Observed{Found: server.Found{Running: true, Record: &rec}}} {
+	for _, p := range []event.Payload{event.ServerLaunched{Record: rec}, event.ServerObserved{Found: event.ServerFound{Running: true, Record: &rec}}} {
 		if err := w.Write(event.Event{At: t0, Data: p}); err != nil {
 			t.Fatal(err)
 		}
@@ -489,7 +482,7 @@ func TestToMicrosRoundsUp(t *testing.T) {
 // TestDecRateForms: the tok-rate forms the encoder writes decode; a fifth
 // element other than 0 (the encoder writes nothing else there) is refused.
 func TestDecRateForms(t *testing.T) {
-	for in, want := range map[string]serverlog.Rate{
+	for in, want := range map[string]event.TokRate{
 		`[1523.4,2]`:       {TokPerSec: 1523.4, Ranks: 2},
 		`[0.4,1,1]`:        {TokPerSec: 0.4, Ranks: 1, Dropped: true},
 		`[880,8,0,3.52]`:   {TokPerSec: 880, Ranks: 8, AcceptLength: 3.52, HasAccept: true},
@@ -512,19 +505,19 @@ func TestDecRateForms(t *testing.T) {
 // those readings invalid, rather than failing to encode and losing the
 // experiment's end; the event published is not changed.
 func TestExperimentGPUsWithNonFiniteValues(t *testing.T) {
-	g := gpu.GPU{Index: 0, PowerDrawW: gpu.Reading{Value: math.NaN()}, TempC: gpu.Reading{Value: 61}, SMClockMHz: gpu.Reading{Value: math.Inf(1)}}
-	end := ExperimentEnd{Exp: "e1", Trigger: TriggerKey, GPUs: []gpu.GPU{g}}
+	g := event.GPU{Index: 0, PowerDrawW: event.Reading{Value: math.NaN()}, TempC: event.Reading{Value: 61}, SMClockMHz: event.Reading{Value: math.Inf(1)}}
+	end := event.ExperimentEnd{Exp: "e1", Trigger: TriggerKey, GPUs: []event.GPU{g}}
 	path := writeJournal(t, []event.Event{{At: time.Unix(1_800_000_000, 0), Data: end}})
 	got := readAll(t, path)
 	if len(got) != 1 {
 		t.Fatalf("read %d events, want the experiment's end", len(got))
 	}
-	e, ok := got[0].Data.(ExperimentEnd)
+	e, ok := got[0].Data.(event.ExperimentEnd)
 	if !ok || len(e.GPUs) != 1 {
 		t.Fatalf("read %+v", got[0].Data)
 	}
 	r := e.GPUs[0]
-	if r.PowerDrawW != (gpu.Reading{Status: gpu.Invalid, Raw: "NaN"}) || r.SMClockMHz != (gpu.Reading{Status: gpu.Invalid, Raw: "+Inf"}) || r.TempC != (gpu.Reading{Value: 61}) {
+	if r.PowerDrawW != (event.Reading{Status: event.CellInvalid, Raw: "NaN"}) || r.SMClockMHz != (event.Reading{Status: event.CellInvalid, Raw: "+Inf"}) || r.TempC != (event.Reading{Value: 61}) {
 		t.Errorf("GPU row read back %+v %+v %+v", r.PowerDrawW, r.SMClockMHz, r.TempC)
 	}
 	if !math.IsNaN(end.GPUs[0].PowerDrawW.Value) {

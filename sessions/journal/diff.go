@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // ErrNoExperiment is wrapped by Compare's error for an id or name that
@@ -300,7 +300,7 @@ func hasResult(x *Experiment) bool { return x.Result.N > 0 || LastBench(x) != ni
 // every request succeeded — or nil. A run with failures or stopped early
 // measured something else (a server dying under it, a cut-short window):
 // comparisons leave it out.
-func LastBench(x *Experiment) *bench.Result {
+func LastBench(x *Experiment) *event.BenchResult {
 	for i := len(x.Bench) - 1; i >= 0; i-- {
 		if r := x.Bench[i].Result; r != nil && r.Completed > 0 && r.Failed == 0 && !r.Cancelled {
 			return r
@@ -359,20 +359,20 @@ var metrics = []metric{
 			}
 			return 0, false
 		}},
-	benchLatency(MetricTTFT, func(q *bench.Request) (float64, bool) { return q.TTFT, true }, func(r *bench.Result) bench.Dist { return r.TTFT }),
+	benchLatency(MetricTTFT, func(q *event.BenchRequest) (float64, bool) { return q.TTFT, true }, func(r *event.BenchResult) event.Dist { return r.TTFT }),
 	// The run's ITL Dist pools every gap of every request, a statistic
 	// of its own: the row uses the per-request medians throughout.
-	benchLatency(MetricITL, func(q *bench.Request) (float64, bool) { return q.ITLMedian, q.ITLMedian > 0 }, nil),
-	benchLatency(MetricTPOT, func(q *bench.Request) (float64, bool) { return q.TPOT, q.OutputTokens > 1 }, func(r *bench.Result) bench.Dist { return r.TPOT }),
-	benchLatency(MetricE2E, func(q *bench.Request) (float64, bool) { return q.E2E, true }, func(r *bench.Result) bench.Dist { return r.E2E }),
+	benchLatency(MetricITL, func(q *event.BenchRequest) (float64, bool) { return q.ITLMedian, q.ITLMedian > 0 }, nil),
+	benchLatency(MetricTPOT, func(q *event.BenchRequest) (float64, bool) { return q.TPOT, q.OutputTokens > 1 }, func(r *event.BenchResult) event.Dist { return r.TPOT }),
+	benchLatency(MetricE2E, func(q *event.BenchRequest) (float64, bool) { return q.E2E, true }, func(r *event.BenchResult) event.Dist { return r.E2E }),
 }
 
 // benchLatency is a latency row: within a run the successful requests'
 // values (those where req says ok), across launches each run's median of
 // them. dist is the run's summary of the same values, used for a run
 // stored without its requests; nil when the run has no such summary.
-func benchLatency(name string, req func(q *bench.Request) (float64, bool), dist func(r *bench.Result) bench.Dist) metric {
-	values := func(r *bench.Result) []float64 {
+func benchLatency(name string, req func(q *event.BenchRequest) (float64, bool), dist func(r *event.BenchResult) event.Dist) metric {
+	values := func(r *event.BenchResult) []float64 {
 		var out []float64
 		for i := range r.Requests {
 			q := &r.Requests[i]
@@ -423,8 +423,8 @@ func (m *metric) launchValues(groups [][]*Experiment, x *Experiment) []float64 {
 
 // benchRuns returns the clean benchmark run each launch's bench rows use
 // (see launchValues), in launch order; launches without one are left out.
-func benchRuns(groups [][]*Experiment, x *Experiment) []*bench.Result {
-	var out []*bench.Result
+func benchRuns(groups [][]*Experiment, x *Experiment) []*event.BenchResult {
+	var out []*event.BenchResult
 	for _, g := range groups {
 		if r := LastBench(pick(g, x, benchWeight)); r != nil {
 			out = append(out, r)
@@ -523,7 +523,7 @@ func (r *ResultRow) DeltaPct() (pct float64, ok bool) {
 
 // findRange looks for the commits between a's and b's HEADs among the
 // ranges recorded at each experiment's start (either direction).
-func findRange(exps []Experiment, a, b *Experiment) (*CommitRange, string) {
+func findRange(exps []Experiment, a, b *Experiment) (*event.CommitRange, string) {
 	ga, gb := gitOf(a), gitOf(b)
 	for _, x := range []*Experiment{a, b} {
 		if g := gitOf(x); g == nil || g.Head == "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // WriteDiffMarkdown writes d as Markdown: the same sections as
@@ -114,10 +115,10 @@ type JSONDiff struct {
 
 // JSONExpRef names an experiment.
 type JSONExpRef struct {
-	ID     string  `json:"id"`
-	Name   string  `json:"name"`
-	Config string  `json:"config"` // ConfigName
-	Repeat *Repeat `json:"repeat,omitempty"`
+	ID     string        `json:"id"`
+	Name   string        `json:"name"`
+	Config string        `json:"config"` // ConfigName
+	Repeat *event.Repeat `json:"repeat,omitempty"`
 }
 
 // JSONSummary is a compare.Summary: median and 95 % interval (null bounds
@@ -168,7 +169,7 @@ type FieldRowJSON struct {
 
 // JSONCommitRange is a CommitRange with its short ids.
 type JSONCommitRange struct {
-	CommitRange
+	event.CommitRange
 	FromShort string `json:"from_short"`
 	ToShort   string `json:"to_short"`
 }

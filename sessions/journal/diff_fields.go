@@ -7,10 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // side is one experiment's value of a field: its text, and whether it is
@@ -116,7 +115,7 @@ func commitRows(f *fieldSet, a, b *Experiment) {
 	}
 	pa, pb := patch(a), patch(b)
 	f.add("patch", "dirty patch", pa, pb, pa.known && pb.known && ga.PatchSHA256 == gb.PatchSHA256)
-	untracked := func(g *GitState) side {
+	untracked := func(g *event.GitState) side {
 		if len(g.Untracked) == 0 {
 			return known("none")
 		}
@@ -133,7 +132,7 @@ func launchRows(f *fieldSet, a, b *Experiment) {
 		return
 	}
 	const noLaunch = "no launch recorded"
-	get := func(l *server.LaunchInfo, v func(l *server.LaunchInfo) string) side {
+	get := func(l *event.LaunchInfo, v func(l *event.LaunchInfo) string) side {
 		if l == nil {
 			return unknown(noLaunch)
 		}
@@ -161,13 +160,13 @@ func launchRows(f *fieldSet, a, b *Experiment) {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		va := get(la, func(*server.LaunchInfo) string { return ea[k] })
-		vb := get(lb, func(*server.LaunchInfo) string { return eb[k] })
+		va := get(la, func(*event.LaunchInfo) string { return ea[k] })
+		vb := get(lb, func(*event.LaunchInfo) string { return eb[k] })
 		_, ina := ea[k]
 		_, inb := eb[k]
 		f.add("env", k, va, vb, ina == inb && va.text == vb.text)
 	}
-	f.addText("flags", "preset", get(la, func(l *server.LaunchInfo) string { return l.Preset }), get(lb, func(l *server.LaunchInfo) string { return l.Preset }))
+	f.addText("flags", "preset", get(la, func(l *event.LaunchInfo) string { return l.Preset }), get(lb, func(l *event.LaunchInfo) string { return l.Preset }))
 	var fa, fb []argFlag
 	if la != nil {
 		fa = parseArgv(server.RedactArgv(la.Argv))
@@ -178,7 +177,7 @@ func launchRows(f *fieldSet, a, b *Experiment) {
 	for _, name := range flagNames(fa, fb) {
 		va, ina := flagValue(fa, name)
 		vb, inb := flagValue(fb, name)
-		sa, sb := get(la, func(*server.LaunchInfo) string { return va }), get(lb, func(*server.LaunchInfo) string { return vb })
+		sa, sb := get(la, func(*event.LaunchInfo) string { return va }), get(lb, func(*event.LaunchInfo) string { return vb })
 		f.add("flags", name, sa, sb, ina == inb && va == vb)
 	}
 }
@@ -257,20 +256,20 @@ func flagValue(fs []argFlag, name string) (string, bool) {
 // measures, as text.
 type benchSetting struct {
 	name string
-	text func(c *bench.Config) string
+	text func(c *event.BenchConfig) string
 }
 
 var benchSettings = []benchSetting{
-	{"endpoint", func(c *bench.Config) string {
+	{"endpoint", func(c *event.BenchConfig) string {
 		if c.Endpoint == "" {
-			return string(bench.Completions)
+			return string(event.BenchCompletions)
 		}
 		return string(c.Endpoint)
 	}},
-	{"input len", func(c *bench.Config) string { return strconv.Itoa(c.InputLen) + " tok" }},
-	{"output len", func(c *bench.Config) string { return strconv.Itoa(c.OutputLen) + " tok" }},
-	{"concurrency", func(c *bench.Config) string { return strconv.Itoa(c.Concurrency) }},
-	{"rate", func(c *bench.Config) string {
+	{"input len", func(c *event.BenchConfig) string { return strconv.Itoa(c.InputLen) + " tok" }},
+	{"output len", func(c *event.BenchConfig) string { return strconv.Itoa(c.OutputLen) + " tok" }},
+	{"concurrency", func(c *event.BenchConfig) string { return strconv.Itoa(c.Concurrency) }},
+	{"rate", func(c *event.BenchConfig) string {
 		if !(c.Rate > 0) || math.IsInf(c.Rate, 0) {
 			return "as fast as possible"
 		}
@@ -280,7 +279,7 @@ var benchSettings = []benchSetting{
 		}
 		return strconv.FormatFloat(c.Rate, 'g', -1, 64) + " req/s " + arrivals
 	}},
-	{"prompts", func(c *bench.Config) string {
+	{"prompts", func(c *event.BenchConfig) string {
 		if c.PromptFile == "" {
 			return "random"
 		}
@@ -294,13 +293,13 @@ var benchSettings = []benchSetting{
 // side's own runs (then that side lists each value, "1, 4 (mixed)"). A
 // side without a run is unknown, never changed. Nothing when neither side
 // has a run.
-func benchSettingRows(a, b []*bench.Result) []FieldRow {
+func benchSettingRows(a, b []*event.BenchResult) []FieldRow {
 	if len(a) == 0 && len(b) == 0 {
 		return nil
 	}
 	var rows []FieldRow
 	for _, st := range benchSettings {
-		values := func(rs []*bench.Result) []string {
+		values := func(rs []*event.BenchResult) []string {
 			var out []string
 			for _, r := range rs {
 				if v := OneLine(st.text(&r.Config)); !slices.Contains(out, v) {
@@ -339,7 +338,7 @@ func versionRows(f *fieldSet, a, b *Experiment) {
 		return
 	}
 	var names []string
-	for _, fp := range []*Fingerprint{fa, fb} {
+	for _, fp := range []*event.Fingerprint{fa, fb} {
 		if fp == nil {
 			continue
 		}
@@ -349,7 +348,7 @@ func versionRows(f *fieldSet, a, b *Experiment) {
 			}
 		}
 	}
-	get := func(fp *Fingerprint, name string) side {
+	get := func(fp *event.Fingerprint, name string) side {
 		if fp == nil {
 			return unknown("no fingerprint captured")
 		}
@@ -371,15 +370,15 @@ func versionRows(f *fieldSet, a, b *Experiment) {
 // gpuField is one per-GPU row of the gpu group.
 type gpuField struct {
 	name string
-	text func(g *gpu.GPU) string
+	text func(g *event.GPU) string
 }
 
 var gpuFields = []gpuField{
-	{"SM clock", func(g *gpu.GPU) string { return readingText(g.SMClockMHz, 0) + " MHz" }},
-	{"mem clock", func(g *gpu.GPU) string { return readingText(g.MemClockMHz, 0) + " MHz" }},
-	{"P-state", func(g *gpu.GPU) string { return textText(g.PState) }},
+	{"SM clock", func(g *event.GPU) string { return readingText(g.SMClockMHz, 0) + " MHz" }},
+	{"mem clock", func(g *event.GPU) string { return readingText(g.MemClockMHz, 0) + " MHz" }},
+	{"P-state", func(g *event.GPU) string { return textText(g.PState) }},
 	{"PCIe", pcieText},
-	{"throttle", func(g *gpu.GPU) string {
+	{"throttle", func(g *event.GPU) string {
 		n, _ := throttleText(g.ClockEvents)
 		if len(n) == 0 {
 			return "none"
@@ -397,7 +396,7 @@ func gpuRows(f *fieldSet, a, b *Experiment) {
 		return
 	}
 	const none = "no GPU sample before the end"
-	count := func(gs []gpu.GPU) side {
+	count := func(gs []event.GPU) side {
 		if len(gs) == 0 {
 			return unknown(none)
 		}
@@ -416,7 +415,7 @@ func gpuRows(f *fieldSet, a, b *Experiment) {
 	if !ca.known || !cb.known {
 		return
 	}
-	idx := func(gs []gpu.GPU) []int {
+	idx := func(gs []event.GPU) []int {
 		out := make([]int, len(gs))
 		for i := range gs {
 			out[i] = gs[i].Index
@@ -431,7 +430,7 @@ func gpuRows(f *fieldSet, a, b *Experiment) {
 		}
 	}
 	slices.Sort(all)
-	byIndex := func(gs []gpu.GPU, i int) *gpu.GPU {
+	byIndex := func(gs []event.GPU, i int) *event.GPU {
 		for k := range gs {
 			if gs[k].Index == i {
 				return &gs[k]
@@ -442,13 +441,13 @@ func gpuRows(f *fieldSet, a, b *Experiment) {
 	// A GPU that was idle at the end (the server killed, or no requests)
 	// has no state under load: its clocks, P-state and link width say
 	// nothing about the run.
-	value := func(g *gpu.GPU, fd gpuField) side {
+	value := func(g *event.GPU, fd gpuField) side {
 		if gpuIdle(g) {
 			return unknown("idle at the end, not under load")
 		}
 		return known(fd.text(g))
 	}
-	uniform := func(gs []gpu.GPU, fd gpuField) bool {
+	uniform := func(gs []event.GPU, fd gpuField) bool {
 		for k := range gs {
 			if value(&gs[k], fd) != value(&gs[0], fd) {
 				return false
@@ -463,7 +462,7 @@ func gpuRows(f *fieldSet, a, b *Experiment) {
 			continue
 		}
 		for _, i := range all {
-			get := func(gs []gpu.GPU) side {
+			get := func(gs []event.GPU) side {
 				g := byIndex(gs, i)
 				if g == nil {
 					return unknown("not in the sample")
@@ -477,8 +476,8 @@ func gpuRows(f *fieldSet, a, b *Experiment) {
 
 // gpuIdle reports whether g was idle when sampled: the driver gives the
 // GPU-idle clock-event reason, or utilisation was 0.
-func gpuIdle(g *gpu.GPU) bool {
-	if g.ClockEvents.Status == gpu.OK && g.ClockEvents.Mask&gpu.ReasonGPUIdle != 0 {
+func gpuIdle(g *event.GPU) bool {
+	if g.ClockEvents.Status == event.CellOK && g.ClockEvents.Mask&event.ReasonGPUIdle != 0 {
 		return true
 	}
 	return g.UtilGPUPct.Valid() && g.UtilGPUPct.Value == 0
@@ -486,7 +485,7 @@ func gpuIdle(g *gpu.GPU) bool {
 
 // hostRows: the GPU host's hostname and kernel.
 func hostRows(f *fieldSet, a, b *Experiment) {
-	get := func(x *Experiment, v func(fp *Fingerprint) string) side {
+	get := func(x *Experiment, v func(fp *event.Fingerprint) string) side {
 		if x.Fingerprint == nil {
 			return unknown("no fingerprint captured")
 		}
@@ -498,6 +497,6 @@ func hostRows(f *fieldSet, a, b *Experiment) {
 	if a.Fingerprint == nil && b.Fingerprint == nil {
 		return
 	}
-	f.addText("host", "hostname", get(a, func(fp *Fingerprint) string { return fp.Hostname }), get(b, func(fp *Fingerprint) string { return fp.Hostname }))
-	f.addText("host", "kernel", get(a, func(fp *Fingerprint) string { return fp.Kernel }), get(b, func(fp *Fingerprint) string { return fp.Kernel }))
+	f.addText("host", "hostname", get(a, func(fp *event.Fingerprint) string { return fp.Hostname }), get(b, func(fp *event.Fingerprint) string { return fp.Hostname }))
+	f.addText("host", "kernel", get(a, func(fp *event.Fingerprint) string { return fp.Kernel }), get(b, func(fp *event.Fingerprint) string { return fp.Kernel }))
 }

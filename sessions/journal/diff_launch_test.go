@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // onLaunch puts x on the launch of y's server, as an experiment started
@@ -75,7 +74,7 @@ func TestCompareLaunchChoice(t *testing.T) {
 	byTime.Launch, byTime.Fingerprint.Launch = &tl, &tl
 	unknown := dexp("u1", "baseline", headA, 10)
 	l := *unknown.Launch
-	unknown.Launch = &server.LaunchInfo{Preset: l.Preset, Profile: l.Profile, Server: l.Server, Argv: l.Argv, Env: l.Env}
+	unknown.Launch = &event.LaunchInfo{Preset: l.Preset, Profile: l.Profile, Server: l.Server, Argv: l.Argv, Env: l.Env}
 	unknown.Fingerprint.Launch = unknown.Launch
 	exps = append(exps, byTime, unknown)
 	for i, tok := range []float64{89.2, 88.5, 89.9, 88.8} {
@@ -124,14 +123,19 @@ func TestCompareLaunchChoice(t *testing.T) {
 func TestConfigKeyVersions(t *testing.T) {
 	base := dexp("e1", "baseline", headA, 1)
 	for name, tc := range map[string]struct {
-		change func(vs []Version) []Version
+		change func(vs []event.Version) []event.Version
 		same   bool
 	}{
-		"upgrade": {func(vs []Version) []Version { vs[1].Value = "2.10.0"; return vs }, false},
-		"added":   {func(vs []Version) []Version { return append(vs, Version{Name: "flashinfer", Value: "0.5.2"}) }, false},
-		"failed":  {func(vs []Version) []Version { vs[1] = Version{Name: "torch", Err: "timed out"}; return vs }, false},
-		"order":   {func(vs []Version) []Version { slices.Reverse(vs); return vs }, true},
-		"time":    {func(vs []Version) []Version { vs[0].Millis = 99; return vs }, true},
+		"upgrade": {func(vs []event.Version) []event.Version { vs[1].Value = "2.10.0"; return vs }, false},
+		"added": {func(vs []event.Version) []event.Version {
+			return append(vs, event.Version{Name: "flashinfer", Value: "0.5.2"})
+		}, false},
+		"failed": {func(vs []event.Version) []event.Version {
+			vs[1] = event.Version{Name: "torch", Err: "timed out"}
+			return vs
+		}, false},
+		"order": {func(vs []event.Version) []event.Version { slices.Reverse(vs); return vs }, true},
+		"time":  {func(vs []event.Version) []event.Version { vs[0].Millis = 99; return vs }, true},
 	} {
 		x := dexp("e2", "baseline", headA, 2)
 		fp := *x.Fingerprint
@@ -143,7 +147,7 @@ func TestConfigKeyVersions(t *testing.T) {
 	}
 	// A failed probe and a missing one are alike.
 	x, y := dexp("e3", "baseline", headA, 3), dexp("e4", "baseline", headA, 3)
-	x.Fingerprint.Versions[1] = Version{Name: "torch", Err: "timed out"}
+	x.Fingerprint.Versions[1] = event.Version{Name: "torch", Err: "timed out"}
 	y.Fingerprint.Versions = slices.Delete(slices.Clone(y.Fingerprint.Versions), 1, 2)
 	if ConfigKey(&x) != ConfigKey(&y) {
 		t.Error("a failed probe is not left out of the key")
@@ -157,8 +161,8 @@ func TestCompareITLPerRequest(t *testing.T) {
 	b := withBench(dexp("e2", "nccl-ll-ring", headA, 89), 88, 30)
 	for _, x := range []*Experiment{&a, &b} {
 		r := x.Bench[0].Result
-		r.ITL = bench.Dist{N: 400, Median: 12}                                                           // pooled over every gap: another statistic
-		r.Requests = append(r.Requests, bench.Request{TTFT: 40, E2E: 41, OutputTokens: 1, ITLMedian: 0}) // one chunk: no gap
+		r.ITL = event.Dist{N: 400, Median: 12}                                                                // pooled over every gap: another statistic
+		r.Requests = append(r.Requests, event.BenchRequest{TTFT: 40, E2E: 41, OutputTokens: 1, ITLMedian: 0}) // one chunk: no gap
 	}
 	d, err := Compare([]Experiment{a, b}, "e1", "e2")
 	if err != nil {
@@ -263,7 +267,7 @@ func TestCompareBenchFailuresOnly(t *testing.T) {
 // verdict says so even when A's launch median is 0.
 func TestVerdictNotSignificantFirst(t *testing.T) {
 	m := &metrics[0]
-	d := &Diff{A: &Experiment{ID: "e1", Result: Result{N: 5}}, B: &Experiment{ID: "e2", Result: Result{N: 5}}}
+	d := &Diff{A: &Experiment{ID: "e1", Result: event.ExperimentResult{N: 5}}, B: &Experiment{ID: "e2", Result: event.ExperimentResult{N: 5}}}
 	row := ResultRow{Launches: compare.Compare([]float64{0, 0, 0, 1}, []float64{0, 1, 0, 0})}
 	if got := verdict(m, d, &row, 4, 4); got != "no significant difference" {
 		t.Errorf("verdict %q", got)
@@ -353,7 +357,7 @@ func TestConfigKeyNeedsTheWholeLaunch(t *testing.T) {
 	adopted := x
 	l := *x.Launch
 	l.Argv = nil
-	adopted.Launch, adopted.Fingerprint = &l, &Fingerprint{Hostname: "gpu-box", Git: x.Fingerprint.Git, Launch: &l}
+	adopted.Launch, adopted.Fingerprint = &l, &event.Fingerprint{Hostname: "gpu-box", Git: x.Fingerprint.Git, Launch: &l}
 	if k := ConfigKey(&adopted); k != "" {
 		t.Errorf("adopted launch: key %q, want none", k)
 	}

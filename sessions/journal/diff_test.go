@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 const (
@@ -31,7 +30,7 @@ var profiles = map[string]map[string]string{
 // own launch, with its own log) with a profile at a commit, measured at
 // about tok tok/s.
 func dexp(id, profile, head string, tok float64) Experiment {
-	l := &server.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/var/log/flightdeck/sim-" + id + ".log", At: t0,
+	l := &event.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/var/log/flightdeck/sim-" + id + ".log", At: t0,
 		Argv: []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/llama", "--tp-size", "8", "--port", "30000", "--api-key", "sk-1"},
 		Env:  profiles[profile]}
 	rl := server.RedactLaunch(*l)
@@ -41,25 +40,25 @@ func dexp(id, profile, head string, tok float64) Experiment {
 	g2 := testGPU(1, 0)
 	return Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: TriggerLaunch, EndedBy: TriggerRelaunch,
 		Started: t0, Ended: t0.Add(time.Minute), Launch: &rl,
-		Fingerprint: &Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
-			Git:      &GitState{Repo: "/srv/sglang", Head: head, Branch: "main", Subject: "subject of " + head[:7]},
-			Versions: []Version{{Name: "driver", Value: "590.48.01"}, {Name: "torch", Value: "2.9.1"}, {Name: "sglang", Value: "0.5.6"}}},
+		Fingerprint: &event.Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
+			Git:      &event.GitState{Repo: "/srv/sglang", Head: head, Branch: "main", Subject: "subject of " + head[:7]},
+			Versions: []event.Version{{Name: "driver", Value: "590.48.01"}, {Name: "torch", Value: "2.9.1"}, {Name: "sglang", Value: "0.5.6"}}},
 		Result:  sum,
-		EndGPUs: []gpu.GPU{g, g2},
+		EndGPUs: []event.GPU{g, g2},
 	}
 }
 
 // benchConfig is the settings of withBench's runs.
-var benchConfig = bench.Config{Endpoint: bench.Completions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 4, Warmup: 1, Seed: 1}
+var benchConfig = event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 4, Warmup: 1, Seed: 1}
 
 func withBench(x Experiment, tok, ttft float64) Experiment {
-	r := &bench.Result{Config: benchConfig, Completed: 4, OutputTokPerSec: tok, TTFT: bench.Dist{N: 4, Median: ttft}, ITL: bench.Dist{N: 100, Median: 16},
-		TPOT: bench.Dist{N: 4, Median: 16.1}, E2E: bench.Dist{N: 4, Median: 2000}}
+	r := &event.BenchResult{Config: benchConfig, Completed: 4, OutputTokPerSec: tok, TTFT: event.Dist{N: 4, Median: ttft}, ITL: event.Dist{N: 100, Median: 16},
+		TPOT: event.Dist{N: 4, Median: 16.1}, E2E: event.Dist{N: 4, Median: 2000}}
 	for i := range 4 {
-		r.Requests = append(r.Requests, bench.Request{TTFT: ttft + float64(i), E2E: 2000 + float64(i), TPOT: 16 + float64(i)/10, ITLMedian: 16, OutputTokens: 128})
+		r.Requests = append(r.Requests, event.BenchRequest{TTFT: ttft + float64(i), E2E: 2000 + float64(i), TPOT: 16 + float64(i)/10, ITLMedian: 16, OutputTokens: 128})
 	}
-	r.Requests = append(r.Requests, bench.Request{E2E: 5, Err: "HTTP 503"}) // failed: left out
-	x.Bench = []bench.Done{{ID: "b1", Exp: x.ID, Result: r}, {ID: "b2", Exp: x.ID, Err: "connection refused"}}
+	r.Requests = append(r.Requests, event.BenchRequest{E2E: 5, Err: "HTTP 503"}) // failed: left out
+	x.Bench = []event.BenchDone{{ID: "b1", Exp: x.ID, Result: r}, {ID: "b2", Exp: x.ID, Err: "connection refused"}}
 	return x
 }
 
@@ -137,7 +136,7 @@ func TestCompareProfileOnly(t *testing.T) {
 // (from A's HEAD) is found, and reversed when comparing the other way.
 func TestCompareHeadMoved(t *testing.T) {
 	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headB, 57.5)
-	rg := &CommitRange{From: headA, To: headB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor"}, AheadTotal: 2,
+	rg := &event.CommitRange{From: headA, To: headB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor"}, AheadTotal: 2,
 		Files: []string{"python/sglang/srt/layers/attention.py", "python/sglang/srt/utils.py"}, FilesTotal: 2}
 	b.Fingerprint.Git.Range = rg
 	exps := []Experiment{a, b}
@@ -173,7 +172,7 @@ func TestCompareHeadMoved(t *testing.T) {
 // its rows unknown, never changed.
 func TestCompareUnknownNeverChanged(t *testing.T) {
 	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62.4)
-	b.Fingerprint.Versions[1] = Version{Name: "torch", Err: "timed out after 10s"}
+	b.Fingerprint.Versions[1] = event.Version{Name: "torch", Err: "timed out after 10s"}
 	b.Fingerprint.Git = nil
 	b.Fingerprint.Errors = []string{"git: not a repository"}
 	b.Fingerprint.Kernel = ""
@@ -259,7 +258,7 @@ func TestCompareVerdicts(t *testing.T) {
 // each experiment on its own side; launches without a result stay out.
 func TestCompareLaunchGrouping(t *testing.T) {
 	a1, a2, a3 := dexp("e1", "baseline", headA, 62), dexp("e2", "baseline", headA, 63), dexp("e3", "baseline", headA, 62.5)
-	a3.Result = Result{} // no samples: not a launch
+	a3.Result = event.ExperimentResult{} // no samples: not a launch
 	b := dexp("e4", "nccl-ll-ring", headA, 89)
 	exps := []Experiment{a1, a2, a3, b}
 	d, err := Compare(exps, "e1", "e2")
@@ -299,13 +298,15 @@ func TestConfigKey(t *testing.T) {
 	}
 	for name, change := range map[string]func(x *Experiment){
 		"env": func(x *Experiment) {
-			x.Fingerprint.Launch = &server.LaunchInfo{Argv: x.Launch.Argv, Env: profiles["nccl-ll-ring"]}
+			x.Fingerprint.Launch = &event.LaunchInfo{Argv: x.Launch.Argv, Env: profiles["nccl-ll-ring"]}
 		},
 		"argv": func(x *Experiment) {
-			x.Fingerprint.Launch = &server.LaunchInfo{Argv: []string{"python3", "--tp-size", "4"}}
+			x.Fingerprint.Launch = &event.LaunchInfo{Argv: []string{"python3", "--tp-size", "4"}}
 		},
-		"head":   func(x *Experiment) { x.Fingerprint.Git = &GitState{Head: headB} },
-		"patch":  func(x *Experiment) { x.Fingerprint.Git = &GitState{Head: headA, PatchSHA256: "ab12", PatchBytes: 10} },
+		"head": func(x *Experiment) { x.Fingerprint.Git = &event.GitState{Head: headB} },
+		"patch": func(x *Experiment) {
+			x.Fingerprint.Git = &event.GitState{Head: headA, PatchSHA256: "ab12", PatchBytes: 10}
+		},
 		"no git": func(x *Experiment) { x.Fingerprint.Git = nil },
 		"no fp":  func(x *Experiment) { x.Fingerprint = nil; x.Launch = nil },
 	} {
@@ -344,14 +345,14 @@ func goldenDiff(t *testing.T) *Diff {
 		exps = append(exps, x)
 	}
 	exps[0].Repeat = nil
-	exps[1].Repeat = &Repeat{Exp: "e2", Series: "e1", I: 2, N: 5}
+	exps[1].Repeat = &event.Repeat{Exp: "e2", Series: "e1", I: 2, N: 5}
 	b := withBench(dexp("e6", "nccl-ll-ring", headB, 57.5), 57.1, 45.9)
 	b.Name = "regress \x1b[31m@ 3207427"
-	b.Fingerprint.Git.Range = &CommitRange{From: headA, To: headB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor attention"}, AheadTotal: 60,
+	b.Fingerprint.Git.Range = &event.CommitRange{From: headA, To: headB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor attention"}, AheadTotal: 60,
 		Files: []string{"python/sglang/srt/layers/attention.py"}, FilesTotal: 1}
-	b.Fingerprint.Versions[1] = Version{Name: "torch", Err: "timed out after 10s"}
-	b.EndGPUs[1].SMClockMHz = gpu.Reading{Value: 1410}
-	b.EndGPUs[1].ClockEvents = gpu.ClockEvents{Mask: gpu.ReasonHWThermalSlowdown}
+	b.Fingerprint.Versions[1] = event.Version{Name: "torch", Err: "timed out after 10s"}
+	b.EndGPUs[1].SMClockMHz = event.Reading{Value: 1410}
+	b.EndGPUs[1].ClockEvents = event.ClockEvents{Mask: event.ReasonHWThermalSlowdown}
 	exps = append(exps, b)
 	d, err := Compare(exps, "e1", "e6")
 	if err != nil {
@@ -428,9 +429,9 @@ func TestWriteDiffJSON(t *testing.T) {
 func TestCompareIdleGPUsAtEnd(t *testing.T) {
 	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62.4)
 	for i := range b.EndGPUs {
-		b.EndGPUs[i].SMClockMHz = gpu.Reading{Value: 345}
-		b.EndGPUs[i].ClockEvents = gpu.ClockEvents{Mask: gpu.ReasonGPUIdle}
-		b.EndGPUs[i].PCIeGenCurrent = gpu.Reading{Value: 1}
+		b.EndGPUs[i].SMClockMHz = event.Reading{Value: 345}
+		b.EndGPUs[i].ClockEvents = event.ClockEvents{Mask: event.ReasonGPUIdle}
+		b.EndGPUs[i].PCIeGenCurrent = event.Reading{Value: 1}
 	}
 	d, err := Compare([]Experiment{a, b}, "e1", "e2")
 	if err != nil {

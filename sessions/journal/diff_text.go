@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // DiffOptions configure the Diff writers.
@@ -252,7 +253,7 @@ func rangeTitle(d *Diff) string {
 
 // writeRange lists the range's commits (B's new ones, then A's that B
 // lacks) and files, each list with its total when cut.
-func writeRange(w io.Writer, r *CommitRange) {
+func writeRange(w io.Writer, r *event.CommitRange) {
 	list := func(title string, items []string, total int) {
 		total = max(total, len(items))
 		if total == 0 {

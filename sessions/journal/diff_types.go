@@ -1,6 +1,9 @@
 package journal
 
-import "github.com/flightdeck-dev/flightdeck/sessions/compare"
+import (
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
 
 // Diff is experiment B (new) compared with A (old): the results with
 // their verdicts, then every fingerprint variable, changed rows first. It
@@ -32,7 +35,7 @@ type Diff struct {
 	// Range is what lies between A's and B's commits; nil when they are
 	// the same, unknown, or the range was not recorded (RangeNote says
 	// which).
-	Range     *CommitRange
+	Range     *event.CommitRange
 	RangeNote string // "recorded at e6's start", "from git on the host", "not recorded: …"
 	// Noise is the launch-to-launch (A/A) noise measured in the session:
 	// one row per configuration with at least 2 launches with a result.

@@ -3,9 +3,6 @@ package journal
 import (
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -18,32 +15,26 @@ type Experiment struct {
 	Conclusion string
 	Started    time.Time
 	Ended      time.Time // zero while open
-	StartedBy  Trigger
-	EndedBy    Trigger // "" while open
-	Launch     *server.LaunchInfo
+	StartedBy  event.Trigger
+	EndedBy    event.Trigger // "" while open
+	Launch     *event.LaunchInfo
 	// Fingerprint is nil until the exp-fingerprint event arrives.
-	Fingerprint *Fingerprint
+	Fingerprint *event.Fingerprint
 	// Result is the final result once ended (the exp-end's, or computed by
 	// Ledger.Close); zero while open: Ledger.Provisional computes the
 	// open one's over the samples seen so far.
-	Result  Result
-	EndGPUs []gpu.GPU
+	Result  event.ExperimentResult
+	EndGPUs []event.GPU
 	Notes   []TimedNote // notes written while it was open, in time order
 	// Bench holds the benchmark runs recorded for it (bench-done events
 	// with its id), in time order; failed runs included (Err set).
-	Bench []bench.Done
+	Bench []event.BenchDone
 	// Repeat is set when the experiment is one launch of a repeat (R).
-	Repeat *Repeat
+	Repeat *event.Repeat
 }
 
 // Open reports whether the experiment has not ended.
 func (e *Experiment) Open() bool { return e.Ended.IsZero() }
-
-// TimedNote is a note with its time.
-type TimedNote struct {
-	At time.Time
-	Note
-}
 
 // Ledger folds experiment and note events (exp-start, exp-fingerprint,
 // exp-update, exp-end, exp-baseline, exp-repeat, bench-done, note) and the throughput and server events an open
@@ -103,4 +94,10 @@ func (l *Ledger) Notes() []TimedNote { return l.notes }
 // seen so far (same rules as the final result), or a zero Result when none
 // is open. It costs O(n log n) in the samples: call it when drawing, not
 // per event.
-func (l *Ledger) Provisional() Result { return l.provisional() }
+func (l *Ledger) Provisional() event.ExperimentResult { return l.provisional() }
+
+// TimedNote is a note with its time.
+type TimedNote struct {
+	At time.Time
+	event.Note
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"strconv"
 	"time"
@@ -28,7 +29,7 @@ func (e *VersionError) Error() string {
 }
 
 // encodeHeader is the header line, with its "\n".
-func encodeHeader(h Header) ([]byte, error) {
+func encodeHeader(h event.SessionHeader) ([]byte, error) {
 	b, err := marshalJSON(h)
 	if err != nil {
 		return nil, fmt.Errorf("journal header: %w", err)
@@ -38,8 +39,8 @@ func encodeHeader(h Header) ([]byte, error) {
 
 // parseHeader reads the header line (without its "\n") of the file at path
 // (for messages). Errors wrap ErrNotJournal, or are a *VersionError.
-func parseHeader(path string, line []byte) (Header, error) {
-	var h Header
+func parseHeader(path string, line []byte) (event.SessionHeader, error) {
+	var h event.SessionHeader
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	if len(line) == 0 || line[0] != '{' {
 		return h, fmt.Errorf("%s: %w (the first line is not a JSON header object)", path, ErrNotJournal)

@@ -4,9 +4,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -52,7 +49,7 @@ func (l *Ledger) apply(e event.Event) bool {
 	}
 	f := &l.fold
 	switch p := e.Data.(type) {
-	case Session:
+	case event.Session:
 		// Another cockpit appends to the journal: what the previous one
 		// left open ended with it (a crash), at its last event — not at
 		// the new session's first. The server's run is not known any more.
@@ -66,7 +63,7 @@ func (l *Ledger) apply(e event.Event) bool {
 			return l.Close(at)
 		}
 		return false
-	case serverlog.Rate:
+	case event.TokRate:
 		if p.Dropped || len(f.segs) == 0 {
 			return false // idle-gap artefact, or no experiment to measure
 		}
@@ -83,22 +80,22 @@ func (l *Ledger) apply(e event.Event) bool {
 		}
 		s.accept = append(s.accept, acc)
 		return true
-	case serverlog.Ready:
+	case event.ServerReady:
 		return l.ready(e.At)
-	case serverlog.Reset:
+	case event.LogReset:
 		return l.newRun(e.At)
-	case server.Launched:
+	case event.ServerLaunched:
 		return l.newRun(e.At)
-	case server.Status:
+	case event.ServerStatus:
 		switch p.Phase {
-		case server.PhaseLaunching:
+		case event.PhaseLaunching:
 			// Republished on every change while launching: only a later
 			// launch than the run's is a new one (server-launched usually
 			// came first, at the same time).
 			if p.Since.After(f.runAt) {
 				return l.newRun(p.Since)
 			}
-		case server.PhaseReady:
+		case event.PhaseReady:
 			at := p.Since
 			if at.IsZero() {
 				at = e.At
@@ -106,9 +103,9 @@ func (l *Ledger) apply(e event.Event) bool {
 			return l.ready(at)
 		}
 		return false
-	case ExperimentStart:
+	case event.ExperimentStart:
 		return l.start(e.At, p)
-	case ExperimentFingerprint:
+	case event.ExperimentFingerprint:
 		x := l.find(p.Exp)
 		if x == nil {
 			return false
@@ -116,7 +113,7 @@ func (l *Ledger) apply(e event.Event) bool {
 		fp := p.Fingerprint
 		x.Fingerprint = &fp
 		return true
-	case ExperimentUpdate:
+	case event.ExperimentUpdate:
 		x := l.find(p.Exp)
 		if x == nil {
 			return false
@@ -131,7 +128,7 @@ func (l *Ledger) apply(e event.Event) bool {
 			x.Conclusion = p.Conclusion
 		}
 		return true
-	case ExperimentEnd:
+	case event.ExperimentEnd:
 		x := l.find(p.Exp)
 		if x == nil || !x.Open() {
 			return false
@@ -142,7 +139,7 @@ func (l *Ledger) apply(e event.Event) bool {
 		}
 		f.segs = nil
 		return true
-	case Baseline:
+	case event.Baseline:
 		// The latest mark wins, even one naming an experiment not seen
 		// (Baseline returns nil for it).
 		if l.baseline == p.Exp {
@@ -150,7 +147,7 @@ func (l *Ledger) apply(e event.Event) bool {
 		}
 		l.baseline = p.Exp
 		return true
-	case Repeat:
+	case event.Repeat:
 		x := l.find(p.Exp)
 		if x == nil {
 			return false
@@ -158,10 +155,10 @@ func (l *Ledger) apply(e event.Event) bool {
 		r := p
 		x.Repeat = &r
 		return true
-	case bench.Started:
+	case event.BenchStarted:
 		f.benching = p.ID
 		return false
-	case bench.Done:
+	case event.BenchDone:
 		if f.benching != "" {
 			f.benching, f.afterBench = "", true
 		}
@@ -171,13 +168,20 @@ func (l *Ledger) apply(e event.Event) bool {
 		}
 		x.Bench = append(x.Bench, p)
 		return true
-	case Note:
+	case event.Note:
 		n := TimedNote{At: e.At, Note: p}
 		l.notes = append(l.notes, n)
 		if x := l.find(p.Exp); x != nil {
 			x.Notes = append(x.Notes, n)
 		}
 		return true
+	case event.BenchProgress, event.ConnState, event.DriverState, event.GPUFailure, event.GPUSample,
+		event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
+		event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
+		event.LogLines, event.LogNotice, event.Prefill, event.RepeatProgress, event.RepoHead,
+		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerObserved,
+		event.SpecDecode, event.Throughput, event.Xid:
+		// no part of an experiment
 	}
 	return false
 }
@@ -210,7 +214,7 @@ func (l *Ledger) ready(at time.Time) bool {
 	return true
 }
 
-func (l *Ledger) start(at time.Time, p ExperimentStart) bool {
+func (l *Ledger) start(at time.Time, p event.ExperimentStart) bool {
 	f := &l.fold
 	if f.index == nil {
 		f.index = map[string]int{}
@@ -263,9 +267,9 @@ func (l *Ledger) Close(at time.Time) bool {
 // state (compare.SteadyState from the later of its ready time and its
 // start), the kept values of all runs in time order, summarised by
 // compare.Summarize.
-func (l *Ledger) provisional() Result {
+func (l *Ledger) provisional() event.ExperimentResult {
 	if l.Current() == nil {
-		return Result{}
+		return event.ExperimentResult{}
 	}
 	var values, accept []float64
 	dropped := 0
@@ -286,10 +290,10 @@ func (l *Ledger) provisional() Result {
 	return resultOf(values, dropped, accept)
 }
 
-// resultOf summarises kept tok/s values into a Result.
-func resultOf(values []float64, dropped int, accept []float64) Result {
+// resultOf summarises kept tok/s values into an event.ExperimentResult.
+func resultOf(values []float64, dropped int, accept []float64) event.ExperimentResult {
 	sum := compare.Summarize(values)
-	r := Result{Metric: "tok/s", Samples: values, N: sum.N, Dropped: dropped, Median: sum.Median,
+	r := event.ExperimentResult{Metric: "tok/s", Samples: values, N: sum.N, Dropped: dropped, Median: sum.Median,
 		Lo: sum.Lo, Hi: sum.Hi, Confidence: sum.Confidence, Warnings: sum.Warnings}
 	if len(accept) > 0 {
 		r.AcceptLength = compare.Median(accept)

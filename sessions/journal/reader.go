@@ -11,7 +11,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -87,12 +86,12 @@ const maxUnknownKinds = 8
 
 // entry indexes one event line.
 type entry struct {
-	off  int64  // of the line's first byte
-	n    int32  // line length without "\n"
-	kind kindID // never 0: unknown kinds are not indexed
-	key  int32  // gpu-sample: the entry index of its keyframe (its own when it is one); -1 none
-	t    micros // the line's time
-	max  micros // the running maximum of t up to this entry
+	off  int64      // of the line's first byte
+	n    int32      // line length without "\n"
+	kind event.Kind // never 0: unknown kinds are not indexed
+	key  int32      // gpu-sample: the entry index of its keyframe (its own when it is one); -1 none
+	t    micros     // the line's time
+	max  micros     // the running maximum of t up to this entry
 	// aux is what CatchUp needs without decoding: for gpu-sample the set
 	// of GPU indices present (bit i for index i < 63; bit 63 for any
 	// other), for log-lines the number of lines, for tok-rate 1 when
@@ -105,10 +104,10 @@ type entry struct {
 // session appending to the journal.
 type Mark struct {
 	T    time.Duration // event time since the start (running maximum)
-	Kind string        // "exp-start", "exp-end", "note" or "session"
+	Kind event.Kind    // event.KindExperimentStart, KindExperimentEnd, KindNote or KindSession
 	Exp  string        // the experiment id ("" for a note outside one, and for a session)
 	// Text is the experiment's name (start), its conclusion or trigger
-	// (end), the note, or who recorded the session (Session.Describe).
+	// (end), the note, or who recorded the session (DescribeSession).
 	Text string
 }
 
@@ -117,7 +116,7 @@ type Mark struct {
 type Journal struct {
 	path string
 	f    *os.File
-	h    Header
+	h    event.SessionHeader
 
 	data    []byte // the file's bytes read so far
 	indexed int64  // end of the last complete line consumed
@@ -284,7 +283,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		e.aux = 1
 	case tokRateID:
 		if p, err := decRate(nil, time.Time{}, fr.data); err == nil {
-			r := p.(serverlog.Rate)
+			r := p.(event.TokRate)
 			if r.Dropped {
 				e.aux |= rateDropped
 			}
@@ -301,19 +300,29 @@ func (j *Journal) indexLine(off int64, line []byte) {
 			j.undecodable(int(idx))
 			return
 		}
-		m := Mark{T: e.max.Duration(), Kind: codecOf(id).kind}
+		m := Mark{T: e.max.Duration(), Kind: id}
 		switch p := ev.Data.(type) {
-		case ExperimentStart:
+		case event.ExperimentStart:
 			m.Exp, m.Text = p.ID, p.Name
-		case ExperimentEnd:
+		case event.ExperimentEnd:
 			m.Exp, m.Text = p.Exp, p.Conclusion
 			if m.Text == "" {
 				m.Text = string(p.Trigger)
 			}
-		case Note:
+		case event.Note:
 			m.Exp, m.Text = p.Exp, p.Text
-		case Session:
-			m.Text = DescribeSession(p.Header)
+		case event.Session:
+			m.Text = DescribeSession(p.SessionHeader)
+		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+			event.ConnState, event.DriverState, event.ExperimentFingerprint, event.ExperimentUpdate,
+			event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale, event.GitAction,
+			event.GitMoved, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
+			event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
+			event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+			event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
+			event.ServerReady, event.ServerStatus, event.SpecDecode, event.Throughput, event.TokRate,
+			event.Xid:
+			// not a mark
 		}
 		// Marks arrive in running-max order, which never decreases.
 		j.marks = append(j.marks, m)
@@ -370,14 +379,14 @@ func (j *Journal) gpuPresent(data []byte) uint64 {
 }
 
 var (
-	logLinesID  = kindIDs["log-lines"]
-	logResetID  = kindIDs["log-reset"]
-	tokRateID   = kindIDs["tok-rate"]
-	gpuSampleID = kindIDs["gpu-sample"]
-	expStartID  = kindIDs["exp-start"]
-	expEndID    = kindIDs["exp-end"]
-	noteID      = kindIDs["note"]
-	sessionID   = kindIDs["session"]
+	logLinesID  = event.KindLogLines
+	logResetID  = event.KindLogReset
+	tokRateID   = event.KindTokRate
+	gpuSampleID = event.KindGPUSample
+	expStartID  = event.KindExperimentStart
+	expEndID    = event.KindExperimentEnd
+	noteID      = event.KindNote
+	sessionID   = event.KindSession
 )
 
 // isKeyframe reports whether gpu-sample data has its keyframe flag, reading
@@ -438,7 +447,7 @@ func (j *Journal) decodeSeq(i int, st *decState, key *int32) (event.Event, error
 func (j *Journal) Path() string { return j.path }
 
 // Header returns the journal's header.
-func (j *Journal) Header() Header { return j.h }
+func (j *Journal) Header() event.SessionHeader { return j.h }
 
 // Start returns the header's created time (local time): event time 0.
 func (j *Journal) Start() time.Time { return j.h.Created.Local() }

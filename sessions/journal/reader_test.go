@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -25,14 +24,14 @@ func sessionEvents() []event.Event {
 	for i := range 6 {
 		s := float64(i) * 0.5
 		add(s, testSample(at(s), i, 2))
-		add(s+0.1, serverlog.Rate{TokPerSec: 1000 + float64(i), Ranks: 1})
+		add(s+0.1, event.TokRate{TokPerSec: 1000 + float64(i), Ranks: 1})
 	}
-	add(3, ExperimentStart{ID: "e1", Name: "baseline", Trigger: TriggerKey})
-	add(4, serverlog.Rate{TokPerSec: 89, Ranks: 1})
-	add(5, ExperimentEnd{Exp: "e1", Trigger: TriggerKey, Conclusion: "fast", Result: Result{Metric: "tok/s", Median: 89, N: 1, Samples: []float64{89}}})
-	add(6, ExperimentStart{ID: "e2", Name: "ring", Trigger: TriggerKey})
-	add(7, ExperimentEnd{Exp: "e2", Trigger: TriggerKey, Result: Result{Metric: "tok/s"}})
-	add(8, Note{Text: "the last line"})
+	add(3, event.ExperimentStart{ID: "e1", Name: "baseline", Trigger: TriggerKey})
+	add(4, event.TokRate{TokPerSec: 89, Ranks: 1})
+	add(5, event.ExperimentEnd{Exp: "e1", Trigger: TriggerKey, Conclusion: "fast", Result: event.ExperimentResult{Metric: "tok/s", Median: 89, N: 1, Samples: []float64{89}}})
+	add(6, event.ExperimentStart{ID: "e2", Name: "ring", Trigger: TriggerKey})
+	add(7, event.ExperimentEnd{Exp: "e2", Trigger: TriggerKey, Result: event.ExperimentResult{Metric: "tok/s"}})
+	add(8, event.Note{Text: "the last line"})
 	return evs
 }
 
@@ -108,7 +107,7 @@ func TestGarbledAndUnknownLines(t *testing.T) {
 	var samples int
 	j.Scan(func(e event.Event) error {
 		n++
-		if e.Data.Kind() == "gpu-sample" {
+		if e.Data.Kind() == event.KindGPUSample {
 			samples++
 		}
 		return nil
@@ -202,7 +201,7 @@ func TestRefreshGrowingFile(t *testing.T) {
 		t.Errorf("duration %v", j.Duration())
 	}
 	got, err := j.Events(19*time.Second, 20*time.Second)
-	if err != nil || len(got) != 1 || got[0].Data.(Note).Text != "done" {
+	if err != nil || len(got) != 1 || got[0].Data.(event.Note).Text != "done" {
 		t.Errorf("last event %v %v", got, err)
 	}
 }
@@ -211,7 +210,7 @@ func TestEventsRunningMax(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	var evs []event.Event
 	for _, s := range []float64{1, 2, 1.5, 3, 2.5, 4} { // live events arrive slightly out of order
-		evs = append(evs, event.Event{At: at(s), Data: Note{Text: strconv.FormatFloat(s, 'f', -1, 64)}})
+		evs = append(evs, event.Event{At: at(s), Data: event.Note{Text: strconv.FormatFloat(s, 'f', -1, 64)}})
 	}
 	j, err := Open(writeJournal(t, evs))
 	if err != nil {
@@ -222,7 +221,7 @@ func TestEventsRunningMax(t *testing.T) {
 		got, _ := j.Events(from, to)
 		var s []string
 		for _, e := range got {
-			s = append(s, e.Data.(Note).Text)
+			s = append(s, e.Data.(event.Note).Text)
 		}
 		return strings.Join(s, " ")
 	}
@@ -321,7 +320,7 @@ func TestKill9(t *testing.T) {
 		t.Errorf("no experiment ended before the kill")
 	}
 	// The stale lock file is taken over.
-	w, err := Append(path, Header{})
+	w, err := Append(path, event.SessionHeader{})
 	if err != nil {
 		t.Fatalf("append after kill -9: %v", err)
 	}
@@ -333,20 +332,20 @@ func TestKill9Child(t *testing.T) {
 	if path == "" {
 		t.Skip("the child of TestKill9")
 	}
-	w, err := Create(path, Header{Created: t0})
+	w, err := Create(path, event.SessionHeader{Created: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
 		at := t0.Add(time.Duration(i) * 500 * time.Millisecond)
 		w.Write(event.Event{At: at, Data: testSample(at, i, 8)})
-		w.Write(event.Event{At: at, Data: serverlog.Rate{TokPerSec: 1000, Ranks: 1}})
+		w.Write(event.Event{At: at, Data: event.TokRate{TokPerSec: 1000, Ranks: 1}})
 		if i%20 == 0 {
 			id := "e" + strconv.Itoa(i/20)
-			w.Write(event.Event{At: at, Data: ExperimentStart{ID: id, Name: id, Trigger: TriggerKey}})
+			w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: id, Name: id, Trigger: TriggerKey}})
 		}
 		if i%20 == 19 {
-			w.Write(event.Event{At: at, Data: ExperimentEnd{Exp: "e" + strconv.Itoa(i/20), Trigger: TriggerKey}})
+			w.Write(event.Event{At: at, Data: event.ExperimentEnd{Exp: "e" + strconv.Itoa(i/20), Trigger: TriggerKey}})
 			w.Flush(true)
 		}
 		if i%3 == 0 {

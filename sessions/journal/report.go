@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -23,7 +22,7 @@ type ScanFunc func(fn func(e event.Event) error) error
 // WriteCSV, WriteJSON) and the journal commands: its header, its
 // experiments and notes, and its tok/s series. Build it with ReadReport.
 type Report struct {
-	Header Header
+	Header event.SessionHeader
 	// End is the time of the latest event (Header.Created when there is
 	// none); End - Header.Created is the session's duration.
 	End time.Time
@@ -34,7 +33,7 @@ type Report struct {
 	// Live says the journal is still being written: open experiments were
 	// left open.
 	Live bool
-	// Rates is the tok/s series (serverlog.Rate events, idle-gap artefacts
+	// Rates is the tok/s series (event.TokRate events, idle-gap artefacts
 	// left out) in file order.
 	Rates []RateSample
 	// RepoChanges are the checkout's moves in file order: HEAD, the branch
@@ -71,8 +70,8 @@ type GPUEvent struct {
 	// GPU's results cannot be trusted until it is reset (gpu.XidMeaning).
 	Xid      uint64
 	Critical bool
-	xid      gpu.Xid // the grouping key of an Xid entry
-	epoch    int     // Report.epoch when it was added: Xids group within one
+	xid      event.Xid // the grouping key of an Xid entry
+	epoch    int       // Report.epoch when it was added: Xids group within one
 }
 
 // Describe is the event in words after its time and experiment, with
@@ -93,7 +92,7 @@ func (g GPUEvent) Describe(start time.Time) string {
 
 // XidText is one Xid in words: "GPU 3 (00000000:83:00.0) Xid 79: GPU has
 // fallen off the bus", sanitised.
-func XidText(x gpu.Xid) string {
+func XidText(x event.Xid) string {
 	meaning, _ := gpu.XidMeaning(x.Code)
 	return OneLine(x.GPUName() + " Xid " + strconv.FormatUint(x.Code, 10) + ": " + meaning)
 }
@@ -101,12 +100,12 @@ func XidText(x gpu.Xid) string {
 // SourceText is a sampling path in words, sanitised: "GPUs sampled by the
 // agent (agent 0.8.0, uploaded)", "GPUs sampled by nvidia-smi: agent
 // exited: …".
-func SourceText(src gpu.Source) string {
+func SourceText(src event.GPUSource) string {
 	s := "GPUs sampled by "
 	switch src.Mode {
-	case gpu.SourceAgent:
+	case event.SourceAgent:
 		s += "the agent (NVML on the host)"
-	case gpu.SourceNVML:
+	case event.SourceNVML:
 		s += "NVML"
 	default:
 		s += string(src.Mode)
@@ -123,7 +122,7 @@ func SourceText(src gpu.Source) string {
 // addGPUEvent folds an Xid or a sampling change into r.GPUEvents.
 func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 	switch p := p.(type) {
-	case gpu.Xid:
+	case event.Xid:
 		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
 			g := &r.GPUEvents[i]
 			if g.epoch != r.epoch {
@@ -137,7 +136,7 @@ func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 		}
 		_, crit := gpu.XidMeaning(p.Code)
 		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: XidText(p), Xid: p.Code, Critical: crit, xid: p, epoch: r.epoch})
-	case gpu.Source:
+	case event.GPUSource:
 		what := SourceText(p)
 		for i := len(r.GPUEvents) - 1; i >= 0; i-- {
 			if r.GPUEvents[i].Xid == 0 {
@@ -148,6 +147,16 @@ func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 			}
 		}
 		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: what, epoch: r.epoch})
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
+		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUStale, event.GitAction,
+		event.GitMoved, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
+		event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
+		event.Note, event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead,
+		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
+		event.ServerObserved, event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode,
+		event.Throughput, event.TokRate:
+		// not a GPU event
 	}
 }
 
@@ -187,7 +196,7 @@ func (g GPUEvent) Before(id string) bool { return g.Exp != id }
 // FILE again, e.g. after a crash) and what its start ended.
 type SessionStart struct {
 	At      time.Time // the session event's time
-	Session Session
+	Session event.Session
 	// Crashed is the experiment the previous session left open, ended by
 	// this session's start at the previous session's last event; "" when
 	// none was open.
@@ -221,7 +230,7 @@ type RateSample struct {
 // are ended at the last event's time as by a crash (Ledger.Close); pass
 // true for a journal that is still being written (its lock is held), whose
 // open experiment is just open. It returns scan's error.
-func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
+func ReadReport(h event.SessionHeader, scan ScanFunc, live bool) (*Report, error) {
 	r := &Report{Header: h, End: h.Created, Live: live}
 	// byExp indexes Rates per experiment id, for the steady flags.
 	byExp := map[string][]int{}
@@ -238,27 +247,37 @@ func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
 			r.epoch++ // an experiment started or ended
 		}
 		switch p := e.Data.(type) {
-		case Session:
+		case event.Session:
 			r.epoch++
 			st := SessionStart{At: e.At, Session: p}
 			if open != "" && r.Ledger.Current() == nil {
 				st.Crashed = open
 			}
 			r.Sessions = append(r.Sessions, st)
-		case gpu.Xid, gpu.Source:
+		case event.Xid, event.GPUSource:
 			exp := ""
 			if cur := r.Ledger.Current(); cur != nil {
 				exp = cur.ID
 			}
 			r.addGPUEvent(e.At, exp, p)
-		case git.Moved:
+		case event.GitMoved:
 			r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: movedText(p)})
-		case git.Action:
+		case event.GitAction:
 			if p.OK() && p.From != p.To {
 				r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: actionText(p)})
 			}
+		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+			event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+			event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
+			event.GPUStale, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
+			event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
+			event.Note, event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead,
+			event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
+			event.ServerObserved, event.ServerReady, event.ServerStatus, event.SpecDecode,
+			event.Throughput, event.TokRate:
+			// not in the report
 		}
-		if rt, ok := e.Data.(serverlog.Rate); ok && !rt.Dropped {
+		if rt, ok := e.Data.(event.TokRate); ok && !rt.Dropped {
 			s := RateSample{At: e.At, TokPerSec: rt.TokPerSec, AcceptLength: rt.AcceptLength, HasAccept: rt.HasAccept}
 			if cur := r.Ledger.Current(); cur != nil {
 				s.Exp = cur.ID
@@ -288,7 +307,7 @@ func ReadReport(h Header, scan ScanFunc, live bool) (*Report, error) {
 const maxFilesNamed = 4
 
 // movedText describes a move of the checkout made outside flightdeck.
-func movedText(m git.Moved) string {
+func movedText(m event.GitMoved) string {
 	var b strings.Builder
 	who := "git"
 	if m.Action != "" {
@@ -337,7 +356,7 @@ func filesText(paths []string, total int) string {
 // the files between the two commits when the action recorded them (a
 // checkout does; journals before that did not: then it says how to list
 // them).
-func actionText(a git.Action) string {
+func actionText(a event.GitAction) string {
 	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s", a.Op, git.ShortID(a.From), git.ShortID(a.To))
 	if a.FilesTotal > 0 {
 		s += " (" + filesText(a.Files, a.FilesTotal) + ")"
@@ -441,7 +460,7 @@ func DeltaPct(x, base *Experiment) (pct float64, ok bool) {
 // CIsOverlap reports whether both results have a bounded confidence
 // interval and the two intervals overlap: the difference between them is
 // then not established.
-func CIsOverlap(a, b Result) bool {
+func CIsOverlap(a, b event.ExperimentResult) bool {
 	if a.Lo == nil || a.Hi == nil || b.Lo == nil || b.Hi == nil {
 		return false
 	}
@@ -474,7 +493,7 @@ func EndedWords(x *Experiment) string {
 // FormatResult formats a result as "62.5 [62.1, 62.9] (n=40)": the median
 // tok/s and its 95 % confidence interval, "[n<6]" when too few samples
 // bound it, "no samples" when there are none.
-func FormatResult(res Result) string {
+func FormatResult(res event.ExperimentResult) string {
 	if res.N == 0 {
 		return "no samples"
 	}
@@ -560,7 +579,7 @@ func (x *Experiment) PatchUnknown() string {
 
 // fpError returns the first of the fingerprint's errors that starts with
 // prefix, sanitised; "" when none does.
-func fpError(fp *Fingerprint, prefix string) string {
+func fpError(fp *event.Fingerprint, prefix string) string {
 	for _, e := range fp.Errors {
 		if strings.HasPrefix(e, prefix) {
 			return OneLine(e)
@@ -597,24 +616,24 @@ func OneLine(s string) string {
 // reasonNames are the short names of the clock-event (throttle) reasons,
 // in bit order, as the cockpit shows them.
 var reasonNames = []struct {
-	bit  gpu.ClockEventReason
+	bit  event.ClockEventReason
 	name string
 }{
-	{gpu.ReasonGPUIdle, "idle"},
-	{gpu.ReasonApplicationsClocks, "app-clk"},
-	{gpu.ReasonSWPowerCap, "sw-power"},
-	{gpu.ReasonHWSlowdown, "hw-slow"},
-	{gpu.ReasonSyncBoost, "sync-boost"},
-	{gpu.ReasonSWThermalSlowdown, "sw-thermal"},
-	{gpu.ReasonHWThermalSlowdown, "hw-thermal"},
-	{gpu.ReasonHWPowerBrakeSlowdown, "power-brake"},
-	{gpu.ReasonDisplayClockSetting, "display-clk"},
+	{event.ReasonGPUIdle, "idle"},
+	{event.ReasonApplicationsClocks, "app-clk"},
+	{event.ReasonSWPowerCap, "sw-power"},
+	{event.ReasonHWSlowdown, "hw-slow"},
+	{event.ReasonSyncBoost, "sync-boost"},
+	{event.ReasonSWThermalSlowdown, "sw-thermal"},
+	{event.ReasonHWThermalSlowdown, "hw-thermal"},
+	{event.ReasonHWPowerBrakeSlowdown, "power-brake"},
+	{event.ReasonDisplayClockSetting, "display-clk"},
 }
 
 // throttleText names the active clock-event reasons, "none" for none, or
 // the non-value ("N/A") when the mask was not read; ok is false then.
-func throttleText(ce gpu.ClockEvents) (names []string, ok bool) {
-	if ce.Status != gpu.OK {
+func throttleText(ce event.ClockEvents) (names []string, ok bool) {
+	if ce.Status != event.CellOK {
 		return []string{tokenText(ce.Status, ce.Raw)}, false
 	}
 	rest := ce.Mask
@@ -631,7 +650,7 @@ func throttleText(ce gpu.ClockEvents) (names []string, ok bool) {
 }
 
 // tokenText is a non-value as nvidia-smi printed it, or its status name.
-func tokenText(st gpu.Status, raw string) string {
+func tokenText(st event.CellStatus, raw string) string {
 	if raw != "" {
 		return OneLine(raw)
 	}
@@ -639,15 +658,15 @@ func tokenText(st gpu.Status, raw string) string {
 }
 
 // readingText formats a reading with prec decimals, or its token.
-func readingText(r gpu.Reading, prec int) string {
+func readingText(r event.Reading, prec int) string {
 	if !r.Valid() {
 		return tokenText(r.Status, r.Raw)
 	}
 	return strconv.FormatFloat(r.Value, 'f', prec, 64)
 }
 
-func textText(t gpu.Text) string {
-	if t.Status != gpu.OK {
+func textText(t event.Text) string {
+	if t.Status != event.CellOK {
 		return tokenText(t.Status, t.S)
 	}
 	return OneLine(t.S)
@@ -659,13 +678,13 @@ func textText(t gpu.Text) string {
 // given once; numbers that differ are given as a range ("SM 1965-1980
 // MHz"); other differing values name their GPUs ("PCIe Gen5 x16 (0-2,4-7),
 // Gen4 x8 (3)"), so an odd GPU stands out. "" for no GPUs.
-func GPUStateSummary(all []gpu.GPU) string {
+func GPUStateSummary(all []event.GPU) string {
 	if len(all) == 0 {
 		return ""
 	}
 	// A lost GPU has no state to compare: it is named once at the end.
 	var lost []int
-	gpus := make([]gpu.GPU, 0, len(all))
+	gpus := make([]event.GPU, 0, len(all))
 	for i := range all {
 		if all[i].Lost || all[i].ShowsLost() {
 			lost = append(lost, all[i].Index)
@@ -673,7 +692,7 @@ func GPUStateSummary(all []gpu.GPU) string {
 			gpus = append(gpus, all[i])
 		}
 	}
-	field := func(f func(g *gpu.GPU) string) string {
+	field := func(f func(g *event.GPU) string) string {
 		type group struct {
 			val string
 			idx []int
@@ -699,13 +718,13 @@ func GPUStateSummary(all []gpu.GPU) string {
 		}
 		return strings.Join(parts, ", ")
 	}
-	numRange := func(unit string, rd func(g *gpu.GPU) gpu.Reading) string {
+	numRange := func(unit string, rd func(g *event.GPU) event.Reading) string {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for i := range gpus {
 			r := rd(&gpus[i])
 			if !r.Valid() {
 				// A GPU without a value: name it rather than hide it.
-				return field(func(g *gpu.GPU) string {
+				return field(func(g *event.GPU) string {
 					if r := rd(g); !r.Valid() {
 						return readingText(r, 0)
 					}
@@ -724,24 +743,24 @@ func GPUStateSummary(all []gpu.GPU) string {
 		fmt.Fprintf(&b, "%dx GPU, all lost", len(all))
 		return b.String()
 	}
-	names := field(func(g *gpu.GPU) string { return textText(g.Name) })
+	names := field(func(g *event.GPU) string { return textText(g.Name) })
 	fmt.Fprintf(&b, "%dx %s: SM %s, mem %s, %s, PCIe %s, throttle %s",
 		len(all), names,
-		numRange(" MHz", func(g *gpu.GPU) gpu.Reading { return g.SMClockMHz }),
-		numRange(" MHz", func(g *gpu.GPU) gpu.Reading { return g.MemClockMHz }),
-		field(func(g *gpu.GPU) string { return textText(g.PState) }),
+		numRange(" MHz", func(g *event.GPU) event.Reading { return g.SMClockMHz }),
+		numRange(" MHz", func(g *event.GPU) event.Reading { return g.MemClockMHz }),
+		field(func(g *event.GPU) string { return textText(g.PState) }),
 		field(pcieText),
-		field(func(g *gpu.GPU) string {
+		field(func(g *event.GPU) string {
 			n, _ := throttleText(g.ClockEvents)
 			if len(n) == 0 {
 				return "none"
 			}
 			return strings.Join(n, "+")
 		}))
-	if p := field(func(g *gpu.GPU) string { return textText(g.Persistence) }); g0Present(gpus, func(g *gpu.GPU) gpu.Text { return g.Persistence }) {
+	if p := field(func(g *event.GPU) string { return textText(g.Persistence) }); g0Present(gpus, func(g *event.GPU) event.Text { return g.Persistence }) {
 		b.WriteString(", persistence " + p)
 	}
-	if e := field(func(g *gpu.GPU) string { return textText(g.ECCMode) }); g0Present(gpus, func(g *gpu.GPU) gpu.Text { return g.ECCMode }) {
+	if e := field(func(g *event.GPU) string { return textText(g.ECCMode) }); g0Present(gpus, func(g *event.GPU) event.Text { return g.ECCMode }) {
 		b.WriteString(", ECC " + e)
 	}
 	if len(lost) > 0 {
@@ -752,9 +771,9 @@ func GPUStateSummary(all []gpu.GPU) string {
 
 // g0Present reports whether any GPU has the text field queried at all
 // (older drivers lack some fields: say nothing rather than "Absent").
-func g0Present(gpus []gpu.GPU, f func(g *gpu.GPU) gpu.Text) bool {
+func g0Present(gpus []event.GPU, f func(g *event.GPU) event.Text) bool {
 	for i := range gpus {
-		if f(&gpus[i]).Status != gpu.Absent {
+		if f(&gpus[i]).Status != event.CellAbsent {
 			return true
 		}
 	}
@@ -763,7 +782,7 @@ func g0Present(gpus []gpu.GPU, f func(g *gpu.GPU) gpu.Text) bool {
 
 // pcieText is the current link as "Gen5 x16", or the token of a field
 // that was not read.
-func pcieText(g *gpu.GPU) string {
+func pcieText(g *event.GPU) string {
 	if !g.PCIeGenCurrent.Valid() {
 		return tokenText(g.PCIeGenCurrent.Status, g.PCIeGenCurrent.Raw)
 	}

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // BenchRunText describes one benchmark run in a line: "b2 output 62.4
 // tok/s, TTFT 40.1 ms, ITL 16.0 ms, TPOT 16.1 ms, E2E 2001.5 ms (medians),
 // 32 ok, 0 failed, concurrency 1, 128 in / 128 out" — or "b1 failed:
 // connect: connection refused". Sanitised.
-func BenchRunText(d bench.Done) string {
+func BenchRunText(d event.BenchDone) string {
 	id := OneLine(d.ID)
 	r := d.Result
 	if r == nil {
@@ -112,25 +112,25 @@ func containsExp(xs []*Experiment, x *Experiment) bool {
 // metrics (the per-request list is left out; the journal keeps it).
 // Numbers that are not finite are null.
 type JSONBenchRun struct {
-	ID              string             `json:"id"`
-	Err             string             `json:"err,omitempty"` // why it could not run
-	Target          string             `json:"target,omitempty"`
-	Config          *bench.Config      `json:"config,omitempty"`
-	Started         *time.Time         `json:"started,omitempty"`
-	DurationS       float64            `json:"duration_s,omitempty"`
-	Cancelled       bool               `json:"cancelled,omitempty"`
-	Completed       int                `json:"completed"`
-	Failed          int                `json:"failed"`
-	OutputTokPerSec *float64           `json:"output_tok_s"`
-	TotalTokPerSec  *float64           `json:"total_tok_s"`
-	ReqPerSec       *float64           `json:"req_per_s"`
-	TTFTMedianMs    *float64           `json:"ttft_median_ms"`
-	ITLMedianMs     *float64           `json:"itl_median_ms"`
-	TPOTMedianMs    *float64           `json:"tpot_median_ms"`
-	E2EMedianMs     *float64           `json:"e2e_median_ms"`
-	TTFTP99Ms       *float64           `json:"ttft_p99_ms"`
-	ITLP99Ms        *float64           `json:"itl_p99_ms"`
-	Errors          []bench.ErrorCount `json:"errors,omitempty"`
+	ID              string                  `json:"id"`
+	Err             string                  `json:"err,omitempty"` // why it could not run
+	Target          string                  `json:"target,omitempty"`
+	Config          *event.BenchConfig      `json:"config,omitempty"`
+	Started         *time.Time              `json:"started,omitempty"`
+	DurationS       float64                 `json:"duration_s,omitempty"`
+	Cancelled       bool                    `json:"cancelled,omitempty"`
+	Completed       int                     `json:"completed"`
+	Failed          int                     `json:"failed"`
+	OutputTokPerSec *float64                `json:"output_tok_s"`
+	TotalTokPerSec  *float64                `json:"total_tok_s"`
+	ReqPerSec       *float64                `json:"req_per_s"`
+	TTFTMedianMs    *float64                `json:"ttft_median_ms"`
+	ITLMedianMs     *float64                `json:"itl_median_ms"`
+	TPOTMedianMs    *float64                `json:"tpot_median_ms"`
+	E2EMedianMs     *float64                `json:"e2e_median_ms"`
+	TTFTP99Ms       *float64                `json:"ttft_p99_ms"`
+	ITLP99Ms        *float64                `json:"itl_p99_ms"`
+	Errors          []event.BenchErrorCount `json:"errors,omitempty"`
 }
 
 func finitePtr(v float64) *float64 {
@@ -141,7 +141,7 @@ func finitePtr(v float64) *float64 {
 }
 
 // benchRunJSON is d's JSONBenchRun, text sanitised.
-func benchRunJSON(d bench.Done) JSONBenchRun {
+func benchRunJSON(d event.BenchDone) JSONBenchRun {
 	j := JSONBenchRun{ID: OneLine(d.ID), Err: OneLine(d.Err)}
 	r := d.Result
 	if r == nil {
@@ -164,7 +164,7 @@ func benchRunJSON(d bench.Done) JSONBenchRun {
 		j.TTFTP99Ms, j.ITLP99Ms = finitePtr(r.TTFT.P99), finitePtr(r.ITL.P99)
 	}
 	for _, e := range r.Errors {
-		j.Errors = append(j.Errors, bench.ErrorCount{Err: OneLine(e.Err), Count: e.Count})
+		j.Errors = append(j.Errors, event.BenchErrorCount{Err: OneLine(e.Err), Count: e.Count})
 	}
 	return j
 }

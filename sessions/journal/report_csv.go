@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -65,7 +64,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 // could not give ([N/A], [Not Supported], a lost GPU) is an empty cell,
 // never 0. GPUs missing from a sample have no row. It streams: memory does
 // not grow with the journal. It returns scan's or w's error.
-func WriteGPUCSV(w io.Writer, h Header, scan ScanFunc) error {
+func WriteGPUCSV(w io.Writer, h event.SessionHeader, scan ScanFunc) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(GPUCSVHeader); err != nil {
 		return err
@@ -76,15 +75,15 @@ func WriteGPUCSV(w io.Writer, h Header, scan ScanFunc) error {
 	row := make([]string, len(GPUCSVHeader))
 	err := scan(func(e event.Event) error {
 		switch p := e.Data.(type) {
-		case ExperimentStart:
+		case event.ExperimentStart:
 			open = p.ID
-		case ExperimentEnd:
+		case event.ExperimentEnd:
 			if p.Exp == open {
 				open = ""
 			}
-		case Session:
+		case event.Session:
 			open = ""
-		case gpu.Sample:
+		case event.GPUSample:
 			for i := range p.GPUs {
 				g := &p.GPUs[i]
 				row[0], row[1], row[2] = csvT(e.At, h.Created), e.At.UTC().Format(csvTime), open
@@ -96,7 +95,7 @@ func WriteGPUCSV(w io.Writer, h Header, scan ScanFunc) error {
 				row[8] = csvReading(g.SMClockMHz)
 				row[9] = csvReading(g.MemClockMHz)
 				row[10] = ""
-				if g.PState.Status == gpu.OK {
+				if g.PState.Status == event.CellOK {
 					row[10] = OneLine(g.PState.S)
 				}
 				row[11] = csvReading(g.PCIeGenCurrent)
@@ -112,6 +111,16 @@ func WriteGPUCSV(w io.Writer, h Header, scan ScanFunc) error {
 					return err
 				}
 			}
+		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+			event.ConnState, event.DriverState, event.ExperimentFingerprint, event.ExperimentUpdate,
+			event.GPUFailure, event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved,
+			event.GitStatus, event.JournalStatus, event.Key, event.KillStep, event.LogBench,
+			event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset, event.Note,
+			event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+			event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
+			event.ServerReady, event.ServerStatus, event.SpecDecode, event.Throughput, event.TokRate,
+			event.Xid:
+			// not a GPU row
 		}
 		return nil
 	})
@@ -128,7 +137,7 @@ func csvT(at, start time.Time) string {
 }
 
 // csvReading is the value, or "" for a non-value.
-func csvReading(r gpu.Reading) string {
+func csvReading(r event.Reading) string {
 	if !r.Valid() {
 		return ""
 	}

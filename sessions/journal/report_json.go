@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // ReportFormat is the "format" value of WriteJSON's document; its field
@@ -18,11 +18,11 @@ const (
 
 // JSONReport is WriteJSON's document.
 type JSONReport struct {
-	Format    string    `json:"format"`  // ReportFormat
-	Version   int       `json:"version"` // ReportVersion
-	Header    Header    `json:"header"`
-	End       time.Time `json:"end"`        // the last event's time
-	DurationS float64   `json:"duration_s"` // End - Header.Created, seconds
+	Format    string              `json:"format"`  // ReportFormat
+	Version   int                 `json:"version"` // ReportVersion
+	Header    event.SessionHeader `json:"header"`
+	End       time.Time           `json:"end"`        // the last event's time
+	DurationS float64             `json:"duration_s"` // End - Header.Created, seconds
 	// Live says the journal was still being written: an open experiment
 	// is open, not ended by a crash.
 	Live     bool   `json:"live"`
@@ -57,9 +57,9 @@ type JSONGPUEvent struct {
 
 // JSONSession is one SessionStart.
 type JSONSession struct {
-	At     time.Time `json:"at"`
-	T      float64   `json:"t_s"`
-	Header Header    `json:"header"` // the session's header
+	At     time.Time           `json:"at"`
+	T      float64             `json:"t_s"`
+	Header event.SessionHeader `json:"header"` // the session's header
 	// Crashed is the experiment the previous session left open, ended at
 	// its last event; absent when none.
 	Crashed string `json:"crashed,omitempty"`
@@ -75,29 +75,29 @@ type JSONRepoChange struct {
 // JSONExperiment is one experiment of a JSONReport. Times are RFC 3339;
 // *_s fields are seconds since the journal's start.
 type JSONExperiment struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Hypothesis string     `json:"hypothesis,omitempty"`
-	Conclusion string     `json:"conclusion,omitempty"`
-	Started    time.Time  `json:"started"`
-	StartedS   float64    `json:"started_s"`
-	Ended      *time.Time `json:"ended,omitempty"` // absent while open
-	EndedS     *float64   `json:"ended_s,omitempty"`
-	StartedBy  Trigger    `json:"started_by"`
+	ID         string        `json:"id"`
+	Name       string        `json:"name"`
+	Hypothesis string        `json:"hypothesis,omitempty"`
+	Conclusion string        `json:"conclusion,omitempty"`
+	Started    time.Time     `json:"started"`
+	StartedS   float64       `json:"started_s"`
+	Ended      *time.Time    `json:"ended,omitempty"` // absent while open
+	EndedS     *float64      `json:"ended_s,omitempty"`
+	StartedBy  event.Trigger `json:"started_by"`
 	// EndedBy is the trigger, "" while open or when no end was recorded
 	// (see EndedHow).
-	EndedBy  Trigger `json:"ended_by,omitempty"`
-	EndedHow string  `json:"ended_how"` // EndedHow: "relaunch", "open", "crash", …
-	Commit   string  `json:"commit,omitempty"`
+	EndedBy  event.Trigger `json:"ended_by,omitempty"`
+	EndedHow string        `json:"ended_how"` // EndedHow: "relaunch", "open", "crash", …
+	Commit   string        `json:"commit,omitempty"`
 	// CommitUnknown says why the commit is not known (Experiment.
 	// CommitUnknown): "no fingerprint captured", "git: timed out after
 	// 30s"; absent when it is known or no repository was configured.
 	CommitUnknown string `json:"commit_unknown,omitempty"`
 	Profile       string `json:"profile,omitempty"`
 	// Launch is the launch that started it, env secrets redacted.
-	Launch      *server.LaunchInfo `json:"launch,omitempty"`
-	Fingerprint *JSONFingerprint   `json:"fingerprint,omitempty"`
-	Result      Result             `json:"result"`
+	Launch      *event.LaunchInfo      `json:"launch,omitempty"`
+	Fingerprint *JSONFingerprint       `json:"fingerprint,omitempty"`
+	Result      event.ExperimentResult `json:"result"`
 	// DeltaPct is the median's change against the baseline, in percent;
 	// absent for the baseline itself and when either has no result.
 	DeltaPct *float64   `json:"delta_pct,omitempty"`
@@ -107,7 +107,7 @@ type JSONExperiment struct {
 	// (failed ones with err).
 	Bench []JSONBenchRun `json:"bench,omitempty"`
 	// Repeat is set when it is one launch of a repeat (R).
-	Repeat *Repeat `json:"repeat,omitempty"`
+	Repeat *event.Repeat `json:"repeat,omitempty"`
 	// Xids are the Xids reported while it ran, and the critical ones
 	// earlier in the same cockpit session (Report.ExpXids; before: true):
 	// a result measured on a GPU that needs a reset is suspect.
@@ -128,15 +128,15 @@ type JSONExpXid struct {
 
 // JSONFingerprint is a Fingerprint with the GPUs as flat GPUStates.
 type JSONFingerprint struct {
-	At          time.Time          `json:"at"`
-	Hostname    string             `json:"hostname,omitempty"`
-	Kernel      string             `json:"kernel,omitempty"`
-	Git         *GitState          `json:"git,omitempty"`
-	Launch      *server.LaunchInfo `json:"launch,omitempty"`
-	CommandLine string             `json:"command_line,omitempty"`
-	Versions    []Version          `json:"versions,omitempty"`
-	GPUs        []GPUState         `json:"gpus,omitempty"`
-	Errors      []string           `json:"errors,omitempty"`
+	At          time.Time         `json:"at"`
+	Hostname    string            `json:"hostname,omitempty"`
+	Kernel      string            `json:"kernel,omitempty"`
+	Git         *event.GitState   `json:"git,omitempty"`
+	Launch      *event.LaunchInfo `json:"launch,omitempty"`
+	CommandLine string            `json:"command_line,omitempty"`
+	Versions    []event.Version   `json:"versions,omitempty"`
+	GPUs        []GPUState        `json:"gpus,omitempty"`
+	Errors      []string          `json:"errors,omitempty"`
 }
 
 // JSONNote is a note with its time.
@@ -174,7 +174,7 @@ type GPUState struct {
 }
 
 // GPUStates converts GPUs to their flat export form.
-func GPUStates(gpus []gpu.GPU) []GPUState {
+func GPUStates(gpus []event.GPU) []GPUState {
 	if len(gpus) == 0 {
 		return nil
 	}
@@ -197,7 +197,7 @@ func GPUStates(gpus []gpu.GPU) []GPUState {
 	return out
 }
 
-func val(r gpu.Reading) *float64 {
+func val(r event.Reading) *float64 {
 	if !r.Valid() {
 		return nil
 	}
@@ -205,8 +205,8 @@ func val(r gpu.Reading) *float64 {
 	return &v
 }
 
-func okText(t gpu.Text) string {
-	if t.Status != gpu.OK {
+func okText(t event.Text) string {
+	if t.Status != event.CellOK {
 		return ""
 	}
 	return t.S
@@ -240,7 +240,7 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 		doc.GPUEvents = append(doc.GPUEvents, e)
 	}
 	for _, ss := range r.Sessions {
-		doc.Sessions = append(doc.Sessions, JSONSession{At: ss.At, T: secs(ss.At), Header: ss.Session.Header, Crashed: ss.Crashed})
+		doc.Sessions = append(doc.Sessions, JSONSession{At: ss.At, T: secs(ss.At), Header: ss.Session.SessionHeader, Crashed: ss.Crashed})
 	}
 	note := func(n TimedNote) JSONNote { return JSONNote{At: n.At, T: secs(n.At), Exp: n.Exp, Text: n.Text} }
 	for _, n := range r.Ledger.Notes() {
@@ -285,7 +285,7 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 
 // redactLaunch returns a copy of l with secret env values and argv flag
 // values redacted again (a journal written by another tool may not have).
-func redactLaunch(l *server.LaunchInfo) *server.LaunchInfo {
+func redactLaunch(l *event.LaunchInfo) *event.LaunchInfo {
 	if l == nil {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // ReportOptions configure the exports.
@@ -160,7 +161,7 @@ func (m *mdWriter) sessions(r *Report) {
 	m.f("## Sessions\n\n")
 	m.f("1. %s %s (created the journal)\n", m.at(r.Header.Created), mdText(DescribeSession(r.Header)))
 	for i, s := range r.Sessions {
-		m.f("%d. %s %s", i+2, m.at(s.At), mdText(DescribeSession(s.Session.Header)))
+		m.f("%d. %s %s", i+2, m.at(s.At), mdText(DescribeSession(s.Session.SessionHeader)))
 		if s.Crashed != "" {
 			if x := r.Ledger.Find(s.Crashed); x != nil {
 				m.f("; the previous session ended without ending %s (crash): ended at its last event, %s", mdText(x.ID), m.at(x.Ended))
@@ -293,7 +294,7 @@ func fingerprintDiff(a, b *Experiment) []string {
 		}
 	}
 	if fa != nil && fb != nil {
-		va := map[string]Version{}
+		va := map[string]event.Version{}
 		for _, v := range fa.Versions {
 			va[v.Name] = v
 		}
@@ -369,14 +370,14 @@ func commandLineDiff(a, b string) string {
 	return words(wa[i:ja]) + " -> " + words(wb[i:jb])
 }
 
-func gitOf(x *Experiment) *GitState {
+func gitOf(x *Experiment) *event.GitState {
 	if x.Fingerprint == nil {
 		return nil
 	}
 	return x.Fingerprint.Git
 }
 
-func launchOf(x *Experiment) *server.LaunchInfo {
+func launchOf(x *Experiment) *event.LaunchInfo {
 	if x.Fingerprint != nil && x.Fingerprint.Launch != nil {
 		return x.Fingerprint.Launch
 	}
@@ -422,7 +423,7 @@ func envDiff(a, b map[string]string) string {
 
 // patchText summarises a checkout's dirty state: "clean", or "1.2 KiB
 // sha256:0123456789ab" (cut patches say so).
-func patchText(g *GitState) string {
+func patchText(g *event.GitState) string {
 	if g.PatchBytes == 0 && g.PatchSHA256 == "" {
 		return "clean"
 	}
@@ -628,7 +629,7 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment, xids []GPUEvent) 
 	m.f("\n")
 }
 
-func triggerText(t Trigger) string {
+func triggerText(t event.Trigger) string {
 	switch t {
 	case TriggerKey:
 		return "hand (e)"

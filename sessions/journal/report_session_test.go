@@ -4,11 +4,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -26,8 +21,8 @@ const (
 	regressHead  = "9f8e7d6c5b4a39281706f5e4d3c2b1a098f7e6d5"
 )
 
-func reportHeader() Header {
-	return Header{Format: FormatName, Version: FormatVersion, Created: reportStart, Flightdeck: "v0.5.0-test",
+func reportHeader() event.SessionHeader {
+	return event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: reportStart, Flightdeck: "v0.5.0-test",
 		Host: "root@127.0.0.1:40123", Label: "demo", Name: "regression-hunt", User: "ana", Hostname: "laptop", PID: 4242}
 }
 
@@ -38,32 +33,32 @@ func noise(i int) float64 {
 	return offsets[i%len(offsets)]
 }
 
-func reportGPU(i int, load bool) gpu.GPU {
-	ok := func(v float64) gpu.Reading { return gpu.Reading{Value: v} }
-	g := gpu.GPU{Index: i, Name: gpu.Text{S: "NVIDIA H200"}, BusID: gpu.Text{S: []string{"00000000:18:00.0", "00000000:2A:00.0"}[i]},
+func reportGPU(i int, load bool) event.GPU {
+	ok := func(v float64) event.Reading { return event.Reading{Value: v} }
+	g := event.GPU{Index: i, Name: event.Text{S: "NVIDIA H200"}, BusID: event.Text{S: []string{"00000000:18:00.0", "00000000:2A:00.0"}[i]},
 		UtilGPUPct: ok(0), MemUsedMiB: ok(1), MemTotalMiB: ok(143771), PowerDrawW: ok(75.5), PowerLimitW: ok(700),
-		TempC: ok(31), SMClockMHz: ok(345), MemClockMHz: ok(3201), SMClockMax: ok(1980), FanPct: gpu.Reading{Status: gpu.NotSupported, Raw: "[Not Supported]"},
-		PState: gpu.Text{S: "P0"}, PCIeGenCurrent: ok(5), PCIeGenMax: ok(5), PCIeWidthCurrent: ok(16), PCIeWidthMax: ok(16),
-		ClockEvents: gpu.ClockEvents{Mask: gpu.ReasonGPUIdle}, Persistence: gpu.Text{S: "Enabled"}, ECCMode: gpu.Text{S: "Enabled"},
-		MIGMode: gpu.Text{S: "[N/A]", Status: gpu.NA}}
+		TempC: ok(31), SMClockMHz: ok(345), MemClockMHz: ok(3201), SMClockMax: ok(1980), FanPct: event.Reading{Status: event.CellNotSupported, Raw: "[Not Supported]"},
+		PState: event.Text{S: "P0"}, PCIeGenCurrent: ok(5), PCIeGenMax: ok(5), PCIeWidthCurrent: ok(16), PCIeWidthMax: ok(16),
+		ClockEvents: event.ClockEvents{Mask: event.ReasonGPUIdle}, Persistence: event.Text{S: "Enabled"}, ECCMode: event.Text{S: "Enabled"},
+		MIGMode: event.Text{S: "[N/A]", Status: event.CellNA}}
 	if load {
 		g.UtilGPUPct, g.MemUsedMiB, g.PowerDrawW, g.TempC, g.SMClockMHz = ok(97), ok(131072), ok(612.25), ok(67), ok(1980)
 		g.ClockEvents.Mask = 0
 		if i == 1 {
 			// GPU 1 power-capped, its power draw unreadable.
 			g.SMClockMHz = ok(1755)
-			g.ClockEvents.Mask = gpu.ReasonSWPowerCap
-			g.PowerDrawW = gpu.Reading{Status: gpu.NA, Raw: "[N/A]"}
+			g.ClockEvents.Mask = event.ReasonSWPowerCap
+			g.PowerDrawW = event.Reading{Status: event.CellNA, Raw: "[N/A]"}
 		}
 	}
 	return g
 }
 
-func reportGPUs(load bool) []gpu.GPU { return []gpu.GPU{reportGPU(0, load), reportGPU(1, load)} }
+func reportGPUs(load bool) []event.GPU { return []event.GPU{reportGPU(0, load), reportGPU(1, load)} }
 
 // reportSession returns the synthetic session's events in order. Results
 // of exp-end come from a Ledger fed the same events (as the Lab does).
-func reportSession() (Header, []event.Event) {
+func reportSession() (event.SessionHeader, []event.Event) {
 	var (
 		es   []event.Event
 		l    Ledger
@@ -75,17 +70,17 @@ func reportSession() (Header, []event.Event) {
 		es = append(es, e)
 		l.Apply(e)
 	}
-	launch := func(s float64, profile string, env map[string]string) *server.LaunchInfo {
-		li := server.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang",
+	launch := func(s float64, profile string, env map[string]string) *event.LaunchInfo {
+		li := event.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang",
 			Argv:    []string{"flightdeck", "sim", "server", "--model-path", "/shared/kimi-k2.5-int4", "--tp", "8", "--port", "30000", "--api-key", "s3cret"},
 			Env:     env,
 			Workdir: "/home/ana/sglang", LogPath: "/home/ana/logs/sim-20261129.log", ExitPath: "/home/ana/logs/sim.exit", Port: 30000, At: at(s)}
-		add(s, server.Launched{Record: server.Record{PID: 5000 + int(s), PGID: 5000 + int(s), SID: 5000 + int(s), Launch: li}})
-		add(s, server.Status{Phase: server.PhaseLaunching, Server: "sglang", Preset: "sim", Profile: profile, Since: at(s), LaunchedAt: at(s), Exit: -1})
+		add(s, event.ServerLaunched{Record: event.LaunchRecord{PID: 5000 + int(s), PGID: 5000 + int(s), SID: 5000 + int(s), Launch: li}})
+		add(s, event.ServerStatus{Phase: event.PhaseLaunching, Server: "sglang", Preset: "sim", Profile: profile, Since: at(s), LaunchedAt: at(s), Exit: -1})
 		return &li
 	}
-	fingerprint := func(s float64, id, head, subject string, dirty bool, li *server.LaunchInfo) {
-		g := &GitState{Repo: "/home/ana/sglang", Head: head, Branch: "main", Subject: subject}
+	fingerprint := func(s float64, id, head, subject string, dirty bool, li *event.LaunchInfo) {
+		g := &event.GitState{Repo: "/home/ana/sglang", Head: head, Branch: "main", Subject: subject}
 		if dirty {
 			g.Patch = "diff --git a/python/sglang/srt/distributed/device_communicators/pynccl.py b/python/sglang/srt/distributed/device_communicators/pynccl.py\n" +
 				"--- a/python/sglang/srt/distributed/device_communicators/pynccl.py\n+++ b/python/sglang/srt/distributed/device_communicators/pynccl.py\n" +
@@ -94,9 +89,9 @@ func reportSession() (Header, []event.Event) {
 			g.PatchBytes = 1234
 			g.Untracked = []string{"bench.sh"}
 		}
-		fp := Fingerprint{At: at(s), Hostname: "sim-h200", Kernel: "6.8.0-49-generic", Git: g, Launch: li,
+		fp := event.Fingerprint{At: at(s), Hostname: "sim-h200", Kernel: "6.8.0-49-generic", Git: g, Launch: li,
 			CommandLine: "flightdeck sim server --model-path /shared/kimi-k2.5-int4 --tp 8 --port 30000 --api-key '<redacted>'",
-			Versions: []Version{
+			Versions: []event.Version{
 				{Name: "driver", Command: "nvidia-smi --query-gpu=driver_version --format=csv,noheader", Value: "590.48.01", Millis: 120},
 				{Name: "cuda", Command: "nvcc --version", Value: "13.0", Millis: 80},
 				{Name: "nccl", Command: "python -c 'import torch; print(torch.cuda.nccl.version())'", Err: "timed out after 10s", Millis: 10000},
@@ -108,10 +103,10 @@ func reportSession() (Header, []event.Event) {
 		if id == "e3" {
 			fp.Errors = []string{"stash list: exit status 128: fatal: bad revision"}
 		}
-		add(s, ExperimentFingerprint{Exp: id, Fingerprint: fp})
+		add(s, event.ExperimentFingerprint{Exp: id, Fingerprint: fp})
 	}
 	run := func(from, to float64, median float64) {
-		add(from-1, server.Status{Phase: server.PhaseReady, Server: "sglang", PID: 6000, Since: at(from - 1), Health: "/health", Exit: -1})
+		add(from-1, event.ServerStatus{Phase: event.PhaseReady, Server: "sglang", PID: 6000, Since: at(from - 1), Health: "/health", Exit: -1})
 		load = true
 		i := 0
 		for s := from; s <= to; s += 2 {
@@ -123,52 +118,52 @@ func reportSession() (Header, []event.Event) {
 				v = median * 0.9
 			}
 			if i == 14 {
-				add(s, serverlog.Rate{TokPerSec: 0.4, Ranks: 1, Dropped: true}) // idle-gap artefact
-				add(s+0.5, serverlog.Rate{TokPerSec: 1.2, Ranks: 1})            // idle trickle
+				add(s, event.TokRate{TokPerSec: 0.4, Ranks: 1, Dropped: true}) // idle-gap artefact
+				add(s+0.5, event.TokRate{TokPerSec: 1.2, Ranks: 1})            // idle trickle
 			}
-			add(s, serverlog.Rate{TokPerSec: math.Round(v*100) / 100, Ranks: 1})
+			add(s, event.TokRate{TokPerSec: math.Round(v*100) / 100, Ranks: 1})
 			i++
 		}
 	}
-	end := func(s float64, id string, trig Trigger, conclusion string) {
+	end := func(s float64, id string, trig event.Trigger, conclusion string) {
 		res := l.Provisional()
-		add(s, ExperimentEnd{Exp: id, Trigger: trig, Conclusion: conclusion, Result: res, GPUs: reportGPUs(load)})
+		add(s, event.ExperimentEnd{Exp: id, Trigger: trig, Conclusion: conclusion, Result: res, GPUs: reportGPUs(load)})
 	}
 
-	add(0, remote.State{Host: "root@127.0.0.1:40123", Conn: remote.Connecting, Since: at(0)})
-	add(0.5, remote.State{Host: "root@127.0.0.1:40123", Conn: remote.Connected, Since: at(0.5)})
+	add(0, event.ConnState{Host: "root@127.0.0.1:40123", Conn: event.Connecting, Since: at(0)})
+	add(0.5, event.ConnState{Host: "root@127.0.0.1:40123", Conn: event.Connected, Since: at(0.5)})
 	// GPU samples every 10 s, under load while a run is serving.
 	for s := 1.0; s < 190; s += 10 {
 		busy := s >= 12 && s <= 61 || s >= 74 && s <= 123 || s >= 138 && s <= 187
-		add(s, gpu.Sample{At: at(s), GPUs: reportGPUs(busy)})
+		add(s, event.GPUSample{At: at(s), GPUs: reportGPUs(busy)})
 	}
 	// Everything below is put in time order at the end.
 
 	li := launch(2, "none", nil)
-	add(2, ExperimentStart{ID: "e1", Name: "none @ 1a2b3c4", Trigger: TriggerLaunch, Launch: li})
+	add(2, event.ExperimentStart{ID: "e1", Name: "none @ 1a2b3c4", Trigger: TriggerLaunch, Launch: li})
 	fingerprint(3.5, "e1", baselineHead, "Bump flashinfer to 0.5.2", false, li)
 	run(13, 61, 62.5)
-	add(30.25, Note{Text: "baseline flat at 62.5; GPUs at P0, no throttling", Exp: "e1"})
+	add(30.25, event.Note{Text: "baseline flat at 62.5; GPUs at P0, no throttling", Exp: "e1"})
 
 	li = launch(64, "nccl-ll-ring", map[string]string{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_NCHANNELS": "16", "HF_TOKEN": "<redacted>"})
 	end(64, "e1", TriggerRelaunch, "")
-	add(64, ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ 1a2b3c4", Hypothesis: "LL protocol on a ring cuts all-reduce latency: expect > 80 tok/s", Trigger: TriggerLaunch, Launch: li})
-	add(66, ExperimentUpdate{Exp: "e1", Conclusion: "the untuned baseline"})
+	add(64, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ 1a2b3c4", Hypothesis: "LL protocol on a ring cuts all-reduce latency: expect > 80 tok/s", Trigger: TriggerLaunch, Launch: li})
+	add(66, event.ExperimentUpdate{Exp: "e1", Conclusion: "the untuned baseline"})
 	fingerprint(65.5, "e2", baselineHead, "Bump flashinfer to 0.5.2", false, li)
 	run(75, 123, 89)
-	add(100.5, Note{Text: "89 with NCCL_PROTO=LL, as in the seeds | keep it", Exp: "e2"})
+	add(100.5, event.Note{Text: "89 with NCCL_PROTO=LL, as in the seeds | keep it", Exp: "e2"})
 
-	add(124.5, git.Moved{From: baselineHead, To: regressHead, FromShort: "1a2b3c4", ToShort: "9f8e7d6", FromBranch: "main", ToBranch: "main",
+	add(124.5, event.GitMoved{From: baselineHead, To: regressHead, FromShort: "1a2b3c4", ToShort: "9f8e7d6", FromBranch: "main", ToBranch: "main",
 		Action: "pull", Forward: 3, Files: []string{".github/workflows/nightly.yml", "python/sglang/srt/distributed/device_communicators/pynccl.py",
 			"python/sglang/srt/distributed/parallel_state.py", "python/sglang/srt/managers/scheduler.py", "python/sglang/srt/layers/moe/ep_moe.py"},
 		FilesTotal: 5, At: at(124.5)})
-	add(124, Note{Text: "git pull (fast-forward to origin/main)\x1b]52;c;ZXZpbA==\x07 -- nobody *recorded* this before"})
+	add(124, event.Note{Text: "git pull (fast-forward to origin/main)\x1b]52;c;ZXZpbA==\x07 -- nobody *recorded* this before"})
 	li = launch(127, "nccl-ll-ring", map[string]string{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_NCHANNELS": "16", "HF_TOKEN": "<redacted>"})
 	end(127, "e2", TriggerRelaunch, "+42% over the baseline: keep the profile")
-	add(127, ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ 9f8e7d6", Hypothesis: "same speed after the pull", Trigger: TriggerLaunch, Launch: li})
+	add(127, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ 9f8e7d6", Hypothesis: "same speed after the pull", Trigger: TriggerLaunch, Launch: li})
 	fingerprint(128.5, "e3", regressHead, "Fix PCG MoE Error", true, li)
 	run(139, 187, 81.9)
-	add(150.75, Note{Text: "8% slower after the pull: `pynccl.py` changed in 9f8e7d6", Exp: "e3"})
+	add(150.75, event.Note{Text: "8% slower after the pull: `pynccl.py` changed in 9f8e7d6", Exp: "e3"})
 	end(189, "e3", TriggerQuit, "the regression is 9f8e7d6 \"Fix PCG MoE Error\"")
 	sortEvents(es)
 	return reportHeader(), es

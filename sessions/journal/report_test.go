@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -262,9 +259,9 @@ func TestReportCrashedAndLive(t *testing.T) {
 	h := reportHeader()
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
 	es := []event.Event{
-		{At: at(1), Data: ExperimentStart{ID: "e1", Name: "x | y\nz", Trigger: TriggerKey}},
-		{At: at(2), Data: serverlog.Rate{TokPerSec: 50}},
-		{At: at(3), Data: gpu.Sample{At: at(3)}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "x | y\nz", Trigger: TriggerKey}},
+		{At: at(2), Data: event.TokRate{TokPerSec: 50}},
+		{At: at(3), Data: event.GPUSample{At: at(3)}},
 	}
 	for _, live := range []bool{false, true} {
 		r, err := ReadReport(h, scanOf(es), live)
@@ -348,21 +345,21 @@ func TestGPUStateSummary(t *testing.T) {
 	// token.
 	lost := reportGPU(0, true)
 	lost.Index, lost.Lost = 3, true
-	lost.SMClockMHz = gpu.Reading{Status: gpu.Lost, Raw: "[GPU is lost]"}
+	lost.SMClockMHz = event.Reading{Status: event.CellLost, Raw: "[GPU is lost]"}
 	lost.MemClockMHz, lost.PCIeGenCurrent = lost.SMClockMHz, lost.SMClockMHz
-	lost.PState = gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}
+	lost.PState = event.Text{S: "[GPU is lost]", Status: event.CellLost}
 	got = GPUStateSummary(append(gs, lost))
 	want = "4x NVIDIA H200: SM 1755-1980 MHz, mem 3201 MHz, P0, PCIe Gen5 x16 (GPU 0-1), Gen4 x8 (GPU 2), throttle none (GPU 0,2), sw-power (GPU 1), persistence Enabled, ECC Enabled, GPU 3 lost"
 	if got != want {
 		t.Errorf("with a lost GPU:\ngot  %s\nwant %s", got, want)
 	}
-	if got := GPUStateSummary([]gpu.GPU{lost}); got != "1x GPU, all lost" {
+	if got := GPUStateSummary([]event.GPU{lost}); got != "1x GPU, all lost" {
 		t.Errorf("all lost: %q", got)
 	}
 	// A GPU without a clock reading: its token, no unit after it.
 	na := reportGPU(0, true)
-	na.Index, na.SMClockMHz = 4, gpu.Reading{Status: gpu.NA, Raw: "[N/A]"}
-	if got := GPUStateSummary([]gpu.GPU{gs[0], na}); !strings.Contains(got, "SM 1980 MHz (GPU 0), [N/A] (GPU 4)") {
+	na.Index, na.SMClockMHz = 4, event.Reading{Status: event.CellNA, Raw: "[N/A]"}
+	if got := GPUStateSummary([]event.GPU{gs[0], na}); !strings.Contains(got, "SM 1980 MHz (GPU 0), [N/A] (GPU 4)") {
 		t.Errorf("an [N/A] clock: %q", got)
 	}
 }
@@ -477,7 +474,7 @@ func FuzzMarkdownText(f *testing.F) {
 // TestActionTextNamesTheFiles: a checkout that recorded the files it
 // brought in names them; an older one without them says how to list them.
 func TestActionTextNamesTheFiles(t *testing.T) {
-	a := git.Action{Op: "checkout", From: "a6d51c005def", To: "65b09bf80650", Snapshot: "s1",
+	a := event.GitAction{Op: "checkout", From: "a6d51c005def", To: "65b09bf80650", Snapshot: "s1",
 		Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "python/sglang/srt/distributed/parallel_state.py"}, FilesTotal: 2}
 	if got, want := actionText(a), "flightdeck checkout moved HEAD a6d51c0 -> 65b09bf (2 files: pynccl.py, parallel_state.py) (undo: snapshot s1)"; got != want {
 		t.Errorf("actionText:\n got %q\nwant %q", got, want)
@@ -493,9 +490,9 @@ func TestActionTextNamesTheFiles(t *testing.T) {
 // cockpit runs), as the cockpit's panel shows it.
 func TestReportLiveShowsResultSoFar(t *testing.T) {
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
-	es := []event.Event{{At: at(0), Data: ExperimentStart{ID: "e1", Name: "run", Trigger: TriggerKey}}}
+	es := []event.Event{{At: at(0), Data: event.ExperimentStart{ID: "e1", Name: "run", Trigger: TriggerKey}}}
 	for i := 1; i <= 40; i++ {
-		es = append(es, event.Event{At: at(i), Data: serverlog.Rate{TokPerSec: 88 + float64(i%3)}})
+		es = append(es, event.Event{At: at(i), Data: event.TokRate{TokPerSec: 88 + float64(i%3)}})
 	}
 	r, err := ReadReport(reportHeader(), scanOf(es), true)
 	if err != nil {
@@ -511,11 +508,11 @@ func TestReportLiveShowsResultSoFar(t *testing.T) {
 // belong to the experiment the crashed session left open.
 func TestReportGPUCSVAfterCrash(t *testing.T) {
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
-	sample := gpu.Sample{GPUs: []gpu.GPU{{Index: 0}}}
+	sample := event.GPUSample{GPUs: []event.GPU{{Index: 0}}}
 	es := []event.Event{
-		{At: at(1), Data: ExperimentStart{ID: "e1", Name: "a", Trigger: TriggerKey}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "a", Trigger: TriggerKey}},
 		{At: at(2), Data: sample},
-		{At: at(10), Data: Session{Header: reportHeader()}},
+		{At: at(10), Data: event.Session{SessionHeader: reportHeader()}},
 		{At: at(11), Data: sample},
 	}
 	var b bytes.Buffer
@@ -540,19 +537,19 @@ func TestReportGPUEvents(t *testing.T) {
 	h := reportHeader()
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
 	es := []event.Event{
-		{At: at(1), Data: gpu.Source{Mode: gpu.SourceAgent, Detail: "agent 0.9.0"}},
-		{At: at(2), Data: ExperimentStart{ID: "e1", Name: "base", Trigger: TriggerKey}},
-		{At: at(3), Data: gpu.Xid{Index: 1, Code: 13}},
-		{At: at(3), Data: gpu.Xid{Index: 1, Code: 13}},
-		{At: at(4), Data: gpu.Xid{Index: 2, Code: 13}},
-		{At: at(5), Data: gpu.Xid{Index: 1, Code: 13}},
-		{At: at(6), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
-		{At: at(7), Data: ExperimentEnd{Exp: "e1", Trigger: TriggerKey}},
-		{At: at(8), Data: ExperimentStart{ID: "e2", Name: "next", Trigger: TriggerKey}},
-		{At: at(9), Data: gpu.Xid{Index: 1, Code: 13}},
-		{At: at(10), Data: gpu.Xid{Index: 3, BusID: "00000000:83:00.0\x1b[2J", Code: 79}},
-		{At: at(11), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
-		{At: at(12), Data: gpu.Xid{Index: -1, Code: 48}},
+		{At: at(1), Data: event.GPUSource{Mode: event.SourceAgent, Detail: "agent 0.9.0"}},
+		{At: at(2), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: TriggerKey}},
+		{At: at(3), Data: event.Xid{Index: 1, Code: 13}},
+		{At: at(3), Data: event.Xid{Index: 1, Code: 13}},
+		{At: at(4), Data: event.Xid{Index: 2, Code: 13}},
+		{At: at(5), Data: event.Xid{Index: 1, Code: 13}},
+		{At: at(6), Data: event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
+		{At: at(7), Data: event.ExperimentEnd{Exp: "e1", Trigger: TriggerKey}},
+		{At: at(8), Data: event.ExperimentStart{ID: "e2", Name: "next", Trigger: TriggerKey}},
+		{At: at(9), Data: event.Xid{Index: 1, Code: 13}},
+		{At: at(10), Data: event.Xid{Index: 3, BusID: "00000000:83:00.0\x1b[2J", Code: 79}},
+		{At: at(11), Data: event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
+		{At: at(12), Data: event.Xid{Index: -1, Code: 48}},
 	}
 	r, err := ReadReport(h, scanOf(es), false)
 	if err != nil {
@@ -620,17 +617,17 @@ func TestReportCriticalXidCarriesOver(t *testing.T) {
 	h := reportHeader()
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
 	es := []event.Event{
-		{At: at(1), Data: gpu.Xid{Index: 1, Code: 13}},
-		{At: at(2), Data: ExperimentStart{ID: "e1", Name: "a", Trigger: TriggerKey}},
-		{At: at(3), Data: gpu.Xid{Index: 5, Code: 79}},
-		{At: at(4), Data: gpu.Xid{Index: 2, Code: 13}},
-		{At: at(5), Data: ExperimentEnd{Exp: "e1", Trigger: TriggerKey}},
-		{At: at(6), Data: gpu.Xid{Index: 1, Code: 13}},
-		{At: at(7), Data: ExperimentStart{ID: "e2", Name: "b", Trigger: TriggerKey}},
-		{At: at(8), Data: ExperimentEnd{Exp: "e2", Trigger: TriggerKey}},
-		{At: at(9), Data: Session{Header: Header{Host: "h"}}},
-		{At: at(10), Data: ExperimentStart{ID: "e3", Name: "c", Trigger: TriggerKey}},
-		{At: at(11), Data: ExperimentEnd{Exp: "e3", Trigger: TriggerKey}},
+		{At: at(1), Data: event.Xid{Index: 1, Code: 13}},
+		{At: at(2), Data: event.ExperimentStart{ID: "e1", Name: "a", Trigger: TriggerKey}},
+		{At: at(3), Data: event.Xid{Index: 5, Code: 79}},
+		{At: at(4), Data: event.Xid{Index: 2, Code: 13}},
+		{At: at(5), Data: event.ExperimentEnd{Exp: "e1", Trigger: TriggerKey}},
+		{At: at(6), Data: event.Xid{Index: 1, Code: 13}},
+		{At: at(7), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: TriggerKey}},
+		{At: at(8), Data: event.ExperimentEnd{Exp: "e2", Trigger: TriggerKey}},
+		{At: at(9), Data: event.Session{SessionHeader: event.SessionHeader{Host: "h"}}},
+		{At: at(10), Data: event.ExperimentStart{ID: "e3", Name: "c", Trigger: TriggerKey}},
+		{At: at(11), Data: event.ExperimentEnd{Exp: "e3", Trigger: TriggerKey}},
 	}
 	r, err := ReadReport(h, scanOf(es), false)
 	if err != nil {

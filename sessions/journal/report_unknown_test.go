@@ -8,32 +8,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 const headA6 = "a6d51c0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708"
 
-func portLaunch(port string) *server.LaunchInfo {
-	return &server.LaunchInfo{Preset: "sim", Profile: "nccl-ll-ring", Server: "sglang",
+func portLaunch(port string) *event.LaunchInfo {
+	return &event.LaunchInfo{Preset: "sim", Profile: "nccl-ll-ring", Server: "sglang",
 		Argv: []string{"flightdeck", "sim", "server", "--tp", "8", "--port", port, "--log-level", "info"}}
 }
 
 // knownFP is a fingerprint where everything was captured.
-func knownFP(head string, load bool) *Fingerprint {
-	return &Fingerprint{Hostname: "sim-h200", Kernel: "6.8.0", Git: &GitState{Repo: "/r", Head: head, Branch: "main", Subject: "x"},
-		Versions: []Version{{Name: "driver", Value: "590.48.01"}, {Name: "nccl", Value: "2.21.5"}}, GPUs: reportGPUs(load)}
+func knownFP(head string, load bool) *event.Fingerprint {
+	return &event.Fingerprint{Hostname: "sim-h200", Kernel: "6.8.0", Git: &event.GitState{Repo: "/r", Head: head, Branch: "main", Subject: "x"},
+		Versions: []event.Version{{Name: "driver", Value: "590.48.01"}, {Name: "nccl", Value: "2.21.5"}}, GPUs: reportGPUs(load)}
 }
 
 // gitFailedFP is a fingerprint whose git capture failed (and its nccl
 // probe), taken at an idle start.
-func gitFailedFP() *Fingerprint {
+func gitFailedFP() *event.Fingerprint {
 	fp := knownFP("", false)
-	fp.Git = &GitState{Repo: "/r"}
+	fp.Git = &event.GitState{Repo: "/r"}
 	fp.Errors = []string{"git: timed out after 30s"}
-	fp.Versions[1] = Version{Name: "nccl", Err: "timed out after 10s"}
+	fp.Versions[1] = event.Version{Name: "nccl", Err: "timed out after 10s"}
 	return fp
 }
 
@@ -53,7 +50,7 @@ func TestWhatChangedUnknownIsNotAChange(t *testing.T) {
 	e3 := e1
 	e3.ID = "e3"
 	e3.EndGPUs = reportGPUs(true)
-	e3.EndGPUs[0].ClockEvents.Mask = gpu.ReasonSWThermalSlowdown
+	e3.EndGPUs[0].ClockEvents.Mask = event.ReasonSWThermalSlowdown
 	got = fingerprintDiff(&e2, &e3)
 	if len(got) != 3 || got[2] != "commit, nccl unknown for e3" || !strings.HasPrefix(got[1], "GPUs under load (at the end) ") ||
 		!strings.Contains(got[1], "sw-thermal") {
@@ -90,30 +87,30 @@ func TestCommandLineDiff(t *testing.T) {
 // (80 [79, 81]), a flightdeck checkout, e3 (80.5 [79.5, 81.5]: overlaps
 // e2, not e1), e4 open when the cockpit crashed, and a second session
 // that starts e5.
-func unknownSession() (Header, []event.Event) {
+func unknownSession() (event.SessionHeader, []event.Event) {
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
-	res := func(med, lo, hi float64) Result {
-		return Result{Metric: "tok/s", N: 10, Median: med, Lo: f64(lo), Hi: f64(hi), Samples: []float64{med}}
+	res := func(med, lo, hi float64) event.ExperimentResult {
+		return event.ExperimentResult{Metric: "tok/s", N: 10, Median: med, Lo: f64(lo), Hi: f64(hi), Samples: []float64{med}}
 	}
 	fp2 := knownFP(headA6, true)
 	fp3 := knownFP(regressHead, false)
 	es := []event.Event{
-		{At: at(1), Data: ExperimentStart{ID: "e1", Name: "base", Trigger: TriggerLaunch, Launch: portLaunch("33551")}},
-		{At: at(2), Data: ExperimentFingerprint{Exp: "e1", Fingerprint: *gitFailedFP()}},
-		{At: at(60), Data: ExperimentEnd{Exp: "e1", Trigger: TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: reportGPUs(true)}},
-		{At: at(60), Data: ExperimentStart{ID: "e2", Name: "ring", Trigger: TriggerLaunch, Launch: portLaunch("34012")}},
-		{At: at(61), Data: ExperimentFingerprint{Exp: "e2", Fingerprint: *fp2}},
-		{At: at(120), Data: ExperimentEnd{Exp: "e2", Trigger: TriggerKey, Result: res(80, 79, 81), GPUs: reportGPUs(true)}},
-		{At: at(125), Data: git.Action{Op: "checkout", Args: []string{"9f8e7d6"}, Snapshot: "s1", From: headA6, To: regressHead}},
-		{At: at(130), Data: ExperimentStart{ID: "e3", Name: "pulled", Trigger: TriggerLaunch, Launch: portLaunch("34012")}},
-		{At: at(131), Data: ExperimentFingerprint{Exp: "e3", Fingerprint: *fp3}},
-		{At: at(190), Data: ExperimentEnd{Exp: "e3", Trigger: TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: reportGPUs(true)}},
-		{At: at(195), Data: ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: TriggerKey}},
-		{At: at(200), Data: gpu.Sample{At: at(200), GPUs: reportGPUs(true)}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: TriggerLaunch, Launch: portLaunch("33551")}},
+		{At: at(2), Data: event.ExperimentFingerprint{Exp: "e1", Fingerprint: *gitFailedFP()}},
+		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: reportGPUs(true)}},
+		{At: at(60), Data: event.ExperimentStart{ID: "e2", Name: "ring", Trigger: TriggerLaunch, Launch: portLaunch("34012")}},
+		{At: at(61), Data: event.ExperimentFingerprint{Exp: "e2", Fingerprint: *fp2}},
+		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: TriggerKey, Result: res(80, 79, 81), GPUs: reportGPUs(true)}},
+		{At: at(125), Data: event.GitAction{Op: "checkout", Args: []string{"9f8e7d6"}, Snapshot: "s1", From: headA6, To: regressHead}},
+		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "pulled", Trigger: TriggerLaunch, Launch: portLaunch("34012")}},
+		{At: at(131), Data: event.ExperimentFingerprint{Exp: "e3", Fingerprint: *fp3}},
+		{At: at(190), Data: event.ExperimentEnd{Exp: "e3", Trigger: TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: reportGPUs(true)}},
+		{At: at(195), Data: event.ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: TriggerKey}},
+		{At: at(200), Data: event.GPUSample{At: at(200), GPUs: reportGPUs(true)}},
 		// The cockpit crashed here with e4 open; another one appends.
-		{At: at(3600), Data: Session{Header: Header{Format: FormatName, Version: FormatVersion, Created: at(3600), Flightdeck: "v0.6.0", Host: "demo", User: "ana", Hostname: "laptop", PID: 4243}}},
-		{At: at(3601), Data: ExperimentStart{ID: "e5", Name: "again", Trigger: TriggerKey}},
-		{At: at(3660), Data: ExperimentEnd{Exp: "e5", Trigger: TriggerQuit}},
+		{At: at(3600), Data: event.Session{SessionHeader: event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: at(3600), Flightdeck: "v0.6.0", Host: "demo", User: "ana", Hostname: "laptop", PID: 4243}}},
+		{At: at(3601), Data: event.ExperimentStart{ID: "e5", Name: "again", Trigger: TriggerKey}},
+		{At: at(3660), Data: event.ExperimentEnd{Exp: "e5", Trigger: TriggerQuit}},
 	}
 	return reportHeader(), es
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -25,103 +24,6 @@ const (
 	// CatchUpRates is at least the tok/s ring (rateCap, 1024), points.
 	CatchUpRates = 2048
 )
-
-// catchRule is how CatchUp picks the events of one kind.
-type catchRule uint8
-
-const (
-	catchIgnore     catchRule = iota // the screen never shows it
-	catchLatest                      // only the last one matters
-	catchAll                         // every one (rare kinds, or each one counts)
-	catchGPUSample                   // the last sample holding each GPU index, and the last sample
-	catchGPUFailure                  // the failures no sample has cleared yet
-	catchLog                         // the log window
-	catchLogReset                    // every one, each a line of the log window: log-reset (server phase, tok/s runs, experiment runs)
-	catchXid                         // every one (the GPU rows), each at most one line of the log window: gpu-xid
-	catchLogMark                     // every one, its text blanked before the log window
-	catchRate                        // the tok/s window, run starts, and open experiments' samples
-)
-
-// catchUpRules is, per kind, which of the events before t the screen at t
-// depends on (read from tui's Model.apply and the journal.Ledger it feeds).
-var catchUpRules = map[string]catchRule{
-	// GPU rows keep each index's latest row (a missing GPU keeps its last
-	// values); the latest sample decides which rows are missing and the
-	// "last sample" time, and clears the stale marker.
-	"gpu-sample": catchGPUSample,
-	// A failure stays in the banner (with a count of repeats) until a
-	// sample clears it (any sample for a whole-host failure, a healthy
-	// row of its bus otherwise); cleared ones leave nothing.
-	"gpu-failure": catchGPUFailure,
-	"gpu-stale":   catchLatest, // cleared by the next sample (the last sample is kept)
-	// An Xid marks its GPU's row (a critical one for the rest of the
-	// session, the others until a server-launched or ten minutes of data
-	// time after the GPU's latest: every Xid and launch decides it) and
-	// is a line of the log ring, or, grouped with identical ones within a
-	// second (decided by the Xids alone), adds to one: not a line the
-	// log window can count on.
-	"gpu-xid": catchXid,
-	// The header says how GPUs are sampled (the latest one), the GPU
-	// table words what a sampler reported by the one in use when it came,
-	// and a change of sampler is a line of the log ring: every one (a
-	// few a session), not counted in the log window (like an Xid's).
-	"gpu-source": catchAll,
-	// The log ring: the last CatchUpLogLines lines and reset markers, with
-	// the ready/failure highlights; see logWindow.
-	"log-lines": catchLog,
-	"log-reset": catchLogReset,
-	// The notice is cleared by the next lines; its path stays.
-	"log-notice":       catchAll,
-	"log-follow-error": catchIgnore,
-	"throughput":       catchIgnore, // the screen uses tok-rate
-	// The tok/s ring keeps CatchUpRates points; the server phase turns
-	// "running" at the first figure of a run; an experiment's result is
-	// computed from every figure while it is open (or closed by a new
-	// start without its end).
-	"tok-rate":     catchRate,
-	"prefill":      catchIgnore,
-	"spec-decode":  catchIgnore,
-	"bench-result": catchIgnore,
-	// Server phase, failure tier, experiment run boundaries, and the log
-	// line highlight (only meaningful inside the log window).
-	"server-ready":   catchLogMark,
-	"server-failure": catchLogMark,
-	// Rare and each one counts: run boundaries for the tok/s ring and the
-	// experiments, the control overlay's state; a launch clears the GPU
-	// rows' non-critical Xids.
-	"server-status":   catchAll,
-	"server-launched": catchAll,
-	"server-observed": catchIgnore,
-	"server-healthy":  catchIgnore,
-	"server-kill":     catchIgnore,
-	"repo-head":       catchLatest, // header HEAD text and short id
-	"repo-unreadable": catchLatest, // header HEAD text (the later of the two wins)
-	"git-status":      catchLatest,
-	"git-action":      catchLatest, // the panel shows the last action
-	"git-moved":       catchAll,    // the banner counts them
-	"conn-state":      catchAll,    // the host name is the last non-empty one; few events
-	// Experiments and notes: the ledger keeps them all.
-	"note":            catchAll,
-	"exp-start":       catchAll,
-	"exp-fingerprint": catchAll,
-	"exp-update":      catchAll,
-	"exp-end":         catchAll,
-	"key":             catchIgnore,
-	"session":         catchAll, // the ledger ends at it what a crashed session left open
-	// The baseline mark: the latest one wins (it may clear the mark).
-	"exp-baseline": catchLatest,
-	// Repeat tags and finished benchmark runs: the ledger keeps each on
-	// its experiment (few events, each one counts).
-	"exp-repeat": catchAll,
-	"bench-done": catchAll,
-	// Every run started: with the bench-done events they say whether a
-	// run was going at t (its progress is never journaled), and which
-	// tok/s samples the ledger leaves out of an experiment's result (those
-	// while a benchmark ran).
-	"bench-start": catchAll,
-	// Who drives the host: the header shows the latest role and holder.
-	"driver": catchLatest,
-}
 
 // seekCache is what CatchUp learnt about failures, kept across calls.
 type seekCache struct {
@@ -154,10 +56,10 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 		return nil, nil
 	}
 	sel := make([]bool, hi)
-	last := map[kindID]int{}
+	last := map[event.Kind]int{}
 	for i := hi - 1; i >= 0; i-- {
 		id := j.entries[i].kind
-		if catchUpRules[codecOf(id).kind] == catchLatest {
+		if id.Info().CatchUp == event.CatchLatest {
 			if _, ok := last[id]; !ok {
 				last[id] = i
 				sel[i] = true
@@ -166,10 +68,10 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 	}
 	logFrom := j.logWindow(hi)
 	for i := range hi {
-		switch catchUpRules[codecOf(j.entries[i].kind).kind] {
-		case catchAll, catchLogReset, catchLogMark, catchXid:
+		switch j.entries[i].kind.Info().CatchUp {
+		case event.CatchAll, event.CatchLogReset, event.CatchLogMark, event.CatchXid:
 			sel[i] = true
-		case catchLog:
+		case event.CatchLog:
 			sel[i] = i >= logFrom
 		}
 	}
@@ -193,12 +95,22 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 		}
 		if i < logFrom {
 			switch p := ev.Data.(type) {
-			case serverlog.Ready:
+			case event.ServerReady:
 				p.Text = ""
 				ev.Data = p
-			case serverlog.Failure:
+			case event.ServerFailure:
 				p.Text = ""
 				ev.Data = p
+			case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+				event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+				event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
+				event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
+				event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
+				event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
+				event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+				event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerStatus,
+				event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
+				// kept by the rules of the kind table (event.KindInfo.CatchUp), not rewritten
 			}
 		}
 		out = append(out, ev)
@@ -222,16 +134,16 @@ func (j *Journal) logWindow(hi int) int {
 	cand, candLines := -1, 0
 	for i := hi - 1; i >= 0; i-- {
 		e := &j.entries[i]
-		switch catchUpRules[codecOf(e.kind).kind] {
-		case catchLog:
+		switch e.kind.Info().CatchUp {
+		case event.CatchLog:
 			// A window may start after this batch.
 			if cand < 0 && lines >= CatchUpLogLines && (markAfter < 0 || lines >= markAfter+CatchUpMarkSearch) {
 				cand, candLines = i+1, lines
 			}
 			lines += int(e.aux)
-		case catchLogReset:
+		case event.CatchLogReset:
 			lines++
-		case catchLogMark:
+		case event.CatchLogMark:
 			if cand >= 0 && lines-candLines < CatchUpMarkHorizon {
 				cand = -1 // it may highlight a line of the window: take it in
 			}
@@ -300,7 +212,7 @@ func (j *Journal) selectFailures(hi int, sel []bool) error {
 	return nil
 }
 
-var gpuFailureID = kindIDs["gpu-failure"]
+var gpuFailureID = event.KindGPUFailure
 
 // failureBus returns the normalised bus id of failure entry i ("" for a
 // whole-host failure); ok is false when it does not decode.
@@ -316,7 +228,7 @@ func (j *Journal) failureBus(i int32) (string, bool) {
 		j.undecodable(int(i))
 		return "", false
 	}
-	b := gpu.NormBusID(sanitize.String(ev.Data.(gpu.Failure).BusID))
+	b := gpu.NormBusID(sanitize.String(ev.Data.(event.GPUFailure).BusID))
 	j.seek.failBus[i] = b
 	return b, true
 }
@@ -347,7 +259,7 @@ func (j *Journal) clearedBefore(bus string, f, hi int32) (bool, error) {
 		if err != nil {
 			continue // not played either
 		}
-		if clearsFailure(bus, ev.Data.(gpu.Sample)) {
+		if clearsFailure(bus, ev.Data.(event.GPUSample)) {
 			s.clears = append(s.clears, i)
 			if i > f {
 				return true, nil
@@ -360,7 +272,7 @@ func (j *Journal) clearedBefore(bus string, f, hi int32) (bool, error) {
 // clearsFailure mirrors the GPU table (tui/gpus.go applySample): a sample
 // with rows ends a whole-host failure, and a failure naming a bus once a
 // row of that bus reports and is not lost.
-func clearsFailure(bus string, s gpu.Sample) bool {
+func clearsFailure(bus string, s event.GPUSample) bool {
 	if len(s.GPUs) == 0 {
 		return false
 	}
@@ -425,7 +337,7 @@ const (
 	rateNotFinite = 2 // NaN or infinite: drawn as a gap
 )
 
-var serverFailureID = kindIDs["server-failure"]
+var serverFailureID = event.KindServerFailure
 
 // provisionalRanges returns the entry ranges [from, to) before hi in which
 // an experiment was open and its result will be computed from the figures
@@ -441,7 +353,7 @@ func (j *Journal) provisionalRanges(hi int) [][2]int {
 			break
 		}
 		switch m.Kind {
-		case "exp-start":
+		case event.KindExperimentStart:
 			if m.Exp == "" || seen[m.Exp] {
 				continue
 			}
@@ -450,7 +362,7 @@ func (j *Journal) provisionalRanges(hi int) [][2]int {
 				out = append(out, [2]int{open, i})
 			}
 			open, openID = i, m.Exp
-		case "exp-end":
+		case event.KindExperimentEnd:
 			if open >= 0 && m.Exp == openID {
 				open = -1
 			}

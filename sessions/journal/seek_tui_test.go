@@ -10,13 +10,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/probes/bench"
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/probes/repo"
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
-	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
@@ -24,21 +17,21 @@ import (
 
 var start = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
-func reading(v float64) gpu.Reading { return gpu.Reading{Value: v} }
+func reading(v float64) event.Reading { return event.Reading{Value: v} }
 
-func h200(i int, rng *rand.Rand, busy bool) gpu.GPU {
+func h200(i int, rng *rand.Rand, busy bool) event.GPU {
 	util, power, sm := 0.0, 75+rng.Float64()*5, 345.0
 	if busy {
 		util, power, sm = float64(95+rng.IntN(6)), 600+rng.Float64()*30, 1980
 	}
-	return gpu.GPU{
-		Index: i, Name: gpu.Text{S: "NVIDIA H200"}, BusID: gpu.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
+	return event.GPU{
+		Index: i, Name: event.Text{S: "NVIDIA H200"}, BusID: event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
 		UtilGPUPct: reading(util), UtilMemPct: reading(util / 2), MemUsedMiB: reading(131072), MemTotalMiB: reading(143771),
 		PowerDrawW: reading(float64(int(power*100)) / 100), PowerLimitW: reading(700), TempC: reading(float64(40 + rng.IntN(3))),
-		SMClockMHz: reading(sm), MemClockMHz: reading(3201), SMClockMax: reading(1980), FanPct: gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
-		PState: gpu.Text{S: "P0"}, PCIeGenCurrent: reading(5), PCIeGenMax: reading(5), PCIeWidthCurrent: reading(16), PCIeWidthMax: reading(16),
-		ClockEvents: gpu.ClockEvents{Mask: gpu.ReasonSWPowerCap}, Persistence: gpu.Text{S: "Enabled"}, ECCMode: gpu.Text{S: "Enabled"},
-		PCIeRxKBs: gpu.Reading{Status: gpu.Absent}, PCIeTxKBs: gpu.Reading{Status: gpu.Absent}, // the nvidia-smi stream's
+		SMClockMHz: reading(sm), MemClockMHz: reading(3201), SMClockMax: reading(1980), FanPct: event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+		PState: event.Text{S: "P0"}, PCIeGenCurrent: reading(5), PCIeGenMax: reading(5), PCIeWidthCurrent: reading(16), PCIeWidthMax: reading(16),
+		ClockEvents: event.ClockEvents{Mask: event.ReasonSWPowerCap}, Persistence: event.Text{S: "Enabled"}, ECCMode: event.Text{S: "Enabled"},
+		PCIeRxKBs: event.Reading{Status: event.CellAbsent}, PCIeTxKBs: event.Reading{Status: event.CellAbsent}, // the nvidia-smi stream's
 	}
 }
 
@@ -60,7 +53,7 @@ func longSession(dur time.Duration, control bool) []event.Event {
 	kept := evs[:0]
 	for _, e := range evs {
 		switch e.Data.(type) {
-		case server.Status, server.Launched:
+		case event.ServerStatus, event.ServerLaunched:
 			continue
 		}
 		kept = append(kept, e)
@@ -75,32 +68,32 @@ func session(dur time.Duration) []event.Event {
 	const logPath = "/var/log/fd/sglang.log"
 	var off int64
 	lineNo := 0
-	logLine := func(at time.Duration, text []byte) serverlog.Line {
-		l := serverlog.Line{Offset: off, Text: text}
+	logLine := func(at time.Duration, text []byte) event.LogLine {
+		l := event.LogLine{Offset: off, Text: text}
 		off += int64(len(text)) + 1
 		lineNo++
 		return l
 	}
-	add(0, remote.State{Host: "root@gpu-box:22", Conn: remote.Connected, Since: start})
-	add(0, repo.Head{Path: "/srv/sglang", Commit: strings.Repeat("ab", 20), Short: "abababa", Subject: "baseline", Branch: "main"})
+	add(0, event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected, Since: start})
+	add(0, event.RepoHead{Path: "/srv/sglang", Commit: strings.Repeat("ab", 20), Short: "abababa", Subject: "baseline", Branch: "main"})
 	expN := 0
 	relaunch := func(at time.Duration, endPrev bool, pid int) {
 		if expN > 0 && endPrev {
-			add(at, journal.ExperimentEnd{Exp: fmt.Sprintf("e%d", expN), Trigger: journal.TriggerRelaunch,
-				Result: journal.Result{Metric: "tok/s", Median: 1500 + float64(expN), N: 6}})
+			add(at, event.ExperimentEnd{Exp: fmt.Sprintf("e%d", expN), Trigger: journal.TriggerRelaunch,
+				Result: event.ExperimentResult{Metric: "tok/s", Median: 1500 + float64(expN), N: 6}})
 		}
-		add(at, server.Status{Phase: server.PhaseKilled, Server: "sglang", PID: pid - 1, Since: start.Add(at), Exit: -1})
-		add(at+time.Millisecond, server.Launched{Record: server.Record{PID: pid, Launch: server.LaunchInfo{Preset: "sim", Profile: fmt.Sprintf("p%d", pid%3), At: start.Add(at)}}})
-		add(at+2*time.Millisecond, server.Status{Phase: server.PhaseLaunching, Server: "sglang", PID: 0, Since: start.Add(at), LaunchedAt: start.Add(at), Exit: -1})
+		add(at, event.ServerStatus{Phase: event.PhaseKilled, Server: "sglang", PID: pid - 1, Since: start.Add(at), Exit: -1})
+		add(at+time.Millisecond, event.ServerLaunched{Record: event.LaunchRecord{PID: pid, Launch: event.LaunchInfo{Preset: "sim", Profile: fmt.Sprintf("p%d", pid%3), At: start.Add(at)}}})
+		add(at+2*time.Millisecond, event.ServerStatus{Phase: event.PhaseLaunching, Server: "sglang", PID: 0, Since: start.Add(at), LaunchedAt: start.Add(at), Exit: -1})
 		if pid%3 != 1 {
-			add(at+3*time.Millisecond, serverlog.Reset{Path: logPath, Reason: "truncated"})
+			add(at+3*time.Millisecond, event.LogReset{Path: logPath, Reason: "truncated"})
 			off = 0
 		}
 		expN++
-		add(at+4*time.Millisecond, journal.ExperimentStart{ID: fmt.Sprintf("e%d", expN), Name: fmt.Sprintf("run %d", expN), Trigger: journal.TriggerLaunch})
-		add(at+5*time.Millisecond, journal.Note{Text: fmt.Sprintf("relaunch %d", expN), Exp: fmt.Sprintf("e%d", expN)})
+		add(at+4*time.Millisecond, event.ExperimentStart{ID: fmt.Sprintf("e%d", expN), Name: fmt.Sprintf("run %d", expN), Trigger: journal.TriggerLaunch})
+		add(at+5*time.Millisecond, event.Note{Text: fmt.Sprintf("relaunch %d", expN), Exp: fmt.Sprintf("e%d", expN)})
 		if expN%2 == 0 {
-			add(at+6*time.Millisecond, journal.Repeat{Exp: fmt.Sprintf("e%d", expN), Series: fmt.Sprintf("e%d", expN-1), I: 2, N: 2})
+			add(at+6*time.Millisecond, event.Repeat{Exp: fmt.Sprintf("e%d", expN), Series: fmt.Sprintf("e%d", expN-1), I: 2, N: 2})
 		}
 	}
 	benchN := 0
@@ -117,18 +110,18 @@ func session(dur time.Duration) []event.Event {
 			relaunch(at, min%60 != 40, 100+min)
 			busy = false
 			readyPending = at + 30*time.Second
-			add(at+time.Second, server.Status{Phase: server.PhaseLoading, Server: "sglang", PID: 100 + min, Stage: "loading weights", Since: start.Add(at), Exit: -1})
+			add(at+time.Second, event.ServerStatus{Phase: event.PhaseLoading, Server: "sglang", PID: 100 + min, Stage: "loading weights", Since: start.Add(at), Exit: -1})
 		}
 		if readyPending >= 0 && at >= readyPending {
 			// The ready event and its line arrive in either order.
 			if min%2 == 0 {
-				add(at, serverlog.Ready{Server: "sglang", Text: readyLine})
+				add(at, event.ServerReady{Server: "sglang", Text: readyLine})
 			}
-			add(at, serverlog.Lines{Path: logPath, Lines: []serverlog.Line{logLine(at, []byte(readyLine))}})
+			add(at, event.LogLines{Path: logPath, Lines: []event.LogLine{logLine(at, []byte(readyLine))}})
 			if min%2 == 1 {
-				add(at, serverlog.Ready{Server: "sglang", Text: readyLine})
+				add(at, event.ServerReady{Server: "sglang", Text: readyLine})
 			}
-			add(at, server.Status{Phase: server.PhaseReady, Server: "sglang", PID: 100 + min, Since: start.Add(at), Health: "/health", Exit: -1})
+			add(at, event.ServerStatus{Phase: event.PhaseReady, Server: "sglang", PID: 100 + min, Since: start.Add(at), Health: "/health", Exit: -1})
 			readyPending, busy = -1, true
 		}
 		// GPUs.
@@ -137,12 +130,12 @@ func session(dur time.Duration) []event.Event {
 		switch {
 		case at >= 30*time.Minute && at < 30*time.Minute+10*time.Second:
 			// nvidia-smi prints only a failure: no samples.
-			add(at, gpu.Failure{Class: gpu.FailNoDevices, Line: "No devices were found"})
+			add(at, event.GPUFailure{Class: event.GPUFailNoDevices, Line: "No devices were found"})
 			if at == 30*time.Minute+5*time.Second {
-				add(at, gpu.Stale{LastSample: start.Add(30 * time.Minute), Missed: 3, Reason: "no sample for 3 intervals"})
+				add(at, event.GPUStale{LastSample: start.Add(30 * time.Minute), Missed: 3, Reason: "no sample for 3 intervals"})
 			}
 		default:
-			s := gpu.Sample{At: start.Add(at)}
+			s := event.GPUSample{At: start.Add(at)}
 			for i := range 8 {
 				if i == 5 && at >= 20*time.Minute && at < 25*time.Minute {
 					s.Missing = append(s.Missing, 5)
@@ -155,7 +148,7 @@ func session(dur time.Duration) []event.Event {
 				g := h200(i, rng, busy && !idle)
 				if i == 6 && lost || i == 3 && busFail(at) {
 					// The second episode of GPU 3: it reports, lost.
-					g.Lost, g.TempC = true, gpu.Reading{Status: gpu.Lost, Raw: "[GPU is lost]"}
+					g.Lost, g.TempC = true, event.Reading{Status: event.CellLost, Raw: "[GPU is lost]"}
 				}
 				s.GPUs = append(s.GPUs, g)
 			}
@@ -168,70 +161,70 @@ func session(dur time.Duration) []event.Event {
 				for i := range s.GPUs {
 					s.GPUs[i].PCIeRxKBs, s.GPUs[i].PCIeTxKBs = reading(float64(rng.IntN(9000))), reading(120)
 				}
-				s.Apps = []gpu.App{{PID: 4100, Name: gpu.Text{S: "python3"}, UsedMiB: reading(80000), BusID: gpu.Text{S: "00000000:18:00.0"}}}
+				s.Apps = []event.ComputeApp{{PID: 4100, Name: event.Text{S: "python3"}, UsedMiB: reading(80000), BusID: event.Text{S: "00000000:18:00.0"}}}
 				if at >= 11*time.Minute {
-					s.Apps = append(s.Apps, gpu.App{PID: 4200, Name: gpu.Text{S: "python3"}, UsedMiB: reading(512), BusID: gpu.Text{S: "00000000:28:00.0"}})
+					s.Apps = append(s.Apps, event.ComputeApp{PID: 4200, Name: event.Text{S: "python3"}, UsedMiB: reading(512), BusID: event.Text{S: "00000000:28:00.0"}})
 				}
 			}
 			add(at, s)
 			if busFail(at) {
-				add(at, gpu.Failure{Class: "unknown-error", BusID: "0000:48:00.0", Reason: "Unknown Error", Line: "Unable to determine the device handle for GPU0000:48:00.0: Unknown Error"})
+				add(at, event.GPUFailure{Class: "unknown-error", BusID: "0000:48:00.0", Reason: "Unknown Error", Line: "Unable to determine the device handle for GPU0000:48:00.0: Unknown Error"})
 			}
 			if lost && sec%30 == 0 && at%time.Second == 0 {
-				add(at, gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:78:00.0", Reason: "GPU is lost", NeedsReboot: true})
+				add(at, event.GPUFailure{Class: event.GPUFailLost, BusID: "0000:78:00.0", Reason: "GPU is lost", NeedsReboot: true})
 			}
 		}
 		// GPU sampling (issue 8): the source changes twice; Xids on a
 		// GPU by index, by bus id, on none, and on the GPU that is lost.
 		switch at {
 		case tick:
-			add(at, gpu.Source{Mode: gpu.SourceNVML, Detail: "NVML 12.550.54.15"})
+			add(at, event.GPUSource{Mode: event.SourceNVML, Detail: "NVML 12.550.54.15"})
 		case 20*time.Minute + 10*time.Second:
-			add(at, gpu.Xid{Index: 2, BusID: "00000000:38:00.0", Code: 13})
+			add(at, event.Xid{Index: 2, BusID: "00000000:38:00.0", Code: 13})
 		case 22 * time.Minute:
-			add(at, gpu.Xid{Index: -1, BusID: "0000:58:00.0", Code: 74})
+			add(at, event.Xid{Index: -1, BusID: "0000:58:00.0", Code: 74})
 		case 22*time.Minute + time.Second:
-			add(at, gpu.Xid{Index: 2, Code: 48})
+			add(at, event.Xid{Index: 2, Code: 48})
 		case 30*time.Minute + 6*time.Second:
-			add(at, gpu.Xid{Index: -1, Code: 31})
+			add(at, event.Xid{Index: -1, Code: 31})
 		case 35 * time.Minute, 35*time.Minute + tick:
 			// A storm of application Xids on GPU 1 with log lines
 			// between: grouped per second into one log line each.
 			for k := range 40 {
-				add(at+time.Duration(k)*7*time.Millisecond, gpu.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 13})
+				add(at+time.Duration(k)*7*time.Millisecond, event.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 13})
 			}
 		case 35*time.Minute + 2*tick:
-			add(at, gpu.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 13})
-			add(at, gpu.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 43})
+			add(at, event.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 13})
+			add(at, event.Xid{Index: 1, BusID: "00000000:28:00.0", Code: 43})
 		case 40*time.Minute - tick:
 			// A forced kill before the relaunch at 40 minutes: Xid 45 on
 			// every GPU, cleared by the launch.
 			for i := range 8 {
-				add(at, gpu.Xid{Index: i, BusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10), Code: 45})
+				add(at, event.Xid{Index: i, BusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10), Code: 45})
 			}
 		case 50 * time.Minute:
-			add(at, gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: "agent exited: exit status 1, stderr: GLIBC_2.34 not found"})
+			add(at, event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "agent exited: exit status 1, stderr: GLIBC_2.34 not found"})
 		case 90 * time.Minute:
-			add(at, gpu.Source{Mode: gpu.SourceAgent, Detail: "agent 0.8.0 (cached)"})
+			add(at, event.GPUSource{Mode: event.SourceAgent, Detail: "agent 0.8.0 (cached)"})
 		case 95 * time.Minute:
 			// The agent's NVML blocked: the stale banner waits for the
 			// agent (a sample clears it).
-			add(at, gpu.Stale{LastSample: start.Add(at - time.Second), Missed: 2, Reason: "NVML call blocked for 2s"})
+			add(at, event.GPUStale{LastSample: start.Add(at - time.Second), Missed: 2, Reason: "NVML call blocked for 2s"})
 		case dur * 5 / 6:
-			add(at, gpu.Xid{Index: 6, BusID: "00000000:78:00.0", Code: 79})
+			add(at, event.Xid{Index: 6, BusID: "00000000:78:00.0", Code: 79})
 		}
 		// Throughput, once a second.
 		if at%time.Second == 0 && busy {
-			r := serverlog.Rate{TokPerSec: 1400 + rng.Float64()*200, Ranks: 2, AcceptLength: 3 + rng.Float64(), HasAccept: sec%7 == 0}
+			r := event.TokRate{TokPerSec: 1400 + rng.Float64()*200, Ranks: 2, AcceptLength: 3 + rng.Float64(), HasAccept: sec%7 == 0}
 			if idle {
-				r = serverlog.Rate{TokPerSec: 0.5, Ranks: 1, Dropped: true}
+				r = event.TokRate{TokPerSec: 0.5, Ranks: 1, Dropped: true}
 			}
 			add(at, r)
 		}
 		// Log lines: a few per tick while up, some not UTF-8, and a
 		// failure (with its highlight) now and then.
 		if busy {
-			var ls []serverlog.Line
+			var ls []event.LogLine
 			for range 1 + rng.IntN(4) {
 				text := fmt.Appendf(nil, "[2026-11-29 %s TP0] Decode batch. #running-req: %d, #token: %d, gen throughput (token/s): %.2f",
 					start.Add(at).Format("15:04:05"), 60+rng.IntN(8), 80000+rng.IntN(9000), 1400+rng.Float64()*200)
@@ -242,42 +235,42 @@ func session(dur time.Duration) []event.Event {
 			}
 			if (sec%600 == 300 || sec == 65*60) && at%time.Second == 0 {
 				fail := "[2026-11-29 TP3] RuntimeError: NCCL error: unhandled system error"
-				add(at, serverlog.Failure{Class: serverlog.FailNCCL, Text: fail, Rank: "TP3"})
+				add(at, event.ServerFailure{Class: event.FailNCCL, Text: fail, Rank: "TP3"})
 				ls = append(ls, logLine(at, []byte(fail)))
 			}
-			add(at, serverlog.Lines{Path: logPath, Lines: ls})
+			add(at, event.LogLines{Path: logPath, Lines: ls})
 		}
 		if sec%300 == 17 && at%time.Second == 0 {
-			add(at, serverlog.Notice{Path: logPath, Class: serverlog.NoticeMissing, Text: "cannot open it"})
+			add(at, event.LogNotice{Path: logPath, Class: event.NoticeMissing, Text: "cannot open it"})
 		}
 		// Git and connection.
 		if sec%600 == 60 && at%time.Second == 0 {
-			add(at, git.Status{Path: "/srv/sglang", Branch: "main", Head: git.Commit{ID: strings.Repeat("cd", 20), Short: fmt.Sprintf("c%06d", sec), Subject: "work"},
-				Files: []git.File{{Path: fmt.Sprintf("f%d.py", sec), X: 'M', Y: ' ', Added: sec % 9, Deleted: 1}}, Read: start.Add(at)})
+			add(at, event.GitStatus{Path: "/srv/sglang", Branch: "main", Head: event.Commit{ID: strings.Repeat("cd", 20), Short: fmt.Sprintf("c%06d", sec), Subject: "work"},
+				Files: []event.GitFile{{Path: fmt.Sprintf("f%d.py", sec), X: 'M', Y: ' ', Added: sec % 9, Deleted: 1}}, Read: start.Add(at)})
 		}
 		if sec%1800 == 900 && at%time.Second == 0 {
-			add(at, git.Moved{From: "aa", To: "bb", FromShort: "aa", ToShort: fmt.Sprintf("b%d", sec), Action: "pull", Forward: 2, At: start.Add(at)})
-			add(at, repo.Head{Path: "/srv/sglang", Commit: strings.Repeat("cd", 20), Short: fmt.Sprintf("c%d", sec), Subject: "pulled", Branch: "main", Dirty: sec % 4})
+			add(at, event.GitMoved{From: "aa", To: "bb", FromShort: "aa", ToShort: fmt.Sprintf("b%d", sec), Action: "pull", Forward: 2, At: start.Add(at)})
+			add(at, event.RepoHead{Path: "/srv/sglang", Commit: strings.Repeat("cd", 20), Short: fmt.Sprintf("c%d", sec), Subject: "pulled", Branch: "main", Dirty: sec % 4})
 		}
 		if sec%2400 == 1200 && at%time.Second == 0 {
-			add(at, git.Action{Op: "stash", Args: []string{"wip"}, Snapshot: "s1", From: "aa", To: "aa", Branch: "main", Output: "Saved working directory", Started: start.Add(at), Took: time.Second})
-			add(at, journal.Key{Key: "s", Action: "stash"})
+			add(at, event.GitAction{Op: "stash", Args: []string{"wip"}, Snapshot: "s1", From: "aa", To: "aa", Branch: "main", Output: "Saved working directory", Started: start.Add(at), Took: time.Second})
+			add(at, event.Key{Key: "s", Action: "stash"})
 		}
 		if at == 70*time.Minute {
-			add(at, remote.State{Host: "root@gpu-box:22", Conn: remote.Reconnecting, Attempt: 1, Since: start.Add(at), NextTry: start.Add(at + 2*time.Second)})
+			add(at, event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: 1, Since: start.Add(at), NextTry: start.Add(at + 2*time.Second)})
 		}
 		if at == 70*time.Minute+3*time.Second {
-			add(at, remote.State{Conn: remote.Connected, Since: start.Add(at)})
+			add(at, event.ConnState{Conn: event.Connected, Since: start.Add(at)})
 		}
 		// Measures: a benchmark run every 15 minutes (one fails), the
 		// baseline marked, moved and cleared.
 		if at%(15*time.Minute) == 7*time.Minute {
 			benchN++
-			add(at, bench.Started{ID: fmt.Sprintf("b%d", benchN), Exp: fmt.Sprintf("e%d", expN), Target: "http://127.0.0.1:30000", Config: bench.Config{Requests: 32, Concurrency: 4}})
+			add(at, event.BenchStarted{ID: fmt.Sprintf("b%d", benchN), Exp: fmt.Sprintf("e%d", expN), Target: "http://127.0.0.1:30000", Config: event.BenchConfig{Requests: 32, Concurrency: 4}})
 		}
 		if at%(15*time.Minute) == 8*time.Minute {
-			d := bench.Done{ID: fmt.Sprintf("b%d", benchN), Exp: fmt.Sprintf("e%d", expN), Result: &bench.Result{Completed: 32, OutputTokPerSec: 1400 + float64(benchN),
-				TTFT: bench.Dist{N: 32, Median: 40}, Requests: []bench.Request{{TTFT: 40, E2E: 900, OutputTokens: 128, Usage: true}}}}
+			d := event.BenchDone{ID: fmt.Sprintf("b%d", benchN), Exp: fmt.Sprintf("e%d", expN), Result: &event.BenchResult{Completed: 32, OutputTokPerSec: 1400 + float64(benchN),
+				TTFT: event.Dist{N: 32, Median: 40}, Requests: []event.BenchRequest{{TTFT: 40, E2E: 900, OutputTokens: 128, Usage: true}}}}
 			if benchN%3 == 0 {
 				d.Result, d.Err = nil, "connect: connection refused"
 			}
@@ -285,16 +278,16 @@ func session(dur time.Duration) []event.Event {
 		}
 		switch at {
 		case 21 * time.Minute:
-			add(at, journal.Baseline{Exp: "e2"})
+			add(at, event.Baseline{Exp: "e2"})
 		case 45 * time.Minute:
-			add(at, journal.Baseline{Exp: fmt.Sprintf("e%d", expN)})
+			add(at, event.Baseline{Exp: fmt.Sprintf("e%d", expN)})
 		case 100 * time.Minute:
-			add(at, journal.Baseline{})
+			add(at, event.Baseline{})
 		case 120 * time.Minute:
-			add(at, journal.Baseline{Exp: "e1"})
+			add(at, event.Baseline{Exp: "e1"})
 		}
 		if at%(17*time.Minute) == 0 {
-			add(at, journal.Note{Text: fmt.Sprintf("note at %s", at), Exp: fmt.Sprintf("e%d", expN)})
+			add(at, event.Note{Text: fmt.Sprintf("note at %s", at), Exp: fmt.Sprintf("e%d", expN)})
 		}
 	}
 	return evs
@@ -350,7 +343,7 @@ func TestCatchUpMatchesPlaying(t *testing.T) {
 func writeLong(t *testing.T, evs []event.Event) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "long.jsonl")
-	w, err := journal.Create(path, journal.Header{Created: start, Host: "gpu-box"})
+	w, err := journal.Create(path, event.SessionHeader{Created: start, Host: "gpu-box"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ type Writer struct {
 // h.Version are set to this package's; a zero h.Created is set to now. The
 // Created time is kept to the microsecond (event times are microseconds
 // from it). Another writer holding the journal gives a *LockedError.
-func Create(path string, h Header) (*Writer, error) {
+func Create(path string, h event.SessionHeader) (*Writer, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
@@ -81,7 +81,7 @@ func Create(path string, h Header) (*Writer, error) {
 
 // normalHeader sets h's format and version to this package's and its
 // Created time to now when zero, kept to the microsecond in UTC.
-func normalHeader(h Header) Header {
+func normalHeader(h event.SessionHeader) event.SessionHeader {
 	h.Format, h.Version = FormatName, FormatVersion
 	if h.Created.IsZero() {
 		h.Created = time.Now()
@@ -92,7 +92,7 @@ func normalHeader(h Header) Header {
 
 // startFile writes the header line h (normalHeader) to the empty file f,
 // fsyncs it and returns the Writer; on an error f is closed.
-func startFile(path string, lock *fileLock, f *os.File, h Header) (*Writer, error) {
+func startFile(path string, lock *fileLock, f *os.File, h event.SessionHeader) (*Writer, error) {
 	h = normalHeader(h)
 	head, err := encodeHeader(h)
 	if err != nil {
@@ -131,7 +131,7 @@ func syncDir(dir string) {
 // bytes, e.g. made by touch or mktemp) is a new journal: h is written as
 // its header. A missing file gives an error wrapping fs.ErrNotExist;
 // another writer holding the journal a *LockedError.
-func Append(path string, h Header) (*Writer, error) {
+func Append(path string, h event.SessionHeader) (*Writer, error) {
 	lock, err := acquireLock(path)
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func Append(path string, h Header) (*Writer, error) {
 	w := &Writer{path: path, lock: lock, f: f, bytes: end}
 	w.enc.created = fh.Created
 	h = normalHeader(h)
-	if err := w.Write(event.Event{At: h.Created, Data: Session{Header: h}}); err != nil {
+	if err := w.Write(event.Event{At: h.Created, Data: event.Session{SessionHeader: h}}); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -188,8 +188,8 @@ func Append(path string, h Header) (*Writer, error) {
 
 // appendPoint reads the header of f and finds the end of its last complete
 // line.
-func appendPoint(f *os.File, path string) (Header, int64, error) {
-	var h Header
+func appendPoint(f *os.File, path string) (event.SessionHeader, int64, error) {
+	var h event.SessionHeader
 	first := make([]byte, 0, 4096)
 	chunk := make([]byte, 4096)
 	var off int64
@@ -253,11 +253,11 @@ func (w *Writer) Write(e event.Event) error {
 		return fmt.Errorf("journal: event without payload: %w", ErrUnknownKind)
 	}
 	kind := e.Data.Kind()
-	if screenOnly[kind] {
+	if kind.Info().ScreenOnly {
 		return nil
 	}
-	id := kindIDs[kind]
-	if id == 0 {
+	c := codecOf(kind)
+	if c == nil {
 		return fmt.Errorf("journal: %q: %w", kind, ErrUnknownKind)
 	}
 	w.mu.Lock()
@@ -267,7 +267,7 @@ func (w *Writer) Write(e event.Event) error {
 	}
 	if len(w.buf) >= MaxPending {
 		w.dropped++
-		if kind == "gpu-sample" {
+		if kind == event.KindGPUSample {
 			// The next sample must be a keyframe: the one it would refer
 			// to may be this.
 			w.enc.gpu.has = false
@@ -275,8 +275,8 @@ func (w *Writer) Write(e event.Event) error {
 		return nil
 	}
 	n := len(w.buf)
-	b := appendFrameStart(w.buf, toMicros(e.At, w.enc.created), kind)
-	b, err := codecOf(id).enc(&w.enc, b, e.At, e.Data)
+	b := appendFrameStart(w.buf, toMicros(e.At, w.enc.created), kind.String())
+	b, err := c.enc(&w.enc, b, e.At, e.Data)
 	if err != nil {
 		w.buf = b[:n]
 		return fmt.Errorf("journal: encode %s: %w", kind, err)
@@ -334,10 +334,10 @@ func (w *Writer) Flush(sync bool) error {
 // Status returns the writer's state for the screen: bytes written, bytes
 // pending, the last write error (until a flush succeeds) and the events
 // dropped.
-func (w *Writer) Status() Status {
+func (w *Writer) Status() event.JournalStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := Status{Path: w.path, Bytes: w.bytes, Pending: len(w.buf), Dropped: w.dropped}
+	s := event.JournalStatus{Path: w.path, Bytes: w.bytes, Pending: len(w.buf), Dropped: w.dropped}
 	if w.err != nil {
 		s.Err = w.err.Error()
 	}

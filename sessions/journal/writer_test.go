@@ -12,14 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func TestCreateModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "flightdeck", "journals", "gpu-box")
 	path := filepath.Join(dir, "s.jsonl")
-	w, err := Create(path, Header{Created: t0, Host: "gpu-box"})
+	w, err := Create(path, event.SessionHeader{Created: t0, Host: "gpu-box"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func TestCreateModes(t *testing.T) {
 	if !bytes.HasPrefix(b, []byte(`{"format":"flightdeck-journal","version":1,"created":"2026-11-29T21:58:07.123457Z"`)) || !bytes.HasSuffix(b, []byte("}\n")) {
 		t.Errorf("header line %q", b)
 	}
-	if _, err := Create(path, Header{}); !errors.Is(err, fs.ErrExist) && !isLocked(err) {
+	if _, err := Create(path, event.SessionHeader{}); !errors.Is(err, fs.ErrExist) && !isLocked(err) {
 		t.Errorf("second Create: %v", err)
 	}
 }
@@ -57,7 +56,7 @@ func isLocked(err error) bool {
 func TestCreateExisting(t *testing.T) {
 	path, w := createJournal(t)
 	w.Close()
-	if _, err := Create(path, Header{}); !errors.Is(err, fs.ErrExist) {
+	if _, err := Create(path, event.SessionHeader{}); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Create over a closed journal: %v, want fs.ErrExist", err)
 	}
 	if _, err := os.Stat(lockPath(path)); !errors.Is(err, fs.ErrNotExist) {
@@ -67,7 +66,7 @@ func TestCreateExisting(t *testing.T) {
 
 func TestSecondWriterRefused(t *testing.T) {
 	path, w := createJournal(t)
-	_, err := Append(path, Header{})
+	_, err := Append(path, event.SessionHeader{})
 	var le *LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("second writer: %v, want a *LockedError", err)
@@ -88,7 +87,7 @@ func TestSecondWriterRefused(t *testing.T) {
 	if Live(path) {
 		t.Error("Live after the writer closed: true")
 	}
-	w2, err := Append(path, Header{})
+	w2, err := Append(path, event.SessionHeader{})
 	if err != nil {
 		t.Fatalf("after the first closed: %v", err)
 	}
@@ -101,7 +100,7 @@ func TestStaleLockFileIsReused(t *testing.T) {
 	if err := os.WriteFile(lockPath(path), []byte(`{"pid":999999,"user":"gone","since":"2026-11-29T00:00:00Z"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Create(path, Header{Created: t0})
+	w, err := Create(path, event.SessionHeader{Created: t0})
 	if err != nil {
 		t.Fatalf("stale lock file: %v", err)
 	}
@@ -136,7 +135,7 @@ func TestFullDiskKeepsBytes(t *testing.T) {
 	w.f = disk
 	var want bytes.Buffer
 	for i := range 5 {
-		e := event.Event{At: t0.Add(time.Duration(i) * time.Second), Data: serverlog.Rate{TokPerSec: 1000 + float64(i), Ranks: 2}}
+		e := event.Event{At: t0.Add(time.Duration(i) * time.Second), Data: event.TokRate{TokPerSec: 1000 + float64(i), Ranks: 2}}
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +150,7 @@ func TestFullDiskKeepsBytes(t *testing.T) {
 		t.Errorf("status on a full disk: %+v", st)
 	}
 	// More events while the disk is full: kept after the unwritten rest.
-	e := event.Event{At: t0.Add(9 * time.Second), Data: Note{Text: "disk full?"}}
+	e := event.Event{At: t0.Add(9 * time.Second), Data: event.Note{Text: "disk full?"}}
 	if err := w.Write(e); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestFullDiskDropsBeyondCap(t *testing.T) {
 	real := w.f
 	defer func() { w.f = real }()
 	w.f = &fullDisk{}
-	big := Note{Text: strings.Repeat("x", 1<<20)}
+	big := event.Note{Text: strings.Repeat("x", 1<<20)}
 	for i := range MaxPending>>20 + 3 {
 		if err := w.Write(event.Event{At: t0.Add(time.Duration(i)), Data: big}); err != nil {
 			t.Fatal(err)
@@ -203,12 +202,12 @@ func TestAppendCutsTornTail(t *testing.T) {
 	if err := os.WriteFile(path, torn, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	next := Header{Created: t0.Add(99 * time.Second), Flightdeck: "v9", Host: "gpu-box", User: "ana", Hostname: "laptop", PID: 77}
+	next := event.SessionHeader{Created: t0.Add(99 * time.Second), Flightdeck: "v9", Host: "gpu-box", User: "ana", Hostname: "laptop", PID: 77}
 	w, err := Append(path, next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(event.Event{At: t0.Add(100 * time.Second), Data: Note{Text: "after"}}); err != nil {
+	if err := w.Write(event.Event{At: t0.Add(100 * time.Second), Data: event.Note{Text: "after"}}); err != nil {
 		t.Fatal(err)
 	}
 	s := testSample(t0.Add(101*time.Second), 1, 2)
@@ -227,7 +226,7 @@ func TestAppendCutsTornTail(t *testing.T) {
 		t.Fatalf("%d events after append, want 9 (6, the session, the note, the sample)", n)
 	}
 	// The new session is recorded first, with its header, at its time.
-	sess, ok := got[6].Data.(Session)
+	sess, ok := got[6].Data.(event.Session)
 	if !ok || !got[6].At.Equal(next.Created.Round(time.Microsecond)) || sess.PID != 77 || sess.Host != "gpu-box" || sess.Format != FormatName || sess.Version != FormatVersion {
 		t.Errorf("first appended event %T %+v at %v, want the session's header at %v", got[6].Data, got[6].Data, got[6].At, next.Created)
 	}
@@ -237,7 +236,7 @@ func TestAppendCutsTornTail(t *testing.T) {
 	}
 	marks := j.Marks()
 	j.Close()
-	if m := marks[len(marks)-2]; m.Kind != "session" || m.T != 99*time.Second || m.Text != "flightdeck v9 pid 77 (ana@laptop)" {
+	if m := marks[len(marks)-2]; m.Kind != event.KindSession || m.T != 99*time.Second || m.Text != "flightdeck v9 pid 77 (ana@laptop)" {
 		t.Errorf("the session's mark %+v", m)
 	}
 	if d := diffPayload(s, got[8].Data); d != "" {
@@ -256,7 +255,7 @@ func TestAppendRefuses(t *testing.T) {
 	} {
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, []byte(content), 0o600)
-		_, err := Append(path, Header{})
+		_, err := Append(path, event.SessionHeader{})
 		_, oerr := Open(path)
 		for _, e := range []error{err, oerr} {
 			var ve *VersionError
@@ -279,11 +278,11 @@ func TestAppendEmptyFileIsNew(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Append(path, Header{Created: t0, Host: "gpu-box", PID: 5})
+	w, err := Append(path, event.SessionHeader{Created: t0, Host: "gpu-box", PID: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(event.Event{At: t0.Add(time.Second), Data: Note{Text: "first"}}); err != nil {
+	if err := w.Write(event.Event{At: t0.Add(time.Second), Data: event.Note{Text: "first"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -298,7 +297,7 @@ func TestAppendEmptyFileIsNew(t *testing.T) {
 		t.Errorf("header %+v", h)
 	}
 	got := readAll(t, path)
-	if len(got) != 1 || got[0].Data.(Note).Text != "first" {
+	if len(got) != 1 || got[0].Data.(event.Note).Text != "first" {
 		t.Errorf("events %+v, want the one note", got)
 	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {

@@ -3,7 +3,7 @@ package agent
 import (
 	"testing"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // BenchmarkDecode decodes an 8-GPU sample line with one process per GPU
@@ -15,7 +15,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m, err := d.Decode(line)
-		if err != nil || len(m.Payload.(gpu.Sample).GPUs) != 8 {
+		if err != nil || len(m.Payload.(event.GPUSample).GPUs) != 8 {
 			b.Fatal(err)
 		}
 	}

@@ -10,20 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-func ok(v float64) gpu.Reading { return gpu.Reading{Value: v} }
+func ok(v float64) event.Reading { return event.Reading{Value: v} }
 
 // h200 returns GPU i of a busy 8×H200 host as NVML reads it.
-func h200(i int) gpu.GPU {
-	absent := gpu.Reading{Status: gpu.Absent}
-	return gpu.GPU{
+func h200(i int) event.GPU {
+	absent := event.Reading{Status: event.CellAbsent}
+	return event.GPU{
 		Index:            i,
-		Name:             gpu.Text{S: "NVIDIA H200"},
-		BusID:            gpu.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
-		UUID:             gpu.Text{S: fmt.Sprintf("GPU-5c2d0b8e-7e1a-4c1f-9b3d-6d2a1f0e%04x", i)},
+		Name:             event.Text{S: "NVIDIA H200"},
+		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
+		UUID:             event.Text{S: fmt.Sprintf("GPU-5c2d0b8e-7e1a-4c1f-9b3d-6d2a1f0e%04x", i)},
 		UtilGPUPct:       ok(float64(90 + i)),
 		UtilMemPct:       ok(float64(40 + i)),
 		MemUsedMiB:       ok(130542 + float64(i)),
@@ -34,29 +33,29 @@ func h200(i int) gpu.GPU {
 		SMClockMHz:       ok(1980),
 		MemClockMHz:      ok(3201),
 		SMClockMax:       ok(1980),
-		FanPct:           gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
-		PState:           gpu.Text{S: "P0"},
+		FanPct:           event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+		PState:           event.Text{S: "P0"},
 		PCIeGenCurrent:   ok(5),
 		PCIeGenMax:       ok(5),
 		PCIeWidthCurrent: ok(16),
 		PCIeWidthMax:     ok(16),
-		ClockEvents:      gpu.ClockEvents{Mask: gpu.ReasonSWPowerCap},
-		Persistence:      gpu.Text{S: "Enabled"},
-		ECCMode:          gpu.Text{S: "Enabled"},
-		MIGMode:          gpu.Text{S: "Disabled"},
+		ClockEvents:      event.ClockEvents{Mask: event.ReasonSWPowerCap},
+		Persistence:      event.Text{S: "Enabled"},
+		ECCMode:          event.Text{S: "Enabled"},
+		MIGMode:          event.Text{S: "Disabled"},
 		PCIeRxKBs:        absent,
 		PCIeTxKBs:        absent,
 	}
 }
 
 // sample8 is an 8-GPU sample with one process per GPU.
-func sample8() gpu.Sample {
-	s := gpu.Sample{At: time.Unix(1764400000, 123456789), Apps: []gpu.App{}}
+func sample8() event.GPUSample {
+	s := event.GPUSample{At: time.Unix(1764400000, 123456789), Apps: []event.ComputeApp{}}
 	for i := range 8 {
 		g := h200(i)
 		s.GPUs = append(s.GPUs, g)
-		s.Apps = append(s.Apps, gpu.App{
-			PID: 41000 + i, Name: gpu.Text{S: "python3"}, UsedMiB: ok(130000),
+		s.Apps = append(s.Apps, event.ComputeApp{
+			PID: 41000 + i, Name: event.Text{S: "python3"}, UsedMiB: ok(130000),
 			BusID: g.BusID, UUID: g.UUID,
 		})
 	}
@@ -74,11 +73,11 @@ func decodeOne(t *testing.T, line []byte) Message {
 }
 
 func TestSampleRoundTrip(t *testing.T) {
-	samples := map[string]gpu.Sample{
+	samples := map[string]event.GPUSample{
 		"8 GPUs with apps": sample8(),
 		"empty":            {},
-		"empty slices":     {GPUs: []gpu.GPU{}, Missing: []int{}, Apps: []gpu.App{}},
-		"missing":          {At: time.Unix(5, 0), GPUs: []gpu.GPU{h200(0)}, Missing: []int{1, 7}},
+		"empty slices":     {GPUs: []event.GPU{}, Missing: []int{}, Apps: []event.ComputeApp{}},
+		"missing":          {At: time.Unix(5, 0), GPUs: []event.GPU{h200(0)}, Missing: []int{1, 7}},
 		"far future":       {At: time.Date(3000, 1, 2, 3, 4, 5, 6, time.UTC)},
 		"far past":         {At: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)},
 		"epoch":            {At: time.Unix(0, 0)},
@@ -96,7 +95,7 @@ func TestSampleRoundTrip(t *testing.T) {
 			if !m.At.Equal(s.At) {
 				t.Errorf("At %v, want %v", m.At, s.At)
 			}
-			if d := diff(s, m.Payload.(gpu.Sample)); d != "" {
+			if d := diff(s, m.Payload.(event.GPUSample)); d != "" {
 				t.Errorf("round trip differs: %s\nline: %s", d, line)
 			}
 		})
@@ -106,25 +105,25 @@ func TestSampleRoundTrip(t *testing.T) {
 // TestStatusForms checks every Status in a Reading, a Text and
 // ClockEvents: the wire form, and that it reads back exactly.
 func TestStatusForms(t *testing.T) {
-	tokens := map[gpu.Status]string{
-		gpu.NA: "[N/A]", gpu.NotSupported: "[Not Supported]", gpu.UnknownError: "[Unknown Error]",
-		gpu.Lost: "[GPU is lost]", gpu.Err: "ERR!", gpu.Empty: "",
-		gpu.Deprecated: "[Requested functionality has been deprecated]",
-		gpu.OtherToken: "[Insufficient Permissions]", gpu.Invalid: "12 %%", gpu.Absent: "",
+	tokens := map[event.CellStatus]string{
+		event.CellNA: "[N/A]", event.CellNotSupported: "[Not Supported]", event.CellUnknownError: "[Unknown Error]",
+		event.CellLost: "[GPU is lost]", event.CellErr: "ERR!", event.CellEmpty: "",
+		event.CellDeprecated: "[Requested functionality has been deprecated]",
+		event.CellOther:      "[Insufficient Permissions]", event.CellInvalid: "12 %%", event.CellAbsent: "",
 	}
-	for st := gpu.OK; st <= gpu.Absent; st++ {
+	for st := event.CellOK; st <= event.CellAbsent; st++ {
 		raw := tokens[st]
-		r := gpu.Reading{Status: st, Raw: raw}
-		tx := gpu.Text{Status: st, S: raw}
-		ce := gpu.ClockEvents{Status: st, Raw: raw}
+		r := event.Reading{Status: st, Raw: raw}
+		tx := event.Text{Status: st, S: raw}
+		ce := event.ClockEvents{Status: st, Raw: raw}
 		var wantR, wantT, wantC string
 		switch st {
-		case gpu.OK:
-			r, tx, ce = ok(53.5), gpu.Text{S: "P0"}, gpu.ClockEvents{Mask: 0x44}
+		case event.CellOK:
+			r, tx, ce = ok(53.5), event.Text{S: "P0"}, event.ClockEvents{Mask: 0x44}
 			wantR, wantT, wantC = `53.5`, `"P0"`, `68`
-		case gpu.Absent:
+		case event.CellAbsent:
 			// left out
-		case gpu.Invalid:
+		case event.CellInvalid:
 			wantR, wantC = `"12 %%"`, `"12 %%"`
 			wantT = `{"status":9,"s":"12 %%"}` // a plain string reads back as OK
 		default:
@@ -134,7 +133,7 @@ func TestStatusForms(t *testing.T) {
 		t.Run(st.String(), func(t *testing.T) {
 			g := h200(0)
 			g.TempC, g.PState, g.ClockEvents = r, tx, ce
-			line := string(AppendSample(nil, gpu.Sample{GPUs: []gpu.GPU{g}}))
+			line := string(AppendSample(nil, event.GPUSample{GPUs: []event.GPU{g}}))
 			for key, want := range map[string]string{keyTemp: wantR, keyPState: wantT, keyClockEvents: wantC} {
 				got, found := valueOf(line, key)
 				if want == "" {
@@ -146,7 +145,7 @@ func TestStatusForms(t *testing.T) {
 				}
 			}
 			m := decodeOne(t, []byte(line))
-			if d := diff(g, m.Payload.(gpu.Sample).GPUs[0]); d != "" {
+			if d := diff(g, m.Payload.(event.GPUSample).GPUs[0]); d != "" {
 				t.Errorf("round trip: %s\nline: %s", d, line)
 			}
 		})
@@ -183,36 +182,36 @@ func valueOf(line, key string) (string, bool) {
 
 // TestOddValues covers the values only the object forms can carry.
 func TestOddValues(t *testing.T) {
-	cases := map[string]gpu.Reading{
-		"value with token":   {Value: 5, Status: gpu.NA, Raw: "[N/A]"},
+	cases := map[string]event.Reading{
+		"value with token":   {Value: 5, Status: event.CellNA, Raw: "[N/A]"},
 		"ok with raw":        {Value: 5, Raw: "5 W"},
 		"nan":                {Value: math.NaN()},
 		"inf":                {Value: math.Inf(1)},
-		"-inf":               {Value: math.Inf(-1), Status: gpu.Err, Raw: "ERR!"},
+		"-inf":               {Value: math.Inf(-1), Status: event.CellErr, Raw: "ERR!"},
 		"negative zero":      {Value: math.Copysign(0, -1)},
-		"neg zero token":     {Value: math.Copysign(0, -1), Status: gpu.NA, Raw: "[N/A]"},
+		"neg zero token":     {Value: math.Copysign(0, -1), Status: event.CellNA, Raw: "[N/A]"},
 		"status 200":         {Status: 200, Raw: "x"},
-		"absent with raw":    {Status: gpu.Absent, Raw: "[N/A]"},
-		"NA without token":   {Status: gpu.NA},
+		"absent with raw":    {Status: event.CellAbsent, Raw: "[N/A]"},
+		"NA without token":   {Status: event.CellNA},
 		"tiny":               {Value: 5e-324},
 		"huge":               {Value: math.MaxFloat64},
 		"long mantissa":      {Value: 0.1 + 0.2},
 		"big integer":        {Value: 1 << 60},
 		"negative":           {Value: -273.15},
-		"escapes in raw":     {Status: gpu.Invalid, Raw: "a\"b\\c\x1b[31m\n\t\u2028é"},
-		"invalid bracketing": {Status: gpu.Invalid, Raw: "[x]"},
+		"escapes in raw":     {Status: event.CellInvalid, Raw: "a\"b\\c\x1b[31m\n\t\u2028é"},
+		"invalid bracketing": {Status: event.CellInvalid, Raw: "[x]"},
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := h200(3)
 			g.PowerDrawW = r
-			g.Name = gpu.Text{S: "[N/A]"} // an OK text that looks like a token
-			g.ClockEvents = gpu.ClockEvents{Status: gpu.NA, Raw: "[N/A]", Mask: 8}
+			g.Name = event.Text{S: "[N/A]"} // an OK text that looks like a token
+			g.ClockEvents = event.ClockEvents{Status: event.CellNA, Raw: "[N/A]", Mask: 8}
 			g.Lost = true
-			s := gpu.Sample{At: time.Unix(1, 2), GPUs: []gpu.GPU{g}}
+			s := event.GPUSample{At: time.Unix(1, 2), GPUs: []event.GPU{g}}
 			line := AppendSample(nil, s)
 			m := decodeOne(t, line)
-			if d := diff(s, m.Payload.(gpu.Sample)); d != "" {
+			if d := diff(s, m.Payload.(event.GPUSample)); d != "" {
 				t.Errorf("round trip: %s\nline: %s", d, line)
 			}
 		})
@@ -221,10 +220,10 @@ func TestOddValues(t *testing.T) {
 
 func TestInvalidUTF8BecomesReplacement(t *testing.T) {
 	g := h200(0)
-	g.Name = gpu.Text{S: "NVIDIA\xff H200"}
-	line := AppendSample(nil, gpu.Sample{GPUs: []gpu.GPU{g}})
+	g.Name = event.Text{S: "NVIDIA\xff H200"}
+	line := AppendSample(nil, event.GPUSample{GPUs: []event.GPU{g}})
 	m := decodeOne(t, line)
-	if got := m.Payload.(gpu.Sample).GPUs[0].Name; got.S != "NVIDIA\uFFFD H200" || got.Status != gpu.OK {
+	if got := m.Payload.(event.GPUSample).GPUs[0].Name; got.S != "NVIDIA\uFFFD H200" || got.Status != event.CellOK {
 		t.Errorf("name %+v", got)
 	}
 }
@@ -236,15 +235,15 @@ func TestEventLines(t *testing.T) {
 		want string
 		kind Kind
 	}{
-		{gpu.Xid{Index: 2, UUID: "GPU-1", BusID: "00000000:83:00.0", Code: 79},
+		{event.Xid{Index: 2, UUID: "GPU-1", BusID: "00000000:83:00.0", Code: 79},
 			`{"t":"xid","at":1764400000000000005,"index":2,"uuid":"GPU-1","pci_bus_id":"00000000:83:00.0","code":79}`, KindXid},
-		{gpu.Xid{Index: -1, Code: math.MaxUint64},
+		{event.Xid{Index: -1, Code: math.MaxUint64},
 			`{"t":"xid","at":1764400000000000005,"index":-1,"code":18446744073709551615}`, KindXid},
-		{gpu.Failure{Class: gpu.FailGPULost, BusID: "0000:0B:00.0", Reason: "GPU is lost", NeedsReboot: true, NVMLVersion: "570.124", Line: "Unable to …"},
+		{event.GPUFailure{Class: event.GPUFailLost, BusID: "0000:0B:00.0", Reason: "GPU is lost", NeedsReboot: true, NVMLVersion: "570.124", Line: "Unable to …"},
 			`{"t":"failure","at":1764400000000000005,"class":"gpu-lost","pci_bus_id":"0000:0B:00.0","reason":"GPU is lost","needs_reboot":true,"nvml_version":"570.124","line":"Unable to …"}`, KindFailure},
-		{gpu.Stale{LastSample: time.Unix(1764399997, 0), Missed: 3, Reason: "no sample for 3 intervals"},
+		{event.GPUStale{LastSample: time.Unix(1764399997, 0), Missed: 3, Reason: "no sample for 3 intervals"},
 			`{"t":"stale","at":1764400000000000005,"last_sample":1764399997000000000,"missed":3,"reason":"no sample for 3 intervals"}`, KindStale},
-		{gpu.Stale{}, `{"t":"stale","at":1764400000000000005,"missed":0}`, KindStale},
+		{event.GPUStale{}, `{"t":"stale","at":1764400000000000005,"missed":0}`, KindStale},
 	}
 	for _, c := range cases {
 		line, ok := AppendEvent(nil, event.Event{At: at, Data: c.p})
@@ -262,11 +261,11 @@ func TestEventLines(t *testing.T) {
 			t.Errorf("%T round trip: %s", c.p, d)
 		}
 	}
-	if _, ok := AppendEvent(nil, event.Event{Data: gpu.Source{}}); ok {
+	if _, ok := AppendEvent(nil, event.Event{Data: event.GPUSource{}}); ok {
 		t.Error("AppendEvent wrote a gpu.Source; the protocol does not carry it")
 	}
 	// A sample event without Sample.At takes the event's time.
-	line, _ := AppendEvent(nil, event.Event{At: at, Data: gpu.Sample{}})
+	line, _ := AppendEvent(nil, event.Event{At: at, Data: event.GPUSample{}})
 	if m := decodeOne(t, line); !m.At.Equal(at) {
 		t.Errorf("sample at %v, want %v", m.At, at)
 	}
@@ -358,8 +357,8 @@ func TestDecodeForwardCompatible(t *testing.T) {
 		})
 	}
 	m := decodeOne(t, []byte(`{"t":"sample","gpus":[{"index":0,"new_field":-2.5e-3,"temp_c":40}]}`))
-	g := m.Payload.(gpu.Sample).GPUs[0]
-	if g.TempC != ok(40) || g.PowerDrawW.Status != gpu.Absent || g.Name.Status != gpu.Absent || g.ClockEvents.Status != gpu.Absent {
+	g := m.Payload.(event.GPUSample).GPUs[0]
+	if g.TempC != ok(40) || g.PowerDrawW.Status != event.CellAbsent || g.Name.Status != event.CellAbsent || g.ClockEvents.Status != event.CellAbsent {
 		t.Errorf("GPU %+v", g)
 	}
 }
@@ -480,7 +479,7 @@ func TestDecodeBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := m.Payload.(gpu.Sample)
+	s := m.Payload.(event.GPUSample)
 	if len(s.GPUs) != MaxGPUs || len(s.Missing) != MaxMissing || len(s.Apps) != MaxApps ||
 		s.GPUs[MaxGPUs-1].Index != 7 || s.Missing[0] != 3 || s.Apps[0].PID != 5 {
 		t.Errorf("decoded %d GPUs, %d missing, %d processes", len(s.GPUs), len(s.Missing), len(s.Apps))

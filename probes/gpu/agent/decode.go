@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Decoder decodes protocol lines. It keeps the strings it has seen (GPU
@@ -29,7 +29,7 @@ type Decoder struct {
 
 // Bounds of one sample line, so that a garbled or hostile line of at most
 // MaxLineBytes cannot make the decoder allocate far more than its size
-// (a GPU object of 12 bytes decodes to a gpu.GPU of over a kilobyte). A
+// (a GPU object of 12 bytes decodes to a event.GPU of over a kilobyte). A
 // line beyond one is a *SyntaxError.
 const (
 	MaxGPUs    = 1024 // GPU objects in "gpus"
@@ -106,17 +106,17 @@ func (d *Decoder) Decode(line []byte) (Message, error) {
 		}
 	case "xid":
 		m.Kind = KindXid
-		var x gpu.Xid
+		var x event.Xid
 		m.At = d.xid(&x)
 		m.Payload = x
 	case "failure":
 		m.Kind = KindFailure
-		var f gpu.Failure
+		var f event.GPUFailure
 		m.At = d.failure(&f)
 		m.Payload = f
 	case "stale":
 		m.Kind = KindStale
-		var st gpu.Stale
+		var st event.GPUStale
 		m.At = d.stale(&st)
 		m.Payload = st
 	case "alive":
@@ -246,9 +246,9 @@ func (d *Decoder) time() time.Time {
 	return time.Unix(sec, ns)
 }
 
-func (d *Decoder) sample() gpu.Sample {
+func (d *Decoder) sample() event.GPUSample {
 	s := &d.s
-	var smp gpu.Sample
+	var smp event.GPUSample
 	gpuHint, appHint := d.gpuHint, d.appHint
 	s.open('{')
 	for n := 0; s.more(&n, '}'); {
@@ -281,17 +281,17 @@ func (d *Decoder) sample() gpu.Sample {
 // gpus reads the array of at most MaxGPUs GPU objects into a slice of
 // capacity hint (the last sample's count: a host's count rarely changes,
 // so the slice is allocated once), growing it as needed.
-func (d *Decoder) gpus(hint int) []gpu.GPU {
+func (d *Decoder) gpus(hint int) []event.GPU {
 	s := &d.s
 	if s.peek() != '[' {
 		s.fail("expected '['")
 		return nil
 	}
-	gs := []gpu.GPU{} // allocates nothing: "[]" is read, not nil
+	gs := []event.GPU{} // allocates nothing: "[]" is read, not nil
 	s.open('[')
 	for n := 0; s.more(&n, ']'); {
 		if n == 1 {
-			gs = make([]gpu.GPU, 0, max(1, hint))
+			gs = make([]event.GPU, 0, max(1, hint))
 		}
 		if len(gs) == MaxGPUs {
 			s.fail("more than " + strconv.Itoa(MaxGPUs) + " GPUs")
@@ -318,9 +318,9 @@ func (d *Decoder) index() int {
 
 // absentGPU is a GPU whose every field was not read: the decoder's start
 // for a GPU object, whose left-out keys stay Absent.
-var absentGPU = gpu.AbsentGPU(0)
+var absentGPU = event.AbsentGPU(0)
 
-func (d *Decoder) gpu(g *gpu.GPU) {
+func (d *Decoder) gpu(g *event.GPU) {
 	s := &d.s
 	s.open('{')
 	hasIndex := false
@@ -392,23 +392,23 @@ func (d *Decoder) gpu(g *gpu.GPU) {
 
 // apps reads the array of at most MaxApps process objects into a slice
 // of capacity hint (the last sample's count), growing it as needed.
-func (d *Decoder) apps(hint int) []gpu.App {
+func (d *Decoder) apps(hint int) []event.ComputeApp {
 	s := &d.s
-	apps := []gpu.App{} // allocates nothing: "[]" is read, not nil
+	apps := []event.ComputeApp{} // allocates nothing: "[]" is read, not nil
 	s.open('[')
 	for n := 0; s.more(&n, ']'); {
 		if n == 1 {
-			apps = make([]gpu.App, 0, hint)
+			apps = make([]event.ComputeApp, 0, hint)
 		}
 		if len(apps) == MaxApps {
 			s.fail("more than " + strconv.Itoa(MaxApps) + " processes")
 			break
 		}
-		a := gpu.App{
-			Name:    gpu.Text{Status: gpu.Absent},
-			UsedMiB: gpu.Reading{Status: gpu.Absent},
-			BusID:   gpu.Text{Status: gpu.Absent},
-			UUID:    gpu.Text{Status: gpu.Absent},
+		a := event.ComputeApp{
+			Name:    event.Text{Status: event.CellAbsent},
+			UsedMiB: event.Reading{Status: event.CellAbsent},
+			BusID:   event.Text{Status: event.CellAbsent},
+			UUID:    event.Text{Status: event.CellAbsent},
 		}
 		s.open('{')
 		for k := 0; s.more(&k, '}'); {
@@ -437,24 +437,24 @@ func (d *Decoder) apps(hint int) []gpu.App {
 	return apps
 }
 
-// status reads a gpu.Status number.
-func (d *Decoder) status() gpu.Status {
+// status reads a event.CellStatus number.
+func (d *Decoder) status() event.CellStatus {
 	n := d.s.uint64()
 	if n > math.MaxUint8 {
 		d.s.fail("status out of range")
 		return 0
 	}
-	return gpu.Status(n)
+	return event.CellStatus(n)
 }
 
-func (d *Decoder) reading() gpu.Reading {
+func (d *Decoder) reading() event.Reading {
 	s := &d.s
 	switch c := s.peek(); {
 	case c == '"':
 		raw := d.str()
-		return gpu.Reading{Status: rawStatus(raw), Raw: raw}
+		return event.Reading{Status: rawStatus(raw), Raw: raw}
 	case c == '{':
-		var r gpu.Reading
+		var r event.Reading
 		s.i++
 		hasStatus := false
 		for n := 0; s.more(&n, '}'); {
@@ -475,7 +475,7 @@ func (d *Decoder) reading() gpu.Reading {
 		}
 		return r
 	}
-	return gpu.Reading{Value: s.float()}
+	return event.Reading{Value: s.float()}
 }
 
 func (d *Decoder) numOrWord() float64 {
@@ -495,13 +495,13 @@ func (d *Decoder) numOrWord() float64 {
 	return 0
 }
 
-func (d *Decoder) text() gpu.Text {
+func (d *Decoder) text() event.Text {
 	s := &d.s
 	if s.peek() != '{' {
 		v := d.str()
-		return gpu.Text{S: v, Status: textStatus(v)}
+		return event.Text{S: v, Status: textStatus(v)}
 	}
-	var t gpu.Text
+	var t event.Text
 	s.i++
 	hasStatus := false
 	for n := 0; s.more(&n, '}'); {
@@ -521,14 +521,14 @@ func (d *Decoder) text() gpu.Text {
 	return t
 }
 
-func (d *Decoder) clockEvents() gpu.ClockEvents {
+func (d *Decoder) clockEvents() event.ClockEvents {
 	s := &d.s
 	switch s.peek() {
 	case '"':
 		raw := d.str()
-		return gpu.ClockEvents{Status: rawStatus(raw), Raw: raw}
+		return event.ClockEvents{Status: rawStatus(raw), Raw: raw}
 	case '{':
-		var c gpu.ClockEvents
+		var c event.ClockEvents
 		s.i++
 		hasStatus := false
 		for n := 0; s.more(&n, '}'); {
@@ -539,7 +539,7 @@ func (d *Decoder) clockEvents() gpu.ClockEvents {
 			case "raw":
 				c.Raw = d.str()
 			case "mask":
-				c.Mask = gpu.ClockEventReason(s.uint64())
+				c.Mask = event.ClockEventReason(s.uint64())
 			default:
 				s.skip(0)
 			}
@@ -549,10 +549,10 @@ func (d *Decoder) clockEvents() gpu.ClockEvents {
 		}
 		return c
 	}
-	return gpu.ClockEvents{Mask: gpu.ClockEventReason(s.uint64())}
+	return event.ClockEvents{Mask: event.ClockEventReason(s.uint64())}
 }
 
-func (d *Decoder) xid(x *gpu.Xid) time.Time {
+func (d *Decoder) xid(x *event.Xid) time.Time {
 	s := &d.s
 	var at time.Time
 	s.open('{')
@@ -575,7 +575,7 @@ func (d *Decoder) xid(x *gpu.Xid) time.Time {
 	return at
 }
 
-func (d *Decoder) failure(f *gpu.Failure) time.Time {
+func (d *Decoder) failure(f *event.GPUFailure) time.Time {
 	s := &d.s
 	var at time.Time
 	s.open('{')
@@ -584,7 +584,7 @@ func (d *Decoder) failure(f *gpu.Failure) time.Time {
 		case "at":
 			at = d.time()
 		case "class":
-			f.Class = gpu.FailureClass(d.str())
+			f.Class = event.GPUFailureClass(d.str())
 		case "pci_bus_id":
 			f.BusID = d.str()
 		case "reason":
@@ -602,7 +602,7 @@ func (d *Decoder) failure(f *gpu.Failure) time.Time {
 	return at
 }
 
-func (d *Decoder) stale(st *gpu.Stale) time.Time {
+func (d *Decoder) stale(st *event.GPUStale) time.Time {
 	s := &d.s
 	var at time.Time
 	s.open('{')

@@ -36,7 +36,7 @@
 // Times ("at", "last_sample") are Unix nanoseconds on the agent's clock
 // ([seconds, nanoseconds] for a time outside 1678–2262); a zero time is
 // left out.
-// A sample's GPU object has "index" and one key per gpu.GPU field, named
+// A sample's GPU object has "index" and one key per event.GPU field, named
 // with its unit: name, pci_bus_id, uuid, util_gpu_pct, util_mem_pct,
 // mem_used_mib, mem_total_mib, power_draw_w, power_limit_w, temp_c,
 // sm_clock_mhz, mem_clock_mhz, sm_clock_max_mhz, fan_speed_pct, pstate,
@@ -60,9 +60,9 @@
 // value and a token, a Text whose status does not match its string, a
 // non-finite number) is written as an object: {"status":N,"raw":"…",
 // "value":x} for a Reading, {"status":N,"s":"…"} for a Text,
-// {"status":N,"raw":"…","mask":M} for clock_events, with N the gpu.Status
+// {"status":N,"raw":"…","mask":M} for clock_events, with N the event.CellStatus
 // number and x a number or "nan", "inf", "-inf". So decoding what
-// AppendSample wrote gives back the same gpu.Sample, field for field (times
+// AppendSample wrote gives back the same event.GPUSample, field for field (times
 // compared with Equal; strings are written as valid UTF-8, each invalid
 // byte becoming U+FFFD).
 //
@@ -86,7 +86,7 @@
 // unused for 14 days beyond the 3 newest), checks and starts it in one SSH
 // session (what runs is what was checked) and publishes its events; it
 // falls back to the nvidia-smi stream (gpu.Sampler), saying why in a
-// gpu.Source event, when the agent cannot run, exits, or falls silent for
+// event.GPUSource event, when the agent cannot run, exits, or falls silent for
 // 3 intervals (then it is killed). After an exit or silence it retries the
 // agent beside the fallback (30 s, doubling to 5 min) and switches back at
 // the retried agent's first sample. An agent that reports NVML blocked

@@ -6,7 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -66,30 +65,39 @@ func AppendUnavailable(b []byte, u Unavailable) []byte {
 }
 
 // AppendEvent appends the line for an event whose payload the protocol
-// carries (gpu.Sample, gpu.Xid, gpu.Failure, gpu.Stale) and reports true;
+// carries (event.GPUSample, event.Xid, event.GPUFailure, event.GPUStale) and reports true;
 // for any other payload it returns b unchanged and false. A sample's time
 // is Sample.At (the event's time when Sample.At is zero); the others carry
 // the event's time.
 func AppendEvent(b []byte, e event.Event) ([]byte, bool) {
 	switch p := e.Data.(type) {
-	case gpu.Sample:
+	case event.GPUSample:
 		if p.At.IsZero() {
 			p.At = e.At
 		}
 		return AppendSample(b, p), true
-	case gpu.Xid:
+	case event.Xid:
 		return AppendXid(b, e.At, p), true
-	case gpu.Failure:
+	case event.GPUFailure:
 		return AppendFailure(b, e.At, p), true
-	case gpu.Stale:
+	case event.GPUStale:
 		return AppendStale(b, e.At, p), true
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
+		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUSource, event.GitAction, event.GitMoved, event.GitStatus,
+		event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
+		event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
+		event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerFailure,
+		event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerReady,
+		event.ServerStatus, event.Session, event.SpecDecode, event.Throughput, event.TokRate:
+		// not in the agent protocol
 	}
 	return b, false
 }
 
 // AppendSample appends s as a sample line and its "\n" (see the package
 // documentation for the format).
-func AppendSample(b []byte, s gpu.Sample) []byte {
+func AppendSample(b []byte, s event.GPUSample) []byte {
 	b = append(b, `{"t":"sample"`...)
 	b = appendTimeKey(b, `,"at":`, s.At)
 	if s.GPUs != nil {
@@ -126,7 +134,7 @@ func AppendSample(b []byte, s gpu.Sample) []byte {
 }
 
 // AppendXid appends x, seen at at, as an xid line and its "\n".
-func AppendXid(b []byte, at time.Time, x gpu.Xid) []byte {
+func AppendXid(b []byte, at time.Time, x event.Xid) []byte {
 	b = append(b, `{"t":"xid"`...)
 	b = appendTimeKey(b, `,"at":`, at)
 	b = append(b, `,"index":`...)
@@ -139,7 +147,7 @@ func AppendXid(b []byte, at time.Time, x gpu.Xid) []byte {
 }
 
 // AppendFailure appends f, seen at at, as a failure line and its "\n".
-func AppendFailure(b []byte, at time.Time, f gpu.Failure) []byte {
+func AppendFailure(b []byte, at time.Time, f event.GPUFailure) []byte {
 	b = append(b, `{"t":"failure"`...)
 	b = appendTimeKey(b, `,"at":`, at)
 	b = append(b, `,"class":`...)
@@ -155,7 +163,7 @@ func AppendFailure(b []byte, at time.Time, f gpu.Failure) []byte {
 }
 
 // AppendStale appends s, seen at at, as a stale line and its "\n".
-func AppendStale(b []byte, at time.Time, s gpu.Stale) []byte {
+func AppendStale(b []byte, at time.Time, s event.GPUStale) []byte {
 	b = append(b, `{"t":"stale"`...)
 	b = appendTimeKey(b, `,"at":`, at)
 	b = appendTimeKey(b, `,"last_sample":`, s.LastSample)
@@ -165,7 +173,7 @@ func AppendStale(b []byte, at time.Time, s gpu.Stale) []byte {
 	return append(b, "}\n"...)
 }
 
-// GPU object keys, in gpu.GPU field order.
+// GPU object keys, in event.GPU field order.
 const (
 	keyIndex            = "index"
 	keyName             = "name"
@@ -196,7 +204,7 @@ const (
 	keyPCIeTx           = "pcie_tx_kbs"
 )
 
-func appendGPU(b []byte, g *gpu.GPU) []byte {
+func appendGPU(b []byte, g *event.GPU) []byte {
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(g.Index), 10)
 	b = appendText(b, `,"`+keyName+`":`, g.Name)
@@ -230,10 +238,10 @@ func appendGPU(b []byte, g *gpu.GPU) []byte {
 	return append(b, '}')
 }
 
-func appendApp(b []byte, a *gpu.App) []byte {
+func appendApp(b []byte, a *event.ComputeApp) []byte {
 	b = append(b, `{"pid":`...)
 	b = strconv.AppendInt(b, int64(a.PID), 10)
-	if a.PIDStatus != gpu.OK {
+	if a.PIDStatus != event.CellOK {
 		b = append(b, `,"pid_status":`...)
 		b = strconv.AppendUint(b, uint64(a.PIDStatus), 10)
 	}
@@ -246,41 +254,41 @@ func appendApp(b []byte, a *gpu.App) []byte {
 
 // tokenStatus classifies a non-value token as probes/gpu does for
 // nvidia-smi's cells: ok is false when s is not one.
-func tokenStatus(s string) (st gpu.Status, ok bool) {
+func tokenStatus(s string) (st event.CellStatus, ok bool) {
 	switch s {
 	case "":
-		return gpu.Empty, true
+		return event.CellEmpty, true
 	case "[N/A]", "N/A":
-		return gpu.NA, true
+		return event.CellNA, true
 	case "[Not Supported]":
-		return gpu.NotSupported, true
+		return event.CellNotSupported, true
 	case "[Unknown Error]":
-		return gpu.UnknownError, true
+		return event.CellUnknownError, true
 	case "[GPU is lost]":
-		return gpu.Lost, true
+		return event.CellLost, true
 	case "ERR!":
-		return gpu.Err, true
+		return event.CellErr, true
 	case "[Requested functionality has been deprecated]":
-		return gpu.Deprecated, true
+		return event.CellDeprecated, true
 	}
 	if len(s) >= 2 && s[0] == '[' && s[len(s)-1] == ']' {
-		return gpu.OtherToken, true
+		return event.CellOther, true
 	}
-	return gpu.OK, false
+	return event.CellOK, false
 }
 
 // rawStatus is the Status a Reading or ClockEvents written as the string
 // raw reads back with: its token's, else Invalid (garbled text).
-func rawStatus(raw string) gpu.Status {
+func rawStatus(raw string) event.CellStatus {
 	if st, ok := tokenStatus(raw); ok {
 		return st
 	}
-	return gpu.Invalid
+	return event.CellInvalid
 }
 
 // textStatus is the Status a Text written as the string s reads back with:
 // its token's, else OK.
-func textStatus(s string) gpu.Status {
+func textStatus(s string) event.CellStatus {
 	st, _ := tokenStatus(s)
 	return st
 }
@@ -291,12 +299,12 @@ func isFinite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 // appendReading appends key and r in the shortest form that reads back
 // exactly; nothing for an Absent reading without value or text.
-func appendReading(b []byte, key string, r gpu.Reading) []byte {
+func appendReading(b []byte, key string, r event.Reading) []byte {
 	switch {
-	case r.Status == gpu.OK && r.Raw == "" && isFinite(r.Value):
+	case r.Status == event.CellOK && r.Raw == "" && isFinite(r.Value):
 		b = append(b, key...)
 		return appendNum(b, r.Value)
-	case r.Status == gpu.Absent && r.Raw == "" && isPosZero(r.Value):
+	case r.Status == event.CellAbsent && r.Raw == "" && isPosZero(r.Value):
 		return b
 	case isPosZero(r.Value) && r.Status == rawStatus(r.Raw) && validUTF8(r.Raw):
 		b = append(b, key...)
@@ -318,9 +326,9 @@ func appendReading(b []byte, key string, r gpu.Reading) []byte {
 
 // appendText appends key and t in the shortest form that reads back
 // exactly; nothing for an Absent text without a string.
-func appendText(b []byte, key string, t gpu.Text) []byte {
+func appendText(b []byte, key string, t event.Text) []byte {
 	switch {
-	case t.Status == gpu.Absent && t.S == "":
+	case t.Status == event.CellAbsent && t.S == "":
 		return b
 	case t.Status == textStatus(t.S) && validUTF8(t.S):
 		b = append(b, key...)
@@ -334,13 +342,13 @@ func appendText(b []byte, key string, t gpu.Text) []byte {
 	return append(b, '}')
 }
 
-func appendClockEvents(b []byte, c gpu.ClockEvents) []byte {
+func appendClockEvents(b []byte, c event.ClockEvents) []byte {
 	const key = `,"` + keyClockEvents + `":`
 	switch {
-	case c.Status == gpu.OK && c.Raw == "":
+	case c.Status == event.CellOK && c.Raw == "":
 		b = append(b, key...)
 		return strconv.AppendUint(b, uint64(c.Mask), 10)
-	case c.Status == gpu.Absent && c.Raw == "" && c.Mask == 0:
+	case c.Status == event.CellAbsent && c.Raw == "" && c.Mask == 0:
 		return b
 	case c.Mask == 0 && c.Status == rawStatus(c.Raw) && validUTF8(c.Raw):
 		b = append(b, key...)

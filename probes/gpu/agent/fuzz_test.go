@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -47,12 +46,12 @@ func (g *gen) str() string {
 	return s
 }
 
-func (g *gen) status() gpu.Status {
+func (g *gen) status() event.CellStatus {
 	c := g.byte()
 	if c >= 240 {
-		return gpu.Status(g.byte())
+		return event.CellStatus(g.byte())
 	}
-	return gpu.Status(c % 11)
+	return event.CellStatus(c % 11)
 }
 
 func (g *gen) float() float64 {
@@ -68,25 +67,25 @@ func (g *gen) float() float64 {
 	}
 }
 
-func (g *gen) reading() gpu.Reading {
+func (g *gen) reading() event.Reading {
 	switch g.byte() % 4 {
 	case 0:
-		return gpu.Reading{Value: g.float()}
+		return event.Reading{Value: g.float()}
 	case 1:
-		return gpu.Reading{Status: gpu.Absent}
+		return event.Reading{Status: event.CellAbsent}
 	}
-	r := gpu.Reading{Status: g.status(), Raw: g.str()}
+	r := event.Reading{Status: g.status(), Raw: g.str()}
 	if g.byte()%3 == 0 {
 		r.Value = g.float()
 	}
 	return r
 }
 
-func (g *gen) text() gpu.Text {
+func (g *gen) text() event.Text {
 	if g.byte()%4 == 0 {
-		return gpu.Text{Status: gpu.Absent}
+		return event.Text{Status: event.CellAbsent}
 	}
-	return gpu.Text{Status: g.status(), S: g.str()}
+	return event.Text{Status: g.status(), S: g.str()}
 }
 
 func (g *gen) time() time.Time {
@@ -99,20 +98,20 @@ func (g *gen) time() time.Time {
 	return time.Unix(0, int64(g.u64()))
 }
 
-func (g *gen) sample() gpu.Sample {
-	s := gpu.Sample{At: g.time()}
+func (g *gen) sample() event.GPUSample {
+	s := event.GPUSample{At: g.time()}
 	n := int(g.byte() % 4)
 	if n > 0 || g.byte()%2 == 0 {
-		s.GPUs = make([]gpu.GPU, 0, n)
+		s.GPUs = make([]event.GPU, 0, n)
 	}
 	for range n {
-		s.GPUs = append(s.GPUs, gpu.GPU{
+		s.GPUs = append(s.GPUs, event.GPU{
 			Index: int(uint32(g.u64()) >> 1), Name: g.text(), BusID: g.text(), UUID: g.text(),
 			UtilGPUPct: g.reading(), UtilMemPct: g.reading(), MemUsedMiB: g.reading(), MemTotalMiB: g.reading(),
 			PowerDrawW: g.reading(), PowerLimitW: g.reading(), TempC: g.reading(), SMClockMHz: g.reading(),
 			MemClockMHz: g.reading(), SMClockMax: g.reading(), FanPct: g.reading(), PState: g.text(),
 			PCIeGenCurrent: g.reading(), PCIeGenMax: g.reading(), PCIeWidthCurrent: g.reading(), PCIeWidthMax: g.reading(),
-			ClockEvents: gpu.ClockEvents{Mask: gpu.ClockEventReason(g.u64() >> (g.byte() % 65)), Status: g.status(), Raw: g.str()},
+			ClockEvents: event.ClockEvents{Mask: event.ClockEventReason(g.u64() >> (g.byte() % 65)), Status: g.status(), Raw: g.str()},
 			Persistence: g.text(), ECCMode: g.text(), MIGMode: g.text(), Lost: g.byte()%2 == 0,
 			PCIeRxKBs: g.reading(), PCIeTxKBs: g.reading(),
 		})
@@ -124,9 +123,9 @@ func (g *gen) sample() gpu.Sample {
 		}
 	}
 	if c := g.byte() % 3; c > 0 {
-		s.Apps = []gpu.App{}
+		s.Apps = []event.ComputeApp{}
 		for range c - 1 {
-			s.Apps = append(s.Apps, gpu.App{PID: int(int64(g.u64())), PIDStatus: g.status(), Name: g.text(),
+			s.Apps = append(s.Apps, event.ComputeApp{PID: int(int64(g.u64())), PIDStatus: g.status(), Name: g.text(),
 				UsedMiB: g.reading(), BusID: g.text(), UUID: g.text()})
 		}
 	}
@@ -135,21 +134,21 @@ func (g *gen) sample() gpu.Sample {
 
 // validStrings replaces each byte of invalid UTF-8 in every string of s by
 // U+FFFD, as the encoder does.
-func validStrings(s gpu.Sample) gpu.Sample {
+func validStrings(s event.GPUSample) event.GPUSample {
 	fix := func(x string) string {
 		if validUTF8(x) {
 			return x
 		}
 		return string([]rune(x))
 	}
-	fr := func(r *gpu.Reading) { r.Raw = fix(r.Raw) }
-	ft := func(t *gpu.Text) { t.S = fix(t.S) }
+	fr := func(r *event.Reading) { r.Raw = fix(r.Raw) }
+	ft := func(t *event.Text) { t.S = fix(t.S) }
 	for i := range s.GPUs {
 		g := &s.GPUs[i]
-		for _, t := range []*gpu.Text{&g.Name, &g.BusID, &g.UUID, &g.PState, &g.Persistence, &g.ECCMode, &g.MIGMode} {
+		for _, t := range []*event.Text{&g.Name, &g.BusID, &g.UUID, &g.PState, &g.Persistence, &g.ECCMode, &g.MIGMode} {
 			ft(t)
 		}
-		for _, r := range []*gpu.Reading{&g.UtilGPUPct, &g.UtilMemPct, &g.MemUsedMiB, &g.MemTotalMiB, &g.PowerDrawW,
+		for _, r := range []*event.Reading{&g.UtilGPUPct, &g.UtilMemPct, &g.MemUsedMiB, &g.MemTotalMiB, &g.PowerDrawW,
 			&g.PowerLimitW, &g.TempC, &g.SMClockMHz, &g.MemClockMHz, &g.SMClockMax, &g.FanPct, &g.PCIeGenCurrent,
 			&g.PCIeGenMax, &g.PCIeWidthCurrent, &g.PCIeWidthMax, &g.PCIeRxKBs, &g.PCIeTxKBs} {
 			fr(r)
@@ -183,14 +182,14 @@ func FuzzRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Decode: %v\nline: %s", err, line)
 		}
-		if df := diff(validStrings(s), m.Payload.(gpu.Sample)); df != "" {
+		if df := diff(validStrings(s), m.Payload.(event.GPUSample)); df != "" {
 			t.Fatalf("round trip: %s\nline: %s", df, line)
 		}
-		x := gpu.Xid{Index: int(int64(g.u64())), UUID: g.str(), BusID: g.str(), Code: g.u64()}
+		x := event.Xid{Index: int(int64(g.u64())), UUID: g.str(), BusID: g.str(), Code: g.u64()}
 		at := g.time()
 		for _, p := range []event.Payload{x,
-			gpu.Failure{Class: gpu.FailureClass(g.str()), BusID: g.str(), Reason: g.str(), NeedsReboot: g.byte()%2 == 0, NVMLVersion: g.str(), Line: g.str()},
-			gpu.Stale{LastSample: g.time(), Missed: int(int64(g.u64())), Reason: g.str()}} {
+			event.GPUFailure{Class: event.GPUFailureClass(g.str()), BusID: g.str(), Reason: g.str(), NeedsReboot: g.byte()%2 == 0, NVMLVersion: g.str(), Line: g.str()},
+			event.GPUStale{LastSample: g.time(), Missed: int(int64(g.u64())), Reason: g.str()}} {
 			line, _ := AppendEvent(nil, event.Event{At: at, Data: p})
 			m, err := d.Decode(line)
 			if err != nil {

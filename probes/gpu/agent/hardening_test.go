@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -86,13 +85,13 @@ func TestRunnerRetriesATimedOutInstall(t *testing.T) {
 	rg := newLocalRig(t)
 	h := &slowHost{Host: rg.host, slow: map[int]bool{1: true}}
 	events := rg.run(&Runner{Host: h, Binary: rg.fakeAgent("agent", steadyAgent), retryFirst: 50 * time.Millisecond})
-	src := expect[gpu.Source](t, events)
+	src := expect[event.GPUSource](t, events)
 	want := "agent install check failed: remote: host: command stopped: context deadline exceeded" + retryNote
-	if src.Mode != gpu.SourceNvidiaSMI || src.Fallback != want {
+	if src.Mode != event.SourceNvidiaSMI || src.Fallback != want {
 		t.Fatalf("source %+v, want the fallback %q", src, want)
 	}
-	src = next(t, events, "source", isSource).Data.(gpu.Source)
-	if src.Mode != gpu.SourceAgent {
+	src = next(t, events, "source", isSource).Data.(event.GPUSource)
+	if src.Mode != event.SourceAgent {
 		t.Fatalf("after the retry: %+v, want the agent", src)
 	}
 }
@@ -108,11 +107,11 @@ echo '%[2]s'
 while :; do echo '%[3]s'; sleep 0.1; done`, ran, fakeHello, againSample)
 	h := &slowHost{Host: rg.host, slow: map[int]bool{2: true}}
 	events := rg.run(&Runner{Host: h, Binary: rg.fakeAgent("agent", body), retryFirst: 50 * time.Millisecond})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceNvidiaSMI || src.Fallback != "agent exited: exit status 1"+retryNote {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceNvidiaSMI || src.Fallback != "agent exited: exit status 1"+retryNote {
 		t.Fatalf("source %+v", src)
 	}
-	src := next(t, events, "source", isSource).Data.(gpu.Source)
-	if src.Mode != gpu.SourceAgent {
+	src := next(t, events, "source", isSource).Data.(event.GPUSource)
+	if src.Mode != event.SourceAgent {
 		t.Fatalf("after the retries: %+v, want the agent", src)
 	}
 	h.mu.Lock()
@@ -233,10 +232,10 @@ exec %s "$@"
 		t.Fatal(err)
 	}
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", steadyAgent)})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent || !strings.HasSuffix(src.Detail, "(uploaded)") {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent || !strings.HasSuffix(src.Detail, "(uploaded)") {
 		t.Fatalf("source %+v", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 	if _, err := os.Stat(armed); err == nil {
 		t.Fatal("the agent was not swapped during its hashing")
 	}
@@ -300,10 +299,10 @@ func parentOf(pid int) int {
 func TestRunnerStallIsTheConnections(t *testing.T) {
 	rg := newRig(t)
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", steadyAgent)})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent {
 		t.Fatalf("source %+v", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 	old := rg.pidOf("agent")
 	frozen := sshdSessionOf(t, old)
 	for _, p := range frozen {
@@ -318,19 +317,19 @@ func TestRunnerStallIsTheConnections(t *testing.T) {
 	})
 	e := next(t, events, "stale or source", func(e event.Event) bool {
 		switch e.Data.(type) {
-		case gpu.Stale, gpu.Source:
+		case event.GPUStale, event.GPUSource:
 			return true
 		}
 		return false
 	})
-	if st, ok := e.Data.(gpu.Stale); !ok || st.Reason != "connection to host lost; restarting the agent" {
+	if st, ok := e.Data.(event.GPUStale); !ok || st.Reason != "connection to host lost; restarting the agent" {
 		t.Fatalf("after the stall: %T %+v, want a Stale for the lost connection", e.Data, e.Data)
 	}
-	src := next(t, events, "source", isSource).Data.(gpu.Source)
-	if src.Mode != gpu.SourceAgent || !strings.HasSuffix(src.Detail, "(cached)") {
+	src := next(t, events, "source", isSource).Data.(event.GPUSource)
+	if src.Mode != event.SourceAgent || !strings.HasSuffix(src.Detail, "(cached)") {
 		t.Fatalf("after the stall: %+v, want the cached agent again", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 	if rg.pidOf("agent") == old {
 		t.Fatal("no new agent")
 	}

@@ -56,10 +56,10 @@ const (
 	KindUnknown     Kind = iota // a "t" this reader does not know: skip the line
 	KindHello                   // "hello": Message.Hello
 	KindUnavailable             // "unavailable": Message.Unavailable
-	KindSample                  // "sample": Message.Payload is a gpu.Sample
-	KindXid                     // "xid": Message.Payload is a gpu.Xid
-	KindFailure                 // "failure": Message.Payload is a gpu.Failure
-	KindStale                   // "stale": Message.Payload is a gpu.Stale
+	KindSample                  // "sample": Message.Payload is a event.GPUSample
+	KindXid                     // "xid": Message.Payload is a event.Xid
+	KindFailure                 // "failure": Message.Payload is a event.GPUFailure
+	KindStale                   // "stale": Message.Payload is a event.GPUStale
 	// KindAlive: "alive", the agent's heartbeat: it writes one when it
 	// wrote no other line for an interval and a half (a read is blocked in
 	// NVML), so that the cockpit can tell a live agent from a dead

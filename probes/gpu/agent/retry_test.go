@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -48,7 +47,7 @@ const retryNote = "; retrying the agent in the background"
 var againSample = strings.Replace(fakeSample, "Fake GPU", "Fake GPU again", 1)
 
 func isAgentSample(e event.Event) bool {
-	s, ok := e.Data.(gpu.Sample)
+	s, ok := e.Data.(event.GPUSample)
 	return ok && len(s.GPUs) == 1 && s.GPUs[0].TempC.Value == 40
 }
 
@@ -66,10 +65,10 @@ echo '%[3]s'
 while :; do echo '%[5]s'; sleep 0.1; done`, ran, proceed, fakeHello, fakeSample, againSample)
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", body), retryFirst: 50 * time.Millisecond})
 
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent || !strings.HasSuffix(src.Detail, "(uploaded)") {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent || !strings.HasSuffix(src.Detail, "(uploaded)") {
 		t.Fatalf("source %+v", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 	src := expectFallback(t, events)
 	if want := "agent exited: killed by SIGTERM (exit status 143)" + retryNote; src.Fallback != want {
 		t.Errorf("fallback %q, want %q", src.Fallback, want)
@@ -81,22 +80,22 @@ while :; do echo '%[5]s'; sleep 0.1; done`, ran, proceed, fakeHello, fakeSample,
 	// Until the agent is back: nvidia-smi's samples only.
 	for {
 		e := next(t, events, "an event", func(event.Event) bool { return true })
-		if s, ok := e.Data.(gpu.Source); ok {
-			if s.Mode != gpu.SourceAgent || s.Detail != "agent test, NVML 12.550.54.15, driver 550.54.15 (cached)" {
+		if s, ok := e.Data.(event.GPUSource); ok {
+			if s.Mode != event.SourceAgent || s.Detail != "agent test, NVML 12.550.54.15, driver 550.54.15 (cached)" {
 				t.Fatalf("source %+v, want the cached agent back", s)
 			}
 			break
 		}
-		if _, ok := e.Data.(gpu.Stale); ok {
+		if _, ok := e.Data.(event.GPUStale); ok {
 			continue // nvidia-smi was slow: its own report
 		}
-		if s, ok := e.Data.(gpu.Sample); !ok || s.GPUs[0].TempC.Value != 41 {
+		if s, ok := e.Data.(event.GPUSample); !ok || s.GPUs[0].TempC.Value != 41 {
 			t.Fatalf("%T %+v before the agent came back, want nvidia-smi's samples", e.Data, e.Data)
 		}
 	}
 	// From then on: the agent's samples only (the fallback stopped first).
 	for i := range 10 {
-		s := expect[gpu.Sample](t, events)
+		s := expect[event.GPUSample](t, events)
 		if s.GPUs[0].Name.S != "Fake GPU again" {
 			t.Fatalf("sample %d after the switch: %+v, want the agent's", i, s)
 		}
@@ -137,7 +136,7 @@ func TestRunnerDoesNotRetryPermanentReasons(t *testing.T) {
 			// 10 samples of 100 ms: many times the retry's first wait.
 			for range 10 {
 				e := next(t, events, "an event", func(event.Event) bool { return true })
-				if _, ok := e.Data.(gpu.Source); ok {
+				if _, ok := e.Data.(event.GPUSource); ok {
 					t.Fatalf("source %+v after the fallback", e.Data)
 				}
 				if isAgentSample(e) {
@@ -162,29 +161,29 @@ func TestRunnerStopsRetryingAtAPermanentReason(t *testing.T) {
 	body := fmt.Sprintf(`if [ ! -e %[1]s ]; then : > %[1]s; echo '%[2]s'; exit 1; fi
 echo '{"t":"unavailable","v":1,"reason":"NVML init failed: ERROR_DRIVER_NOT_LOADED","code":9}'; exit 3`, ran, fakeHello)
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", body), retryFirst: 20 * time.Millisecond})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent {
 		t.Fatalf("source %+v", src)
 	}
 	// Only nvidia-smi samples between the two: the retry's hello is held
 	// until a sample that never comes.
-	src := expect[gpu.Source](t, events)
-	if want := "agent exited: exit status 1" + retryNote; src.Mode != gpu.SourceNvidiaSMI || src.Fallback != want {
+	src := expect[event.GPUSource](t, events)
+	if want := "agent exited: exit status 1" + retryNote; src.Mode != event.SourceNvidiaSMI || src.Fallback != want {
 		t.Errorf("source %+v, want the fallback %q", src, want)
 	}
 	for {
 		e := next(t, events, "an event", func(event.Event) bool { return true })
-		if s, ok := e.Data.(gpu.Source); ok {
+		if s, ok := e.Data.(event.GPUSource); ok {
 			src = s
 			break
 		}
-		if _, ok := e.Data.(gpu.Stale); ok {
+		if _, ok := e.Data.(event.GPUStale); ok {
 			continue
 		}
-		if s, ok := e.Data.(gpu.Sample); !ok || s.GPUs[0].TempC.Value != 41 {
+		if s, ok := e.Data.(event.GPUSample); !ok || s.GPUs[0].TempC.Value != 41 {
 			t.Fatalf("%T %+v during the retry, want nvidia-smi's samples", e.Data, e.Data)
 		}
 	}
-	if want := "NVML unavailable on the host: NVML init failed: ERROR_DRIVER_NOT_LOADED"; src.Mode != gpu.SourceNvidiaSMI || src.Fallback != want {
+	if want := "NVML unavailable on the host: NVML init failed: ERROR_DRIVER_NOT_LOADED"; src.Mode != event.SourceNvidiaSMI || src.Fallback != want {
 		t.Errorf("source %+v, want the fallback for good: %q", src, want)
 	}
 	for range 10 {

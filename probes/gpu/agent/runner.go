@@ -23,16 +23,16 @@ import (
 // or falls back to the nvidia-smi stream.
 //
 // Run publishes, in order:
-//   - gpu.Source{Mode: agent, Detail: "agent 0.8.0, NVML 12.550.54.15,
+//   - event.GPUSource{Mode: agent, Detail: "agent 0.8.0, NVML 12.550.54.15,
 //     driver 550.54.15 (uploaded)"} once the agent said hello ("simulated
 //     NVML, agent …" when it samples the simulated host's fake NVML), then
-//     the agent's gpu.Sample, gpu.Xid, gpu.Failure and gpu.Stale events,
+//     the agent's event.GPUSample, event.Xid, event.GPUFailure and event.GPUStale events,
 //     stamped with this machine's clock when their line arrived (as the
 //     nvidia-smi stream stamps its rows; the host's clock may be skewed).
-//     The agent reports a read blocked in NVML with a gpu.Stale after 2
+//     The agent reports a read blocked in NVML with a event.GPUStale after 2
 //     intervals and every interval after: the agent is alive and stays in
 //     use (nvidia-smi would block on the same driver);
-//   - gpu.Stale{Reason: "connection to host lost; restarting the
+//   - event.GPUStale{Reason: "connection to host lost; restarting the
 //     agent"} when the connection drops under the agent, or when the
 //     agent fell silent and the host does not run a command (":") within
 //     3 s either (a network stall shorter than the SSH keepalive's
@@ -41,7 +41,7 @@ import (
 //     the agent left behind (still running on the host when its sshd
 //     hung) is killed first: `kill -s KILL PID`, when /proc/PID/cmdline
 //     still is the agent's;
-//   - gpu.Source{Mode: nvidia-smi, Fallback: why} when the agent cannot
+//   - event.GPUSource{Mode: nvidia-smi, Fallback: why} when the agent cannot
 //     run, and then the nvidia-smi Fallback's events. For good when the
 //     reason would stay: this build has no cgo, the host's
 //     OS/architecture differs, the host has no NVIDIA driver
@@ -72,9 +72,9 @@ import (
 //     min), while the fallback samples: one install check and one agent
 //     session at a time. A retried agent's events are held until its
 //     first sample; then the fallback is stopped (its last sample
-//     published) before gpu.Source{Mode: agent} and the agent's events
+//     published) before event.GPUSource{Mode: agent} and the agent's events
 //     are, so the two never publish samples at once. A retry that meets
-//     a reason of the first kind publishes gpu.Source{Mode: nvidia-smi,
+//     a reason of the first kind publishes event.GPUSource{Mode: nvidia-smi,
 //     Fallback: why} and stops retrying.
 //
 // Set the exported fields before Run; the zero values take the defaults
@@ -267,7 +267,7 @@ func (r *Runner) Run(ctx context.Context, sink event.Sink) error {
 // watchConn keeps the host's latest connection state.
 func watchConn(ctx context.Context, h remote.Host) *atomic.Value {
 	var v atomic.Value
-	v.Store(remote.Connected)
+	v.Store(event.Connected)
 	ch := h.Watch(ctx)
 	if ch == nil {
 		return &v
@@ -345,11 +345,20 @@ func (s *runState) publish(e event.Event) {
 func (s *runState) emit(at time.Time, p event.Payload) {
 	if s.trial {
 		switch p.(type) {
-		case gpu.Sample:
+		case event.GPUSample:
 			s.promote()
-		case gpu.Stale:
+		case event.GPUStale:
 			return // the fallback is sampling: not stale
-		default:
+		case nil,
+			event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
+			event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+			event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSource,
+			event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
+			event.KillStep, event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice,
+			event.LogReset, event.Note, event.Prefill, event.Repeat, event.RepeatProgress,
+			event.RepoHead, event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
+			event.ServerLaunched, event.ServerObserved, event.ServerReady, event.ServerStatus,
+			event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
 			if len(s.held) < maxHeld {
 				s.held = append(s.held, event.Event{At: at, Data: p})
 			}
@@ -380,7 +389,7 @@ func (s *runState) publishSource(reason string, retry bool) {
 		const note = "; retrying the agent in the background"
 		reason = cut(reason, 300-len(note)) + note
 	}
-	s.publish(event.Event{At: s.c.now(), Data: gpu.Source{Mode: gpu.SourceNvidiaSMI, Fallback: cut(reason, 300)}})
+	s.publish(event.Event{At: s.c.now(), Data: event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: cut(reason, 300)}})
 }
 
 // fallback publishes why the agent is not used and runs the nvidia-smi
@@ -686,7 +695,7 @@ func (s *runState) killOrphan(ctx context.Context) {
 // hostAnswers reports whether the host runs a command (":") within
 // answerTimeout, when the connection is not known to be lost already.
 func (s *runState) hostAnswers(ctx context.Context, conn *atomic.Value) bool {
-	if st, _ := conn.Load().(remote.ConnState); st != remote.Connected {
+	if st, _ := conn.Load().(event.ConnPhase); st != event.Connected {
 		return false
 	}
 	actx, cancel := context.WithTimeout(ctx, answerTimeout)
@@ -746,7 +755,7 @@ func (s *runState) stale(reason string) {
 	if !s.lastSample.IsZero() {
 		missed = max(0, int(now.Sub(s.lastSample)/s.c.interval))
 	}
-	s.emit(now, gpu.Stale{LastSample: s.lastSample, Missed: missed, Reason: reason})
+	s.emit(now, event.GPUStale{LastSample: s.lastSample, Missed: missed, Reason: reason})
 }
 
 // agentStream is the state of one agent session.
@@ -792,7 +801,7 @@ func (a *agentStream) handle(l lineMsg) (reason string, alive bool) {
 				// as real ones.
 				detail = "simulated NVML, " + detail
 			}
-			s.emit(l.at, gpu.Source{Mode: gpu.SourceAgent, Detail: cut(sanitize.String(detail), 300)})
+			s.emit(l.at, event.GPUSource{Mode: event.SourceAgent, Detail: cut(sanitize.String(detail), 300)})
 		}
 		return "", true
 	case KindUnavailable:
@@ -803,7 +812,7 @@ func (a *agentStream) handle(l lineMsg) (reason string, alive bool) {
 	}
 	switch p := m.Payload.(type) {
 	case nil: // a heartbeat (KindAlive)
-	case gpu.Sample:
+	case event.GPUSample:
 		p.At = l.at
 		s.emit(l.at, p)
 		s.lastSample = l.at
@@ -811,14 +820,22 @@ func (a *agentStream) handle(l lineMsg) (reason string, alive bool) {
 			a.firstSample = l.at
 		}
 		a.progressed = true
-	case gpu.Stale:
+	case event.GPUStale:
 		// Alive, stale: NVML is blocked on the host. The screen shows it;
 		// the agent stays.
 		if !p.LastSample.IsZero() && !m.At.IsZero() {
 			p.LastSample = l.at.Add(p.LastSample.Sub(m.At))
 		}
 		s.emit(l.at, p)
-	default:
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
+		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.ExperimentUpdate, event.GPUFailure, event.GPUSource, event.GitAction, event.GitMoved,
+		event.GitStatus, event.JournalStatus, event.Key, event.KillStep, event.LogBench,
+		event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset, event.Note,
+		event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
+		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
+		event.TokRate, event.Xid:
 		s.emit(l.at, m.Payload)
 	}
 	return "", true

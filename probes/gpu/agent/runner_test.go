@@ -320,7 +320,7 @@ func expect[T event.Payload](t *testing.T, ch <-chan event.Event) T {
 	panic("unreachable")
 }
 
-func isSource(e event.Event) bool { _, ok := e.Data.(gpu.Source); return ok }
+func isSource(e event.Event) bool { _, ok := e.Data.(event.GPUSource); return ok }
 
 func (rg *rig) cachedPath(version string) string {
 	return filepath.Join(rg.cache, "agent", version, "flightdeck")
@@ -331,13 +331,13 @@ func TestRunnerUploadsOnceThenReuses(t *testing.T) {
 	bin := rg.fakeAgent("agent", steadyAgent)
 	events := rg.run(&Runner{Binary: bin})
 
-	src := expect[gpu.Source](t, events)
-	if src.Mode != gpu.SourceAgent || src.Detail != "agent test, NVML 12.550.54.15, driver 550.54.15 (uploaded)" {
+	src := expect[event.GPUSource](t, events)
+	if src.Mode != event.SourceAgent || src.Detail != "agent test, NVML 12.550.54.15, driver 550.54.15 (uploaded)" {
 		t.Fatalf("source %+v", src)
 	}
-	s := expect[gpu.Sample](t, events)
+	s := expect[event.GPUSample](t, events)
 	if len(s.GPUs) != 1 || s.GPUs[0].Name.S != "Fake GPU" || s.GPUs[0].TempC.Value != 40 ||
-		s.GPUs[0].FanPct.Status != gpu.NA || s.Apps == nil || s.At.Year() < 2020 {
+		s.GPUs[0].FanPct.Status != event.CellNA || s.Apps == nil || s.At.Year() < 2020 {
 		t.Fatalf("sample %+v", s)
 	}
 	// Steady state: no command runs on the host per sample.
@@ -346,7 +346,7 @@ func TestRunnerUploadsOnceThenReuses(t *testing.T) {
 		t.Fatalf("runs %d (uploads %d), starts %d after the first sample; want the check, one upload and one start", runs0, uploads, starts0)
 	}
 	for range 5 {
-		expect[gpu.Sample](t, events)
+		expect[event.GPUSample](t, events)
 	}
 	if runs, _, starts := rg.host.counts(); runs != runs0 || starts != starts0 {
 		t.Errorf("commands grew during 5 samples: runs %d→%d, starts %d→%d", runs0, runs, starts0, starts)
@@ -373,11 +373,11 @@ func TestRunnerUploadsOnceThenReuses(t *testing.T) {
 	// A second connection reuses the cached agent.
 	second := &countingHost{Host: rg.host.Host}
 	events2 := rg.run(&Runner{Host: second, Binary: bin, PCIe: true})
-	src = expect[gpu.Source](t, events2)
-	if src.Mode != gpu.SourceAgent || !strings.HasSuffix(src.Detail, "(cached)") {
+	src = expect[event.GPUSource](t, events2)
+	if src.Mode != event.SourceAgent || !strings.HasSuffix(src.Detail, "(cached)") {
 		t.Fatalf("second source %+v", src)
 	}
-	expect[gpu.Sample](t, events2)
+	expect[event.GPUSample](t, events2)
 	if runs, uploads, starts := second.counts(); runs != 1 || uploads != 0 || starts != 1 {
 		t.Errorf("second connect: runs %d, uploads %d, starts %d; want the check and one start", runs, uploads, starts)
 	}
@@ -397,10 +397,10 @@ func TestRunnerReplacesCorruptedCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := rg.run(&Runner{Binary: bin})
-	if src := expect[gpu.Source](t, events); !strings.HasSuffix(src.Detail, "(uploaded)") {
+	if src := expect[event.GPUSource](t, events); !strings.HasSuffix(src.Detail, "(uploaded)") {
 		t.Fatalf("source %+v", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 	if _, uploads, _ := rg.host.counts(); uploads != 1 {
 		t.Errorf("uploads %d, want 1", uploads)
 	}
@@ -412,21 +412,21 @@ func TestRunnerReplacesCorruptedCache(t *testing.T) {
 
 // expectFallback reads the nvidia-smi Source (after any agent events) and
 // then a sample of the fake nvidia-smi.
-func expectFallback(t *testing.T, events <-chan event.Event) gpu.Source {
+func expectFallback(t *testing.T, events <-chan event.Event) event.GPUSource {
 	t.Helper()
 	e := next(t, events, "nvidia-smi source", func(e event.Event) bool {
-		s, ok := e.Data.(gpu.Source)
-		return ok && s.Mode == gpu.SourceNvidiaSMI
+		s, ok := e.Data.(event.GPUSource)
+		return ok && s.Mode == event.SourceNvidiaSMI
 	})
 	expectSMISample(t, events)
-	return e.Data.(gpu.Source)
+	return e.Data.(event.GPUSource)
 }
 
 // expectSMISample waits for a sample of the fake nvidia-smi.
 func expectSMISample(t *testing.T, events <-chan event.Event) {
 	t.Helper()
 	next(t, events, "nvidia-smi sample", func(e event.Event) bool {
-		s, ok := e.Data.(gpu.Sample)
+		s, ok := e.Data.(event.GPUSample)
 		return ok && len(s.GPUs) == 1 && s.GPUs[0].TempC.Value == 41
 	})
 }
@@ -436,8 +436,8 @@ func TestRunnerArchMismatchFallsBack(t *testing.T) {
 	host := localPlatform
 	localPlatform = "linux/riscv64"
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", steadyAgent)})
-	src := expect[gpu.Source](t, events)
-	if want := "host is " + host + ", this binary linux/riscv64"; src.Mode != gpu.SourceNvidiaSMI || src.Fallback != want {
+	src := expect[event.GPUSource](t, events)
+	if want := "host is " + host + ", this binary linux/riscv64"; src.Mode != event.SourceNvidiaSMI || src.Fallback != want {
 		t.Fatalf("source %+v, want fallback %q", src, want)
 	}
 	expectSMISample(t, events)
@@ -450,8 +450,8 @@ func TestRunnerNoCgoFallsBack(t *testing.T) {
 	rg := newRig(t)
 	nvmlCompiled = func() bool { return false }
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", steadyAgent)})
-	src := expect[gpu.Source](t, events)
-	if src.Mode != gpu.SourceNvidiaSMI || !strings.Contains(src.Fallback, "no cgo") && !strings.Contains(src.Fallback, "no NVML") {
+	src := expect[event.GPUSource](t, events)
+	if src.Mode != event.SourceNvidiaSMI || !strings.Contains(src.Fallback, "no cgo") && !strings.Contains(src.Fallback, "no NVML") {
 		t.Fatalf("source %+v", src)
 	}
 	expectSMISample(t, events)
@@ -465,11 +465,11 @@ func TestRunnerNoCgoFallsBack(t *testing.T) {
 func TestRunnerAgentKilledFallsBack(t *testing.T) {
 	rg := newRig(t)
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", steadyAgent)})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent {
 		t.Fatalf("source %+v", src)
 	}
-	expect[gpu.Sample](t, events)
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
+	expect[event.GPUSample](t, events)
 	pid, err := os.ReadFile(filepath.Join(rg.dir, "agent.pid"))
 	if err != nil {
 		t.Fatal(err)
@@ -486,11 +486,11 @@ func TestRunnerAgentKilledFallsBack(t *testing.T) {
 	// intervals), then nvidia-smi's samples.
 	for {
 		e := <-events
-		if _, ok := e.Data.(gpu.Sample); ok {
+		if _, ok := e.Data.(event.GPUSample); ok {
 			continue
 		}
-		src, ok := e.Data.(gpu.Source)
-		if !ok || src.Mode != gpu.SourceNvidiaSMI || !strings.HasPrefix(src.Fallback, "agent exited") {
+		src, ok := e.Data.(event.GPUSource)
+		if !ok || src.Mode != event.SourceNvidiaSMI || !strings.HasPrefix(src.Fallback, "agent exited") {
 			t.Fatalf("after the kill: %T %+v, want the nvidia-smi fallback", e.Data, e.Data)
 		}
 		break
@@ -553,27 +553,27 @@ func TestRunnerFallbackReasons(t *testing.T) {
 func TestRunnerRestartsAgentAfterReconnect(t *testing.T) {
 	rg := newRig(t)
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", steadyAgent)})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent {
 		t.Fatalf("source %+v", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 	rg.srv.Stop()
 	rg.srv.Restart()
 	e := next(t, events, "stale or source", func(e event.Event) bool {
 		switch e.Data.(type) {
-		case gpu.Stale, gpu.Source:
+		case event.GPUStale, event.GPUSource:
 			return true
 		}
 		return false
 	})
-	if st, ok := e.Data.(gpu.Stale); !ok || !strings.Contains(st.Reason, "connection to host lost") {
+	if st, ok := e.Data.(event.GPUStale); !ok || !strings.Contains(st.Reason, "connection to host lost") {
 		t.Fatalf("after the drop: %+v, want a Stale for the lost connection", e.Data)
 	}
-	src := next(t, events, "source", isSource).Data.(gpu.Source)
-	if src.Mode != gpu.SourceAgent || !strings.HasSuffix(src.Detail, "(cached)") {
+	src := next(t, events, "source", isSource).Data.(event.GPUSource)
+	if src.Mode != event.SourceAgent || !strings.HasSuffix(src.Detail, "(cached)") {
 		t.Fatalf("after the reconnection: %+v, want the cached agent again", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 }
 
 // On a local host (flightdeck on the GPU box, or no sshd here) the same
@@ -581,13 +581,13 @@ func TestRunnerRestartsAgentAfterReconnect(t *testing.T) {
 func TestRunnerLocalHost(t *testing.T) {
 	rg := newLocalRig(t)
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", steadyAgent)})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent || !strings.HasSuffix(src.Detail, "(uploaded)") {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent || !strings.HasSuffix(src.Detail, "(uploaded)") {
 		t.Fatalf("source %+v", src)
 	}
-	expect[gpu.Sample](t, events)
+	expect[event.GPUSample](t, events)
 	runs0, _, starts0 := rg.host.counts()
 	for range 5 {
-		expect[gpu.Sample](t, events)
+		expect[event.GPUSample](t, events)
 	}
 	if runs, _, starts := rg.host.counts(); runs != runs0 || starts != starts0 {
 		t.Errorf("commands grew during 5 samples: runs %d→%d, starts %d→%d", runs0, runs, starts0, starts)
@@ -679,21 +679,21 @@ func TestRunnerKeepsAnAliveStaleAgent(t *testing.T) {
 i=0; while [ $i -lt 30 ]; do echo '` + fakeStale + `'; if [ $((i % 3)) = 0 ]; then echo '{"t":"alive","at":3}'; fi; sleep 0.1; i=$((i + 1)); done
 while :; do echo '` + strings.Replace(fakeSample, "Fake GPU", "Fake GPU again", 1) + `'; sleep 0.1; done`
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", body)})
-	if src := expect[gpu.Source](t, events); src.Mode != gpu.SourceAgent {
+	if src := expect[event.GPUSource](t, events); src.Mode != event.SourceAgent {
 		t.Fatalf("source %+v", src)
 	}
-	first := expect[gpu.Sample](t, events)
+	first := expect[event.GPUSample](t, events)
 	stales := 0
 	for {
 		e := next(t, events, "an event", func(event.Event) bool { return true })
 		switch p := e.Data.(type) {
-		case gpu.Stale:
+		case event.GPUStale:
 			stales++
 			if p.Reason != "NVML call blocked for 600ms" || p.Missed != 2 || p.LastSample.IsZero() || p.LastSample.After(e.At) {
 				t.Errorf("stale %+v at %v", p, e.At)
 			}
 			continue
-		case gpu.Sample:
+		case event.GPUSample:
 			if p.GPUs[0].Name.S != "Fake GPU again" {
 				t.Fatalf("sample %+v", p)
 			}
@@ -718,8 +718,8 @@ func TestRunnerSimulatedAgent(t *testing.T) {
 	rg := newLocalRig(t)
 	hello := strings.Replace(fakeHello, `"interval_ms":300`, `"interval_ms":300,"simulated":true`, 1)
 	events := rg.run(&Runner{Binary: rg.fakeAgent("agent", `echo '`+hello+`'; while :; do echo '`+fakeSample+`'; sleep 0.1; done`)})
-	src := expect[gpu.Source](t, events)
-	if want := "simulated NVML, agent test, NVML 12.550.54.15, driver 550.54.15 (uploaded)"; src.Mode != gpu.SourceAgent || src.Detail != want {
+	src := expect[event.GPUSource](t, events)
+	if want := "simulated NVML, agent test, NVML 12.550.54.15, driver 550.54.15 (uploaded)"; src.Mode != event.SourceAgent || src.Detail != want {
 		t.Fatalf("source %+v, want detail %q", src, want)
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // readApps appends the compute processes NVML lists on d
@@ -22,28 +22,28 @@ import (
 // has) to apps, sorted by PID, each named by the row's bus id and UUID. A
 // GPU whose list cannot be read adds nothing (Sample.Apps has no place
 // for a per-GPU failure; the row's own cells tell a lost GPU).
-func (s *Sampler) readApps(d *device, g *gpu.GPU, apps []gpu.App) []gpu.App {
+func (s *Sampler) readApps(d *device, g *event.GPU, apps []event.ComputeApp) []event.ComputeApp {
 	procs, ret := d.h.GetComputeRunningProcesses()
 	if ret != gonvml.SUCCESS {
 		return apps
 	}
 	start := len(apps)
 	for _, p := range procs {
-		a := gpu.App{PID: int(p.Pid), BusID: g.BusID, UUID: g.UUID}
+		a := event.ComputeApp{PID: int(p.Pid), BusID: g.BusID, UUID: g.UUID}
 		if p.Pid == 0 || p.Pid > math.MaxInt32 {
-			a.PID, a.PIDStatus = 0, gpu.NA
-			a.Name = gpu.Text{S: tokNA, Status: gpu.NA}
+			a.PID, a.PIDStatus = 0, event.CellNA
+			a.Name = event.Text{S: tokNA, Status: event.CellNA}
 		} else {
 			a.Name = s.names.name(int(p.Pid))
 		}
 		if p.UsedGpuMemory == notAvailable {
-			a.UsedMiB = gpu.Reading{Status: gpu.NA, Raw: tokNA}
+			a.UsedMiB = event.Reading{Status: event.CellNA, Raw: tokNA}
 		} else {
-			a.UsedMiB = gpu.Reading{Value: float64(p.UsedGpuMemory / mib)}
+			a.UsedMiB = event.Reading{Value: float64(p.UsedGpuMemory / mib)}
 		}
 		apps = append(apps, a)
 	}
-	slices.SortFunc(apps[start:], func(a, b gpu.App) int { return a.PID - b.PID })
+	slices.SortFunc(apps[start:], func(a, b event.ComputeApp) int { return a.PID - b.PID })
 	return apps
 }
 
@@ -98,7 +98,7 @@ func (c *nameCache) inHostPIDNamespace() bool {
 }
 
 type nameEntry struct {
-	name gpu.Text
+	name event.Text
 	gen  uint64
 }
 
@@ -121,13 +121,13 @@ func (c *nameCache) end() {
 // name returns pid's process name, sanitised for the terminal, or "[N/A]"
 // (Status NA) when /proc does not show it (the process is gone) or this
 // process is not in the host's PID namespace (see nameCache).
-func (c *nameCache) name(pid int) gpu.Text {
+func (c *nameCache) name(pid int) event.Text {
 	if e, ok := c.entries[pid]; ok {
 		e.gen = c.gen
 		c.entries[pid] = e
 		return e.name
 	}
-	t := gpu.Text{S: tokNA, Status: gpu.NA}
+	t := event.Text{S: tokNA, Status: event.CellNA}
 	if !c.inHostPIDNamespace() {
 		c.entries[pid] = nameEntry{name: t, gen: c.gen}
 		return t
@@ -141,7 +141,7 @@ func (c *nameCache) name(pid int) gpu.Text {
 		}
 	}
 	if len(b) > 0 {
-		t = gpu.Text{S: sanitize.Line(b)}
+		t = event.Text{S: sanitize.Line(b)}
 	}
 	c.entries[pid] = nameEntry{name: t, gen: c.gen}
 	return t

@@ -12,11 +12,12 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // parseFixture parses a testdata CSV capture (a "# source:" line, the
 // --query-gpu header with units, one row) with probes/gpu's Parser.
-func parseFixture(t *testing.T, name string) gpu.GPU {
+func parseFixture(t *testing.T, name string) event.GPU {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -46,17 +47,17 @@ func parseFixture(t *testing.T, name string) gpu.GPU {
 // printed for a non-value cell. Drivers 590/595 print "[N/A]" where NVML
 // answers NOT_SUPPORTED (fan on SXM, utilisation of a MIG parent, ECC and
 // MIG mode on GeForce).
-func smiRet(st gpu.Status) gonvml.Return {
+func smiRet(st event.CellStatus) gonvml.Return {
 	switch st {
-	case gpu.OK:
+	case event.CellOK:
 		return gonvml.SUCCESS
-	case gpu.NA, gpu.NotSupported:
+	case event.CellNA, event.CellNotSupported:
 		return gonvml.ERROR_NOT_SUPPORTED
-	case gpu.Lost:
+	case event.CellLost:
 		return gonvml.ERROR_GPU_IS_LOST
-	case gpu.UnknownError:
+	case event.CellUnknownError:
 		return gonvml.ERROR_UNKNOWN
-	case gpu.Deprecated:
+	case event.CellDeprecated:
 		return gonvml.ERROR_DEPRECATED
 	}
 	return gonvml.ERROR_INVALID_ARGUMENT
@@ -64,11 +65,11 @@ func smiRet(st gpu.Status) gonvml.Return {
 
 // valsFrom converts a parsed nvidia-smi row into the NVML answers (mW,
 // bytes, enums) that describe the same GPU.
-func valsFrom(t *testing.T, g gpu.GPU) *gpuVals {
+func valsFrom(t *testing.T, g event.GPU) *gpuVals {
 	t.Helper()
 	v := &gpuVals{fail: map[string]gonvml.Return{}}
-	num := func(method string, r gpu.Reading, scale float64) uint64 {
-		if r.Status != gpu.OK {
+	num := func(method string, r event.Reading, scale float64) uint64 {
+		if r.Status != event.CellOK {
 			v.fail[method] = smiRet(r.Status)
 			return 0
 		}
@@ -89,11 +90,11 @@ func valsFrom(t *testing.T, g gpu.GPU) *gpuVals {
 	v.genMax = int(num("genmax", g.PCIeGenMax, 1))
 	v.widthCur = int(num("width", g.PCIeWidthCurrent, 1))
 	v.widthMax = int(num("widthmax", g.PCIeWidthMax, 1))
-	if g.ClockEvents.Status != gpu.OK {
+	if g.ClockEvents.Status != event.CellOK {
 		v.fail["reasons"] = smiRet(g.ClockEvents.Status)
 	}
 	v.reasons = uint64(g.ClockEvents.Mask)
-	if g.PState.Status != gpu.OK || !strings.HasPrefix(g.PState.S, "P") {
+	if g.PState.Status != event.CellOK || !strings.HasPrefix(g.PState.S, "P") {
 		t.Fatalf("P-state %+v", g.PState)
 	}
 	for i, n := range pstateNames {
@@ -101,9 +102,9 @@ func valsFrom(t *testing.T, g gpu.GPU) *gpuVals {
 			v.pstate = gonvml.Pstates(i)
 		}
 	}
-	state := func(method string, x gpu.Text) int {
+	state := func(method string, x event.Text) int {
 		switch {
-		case x.Status != gpu.OK:
+		case x.Status != event.CellOK:
 			v.fail[method] = smiRet(x.Status)
 		case x.S == "Enabled":
 			return 1
@@ -121,8 +122,8 @@ func valsFrom(t *testing.T, g gpu.GPU) *gpuVals {
 
 // sameState: equal Status, or nvidia-smi's "[N/A]" where NVML says
 // NOT_SUPPORTED (both non-values, neither ever 0).
-func sameState(smi, nv gpu.Status) bool {
-	return smi == nv || smi == gpu.NA && nv == gpu.NotSupported
+func sameState(smi, nv event.CellStatus) bool {
+	return smi == nv || smi == event.CellNA && nv == event.CellNotSupported
 }
 
 // For the GPUs of real nvidia-smi captures, the NVML row and the row
@@ -156,20 +157,20 @@ func TestEquivalentToNvidiaSMIParser(t *testing.T) {
 			}
 			texts := []struct {
 				name    string
-				smi, nv gpu.Text
+				smi, nv event.Text
 			}{
 				{"name", smi.Name, nv.Name}, {"pci.bus_id", smi.BusID, nv.BusID}, {"uuid", smi.UUID, nv.UUID},
 				{"pstate", smi.PState, nv.PState}, {"persistence_mode", smi.Persistence, nv.Persistence},
 				{"ecc.mode.current", smi.ECCMode, nv.ECCMode}, {"mig.mode.current", smi.MIGMode, nv.MIGMode},
 			}
 			for _, c := range texts {
-				if !sameState(c.smi.Status, c.nv.Status) || c.smi.Status == gpu.OK && c.smi.S != c.nv.S {
+				if !sameState(c.smi.Status, c.nv.Status) || c.smi.Status == event.CellOK && c.smi.S != c.nv.S {
 					t.Errorf("%s: nvidia-smi %+v, NVML %+v", c.name, c.smi, c.nv)
 				}
 			}
 			readings := []struct {
 				name    string
-				smi, nv gpu.Reading
+				smi, nv event.Reading
 			}{
 				{"utilization.gpu", smi.UtilGPUPct, nv.UtilGPUPct}, {"utilization.memory", smi.UtilMemPct, nv.UtilMemPct},
 				{"memory.used", smi.MemUsedMiB, nv.MemUsedMiB}, {"memory.total", smi.MemTotalMiB, nv.MemTotalMiB},
@@ -182,10 +183,10 @@ func TestEquivalentToNvidiaSMIParser(t *testing.T) {
 			}
 			checked := 0
 			for _, c := range readings {
-				if c.smi.Status == gpu.Absent {
+				if c.smi.Status == event.CellAbsent {
 					t.Errorf("%s: not in the fixture", c.name)
 				}
-				if !sameState(c.smi.Status, c.nv.Status) || c.smi.Status == gpu.OK && c.smi.Value != c.nv.Value {
+				if !sameState(c.smi.Status, c.nv.Status) || c.smi.Status == event.CellOK && c.smi.Value != c.nv.Value {
 					t.Errorf("%s: nvidia-smi %+v, NVML %+v", c.name, c.smi, c.nv)
 				}
 				checked++

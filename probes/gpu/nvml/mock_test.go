@@ -11,7 +11,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // gpuVals are the NVML-unit values one mock GPU answers with. fail names
@@ -208,7 +208,7 @@ func (x *dgx) open(t testing.TB, opts Options) *Sampler {
 	return s
 }
 
-func sample(t testing.TB, s *Sampler) gpu.Sample {
+func sample(t testing.TB, s *Sampler) event.GPUSample {
 	t.Helper()
 	smp, err := s.Sample()
 	if err != nil {

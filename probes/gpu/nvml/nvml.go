@@ -3,9 +3,9 @@
 // nvitop and btop do: no process is spawned per sample, and the driver is
 // initialised once.
 //
-// It fills the same gpu.Sample as the nvidia-smi stream (probes/gpu), plus
-// per-process GPU memory (gpu.Sample.Apps), optional PCIe rx/tx throughput,
-// and Xid events (gpu.Xid) from an NVML event set.
+// It fills the same event.GPUSample as the nvidia-smi stream (probes/gpu), plus
+// per-process GPU memory (event.GPUSample.Apps), optional PCIe rx/tx throughput,
+// and Xid events (event.Xid) from an NVML event set.
 //
 // NVML needs cgo on Linux. Built otherwise (CGO_ENABLED=0, macOS), Open
 // returns an *UnavailableError and nothing else in this package touches
@@ -26,13 +26,13 @@ var ErrClosed = errors.New("nvml: sampler is closed")
 type Options struct {
 	// Interval is the time between samples; default 1 s, at least 10 ms.
 	Interval time.Duration
-	// PCIe reads PCIe rx/tx throughput (gpu.GPU.PCIeRxKBs/PCIeTxKBs).
+	// PCIe reads PCIe rx/tx throughput (event.GPU.PCIeRxKBs/PCIeTxKBs).
 	// Off by default: nvmlDeviceGetPcieThroughput blocks about 20 ms per
 	// GPU per direction, so it runs on its own slower cadence.
 	PCIe bool
-	// NoApps skips per-process GPU memory (gpu.Sample.Apps stays nil).
+	// NoApps skips per-process GPU memory (event.GPUSample.Apps stays nil).
 	NoApps bool
-	// NoXid registers no event set: no gpu.Xid events.
+	// NoXid registers no event set: no event.Xid events.
 	NoXid bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time

@@ -7,14 +7,14 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // readResult is one read of every GPU, with what Run needs to decide on
 // failures.
 type readResult struct {
-	smp gpu.Sample
+	smp event.GPUSample
 	// dead is set when every GPU with a handle ended its row on
 	// GPU_IS_LOST, UNINITIALIZED or DRIVER_NOT_LOADED (and at least one
 	// has a handle); deadRet is then the first such code seen, allLost
@@ -30,7 +30,7 @@ type readResult struct {
 
 // absentRow is a GPU whose every field is Absent (not read): the driver
 // lacks the function, or the option is off.
-var absentRow = gpu.AbsentGPU(-1)
+var absentRow = event.AbsentGPU(-1)
 
 // pstateNames are P0…P15 as nvidia-smi prints them, built once.
 var pstateNames = func() [16]string {
@@ -54,10 +54,10 @@ const notAvailable = ^uint64(0)
 func (s *Sampler) read(pcieInline bool) readResult {
 	var res readResult
 	at := s.opts.Now()
-	gpus := make([]gpu.GPU, 0, len(s.devs))
-	var apps []gpu.App
+	gpus := make([]event.GPU, 0, len(s.devs))
+	var apps []event.ComputeApp
 	if !s.opts.NoApps && s.sym.procs {
-		apps = make([]gpu.App, 0, 2*len(s.devs))
+		apps = make([]event.ComputeApp, 0, 2*len(s.devs))
 	}
 	s.names.begin()
 	withHandle, deadRows, lostRows := 0, 0, 0
@@ -79,7 +79,7 @@ func (s *Sampler) read(pcieInline bool) readResult {
 			}
 			if r.dead == gonvml.ERROR_GPU_IS_LOST {
 				lostRows++
-				if g.BusID.Status == gpu.OK {
+				if g.BusID.Status == event.CellOK {
 					res.lostBus = append(res.lostBus, g.BusID.S)
 				}
 			}
@@ -91,7 +91,7 @@ func (s *Sampler) read(pcieInline bool) readResult {
 		gpus = append(gpus, g)
 	}
 	s.names.end()
-	res.smp = gpu.Sample{At: at, GPUs: gpus, Missing: res.smp.Missing, Apps: apps}
+	res.smp = event.GPUSample{At: at, GPUs: gpus, Missing: res.smp.Missing, Apps: apps}
 	res.dead = withHandle > 0 && deadRows == withHandle
 	res.allLost = res.dead && lostRows == withHandle
 	return res
@@ -127,69 +127,69 @@ func (r *row) live(present bool) bool { return present && r.dead == gonvml.SUCCE
 
 // skipped is the reading of a field not called: Absent when the driver
 // lacks the function, else the dead code's token.
-func (r *row) skipped(present bool) gpu.Reading {
+func (r *row) skipped(present bool) event.Reading {
 	if !present {
-		return gpu.Reading{Status: gpu.Absent}
+		return event.Reading{Status: event.CellAbsent}
 	}
 	st, raw := nonValue(r.dead)
-	return gpu.Reading{Status: st, Raw: raw}
+	return event.Reading{Status: st, Raw: raw}
 }
 
-func (r *row) skippedText(present bool) gpu.Text {
+func (r *row) skippedText(present bool) event.Text {
 	x := r.skipped(present)
-	return gpu.Text{S: x.Raw, Status: x.Status}
+	return event.Text{S: x.Raw, Status: x.Status}
 }
 
 // num is a numeric reading from a call's result.
-func (r *row) num(v float64, ret gonvml.Return) gpu.Reading {
+func (r *row) num(v float64, ret gonvml.Return) event.Reading {
 	if ret == gonvml.SUCCESS {
-		return gpu.Reading{Value: v}
+		return event.Reading{Value: v}
 	}
 	if deadCode(ret) && r.dead == gonvml.SUCCESS {
 		r.dead = ret
 	}
 	st, raw := nonValue(ret)
-	return gpu.Reading{Status: st, Raw: raw}
+	return event.Reading{Status: st, Raw: raw}
 }
 
 // text is a text reading from a call's result.
-func (r *row) text(s string, ret gonvml.Return) gpu.Text {
+func (r *row) text(s string, ret gonvml.Return) event.Text {
 	if ret == gonvml.SUCCESS {
-		return gpu.Text{S: s}
+		return event.Text{S: s}
 	}
 	x := r.num(0, ret)
-	return gpu.Text{S: x.Raw, Status: x.Status}
+	return event.Text{S: x.Raw, Status: x.Status}
 }
 
 // events is the clock-event reasons bitmask from a call's result.
-func (r *row) events(mask uint64, ret gonvml.Return) gpu.ClockEvents {
+func (r *row) events(mask uint64, ret gonvml.Return) event.ClockEvents {
 	x := r.num(0, ret)
-	if x.Status != gpu.OK {
-		return gpu.ClockEvents{Status: x.Status, Raw: x.Raw}
+	if x.Status != event.CellOK {
+		return event.ClockEvents{Status: x.Status, Raw: x.Raw}
 	}
-	return gpu.ClockEvents{Mask: gpu.ClockEventReason(mask)}
+	return event.ClockEvents{Mask: event.ClockEventReason(mask)}
 }
 
 // stable reports whether a static field's reading may be kept for the
 // next ticks: a value, or a non-value that will not change.
-func stable(st gpu.Status) bool {
-	return st == gpu.OK || st == gpu.NA || st == gpu.NotSupported || st == gpu.Absent || st == gpu.Deprecated
+func stable(st event.CellStatus) bool {
+	return st == event.CellOK || st == event.CellNA || st == event.CellNotSupported || st == event.CellAbsent || st == event.CellDeprecated
 }
 
 // enabled is the text nvidia-smi prints for an NVML enable state.
-func enabled(v int) gpu.Text {
+func enabled(v int) event.Text {
 	switch v {
 	case 0:
-		return gpu.Text{S: "Disabled"}
+		return event.Text{S: "Disabled"}
 	case 1:
-		return gpu.Text{S: "Enabled"}
+		return event.Text{S: "Enabled"}
 	}
-	return gpu.Text{S: "[enable state " + strconv.Itoa(v) + "]", Status: gpu.Invalid}
+	return event.Text{S: "[enable state " + strconv.Itoa(v) + "]", Status: event.CellInvalid}
 }
 
 // readGPU reads one GPU's row. Identity and static limits are read until
 // they hold a stable value, then kept; everything else is read every tick.
-func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
+func (s *Sampler) readGPU(d *device, r *row) event.GPU {
 	h, sym := d.h, &s.sym
 	g := absentRow
 	g.Index = d.index
@@ -219,8 +219,8 @@ func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
 		if r.live(sym.pciInfo) {
 			p, ret := h.GetPciInfo()
 			d.bus = r.text(busID(p.BusId[:]), ret)
-			if d.bus.Status == gpu.OK && d.bus.S == "" {
-				d.bus = gpu.Text{S: tokNA, Status: gpu.NA}
+			if d.bus.Status == event.CellOK && d.bus.S == "" {
+				d.bus = event.Text{S: tokNA, Status: event.CellNA}
 			}
 			d.haveBus = stable(d.bus.Status)
 		} else {
@@ -239,10 +239,10 @@ func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
 	}
 	if d.haveUUID && d.haveBus && d.xidUUID == "" && d.xidBus == "" {
 		s.mu.Lock()
-		if d.uuid.Status == gpu.OK {
+		if d.uuid.Status == event.CellOK {
 			d.xidUUID = d.uuid.S
 		}
-		if d.bus.Status == gpu.OK {
+		if d.bus.Status == event.CellOK {
 			d.xidBus = d.bus.S
 		}
 		s.mu.Unlock()
@@ -314,9 +314,9 @@ func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
 		case ret != gonvml.SUCCESS:
 			g.PState = r.text("", ret)
 		case p >= 0 && int(p) < len(pstateNames):
-			g.PState = gpu.Text{S: pstateNames[p]}
+			g.PState = event.Text{S: pstateNames[p]}
 		default: // PSTATE_UNKNOWN (32)
-			g.PState = gpu.Text{S: tokNA, Status: gpu.NA}
+			g.PState = event.Text{S: tokNA, Status: event.CellNA}
 		}
 	} else {
 		g.PState = r.skippedText(sym.pstate)
@@ -368,7 +368,7 @@ func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
 		g.ClockEvents = r.events(mask, ret)
 	default:
 		x := r.skipped(sym.eventReasons || sym.throttleReasons)
-		g.ClockEvents = gpu.ClockEvents{Status: x.Status, Raw: x.Raw}
+		g.ClockEvents = event.ClockEvents{Status: x.Status, Raw: x.Raw}
 	}
 
 	if r.live(sym.persistence) {
@@ -411,15 +411,15 @@ func (s *Sampler) readGPU(d *device, r *row) gpu.GPU {
 }
 
 // hasLost reports whether any cell of g reads "[GPU is lost]".
-func hasLost(g *gpu.GPU) bool {
-	for _, x := range [...]gpu.Status{
+func hasLost(g *event.GPU) bool {
+	for _, x := range [...]event.CellStatus{
 		g.Name.Status, g.BusID.Status, g.UUID.Status, g.UtilGPUPct.Status, g.UtilMemPct.Status,
 		g.MemUsedMiB.Status, g.MemTotalMiB.Status, g.PowerDrawW.Status, g.PowerLimitW.Status,
 		g.TempC.Status, g.SMClockMHz.Status, g.MemClockMHz.Status, g.SMClockMax.Status, g.FanPct.Status,
 		g.PState.Status, g.PCIeGenCurrent.Status, g.PCIeGenMax.Status, g.PCIeWidthCurrent.Status,
 		g.PCIeWidthMax.Status, g.ClockEvents.Status, g.Persistence.Status, g.ECCMode.Status, g.MIGMode.Status,
 	} {
-		if x == gpu.Lost {
+		if x == event.CellLost {
 			return true
 		}
 	}
@@ -431,7 +431,7 @@ func hasLost(g *gpu.GPU) bool {
 // never the poller's last value; the poller's value reads "[N/A]" until
 // its first read and once it is older than pcieStaleAfter polls (a poller
 // blocked in the driver), never as a current value.
-func (s *Sampler) fillPCIe(d *device, g *gpu.GPU, r *row, inline bool) {
+func (s *Sampler) fillPCIe(d *device, g *event.GPU, r *row, inline bool) {
 	if !s.sym.pcieThroughput {
 		return // Absent
 	}
@@ -447,7 +447,7 @@ func (s *Sampler) fillPCIe(d *device, g *gpu.GPU, r *row, inline bool) {
 	rx, tx, at := d.pcie[0], d.pcie[1], d.pcieAt
 	s.mu.Unlock()
 	if at.IsZero() || s.opts.Now().Sub(at) > pcieStaleAfter*s.pcieEvery() {
-		rx = gpu.Reading{Status: gpu.NA, Raw: tokNA}
+		rx = event.Reading{Status: event.CellNA, Raw: tokNA}
 		tx = rx
 	}
 	g.PCIeRxKBs, g.PCIeTxKBs = rx, tx
@@ -459,7 +459,7 @@ const pcieStaleAfter = 3
 
 // readPCIe reads one GPU's PCIe receive and transmit throughput, KB/s
 // over NVML's 20 ms window; each call blocks for that window.
-func readPCIe(h gonvml.Device) (rx, tx gpu.Reading) {
+func readPCIe(h gonvml.Device) (rx, tx event.Reading) {
 	var r row
 	v, ret := h.GetPcieThroughput(gonvml.PCIE_UTIL_RX_BYTES)
 	rx = r.num(float64(v), ret)

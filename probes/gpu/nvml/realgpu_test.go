@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // TestRealNVMLMatchesNvidiaSMI opens the real NVML of this machine and
@@ -76,7 +77,7 @@ func TestRealNVMLMatchesNvidiaSMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var smiRows []gpu.GPU
+	var smiRows []event.GPU
 	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte{'\n'}) {
 		g, err := p.Parse(l)
 		if err != nil {
@@ -117,7 +118,7 @@ func TestRealNVMLMatchesNvidiaSMI(t *testing.T) {
 	writeCheckOut(t, "sampling-cost.txt", []byte(cost))
 }
 
-func rowOf(s gpu.Sample, index int) *gpu.GPU {
+func rowOf(s event.GPUSample, index int) *event.GPU {
 	for i := range s.GPUs {
 		if s.GPUs[i].Index == index {
 			return &s.GPUs[i]
@@ -155,8 +156,8 @@ type tolerance struct{ pct, abs float64 }
 
 var exact = tolerance{}
 
-func showReading(r gpu.Reading) string {
-	if r.Status == gpu.OK {
+func showReading(r event.Reading) string {
+	if r.Status == event.CellOK {
 		return strconv.FormatFloat(r.Value, 'f', -1, 64)
 	}
 	return r.Status.String() + " " + r.Raw
@@ -165,24 +166,24 @@ func showReading(r gpu.Reading) string {
 // compareRows compares nvidia-smi's row with the NVML rows read just
 // before and just after it: static fields exactly, moving ones within
 // their tolerance of either.
-func compareRows(smi, before, after gpu.GPU) []fieldCheck {
+func compareRows(smi, before, after event.GPU) []fieldCheck {
 	var out []fieldCheck
-	text := func(field string, s, b, a gpu.Text) {
+	text := func(field string, s, b, a event.Text) {
 		c := fieldCheck{field: field, smi: s.S, nvml: a.S}
-		for _, n := range []gpu.Text{b, a} {
+		for _, n := range []event.Text{b, a} {
 			if s.Status == n.Status && s.S == n.S {
 				c.ok = true
-			} else if sameState(s.Status, n.Status) && s.Status != gpu.OK {
+			} else if sameState(s.Status, n.Status) && s.Status != event.CellOK {
 				c.ok, c.equivalent = true, true
 			}
 		}
 		out = append(out, c)
 	}
-	num := func(field string, s, b, a gpu.Reading, tol tolerance) {
+	num := func(field string, s, b, a event.Reading, tol tolerance) {
 		c := fieldCheck{field: field, smi: showReading(s), nvml: showReading(a)}
-		for _, n := range []gpu.Reading{b, a} {
+		for _, n := range []event.Reading{b, a} {
 			switch {
-			case s.Status == gpu.OK && n.Status == gpu.OK:
+			case s.Status == event.CellOK && n.Status == event.CellOK:
 				d := math.Abs(s.Value - n.Value)
 				if d <= tol.abs || d <= tol.pct/100*math.Max(math.Abs(s.Value), math.Abs(n.Value)) {
 					c.ok = true
@@ -215,11 +216,11 @@ func compareRows(smi, before, after gpu.GPU) []fieldCheck {
 	num("pcie.link.width.current", smi.PCIeWidthCurrent, before.PCIeWidthCurrent, after.PCIeWidthCurrent, exact)
 	num("pcie.link.width.max", smi.PCIeWidthMax, before.PCIeWidthMax, after.PCIeWidthMax, exact)
 	// The active reasons move with load; the GPU-idle bit most of all.
-	mask := func(e gpu.ClockEvents) gpu.Reading {
-		if e.Status != gpu.OK {
-			return gpu.Reading{Status: e.Status, Raw: e.Raw}
+	mask := func(e event.ClockEvents) event.Reading {
+		if e.Status != event.CellOK {
+			return event.Reading{Status: e.Status, Raw: e.Raw}
 		}
-		return gpu.Reading{Value: float64(e.Mask &^ gpu.ReasonGPUIdle)}
+		return event.Reading{Value: float64(e.Mask &^ event.ReasonGPUIdle)}
 	}
 	num("clocks_event_reasons.active (without idle)", mask(smi.ClockEvents), mask(before.ClockEvents), mask(after.ClockEvents), exact)
 	text("persistence_mode", smi.Persistence, before.Persistence, after.Persistence)

@@ -7,7 +7,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // NVML return codes (nvmlReturn_t) are named here, not with Return.Error:
@@ -93,29 +93,29 @@ const (
 // NVML does not support (fan speed on SXM parts, utilisation of a MIG
 // parent, MIG and ECC mode on GeForce), so NOT_SUPPORTED reads as NA here
 // too: the cockpit shows one state whichever path sampled the GPU.
-func nonValue(r gonvml.Return) (gpu.Status, string) {
+func nonValue(r gonvml.Return) (event.CellStatus, string) {
 	switch r {
 	case gonvml.ERROR_NOT_SUPPORTED:
 		// nvidia-smi (drivers 590 and 595, the fixtures' captures) prints
 		// "[N/A]" for exactly these cells — fan on SXM parts, utilisation
 		// on a MIG parent, ECC/MIG mode on GeForce — so the cockpit shows
 		// the same state whichever path sampled the GPU.
-		return gpu.NA, tokNA
+		return event.CellNA, tokNA
 	case gonvml.ERROR_GPU_IS_LOST:
-		return gpu.Lost, tokLost
+		return event.CellLost, tokLost
 	case gonvml.ERROR_UNKNOWN:
-		return gpu.UnknownError, tokUnknown
+		return event.CellUnknownError, tokUnknown
 	case gonvml.ERROR_NO_PERMISSION:
-		return gpu.OtherToken, tokNoPermission
+		return event.CellOther, tokNoPermission
 	case gonvml.ERROR_DEPRECATED:
-		return gpu.Deprecated, tokDeprecated
+		return event.CellDeprecated, tokDeprecated
 	case gonvml.ERROR_FUNCTION_NOT_FOUND:
-		return gpu.Absent, ""
+		return event.CellAbsent, ""
 	}
 	if t, ok := otherTokens[r]; ok {
-		return gpu.OtherToken, t
+		return event.CellOther, t
 	}
-	return gpu.OtherToken, "[" + retName(r) + "]"
+	return event.CellOther, "[" + retName(r) + "]"
 }
 
 // deadCode reports the returns after which no further call for the GPU

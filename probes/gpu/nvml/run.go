@@ -10,20 +10,19 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/probes/internal/ctxwait"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 const (
 	// staleAfter is how many intervals a read may take before Run reports
-	// it blocked (gpu.Stale); it reports again every interval after. Less
+	// it blocked (event.GPUStale); it reports again every interval after. Less
 	// than the cockpit's 3 intervals of silence that make it give up on an
 	// agent, so that a blocked read is reported, not taken for a dead
 	// agent.
 	staleAfter = 2
 	// deadAfter is how many consecutive reads in which every GPU is lost
-	// (or the driver gone) make Run publish a gpu.Failure.
+	// (or the driver gone) make Run publish a event.GPUFailure.
 	deadAfter = 3
 	// xidWaitMs bounds one nvmlEventSetWait, so that the Xid goroutine
 	// notices the end of Run.
@@ -33,19 +32,19 @@ const (
 )
 
 // Run samples every Interval until ctx ends, then returns nil. Each
-// sample is published as a gpu.Sample event whose At is when its read
+// sample is published as a event.GPUSample event whose At is when its read
 // began; the sink also gets:
 //
-//   - gpu.Xid for every Xid NVML reports (unless Options.NoXid), with the
+//   - event.Xid for every Xid NVML reports (unless Options.NoXid), with the
 //     time NVML reported it; a GPU whose handle NVML first gives after
 //     Open is registered for Xid events then;
-//   - gpu.Stale{Reason: "NVML call blocked for 2s"} when one read takes
+//   - event.GPUStale{Reason: "NVML call blocked for 2s"} when one read takes
 //     more than 2 intervals, and again every interval while it stays
 //     blocked (Missed and the time in Reason growing): a call stuck in the
 //     driver cannot be cancelled; the read goes on, and its sample is
 //     published when it returns. The agent relays these, so that the
 //     cockpit tells an agent whose NVML is blocked from a dead one;
-//   - gpu.Failure when every GPU has been lost for 3 reads in a row: one
+//   - event.GPUFailure when every GPU has been lost for 3 reads in a row: one
 //     per GPU, class "gpu-lost" with its bus id, like nvidia-smi's "Unable
 //     to determine the device handle for GPU …: GPU is lost"; or, when the
 //     driver is gone (ERROR_DRIVER_NOT_LOADED, ERROR_UNINITIALIZED), one
@@ -175,7 +174,7 @@ func (s *Sampler) Run(ctx context.Context, sink event.Sink) error {
 					ref = start
 				}
 				blocked := time.Since(busySince).Round(time.Millisecond)
-				emit(now, gpu.Stale{
+				emit(now, event.GPUStale{
 					LastSample: lastSample,
 					Missed:     max(0, int(now.Sub(ref)/interval)),
 					Reason:     fmt.Sprintf("NVML call blocked for %v", blocked),
@@ -221,23 +220,23 @@ func (s *Sampler) stopBackground(stop context.CancelFunc) {
 	}
 }
 
-// emitFailures publishes the gpu.Failure events of a read in which every
+// emitFailures publishes the event.GPUFailure events of a read in which every
 // GPU is lost or the driver is gone.
 func (s *Sampler) emitFailures(res readResult, emit func(time.Time, event.Payload)) {
 	at := res.smp.At
 	if res.allLost {
 		line := "NVML: ERROR_GPU_IS_LOST for every GPU"
 		if len(res.lostBus) == 0 {
-			emit(at, gpu.Failure{Class: gpu.FailGPULost, Reason: "GPU is lost", NeedsReboot: true, Line: line})
+			emit(at, event.GPUFailure{Class: event.GPUFailLost, Reason: "GPU is lost", NeedsReboot: true, Line: line})
 		}
 		for _, bus := range res.lostBus {
-			emit(at, gpu.Failure{Class: gpu.FailGPULost, BusID: bus, Reason: "GPU is lost", NeedsReboot: true, Line: line})
+			emit(at, event.GPUFailure{Class: event.GPUFailLost, BusID: bus, Reason: "GPU is lost", NeedsReboot: true, Line: line})
 		}
 		return
 	}
 	name := retName(res.deadRet)
-	emit(at, gpu.Failure{
-		Class:       gpu.FailDriverNotLoaded,
+	emit(at, event.GPUFailure{
+		Class:       event.GPUFailDriverNotLoaded,
 		Reason:      "NVML returns " + name + " for every GPU",
 		NVMLVersion: s.info.NVML,
 		Line:        "NVML: " + name + " for every GPU",
@@ -362,8 +361,8 @@ func (s *Sampler) allHandled() bool {
 
 // xidFor names the GPU of an event by comparing its handle with the
 // cached ones; Index is -1 when it matches none.
-func (s *Sampler) xidFor(data gonvml.EventData, registered []*device) gpu.Xid {
-	x := gpu.Xid{Index: -1, Code: data.EventData}
+func (s *Sampler) xidFor(data gonvml.EventData, registered []*device) event.Xid {
+	x := event.Xid{Index: -1, Code: data.EventData}
 	s.mu.Lock()
 	for _, d := range registered {
 		if sameDevice(d.h, data.Device) {

@@ -14,7 +14,6 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -75,7 +74,7 @@ func (r *runner) next(t *testing.T, what string, match func(event.Payload) bool)
 	}
 }
 
-func isSample(p event.Payload) bool { _, ok := p.(gpu.Sample); return ok }
+func isSample(p event.Payload) bool { _, ok := p.(event.GPUSample); return ok }
 
 func TestRunPublishesSamplesAndStops(t *testing.T) {
 	x := newDGX(t)
@@ -84,7 +83,7 @@ func TestRunPublishesSamplesAndStops(t *testing.T) {
 	var prev time.Time
 	for i := 0; i < 3; i++ {
 		e := r.next(t, "sample", isSample)
-		smp := e.Data.(gpu.Sample)
+		smp := e.Data.(event.GPUSample)
 		if len(smp.GPUs) != 8 || !e.At.Equal(smp.At) || smp.At.Before(prev) {
 			t.Fatalf("sample %d: %d GPUs, event at %v, sample at %v (previous %v)", i, len(smp.GPUs), e.At, smp.At, prev)
 		}
@@ -148,10 +147,10 @@ func TestRunBlockedCallPublishesStale(t *testing.T) {
 	<-blocking
 	// Reported, then reported again every interval while it stays
 	// blocked, so that the agent keeps telling the cockpit.
-	isStale := func(p event.Payload) bool { _, ok := p.(gpu.Stale); return ok }
-	var prev gpu.Stale
+	isStale := func(p event.Payload) bool { _, ok := p.(event.GPUStale); return ok }
+	var prev event.GPUStale
 	for i := range 3 {
-		st := r.next(t, "stale", isStale).Data.(gpu.Stale)
+		st := r.next(t, "stale", isStale).Data.(event.GPUStale)
 		if st.LastSample.IsZero() || !strings.HasPrefix(st.Reason, "NVML call blocked for ") {
 			t.Errorf("stale %d: %+v", i, st)
 		}
@@ -181,14 +180,14 @@ func TestRunAllLostPublishesFailures(t *testing.T) {
 	samples := 0
 	for len(buses) < 8 {
 		e := r.next(t, "failure", func(p event.Payload) bool {
-			if _, ok := p.(gpu.Sample); ok {
+			if _, ok := p.(event.GPUSample); ok {
 				samples++
 			}
-			_, ok := p.(gpu.Failure)
+			_, ok := p.(event.GPUFailure)
 			return ok
 		})
-		f := e.Data.(gpu.Failure)
-		if f.Class != gpu.FailGPULost || !f.NeedsReboot || f.BusID == "" {
+		f := e.Data.(event.GPUFailure)
+		if f.Class != event.GPUFailLost || !f.NeedsReboot || f.BusID == "" {
 			t.Fatalf("failure %+v", f)
 		}
 		buses[f.BusID] = true
@@ -197,7 +196,7 @@ func TestRunAllLostPublishesFailures(t *testing.T) {
 		t.Errorf("%d samples before the failures, want lost rows published (≥ %d)", samples, deadAfter-1)
 	}
 	// Lost rows keep coming.
-	smp := r.next(t, "lost sample", isSample).Data.(gpu.Sample)
+	smp := r.next(t, "lost sample", isSample).Data.(event.GPUSample)
 	if len(smp.GPUs) != 8 || !smp.GPUs[0].ShowsLost() {
 		t.Errorf("lost sample: %+v", smp.GPUs[0])
 	}
@@ -211,21 +210,21 @@ func TestRunDriverGoneFailureAndNoSamples(t *testing.T) {
 	}
 	r := startRun(t, s)
 	e := r.next(t, "failure", func(p event.Payload) bool {
-		if _, ok := p.(gpu.Sample); ok {
+		if _, ok := p.(event.GPUSample); ok {
 			t.Errorf("a sample while the driver is gone")
 		}
-		_, ok := p.(gpu.Failure)
+		_, ok := p.(event.GPUFailure)
 		return ok
 	})
-	f := e.Data.(gpu.Failure)
-	if f.Class != gpu.FailDriverNotLoaded || f.BusID != "" || f.NVMLVersion != "12.550.54.15" {
+	f := e.Data.(event.GPUFailure)
+	if f.Class != event.GPUFailDriverNotLoaded || f.BusID != "" || f.NVMLVersion != "12.550.54.15" {
 		t.Errorf("failure %+v", f)
 	}
 	// The driver comes back: samples again.
 	for _, v := range x.vals {
 		v.setFail("*", gonvml.SUCCESS)
 	}
-	smp := r.next(t, "sample after recovery", isSample).Data.(gpu.Sample)
+	smp := r.next(t, "sample after recovery", isSample).Data.(event.GPUSample)
 	if !smp.GPUs[0].UtilGPUPct.Valid() {
 		t.Errorf("after recovery: %+v", smp.GPUs[0].UtilGPUPct)
 	}
@@ -273,14 +272,14 @@ func TestXidEvents(t *testing.T) {
 	s.xidBackoff = time.Millisecond
 	sample(t, s) // identities known
 	r := startRun(t, s)
-	want := []gpu.Xid{
+	want := []event.Xid{
 		{Index: 3, UUID: "GPU-a100-3", BusID: "00000000:37:00.0", Code: 79},
 		{Index: 5, UUID: "GPU-a100-5", BusID: "00000000:57:00.0", Code: 48},
 		{Index: -1, Code: 13},
 	}
 	for i, w := range want {
-		e := r.next(t, "xid", func(p event.Payload) bool { _, ok := p.(gpu.Xid); return ok })
-		if got := e.Data.(gpu.Xid); got != w {
+		e := r.next(t, "xid", func(p event.Payload) bool { _, ok := p.(event.Xid); return ok })
+		if got := e.Data.(event.Xid); got != w {
 			t.Errorf("xid %d: %+v, want %+v", i, got, w)
 		}
 		if e.At.IsZero() {
@@ -327,12 +326,12 @@ func TestRunPCIePoller(t *testing.T) {
 	s := x.open(t, Options{Interval: 10 * time.Millisecond, NoXid: true, PCIe: true})
 	r := startRun(t, s)
 	for {
-		smp := r.next(t, "sample with PCIe", isSample).Data.(gpu.Sample)
+		smp := r.next(t, "sample with PCIe", isSample).Data.(event.GPUSample)
 		g := smp.GPUs[1]
-		if g.PCIeRxKBs.Status == gpu.NA {
+		if g.PCIeRxKBs.Status == event.CellNA {
 			continue // before the poller's first read
 		}
-		if g.PCIeRxKBs != (gpu.Reading{Value: 2000}) || g.PCIeTxKBs != (gpu.Reading{Value: 4000}) {
+		if g.PCIeRxKBs != (event.Reading{Value: 2000}) || g.PCIeTxKBs != (event.Reading{Value: 4000}) {
 			t.Fatalf("PCIe rx %+v tx %+v", g.PCIeRxKBs, g.PCIeTxKBs)
 		}
 		break
@@ -345,15 +344,15 @@ func TestRunPCIeOfALostGPU(t *testing.T) {
 	x := newDGX(t)
 	s := x.open(t, Options{Interval: 10 * time.Millisecond, NoXid: true, PCIe: true})
 	r := startRun(t, s)
-	for r.next(t, "sample with PCIe", isSample).Data.(gpu.Sample).GPUs[1].PCIeRxKBs.Status != gpu.OK {
+	for r.next(t, "sample with PCIe", isSample).Data.(event.GPUSample).GPUs[1].PCIeRxKBs.Status != event.CellOK {
 	}
 	x.vals[1].setFail("*", gonvml.ERROR_GPU_IS_LOST)
 	for {
-		g := r.next(t, "sample with GPU 1 lost", isSample).Data.(gpu.Sample).GPUs[1]
+		g := r.next(t, "sample with GPU 1 lost", isSample).Data.(event.GPUSample).GPUs[1]
 		if !g.Lost {
 			continue
 		}
-		if g.PCIeRxKBs.Status != gpu.Lost || g.PCIeTxKBs.Status != gpu.Lost {
+		if g.PCIeRxKBs.Status != event.CellLost || g.PCIeTxKBs.Status != event.CellLost {
 			t.Fatalf("lost GPU's PCIe rx %+v tx %+v, want lost", g.PCIeRxKBs, g.PCIeTxKBs)
 		}
 		break
@@ -380,19 +379,19 @@ func TestRunPCIeStaleReading(t *testing.T) {
 	}
 	s := x.open(t, Options{Interval: 10 * time.Millisecond, NoXid: true, PCIe: true, Now: clock})
 	r := startRun(t, s)
-	for r.next(t, "sample with PCIe", isSample).Data.(gpu.Sample).GPUs[1].PCIeRxKBs.Status != gpu.OK {
+	for r.next(t, "sample with PCIe", isSample).Data.(event.GPUSample).GPUs[1].PCIeRxKBs.Status != event.CellOK {
 	}
 	mu.Lock()
 	now = now.Add(2 * time.Second) // within 3 periods: still shown
 	mu.Unlock()
-	if g := r.next(t, "sample", isSample).Data.(gpu.Sample).GPUs[1]; g.PCIeRxKBs != (gpu.Reading{Value: 2000}) {
+	if g := r.next(t, "sample", isSample).Data.(event.GPUSample).GPUs[1]; g.PCIeRxKBs != (event.Reading{Value: 2000}) {
 		t.Fatalf("a 2 s old reading: rx %+v, want 2000 KB/s", g.PCIeRxKBs)
 	}
 	mu.Lock()
 	now = now.Add(2 * time.Second)
 	mu.Unlock()
-	na := gpu.Reading{Status: gpu.NA, Raw: "[N/A]"}
-	if g := r.next(t, "sample", isSample).Data.(gpu.Sample).GPUs[1]; g.PCIeRxKBs != na || g.PCIeTxKBs != na {
+	na := event.Reading{Status: event.CellNA, Raw: "[N/A]"}
+	if g := r.next(t, "sample", isSample).Data.(event.GPUSample).GPUs[1]; g.PCIeRxKBs != na || g.PCIeTxKBs != na {
 		t.Fatalf("a 4 s old reading: rx %+v tx %+v, want [N/A]", g.PCIeRxKBs, g.PCIeTxKBs)
 	}
 }
@@ -437,7 +436,7 @@ func TestXidRegistersAHandleObtainedLater(t *testing.T) {
 	refuse = false
 	mu.Unlock()
 	r.next(t, "sample with GPU 5", func(p event.Payload) bool {
-		smp, ok := p.(gpu.Sample)
+		smp, ok := p.(event.GPUSample)
 		return ok && len(smp.GPUs) == 8
 	})
 	deadline := time.Now().Add(patience)
@@ -448,8 +447,8 @@ func TestXidRegistersAHandleObtainedLater(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	steps <- waitStep{data: gonvml.EventData{Device: x.srv.Devices[5], EventType: gonvml.EventTypeXidCriticalError, EventData: 79}}
-	e := r.next(t, "xid", func(p event.Payload) bool { _, ok := p.(gpu.Xid); return ok })
-	if x := e.Data.(gpu.Xid); x.Index != 5 || x.Code != 79 || x.UUID != "GPU-a100-5" {
+	e := r.next(t, "xid", func(p event.Payload) bool { _, ok := p.(event.Xid); return ok })
+	if x := e.Data.(event.Xid); x.Index != 5 || x.Code != 79 || x.UUID != "GPU-a100-5" {
 		t.Errorf("xid %+v, want GPU 5's 79", x)
 	}
 	for i, d := range x.devs {
@@ -502,7 +501,7 @@ func TestCloseDuringRun(t *testing.T) {
 		started := make(chan struct{})
 		go func() {
 			ran <- s.Run(context.Background(), func(e event.Event) {
-				if _, ok := e.Data.(gpu.Sample); ok {
+				if _, ok := e.Data.(event.GPUSample); ok {
 					select {
 					case <-started:
 					default:

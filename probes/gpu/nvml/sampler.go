@@ -11,7 +11,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Sampler is NVML opened for sampling: the library initialised once, the
@@ -75,8 +75,8 @@ type device struct {
 
 	// Identity and static limits, kept once read with a value (or a
 	// stable non-value: not supported, absent); re-read while they fail.
-	name, uuid, bus, ecc    gpu.Text
-	smMax, genMax, widthMax gpu.Reading
+	name, uuid, bus, ecc    event.Text
+	smMax, genMax, widthMax event.Reading
 	haveName, haveUUID      bool
 	haveBus, haveECC        bool
 	haveSMMax, haveGenMax   bool
@@ -86,7 +86,7 @@ type device struct {
 	// read; the latest PCIe rx and tx readings (KB/s) from Run's poller,
 	// and when it read them (Options.Now; zero before the first read).
 	xidUUID, xidBus string
-	pcie            [2]gpu.Reading
+	pcie            [2]event.Reading
 	pcieAt          time.Time
 
 	// dead is set (atomically, read by the PCIe poller) while the GPU's
@@ -232,9 +232,9 @@ func (s *Sampler) release() { <-s.busy }
 // throughput itself, which blocks about 20 ms per GPU per direction. A GPU
 // that fails answers with non-value Statuses in its row, not an error;
 // the error is ErrClosed after Close.
-func (s *Sampler) Sample() (gpu.Sample, error) {
+func (s *Sampler) Sample() (event.GPUSample, error) {
 	if !s.acquire() {
-		return gpu.Sample{}, ErrClosed
+		return event.GPUSample{}, ErrClosed
 	}
 	defer s.release()
 	r := s.read(!s.running.Load())

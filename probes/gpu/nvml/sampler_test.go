@@ -15,7 +15,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 func TestDGXA100EveryField(t *testing.T) {
@@ -28,14 +28,14 @@ func TestDGXA100EveryField(t *testing.T) {
 	if len(smp.GPUs) != 8 || smp.Missing != nil {
 		t.Fatalf("%d GPUs, missing %v; want 8, none", len(smp.GPUs), smp.Missing)
 	}
-	ok := func(v float64) gpu.Reading { return gpu.Reading{Value: v} }
-	absent := gpu.Reading{Status: gpu.Absent}
+	ok := func(v float64) event.Reading { return event.Reading{Value: v} }
+	absent := event.Reading{Status: event.CellAbsent}
 	for i, g := range smp.GPUs {
-		want := gpu.GPU{
+		want := event.GPU{
 			Index:       i,
-			Name:        gpu.Text{S: "NVIDIA A100-SXM4-40GB"},
-			BusID:       gpu.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x07+0x10*i)},
-			UUID:        gpu.Text{S: fmt.Sprintf("GPU-a100-%d", i)},
+			Name:        event.Text{S: "NVIDIA A100-SXM4-40GB"},
+			BusID:       event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x07+0x10*i)},
+			UUID:        event.Text{S: fmt.Sprintf("GPU-a100-%d", i)},
 			UtilGPUPct:  ok(float64(10 + i)),
 			UtilMemPct:  ok(float64(3 + i)),
 			MemUsedMiB:  ok(float64(1000 + i)), // bytes floored to MiB, reserved not counted
@@ -45,10 +45,10 @@ func TestDGXA100EveryField(t *testing.T) {
 			TempC:       ok(float64(40 + i)),
 			SMClockMHz:  ok(1410), MemClockMHz: ok(1215), SMClockMax: ok(1410),
 			FanPct:         ok(0),
-			PState:         gpu.Text{S: "P0"},
+			PState:         event.Text{S: "P0"},
 			PCIeGenCurrent: ok(4), PCIeGenMax: ok(4), PCIeWidthCurrent: ok(16), PCIeWidthMax: ok(16),
-			ClockEvents: gpu.ClockEvents{Mask: gpu.ReasonGPUIdle | gpu.ReasonSWPowerCap},
-			Persistence: gpu.Text{S: "Enabled"}, ECCMode: gpu.Text{S: "Enabled"}, MIGMode: gpu.Text{S: "Disabled"},
+			ClockEvents: event.ClockEvents{Mask: event.ReasonGPUIdle | event.ReasonSWPowerCap},
+			Persistence: event.Text{S: "Enabled"}, ECCMode: event.Text{S: "Enabled"}, MIGMode: event.Text{S: "Disabled"},
 			PCIeRxKBs: absent, PCIeTxKBs: absent,
 		}
 		if !reflect.DeepEqual(g, want) {
@@ -66,13 +66,13 @@ func TestDGXA100EveryField(t *testing.T) {
 func TestPStateText(t *testing.T) {
 	for _, tc := range []struct {
 		p    gonvml.Pstates
-		want gpu.Text
+		want event.Text
 	}{
-		{gonvml.PSTATE_0, gpu.Text{S: "P0"}},
-		{gonvml.PSTATE_8, gpu.Text{S: "P8"}},
-		{gonvml.PSTATE_12, gpu.Text{S: "P12"}},
-		{gonvml.PSTATE_15, gpu.Text{S: "P15"}},
-		{gonvml.PSTATE_UNKNOWN, gpu.Text{S: "[N/A]", Status: gpu.NA}},
+		{gonvml.PSTATE_0, event.Text{S: "P0"}},
+		{gonvml.PSTATE_8, event.Text{S: "P8"}},
+		{gonvml.PSTATE_12, event.Text{S: "P12"}},
+		{gonvml.PSTATE_15, event.Text{S: "P15"}},
+		{gonvml.PSTATE_UNKNOWN, event.Text{S: "[N/A]", Status: event.CellNA}},
 	} {
 		x := newDGX(t)
 		x.vals[0].pstate = tc.p
@@ -241,7 +241,7 @@ func TestMissingSymbolNeverCalled(t *testing.T) {
 				}
 			}
 			g := smp.GPUs[0]
-			var got gpu.Status
+			var got event.CellStatus
 			switch base {
 			case "nvmlDeviceGetName":
 				got = g.Name.Status
@@ -255,23 +255,23 @@ func TestMissingSymbolNeverCalled(t *testing.T) {
 				if smp.Apps != nil {
 					t.Errorf("Apps = %v, want nil (not read)", smp.Apps)
 				}
-				got = gpu.Absent
+				got = event.CellAbsent
 			case "nvmlDeviceGetCurrentClocksEventReasons":
 				// The legacy function answers instead.
-				if g.ClockEvents.Status != gpu.OK || len(x.devs[0].GetCurrentClocksThrottleReasonsCalls()) == 0 {
+				if g.ClockEvents.Status != event.CellOK || len(x.devs[0].GetCurrentClocksThrottleReasonsCalls()) == 0 {
 					t.Errorf("clock events %+v without the legacy call", g.ClockEvents)
 				}
-				got = gpu.Absent
+				got = event.CellAbsent
 			case "nvmlDeviceGetMemoryInfo_v2":
 				// v1 answers instead: its Used counts reserved memory too.
-				if g.MemUsedMiB != (gpu.Reading{Value: 1500}) {
+				if g.MemUsedMiB != (event.Reading{Value: 1500}) {
 					t.Errorf("memory used %+v, want v1's 1500 MiB", g.MemUsedMiB)
 				}
-				got = gpu.Absent
+				got = event.CellAbsent
 			default:
-				got = gpu.Absent
+				got = event.CellAbsent
 			}
-			if got != gpu.Absent {
+			if got != event.CellAbsent {
 				t.Errorf("field status %v, want absent", got)
 			}
 		})
@@ -283,7 +283,7 @@ func TestClockEventsAbsentWithoutEitherSymbol(t *testing.T) {
 	x.missing["nvmlDeviceGetCurrentClocksEventReasons"] = true
 	x.missing["nvmlDeviceGetCurrentClocksThrottleReasons"] = true
 	g := sample(t, x.open(t, Options{NoXid: true})).GPUs[0]
-	if g.ClockEvents != (gpu.ClockEvents{Status: gpu.Absent}) {
+	if g.ClockEvents != (event.ClockEvents{Status: event.CellAbsent}) {
 		t.Errorf("clock events %+v, want absent", g.ClockEvents)
 	}
 }
@@ -306,9 +306,9 @@ func TestOneLostGPUAmongEight(t *testing.T) {
 		}
 		for i, g := range smp.GPUs {
 			if i == 3 {
-				lost := gpu.Reading{Status: gpu.Lost, Raw: "[GPU is lost]"}
+				lost := event.Reading{Status: event.CellLost, Raw: "[GPU is lost]"}
 				if !g.Lost || !g.ShowsLost() || g.UtilGPUPct != lost || g.MemUsedMiB != lost || g.TempC != lost ||
-					g.PowerDrawW != lost || g.PState != (gpu.Text{S: "[GPU is lost]", Status: gpu.Lost}) {
+					g.PowerDrawW != lost || g.PState != (event.Text{S: "[GPU is lost]", Status: event.CellLost}) {
 					t.Errorf("tick %d: lost GPU row %+v", tick, g)
 				}
 				if g.Name.S != "NVIDIA A100-SXM4-40GB" || g.BusID.S != "00000000:37:00.0" {
@@ -316,7 +316,7 @@ func TestOneLostGPUAmongEight(t *testing.T) {
 				}
 				continue
 			}
-			if g.Lost || g.UtilGPUPct != (gpu.Reading{Value: float64(20*tick + i)}) || !g.TempC.Valid() {
+			if g.Lost || g.UtilGPUPct != (event.Reading{Value: float64(20*tick + i)}) || !g.TempC.Valid() {
 				t.Errorf("tick %d: GPU %d: lost %v util %+v temp %+v", tick, i, g.Lost, g.UtilGPUPct, g.TempC)
 			}
 		}
@@ -341,8 +341,8 @@ func TestNotSupportedIsNeverZero(t *testing.T) {
 	x.vals[7].setFail("mem", gonvml.ERROR_FUNCTION_NOT_FOUND)
 	smp := sample(t, x.open(t, Options{NoXid: true}))
 	// NOT_SUPPORTED reads as nvidia-smi prints these cells: "[N/A]".
-	ns := gpu.Reading{Status: gpu.NA, Raw: "[N/A]"}
-	nsText := gpu.Text{S: "[N/A]", Status: gpu.NA}
+	ns := event.Reading{Status: event.CellNA, Raw: "[N/A]"}
+	nsText := event.Text{S: "[N/A]", Status: event.CellNA}
 	g := smp.GPUs
 	for _, tc := range []struct {
 		name      string
@@ -351,14 +351,14 @@ func TestNotSupportedIsNeverZero(t *testing.T) {
 		{"fan on SXM", g[0].FanPct, ns},
 		{"util on MIG parent", g[1].UtilGPUPct, ns},
 		{"mem util on MIG parent", g[1].UtilMemPct, ns},
-		{"MIG mode on MIG parent", g[1].MIGMode, gpu.Text{S: "Enabled"}},
+		{"MIG mode on MIG parent", g[1].MIGMode, event.Text{S: "Enabled"}},
 		{"ECC on GeForce", g[2].ECCMode, nsText},
 		{"MIG on GeForce", g[2].MIGMode, nsText},
-		{"power without permission", g[3].PowerDrawW, gpu.Reading{Status: gpu.OtherToken, Raw: "[Insufficient Permissions]"}},
-		{"temp unknown error", g[4].TempC, gpu.Reading{Status: gpu.UnknownError, Raw: "[Unknown Error]"}},
-		{"reasons timeout", g[5].ClockEvents, gpu.ClockEvents{Status: gpu.OtherToken, Raw: "[ERROR_TIMEOUT]"}},
-		{"limit deprecated", g[6].PowerLimitW, gpu.Reading{Status: gpu.Deprecated, Raw: "[Requested functionality has been deprecated]"}},
-		{"memory function not found", g[7].MemUsedMiB, gpu.Reading{Status: gpu.Absent}},
+		{"power without permission", g[3].PowerDrawW, event.Reading{Status: event.CellOther, Raw: "[Insufficient Permissions]"}},
+		{"temp unknown error", g[4].TempC, event.Reading{Status: event.CellUnknownError, Raw: "[Unknown Error]"}},
+		{"reasons timeout", g[5].ClockEvents, event.ClockEvents{Status: event.CellOther, Raw: "[ERROR_TIMEOUT]"}},
+		{"limit deprecated", g[6].PowerLimitW, event.Reading{Status: event.CellDeprecated, Raw: "[Requested functionality has been deprecated]"}},
+		{"memory function not found", g[7].MemUsedMiB, event.Reading{Status: event.CellAbsent}},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, tc.got, tc.want)
@@ -398,7 +398,7 @@ func TestPCIeOnOff(t *testing.T) {
 	t.Run("off", func(t *testing.T) {
 		x := newDGX(t)
 		g := sample(t, x.open(t, Options{NoXid: true})).GPUs[2]
-		if g.PCIeRxKBs.Status != gpu.Absent || g.PCIeTxKBs.Status != gpu.Absent {
+		if g.PCIeRxKBs.Status != event.CellAbsent || g.PCIeTxKBs.Status != event.CellAbsent {
 			t.Errorf("PCIe %+v %+v, want absent", g.PCIeRxKBs, g.PCIeTxKBs)
 		}
 		if n := len(x.devs[2].GetPcieThroughputCalls()); n != 0 {
@@ -409,10 +409,10 @@ func TestPCIeOnOff(t *testing.T) {
 		x := newDGX(t)
 		x.vals[4].setFail("pcie", gonvml.ERROR_NOT_SUPPORTED)
 		g := sample(t, x.open(t, Options{NoXid: true, PCIe: true})).GPUs
-		if g[2].PCIeRxKBs != (gpu.Reading{Value: 3000}) || g[2].PCIeTxKBs != (gpu.Reading{Value: 6000}) {
+		if g[2].PCIeRxKBs != (event.Reading{Value: 3000}) || g[2].PCIeTxKBs != (event.Reading{Value: 6000}) {
 			t.Errorf("PCIe rx %+v tx %+v, want 3000, 6000 KB/s", g[2].PCIeRxKBs, g[2].PCIeTxKBs)
 		}
-		if g[4].PCIeRxKBs != (gpu.Reading{Status: gpu.NA, Raw: "[N/A]"}) {
+		if g[4].PCIeRxKBs != (event.Reading{Status: event.CellNA, Raw: "[N/A]"}) {
 			t.Errorf("unsupported PCIe throughput: %+v", g[4].PCIeRxKBs)
 		}
 	})
@@ -466,15 +466,15 @@ func TestAppsTwoProcessesOnOneGPU(t *testing.T) {
 	s := x.open(t, Options{NoXid: true})
 	s.names.proc = proc
 	smp := sample(t, s)
-	bus2 := gpu.Text{S: "00000000:27:00.0"}
-	uuid2 := gpu.Text{S: "GPU-a100-2"}
-	want := []gpu.App{
-		{PID: 777, Name: gpu.Text{S: "sglang]0;pwned\\x07"}, UsedMiB: gpu.Reading{Value: 1024}, BusID: bus2, UUID: uuid2},
-		{PID: 4242, Name: gpu.Text{S: "/usr/bin/python3"}, UsedMiB: gpu.Reading{Value: 2296}, BusID: bus2, UUID: uuid2},
-		{PID: 5150, Name: gpu.Text{S: "sglang::scheduler_TP2"}, UsedMiB: gpu.Reading{Value: 70000}, BusID: bus2, UUID: uuid2},
-		{PID: 6000, Name: gpu.Text{S: strings.Repeat("x", maxProcessName)}, UsedMiB: gpu.Reading{Value: 0}, BusID: bus2, UUID: uuid2},
-		{PID: 9999, Name: gpu.Text{S: "[N/A]", Status: gpu.NA}, UsedMiB: gpu.Reading{Status: gpu.NA, Raw: "[N/A]"},
-			BusID: gpu.Text{S: "00000000:67:00.0"}, UUID: gpu.Text{S: "GPU-a100-6"}},
+	bus2 := event.Text{S: "00000000:27:00.0"}
+	uuid2 := event.Text{S: "GPU-a100-2"}
+	want := []event.ComputeApp{
+		{PID: 777, Name: event.Text{S: "sglang]0;pwned\\x07"}, UsedMiB: event.Reading{Value: 1024}, BusID: bus2, UUID: uuid2},
+		{PID: 4242, Name: event.Text{S: "/usr/bin/python3"}, UsedMiB: event.Reading{Value: 2296}, BusID: bus2, UUID: uuid2},
+		{PID: 5150, Name: event.Text{S: "sglang::scheduler_TP2"}, UsedMiB: event.Reading{Value: 70000}, BusID: bus2, UUID: uuid2},
+		{PID: 6000, Name: event.Text{S: strings.Repeat("x", maxProcessName)}, UsedMiB: event.Reading{Value: 0}, BusID: bus2, UUID: uuid2},
+		{PID: 9999, Name: event.Text{S: "[N/A]", Status: event.CellNA}, UsedMiB: event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+			BusID: event.Text{S: "00000000:67:00.0"}, UUID: event.Text{S: "GPU-a100-6"}},
 	}
 	if len(smp.Apps) != len(want) {
 		t.Fatalf("apps %+v, want %+v", smp.Apps, want)
@@ -516,12 +516,12 @@ func TestProcessNameFromProc(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc:", err)
 	}
-	want := gpu.Text{S: os.Args[0]}
+	want := event.Text{S: os.Args[0]}
 	if !strings.HasPrefix(string(b), os.Args[0]+"\x00") {
 		t.Fatalf("/proc/self/cmdline %q does not start with argv[0] %q", b, os.Args[0])
 	}
 	if ns, _ := os.Readlink("/proc/self/ns/pid"); ns != initPIDNamespace {
-		want = gpu.Text{S: "[N/A]", Status: gpu.NA}
+		want = event.Text{S: "[N/A]", Status: event.CellNA}
 		t.Logf("PID namespace %q is not the host's: names are [N/A]", ns)
 	}
 	if got != want {
@@ -560,7 +560,7 @@ func TestProcessNameOutsideHostPIDNamespace(t *testing.T) {
 			t.Fatalf("ns %q: apps %+v", ns, smp.Apps)
 		}
 		a := smp.Apps[0]
-		if a.PID != 4242 || a.Name != (gpu.Text{S: "[N/A]", Status: gpu.NA}) || a.UsedMiB != (gpu.Reading{Value: 3}) {
+		if a.PID != 4242 || a.Name != (event.Text{S: "[N/A]", Status: event.CellNA}) || a.UsedMiB != (event.Reading{Value: 3}) {
 			t.Errorf("ns %q: app %+v, want PID 4242, no name, 3 MiB", ns, a)
 		}
 	}
@@ -573,10 +573,10 @@ func TestLostBeforeTheFirstRead(t *testing.T) {
 	x := newDGX(t)
 	x.vals[2].setFail("util", gonvml.ERROR_GPU_IS_LOST)
 	g := sample(t, x.open(t, Options{NoXid: true})).GPUs[2]
-	if g.Name.S != "NVIDIA A100-SXM4-40GB" || g.Name.Status != gpu.OK || g.BusID.Status != gpu.OK {
+	if g.Name.S != "NVIDIA A100-SXM4-40GB" || g.Name.Status != event.CellOK || g.BusID.Status != event.CellOK {
 		t.Errorf("identity of a GPU lost before the first read: %+v %+v", g.Name, g.BusID)
 	}
-	if !g.Lost || g.UtilGPUPct.Status != gpu.Lost || g.TempC.Status != gpu.Lost {
+	if !g.Lost || g.UtilGPUPct.Status != event.CellLost || g.TempC.Status != event.CellLost {
 		t.Errorf("data of a GPU lost before the first read: %+v", g)
 	}
 }
@@ -610,7 +610,7 @@ func TestProcessNameReadThatBlocks(t *testing.T) {
 	s := x.open(t, Options{NoXid: true})
 	s.names.proc = proc
 	smp := sample(t, s)
-	if len(smp.Apps) != 1 || smp.Apps[0].Name != (gpu.Text{S: "python3"}) {
+	if len(smp.Apps) != 1 || smp.Apps[0].Name != (event.Text{S: "python3"}) {
 		t.Errorf("apps %+v, want pid 4242 named by its task name", smp.Apps)
 	}
 }

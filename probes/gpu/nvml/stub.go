@@ -7,7 +7,6 @@ import (
 	"errors"
 	"runtime"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -33,7 +32,7 @@ var errNoSampler = errors.New("nvml: no sampler in this build")
 func (*Sampler) Info() Info { return Info{} }
 
 // Sample reads every GPU once; never called in this build.
-func (*Sampler) Sample() (gpu.Sample, error) { return gpu.Sample{}, errNoSampler }
+func (*Sampler) Sample() (event.GPUSample, error) { return event.GPUSample{}, errNoSampler }
 
 // Run samples until ctx ends; never called in this build.
 func (*Sampler) Run(context.Context, event.Sink) error { return errNoSampler }

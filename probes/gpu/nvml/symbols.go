@@ -11,7 +11,7 @@ import (
 // lacks makes the dynamic loader kill the process ("symbol lookup error",
 // exit 127; go-nvml#82, nvtop#32), which recover cannot catch. So each
 // function the sampler calls is looked up once after a successful init,
-// and a missing one is never called: its field is gpu.Absent (as the
+// and a missing one is never called: its field is event.CellAbsent (as the
 // nvidia-smi probe shows a field the driver does not offer), or an older
 // function is used instead (memory v1, legacy throttle reasons).
 //

@@ -1,39 +1,32 @@
-// Package gpu samples NVIDIA GPUs through nvidia-smi and parses its output:
-// the --query-gpu CSV (driver ≥ 450; with or without header and units), the
-// --help-query-gpu field list, and the one-line whole-command failures
-// ("Unable to determine the device handle …", "No devices were found", …).
-//
-// A value nvidia-smi could not give ("[N/A]", "[Not Supported]", "ERR!", …)
-// is kept as a distinct Status, never as 0.
-package gpu
+package event
 
 import (
 	"strconv"
 	"time"
 )
 
-// Status says whether a cell held a value, and if not, which non-value.
-type Status uint8
+// CellStatus says whether a cell held a value, and if not, which non-value.
+type CellStatus uint8
 
 const (
-	OK           Status = iota // a parsed value
-	NA                         // "[N/A]" or "N/A"
-	NotSupported               // "[Not Supported]"
-	UnknownError               // "[Unknown Error]"
-	Lost                       // "[GPU is lost]"
-	Err                        // "ERR!"
-	Empty                      // "" (an empty cell)
-	Deprecated                 // "[Requested functionality has been deprecated]"
-	OtherToken                 // another bracketed token, e.g. "[Insufficient Permissions]"
-	Invalid                    // garbled: text where a number was expected
-	Absent                     // not queried: the driver does not support the field
+	CellOK           CellStatus = iota // a parsed value
+	CellNA                             // "[N/A]" or "N/A"
+	CellNotSupported                   // "[Not Supported]"
+	CellUnknownError                   // "[Unknown Error]"
+	CellLost                           // "[GPU is lost]"
+	CellErr                            // "ERR!"
+	CellEmpty                          // "" (an empty cell)
+	CellDeprecated                     // "[Requested functionality has been deprecated]"
+	CellOther                          // another bracketed token, e.g. "[Insufficient Permissions]"
+	CellInvalid                        // garbled: text where a number was expected
+	CellAbsent                         // not queried: the driver does not support the field
 )
 
-var statusNames = [...]string{"ok", "n/a", "not-supported", "unknown-error", "lost", "err", "empty", "deprecated", "other", "invalid", "absent"}
+var cellStatusNames = [...]string{"ok", "n/a", "not-supported", "unknown-error", "lost", "err", "empty", "deprecated", "other", "invalid", "absent"}
 
-func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
+func (s CellStatus) String() string {
+	if int(s) < len(cellStatusNames) {
+		return cellStatusNames[s]
 	}
 	return "Status(" + strconv.Itoa(int(s)) + ")"
 }
@@ -42,18 +35,18 @@ func (s Status) String() string {
 // otherwise Raw holds the literal token as nvidia-smi printed it ("[N/A]").
 type Reading struct {
 	Value  float64
-	Status Status
+	Status CellStatus
 	Raw    string
 }
 
 // Valid reports whether the reading holds a value.
-func (r Reading) Valid() bool { return r.Status == OK }
+func (r Reading) Valid() bool { return r.Status == CellOK }
 
 // Text is one string cell (name, bus id, P-state, persistence mode). S is
 // the trimmed text when Status is OK, else the literal token.
 type Text struct {
 	S      string
-	Status Status
+	Status CellStatus
 }
 
 // ClockEventReason is one bit of nvidia-smi's clocks_event_reasons.active
@@ -76,8 +69,8 @@ const (
 // ClockEvents is the active clock-event (throttle) reason bitmask.
 type ClockEvents struct {
 	Mask   ClockEventReason
-	Status Status // OK when Mask was read
-	Raw    string // literal token when Status is not OK
+	Status CellStatus // OK when Mask was read
+	Raw    string     // literal token when Status is not OK
 }
 
 // GPU is one GPU's row of one sample. Units are in the field names.
@@ -130,15 +123,15 @@ type GPU struct {
 // read" shared by the nvidia-smi parser, the NVML sampler and the agent's
 // decoder.
 func AbsentGPU(index int) GPU {
-	a := Reading{Status: Absent}
-	t := Text{Status: Absent}
+	a := Reading{Status: CellAbsent}
+	t := Text{Status: CellAbsent}
 	return GPU{
 		Index: index, Name: t, BusID: t, UUID: t,
 		UtilGPUPct: a, UtilMemPct: a, MemUsedMiB: a, MemTotalMiB: a,
 		PowerDrawW: a, PowerLimitW: a, TempC: a, SMClockMHz: a, MemClockMHz: a,
 		SMClockMax: a, FanPct: a, PState: t,
 		PCIeGenCurrent: a, PCIeGenMax: a, PCIeWidthCurrent: a, PCIeWidthMax: a,
-		ClockEvents: ClockEvents{Status: Absent},
+		ClockEvents: ClockEvents{Status: CellAbsent},
 		Persistence: t, ECCMode: t, MIGMode: t,
 		PCIeRxKBs: a, PCIeTxKBs: a,
 	}
@@ -150,12 +143,12 @@ func AbsentGPU(index int) GPU {
 // sample of it does not clear a failure on its bus. Lost, by contrast, is
 // set by any cell.
 func (g *GPU) ShowsLost() bool {
-	return g.Name.Status == Lost || g.UtilGPUPct.Status == Lost ||
-		g.MemUsedMiB.Status == Lost || g.TempC.Status == Lost
+	return g.Name.Status == CellLost || g.UtilGPUPct.Status == CellLost ||
+		g.MemUsedMiB.Status == CellLost || g.TempC.Status == CellLost
 }
 
-// Sample is one tick of the sampler: every GPU the host reported at At.
-type Sample struct {
+// GPUSample is one tick of the sampler: every GPU the host reported at At.
+type GPUSample struct {
 	At   time.Time // when the tick's first row was read
 	GPUs []GPU     // sorted by Index
 
@@ -171,36 +164,33 @@ type Sample struct {
 	// then PID. The NVML sampler reads them
 	// (nvmlDeviceGetComputeRunningProcesses); the --query-gpu stream does
 	// not, and leaves Apps nil. Empty, not nil, when NVML listed none.
-	Apps []App
+	Apps []ComputeApp
 }
 
-// Kind implements event.Payload.
-func (Sample) Kind() string { return "gpu-sample" }
-
-// FailureClass names a whole-command nvidia-smi failure, in kebab case:
+// GPUFailureClass names a whole-command nvidia-smi failure, in kebab case:
 // "gpu-lost", "no-devices", "driver-not-loaded", "driver-library-mismatch",
 // "nvml-init-unknown-error", or, for "Unable to determine the device handle
 // for GPU …: <reason>", the reason in kebab case ("unknown-error",
 // "not-found", …), and for another "Failed to initialize NVML: <reason>",
 // "nvml-init-<reason in kebab case>". The sampler adds
 // "nvidia-smi-not-found" when the host has no nvidia-smi.
-type FailureClass string
+type GPUFailureClass string
 
 const (
-	FailGPULost               FailureClass = "gpu-lost"
-	FailNoDevices             FailureClass = "no-devices"
-	FailDriverNotLoaded       FailureClass = "driver-not-loaded"
-	FailDriverLibraryMismatch FailureClass = "driver-library-mismatch"
-	FailNVMLInitUnknown       FailureClass = "nvml-init-unknown-error"
+	GPUFailLost                  GPUFailureClass = "gpu-lost"
+	GPUFailNoDevices             GPUFailureClass = "no-devices"
+	GPUFailDriverNotLoaded       GPUFailureClass = "driver-not-loaded"
+	GPUFailDriverLibraryMismatch GPUFailureClass = "driver-library-mismatch"
+	GPUFailNVMLInitUnknown       GPUFailureClass = "nvml-init-unknown-error"
 	// FailNoNVIDIASMI: the host has no nvidia-smi on its PATH (the shell
 	// answered exit status 127).
-	FailNoNVIDIASMI FailureClass = "nvidia-smi-not-found"
+	GPUFailNoNVIDIASMI GPUFailureClass = "nvidia-smi-not-found"
 )
 
-// Failure is a whole-command failure that nvidia-smi printed instead of CSV.
+// GPUFailure is a whole-command failure that nvidia-smi printed instead of CSV.
 // It is an event payload.
-type Failure struct {
-	Class       FailureClass
+type GPUFailure struct {
+	Class       GPUFailureClass
 	BusID       string // "0000:0B:00.0" when the message names one
 	Reason      string // the message's reason text, e.g. "Unknown Error"
 	NeedsReboot bool   // "Reboot the system to recover this GPU"
@@ -208,12 +198,9 @@ type Failure struct {
 	Line        string // the message line as printed
 }
 
-// Kind implements event.Payload.
-func (Failure) Kind() string { return "gpu-failure" }
-
-// Stale reports that no complete sample arrived for Missed intervals; the
+// GPUStale reports that no complete sample arrived for Missed intervals; the
 // sampler restarts its nvidia-smi stream. It is an event payload.
-type Stale struct {
+type GPUStale struct {
 	LastSample time.Time // zero if none ever arrived
 	Missed     int       // whole intervals since LastSample (or since the sampler started)
 	// Reason says why the stream is being restarted: "no sample for 3
@@ -221,9 +208,6 @@ type Stale struct {
 	// lost", … Sanitised, at most a few hundred bytes.
 	Reason string
 }
-
-// Kind implements event.Payload.
-func (Stale) Kind() string { return "gpu-stale" }
 
 // Xid is one NVIDIA driver error event (an "Xid") reported for a GPU
 // through an NVML event set (nvmlEventTypeXidCriticalError). NVML does not
@@ -236,9 +220,6 @@ type Xid struct {
 	BusID string // "00000000:83:00.0", "" when unknown
 	Code  uint64 // the Xid number, e.g. 79 ("GPU has fallen off the bus")
 }
-
-// Kind implements event.Payload.
-func (Xid) Kind() string { return "gpu-xid" }
 
 // GPUName names the GPU of the Xid as well as NVML did: "GPU 3
 // (00000000:83:00.0)", "GPU 3", "GPU 00000000:83:00.0", or "a GPU NVML did
@@ -255,24 +236,24 @@ func (x Xid) GPUName() string {
 	return "a GPU NVML did not name"
 }
 
-// SourceMode names how GPU samples are read.
-type SourceMode string
+// GPUSourceMode names how GPU samples are read.
+type GPUSourceMode string
 
 const (
 	// SourceNvidiaSMI: one long-lived `nvidia-smi --query-gpu … -lms` stream.
-	SourceNvidiaSMI SourceMode = "nvidia-smi"
+	SourceNvidiaSMI GPUSourceMode = "nvidia-smi"
 	// SourceNVML: NVML in this process (flightdeck runs on the GPU host).
-	SourceNVML SourceMode = "nvml"
+	SourceNVML GPUSourceMode = "nvml"
 	// SourceAgent: NVML in `flightdeck agent` on the GPU host, streaming
 	// JSON Lines over one SSH session.
-	SourceAgent SourceMode = "agent"
+	SourceAgent GPUSourceMode = "agent"
 )
 
-// Source says how GPU samples are read now, and, when that is the
+// GPUSource says how GPU samples are read now, and, when that is the
 // nvidia-smi fallback, why NVML is not used. It is published when sampling
 // starts and whenever the mode changes. It is an event payload.
-type Source struct {
-	Mode SourceMode
+type GPUSource struct {
+	Mode GPUSourceMode
 	// Detail is what the header may add: "NVML 12.550.54.15, driver
 	// 550.54.15", "agent 0.8.0 (uploaded)". Sanitised.
 	Detail string
@@ -284,5 +265,16 @@ type Source struct {
 	Fallback string
 }
 
-// Kind implements event.Payload.
-func (Source) Kind() string { return "gpu-source" }
+// ComputeApp is one row of nvidia-smi --query-compute-apps (driver ≥ 450). A field
+// the query did not ask for has Status Absent.
+type ComputeApp struct {
+	// PID is the process id, > 0 when PIDStatus is OK. It is 0 when
+	// nvidia-smi could not give it (PIDStatus says why: "[Not Supported]"
+	// in containers and on old drivers, "[N/A]"); 0 is never a real pid.
+	PID       int
+	PIDStatus CellStatus
+	Name      Text    // process_name, sanitised for the terminal
+	UsedMiB   Reading // used_memory / used_gpu_memory, MiB
+	BusID     Text    // gpu_bus_id as printed, "00000000:18:00.0"; compare with SameBus
+	UUID      Text    // gpu_uuid; with MIG on, the parent GPU's
+}
