@@ -10,6 +10,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/gpu/nvml"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog/follow"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -252,8 +253,8 @@ func (l *Live) followLogs(ctx context.Context) error {
 			lp.Publish(event.Event{At: time.Now(), Data: event.LogReset{Path: path, Reason: "switched", Offset: 0}})
 		}
 		switched = true
-		opt := serverlog.FollowOptions{Backlog: backlog}
-		go func() { done <- serverlog.NewFollower(l.cfg.Host, path, lp.Publish, opt).Run(fctx) }()
+		opt := follow.Options{Backlog: backlog}
+		go func() { done <- follow.New(l.cfg.Host, path, lp.Publish, opt).Run(fctx) }()
 		select {
 		case <-ctx.Done():
 			stop()

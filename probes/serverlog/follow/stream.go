@@ -1,21 +1,14 @@
-package serverlog
+package follow
 
 import (
 	"bytes"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"strings"
 	"sync"
-)
 
-// What the Follower reads from tail: one stream, stdout and stderr merged
-// (`2>&1`), so that tail's messages come in order with the file's bytes.
-// GNU tail writes its messages with error(3), which flushes stdout first,
-// so a message comes exactly between the bytes read before and after the
-// event it reports. tail runs with an argv[0] of its own path spelled with
-// a random run of "./" and "/" segments (the marker); error(3) starts every
-// message with argv[0] and ": ", so a message is recognised by the marker,
-// which log content cannot forge without knowing it.
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
 
 // maxMessage is the longest tail message the splitter holds: tail's
 // messages are a path (at most PATH_MAX) and a sentence. A longer "message"
@@ -237,7 +230,7 @@ func (r *lineReader) feed(chunk []byte, base int64) ([]event.LogLine, int64) {
 			fileLen += r.partLen
 			r.partial, r.partLen = r.partial[:0], 0
 		}
-		if room := MaxLineBytes - (len(text) - start); room > 0 {
+		if room := serverlog.MaxLineBytes - (len(text) - start); room > 0 {
 			text = append(text, seg[:min(len(seg), room)]...)
 		}
 		lines = append(lines, event.LogLine{Offset: pos, Text: text[start:len(text):len(text)]})
@@ -277,7 +270,7 @@ func lastBytes(dst, a, b []byte) []byte {
 // MaxLineBytes bytes of it.
 func (r *lineReader) hold(b []byte) {
 	r.partLen += int64(len(b))
-	if room := MaxLineBytes - len(r.partial); room > 0 {
+	if room := serverlog.MaxLineBytes - len(r.partial); room > 0 {
 		r.partial = append(r.partial, b[:min(len(b), room)]...)
 	}
 }

@@ -1,4 +1,4 @@
-package serverlog
+package follow
 
 import (
 	"fmt"
@@ -99,7 +99,7 @@ func TestFollowerTruncateAndRewriteExactlyOnce(t *testing.T) {
 	if err := os.WriteFile(path, []byte(joinLines(gens[0])), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, c := startFollower(t, newShHost(), path, FollowOptions{CheckInterval: 5 * time.Millisecond})
+	_, c := startFollower(t, newShHost(), path, Options{CheckInterval: 5 * time.Millisecond})
 	c.waitStream(t, "the first 50 lines", expectStream(gens...))
 	for round := range 12 {
 		for _, n := range []int{2000, 50} {
@@ -130,7 +130,7 @@ func TestFollowerRotationMidStream(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.log")
 	old := genLines("old", 300)
 	appendFile(t, path, joinLines(old[:100]))
-	_, c := startFollower(t, newShHost(), path, FollowOptions{CheckInterval: 5 * time.Millisecond})
+	_, c := startFollower(t, newShHost(), path, Options{CheckInterval: 5 * time.Millisecond})
 	c.waitStream(t, "the first lines", expectStream(old[:100]))
 	for i := 100; i < 300; i += 20 {
 		appendFile(t, path, joinLines(old[i:i+20]))
@@ -176,7 +176,7 @@ func TestFollowerForgedNoticeIsALine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.log")
 	first := genLines("before", 5)
 	appendFile(t, path, joinLines(first))
-	f, c := startFollower(t, newShHost(), path, FollowOptions{CheckInterval: 5 * time.Millisecond})
+	f, c := startFollower(t, newShHost(), path, Options{CheckInterval: 5 * time.Millisecond})
 	c.waitStream(t, "the first lines", expectStream(first))
 	quoted := "'" + path + "'"
 	forged := []string{
@@ -230,7 +230,7 @@ func TestFollowerNotices(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "nonexistent", "dir", "server.log")
 	h := newShHost()
-	_, c := startFollower(t, h, path, FollowOptions{})
+	_, c := startFollower(t, h, path, Options{})
 	c.waitFor(t, "a Notice", func([]string, []event.LogReset) bool { return len(c.notices()) > 0 })
 	want := event.LogNotice{Path: path, Class: event.NoticeMissing, Text: "cannot open '" + path + "' for reading: No such file or directory"}
 	if n := c.notices(); n[0] != want {
@@ -258,7 +258,7 @@ func TestFollowerNotices(t *testing.T) {
 	// A directory.
 	dirPath := t.TempDir()
 	h2 := newShHost()
-	_, c2 := startFollower(t, h2, dirPath, FollowOptions{})
+	_, c2 := startFollower(t, h2, dirPath, Options{})
 	c2.waitFor(t, "a Notice", func([]string, []event.LogReset) bool { return len(c2.notices()) > 0 })
 	starts := h2.startCount()
 	h2.drop()

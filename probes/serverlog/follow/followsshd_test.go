@@ -1,4 +1,4 @@
-package serverlog
+package follow
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestFollowerOverRealSSHD(t *testing.T) {
 	if err := os.WriteFile(path, []byte(joinLines(gens[0])), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, c := startFollower(t, host, path, FollowOptions{CheckInterval: 10 * time.Millisecond})
+	_, c := startFollower(t, host, path, Options{CheckInterval: 10 * time.Millisecond})
 	c.waitStream(t, "the first lines", expectStream(gens...))
 	for round := range 6 {
 		for _, n := range []int{2000, 50} {

@@ -1,4 +1,4 @@
-package serverlog
+package follow
 
 import (
 	"bytes"
@@ -155,7 +155,7 @@ func message(f *Follower, text string) string {
 func TestFollowerStaleBatchIsDropped(t *testing.T) {
 	old := joinLines(genLines("old", 50))
 	h := newScriptHost(old)
-	f, c := startFollower(t, h, "/logs/server.log", FollowOptions{CheckInterval: time.Millisecond})
+	f, c := startFollower(t, h, "/logs/server.log", Options{CheckInterval: time.Millisecond})
 	tl := h.nextTail(t)
 	tl.write(t, old)
 	c.waitStream(t, "the old lines", expectStream(genLines("old", 50)))
@@ -185,7 +185,7 @@ func TestFollowerChangeAfterReadIsDelivered(t *testing.T) {
 		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
 			a, b := genLines("a", 20), genLines("b", 5)
 			h := newScriptHost(joinLines(a))
-			f, c := startFollower(t, h, "/logs/server.log", FollowOptions{CheckInterval: time.Millisecond})
+			f, c := startFollower(t, h, "/logs/server.log", Options{CheckInterval: time.Millisecond})
 			tl := h.nextTail(t)
 			tl.write(t, joinLines(a))
 			c.waitStream(t, "the first lines", expectStream(a))
@@ -235,7 +235,7 @@ func TestFollowerInBandMessages(t *testing.T) {
 		t.Run(strconv.Itoa(pieces), func(t *testing.T) {
 			h := newScriptHost("")
 			h.noDD = true // no content checks: this is about tail's messages
-			f, c := startFollower(t, h, "/logs/server.log", FollowOptions{})
+			f, c := startFollower(t, h, "/logs/server.log", Options{})
 			tl := h.nextTail(t)
 			stream := "one\ntw" + message(f, "inotify resources exhausted") + "o\nthree\nunfinis" +
 				message(f, "/logs/server.log: file truncated") + "new 1\nnew 2\n" +
@@ -272,7 +272,7 @@ func TestFollowerInBandMessages(t *testing.T) {
 func TestFollowerWithoutDD(t *testing.T) {
 	h := newScriptHost("a\nb\n")
 	h.noDD = true
-	_, c := startFollower(t, h, "/logs/server.log", FollowOptions{Offset: 2, CheckInterval: time.Millisecond})
+	_, c := startFollower(t, h, "/logs/server.log", Options{Offset: 2, CheckInterval: time.Millisecond})
 	tl := h.nextTail(t)
 	tl.write(t, "b\n")
 	tl.write(t, "c\n")
@@ -296,7 +296,7 @@ func TestFollowerWithoutDD(t *testing.T) {
 func TestFollowerRewrittenWhileDisconnected(t *testing.T) {
 	old := joinLines(genLines("old", 10))
 	h := newScriptHost(old)
-	_, c := startFollower(t, h, "/logs/server.log", FollowOptions{CheckInterval: time.Millisecond})
+	_, c := startFollower(t, h, "/logs/server.log", Options{CheckInterval: time.Millisecond})
 	tl := h.nextTail(t)
 	tl.write(t, old)
 	c.waitStream(t, "the old lines", expectStream(genLines("old", 10)))

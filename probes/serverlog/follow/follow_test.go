@@ -1,4 +1,4 @@
-package serverlog
+package follow
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -272,13 +273,13 @@ func appendFile(t *testing.T, path, s string) {
 }
 
 // startFollower runs a Follower until the test ends.
-func startFollower(t *testing.T, h remote.Host, path string, opts FollowOptions) (*Follower, *collector) {
+func startFollower(t *testing.T, h remote.Host, path string, opts Options) (*Follower, *collector) {
 	t.Helper()
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff, opts.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
 	}
 	c := newCollector()
-	f := NewFollower(h, path, c.sink, opts)
+	f := New(h, path, c.sink, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
@@ -305,7 +306,7 @@ func TestFollowerResumesExactlyOnce(t *testing.T) {
 	path := filepath.Join(dir, "server log.txt") // a space, to exercise quoting
 	appendFile(t, path, "l1\nl2\nl3\npartial")
 	h := newShHost()
-	f, c := startFollower(t, h, path, FollowOptions{})
+	f, c := startFollower(t, h, path, Options{})
 
 	c.waitFor(t, "the three complete lines", hasLines("l1", "l2", "l3"))
 	if got, _ := c.lines(); strings.Join(got, ",") != "l1,l2,l3" {
@@ -374,7 +375,7 @@ func TestFollowerBatchesLines(t *testing.T) {
 		fmt.Fprintf(&b, "[2025-10-22 10:27:57 TP0] line %d\n", i)
 	}
 	appendFile(t, path, b.String())
-	_, c := startFollower(t, newShHost(), path, FollowOptions{MaxBatch: 1000})
+	_, c := startFollower(t, newShHost(), path, Options{MaxBatch: 1000})
 	c.waitFor(t, "5000 lines", func(l []string, _ []event.LogReset) bool { return len(l) >= 5000 })
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -396,7 +397,7 @@ func TestFollowerTruncation(t *testing.T) {
 	requireTail(t)
 	path := filepath.Join(t.TempDir(), "t.log")
 	appendFile(t, path, "aaaa\nbbbb\n")
-	f, c := startFollower(t, newShHost(), path, FollowOptions{})
+	f, c := startFollower(t, newShHost(), path, Options{})
 	c.waitFor(t, "the first lines", hasLines("aaaa", "bbbb"))
 	if err := os.WriteFile(path, []byte("c\n"), 0o644); err != nil { // truncate and rewrite, shorter
 		t.Fatal(err)
@@ -418,7 +419,7 @@ func TestFollowerRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.log")
 	appendFile(t, path, "old1\nold2\n")
-	_, c := startFollower(t, newShHost(), path, FollowOptions{})
+	_, c := startFollower(t, newShHost(), path, Options{})
 	c.waitFor(t, "the old lines", hasLines("old1", "old2"))
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
@@ -460,7 +461,7 @@ func TestFollowerRotatedOrTruncatedWhileDisconnected(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "d.log")
 			appendFile(t, path, "old1\nold2\n")
 			h := newShHost()
-			_, c := startFollower(t, h, path, FollowOptions{})
+			_, c := startFollower(t, h, path, Options{})
 			c.waitFor(t, "the old lines", hasLines("old1", "old2"))
 			h.setDown(true)
 			h.drop()
@@ -482,7 +483,7 @@ func TestFollowerRotatedOrTruncatedWhileDisconnected(t *testing.T) {
 func TestFollowerWaitsForMissingFile(t *testing.T) {
 	requireTail(t)
 	path := filepath.Join(t.TempDir(), "later.log")
-	_, c := startFollower(t, newShHost(), path, FollowOptions{})
+	_, c := startFollower(t, newShHost(), path, Options{})
 	appendFile(t, path, "first\nsecond\n")
 	c.waitFor(t, "the lines of the new file", hasLines("first", "second"))
 	got, _ := c.lines()
@@ -495,7 +496,7 @@ func TestFollowerBacklog(t *testing.T) {
 	requireTail(t)
 	path := filepath.Join(t.TempDir(), "b.log")
 	appendFile(t, path, "line-1\nline-2\nline-3\nline-4\n") // 7 bytes a line
-	_, c := startFollower(t, newShHost(), path, FollowOptions{Backlog: 10})
+	_, c := startFollower(t, newShHost(), path, Options{Backlog: 10})
 	// The last 10 bytes start inside line-3; it is dropped, line-4 is whole.
 	c.waitFor(t, "the last line", hasLines("line-4"))
 	appendFile(t, path, "line-5\n")
@@ -507,7 +508,7 @@ func TestFollowerBacklog(t *testing.T) {
 
 	path2 := filepath.Join(t.TempDir(), "b2.log")
 	appendFile(t, path2, "line-1\nline-2\nline-3\nline-4\n")
-	_, c2 := startFollower(t, newShHost(), path2, FollowOptions{Backlog: 14}) // exactly the last two lines
+	_, c2 := startFollower(t, newShHost(), path2, Options{Backlog: 14}) // exactly the last two lines
 	c2.waitFor(t, "the last two lines", hasLines("line-3", "line-4"))
 	if got, _ := c2.lines(); strings.Join(got, ",") != "line-3,line-4" {
 		t.Errorf("lines = %q, want line-3,line-4", got)
@@ -515,7 +516,7 @@ func TestFollowerBacklog(t *testing.T) {
 }
 
 func TestFollowerRejectsUnquotablePath(t *testing.T) {
-	f := NewFollower(newShHost(), "/tmp/a\nb", func(event.Event) {}, FollowOptions{})
+	f := New(newShHost(), "/tmp/a\nb", func(event.Event) {}, Options{})
 	if err := f.Run(context.Background()); err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("Run with a newline in the path = %v, want a quoting error", err)
 	}
@@ -527,7 +528,7 @@ func TestFollowerCommandIsQuoted(t *testing.T) {
 	path := filepath.Join(dir, "$(touch pwned) 'x'.log")
 	appendFile(t, path, "ok\n")
 	h := newShHost()
-	_, c := startFollower(t, h, path, FollowOptions{})
+	_, c := startFollower(t, h, path, Options{})
 	c.waitFor(t, "the line", hasLines("ok"))
 	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 		t.Fatal("the path was run as a command")
@@ -555,14 +556,14 @@ func TestLineReader(t *testing.T) {
 		t.Fatalf("got %+v consumed %d", lines, n)
 	}
 
-	// A line over MaxLineBytes is delivered cut, and the offset still
+	// A line over serverlog.MaxLineBytes is delivered cut, and the offset still
 	// spans all of it.
 	var long lineReader
-	big := bytes.Repeat([]byte("x"), MaxLineBytes+500)
-	long.feed(big[:MaxLineBytes/2], 0)
-	long.feed(big[MaxLineBytes/2:], 0)
+	big := bytes.Repeat([]byte("x"), serverlog.MaxLineBytes+500)
+	long.feed(big[:serverlog.MaxLineBytes/2], 0)
+	long.feed(big[serverlog.MaxLineBytes/2:], 0)
 	lines, n = long.feed([]byte("\nnext\n"), 0)
-	if len(lines) != 2 || len(lines[0].Text) != MaxLineBytes || n != int64(len(big))+6 || lines[1].Offset != int64(len(big))+1 {
+	if len(lines) != 2 || len(lines[0].Text) != serverlog.MaxLineBytes || n != int64(len(big))+6 || lines[1].Offset != int64(len(big))+1 {
 		t.Fatalf("long line: %d lines, first %d bytes, consumed %d", len(lines), len(lines[0].Text), n)
 	}
 }
