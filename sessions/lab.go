@@ -63,6 +63,10 @@ type Lab struct {
 	// session appended to an existing journal): ids continue after
 	// e<Numbered>, so they stay unique in the file.
 	Numbered int
+	// Prior, when set, reports whether an id names an experiment the
+	// journal held before this session: Update and Baseline may name it
+	// too (a conclusion or a baseline set afterwards).
+	Prior func(id string) bool
 
 	mu       sync.Mutex
 	ledger   journal.Ledger    // folded from what the Lab decided and what it observed
@@ -321,7 +325,7 @@ func (l *Lab) Update(ctx context.Context, u event.ExperimentUpdate) error {
 				return ErrNoExperiment
 			}
 			u.Exp = cur.ID
-		case l.ledger.Find(u.Exp) == nil || l.ledger.Find(u.Exp).ID != u.Exp:
+		case !l.knowsLocked(u.Exp):
 			return fmt.Errorf("no experiment %q", u.Exp)
 		}
 		if u.Name != "" {
@@ -355,6 +359,25 @@ func (l *Lab) Note(ctx context.Context, text string) (event.Note, error) {
 		return nil
 	})
 	return n, err
+}
+
+// knowsLocked reports whether id is the id of an experiment of this
+// session or, through Prior, of the journal before it; call with l.mu
+// held.
+func (l *Lab) knowsLocked(id string) bool {
+	if x := l.ledger.Find(id); x != nil && x.ID == id {
+		return true
+	}
+	return l.Prior != nil && l.Prior(id)
+}
+
+// currentID is the open experiment's id, "" when none (a benchmark
+// records it).
+func (l *Lab) currentID() string {
+	if x, ok := l.Current(); ok {
+		return x.ID
+	}
+	return ""
 }
 
 // act is the frame of Start, End, Update and Note: it returns ctx's error

@@ -25,10 +25,8 @@ var ErrNoRepo = errors.New("no git checkout is configured for this host (--repo,
 func (l *Lab) Baseline(ctx context.Context, id string) error {
 	id = clean(id)
 	return l.act(ctx, func() error {
-		if id != "" {
-			if x := l.ledger.Find(id); x == nil || x.ID != id {
-				return fmt.Errorf("no experiment %q", id)
-			}
+		if id != "" && !l.knowsLocked(id) {
+			return fmt.Errorf("no experiment %q", id)
 		}
 		l.decideLocked(time.Now(), event.Baseline{Exp: id})
 		return nil

@@ -123,7 +123,7 @@ func measureBindings(k *KeyMap) {
 // where a default is zero: the benchmark's own default applies).
 func (m *Model) openBench() tea.Cmd {
 	m.showHelp = false
-	d := m.bench.ctl.Defaults()
+	d := m.bench.ctl.BenchDefaults()
 	m.bench.base = d
 	num := func(v int) string {
 		if v <= 0 {
@@ -257,7 +257,7 @@ func (m *Model) startBench(cfg event.BenchConfig) tea.Cmd {
 	return func() tea.Msg {
 		defer cancel()
 		rec()
-		r, err := ctl.Run(ctx, cfg)
+		r, err := ctl.Bench(ctx, cfg)
 		return BenchResultMsg{Result: r, Err: err}
 	}
 }

@@ -29,9 +29,9 @@ type fakeBench struct {
 	cfgs     []event.BenchConfig
 }
 
-func (f *fakeBench) Defaults() event.BenchConfig { return f.defaults }
+func (f *fakeBench) BenchDefaults() event.BenchConfig { return f.defaults }
 
-func (f *fakeBench) Run(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error) {
+func (f *fakeBench) Bench(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error) {
 	f.mu.Lock()
 	f.cfgs = append(f.cfgs, cfg)
 	f.mu.Unlock()

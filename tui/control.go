@@ -36,8 +36,6 @@ type ServerControl interface {
 	SetProfile(name string) error
 }
 
-var _ ServerControl = (*sessions.Control)(nil)
-
 // modal is the overlay that has the keys, if any.
 type modal uint8
 
@@ -305,7 +303,7 @@ func (m *Model) startLaunch(plan sessions.Plan, hypothesis string) tea.Cmd {
 			if x == nil {
 				r.HypothesisErr = errors.New("no journal to record it in")
 			} else {
-				r.HypothesisErr = x.Update(ctx, event.ExperimentUpdate{Hypothesis: hypothesis})
+				r.HypothesisErr = x.UpdateExperiment(ctx, event.ExperimentUpdate{Hypothesis: hypothesis})
 			}
 		}
 		return r

@@ -25,20 +25,21 @@ import (
 
 // ExperimentControl starts and ends experiments and writes notes;
 // *sessions.Lab implements it. Start, End, Update and Note do I/O (they
-// write the journal, Start captures the fingerprint in the background) and
+// write the journal, StartExperiment captures the fingerprint in the background) and
 // run only inside a tea.Cmd; they publish their events on the stream (which
 // is what the screen shows) and also return them for the key's answer.
 type ExperimentControl interface {
-	// Start opens an experiment named name ("" lets it choose "<profile> @
-	// <short commit>") with an optional hypothesis. It fails when one is
-	// open already.
-	Start(ctx context.Context, name, hypothesis string) (event.ExperimentStart, error)
-	// End closes the open experiment with an optional conclusion and
-	// returns it with its result; it fails when none is open.
-	End(ctx context.Context, conclusion string) (event.ExperimentEnd, error)
-	// Update changes an experiment's name, hypothesis or conclusion after
-	// the fact (the conclusion of one that ended by itself).
-	Update(ctx context.Context, u event.ExperimentUpdate) error
+	// StartExperiment opens an experiment named name ("" lets it choose
+	// "<profile> @ <short commit>") with an optional hypothesis, ending the
+	// open one first.
+	StartExperiment(ctx context.Context, name, hypothesis string) (event.ExperimentStart, error)
+	// EndExperiment closes the open experiment with an optional conclusion
+	// and returns it with its result; it fails when none is open.
+	EndExperiment(ctx context.Context, conclusion string) (event.ExperimentEnd, error)
+	// UpdateExperiment changes an experiment's name, hypothesis or
+	// conclusion after the fact (the conclusion of one that ended by
+	// itself).
+	UpdateExperiment(ctx context.Context, u event.ExperimentUpdate) error
 	// Note writes a timestamped note, tied to the open experiment if any.
 	Note(ctx context.Context, text string) (event.Note, error)
 	// Key records a key that caused an action ("y", "kill sglang pid

@@ -254,7 +254,7 @@ func (m *Model) expSubmit() tea.Cmd {
 		m.exp.doing = "starting an experiment"
 		return func() tea.Msg {
 			rec()
-			s, err := x.Start(ctx, name, hyp)
+			s, err := x.StartExperiment(ctx, name, hyp)
 			return ExperimentStartedMsg{Start: s, Err: err}
 		}
 	case modalExpEnd:
@@ -263,7 +263,7 @@ func (m *Model) expSubmit() tea.Cmd {
 		m.exp.doing = "ending " + sanitizeString(f.exp)
 		return func() tea.Msg {
 			rec()
-			e, err := x.End(ctx, conclusion)
+			e, err := x.EndExperiment(ctx, conclusion)
 			return ExperimentEndedMsg{End: e, Err: err}
 		}
 	case modalExpConclude:
@@ -272,7 +272,7 @@ func (m *Model) expSubmit() tea.Cmd {
 		m.exp.doing = "saving the conclusion of " + sanitizeString(f.exp)
 		return func() tea.Msg {
 			rec()
-			return ExperimentUpdatedMsg{Exp: u.Exp, Err: x.Update(ctx, u)}
+			return ExperimentUpdatedMsg{Exp: u.Exp, Err: x.UpdateExperiment(ctx, u)}
 		}
 	case modalNote:
 		text := f.value(0)

@@ -34,7 +34,7 @@ func (f *fakeLab) Keys() [][2]string {
 	return append([][2]string(nil), f.keys...)
 }
 
-func (f *fakeLab) Start(_ context.Context, name, hyp string) (event.ExperimentStart, error) {
+func (f *fakeLab) StartExperiment(_ context.Context, name, hyp string) (event.ExperimentStart, error) {
 	f.record(fmt.Sprintf("Start %q %q", name, hyp))
 	if f.err != nil {
 		return event.ExperimentStart{}, f.err
@@ -43,7 +43,7 @@ func (f *fakeLab) Start(_ context.Context, name, hyp string) (event.ExperimentSt
 	return event.ExperimentStart{ID: fmt.Sprintf("e%d", f.next), Name: name, Hypothesis: hyp, Trigger: journal.TriggerKey}, nil
 }
 
-func (f *fakeLab) End(_ context.Context, conclusion string) (event.ExperimentEnd, error) {
+func (f *fakeLab) EndExperiment(_ context.Context, conclusion string) (event.ExperimentEnd, error) {
 	f.record(fmt.Sprintf("End %q", conclusion))
 	if f.err != nil {
 		return event.ExperimentEnd{}, f.err
@@ -51,7 +51,7 @@ func (f *fakeLab) End(_ context.Context, conclusion string) (event.ExperimentEnd
 	return event.ExperimentEnd{Exp: "e1", Trigger: journal.TriggerKey, Conclusion: conclusion, Result: result(88.94, 87.1, 90.2, 24)}, nil
 }
 
-func (f *fakeLab) Update(_ context.Context, u event.ExperimentUpdate) error {
+func (f *fakeLab) UpdateExperiment(_ context.Context, u event.ExperimentUpdate) error {
 	f.record(fmt.Sprintf("Update %s %q", u.Exp, u.Conclusion))
 	if u.Hypothesis != "" {
 		f.hypotheses = append(f.hypotheses, u.Hypothesis)

@@ -13,8 +13,8 @@ import (
 // event.BenchDone on the stream (the screen draws those), and returns the
 // result when the run ends (cancelled: ctx ended).
 type BenchControl interface {
-	Defaults() event.BenchConfig
-	Run(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error)
+	BenchDefaults() event.BenchConfig
+	Bench(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error)
 }
 
 // RepeatControl runs the repeat behind R; *sessions.Repeater implements
@@ -22,7 +22,7 @@ type BenchControl interface {
 // event.RepeatProgress on the stream and returns when the repeat is
 // done, fails, or ctx ends.
 type RepeatControl interface {
-	Run(ctx context.Context, cfg sessions.RepeatConfig) error
+	Repeat(ctx context.Context, cfg sessions.RepeatConfig) error
 }
 
 // MeasureControl is what the compare view and the baseline mark need

@@ -124,7 +124,7 @@ func (m *Model) startRepeat(cfg sessions.RepeatConfig) tea.Cmd {
 	return func() tea.Msg {
 		defer cancel()
 		rec()
-		return RepeatResultMsg{Err: ctl.Run(ctx, cfg)}
+		return RepeatResultMsg{Err: ctl.Repeat(ctx, cfg)}
 	}
 }
 

@@ -23,7 +23,7 @@ type fakeRepeat struct {
 	wait bool
 }
 
-func (f *fakeRepeat) Run(ctx context.Context, cfg sessions.RepeatConfig) error {
+func (f *fakeRepeat) Repeat(ctx context.Context, cfg sessions.RepeatConfig) error {
 	f.record(fmt.Sprintf("Run N=%d samples=%d bench=%v", cfg.N, cfg.MinSamples, cfg.Bench))
 	if f.wait {
 		<-ctx.Done()

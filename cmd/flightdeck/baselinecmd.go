@@ -1,16 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/user"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -62,7 +60,7 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 		return err
 	}
 	if journal.Live(path) {
-		return refusedf("%s is being written by a running cockpit: mark the baseline there (B in its x panel), or after it quits", path)
+		return liveRefusal(path, "mark the baseline there (B in its x panel)")
 	}
 	lj, err := loadJournal(path)
 	if err != nil {
@@ -90,7 +88,7 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 		fmt.Fprintf(out, "%s is the baseline of %s already\n", what, sanitize.String(path))
 		return nil
 	}
-	if err := appendBaseline(path, host, id); err != nil {
+	if err := appendBaseline(cmd.Context(), path, host, id); err != nil {
 		return err
 	}
 	if f.clear {
@@ -101,32 +99,14 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 	return nil
 }
 
-// appendBaseline appends a session (this command, as journal.Append
-// records every writer) and event.Baseline{Exp: id} to the journal at
-// path, and syncs it. A cockpit that took the journal since it was
-// checked gives a refusal (its *journal.LockedError); other errors are
-// I/O errors.
-func appendBaseline(path, host, id string) error {
-	h := event.SessionHeader{Host: host, Label: "journal baseline", Flightdeck: versionString(), PID: os.Getpid(), Created: time.Now()}
-	if u, err := user.Current(); err == nil {
-		h.User = u.Username
-	}
-	h.Hostname, _ = os.Hostname()
-	w, err := journal.Append(path, h)
-	if err != nil {
-		var locked *journal.LockedError
-		if errors.As(err, &locked) {
-			return refusedf("%v", err)
-		}
-		return err
-	}
-	if err := w.Write(event.Event{At: time.Now(), Data: event.Baseline{Exp: id}}); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Flush(true); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+// appendBaseline marks experiment id as the baseline of the journal at
+// path ("" clears the mark) through a session appended to it, as the B
+// key does (Session.Baseline: an exp-baseline, after a session record of
+// this command). A cockpit that took the journal since it was checked
+// gives a refusal (its *journal.LockedError); other errors are I/O
+// errors.
+func appendBaseline(ctx context.Context, path, host, id string) error {
+	return amendJournal(ctx, path, host, "journal baseline", func(s *sessions.Session) error {
+		return s.Baseline(ctx, id)
+	})
 }

@@ -171,17 +171,30 @@ func (f *benchFlags) run(cmd *cobra.Command, target string) error {
 
 // runOnHost benchmarks the server on alias through its SSH connection.
 func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg event.BenchConfig, progress func(event.BenchProgress, bool)) (*event.BenchResult, error) {
-	c, done, err := f.server.openControl(ctx, alias)
+	h, err := f.server.dial(ctx, alias)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s)", err, httpHint(alias))
 	}
-	defer done()
-	dialer, ok := c.Host.(remote.Dialer)
-	if !ok {
+	defer h.host.Close()
+	if _, ok := h.host.(remote.Dialer); !ok {
 		return nil, fmt.Errorf("%s: this host cannot forward ports", alias)
 	}
+	// A benchmark loads the server but does not change the host: it runs
+	// whoever drives (no driver lock).
+	s, err := sessions.Open(sessions.Options{Name: alias, Config: h.cfg, Journal: sessions.JournalOptions{Off: true}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close(context.WithoutCancel(ctx), nil)
 	port := f.port
+	at := f.server.attach(ctx, h)
+	at.BenchTarget = alias
+	at.ServerPort = func() int { return port }
+	if err := s.Attach(ctx, at); err != nil {
+		return nil, err
+	}
 	if port == 0 {
+		c := s.Control()
 		found, err := c.Find(ctx)
 		if err != nil {
 			return nil, err
@@ -197,13 +210,12 @@ func (f *benchFlags) runOnHost(ctx context.Context, alias string, cfg event.Benc
 			port = c.DefaultPort()
 		}
 	}
-	b := &sessions.Bencher{Dialer: dialer, Port: func() int { return port }, Target: alias}
-	b.Publish = func(e event.Event) {
+	s.OnEvent(func(e event.Event) {
 		if p, ok := e.Data.(event.BenchProgress); ok {
 			progress(p, false)
 		}
-	}
-	return b.Run(ctx, cfg)
+	})
+	return s.Bench(ctx, cfg)
 }
 
 // httpHint is what a failed connection to target adds: bench takes an

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
-	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
@@ -157,20 +156,21 @@ func runDemo(ctx context.Context, f demoFlags) error {
 			return err
 		}
 	}
+	lc := sessions.LiveConfig{Interval: f.interval, Server: server}
+	if err := f.gpu.apply(&lc); err != nil {
+		return err
+	}
 	// The journal is opened before the screen: a refused one (another
 	// cockpit writes it) is said plainly.
-	rec, err := newRecording(f.journal, label, event.SessionHeader{Host: "simulated host", Label: label})
+	s, err := sessions.Open(sessions.Options{Name: label, Config: cfg, Journal: f.journal.options(), Version: versionString(),
+		Header: event.SessionHeader{Host: "simulated host", Label: label}, Driver: f.lock.driving()})
 	if err != nil {
 		return err
 	}
-	ctl := &lazyControl{cfg: cfg}
-	gc := &lazyGit{}
-	bn := &lazyBench{}
-	drv := &driving{}
-	live := func(ctx context.Context, sink event.Sink) error {
+	live := func(ctx context.Context) error {
 		// Building the host takes a moment on a busy laptop: say so on the
 		// screen, which is already open.
-		sink(event.Event{At: time.Now(), Data: event.ConnState{Host: label, Conn: event.Connecting, Since: time.Now()}})
+		s.Publish(event.Event{At: time.Now(), Data: event.ConnState{Host: label, Conn: event.Connecting, Since: time.Now()}})
 		site := joined
 		if !f.join {
 			h, err := sim.Start(ctx, sim.Options{
@@ -208,31 +208,10 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		// The driver lock, next to the server's pidfile: the first demo
 		// drives, a joining one watches until it takes over. The journal
 		// is on this machine, which is the simulated host.
-		me := driver.Self()
-		me.Journal = rec.path()
-		if err := drv.acquire(ctx, &driver.Lock{Host: host, Dir: site.LogDir, Me: me, Heartbeat: f.lock.heartbeat, StaleAfter: f.lock.stale}, f.lock.takeOver); err != nil {
-			return fmt.Errorf("driver lock: %w", err)
-		}
-		defer drv.start(ctx, sink)() // released before the host closes
-		target := site.config()
-		c := &sessions.Control{Host: host, Config: cfg, Target: target, NoProcessMatch: true, GPUCount: gpusSeen.count, Guard: drv.guard, Fence: drv.fence}
-		g := &sessions.Git{Host: host, Path: site.Repo, Guard: drv.guard}
-		lc := sessions.LiveConfig{
-			Host:     host,
-			Git:      g,
-			Interval: f.interval,
-			Server:   server,
-			Control:  c,
-		}
-		if err := f.gpu.apply(&lc); err != nil {
+		if err := s.Attach(ctx, sessions.AttachOptions{Host: host, Target: site.config(), Repo: site.Repo, OnHost: true,
+			NoProcessMatch: true, BenchTarget: "simulated host"}); err != nil {
 			return err
 		}
-		lv := sessions.NewLive(lc, sink)
-		ctl.set(c)
-		gc.set(g)
-		b := &sessions.Bencher{Dialer: host, Port: serverSeen.port, Server: &benchServer, Target: "simulated host", Experiment: rec.currentExp(), Publish: sink}
-		bn.set(b)
-		rec.setLab(&sessions.Lab{Host: host, RepoPath: site.Repo, Config: cfg, Preset: "sim"}, c, b, sink)
 		if f.join {
 			// The server is the first demo's, and so is the host: when
 			// that demo quits, this cockpit ends too, saying why,
@@ -254,29 +233,26 @@ func runDemo(ctx context.Context, f demoFlags) error {
 					}
 				}
 			}()
-			err := lv.Run(lctx)
+			err := s.Run(lctx, lc)
 			if errors.Is(context.Cause(lctx), errDemoGone) {
-				drv.quiet() // the lock went with the host: its release cannot work
+				s.Quiet() // the lock went with the host: its release cannot work
 				return fmt.Errorf("the demo serving the simulated host (pid %d) has quit: the host is gone", site.PID)
 			}
 			return err
 		}
 		// The first launch goes through the same path as the L key.
-		go func() {
-			plan, err := c.Plan(c.Request())
+		return s.Run(ctx, lc, func() {
+			plan, err := s.Plan(s.Request())
 			if err == nil {
-				_, err = c.Launch(ctx, plan)
+				_, err = s.Launch(ctx, plan)
 			}
 			if err != nil && ctx.Err() == nil {
-				sink(event.Event{At: time.Now(), Data: event.LogNotice{Path: "launch", Class: event.NoticeInaccessible, Text: "first launch failed: " + err.Error()}})
+				s.Publish(event.Event{At: time.Now(), Data: event.LogNotice{Path: "launch", Class: event.NoticeInaccessible, Text: "first launch failed: " + err.Error()}})
 			}
-		}()
-		return lv.Run(ctx)
+		})
 	}
-	err = runCockpit(ctx, tui.Options{Label: label, Host: "simulated host", Color: f.color.Mode(), Control: ctl, Git: gc, Bench: bn,
-		Driver: drv, ServesHost: !f.join}, rec, live)
-	drv.report(os.Stderr)
-	return err
+	opts := cockpitOptions(tui.Options{Label: label, Host: "simulated host", Color: f.color.Mode(), ServesHost: !f.join}, s, true)
+	return runCockpit(ctx, s, opts, live)
 }
 
 // errDemoGone ends a joined demo whose serving demo has quit.

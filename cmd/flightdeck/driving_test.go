@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // TestServerCLIRespectsTheDriver: while a cockpit holds the host's driver
@@ -63,27 +63,52 @@ func TestServerCLIRespectsTheDriver(t *testing.T) {
 	wantExit(t, err, exitNoServer, "kill after the release")
 }
 
-// TestJournalNameTakenTheSameSecond: two cockpits started in the same
-// second (a pair pressing enter together) get two journals, not a refusal.
-func TestJournalNameTakenTheSameSecond(t *testing.T) {
-	dir, err := journal.DefaultDir()
-	if err != nil {
+// TestGitCLIRespectsTheDriver: while a cockpit holds the host's driver
+// lock, the git commands that change the checkout refuse and name it
+// (before any question), the ones that read still read, and --force acts
+// anyway, as for flightdeck server.
+func TestGitCLIRespectsTheDriver(t *testing.T) {
+	h, _, ssh := simHostConfig(t)
+	args := func(a ...string) []string { return append(a, ssh...) }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := &driver.Lock{Host: remote.NewLocal(), Dir: filepath.Dir(h.LogPath), Me: event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123}}
+	if st, err := l.Acquire(ctx, false); err != nil || st.Role != event.RoleDriving {
+		t.Fatalf("acquire: %+v %v", st, err)
+	}
+	head := gitT(t, h.RepoPath, "rev-parse", "HEAD")
+	writeFile(t, h.RepoPath, "scratch.txt", "mine\n")
+	for _, cmd := range [][]string{
+		{"git", "checkout", "sim", "HEAD~1", "--yes"},
+		{"git", "stash", "sim", "push", "mine", "-u"},
+		{"git", "revert", "sim", "scratch.txt", "--yes"},
+		{"git", "restore", "sim", "--yes"},
+	} {
+		_, _, err := runCLI(t, nil, args(cmd...)...)
+		if err == nil || !strings.Contains(err.Error(), "alice@laptop (pid 4123) drives") || !strings.Contains(err.Error(), "--force") {
+			t.Errorf("%v while a cockpit drives: %v", cmd, err)
+		}
+	}
+	if got := gitT(t, h.RepoPath, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD moved to %s while refused", got)
+	}
+	if _, err := os.Stat(filepath.Join(h.RepoPath, "scratch.txt")); err != nil {
+		t.Fatalf("the untracked file went while refused: %v", err)
+	}
+	if out, stderr, err := runCLI(t, nil, args("git", "status", "sim")...); err != nil || !strings.Contains(out, "scratch.txt") {
+		t.Errorf("status while a cockpit drives: %v\n%s%s", err, out, stderr)
+	}
+	out, stderr, err := runCLI(t, nil, args("git", "stash", "sim", "push", "mine", "-u", "--force")...)
+	wantExit(t, err, 0, "stash --force:\n"+stderr)
+	if !strings.Contains(out, "stashed as stash@{0}: mine") {
+		t.Errorf("stash --force:\n%s", out)
+	}
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	for _, d := range []time.Duration{0, time.Second} {
-		w, err := journal.Create(journal.NewPath(dir, "same-second", "pair", now.Add(d)), event.SessionHeader{Label: "pair"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-	}
-	w, _, err := journalFlags{}.openCounting("same-second", event.SessionHeader{Label: "pair"})
-	if err != nil {
-		t.Fatalf("second cockpit's journal: %v", err)
-	}
-	defer w.Close()
-	if !strings.HasSuffix(w.Path(), "-pair-2.jsonl") {
-		t.Errorf("journal %s, want the -2 name", w.Path())
+	out, stderr, err = runCLI(t, nil, args("git", "stash", "sim", "pop", "0", "--yes")...)
+	wantExit(t, err, 0, "pop after the release:\n"+stderr)
+	if _, err := os.Stat(filepath.Join(h.RepoPath, "scratch.txt")); err != nil {
+		t.Errorf("the pop did not bring the file back: %v\n%s", err, out)
 	}
 }

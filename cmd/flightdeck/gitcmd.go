@@ -19,6 +19,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -33,9 +34,10 @@ const previewLimit = 20
 
 // gitFlags are the options shared by the git subcommands.
 type gitFlags struct {
-	ssh  sshFlags
-	repo string
-	yes  bool
+	ssh   sshFlags
+	repo  string
+	yes   bool
+	force bool
 }
 
 func (f *gitFlags) add(cmd *cobra.Command) {
@@ -44,14 +46,20 @@ func (f *gitFlags) add(cmd *cobra.Command) {
 	addSSHFlags(fl, &f.ssh, true)
 }
 
+// addYes registers the flags of a subcommand that changes the checkout:
+// --yes, and --force, for acting while a cockpit drives the host.
 func (f *gitFlags) addYes(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().BoolVar(&f.force, "force", false, "act even while a cockpit drives the host (its driver lock is held)")
 }
 
-// gitTarget is an opened checkout on a host.
+// gitTarget is an opened checkout on a host: the repository to read, and
+// the session whose actions change it (the git panel's, guarded by the
+// driver lock as flightdeck server's are).
 type gitTarget struct {
 	alias string
 	repo  *git.Repo
+	s     *sessions.Session
 	cmd   *cobra.Command
 	f     *gitFlags
 	close func()
@@ -88,8 +96,24 @@ func (f *gitFlags) openRepo(cmd *cobra.Command, alias string) (*gitTarget, error
 		host.Close()
 		return nil, err
 	}
-	return &gitTarget{alias: alias, repo: r, cmd: cmd, f: f, close: func() { host.Close() }}, nil
+	s, err := sessions.Open(sessions.Options{Name: alias, Config: cfg, Journal: sessions.JournalOptions{Off: true},
+		Driver: sessions.DriverOptions{Mode: sessions.DriverCheck, Force: f.force}})
+	if err == nil {
+		err = s.Attach(ctx, sessions.AttachOptions{Host: host, Target: hc, Repo: r.Path})
+	}
+	if err != nil {
+		host.Close()
+		return nil, err
+	}
+	return &gitTarget{alias: alias, repo: r, s: s, cmd: cmd, f: f, close: func() {
+		s.Close(context.WithoutCancel(ctx), nil)
+		host.Close()
+	}}, nil
 }
+
+// mayAct refuses an action while a cockpit drives the host (unless
+// --force), before any question is asked.
+func (t *gitTarget) mayAct() error { return t.s.MayAct(t.cmd.Context()) }
 
 // tomlKey writes a table name as TOML wants it: bare, or quoted.
 func tomlKey(s string) string {
@@ -670,6 +694,11 @@ as it was before, and brings back a dropped stash.`,
 			}
 			defer t.close()
 			r := t.repo
+			if verb != "list" {
+				if err := t.mayAct(); err != nil {
+					return err
+				}
+			}
 			switch verb {
 			case "list":
 				st, err := r.Status(ctx, 1)
@@ -682,7 +711,7 @@ as it was before, and brings back a dropped stash.`,
 				printStashes(cmd.OutOrStdout(), st.Stashes, time.Now())
 				return nil
 			case "push":
-				a, err := r.Stash(ctx, args[2], untracked)
+				a, err := t.s.Stash(ctx, args[2], untracked)
 				if err != nil {
 					return err
 				}
@@ -706,9 +735,9 @@ as it was before, and brings back a dropped stash.`,
 			var a event.GitAction
 			switch verb {
 			case "drop":
-				a, err = r.StashDrop(ctx, s.ID)
+				a, err = t.s.StashDrop(ctx, s.ID)
 			default:
-				a, err = r.StashApply(ctx, s.ID, verb == "pop")
+				a, err = t.s.StashApply(ctx, s.ID, verb == "pop")
 			}
 			if err != nil {
 				return err
@@ -798,6 +827,9 @@ of them is saved first, and the undo command printed.`,
 				return err
 			}
 			defer t.close()
+			if err := t.mayAct(); err != nil {
+				return err
+			}
 			r := t.repo
 			st, err := r.Status(ctx, 1)
 			if err != nil {
@@ -818,7 +850,7 @@ of them is saved first, and the undo command printed.`,
 					return err
 				}
 			}
-			a, err := r.Checkout(ctx, ref)
+			a, err := t.s.Checkout(ctx, ref)
 			if err != nil {
 				return err
 			}
@@ -917,6 +949,9 @@ uncommitted work is saved first, and the undo command printed.`,
 				return err
 			}
 			defer t.close()
+			if err := t.mayAct(); err != nil {
+				return err
+			}
 			r := t.repo
 			st, err := r.Status(ctx, 1)
 			if err != nil {
@@ -942,7 +977,7 @@ uncommitted work is saved first, and the undo command printed.`,
 					return err
 				}
 			}
-			a, err := r.Revert(ctx, paths)
+			a, err := t.s.Revert(ctx, paths)
 			if err != nil {
 				return err
 			}
@@ -1045,6 +1080,9 @@ restore can itself be undone.`,
 				return err
 			}
 			defer t.close()
+			if err := t.mayAct(); err != nil {
+				return err
+			}
 			r := t.repo
 			snaps, err := r.Snapshots(ctx)
 			if err != nil {
@@ -1079,7 +1117,7 @@ restore can itself be undone.`,
 					return err
 				}
 			}
-			a, err := r.Restore(ctx, s.ID)
+			a, err := t.s.Restore(ctx, s.ID)
 			if err != nil {
 				return err
 			}

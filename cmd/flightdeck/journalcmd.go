@@ -54,7 +54,7 @@ The format: docs/journal-format.md. Replay a journal: flightdeck replay FILE.`,
 	}
 	cmd.SetFlagErrorFunc(usageError)
 	cmd.AddCommand(newJournalLsCmd(), newJournalShowCmd(), newJournalDiffCmd(), newJournalExportCmd())
-	cmd.AddCommand(newJournalBaselineCmd())
+	cmd.AddCommand(newJournalBaselineCmd(), newJournalNoteCmd(), newJournalConcludeCmd())
 	return cmd
 }
 

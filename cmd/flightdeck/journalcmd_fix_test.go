@@ -149,51 +149,6 @@ func TestUnknownSubcommandIsUsageError(t *testing.T) {
 	}
 }
 
-// --journal: a directory is refused saying "journal" once; an empty file
-// is a new journal; an existing journal gets a session event.
-func TestJournalFlagFiles(t *testing.T) {
-	h := event.SessionHeader{Host: "demo", Label: "demo"}
-	dir := t.TempDir()
-	_, err := journalFlags{file: dir}.open("demo", h)
-	if err == nil || strings.Count(err.Error(), "journal") != 2 || !strings.Contains(err.Error(), "--journal "+dir+" is a directory: give a file in it") {
-		t.Errorf("a directory: %v", err)
-	}
-	empty := filepath.Join(dir, "empty.jsonl")
-	os.WriteFile(empty, nil, 0o644)
-	w, err := journalFlags{file: empty}.open("demo", h)
-	if err != nil {
-		t.Fatalf("an empty file: %v", err)
-	}
-	w.Close()
-	j, err := journal.Open(empty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hd := j.Header(); hd.Host != "demo" || hd.PID != os.Getpid() || j.Len() != 0 {
-		t.Errorf("empty file: header %+v, %d events", hd, j.Len())
-	}
-	j.Close()
-	w, err = journalFlags{file: empty}.open("demo", h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	j, err = journal.Open(empty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	marks := j.Marks()
-	if len(marks) != 1 || marks[0].Kind != event.KindSession || !strings.Contains(marks[0].Text, "pid ") {
-		t.Errorf("marks after appending %+v, want the session's", marks)
-	}
-	other := filepath.Join(dir, "notes.txt")
-	os.WriteFile(other, []byte("my notes\n"), 0o644)
-	if _, err := (journalFlags{file: other}).open("demo", h); err == nil || strings.Count(err.Error(), "journal") != 2 {
-		t.Errorf("not a journal: %v", err)
-	}
-}
-
 // TestExportSaysWhatItSkipped: an export of a damaged journal says on
 // stderr what it skipped (show and ls say it too); show of an unknown
 // experiment lists the ones there are.

@@ -90,6 +90,7 @@ Try it without a GPU:  flightdeck demo`,
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newFollowCmd())
 	root.AddCommand(newAgentCmd())
+	root.AddCommand(newExperimentCmd())
 	return root
 }
 

@@ -64,6 +64,11 @@ func (s *liveScreen) interesting(e event.Event) bool {
 func (s *liveScreen) run(events <-chan event.Event, done chan<- struct{}) {
 	defer close(done)
 	for e := range events {
+		if _, isStatus := e.Data.(event.JournalStatus); isStatus {
+			// The recorder's own state: screen-only, never in the journal
+			// a replay reads.
+			continue
+		}
 		s.mu.Lock()
 		s.n++
 		// A capture at T holds only if nothing later in the stream has a
@@ -137,12 +142,12 @@ func readyWithRates(profile string, n int) func([]event.Event) bool {
 
 // waitResult waits until the open experiment has n steady-state samples
 // (the warm-up is the first 10 s after ready).
-func waitResult(t *testing.T, lab *sessions.Lab, n int) {
+func waitResult(t *testing.T, s *sessions.Session, n int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for lab.Provisional().N < n {
+	for s.Provisional().N < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %d steady-state samples after a minute: %+v", n, lab.Provisional())
+			t.Fatalf("no %d steady-state samples after a minute: %+v", n, s.Provisional())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -163,8 +168,8 @@ func hasKind(kind string, n int) func([]event.Event) bool {
 // TestRecordAndReplaySession records a scripted session against the
 // simulated host — the first launch, ready and tok/s, a note, a relaunch
 // with the nccl-ll-ring profile, ready and tok/s, the experiment ended by
-// hand — with Live, Control, Git, Lab and the recorder on one stream and a
-// live cockpit model fed the same stream. Then it replays the journal and,
+// hand — through a sessions.Session (its probes, Control, Git, Lab and
+// recorder on one stream) and a live cockpit model fed the same stream. Then it replays the journal and,
 // at every captured time, seeks the replay there: the cockpit's screen is
 // the live one, line for line (the replay's timeline line aside).
 func TestRecordAndReplaySession(t *testing.T) {
@@ -187,88 +192,68 @@ func TestRecordAndReplaySession(t *testing.T) {
 	cfg := config.Builtins()
 
 	path := filepath.Join(t.TempDir(), "journals", "demo", "session.jsonl")
-	w, err := journal.Create(path, event.SessionHeader{Host: "simulated host", Label: "demo", Flightdeck: "test", PID: os.Getpid()})
+	ss, err := sessions.Open(sessions.Options{Name: "demo", Config: cfg, Journal: sessions.JournalOptions{File: path}, Version: "test",
+		Header: event.SessionHeader{Host: "simulated host", Label: "demo"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream := sessions.NewStream()
-	recCtx, stopRec := context.WithCancel(context.Background())
-	defer stopRec()
-	recEvents := stream.Subscribe(recCtx, 1<<16)
-	screenEvents := stream.Subscribe(recCtx, 1<<16)
-
-	c := &sessions.Control{Host: host, Config: cfg, Target: demoTarget(h, demoFlags{gpus: 8, profile: "none"}), NoProcessMatch: true,
-		Grace: time.Second, GPUTimeout: 30 * time.Second}
-	g := &sessions.Git{Host: host, Path: h.RepoPath}
-	lab := &sessions.Lab{Host: host, RepoPath: h.RepoPath, Config: cfg, Preset: "sim"}
-	publish := func(e event.Event) {
-		stream.Publish(e)
-		lab.Observe(e)
+	screenEvents := ss.Subscribe(context.Background(), 1<<16)
+	if err := ss.Attach(ctx, sessions.AttachOptions{Host: host, Target: demoTarget(h, demoFlags{gpus: 8, profile: "none"}), Repo: h.RepoPath,
+		NoProcessMatch: true, Grace: time.Second, GPUTimeout: 30 * time.Second}); err != nil {
+		t.Fatal(err)
 	}
-	lab.Publish = publish
-
-	live := &liveScreen{created: w.Created(), m: tui.New(tui.Options{Label: "demo", Host: "simulated host", NoColor: true, Control: c, Git: g, Experiments: lab})}
+	created := time.Now()
+	if j, err := journal.Open(path); err == nil {
+		created = j.Header().Created
+		j.Close()
+	}
+	live := &liveScreen{created: created, m: tui.New(tui.Options{Label: "demo", Host: "simulated host", NoColor: true, Control: ss, Git: ss, Experiments: ss})}
 	live.m.Update(tea.WindowSizeMsg{Width: rrWidth, Height: rrHeight})
 	screenDone := make(chan struct{})
 	go live.run(screenEvents, screenDone)
-	recDone := make(chan error, 1)
-	go func() { recDone <- runRecorder(recCtx, w, func(event.Event) {}, recEvents) }()
-
-	liveCtx, stopLive := context.WithCancel(ctx)
-	liveDone := make(chan error, 1)
-	lv := sessions.NewLive(sessions.LiveConfig{Host: host, Git: g, Interval: 250 * time.Millisecond, Server: "sglang", Control: c}, publish)
-	go func() { liveDone <- lv.Run(liveCtx) }()
+	ss.Start(ctx, func(ctx context.Context) error {
+		return ss.Run(ctx, sessions.LiveConfig{Interval: 250 * time.Millisecond, Server: "sglang"})
+	})
 
 	// The script. The first launch waits for the GPUs to be seen, so that
 	// the fingerprint holds them (the Lab takes the latest sample).
 	live.waitFor(t, "a GPU sample", time.Minute, hasKind("gpu-sample", 1))
-	plan, err := c.Plan(c.Request())
+	plan, err := ss.Plan(ss.Request())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Launch(ctx, plan); err != nil {
+	if _, err := ss.Launch(ctx, plan); err != nil {
 		t.Fatal(err)
 	}
 	live.waitFor(t, "e1 ready with tok/s", 2*time.Minute, readyWithRates("none", 4))
-	waitResult(t, lab, 4)
+	waitResult(t, ss, 4)
 	live.waitFor(t, "e1's fingerprint", time.Minute, hasKind("exp-fingerprint", 1))
-	if _, err := lab.Note(ctx, "baseline: flat at 62.5"); err != nil {
+	if _, err := ss.Note(ctx, "baseline: flat at 62.5"); err != nil {
 		t.Fatal(err)
 	}
-	req := c.Request()
+	req := ss.Request()
 	req.Profile = "nccl-ll-ring"
-	if plan, err = c.Plan(req); err != nil {
+	if plan, err = ss.Plan(req); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Launch(ctx, plan); err != nil {
+	if _, err := ss.Launch(ctx, plan); err != nil {
 		t.Fatal(err)
 	}
 	live.waitFor(t, "e2 ready with tok/s", 2*time.Minute, readyWithRates("nccl-ll-ring", 4))
-	waitResult(t, lab, 4)
+	waitResult(t, ss, 4)
 	live.waitFor(t, "e2's fingerprint", time.Minute, hasKind("exp-fingerprint", 2))
-	if _, err := lab.End(ctx, "the profile helps"); err != nil {
+	if _, err := ss.EndExperiment(ctx, "the profile helps"); err != nil {
 		t.Fatal(err)
 	}
 	live.waitFor(t, "e2's end", 10*time.Second, hasKind("exp-end", 2))
 	time.Sleep(500 * time.Millisecond) // a few more samples after the end
 
 	// Quit as the cockpit does: the Lab, the probes, then the recorder.
-	lctx, lcancel := context.WithTimeout(context.Background(), labCloseTimeout)
-	lab.Close(lctx)
-	lcancel()
-	stopLive()
-	if err := <-liveDone; err != nil {
-		t.Fatal(err)
-	}
-	stream.Close()
-	if err := <-recDone; err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if err := ss.Close(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	<-screenDone
-	if err := c.Kill(ctx); err != nil {
+	if err := ss.Kill(ctx); err != nil {
 		t.Logf("kill the server: %v", err)
 	}
 

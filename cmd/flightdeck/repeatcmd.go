@@ -123,78 +123,74 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	}
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	c, done, err := f.server.openControl(ctx, alias)
+	h, err := f.server.dial(ctx, alias)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer h.host.Close()
+	at := f.server.attach(ctx, h)
 	// A first look before the journal is made: no server, or one
 	// flightdeck did not launch, leaves no file behind.
-	found, err := c.Find(ctx)
+	look, err := sessions.Open(sessions.Options{Name: alias, Config: h.cfg, Journal: sessions.JournalOptions{Off: true}})
+	if err == nil {
+		err = look.Attach(ctx, at)
+	}
+	if err != nil {
+		return err
+	}
+	found, err := look.Control().Find(ctx)
+	look.Close(ctx, nil)
 	if err != nil {
 		return cleanError{err}
 	}
-	if err := repeatable(found, c.Host.Name(), alias); err != nil {
+	if err := repeatable(found, h.host.Name(), alias); err != nil {
 		return err
 	}
-	repo := f.repo
-	if repo == "" {
-		repo = c.Target.Repo
-	}
-	rec, err := newRecording(f.journal, alias, event.SessionHeader{Host: c.Host.Name(), Label: "repeat", NoLog: true})
-	if err != nil {
-		return err
-	}
+	at.Repo = f.repo
 	// The repeat drives the host as a cockpit does: it holds the driver
 	// lock, refuses to start while a cockpit drives (unless --take-over),
 	// and stops when one takes over.
-	_, onHost := c.Host.(*remote.Local)
-	drv, err := takeLock(ctx, c.Host, c.Target.LogDir, rec.path(), onHost, f.lock)
-	if err == nil && !drv.lock().Driving() {
-		st := drv.lock().State()
-		err = fmt.Errorf("%s (pid %d) drives %s from a cockpit: a repeat would relaunch its server; --take-over takes over", sanitize.String(st.Holder.Who()), st.Holder.PID, c.Host.Name())
-	}
+	s, err := sessions.Open(sessions.Options{Name: alias, Config: h.cfg, Journal: f.journal.options(), Version: versionString(),
+		Header: event.SessionHeader{Host: h.host.Name(), Label: "repeat", NoLog: true}, Driver: f.lock.driving(), ErrOut: stderr})
 	if err != nil {
-		rec.abandon()
-		if drv != nil {
-			drv.finishMirror()
-		}
 		return err
 	}
-	c.Guard, c.Fence = drv.guard, drv.fence
-	s, sctx := startSession(ctx, rec, stderr)
-	defer s.cancel()
-	w := &repeatWatch{out: stderr, first: make(chan event.ServerStatus, 1)}
-	s.onEvent = w.observe
-	dialer, _ := c.Host.(remote.Dialer)
-	var bn *sessions.Bencher
-	if dialer != nil {
-		bn = &sessions.Bencher{Dialer: dialer, Port: serverSeen.port, Server: &benchServer, Target: c.Host.Name(), Experiment: rec.currentExp(), Publish: s.publish}
+	_, at.OnHost = h.host.(*remote.Local)
+	err = s.Attach(ctx, at)
+	if st, ok := s.LockState(); err == nil && ok && st.Role != event.RoleDriving {
+		err = fmt.Errorf("%s (pid %d) drives %s from a cockpit: a repeat would relaunch its server; --take-over takes over", sanitize.String(st.Holder.Who()), st.Holder.PID, h.host.Name())
 	}
-	rec.setLab(&sessions.Lab{Host: c.Host, RepoPath: repo, Config: c.Config, Preset: c.Target.Preset}, c, bn, s.publish)
-	lc := sessions.LiveConfig{Host: c.Host, RepoPath: repo, Interval: f.interval, GPUProgram: f.server.nvidiaSMI, Control: c}
+	if err != nil {
+		s.Abandon()
+		return err
+	}
+	// The RepoPath asks for the HEAD watcher alone: the repeat has no git
+	// panel to feed.
+	lc := sessions.LiveConfig{RepoPath: s.Target().Repo, Interval: f.interval, GPUProgram: f.server.nvidiaSMI}
+	if at.Repo != "" {
+		lc.RepoPath = at.Repo
+	}
 	if err := f.gpu.apply(&lc); err != nil {
 		return err
 	}
-	s.startLive(sctx, func(ctx context.Context, sink event.Sink) error {
-		defer drv.start(ctx, func(e event.Event) {
-			sink(e)
-			if st, ok := e.Data.(event.DriverState); ok && (st.Role == event.RoleWatching || st.Role == event.RoleUnsure) {
-				fmt.Fprintf(stderr, "flightdeck: %s: stopping the repeat\n", sanitize.String(st.Note))
-				s.cancel()
-			}
-		})() // the lock is released before the session ends
-		return sessions.RunLive(ctx, lc, sink)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	w := &repeatWatch{out: stderr, first: make(chan event.ServerStatus, 1)}
+	s.OnEvent(w.observe)
+	s.OnEvent(func(e event.Event) {
+		if st, ok := e.Data.(event.DriverState); ok && (st.Role == event.RoleWatching || st.Role == event.RoleUnsure) {
+			fmt.Fprintf(stderr, "flightdeck: %s: stopping the repeat\n", sanitize.String(st.Note))
+			stop()
+		}
 	})
+	sctx := s.Start(rctx, func(ctx context.Context) error { return s.Run(ctx, lc) })
 
-	repErr := runRepeat(sctx, c.Host.Name(), alias, rec, w, f.cfg)
-	err = s.finish(sctx, repErr)
-	drv.finishMirror()
-	drv.report(stderr)
+	repErr := runRepeat(sctx, h.host.Name(), alias, s, w, f.cfg)
+	err = s.Close(sctx, repErr)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // stopped (Ctrl-C): the session's own error is none
 	}
-	path := rec.w.Path()
+	path := s.JournalPath()
 	if series := w.series(); series != "" {
 		if perr := printRepeatResult(stdout, path, series); perr != nil {
 			fmt.Fprintf(stderr, "flightdeck: %s\n", sanitize.String(perr.Error()))
@@ -214,7 +210,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 // runRepeat waits for the first look at the server, refuses one that is not
 // running or not launched by flightdeck, starts an experiment for the
 // running launch when none is open, and runs the repeat.
-func runRepeat(ctx context.Context, hostName, alias string, rec recording, w *repeatWatch, cfg sessions.RepeatConfig) error {
+func runRepeat(ctx context.Context, hostName, alias string, s *sessions.Session, w *repeatWatch, cfg sessions.RepeatConfig) error {
 	wait := time.NewTimer(repeatFirstStatus)
 	defer wait.Stop()
 	var st event.ServerStatus
@@ -233,14 +229,14 @@ func runRepeat(ctx context.Context, hostName, alias string, rec recording, w *re
 	if st.How != "" && st.How != server.ByPidfile {
 		return repeatable(event.ServerFound{Running: true, How: st.How, Port: st.Port}, hostName, alias)
 	}
-	if rec.lab.currentID() == "" {
-		x, err := rec.lab.Start(ctx, "", "")
+	if s.CurrentExperiment() == "" {
+		x, err := s.StartExperiment(ctx, "", "")
 		if err != nil {
 			return fmt.Errorf("start an experiment for the running launch: %w", err)
 		}
 		w.println(fmt.Sprintf("experiment %s %q started for the running launch", journal.OneLine(x.ID), journal.OneLine(x.Name)))
 	}
-	return rec.rep.Run(ctx, cfg)
+	return s.Repeat(ctx, cfg)
 }
 
 // repeatable says why the server found cannot be repeated: none runs

@@ -264,26 +264,3 @@ func TestSpreadText(t *testing.T) {
 		}
 	}
 }
-
-// TestLazyRepeatWaitsForARunInFlight: the cockpit waits, after its screen
-// ends, for a repeat still relaunching (lazyRepeat.wait), and not longer
-// than it is told.
-func TestLazyRepeatWaitsForARunInFlight(t *testing.T) {
-	var l lazyRepeat
-	if !l.wait(time.Millisecond) {
-		t.Fatal("nothing in flight, yet wait timed out")
-	}
-	release := make(chan struct{})
-	l.inflight.Add(1) // a Run in flight, as Run counts it
-	go func() {
-		<-release
-		l.inflight.Done()
-	}()
-	if l.wait(20 * time.Millisecond) {
-		t.Fatal("wait returned while a Run was in flight")
-	}
-	close(release)
-	if !l.wait(10 * time.Second) {
-		t.Fatal("wait did not see the Run end")
-	}
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -57,35 +58,22 @@ func (f *serverFlags) addKill(cmd *cobra.Command) {
 	fl.BoolVar(&f.force, "force", false, "act even while a cockpit drives the host (its driver lock is held)")
 }
 
-// driven returns an error naming the cockpit that drives c's host (its
-// driver lock, next to the pidfile, is held and fresh) unless --force: a
-// kill or launch from here would pull the server from under its user. A
-// lock that cannot be read does not stop the action.
-func (f *serverFlags) driven(ctx context.Context, c *sessions.Control) error {
-	if f.force {
-		return nil
-	}
-	info, held, err := driver.Read(ctx, c.Host, c.Target.LogDir)
-	if err != nil || !held {
-		return nil
-	}
-	since := ""
-	if !info.Since.IsZero() {
-		since = " since " + info.Since.Local().Format(time.TimeOnly)
-	}
-	return fmt.Errorf("%s (pid %d) drives %s from a cockpit%s: its user may be measuring; --force acts anyway",
-		sanitize.String(info.Who()), info.PID, c.Host.Name(), since)
+// serverHost is a host the server commands reach: the configuration, the
+// host's effective settings and the connection.
+type serverHost struct {
+	cfg    *config.Config
+	target config.Host
+	host   remote.Host
 }
 
-// openControl loads the config, connects to alias and returns the host's
-// server control.
-func (f *serverFlags) openControl(ctx context.Context, alias string) (*sessions.Control, func(), error) {
+// dial loads the config and connects to alias.
+func (f *serverFlags) dial(ctx context.Context, alias string) (*serverHost, error) {
 	if f.grace < 0 || f.gpuTimeout < 0 {
-		return nil, nil, errors.New("--grace and --gpu-timeout must not be negative")
+		return nil, errors.New("--grace and --gpu-timeout must not be negative")
 	}
 	cfg, err := loadConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	target := cfg.Host(alias)
 	if f.logDir != "" {
@@ -93,37 +81,67 @@ func (f *serverFlags) openControl(ctx context.Context, alias string) (*sessions.
 	}
 	host, err := openHost(ctx, target.Target, f.ssh)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	c := &sessions.Control{Host: host, Config: cfg, Target: target, GPUProgram: f.nvidiaSMI, Grace: f.grace, GPUTimeout: f.gpuTimeout}
-	// The default {tp}: every GPU of the host, as nvidia-smi counts them.
+	return &serverHost{cfg: cfg, target: target, host: host}, nil
+}
+
+// attach is what a session of these commands acts on: the host with the
+// flags' nvidia-smi, grace and GPU timeout, and as the default {tp} every
+// GPU of the host, as nvidia-smi counts them (asked once, when needed).
+func (f *serverFlags) attach(ctx context.Context, h *serverHost) sessions.AttachOptions {
 	var gpus int
 	var once sync.Once
-	c.GPUCount = func() int {
+	count := func() int {
 		once.Do(func() {
 			qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			if g, err := gpu.QueryGPUMemory(qctx, host, f.nvidiaSMI); err == nil {
+			if g, err := gpu.QueryGPUMemory(qctx, h.host, f.nvidiaSMI); err == nil {
 				gpus = len(g)
 			}
 		})
 		return gpus
 	}
-	return c, func() { host.Close() }, nil
+	return sessions.AttachOptions{Host: h.host, Target: h.target, GPUProgram: f.nvidiaSMI, Grace: f.grace, GPUTimeout: f.gpuTimeout, GPUCount: count}
 }
 
-// openFound is openControl plus a first look for the server.
-func (f *serverFlags) openFound(ctx context.Context, alias string) (*sessions.Control, event.ServerFound, func(), error) {
-	c, done, err := f.openControl(ctx, alias)
+// openSession connects to alias and attaches a session for one action of
+// the CLI: no journal, and it acts only while no cockpit drives the host
+// (its driver lock, next to the pidfile, is held and fresh: a kill or
+// launch from here would pull the server from under its user), unless
+// --force. The returned function closes it.
+func (f *serverFlags) openSession(ctx context.Context, alias string) (*sessions.Session, func(), error) {
+	h, err := f.dial(ctx, alias)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := sessions.Open(sessions.Options{Name: alias, Config: h.cfg, Journal: sessions.JournalOptions{Off: true},
+		Driver: sessions.DriverOptions{Mode: sessions.DriverCheck, Force: f.force}})
+	if err == nil {
+		err = s.Attach(ctx, f.attach(ctx, h))
+	}
+	if err != nil {
+		h.host.Close()
+		return nil, nil, err
+	}
+	return s, func() {
+		s.Close(context.WithoutCancel(ctx), nil)
+		h.host.Close()
+	}, nil
+}
+
+// openFound is openSession plus a first look for the server.
+func (f *serverFlags) openFound(ctx context.Context, alias string) (*sessions.Session, event.ServerFound, func(), error) {
+	s, done, err := f.openSession(ctx, alias)
 	if err != nil {
 		return nil, event.ServerFound{}, nil, err
 	}
-	found, err := c.Find(ctx)
+	found, err := s.Control().Find(ctx)
 	if err != nil {
 		done()
 		return nil, found, nil, err
 	}
-	return c, found, done, nil
+	return s, found, done, nil
 }
 
 func newServerCmd() *cobra.Command {
@@ -176,11 +194,12 @@ func newServerStatusCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, found, done, err := f.openFound(ctx, args[0])
+			ss, found, done, err := f.openFound(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer done()
+			c := ss.Control()
 			st := statusJSON{Running: found.Running, How: found.How, PID: found.ServerPID, Processes: found.Tree}
 			port := 0
 			if r := found.Record; r != nil {
@@ -340,12 +359,13 @@ func newServerKillCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, found, done, err := f.openFound(ctx, args[0])
+			ss, found, done, err := f.openFound(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer done()
-			if err := f.driven(ctx, c); err != nil {
+			c := ss.Control()
+			if err := ss.MayAct(ctx); err != nil {
 				return err
 			}
 			if !found.Running && len(found.Others) > 0 {
@@ -360,8 +380,8 @@ func newServerKillCmd() *cobra.Command {
 					return err
 				}
 			}
-			c.Publish = printKillSteps(cmd.ErrOrStderr())
-			if err := c.Kill(ctx); err != nil {
+			ss.OnEvent(printKillSteps(cmd.ErrOrStderr()))
+			if err := ss.Kill(ctx); err != nil {
 				if errors.Is(err, server.ErrNoServer) {
 					return exitCode(exitNoServer)
 				}
@@ -413,15 +433,15 @@ within --timeout. With --no-wait it returns once the process runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, done, err := f.openControl(ctx, args[0])
+			ss, done, err := f.openSession(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer done()
-			if err := f.driven(ctx, c); err != nil {
+			if err := ss.MayAct(ctx); err != nil {
 				return err
 			}
-			return runServerLaunch(ctx, cmd, c, f, req, noWait, timeout)
+			return runServerLaunch(ctx, cmd, ss, f, req, noWait, timeout)
 		},
 	}
 	f.add(cmd)
@@ -439,7 +459,8 @@ within --timeout. With --no-wait it returns once the process runs.`,
 	return cmd
 }
 
-func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Control, f serverFlags, req sessions.LaunchRequest, noWait bool, timeout time.Duration) error {
+func runServerLaunch(ctx context.Context, cmd *cobra.Command, ss *sessions.Session, f serverFlags, req sessions.LaunchRequest, noWait bool, timeout time.Duration) error {
+	c := ss.Control()
 	errw := cmd.ErrOrStderr()
 	if timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration", timeout)
@@ -467,7 +488,7 @@ func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Contro
 	if err != nil {
 		return err
 	}
-	plan, err := c.Plan(req)
+	plan, err := ss.Plan(req)
 	if err != nil {
 		return err
 	}
@@ -482,8 +503,8 @@ func runServerLaunch(ctx context.Context, cmd *cobra.Command, c *sessions.Contro
 			}
 		}
 	}
-	c.Publish = printKillSteps(errw)
-	rec, err := c.Launch(ctx, plan)
+	ss.OnEvent(printKillSteps(errw))
+	rec, err := ss.Launch(ctx, plan)
 	if err != nil {
 		return err
 	}
@@ -625,11 +646,12 @@ func newServerLogsCmd() *cobra.Command {
 			if lines < 0 {
 				return fmt.Errorf("-n %d: want 0 or more lines", lines)
 			}
-			c, found, done, err := f.openFound(ctx, args[0])
+			ss, found, done, err := f.openFound(ctx, args[0])
 			if err != nil {
 				return err
 			}
 			defer done()
+			c := ss.Control()
 			if found.Record == nil {
 				return fmt.Errorf("no launch recorded on %s (no pidfile in %s): flightdeck only knows the logs of servers it launched", c.Host.Name(), c.Target.LogDir)
 			}
