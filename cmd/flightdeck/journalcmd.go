@@ -523,7 +523,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			if n.Exp != "" {
 				exp = " [" + s(n.Exp) + "]"
 			}
-			fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(n.At.Sub(h.Created)), exp, journal.OneLine(n.Text))
+			fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(n.At.Sub(h.Created)), exp, sanitize.OneLine(n.Text))
 		}
 	}
 	return nil
@@ -540,7 +540,7 @@ func writeGPUEvents(out io.Writer, r *journal.Report) {
 	for _, g := range r.GPUEvents {
 		exp := ""
 		if g.Exp != "" {
-			exp = " [" + journal.OneLine(g.Exp) + "]"
+			exp = " [" + sanitize.OneLine(g.Exp) + "]"
 		}
 		fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(g.At.Sub(r.Header.Created)), exp, g.Describe(r.Header.Created))
 	}
@@ -552,7 +552,7 @@ func writeGPUEvents(out io.Writer, r *journal.Report) {
 func writeMeasureSummary(out io.Writer, r *journal.Report) {
 	exps := r.Ledger.Experiments()
 	if m := r.Ledger.Baseline(); m != nil {
-		fmt.Fprintf(out, "\nbaseline  %s (marked: B in the x panel, or journal baseline)\n", journal.OneLine(m.ID))
+		fmt.Fprintf(out, "\nbaseline  %s (marked: B in the x panel, or journal baseline)\n", sanitize.OneLine(m.ID))
 	}
 	series, launches := journal.RepeatSeries(exps)
 	if len(series) > 0 {
@@ -561,7 +561,7 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 			var ids []string
 			var meds []float64
 			for _, x := range launches[sr] {
-				ids = append(ids, journal.OneLine(x.ID))
+				ids = append(ids, sanitize.OneLine(x.ID))
 				if x.Result.N > 0 {
 					meds = append(meds, x.Result.Median)
 				}
@@ -570,13 +570,13 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 			if p, ok := compare.Spread(meds); ok {
 				spread = fmt.Sprintf("medians %.1f-%.1f tok/s, spread ±%.1f%%", slices.Min(meds), slices.Max(meds), p)
 			}
-			fmt.Fprintf(out, "  %s: %s; %s\n", journal.OneLine(sr), strings.Join(ids, ", "), spread)
+			fmt.Fprintf(out, "  %s: %s; %s\n", sanitize.OneLine(sr), strings.Join(ids, ", "), spread)
 		}
 	}
 	var runs []string
 	for i := range exps {
 		for _, d := range exps[i].Bench {
-			runs = append(runs, "  ["+journal.OneLine(exps[i].ID)+"] "+journal.BenchRunText(d))
+			runs = append(runs, "  ["+sanitize.OneLine(exps[i].ID)+"] "+journal.BenchRunText(d))
 		}
 	}
 	if len(runs) > 0 {
@@ -588,7 +588,7 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 }
 
 func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, patch bool) error {
-	s := journal.OneLine
+	s := sanitize.OneLine
 	start := r.Header.Created
 	base, _ := r.Baseline("")
 	fmt.Fprintf(out, "%s  %s\n", s(x.ID), s(x.Name))

@@ -92,7 +92,7 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 		return err
 	}
 	if d.A == d.B {
-		return refusedf("A and B are the same experiment (%s): nothing to compare (have %s)", journal.OneLine(d.A.ID), lj.report.ExpList())
+		return refusedf("A and B are the same experiment (%s): nothing to compare (have %s)", sanitize.OneLine(d.A.ID), lj.report.ExpList())
 	}
 	if err := journal.WriteDiff(cmd.OutOrStdout(), d, f.format, journal.DiffOptions{All: f.all}); err != nil {
 		return fmt.Errorf("write: %w", err)
@@ -105,7 +105,7 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 			if g.Before(x.ID) {
 				how = "ran after a critical Xid"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s %s at %s: %s\n", journal.OneLine(x.ID), how,
+			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s %s at %s: %s\n", sanitize.OneLine(x.ID), how,
 				journal.FormatElapsed(g.At.Sub(lj.report.Header.Created)), g.Describe(lj.report.Header.Created))
 		}
 	}
@@ -126,7 +126,7 @@ func resolveBaseline(cmd *cobra.Command, l *journal.Ledger, arg string, lj *load
 	case marked != nil:
 		if named != nil && named != marked {
 			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: \"baseline\" is the marked baseline %s; %s is named \"baseline\" too: give its id to compare it\n",
-				journal.OneLine(marked.ID), journal.OneLine(named.ID))
+				sanitize.OneLine(marked.ID), sanitize.OneLine(named.ID))
 		}
 		return marked.ID, nil
 	case named != nil:

@@ -238,7 +238,7 @@ func runRepeat(ctx context.Context, hostName, alias string, rec recording, w *re
 		if err != nil {
 			return fmt.Errorf("start an experiment for the running launch: %w", err)
 		}
-		w.println(fmt.Sprintf("experiment %s %q started for the running launch", journal.OneLine(x.ID), journal.OneLine(x.Name)))
+		w.println(fmt.Sprintf("experiment %s %q started for the running launch", sanitize.OneLine(x.ID), sanitize.OneLine(x.Name)))
 	}
 	return rec.rep.Run(ctx, cfg)
 }
@@ -365,7 +365,7 @@ func printRepeatResult(out io.Writer, path, series string) error {
 		if r.N >= journal.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, journal.OneLine(x.ID), journal.OneLine(x.Name), journal.FormatSummary(sum))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), journal.FormatSummary(sum))
 		if benched {
 			cell := "-"
 			if b := journal.LastBench(x); b != nil {

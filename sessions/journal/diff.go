@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -154,9 +155,9 @@ func groupByLaunch(groups [][]*Experiment, ids []launchID, y *Experiment, id lau
 func ConfigName(x *Experiment) string {
 	p, c := x.Profile(), x.Commit()
 	if p == "" || c == "" {
-		return OneLine(x.Name)
+		return sanitize.OneLine(x.Name)
 	}
-	return OneLine(p + " @ " + git.ShortID(c))
+	return sanitize.OneLine(p + " @ " + git.ShortID(c))
 }
 
 // Compare compares experiment b (new) with a (old), each named by its id
@@ -220,7 +221,7 @@ func findExp(exps []Experiment, s string) (*Experiment, error) {
 	if len(ids) > 0 {
 		have = strings.Join(ids, ", ")
 	}
-	return nil, fmt.Errorf("experiment %q: %w (have %s)", OneLine(s), ErrNoExperiment, have)
+	return nil, fmt.Errorf("experiment %q: %w (have %s)", sanitize.OneLine(s), ErrNoExperiment, have)
 }
 
 // launchGroups returns the launches of x's configuration: the
@@ -480,13 +481,13 @@ func verdict(m *metric, d *Diff, row *ResultRow, na, nb int) string {
 		}
 		switch {
 		case !m.bench && x.Result.N > 0:
-			return fmt.Sprintf("no verdict: %s has %d steady samples (a launch needs %d)", OneLine(x.ID), x.Result.N, MinLaunchSamples)
+			return fmt.Sprintf("no verdict: %s has %d steady samples (a launch needs %d)", sanitize.OneLine(x.ID), x.Result.N, MinLaunchSamples)
 		case m.bench && len(x.Bench) > 0:
-			return "no verdict: " + OneLine(x.ID) + "'s benchmark runs had failures or were stopped"
+			return "no verdict: " + sanitize.OneLine(x.ID) + "'s benchmark runs had failures or were stopped"
 		case m.bench:
-			return "no verdict: no benchmark of " + OneLine(x.ID) + " (b runs one)"
+			return "no verdict: no benchmark of " + sanitize.OneLine(x.ID) + " (b runs one)"
 		}
-		return "no verdict: no value for " + OneLine(x.ID)
+		return "no verdict: no value for " + sanitize.OneLine(x.ID)
 	}
 	if d.SameConfig {
 		return "no verdict: the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)"
@@ -528,9 +529,9 @@ func findRange(exps []Experiment, a, b *Experiment) (*event.CommitRange, string)
 	for _, x := range []*Experiment{a, b} {
 		if g := gitOf(x); g == nil || g.Head == "" {
 			if why := x.CommitUnknown(); why != "" {
-				return nil, "not recorded: commit unknown for " + OneLine(x.ID) + " (" + why + ")"
+				return nil, "not recorded: commit unknown for " + sanitize.OneLine(x.ID) + " (" + why + ")"
 			}
-			return nil, "not recorded: no repository for " + OneLine(x.ID)
+			return nil, "not recorded: no repository for " + sanitize.OneLine(x.ID)
 		}
 	}
 	if ga.Head == gb.Head {
@@ -542,7 +543,7 @@ func findRange(exps []Experiment, a, b *Experiment) (*event.CommitRange, string)
 			continue
 		}
 		rg := *r.Range
-		where := "recorded at " + OneLine(exps[i].ID) + "'s start"
+		where := "recorded at " + sanitize.OneLine(exps[i].ID) + "'s start"
 		switch {
 		case rg.From == ga.Head && rg.To == gb.Head:
 			return &rg, where
@@ -553,7 +554,7 @@ func findRange(exps []Experiment, a, b *Experiment) (*event.CommitRange, string)
 			return &rg, where + " (reversed)"
 		}
 	}
-	from, to := git.ShortID(OneLine(ga.Head)), git.ShortID(OneLine(gb.Head))
+	from, to := git.ShortID(sanitize.OneLine(ga.Head)), git.ShortID(sanitize.OneLine(gb.Head))
 	return nil, fmt.Sprintf("not recorded: no experiment started right after a move from %s to %s (git log --oneline %s..%s in the checkout lists it)", from, to, from, to)
 }
 

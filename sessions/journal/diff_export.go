@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -198,21 +199,21 @@ func jsonSummary(s compare.Summary) JSONSummary {
 // unchanged rows are counted in Folded unless opts.All.
 func BuildDiffJSON(d *Diff, opts DiffOptions) *JSONDiff {
 	ref := func(x *Experiment) JSONExpRef {
-		return JSONExpRef{ID: OneLine(x.ID), Name: OneLine(x.Name), Config: ConfigName(x), Repeat: x.Repeat}
+		return JSONExpRef{ID: sanitize.OneLine(x.ID), Name: sanitize.OneLine(x.Name), Config: ConfigName(x), Repeat: x.Repeat}
 	}
 	ids := func(xs []*Experiment) []string {
 		out := make([]string, len(xs))
 		for i, x := range xs {
-			out[i] = OneLine(x.ID)
+			out[i] = sanitize.OneLine(x.ID)
 		}
 		return out
 	}
 	j := &JSONDiff{Version: DiffJSONVersion, A: ref(d.A), B: ref(d.B), LaunchesA: ids(d.LaunchesA), LaunchesB: ids(d.LaunchesB),
-		RangeNote: OneLine(d.RangeNote), Results: []JSONResultRow{}, Fields: []FieldRowJSON{}}
+		RangeNote: sanitize.OneLine(d.RangeNote), Results: []JSONResultRow{}, Fields: []FieldRowJSON{}}
 	for i := range d.Results {
 		r := &d.Results[i]
 		jr := JSONResultRow{Metric: r.Metric, Unit: r.Unit, LowerIsBetter: r.LowerIsBetter, A: jsonSummary(r.A), B: jsonSummary(r.B),
-			Verdict: OneLine(r.Verdict), WithinNoise: r.WithinNoise}
+			Verdict: sanitize.OneLine(r.Verdict), WithinNoise: r.WithinNoise}
 		if p, ok := r.DeltaPct(); ok {
 			jr.DeltaPct = &p
 		}
@@ -234,22 +235,22 @@ func BuildDiffJSON(d *Diff, opts DiffOptions) *JSONDiff {
 			j.Folded++
 			continue
 		}
-		j.Fields = append(j.Fields, FieldRowJSON{Group: f.Group, Name: OneLine(f.Name), A: OneLine(f.A), B: OneLine(f.B), Changed: f.Changed, Unknown: f.Unknown})
+		j.Fields = append(j.Fields, FieldRowJSON{Group: f.Group, Name: sanitize.OneLine(f.Name), A: sanitize.OneLine(f.A), B: sanitize.OneLine(f.B), Changed: f.Changed, Unknown: f.Unknown})
 	}
 	if r := d.Range; r != nil {
-		cr := JSONCommitRange{CommitRange: *r, FromShort: git.ShortID(OneLine(r.From)), ToShort: git.ShortID(OneLine(r.To))}
-		cr.From, cr.To, cr.Err = OneLine(r.From), OneLine(r.To), OneLine(r.Err)
+		cr := JSONCommitRange{CommitRange: *r, FromShort: git.ShortID(sanitize.OneLine(r.From)), ToShort: git.ShortID(sanitize.OneLine(r.To))}
+		cr.From, cr.To, cr.Err = sanitize.OneLine(r.From), sanitize.OneLine(r.To), sanitize.OneLine(r.Err)
 		for _, l := range []*[]string{&cr.Ahead, &cr.Behind, &cr.Files} {
 			clean := make([]string, len(*l))
 			for i, s := range *l {
-				clean[i] = OneLine(s)
+				clean[i] = sanitize.OneLine(s)
 			}
 			*l = clean
 		}
 		j.Range = &cr
 	}
 	for _, n := range d.Noise {
-		j.Noise = append(j.Noise, JSONNoiseRow{Config: OneLine(n.Config), Launches: n.Launches, Metric: n.Metric, SpreadPct: n.Spread, Lo: n.Lo, Hi: n.Hi})
+		j.Noise = append(j.Noise, JSONNoiseRow{Config: sanitize.OneLine(n.Config), Launches: n.Launches, Metric: n.Metric, SpreadPct: n.Spread, Lo: n.Lo, Hi: n.Hi})
 	}
 	return j
 }
@@ -273,7 +274,7 @@ var diffFormats = map[string]func(io.Writer, *Diff, DiffOptions) error{
 func WriteDiff(w io.Writer, d *Diff, format string, opts DiffOptions) error {
 	write, ok := diffFormats[format]
 	if !ok {
-		return fmt.Errorf("diff format %q: want %s", OneLine(format), strings.Join([]string{"text", "md", "json"}, ", "))
+		return fmt.Errorf("diff format %q: want %s", sanitize.OneLine(format), strings.Join([]string{"text", "md", "json"}, ", "))
 	}
 	return write(w, d, opts)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -19,9 +20,9 @@ type side struct {
 	known bool
 }
 
-func known(s string) side { return side{OneLine(s), true} }
+func known(s string) side { return side{sanitize.OneLine(s), true} }
 
-func unknown(why string) side { return side{"unknown: " + OneLine(why), false} }
+func unknown(why string) side { return side{"unknown: " + sanitize.OneLine(why), false} }
 
 // fieldSet collects the field rows in group order.
 type fieldSet struct{ rows []FieldRow }
@@ -29,7 +30,7 @@ type fieldSet struct{ rows []FieldRow }
 // add appends a row; same says whether the values are equal (when both
 // are known).
 func (f *fieldSet) add(group, name string, a, b side, same bool) {
-	r := FieldRow{Group: group, Name: OneLine(name), A: a.text, B: b.text}
+	r := FieldRow{Group: group, Name: sanitize.OneLine(name), A: a.text, B: b.text}
 	switch {
 	case a.known && b.known:
 		r.Changed = !same
@@ -83,9 +84,9 @@ func commitRows(f *fieldSet, a, b *Experiment) {
 			}
 			return unknown(why), unknown(why)
 		}
-		h := git.ShortID(OneLine(g.Head))
+		h := git.ShortID(sanitize.OneLine(g.Head))
 		if g.Subject != "" {
-			h += " " + strconv.Quote(OneLine(g.Subject))
+			h += " " + strconv.Quote(sanitize.OneLine(g.Subject))
 		}
 		return side{h, true}, known(orDetached(g.Branch))
 	}
@@ -302,7 +303,7 @@ func benchSettingRows(a, b []*event.BenchResult) []FieldRow {
 		values := func(rs []*event.BenchResult) []string {
 			var out []string
 			for _, r := range rs {
-				if v := OneLine(st.text(&r.Config)); !slices.Contains(out, v) {
+				if v := sanitize.OneLine(st.text(&r.Config)); !slices.Contains(out, v) {
 					out = append(out, v)
 				}
 			}

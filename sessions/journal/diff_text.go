@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -33,7 +34,7 @@ func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
 	fmt.Fprintf(bw, "A: %s\nB: %s\n\n", expTitle(d.A), expTitle(d.B))
 
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "RESULTS\tA %s\tB %s\tdelta\tverdict (across launches)\n", OneLine(d.A.ID), OneLine(d.B.ID))
+	fmt.Fprintf(tw, "RESULTS\tA %s\tB %s\tdelta\tverdict (across launches)\n", sanitize.OneLine(d.A.ID), sanitize.OneLine(d.B.ID))
 	for i := range d.Results {
 		r := &d.Results[i]
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", FormatMetric(r), FormatSummary(r.A), FormatSummary(r.B), FormatRowDelta(r), FormatVerdict(r))
@@ -60,7 +61,7 @@ func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
 	} else {
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		for _, n := range d.Noise {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t±%.1f%%\n", OneLine(n.Config), FormatLaunches(n.Launches), OneLine(n.Metric),
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t±%.1f%%\n", sanitize.OneLine(n.Config), FormatLaunches(n.Launches), sanitize.OneLine(n.Metric),
 				fmtNum(n.Lo)+"–"+fmtNum(n.Hi), n.Spread)
 		}
 		tw.Flush()
@@ -79,12 +80,12 @@ func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
 // experiment still open (in a journal being written) says its result is
 // the one so far.
 func expTitle(x *Experiment) string {
-	s := OneLine(x.ID) + " " + strconv.Quote(OneLine(x.Name))
+	s := sanitize.OneLine(x.ID) + " " + strconv.Quote(sanitize.OneLine(x.Name))
 	if x.Open() {
 		s += " (open: result so far)"
 	}
 	if x.Repeat != nil {
-		s += fmt.Sprintf(" (repeat %d/%d of %s)", x.Repeat.I, x.Repeat.N, OneLine(x.Repeat.Series))
+		s += fmt.Sprintf(" (repeat %d/%d of %s)", x.Repeat.I, x.Repeat.N, sanitize.OneLine(x.Repeat.Series))
 	}
 	return s
 }
@@ -93,9 +94,9 @@ func expTitle(x *Experiment) string {
 // lacks it: "TTFT median (ms)", "tok/s (server log)".
 func FormatMetric(r *ResultRow) string {
 	if strings.Contains(r.Metric, r.Unit) {
-		return OneLine(r.Metric)
+		return sanitize.OneLine(r.Metric)
 	}
-	return OneLine(r.Metric) + " (" + OneLine(r.Unit) + ")"
+	return sanitize.OneLine(r.Metric) + " (" + sanitize.OneLine(r.Unit) + ")"
 }
 
 // FormatSummary is a side's value in a comparison: the median with its
@@ -143,7 +144,7 @@ func FormatRowDelta(r *ResultRow) string {
 // (both left out for "no verdict"), and the A/A noise next to it: "slower
 // -8.5% across launches (p=0.008 n=5), A/A noise ±0.3%".
 func FormatVerdict(r *ResultRow) string {
-	s := OneLine(r.Verdict)
+	s := sanitize.OneLine(r.Verdict)
 	if !strings.HasPrefix(r.Verdict, "no verdict") {
 		c := r.Launches
 		if c.HasDelta && (c.N1 > 1 || c.N2 > 1) {
@@ -176,7 +177,7 @@ func FormatLaunches(n int) string {
 func launchList(xs []*Experiment) string {
 	ids := make([]string, len(xs))
 	for i, x := range xs {
-		ids[i] = OneLine(x.ID)
+		ids[i] = sanitize.OneLine(x.ID)
 	}
 	return strings.Join(ids, ", ") + " (" + strconv.Itoa(len(xs)) + ")"
 }
@@ -203,7 +204,7 @@ func FieldValue(s string) string {
 	if s == "" {
 		return "(unset)"
 	}
-	return OneLine(s)
+	return sanitize.OneLine(s)
 }
 
 func writeFieldTable(w io.Writer, rows []FieldRow, empty string) {
@@ -215,7 +216,7 @@ func writeFieldTable(w io.Writer, rows []FieldRow, empty string) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t->\t%s\n", OneLine(r.Group), OneLine(r.Name), FieldValue(r.A), FieldValue(r.B))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t->\t%s\n", sanitize.OneLine(r.Group), sanitize.OneLine(r.Name), FieldValue(r.A), FieldValue(r.B))
 	}
 	tw.Flush()
 }
@@ -232,7 +233,7 @@ func writeSameTable(w io.Writer, rows []FieldRow) {
 		if r.A != r.B {
 			v += " / " + FieldValue(r.B) // unknown on both sides, differently
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", OneLine(r.Group), OneLine(r.Name), v)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", sanitize.OneLine(r.Group), sanitize.OneLine(r.Name), v)
 	}
 	tw.Flush()
 }
@@ -243,12 +244,12 @@ func rangeTitle(d *Diff) string {
 	if d.Range == nil {
 		if d.RangeNote == "same commit" {
 			if g := gitOf(d.A); g != nil {
-				return "same commit (" + git.ShortID(OneLine(g.Head)) + ")"
+				return "same commit (" + git.ShortID(sanitize.OneLine(g.Head)) + ")"
 			}
 		}
-		return OneLine(d.RangeNote)
+		return sanitize.OneLine(d.RangeNote)
 	}
-	return git.ShortID(OneLine(d.Range.From)) + ".." + git.ShortID(OneLine(d.Range.To)) + " (" + OneLine(d.RangeNote) + ")"
+	return git.ShortID(sanitize.OneLine(d.Range.From)) + ".." + git.ShortID(sanitize.OneLine(d.Range.To)) + " (" + sanitize.OneLine(d.RangeNote) + ")"
 }
 
 // writeRange lists the range's commits (B's new ones, then A's that B
@@ -261,7 +262,7 @@ func writeRange(w io.Writer, r *event.CommitRange) {
 		}
 		fmt.Fprintf(w, "  %s (%d):\n", title, total)
 		for _, s := range items {
-			fmt.Fprintf(w, "    %s\n", OneLine(s))
+			fmt.Fprintf(w, "    %s\n", sanitize.OneLine(s))
 		}
 		if total > len(items) {
 			fmt.Fprintf(w, "    ... and %d more\n", total-len(items))
@@ -271,6 +272,6 @@ func writeRange(w io.Writer, r *event.CommitRange) {
 	list("in A, not in B (B is behind)", r.Behind, r.BehindTotal)
 	list("files touched (git diff --name-only A B)", r.Files, r.FilesTotal)
 	if r.Err != "" {
-		fmt.Fprintf(w, "  incomplete: %s\n", OneLine(r.Err))
+		fmt.Fprintf(w, "  incomplete: %s\n", sanitize.OneLine(r.Err))
 	}
 }

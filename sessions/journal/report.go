@@ -94,7 +94,7 @@ func (g GPUEvent) Describe(start time.Time) string {
 // fallen off the bus", sanitised.
 func XidText(x event.Xid) string {
 	meaning, _ := gpu.XidMeaning(x.Code)
-	return OneLine(x.GPUName() + " Xid " + strconv.FormatUint(x.Code, 10) + ": " + meaning)
+	return sanitize.OneLine(x.GPUName() + " Xid " + strconv.FormatUint(x.Code, 10) + ": " + meaning)
 }
 
 // SourceText is a sampling path in words, sanitised: "GPUs sampled by the
@@ -116,7 +116,7 @@ func SourceText(src event.GPUSource) string {
 	if src.Fallback != "" {
 		s += ": " + src.Fallback
 	}
-	return OneLine(s)
+	return sanitize.OneLine(s)
 }
 
 // addGPUEvent folds an Xid or a sampling change into r.GPUEvents.
@@ -315,7 +315,7 @@ func movedText(m event.GitMoved) string {
 	}
 	if m.From == m.To {
 		fmt.Fprintf(&b, "the dirty set changed (%d -> %d dirty paths)", m.DirtyBefore, m.DirtyAfter)
-		return OneLine(b.String())
+		return sanitize.OneLine(b.String())
 	}
 	fmt.Fprintf(&b, "%s moved HEAD %s -> %s", who, orShort(m.FromShort, m.From), orShort(m.ToShort, m.To))
 	if m.FromBranch != m.ToBranch {
@@ -334,7 +334,7 @@ func movedText(m event.GitMoved) string {
 	if len(parts) > 0 {
 		b.WriteString(" (" + strings.Join(parts, "; ") + ")")
 	}
-	return OneLine(b.String())
+	return sanitize.OneLine(b.String())
 }
 
 // filesText is "5 files: pynccl.py, parallel_state.py, ..." (base names,
@@ -366,7 +366,7 @@ func actionText(a event.GitAction) string {
 	if a.Snapshot != "" {
 		s += " (undo: snapshot " + a.Snapshot + ")"
 	}
-	return OneLine(s)
+	return sanitize.OneLine(s)
 }
 
 func orShort(short, id string) string {
@@ -582,7 +582,7 @@ func (x *Experiment) PatchUnknown() string {
 func fpError(fp *event.Fingerprint, prefix string) string {
 	for _, e := range fp.Errors {
 		if strings.HasPrefix(e, prefix) {
-			return OneLine(e)
+			return sanitize.OneLine(e)
 		}
 	}
 	return ""
@@ -602,15 +602,6 @@ func (x *Experiment) Profile() string {
 		return "none"
 	}
 	return l.Profile
-}
-
-// OneLine makes remote or typed text (a note, a name, a command's output)
-// one line that is safe to print: "\r\n", "\n" and "\r" become spaces,
-// then escape sequences and controls are made inert (probes/sanitize.String,
-// which also cuts it at sanitize.MaxRunes runes).
-func OneLine(s string) string {
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-	return sanitize.String(s)
 }
 
 // reasonNames are the short names of the clock-event (throttle) reasons,
@@ -652,7 +643,7 @@ func throttleText(ce event.ClockEvents) (names []string, ok bool) {
 // tokenText is a non-value as nvidia-smi printed it, or its status name.
 func tokenText(st event.CellStatus, raw string) string {
 	if raw != "" {
-		return OneLine(raw)
+		return sanitize.OneLine(raw)
 	}
 	return st.String()
 }
@@ -669,7 +660,7 @@ func textText(t event.Text) string {
 	if t.Status != event.CellOK {
 		return tokenText(t.Status, t.S)
 	}
-	return OneLine(t.S)
+	return sanitize.OneLine(t.S)
 }
 
 // GPUStateSummary describes the GPUs' state in one line: their count and
@@ -832,7 +823,7 @@ func DiffStat(patch string) []FileChange {
 			if i := strings.LastIndex(p, " b/"); i >= 0 {
 				p = p[i+3:]
 			}
-			out = append(out, FileChange{Path: OneLine(p)})
+			out = append(out, FileChange{Path: sanitize.OneLine(p)})
 			inHunk = false
 		case len(out) == 0:
 		case strings.HasPrefix(line, "@@"):

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -14,14 +15,14 @@ import (
 // 32 ok, 0 failed, concurrency 1, 128 in / 128 out" — or "b1 failed:
 // connect: connection refused". Sanitised.
 func BenchRunText(d event.BenchDone) string {
-	id := OneLine(d.ID)
+	id := sanitize.OneLine(d.ID)
 	r := d.Result
 	if r == nil {
 		why := d.Err
 		if why == "" {
 			why = "no result recorded"
 		}
-		return id + " failed: " + OneLine(why)
+		return id + " failed: " + sanitize.OneLine(why)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s output %s tok/s", id, FormatNum(r.OutputTokPerSec))
@@ -39,12 +40,12 @@ func BenchRunText(d event.BenchDone) string {
 		b.WriteString(", cancelled")
 	}
 	if len(r.Errors) > 0 {
-		fmt.Fprintf(&b, "; errors: %s x%d", OneLine(r.Errors[0].Err), r.Errors[0].Count)
+		fmt.Fprintf(&b, "; errors: %s x%d", sanitize.OneLine(r.Errors[0].Err), r.Errors[0].Count)
 		if len(r.Errors) > 1 {
 			fmt.Fprintf(&b, " and %d more kinds", len(r.Errors)-1)
 		}
 	}
-	return OneLine(b.String())
+	return sanitize.OneLine(b.String())
 }
 
 // FormatNum is a tok/s or ms value as the journal's reports, journal diff
@@ -63,7 +64,7 @@ func RepeatText(x *Experiment) string {
 	if x.Repeat == nil {
 		return ""
 	}
-	return fmt.Sprintf("launch %d of %d of the repeat of %s", x.Repeat.I, x.Repeat.N, OneLine(x.Repeat.Series))
+	return fmt.Sprintf("launch %d of %d of the repeat of %s", x.Repeat.I, x.Repeat.N, sanitize.OneLine(x.Repeat.Series))
 }
 
 // RepeatSeries lists the repeats of a ledger: per series (the experiment
@@ -142,7 +143,7 @@ func finitePtr(v float64) *float64 {
 
 // benchRunJSON is d's JSONBenchRun, text sanitised.
 func benchRunJSON(d event.BenchDone) JSONBenchRun {
-	j := JSONBenchRun{ID: OneLine(d.ID), Err: OneLine(d.Err)}
+	j := JSONBenchRun{ID: sanitize.OneLine(d.ID), Err: sanitize.OneLine(d.Err)}
 	r := d.Result
 	if r == nil {
 		if j.Err == "" {
@@ -154,9 +155,9 @@ func benchRunJSON(d event.BenchDone) JSONBenchRun {
 	if math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
 		c.Rate = 0 // as fast as possible
 	}
-	c.Model, c.PromptFile = OneLine(c.Model), OneLine(c.PromptFile)
+	c.Model, c.PromptFile = sanitize.OneLine(c.Model), sanitize.OneLine(c.PromptFile)
 	started := r.Started
-	j.Target, j.Config, j.Started = OneLine(r.Target), &c, &started
+	j.Target, j.Config, j.Started = sanitize.OneLine(r.Target), &c, &started
 	j.DurationS, j.Cancelled, j.Completed, j.Failed = r.Duration.Seconds(), r.Cancelled, r.Completed, r.Failed
 	j.OutputTokPerSec, j.TotalTokPerSec, j.ReqPerSec = finitePtr(r.OutputTokPerSec), finitePtr(r.TotalTokPerSec), finitePtr(r.ReqPerSec)
 	if r.Completed > 0 {
@@ -164,7 +165,7 @@ func benchRunJSON(d event.BenchDone) JSONBenchRun {
 		j.TTFTP99Ms, j.ITLP99Ms = finitePtr(r.TTFT.P99), finitePtr(r.ITL.P99)
 	}
 	for _, e := range r.Errors {
-		j.Errors = append(j.Errors, event.BenchErrorCount{Err: OneLine(e.Err), Count: e.Count})
+		j.Errors = append(j.Errors, event.BenchErrorCount{Err: sanitize.OneLine(e.Err), Count: e.Count})
 	}
 	return j
 }

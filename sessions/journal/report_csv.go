@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -35,7 +36,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	names := map[string]string{}
 	for _, x := range r.Ledger.Experiments() {
-		names[x.ID] = OneLine(x.Name)
+		names[x.ID] = sanitize.OneLine(x.Name)
 	}
 	row := make([]string, len(TokCSVHeader))
 	for _, s := range r.Rates {
@@ -96,7 +97,7 @@ func WriteGPUCSV(w io.Writer, h event.SessionHeader, scan ScanFunc) error {
 				row[9] = csvReading(g.MemClockMHz)
 				row[10] = ""
 				if g.PState.Status == event.CellOK {
-					row[10] = OneLine(g.PState.S)
+					row[10] = sanitize.OneLine(g.PState.S)
 				}
 				row[11] = csvReading(g.PCIeGenCurrent)
 				row[12] = csvReading(g.PCIeWidthCurrent)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -275,7 +276,7 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 		}
 		j.Repeat = x.Repeat
 		for _, g := range r.ExpXids(x.ID) {
-			j.Xids = append(j.Xids, JSONExpXid{T: secs(g.At), GPU: g.xid.Index, BusID: OneLine(g.xid.BusID), Xid: g.Xid,
+			j.Xids = append(j.Xids, JSONExpXid{T: secs(g.At), GPU: g.xid.Index, BusID: sanitize.OneLine(g.xid.BusID), Xid: g.Xid,
 				Count: g.Count, Critical: g.Critical, Before: g.Before(x.ID), What: g.What})
 		}
 		doc.Experiments = append(doc.Experiments, j)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -461,7 +462,7 @@ func DiffStatSummary(patch string) string {
 
 // ShortHash returns the first 12 hex digits of a hash ("" stays "").
 func ShortHash(h string) string {
-	return OneLine(h[:min(12, len(h))])
+	return sanitize.OneLine(h[:min(12, len(h))])
 }
 
 // FormatBytes formats a size as "512 B", "1.2 KiB", "3.4 MiB".
@@ -681,7 +682,7 @@ func (m *mdWriter) notes(notes []TimedNote) {
 // links, HTML, code, table cells) escaped by backslashes. (A line of it
 // never starts a block: it always follows other text.)
 func mdText(s string) string {
-	s = OneLine(s)
+	s = sanitize.OneLine(s)
 	if !strings.ContainsAny(s, "\\`*[]<|_") {
 		return s
 	}
@@ -728,7 +729,7 @@ func mdCell(s string) string { return mdText(s) }
 // mdCode puts one sanitised line in a code span whose backtick fence is
 // longer than any backtick run in it ("-" for ""). Not for table cells.
 func mdCode(s string) string {
-	s = OneLine(s)
+	s = sanitize.OneLine(s)
 	if s == "" {
 		return "-"
 	}

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 	"strings"
@@ -28,5 +29,5 @@ func DescribeSession(h event.SessionHeader) string {
 	if h.Name != "" {
 		parts = append(parts, "session "+strconv.Quote(h.Name))
 	}
-	return OneLine(strings.Join(parts, " "))
+	return sanitize.OneLine(strings.Join(parts, " "))
 }
