@@ -7,7 +7,7 @@ import (
 	"golang.org/x/perf/benchmath"
 )
 
-// Alpha is the significance level of Compare's verdict, benchstat's default.
+// Alpha is the significance level of Samples' verdict, benchstat's default.
 const Alpha = 0.05
 
 // Comparison is the verdict on two samples, A the old and B the new, as
@@ -33,11 +33,11 @@ type Comparison struct {
 	Warnings []string
 }
 
-// Compare compares samples a (old) and b (new) with benchmath.AssumeNothing
+// Samples compares samples a (old) and b (new) with benchmath.AssumeNothing
 // at level Alpha, exactly as benchstat compares two columns. Values that
 // are not finite make a side empty, with a warning. a and b are not
 // modified.
-func Compare(a, b []float64) Comparison {
+func Samples(a, b []float64) Comparison {
 	c := Comparison{A: Summarize(a), B: Summarize(b), P: 1}
 	c.N1, c.N2 = c.A.N, c.B.N
 	c.Warnings = append(c.Warnings, c.A.Warnings...)

@@ -454,7 +454,7 @@ func resultRows(d *Diff, ga, gb [][]*Experiment, settings []FieldRow) []ResultRo
 		row := ResultRow{Metric: m.name, Unit: m.unit, LowerIsBetter: m.lowerIsBetter,
 			A: compare.Summarize(m.within(d.A)), B: compare.Summarize(m.within(d.B))}
 		la, lb := m.launchValues(ga, d.A), m.launchValues(gb, d.B)
-		row.Launches = compare.Compare(la, lb)
+		row.Launches = compare.Samples(la, lb)
 		row.Noise, row.HasNoise = compare.Spread(la)
 		if m.bench && len(differ) > 0 {
 			row.Verdict = "no verdict: benchmark settings differ (" + strings.Join(differ, ", ") + ")"

@@ -268,7 +268,7 @@ func TestCompareBenchFailuresOnly(t *testing.T) {
 func TestVerdictNotSignificantFirst(t *testing.T) {
 	m := &metrics[0]
 	d := &Diff{A: &Experiment{ID: "e1", Result: event.ExperimentResult{N: 5}}, B: &Experiment{ID: "e2", Result: event.ExperimentResult{N: 5}}}
-	row := ResultRow{Launches: compare.Compare([]float64{0, 0, 0, 1}, []float64{0, 1, 0, 0})}
+	row := ResultRow{Launches: compare.Samples([]float64{0, 0, 0, 1}, []float64{0, 1, 0, 0})}
 	if got := verdict(m, d, &row, 4, 4); got != "no significant difference" {
 		t.Errorf("verdict %q", got)
 	}
