@@ -6,9 +6,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // Comparing experiments in the experiments panel (x): space marks up to
@@ -360,5 +360,5 @@ func deltaText(v, base float64) string {
 	if !(base > 0) {
 		return "-"
 	}
-	return journal.FormatRowDelta(&journal.ResultRow{A: compare.Summary{N: 1, Median: base}, B: compare.Summary{N: 1, Median: v}})
+	return journal.FormatRowDelta(&journal.ResultRow{A: ledger.Summary{N: 1, Median: base}, B: ledger.Summary{N: 1, Median: v}})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // fakeMeasure records baseline marks and answers Range with rng; with
@@ -277,15 +278,15 @@ func constructedDiff() *journal.Diff {
 	e4 := &journal.Experiment{ID: "e4"}
 	e5 := &journal.Experiment{ID: "e5"}
 	lo := func(v float64) *float64 { return &v }
-	sum := func(m, l, h float64, n int) compare.Summary {
-		return compare.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
+	sum := func(m, l, h float64, n int) ledger.Summary {
+		return ledger.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
 	}
 	return &journal.Diff{A: e1, B: e3, LaunchesA: []*journal.Experiment{e1, e4}, LaunchesB: []*journal.Experiment{e3, e5},
 		Results: []journal.ResultRow{
 			{Metric: "tok/s (server log)", Unit: "tok/s", A: sum(62.4, 62.1, 62.9, 24), B: sum(88.9, 88.1, 89.6, 22),
 				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: "faster",
 				Noise: 1.2, HasNoise: true},
-			{Metric: "output tok/s (bench)", Unit: "tok/s", A: compare.Summary{N: 1, Median: 61.9}, B: compare.Summary{N: 1, Median: 87.5},
+			{Metric: "output tok/s (bench)", Unit: "tok/s", A: ledger.Summary{N: 1, Median: 61.9}, B: ledger.Summary{N: 1, Median: 87.5},
 				Launches: compare.Comparison{N1: 1, N2: 1, P: 1}, Verdict: "no verdict: 1+1 launches (need >= 4 each; R repeats a launch)"},
 			{Metric: "TTFT median", Unit: "ms", LowerIsBetter: true, A: sum(23.8, 23.1, 24.4, 32), B: sum(25.9, 25.1, 26.2, 32),
 				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.032, Significant: true}, Verdict: "worse", Noise: 12.5, HasNoise: true, WithinNoise: true},

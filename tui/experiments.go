@@ -9,9 +9,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // Experiments in the cockpit: e starts or ends one, n writes a note (their
@@ -337,8 +337,8 @@ func (m *Model) expResult(msg tea.Msg) {
 
 // warmingUp says why the open experiment e has no result yet when its
 // samples so far all fell in the warm-up that journal's statistics leave
-// out (compare.SteadyState: the first compare.WarmupTime, and at least the
-// first compare.WarmupSamples, after ready or after the experiment's start,
+// out (ledger.SteadyState: the first ledger.WarmupTime, and at least the
+// first ledger.WarmupSamples, after ready or after the experiment's start,
 // whichever is later): "warming up: the first samples after ready are
 // left out". "" when e is not open, has a result, or is past its warm-up.
 func (m *Model) warmingUp(e *journal.Experiment, r event.ExperimentResult) string {
@@ -357,8 +357,8 @@ func (m *Model) warmingUp(e *journal.Experiment, r event.ExperimentResult) strin
 	case ready.After(e.Started):
 		ref, after = ready, " after ready"
 	}
-	inWindow := !ref.IsZero() && m.now.Before(ref.Add(compare.WarmupTime))
-	if !inWindow && (r.Dropped == 0 || r.Dropped > compare.WarmupSamples && !ref.IsZero()) {
+	inWindow := !ref.IsZero() && m.now.Before(ref.Add(ledger.WarmupTime))
+	if !inWindow && (r.Dropped == 0 || r.Dropped > ledger.WarmupSamples && !ref.IsZero()) {
 		return ""
 	}
 	return "warming up: the first samples" + after + " are left out"

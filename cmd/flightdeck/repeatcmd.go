@@ -21,6 +21,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // repeatFlags are the options of `flightdeck server repeat`.
@@ -361,7 +362,7 @@ func printRepeatResult(out io.Writer, path, series string) error {
 			launch = strconv.Itoa(x.Repeat.I) + "/" + strconv.Itoa(x.Repeat.N)
 		}
 		r := x.Result
-		sum := compare.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
+		sum := ledger.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
 		if r.N >= journal.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}

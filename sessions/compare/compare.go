@@ -1,3 +1,7 @@
+// Package compare compares two samples the way benchstat does: the
+// Mann–Whitney U test over their values (golang.org/x/perf/benchmath,
+// AssumeNothing), and the launch-to-launch (A/A) spread of one
+// configuration's values. The medians and intervals are ledger.Summarize's.
 package compare
 
 import (
@@ -5,6 +9,8 @@ import (
 	"math"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // Alpha is the significance level of Samples' verdict, benchstat's default.
@@ -14,7 +20,7 @@ const Alpha = 0.05
 // benchstat gives it: the medians, the delta, and the Mann–Whitney U test's
 // p-value at level Alpha.
 type Comparison struct {
-	A, B Summary // each side's median and 95 % interval
+	A, B ledger.Summary // each side's median and 95 % interval
 	// DeltaPct is (B.Median − A.Median) / A.Median × 100, percent; 0 and
 	// HasDelta false when A's median is 0 or a side is empty.
 	DeltaPct float64
@@ -38,7 +44,7 @@ type Comparison struct {
 // are not finite make a side empty, with a warning. a and b are not
 // modified.
 func Samples(a, b []float64) Comparison {
-	c := Comparison{A: Summarize(a), B: Summarize(b), P: 1}
+	c := Comparison{A: ledger.Summarize(a), B: ledger.Summarize(b), P: 1}
 	c.N1, c.N2 = c.A.N, c.B.N
 	c.Warnings = append(c.Warnings, c.A.Warnings...)
 	c.Warnings = append(c.Warnings, c.B.Warnings...)
@@ -99,7 +105,7 @@ func Spread(values []float64) (pct float64, ok bool) {
 	if len(values) < 2 {
 		return 0, false
 	}
-	m := Median(values)
+	m := ledger.Median(values)
 	if m == 0 || math.IsNaN(m) || math.IsInf(m, 0) {
 		return 0, false
 	}

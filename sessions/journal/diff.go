@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // ErrNoExperiment is wrapped by Compare's error for an id or name that
@@ -402,7 +403,7 @@ func benchLatency(name string, req func(q *event.BenchRequest) (float64, bool), 
 				return dist(r).Median, true
 			}
 			if v := values(r); len(v) > 0 {
-				return compare.Median(v), true
+				return ledger.Median(v), true
 			}
 			return 0, false
 		}}
@@ -452,7 +453,7 @@ func resultRows(d *Diff, ga, gb [][]*Experiment, settings []FieldRow) []ResultRo
 			continue
 		}
 		row := ResultRow{Metric: m.name, Unit: m.unit, LowerIsBetter: m.lowerIsBetter,
-			A: compare.Summarize(m.within(d.A)), B: compare.Summarize(m.within(d.B))}
+			A: ledger.Summarize(m.within(d.A)), B: ledger.Summarize(m.within(d.B))}
 		la, lb := m.launchValues(ga, d.A), m.launchValues(gb, d.B)
 		row.Launches = compare.Samples(la, lb)
 		row.Noise, row.HasNoise = compare.Spread(la)

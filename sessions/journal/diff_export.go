@@ -9,8 +9,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // WriteDiffMarkdown writes d as Markdown: the same sections as
@@ -122,7 +122,7 @@ type JSONExpRef struct {
 	Repeat *event.Repeat `json:"repeat,omitempty"`
 }
 
-// JSONSummary is a compare.Summary: median and 95 % interval (null bounds
+// JSONSummary is a ledger.Summary: median and 95 % interval (null bounds
 // when unbounded), in the row's unit.
 type JSONSummary struct {
 	N          int      `json:"n"`
@@ -187,7 +187,7 @@ type JSONNoiseRow struct {
 	Hi float64 `json:"hi"`
 }
 
-func jsonSummary(s compare.Summary) JSONSummary {
+func jsonSummary(s ledger.Summary) JSONSummary {
 	j := JSONSummary{N: s.N, Median: s.Median, Lo: s.Lo, Hi: s.Hi, Confidence: s.Confidence}
 	if s.N > 0 {
 		j.PctRange = s.PctRange()

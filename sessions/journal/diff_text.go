@@ -11,8 +11,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // DiffOptions configure the Diff writers.
@@ -103,7 +103,7 @@ func FormatMetric(r *ResultRow) string {
 // 95 % interval, "62.5 [62.1, 62.9] n=40" ("[n<6]" when too few values
 // bound it), "61.4 n=1", or "-" when there is no value. The journal diff
 // and the cockpit's compare view both write values this way.
-func FormatSummary(s compare.Summary) string {
+func FormatSummary(s ledger.Summary) string {
 	switch {
 	case s.N == 0:
 		return "-"

@@ -3,6 +3,7 @@ package journal
 import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // Diff is experiment B (new) compared with A (old): the results with
@@ -51,7 +52,7 @@ type ResultRow struct {
 	// A and B are the chosen experiments' own values: median and 95 %
 	// interval over the run's samples (per-window tok/s from the log,
 	// per-request values from the benchmark).
-	A, B compare.Summary
+	A, B ledger.Summary
 	// Launches is the verdict across launches: one value per launch of
 	// each configuration (Diff.LaunchesA/B), Mann–Whitney U at α = 0.05.
 	Launches compare.Comparison

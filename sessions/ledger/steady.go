@@ -1,11 +1,9 @@
-// Package stats turns a run's throughput series into a result: the
+// Package ledger turns a run's throughput series into a result: the
 // steady-state samples (warm-up and idle values left out) and their median
 // with a 95 % confidence interval computed the way benchstat does
 // (golang.org/x/perf/benchmath, AssumeNothing: order statistics, no
 // distributional assumption).
-//
-// The package knows nothing of journals or events: callers convert.
-package compare
+package ledger
 
 import (
 	"math"
