@@ -176,7 +176,7 @@ func (m *Model) comparePair() (a, b, aWhy, bWhy, why string) {
 	x := &m.exp
 	exps := x.ledger.Experiments()
 	index := func(id string) int {
-		return slices.IndexFunc(exps, func(e journal.Experiment) bool { return e.ID == id })
+		return slices.IndexFunc(exps, func(e ledger.Experiment) bool { return e.ID == id })
 	}
 	older := func(a, b, aWhy, bWhy string) (string, string, string, string, string) {
 		if index(a) > index(b) {
@@ -253,7 +253,7 @@ func (m *Model) openCompare() tea.Cmd {
 }
 
 // headOf is an experiment's recorded HEAD (full id), "" when unknown.
-func headOf(e *journal.Experiment) string {
+func headOf(e *ledger.Experiment) string {
 	if e == nil || e.Fingerprint == nil || e.Fingerprint.Git == nil {
 		return ""
 	}
@@ -340,7 +340,7 @@ func (m *Model) compareModalHelp() [][2]string {
 // against the marked baseline: "vs e1 +42.1%" (its tok/s so far against
 // the baseline's result); "" when no baseline is marked, cur is it, or
 // either has no result yet.
-func (m *Model) baselineDelta(cur *journal.Experiment) string {
+func (m *Model) baselineDelta(cur *ledger.Experiment) string {
 	base := m.exp.ledger.Baseline()
 	if base == nil || base == cur {
 		return ""

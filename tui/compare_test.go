@@ -231,7 +231,7 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	if m.Status() != "no experiments yet: e starts one" {
 		t.Errorf("no experiments: %q", m.Status())
 	}
-	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerKey}))
+	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: ledger.TriggerKey}))
 	press(m, "c")
 	if m.modal != modalNone || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
 		t.Errorf("one experiment, no result: %q", m.Status())
@@ -271,17 +271,17 @@ func TestReplaySpaceMarksInThePanel(t *testing.T) {
 // bba2fc4) against e3 (nccl-ll-ring @ a6d51c0), with launches, noise, a
 // recorded range and every kind of row.
 func constructedDiff() *journal.Diff {
-	e1 := &journal.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: journal.TriggerRelaunch,
+	e1 := &ledger.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: ledger.TriggerRelaunch,
 		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "bba2fc4" + strings.Repeat("0", 33)}}}
-	e3 := &journal.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: journal.TriggerKill,
+	e3 := &ledger.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: ledger.TriggerKill,
 		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "a6d51c0" + strings.Repeat("0", 33)}}}
-	e4 := &journal.Experiment{ID: "e4"}
-	e5 := &journal.Experiment{ID: "e5"}
+	e4 := &ledger.Experiment{ID: "e4"}
+	e5 := &ledger.Experiment{ID: "e5"}
 	lo := func(v float64) *float64 { return &v }
 	sum := func(m, l, h float64, n int) ledger.Summary {
 		return ledger.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
 	}
-	return &journal.Diff{A: e1, B: e3, LaunchesA: []*journal.Experiment{e1, e4}, LaunchesB: []*journal.Experiment{e3, e5},
+	return &journal.Diff{A: e1, B: e3, LaunchesA: []*ledger.Experiment{e1, e4}, LaunchesB: []*ledger.Experiment{e3, e5},
 		Results: []journal.ResultRow{
 			{Metric: "tok/s (server log)", Unit: "tok/s", A: sum(62.4, 62.1, 62.9, 24), B: sum(88.9, 88.1, 89.6, 22),
 				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: "faster",

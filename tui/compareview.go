@@ -7,6 +7,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // The compare view's drawing: the two experiments, the results with
@@ -45,7 +46,7 @@ func (m *Model) compareLines(iw int) []string {
 	d := v.diff
 	var out []string
 	add := func(s string) { out = append(out, truncateStyled(s, iw)) }
-	side := func(label string, e *journal.Experiment, why string) {
+	side := func(label string, e *ledger.Experiment, why string) {
 		s := st.Accent.Render(label) + "  "
 		if e == nil {
 			add(s + st.Dim.Render("unknown"))
@@ -72,7 +73,7 @@ func (m *Model) compareLines(iw int) []string {
 }
 
 // expWhen is "started 10:27:10, killed after 35s" or "open".
-func expWhen(e *journal.Experiment) string {
+func expWhen(e *ledger.Experiment) string {
 	s := "started " + clock(e.Started)
 	if e.Open() {
 		return s + ", open"
@@ -85,7 +86,7 @@ func expWhen(e *journal.Experiment) string {
 }
 
 // launchIDs is "e1, e4, e5" (sanitised), "-" when none.
-func launchIDs(es []*journal.Experiment) string {
+func launchIDs(es []*ledger.Experiment) string {
 	if len(es) == 0 {
 		return "-"
 	}

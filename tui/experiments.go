@@ -20,7 +20,7 @@ import (
 // experiment's conclusion, space marks experiments, B marks the baseline
 // and c compares (compare.go). What the screen shows comes only from events
 // (exp-start, exp-fingerprint, exp-update, exp-end, note, tok-rate ...)
-// folded into a journal.Ledger, so a replayed journal shows the same;
+// folded into a ledger.Ledger, so a replayed journal shows the same;
 // Options.Experiments only starts the changes.
 
 // ExperimentControl starts and ends experiments and writes notes;
@@ -86,7 +86,7 @@ func isExpModal(md modal) bool { return md >= modalExpStart && md <= modalNote }
 type expState struct {
 	ctl ExperimentControl // Options.Experiments; nil: no journal (or a replay)
 
-	ledger  journal.Ledger
+	ledger  ledger.Ledger
 	gen     int // counts ledger changes; the provisional result is cached per gen
 	provGen int
 	prov    event.ExperimentResult
@@ -230,7 +230,7 @@ func (m *Model) expEnded(e event.ExperimentEnd, at time.Time) {
 		return
 	}
 	switch e.Trigger {
-	case journal.TriggerKill, journal.TriggerRelaunch, journal.TriggerExit:
+	case ledger.TriggerKill, ledger.TriggerRelaunch, ledger.TriggerExit:
 		m.exp.pending, m.exp.pendingAt = e.Exp, at
 		if m.now.After(at) {
 			m.exp.pendingAt = m.now
@@ -341,7 +341,7 @@ func (m *Model) expResult(msg tea.Msg) {
 // first ledger.WarmupSamples, after ready or after the experiment's start,
 // whichever is later): "warming up: the first samples after ready are
 // left out". "" when e is not open, has a result, or is past its warm-up.
-func (m *Model) warmingUp(e *journal.Experiment, r event.ExperimentResult) string {
+func (m *Model) warmingUp(e *ledger.Experiment, r event.ExperimentResult) string {
 	if !e.Open() || r.N > 0 {
 		return ""
 	}
@@ -453,17 +453,17 @@ func endedHow(t event.Trigger) string {
 	switch t {
 	case "":
 		return ""
-	case journal.TriggerKey:
+	case ledger.TriggerKey:
 		return "ended"
-	case journal.TriggerKill:
+	case ledger.TriggerKill:
 		return "killed"
-	case journal.TriggerRelaunch:
+	case ledger.TriggerRelaunch:
 		return "relaunched"
-	case journal.TriggerExit:
+	case ledger.TriggerExit:
 		return "exited"
-	case journal.TriggerQuit:
+	case ledger.TriggerQuit:
 		return "quit"
-	case journal.TriggerTakenOver:
+	case ledger.TriggerTakenOver:
 		return "taken over"
 	}
 	return sanitizeString(string(t))

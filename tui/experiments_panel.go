@@ -10,6 +10,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // The experiments panel (x) takes the log tail's place like the git
@@ -108,7 +109,7 @@ type expRow struct {
 
 // expResult is an experiment's result: the provisional one while it is
 // open (cached per ledger change), else the final one.
-func (m *Model) expResultOf(e *journal.Experiment) event.ExperimentResult {
+func (m *Model) expResultOf(e *ledger.Experiment) event.ExperimentResult {
 	if e.Open() && m.exp.ledger.Current() == e {
 		return m.exp.provisional()
 	}
@@ -155,7 +156,7 @@ func (m *Model) expRows() ([]expRow, string) {
 		} else {
 			row.state, row.stTone = endedHow(e.EndedBy), toneDim
 			switch e.EndedBy {
-			case journal.TriggerExit:
+			case ledger.TriggerExit:
 				row.stTone = toneWarn
 			case "": // a start came with no end before it: the cockpit crashed
 				row.state, row.stTone = "end lost", toneWarn
@@ -167,7 +168,7 @@ func (m *Model) expRows() ([]expRow, string) {
 }
 
 // expProfile is the env profile of an experiment's launch, sanitised.
-func expProfile(e *journal.Experiment) string {
+func expProfile(e *ledger.Experiment) string {
 	switch {
 	case e.Launch != nil && e.Launch.Profile != "":
 		return sanitizeString(e.Launch.Profile)
@@ -343,7 +344,7 @@ const detailLabel = 12
 // expDetail is the selected experiment's details: when and how it
 // started and ended, hypothesis, conclusion, result, fingerprint summary
 // and notes.
-func (m *Model) expDetail(e *journal.Experiment, w int) []string {
+func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 	st := &m.styles
 	var out []string
 	head := st.Accent.Render(truncate(join(sanitizeString(e.ID), sanitizeString(e.Name)), w))

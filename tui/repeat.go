@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"strconv"
 
 	tea "charm.land/bubbletea/v2"
@@ -97,7 +98,7 @@ func repeatConfig(f *measureForm) (sessions.RepeatConfig, string) {
 	}
 	// Fewer steady samples than a comparison counts as a launch would
 	// make every repeated launch worthless to the verdict.
-	s, bad := wholeNumber(f.fields[rfSamples].label, f.text(rfSamples), 10, journal.MinLaunchSamples, 100000)
+	s, bad := wholeNumber(f.fields[rfSamples].label, f.text(rfSamples), 10, ledger.MinLaunchSamples, 100000)
 	if bad != "" {
 		return sessions.RepeatConfig{}, bad
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 func newJournalCmd() *cobra.Command {
@@ -352,7 +353,7 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 				res.Median = *x.Median
 			}
 			how := x.EndedHow
-			if how == string(journal.TriggerKey) {
+			if how == string(ledger.TriggerKey) {
 				how = "by hand"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\ttok/s %s\t%s\n", sanitize.String(x.ID), sanitize.String(x.Name), journal.FormatResult(res), how)
@@ -418,7 +419,7 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 	if f.patch && f.json {
 		return refusedf("--patch and --json: the JSON has the patch already (fingerprint.git.patch)")
 	}
-	var x *journal.Experiment
+	var x *ledger.Experiment
 	if exp != "" {
 		if x = r.Ledger.Find(exp); x == nil {
 			return refusedf("experiment %s: not in %s (have %s)", exp, lj.path, r.ExpList())
@@ -554,7 +555,7 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 	if m := r.Ledger.Baseline(); m != nil {
 		fmt.Fprintf(out, "\nbaseline  %s (marked: B in the x panel, or journal baseline)\n", sanitize.OneLine(m.ID))
 	}
-	series, launches := journal.RepeatSeries(exps)
+	series, launches := ledger.RepeatSeries(exps)
 	if len(series) > 0 {
 		fmt.Fprintln(out, "\nrepeats (launch-to-launch noise of one configuration)")
 		for _, sr := range series {
@@ -587,7 +588,7 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 	}
 }
 
-func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, patch bool) error {
+func showExperiment(out io.Writer, r *journal.Report, x *ledger.Experiment, patch bool) error {
 	s := sanitize.OneLine
 	start := r.Header.Created
 	base, _ := r.Baseline("")
@@ -935,7 +936,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 // triggerWords says what started or ended an experiment: "hand (e)" for
 // the key, else the trigger's own word ("launch", "relaunch", "kill").
 func triggerWords(t event.Trigger) string {
-	if t == journal.TriggerKey {
+	if t == ledger.TriggerKey {
 		return "hand (e)"
 	}
 	return sanitize.String(string(t))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // sessionJournal is the synthetic demo session of the journal package's
@@ -102,7 +103,7 @@ func TestJournalLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: event.ExperimentStart{ID: "e4", Name: "after", Trigger: journal.TriggerKey}})
+	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: event.ExperimentStart{ID: "e4", Name: "after", Trigger: ledger.TriggerKey}})
 	if err := w.Flush(true); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestJournalFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	w3.Write(event.Event{At: time.Now(), Data: event.Note{Text: "second"}})
-	w3.Write(event.Event{At: time.Now(), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: journal.TriggerKey}})
+	w3.Write(event.Event{At: time.Now(), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: ledger.TriggerKey}})
 	w3.Close()
 	j, _ = journal.Open(w1.Path())
 	if j.Len() != 4 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // --- journal diff ---
@@ -99,7 +100,7 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 	}
 	// An Xid during either run is said beside the comparison, as a skip
 	// is: a GPU fault can explain a difference the fingerprints cannot.
-	for _, x := range []*journal.Experiment{d.A, d.B} {
+	for _, x := range []*ledger.Experiment{d.A, d.B} {
 		for _, g := range lj.report.ExpXids(x.ID) {
 			how := "ran with an Xid"
 			if g.Before(x.ID) {
@@ -117,7 +118,7 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 // experiment is also named "baseline"), else the experiment named so;
 // any other arg is returned as is. It refuses "baseline" when neither
 // exists.
-func resolveBaseline(cmd *cobra.Command, l *journal.Ledger, arg string, lj *loadedJournal) (string, error) {
+func resolveBaseline(cmd *cobra.Command, l *ledger.Ledger, arg string, lj *loadedJournal) (string, error) {
 	if arg != "baseline" {
 		return arg, nil
 	}

@@ -104,8 +104,8 @@ func (f *repeatFlags) check() error {
 		return errors.New("--journal: empty file name")
 	case f.cfg.N < 1:
 		return fmt.Errorf("-n/--launches %d: want how many more launches, at least 1", f.cfg.N)
-	case f.cfg.MinSamples < journal.MinLaunchSamples:
-		return fmt.Errorf("--samples %d: want at least %d (a comparison counts a launch from %d steady samples)", f.cfg.MinSamples, journal.MinLaunchSamples, journal.MinLaunchSamples)
+	case f.cfg.MinSamples < ledger.MinLaunchSamples:
+		return fmt.Errorf("--samples %d: want at least %d (a comparison counts a launch from %d steady samples)", f.cfg.MinSamples, ledger.MinLaunchSamples, ledger.MinLaunchSamples)
 	case f.cfg.MaxWait <= 0:
 		return fmt.Errorf("--max-wait %v: want a positive duration", f.cfg.MaxWait)
 	case f.interval < 10*time.Millisecond:
@@ -342,12 +342,12 @@ func printRepeatResult(out io.Writer, path, series string) error {
 		return err
 	}
 	defer lj.Close()
-	_, launches := journal.RepeatSeries(lj.report.Ledger.Experiments())
+	_, launches := ledger.RepeatSeries(lj.report.Ledger.Experiments())
 	xs := launches[series]
 	if len(xs) == 0 {
 		return fmt.Errorf("%s: the repeat of %s recorded no launch", path, series)
 	}
-	benched := slices.ContainsFunc(xs, func(x *journal.Experiment) bool { return journal.LastBench(x) != nil })
+	benched := slices.ContainsFunc(xs, func(x *ledger.Experiment) bool { return ledger.LastBench(x) != nil })
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	head := "LAUNCH\tID\tNAME\tTOK/S MEDIAN [95% CI]"
@@ -363,13 +363,13 @@ func printRepeatResult(out io.Writer, path, series string) error {
 		}
 		r := x.Result
 		sum := ledger.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
-		if r.N >= journal.MinLaunchSamples { // as comparisons count a launch
+		if r.N >= ledger.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}
 		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), journal.FormatSummary(sum))
 		if benched {
 			cell := "-"
-			if b := journal.LastBench(x); b != nil {
+			if b := ledger.LastBench(x); b != nil {
 				cell = strconv.FormatFloat(b.OutputTokPerSec, 'f', 1, 64)
 				benchTok = append(benchTok, b.OutputTokPerSec)
 			}

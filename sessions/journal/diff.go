@@ -46,9 +46,9 @@ var fieldGroups = []string{"commit", "patch", "env", "flags", "bench", "versions
 // keyCache holds the ConfigKey of each experiment of one Compare: a key
 // costs an encoding and a SHA-256, and each experiment is looked at
 // several times.
-type keyCache map[*Experiment]string
+type keyCache map[*ledger.Experiment]string
 
-func (c keyCache) of(x *Experiment) string {
+func (c keyCache) of(x *ledger.Experiment) string {
 	k, ok := c[x]
 	if !ok {
 		k = ConfigKey(x)
@@ -68,8 +68,8 @@ func (c keyCache) of(x *Experiment) string {
 // a failed capture) or the launch is not known in full (none, or an
 // adopted server's without its command line): such an experiment is a
 // configuration of its own.
-func ConfigKey(x *Experiment) string {
-	g, l := gitOf(x), launchOf(x)
+func ConfigKey(x *ledger.Experiment) string {
+	g, l := x.Git(), x.LaunchInfo()
 	if g == nil || g.Head == "" || l == nil || len(l.Argv) == 0 || x.PatchUnknown() != "" {
 		return "" // an adopted server's launch has no command line: not known in full
 	}
@@ -80,7 +80,7 @@ func ConfigKey(x *Experiment) string {
 	}
 	slices.Sort(env)
 	var versions []string
-	for _, v := range x.Fingerprint.Versions { // gitOf is non-nil: so is the fingerprint
+	for _, v := range x.Fingerprint.Versions { // Git is non-nil: so is the fingerprint
 		if v.Err == "" {
 			versions = append(versions, v.Name+"="+v.Value)
 		}
@@ -117,7 +117,7 @@ type launchID struct {
 // launch started x), else the fingerprint's (the running server's, for an
 // experiment started by hand); ok is false when neither is known or it
 // has neither a log path nor a time.
-func launchOfExp(x *Experiment) (id launchID, ok bool) {
+func launchOfExp(x *ledger.Experiment) (id launchID, ok bool) {
 	l := x.Launch
 	if l == nil && x.Fingerprint != nil {
 		l = x.Fingerprint.Launch
@@ -137,7 +137,7 @@ func (a launchID) same(b launchID) bool {
 
 // groupByLaunch appends y to the group of its launch in groups (ids holds
 // each group's launch), or to a new group; it returns both.
-func groupByLaunch(groups [][]*Experiment, ids []launchID, y *Experiment, id launchID) ([][]*Experiment, []launchID) {
+func groupByLaunch(groups [][]*ledger.Experiment, ids []launchID, y *ledger.Experiment, id launchID) ([][]*ledger.Experiment, []launchID) {
 	for j := range ids {
 		if ids[j].same(id) {
 			if ids[j].at.IsZero() {
@@ -147,13 +147,13 @@ func groupByLaunch(groups [][]*Experiment, ids []launchID, y *Experiment, id lau
 			return groups, ids
 		}
 	}
-	return append(groups, []*Experiment{y}), append(ids, id)
+	return append(groups, []*ledger.Experiment{y}), append(ids, id)
 }
 
 // ConfigName names x's configuration as the experiments name it: "<profile>
 // @ <short commit>" ("none @ a6d51c0"), or x's name when its profile or
 // commit is not known.
-func ConfigName(x *Experiment) string {
+func ConfigName(x *ledger.Experiment) string {
 	p, c := x.Profile(), x.Commit()
 	if p == "" || c == "" {
 		return sanitize.OneLine(x.Name)
@@ -174,7 +174,7 @@ func ConfigName(x *Experiment) string {
 // compare one pass a copy with Ledger.Provisional's result. It returns an
 // error wrapping ErrNoExperiment, listing the known ids, when a or b names
 // none.
-func Compare(exps []Experiment, a, b string) (*Diff, error) {
+func Compare(exps []ledger.Experiment, a, b string) (*Diff, error) {
 	xa, err := findExp(exps, a)
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func Compare(exps []Experiment, a, b string) (*Diff, error) {
 }
 
 // findExp returns the experiment with id (else name) s.
-func findExp(exps []Experiment, s string) (*Experiment, error) {
+func findExp(exps []ledger.Experiment, s string) (*ledger.Experiment, error) {
 	for i := range exps {
 		if exps[i].ID == s {
 			return &exps[i], nil
@@ -235,12 +235,12 @@ func findExp(exps []Experiment, s string) (*Experiment, error) {
 // known (it never joins a group, and no such experiment joins x's), and
 // when other has the same configuration (an A/A comparison: the same
 // launches on both sides would compare nothing).
-func launchGroups(exps []Experiment, x, other *Experiment, keys keyCache) [][]*Experiment {
+func launchGroups(exps []ledger.Experiment, x, other *ledger.Experiment, keys keyCache) [][]*ledger.Experiment {
 	key := keys.of(x)
 	if _, ok := launchOfExp(x); key == "" || !ok || key == keys.of(other) {
-		return [][]*Experiment{{x}}
+		return [][]*ledger.Experiment{{x}}
 	}
-	var out [][]*Experiment
+	var out [][]*ledger.Experiment
 	var ids []launchID
 	for i := range exps {
 		y := &exps[i]
@@ -256,7 +256,7 @@ func launchGroups(exps []Experiment, x, other *Experiment, keys keyCache) [][]*E
 
 // pick returns the experiment that stands for launch g: x when g holds
 // it, else the one with the largest weight (the first of equals).
-func pick(g []*Experiment, x *Experiment, weight func(*Experiment) int) *Experiment {
+func pick(g []*ledger.Experiment, x *ledger.Experiment, weight func(*ledger.Experiment) int) *ledger.Experiment {
 	best := g[0]
 	for _, y := range g {
 		if y == x {
@@ -270,12 +270,12 @@ func pick(g []*Experiment, x *Experiment, weight func(*Experiment) int) *Experim
 }
 
 // logWeight is how many steady-state server-log samples x has.
-func logWeight(x *Experiment) int { return x.Result.N }
+func logWeight(x *ledger.Experiment) int { return x.Result.N }
 
 // benchWeight is how many requests x's last clean benchmark run
 // completed; 0 when it has none.
-func benchWeight(x *Experiment) int {
-	if r := LastBench(x); r != nil {
+func benchWeight(x *ledger.Experiment) int {
+	if r := ledger.LastBench(x); r != nil {
 		return r.Completed
 	}
 	return 0
@@ -284,8 +284,8 @@ func benchWeight(x *Experiment) int {
 // representatives is one experiment per launch: x for its own, else the
 // one with the most steady samples (the most benchmarked requests when
 // none has any).
-func representatives(groups [][]*Experiment, x *Experiment) []*Experiment {
-	out := make([]*Experiment, len(groups))
+func representatives(groups [][]*ledger.Experiment, x *ledger.Experiment) []*ledger.Experiment {
+	out := make([]*ledger.Experiment, len(groups))
 	for i, g := range groups {
 		y := pick(g, x, logWeight)
 		if logWeight(y) == 0 {
@@ -296,25 +296,7 @@ func representatives(groups [][]*Experiment, x *Experiment) []*Experiment {
 	return out
 }
 
-func hasResult(x *Experiment) bool { return x.Result.N > 0 || LastBench(x) != nil }
-
-// LastBench returns x's last clean benchmark run — it ran to its end and
-// every request succeeded — or nil. A run with failures or stopped early
-// measured something else (a server dying under it, a cut-short window):
-// comparisons leave it out.
-func LastBench(x *Experiment) *event.BenchResult {
-	for i := len(x.Bench) - 1; i >= 0; i-- {
-		if r := x.Bench[i].Result; r != nil && r.Completed > 0 && r.Failed == 0 && !r.Cancelled {
-			return r
-		}
-	}
-	return nil
-}
-
-// MinLaunchSamples is how many steady-state tok/s samples a launch needs
-// to count as one sample of the across-launch verdict: a launch killed in
-// its warm-up measured nothing.
-const MinLaunchSamples = 3
+func hasResult(x *ledger.Experiment) bool { return x.Result.N > 0 || ledger.LastBench(x) != nil }
 
 // metric is how one result row reads an experiment.
 type metric struct {
@@ -323,13 +305,13 @@ type metric struct {
 	bench         bool // a benchmark row
 	// within is the experiment's own samples (nil: it has none); launch
 	// its one value as a launch (ok false: none).
-	within func(x *Experiment) []float64
-	launch func(x *Experiment) (float64, bool)
+	within func(x *ledger.Experiment) []float64
+	launch func(x *ledger.Experiment) (float64, bool)
 }
 
 // weight is how many samples x has of m: which experiment of a launch
 // gives the launch's value.
-func (m *metric) weight(x *Experiment) int {
+func (m *metric) weight(x *ledger.Experiment) int {
 	if m.bench {
 		return benchWeight(x)
 	}
@@ -338,7 +320,7 @@ func (m *metric) weight(x *Experiment) int {
 
 var metrics = []metric{
 	{name: MetricLogTokS, unit: "tok/s",
-		within: func(x *Experiment) []float64 {
+		within: func(x *ledger.Experiment) []float64 {
 			if x.Result.N == 0 {
 				return nil
 			}
@@ -347,16 +329,18 @@ var metrics = []metric{
 			}
 			return x.Result.Samples
 		},
-		launch: func(x *Experiment) (float64, bool) { return x.Result.Median, x.Result.N >= MinLaunchSamples }},
+		launch: func(x *ledger.Experiment) (float64, bool) {
+			return x.Result.Median, x.Result.N >= ledger.MinLaunchSamples
+		}},
 	{name: MetricBenchTokS, unit: "tok/s", bench: true,
-		within: func(x *Experiment) []float64 {
-			if r := LastBench(x); r != nil {
+		within: func(x *ledger.Experiment) []float64 {
+			if r := ledger.LastBench(x); r != nil {
 				return []float64{r.OutputTokPerSec}
 			}
 			return nil
 		},
-		launch: func(x *Experiment) (float64, bool) {
-			if r := LastBench(x); r != nil {
+		launch: func(x *ledger.Experiment) (float64, bool) {
+			if r := ledger.LastBench(x); r != nil {
 				return r.OutputTokPerSec, true
 			}
 			return 0, false
@@ -388,14 +372,14 @@ func benchLatency(name string, req func(q *event.BenchRequest) (float64, bool), 
 		return out
 	}
 	return metric{name: name, unit: "ms", lowerIsBetter: true, bench: true,
-		within: func(x *Experiment) []float64 {
-			if r := LastBench(x); r != nil {
+		within: func(x *ledger.Experiment) []float64 {
+			if r := ledger.LastBench(x); r != nil {
 				return values(r)
 			}
 			return nil
 		},
-		launch: func(x *Experiment) (float64, bool) {
-			r := LastBench(x)
+		launch: func(x *ledger.Experiment) (float64, bool) {
+			r := ledger.LastBench(x)
 			if r == nil {
 				return 0, false
 			}
@@ -412,7 +396,7 @@ func benchLatency(name string, req func(q *event.BenchRequest) (float64, bool), 
 // launchValues returns m's value for each launch that has one: x's for
 // its own launch, else that of the launch's experiment with the most
 // samples of m.
-func (m *metric) launchValues(groups [][]*Experiment, x *Experiment) []float64 {
+func (m *metric) launchValues(groups [][]*ledger.Experiment, x *ledger.Experiment) []float64 {
 	var out []float64
 	for _, g := range groups {
 		y := pick(g, x, m.weight)
@@ -425,10 +409,10 @@ func (m *metric) launchValues(groups [][]*Experiment, x *Experiment) []float64 {
 
 // benchRuns returns the clean benchmark run each launch's bench rows use
 // (see launchValues), in launch order; launches without one are left out.
-func benchRuns(groups [][]*Experiment, x *Experiment) []*event.BenchResult {
+func benchRuns(groups [][]*ledger.Experiment, x *ledger.Experiment) []*event.BenchResult {
 	var out []*event.BenchResult
 	for _, g := range groups {
-		if r := LastBench(pick(g, x, benchWeight)); r != nil {
+		if r := ledger.LastBench(pick(g, x, benchWeight)); r != nil {
 			out = append(out, r)
 		}
 	}
@@ -438,9 +422,9 @@ func benchRuns(groups [][]*Experiment, x *Experiment) []*event.BenchResult {
 // resultRows builds the server-log row and, when either side ran a
 // benchmark, the benchmark rows. settings are the bench field rows: when
 // one changed, the benchmark rows give no verdict.
-func resultRows(d *Diff, ga, gb [][]*Experiment, settings []FieldRow) []ResultRow {
+func resultRows(d *Diff, ga, gb [][]*ledger.Experiment, settings []FieldRow) []ResultRow {
 	var rows []ResultRow
-	benched := LastBench(d.A) != nil || LastBench(d.B) != nil
+	benched := ledger.LastBench(d.A) != nil || ledger.LastBench(d.B) != nil
 	var differ []string
 	for _, f := range settings {
 		if f.Changed {
@@ -476,13 +460,13 @@ func resultRows(d *Diff, ga, gb [][]*Experiment, settings []FieldRow) []ResultRo
 
 // verdict says the row's across-launch verdict in words.
 func verdict(m *metric, d *Diff, row *ResultRow, na, nb int) string {
-	for _, x := range []*Experiment{d.A, d.B} {
+	for _, x := range []*ledger.Experiment{d.A, d.B} {
 		if _, ok := m.launch(x); ok {
 			continue
 		}
 		switch {
 		case !m.bench && x.Result.N > 0:
-			return fmt.Sprintf("no verdict: %s has %d steady samples (a launch needs %d)", sanitize.OneLine(x.ID), x.Result.N, MinLaunchSamples)
+			return fmt.Sprintf("no verdict: %s has %d steady samples (a launch needs %d)", sanitize.OneLine(x.ID), x.Result.N, ledger.MinLaunchSamples)
 		case m.bench && len(x.Bench) > 0:
 			return "no verdict: " + sanitize.OneLine(x.ID) + "'s benchmark runs had failures or were stopped"
 		case m.bench:
@@ -525,10 +509,10 @@ func (r *ResultRow) DeltaPct() (pct float64, ok bool) {
 
 // findRange looks for the commits between a's and b's HEADs among the
 // ranges recorded at each experiment's start (either direction).
-func findRange(exps []Experiment, a, b *Experiment) (*event.CommitRange, string) {
-	ga, gb := gitOf(a), gitOf(b)
-	for _, x := range []*Experiment{a, b} {
-		if g := gitOf(x); g == nil || g.Head == "" {
+func findRange(exps []ledger.Experiment, a, b *ledger.Experiment) (*event.CommitRange, string) {
+	ga, gb := a.Git(), b.Git()
+	for _, x := range []*ledger.Experiment{a, b} {
+		if g := x.Git(); g == nil || g.Head == "" {
 			if why := x.CommitUnknown(); why != "" {
 				return nil, "not recorded: commit unknown for " + sanitize.OneLine(x.ID) + " (" + why + ")"
 			}
@@ -539,7 +523,7 @@ func findRange(exps []Experiment, a, b *Experiment) (*event.CommitRange, string)
 		return nil, "same commit"
 	}
 	for i := range exps {
-		r := gitOf(&exps[i])
+		r := exps[i].Git()
 		if r == nil || r.Range == nil {
 			continue
 		}
@@ -564,10 +548,10 @@ func findRange(exps []Experiment, a, b *Experiment) (*event.CommitRange, string)
 // benchmark output tok/s), in order of each configuration's first launch.
 // A launch counts once (its experiment with the most samples of the
 // metric); experiments whose launch is not known are left out.
-func noiseRows(exps []Experiment, cache keyCache) []NoiseRow {
+func noiseRows(exps []ledger.Experiment, cache keyCache) []NoiseRow {
 	type config struct {
-		first  *Experiment
-		groups [][]*Experiment
+		first  *ledger.Experiment
+		groups [][]*ledger.Experiment
 		ids    []launchID
 	}
 	var keys []string

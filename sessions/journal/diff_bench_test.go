@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"io"
 	"testing"
 )
@@ -13,7 +14,7 @@ import (
 // is pressed; journal diff builds it once.
 func BenchmarkCompare(b *testing.B) {
 	heads := []string{"a6d51c005def07f605f0dd44ce0da458e97c7d62", "65b09bf1c3b0a7d8e6f5a4b3c2d1e0f9a8b7c6d5"}
-	var exps []Experiment
+	var exps []ledger.Experiment
 	for i := range 120 {
 		profile := []string{"baseline", "nccl-ll-ring"}[i%2]
 		head := heads[(i/2)%2]

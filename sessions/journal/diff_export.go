@@ -198,10 +198,10 @@ func jsonSummary(s ledger.Summary) JSONSummary {
 // BuildDiffJSON returns the JSON form of d, its text sanitised; the
 // unchanged rows are counted in Folded unless opts.All.
 func BuildDiffJSON(d *Diff, opts DiffOptions) *JSONDiff {
-	ref := func(x *Experiment) JSONExpRef {
+	ref := func(x *ledger.Experiment) JSONExpRef {
 		return JSONExpRef{ID: sanitize.OneLine(x.ID), Name: sanitize.OneLine(x.Name), Config: ConfigName(x), Repeat: x.Repeat}
 	}
-	ids := func(xs []*Experiment) []string {
+	ids := func(xs []*ledger.Experiment) []string {
 		out := make([]string, len(xs))
 		for i, x := range xs {
 			out[i] = sanitize.OneLine(x.ID)

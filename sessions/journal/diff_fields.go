@@ -11,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // side is one experiment's value of a field: its text, and whether it is
@@ -47,7 +48,7 @@ func (f *fieldSet) addText(group, name string, a, b side) {
 
 // fieldRows lists every fingerprint variable of a and b, changed rows
 // first (in group order), then the rest.
-func fieldRows(a, b *Experiment, bench []FieldRow) []FieldRow {
+func fieldRows(a, b *ledger.Experiment, bench []FieldRow) []FieldRow {
 	var f fieldSet
 	commitRows(&f, a, b)
 	launchRows(&f, a, b)
@@ -71,13 +72,13 @@ func fieldRows(a, b *Experiment, bench []FieldRow) []FieldRow {
 // commitRows: HEAD (short id and subject) and branch; the dirty patch
 // (diffstat) and untracked files when both commits are known. Nothing
 // when neither side has a repository configured.
-func commitRows(f *fieldSet, a, b *Experiment) {
-	ga, gb := gitOf(a), gitOf(b)
+func commitRows(f *fieldSet, a, b *ledger.Experiment) {
+	ga, gb := a.Git(), b.Git()
 	if ga == nil && gb == nil && a.CommitUnknown() == "" && b.CommitUnknown() == "" {
 		return // no repository configured on either side
 	}
-	commit := func(x *Experiment) (head, branch side) {
-		g := gitOf(x)
+	commit := func(x *ledger.Experiment) (head, branch side) {
+		g := x.Git()
 		if why := x.CommitUnknown(); why != "" || g == nil || g.Head == "" {
 			if why == "" {
 				why = "no repository configured"
@@ -97,11 +98,11 @@ func commitRows(f *fieldSet, a, b *Experiment) {
 	if !ha.known || !hb.known {
 		return
 	}
-	patch := func(x *Experiment) side {
+	patch := func(x *ledger.Experiment) side {
 		if why := x.PatchUnknown(); why != "" {
 			return unknown(why)
 		}
-		g := gitOf(x)
+		g := x.Git()
 		if g.PatchBytes == 0 && g.PatchSHA256 == "" {
 			return known("clean")
 		}
@@ -127,8 +128,8 @@ func commitRows(f *fieldSet, a, b *Experiment) {
 
 // launchRows: the env profile and each env variable (secrets redacted),
 // then the preset and the command line's flags and positional words.
-func launchRows(f *fieldSet, a, b *Experiment) {
-	la, lb := launchOf(a), launchOf(b)
+func launchRows(f *fieldSet, a, b *ledger.Experiment) {
+	la, lb := a.LaunchInfo(), b.LaunchInfo()
 	if la == nil && lb == nil {
 		return
 	}
@@ -139,8 +140,8 @@ func launchRows(f *fieldSet, a, b *Experiment) {
 		}
 		return known(v(l))
 	}
-	profile := func(x *Experiment) side {
-		if launchOf(x) == nil {
+	profile := func(x *ledger.Experiment) side {
+		if x.LaunchInfo() == nil {
 			return unknown(noLaunch)
 		}
 		return known(x.Profile())
@@ -333,7 +334,7 @@ func benchSettingRows(a, b []*event.BenchResult) []FieldRow {
 }
 
 // versionRows: each version probe, in probe order.
-func versionRows(f *fieldSet, a, b *Experiment) {
+func versionRows(f *fieldSet, a, b *ledger.Experiment) {
 	fa, fb := a.Fingerprint, b.Fingerprint
 	if fa == nil && fb == nil {
 		return
@@ -392,7 +393,7 @@ var gpuFields = []gpuField{
 // end): their count and name, then per field one row for all GPUs when
 // each side's GPUs agree among themselves, else one row per GPU. A GPU
 // idle in that sample is not under load: its fields are unknown there.
-func gpuRows(f *fieldSet, a, b *Experiment) {
+func gpuRows(f *fieldSet, a, b *ledger.Experiment) {
 	if len(a.EndGPUs) == 0 && len(b.EndGPUs) == 0 {
 		return
 	}
@@ -485,8 +486,8 @@ func gpuIdle(g *event.GPU) bool {
 }
 
 // hostRows: the GPU host's hostname and kernel.
-func hostRows(f *fieldSet, a, b *Experiment) {
-	get := func(x *Experiment, v func(fp *event.Fingerprint) string) side {
+func hostRows(f *fieldSet, a, b *ledger.Experiment) {
+	get := func(x *ledger.Experiment, v func(fp *event.Fingerprint) string) side {
 		if x.Fingerprint == nil {
 			return unknown("no fingerprint captured")
 		}

@@ -9,15 +9,16 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // onLaunch puts x on the launch of y's server, as an experiment started
 // by hand (e) while y's server runs: no launch of its own, the running
 // server's in its fingerprint.
-func onLaunch(x Experiment, y *Experiment) Experiment {
+func onLaunch(x ledger.Experiment, y *ledger.Experiment) ledger.Experiment {
 	fp := *x.Fingerprint
 	fp.Launch = y.Launch
-	x.Fingerprint, x.Launch, x.StartedBy = &fp, nil, TriggerKey
+	x.Fingerprint, x.Launch, x.StartedBy = &fp, nil, ledger.TriggerKey
 	return x
 }
 
@@ -26,7 +27,7 @@ func onLaunch(x Experiment, y *Experiment) Experiment {
 // gave "faster (p=0.029 n=4)".
 func TestCompareOneLaunchOneSample(t *testing.T) {
 	a1, b1 := dexp("e1", "baseline", headA, 62.1), dexp("e5", "nccl-ll-ring", headA, 89.2)
-	exps := []Experiment{a1,
+	exps := []ledger.Experiment{a1,
 		onLaunch(dexp("e2", "baseline", headA, 62.9), &a1),
 		onLaunch(dexp("e3", "baseline", headA, 62.5), &a1),
 		onLaunch(dexp("e4", "baseline", headA, 61.8), &a1),
@@ -56,14 +57,14 @@ func TestCompareOneLaunchOneSample(t *testing.T) {
 // a benchmark); experiments whose launch is not known stay out of every
 // group; the noise rows count launches.
 func TestCompareLaunchChoice(t *testing.T) {
-	var exps []Experiment
+	var exps []ledger.Experiment
 	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8} {
 		x := dexp("a"+string(rune('1'+i)), "baseline", headA, tok)
 		exps = append(exps, x)
 		// A second experiment on the same launch, with fewer samples and
 		// a benchmark.
 		y := withBench(onLaunch(dexp("h"+string(rune('1'+i)), "baseline", headA, 70), &x), tok-0.5, 40)
-		y.Result = resultOf([]float64{70, 70.1, 69.9}, 0, nil)
+		y.Result = ledger.ResultOf([]float64{70, 70.1, 69.9}, 0, nil)
 		exps = append(exps, y)
 	}
 	// A launch known by its time only (a launch without a log path) is a
@@ -159,12 +160,12 @@ func TestConfigKeyVersions(t *testing.T) {
 func TestCompareITLPerRequest(t *testing.T) {
 	a := withBench(dexp("e1", "baseline", headA, 62), 61, 40)
 	b := withBench(dexp("e2", "nccl-ll-ring", headA, 89), 88, 30)
-	for _, x := range []*Experiment{&a, &b} {
+	for _, x := range []*ledger.Experiment{&a, &b} {
 		r := x.Bench[0].Result
 		r.ITL = event.Dist{N: 400, Median: 12}                                                                // pooled over every gap: another statistic
 		r.Requests = append(r.Requests, event.BenchRequest{TTFT: 40, E2E: 41, OutputTokens: 1, ITLMedian: 0}) // one chunk: no gap
 	}
-	d, err := Compare([]Experiment{a, b}, "e1", "e2")
+	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestCompareITLPerRequest(t *testing.T) {
 	}
 	// A run stored without its requests has no per-request ITL.
 	a.Bench[0].Result.Requests = nil
-	d, _ = Compare([]Experiment{a, b}, "e1", "e2")
+	d, _ = Compare([]ledger.Experiment{a, b}, "e1", "e2")
 	if r := row(t, d, MetricITL); r.A.N != 0 || r.Launches.N1 != 0 {
 		t.Errorf("ITL from a run without requests: %+v", r)
 	}
@@ -190,7 +191,7 @@ func TestCompareITLPerRequest(t *testing.T) {
 // workload: the bench rows give no verdict and the bench field rows say
 // what differs; a side whose own launches disagree is mixed.
 func TestCompareBenchSettings(t *testing.T) {
-	var exps []Experiment
+	var exps []ledger.Experiment
 	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8} {
 		exps = append(exps, withBench(dexp("a"+string(rune('1'+i)), "baseline", headA, tok), tok-0.5, 40+float64(i)))
 	}
@@ -249,7 +250,7 @@ func TestCompareBenchFailuresOnly(t *testing.T) {
 	a := withBench(dexp("e1", "baseline", headA, 62), 61, 40)
 	b := withBench(dexp("e2", "nccl-ll-ring", headA, 89), 88, 30)
 	b.Bench[0].Result.Failed = 3
-	d, err := Compare([]Experiment{a, b}, "e1", "e2")
+	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestCompareBenchFailuresOnly(t *testing.T) {
 // verdict says so even when A's launch median is 0.
 func TestVerdictNotSignificantFirst(t *testing.T) {
 	m := &metrics[0]
-	d := &Diff{A: &Experiment{ID: "e1", Result: event.ExperimentResult{N: 5}}, B: &Experiment{ID: "e2", Result: event.ExperimentResult{N: 5}}}
+	d := &Diff{A: &ledger.Experiment{ID: "e1", Result: event.ExperimentResult{N: 5}}, B: &ledger.Experiment{ID: "e2", Result: event.ExperimentResult{N: 5}}}
 	row := ResultRow{Launches: compare.Samples([]float64{0, 0, 0, 1}, []float64{0, 1, 0, 0})}
 	if got := verdict(m, d, &row, 4, 4); got != "no significant difference" {
 		t.Errorf("verdict %q", got)
@@ -285,9 +286,9 @@ func TestCompareLaunchIdentity(t *testing.T) {
 	x3 := dexp("e3", "baseline", headA, 70)
 	adopted := *x1.Launch
 	adopted.At = time.Time{}
-	x3 = onLaunch(x3, &Experiment{Launch: &adopted})
+	x3 = onLaunch(x3, &ledger.Experiment{Launch: &adopted})
 	b := dexp("e4", "nccl-ll-ring", headA, 89)
-	d, err := Compare([]Experiment{x1, x2, x3, b}, "e1", "e4")
+	d, err := Compare([]ledger.Experiment{x1, x2, x3, b}, "e1", "e4")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestCompareLaunchIdentity(t *testing.T) {
 // are an A/A comparison (no advice to repeat: the noise rows answer it);
 // bench settings rows appear only when both sides ran a clean benchmark.
 func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
-	exps := []Experiment{
+	exps := []ledger.Experiment{
 		dexp("e1", "baseline", headA, 62.5),
 		withBench(dexp("e2", "baseline", headA, 62.7), 61, 50),
 		dexp("e3", "nccl-ll-ring", headA, 89),
@@ -333,7 +334,7 @@ func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
 // p <= 0.05, but the rule is MinLaunches a side: the row gives no verdict
 // and says neither significant nor within A/A noise.
 func TestCompareNoVerdictIsNotSignificant(t *testing.T) {
-	var exps []Experiment
+	var exps []ledger.Experiment
 	for i := range 3 {
 		exps = append(exps, dexp(fmt.Sprintf("a%d", i), "baseline", headA, 62+float64(i)/10))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 const (
@@ -29,16 +30,16 @@ var profiles = map[string]map[string]string{
 // dexp is an experiment as the simulated host records it: launched (its
 // own launch, with its own log) with a profile at a commit, measured at
 // about tok tok/s.
-func dexp(id, profile, head string, tok float64) Experiment {
+func dexp(id, profile, head string, tok float64) ledger.Experiment {
 	l := &event.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/var/log/flightdeck/sim-" + id + ".log", At: t0,
 		Argv: []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/llama", "--tp-size", "8", "--port", "30000", "--api-key", "sk-1"},
 		Env:  profiles[profile]}
 	rl := server.RedactLaunch(*l)
 	samples := []float64{tok - 0.4, tok + 0.2, tok - 0.1, tok + 0.3, tok, tok + 0.1, tok - 0.2}
-	sum := resultOf(samples, 3, nil)
+	sum := ledger.ResultOf(samples, 3, nil)
 	g := testGPU(0, 0)
 	g2 := testGPU(1, 0)
-	return Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: TriggerLaunch, EndedBy: TriggerRelaunch,
+	return ledger.Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: ledger.TriggerLaunch, EndedBy: ledger.TriggerRelaunch,
 		Started: t0, Ended: t0.Add(time.Minute), Launch: &rl,
 		Fingerprint: &event.Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
 			Git:      &event.GitState{Repo: "/srv/sglang", Head: head, Branch: "main", Subject: "subject of " + head[:7]},
@@ -51,7 +52,7 @@ func dexp(id, profile, head string, tok float64) Experiment {
 // benchConfig is the settings of withBench's runs.
 var benchConfig = event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 4, Warmup: 1, Seed: 1}
 
-func withBench(x Experiment, tok, ttft float64) Experiment {
+func withBench(x ledger.Experiment, tok, ttft float64) ledger.Experiment {
 	r := &event.BenchResult{Config: benchConfig, Completed: 4, OutputTokPerSec: tok, TTFT: event.Dist{N: 4, Median: ttft}, ITL: event.Dist{N: 100, Median: 16},
 		TPOT: event.Dist{N: 4, Median: 16.1}, E2E: event.Dist{N: 4, Median: 2000}}
 	for i := range 4 {
@@ -86,7 +87,7 @@ func row(t *testing.T, d *Diff, metric string) *ResultRow {
 // TestCompareProfileOnly: only the profile changed, so only env rows
 // differ; the result is there, with no verdict from one launch each.
 func TestCompareProfileOnly(t *testing.T) {
-	exps := []Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "nccl-ll-ring", headA, 89)}
+	exps := []ledger.Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "nccl-ll-ring", headA, 89)}
 	d, err := Compare(exps, "e1", "nccl-ll-ring @ a6d51c0") // a name works too
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestCompareHeadMoved(t *testing.T) {
 	rg := &event.CommitRange{From: headA, To: headB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor"}, AheadTotal: 2,
 		Files: []string{"python/sglang/srt/layers/attention.py", "python/sglang/srt/utils.py"}, FilesTotal: 2}
 	b.Fingerprint.Git.Range = rg
-	exps := []Experiment{a, b}
+	exps := []ledger.Experiment{a, b}
 	d, err := Compare(exps, "e1", "e2")
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func TestCompareHeadMoved(t *testing.T) {
 		t.Error("Compare changed the recorded range")
 	}
 	b.Fingerprint.Git.Range = nil
-	d, _ = Compare([]Experiment{a, b}, "e1", "e2")
+	d, _ = Compare([]ledger.Experiment{a, b}, "e1", "e2")
 	if d.Range != nil || !strings.HasPrefix(d.RangeNote, "not recorded: ") {
 		t.Errorf("no range recorded: %+v, %q", d.Range, d.RangeNote)
 	}
@@ -177,7 +178,7 @@ func TestCompareUnknownNeverChanged(t *testing.T) {
 	b.Fingerprint.Errors = []string{"git: not a repository"}
 	b.Fingerprint.Kernel = ""
 	b.EndGPUs = nil
-	d, err := Compare([]Experiment{a, b}, "e1", "e2")
+	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestCompareUnknownNeverChanged(t *testing.T) {
 // significant at p=0.008, faster for tok/s and better for a lower TTFT;
 // the A/A noise of A's configuration is given.
 func TestCompareVerdicts(t *testing.T) {
-	var exps []Experiment
+	var exps []ledger.Experiment
 	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8, 62.4} {
 		exps = append(exps, withBench(dexp("a"+string(rune('1'+i)), "baseline", headA, tok), tok-0.5, 40+float64(i)))
 	}
@@ -260,7 +261,7 @@ func TestCompareLaunchGrouping(t *testing.T) {
 	a1, a2, a3 := dexp("e1", "baseline", headA, 62), dexp("e2", "baseline", headA, 63), dexp("e3", "baseline", headA, 62.5)
 	a3.Result = event.ExperimentResult{} // no samples: not a launch
 	b := dexp("e4", "nccl-ll-ring", headA, 89)
-	exps := []Experiment{a1, a2, a3, b}
+	exps := []ledger.Experiment{a1, a2, a3, b}
 	d, err := Compare(exps, "e1", "e2")
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +279,7 @@ func TestCompareLaunchGrouping(t *testing.T) {
 }
 
 func TestCompareUnknownExperiment(t *testing.T) {
-	exps := []Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62)}
+	exps := []ledger.Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62)}
 	for _, args := range [][2]string{{"e9", "e1"}, {"e1", "nope\x1b[31m"}} {
 		_, err := Compare(exps, args[0], args[1])
 		if !errors.Is(err, ErrNoExperiment) || !strings.Contains(err.Error(), "(have e1, e2)") || strings.Contains(err.Error(), "\x1b") {
@@ -296,19 +297,19 @@ func TestConfigKey(t *testing.T) {
 	if ConfigKey(&base) == "" || ConfigKey(&base) != ConfigKey(&same) {
 		t.Error("the same configuration has different keys")
 	}
-	for name, change := range map[string]func(x *Experiment){
-		"env": func(x *Experiment) {
+	for name, change := range map[string]func(x *ledger.Experiment){
+		"env": func(x *ledger.Experiment) {
 			x.Fingerprint.Launch = &event.LaunchInfo{Argv: x.Launch.Argv, Env: profiles["nccl-ll-ring"]}
 		},
-		"argv": func(x *Experiment) {
+		"argv": func(x *ledger.Experiment) {
 			x.Fingerprint.Launch = &event.LaunchInfo{Argv: []string{"python3", "--tp-size", "4"}}
 		},
-		"head": func(x *Experiment) { x.Fingerprint.Git = &event.GitState{Head: headB} },
-		"patch": func(x *Experiment) {
+		"head": func(x *ledger.Experiment) { x.Fingerprint.Git = &event.GitState{Head: headB} },
+		"patch": func(x *ledger.Experiment) {
 			x.Fingerprint.Git = &event.GitState{Head: headA, PatchSHA256: "ab12", PatchBytes: 10}
 		},
-		"no git": func(x *Experiment) { x.Fingerprint.Git = nil },
-		"no fp":  func(x *Experiment) { x.Fingerprint = nil; x.Launch = nil },
+		"no git": func(x *ledger.Experiment) { x.Fingerprint.Git = nil },
+		"no fp":  func(x *ledger.Experiment) { x.Fingerprint = nil; x.Launch = nil },
 	} {
 		x := dexp("e3", "baseline", headA, 3)
 		fp := *x.Fingerprint
@@ -336,7 +337,7 @@ func TestParseArgv(t *testing.T) {
 // change with its range, a failed capture, a benchmark, 5 launches of A's
 // configuration.
 func goldenDiff(t *testing.T) *Diff {
-	var exps []Experiment
+	var exps []ledger.Experiment
 	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8, 62.4} {
 		x := dexp("e"+string(rune('1'+i)), "baseline", headA, tok)
 		if i == 0 {
@@ -433,7 +434,7 @@ func TestCompareIdleGPUsAtEnd(t *testing.T) {
 		b.EndGPUs[i].ClockEvents = event.ClockEvents{Mask: event.ReasonGPUIdle}
 		b.EndGPUs[i].PCIeGenCurrent = event.Reading{Value: 1}
 	}
-	d, err := Compare([]Experiment{a, b}, "e1", "e2")
+	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
 	if err != nil {
 		t.Fatal(err)
 	}

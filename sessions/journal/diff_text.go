@@ -79,7 +79,7 @@ func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
 // expTitle is `e2 "baseline @ a6d51c0" (repeat 2/5 of e1)`; an
 // experiment still open (in a journal being written) says its result is
 // the one so far.
-func expTitle(x *Experiment) string {
+func expTitle(x *ledger.Experiment) string {
 	s := sanitize.OneLine(x.ID) + " " + strconv.Quote(sanitize.OneLine(x.Name))
 	if x.Open() {
 		s += " (open: result so far)"
@@ -174,7 +174,7 @@ func FormatLaunches(n int) string {
 }
 
 // launchList names the launches of a side: "e1, e4, e5 (3)".
-func launchList(xs []*Experiment) string {
+func launchList(xs []*ledger.Experiment) string {
 	ids := make([]string, len(xs))
 	for i, x := range xs {
 		ids[i] = sanitize.OneLine(x.ID)
@@ -243,7 +243,7 @@ func writeSameTable(w io.Writer, rows []FieldRow) {
 func rangeTitle(d *Diff) string {
 	if d.Range == nil {
 		if d.RangeNote == "same commit" {
-			if g := gitOf(d.A); g != nil {
+			if g := d.A.Git(); g != nil {
 				return "same commit (" + git.ShortID(sanitize.OneLine(g.Head)) + ")"
 			}
 		}

@@ -11,7 +11,7 @@ import (
 // is the model behind the cockpit's compare view and `flightdeck journal
 // diff`; build it with Compare.
 type Diff struct {
-	A, B *Experiment
+	A, B *ledger.Experiment
 	// LaunchesA and LaunchesB hold one experiment per server launch of A's
 	// and B's configuration (same ConfigKey) that has a result, in order
 	// of each launch's first experiment: one launch is one sample of the
@@ -22,7 +22,7 @@ type Diff struct {
 	// its metric. An experiment whose launch (or configuration) is not
 	// known is alone on its side and in no other's; an A/A comparison
 	// (same configuration) has A and B alone.
-	LaunchesA, LaunchesB []*Experiment
+	LaunchesA, LaunchesB []*ledger.Experiment
 	// SameConfig says A and B have the same known configuration (an A/A
 	// comparison): no verdict, each side is its own experiment, and the
 	// A/A noise rows say how much launches of it differ.

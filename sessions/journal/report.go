@@ -12,6 +12,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // ScanFunc calls fn with every event of a journal in file order, stopping at
@@ -29,7 +30,7 @@ type Report struct {
 	// Ledger holds the experiments and notes. Experiments left open at the
 	// end of a finished journal were ended at End with an empty trigger
 	// (the cockpit died before it could end them: see Ledger.Close).
-	Ledger Ledger
+	Ledger ledger.Ledger
 	// Live says the journal is still being written: open experiments were
 	// left open.
 	Live bool
@@ -416,7 +417,7 @@ func (r *Report) Duration() time.Duration {
 // cockpit (Ledger.Baseline), else the first one with a result (N > 0). It
 // returns nil with "" when none is marked and no experiment has a result,
 // and an error when idOrName names no experiment.
-func (r *Report) Baseline(idOrName string) (*Experiment, error) {
+func (r *Report) Baseline(idOrName string) (*ledger.Experiment, error) {
 	if idOrName != "" {
 		x := r.Ledger.Find(idOrName)
 		if x == nil {
@@ -450,7 +451,7 @@ func (r *Report) ExpList() string {
 
 // DeltaPct is the change of x's median over base's, in percent; ok is false
 // when either has no result.
-func DeltaPct(x, base *Experiment) (pct float64, ok bool) {
+func DeltaPct(x, base *ledger.Experiment) (pct float64, ok bool) {
 	if x == nil || base == nil || x.Result.N == 0 || base.Result.N == 0 || base.Result.Median == 0 {
 		return 0, false
 	}
@@ -470,7 +471,7 @@ func CIsOverlap(a, b event.ExperimentResult) bool {
 // EndedHow says in a word or two how an experiment ended: "open", "key",
 // "relaunch", "kill", "exit", "quit", "taken-over", or "crash" when the
 // journal ends with it open and no end recorded.
-func EndedHow(x *Experiment) string {
+func EndedHow(x *ledger.Experiment) string {
 	switch {
 	case x.Open():
 		return "open"
@@ -483,8 +484,8 @@ func EndedHow(x *Experiment) string {
 // EndedWords says how an experiment ended for a reader: "open", "by
 // hand", "relaunch", "kill", "exit", "quit", "taken-over", or "crash" (EndedHow's words,
 // TriggerKey spelled out).
-func EndedWords(x *Experiment) string {
-	if h := EndedHow(x); h != string(TriggerKey) {
+func EndedWords(x *ledger.Experiment) string {
+	if h := EndedHow(x); h != string(ledger.TriggerKey) {
 		return h
 	}
 	return "by hand"
@@ -528,80 +529,6 @@ func FormatElapsed(d time.Duration) string {
 	}
 	s := int64(d / time.Second)
 	return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-}
-
-// Commit returns the experiment's commit id from its fingerprint, or "".
-func (x *Experiment) Commit() string {
-	if x.Fingerprint != nil && x.Fingerprint.Git != nil {
-		return x.Fingerprint.Git.Head
-	}
-	return ""
-}
-
-// CommitUnknown says why the experiment's commit is not known, or "" when
-// it is (or when no repository was configured: Fingerprint.Git nil without
-// a git error). The reasons: "no fingerprint captured", the capture's git
-// error ("git: timed out after 30s"), or "not captured".
-func (x *Experiment) CommitUnknown() string {
-	fp := x.Fingerprint
-	switch {
-	case fp == nil:
-		return "no fingerprint captured"
-	case fp.Git != nil && fp.Git.Head != "":
-		return ""
-	}
-	if e := fpError(fp, "git:"); e != "" {
-		return e
-	}
-	if fp.Git == nil {
-		return ""
-	}
-	return "not captured"
-}
-
-// PatchUnknown says why the experiment's dirty state (its patch against
-// HEAD) is not known, or "" when it is or no repository was configured:
-// no fingerprint, the patch's error ("git patch: ..."), or the commit's
-// reason when the checkout could not be read at all.
-func (x *Experiment) PatchUnknown() string {
-	fp := x.Fingerprint
-	if fp == nil {
-		return "no fingerprint captured"
-	}
-	if e := fpError(fp, "git patch:"); e != "" {
-		return e
-	}
-	if fp.Git != nil && fp.Git.PatchSHA256 != "" {
-		return ""
-	}
-	return x.CommitUnknown()
-}
-
-// fpError returns the first of the fingerprint's errors that starts with
-// prefix, sanitised; "" when none does.
-func fpError(fp *event.Fingerprint, prefix string) string {
-	for _, e := range fp.Errors {
-		if strings.HasPrefix(e, prefix) {
-			return sanitize.OneLine(e)
-		}
-	}
-	return ""
-}
-
-// Profile returns the env profile of the experiment's launch ("none" when
-// the launch used none), or "" when no launch is known.
-func (x *Experiment) Profile() string {
-	l := x.Launch
-	if l == nil && x.Fingerprint != nil {
-		l = x.Fingerprint.Launch
-	}
-	if l == nil {
-		return ""
-	}
-	if l.Profile == "" {
-		return "none"
-	}
-	return l.Profile
 }
 
 // reasonNames are the short names of the clock-event (throttle) reasons,
@@ -843,8 +770,8 @@ func DiffStat(patch string) []FileChange {
 // launch (before the model loaded)" for one a launch started (the GPUs are
 // idle then: compare the state at the end, under load), else "GPUs at
 // start".
-func StartGPUsLabel(x *Experiment) string {
-	if x.StartedBy == TriggerLaunch {
+func StartGPUsLabel(x *ledger.Experiment) string {
+	if x.StartedBy == ledger.TriggerLaunch {
 		return "GPUs at launch (before the model loaded)"
 	}
 	return "GPUs at start"

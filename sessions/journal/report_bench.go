@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // BenchRunText describes one benchmark run in a line: "b2 output 62.4
@@ -60,53 +61,11 @@ func FormatNum(v float64) string {
 
 // RepeatText says which launch of a repeat x is: "launch 2 of 5 of the
 // repeat of e1"; "" when x is not part of one.
-func RepeatText(x *Experiment) string {
+func RepeatText(x *ledger.Experiment) string {
 	if x.Repeat == nil {
 		return ""
 	}
 	return fmt.Sprintf("launch %d of %d of the repeat of %s", x.Repeat.I, x.Repeat.N, sanitize.OneLine(x.Repeat.Series))
-}
-
-// RepeatSeries lists the repeats of a ledger: per series (the experiment
-// the repeat began from, in the order of their first launch) its launches
-// in start order. The series' own experiment is included when it is
-// tagged or is the series named.
-func RepeatSeries(exps []Experiment) (series []string, launches map[string][]*Experiment) {
-	launches = map[string][]*Experiment{}
-	for i := range exps {
-		x := &exps[i]
-		s := ""
-		switch {
-		case x.Repeat != nil:
-			s = x.Repeat.Series
-		default:
-			for j := i + 1; j < len(exps); j++ {
-				if r := exps[j].Repeat; r != nil && r.Series == x.ID {
-					s = x.ID
-					break
-				}
-			}
-		}
-		if s == "" {
-			continue
-		}
-		if _, ok := launches[s]; !ok {
-			series = append(series, s)
-		}
-		if !containsExp(launches[s], x) {
-			launches[s] = append(launches[s], x)
-		}
-	}
-	return series, launches
-}
-
-func containsExp(xs []*Experiment, x *Experiment) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // JSONBenchRun is one benchmark run in the JSON report: its summary

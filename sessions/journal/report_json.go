@@ -8,6 +8,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // ReportFormat is the "format" value of WriteJSON's document; its field
@@ -243,7 +244,7 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 	for _, ss := range r.Sessions {
 		doc.Sessions = append(doc.Sessions, JSONSession{At: ss.At, T: secs(ss.At), Header: ss.Session.SessionHeader, Crashed: ss.Crashed})
 	}
-	note := func(n TimedNote) JSONNote { return JSONNote{At: n.At, T: secs(n.At), Exp: n.Exp, Text: n.Text} }
+	note := func(n ledger.TimedNote) JSONNote { return JSONNote{At: n.At, T: secs(n.At), Exp: n.Exp, Text: n.Text} }
 	for _, n := range r.Ledger.Notes() {
 		doc.Notes = append(doc.Notes, note(n))
 	}

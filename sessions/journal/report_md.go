@@ -14,6 +14,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // ReportOptions configure the exports.
@@ -115,7 +116,7 @@ func (m *mdWriter) title(r *Report, opts ReportOptions) {
 	m.f("\n")
 }
 
-func (m *mdWriter) table(exps []Experiment, base *Experiment) {
+func (m *mdWriter) table(exps []ledger.Experiment, base *ledger.Experiment) {
 	m.f("## Experiments\n\n")
 	if len(exps) == 0 {
 		m.f("No experiments were recorded.\n\n")
@@ -192,7 +193,7 @@ func (m *mdWriter) gpuEvents(r *Report) {
 // changes lists, for each experiment after the first, its change in tok/s
 // from the previous one and what differed in their fingerprints: the
 // "diff-only" view of what could explain the change.
-func (m *mdWriter) changes(exps []Experiment, moves []RepoChange) {
+func (m *mdWriter) changes(exps []ledger.Experiment, moves []RepoChange) {
 	if len(exps) < 2 {
 		return
 	}
@@ -230,22 +231,22 @@ func (m *mdWriter) changes(exps []Experiment, moves []RepoChange) {
 // nccl unknown for e1"). GPUs are compared under load (their state at the
 // end) when both have it, and left out otherwise: at the start one may be
 // idle and the other still loaded from the run before.
-func fingerprintDiff(a, b *Experiment) []string {
+func fingerprintDiff(a, b *ledger.Experiment) []string {
 	var out []string
-	unknown := map[*Experiment][]string{}
-	unk := func(x *Experiment, what string) { unknown[x] = append(unknown[x], what) }
+	unknown := map[*ledger.Experiment][]string{}
+	unk := func(x *ledger.Experiment, what string) { unknown[x] = append(unknown[x], what) }
 	pair := func(what, x, y string) {
 		if x != y {
 			out = append(out, fmt.Sprintf("%s %s -> %s", what, orDash(mdText(x)), orDash(mdText(y))))
 		}
 	}
 	fa, fb := a.Fingerprint, b.Fingerprint
-	for _, x := range []*Experiment{a, b} {
+	for _, x := range []*ledger.Experiment{a, b} {
 		if x.Fingerprint == nil {
 			out = append(out, "no fingerprint captured for "+mdText(x.ID))
 		}
 	}
-	ga, gb := gitOf(a), gitOf(b)
+	ga, gb := a.Git(), b.Git()
 	if fa != nil && fb != nil {
 		ua, ub := a.CommitUnknown(), b.CommitUnknown()
 		switch {
@@ -261,8 +262,8 @@ func fingerprintDiff(a, b *Experiment) []string {
 		case ga == nil && gb == nil && ua == "" && ub == "":
 			// No repository configured on either side.
 		default:
-			for _, x := range []*Experiment{a, b} {
-				if x.CommitUnknown() != "" || gitOf(x) == nil {
+			for _, x := range []*ledger.Experiment{a, b} {
+				if x.CommitUnknown() != "" || x.Git() == nil {
 					unk(x, "commit")
 				}
 			}
@@ -275,7 +276,7 @@ func fingerprintDiff(a, b *Experiment) []string {
 					out = append(out, "dirty patch "+patchText(ga)+" -> "+patchText(gb))
 				}
 			default:
-				for _, x := range []*Experiment{a, b} {
+				for _, x := range []*ledger.Experiment{a, b} {
 					if x.PatchUnknown() != "" {
 						unk(x, "dirty state")
 					}
@@ -283,7 +284,7 @@ func fingerprintDiff(a, b *Experiment) []string {
 			}
 		}
 	}
-	la, lb := launchOf(a), launchOf(b)
+	la, lb := a.LaunchInfo(), b.LaunchInfo()
 	if la != nil && lb != nil {
 		pair("profile", a.Profile(), b.Profile())
 		pair("preset", la.Preset, lb.Preset)
@@ -331,7 +332,7 @@ func fingerprintDiff(a, b *Experiment) []string {
 	if sa, sb := GPUStateSummary(a.EndGPUs), GPUStateSummary(b.EndGPUs); sa != "" && sb != "" && sa != sb {
 		out = append(out, "GPUs under load (at the end) "+mdText(sa)+" -> "+mdText(sb))
 	}
-	for _, x := range []*Experiment{a, b} {
+	for _, x := range []*ledger.Experiment{a, b} {
 		if w := unknown[x]; len(w) > 0 {
 			out = append(out, strings.Join(w, ", ")+" unknown for "+mdText(x.ID))
 		}
@@ -371,27 +372,13 @@ func commandLineDiff(a, b string) string {
 	return words(wa[i:ja]) + " -> " + words(wb[i:jb])
 }
 
-func gitOf(x *Experiment) *event.GitState {
-	if x.Fingerprint == nil {
-		return nil
-	}
-	return x.Fingerprint.Git
-}
-
-func launchOf(x *Experiment) *event.LaunchInfo {
-	if x.Fingerprint != nil && x.Fingerprint.Launch != nil {
-		return x.Fingerprint.Launch
-	}
-	return x.Launch
-}
-
 // commandLineOf is the launch's command line, secrets redacted: the
 // fingerprint's when captured, else built from the launch's argv.
-func commandLineOf(x *Experiment) string {
+func commandLineOf(x *ledger.Experiment) string {
 	if x.Fingerprint != nil && x.Fingerprint.CommandLine != "" {
 		return x.Fingerprint.CommandLine
 	}
-	if l := launchOf(x); l != nil {
+	if l := x.LaunchInfo(); l != nil {
 		return server.CommandLine(*redactLaunch(l))
 	}
 	return ""
@@ -478,7 +465,7 @@ func FormatBytes(n int64) string {
 	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
 }
 
-func (m *mdWriter) experiment(x *Experiment, base *Experiment, xids []GPUEvent) {
+func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xids []GPUEvent) {
 	m.f("## %s %s\n\n", mdText(x.ID), mdText(x.Name))
 	res := x.Result
 	if res.N == 0 {
@@ -536,16 +523,16 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment, xids []GPUEvent) 
 	}
 	if why := x.CommitUnknown(); fp != nil && why != "" {
 		m.f("- **Commit:** unknown (%s)", mdText(why))
-		if g := gitOf(x); g != nil && x.PatchUnknown() == "" {
+		if g := x.Git(); g != nil && x.PatchUnknown() == "" {
 			m.f("; dirty: patch %s", patchText(g))
 		} else {
 			m.f("; dirty state unknown")
 		}
-		if g := gitOf(x); g != nil && g.Repo != "" {
+		if g := x.Git(); g != nil && g.Repo != "" {
 			m.f(" (repository %s)", mdCode(g.Repo))
 		}
 		m.f("\n")
-	} else if g := gitOf(x); g != nil {
+	} else if g := x.Git(); g != nil {
 		m.f("- **Commit:** %s", orDash(mdText(git.ShortID(g.Head))))
 		if g.Branch != "" {
 			m.f(" on %s", mdText(g.Branch))
@@ -573,7 +560,7 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment, xids []GPUEvent) 
 		}
 		m.f(" (repository %s)\n", mdCode(g.Repo))
 	}
-	if l := launchOf(x); l != nil {
+	if l := x.LaunchInfo(); l != nil {
 		m.f("- **Launch:** preset %s, profile %s", orDash(mdText(l.Preset)), orDash(mdText(x.Profile())))
 		if cl := commandLineOf(x); cl != "" {
 			m.f(": %s", mdCode(cl))
@@ -632,19 +619,19 @@ func (m *mdWriter) experiment(x *Experiment, base *Experiment, xids []GPUEvent) 
 
 func triggerText(t event.Trigger) string {
 	switch t {
-	case TriggerKey:
+	case ledger.TriggerKey:
 		return "hand (e)"
-	case TriggerLaunch:
+	case ledger.TriggerLaunch:
 		return "a launch"
-	case TriggerRelaunch:
+	case ledger.TriggerRelaunch:
 		return "a relaunch"
-	case TriggerKill:
+	case ledger.TriggerKill:
 		return "a kill"
-	case TriggerExit:
+	case ledger.TriggerExit:
 		return "the server exiting"
-	case TriggerQuit:
+	case ledger.TriggerQuit:
 		return "quitting the cockpit"
-	case TriggerTakenOver:
+	case ledger.TriggerTakenOver:
 		return "another cockpit taking over"
 	case "":
 		return "-"
@@ -652,7 +639,7 @@ func triggerText(t event.Trigger) string {
 	return mdText(string(t))
 }
 
-func endedText(x *Experiment) string {
+func endedText(x *ledger.Experiment) string {
 	switch EndedHow(x) {
 	case "open":
 		return "still open"
@@ -662,7 +649,7 @@ func endedText(x *Experiment) string {
 	return "ended by " + triggerText(x.EndedBy)
 }
 
-func (m *mdWriter) notes(notes []TimedNote) {
+func (m *mdWriter) notes(notes []ledger.TimedNote) {
 	m.f("## Notes\n\n")
 	if len(notes) == 0 {
 		m.f("No notes.\n")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 const headA6 = "a6d51c0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708"
@@ -39,8 +40,8 @@ func gitFailedFP() *event.Fingerprint {
 // what is unknown for which experiment. GPUs are compared at the end
 // (under load), not at the start (idle for one, loaded for the other).
 func TestWhatChangedUnknownIsNotAChange(t *testing.T) {
-	e1 := Experiment{ID: "e1", Launch: portLaunch("33551"), Fingerprint: gitFailedFP(), EndGPUs: reportGPUs(true)}
-	e2 := Experiment{ID: "e2", Launch: portLaunch("34012"), Fingerprint: knownFP(headA6, true), EndGPUs: reportGPUs(true)}
+	e1 := ledger.Experiment{ID: "e1", Launch: portLaunch("33551"), Fingerprint: gitFailedFP(), EndGPUs: reportGPUs(true)}
+	e2 := ledger.Experiment{ID: "e2", Launch: portLaunch("34012"), Fingerprint: knownFP(headA6, true), EndGPUs: reportGPUs(true)}
 	got := fingerprintDiff(&e1, &e2)
 	want := []string{"command line `--port 33551` -> `--port 34012`", "commit, nccl unknown for e1"}
 	if !slices.Equal(got, want) {
@@ -57,7 +58,7 @@ func TestWhatChangedUnknownIsNotAChange(t *testing.T) {
 		t.Errorf("e2 -> e3: %q", got)
 	}
 	// A missing fingerprint: said once, nothing compared.
-	e4 := Experiment{ID: "e4", Launch: portLaunch("34012")}
+	e4 := ledger.Experiment{ID: "e4", Launch: portLaunch("34012")}
 	if got := fingerprintDiff(&e2, &e4); !slices.Equal(got, []string{"no fingerprint captured for e4"}) {
 		t.Errorf("e2 -> e4: %q", got)
 	}
@@ -95,22 +96,22 @@ func unknownSession() (event.SessionHeader, []event.Event) {
 	fp2 := knownFP(headA6, true)
 	fp3 := knownFP(regressHead, false)
 	es := []event.Event{
-		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: TriggerLaunch, Launch: portLaunch("33551")}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: ledger.TriggerLaunch, Launch: portLaunch("33551")}},
 		{At: at(2), Data: event.ExperimentFingerprint{Exp: "e1", Fingerprint: *gitFailedFP()}},
-		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: reportGPUs(true)}},
-		{At: at(60), Data: event.ExperimentStart{ID: "e2", Name: "ring", Trigger: TriggerLaunch, Launch: portLaunch("34012")}},
+		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: reportGPUs(true)}},
+		{At: at(60), Data: event.ExperimentStart{ID: "e2", Name: "ring", Trigger: ledger.TriggerLaunch, Launch: portLaunch("34012")}},
 		{At: at(61), Data: event.ExperimentFingerprint{Exp: "e2", Fingerprint: *fp2}},
-		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: TriggerKey, Result: res(80, 79, 81), GPUs: reportGPUs(true)}},
+		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: ledger.TriggerKey, Result: res(80, 79, 81), GPUs: reportGPUs(true)}},
 		{At: at(125), Data: event.GitAction{Op: "checkout", Args: []string{"9f8e7d6"}, Snapshot: "s1", From: headA6, To: regressHead}},
-		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "pulled", Trigger: TriggerLaunch, Launch: portLaunch("34012")}},
+		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "pulled", Trigger: ledger.TriggerLaunch, Launch: portLaunch("34012")}},
 		{At: at(131), Data: event.ExperimentFingerprint{Exp: "e3", Fingerprint: *fp3}},
-		{At: at(190), Data: event.ExperimentEnd{Exp: "e3", Trigger: TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: reportGPUs(true)}},
-		{At: at(195), Data: event.ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: TriggerKey}},
+		{At: at(190), Data: event.ExperimentEnd{Exp: "e3", Trigger: ledger.TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: reportGPUs(true)}},
+		{At: at(195), Data: event.ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: ledger.TriggerKey}},
 		{At: at(200), Data: event.GPUSample{At: at(200), GPUs: reportGPUs(true)}},
 		// The cockpit crashed here with e4 open; another one appends.
 		{At: at(3600), Data: event.Session{SessionHeader: event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: at(3600), Flightdeck: "v0.6.0", Host: "demo", User: "ana", Hostname: "laptop", PID: 4243}}},
-		{At: at(3601), Data: event.ExperimentStart{ID: "e5", Name: "again", Trigger: TriggerKey}},
-		{At: at(3660), Data: event.ExperimentEnd{Exp: "e5", Trigger: TriggerQuit}},
+		{At: at(3601), Data: event.ExperimentStart{ID: "e5", Name: "again", Trigger: ledger.TriggerKey}},
+		{At: at(3660), Data: event.ExperimentEnd{Exp: "e5", Trigger: ledger.TriggerQuit}},
 	}
 	return reportHeader(), es
 }

@@ -12,29 +12,12 @@
 // replay can seek to any time.
 package journal
 
-import (
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
-)
-
 // FormatName is the header's "format" value.
 const FormatName = "flightdeck-journal"
 
 // FormatVersion is the format version this package writes and reads. A reader
 // refuses a file with a higher version (ErrVersion).
 const FormatVersion = 1
-
-const (
-	TriggerKey      event.Trigger = "key"      // e in the cockpit (or the CLI)
-	TriggerLaunch   event.Trigger = "launch"   // a server launch (auto-start)
-	TriggerRelaunch event.Trigger = "relaunch" // a new launch ended the previous experiment
-	TriggerKill     event.Trigger = "kill"     // the server was killed (auto-end)
-	TriggerExit     event.Trigger = "exit"     // the server exited or failed by itself
-	TriggerQuit     event.Trigger = "quit"     // the cockpit quit
-	// TriggerTakenOver: another cockpit took the host's driver lock (or
-	// this one could not keep it): what the server does next is not this
-	// session's, so the experiment ends here.
-	TriggerTakenOver event.Trigger = "taken-over"
-)
 
 // MaxRangeItems is the most commits, and the most files, a CommitRange
 // lists: 50.

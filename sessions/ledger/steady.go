@@ -1,8 +1,3 @@
-// Package ledger turns a run's throughput series into a result: the
-// steady-state samples (warm-up and idle values left out) and their median
-// with a 95 % confidence interval computed the way benchstat does
-// (golang.org/x/perf/benchmath, AssumeNothing: order statistics, no
-// distributional assumption).
 package ledger
 
 import (
@@ -117,3 +112,8 @@ func Median(values []float64) float64 {
 	}
 	return (v[n/2-1] + v[n/2]) / 2
 }
+
+// MinLaunchSamples is how many steady-state tok/s samples a launch needs
+// to count as one sample of the across-launch verdict: a launch killed in
+// its warm-up measured nothing.
+const MinLaunchSamples = 3

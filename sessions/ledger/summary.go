@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // Confidence is the confidence level of the interval Summarize computes.
@@ -70,4 +72,15 @@ func (s Summary) PctRange() string {
 		b.Hi = *s.Hi
 	}
 	return b.PctRangeString()
+}
+
+// ResultOf summarises kept tok/s values into an event.ExperimentResult.
+func ResultOf(values []float64, dropped int, accept []float64) event.ExperimentResult {
+	sum := Summarize(values)
+	r := event.ExperimentResult{Metric: "tok/s", Samples: values, N: sum.N, Dropped: dropped, Median: sum.Median,
+		Lo: sum.Lo, Hi: sum.Hi, Confidence: sum.Confidence, Warnings: sum.Warnings}
+	if len(accept) > 0 {
+		r.AcceptLength = Median(accept)
+	}
+	return r
 }

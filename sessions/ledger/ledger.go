@@ -1,40 +1,22 @@
-package journal
+// Package ledger is the ledger of a session's experiments: it folds the
+// event stream (live, or read back from a journal) into the experiments,
+// notes and baseline mark (Ledger, Experiment, and the triggers that start
+// and end an experiment), and computes each experiment's result: its
+// steady-state tok/s samples (warm-up and idle values left out:
+// SteadyState) and their median with a 95 % confidence interval computed
+// the way benchstat does (Summarize: golang.org/x/perf/benchmath,
+// AssumeNothing, order statistics, no distributional assumption). It also
+// has what a launch needs to count as a sample of a verdict
+// (MinLaunchSamples) and the series of a repeat (RepeatSeries).
+//
+// The cockpit's experiments panel, the live Lab, the comparisons (package
+// compare) and the reports (package report) all read the experiments
+// through it, so they agree.
+package ledger
 
 import (
-	"time"
-
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
-
-// Experiment is one experiment folded from the event stream (live) or a
-// journal (replay, ls, show, export).
-type Experiment struct {
-	ID         string
-	Name       string
-	Hypothesis string
-	Conclusion string
-	Started    time.Time
-	Ended      time.Time // zero while open
-	StartedBy  event.Trigger
-	EndedBy    event.Trigger // "" while open
-	Launch     *event.LaunchInfo
-	// Fingerprint is nil until the exp-fingerprint event arrives.
-	Fingerprint *event.Fingerprint
-	// Result is the final result once ended (the exp-end's, or computed by
-	// Ledger.Close); zero while open: Ledger.Provisional computes the
-	// open one's over the samples seen so far.
-	Result  event.ExperimentResult
-	EndGPUs []event.GPU
-	Notes   []TimedNote // notes written while it was open, in time order
-	// Bench holds the benchmark runs recorded for it (bench-done events
-	// with its id), in time order; failed runs included (Err set).
-	Bench []event.BenchDone
-	// Repeat is set when the experiment is one launch of a repeat (R).
-	Repeat *event.Repeat
-}
-
-// Open reports whether the experiment has not ended.
-func (e *Experiment) Open() bool { return e.Ended.IsZero() }
 
 // Ledger folds experiment and note events (exp-start, exp-fingerprint,
 // exp-update, exp-end, exp-baseline, exp-repeat, bench-done, note) and the throughput and server events an open
@@ -95,9 +77,3 @@ func (l *Ledger) Notes() []TimedNote { return l.notes }
 // is open. It costs O(n log n) in the samples: call it when drawing, not
 // per event.
 func (l *Ledger) Provisional() event.ExperimentResult { return l.provisional() }
-
-// TimedNote is a note with its time.
-type TimedNote struct {
-	At time.Time
-	event.Note
-}

@@ -1,11 +1,10 @@
-package journal
+package ledger
 
 import (
 	"math"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // ledgerFold is the Ledger's working state: where each experiment is, the
@@ -34,7 +33,7 @@ type ledgerFold struct {
 type segment struct {
 	start  time.Time // when the experiment or the run began, whichever is later
 	ready  time.Time // the run's ready time, zero while unknown
-	points []ledger.Point
+	points []Point
 	accept []float64 // per point: EAGLE accept length, NaN when the line had none
 	// benched counts the samples left out because flightdeck's own
 	// benchmark was loading the server: another workload, measured by the
@@ -73,7 +72,7 @@ func (l *Ledger) apply(e event.Event) bool {
 			s.benched++
 			return true
 		}
-		s.points = append(s.points, ledger.Point{At: e.At, Value: p.TokPerSec})
+		s.points = append(s.points, Point{At: e.At, Value: p.TokPerSec})
 		acc := math.NaN()
 		if p.HasAccept {
 			acc = p.AcceptLength
@@ -264,9 +263,8 @@ func (l *Ledger) Close(at time.Time) bool {
 }
 
 // provisional computes the open experiment's result: each run's steady
-// state (ledger.SteadyState from the later of its ready time and its
-// start), the kept values of all runs in time order, summarised by
-// ledger.Summarize.
+// state (SteadyState from the later of its ready time and its start), the
+// kept values of all runs in time order, summarised by Summarize.
 func (l *Ledger) provisional() event.ExperimentResult {
 	if l.Current() == nil {
 		return event.ExperimentResult{}
@@ -278,7 +276,7 @@ func (l *Ledger) provisional() event.ExperimentResult {
 		if s.ready.After(from) {
 			from = s.ready
 		}
-		st := ledger.SteadyState(s.points, from)
+		st := SteadyState(s.points, from)
 		values = append(values, st.Values...)
 		dropped += st.Dropped + s.benched
 		for _, i := range st.Kept {
@@ -287,16 +285,5 @@ func (l *Ledger) provisional() event.ExperimentResult {
 			}
 		}
 	}
-	return resultOf(values, dropped, accept)
-}
-
-// resultOf summarises kept tok/s values into an event.ExperimentResult.
-func resultOf(values []float64, dropped int, accept []float64) event.ExperimentResult {
-	sum := ledger.Summarize(values)
-	r := event.ExperimentResult{Metric: "tok/s", Samples: values, N: sum.N, Dropped: dropped, Median: sum.Median,
-		Lo: sum.Lo, Hi: sum.Hi, Confidence: sum.Confidence, Warnings: sum.Warnings}
-	if len(accept) > 0 {
-		r.AcceptLength = ledger.Median(accept)
-	}
-	return r
+	return ResultOf(values, dropped, accept)
 }
