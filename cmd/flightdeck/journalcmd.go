@@ -950,7 +950,7 @@ func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
 	s := sanitize.String
 	cut := ""
 	if g.PatchTruncated {
-		cut = fmt.Sprintf(", stored cut at %s", journal.FormatBytes(journal.MaxPatch))
+		cut = fmt.Sprintf(", stored cut at %s", journal.FormatBytes(ledger.MaxPatch))
 	}
 	fmt.Fprintf(out, "  dirty       patch %s, sha256 %s%s\n", journal.FormatBytes(int64(g.PatchBytes)), s(g.PatchSHA256), cut)
 	if st := journal.DiffStatSummary(g.Patch); st != "" {

@@ -417,7 +417,7 @@ func patchText(g *event.GitState) string {
 	}
 	s := FormatBytes(int64(g.PatchBytes)) + " sha256:" + ShortHash(g.PatchSHA256)
 	if g.PatchTruncated {
-		s += " (stored cut at " + FormatBytes(MaxPatch) + ")"
+		s += " (stored cut at " + FormatBytes(ledger.MaxPatch) + ")"
 	}
 	return s
 }

@@ -18,10 +18,3 @@ const FormatName = "flightdeck-journal"
 // FormatVersion is the format version this package writes and reads. A reader
 // refuses a file with a higher version (ErrVersion).
 const FormatVersion = 1
-
-// MaxRangeItems is the most commits, and the most files, a CommitRange
-// lists: 50.
-const MaxRangeItems = 50
-
-// MaxPatch is the most of a dirty patch stored in a fingerprint: 4 MiB.
-const MaxPatch = 4 << 20

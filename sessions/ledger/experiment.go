@@ -165,3 +165,10 @@ const (
 	// session's, so the experiment ends here.
 	TriggerTakenOver event.Trigger = "taken-over"
 )
+
+// MaxRangeItems is the most commits, and the most files, a CommitRange
+// lists: 50.
+const MaxRangeItems = 50
+
+// MaxPatch is the most of a dirty patch stored in a fingerprint: 4 MiB.
+const MaxPatch = 4 << 20
