@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
@@ -16,7 +17,7 @@ import (
 // as an exp-baseline event the ledger folds), and c opens the compare
 // view on the two marked, the marked one and the cursor's, or the
 // cursor's and the baseline (comparePair): a full-screen, scrollable
-// overlay of journal.Compare's Diff — results with CI, delta and verdict
+// overlay of compare.Compare's Diff — results with CI, delta and verdict
 // (A/A noise next to it), the fingerprint table with changed rows first,
 // the commit range. A range the journal did not record is read live with
 // MeasureControl.Range, under a context that closing the view cancels.
@@ -35,15 +36,15 @@ type CompareRangeMsg struct {
 	Err   error
 }
 
-// compareExperiments builds a Diff: journal.Compare (a variable so the
+// compareExperiments builds a Diff: compare.Compare (a variable so the
 // view can be tested on a constructed Diff).
-var compareExperiments = journal.Compare
+var compareExperiments = compare.Compare
 
 // compareView is the compare overlay's state.
 type compareView struct {
 	a, b       string // the experiments' ids: A the old side, B the new
 	aWhy, bWhy string // how each was chosen: "baseline", "marked", "selected"
-	diff       *journal.Diff
+	diff       *compare.Diff
 	all        bool // a: the unchanged fingerprint rows are listed too
 	top        int  // first content line shown
 	height     int  // content lines at the last render (the page size)
@@ -360,5 +361,5 @@ func deltaText(v, base float64) string {
 	if !(base > 0) {
 		return "-"
 	}
-	return journal.FormatRowDelta(&journal.ResultRow{A: ledger.Summary{N: 1, Median: base}, B: ledger.Summary{N: 1, Median: v}})
+	return journal.FormatRowDelta(&compare.ResultRow{A: ledger.Summary{N: 1, Median: base}, B: ledger.Summary{N: 1, Median: v}})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -98,7 +99,7 @@ func launchIDs(es []*ledger.Experiment) string {
 }
 
 // verdictTone is the tone of a result row's verdict.
-func verdictTone(r *journal.ResultRow) tone {
+func verdictTone(r *compare.ResultRow) tone {
 	v := r.Verdict
 	switch {
 	case r.WithinNoise:

@@ -9,8 +9,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
@@ -432,7 +432,7 @@ func (m *Model) expSegs() (exp, rec []seg) {
 			}
 			var held []string
 			if j.Pending > 0 {
-				held = append(held, journal.FormatBytes(int64(j.Pending))+" held")
+				held = append(held, compare.FormatBytes(int64(j.Pending))+" held")
 			}
 			if j.Dropped > 0 {
 				held = append(held, plural(j.Dropped, "event")+" lost")

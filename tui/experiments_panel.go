@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
@@ -520,7 +521,7 @@ func gitSummary(g *event.GitState) string {
 	}
 	parts = append(parts, head)
 	if g.PatchBytes > 0 {
-		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + journal.FormatBytes(int64(g.PatchBytes))
+		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + compare.FormatBytes(int64(g.PatchBytes))
 		if g.PatchTruncated {
 			p += ", stored cut"
 		}

@@ -3,8 +3,8 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"strconv"
 
@@ -139,8 +139,8 @@ func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
 		m.modal = modalNone // the question is moot
 	}
 	switch {
-	case r.Err == nil && launches > 0 && launches < journal.MinLaunches:
-		m.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(journal.MinLaunches)+" of each configuration (x, c says how many there are)", toneWarn)
+	case r.Err == nil && launches > 0 && launches < compare.MinLaunches:
+		m.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(compare.MinLaunches)+" of each configuration (x, c says how many there are)", toneWarn)
 	case r.Err == nil:
 		m.flash("repeat done: x, then c compares against the series", toneOK)
 	case stopped && errors.Is(r.Err, context.Canceled):

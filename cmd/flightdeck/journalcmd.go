@@ -490,7 +490,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			delta := "-"
 			if base != nil && x.ID == base.ID {
 				delta = "baseline"
-			} else if p, ok := journal.DeltaPct(x, base); ok {
+			} else if p, ok := compare.DeltaPct(x, base); ok {
 				delta = fmt.Sprintf("%+.1f%%", p)
 			}
 			commit := orDash(s(git.ShortID(x.Commit())))
@@ -612,7 +612,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *ledger.Experiment, patc
 			fmt.Fprintf(out, ", accept length %.2f", res.AcceptLength)
 		}
 		if base != nil && base.ID != x.ID {
-			if p, ok := journal.DeltaPct(x, base); ok {
+			if p, ok := compare.DeltaPct(x, base); ok {
 				fmt.Fprintf(out, ", %+.1f%% vs %s", p, s(base.ID))
 			}
 		}
@@ -950,13 +950,13 @@ func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
 	s := sanitize.String
 	cut := ""
 	if g.PatchTruncated {
-		cut = fmt.Sprintf(", stored cut at %s", journal.FormatBytes(ledger.MaxPatch))
+		cut = fmt.Sprintf(", stored cut at %s", compare.FormatBytes(ledger.MaxPatch))
 	}
-	fmt.Fprintf(out, "  dirty       patch %s, sha256 %s%s\n", journal.FormatBytes(int64(g.PatchBytes)), s(g.PatchSHA256), cut)
-	if st := journal.DiffStatSummary(g.Patch); st != "" {
+	fmt.Fprintf(out, "  dirty       patch %s, sha256 %s%s\n", compare.FormatBytes(int64(g.PatchBytes)), s(g.PatchSHA256), cut)
+	if st := compare.DiffStatSummary(g.Patch); st != "" {
 		fmt.Fprintf(out, "  diffstat    %s\n", st)
 	}
-	for _, fc := range journal.DiffStat(g.Patch) {
+	for _, fc := range compare.DiffStat(g.Patch) {
 		if fc.Binary {
 			fmt.Fprintf(out, "                %s (binary)\n", fc.Path)
 		} else {
@@ -978,6 +978,6 @@ func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
 		fmt.Fprintln(out, s(strings.TrimSuffix(line, "\n")))
 	}
 	if g.PatchTruncated {
-		fmt.Fprintf(out, "  (patch cut: %s of %s stored)\n", journal.FormatBytes(int64(len(g.Patch))), journal.FormatBytes(int64(g.PatchBytes)))
+		fmt.Fprintf(out, "  (patch cut: %s of %s stored)\n", compare.FormatBytes(int64(len(g.Patch))), compare.FormatBytes(int64(g.PatchBytes)))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -85,8 +86,8 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 	if b, err = resolveBaseline(cmd, l, b, lj); err != nil {
 		return err
 	}
-	d, err := journal.Compare(l.Experiments(), a, b)
-	if errors.Is(err, journal.ErrNoExperiment) {
+	d, err := compare.Compare(l.Experiments(), a, b)
+	if errors.Is(err, compare.ErrNoExperiment) {
 		return refusedf("%v in %s", err, lj.path)
 	}
 	if err != nil {

@@ -1,7 +1,18 @@
-// Package compare compares two samples the way benchstat does: the
-// Mann–Whitney U test over their values (golang.org/x/perf/benchmath,
-// AssumeNothing), and the launch-to-launch (A/A) spread of one
-// configuration's values. The medians and intervals are ledger.Summarize's.
+// Package compare compares experiments. Compare puts experiment B (new)
+// against A (old) among a session's experiments (package ledger) and gives
+// a Diff: each result (the server log's tok/s; the benchmark's output tok/s
+// and latencies) with its verdict across server launches, the Mann–Whitney
+// U test over one value per launch the way benchstat does it (Samples:
+// golang.org/x/perf/benchmath, AssumeNothing, α = 0.05); the
+// launch-to-launch (A/A) noise of each configuration (Spread); and every
+// fingerprint variable of both (commit, dirty patch, env, flags, benchmark
+// settings, versions, GPUs, host), the changed ones first.
+//
+// Fingerprint values are compared as the words the reports (package
+// report) write them in, so the words are here: the checkout's (PatchText,
+// DiffStat, FilesText, BranchText, FormatBytes) and the GPUs'
+// (GPUStateSummary, ThrottleReasons). Medians and their intervals are
+// ledger.Summarize's.
 package compare
 
 import (

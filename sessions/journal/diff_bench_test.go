@@ -2,9 +2,11 @@ package journal
 
 import (
 	"fmt"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"io"
 	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // BenchmarkCompare is one compare view's model over a long session: 120
@@ -23,7 +25,7 @@ func BenchmarkCompare(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := Compare(exps, "e1", "e4")
+		d, err := compare.Compare(exps, "e1", "e4")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -16,7 +17,7 @@ import (
 // WriteDiffMarkdown writes d as Markdown: the same sections as
 // WriteDiffText, as tables. Recorded text is sanitised and escaped. It
 // returns w's error.
-func WriteDiffMarkdown(w io.Writer, d *Diff, opts DiffOptions) error {
+func WriteDiffMarkdown(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	bw := bufio.NewWriter(w)
 	f := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	f("# %s vs %s\n\n", mdText(d.A.ID), mdText(d.B.ID))
@@ -81,7 +82,7 @@ func WriteDiffMarkdown(w io.Writer, d *Diff, opts DiffOptions) error {
 	return bw.Flush()
 }
 
-func mdFieldTable(w io.Writer, rows []FieldRow, empty string) {
+func mdFieldTable(w io.Writer, rows []compare.FieldRow, empty string) {
 	if len(rows) == 0 {
 		if empty != "" {
 			fmt.Fprintf(w, "%s\n\n", empty)
@@ -197,9 +198,9 @@ func jsonSummary(s ledger.Summary) JSONSummary {
 
 // BuildDiffJSON returns the JSON form of d, its text sanitised; the
 // unchanged rows are counted in Folded unless opts.All.
-func BuildDiffJSON(d *Diff, opts DiffOptions) *JSONDiff {
+func BuildDiffJSON(d *compare.Diff, opts DiffOptions) *JSONDiff {
 	ref := func(x *ledger.Experiment) JSONExpRef {
-		return JSONExpRef{ID: sanitize.OneLine(x.ID), Name: sanitize.OneLine(x.Name), Config: ConfigName(x), Repeat: x.Repeat}
+		return JSONExpRef{ID: sanitize.OneLine(x.ID), Name: sanitize.OneLine(x.Name), Config: compare.ConfigName(x), Repeat: x.Repeat}
 	}
 	ids := func(xs []*ledger.Experiment) []string {
 		out := make([]string, len(xs))
@@ -257,7 +258,7 @@ func BuildDiffJSON(d *Diff, opts DiffOptions) *JSONDiff {
 
 // WriteDiffJSON writes BuildDiffJSON(d, opts), indented. It returns w's
 // error.
-func WriteDiffJSON(w io.Writer, d *Diff, opts DiffOptions) error {
+func WriteDiffJSON(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -265,13 +266,13 @@ func WriteDiffJSON(w io.Writer, d *Diff, opts DiffOptions) error {
 }
 
 // diffFormats are the forms `journal diff --format` takes.
-var diffFormats = map[string]func(io.Writer, *Diff, DiffOptions) error{
+var diffFormats = map[string]func(io.Writer, *compare.Diff, DiffOptions) error{
 	"text": WriteDiffText, "md": WriteDiffMarkdown, "json": WriteDiffJSON,
 }
 
 // WriteDiff writes d in format ("text", "md" or "json"); an unknown format
 // is an error naming the known ones.
-func WriteDiff(w io.Writer, d *Diff, format string, opts DiffOptions) error {
+func WriteDiff(w io.Writer, d *compare.Diff, format string, opts DiffOptions) error {
 	write, ok := diffFormats[format]
 	if !ok {
 		return fmt.Errorf("diff format %q: want %s", sanitize.OneLine(format), strings.Join([]string{"text", "md", "json"}, ", "))

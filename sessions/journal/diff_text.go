@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -29,7 +30,7 @@ type DiffOptions struct {
 // commit range (git log --oneline lines, the files it touches); the A/A
 // noise of each configuration; the unchanged rows (folded into a count
 // unless opts.All). Recorded text is sanitised. It returns w's error.
-func WriteDiffText(w io.Writer, d *Diff, opts DiffOptions) error {
+func WriteDiffText(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "A: %s\nB: %s\n\n", expTitle(d.A), expTitle(d.B))
 
@@ -92,7 +93,7 @@ func expTitle(x *ledger.Experiment) string {
 
 // FormatMetric is a result row's metric with its unit when the name
 // lacks it: "TTFT median (ms)", "tok/s (server log)".
-func FormatMetric(r *ResultRow) string {
+func FormatMetric(r *compare.ResultRow) string {
 	if strings.Contains(r.Metric, r.Unit) {
 		return sanitize.OneLine(r.Metric)
 	}
@@ -132,7 +133,7 @@ func fmtNum(v float64) string {
 
 // FormatRowDelta is the change of B's own median over A's: "-8.0%", "-" when
 // there is none.
-func FormatRowDelta(r *ResultRow) string {
+func FormatRowDelta(r *compare.ResultRow) string {
 	if p, ok := r.DeltaPct(); ok {
 		return fmtDelta(p)
 	}
@@ -143,7 +144,7 @@ func FormatRowDelta(r *ResultRow) string {
 // medians (when a side has more than one launch) and the test's p and n
 // (both left out for "no verdict"), and the A/A noise next to it: "slower
 // -8.5% across launches (p=0.008 n=5), A/A noise ±0.3%".
-func FormatVerdict(r *ResultRow) string {
+func FormatVerdict(r *compare.ResultRow) string {
 	s := sanitize.OneLine(r.Verdict)
 	if !strings.HasPrefix(r.Verdict, "no verdict") {
 		c := r.Launches
@@ -184,7 +185,7 @@ func launchList(xs []*ledger.Experiment) string {
 
 // splitFields returns the changed rows, the rows known on one side only,
 // and the rest.
-func splitFields(rows []FieldRow) (changed, unknown, same []FieldRow) {
+func splitFields(rows []compare.FieldRow) (changed, unknown, same []compare.FieldRow) {
 	for _, r := range rows {
 		switch {
 		case r.Changed:
@@ -207,7 +208,7 @@ func FieldValue(s string) string {
 	return sanitize.OneLine(s)
 }
 
-func writeFieldTable(w io.Writer, rows []FieldRow, empty string) {
+func writeFieldTable(w io.Writer, rows []compare.FieldRow, empty string) {
 	if len(rows) == 0 {
 		if empty != "" {
 			fmt.Fprintln(w, empty)
@@ -222,7 +223,7 @@ func writeFieldTable(w io.Writer, rows []FieldRow, empty string) {
 }
 
 // writeSameTable lists unchanged rows with their one value.
-func writeSameTable(w io.Writer, rows []FieldRow) {
+func writeSameTable(w io.Writer, rows []compare.FieldRow) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "  none")
 		return
@@ -240,7 +241,7 @@ func writeSameTable(w io.Writer, rows []FieldRow) {
 
 // rangeTitle is "a6d51c0..3207427 (recorded at e3's start)", or why there
 // is no range.
-func rangeTitle(d *Diff) string {
+func rangeTitle(d *compare.Diff) string {
 	if d.Range == nil {
 		if d.RangeNote == "same commit" {
 			if g := d.A.Git(); g != nil {

@@ -3,7 +3,6 @@ package journal
 import (
 	"fmt"
 	"math"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -304,9 +304,6 @@ func ReadReport(h event.SessionHeader, scan ScanFunc, live bool) (*Report, error
 	return r, nil
 }
 
-// maxFilesNamed is how many changed files a RepoChange names.
-const maxFilesNamed = 4
-
 // movedText describes a move of the checkout made outside flightdeck.
 func movedText(m event.GitMoved) string {
 	var b strings.Builder
@@ -320,7 +317,7 @@ func movedText(m event.GitMoved) string {
 	}
 	fmt.Fprintf(&b, "%s moved HEAD %s -> %s", who, orShort(m.FromShort, m.From), orShort(m.ToShort, m.To))
 	if m.FromBranch != m.ToBranch {
-		fmt.Fprintf(&b, ", branch %s -> %s", orDetached(m.FromBranch), orDetached(m.ToBranch))
+		fmt.Fprintf(&b, ", branch %s -> %s", compare.BranchText(m.FromBranch), compare.BranchText(m.ToBranch))
 	}
 	var parts []string
 	if m.Forward > 0 {
@@ -330,27 +327,12 @@ func movedText(m event.GitMoved) string {
 		parts = append(parts, plural(m.Back, "commit")+" back")
 	}
 	if m.FilesTotal > 0 {
-		parts = append(parts, filesText(m.Files, m.FilesTotal))
+		parts = append(parts, compare.FilesText(m.Files, m.FilesTotal))
 	}
 	if len(parts) > 0 {
 		b.WriteString(" (" + strings.Join(parts, "; ") + ")")
 	}
 	return sanitize.OneLine(b.String())
-}
-
-// filesText is "5 files: pynccl.py, parallel_state.py, ..." (base names,
-// the first maxFilesNamed).
-func filesText(paths []string, total int) string {
-	files := paths[:min(len(paths), maxFilesNamed)]
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = path.Base(f)
-	}
-	s := plural(total, "file") + ": " + strings.Join(names, ", ")
-	if total > len(files) {
-		s += ", ..."
-	}
-	return s
 }
 
 // actionText describes a git action of the cockpit that moved HEAD, with
@@ -360,7 +342,7 @@ func filesText(paths []string, total int) string {
 func actionText(a event.GitAction) string {
 	s := fmt.Sprintf("flightdeck %s moved HEAD %s -> %s", a.Op, git.ShortID(a.From), git.ShortID(a.To))
 	if a.FilesTotal > 0 {
-		s += " (" + filesText(a.Files, a.FilesTotal) + ")"
+		s += " (" + compare.FilesText(a.Files, a.FilesTotal) + ")"
 	} else {
 		s += fmt.Sprintf(" (files changed not recorded: git diff --stat %s %s)", git.ShortID(a.From), git.ShortID(a.To))
 	}
@@ -375,13 +357,6 @@ func orShort(short, id string) string {
 		return short
 	}
 	return git.ShortID(id)
-}
-
-func orDetached(branch string) string {
-	if branch == "" {
-		return "(detached)"
-	}
-	return branch
 }
 
 func plural(n int, what string) string {
@@ -449,25 +424,6 @@ func (r *Report) ExpList() string {
 	return strings.Join(ids, ", ")
 }
 
-// DeltaPct is the change of x's median over base's, in percent; ok is false
-// when either has no result.
-func DeltaPct(x, base *ledger.Experiment) (pct float64, ok bool) {
-	if x == nil || base == nil || x.Result.N == 0 || base.Result.N == 0 || base.Result.Median == 0 {
-		return 0, false
-	}
-	return (x.Result.Median/base.Result.Median - 1) * 100, true
-}
-
-// CIsOverlap reports whether both results have a bounded confidence
-// interval and the two intervals overlap: the difference between them is
-// then not established.
-func CIsOverlap(a, b event.ExperimentResult) bool {
-	if a.Lo == nil || a.Hi == nil || b.Lo == nil || b.Hi == nil {
-		return false
-	}
-	return *a.Lo <= *b.Hi && *b.Lo <= *a.Hi
-}
-
 // EndedHow says in a word or two how an experiment ended: "open", "key",
 // "relaunch", "kill", "exit", "quit", "taken-over", or "crash" when the
 // journal ends with it open and no end recorded.
@@ -529,241 +485,6 @@ func FormatElapsed(d time.Duration) string {
 	}
 	s := int64(d / time.Second)
 	return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-}
-
-// reasonNames are the short names of the clock-event (throttle) reasons,
-// in bit order, as the cockpit shows them.
-var reasonNames = []struct {
-	bit  event.ClockEventReason
-	name string
-}{
-	{event.ReasonGPUIdle, "idle"},
-	{event.ReasonApplicationsClocks, "app-clk"},
-	{event.ReasonSWPowerCap, "sw-power"},
-	{event.ReasonHWSlowdown, "hw-slow"},
-	{event.ReasonSyncBoost, "sync-boost"},
-	{event.ReasonSWThermalSlowdown, "sw-thermal"},
-	{event.ReasonHWThermalSlowdown, "hw-thermal"},
-	{event.ReasonHWPowerBrakeSlowdown, "power-brake"},
-	{event.ReasonDisplayClockSetting, "display-clk"},
-}
-
-// throttleText names the active clock-event reasons, "none" for none, or
-// the non-value ("N/A") when the mask was not read; ok is false then.
-func throttleText(ce event.ClockEvents) (names []string, ok bool) {
-	if ce.Status != event.CellOK {
-		return []string{tokenText(ce.Status, ce.Raw)}, false
-	}
-	rest := ce.Mask
-	for _, r := range reasonNames {
-		if ce.Mask&r.bit != 0 {
-			names = append(names, r.name)
-			rest &^= r.bit
-		}
-	}
-	if rest != 0 {
-		names = append(names, "0x"+strconv.FormatUint(uint64(rest), 16))
-	}
-	return names, true
-}
-
-// tokenText is a non-value as nvidia-smi printed it, or its status name.
-func tokenText(st event.CellStatus, raw string) string {
-	if raw != "" {
-		return sanitize.OneLine(raw)
-	}
-	return st.String()
-}
-
-// readingText formats a reading with prec decimals, or its token.
-func readingText(r event.Reading, prec int) string {
-	if !r.Valid() {
-		return tokenText(r.Status, r.Raw)
-	}
-	return strconv.FormatFloat(r.Value, 'f', prec, 64)
-}
-
-func textText(t event.Text) string {
-	if t.Status != event.CellOK {
-		return tokenText(t.Status, t.S)
-	}
-	return sanitize.OneLine(t.S)
-}
-
-// GPUStateSummary describes the GPUs' state in one line: their count and
-// name, then SM and memory clocks, P-state, PCIe link, throttle reasons,
-// persistence and ECC mode. A field with the same value on every GPU is
-// given once; numbers that differ are given as a range ("SM 1965-1980
-// MHz"); other differing values name their GPUs ("PCIe Gen5 x16 (0-2,4-7),
-// Gen4 x8 (3)"), so an odd GPU stands out. "" for no GPUs.
-func GPUStateSummary(all []event.GPU) string {
-	if len(all) == 0 {
-		return ""
-	}
-	// A lost GPU has no state to compare: it is named once at the end.
-	var lost []int
-	gpus := make([]event.GPU, 0, len(all))
-	for i := range all {
-		if all[i].Lost || all[i].ShowsLost() {
-			lost = append(lost, all[i].Index)
-		} else {
-			gpus = append(gpus, all[i])
-		}
-	}
-	field := func(f func(g *event.GPU) string) string {
-		type group struct {
-			val string
-			idx []int
-		}
-		var gs []group
-	outer:
-		for i := range gpus {
-			v := f(&gpus[i])
-			for j := range gs {
-				if gs[j].val == v {
-					gs[j].idx = append(gs[j].idx, gpus[i].Index)
-					continue outer
-				}
-			}
-			gs = append(gs, group{v, []int{gpus[i].Index}})
-		}
-		if len(gs) == 1 {
-			return gs[0].val
-		}
-		parts := make([]string, len(gs))
-		for i, g := range gs {
-			parts[i] = g.val + " (GPU " + indexRanges(g.idx) + ")"
-		}
-		return strings.Join(parts, ", ")
-	}
-	numRange := func(unit string, rd func(g *event.GPU) event.Reading) string {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for i := range gpus {
-			r := rd(&gpus[i])
-			if !r.Valid() {
-				// A GPU without a value: name it rather than hide it.
-				return field(func(g *event.GPU) string {
-					if r := rd(g); !r.Valid() {
-						return readingText(r, 0)
-					}
-					return readingText(rd(g), 0) + unit
-				})
-			}
-			lo, hi = min(lo, r.Value), max(hi, r.Value)
-		}
-		if lo == hi {
-			return strconv.FormatFloat(lo, 'f', 0, 64) + unit
-		}
-		return strconv.FormatFloat(lo, 'f', 0, 64) + "-" + strconv.FormatFloat(hi, 'f', 0, 64) + unit
-	}
-	var b strings.Builder
-	if len(gpus) == 0 {
-		fmt.Fprintf(&b, "%dx GPU, all lost", len(all))
-		return b.String()
-	}
-	names := field(func(g *event.GPU) string { return textText(g.Name) })
-	fmt.Fprintf(&b, "%dx %s: SM %s, mem %s, %s, PCIe %s, throttle %s",
-		len(all), names,
-		numRange(" MHz", func(g *event.GPU) event.Reading { return g.SMClockMHz }),
-		numRange(" MHz", func(g *event.GPU) event.Reading { return g.MemClockMHz }),
-		field(func(g *event.GPU) string { return textText(g.PState) }),
-		field(pcieText),
-		field(func(g *event.GPU) string {
-			n, _ := throttleText(g.ClockEvents)
-			if len(n) == 0 {
-				return "none"
-			}
-			return strings.Join(n, "+")
-		}))
-	if p := field(func(g *event.GPU) string { return textText(g.Persistence) }); g0Present(gpus, func(g *event.GPU) event.Text { return g.Persistence }) {
-		b.WriteString(", persistence " + p)
-	}
-	if e := field(func(g *event.GPU) string { return textText(g.ECCMode) }); g0Present(gpus, func(g *event.GPU) event.Text { return g.ECCMode }) {
-		b.WriteString(", ECC " + e)
-	}
-	if len(lost) > 0 {
-		fmt.Fprintf(&b, ", GPU %s lost", indexRanges(lost))
-	}
-	return b.String()
-}
-
-// g0Present reports whether any GPU has the text field queried at all
-// (older drivers lack some fields: say nothing rather than "Absent").
-func g0Present(gpus []event.GPU, f func(g *event.GPU) event.Text) bool {
-	for i := range gpus {
-		if f(&gpus[i]).Status != event.CellAbsent {
-			return true
-		}
-	}
-	return false
-}
-
-// pcieText is the current link as "Gen5 x16", or the token of a field
-// that was not read.
-func pcieText(g *event.GPU) string {
-	if !g.PCIeGenCurrent.Valid() {
-		return tokenText(g.PCIeGenCurrent.Status, g.PCIeGenCurrent.Raw)
-	}
-	if !g.PCIeWidthCurrent.Valid() {
-		return tokenText(g.PCIeWidthCurrent.Status, g.PCIeWidthCurrent.Raw)
-	}
-	return "Gen" + readingText(g.PCIeGenCurrent, 0) + " x" + readingText(g.PCIeWidthCurrent, 0)
-}
-
-// indexRanges formats sorted-or-not GPU indices as "0-2,4-7".
-func indexRanges(idx []int) string {
-	var parts []string
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
-			j++
-		}
-		if j == i {
-			parts = append(parts, strconv.Itoa(idx[i]))
-		} else {
-			parts = append(parts, strconv.Itoa(idx[i])+"-"+strconv.Itoa(idx[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
-}
-
-// FileChange is one file of a patch's diffstat.
-type FileChange struct {
-	Path           string // the new path ("b/…" without the prefix), sanitised
-	Added, Deleted int    // lines
-	Binary         bool   // a binary change: no line counts
-}
-
-// DiffStat summarises a `git diff` patch per file, in patch order: lines
-// added and deleted ("+"/"-" lines of the hunks, not the "+++"/"---"
-// headers), binary changes marked. A cut patch (GitState.PatchTruncated)
-// gives the stat of what was stored. Text that is not a patch gives none.
-func DiffStat(patch string) []FileChange {
-	var out []FileChange
-	inHunk := false
-	for line := range strings.Lines(patch) {
-		line = strings.TrimRight(line, "\n")
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			p := line[len("diff --git "):]
-			if i := strings.LastIndex(p, " b/"); i >= 0 {
-				p = p[i+3:]
-			}
-			out = append(out, FileChange{Path: sanitize.OneLine(p)})
-			inHunk = false
-		case len(out) == 0:
-		case strings.HasPrefix(line, "@@"):
-			inHunk = true
-		case strings.HasPrefix(line, "GIT binary patch") || strings.HasPrefix(line, "Binary files "):
-			out[len(out)-1].Binary = true
-		case inHunk && strings.HasPrefix(line, "+"):
-			out[len(out)-1].Added++
-		case inHunk && strings.HasPrefix(line, "-"):
-			out[len(out)-1].Deleted++
-		}
-	}
-	return out
 }
 
 // StartGPUsLabel names an experiment's GPU state at its start: "GPUs at

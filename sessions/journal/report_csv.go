@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -102,7 +103,7 @@ func WriteGPUCSV(w io.Writer, h event.SessionHeader, scan ScanFunc) error {
 				row[11] = csvReading(g.PCIeGenCurrent)
 				row[12] = csvReading(g.PCIeWidthCurrent)
 				row[13] = ""
-				if names, ok := throttleText(g.ClockEvents); ok {
+				if names, ok := compare.ThrottleReasons(g.ClockEvents); ok {
 					row[13] = "none"
 					if len(names) > 0 {
 						row[13] = strings.Join(names, "+")

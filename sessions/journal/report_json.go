@@ -7,6 +7,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -191,7 +192,7 @@ func GPUStates(gpus []event.GPU) []GPUState {
 			PCIeGenMax: val(g.PCIeGenMax), PCIeWidMax: val(g.PCIeWidthMax),
 			Persistence: okText(g.Persistence), ECC: okText(g.ECCMode), Lost: g.Lost,
 		}
-		if names, ok := throttleText(g.ClockEvents); ok {
+		if names, ok := compare.ThrottleReasons(g.ClockEvents); ok {
 			s.Throttle = append([]string{}, names...)
 		}
 		out[i] = s
@@ -260,7 +261,7 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 			j.Ended, j.EndedS = &t, &s
 		}
 		if base != nil && base.ID != x.ID {
-			if p, ok := DeltaPct(x, base); ok {
+			if p, ok := compare.DeltaPct(x, base); ok {
 				j.DeltaPct = &p
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -136,9 +137,9 @@ func (m *mdWriter) table(exps []ledger.Experiment, base *ledger.Experiment) {
 		case x == base || x.ID == base.ID:
 			delta = "baseline"
 		default:
-			if p, ok := DeltaPct(x, base); ok {
+			if p, ok := compare.DeltaPct(x, base); ok {
 				delta = fmtDelta(p)
-				if CIsOverlap(x.Result, base.Result) {
+				if compare.CIsOverlap(x.Result, base.Result) {
 					delta += " ~"
 					m.overlap = true
 				}
@@ -201,9 +202,9 @@ func (m *mdWriter) changes(exps []ledger.Experiment, moves []RepoChange) {
 	for i := 1; i < len(exps); i++ {
 		a, b := &exps[i-1], &exps[i]
 		m.f("- **%s -> %s**", mdText(a.ID), mdText(b.ID))
-		if p, ok := DeltaPct(b, a); ok {
+		if p, ok := compare.DeltaPct(b, a); ok {
 			m.f(": %s (%s -> %s tok/s)", fmtDelta(p), fmtRate(a.Result.Median), fmtRate(b.Result.Median))
-			if CIsOverlap(a.Result, b.Result) {
+			if compare.CIsOverlap(a.Result, b.Result) {
 				m.f(" ~")
 				m.overlap = true
 			}
@@ -258,7 +259,7 @@ func fingerprintDiff(a, b *ledger.Experiment) []string {
 				}
 				out = append(out, s)
 			}
-			pair("branch", orDetached(ga.Branch), orDetached(gb.Branch))
+			pair("branch", compare.BranchText(ga.Branch), compare.BranchText(gb.Branch))
 		case ga == nil && gb == nil && ua == "" && ub == "":
 			// No repository configured on either side.
 		default:
@@ -273,7 +274,7 @@ func fingerprintDiff(a, b *ledger.Experiment) []string {
 			switch {
 			case pa == "" && pb == "":
 				if ga.PatchSHA256 != gb.PatchSHA256 {
-					out = append(out, "dirty patch "+patchText(ga)+" -> "+patchText(gb))
+					out = append(out, "dirty patch "+compare.PatchText(ga)+" -> "+compare.PatchText(gb))
 				}
 			default:
 				for _, x := range []*ledger.Experiment{a, b} {
@@ -329,7 +330,7 @@ func fingerprintDiff(a, b *ledger.Experiment) []string {
 		known("host", fa.Hostname, fb.Hostname)
 		known("kernel", fa.Kernel, fb.Kernel)
 	}
-	if sa, sb := GPUStateSummary(a.EndGPUs), GPUStateSummary(b.EndGPUs); sa != "" && sb != "" && sa != sb {
+	if sa, sb := compare.GPUStateSummary(a.EndGPUs), compare.GPUStateSummary(b.EndGPUs); sa != "" && sb != "" && sa != sb {
 		out = append(out, "GPUs under load (at the end) "+mdText(sa)+" -> "+mdText(sb))
 	}
 	for _, x := range []*ledger.Experiment{a, b} {
@@ -409,62 +410,6 @@ func envDiff(a, b map[string]string) string {
 	return mdCode(strings.Join(parts, " "))
 }
 
-// patchText summarises a checkout's dirty state: "clean", or "1.2 KiB
-// sha256:0123456789ab" (cut patches say so).
-func patchText(g *event.GitState) string {
-	if g.PatchBytes == 0 && g.PatchSHA256 == "" {
-		return "clean"
-	}
-	s := FormatBytes(int64(g.PatchBytes)) + " sha256:" + ShortHash(g.PatchSHA256)
-	if g.PatchTruncated {
-		s += " (stored cut at " + FormatBytes(ledger.MaxPatch) + ")"
-	}
-	return s
-}
-
-// DiffStatSummary is a patch's DiffStat in a few words: "2 files, +12
-// -3" ("1 binary" when some are binary); "" for no patch.
-func DiffStatSummary(patch string) string {
-	st := DiffStat(patch)
-	if len(st) == 0 {
-		return ""
-	}
-	add, del, bin := 0, 0, 0
-	for _, f := range st {
-		add, del = add+f.Added, del+f.Deleted
-		if f.Binary {
-			bin++
-		}
-	}
-	files := "1 file"
-	if len(st) != 1 {
-		files = strconv.Itoa(len(st)) + " files"
-	}
-	s := fmt.Sprintf("%s, +%d -%d", files, add, del)
-	if bin > 0 {
-		s += ", " + strconv.Itoa(bin) + " binary"
-	}
-	return s
-}
-
-// ShortHash returns the first 12 hex digits of a hash ("" stays "").
-func ShortHash(h string) string {
-	return sanitize.OneLine(h[:min(12, len(h))])
-}
-
-// FormatBytes formats a size as "512 B", "1.2 KiB", "3.4 MiB".
-func FormatBytes(n int64) string {
-	switch {
-	case n < 1024:
-		return strconv.FormatInt(n, 10) + " B"
-	case n < 1<<20:
-		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KiB"
-	case n < 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
-	}
-	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
-}
-
 func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xids []GPUEvent) {
 	m.f("## %s %s\n\n", mdText(x.ID), mdText(x.Name))
 	res := x.Result
@@ -482,7 +427,7 @@ func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xid
 			m.f(", accept length %.2f", res.AcceptLength)
 		}
 		if base != nil && base.ID != x.ID {
-			if p, ok := DeltaPct(x, base); ok {
+			if p, ok := compare.DeltaPct(x, base); ok {
 				m.f("; %s vs %s", fmtDelta(p), mdText(base.ID))
 			}
 		}
@@ -524,7 +469,7 @@ func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xid
 	if why := x.CommitUnknown(); fp != nil && why != "" {
 		m.f("- **Commit:** unknown (%s)", mdText(why))
 		if g := x.Git(); g != nil && x.PatchUnknown() == "" {
-			m.f("; dirty: patch %s", patchText(g))
+			m.f("; dirty: patch %s", compare.PatchText(g))
 		} else {
 			m.f("; dirty state unknown")
 		}
@@ -544,12 +489,12 @@ func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xid
 		}
 		if why := x.PatchUnknown(); why != "" {
 			m.f("; dirty state unknown (%s)", mdText(why))
-		} else if pt := patchText(g); pt == "clean" {
+		} else if pt := compare.PatchText(g); pt == "clean" {
 			m.f("; clean")
 		} else {
 			m.f("; dirty: patch %s", pt)
 		}
-		if st := DiffStatSummary(g.Patch); st != "" {
+		if st := compare.DiffStatSummary(g.Patch); st != "" {
 			m.f(" (%s)", st)
 		}
 		if len(g.Untracked) > 0 {
@@ -594,11 +539,11 @@ func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xid
 		if fp.Hostname != "" || fp.Kernel != "" {
 			m.f("- **Host:** %s, kernel %s\n", orDash(mdText(fp.Hostname)), orDash(mdText(fp.Kernel)))
 		}
-		if s := GPUStateSummary(fp.GPUs); s != "" {
+		if s := compare.GPUStateSummary(fp.GPUs); s != "" {
 			m.f("- **%s:** %s\n", StartGPUsLabel(x), mdText(s))
 		}
 	}
-	if s := GPUStateSummary(x.EndGPUs); s != "" {
+	if s := compare.GPUStateSummary(x.EndGPUs); s != "" {
 		m.f("- **GPUs at end:** %s\n", mdText(s))
 	}
 	if fp != nil && len(fp.Errors) > 0 {

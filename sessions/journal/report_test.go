@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -76,10 +77,10 @@ func TestReportTellsTheStory(t *testing.T) {
 			t.Errorf("%s: %s, want a bounded median near %.1f", exps[i].ID, FormatResult(res), want)
 		}
 	}
-	if p, ok := DeltaPct(&exps[1], &exps[0]); !ok || p < 41 || p > 44 {
+	if p, ok := compare.DeltaPct(&exps[1], &exps[0]); !ok || p < 41 || p > 44 {
 		t.Errorf("e2 vs e1 %.1f%%, want about +42.4%%", p)
 	}
-	if p, ok := DeltaPct(&exps[2], &exps[1]); !ok || p > -7 || p < -9 {
+	if p, ok := compare.DeltaPct(&exps[2], &exps[1]); !ok || p > -7 || p < -9 {
 		t.Errorf("e3 vs e2 %.1f%%, want about -8%%", p)
 	}
 	var md bytes.Buffer
@@ -328,43 +329,6 @@ func TestMarkdownEscapes(t *testing.T) {
 	}
 }
 
-func TestGPUStateSummary(t *testing.T) {
-	gs := reportGPUs(true)
-	g2 := reportGPU(0, true)
-	g2.Index = 2
-	g2.PCIeGenCurrent.Value, g2.PCIeWidthCurrent.Value = 4, 8
-	gs = append(gs, g2)
-	got := GPUStateSummary(gs)
-	want := "3x NVIDIA H200: SM 1755-1980 MHz, mem 3201 MHz, P0, PCIe Gen5 x16 (GPU 0-1), Gen4 x8 (GPU 2), throttle none (GPU 0,2), sw-power (GPU 1), persistence Enabled, ECC Enabled"
-	if got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-	if GPUStateSummary(nil) != "" {
-		t.Error("no GPUs: want empty")
-	}
-	// A lost GPU is named once, not in every field with units after its
-	// token.
-	lost := reportGPU(0, true)
-	lost.Index, lost.Lost = 3, true
-	lost.SMClockMHz = event.Reading{Status: event.CellLost, Raw: "[GPU is lost]"}
-	lost.MemClockMHz, lost.PCIeGenCurrent = lost.SMClockMHz, lost.SMClockMHz
-	lost.PState = event.Text{S: "[GPU is lost]", Status: event.CellLost}
-	got = GPUStateSummary(append(gs, lost))
-	want = "4x NVIDIA H200: SM 1755-1980 MHz, mem 3201 MHz, P0, PCIe Gen5 x16 (GPU 0-1), Gen4 x8 (GPU 2), throttle none (GPU 0,2), sw-power (GPU 1), persistence Enabled, ECC Enabled, GPU 3 lost"
-	if got != want {
-		t.Errorf("with a lost GPU:\ngot  %s\nwant %s", got, want)
-	}
-	if got := GPUStateSummary([]event.GPU{lost}); got != "1x GPU, all lost" {
-		t.Errorf("all lost: %q", got)
-	}
-	// A GPU without a clock reading: its token, no unit after it.
-	na := reportGPU(0, true)
-	na.Index, na.SMClockMHz = 4, event.Reading{Status: event.CellNA, Raw: "[N/A]"}
-	if got := GPUStateSummary([]event.GPU{gs[0], na}); !strings.Contains(got, "SM 1980 MHz (GPU 0), [N/A] (GPU 4)") {
-		t.Errorf("an [N/A] clock: %q", got)
-	}
-}
-
 // TestReportSessionFile: the synthetic session written as a journal file
 // (testdata/report-session.jsonl, made by this test with -update-report)
 // reads back into the same report as the events it was made from: the
@@ -413,44 +377,6 @@ func TestReportSessionFile(t *testing.T) {
 			t.Errorf("%s from the journal file differs from the golden:\n%s", name, got)
 		}
 	}
-}
-
-func TestDiffStat(t *testing.T) {
-	patch := "diff --git a/x.py b/x.py\nindex 1..2 100644\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,3 @@\n-a\n+b\n+c\n d\n" +
-		"diff --git a/w.bin b/w.bin\nGIT binary patch\nliteral 3\nabc\n" +
-		"diff --git a/old name.txt b/new name.txt\nsimilarity index 90%\nrename from old name.txt\nrename to new name.txt\n@@ -1 +1 @@\n---x\n+++y\n"
-	got := DiffStat(patch)
-	want := []FileChange{{Path: "x.py", Added: 2, Deleted: 1}, {Path: "w.bin", Binary: true}, {Path: "new name.txt", Added: 1, Deleted: 1}}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v", got)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
-		}
-	}
-	if s := DiffStatSummary(patch); s != "3 files, +3 -2, 1 binary" {
-		t.Errorf("summary %q", s)
-	}
-	if DiffStat("not a patch\n+x\n") != nil || DiffStatSummary("") != "" {
-		t.Error("text that is not a patch gave a stat")
-	}
-}
-
-// FuzzDiffStat: any text gives a stat without a panic, with non-negative
-// counts and sanitised paths.
-func FuzzDiffStat(f *testing.F) {
-	f.Add("diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n")
-	f.Add("diff --git a/\x1b[31mx b/\x1b[31mx\nGIT binary patch\n")
-	f.Add("+++\n---\n@@\ndiff --git \n")
-	f.Fuzz(func(t *testing.T, patch string) {
-		for _, fc := range DiffStat(patch) {
-			if fc.Added < 0 || fc.Deleted < 0 || strings.ContainsRune(fc.Path, '\x1b') {
-				t.Fatalf("%+v", fc)
-			}
-		}
-		_ = DiffStatSummary(patch)
-	})
 }
 
 // FuzzMarkdownText: typed or remote text never breaks out of its table

@@ -1,7 +1,6 @@
-package journal
+package compare
 
 import (
-	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -55,7 +54,7 @@ type ResultRow struct {
 	A, B ledger.Summary
 	// Launches is the verdict across launches: one value per launch of
 	// each configuration (Diff.LaunchesA/B), Mann–Whitney U at α = 0.05.
-	Launches compare.Comparison
+	Launches Comparison
 	// Verdict says it in words: "faster", "slower", "better", "worse",
 	// "no significant difference", "no verdict: 1+1 launches (need ≥ 4
 	// each; R repeats a launch)", "no verdict: benchmark settings differ
@@ -91,4 +90,13 @@ type NoiseRow struct {
 	// Lo and Hi are the smallest and largest launch value, in the
 	// metric's unit: tok/s for both noise metrics.
 	Lo, Hi float64
+}
+
+// DeltaPct is the change of B's own median over A's, percent; ok is false
+// when a side has no value or A's median is 0.
+func (r *ResultRow) DeltaPct() (pct float64, ok bool) {
+	if r.A.N == 0 || r.B.N == 0 || r.A.Median == 0 {
+		return 0, false
+	}
+	return (r.B.Median - r.A.Median) / r.A.Median * 100, true
 }

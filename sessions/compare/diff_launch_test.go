@@ -1,4 +1,4 @@
-package journal
+package compare
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -173,8 +172,8 @@ func TestCompareITLPerRequest(t *testing.T) {
 	if r.A.Median != 16 || r.A.N != 4 || r.Launches.A.Median != 16 || r.Launches.B.Median != 16 {
 		t.Errorf("ITL row: own %v (n=%d), launch values %v/%v: want 16 (n=4) throughout", r.A.Median, r.A.N, r.Launches.A.Median, r.Launches.B.Median)
 	}
-	if r.Metric != "ITL median per request" || FormatMetric(r) != "ITL median per request (ms)" {
-		t.Errorf("metric %q", FormatMetric(r))
+	if r.Metric != "ITL median per request" || r.Unit != "ms" { // written "ITL median per request (ms)": report's TestFormatMetricITL
+		t.Errorf("metric %q (%s)", r.Metric, r.Unit)
 	}
 	// A run stored without its requests has no per-request ITL.
 	a.Bench[0].Result.Requests = nil
@@ -269,7 +268,7 @@ func TestCompareBenchFailuresOnly(t *testing.T) {
 func TestVerdictNotSignificantFirst(t *testing.T) {
 	m := &metrics[0]
 	d := &Diff{A: &ledger.Experiment{ID: "e1", Result: event.ExperimentResult{N: 5}}, B: &ledger.Experiment{ID: "e2", Result: event.ExperimentResult{N: 5}}}
-	row := ResultRow{Launches: compare.Samples([]float64{0, 0, 0, 1}, []float64{0, 1, 0, 0})}
+	row := ResultRow{Launches: Samples([]float64{0, 0, 0, 1}, []float64{0, 1, 0, 0})}
 	if got := verdict(m, d, &row, 4, 4); got != "no significant difference" {
 		t.Errorf("verdict %q", got)
 	}

@@ -1,4 +1,4 @@
-package journal
+package compare
 
 import (
 	"maps"
@@ -89,7 +89,7 @@ func commitRows(f *fieldSet, a, b *ledger.Experiment) {
 		if g.Subject != "" {
 			h += " " + strconv.Quote(sanitize.OneLine(g.Subject))
 		}
-		return side{h, true}, known(orDetached(g.Branch))
+		return side{h, true}, known(BranchText(g.Branch))
 	}
 	ha, ba := commit(a)
 	hb, bb := commit(b)
@@ -108,7 +108,7 @@ func commitRows(f *fieldSet, a, b *ledger.Experiment) {
 		}
 		s := DiffStatSummary(g.Patch)
 		if s == "" {
-			return known(patchText(g))
+			return known(PatchText(g))
 		}
 		if g.PatchTruncated {
 			s += " (of the stored part)"
@@ -121,7 +121,7 @@ func commitRows(f *fieldSet, a, b *ledger.Experiment) {
 		if len(g.Untracked) == 0 {
 			return known("none")
 		}
-		return known(filesText(g.Untracked, len(g.Untracked)))
+		return known(FilesText(g.Untracked, len(g.Untracked)))
 	}
 	f.add("patch", "untracked files", untracked(ga), untracked(gb), slices.Equal(ga.Untracked, gb.Untracked))
 }
@@ -381,7 +381,7 @@ var gpuFields = []gpuField{
 	{"P-state", func(g *event.GPU) string { return textText(g.PState) }},
 	{"PCIe", pcieText},
 	{"throttle", func(g *event.GPU) string {
-		n, _ := throttleText(g.ClockEvents)
+		n, _ := ThrottleReasons(g.ClockEvents)
 		if len(n) == 0 {
 			return "none"
 		}
