@@ -8,8 +8,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // Comparing experiments in the experiments panel (x): space marks up to
@@ -356,10 +356,10 @@ func (m *Model) baselineDelta(cur *ledger.Experiment) string {
 
 // deltaText is v against base in percent, signed, one decimal: "+42.1%"
 // ("-" when base is not positive), as the compare view's delta column
-// and journal diff write it (journal.FormatRowDelta).
+// and journal diff write it (report.FormatRowDelta).
 func deltaText(v, base float64) string {
 	if !(base > 0) {
 		return "-"
 	}
-	return journal.FormatRowDelta(&compare.ResultRow{A: ledger.Summary{N: 1, Median: base}, B: ledger.Summary{N: 1, Median: v}})
+	return report.FormatRowDelta(&compare.ResultRow{A: ledger.Summary{N: 1, Median: base}, B: ledger.Summary{N: 1, Median: v}})
 }

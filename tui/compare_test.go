@@ -14,8 +14,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // fakeMeasure records baseline marks and answers Range with rng; with
@@ -420,7 +420,7 @@ func TestCompareGolden(t *testing.T) {
 }
 
 // TestSharedFormatting: the cockpit's deltas and counts read as the
-// journal's (journal.FormatRowDelta, journal.FormatLaunches), and its one
+// journal's (report.FormatRowDelta, report.FormatLaunches), and its one
 // plural handles -es words.
 func TestSharedFormatting(t *testing.T) {
 	for _, c := range []struct {
@@ -444,8 +444,8 @@ func TestSharedFormatting(t *testing.T) {
 		if got := plural(c.n, c.what); got != c.want {
 			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.what, got, c.want)
 		}
-		if c.what == "launch" && journal.FormatLaunches(c.n) != plural(c.n, "launch") {
-			t.Errorf("launches: journal %q, cockpit %q", journal.FormatLaunches(c.n), plural(c.n, "launch"))
+		if c.what == "launch" && report.FormatLaunches(c.n) != plural(c.n, "launch") {
+			t.Errorf("launches: journal %q, cockpit %q", report.FormatLaunches(c.n), plural(c.n, "launch"))
 		}
 	}
 	for _, c := range []struct {

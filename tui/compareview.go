@@ -7,8 +7,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // The compare view's drawing: the two experiments, the results with
@@ -129,8 +129,8 @@ func (m *Model) compareResults(iw int) []string {
 	wm, wa, wb, wd := textWidth(head.metric), textWidth(head.a), textWidth(head.b), textWidth(head.delta)
 	for i := range d.Results {
 		r := &d.Results[i]
-		rw := row{metric: sanitizeString(journal.FormatMetric(r)), a: journal.FormatSummary(r.A), b: journal.FormatSummary(r.B),
-			delta: journal.FormatRowDelta(r), verdict: sanitizeString(asciiChrome.Replace(journal.FormatVerdict(r)))}
+		rw := row{metric: sanitizeString(report.FormatMetric(r)), a: report.FormatSummary(r.A), b: report.FormatSummary(r.B),
+			delta: report.FormatRowDelta(r), verdict: sanitizeString(asciiChrome.Replace(report.FormatVerdict(r)))}
 		rows[i] = rw
 		wm, wa, wb, wd = max(wm, textWidth(rw.metric)), max(wa, textWidth(rw.a)), max(wb, textWidth(rw.b)), max(wd, textWidth(rw.delta))
 	}
@@ -200,7 +200,7 @@ func (m *Model) compareFields(iw int) []string {
 		return truncateStyled(t.Render(strings.TrimRight(mark+" "+cell(g, wg)+"  "+cell(n, wn)+"  "+cell(a, wa)+"  "+cell(b, wb), " ")), iw)
 	}
 	out = append(out, line(" ", "group", "name", "A "+sanitizeString(d.A.ID), "B "+sanitizeString(d.B.ID), st.Title))
-	val := func(s string) string { return sanitizeString(journal.FieldValue(s)) }
+	val := func(s string) string { return sanitizeString(report.FieldValue(s)) }
 	for _, f := range d.Fields {
 		g, n, a, b := sanitizeString(f.Group), sanitizeString(f.Name), val(f.A), val(f.B)
 		switch {
@@ -297,7 +297,7 @@ func (m *Model) compareNoise(iw int) []string {
 	}
 	out := []string{truncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
 	for _, n := range d.Noise {
-		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+journal.FormatLaunches(n.Launches)+"  "+sanitizeString(n.Metric)+
+		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+report.FormatLaunches(n.Launches)+"  "+sanitizeString(n.Metric)+
 			" +-"+strconv.FormatFloat(n.Spread, 'f', 1, 64)+"% ("+fmtNum(n.Lo)+" to "+fmtNum(n.Hi)+")", iw))
 	}
 	return out

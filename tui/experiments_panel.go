@@ -10,8 +10,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // The experiments panel (x) takes the log tail's place like the git
@@ -434,7 +434,7 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 		} else if d.Result.Failed > 0 || d.Result.Cancelled {
 			tn = st.Warn
 		}
-		fieldN(lab, sanitizeString(journal.BenchRunText(*d)), tn, 2) // two lines: the counts come after the latencies
+		fieldN(lab, sanitizeString(report.BenchRunText(*d)), tn, 2) // two lines: the counts come after the latencies
 	}
 	if r := e.Repeat; r != nil {
 		cut("repeat", "launch "+strconv.Itoa(r.I)+" of "+strconv.Itoa(r.N)+" of "+sanitizeString(r.Series), st.Text)

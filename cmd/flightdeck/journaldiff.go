@@ -8,8 +8,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // --- journal diff ---
@@ -96,7 +96,7 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 	if d.A == d.B {
 		return refusedf("A and B are the same experiment (%s): nothing to compare (have %s)", sanitize.OneLine(d.A.ID), lj.report.ExpList())
 	}
-	if err := journal.WriteDiff(cmd.OutOrStdout(), d, f.format, journal.DiffOptions{All: f.all}); err != nil {
+	if err := report.WriteDiff(cmd.OutOrStdout(), d, f.format, report.DiffOptions{All: f.all}); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	// An Xid during either run is said beside the comparison, as a skip
@@ -108,7 +108,7 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 				how = "ran after a critical Xid"
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s %s at %s: %s\n", sanitize.OneLine(x.ID), how,
-				journal.FormatElapsed(g.At.Sub(lj.report.Header.Created)), g.Describe(lj.report.Header.Created))
+				report.FormatElapsed(g.At.Sub(lj.report.Header.Created)), g.Describe(lj.report.Header.Created))
 		}
 	}
 	return nil

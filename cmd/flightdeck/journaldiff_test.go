@@ -10,6 +10,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // appendLines appends raw journal lines to file.
@@ -74,7 +75,7 @@ func TestJournalDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j journal.JSONDiff
+	var j report.JSONDiff
 	if err := json.Unmarshal([]byte(out), &j); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
@@ -158,7 +159,7 @@ func TestJournalShowMeasures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc journal.JSONReport
+	var doc report.JSONReport
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // repeatFlags are the options of `flightdeck server repeat`.
@@ -286,7 +286,7 @@ func (w *repeatWatch) observe(e event.Event) {
 		w.mu.Unlock()
 		w.println(repeatLine(p))
 	case event.BenchDone:
-		w.println("  benchmark " + journal.BenchRunText(p))
+		w.println("  benchmark " + report.BenchRunText(p))
 	case event.Baseline, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState,
 		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
@@ -366,7 +366,7 @@ func printRepeatResult(out io.Writer, path, series string) error {
 		if r.N >= ledger.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), journal.FormatSummary(sum))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), report.FormatSummary(sum))
 		if benched {
 			cell := "-"
 			if b := ledger.LastBench(x); b != nil {
@@ -375,7 +375,7 @@ func printRepeatResult(out io.Writer, path, series string) error {
 			}
 			row += "\t" + cell
 		}
-		fmt.Fprintln(tw, row+"\t"+journal.EndedWords(x))
+		fmt.Fprintln(tw, row+"\t"+report.EndedWords(x))
 	}
 	tw.Flush()
 	fmt.Fprintln(out)

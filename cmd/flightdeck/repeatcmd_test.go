@@ -17,6 +17,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // TestServerRepeatCLI: `server repeat` refuses a host with no server and a
@@ -97,7 +98,7 @@ func TestServerRepeatCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	r, err := journal.ReadReport(j.Header(), j.Scan, false)
+	r, err := report.ReadReport(j.Header(), j.Scan, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestServerRepeatCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j2.Close()
-	r, err = journal.ReadReport(j2.Header(), j2.Scan, false)
+	r, err = report.ReadReport(j2.Header(), j2.Scan, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 package journal
 
 import (
-	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // DescribeSession says who recorded the session h heads in one sanitised line,

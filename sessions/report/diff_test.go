@@ -1,8 +1,9 @@
-package journal
+package report
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -18,6 +19,43 @@ const (
 	headA = "a6d51c0e9f1b2c3d4e5f60718293a4b5c6d7e8f9"
 	headB = "32074270aabbccddeeff00112233445566778899"
 )
+
+// t0 is when the simulated host's experiments start.
+var t0 = time.Date(2026, 11, 29, 21, 58, 7, 123456789, time.UTC)
+
+func ok(v float64) event.Reading { return event.Reading{Value: v} }
+
+// testGPU is an H200 row under load, varied by i and tick.
+func testGPU(i, tick int) event.GPU {
+	return event.GPU{
+		Index:            i,
+		Name:             event.Text{S: "NVIDIA H200"},
+		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
+		UUID:             event.Text{S: fmt.Sprintf("GPU-3f1c%04d-8a7b-4c2d-9e0f-1a2b3c4d5e6f", i)},
+		UtilGPUPct:       ok(float64(95 + (i+tick)%6)),
+		UtilMemPct:       ok(float64(55 + (i*3+tick)%15)),
+		MemUsedMiB:       ok(131072),
+		MemTotalMiB:      ok(143771),
+		PowerDrawW:       ok(600 + float64((i*37+tick*13)%3000)/100),
+		PowerLimitW:      ok(700),
+		TempC:            ok(float64(55 + (i+tick/10)%4)),
+		SMClockMHz:       ok(1980),
+		MemClockMHz:      ok(3201),
+		SMClockMax:       ok(1980),
+		FanPct:           event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+		PState:           event.Text{S: "P0"},
+		PCIeGenCurrent:   ok(5),
+		PCIeGenMax:       ok(5),
+		PCIeWidthCurrent: ok(16),
+		PCIeWidthMax:     ok(16),
+		ClockEvents:      event.ClockEvents{Mask: event.ReasonSWPowerCap},
+		Persistence:      event.Text{S: "Enabled"},
+		ECCMode:          event.Text{S: "Enabled"},
+		MIGMode:          event.Text{S: "[N/A]", Status: event.CellNA},
+		PCIeRxKBs:        event.Reading{Status: event.CellAbsent}, // nvidia-smi does not read them
+		PCIeTxKBs:        event.Reading{Status: event.CellAbsent},
+	}
+}
 
 // profiles are the simulated host's env profiles.
 var profiles = map[string]map[string]string{

@@ -1,10 +1,9 @@
-package journal
+package report
 
 import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -118,17 +117,6 @@ func FormatSummary(s ledger.Summary) string {
 		ci = "[unbounded]"
 	}
 	return fmtNum(s.Median) + " " + ci + " n=" + strconv.Itoa(s.N)
-}
-
-// fmtNum formats a tok/s or ms value: one decimal, three below 1.
-func fmtNum(v float64) string {
-	if v != 0 && v > -1 && v < 1 {
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	}
-	if math.Abs(v) >= 1000 {
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
 // FormatRowDelta is the change of B's own median over A's: "-8.0%", "-" when

@@ -1,10 +1,12 @@
-package journal
+package report
 
 import (
 	"math"
+	"testing"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
@@ -23,7 +25,7 @@ const (
 )
 
 func reportHeader() event.SessionHeader {
-	return event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: reportStart, Flightdeck: "v0.5.0-test",
+	return event.SessionHeader{Format: journal.FormatName, Version: journal.FormatVersion, Created: reportStart, Flightdeck: "v0.5.0-test",
 		Host: "root@127.0.0.1:40123", Label: "demo", Name: "regression-hunt", User: "ana", Hostname: "laptop", PID: 4242}
 }
 
@@ -178,3 +180,22 @@ func sortEvents(es []event.Event) {
 		}
 	}
 }
+
+// writeJournalFile writes evs to a new journal at path with header h.
+func writeJournalFile(t testing.TB, path string, h event.SessionHeader, evs []event.Event) {
+	t.Helper()
+	w, err := journal.Create(path, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if err := w.Write(e); err != nil {
+			t.Fatalf("write %s: %v", e.Data.Kind(), err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func f64(v float64) *float64 { return &v }

@@ -1,4 +1,4 @@
-package journal
+package report
 
 import (
 	"bytes"
@@ -14,10 +14,11 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
-var updateReport = flag.Bool("update-report", false, "rewrite journal/testdata/report* goldens")
+var updateReport = flag.Bool("update-report", false, "rewrite testdata/report* and testdata/diff* goldens")
 
 // scanOf is a ScanFunc over an in-memory event list.
 func scanOf(es []event.Event) ScanFunc {
@@ -56,10 +57,10 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./journal -run %s -update-report)", err, t.Name())
+		t.Fatalf("%v (run go test ./sessions/report -run %s -update-report)", err, t.Name())
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden (go test ./journal -run %s -update-report to accept):\n%s", name, t.Name(), got)
+		t.Errorf("%s differs from the golden (go test ./sessions/report -run %s -update-report to accept):\n%s", name, t.Name(), got)
 	}
 }
 
@@ -340,7 +341,7 @@ func TestReportSessionFile(t *testing.T) {
 		os.Remove(path)
 		writeJournalFile(t, path, h, es)
 	}
-	j, err := Open(path)
+	j, err := journal.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

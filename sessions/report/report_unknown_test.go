@@ -1,4 +1,4 @@
-package journal
+package report
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
@@ -109,7 +110,7 @@ func unknownSession() (event.SessionHeader, []event.Event) {
 		{At: at(195), Data: event.ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: ledger.TriggerKey}},
 		{At: at(200), Data: event.GPUSample{At: at(200), GPUs: reportGPUs(true)}},
 		// The cockpit crashed here with e4 open; another one appends.
-		{At: at(3600), Data: event.Session{SessionHeader: event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: at(3600), Flightdeck: "v0.6.0", Host: "demo", User: "ana", Hostname: "laptop", PID: 4243}}},
+		{At: at(3600), Data: event.Session{SessionHeader: event.SessionHeader{Format: journal.FormatName, Version: journal.FormatVersion, Created: at(3600), Flightdeck: "v0.6.0", Host: "demo", User: "ana", Hostname: "laptop", PID: 4243}}},
 		{At: at(3601), Data: event.ExperimentStart{ID: "e5", Name: "again", Trigger: ledger.TriggerKey}},
 		{At: at(3660), Data: event.ExperimentEnd{Exp: "e5", Trigger: ledger.TriggerQuit}},
 	}
