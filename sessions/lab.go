@@ -37,7 +37,7 @@ const DefaultProbeTimeout = 10 * time.Second
 // at every server launch (ending the previous one) and ends it when the
 // server is killed, exits or fails; it captures each experiment's
 // fingerprint in the background; it computes the result at the end from
-// the tok/s samples it has observed (ledger.Ledger, stats).
+// the tok/s samples it has observed (ledger.Ledger).
 //
 // Wiring: call Observe with every event of the stream after it is
 // published, including the Lab's own (Publish may call Observe, directly

@@ -420,7 +420,7 @@ func progressBar(frac float64, n int) string {
 	return "[" + strings.Repeat("#", k) + strings.Repeat("-", n-k) + "]"
 }
 
-// fmtNum is a tok/s or ms value as journal writes it (report.FormatNum),
+// fmtNum is a tok/s or ms value as the reports write it (report.FormatNum),
 // so that the result box, the panel and journal diff agree.
 func fmtNum(v float64) string { return report.FormatNum(v) }
 

@@ -336,7 +336,7 @@ func (m *Model) expResult(msg tea.Msg) {
 }
 
 // warmingUp says why the open experiment e has no result yet when its
-// samples so far all fell in the warm-up that journal's statistics leave
+// samples so far all fell in the warm-up that the ledger's statistics leave
 // out (ledger.SteadyState: the first ledger.WarmupTime, and at least the
 // first ledger.WarmupSamples, after ready or after the experiment's start,
 // whichever is later): "warming up: the first samples after ready are

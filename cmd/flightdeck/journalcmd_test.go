@@ -18,8 +18,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
-// sessionJournal is the synthetic demo session of the journal package's
-// report tests: e1 62.5 tok/s, e2 89 (nccl-ll-ring), e3 81.9 (the
+// sessionJournal is the synthetic demo session of the report package's
+// tests: e1 62.5 tok/s, e2 89 (nccl-ll-ring), e3 81.9 (the
 // regressing commit).
 const sessionJournal = "../../sessions/report/testdata/report-session.jsonl"
 
@@ -198,7 +198,7 @@ func TestJournalExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The report is the journal package's golden but for the journal's
+	// The report is the report package's golden but for the journal's
 	// path.
 	golden, err := os.ReadFile("../../sessions/report/testdata/report.md")
 	if err != nil {

@@ -104,7 +104,7 @@ func TestLedgerProvisional(t *testing.T) {
 
 func TestLedgerResultNumbers(t *testing.T) {
 	// Eight steady samples after the warm-up: the same numbers benchstat
-	// gives (stats' tests hold the benchstat output): 89.2 ± 1 %.
+	// gives (Summarize's tests hold the benchstat output): 89.2 ± 1 %.
 	l := fold(seq(ev(0, event.ExperimentStart{ID: "e1"}), ev(0, event.ServerReady{}), rates(2, 2, 1, 1, 1, 1, 1),
 		rates(12, 2, 89.1, 88.4, 90.2, 87.9, 89.6, 91.0, 88.8, 89.3)))
 	r := l.Provisional()
