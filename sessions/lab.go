@@ -15,7 +15,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // ErrNoExperiment is returned by Lab.End and Lab.Update when no experiment
@@ -37,7 +37,7 @@ const DefaultProbeTimeout = 10 * time.Second
 // at every server launch (ending the previous one) and ends it when the
 // server is killed, exits or fails; it captures each experiment's
 // fingerprint in the background; it computes the result at the end from
-// the tok/s samples it has observed (journal.Ledger, stats).
+// the tok/s samples it has observed (ledger.Ledger).
 //
 // Wiring: call Observe with every event of the stream after it is
 // published, including the Lab's own (Publish may call Observe, directly
@@ -69,7 +69,7 @@ type Lab struct {
 	Prior func(id string) bool
 
 	mu       sync.Mutex
-	ledger   journal.Ledger    // folded from what the Lab decided and what it observed
+	ledger   ledger.Ledger     // folded from what the Lab decided and what it observed
 	next     int               // experiments started so far
 	launch   *event.LaunchInfo // the last launch seen, redacted; nil when none
 	launchAt time.Time         // when it was seen
@@ -200,11 +200,11 @@ func (l *Lab) Observe(e event.Event) {
 			return
 		}
 		if l.ledger.Current() != nil {
-			l.endLocked(e.At, journal.TriggerRelaunch, "")
+			l.endLocked(e.At, ledger.TriggerRelaunch, "")
 		}
 		rep := l.armed
 		l.armed = nil
-		l.startLocked(e.At, "", "", journal.TriggerLaunch, l.launch, rep)
+		l.startLocked(e.At, "", "", ledger.TriggerLaunch, l.launch, rep)
 		l.kickLocked()
 	case event.KillStep:
 		l.relaunching = p.Relaunch && p.Step != "failed"
@@ -220,7 +220,7 @@ func (l *Lab) Observe(e event.Event) {
 		// server that is no longer this session's. (Unsure is not yet a
 		// take-over: the host may answer and the lock still be ours.)
 		if p.Role == event.RoleWatching && !l.closed && l.ledger.Current() != nil {
-			l.endLocked(e.At, journal.TriggerTakenOver, "")
+			l.endLocked(e.At, ledger.TriggerTakenOver, "")
 			l.kickLocked()
 		}
 	case event.ServerStatus:
@@ -231,14 +231,14 @@ func (l *Lab) Observe(e event.Event) {
 		}
 		switch p.Phase {
 		case event.PhaseKilled:
-			trig := journal.TriggerKill
+			trig := ledger.TriggerKill
 			if l.relaunching {
-				trig = journal.TriggerRelaunch
+				trig = ledger.TriggerRelaunch
 			}
 			l.endLocked(e.At, trig, "")
 			l.kickLocked()
 		case event.PhaseExited, event.PhaseFailed:
-			l.endLocked(e.At, journal.TriggerExit, "")
+			l.endLocked(e.At, ledger.TriggerExit, "")
 			l.kickLocked()
 		}
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
@@ -287,9 +287,9 @@ func (l *Lab) Start(ctx context.Context, name, hypothesis string) (event.Experim
 	err := l.act(ctx, func() error {
 		now := time.Now()
 		if l.ledger.Current() != nil {
-			l.endLocked(now, journal.TriggerKey, "")
+			l.endLocked(now, ledger.TriggerKey, "")
 		}
-		s = l.startLocked(now, clean(name), clean(hypothesis), journal.TriggerKey, nil, nil)
+		s = l.startLocked(now, clean(name), clean(hypothesis), ledger.TriggerKey, nil, nil)
 		return nil
 	})
 	return s, err
@@ -305,7 +305,7 @@ func (l *Lab) End(ctx context.Context, conclusion string) (event.ExperimentEnd, 
 		if l.ledger.Current() == nil {
 			return ErrNoExperiment
 		}
-		end = l.endLocked(time.Now(), journal.TriggerKey, clean(conclusion))
+		end = l.endLocked(time.Now(), ledger.TriggerKey, clean(conclusion))
 		return nil
 	})
 	return end, err
@@ -431,7 +431,7 @@ func (l *Lab) Close(ctx context.Context) {
 	}
 	l.closed = true
 	if l.ledger.Current() != nil {
-		l.endLocked(time.Now(), journal.TriggerQuit, "")
+		l.endLocked(time.Now(), ledger.TriggerQuit, "")
 	}
 	l.mu.Unlock()
 	done := make(chan struct{})
@@ -449,21 +449,21 @@ func (l *Lab) Close(ctx context.Context) {
 
 // Current returns a copy of the open experiment; ok is false when none is
 // open. Its Result is zero: Provisional computes it.
-func (l *Lab) Current() (exp journal.Experiment, ok bool) {
+func (l *Lab) Current() (exp ledger.Experiment, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if c := l.ledger.Current(); c != nil {
 		return *c, true
 	}
-	return journal.Experiment{}, false
+	return ledger.Experiment{}, false
 }
 
 // Experiments returns the session's experiments in start order (a new
 // slice; the elements' slices are shared and must not be modified).
-func (l *Lab) Experiments() []journal.Experiment {
+func (l *Lab) Experiments() []ledger.Experiment {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]journal.Experiment(nil), l.ledger.Experiments()...)
+	return append([]ledger.Experiment(nil), l.ledger.Experiments()...)
 }
 
 // Provisional returns the open experiment's result so far (zero when none

@@ -10,8 +10,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // measured waits until the open experiment is exp with at least n steady
@@ -64,7 +64,7 @@ func TestCompareExperimentsRecordedOnSimHost(t *testing.T) {
 	}
 	xs := rig.lab.Experiments()
 
-	changed := func(d *journal.Diff) (groups []string, names []string) {
+	changed := func(d *compare.Diff) (groups []string, names []string) {
 		for _, f := range d.Fields {
 			if f.Changed {
 				if !slices.Contains(groups, f.Group) {
@@ -75,20 +75,20 @@ func TestCompareExperimentsRecordedOnSimHost(t *testing.T) {
 		}
 		return groups, names
 	}
-	logRate := func(d *journal.Diff) journal.ResultRow {
+	logRate := func(d *compare.Diff) compare.ResultRow {
 		t.Helper()
 		for _, r := range d.Results {
-			if r.Metric == journal.MetricLogTokS {
+			if r.Metric == compare.MetricLogTokS {
 				return r
 			}
 		}
-		t.Fatalf("no %s row in %+v", journal.MetricLogTokS, d.Results)
-		return journal.ResultRow{}
+		t.Fatalf("no %s row in %+v", compare.MetricLogTokS, d.Results)
+		return compare.ResultRow{}
 	}
 	near := func(got, want float64) bool { return math.Abs(got-want) <= 0.05*want }
 
 	// Only the profile changed.
-	d, err := journal.Compare(xs, "e1", "e2")
+	d, err := compare.Compare(xs, "e1", "e2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestCompareExperimentsRecordedOnSimHost(t *testing.T) {
 	}
 
 	// Only HEAD changed.
-	d, err = journal.Compare(xs, "e2", "e3")
+	d, err = compare.Compare(xs, "e2", "e3")
 	if err != nil {
 		t.Fatal(err)
 	}

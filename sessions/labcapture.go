@@ -17,7 +17,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // captureInput is what a fingerprint takes from the stream at the start.
@@ -189,7 +189,7 @@ func (l *Lab) gitState(ctx context.Context, timeout time.Duration, prev *capture
 			gs.Range = rangeSince(ctx, r, prev, sanitize.String(st.Head.ID), timeout)
 		}
 	})
-	wg.Go(func() { patch, ptErr = r.Patch(ctx, journal.MaxPatch) })
+	wg.Go(func() { patch, ptErr = r.Patch(ctx, ledger.MaxPatch) })
 	wg.Wait()
 	var errs []string
 	if stErr != nil {
@@ -238,7 +238,7 @@ func rangeSince(ctx context.Context, r *git.Repo, prev *captureSlot, head string
 	if prev.head == "" || prev.head == head {
 		return nil
 	}
-	rg, err := r.Range(ctx, prev.head, head, journal.MaxRangeItems)
+	rg, err := r.Range(ctx, prev.head, head, ledger.MaxRangeItems)
 	if err != nil {
 		return &event.CommitRange{From: prev.head, To: head, Err: errWords(err, timeout)}
 	}

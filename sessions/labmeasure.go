@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // ErrNoRepo is returned by Lab.Range when the Lab has no checkout to read
@@ -36,7 +36,7 @@ func (l *Lab) Baseline(ctx context.Context, id string) error {
 // Range reads what lies between two commits of the server's checkout, live
 // on the host (for a compare view whose range was not recorded): the
 // commits each way and the files that differ, lists cut at
-// journal.MaxRangeItems with the totals counting all. from and to are
+// ledger.MaxRangeItems with the totals counting all. from and to are
 // commit ids (full or abbreviated) or refs. It gives up after
 // RangeTimeout (3× the probe timeout: the git part of a fingerprint's
 // deadline). Errors: ErrNoRepo, a refused ref (wrapping git.ErrBadRef), an
@@ -59,7 +59,7 @@ func (l *Lab) Range(ctx context.Context, from, to string) (*event.CommitRange, e
 	if err != nil {
 		return nil, wrap(err)
 	}
-	rg, err := r.Range(rctx, from, to, journal.MaxRangeItems)
+	rg, err := r.Range(rctx, from, to, ledger.MaxRangeItems)
 	if err != nil {
 		return nil, wrap(err)
 	}

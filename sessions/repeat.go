@@ -10,7 +10,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // RepeatConfig is one repeat (R): relaunch the current configuration N
@@ -20,7 +20,7 @@ type RepeatConfig struct {
 	// N is how many more launches to make (default 4: with the current
 	// one, 5 launches, enough for a Mann–Whitney verdict at α = 0.05).
 	N int `json:"n"`
-	// MinSamples (at least journal.MinLaunchSamples) is how many
+	// MinSamples (at least ledger.MinLaunchSamples) is how many
 	// steady-state tok/s samples a launch must
 	// have before the next relaunch (default 10).
 	MinSamples int `json:"min_samples"`
@@ -81,10 +81,10 @@ func (c RepeatConfig) withDefaults() (RepeatConfig, error) {
 	switch {
 	case c.N < 0:
 		return c, fmt.Errorf("repeat: N %d: want how many more launches, at least 1", c.N)
-	case c.MinSamples < 0 || c.MinSamples > 0 && c.MinSamples < journal.MinLaunchSamples:
+	case c.MinSamples < 0 || c.MinSamples > 0 && c.MinSamples < ledger.MinLaunchSamples:
 		// A launch with fewer steady samples does not count in a
 		// comparison: the repeat would measure nothing.
-		return c, fmt.Errorf("repeat: %d samples a launch: want at least %d (a comparison counts a launch from %d)", c.MinSamples, journal.MinLaunchSamples, journal.MinLaunchSamples)
+		return c, fmt.Errorf("repeat: %d samples a launch: want at least %d (a comparison counts a launch from %d)", c.MinSamples, ledger.MinLaunchSamples, ledger.MinLaunchSamples)
 	case c.MaxWait < 0:
 		return c, fmt.Errorf("repeat: max wait %v must not be negative", c.MaxWait)
 	}

@@ -11,7 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // The benchmark in the cockpit: b opens a form prefilled from
@@ -420,9 +420,9 @@ func progressBar(frac float64, n int) string {
 	return "[" + strings.Repeat("#", k) + strings.Repeat("-", n-k) + "]"
 }
 
-// fmtNum is a tok/s or ms value as journal writes it (journal.FormatNum),
+// fmtNum is a tok/s or ms value as the reports write it (report.FormatNum),
 // so that the result box, the panel and journal diff agree.
-func fmtNum(v float64) string { return journal.FormatNum(v) }
+func fmtNum(v float64) string { return report.FormatNum(v) }
 
 // benchConfigText is a config in one line: "completions in 128 out 128
 // conc 4 32 requests rate 2/s poisson warm-up 1".

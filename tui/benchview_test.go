@@ -252,7 +252,7 @@ func TestBenchProgressAndResult(t *testing.T) {
 		t.Errorf("esc did not dismiss the box first:\n%s", plain(m))
 	}
 	// The panel lists the run with its experiment.
-	// (journal.BenchRunText, wrapped onto two lines).
+	// (report.BenchRunText, wrapped onto two lines).
 	if scr := plain(m); !strings.Contains(scr, "bench       b1 output 85.7 tok/s, TTFT 23.8 ms, ITL 11.2 ms, TPOT 11.2 ms, E2E 1445 ms (medians), 31\n") ||
 		!strings.Contains(scr, "\n            ok, 1 failed, concurrency 1, 128 in / 128 out, 46.3s; errors: HTTP 503: The server is...\n") {
 		t.Errorf("panel details:\n%s", plain(m))

@@ -9,6 +9,8 @@ import (
 // TestCatchUpCoversTheModel: journal.CatchUp rebuilds the screen from a
 // window of events sized by these bounds; each must cover what the model
 // keeps, or a seek in replay would show less than playing through did.
+// Both derive from the screen's sizes (event.Screen*): this holds them to
+// it should either side drift.
 func TestCatchUpCoversTheModel(t *testing.T) {
 	for _, c := range []struct {
 		name         string

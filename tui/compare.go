@@ -8,7 +8,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // Comparing experiments in the experiments panel (x): space marks up to
@@ -16,7 +17,7 @@ import (
 // as an exp-baseline event the ledger folds), and c opens the compare
 // view on the two marked, the marked one and the cursor's, or the
 // cursor's and the baseline (comparePair): a full-screen, scrollable
-// overlay of journal.Compare's Diff — results with CI, delta and verdict
+// overlay of compare.Compare's Diff — results with CI, delta and verdict
 // (A/A noise next to it), the fingerprint table with changed rows first,
 // the commit range. A range the journal did not record is read live with
 // MeasureControl.Range, under a context that closing the view cancels.
@@ -35,15 +36,15 @@ type CompareRangeMsg struct {
 	Err   error
 }
 
-// compareExperiments builds a Diff: journal.Compare (a variable so the
+// compareExperiments builds a Diff: compare.Compare (a variable so the
 // view can be tested on a constructed Diff).
-var compareExperiments = journal.Compare
+var compareExperiments = compare.Compare
 
 // compareView is the compare overlay's state.
 type compareView struct {
 	a, b       string // the experiments' ids: A the old side, B the new
 	aWhy, bWhy string // how each was chosen: "baseline", "marked", "selected"
-	diff       *journal.Diff
+	diff       *compare.Diff
 	all        bool // a: the unchanged fingerprint rows are listed too
 	top        int  // first content line shown
 	height     int  // content lines at the last render (the page size)
@@ -176,7 +177,7 @@ func (m *Model) comparePair() (a, b, aWhy, bWhy, why string) {
 	x := &m.exp
 	exps := x.ledger.Experiments()
 	index := func(id string) int {
-		return slices.IndexFunc(exps, func(e journal.Experiment) bool { return e.ID == id })
+		return slices.IndexFunc(exps, func(e ledger.Experiment) bool { return e.ID == id })
 	}
 	older := func(a, b, aWhy, bWhy string) (string, string, string, string, string) {
 		if index(a) > index(b) {
@@ -253,7 +254,7 @@ func (m *Model) openCompare() tea.Cmd {
 }
 
 // headOf is an experiment's recorded HEAD (full id), "" when unknown.
-func headOf(e *journal.Experiment) string {
+func headOf(e *ledger.Experiment) string {
 	if e == nil || e.Fingerprint == nil || e.Fingerprint.Git == nil {
 		return ""
 	}
@@ -340,7 +341,7 @@ func (m *Model) compareModalHelp() [][2]string {
 // against the marked baseline: "vs e1 +42.1%" (its tok/s so far against
 // the baseline's result); "" when no baseline is marked, cur is it, or
 // either has no result yet.
-func (m *Model) baselineDelta(cur *journal.Experiment) string {
+func (m *Model) baselineDelta(cur *ledger.Experiment) string {
 	base := m.exp.ledger.Baseline()
 	if base == nil || base == cur {
 		return ""
@@ -355,10 +356,10 @@ func (m *Model) baselineDelta(cur *journal.Experiment) string {
 
 // deltaText is v against base in percent, signed, one decimal: "+42.1%"
 // ("-" when base is not positive), as the compare view's delta column
-// and journal diff write it (journal.FormatRowDelta).
+// and journal diff write it (report.FormatRowDelta).
 func deltaText(v, base float64) string {
 	if !(base > 0) {
 		return "-"
 	}
-	return journal.FormatRowDelta(&journal.ResultRow{A: compare.Summary{N: 1, Median: base}, B: compare.Summary{N: 1, Median: v}})
+	return report.FormatRowDelta(&compare.ResultRow{A: ledger.Summary{N: 1, Median: base}, B: ledger.Summary{N: 1, Median: v}})
 }

@@ -14,7 +14,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // fakeMeasure records baseline marks and answers Range with rng; with
@@ -230,7 +231,7 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	if m.Status() != "no experiments yet: e starts one" {
 		t.Errorf("no experiments: %q", m.Status())
 	}
-	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: journal.TriggerKey}))
+	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: ledger.TriggerKey}))
 	press(m, "c")
 	if m.modal != modalNone || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
 		t.Errorf("one experiment, no result: %q", m.Status())
@@ -266,33 +267,33 @@ func TestReplaySpaceMarksInThePanel(t *testing.T) {
 	}
 }
 
-// constructedDiff is a Diff as journal.Compare builds it for e1 (none @
+// constructedDiff is a Diff as compare.Compare builds it for e1 (none @
 // bba2fc4) against e3 (nccl-ll-ring @ a6d51c0), with launches, noise, a
 // recorded range and every kind of row.
-func constructedDiff() *journal.Diff {
-	e1 := &journal.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: journal.TriggerRelaunch,
+func constructedDiff() *compare.Diff {
+	e1 := &ledger.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: ledger.TriggerRelaunch,
 		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "bba2fc4" + strings.Repeat("0", 33)}}}
-	e3 := &journal.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: journal.TriggerKill,
+	e3 := &ledger.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: ledger.TriggerKill,
 		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "a6d51c0" + strings.Repeat("0", 33)}}}
-	e4 := &journal.Experiment{ID: "e4"}
-	e5 := &journal.Experiment{ID: "e5"}
+	e4 := &ledger.Experiment{ID: "e4"}
+	e5 := &ledger.Experiment{ID: "e5"}
 	lo := func(v float64) *float64 { return &v }
-	sum := func(m, l, h float64, n int) compare.Summary {
-		return compare.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
+	sum := func(m, l, h float64, n int) ledger.Summary {
+		return ledger.Summary{N: n, Median: m, Lo: lo(l), Hi: lo(h)}
 	}
-	return &journal.Diff{A: e1, B: e3, LaunchesA: []*journal.Experiment{e1, e4}, LaunchesB: []*journal.Experiment{e3, e5},
-		Results: []journal.ResultRow{
+	return &compare.Diff{A: e1, B: e3, LaunchesA: []*ledger.Experiment{e1, e4}, LaunchesB: []*ledger.Experiment{e3, e5},
+		Results: []compare.ResultRow{
 			{Metric: "tok/s (server log)", Unit: "tok/s", A: sum(62.4, 62.1, 62.9, 24), B: sum(88.9, 88.1, 89.6, 22),
 				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: "faster",
 				Noise: 1.2, HasNoise: true},
-			{Metric: "output tok/s (bench)", Unit: "tok/s", A: compare.Summary{N: 1, Median: 61.9}, B: compare.Summary{N: 1, Median: 87.5},
+			{Metric: "output tok/s (bench)", Unit: "tok/s", A: ledger.Summary{N: 1, Median: 61.9}, B: ledger.Summary{N: 1, Median: 87.5},
 				Launches: compare.Comparison{N1: 1, N2: 1, P: 1}, Verdict: "no verdict: 1+1 launches (need >= 4 each; R repeats a launch)"},
 			{Metric: "TTFT median", Unit: "ms", LowerIsBetter: true, A: sum(23.8, 23.1, 24.4, 32), B: sum(25.9, 25.1, 26.2, 32),
 				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.032, Significant: true}, Verdict: "worse", Noise: 12.5, HasNoise: true, WithinNoise: true},
 			{Metric: "E2E median", Unit: "ms", LowerIsBetter: true, A: sum(2045, 2031, 2061, 32), B: sum(1441, 1430, 1450, 32),
 				Launches: compare.Comparison{N1: 5, N2: 6, P: 0.41}, Verdict: "no significant difference"},
 		},
-		Fields: []journal.FieldRow{
+		Fields: []compare.FieldRow{
 			{Group: "commit", Name: "HEAD", A: "bba2fc4 Tune NCCL ring", B: "a6d51c0 NCCL LL ring", Changed: true},
 			{Group: "env", Name: "NCCL_PROTO", A: "", B: "LL", Changed: true},
 			{Group: "env", Name: "NCCL_ALGO", A: "Tree\x1b[31m", B: "Ring", Changed: true},
@@ -305,12 +306,12 @@ func constructedDiff() *journal.Diff {
 		Range: &event.CommitRange{Ahead: []string{"a6d51c0 NCCL LL ring", "65b09bf Fix PCG MoE Error"}, AheadTotal: 53,
 			Behind: []string{"1f0e2d3 Revert tuning"}, BehindTotal: 1, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py"}, FilesTotal: 1},
 		RangeNote: "recorded at e3's start",
-		Noise:     []journal.NoiseRow{{Config: "none @ bba2fc4", Launches: 5, Metric: "tok/s (server log)", Spread: 1.2, Lo: 61.8, Hi: 63.1}},
+		Noise:     []compare.NoiseRow{{Config: "none @ bba2fc4", Launches: 5, Metric: "tok/s (server log)", Spread: 1.2, Lo: 61.8, Hi: 63.1}},
 	}
 }
 
 // openDiff opens the compare view on d.
-func openDiff(m *Model, d *journal.Diff) {
+func openDiff(m *Model, d *compare.Diff) {
 	m.cmp = &compareView{a: d.A.ID, b: d.B.ID, aWhy: "baseline", bWhy: "selected", diff: d, seq: 1}
 	m.modal = modalCompare
 }
@@ -395,7 +396,7 @@ func TestCompareViewScrollsAndFits(t *testing.T) {
 }
 
 // The compare goldens: a constructed Diff at 120x40 and 80x24 (its first
-// page), and journal.Compare over the scripted session at 100x30.
+// page), and compare.Compare over the scripted session at 100x30.
 func TestCompareGolden(t *testing.T) {
 	for _, sz := range [][2]int{{120, 40}, {80, 24}} {
 		t.Run(fmt.Sprintf("diff_%dx%d", sz[0], sz[1]), func(t *testing.T) {
@@ -419,7 +420,7 @@ func TestCompareGolden(t *testing.T) {
 }
 
 // TestSharedFormatting: the cockpit's deltas and counts read as the
-// journal's (journal.FormatRowDelta, journal.FormatLaunches), and its one
+// journal's (report.FormatRowDelta, report.FormatLaunches), and its one
 // plural handles -es words.
 func TestSharedFormatting(t *testing.T) {
 	for _, c := range []struct {
@@ -443,8 +444,8 @@ func TestSharedFormatting(t *testing.T) {
 		if got := plural(c.n, c.what); got != c.want {
 			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.what, got, c.want)
 		}
-		if c.what == "launch" && journal.FormatLaunches(c.n) != plural(c.n, "launch") {
-			t.Errorf("launches: journal %q, cockpit %q", journal.FormatLaunches(c.n), plural(c.n, "launch"))
+		if c.what == "launch" && report.FormatLaunches(c.n) != plural(c.n, "launch") {
+			t.Errorf("launches: journal %q, cockpit %q", report.FormatLaunches(c.n), plural(c.n, "launch"))
 		}
 	}
 	for _, c := range []struct {

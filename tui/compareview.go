@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // The compare view's drawing: the two experiments, the results with
@@ -45,7 +47,7 @@ func (m *Model) compareLines(iw int) []string {
 	d := v.diff
 	var out []string
 	add := func(s string) { out = append(out, truncateStyled(s, iw)) }
-	side := func(label string, e *journal.Experiment, why string) {
+	side := func(label string, e *ledger.Experiment, why string) {
 		s := st.Accent.Render(label) + "  "
 		if e == nil {
 			add(s + st.Dim.Render("unknown"))
@@ -72,7 +74,7 @@ func (m *Model) compareLines(iw int) []string {
 }
 
 // expWhen is "started 10:27:10, killed after 35s" or "open".
-func expWhen(e *journal.Experiment) string {
+func expWhen(e *ledger.Experiment) string {
 	s := "started " + clock(e.Started)
 	if e.Open() {
 		return s + ", open"
@@ -85,7 +87,7 @@ func expWhen(e *journal.Experiment) string {
 }
 
 // launchIDs is "e1, e4, e5" (sanitised), "-" when none.
-func launchIDs(es []*journal.Experiment) string {
+func launchIDs(es []*ledger.Experiment) string {
 	if len(es) == 0 {
 		return "-"
 	}
@@ -97,7 +99,7 @@ func launchIDs(es []*journal.Experiment) string {
 }
 
 // verdictTone is the tone of a result row's verdict.
-func verdictTone(r *journal.ResultRow) tone {
+func verdictTone(r *compare.ResultRow) tone {
 	v := r.Verdict
 	switch {
 	case r.WithinNoise:
@@ -127,8 +129,8 @@ func (m *Model) compareResults(iw int) []string {
 	wm, wa, wb, wd := textWidth(head.metric), textWidth(head.a), textWidth(head.b), textWidth(head.delta)
 	for i := range d.Results {
 		r := &d.Results[i]
-		rw := row{metric: sanitizeString(journal.FormatMetric(r)), a: journal.FormatSummary(r.A), b: journal.FormatSummary(r.B),
-			delta: journal.FormatRowDelta(r), verdict: sanitizeString(asciiChrome.Replace(journal.FormatVerdict(r)))}
+		rw := row{metric: sanitizeString(report.FormatMetric(r)), a: report.FormatSummary(r.A), b: report.FormatSummary(r.B),
+			delta: report.FormatRowDelta(r), verdict: sanitizeString(asciiChrome.Replace(report.FormatVerdict(r)))}
 		rows[i] = rw
 		wm, wa, wb, wd = max(wm, textWidth(rw.metric)), max(wa, textWidth(rw.a)), max(wb, textWidth(rw.b)), max(wd, textWidth(rw.delta))
 	}
@@ -198,7 +200,7 @@ func (m *Model) compareFields(iw int) []string {
 		return truncateStyled(t.Render(strings.TrimRight(mark+" "+cell(g, wg)+"  "+cell(n, wn)+"  "+cell(a, wa)+"  "+cell(b, wb), " ")), iw)
 	}
 	out = append(out, line(" ", "group", "name", "A "+sanitizeString(d.A.ID), "B "+sanitizeString(d.B.ID), st.Title))
-	val := func(s string) string { return sanitizeString(journal.FieldValue(s)) }
+	val := func(s string) string { return sanitizeString(report.FieldValue(s)) }
 	for _, f := range d.Fields {
 		g, n, a, b := sanitizeString(f.Group), sanitizeString(f.Name), val(f.A), val(f.B)
 		switch {
@@ -295,7 +297,7 @@ func (m *Model) compareNoise(iw int) []string {
 	}
 	out := []string{truncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
 	for _, n := range d.Noise {
-		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+journal.FormatLaunches(n.Launches)+"  "+sanitizeString(n.Metric)+
+		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+report.FormatLaunches(n.Launches)+"  "+sanitizeString(n.Metric)+
 			" +-"+strconv.FormatFloat(n.Spread, 'f', 1, 64)+"% ("+fmtNum(n.Lo)+" to "+fmtNum(n.Hi)+")", iw))
 	}
 	return out

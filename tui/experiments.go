@@ -11,7 +11,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // Experiments in the cockpit: e starts or ends one, n writes a note (their
@@ -20,7 +20,7 @@ import (
 // experiment's conclusion, space marks experiments, B marks the baseline
 // and c compares (compare.go). What the screen shows comes only from events
 // (exp-start, exp-fingerprint, exp-update, exp-end, note, tok-rate ...)
-// folded into a journal.Ledger, so a replayed journal shows the same;
+// folded into a ledger.Ledger, so a replayed journal shows the same;
 // Options.Experiments only starts the changes.
 
 // ExperimentControl starts and ends experiments and writes notes;
@@ -87,7 +87,7 @@ func isExpModal(md modal) bool { return md >= modalExpStart && md <= modalNote }
 type expState struct {
 	ctl ExperimentControl // Options.Experiments; nil: no journal (or a replay)
 
-	ledger  journal.Ledger
+	ledger  ledger.Ledger
 	gen     int // counts ledger changes; the provisional result is cached per gen
 	provGen int
 	prov    event.ExperimentResult
@@ -231,7 +231,7 @@ func (m *Model) expEnded(e event.ExperimentEnd, at time.Time) {
 		return
 	}
 	switch e.Trigger {
-	case journal.TriggerKill, journal.TriggerRelaunch, journal.TriggerExit:
+	case ledger.TriggerKill, ledger.TriggerRelaunch, ledger.TriggerExit:
 		m.exp.pending, m.exp.pendingAt = e.Exp, at
 		if m.now.After(at) {
 			m.exp.pendingAt = m.now
@@ -337,12 +337,12 @@ func (m *Model) expResult(msg tea.Msg) {
 }
 
 // warmingUp says why the open experiment e has no result yet when its
-// samples so far all fell in the warm-up that journal's statistics leave
-// out (compare.SteadyState: the first compare.WarmupTime, and at least the
-// first compare.WarmupSamples, after ready or after the experiment's start,
+// samples so far all fell in the warm-up that the ledger's statistics leave
+// out (ledger.SteadyState: the first ledger.WarmupTime, and at least the
+// first ledger.WarmupSamples, after ready or after the experiment's start,
 // whichever is later): "warming up: the first samples after ready are
 // left out". "" when e is not open, has a result, or is past its warm-up.
-func (m *Model) warmingUp(e *journal.Experiment, r event.ExperimentResult) string {
+func (m *Model) warmingUp(e *ledger.Experiment, r event.ExperimentResult) string {
 	if !e.Open() || r.N > 0 {
 		return ""
 	}
@@ -358,8 +358,8 @@ func (m *Model) warmingUp(e *journal.Experiment, r event.ExperimentResult) strin
 	case ready.After(e.Started):
 		ref, after = ready, " after ready"
 	}
-	inWindow := !ref.IsZero() && m.now.Before(ref.Add(compare.WarmupTime))
-	if !inWindow && (r.Dropped == 0 || r.Dropped > compare.WarmupSamples && !ref.IsZero()) {
+	inWindow := !ref.IsZero() && m.now.Before(ref.Add(ledger.WarmupTime))
+	if !inWindow && (r.Dropped == 0 || r.Dropped > ledger.WarmupSamples && !ref.IsZero()) {
 		return ""
 	}
 	return "warming up: the first samples" + after + " are left out"
@@ -433,7 +433,7 @@ func (m *Model) expSegs() (exp, rec []seg) {
 			}
 			var held []string
 			if j.Pending > 0 {
-				held = append(held, journal.FormatBytes(int64(j.Pending))+" held")
+				held = append(held, compare.FormatBytes(int64(j.Pending))+" held")
 			}
 			if j.Dropped > 0 {
 				held = append(held, plural(j.Dropped, "event")+" lost")
@@ -454,17 +454,17 @@ func endedHow(t event.Trigger) string {
 	switch t {
 	case "":
 		return ""
-	case journal.TriggerKey:
+	case ledger.TriggerKey:
 		return "ended"
-	case journal.TriggerKill:
+	case ledger.TriggerKill:
 		return "killed"
-	case journal.TriggerRelaunch:
+	case ledger.TriggerRelaunch:
 		return "relaunched"
-	case journal.TriggerExit:
+	case ledger.TriggerExit:
 		return "exited"
-	case journal.TriggerQuit:
+	case ledger.TriggerQuit:
 		return "quit"
-	case journal.TriggerTakenOver:
+	case ledger.TriggerTakenOver:
 		return "taken over"
 	}
 	return sanitizeString(string(t))

@@ -8,8 +8,10 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // The experiments panel (x) takes the log tail's place like the git
@@ -108,7 +110,7 @@ type expRow struct {
 
 // expResult is an experiment's result: the provisional one while it is
 // open (cached per ledger change), else the final one.
-func (m *Model) expResultOf(e *journal.Experiment) event.ExperimentResult {
+func (m *Model) expResultOf(e *ledger.Experiment) event.ExperimentResult {
 	if e.Open() && m.exp.ledger.Current() == e {
 		return m.exp.provisional()
 	}
@@ -155,7 +157,7 @@ func (m *Model) expRows() ([]expRow, string) {
 		} else {
 			row.state, row.stTone = endedHow(e.EndedBy), toneDim
 			switch e.EndedBy {
-			case journal.TriggerExit:
+			case ledger.TriggerExit:
 				row.stTone = toneWarn
 			case "": // a start came with no end before it: the cockpit crashed
 				row.state, row.stTone = "end lost", toneWarn
@@ -167,7 +169,7 @@ func (m *Model) expRows() ([]expRow, string) {
 }
 
 // expProfile is the env profile of an experiment's launch, sanitised.
-func expProfile(e *journal.Experiment) string {
+func expProfile(e *ledger.Experiment) string {
 	switch {
 	case e.Launch != nil && e.Launch.Profile != "":
 		return sanitizeString(e.Launch.Profile)
@@ -343,7 +345,7 @@ const detailLabel = 12
 // expDetail is the selected experiment's details: when and how it
 // started and ended, hypothesis, conclusion, result, fingerprint summary
 // and notes.
-func (m *Model) expDetail(e *journal.Experiment, w int) []string {
+func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 	st := &m.styles
 	var out []string
 	head := st.Accent.Render(truncate(join(sanitizeString(e.ID), sanitizeString(e.Name)), w))
@@ -432,7 +434,7 @@ func (m *Model) expDetail(e *journal.Experiment, w int) []string {
 		} else if d.Result.Failed > 0 || d.Result.Cancelled {
 			tn = st.Warn
 		}
-		fieldN(lab, sanitizeString(journal.BenchRunText(*d)), tn, 2) // two lines: the counts come after the latencies
+		fieldN(lab, sanitizeString(report.BenchRunText(*d)), tn, 2) // two lines: the counts come after the latencies
 	}
 	if r := e.Repeat; r != nil {
 		cut("repeat", "launch "+strconv.Itoa(r.I)+" of "+strconv.Itoa(r.N)+" of "+sanitizeString(r.Series), st.Text)
@@ -519,7 +521,7 @@ func gitSummary(g *event.GitState) string {
 	}
 	parts = append(parts, head)
 	if g.PatchBytes > 0 {
-		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + journal.FormatBytes(int64(g.PatchBytes))
+		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + compare.FormatBytes(int64(g.PatchBytes))
 		if g.PatchTruncated {
 			p += ", stored cut"
 		}

@@ -10,8 +10,9 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// DefaultLogLines is the default size of the log ring buffer (lines).
-const DefaultLogLines = 10000
+// DefaultLogLines is the default size of the log ring buffer (lines): the
+// screen's (event.ScreenLogLines).
+const DefaultLogLines = event.ScreenLogLines
 
 type lineKind uint8
 
@@ -43,8 +44,8 @@ type pendingMark struct {
 }
 
 const (
-	markSearch  = 512 // lines searched back for a Ready/Failure's source line
-	markHorizon = 2048
+	markSearch  = event.ScreenMarkSearch  // lines searched back for a Ready/Failure's source line
+	markHorizon = event.ScreenMarkHorizon // lines a Ready/Failure waits for its source line
 	maxPending  = 32
 )
 

@@ -3,8 +3,9 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"strconv"
 
 	tea "charm.land/bubbletea/v2"
@@ -97,7 +98,7 @@ func repeatConfig(f *measureForm) (sessions.RepeatConfig, string) {
 	}
 	// Fewer steady samples than a comparison counts as a launch would
 	// make every repeated launch worthless to the verdict.
-	s, bad := wholeNumber(f.fields[rfSamples].label, f.text(rfSamples), 10, journal.MinLaunchSamples, 100000)
+	s, bad := wholeNumber(f.fields[rfSamples].label, f.text(rfSamples), 10, ledger.MinLaunchSamples, 100000)
 	if bad != "" {
 		return sessions.RepeatConfig{}, bad
 	}
@@ -138,8 +139,8 @@ func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
 		m.modal = modalNone // the question is moot
 	}
 	switch {
-	case r.Err == nil && launches > 0 && launches < journal.MinLaunches:
-		m.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(journal.MinLaunches)+" of each configuration (x, c says how many there are)", toneWarn)
+	case r.Err == nil && launches > 0 && launches < compare.MinLaunches:
+		m.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(compare.MinLaunches)+" of each configuration (x, c says how many there are)", toneWarn)
 	case r.Err == nil:
 		m.flash("repeat done: x, then c compares against the series", toneOK)
 	case stopped && errors.Is(r.Err, context.Canceled):

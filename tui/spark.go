@@ -14,8 +14,8 @@ import (
 var sparkGlyphs = [8]string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
 
 const (
-	rateCap      = 1024 // points kept; wider than any terminal
-	sparkMinSpan = 0.05 // the y range is at least 5% of the window max, so ±0.5 tok/s noise is not a cliff
+	rateCap      = event.ScreenRatePoints // points kept; wider than any terminal
+	sparkMinSpan = 0.05                   // the y range is at least 5% of the window max, so ±0.5 tok/s noise is not a cliff
 )
 
 // rateSeries is the tok/s series from event.TokRate events. A Dropped

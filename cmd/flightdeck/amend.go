@@ -130,7 +130,7 @@ a live one, an unknown experiment, an empty conclusion, a usage error.`,
 			x := lj.report.Ledger.Find(args[1])
 			if x == nil {
 				lj.Close()
-				return refusedf("no experiment %q in %s (have %s)", journal.OneLine(args[1]), path, lj.report.ExpList())
+				return refusedf("no experiment %q in %s (have %s)", sanitize.OneLine(args[1]), path, lj.report.ExpList())
 			}
 			id, name, host := x.ID, x.Name, lj.report.Header.Host
 			lj.Close()
@@ -140,7 +140,7 @@ a live one, an unknown experiment, an empty conclusion, a usage error.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "conclusion of %s %q in %s: %s\n", journal.OneLine(id), journal.OneLine(name), sanitize.String(path), journal.OneLine(text))
+			fmt.Fprintf(cmd.OutOrStdout(), "conclusion of %s %q in %s: %s\n", sanitize.OneLine(id), sanitize.OneLine(name), sanitize.String(path), sanitize.OneLine(text))
 			return nil
 		}),
 	}

@@ -72,9 +72,9 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 		x := l.Find(args[1])
 		if x == nil {
 			lj.Close()
-			return refusedf("no experiment %q in %s (have %s)", journal.OneLine(args[1]), path, lj.report.ExpList())
+			return refusedf("no experiment %q in %s (have %s)", sanitize.OneLine(args[1]), path, lj.report.ExpList())
 		}
-		id, what = x.ID, journal.OneLine(x.ID)+" "+fmt.Sprintf("%q", journal.OneLine(x.Name))
+		id, what = x.ID, sanitize.OneLine(x.ID)+" "+fmt.Sprintf("%q", sanitize.OneLine(x.Name))
 	}
 	cur := l.Baseline()
 	host := lj.report.Header.Host
@@ -92,7 +92,7 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 		return err
 	}
 	if f.clear {
-		fmt.Fprintf(out, "baseline %s cleared in %s\n", journal.OneLine(cur.ID), sanitize.String(path))
+		fmt.Fprintf(out, "baseline %s cleared in %s\n", sanitize.OneLine(cur.ID), sanitize.String(path))
 		return nil
 	}
 	fmt.Fprintf(out, "baseline: %s in %s (flightdeck journal diff %s baseline B compares with it)\n", what, sanitize.String(path), shellQuote(path))

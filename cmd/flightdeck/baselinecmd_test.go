@@ -7,6 +7,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // baselineOf reads the journal at file and returns its marked baseline's
@@ -18,7 +19,7 @@ func baselineOf(t *testing.T, file string) (string, int) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	r, err := journal.ReadReport(j.Header(), j.Scan, false)
+	r, err := report.ReadReport(j.Header(), j.Scan, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // experimentFlags are the options of `flightdeck experiment start`.
@@ -95,8 +96,8 @@ Exit statuses: 0 measured; 1 failed or stopped (no server, not measured in
 // check refuses bad flags, naming the first in a fixed order.
 func (f experimentFlags) check() error {
 	switch {
-	case f.samples < journal.MinLaunchSamples:
-		return fmt.Errorf("--samples %d: want at least %d (a comparison counts a launch from %d steady samples)", f.samples, journal.MinLaunchSamples, journal.MinLaunchSamples)
+	case f.samples < ledger.MinLaunchSamples:
+		return fmt.Errorf("--samples %d: want at least %d (a comparison counts a launch from %d steady samples)", f.samples, ledger.MinLaunchSamples, ledger.MinLaunchSamples)
 	case f.limit <= 0:
 		return fmt.Errorf("--for %v: want a positive duration", f.limit)
 	case f.interval < 10*time.Millisecond:
@@ -165,7 +166,7 @@ func runExperimentStart(cmd *cobra.Command, alias string, f experimentFlags) err
 	}
 	path := s.JournalPath()
 	if x.Exp != "" {
-		fmt.Fprintf(stdout, "%s: tok/s %s, ended: %s\n", journal.OneLine(x.Exp), journal.FormatResult(x.Result), endedText(x))
+		fmt.Fprintf(stdout, "%s: tok/s %s, ended: %s\n", sanitize.OneLine(x.Exp), report.FormatResult(x.Result), endedText(x))
 	}
 	fmt.Fprintf(stdout, "journal: %s (flightdeck journal diff %s A B compares two experiments)\n", sanitize.String(path), shellQuote(path))
 	switch {
@@ -201,7 +202,7 @@ func measureExperiment(ctx context.Context, s *sessions.Session, f experimentFla
 	if err != nil {
 		return event.ExperimentEnd{}, fmt.Errorf("start the experiment: %w", err)
 	}
-	fmt.Fprintf(w, "experiment %s %q started: measuring until %d steady tok/s samples (at most %v)\n", journal.OneLine(x.ID), journal.OneLine(x.Name), f.samples, f.limit)
+	fmt.Fprintf(w, "experiment %s %q started: measuring until %d steady tok/s samples (at most %v)\n", sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), f.samples, f.limit)
 	limit := time.NewTimer(f.limit)
 	defer limit.Stop()
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -210,9 +211,9 @@ func measureExperiment(ctx context.Context, s *sessions.Session, f experimentFla
 	for why == nil && s.Provisional().N < f.samples {
 		select {
 		case end := <-ended:
-			return end, fmt.Errorf("%s ended (%s) before it was measured", journal.OneLine(end.Exp), endedText(end))
+			return end, fmt.Errorf("%s ended (%s) before it was measured", sanitize.OneLine(end.Exp), endedText(end))
 		case <-limit.C:
-			why = fmt.Errorf("%s: %d steady tok/s samples in %v, not %d", journal.OneLine(x.ID), s.Provisional().N, f.limit, f.samples)
+			why = fmt.Errorf("%s: %d steady tok/s samples in %v, not %d", sanitize.OneLine(x.ID), s.Provisional().N, f.limit, f.samples)
 		case <-ctx.Done():
 			why = ctx.Err()
 		case <-tick.C:
@@ -232,7 +233,7 @@ func measureExperiment(ctx context.Context, s *sessions.Session, f experimentFla
 // endedText says how an experiment ended, in journal show's words
 // (journal.EndedWords): "by hand", "kill", "exit", "relaunch", "quit".
 func endedText(x event.ExperimentEnd) string {
-	if x.Trigger == journal.TriggerKey {
+	if x.Trigger == ledger.TriggerKey {
 		return "by hand"
 	}
 	return string(x.Trigger)

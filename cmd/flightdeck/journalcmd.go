@@ -23,6 +23,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 func newJournalCmd() *cobra.Command {
@@ -152,7 +154,7 @@ func listJournalFiles(dir string) ([]string, error) {
 type loadedJournal struct {
 	path     string
 	j        *journal.Journal
-	report   *journal.Report
+	report   *report.Report
 	live     bool
 	problems journal.Problems
 }
@@ -166,7 +168,7 @@ func loadJournal(path string) (*loadedJournal, error) {
 		return nil, err
 	}
 	live := journal.Live(path)
-	r, err := journal.ReadReport(j.Header(), j.Scan, live)
+	r, err := report.ReadReport(j.Header(), j.Scan, live)
 	if err != nil {
 		j.Close()
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -288,7 +290,7 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 		}
 		for _, x := range lj.report.Ledger.Experiments() {
 			s := journalExpSummary{ID: x.ID, Name: x.Name, Commit: x.Commit(), Profile: x.Profile(), N: x.Result.N,
-				Lo: x.Result.Lo, Hi: x.Result.Hi, EndedHow: journal.EndedHow(&x)}
+				Lo: x.Result.Lo, Hi: x.Result.Hi, EndedHow: report.EndedHow(&x)}
 			if x.Result.N > 0 {
 				m := x.Result.Median
 				s.Median = &m
@@ -337,7 +339,7 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 			state = "  live"
 		}
 		fmt.Fprintf(out, "%s  %s  %s  %s%s\n", sanitize.String(e.rel), ls.Created.Local().Format("2006-01-02 15:04"),
-			journal.FormatElapsed(time.Duration(ls.DurationS*float64(time.Second))), sanitize.String(ls.Host), state)
+			report.FormatElapsed(time.Duration(ls.DurationS*float64(time.Second))), sanitize.String(ls.Host), state)
 		if ls.Problems != nil {
 			fmt.Fprintf(out, "  skipped: %s\n", sanitize.String(ls.Problems.Summary))
 		}
@@ -352,10 +354,10 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 				res.Median = *x.Median
 			}
 			how := x.EndedHow
-			if how == string(journal.TriggerKey) {
+			if how == string(ledger.TriggerKey) {
 				how = "by hand"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\ttok/s %s\t%s\n", sanitize.String(x.ID), sanitize.String(x.Name), journal.FormatResult(res), how)
+			fmt.Fprintf(tw, "  %s\t%s\ttok/s %s\t%s\n", sanitize.String(x.ID), sanitize.String(x.Name), report.FormatResult(res), how)
 		}
 		tw.Flush()
 	}
@@ -418,14 +420,14 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 	if f.patch && f.json {
 		return refusedf("--patch and --json: the JSON has the patch already (fingerprint.git.patch)")
 	}
-	var x *journal.Experiment
+	var x *ledger.Experiment
 	if exp != "" {
 		if x = r.Ledger.Find(exp); x == nil {
 			return refusedf("experiment %s: not in %s (have %s)", exp, lj.path, r.ExpList())
 		}
 	}
 	if f.json {
-		doc, err := journal.BuildJSON(r, journal.ReportOptions{})
+		doc, err := report.BuildJSON(r, report.ReportOptions{})
 		if err != nil {
 			return err
 		}
@@ -463,7 +465,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 	if lj.live {
 		state = " (live: a cockpit is writing it)"
 	}
-	fmt.Fprintf(out, "started   %s, duration %s%s\n", h.Created.Local().Format("2006-01-02 15:04:05 MST"), journal.FormatElapsed(r.Duration()), state)
+	fmt.Fprintf(out, "started   %s, duration %s%s\n", h.Created.Local().Format("2006-01-02 15:04:05 MST"), report.FormatElapsed(r.Duration()), state)
 	fmt.Fprintf(out, "recorded  flightdeck %s", s(h.Flightdeck))
 	if h.User != "" || h.Hostname != "" {
 		fmt.Fprintf(out, " by %s@%s pid %d", s(h.User), s(h.Hostname), h.PID)
@@ -489,7 +491,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			delta := "-"
 			if base != nil && x.ID == base.ID {
 				delta = "baseline"
-			} else if p, ok := journal.DeltaPct(x, base); ok {
+			} else if p, ok := compare.DeltaPct(x, base); ok {
 				delta = fmt.Sprintf("%+.1f%%", p)
 			}
 			commit := orDash(s(git.ShortID(x.Commit())))
@@ -497,7 +499,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 				commit = "unknown"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s(x.ID), s(x.Name), commit, orDash(s(x.Profile())),
-				journal.FormatResult(x.Result), delta, journal.FormatElapsed(x.Started.Sub(h.Created)), journal.EndedWords(x))
+				report.FormatResult(x.Result), delta, report.FormatElapsed(x.Started.Sub(h.Created)), report.EndedWords(x))
 		}
 		tw.Flush()
 		writeMeasureSummary(out, r)
@@ -507,9 +509,9 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 		fmt.Fprintln(out, "sessions (--journal appended to this file)")
 		fmt.Fprintf(out, "  0:00:00 %s (created it)\n", journal.DescribeSession(h))
 		for _, ss := range r.Sessions {
-			fmt.Fprintf(out, "  %s %s", journal.FormatElapsed(ss.At.Sub(h.Created)), journal.DescribeSession(ss.Session.SessionHeader))
+			fmt.Fprintf(out, "  %s %s", report.FormatElapsed(ss.At.Sub(h.Created)), journal.DescribeSession(ss.Session.SessionHeader))
 			if x := r.Ledger.Find(ss.Crashed); ss.Crashed != "" && x != nil {
-				fmt.Fprintf(out, "; %s, left open by the previous session, ended at its last event (%s)", s(x.ID), journal.FormatElapsed(x.Ended.Sub(h.Created)))
+				fmt.Fprintf(out, "; %s, left open by the previous session, ended at its last event (%s)", s(x.ID), report.FormatElapsed(x.Ended.Sub(h.Created)))
 			}
 			fmt.Fprintln(out)
 		}
@@ -523,7 +525,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 			if n.Exp != "" {
 				exp = " [" + s(n.Exp) + "]"
 			}
-			fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(n.At.Sub(h.Created)), exp, journal.OneLine(n.Text))
+			fmt.Fprintf(out, "  %s%s %s\n", report.FormatElapsed(n.At.Sub(h.Created)), exp, sanitize.OneLine(n.Text))
 		}
 	}
 	return nil
@@ -531,7 +533,7 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 
 // writeGPUEvents lists the driver's Xids and the changes of GPU sampling
 // path, with their times and experiments; nothing when there are none.
-func writeGPUEvents(out io.Writer, r *journal.Report) {
+func writeGPUEvents(out io.Writer, r *report.Report) {
 	if len(r.GPUEvents) == 0 {
 		return
 	}
@@ -540,28 +542,28 @@ func writeGPUEvents(out io.Writer, r *journal.Report) {
 	for _, g := range r.GPUEvents {
 		exp := ""
 		if g.Exp != "" {
-			exp = " [" + journal.OneLine(g.Exp) + "]"
+			exp = " [" + sanitize.OneLine(g.Exp) + "]"
 		}
-		fmt.Fprintf(out, "  %s%s %s\n", journal.FormatElapsed(g.At.Sub(r.Header.Created)), exp, g.Describe(r.Header.Created))
+		fmt.Fprintf(out, "  %s%s %s\n", report.FormatElapsed(g.At.Sub(r.Header.Created)), exp, g.Describe(r.Header.Created))
 	}
 }
 
 // writeMeasureSummary follows the experiments table: the baseline mark,
 // the repeat series with their launch-to-launch spread, and the benchmark
 // runs; nothing when the session has none of them.
-func writeMeasureSummary(out io.Writer, r *journal.Report) {
+func writeMeasureSummary(out io.Writer, r *report.Report) {
 	exps := r.Ledger.Experiments()
 	if m := r.Ledger.Baseline(); m != nil {
-		fmt.Fprintf(out, "\nbaseline  %s (marked: B in the x panel, or journal baseline)\n", journal.OneLine(m.ID))
+		fmt.Fprintf(out, "\nbaseline  %s (marked: B in the x panel, or journal baseline)\n", sanitize.OneLine(m.ID))
 	}
-	series, launches := journal.RepeatSeries(exps)
+	series, launches := ledger.RepeatSeries(exps)
 	if len(series) > 0 {
 		fmt.Fprintln(out, "\nrepeats (launch-to-launch noise of one configuration)")
 		for _, sr := range series {
 			var ids []string
 			var meds []float64
 			for _, x := range launches[sr] {
-				ids = append(ids, journal.OneLine(x.ID))
+				ids = append(ids, sanitize.OneLine(x.ID))
 				if x.Result.N > 0 {
 					meds = append(meds, x.Result.Median)
 				}
@@ -570,13 +572,13 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 			if p, ok := compare.Spread(meds); ok {
 				spread = fmt.Sprintf("medians %.1f-%.1f tok/s, spread ±%.1f%%", slices.Min(meds), slices.Max(meds), p)
 			}
-			fmt.Fprintf(out, "  %s: %s; %s\n", journal.OneLine(sr), strings.Join(ids, ", "), spread)
+			fmt.Fprintf(out, "  %s: %s; %s\n", sanitize.OneLine(sr), strings.Join(ids, ", "), spread)
 		}
 	}
 	var runs []string
 	for i := range exps {
 		for _, d := range exps[i].Bench {
-			runs = append(runs, "  ["+journal.OneLine(exps[i].ID)+"] "+journal.BenchRunText(d))
+			runs = append(runs, "  ["+sanitize.OneLine(exps[i].ID)+"] "+report.BenchRunText(d))
 		}
 	}
 	if len(runs) > 0 {
@@ -587,31 +589,31 @@ func writeMeasureSummary(out io.Writer, r *journal.Report) {
 	}
 }
 
-func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, patch bool) error {
-	s := journal.OneLine
+func showExperiment(out io.Writer, r *report.Report, x *ledger.Experiment, patch bool) error {
+	s := sanitize.OneLine
 	start := r.Header.Created
 	base, _ := r.Baseline("")
 	fmt.Fprintf(out, "%s  %s\n", s(x.ID), s(x.Name))
-	fmt.Fprintf(out, "  started     %s by %s\n", journal.FormatElapsed(x.Started.Sub(start)), orDash(triggerWords(x.StartedBy)))
-	switch how := journal.EndedWords(x); how {
+	fmt.Fprintf(out, "  started     %s by %s\n", report.FormatElapsed(x.Started.Sub(start)), orDash(triggerWords(x.StartedBy)))
+	switch how := report.EndedWords(x); how {
 	case "open":
 		fmt.Fprintln(out, "  ended       still open")
 	case "crash":
-		fmt.Fprintf(out, "  ended       no end recorded: the journal stops at %s\n", journal.FormatElapsed(x.Ended.Sub(start)))
+		fmt.Fprintf(out, "  ended       no end recorded: the journal stops at %s\n", report.FormatElapsed(x.Ended.Sub(start)))
 	default:
-		fmt.Fprintf(out, "  ended       %s %s (%s long)\n", journal.FormatElapsed(x.Ended.Sub(start)), triggerWords(x.EndedBy), journal.FormatElapsed(x.Ended.Sub(x.Started)))
+		fmt.Fprintf(out, "  ended       %s %s (%s long)\n", report.FormatElapsed(x.Ended.Sub(start)), triggerWords(x.EndedBy), report.FormatElapsed(x.Ended.Sub(x.Started)))
 	}
 	fmt.Fprintf(out, "  hypothesis  %s\n", orDash(s(x.Hypothesis)))
 	fmt.Fprintf(out, "  conclusion  %s\n", orDash(s(x.Conclusion)))
 	res := x.Result
-	fmt.Fprintf(out, "  result      tok/s %s", journal.FormatResult(res))
+	fmt.Fprintf(out, "  result      tok/s %s", report.FormatResult(res))
 	if res.N > 0 {
 		fmt.Fprintf(out, ", %d warm-up or idle samples left out", res.Dropped)
 		if res.AcceptLength > 0 {
 			fmt.Fprintf(out, ", accept length %.2f", res.AcceptLength)
 		}
 		if base != nil && base.ID != x.ID {
-			if p, ok := journal.DeltaPct(x, base); ok {
+			if p, ok := compare.DeltaPct(x, base); ok {
 				fmt.Fprintf(out, ", %+.1f%% vs %s", p, s(base.ID))
 			}
 		}
@@ -625,16 +627,16 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 		if g.Before(x.ID) {
 			before = " (earlier in this cockpit session; a critical Xid needs a GPU reset)"
 		}
-		fmt.Fprintf(out, "  Xid         %s%s %s\n", journal.FormatElapsed(g.At.Sub(start)), before, g.Describe(start))
+		fmt.Fprintf(out, "  Xid         %s%s %s\n", report.FormatElapsed(g.At.Sub(start)), before, g.Describe(start))
 	}
 	if m := r.Ledger.Baseline(); m != nil && m.ID == x.ID {
 		fmt.Fprintln(out, "  baseline    marked: deltas and comparisons are relative to it")
 	}
-	if rt := journal.RepeatText(x); rt != "" {
+	if rt := report.RepeatText(x); rt != "" {
 		fmt.Fprintf(out, "  repeat      %s\n", rt)
 	}
 	for _, d := range x.Bench {
-		fmt.Fprintf(out, "  bench       %s\n", journal.BenchRunText(d))
+		fmt.Fprintf(out, "  bench       %s\n", report.BenchRunText(d))
 	}
 	fp := x.Fingerprint
 	launch := x.Launch
@@ -644,7 +646,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 	if fp == nil {
 		fmt.Fprintln(out, "  fingerprint not captured")
 	} else {
-		fmt.Fprintf(out, "  captured    %s\n", journal.FormatElapsed(fp.At.Sub(start)))
+		fmt.Fprintf(out, "  captured    %s\n", report.FormatElapsed(fp.At.Sub(start)))
 		if fp.Hostname != "" || fp.Kernel != "" {
 			fmt.Fprintf(out, "  host        %s, kernel %s\n", orDash(s(fp.Hostname)), orDash(s(fp.Kernel)))
 		}
@@ -716,7 +718,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 			fmt.Fprintf(out, "  error       %s\n", s(e))
 		}
 		if len(fp.GPUs) > 0 {
-			fmt.Fprintf(out, "  %s:\n", journal.StartGPUsLabel(x))
+			fmt.Fprintf(out, "  %s:\n", report.StartGPUsLabel(x))
 			writeGPUTable(out, fp.GPUs)
 		}
 	}
@@ -727,7 +729,7 @@ func showExperiment(out io.Writer, r *journal.Report, x *journal.Experiment, pat
 	if len(x.Notes) > 0 {
 		fmt.Fprintln(out, "  notes:")
 		for _, n := range x.Notes {
-			fmt.Fprintf(out, "    %s %s\n", journal.FormatElapsed(n.At.Sub(start)), s(n.Text))
+			fmt.Fprintf(out, "    %s %s\n", report.FormatElapsed(n.At.Sub(start)), s(n.Text))
 		}
 	}
 	return nil
@@ -747,7 +749,7 @@ func redactedCommandLine(l *event.LaunchInfo) string {
 func writeGPUTable(out io.Writer, gpus []event.GPU) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "    GPU\tNAME\tUTIL\tMEM MiB\tPOWER W\tTEMP C\tSM MHz\tMEM MHz\tPSTATE\tPCIE\tTHROTTLE\tPERSIST\tECC")
-	for _, st := range journal.GPUStates(gpus) {
+	for _, st := range report.GPUStates(gpus) {
 		num := func(v *float64) string {
 			if v == nil {
 				return "n/a"
@@ -858,17 +860,17 @@ func runJournalExport(cmd *cobra.Command, arg string, f journalExportFlags) erro
 		if err != nil {
 			abs = lj.path
 		}
-		opts := journal.ReportOptions{Baseline: f.baseline, Path: abs}
+		opts := report.ReportOptions{Baseline: f.baseline, Path: abs}
 		switch f.format {
 		case "md":
-			return journal.WriteMarkdown(w, lj.report, opts)
+			return report.WriteMarkdown(w, lj.report, opts)
 		case "json":
-			return journal.WriteJSON(w, lj.report, opts)
+			return report.WriteJSON(w, lj.report, opts)
 		}
 		if f.samples == "gpu" {
-			return journal.WriteGPUCSV(w, lj.report.Header, lj.j.Scan)
+			return report.WriteGPUCSV(w, lj.report.Header, lj.j.Scan)
 		}
-		return journal.WriteCSV(w, lj.report)
+		return report.WriteCSV(w, lj.report)
 	}
 	if f.out == "" || f.out == "-" {
 		return write(cmd.OutOrStdout())
@@ -935,7 +937,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 // triggerWords says what started or ended an experiment: "hand (e)" for
 // the key, else the trigger's own word ("launch", "relaunch", "kill").
 func triggerWords(t event.Trigger) string {
-	if t == journal.TriggerKey {
+	if t == ledger.TriggerKey {
 		return "hand (e)"
 	}
 	return sanitize.String(string(t))
@@ -949,13 +951,13 @@ func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
 	s := sanitize.String
 	cut := ""
 	if g.PatchTruncated {
-		cut = fmt.Sprintf(", stored cut at %s", journal.FormatBytes(journal.MaxPatch))
+		cut = fmt.Sprintf(", stored cut at %s", compare.FormatBytes(ledger.MaxPatch))
 	}
-	fmt.Fprintf(out, "  dirty       patch %s, sha256 %s%s\n", journal.FormatBytes(int64(g.PatchBytes)), s(g.PatchSHA256), cut)
-	if st := journal.DiffStatSummary(g.Patch); st != "" {
+	fmt.Fprintf(out, "  dirty       patch %s, sha256 %s%s\n", compare.FormatBytes(int64(g.PatchBytes)), s(g.PatchSHA256), cut)
+	if st := compare.DiffStatSummary(g.Patch); st != "" {
 		fmt.Fprintf(out, "  diffstat    %s\n", st)
 	}
-	for _, fc := range journal.DiffStat(g.Patch) {
+	for _, fc := range compare.DiffStat(g.Patch) {
 		if fc.Binary {
 			fmt.Fprintf(out, "                %s (binary)\n", fc.Path)
 		} else {
@@ -977,6 +979,6 @@ func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
 		fmt.Fprintln(out, s(strings.TrimSuffix(line, "\n")))
 	}
 	if g.PatchTruncated {
-		fmt.Fprintf(out, "  (patch cut: %s of %s stored)\n", journal.FormatBytes(int64(len(g.Patch))), journal.FormatBytes(int64(g.PatchBytes)))
+		fmt.Fprintf(out, "  (patch cut: %s of %s stored)\n", compare.FormatBytes(int64(len(g.Patch))), compare.FormatBytes(int64(g.PatchBytes)))
 	}
 }

@@ -14,12 +14,14 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
-// sessionJournal is the synthetic demo session of the journal package's
-// report tests: e1 62.5 tok/s, e2 89 (nccl-ll-ring), e3 81.9 (the
+// sessionJournal is the synthetic demo session of the report package's
+// tests: e1 62.5 tok/s, e2 89 (nccl-ll-ring), e3 81.9 (the
 // regressing commit).
-const sessionJournal = "../../sessions/journal/testdata/report-session.jsonl"
+const sessionJournal = "../../sessions/report/testdata/report-session.jsonl"
 
 // journalDirWith copies the session journal into a fresh journals
 // directory as demo/2026-11-29-100000-regression-hunt.jsonl and returns
@@ -102,7 +104,7 @@ func TestJournalLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: event.ExperimentStart{ID: "e4", Name: "after", Trigger: journal.TriggerKey}})
+	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: event.ExperimentStart{ID: "e4", Name: "after", Trigger: ledger.TriggerKey}})
 	if err := w.Flush(true); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestJournalShow(t *testing.T) {
 		t.Error("a secret reached the output")
 	}
 	out, _, err = runCLI(t, nil, "journal", "show", file, "e2", "--json")
-	var je journal.JSONExperiment
+	var je report.JSONExperiment
 	if err != nil || json.Unmarshal([]byte(out), &je) != nil || je.ID != "e2" || je.Fingerprint == nil {
 		t.Fatalf("show e2 --json: %v\n%s", err, out)
 	}
@@ -196,9 +198,9 @@ func TestJournalExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The report is the journal package's golden but for the journal's
+	// The report is the report package's golden but for the journal's
 	// path.
-	golden, err := os.ReadFile("../../sessions/journal/testdata/report.md")
+	golden, err := os.ReadFile("../../sessions/report/testdata/report.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func TestJournalExport(t *testing.T) {
 		return strings.Join(keep, "\n")
 	}
 	if dropJournalLine(out) != dropJournalLine(string(golden)) {
-		t.Errorf("md export differs from journal/testdata/report.md:\n%s", out)
+		t.Errorf("md export differs from sessions/report/testdata/report.md:\n%s", out)
 	}
 	if !strings.Contains(out, "- **Journal:** `"+file+"`") {
 		t.Errorf("md export does not name the journal")
@@ -248,7 +250,7 @@ func TestJournalExport(t *testing.T) {
 	}
 
 	out, _, err = runCLI(t, nil, "journal", "export", file, "--format", "json", "--baseline", "e2")
-	var doc journal.JSONReport
+	var doc report.JSONReport
 	if err != nil || json.Unmarshal([]byte(out), &doc) != nil {
 		t.Fatalf("json: %v\n%s", err, out)
 	}

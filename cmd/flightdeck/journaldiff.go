@@ -7,7 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // --- journal diff ---
@@ -84,29 +86,29 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 	if b, err = resolveBaseline(cmd, l, b, lj); err != nil {
 		return err
 	}
-	d, err := journal.Compare(l.Experiments(), a, b)
-	if errors.Is(err, journal.ErrNoExperiment) {
+	d, err := compare.Compare(l.Experiments(), a, b)
+	if errors.Is(err, compare.ErrNoExperiment) {
 		return refusedf("%v in %s", err, lj.path)
 	}
 	if err != nil {
 		return err
 	}
 	if d.A == d.B {
-		return refusedf("A and B are the same experiment (%s): nothing to compare (have %s)", journal.OneLine(d.A.ID), lj.report.ExpList())
+		return refusedf("A and B are the same experiment (%s): nothing to compare (have %s)", sanitize.OneLine(d.A.ID), lj.report.ExpList())
 	}
-	if err := journal.WriteDiff(cmd.OutOrStdout(), d, f.format, journal.DiffOptions{All: f.all}); err != nil {
+	if err := report.WriteDiff(cmd.OutOrStdout(), d, f.format, report.DiffOptions{All: f.all}); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	// An Xid during either run is said beside the comparison, as a skip
 	// is: a GPU fault can explain a difference the fingerprints cannot.
-	for _, x := range []*journal.Experiment{d.A, d.B} {
+	for _, x := range []*ledger.Experiment{d.A, d.B} {
 		for _, g := range lj.report.ExpXids(x.ID) {
 			how := "ran with an Xid"
 			if g.Before(x.ID) {
 				how = "ran after a critical Xid"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s %s at %s: %s\n", journal.OneLine(x.ID), how,
-				journal.FormatElapsed(g.At.Sub(lj.report.Header.Created)), g.Describe(lj.report.Header.Created))
+			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: %s %s at %s: %s\n", sanitize.OneLine(x.ID), how,
+				report.FormatElapsed(g.At.Sub(lj.report.Header.Created)), g.Describe(lj.report.Header.Created))
 		}
 	}
 	return nil
@@ -117,7 +119,7 @@ func runJournalDiff(cmd *cobra.Command, arg, a, b string, f journalDiffFlags) er
 // experiment is also named "baseline"), else the experiment named so;
 // any other arg is returned as is. It refuses "baseline" when neither
 // exists.
-func resolveBaseline(cmd *cobra.Command, l *journal.Ledger, arg string, lj *loadedJournal) (string, error) {
+func resolveBaseline(cmd *cobra.Command, l *ledger.Ledger, arg string, lj *loadedJournal) (string, error) {
 	if arg != "baseline" {
 		return arg, nil
 	}
@@ -126,7 +128,7 @@ func resolveBaseline(cmd *cobra.Command, l *journal.Ledger, arg string, lj *load
 	case marked != nil:
 		if named != nil && named != marked {
 			fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: \"baseline\" is the marked baseline %s; %s is named \"baseline\" too: give its id to compare it\n",
-				journal.OneLine(marked.ID), journal.OneLine(named.ID))
+				sanitize.OneLine(marked.ID), sanitize.OneLine(named.ID))
 		}
 		return marked.ID, nil
 	case named != nil:

@@ -9,6 +9,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // appendLines appends raw journal lines to file.
@@ -73,7 +75,7 @@ func TestJournalDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j journal.JSONDiff
+	var j report.JSONDiff
 	if err := json.Unmarshal([]byte(out), &j); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
@@ -157,7 +159,7 @@ func TestJournalShowMeasures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc journal.JSONReport
+	var doc report.JSONReport
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +218,7 @@ func TestJournalDiffLiveAndDamaged(t *testing.T) {
 	}
 	defer w.Close()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: "e4", Name: "by hand", Trigger: journal.TriggerKey}})
+	w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: "e4", Name: "by hand", Trigger: ledger.TriggerKey}})
 	for i := range 30 {
 		w.Write(event.Event{At: at.Add(time.Duration(2*i+1) * time.Second), Data: event.TokRate{TokPerSec: 70 + float64(i%3)/10, Ranks: 1}})
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
@@ -79,7 +81,7 @@ func (s *liveScreen) run(events <-chan event.Event, done chan<- struct{}) {
 		}
 		s.pending = nil
 		s.m.Update(tui.EventsMsg{e})
-		if x, ok := e.Data.(event.ExperimentEnd); ok && x.Conclusion == "" && x.Trigger != journal.TriggerKey {
+		if x, ok := e.Data.(event.ExperimentEnd); ok && x.Conclusion == "" && x.Trigger != ledger.TriggerKey {
 			// The live cockpit asks for the conclusion of an experiment
 			// that ended by itself (an overlay, which a replay never
 			// opens): the user skips it.
@@ -306,7 +308,7 @@ func TestRecordAndReplaySession(t *testing.T) {
 		t.Errorf("csv export: %v %v, %d rows", err, cerr, len(rows))
 	}
 	out, _, err = runCLI(t, nil, "journal", "export", path, "--format", "json")
-	var doc journal.JSONReport
+	var doc report.JSONReport
 	if err != nil || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Experiments) != 2 {
 		t.Fatalf("json export: %v\n%s", err, out)
 	}
@@ -323,7 +325,7 @@ func TestRecordAndReplaySession(t *testing.T) {
 	}
 	for i, want := range []float64{sim.ModelTokPerSec(false, false, false), sim.ModelTokPerSec(true, false, false)} {
 		if res := doc.Experiments[i].Result; res.N < 4 || res.Median < want*0.9 || res.Median > want*1.1 {
-			t.Errorf("e%d: %s, want about %.1f tok/s", i+1, journal.FormatResult(res), want)
+			t.Errorf("e%d: %s, want about %.1f tok/s", i+1, report.FormatResult(res), want)
 		}
 	}
 	md, _, err := runCLI(t, nil, "journal", "export", path, "--format", "md")

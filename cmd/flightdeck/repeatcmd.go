@@ -20,7 +20,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // repeatFlags are the options of `flightdeck server repeat`.
@@ -103,8 +104,8 @@ func (f *repeatFlags) check() error {
 		return errors.New("--journal: empty file name")
 	case f.cfg.N < 1:
 		return fmt.Errorf("-n/--launches %d: want how many more launches, at least 1", f.cfg.N)
-	case f.cfg.MinSamples < journal.MinLaunchSamples:
-		return fmt.Errorf("--samples %d: want at least %d (a comparison counts a launch from %d steady samples)", f.cfg.MinSamples, journal.MinLaunchSamples, journal.MinLaunchSamples)
+	case f.cfg.MinSamples < ledger.MinLaunchSamples:
+		return fmt.Errorf("--samples %d: want at least %d (a comparison counts a launch from %d steady samples)", f.cfg.MinSamples, ledger.MinLaunchSamples, ledger.MinLaunchSamples)
 	case f.cfg.MaxWait <= 0:
 		return fmt.Errorf("--max-wait %v: want a positive duration", f.cfg.MaxWait)
 	case f.interval < 10*time.Millisecond:
@@ -234,7 +235,7 @@ func runRepeat(ctx context.Context, hostName, alias string, s *sessions.Session,
 		if err != nil {
 			return fmt.Errorf("start an experiment for the running launch: %w", err)
 		}
-		w.println(fmt.Sprintf("experiment %s %q started for the running launch", journal.OneLine(x.ID), journal.OneLine(x.Name)))
+		w.println(fmt.Sprintf("experiment %s %q started for the running launch", sanitize.OneLine(x.ID), sanitize.OneLine(x.Name)))
 	}
 	return s.Repeat(ctx, cfg)
 }
@@ -281,7 +282,7 @@ func (w *repeatWatch) observe(e event.Event) {
 		w.mu.Unlock()
 		w.println(repeatLine(p))
 	case event.BenchDone:
-		w.println("  benchmark " + journal.BenchRunText(p))
+		w.println("  benchmark " + report.BenchRunText(p))
 	case event.Baseline, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState,
 		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
@@ -337,12 +338,12 @@ func printRepeatResult(out io.Writer, path, series string) error {
 		return err
 	}
 	defer lj.Close()
-	_, launches := journal.RepeatSeries(lj.report.Ledger.Experiments())
+	_, launches := ledger.RepeatSeries(lj.report.Ledger.Experiments())
 	xs := launches[series]
 	if len(xs) == 0 {
 		return fmt.Errorf("%s: the repeat of %s recorded no launch", path, series)
 	}
-	benched := slices.ContainsFunc(xs, func(x *journal.Experiment) bool { return journal.LastBench(x) != nil })
+	benched := slices.ContainsFunc(xs, func(x *ledger.Experiment) bool { return ledger.LastBench(x) != nil })
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	head := "LAUNCH\tID\tNAME\tTOK/S MEDIAN [95% CI]"
@@ -357,20 +358,20 @@ func printRepeatResult(out io.Writer, path, series string) error {
 			launch = strconv.Itoa(x.Repeat.I) + "/" + strconv.Itoa(x.Repeat.N)
 		}
 		r := x.Result
-		sum := compare.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
-		if r.N >= journal.MinLaunchSamples { // as comparisons count a launch
+		sum := ledger.Summary{N: r.N, Median: r.Median, Lo: r.Lo, Hi: r.Hi}
+		if r.N >= ledger.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, journal.OneLine(x.ID), journal.OneLine(x.Name), journal.FormatSummary(sum))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), report.FormatSummary(sum))
 		if benched {
 			cell := "-"
-			if b := journal.LastBench(x); b != nil {
+			if b := ledger.LastBench(x); b != nil {
 				cell = strconv.FormatFloat(b.OutputTokPerSec, 'f', 1, 64)
 				benchTok = append(benchTok, b.OutputTokPerSec)
 			}
 			row += "\t" + cell
 		}
-		fmt.Fprintln(tw, row+"\t"+journal.EndedWords(x))
+		fmt.Fprintln(tw, row+"\t"+report.EndedWords(x))
 	}
 	tw.Flush()
 	fmt.Fprintln(out)

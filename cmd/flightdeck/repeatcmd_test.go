@@ -16,6 +16,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // TestServerRepeatCLI: `server repeat` refuses a host with no server and a
@@ -96,7 +98,7 @@ func TestServerRepeatCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	r, err := journal.ReadReport(j.Header(), j.Scan, false)
+	r, err := report.ReadReport(j.Header(), j.Scan, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestServerRepeatCLI(t *testing.T) {
 	if want := []string{"e1 1/2 of e1", "e2 2/2 of e1"}; !slices.Equal(tags, want) {
 		t.Fatalf("experiments %q, want %q", tags, want)
 	}
-	if xs[0].StartedBy != journal.TriggerKey || xs[1].StartedBy != journal.TriggerLaunch || xs[0].EndedBy != journal.TriggerRelaunch || xs[1].EndedBy != journal.TriggerQuit {
+	if xs[0].StartedBy != ledger.TriggerKey || xs[1].StartedBy != ledger.TriggerLaunch || xs[0].EndedBy != ledger.TriggerRelaunch || xs[1].EndedBy != ledger.TriggerQuit {
 		t.Errorf("e1 %s..%s, e2 %s..%s", xs[0].StartedBy, xs[0].EndedBy, xs[1].StartedBy, xs[1].EndedBy)
 	}
 	if r.Header.Label != "repeat" {
@@ -159,12 +161,12 @@ func TestServerRepeatCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j2.Close()
-	r, err = journal.ReadReport(j2.Header(), j2.Scan, false)
+	r, err = report.ReadReport(j2.Header(), j2.Scan, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	xs = r.Ledger.Experiments()
-	if len(xs) != 4 || xs[3].Repeat == nil || xs[3].Repeat.I != 2 || xs[3].Repeat.N != 4 || xs[3].Open() || xs[2].EndedBy != journal.TriggerRelaunch {
+	if len(xs) != 4 || xs[3].Repeat == nil || xs[3].Repeat.I != 2 || xs[3].Repeat.N != 4 || xs[3].Open() || xs[2].EndedBy != ledger.TriggerRelaunch {
 		t.Errorf("after the stopped repeat: %d experiments, last %+v", len(xs), xs[len(xs)-1])
 	}
 	_, _, err = runCLI(t, nil, args("server", "status", "sim")...)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
@@ -76,7 +77,7 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	}
 	defer j.Close()
 	if at > j.Duration() {
-		return refusedf("--at %s is past the end of %s (it lasts %s)", f.at, path, journal.FormatElapsed(j.Duration()))
+		return refusedf("--at %s is past the end of %s (it lasts %s)", f.at, path, report.FormatElapsed(j.Duration()))
 	}
 	if err := needTerminal(); err != nil {
 		return err

@@ -75,6 +75,15 @@ func String(s string) string {
 	return slow(s)
 }
 
+// OneLine makes remote or typed text (a note, a name, a command's output)
+// one line that is safe to print: "\r\n", "\n" and "\r" become spaces,
+// then escape sequences and controls are made inert (String, which also
+// cuts it at MaxRunes runes).
+func OneLine(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	return String(s)
+}
+
 // isPlain reports whether s is printable ASCII no longer than MaxRunes with
 // nothing that looks like a damaged escape sequence ("[36m", "#033[").
 func isPlain[T string | []byte](s T) bool {

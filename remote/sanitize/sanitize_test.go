@@ -76,6 +76,22 @@ func TestStringPlainDoesNotCopy(t *testing.T) {
 	}
 }
 
+// TestOneLine: line breaks become spaces, then the text is String's.
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                     "plain",
+		"two\nlines":                "two lines",
+		"crlf\r\nend\r":             "crlf end ",
+		"esc \x1b[31mred\x1b[0m\tx": "esc red x",
+	} {
+		got := OneLine(in)
+		if got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+		checkSafe(t, in, got)
+	}
+}
+
 func TestTruncate(t *testing.T) {
 	long := strings.Repeat("a", MaxRunes+100)
 	got := Line([]byte(long))

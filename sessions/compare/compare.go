@@ -1,3 +1,18 @@
+// Package compare compares experiments. Compare puts experiment B (new)
+// against A (old) among a session's experiments (package ledger) and gives
+// a Diff: each result (the server log's tok/s; the benchmark's output tok/s
+// and latencies) with its verdict across server launches, the Mann–Whitney
+// U test over one value per launch the way benchstat does it (Samples:
+// golang.org/x/perf/benchmath, AssumeNothing, α = 0.05); the
+// launch-to-launch (A/A) noise of each configuration (Spread); and every
+// fingerprint variable of both (commit, dirty patch, env, flags, benchmark
+// settings, versions, GPUs, host), the changed ones first.
+//
+// Fingerprint values are compared as the words the reports (package
+// report) write them in, so the words are here: the checkout's (PatchText,
+// DiffStat, FilesText, BranchText, FormatBytes) and the GPUs'
+// (GPUStateSummary, ThrottleReasons). Medians and their intervals are
+// ledger.Summarize's.
 package compare
 
 import (
@@ -5,16 +20,18 @@ import (
 	"math"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
-// Alpha is the significance level of Compare's verdict, benchstat's default.
+// Alpha is the significance level of Samples' verdict, benchstat's default.
 const Alpha = 0.05
 
 // Comparison is the verdict on two samples, A the old and B the new, as
 // benchstat gives it: the medians, the delta, and the Mann–Whitney U test's
 // p-value at level Alpha.
 type Comparison struct {
-	A, B Summary // each side's median and 95 % interval
+	A, B ledger.Summary // each side's median and 95 % interval
 	// DeltaPct is (B.Median − A.Median) / A.Median × 100, percent; 0 and
 	// HasDelta false when A's median is 0 or a side is empty.
 	DeltaPct float64
@@ -33,12 +50,12 @@ type Comparison struct {
 	Warnings []string
 }
 
-// Compare compares samples a (old) and b (new) with benchmath.AssumeNothing
+// Samples compares samples a (old) and b (new) with benchmath.AssumeNothing
 // at level Alpha, exactly as benchstat compares two columns. Values that
 // are not finite make a side empty, with a warning. a and b are not
 // modified.
-func Compare(a, b []float64) Comparison {
-	c := Comparison{A: Summarize(a), B: Summarize(b), P: 1}
+func Samples(a, b []float64) Comparison {
+	c := Comparison{A: ledger.Summarize(a), B: ledger.Summarize(b), P: 1}
 	c.N1, c.N2 = c.A.N, c.B.N
 	c.Warnings = append(c.Warnings, c.A.Warnings...)
 	c.Warnings = append(c.Warnings, c.B.Warnings...)
@@ -99,7 +116,7 @@ func Spread(values []float64) (pct float64, ok bool) {
 	if len(values) < 2 {
 		return 0, false
 	}
-	m := Median(values)
+	m := ledger.Median(values)
 	if m == 0 || math.IsNaN(m) || math.IsInf(m, 0) {
 		return 0, false
 	}

@@ -66,13 +66,13 @@ const (
 	warnVerdict = "need >= 4 samples to detect a difference at alpha level 0.05"
 )
 
-func TestCompareAgreesWithBenchstat(t *testing.T) {
+func TestSamplesAgreesWithBenchstat(t *testing.T) {
 	for _, tc := range compareCases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := slices.Clone(tc.a), slices.Clone(tc.b)
-			c := Compare(a, b)
+			c := Samples(a, b)
 			if !slices.Equal(a, tc.a) || !slices.Equal(b, tc.b) {
-				t.Error("Compare changed its input")
+				t.Error("Samples changed its input")
 			}
 			if math.Abs(c.A.Median-tc.medA) > 1e-9 || math.Abs(c.B.Median-tc.medB) > 1e-9 {
 				t.Errorf("medians %v, %v; benchstat says %v, %v", c.A.Median, c.B.Median, tc.medA, tc.medB)
@@ -108,9 +108,9 @@ func TestCompareAgreesWithBenchstat(t *testing.T) {
 	}
 }
 
-// TestCompareDegenerate: an empty side, a zero median and values that are
+// TestSamplesDegenerate: an empty side, a zero median and values that are
 // not finite give "?" and never a verdict.
-func TestCompareDegenerate(t *testing.T) {
+func TestSamplesDegenerate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		a, b  []float64
@@ -129,7 +129,7 @@ func TestCompareDegenerate(t *testing.T) {
 		{"Inf", []float64{1, 2, 3, 4}, []float64{5, math.Inf(1), 7, 8}, "?", "p=1.000 n=4+0", "not a finite number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Compare(tc.a, tc.b)
+			c := Samples(tc.a, tc.b)
 			if got := c.Delta(); got != tc.delta {
 				t.Errorf("Delta() = %s, want %s", got, tc.delta)
 			}

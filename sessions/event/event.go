@@ -1,7 +1,8 @@
 // Package event is flightdeck's event vocabulary: the envelope of its one
 // event stream (Event, Sink), every payload type, and the kind table that
 // says, per kind, how the journal stores it and how a replay's seek
-// rebuilds it (kinds.go).
+// rebuilds it (kinds.go), with the screen's buffer sizes that seek covers
+// (screen.go).
 //
 // Live producers (the GPU samplers, the log follower, the server and git
 // controls, the connection, the driver lock) and journal replay are

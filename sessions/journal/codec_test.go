@@ -153,12 +153,12 @@ func roundTripEvents() []event.Event {
 	add(23, event.GitMoved{From: "aa", To: "bb", FromShort: "aa", ToShort: "bb", FromBranch: "main", Action: "pull", Forward: 3, Files: []string{"a.py"}, FilesTotal: 1, DirtyBefore: 1, DirtyAfter: 0, DirtyChanged: []string{"a.py"}, At: at(23)})
 	add(24, event.ConnState{Host: "root@10.1.2.3:22", Conn: event.Reconnecting, Attempt: 3, Err: fmt.Errorf("dial: %w", errors.New("connection refused")), Since: at(23), NextTry: at(26)})
 	add(25, event.Note{Text: "NCCL_ALGO=Ring regressed TP=8 decode?\nsecond line", Exp: "e1"})
-	add(26, event.ExperimentStart{ID: "e1", Name: "nccl-ll-ring @ 3207427", Hypothesis: "Ring is slower", Trigger: TriggerLaunch, Launch: &launch})
+	add(26, event.ExperimentStart{ID: "e1", Name: "nccl-ll-ring @ 3207427", Hypothesis: "Ring is slower", Trigger: "launch", Launch: &launch})
 	add(27, event.ExperimentFingerprint{Exp: "e1", Fingerprint: event.Fingerprint{At: at(26), Hostname: "gpu-box", Kernel: "6.8.0", Git: &event.GitState{Repo: "/srv/sglang", Head: "aa", Patch: "diff --git a/x b/x\n+\x1b[31m", PatchSHA256: "00", PatchBytes: 20},
 		Launch: &launch, CommandLine: "python3 -m sglang.launch_server", Versions: []event.Version{{Name: "driver", Command: "nvidia-smi ...", Value: "590.48.01", Millis: 40}, {Name: "torch", Command: "python -c ...", Err: "timed out after 10s", Millis: 10000}},
 		GPUs: []event.GPU{testGPU(0, 0), odd}, Errors: []string{"hostname: timed out after 10s"}}})
 	add(28, event.ExperimentUpdate{Exp: "e1", Conclusion: "yes"})
-	add(29, event.ExperimentEnd{Exp: "e1", Trigger: TriggerKill, Conclusion: "Ring -6 %", Result: event.ExperimentResult{Metric: "tok/s", Samples: []float64{89, 82, 94}, N: 3, Dropped: 2, Median: 89, Lo: f64(82), Hi: f64(94), Confidence: 0.96, Warnings: []string{"few"}}, GPUs: []event.GPU{testGPU(1, 9)}})
+	add(29, event.ExperimentEnd{Exp: "e1", Trigger: "kill", Conclusion: "Ring -6 %", Result: event.ExperimentResult{Metric: "tok/s", Samples: []float64{89, 82, 94}, N: 3, Dropped: 2, Median: 89, Lo: f64(82), Hi: f64(94), Confidence: 0.96, Warnings: []string{"few"}}, GPUs: []event.GPU{testGPU(1, 9)}})
 	add(30, event.Key{Key: "K", Action: "kill sglang pid 4123"})
 	add(31, event.Session{SessionHeader: event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: t0.Add(31 * time.Second), Flightdeck: "v0.6.0",
 		Host: "gpu-box", Name: "after-crash", User: "ana", Hostname: "laptop", PID: 4243}})
@@ -506,7 +506,7 @@ func TestDecRateForms(t *testing.T) {
 // experiment's end; the event published is not changed.
 func TestExperimentGPUsWithNonFiniteValues(t *testing.T) {
 	g := event.GPU{Index: 0, PowerDrawW: event.Reading{Value: math.NaN()}, TempC: event.Reading{Value: 61}, SMClockMHz: event.Reading{Value: math.Inf(1)}}
-	end := event.ExperimentEnd{Exp: "e1", Trigger: TriggerKey, GPUs: []event.GPU{g}}
+	end := event.ExperimentEnd{Exp: "e1", Trigger: "key", GPUs: []event.GPU{g}}
 	path := writeJournal(t, []event.Event{{At: time.Unix(1_800_000_000, 0), Data: end}})
 	got := readAll(t, path)
 	if len(got) != 1 {

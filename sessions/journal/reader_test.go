@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // sessionEvents is a short session with two ended experiments and a note
@@ -26,11 +27,11 @@ func sessionEvents() []event.Event {
 		add(s, testSample(at(s), i, 2))
 		add(s+0.1, event.TokRate{TokPerSec: 1000 + float64(i), Ranks: 1})
 	}
-	add(3, event.ExperimentStart{ID: "e1", Name: "baseline", Trigger: TriggerKey})
+	add(3, event.ExperimentStart{ID: "e1", Name: "baseline", Trigger: "key"})
 	add(4, event.TokRate{TokPerSec: 89, Ranks: 1})
-	add(5, event.ExperimentEnd{Exp: "e1", Trigger: TriggerKey, Conclusion: "fast", Result: event.ExperimentResult{Metric: "tok/s", Median: 89, N: 1, Samples: []float64{89}}})
-	add(6, event.ExperimentStart{ID: "e2", Name: "ring", Trigger: TriggerKey})
-	add(7, event.ExperimentEnd{Exp: "e2", Trigger: TriggerKey, Result: event.ExperimentResult{Metric: "tok/s"}})
+	add(5, event.ExperimentEnd{Exp: "e1", Trigger: "key", Conclusion: "fast", Result: event.ExperimentResult{Metric: "tok/s", Median: 89, N: 1, Samples: []float64{89}}})
+	add(6, event.ExperimentStart{ID: "e2", Name: "ring", Trigger: "key"})
+	add(7, event.ExperimentEnd{Exp: "e2", Trigger: "key", Result: event.ExperimentResult{Metric: "tok/s"}})
 	add(8, event.Note{Text: "the last line"})
 	return evs
 }
@@ -59,7 +60,7 @@ func TestTornTailAtEveryByte(t *testing.T) {
 		if torn := cut > lastStart && cut < len(full); p.Torn != torn || (torn && p.TornBytes != cut-lastStart) || p.Garbled != 0 {
 			t.Errorf("cut at %d: problems %+v", cut, p)
 		}
-		var l Ledger
+		var l ledger.Ledger
 		if err := j.Scan(func(e event.Event) error { l.Apply(e); return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +299,7 @@ func TestKill9(t *testing.T) {
 	if p.Garbled != 0 || p.Unknown != 0 {
 		t.Errorf("problems after kill -9: %+v", p)
 	}
-	var l Ledger
+	var l ledger.Ledger
 	n := 0
 	j.Scan(func(e event.Event) error { l.Apply(e); n++; return nil })
 	if n == 0 || j.Problems().Undecodable != 0 {
@@ -342,10 +343,10 @@ func TestKill9Child(t *testing.T) {
 		w.Write(event.Event{At: at, Data: event.TokRate{TokPerSec: 1000, Ranks: 1}})
 		if i%20 == 0 {
 			id := "e" + strconv.Itoa(i/20)
-			w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: id, Name: id, Trigger: TriggerKey}})
+			w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: id, Name: id, Trigger: "key"}})
 		}
 		if i%20 == 19 {
-			w.Write(event.Event{At: at, Data: event.ExperimentEnd{Exp: "e" + strconv.Itoa(i/20), Trigger: TriggerKey}})
+			w.Write(event.Event{At: at, Data: event.ExperimentEnd{Exp: "e" + strconv.Itoa(i/20), Trigger: "key"}})
 			w.Flush(true)
 		}
 		if i%3 == 0 {

@@ -9,20 +9,22 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// CatchUp's view of the replay model (tui): its buffers must be at least
-// as large as the model's; larger only costs time.
+// CatchUp's bounds: at least the screen's buffer sizes (event.Screen*),
+// which the replay model (tui) keeps; larger only costs time.
 const (
-	// CatchUpLogLines is the log ring CatchUp rebuilds, lines: at least
-	// tui.DefaultLogLines (a replay with a bigger Options.LogLines would
-	// show fewer lines after a seek than when played).
-	CatchUpLogLines = 10000
-	// CatchUpMarkSearch and CatchUpMarkHorizon are at least the log
-	// tail's markSearch (512) and markHorizon (2048): how far back a
+	// CatchUpLogLines is the log ring CatchUp rebuilds, lines: the
+	// screen's, event.ScreenLogLines (a replay with a bigger
+	// Options.LogLines would show fewer lines after a seek than when
+	// played).
+	CatchUpLogLines = event.ScreenLogLines
+	// CatchUpMarkSearch and CatchUpMarkHorizon are twice the screen's
+	// event.ScreenMarkSearch and event.ScreenMarkHorizon: how far back a
 	// ready/failure looks for its line, and how long it waits for it.
-	CatchUpMarkSearch  = 1024
-	CatchUpMarkHorizon = 4096
-	// CatchUpRates is at least the tok/s ring (rateCap, 1024), points.
-	CatchUpRates = 2048
+	CatchUpMarkSearch  = 2 * event.ScreenMarkSearch
+	CatchUpMarkHorizon = 2 * event.ScreenMarkHorizon
+	// CatchUpRates is twice the screen's tok/s ring,
+	// event.ScreenRatePoints, points.
+	CatchUpRates = 2 * event.ScreenRatePoints
 )
 
 // seekCache is what CatchUp learnt about failures, kept across calls.

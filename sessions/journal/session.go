@@ -1,9 +1,11 @@
 package journal
 
 import (
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 	"strings"
+
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // DescribeSession says who recorded the session h heads in one sanitised line,
@@ -28,5 +30,5 @@ func DescribeSession(h event.SessionHeader) string {
 	if h.Name != "" {
 		parts = append(parts, "session "+strconv.Quote(h.Name))
 	}
-	return OneLine(strings.Join(parts, " "))
+	return sanitize.OneLine(strings.Join(parts, " "))
 }

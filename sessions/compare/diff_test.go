@@ -1,0 +1,410 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+)
+
+const (
+	headA = "a6d51c0e9f1b2c3d4e5f60718293a4b5c6d7e8f9"
+	headB = "32074270aabbccddeeff00112233445566778899"
+)
+
+// t0 is when the simulated host's experiments start.
+var t0 = time.Date(2026, 11, 29, 21, 58, 7, 123456789, time.UTC)
+
+func ok(v float64) event.Reading { return event.Reading{Value: v} }
+
+// testGPU is an H200 row under load, varied by i and tick.
+func testGPU(i, tick int) event.GPU {
+	return event.GPU{
+		Index:            i,
+		Name:             event.Text{S: "NVIDIA H200"},
+		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
+		UUID:             event.Text{S: fmt.Sprintf("GPU-3f1c%04d-8a7b-4c2d-9e0f-1a2b3c4d5e6f", i)},
+		UtilGPUPct:       ok(float64(95 + (i+tick)%6)),
+		UtilMemPct:       ok(float64(55 + (i*3+tick)%15)),
+		MemUsedMiB:       ok(131072),
+		MemTotalMiB:      ok(143771),
+		PowerDrawW:       ok(600 + float64((i*37+tick*13)%3000)/100),
+		PowerLimitW:      ok(700),
+		TempC:            ok(float64(55 + (i+tick/10)%4)),
+		SMClockMHz:       ok(1980),
+		MemClockMHz:      ok(3201),
+		SMClockMax:       ok(1980),
+		FanPct:           event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+		PState:           event.Text{S: "P0"},
+		PCIeGenCurrent:   ok(5),
+		PCIeGenMax:       ok(5),
+		PCIeWidthCurrent: ok(16),
+		PCIeWidthMax:     ok(16),
+		ClockEvents:      event.ClockEvents{Mask: event.ReasonSWPowerCap},
+		Persistence:      event.Text{S: "Enabled"},
+		ECCMode:          event.Text{S: "Enabled"},
+		MIGMode:          event.Text{S: "[N/A]", Status: event.CellNA},
+		PCIeRxKBs:        event.Reading{Status: event.CellAbsent}, // nvidia-smi does not read them
+		PCIeTxKBs:        event.Reading{Status: event.CellAbsent},
+	}
+}
+
+// launchList names a side's launches as the diff's text does: "e1, e4,
+// e5 (3)".
+func launchList(xs []*ledger.Experiment) string {
+	ids := make([]string, len(xs))
+	for i, x := range xs {
+		ids[i] = x.ID
+	}
+	return strings.Join(ids, ", ") + " (" + strconv.Itoa(len(xs)) + ")"
+}
+
+// profiles are the simulated host's env profiles.
+var profiles = map[string]map[string]string{
+	"baseline":     {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+	"nccl-ll-ring": {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"},
+}
+
+// dexp is an experiment as the simulated host records it: launched (its
+// own launch, with its own log) with a profile at a commit, measured at
+// about tok tok/s.
+func dexp(id, profile, head string, tok float64) ledger.Experiment {
+	l := &event.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/var/log/flightdeck/sim-" + id + ".log", At: t0,
+		Argv: []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/llama", "--tp-size", "8", "--port", "30000", "--api-key", "sk-1"},
+		Env:  profiles[profile]}
+	rl := server.RedactLaunch(*l)
+	samples := []float64{tok - 0.4, tok + 0.2, tok - 0.1, tok + 0.3, tok, tok + 0.1, tok - 0.2}
+	sum := ledger.ResultOf(samples, 3, nil)
+	g := testGPU(0, 0)
+	g2 := testGPU(1, 0)
+	return ledger.Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: ledger.TriggerLaunch, EndedBy: ledger.TriggerRelaunch,
+		Started: t0, Ended: t0.Add(time.Minute), Launch: &rl,
+		Fingerprint: &event.Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
+			Git:      &event.GitState{Repo: "/srv/sglang", Head: head, Branch: "main", Subject: "subject of " + head[:7]},
+			Versions: []event.Version{{Name: "driver", Value: "590.48.01"}, {Name: "torch", Value: "2.9.1"}, {Name: "sglang", Value: "0.5.6"}}},
+		Result:  sum,
+		EndGPUs: []event.GPU{g, g2},
+	}
+}
+
+// benchConfig is the settings of withBench's runs.
+var benchConfig = event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 4, Warmup: 1, Seed: 1}
+
+func withBench(x ledger.Experiment, tok, ttft float64) ledger.Experiment {
+	r := &event.BenchResult{Config: benchConfig, Completed: 4, OutputTokPerSec: tok, TTFT: event.Dist{N: 4, Median: ttft}, ITL: event.Dist{N: 100, Median: 16},
+		TPOT: event.Dist{N: 4, Median: 16.1}, E2E: event.Dist{N: 4, Median: 2000}}
+	for i := range 4 {
+		r.Requests = append(r.Requests, event.BenchRequest{TTFT: ttft + float64(i), E2E: 2000 + float64(i), TPOT: 16 + float64(i)/10, ITLMedian: 16, OutputTokens: 128})
+	}
+	r.Requests = append(r.Requests, event.BenchRequest{E2E: 5, Err: "HTTP 503"}) // failed: left out
+	x.Bench = []event.BenchDone{{ID: "b1", Exp: x.ID, Result: r}, {ID: "b2", Exp: x.ID, Err: "connection refused"}}
+	return x
+}
+
+func changedRows(d *Diff) []string {
+	var out []string
+	for _, f := range d.Fields {
+		if f.Changed {
+			out = append(out, f.Group+" "+f.Name)
+		}
+	}
+	return out
+}
+
+func row(t *testing.T, d *Diff, metric string) *ResultRow {
+	t.Helper()
+	for i := range d.Results {
+		if d.Results[i].Metric == metric {
+			return &d.Results[i]
+		}
+	}
+	t.Fatalf("no %s row in %+v", metric, d.Results)
+	return nil
+}
+
+// TestCompareProfileOnly: only the profile changed, so only env rows
+// differ; the result is there, with no verdict from one launch each.
+func TestCompareProfileOnly(t *testing.T) {
+	exps := []ledger.Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "nccl-ll-ring", headA, 89)}
+	d, err := Compare(exps, "e1", "nccl-ll-ring @ a6d51c0") // a name works too
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.A.ID != "e1" || d.B.ID != "e2" {
+		t.Fatalf("compared %s with %s", d.A.ID, d.B.ID)
+	}
+	want := []string{"env profile", "env NCCL_ALGO", "env NCCL_PROTO"}
+	if got := changedRows(d); !slices.Equal(got, want) {
+		t.Errorf("changed rows %q, want %q", got, want)
+	}
+	for _, f := range d.Fields[:3] {
+		if !f.Changed {
+			t.Errorf("changed rows are not first: %+v", d.Fields)
+		}
+	}
+	for _, f := range d.Fields {
+		if f.Unknown {
+			t.Errorf("unknown row %+v", f)
+		}
+		if f.Name == "NCCL_PROTO" && (f.A != "" || f.B != "LL") {
+			t.Errorf("NCCL_PROTO row %+v, want added", f)
+		}
+		if strings.Contains(f.A+f.B, "sk-1") {
+			t.Errorf("a secret in row %+v", f)
+		}
+	}
+	r := row(t, d, MetricLogTokS)
+	if r.A.Median != 62.5 || r.B.Median != 89 || r.A.N != 7 {
+		t.Errorf("medians %v, %v (n=%d)", r.A.Median, r.B.Median, r.A.N)
+	}
+	if p, ok := r.DeltaPct(); !ok || p < 42.3 || p > 42.5 {
+		t.Errorf("delta %v %v", p, ok)
+	}
+	if r.Verdict != "no verdict: 1+1 launches (need ≥ 4 each; R repeats a launch)" {
+		t.Errorf("verdict %q", r.Verdict)
+	}
+	if len(d.Results) != 1 {
+		t.Errorf("bench rows without a benchmark: %+v", d.Results)
+	}
+	if d.Range != nil || d.RangeNote != "same commit" {
+		t.Errorf("range %+v, note %q", d.Range, d.RangeNote)
+	}
+}
+
+// TestCompareHeadMoved: HEAD changed; the range recorded at B's start
+// (from A's HEAD) is found, and reversed when comparing the other way.
+func TestCompareHeadMoved(t *testing.T) {
+	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headB, 57.5)
+	rg := &event.CommitRange{From: headA, To: headB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor"}, AheadTotal: 2,
+		Files: []string{"python/sglang/srt/layers/attention.py", "python/sglang/srt/utils.py"}, FilesTotal: 2}
+	b.Fingerprint.Git.Range = rg
+	exps := []ledger.Experiment{a, b}
+	d, err := Compare(exps, "e1", "e2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changedRows(d); !slices.Equal(got, []string{"commit HEAD"}) {
+		t.Errorf("changed rows %q", got)
+	}
+	if d.Range == nil || d.Range.To != headB || len(d.Range.Files) != 2 || d.RangeNote != "recorded at e2's start" {
+		t.Errorf("range %+v, note %q", d.Range, d.RangeNote)
+	}
+	back, err := Compare(exps, "e2", "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Range == nil || back.Range.From != headB || len(back.Range.Behind) != 2 || len(back.Range.Ahead) != 0 || back.Range.BehindTotal != 2 ||
+		back.RangeNote != "recorded at e2's start (reversed)" {
+		t.Errorf("reversed range %+v, note %q", back.Range, back.RangeNote)
+	}
+	if rg.From != headA || len(rg.Ahead) != 2 {
+		t.Error("Compare changed the recorded range")
+	}
+	b.Fingerprint.Git.Range = nil
+	d, _ = Compare([]ledger.Experiment{a, b}, "e1", "e2")
+	if d.Range != nil || !strings.HasPrefix(d.RangeNote, "not recorded: ") {
+		t.Errorf("no range recorded: %+v, %q", d.Range, d.RangeNote)
+	}
+}
+
+// TestCompareUnknownNeverChanged: a capture that failed on one side makes
+// its rows unknown, never changed.
+func TestCompareUnknownNeverChanged(t *testing.T) {
+	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62.4)
+	b.Fingerprint.Versions[1] = event.Version{Name: "torch", Err: "timed out after 10s"}
+	b.Fingerprint.Git = nil
+	b.Fingerprint.Errors = []string{"git: not a repository"}
+	b.Fingerprint.Kernel = ""
+	b.EndGPUs = nil
+	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changedRows(d); len(got) != 0 {
+		t.Errorf("changed rows %q", got)
+	}
+	var unknown []string
+	for _, f := range d.Fields {
+		if f.Unknown {
+			unknown = append(unknown, f.Group+" "+f.Name)
+		}
+	}
+	want := []string{"commit HEAD", "commit branch", "versions torch", "gpu GPUs under load", "host kernel"}
+	if !slices.Equal(unknown, want) {
+		t.Errorf("unknown rows %q, want %q", unknown, want)
+	}
+	for _, f := range d.Fields {
+		if f.Name == "torch" && f.B != "unknown: timed out after 10s" {
+			t.Errorf("torch row %+v", f)
+		}
+	}
+	if ConfigKey(d.B) != "" {
+		t.Error("a configuration without its commit has a key")
+	}
+	if d.Range != nil || !strings.Contains(d.RangeNote, "commit unknown for e2") {
+		t.Errorf("note %q", d.RangeNote)
+	}
+}
+
+// TestCompareVerdicts: 5 launches of each configuration, well separated:
+// significant at p=0.008, faster for tok/s and better for a lower TTFT;
+// the A/A noise of A's configuration is given.
+func TestCompareVerdicts(t *testing.T) {
+	var exps []ledger.Experiment
+	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8, 62.4} {
+		exps = append(exps, withBench(dexp("a"+string(rune('1'+i)), "baseline", headA, tok), tok-0.5, 40+float64(i)))
+	}
+	for i, tok := range []float64{89.2, 88.5, 89.9, 88.8, 89.4} {
+		exps = append(exps, withBench(dexp("b"+string(rune('1'+i)), "nccl-ll-ring", headA, tok), tok-0.5, 30+float64(i)))
+	}
+	d, err := Compare(exps, "a3", "b2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.LaunchesA) != 5 || len(d.LaunchesB) != 5 {
+		t.Fatalf("launches %d+%d", len(d.LaunchesA), len(d.LaunchesB))
+	}
+	for _, tc := range []struct{ metric, verdict, pn string }{
+		{MetricLogTokS, "faster", "p=0.008 n=5"},
+		{MetricBenchTokS, "faster", "p=0.008 n=5"},
+		{MetricTTFT, "better", "p=0.008 n=5"},
+		{MetricITL, "no significant difference", "p=1.000 n=5"},
+		{MetricE2E, "no significant difference", "p=1.000 n=5"},
+	} {
+		r := row(t, d, tc.metric)
+		if r.Verdict != tc.verdict || r.Launches.PN() != tc.pn {
+			t.Errorf("%s: %q (%s), want %q (%s)", tc.metric, r.Verdict, r.Launches.PN(), tc.verdict, tc.pn)
+		}
+	}
+	r := row(t, d, MetricLogTokS)
+	if !r.HasNoise || r.WithinNoise || math.Abs(r.Noise-0.6/62.4*100) > 1e-9 { // median 62.4; 61.8 is farthest
+		t.Errorf("noise %v %v within %v", r.Noise, r.HasNoise, r.WithinNoise)
+	}
+	if r.A.Median != 62.5 || r.A.N != 7 {
+		t.Errorf("A's own summary %+v", r.A)
+	}
+	ttft := row(t, d, MetricTTFT)
+	if ttft.A.N != 4 || ttft.A.Median != 43.5 || !ttft.LowerIsBetter || ttft.Unit != "ms" {
+		t.Errorf("TTFT within-run summary %+v", ttft)
+	}
+	if len(d.Noise) != 4 || d.Noise[0].Config != "baseline @ a6d51c0" || d.Noise[0].Launches != 5 || d.Noise[0].Lo != 61.8 || d.Noise[0].Hi != 62.9 ||
+		d.Noise[1].Metric != MetricBenchTokS {
+		t.Errorf("noise rows %+v", d.Noise)
+	}
+}
+
+// TestCompareLaunchGrouping: an A/A comparison (same configuration) puts
+// each experiment on its own side; launches without a result stay out.
+func TestCompareLaunchGrouping(t *testing.T) {
+	a1, a2, a3 := dexp("e1", "baseline", headA, 62), dexp("e2", "baseline", headA, 63), dexp("e3", "baseline", headA, 62.5)
+	a3.Result = event.ExperimentResult{} // no samples: not a launch
+	b := dexp("e4", "nccl-ll-ring", headA, 89)
+	exps := []ledger.Experiment{a1, a2, a3, b}
+	d, err := Compare(exps, "e1", "e2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.LaunchesA) != 1 || len(d.LaunchesB) != 1 {
+		t.Errorf("A/A launches %d+%d", len(d.LaunchesA), len(d.LaunchesB))
+	}
+	d, _ = Compare(exps, "e3", "e4")
+	if ids := launchList(d.LaunchesA); ids != "e1, e2, e3 (3)" {
+		t.Errorf("launches of A: %s", ids)
+	}
+	if r := row(t, d, MetricLogTokS); r.Verdict != "no verdict: no value for e3" {
+		t.Errorf("verdict %q", r.Verdict)
+	}
+}
+
+func TestCompareUnknownExperiment(t *testing.T) {
+	exps := []ledger.Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62)}
+	for _, args := range [][2]string{{"e9", "e1"}, {"e1", "nope\x1b[31m"}} {
+		_, err := Compare(exps, args[0], args[1])
+		if !errors.Is(err, ErrNoExperiment) || !strings.Contains(err.Error(), "(have e1, e2)") || strings.Contains(err.Error(), "\x1b") {
+			t.Errorf("Compare(%q, %q): %v", args[0], args[1], err)
+		}
+	}
+	if _, err := Compare(nil, "e1", "e2"); err == nil || !strings.Contains(err.Error(), "(have none)") {
+		t.Errorf("no experiments: %v", err)
+	}
+}
+
+func TestConfigKey(t *testing.T) {
+	base := dexp("e1", "baseline", headA, 1)
+	same := dexp("e2", "baseline", headA, 2)
+	if ConfigKey(&base) == "" || ConfigKey(&base) != ConfigKey(&same) {
+		t.Error("the same configuration has different keys")
+	}
+	for name, change := range map[string]func(x *ledger.Experiment){
+		"env": func(x *ledger.Experiment) {
+			x.Fingerprint.Launch = &event.LaunchInfo{Argv: x.Launch.Argv, Env: profiles["nccl-ll-ring"]}
+		},
+		"argv": func(x *ledger.Experiment) {
+			x.Fingerprint.Launch = &event.LaunchInfo{Argv: []string{"python3", "--tp-size", "4"}}
+		},
+		"head": func(x *ledger.Experiment) { x.Fingerprint.Git = &event.GitState{Head: headB} },
+		"patch": func(x *ledger.Experiment) {
+			x.Fingerprint.Git = &event.GitState{Head: headA, PatchSHA256: "ab12", PatchBytes: 10}
+		},
+		"no git": func(x *ledger.Experiment) { x.Fingerprint.Git = nil },
+		"no fp":  func(x *ledger.Experiment) { x.Fingerprint = nil; x.Launch = nil },
+	} {
+		x := dexp("e3", "baseline", headA, 3)
+		fp := *x.Fingerprint
+		x.Fingerprint = &fp
+		change(&x)
+		if k := ConfigKey(&x); k == ConfigKey(&base) {
+			t.Errorf("%s: same key", name)
+		}
+	}
+}
+
+func TestParseArgv(t *testing.T) {
+	got := parseArgv([]string{"python3", "-m", "sglang.launch_server", "--tp-size", "8", "--enable-x", "--port=30000", "--offset", "-1", "--enable-x", "model.bin"})
+	want := []argFlag{{"arg 1", "python3"}, {"-m", "sglang.launch_server"}, {"--tp-size", "8"}, {"--enable-x", "(set)"}, {"--port", "30000"},
+		{"--offset", "-1"}, {"--enable-x (2)", "model.bin"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseArgv = %q\nwant %q", got, want)
+	}
+	if got := parseArgv(nil); got != nil {
+		t.Errorf("parseArgv(nil) = %q", got)
+	}
+}
+
+// TestCompareIdleGPUsAtEnd: GPUs idle in the last sample (the server was
+// killed before the end) are not under load: never a change.
+func TestCompareIdleGPUsAtEnd(t *testing.T) {
+	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62.4)
+	for i := range b.EndGPUs {
+		b.EndGPUs[i].SMClockMHz = event.Reading{Value: 345}
+		b.EndGPUs[i].ClockEvents = event.ClockEvents{Mask: event.ReasonGPUIdle}
+		b.EndGPUs[i].PCIeGenCurrent = event.Reading{Value: 1}
+	}
+	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changedRows(d); len(got) != 0 {
+		t.Errorf("changed rows %q", got)
+	}
+	n := 0
+	for _, f := range d.Fields {
+		if f.Group == "gpu" && f.Unknown {
+			n++
+			if f.B != "unknown: idle at the end, not under load" {
+				t.Errorf("row %+v", f)
+			}
+		}
+	}
+	if n != len(gpuFields) {
+		t.Errorf("%d unknown gpu rows, want %d: %+v", n, len(gpuFields), d.Fields)
+	}
+}
