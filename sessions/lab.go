@@ -200,11 +200,11 @@ func (l *Lab) Observe(e event.Event) {
 			return
 		}
 		if l.ledger.Current() != nil {
-			l.endLocked(e.At, ledger.TriggerRelaunch, "")
+			l.endLocked(e.At, event.TriggerRelaunch, "")
 		}
 		rep := l.armed
 		l.armed = nil
-		l.startLocked(e.At, "", "", ledger.TriggerLaunch, l.launch, rep)
+		l.startLocked(e.At, "", "", event.TriggerLaunch, l.launch, rep)
 		l.kickLocked()
 	case event.KillStep:
 		l.relaunching = p.Relaunch && p.Step != "failed"
@@ -220,7 +220,7 @@ func (l *Lab) Observe(e event.Event) {
 		// server that is no longer this session's. (Unsure is not yet a
 		// take-over: the host may answer and the lock still be ours.)
 		if p.Role == event.RoleWatching && !l.closed && l.ledger.Current() != nil {
-			l.endLocked(e.At, ledger.TriggerTakenOver, "")
+			l.endLocked(e.At, event.TriggerTakenOver, "")
 			l.kickLocked()
 		}
 	case event.ServerStatus:
@@ -231,14 +231,14 @@ func (l *Lab) Observe(e event.Event) {
 		}
 		switch p.Phase {
 		case event.PhaseKilled:
-			trig := ledger.TriggerKill
+			trig := event.TriggerKill
 			if l.relaunching {
-				trig = ledger.TriggerRelaunch
+				trig = event.TriggerRelaunch
 			}
 			l.endLocked(e.At, trig, "")
 			l.kickLocked()
 		case event.PhaseExited, event.PhaseFailed:
-			l.endLocked(e.At, ledger.TriggerExit, "")
+			l.endLocked(e.At, event.TriggerExit, "")
 			l.kickLocked()
 		}
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
@@ -287,9 +287,9 @@ func (l *Lab) Start(ctx context.Context, name, hypothesis string) (event.Experim
 	err := l.act(ctx, func() error {
 		now := time.Now()
 		if l.ledger.Current() != nil {
-			l.endLocked(now, ledger.TriggerKey, "")
+			l.endLocked(now, event.TriggerKey, "")
 		}
-		s = l.startLocked(now, clean(name), clean(hypothesis), ledger.TriggerKey, nil, nil)
+		s = l.startLocked(now, clean(name), clean(hypothesis), event.TriggerKey, nil, nil)
 		return nil
 	})
 	return s, err
@@ -305,7 +305,7 @@ func (l *Lab) End(ctx context.Context, conclusion string) (event.ExperimentEnd, 
 		if l.ledger.Current() == nil {
 			return ErrNoExperiment
 		}
-		end = l.endLocked(time.Now(), ledger.TriggerKey, clean(conclusion))
+		end = l.endLocked(time.Now(), event.TriggerKey, clean(conclusion))
 		return nil
 	})
 	return end, err
@@ -431,7 +431,7 @@ func (l *Lab) Close(ctx context.Context) {
 	}
 	l.closed = true
 	if l.ledger.Current() != nil {
-		l.endLocked(time.Now(), ledger.TriggerQuit, "")
+		l.endLocked(time.Now(), event.TriggerQuit, "")
 	}
 	l.mu.Unlock()
 	done := make(chan struct{})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // labRig is a Lab wired the way the cockpit wires it: everything published
@@ -105,11 +104,11 @@ func TestLabAutoStartAndEnd(t *testing.T) {
 	}
 	wantNames := []string{"none @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-ll-ring @ a6d51c0", "nccl-debug @ a6d51c0"}
 	for i, s := range starts {
-		if s.ID != "e"+string(rune('1'+i)) || s.Name != wantNames[i] || s.Trigger != ledger.TriggerLaunch || s.Launch == nil {
+		if s.ID != "e"+string(rune('1'+i)) || s.Name != wantNames[i] || s.Trigger != event.TriggerLaunch || s.Launch == nil {
 			t.Errorf("start %d: %+v", i, s)
 		}
 	}
-	wantEnds := []event.Trigger{ledger.TriggerKill, ledger.TriggerExit, ledger.TriggerRelaunch, ledger.TriggerExit}
+	wantEnds := []event.Trigger{event.TriggerKill, event.TriggerExit, event.TriggerRelaunch, event.TriggerExit}
 	for i, e := range ends {
 		if e.Exp != starts[i].ID || e.Trigger != wantEnds[i] {
 			t.Errorf("end %d: %s by %q, want %s by %q", i, e.Exp, e.Trigger, starts[i].ID, wantEnds[i])
@@ -168,7 +167,7 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 		t.Errorf("empty note: %v", err)
 	}
 	s, err := lab.Start(ctx, "baseline", "62 tok/s without NCCL tuning")
-	if err != nil || s.ID != "e1" || s.Name != "baseline" || s.Trigger != ledger.TriggerKey || s.Launch != nil {
+	if err != nil || s.ID != "e1" || s.Name != "baseline" || s.Trigger != event.TriggerKey || s.Launch != nil {
 		t.Fatalf("start %+v %v", s, err)
 	}
 	n1, err := lab.Note(ctx, "bench started \x1b[31mred")
@@ -191,13 +190,13 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 		t.Fatalf("second start %+v %v", s2, err)
 	}
 	end, err := lab.End(ctx, "  no change ")
-	if err != nil || end.Exp != "e2" || end.Conclusion != "no change" || end.Trigger != ledger.TriggerKey {
+	if err != nil || end.Exp != "e2" || end.Conclusion != "no change" || end.Trigger != event.TriggerKey {
 		t.Fatalf("end %+v %v", end, err)
 	}
 	lab.Key("K", "kill sglang pid 4123")
 	count[event.Key](t, rig.rec, "the key", 1)
 	xs := lab.Experiments()
-	if len(xs) != 2 || xs[0].EndedBy != ledger.TriggerKey || xs[1].Conclusion != "no change" || xs[1].Open() {
+	if len(xs) != 2 || xs[0].EndedBy != event.TriggerKey || xs[1].Conclusion != "no change" || xs[1].Open() {
 		t.Errorf("experiments %+v", xs)
 	}
 	// Published in the order decided: start e1, note, update, end e1, start e2, end e2.
@@ -218,7 +217,7 @@ func TestLabNotesAndManualExperiments(t *testing.T) {
 	}
 	lab.Close(ctx)
 	ends := of[event.ExperimentEnd](rig.rec.snapshot())
-	if last := ends[len(ends)-1]; last.Exp != "e3" || last.Trigger != ledger.TriggerQuit {
+	if last := ends[len(ends)-1]; last.Exp != "e3" || last.Trigger != event.TriggerQuit {
 		t.Errorf("end at close %+v", last)
 	}
 	if _, err := lab.Start(ctx, "late", ""); !errors.Is(err, ErrLabClosed) {
@@ -307,7 +306,7 @@ func TestLabRelaunchTrigger(t *testing.T) {
 	for _, c := range []struct {
 		relaunch bool
 		want     event.Trigger
-	}{{true, ledger.TriggerRelaunch}, {false, ledger.TriggerKill}} {
+	}{{true, event.TriggerRelaunch}, {false, event.TriggerKill}} {
 		rig := newLabRig(&Lab{Preset: "sim"})
 		for _, e := range []event.Event{
 			{At: at(0), Data: status(event.PhaseNone, 0)},
@@ -359,7 +358,7 @@ func TestLabEndsWhenTakenOver(t *testing.T) {
 		rig.publish(event.Event{At: at(2), Data: event.DriverState{Role: event.RoleDriving}})
 		rig.publish(event.Event{At: at(90), Data: event.DriverState{Role: role, Holder: event.DriverInfo{User: "bob", Machine: "desk"}}})
 		ends := count[event.ExperimentEnd](t, rig.rec, "1 exp-end", 1)
-		if ends[0].Exp != "e1" || ends[0].Trigger != ledger.TriggerTakenOver {
+		if ends[0].Exp != "e1" || ends[0].Trigger != event.TriggerTakenOver {
 			t.Errorf("%v: end %+v", role, ends[0])
 		}
 		if _, open := rig.lab.Current(); open {

@@ -21,7 +21,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // repeatRig is the cockpit below the screen on a simulated host: the live
@@ -142,10 +141,10 @@ func TestRepeatRelaunchesAndTagsEachLaunch(t *testing.T) {
 		t.Fatalf("%d experiments", len(xs))
 	}
 	for i, x := range xs {
-		if !strings.HasSuffix(x.Name, fmt.Sprintf(" #%d/3", i+1)) || x.StartedBy != ledger.TriggerLaunch {
+		if !strings.HasSuffix(x.Name, fmt.Sprintf(" #%d/3", i+1)) || x.StartedBy != event.TriggerLaunch {
 			t.Errorf("%s: named %q, started by %s", x.ID, x.Name, x.StartedBy)
 		}
-		if i < 2 && (x.EndedBy != ledger.TriggerRelaunch || x.Result.N < 3) {
+		if i < 2 && (x.EndedBy != event.TriggerRelaunch || x.Result.N < 3) {
 			t.Errorf("%s: ended by %q with %d samples", x.ID, x.EndedBy, x.Result.N)
 		}
 	}

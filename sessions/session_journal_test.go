@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // openJournal opens a session's journal as Open does with o (nil with
@@ -89,7 +88,7 @@ func TestJournalFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	w3.Write(event.Event{At: time.Now(), Data: event.Note{Text: "second"}})
-	w3.Write(event.Event{At: time.Now(), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: ledger.TriggerKey}})
+	w3.Write(event.Event{At: time.Now(), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: event.TriggerKey}})
 	w3.Close()
 	j, _ = journal.Open(w1.Path())
 	if j.Len() != 4 {

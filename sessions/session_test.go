@@ -15,7 +15,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // TestLazyRepeatWaitsForARunInFlight: the cockpit waits, after its screen
@@ -148,8 +147,8 @@ func TestSessionAmendsAJournal(t *testing.T) {
 	}
 	at := time.Now()
 	for _, p := range []event.Payload{
-		event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: ledger.TriggerKey},
-		event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerKey},
+		event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: event.TriggerKey},
+		event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKey},
 	} {
 		if err := w.Write(event.Event{At: at, Data: p}); err != nil {
 			t.Fatal(err)

@@ -231,7 +231,7 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	if m.Status() != "no experiments yet: e starts one" {
 		t.Errorf("no experiments: %q", m.Status())
 	}
-	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: ledger.TriggerKey}))
+	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerKey}))
 	press(m, "c")
 	if m.modal != modalNone || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
 		t.Errorf("one experiment, no result: %q", m.Status())
@@ -271,9 +271,9 @@ func TestReplaySpaceMarksInThePanel(t *testing.T) {
 // bba2fc4) against e3 (nccl-ll-ring @ a6d51c0), with launches, noise, a
 // recorded range and every kind of row.
 func constructedDiff() *compare.Diff {
-	e1 := &ledger.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: ledger.TriggerRelaunch,
+	e1 := &ledger.Experiment{ID: "e1", Name: "none @ bba2fc4", Started: at(10 * time.Second), Ended: at(45 * time.Second), EndedBy: event.TriggerRelaunch,
 		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "bba2fc4" + strings.Repeat("0", 33)}}}
-	e3 := &ledger.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: ledger.TriggerKill,
+	e3 := &ledger.Experiment{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Started: at(90 * time.Second), Ended: at(150 * time.Second), EndedBy: event.TriggerKill,
 		Fingerprint: &event.Fingerprint{Git: &event.GitState{Head: "a6d51c0" + strings.Repeat("0", 33)}}}
 	e4 := &ledger.Experiment{ID: "e4"}
 	e5 := &ledger.Experiment{ID: "e5"}

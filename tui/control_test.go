@@ -16,7 +16,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // fakeControl records what the cockpit asks of the server. Plan is
@@ -811,7 +810,7 @@ func TestLaunchFormShowsHeadMove(t *testing.T) {
 		{"a6d51c005def07f605f0dd44ce0da458e97c7d62", "a6d51c0", "same commit as the last launch (a6d51c0)"},
 	} {
 		m, _ := controlled(120, 40, ptr(readyStatus()))
-		send(m, ev(5*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: ledger.TriggerLaunch}),
+		send(m, ev(5*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: event.TriggerLaunch}),
 			ev(6*time.Second, fp(c.launched)), ev(7*time.Second, event.RepoHead{Short: c.now, Commit: c.now}))
 		press(m, "L")
 		if scr := plain(m); !strings.Contains(scr, "commit vs the last launch") || !strings.Contains(scr, c.want) {
@@ -877,7 +876,7 @@ func TestLaunchFormShowsDirtyChange(t *testing.T) {
 		{532, []string{"M  python/pynccl.py"}, "same commit (a6d51c0); uncommitted changes then and now"},
 	} {
 		m, _ := controlled(160, 40, ptr(readyStatus()))
-		send(m, ev(5*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: ledger.TriggerLaunch}),
+		send(m, ev(5*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: event.TriggerLaunch}),
 			ev(6*time.Second, event.ExperimentFingerprint{Exp: "e1", Fingerprint: event.Fingerprint{Git: &event.GitState{Head: head, PatchBytes: c.patch}}}),
 			ev(7*time.Second, event.RepoHead{Short: "a6d51c0", Commit: head, Dirty: len(c.entries), Entries: c.entries}))
 		press(m, "L")

@@ -231,7 +231,7 @@ func (m *Model) expEnded(e event.ExperimentEnd, at time.Time) {
 		return
 	}
 	switch e.Trigger {
-	case ledger.TriggerKill, ledger.TriggerRelaunch, ledger.TriggerExit:
+	case event.TriggerKill, event.TriggerRelaunch, event.TriggerExit:
 		m.exp.pending, m.exp.pendingAt = e.Exp, at
 		if m.now.After(at) {
 			m.exp.pendingAt = m.now
@@ -454,17 +454,17 @@ func endedHow(t event.Trigger) string {
 	switch t {
 	case "":
 		return ""
-	case ledger.TriggerKey:
+	case event.TriggerKey:
 		return "ended"
-	case ledger.TriggerKill:
+	case event.TriggerKill:
 		return "killed"
-	case ledger.TriggerRelaunch:
+	case event.TriggerRelaunch:
 		return "relaunched"
-	case ledger.TriggerExit:
+	case event.TriggerExit:
 		return "exited"
-	case ledger.TriggerQuit:
+	case event.TriggerQuit:
 		return "quit"
-	case ledger.TriggerTakenOver:
+	case event.TriggerTakenOver:
 		return "taken over"
 	}
 	return sanitizeString(string(t))

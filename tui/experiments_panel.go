@@ -157,7 +157,7 @@ func (m *Model) expRows() ([]expRow, string) {
 		} else {
 			row.state, row.stTone = endedHow(e.EndedBy), toneDim
 			switch e.EndedBy {
-			case ledger.TriggerExit:
+			case event.TriggerExit:
 				row.stTone = toneWarn
 			case "": // a start came with no end before it: the cockpit crashed
 				row.state, row.stTone = "end lost", toneWarn

@@ -40,7 +40,7 @@ func (f *fakeLab) StartExperiment(_ context.Context, name, hyp string) (event.Ex
 		return event.ExperimentStart{}, f.err
 	}
 	f.next++
-	return event.ExperimentStart{ID: fmt.Sprintf("e%d", f.next), Name: name, Hypothesis: hyp, Trigger: ledger.TriggerKey}, nil
+	return event.ExperimentStart{ID: fmt.Sprintf("e%d", f.next), Name: name, Hypothesis: hyp, Trigger: event.TriggerKey}, nil
 }
 
 func (f *fakeLab) EndExperiment(_ context.Context, conclusion string) (event.ExperimentEnd, error) {
@@ -48,7 +48,7 @@ func (f *fakeLab) EndExperiment(_ context.Context, conclusion string) (event.Exp
 	if f.err != nil {
 		return event.ExperimentEnd{}, f.err
 	}
-	return event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerKey, Conclusion: conclusion, Result: result(88.94, 87.1, 90.2, 24)}, nil
+	return event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKey, Conclusion: conclusion, Result: result(88.94, 87.1, 90.2, 24)}, nil
 }
 
 func (f *fakeLab) UpdateExperiment(_ context.Context, u event.ExperimentUpdate) error {
@@ -119,22 +119,22 @@ func session() []event.Event {
 		st.Profile, st.Since = profile, at(d)
 		add(d, st)
 	}
-	add(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Hypothesis: "baseline on main", Trigger: ledger.TriggerLaunch,
+	add(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Hypothesis: "baseline on main", Trigger: event.TriggerLaunch,
 		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "none"}})
 	add(11*time.Second, event.ExperimentFingerprint{Exp: "e1", Fingerprint: fp("bba2fc4", "none", 0)})
 	ready(20*time.Second, "none")
 	rates(21*time.Second, 82, 20)
-	add(45*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)})
+	add(45*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)})
 	add(47*time.Second, event.ExperimentUpdate{Exp: "e1", Conclusion: "baseline"})
-	add(50*time.Second, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ bba2fc4", Trigger: ledger.TriggerLaunch,
+	add(50*time.Second, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ bba2fc4", Trigger: event.TriggerLaunch,
 		Hypothesis: "LL protocol with ring cuts all-reduce latency at TP=8", Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
 	add(51*time.Second, event.ExperimentFingerprint{Exp: "e2", Fingerprint: fp("bba2fc4", "nccl-ll-ring", 12345)})
 	ready(60*time.Second, "nccl-ll-ring")
 	rates(61*time.Second, 88.8, 20)
 	add(70*time.Second, event.Note{Text: "NCCL_DEBUG shows LL in use", Exp: "e2"})
-	add(85*time.Second, event.ExperimentEnd{Exp: "e2", Trigger: ledger.TriggerRelaunch, Result: result(88.9, 88.1, 89.6, 14)})
+	add(85*time.Second, event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerRelaunch, Result: result(88.9, 88.1, 89.6, 14)})
 	add(86*time.Second, event.ExperimentUpdate{Exp: "e2", Conclusion: "LL+ring is 8% faster: keep it"})
-	add(90*time.Second, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Trigger: ledger.TriggerLaunch,
+	add(90*time.Second, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Trigger: event.TriggerLaunch,
 		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
 	ready(100*time.Second, "nccl-ll-ring")
 	rates(101*time.Second, 61, 20)
@@ -389,15 +389,15 @@ func TestConclusionPrompt(t *testing.T) {
 	end := func(trig event.Trigger, conclusion string) event.Event {
 		return ev(50*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: trig, Conclusion: conclusion, Result: result(82.3, 81.9, 82.9, 14)})
 	}
-	start := ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: ledger.TriggerLaunch})
+	start := ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: event.TriggerLaunch})
 	const banner = "e1 none @ bba2fc4 ended (kill): 82.3 tok/s [81.9, 82.9] n=14  (e within 30s: write its conclusion, esc: dismiss)"
 	for _, c := range []struct {
 		trig       event.Trigger
 		conclusion string
 		ask        bool
 	}{
-		{ledger.TriggerKill, "", true}, {ledger.TriggerRelaunch, "", true}, {ledger.TriggerExit, "", true},
-		{ledger.TriggerKey, "", false}, {ledger.TriggerQuit, "", false}, {ledger.TriggerKill, "typed already", false},
+		{event.TriggerKill, "", true}, {event.TriggerRelaunch, "", true}, {event.TriggerExit, "", true},
+		{event.TriggerKey, "", false}, {event.TriggerQuit, "", false}, {event.TriggerKill, "typed already", false},
 	} {
 		m, _ := labScene(120, 30, Options{})
 		send(m, start, end(c.trig, c.conclusion))
@@ -409,7 +409,7 @@ func TestConclusionPrompt(t *testing.T) {
 		}
 	}
 	m, f := labScene(120, 30, Options{})
-	send(m, start, end(ledger.TriggerKill, ""))
+	send(m, start, end(event.TriggerKill, ""))
 	if !strings.Contains(plain(m), banner) {
 		t.Errorf("banner:\n%s", plain(m))
 	}
@@ -427,7 +427,7 @@ func TestConclusionPrompt(t *testing.T) {
 	}
 	// esc dismisses the banner; e then starts or ends experiments again.
 	m, f = labScene(120, 30, Options{})
-	send(m, start, end(ledger.TriggerExit, ""))
+	send(m, start, end(event.TriggerExit, ""))
 	press(m, "esc")
 	if m.modal != modalNone || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
 		t.Errorf("esc: modal %d calls %q:\n%s", m.modal, f.Calls(), plain(m))
@@ -439,7 +439,7 @@ func TestConclusionPrompt(t *testing.T) {
 	// An overlay open when it ends keeps the keys; the banner waits.
 	m, _ = labScene(120, 30, Options{})
 	press(m, "n")
-	send(m, start, end(ledger.TriggerKill, ""))
+	send(m, start, end(event.TriggerKill, ""))
 	if m.modal != modalNote {
 		t.Fatalf("the prompt took over the note form: modal %d", m.modal)
 	}
@@ -449,7 +449,7 @@ func TestConclusionPrompt(t *testing.T) {
 	}
 	// A replay never asks.
 	r := newSized(100, 30, Options{ReadOnly: true})
-	send(r, start, end(ledger.TriggerKill, ""))
+	send(r, start, end(event.TriggerKill, ""))
 	if r.modal != modalNone {
 		t.Error("a replay asked for a conclusion")
 	}
@@ -658,7 +658,7 @@ func TestExperimentsGolden(t *testing.T) {
 	t.Run("warmup_100x30", func(t *testing.T) {
 		m, _ := labScene(100, 30, Options{})
 		start := gitNow.Add(time.Second)
-		evs := EventsMsg{{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: ledger.TriggerKey}}}
+		evs := EventsMsg{{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: event.TriggerKey}}}
 		for i := range 6 {
 			evs = append(evs, event.Event{At: start.Add(time.Duration(i+1) * time.Second), Data: event.TokRate{TokPerSec: 80, Ranks: 1}})
 		}
@@ -705,8 +705,8 @@ func TestConclusionBannerExpires(t *testing.T) {
 	end := gitNow.Add(10 * time.Second)
 	setup := func() (*Model, *fakeLab) {
 		m, f := labScene(120, 30, Options{})
-		m.Update(EventsMsg{{At: end.Add(-20 * time.Second), Data: event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: ledger.TriggerLaunch}},
-			{At: end, Data: event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)}}})
+		m.Update(EventsMsg{{At: end.Add(-20 * time.Second), Data: event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Trigger: event.TriggerLaunch}},
+			{At: end, Data: event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)}}})
 		return m, f
 	}
 	shown := func(m *Model) bool { return strings.Contains(plain(m), "e within 30s: write its conclusion") }
@@ -737,22 +737,22 @@ func TestConclusionBannerExpires(t *testing.T) {
 	// An end seen after the clock moved on still shows for 30 s.
 	m, _ = labScene(120, 30, Options{})
 	m.Update(ClockMsg{Now: gitNow.Add(time.Hour)})
-	send(m, ev(20*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: ledger.TriggerLaunch}),
-		ev(50*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerExit}))
+	send(m, ev(20*time.Second, event.ExperimentStart{ID: "e1", Name: "x", Trigger: event.TriggerLaunch}),
+		ev(50*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerExit}))
 	if !shown(m) {
 		t.Error("an end behind the clock showed no banner")
 	}
 	// The next experiment's end replaces it: by a key, none; by a kill,
 	// its own.
 	m, _ = setup()
-	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: ledger.TriggerKey}},
-		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: ledger.TriggerKey}}})
+	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: event.TriggerKey}},
+		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey}}})
 	if shown(m) || m.exp.pending != "" {
 		t.Errorf("after e2 ended by e: banner %v, pending %q", shown(m), m.exp.pending)
 	}
 	m, _ = setup()
-	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: ledger.TriggerLaunch}},
-		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: ledger.TriggerRelaunch}}})
+	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: event.TriggerLaunch}},
+		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerRelaunch}}})
 	if !strings.Contains(plain(m), "e2 y ended (relaunch)") || strings.Contains(plain(m), "e1 none") {
 		t.Errorf("after e2 was relaunched:\n%s", plain(m))
 	}
@@ -840,7 +840,7 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	// A hand start on a ready server: the warm-up counts from the start.
 	m, _ := labScene(120, 40, Options{})
 	start := gitNow.Add(time.Second)
-	m.Update(event.Event{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: ledger.TriggerKey}})
+	m.Update(event.Event{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: event.TriggerKey}})
 	rates(m, start.Add(time.Second), 6)
 	m.Update(ClockMsg{Now: start.Add(7 * time.Second)})
 	press(m, "x")
@@ -864,7 +864,7 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	m, _ = labScene(120, 40, Options{})
 	st := readyStatus()
 	st.Phase, st.Since, st.PID = event.PhaseLaunching, start, 0
-	m.Update(EventsMsg{{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: ledger.TriggerLaunch}},
+	m.Update(EventsMsg{{At: start, Data: event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Trigger: event.TriggerLaunch}},
 		{At: start, Data: st}})
 	// Still loading: no samples yet, and none expected.
 	m.Update(ClockMsg{Now: start.Add(2 * time.Second)})
@@ -884,7 +884,7 @@ func TestWarmUpIsNotAWarning(t *testing.T) {
 	}
 	// With no samples at all, there is nothing to warm up: it says so.
 	m, _ = labScene(120, 40, Options{})
-	m.Update(event.Event{At: start, Data: event.ExperimentStart{ID: "e1", Name: "x", Trigger: ledger.TriggerKey}})
+	m.Update(event.Event{At: start, Data: event.ExperimentStart{ID: "e1", Name: "x", Trigger: event.TriggerKey}})
 	m.Update(ClockMsg{Now: start.Add(time.Minute)})
 	press(m, "x")
 	if scr := plain(m); !strings.Contains(scr, "no tok/s samples so far") || !strings.Contains(scr, "warning: no samples") {
@@ -898,8 +898,8 @@ func TestPanelSaysWhichRowsShow(t *testing.T) {
 	m, _ := labScene(80, 24, Options{})
 	for i := 1; i <= 15; i++ {
 		id := fmt.Sprintf("e%d", i)
-		send(m, ev(time.Duration(10*i)*time.Second, event.ExperimentStart{ID: id, Name: "try " + id, Trigger: ledger.TriggerKey}),
-			ev(time.Duration(10*i+5)*time.Second, event.ExperimentEnd{Exp: id, Trigger: ledger.TriggerKey}))
+		send(m, ev(time.Duration(10*i)*time.Second, event.ExperimentStart{ID: id, Name: "try " + id, Trigger: event.TriggerKey}),
+			ev(time.Duration(10*i+5)*time.Second, event.ExperimentEnd{Exp: id, Trigger: event.TriggerKey}))
 	}
 	press(m, "x")
 	title := func() string {

@@ -2,7 +2,7 @@ package tui
 
 import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"slices"
 	"strconv"
 	"strings"
@@ -428,7 +428,7 @@ func (m *Model) headVsLastLaunch() (line string, moved bool) {
 	exps := m.exp.ledger.Experiments()
 	for i := len(exps) - 1; i >= 0; i-- {
 		e := &exps[i]
-		if e.StartedBy != ledger.TriggerLaunch {
+		if e.StartedBy != event.TriggerLaunch {
 			continue
 		}
 		if e.Fingerprint == nil || e.Fingerprint.Git == nil || e.Fingerprint.Git.Head == "" {

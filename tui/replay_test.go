@@ -15,7 +15,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // fakeSource is a journal in memory: events at t0 + their time, marks
@@ -502,9 +501,9 @@ func TestReplayGolden(t *testing.T) {
 // together.
 func TestReplayMarksAtOneInstant(t *testing.T) {
 	evs := []event.Event{connected(),
-		ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: ledger.TriggerLaunch}),
-		ev(30*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerRelaunch}),
-		ev(30*time.Second+300*time.Microsecond, event.ExperimentStart{ID: "e2", Name: "b", Trigger: ledger.TriggerLaunch}),
+		ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerLaunch}),
+		ev(30*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerRelaunch}),
+		ev(30*time.Second+300*time.Microsecond, event.ExperimentStart{ID: "e2", Name: "b", Trigger: event.TriggerLaunch}),
 		ev(50*time.Second, event.Note{Text: "n", Exp: "e2"}),
 		ev(60*time.Second, h200s(1)),
 	}

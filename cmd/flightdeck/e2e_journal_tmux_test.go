@@ -9,7 +9,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // TestDemoJournalInTmux: the real binary records the demo in the journal
@@ -63,7 +62,7 @@ func TestDemoJournalInTmux(t *testing.T) {
 		}
 		return nil
 	})
-	if start == nil || start.Trigger != ledger.TriggerLaunch || end == nil || end.Exp != start.ID || end.Trigger != ledger.TriggerQuit {
+	if start == nil || start.Trigger != event.TriggerLaunch || end == nil || end.Exp != start.ID || end.Trigger != event.TriggerQuit {
 		t.Errorf("experiment start %+v end %+v: want the launch's experiment ended by quitting", start, end)
 	}
 	if h := j.Header(); h.Label != "demo" || h.PID == 0 || h.Flightdeck == "" {

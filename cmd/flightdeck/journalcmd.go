@@ -354,7 +354,7 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 				res.Median = *x.Median
 			}
 			how := x.EndedHow
-			if how == string(ledger.TriggerKey) {
+			if how == string(event.TriggerKey) {
 				how = "by hand"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\ttok/s %s\t%s\n", sanitize.String(x.ID), sanitize.String(x.Name), report.FormatResult(res), how)
@@ -937,7 +937,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 // triggerWords says what started or ended an experiment: "hand (e)" for
 // the key, else the trigger's own word ("launch", "relaunch", "kill").
 func triggerWords(t event.Trigger) string {
-	if t == ledger.TriggerKey {
+	if t == event.TriggerKey {
 		return "hand (e)"
 	}
 	return sanitize.String(string(t))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 const fixPatch = "diff --git a/model/pynccl.py b/model/pynccl.py\n--- a/model/pynccl.py\n+++ b/model/pynccl.py\n" +
@@ -34,13 +33,13 @@ func unknownJournal(t *testing.T) string {
 		Patch: fixPatch, PatchSHA256: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", PatchBytes: len(fixPatch)},
 		Versions: []event.Version{{Name: "nccl", Value: "2.21.5"}}}
 	for _, e := range []event.Event{
-		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: ledger.TriggerKey}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: event.TriggerKey}},
 		{At: at(2), Data: event.ExperimentFingerprint{Exp: "e1", Fingerprint: fp1}},
-		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerKey}},
-		{At: at(61), Data: event.ExperimentStart{ID: "e2", Name: "dirty", Trigger: ledger.TriggerKey}},
+		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKey}},
+		{At: at(61), Data: event.ExperimentStart{ID: "e2", Name: "dirty", Trigger: event.TriggerKey}},
 		{At: at(62), Data: event.ExperimentFingerprint{Exp: "e2", Fingerprint: fp2}},
-		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: ledger.TriggerKey}},
-		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "crashed", Trigger: ledger.TriggerKey}},
+		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey}},
+		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "crashed", Trigger: event.TriggerKey}},
 		{At: at(140), Data: event.Note{Text: "last words", Exp: "e3"}},
 	} {
 		if err := w.Write(e); err != nil {

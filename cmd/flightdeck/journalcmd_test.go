@@ -14,7 +14,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
@@ -104,7 +103,7 @@ func TestJournalLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: event.ExperimentStart{ID: "e4", Name: "after", Trigger: ledger.TriggerKey}})
+	w.Write(event.Event{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Data: event.ExperimentStart{ID: "e4", Name: "after", Trigger: event.TriggerKey}})
 	if err := w.Flush(true); err != nil {
 		t.Fatal(err)
 	}

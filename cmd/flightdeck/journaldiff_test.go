@@ -9,7 +9,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
@@ -218,7 +217,7 @@ func TestJournalDiffLiveAndDamaged(t *testing.T) {
 	}
 	defer w.Close()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: "e4", Name: "by hand", Trigger: ledger.TriggerKey}})
+	w.Write(event.Event{At: at, Data: event.ExperimentStart{ID: "e4", Name: "by hand", Trigger: event.TriggerKey}})
 	for i := range 30 {
 		w.Write(event.Event{At: at.Add(time.Duration(2*i+1) * time.Second), Data: event.TokRate{TokPerSec: 70 + float64(i%3)/10, Ranks: 1}})
 	}

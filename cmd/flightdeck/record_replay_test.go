@@ -22,7 +22,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
@@ -81,7 +80,7 @@ func (s *liveScreen) run(events <-chan event.Event, done chan<- struct{}) {
 		}
 		s.pending = nil
 		s.m.Update(tui.EventsMsg{e})
-		if x, ok := e.Data.(event.ExperimentEnd); ok && x.Conclusion == "" && x.Trigger != ledger.TriggerKey {
+		if x, ok := e.Data.(event.ExperimentEnd); ok && x.Conclusion == "" && x.Trigger != event.TriggerKey {
 			// The live cockpit asks for the conclusion of an experiment
 			// that ended by itself (an overlay, which a replay never
 			// opens): the user skips it.

@@ -16,7 +16,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
@@ -117,7 +116,7 @@ func TestServerRepeatCLI(t *testing.T) {
 	if want := []string{"e1 1/2 of e1", "e2 2/2 of e1"}; !slices.Equal(tags, want) {
 		t.Fatalf("experiments %q, want %q", tags, want)
 	}
-	if xs[0].StartedBy != ledger.TriggerKey || xs[1].StartedBy != ledger.TriggerLaunch || xs[0].EndedBy != ledger.TriggerRelaunch || xs[1].EndedBy != ledger.TriggerQuit {
+	if xs[0].StartedBy != event.TriggerKey || xs[1].StartedBy != event.TriggerLaunch || xs[0].EndedBy != event.TriggerRelaunch || xs[1].EndedBy != event.TriggerQuit {
 		t.Errorf("e1 %s..%s, e2 %s..%s", xs[0].StartedBy, xs[0].EndedBy, xs[1].StartedBy, xs[1].EndedBy)
 	}
 	if r.Header.Label != "repeat" {
@@ -166,7 +165,7 @@ func TestServerRepeatCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	xs = r.Ledger.Experiments()
-	if len(xs) != 4 || xs[3].Repeat == nil || xs[3].Repeat.I != 2 || xs[3].Repeat.N != 4 || xs[3].Open() || xs[2].EndedBy != ledger.TriggerRelaunch {
+	if len(xs) != 4 || xs[3].Repeat == nil || xs[3].Repeat.I != 2 || xs[3].Repeat.N != 4 || xs[3].Open() || xs[2].EndedBy != event.TriggerRelaunch {
 		t.Errorf("after the stopped repeat: %d experiments, last %+v", len(xs), xs[len(xs)-1])
 	}
 	_, _, err = runCLI(t, nil, args("server", "status", "sim")...)

@@ -17,7 +17,7 @@ import (
 func onLaunch(x ledger.Experiment, y *ledger.Experiment) ledger.Experiment {
 	fp := *x.Fingerprint
 	fp.Launch = y.Launch
-	x.Fingerprint, x.Launch, x.StartedBy = &fp, nil, ledger.TriggerKey
+	x.Fingerprint, x.Launch, x.StartedBy = &fp, nil, event.TriggerKey
 	return x
 }
 

@@ -85,7 +85,7 @@ func dexp(id, profile, head string, tok float64) ledger.Experiment {
 	sum := ledger.ResultOf(samples, 3, nil)
 	g := testGPU(0, 0)
 	g2 := testGPU(1, 0)
-	return ledger.Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: ledger.TriggerLaunch, EndedBy: ledger.TriggerRelaunch,
+	return ledger.Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: event.TriggerLaunch, EndedBy: event.TriggerRelaunch,
 		Started: t0, Ended: t0.Add(time.Minute), Launch: &rl,
 		Fingerprint: &event.Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
 			Git:      &event.GitState{Repo: "/srv/sglang", Head: head, Branch: "main", Subject: "subject of " + head[:7]},

@@ -232,3 +232,19 @@ type RepeatProgress struct {
 type Session struct {
 	SessionHeader
 }
+
+// The triggers: what started or ended an experiment (Experiment.StartedBy
+// and EndedBy, the trigger of exp-start and exp-end). An experiment still
+// open when its session stopped has no end trigger: see Ledger.Close.
+const (
+	TriggerKey      Trigger = "key"      // e in the cockpit (or the CLI)
+	TriggerLaunch   Trigger = "launch"   // a server launch (auto-start)
+	TriggerRelaunch Trigger = "relaunch" // a new launch ended the previous experiment
+	TriggerKill     Trigger = "kill"     // the server was killed (auto-end)
+	TriggerExit     Trigger = "exit"     // the server exited or failed by itself
+	TriggerQuit     Trigger = "quit"     // the cockpit quit
+	// TriggerTakenOver: another cockpit took the host's driver lock (or
+	// this one could not keep it): what the server does next is not this
+	// session's, so the experiment ends here.
+	TriggerTakenOver Trigger = "taken-over"
+)

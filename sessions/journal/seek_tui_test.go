@@ -12,7 +12,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
@@ -80,7 +79,7 @@ func session(dur time.Duration) []event.Event {
 	expN := 0
 	relaunch := func(at time.Duration, endPrev bool, pid int) {
 		if expN > 0 && endPrev {
-			add(at, event.ExperimentEnd{Exp: fmt.Sprintf("e%d", expN), Trigger: ledger.TriggerRelaunch,
+			add(at, event.ExperimentEnd{Exp: fmt.Sprintf("e%d", expN), Trigger: event.TriggerRelaunch,
 				Result: event.ExperimentResult{Metric: "tok/s", Median: 1500 + float64(expN), N: 6}})
 		}
 		add(at, event.ServerStatus{Phase: event.PhaseKilled, Server: "sglang", PID: pid - 1, Since: start.Add(at), Exit: -1})
@@ -91,7 +90,7 @@ func session(dur time.Duration) []event.Event {
 			off = 0
 		}
 		expN++
-		add(at+4*time.Millisecond, event.ExperimentStart{ID: fmt.Sprintf("e%d", expN), Name: fmt.Sprintf("run %d", expN), Trigger: ledger.TriggerLaunch})
+		add(at+4*time.Millisecond, event.ExperimentStart{ID: fmt.Sprintf("e%d", expN), Name: fmt.Sprintf("run %d", expN), Trigger: event.TriggerLaunch})
 		add(at+5*time.Millisecond, event.Note{Text: fmt.Sprintf("relaunch %d", expN), Exp: fmt.Sprintf("e%d", expN)})
 		if expN%2 == 0 {
 			add(at+6*time.Millisecond, event.Repeat{Exp: fmt.Sprintf("e%d", expN), Series: fmt.Sprintf("e%d", expN-1), I: 2, N: 2})

@@ -150,22 +150,6 @@ type TimedNote struct {
 	event.Note
 }
 
-// The triggers: what started or ended an experiment (Experiment.StartedBy
-// and EndedBy, the trigger of exp-start and exp-end). An experiment still
-// open when its session stopped has no end trigger: see Ledger.Close.
-const (
-	TriggerKey      event.Trigger = "key"      // e in the cockpit (or the CLI)
-	TriggerLaunch   event.Trigger = "launch"   // a server launch (auto-start)
-	TriggerRelaunch event.Trigger = "relaunch" // a new launch ended the previous experiment
-	TriggerKill     event.Trigger = "kill"     // the server was killed (auto-end)
-	TriggerExit     event.Trigger = "exit"     // the server exited or failed by itself
-	TriggerQuit     event.Trigger = "quit"     // the cockpit quit
-	// TriggerTakenOver: another cockpit took the host's driver lock (or
-	// this one could not keep it): what the server does next is not this
-	// session's, so the experiment ends here.
-	TriggerTakenOver event.Trigger = "taken-over"
-)
-
 // MaxRangeItems is the most commits, and the most files, a CommitRange
 // lists: 50.
 const MaxRangeItems = 50

@@ -10,7 +10,7 @@ import (
 // mark naming an experiment the ledger never saw reads as none.
 func TestLedgerBaseline(t *testing.T) {
 	start := func(s float64, id string) eventAt {
-		return eventAt{s, event.ExperimentStart{ID: id, Name: id, Trigger: TriggerKey}}
+		return eventAt{s, event.ExperimentStart{ID: id, Name: id, Trigger: event.TriggerKey}}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -55,10 +55,10 @@ type eventAt struct {
 func TestLedgerRepeatAndBench(t *testing.T) {
 	res := func(tok float64) *event.BenchResult { return &event.BenchResult{Completed: 4, OutputTokPerSec: tok} }
 	l := fold(seq(
-		ev(0, event.ExperimentStart{ID: "e1", Trigger: TriggerLaunch}),
+		ev(0, event.ExperimentStart{ID: "e1", Trigger: event.TriggerLaunch}),
 		ev(1, event.BenchStarted{ID: "b1", Exp: "e1"}),
 		ev(2, event.BenchDone{ID: "b1", Exp: "e1", Result: res(62.4)}),
-		ev(3, event.ExperimentStart{ID: "e2", Trigger: TriggerLaunch}),
+		ev(3, event.ExperimentStart{ID: "e2", Trigger: event.TriggerLaunch}),
 		ev(3.1, event.Repeat{Exp: "e2", Series: "e1", I: 2, N: 5}),
 		ev(4, event.BenchDone{ID: "b2", Exp: "e2", Err: "HTTP 503"}),
 		ev(5, event.BenchDone{ID: "b3", Exp: "e2", Result: res(61.9)}),

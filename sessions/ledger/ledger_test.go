@@ -55,7 +55,7 @@ func TestLedgerProvisional(t *testing.T) {
 	}{
 		{"nothing open", seq(rates(0, 5, 88, 89, 90)), nil, 0, 0},
 		{"launch, ready line, warm-up dropped",
-			seq(ev(0, launch), ev(0, event.ExperimentStart{ID: "e1", Trigger: TriggerLaunch}), ev(60, event.ServerReady{Server: "sglang"}),
+			seq(ev(0, launch), ev(0, event.ExperimentStart{ID: "e1", Trigger: event.TriggerLaunch}), ev(60, event.ServerReady{Server: "sglang"}),
 				rates(62, 2, 20, 50, 70, 80, 88, 89, 90, 91)),
 			[]float64{88, 89, 90, 91}, 4, 0},
 		{"ready from the health check's Since",
@@ -63,11 +63,11 @@ func TestLedgerProvisional(t *testing.T) {
 				rates(72, 5, 40, 60, 85, 86, 87)),
 			[]float64{86, 87}, 3, 0},
 		{"started by hand long after ready: warm-up counts from the start",
-			seq(ev(0, event.ServerReady{}), rates(10, 5, 80, 80, 80), ev(100, event.ExperimentStart{ID: "e1", Trigger: TriggerKey}),
+			seq(ev(0, event.ServerReady{}), rates(10, 5, 80, 80, 80), ev(100, event.ExperimentStart{ID: "e1", Trigger: event.TriggerKey}),
 				rates(101, 5, 81, 82, 83, 84, 85)),
 			[]float64{84, 85}, 3, 0},
 		{"samples while flightdeck's benchmark runs (and the one spanning its end) are another workload",
-			seq(ev(0, launch), ev(0, event.ExperimentStart{ID: "e1", Trigger: TriggerLaunch}), ev(60, event.ServerReady{Server: "sglang"}),
+			seq(ev(0, launch), ev(0, event.ExperimentStart{ID: "e1", Trigger: event.TriggerLaunch}), ev(60, event.ServerReady{Server: "sglang"}),
 				rates(62, 2, 20, 50, 70, 88, 89, 90), ev(74, event.BenchStarted{ID: "b1", Exp: "e1"}),
 				rates(75, 2, 300, 310, 305), ev(81, event.BenchDone{ID: "b1", Exp: "e1"}), rates(82, 2, 150, 89, 90)),
 			[]float64{89, 90, 89, 90}, 8, 0}, // 4 of warm-up, 3 while b1 ran, 150 spanning its end
@@ -123,27 +123,27 @@ func TestLedgerExperiments(t *testing.T) {
 	gpus := []event.GPU{{Index: 0}}
 	l := fold(seq(
 		ev(0, event.Note{Text: "before anything"}),
-		ev(1, event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Hypothesis: "baseline", Trigger: TriggerLaunch, Launch: &event.LaunchInfo{Preset: "sim"}}),
+		ev(1, event.ExperimentStart{ID: "e1", Name: "none @ a6d51c0", Hypothesis: "baseline", Trigger: event.TriggerLaunch, Launch: &event.LaunchInfo{Preset: "sim"}}),
 		ev(2, event.Note{Text: "warming up", Exp: "e1"}),
 		ev(3, event.ExperimentFingerprint{Exp: "e1", Fingerprint: fp}),
 		ev(4, event.ExperimentUpdate{Exp: "e1", Name: "baseline run"}),
 		ev(5, event.ExperimentUpdate{Exp: "nope", Name: "ignored"}),
-		ev(60, event.ExperimentEnd{Exp: "e1", Trigger: TriggerRelaunch, Conclusion: "62 tok/s", Result: res, GPUs: gpus}),
-		ev(61, event.ExperimentEnd{Exp: "e1", Trigger: TriggerKill}), // a second end changes nothing
-		ev(62, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ a6d51c0", Trigger: TriggerLaunch}),
+		ev(60, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerRelaunch, Conclusion: "62 tok/s", Result: res, GPUs: gpus}),
+		ev(61, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKill}), // a second end changes nothing
+		ev(62, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ a6d51c0", Trigger: event.TriggerLaunch}),
 		ev(63, event.ExperimentStart{ID: "e2", Name: "duplicate"}),
 		ev(70, event.Note{Text: "faster", Exp: "e2"}),
 		rates(71, 5, 80, 80, 80, 89, 89, 90),
 		// No exp-end for e2: the cockpit died. A new start closes it.
-		ev(200, event.ExperimentStart{ID: "e3", Name: "by hand", Trigger: TriggerKey}),
+		ev(200, event.ExperimentStart{ID: "e3", Name: "by hand", Trigger: event.TriggerKey}),
 	))
 	xs := l.Experiments()
 	if len(xs) != 3 {
 		t.Fatalf("%d experiments", len(xs))
 	}
 	e1 := xs[0]
-	if e1.Name != "baseline run" || e1.Hypothesis != "baseline" || e1.Conclusion != "62 tok/s" || e1.StartedBy != TriggerLaunch ||
-		e1.EndedBy != TriggerRelaunch || !e1.Ended.Equal(sec(60)) || !e1.Started.Equal(sec(1)) || e1.Result.Median != 89 ||
+	if e1.Name != "baseline run" || e1.Hypothesis != "baseline" || e1.Conclusion != "62 tok/s" || e1.StartedBy != event.TriggerLaunch ||
+		e1.EndedBy != event.TriggerRelaunch || !e1.Ended.Equal(sec(60)) || !e1.Started.Equal(sec(1)) || e1.Result.Median != 89 ||
 		len(e1.EndGPUs) != 1 || e1.Fingerprint == nil || e1.Fingerprint.Hostname != "gpu-box" || e1.Launch == nil || e1.Open() {
 		t.Errorf("e1 = %+v", e1)
 	}
@@ -155,7 +155,7 @@ func TestLedgerExperiments(t *testing.T) {
 		!slices.Equal(e2.Result.Samples, []float64{89, 89, 90}) || len(e2.Notes) != 1 {
 		t.Errorf("e2 = %+v", e2)
 	}
-	if c := l.Current(); c == nil || c.ID != "e3" || c.StartedBy != TriggerKey {
+	if c := l.Current(); c == nil || c.ID != "e3" || c.StartedBy != event.TriggerKey {
 		t.Errorf("current %+v", c)
 	}
 	if len(l.Notes()) != 3 || l.Notes()[0].Text != "before anything" || l.Notes()[0].Exp != "" {

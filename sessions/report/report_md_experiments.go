@@ -166,19 +166,19 @@ func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xid
 
 func triggerText(t event.Trigger) string {
 	switch t {
-	case ledger.TriggerKey:
+	case event.TriggerKey:
 		return "hand (e)"
-	case ledger.TriggerLaunch:
+	case event.TriggerLaunch:
 		return "a launch"
-	case ledger.TriggerRelaunch:
+	case event.TriggerRelaunch:
 		return "a relaunch"
-	case ledger.TriggerKill:
+	case event.TriggerKill:
 		return "a kill"
-	case ledger.TriggerExit:
+	case event.TriggerExit:
 		return "the server exiting"
-	case ledger.TriggerQuit:
+	case event.TriggerQuit:
 		return "quitting the cockpit"
-	case ledger.TriggerTakenOver:
+	case event.TriggerTakenOver:
 		return "another cockpit taking over"
 	case "":
 		return "-"

@@ -143,14 +143,14 @@ func reportSession() (event.SessionHeader, []event.Event) {
 	// Everything below is put in time order at the end.
 
 	li := launch(2, "none", nil)
-	add(2, event.ExperimentStart{ID: "e1", Name: "none @ 1a2b3c4", Trigger: ledger.TriggerLaunch, Launch: li})
+	add(2, event.ExperimentStart{ID: "e1", Name: "none @ 1a2b3c4", Trigger: event.TriggerLaunch, Launch: li})
 	fingerprint(3.5, "e1", baselineHead, "Bump flashinfer to 0.5.2", false, li)
 	run(13, 61, 62.5)
 	add(30.25, event.Note{Text: "baseline flat at 62.5; GPUs at P0, no throttling", Exp: "e1"})
 
 	li = launch(64, "nccl-ll-ring", map[string]string{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_NCHANNELS": "16", "HF_TOKEN": "<redacted>"})
-	end(64, "e1", ledger.TriggerRelaunch, "")
-	add(64, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ 1a2b3c4", Hypothesis: "LL protocol on a ring cuts all-reduce latency: expect > 80 tok/s", Trigger: ledger.TriggerLaunch, Launch: li})
+	end(64, "e1", event.TriggerRelaunch, "")
+	add(64, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ 1a2b3c4", Hypothesis: "LL protocol on a ring cuts all-reduce latency: expect > 80 tok/s", Trigger: event.TriggerLaunch, Launch: li})
 	add(66, event.ExperimentUpdate{Exp: "e1", Conclusion: "the untuned baseline"})
 	fingerprint(65.5, "e2", baselineHead, "Bump flashinfer to 0.5.2", false, li)
 	run(75, 123, 89)
@@ -162,12 +162,12 @@ func reportSession() (event.SessionHeader, []event.Event) {
 		FilesTotal: 5, At: at(124.5)})
 	add(124, event.Note{Text: "git pull (fast-forward to origin/main)\x1b]52;c;ZXZpbA==\x07 -- nobody *recorded* this before"})
 	li = launch(127, "nccl-ll-ring", map[string]string{"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL", "NCCL_MIN_NCHANNELS": "16", "HF_TOKEN": "<redacted>"})
-	end(127, "e2", ledger.TriggerRelaunch, "+42% over the baseline: keep the profile")
-	add(127, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ 9f8e7d6", Hypothesis: "same speed after the pull", Trigger: ledger.TriggerLaunch, Launch: li})
+	end(127, "e2", event.TriggerRelaunch, "+42% over the baseline: keep the profile")
+	add(127, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ 9f8e7d6", Hypothesis: "same speed after the pull", Trigger: event.TriggerLaunch, Launch: li})
 	fingerprint(128.5, "e3", regressHead, "Fix PCG MoE Error", true, li)
 	run(139, 187, 81.9)
 	add(150.75, event.Note{Text: "8% slower after the pull: `pynccl.py` changed in 9f8e7d6", Exp: "e3"})
-	end(189, "e3", ledger.TriggerQuit, "the regression is 9f8e7d6 \"Fix PCG MoE Error\"")
+	end(189, "e3", event.TriggerQuit, "the regression is 9f8e7d6 \"Fix PCG MoE Error\"")
 	sortEvents(es)
 	return reportHeader(), es
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 var updateReport = flag.Bool("update-report", false, "rewrite testdata/report* and testdata/diff* goldens")
@@ -262,7 +261,7 @@ func TestReportCrashedAndLive(t *testing.T) {
 	h := reportHeader()
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
 	es := []event.Event{
-		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "x | y\nz", Trigger: ledger.TriggerKey}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "x | y\nz", Trigger: event.TriggerKey}},
 		{At: at(2), Data: event.TokRate{TokPerSec: 50}},
 		{At: at(3), Data: event.GPUSample{At: at(3)}},
 	}
@@ -418,7 +417,7 @@ func TestActionTextNamesTheFiles(t *testing.T) {
 // cockpit runs), as the cockpit's panel shows it.
 func TestReportLiveShowsResultSoFar(t *testing.T) {
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
-	es := []event.Event{{At: at(0), Data: event.ExperimentStart{ID: "e1", Name: "run", Trigger: ledger.TriggerKey}}}
+	es := []event.Event{{At: at(0), Data: event.ExperimentStart{ID: "e1", Name: "run", Trigger: event.TriggerKey}}}
 	for i := 1; i <= 40; i++ {
 		es = append(es, event.Event{At: at(i), Data: event.TokRate{TokPerSec: 88 + float64(i%3)}})
 	}
@@ -438,7 +437,7 @@ func TestReportGPUCSVAfterCrash(t *testing.T) {
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
 	sample := event.GPUSample{GPUs: []event.GPU{{Index: 0}}}
 	es := []event.Event{
-		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "a", Trigger: ledger.TriggerKey}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerKey}},
 		{At: at(2), Data: sample},
 		{At: at(10), Data: event.Session{SessionHeader: reportHeader()}},
 		{At: at(11), Data: sample},
@@ -466,14 +465,14 @@ func TestReportGPUEvents(t *testing.T) {
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
 	es := []event.Event{
 		{At: at(1), Data: event.GPUSource{Mode: event.SourceAgent, Detail: "agent 0.9.0"}},
-		{At: at(2), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: ledger.TriggerKey}},
+		{At: at(2), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: event.TriggerKey}},
 		{At: at(3), Data: event.Xid{Index: 1, Code: 13}},
 		{At: at(3), Data: event.Xid{Index: 1, Code: 13}},
 		{At: at(4), Data: event.Xid{Index: 2, Code: 13}},
 		{At: at(5), Data: event.Xid{Index: 1, Code: 13}},
 		{At: at(6), Data: event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
-		{At: at(7), Data: event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerKey}},
-		{At: at(8), Data: event.ExperimentStart{ID: "e2", Name: "next", Trigger: ledger.TriggerKey}},
+		{At: at(7), Data: event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKey}},
+		{At: at(8), Data: event.ExperimentStart{ID: "e2", Name: "next", Trigger: event.TriggerKey}},
 		{At: at(9), Data: event.Xid{Index: 1, Code: 13}},
 		{At: at(10), Data: event.Xid{Index: 3, BusID: "00000000:83:00.0\x1b[2J", Code: 79}},
 		{At: at(11), Data: event.GPUSource{Mode: event.SourceNvidiaSMI, Fallback: "agent exited: signal: killed"}},
@@ -546,16 +545,16 @@ func TestReportCriticalXidCarriesOver(t *testing.T) {
 	at := func(s int) time.Time { return reportStart.Add(time.Duration(s) * time.Second) }
 	es := []event.Event{
 		{At: at(1), Data: event.Xid{Index: 1, Code: 13}},
-		{At: at(2), Data: event.ExperimentStart{ID: "e1", Name: "a", Trigger: ledger.TriggerKey}},
+		{At: at(2), Data: event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerKey}},
 		{At: at(3), Data: event.Xid{Index: 5, Code: 79}},
 		{At: at(4), Data: event.Xid{Index: 2, Code: 13}},
-		{At: at(5), Data: event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerKey}},
+		{At: at(5), Data: event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKey}},
 		{At: at(6), Data: event.Xid{Index: 1, Code: 13}},
-		{At: at(7), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: ledger.TriggerKey}},
-		{At: at(8), Data: event.ExperimentEnd{Exp: "e2", Trigger: ledger.TriggerKey}},
+		{At: at(7), Data: event.ExperimentStart{ID: "e2", Name: "b", Trigger: event.TriggerKey}},
+		{At: at(8), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey}},
 		{At: at(9), Data: event.Session{SessionHeader: event.SessionHeader{Host: "h"}}},
-		{At: at(10), Data: event.ExperimentStart{ID: "e3", Name: "c", Trigger: ledger.TriggerKey}},
-		{At: at(11), Data: event.ExperimentEnd{Exp: "e3", Trigger: ledger.TriggerKey}},
+		{At: at(10), Data: event.ExperimentStart{ID: "e3", Name: "c", Trigger: event.TriggerKey}},
+		{At: at(11), Data: event.ExperimentEnd{Exp: "e3", Trigger: event.TriggerKey}},
 	}
 	r, err := ReadReport(h, scanOf(es), false)
 	if err != nil {

@@ -97,22 +97,22 @@ func unknownSession() (event.SessionHeader, []event.Event) {
 	fp2 := knownFP(headA6, true)
 	fp3 := knownFP(regressHead, false)
 	es := []event.Event{
-		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: ledger.TriggerLaunch, Launch: portLaunch("33551")}},
+		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: event.TriggerLaunch, Launch: portLaunch("33551")}},
 		{At: at(2), Data: event.ExperimentFingerprint{Exp: "e1", Fingerprint: *gitFailedFP()}},
-		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: ledger.TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: reportGPUs(true)}},
-		{At: at(60), Data: event.ExperimentStart{ID: "e2", Name: "ring", Trigger: ledger.TriggerLaunch, Launch: portLaunch("34012")}},
+		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: reportGPUs(true)}},
+		{At: at(60), Data: event.ExperimentStart{ID: "e2", Name: "ring", Trigger: event.TriggerLaunch, Launch: portLaunch("34012")}},
 		{At: at(61), Data: event.ExperimentFingerprint{Exp: "e2", Fingerprint: *fp2}},
-		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: ledger.TriggerKey, Result: res(80, 79, 81), GPUs: reportGPUs(true)}},
+		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey, Result: res(80, 79, 81), GPUs: reportGPUs(true)}},
 		{At: at(125), Data: event.GitAction{Op: "checkout", Args: []string{"9f8e7d6"}, Snapshot: "s1", From: headA6, To: regressHead}},
-		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "pulled", Trigger: ledger.TriggerLaunch, Launch: portLaunch("34012")}},
+		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "pulled", Trigger: event.TriggerLaunch, Launch: portLaunch("34012")}},
 		{At: at(131), Data: event.ExperimentFingerprint{Exp: "e3", Fingerprint: *fp3}},
-		{At: at(190), Data: event.ExperimentEnd{Exp: "e3", Trigger: ledger.TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: reportGPUs(true)}},
-		{At: at(195), Data: event.ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: ledger.TriggerKey}},
+		{At: at(190), Data: event.ExperimentEnd{Exp: "e3", Trigger: event.TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: reportGPUs(true)}},
+		{At: at(195), Data: event.ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: event.TriggerKey}},
 		{At: at(200), Data: event.GPUSample{At: at(200), GPUs: reportGPUs(true)}},
 		// The cockpit crashed here with e4 open; another one appends.
 		{At: at(3600), Data: event.Session{SessionHeader: event.SessionHeader{Format: journal.FormatName, Version: journal.FormatVersion, Created: at(3600), Flightdeck: "v0.6.0", Host: "demo", User: "ana", Hostname: "laptop", PID: 4243}}},
-		{At: at(3601), Data: event.ExperimentStart{ID: "e5", Name: "again", Trigger: ledger.TriggerKey}},
-		{At: at(3660), Data: event.ExperimentEnd{Exp: "e5", Trigger: ledger.TriggerQuit}},
+		{At: at(3601), Data: event.ExperimentStart{ID: "e5", Name: "again", Trigger: event.TriggerKey}},
+		{At: at(3660), Data: event.ExperimentEnd{Exp: "e5", Trigger: event.TriggerQuit}},
 	}
 	return reportHeader(), es
 }

@@ -97,7 +97,7 @@ func EndedHow(x *ledger.Experiment) string {
 // hand", "relaunch", "kill", "exit", "quit", "taken-over", or "crash" (EndedHow's words,
 // TriggerKey spelled out).
 func EndedWords(x *ledger.Experiment) string {
-	if h := EndedHow(x); h != string(ledger.TriggerKey) {
+	if h := EndedHow(x); h != string(event.TriggerKey) {
 		return h
 	}
 	return "by hand"
@@ -108,7 +108,7 @@ func EndedWords(x *ledger.Experiment) string {
 // idle then: compare the state at the end, under load), else "GPUs at
 // start".
 func StartGPUsLabel(x *ledger.Experiment) string {
-	if x.StartedBy == ledger.TriggerLaunch {
+	if x.StartedBy == event.TriggerLaunch {
 		return "GPUs at launch (before the model loaded)"
 	}
 	return "GPUs at start"
