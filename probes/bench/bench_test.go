@@ -131,7 +131,9 @@ func BenchmarkClientOverhead(b *testing.B) {
 	url := startInstantServer(b, 8)
 	for _, c := range []int{1, 16} {
 		b.Run("flightdeck/c"+strconv.Itoa(c), func(b *testing.B) {
-			client := &http.Client{Transport: NewTransport(nil, c)}
+			tr := NewTransport(nil, c)
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
 			b.ReportAllocs()
 			cpu := cpuTime()
 			res, err := Run(context.Background(), client, url, event.BenchConfig{Model: "m", InputLen: 4, OutputLen: 8, Concurrency: c, Requests: b.N, Warmup: -1}, nil)
@@ -200,11 +202,11 @@ func BenchmarkITLError(b *testing.B) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	client := &http.Client{Transport: NewTransport(nil, 1)}
+	tr := NewTransport(nil, 1)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
 	r := &runner{cfg: event.BenchConfig{Model: "m", InputLen: 4, OutputLen: chunks, Seed: 1}.Defaults(),
 		client: client, url: srv.URL + "/v1/completions"}
-	r.direct = newConnPool(client, r.url, 1) // the path Run takes
-	defer r.direct.close()
 	var errs []float64
 	for i := 0; b.Loop(); i++ {
 		body, prompt := r.body(i, false)
