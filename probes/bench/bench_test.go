@@ -7,6 +7,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -130,7 +131,9 @@ func BenchmarkClientOverhead(b *testing.B) {
 	url := startInstantServer(b, 8)
 	for _, c := range []int{1, 16} {
 		b.Run("flightdeck/c"+strconv.Itoa(c), func(b *testing.B) {
-			client := &http.Client{Transport: NewTransport(nil, c)}
+			tr := NewTransport(nil, c)
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
 			b.ReportAllocs()
 			cpu := cpuTime()
 			res, err := Run(context.Background(), client, url, event.BenchConfig{Model: "m", InputLen: 4, OutputLen: 8, Concurrency: c, Requests: b.N, Warmup: -1}, nil)
@@ -199,11 +202,11 @@ func BenchmarkITLError(b *testing.B) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	client := &http.Client{Transport: NewTransport(nil, 1)}
+	tr := NewTransport(nil, 1)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
 	r := &runner{cfg: event.BenchConfig{Model: "m", InputLen: 4, OutputLen: chunks, Seed: 1}.Defaults(),
 		client: client, url: srv.URL + "/v1/completions"}
-	r.direct = newConnPool(client, r.url, 1) // the path Run takes
-	defer r.direct.close()
 	var errs []float64
 	for i := 0; b.Loop(); i++ {
 		body, prompt := r.body(i, false)
@@ -247,5 +250,73 @@ func TestPythonStandInParses(t *testing.T) {
 		if err != nil || !strings.HasPrefix(string(out), "3 ") {
 			t.Fatalf("%s: %v: %s%s", mode, err, out, stderr.String())
 		}
+	}
+}
+
+// nagleListener turns TCP_NODELAY off on every connection it accepts, as
+// a server that never sets it has (Go sets it by default): the kernel
+// then holds a small write back while an earlier small one is not yet
+// acknowledged, so when the client's ACKs go out decides the server's
+// latency.
+type nagleListener struct{ net.Listener }
+
+func (l nagleListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(false)
+	}
+	return c, err
+}
+
+// BenchmarkTTFTNagle: the client's TTFT and ITL against a server that
+// writes the response headers on their own, as uvicorn does, then the
+// first content chunk ttftPrefill later and seven more every ttftGap, with
+// TCP_NODELAY (nodelay) and without it (nagle); concurrency 1 on a
+// keep-alive connection, one b.N iteration a request. Reports the
+// medians, ms; the server's own figures are ttftPrefill and ttftGap.
+func BenchmarkTTFTNagle(b *testing.B) {
+	const ttftPrefill, ttftGap = 2 * time.Millisecond, time.Millisecond
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodGet {
+			io.WriteString(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		f := w.(http.Flusher)
+		sseHeader(w)
+		f.Flush() // the headers alone
+		time.Sleep(ttftPrefill)
+		for i := range 8 {
+			if i > 0 {
+				time.Sleep(ttftGap)
+			}
+			fmt.Fprintf(w, `data: {"choices":[{"index":0,"text":" t%d","finish_reason":null}],"usage":null}`+"\n\n", i)
+			f.Flush()
+		}
+		io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":8}}`+"\n\ndata: [DONE]\n\n")
+	})
+	for _, nagle := range []bool{false, true} {
+		name := "nodelay"
+		if nagle {
+			name = "nagle"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := httptest.NewUnstartedServer(handler)
+			if nagle {
+				srv.Listener = nagleListener{srv.Listener}
+			}
+			srv.Start()
+			defer srv.Close()
+			res, err := Run(context.Background(), nil, srv.URL, event.BenchConfig{Model: "m", InputLen: 4, OutputLen: 8, Concurrency: 1, Requests: b.N}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Completed != b.N {
+				b.Fatalf("%d of %d completed: %+v", res.Completed, b.N, res.Errors)
+			}
+			b.ReportMetric(res.TTFT.Median, "ttft-ms-median")
+			b.ReportMetric(res.ITL.Median, "itl-ms-median")
+			b.ReportMetric(res.TTFT.P90, "ttft-ms-p90")
+		})
 	}
 }

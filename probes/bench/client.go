@@ -30,15 +30,48 @@ const ProgressInterval = 250 * time.Millisecond
 // maxErrors is how many distinct failure messages a BenchResult keeps.
 const maxErrors = 5
 
-// NewTransport returns an HTTP transport fit for a benchmark: dial (nil:
-// net.Dialer) opens its connections, an idle connection is kept per
-// concurrent request so none is re-dialled mid-run, and responses are not
-// compressed (a gzip layer would hold chunks back and skew ITL).
+// idleTimeout is how long NewTransport's transport keeps a connection
+// idle for the next request: below the 5 s after which uvicorn, which
+// serves SGLang and vLLM, closes an idle keep-alive connection (its
+// --timeout-keep-alive default), so that no request is written to a
+// connection the server is closing at that moment. A completion request
+// is a POST, which http.Transport does not send again once any of it was
+// written, so such a race would fail the request. A connection the server
+// closed earlier the transport finds by the read it keeps waiting on every
+// idle connection (an SSH channel's EOF too), and drops.
+const idleTimeout = 4 * time.Second
+
+// tlsHandshakeTimeout bounds an https:// target's TLS handshake, as
+// http.DefaultTransport does.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// NewTransport returns an HTTP/1.1 transport fit for a benchmark of
+// concurrency requests at a time (below 1 counts as 1). dial opens its
+// connections (nil: a net.Dialer); in the cockpit it is the SSH
+// connection's dialer, and the target address is the GPU host's loopback.
+// It uses no proxy, not even one from the environment: a proxy cannot
+// reach the host's loopback at the far end of the SSH channel, and a
+// proxied benchmark would measure the proxy. It opens at most one
+// connection per concurrent request (without the cap, a dial that a
+// request started and stopped waiting for, served by a connection freed
+// meanwhile, adds one the server then sees) and keeps each idle for the
+// next request, so that none is re-dialled mid-run, for at most
+// idleTimeout (4 s, under uvicorn's 5 s keep-alive). Responses are
+// not compressed (a gzip layer would hold chunks back and skew ITL). It
+// sets no response header timeout: a busy server may queue a request for
+// long before it answers, and Run's per-request deadline
+// (BenchConfig.Timeout) bounds the headers and the stream together.
 func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), concurrency int) *http.Transport {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	return &http.Transport{
+		Proxy:               nil, // none: see above
 		DialContext:         dial,
-		MaxIdleConnsPerHost: max(concurrency, 2),
-		IdleConnTimeout:     90 * time.Second,
+		MaxConnsPerHost:     max(concurrency, 1),
+		MaxIdleConnsPerHost: max(concurrency, 1),
+		IdleConnTimeout:     idleTimeout,
+		TLSHandshakeTimeout: tlsHandshakeTimeout,
 		DisableCompression:  true,
 	}
 }
@@ -68,20 +101,13 @@ func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn
 // sending, abandons the requests in flight (they are not counted) and
 // returns the partial BenchResult with Cancelled set, and a nil error.
 //
-// For an http:// URL without credentials (user:password@, which client
-// sends as Basic authorisation), when client is a plain one (no Timeout
-// or Jar) over an *http.Transport (nil: http.DefaultTransport) that would
-// not use a proxy for it, Run sends the completion requests on keep-alive
-// connections of its own, at most one per concurrent request, dialled
-// with the transport's DialContext (a net.Dialer when nil), and reads the
-// responses with http.ReadResponse; it closes them when it returns. A
-// request that was written is never sent again (see connPool.roundTrip).
-// This
-// drops http.Transport's per-request goroutine hand-offs, which cost more
-// CPU than the rest of the client against a fast server; redirects are
-// not followed on this path (an OpenAI-compatible server does not
-// redirect its completion endpoints). Other clients and https:// URLs
-// (and GET /v1/models always) go through client.
+// Every request, GET /v1/models included, goes through client: with
+// NewTransport's transport (the nil client's) on keep-alive connections,
+// at most one per concurrent request. A request that was written is
+// never sent again (http.Transport replays a POST only when none of it
+// went out, on a connection that had served a request before). When
+// client is nil Run closes its transport's idle connections as it
+// returns; it leaves a caller's client as it is.
 func Run(ctx context.Context, client *http.Client, baseURL string, cfg event.BenchConfig, progress func(event.BenchProgress)) (*event.BenchResult, error) {
 	cfg = cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -102,8 +128,6 @@ func Run(ctx context.Context, client *http.Client, baseURL string, cfg event.Ben
 	} else {
 		r.url = base + "/completions"
 	}
-	r.direct = newConnPool(client, r.url, cfg.Concurrency)
-	defer r.direct.close()
 	if cfg.PromptFile != "" {
 		if r.prompts, err = readPrompts(cfg.PromptFile); err != nil {
 			return nil, err
@@ -213,7 +237,6 @@ type runner struct {
 	cfg      event.BenchConfig
 	client   *http.Client
 	url      string
-	direct   *connPool // nil: requests go through client
 	prompts  []string
 	progress func(event.BenchProgress)
 
@@ -345,33 +368,20 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 	if ctx.Err() != nil {
 		return fail(ctx.Err().Error())
 	}
-	var (
-		resp  *http.Response
-		reuse bool // the direct path's connection may carry another request
-	)
-	if r.direct != nil {
-		pc, rsp, err := r.direct.roundTrip(ctx, deadline, body)
-		if err != nil {
-			return fail(err.Error())
-		}
-		resp = rsp
-		defer func() { r.direct.release(pc, reuse) }()
-	} else {
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, bytes.NewReader(body))
-		if err != nil {
-			return fail(err.Error())
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Accept-Encoding", "identity") // no gzip buffering chunks
-		resp, err = r.client.Do(req)
-		if err != nil {
-			return fail(errText(err))
-		}
-		defer resp.Body.Close()
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		return fail(err.Error())
 	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "identity") // no gzip buffering chunks
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fail(errText(err))
+	}
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return fail(httpMessage(resp.StatusCode, b))
@@ -442,11 +452,10 @@ func (r *runner) do(ctx context.Context, body []byte, prompt int, live *atomic.I
 	if chunks == 0 {
 		return fail("the stream carried no generated text")
 	}
-	// Read the body to its end (what follows [DONE]), to keep the
-	// connection for the next request.
-	if n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10+1)); err == nil && n <= 64<<10 {
-		reuse = !resp.Close
-	}
+	// Read the body to its end (what follows [DONE]): http.Transport keeps
+	// the connection for the next request only when the body was read to
+	// EOF before Close.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	q.OutputTokens = chunks
 	if usage.OK {
 		q.Usage = true
