@@ -10,8 +10,10 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The benchmark in the cockpit: b opens a form prefilled from
@@ -92,7 +94,7 @@ func benchUnavailable(m *Model) string {
 	case m.bench.running:
 		return ""
 	case m.bench.cur != nil:
-		return "a benchmark is running (" + sanitizeString(m.bench.cur.ID) + ", started by a repeat)"
+		return "a benchmark is running (" + sanitize.String(m.bench.cur.ID) + ", started by a repeat)"
 	case m.rep.running:
 		return "a repeat is running: its relaunches would cut a benchmark short (R stops it; 'bench each' benchmarks every launch)"
 	}
@@ -272,11 +274,11 @@ func (m *Model) benchResult(r BenchResultMsg) {
 	}
 	switch {
 	case r.Err != nil && (stopped || errors.Is(r.Err, context.Canceled)) && r.Result == nil:
-		m.flash("benchmark stopped before any result", toneDim)
+		m.flash("benchmark stopped before any result", style.Dim)
 	case r.Err != nil:
-		m.flash("benchmark failed: "+errText(r.Err), toneCrit)
+		m.flash("benchmark failed: "+errText(r.Err), style.Crit)
 	case r.Result != nil && r.Result.Cancelled:
-		m.flash("benchmark stopped: "+plural(r.Result.Completed, "request")+" measured", toneWarn)
+		m.flash("benchmark stopped: "+style.Plural(r.Result.Completed, "request")+" measured", style.Warn)
 	case r.Result != nil && r.Result.Failed > 0:
 		res := r.Result
 		_, tn := benchOutcome("", res)
@@ -284,11 +286,11 @@ func (m *Model) benchResult(r BenchResultMsg) {
 		if res.Completed > 0 {
 			s += "; " + fmtNum(res.OutputTokPerSec) + " tok/s output over the " + strconv.Itoa(res.Completed) + " that succeeded"
 		} else if len(res.Errors) > 0 {
-			s += ": " + sanitizeString(res.Errors[0].Err)
+			s += ": " + sanitize.String(res.Errors[0].Err)
 		}
 		m.flash(s, tn)
 	case r.Result != nil:
-		m.flash("benchmark done: "+fmtNum(r.Result.OutputTokPerSec)+" tok/s output", toneOK)
+		m.flash("benchmark done: "+fmtNum(r.Result.OutputTokPerSec)+" tok/s output", style.OK)
 	}
 }
 
@@ -331,7 +333,7 @@ func (m *Model) stopQuestion() string {
 	}
 	q := "Stop the benchmark"
 	if c := m.bench.cur; c != nil {
-		q += " " + sanitizeString(c.ID)
+		q += " " + sanitize.String(c.ID)
 	}
 	if p := &m.bench.prog; m.bench.hasProg && p.Total > 0 {
 		q += " (" + strconv.Itoa(p.Done) + "/" + strconv.Itoa(p.Total) + " requests done)"
@@ -343,7 +345,7 @@ func (m *Model) stopQuestion() string {
 func (m *Model) stopKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.modal = modalNone
 	if msg.String() != "y" {
-		m.flash("still running", toneDim)
+		m.flash("still running", style.Dim)
 		return m, nil
 	}
 	cancel, stopped, what := m.bench.cancel, &m.bench.stopped, "the benchmark"
@@ -351,12 +353,12 @@ func (m *Model) stopKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		cancel, stopped, what = m.rep.cancel, &m.rep.stopped, "the repeat"
 	}
 	if cancel == nil {
-		m.flash(what+" had already ended", toneDim)
+		m.flash(what+" had already ended", style.Dim)
 		return m, nil
 	}
 	cancel()
 	*stopped = true
-	m.flash("stopping "+what+" ...", toneWarn)
+	m.flash("stopping "+what+" ...", style.Warn)
 	return m, m.recordCmd("stop " + m.stopWhat)
 }
 
@@ -367,14 +369,14 @@ func (m *Model) benchBanner() []banner {
 	if c == nil {
 		return nil
 	}
-	id := sanitizeString(c.ID)
+	id := sanitize.String(c.ID)
 	head := "bench " + id
 	if !m.bench.hasProg {
-		what := head + " running on " + sanitizeString(c.Target)
+		what := head + " running on " + sanitize.String(c.Target)
 		if m.opts.ReadOnly {
-			return []banner{{text: what + " (progress is not recorded)", short: head + " running", tone: toneAccent}}
+			return []banner{{text: what + " (progress is not recorded)", short: head + " running", tone: style.Accent}}
 		}
-		return []banner{{text: what + ": starting", short: head + " starting", tone: toneAccent}}
+		return []banner{{text: what + ": starting", short: head + " starting", tone: style.Accent}}
 	}
 	p := &m.bench.prog
 	var parts []string
@@ -386,15 +388,15 @@ func (m *Model) benchBanner() []banner {
 		parts = append(parts, strconv.Itoa(p.Done)+"/"+strconv.Itoa(p.Total)+" requests")
 		frac = float64(p.Done) / float64(p.Total)
 	case p.Limit > 0:
-		parts = append(parts, shortDur(p.Elapsed)+"/"+shortDur(p.Limit)+", "+strconv.Itoa(p.Done)+" requests")
+		parts = append(parts, style.ShortDur(p.Elapsed)+"/"+style.ShortDur(p.Limit)+", "+strconv.Itoa(p.Done)+" requests")
 		frac = float64(p.Elapsed) / float64(p.Limit)
 	default:
 		parts = append(parts, strconv.Itoa(p.Done)+" requests")
 	}
-	tn := toneAccent
+	tn := style.Accent
 	if p.Failed > 0 {
 		parts = append(parts, strconv.Itoa(p.Failed)+" failed")
-		tn = toneWarn
+		tn = style.Warn
 	}
 	if !p.Warmup && p.TokPerSec > 0 {
 		parts = append(parts, fmtNum(p.TokPerSec)+" tok/s")
@@ -427,7 +429,7 @@ func fmtNum(v float64) string { return report.FormatNum(v) }
 // benchConfigText is a config in one line: "completions in 128 out 128
 // conc 4 32 requests rate 2/s poisson warm-up 1".
 func benchConfigText(c event.BenchConfig) string {
-	parts := []string{firstOf(sanitizeString(string(c.Endpoint)), "completions")}
+	parts := []string{firstOf(sanitize.String(string(c.Endpoint)), "completions")}
 	num := func(label string, v int) {
 		if v > 0 {
 			parts = append(parts, label+" "+strconv.Itoa(v))
@@ -438,9 +440,9 @@ func benchConfigText(c event.BenchConfig) string {
 	num("conc", c.Concurrency)
 	switch {
 	case c.Requests > 0:
-		parts = append(parts, plural(c.Requests, "request"))
+		parts = append(parts, style.Plural(c.Requests, "request"))
 	case c.Duration >= time.Second:
-		parts = append(parts, "for "+shortDur(c.Duration))
+		parts = append(parts, "for "+style.ShortDur(c.Duration))
 	case c.Duration > 0:
 		parts = append(parts, "for "+c.Duration.String()) // "200ms", not "0s"
 	}
@@ -465,12 +467,12 @@ func (m *Model) benchBox(w int) ([]string, int) {
 	st := &m.styles
 	d := b.done
 	iw := min(w-4, 72)
-	id := sanitizeString(d.ID)
+	id := sanitize.String(d.ID)
 	title := "bench " + id
 	if d.Exp != "" {
-		title += " on " + sanitizeString(d.Exp)
+		title += " on " + sanitize.String(d.Exp)
 	}
-	lab := func(l string) string { return st.Dim.Render(padRight(l, 10)) }
+	lab := func(l string) string { return st.Dim.Render(style.PadRight(l, 10)) }
 	var body []string
 	r := d.Result
 	frame := st.Accent
@@ -478,16 +480,16 @@ func (m *Model) benchBox(w int) ([]string, int) {
 	case r == nil:
 		title += ": failed"
 		frame = st.Crit
-		for _, l := range wrapWords(firstOf(sanitizeString(d.Err), "no result"), iw) {
+		for _, l := range style.Wrap(firstOf(sanitize.String(d.Err), "no result"), iw) {
 			body = append(body, st.Crit.Render(l))
 		}
 	default:
-		var how tone
+		var how style.Token
 		title, how = benchOutcome(title, r)
-		frame = st.tone(how)
+		frame = st.Tone(how)
 		body = append(body,
-			lab("target")+truncate(sanitizeString(r.Target), iw-10),
-			lab("config")+truncate(benchConfigText(r.Config), iw-10),
+			lab("target")+style.Truncate(sanitize.String(r.Target), iw-10),
+			lab("config")+style.Truncate(benchConfigText(r.Config), iw-10),
 			lab("output")+st.Accent.Render(fmtNum(r.OutputTokPerSec)+" tok/s")+"   total "+fmtNum(r.TotalTokPerSec)+" tok/s   "+
 				strconv.FormatFloat(r.ReqPerSec, 'f', 2, 64)+" req/s",
 		)
@@ -503,9 +505,9 @@ func (m *Model) benchBox(w int) ([]string, int) {
 		reqs += " in " + fmtSeconds(r.Duration)
 		body = append(body, lab("requests")+tn.Render(reqs))
 		if r.Cancelled {
-			body = append(body, st.Warn.Render(truncate("stopped early: the metrics cover the requests that finished", iw)))
+			body = append(body, st.Warn.Render(style.Truncate("stopped early: the metrics cover the requests that finished", iw)))
 		}
-		body = append(body, "", st.Title.Render(padRight("ms", 10)+padLeft("mean", 9)+padLeft("median", 9)+padLeft("p90", 9)+padLeft("p99", 9)))
+		body = append(body, "", st.Title.Render(style.PadRight("ms", 10)+padLeft("mean", 9)+padLeft("median", 9)+padLeft("p90", 9)+padLeft("p99", 9)))
 		for _, row := range []struct {
 			name string
 			d    event.Dist
@@ -523,14 +525,14 @@ func (m *Model) benchBox(w int) ([]string, int) {
 				body = append(body, "")
 				l = "errors"
 			}
-			body = append(body, lab(l)+st.Warn.Render(truncate(sanitizeString(e.Err)+" x"+strconv.Itoa(e.Count), iw-10)))
+			body = append(body, lab(l)+st.Warn.Render(style.Truncate(sanitize.String(e.Err)+" x"+strconv.Itoa(e.Count), iw-10)))
 		}
 	}
 	hint := "esc dismisses"
 	if d.Exp != "" {
-		hint += "; x lists it with " + sanitizeString(d.Exp)
+		hint += "; x lists it with " + sanitize.String(d.Exp)
 	}
-	body = append(body, "", st.Dim.Render(truncate(hint, iw)))
+	body = append(body, "", st.Dim.Render(style.Truncate(hint, iw)))
 	return box(st, frame, title, body, iw), iw
 }
 
@@ -538,19 +540,19 @@ func (m *Model) benchBox(w int) ([]string, int) {
 // how it ended ("bench b1 on e3: done", ": done: 30 of 32 failed",
 // ": stopped early"), and the box's tone: warn when requests failed or it
 // was stopped, crit when none succeeded.
-func benchOutcome(title string, r *event.BenchResult) (string, tone) {
-	tn := toneAccent
+func benchOutcome(title string, r *event.BenchResult) (string, style.Token) {
+	tn := style.Accent
 	failed := ""
 	if r.Failed > 0 {
 		failed = strconv.Itoa(r.Failed) + " of " + strconv.Itoa(r.Completed+r.Failed) + " failed"
-		tn = toneWarn
+		tn = style.Warn
 	}
 	if r.Cancelled {
 		title += ": stopped early"
 		if failed != "" {
 			title += ", " + failed
 		}
-		tn = toneWarn
+		tn = style.Warn
 	} else {
 		title += ": done"
 		if failed != "" {
@@ -558,13 +560,13 @@ func benchOutcome(title string, r *event.BenchResult) (string, tone) {
 		}
 	}
 	if r.Completed == 0 && (r.Failed > 0 || !r.Cancelled) {
-		tn = toneCrit // nothing measured
+		tn = style.Crit // nothing measured
 	}
 	return title, tn
 }
 
 // padLeft right-aligns plain text in w cells (never truncates).
-func padLeft(s string, w int) string { return spaces(w-textWidth(s)) + s }
+func padLeft(s string, w int) string { return style.Spaces(w-style.Width(s)) + s }
 
 // fmtSeconds is a duration in seconds to one decimal: "23.2s".
 func fmtSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s" }
@@ -573,7 +575,7 @@ func fmtSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds()
 func (m *Model) benchFormBox(iw int) (string, []string) {
 	title := "benchmark"
 	if cur := m.exp.ledger.Current(); cur != nil {
-		title += " (its result goes with " + sanitizeString(cur.ID) + ")"
+		title += " (its result goes with " + sanitize.String(cur.ID) + ")"
 	} else if m.exp.ctl != nil {
 		title += " (no open experiment: the result is not kept with one)"
 	}

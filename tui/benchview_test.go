@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // fakeBench records the configs the cockpit runs. Run answers at once
@@ -438,16 +439,16 @@ func TestBenchOutcomeSaysFailures(t *testing.T) {
 		ok, failed    int
 		cancelled     bool
 		title, status string
-		tone, stTone  tone // the box's, the status line's
+		tone, stTone  style.Token // the box's, the status line's
 	}{
-		{"clean", 32, 0, false, "bench b1 on e3: done", "benchmark done: 85.7 tok/s output", toneAccent, toneOK},
+		{"clean", 32, 0, false, "bench b1 on e3: done", "benchmark done: 85.7 tok/s output", style.Accent, style.OK},
 		{"some failed", 2, 30, false, "bench b1 on e3: done: 30 of 32 failed",
-			"benchmark done: 30 of 32 requests failed; 85.7 tok/s output over the 2 that succeeded", toneWarn, toneWarn},
+			"benchmark done: 30 of 32 requests failed; 85.7 tok/s output over the 2 that succeeded", style.Warn, style.Warn},
 		{"all failed", 0, 32, false, "bench b1 on e3: done: 32 of 32 failed",
-			"benchmark done: 32 of 32 requests failed: HTTP 503: The server is not ready.", toneCrit, toneCrit},
-		{"stopped", 12, 0, true, "bench b1 on e3: stopped early", "benchmark stopped: 12 requests measured", toneWarn, toneWarn},
-		{"stopped with failures", 10, 2, true, "bench b1 on e3: stopped early, 2 of 12 failed", "benchmark stopped: 10 requests measured", toneWarn, toneWarn},
-		{"stopped, all failed", 0, 3, true, "bench b1 on e3: stopped early, 3 of 3 failed", "benchmark stopped: 0 requests measured", toneCrit, toneWarn},
+			"benchmark done: 32 of 32 requests failed: HTTP 503: The server is not ready.", style.Crit, style.Crit},
+		{"stopped", 12, 0, true, "bench b1 on e3: stopped early", "benchmark stopped: 12 requests measured", style.Warn, style.Warn},
+		{"stopped with failures", 10, 2, true, "bench b1 on e3: stopped early, 2 of 12 failed", "benchmark stopped: 10 requests measured", style.Warn, style.Warn},
+		{"stopped, all failed", 0, 3, true, "bench b1 on e3: stopped early, 3 of 3 failed", "benchmark stopped: 0 requests measured", style.Crit, style.Warn},
 	} {
 		r := benchResult()
 		r.Completed, r.Failed, r.Cancelled = c.ok, c.failed, c.cancelled
@@ -461,7 +462,7 @@ func TestBenchOutcomeSaysFailures(t *testing.T) {
 			t.Errorf("%s: status %q tone %d, want %q %d", c.name, m.Status(), m.statusTone, c.status, c.stTone)
 		}
 		send(m, ev(247*time.Second, event.BenchDone{ID: "b1", Exp: "e3", Result: r}))
-		if !strings.Contains(plain(m), "+- "+c.title+" -") || !painted(m, m.styles.tone(c.tone), "+-") {
+		if !strings.Contains(plain(m), "+- "+c.title+" -") || !painted(m, m.styles.Tone(c.tone), "+-") {
 			t.Errorf("%s: box title not %q in tone %d:\n%s", c.name, c.title, c.tone, plain(m))
 		}
 	}

@@ -6,10 +6,12 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Comparing experiments in the experiments panel (x): space marks up to
@@ -114,22 +116,22 @@ func (m *Model) baselineID() string {
 func (m *Model) toggleMark() {
 	x := &m.exp
 	e := &x.ledger.Experiments()[x.sel()]
-	id := sanitizeString(e.ID)
+	id := sanitize.String(e.ID)
 	if i := slices.Index(x.marked, e.ID); i >= 0 {
 		x.marked = slices.Delete(x.marked, i, i+1)
-		m.flash("unmarked "+id, toneDim)
+		m.flash("unmarked "+id, style.Dim)
 		return
 	}
 	if len(x.marked) == 2 {
-		m.flash("two are marked already ("+sanitizeString(x.marked[0])+", "+sanitizeString(x.marked[1])+"): space on one unmarks it", toneWarn)
+		m.flash("two are marked already ("+sanitize.String(x.marked[0])+", "+sanitize.String(x.marked[1])+"): space on one unmarks it", style.Warn)
 		return
 	}
 	x.marked = append(x.marked, e.ID)
 	if len(x.marked) == 2 {
-		m.flash("marked "+sanitizeString(x.marked[0])+" and "+id+": c compares them", toneOK)
+		m.flash("marked "+sanitize.String(x.marked[0])+" and "+id+": c compares them", style.OK)
 		return
 	}
-	m.flash("marked "+id+": c on another experiment compares the two; c on "+id+" compares it with the baseline", toneOK)
+	m.flash("marked "+id+": c on another experiment compares the two; c on "+id+" compares it with the baseline", style.OK)
 }
 
 // toggleBaseline marks the selected experiment as the baseline, or clears
@@ -158,11 +160,11 @@ func (m *Model) baselineResult(r BaselineMsg) {
 	m.exp.doing = ""
 	switch {
 	case r.Err != nil:
-		m.flash("baseline not marked: "+errText(r.Err), toneCrit)
+		m.flash("baseline not marked: "+errText(r.Err), style.Crit)
 	case r.Exp == "":
-		m.flash("baseline cleared: deltas are against the first experiment with a result", toneOK)
+		m.flash("baseline cleared: deltas are against the first experiment with a result", style.OK)
 	default:
-		m.flash(sanitizeString(r.Exp)+" is the baseline: the header shows the open experiment's delta against it", toneOK)
+		m.flash(sanitize.String(r.Exp)+" is the baseline: the header shows the open experiment's delta against it", style.OK)
 	}
 }
 
@@ -201,14 +203,14 @@ func (m *Model) comparePair() (a, b, aWhy, bWhy, why string) {
 	case base == "":
 		return "", "", "", "", "nothing to compare: mark two experiments (space), or a baseline (B)"
 	case cur == base:
-		return "", "", "", "", sanitizeString(base) + " is the baseline: select another experiment, or mark two (space)"
+		return "", "", "", "", sanitize.String(base) + " is the baseline: select another experiment, or mark two (space)"
 	}
 	return base, cur, baseWhy, "selected", "" // the reference is A, as in the panel's delta column
 }
 
 // compareText says what c compares: "e1 (baseline) vs e3 (selected)".
 func compareText(a, b, aWhy, bWhy string) string {
-	return sanitizeString(a) + " (" + aWhy + ") vs " + sanitizeString(b) + " (" + bWhy + ")"
+	return sanitize.String(a) + " (" + aWhy + ") vs " + sanitize.String(b) + " (" + bWhy + ")"
 }
 
 // implicitBase is the first experiment with a result: its median and id
@@ -228,7 +230,7 @@ func (m *Model) implicitBase() (float64, string) {
 func (m *Model) openCompare() tea.Cmd {
 	a, b, aWhy, bWhy, why := m.comparePair()
 	if why != "" {
-		m.flash(why, toneWarn)
+		m.flash(why, style.Warn)
 		return nil
 	}
 	// The open experiment is compared on its result so far.
@@ -238,7 +240,7 @@ func (m *Model) openCompare() tea.Cmd {
 	}
 	d, err := compareExperiments(exps, a, b)
 	if err != nil {
-		m.flash("compare: "+errText(err), toneCrit)
+		m.flash("compare: "+errText(err), style.Crit)
 		return nil
 	}
 	m.showHelp = false
@@ -249,7 +251,7 @@ func (m *Model) openCompare() tea.Cmd {
 	}
 	m.cmp = &compareView{a: a, b: b, aWhy: aWhy, bWhy: bWhy, diff: d, seq: seq}
 	m.modal = modalCompare
-	m.flash("comparing "+compareText(a, b, aWhy, bWhy), toneOK)
+	m.flash("comparing "+compareText(a, b, aWhy, bWhy), style.OK)
 	return m.readRange()
 }
 
@@ -351,7 +353,7 @@ func (m *Model) baselineDelta(cur *ledger.Experiment) string {
 	if br.N == 0 || br.Median <= 0 || r.N == 0 {
 		return ""
 	}
-	return "vs " + sanitizeString(base.ID) + " " + deltaText(r.Median, br.Median)
+	return "vs " + sanitize.String(base.ID) + " " + deltaText(r.Median, br.Median)
 }
 
 // deltaText is v against base in percent, signed, one decimal: "+42.1%"

@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // fakeMeasure records baseline marks and answers Range with rng; with
@@ -346,7 +347,7 @@ func TestCompareViewSections(t *testing.T) {
 	if strings.Contains(m.View().Content, "\x1b[31m") {
 		t.Error("a recorded escape reached the screen")
 	}
-	toned := func(tn Tone, text string) bool {
+	toned := func(tn style.Tone, text string) bool {
 		on, _, _ := strings.Cut(tn.Render("x"), "x")
 		return strings.Contains(m.View().Content, on+text)
 	}
@@ -441,11 +442,11 @@ func TestSharedFormatting(t *testing.T) {
 		{1, "commit", "1 commit"}, {2, "commit", "2 commits"}, {0, "file", "0 files"},
 		{2, "stash", "2 stashes"}, {1, "stash", "1 stash"}, {3, "launch", "3 launches"}, {2, "box", "2 boxes"},
 	} {
-		if got := plural(c.n, c.what); got != c.want {
+		if got := style.Plural(c.n, c.what); got != c.want {
 			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.what, got, c.want)
 		}
-		if c.what == "launch" && report.FormatLaunches(c.n) != plural(c.n, "launch") {
-			t.Errorf("launches: journal %q, cockpit %q", report.FormatLaunches(c.n), plural(c.n, "launch"))
+		if c.what == "launch" && report.FormatLaunches(c.n) != style.Plural(c.n, "launch") {
+			t.Errorf("launches: journal %q, cockpit %q", report.FormatLaunches(c.n), style.Plural(c.n, "launch"))
 		}
 	}
 	for _, c := range []struct {

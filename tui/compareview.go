@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The compare view's drawing: the two experiments, the results with
@@ -27,13 +29,13 @@ func (m *Model) compareBox(w, avail int) (lines []string, x, y int) {
 	content := m.compareLines(iw)
 	bh := avail - 2
 	v.height = bh
-	v.top = clamp(v.top, 0, len(content)-bh)
+	v.top = style.Clamp(v.top, 0, len(content)-bh)
 	end := min(v.top+bh, len(content))
 	body := slices.Clone(content[v.top:end])
 	for len(body) < bh {
 		body = append(body, "")
 	}
-	title := "compare " + sanitizeString(v.a) + " vs " + sanitizeString(v.b)
+	title := "compare " + sanitize.String(v.a) + " vs " + sanitize.String(v.b)
 	if len(content) > bh {
 		title += "  " + strconv.Itoa(v.top+1) + "-" + strconv.Itoa(end) + "/" + strconv.Itoa(len(content))
 	}
@@ -46,14 +48,14 @@ func (m *Model) compareLines(iw int) []string {
 	v := m.cmp
 	d := v.diff
 	var out []string
-	add := func(s string) { out = append(out, truncateStyled(s, iw)) }
+	add := func(s string) { out = append(out, style.TruncateStyled(s, iw)) }
 	side := func(label string, e *ledger.Experiment, why string) {
 		s := st.Accent.Render(label) + "  "
 		if e == nil {
 			add(s + st.Dim.Render("unknown"))
 			return
 		}
-		s += st.Title.Render(join(sanitizeString(e.ID), sanitizeString(e.Name)))
+		s += st.Title.Render(join(sanitize.String(e.ID), sanitize.String(e.Name)))
 		s += st.Dim.Render(" (" + why + ")  " + expWhen(e))
 		add(s)
 	}
@@ -81,7 +83,7 @@ func expWhen(e *ledger.Experiment) string {
 	}
 	how := firstOf(endedHow(e.EndedBy), "closed")
 	if dur := e.Ended.Sub(e.Started); dur >= 0 {
-		return s + ", " + how + " after " + shortDur(dur)
+		return s + ", " + how + " after " + style.ShortDur(dur)
 	}
 	return s + ", " + how
 }
@@ -93,25 +95,25 @@ func launchIDs(es []*ledger.Experiment) string {
 	}
 	ids := make([]string, len(es))
 	for i, e := range es {
-		ids[i] = sanitizeString(e.ID)
+		ids[i] = sanitize.String(e.ID)
 	}
 	return strings.Join(ids, ", ")
 }
 
 // verdictTone is the tone of a result row's verdict.
-func verdictTone(r *compare.ResultRow) tone {
+func verdictTone(r *compare.ResultRow) style.Token {
 	v := r.Verdict
 	switch {
 	case r.WithinNoise:
-		return toneWarn
+		return style.Warn
 	case strings.HasPrefix(v, "faster"), strings.HasPrefix(v, "better"):
-		return toneOK
+		return style.OK
 	case strings.HasPrefix(v, "slower"), strings.HasPrefix(v, "worse"):
-		return toneCrit
+		return style.Crit
 	case strings.HasPrefix(v, "no verdict"):
-		return toneWarn
+		return style.Warn
 	}
-	return toneDim
+	return style.Dim
 }
 
 // compareResults is the results section: per metric A, B, delta, then
@@ -121,34 +123,34 @@ func (m *Model) compareResults(iw int) []string {
 	st := &m.styles
 	d := m.cmp.diff
 	if len(d.Results) == 0 {
-		return []string{st.Title.Render("results") + st.Dim.Render(truncate("  none: neither side has tok/s samples or a benchmark", iw-7))}
+		return []string{st.Title.Render("results") + st.Dim.Render(style.Truncate("  none: neither side has tok/s samples or a benchmark", iw-7))}
 	}
 	type row struct{ metric, a, b, delta, verdict string }
 	rows := make([]row, len(d.Results))
-	head := row{"results", "A " + sanitizeString(d.A.ID), "B " + sanitizeString(d.B.ID), "delta", ""}
-	wm, wa, wb, wd := textWidth(head.metric), textWidth(head.a), textWidth(head.b), textWidth(head.delta)
+	head := row{"results", "A " + sanitize.String(d.A.ID), "B " + sanitize.String(d.B.ID), "delta", ""}
+	wm, wa, wb, wd := style.Width(head.metric), style.Width(head.a), style.Width(head.b), style.Width(head.delta)
 	for i := range d.Results {
 		r := &d.Results[i]
-		rw := row{metric: sanitizeString(report.FormatMetric(r)), a: report.FormatSummary(r.A), b: report.FormatSummary(r.B),
-			delta: report.FormatRowDelta(r), verdict: sanitizeString(asciiChrome.Replace(report.FormatVerdict(r)))}
+		rw := row{metric: sanitize.String(report.FormatMetric(r)), a: report.FormatSummary(r.A), b: report.FormatSummary(r.B),
+			delta: report.FormatRowDelta(r), verdict: sanitize.String(asciiChrome.Replace(report.FormatVerdict(r)))}
 		rows[i] = rw
-		wm, wa, wb, wd = max(wm, textWidth(rw.metric)), max(wa, textWidth(rw.a)), max(wb, textWidth(rw.b)), max(wd, textWidth(rw.delta))
+		wm, wa, wb, wd = max(wm, style.Width(rw.metric)), max(wa, style.Width(rw.a)), max(wb, style.Width(rw.b)), max(wd, style.Width(rw.delta))
 	}
 	wm = min(wm, 28) // "ITL median per request (ms)"
-	line := func(r row, t Tone) string {
-		return t.Render(padRight(truncate(r.metric, wm), wm)) + "  " + padRight(r.a, wa) + "  " + padRight(r.b, wb) + "  " + padLeft(r.delta, wd)
+	line := func(r row, t style.Tone) string {
+		return t.Render(style.PadRight(style.Truncate(r.metric, wm), wm)) + "  " + style.PadRight(r.a, wa) + "  " + style.PadRight(r.b, wb) + "  " + padLeft(r.delta, wd)
 	}
 	fixed := wm + 2 + wa + 2 + wb + 2 + wd
-	out := []string{truncateStyled(st.Title.Render(strings.TrimRight(line(head, st.Title), " ")), iw)}
+	out := []string{style.TruncateStyled(st.Title.Render(strings.TrimRight(line(head, st.Title), " ")), iw)}
 	for i, r := range rows {
-		vt := st.tone(verdictTone(&d.Results[i]))
+		vt := st.Tone(verdictTone(&d.Results[i]))
 		l := line(r, st.Text)
-		if fixed+2+textWidth(r.verdict) <= iw {
+		if fixed+2+style.Width(r.verdict) <= iw {
 			out = append(out, l+"  "+vt.Render(r.verdict))
 			continue
 		}
-		out = append(out, truncateStyled(l, iw))
-		for _, w := range wrapWords(r.verdict, iw-4) {
+		out = append(out, style.TruncateStyled(l, iw))
+		for _, w := range style.Wrap(r.verdict, iw-4) {
 			out = append(out, "    "+vt.Render(w))
 		}
 	}
@@ -178,31 +180,31 @@ func (m *Model) compareFields(iw int) []string {
 		sum = append(sum, strconv.Itoa(unknown)+" known on one side only")
 	}
 	sum = append(sum, strconv.Itoa(same)+" unchanged")
-	out := []string{truncateStyled(st.Title.Render("fingerprint")+st.Dim.Render("  "+strings.Join(sum, ", ")), iw)}
+	out := []string{style.TruncateStyled(st.Title.Render("fingerprint")+st.Dim.Render("  "+strings.Join(sum, ", ")), iw)}
 	if len(d.Fields) == 0 {
-		return append(out, st.Dim.Render(truncate("  none recorded", iw)))
+		return append(out, st.Dim.Render(style.Truncate("  none recorded", iw)))
 	}
 	wg, wn := len("group"), len("name")
 	for _, f := range d.Fields {
-		wg, wn = max(wg, textWidth(sanitizeString(f.Group))), max(wn, textWidth(sanitizeString(f.Name)))
+		wg, wn = max(wg, style.Width(sanitize.String(f.Group))), max(wn, style.Width(sanitize.String(f.Name)))
 	}
 	wg, wn = min(wg, 8), min(wn, 28)
 	rest := max(iw-2-wg-2-wn-2-2, 8)
 	wa := rest / 2
 	wb := rest - wa
 	cell := func(s string, w int) string {
-		if textWidth(s) > w {
-			s = truncate(s, max(w-3, 1)) + "..."
+		if style.Width(s) > w {
+			s = style.Truncate(s, max(w-3, 1)) + "..."
 		}
-		return padRight(s, w)
+		return style.PadRight(s, w)
 	}
-	line := func(mark, g, n, a, b string, t Tone) string {
-		return truncateStyled(t.Render(strings.TrimRight(mark+" "+cell(g, wg)+"  "+cell(n, wn)+"  "+cell(a, wa)+"  "+cell(b, wb), " ")), iw)
+	line := func(mark, g, n, a, b string, t style.Tone) string {
+		return style.TruncateStyled(t.Render(strings.TrimRight(mark+" "+cell(g, wg)+"  "+cell(n, wn)+"  "+cell(a, wa)+"  "+cell(b, wb), " ")), iw)
 	}
-	out = append(out, line(" ", "group", "name", "A "+sanitizeString(d.A.ID), "B "+sanitizeString(d.B.ID), st.Title))
-	val := func(s string) string { return sanitizeString(report.FieldValue(s)) }
+	out = append(out, line(" ", "group", "name", "A "+sanitize.String(d.A.ID), "B "+sanitize.String(d.B.ID), st.Title))
+	val := func(s string) string { return sanitize.String(report.FieldValue(s)) }
 	for _, f := range d.Fields {
-		g, n, a, b := sanitizeString(f.Group), sanitizeString(f.Name), val(f.A), val(f.B)
+		g, n, a, b := sanitize.String(f.Group), sanitize.String(f.Name), val(f.A), val(f.B)
 		switch {
 		case f.Changed:
 			out = append(out, line("~", g, n, a, b, st.Warn))
@@ -220,9 +222,9 @@ func (m *Model) compareFields(iw int) []string {
 	}
 	switch {
 	case same > 0 && !v.all:
-		out = append(out, st.Dim.Render(truncate("  "+strconv.Itoa(same)+" unchanged - a shows them", iw)))
+		out = append(out, st.Dim.Render(style.Truncate("  "+strconv.Itoa(same)+" unchanged - a shows them", iw)))
 	case same > 0:
-		out = append(out, st.Dim.Render(truncate("  a folds the unchanged rows", iw)))
+		out = append(out, st.Dim.Render(style.Truncate("  a folds the unchanged rows", iw)))
 	}
 	return out
 }
@@ -238,12 +240,12 @@ func (m *Model) compareRange(iw int) []string {
 	from, to := headOf(d.A), headOf(d.B)
 	span := ""
 	if from != "" && to != "" {
-		span = "  " + git.ShortID(sanitizeString(from)) + ".." + git.ShortID(sanitizeString(to))
+		span = "  " + git.ShortID(sanitize.String(from)) + ".." + git.ShortID(sanitize.String(to))
 	}
 	r := d.Range
 	if r == nil {
 		var note string
-		var tn Tone
+		var tn style.Tone
 		switch {
 		case v.reading:
 			note, tn = "reading git log ...", st.Dim
@@ -252,36 +254,36 @@ func (m *Model) compareRange(iw int) []string {
 		case from != "" && from == to:
 			note, tn = "same commit", st.Dim
 		default:
-			note, tn = firstOf(sanitizeString(d.RangeNote), "not recorded"), st.Dim
+			note, tn = firstOf(sanitize.String(d.RangeNote), "not recorded"), st.Dim
 		}
-		return []string{truncateStyled(title+st.Dim.Render(span)+"  "+tn.Render(note), iw)}
+		return []string{style.TruncateStyled(title+st.Dim.Render(span)+"  "+tn.Render(note), iw)}
 	}
-	out := []string{truncateStyled(title+st.Dim.Render(span+"  "+sanitizeString(d.RangeNote)), iw)}
-	list := func(sign, what string, items []string, total int, t Tone) {
+	out := []string{style.TruncateStyled(title+st.Dim.Render(span+"  "+sanitize.String(d.RangeNote)), iw)}
+	list := func(sign, what string, items []string, total int, t style.Tone) {
 		if total == 0 && len(items) == 0 {
 			return
 		}
-		out = append(out, st.Dim.Render(truncate("  "+plural(max(total, len(items)), "commit")+" "+what, iw)))
+		out = append(out, st.Dim.Render(style.Truncate("  "+style.Plural(max(total, len(items)), "commit")+" "+what, iw)))
 		for _, c := range items {
-			out = append(out, truncateStyled(t.Render("  "+sign+" "+gitFirstLine(c)), iw))
+			out = append(out, style.TruncateStyled(t.Render("  "+sign+" "+gitFirstLine(c)), iw))
 		}
 		if more := total - len(items); more > 0 {
-			out = append(out, st.Dim.Render(truncate("    ... "+strconv.Itoa(more)+" more", iw)))
+			out = append(out, st.Dim.Render(style.Truncate("    ... "+strconv.Itoa(more)+" more", iw)))
 		}
 	}
 	list("+", "in B, not in A", r.Ahead, r.AheadTotal, st.Text)
 	list("-", "in A, not in B (B is behind)", r.Behind, r.BehindTotal, st.Warn)
 	if n := max(r.FilesTotal, len(r.Files)); n > 0 {
-		out = append(out, st.Dim.Render(truncate("  "+plural(n, "file")+" touched", iw)))
+		out = append(out, st.Dim.Render(style.Truncate("  "+style.Plural(n, "file")+" touched", iw)))
 		for _, f := range r.Files {
-			out = append(out, truncate("    "+gitFirstLine(f), iw))
+			out = append(out, style.Truncate("    "+gitFirstLine(f), iw))
 		}
 		if more := r.FilesTotal - len(r.Files); more > 0 {
-			out = append(out, st.Dim.Render(truncate("    ... "+strconv.Itoa(more)+" more", iw)))
+			out = append(out, st.Dim.Render(style.Truncate("    ... "+strconv.Itoa(more)+" more", iw)))
 		}
 	}
-	if e := sanitizeString(r.Err); e != "" {
-		out = append(out, st.Warn.Render(truncate("  incomplete: "+e, iw)))
+	if e := sanitize.String(r.Err); e != "" {
+		out = append(out, st.Warn.Render(style.Truncate("  incomplete: "+e, iw)))
 	}
 	return out
 }
@@ -293,11 +295,11 @@ func (m *Model) compareNoise(iw int) []string {
 	d := m.cmp.diff
 	title := st.Title.Render("A/A noise")
 	if len(d.Noise) == 0 {
-		return []string{truncateStyled(title+st.Dim.Render("  not measured: R relaunches a configuration to measure it"), iw)}
+		return []string{style.TruncateStyled(title+st.Dim.Render("  not measured: R relaunches a configuration to measure it"), iw)}
 	}
-	out := []string{truncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
+	out := []string{style.TruncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
 	for _, n := range d.Noise {
-		out = append(out, truncate("  "+sanitizeString(n.Config)+"  "+report.FormatLaunches(n.Launches)+"  "+sanitizeString(n.Metric)+
+		out = append(out, style.Truncate("  "+sanitize.String(n.Config)+"  "+report.FormatLaunches(n.Launches)+"  "+sanitize.String(n.Metric)+
 			" +-"+strconv.FormatFloat(n.Spread, 'f', 1, 64)+"% ("+fmtNum(n.Lo)+" to "+fmtNum(n.Hi)+")", iw))
 	}
 	return out

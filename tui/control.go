@@ -3,12 +3,15 @@ package tui
 import (
 	"context"
 	"errors"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"strconv"
 	"strings"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
+
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 )
@@ -71,9 +74,9 @@ type serverControl struct {
 // setStatus stores a event.ServerStatus with every remote text sanitised.
 func (c *serverControl) setStatus(s event.ServerStatus) {
 	for _, f := range []*string{&s.Server, &s.How, &s.Preset, &s.Profile, &s.LogPath, &s.Stage, &s.Class, &s.Text, &s.Health, &s.Note} {
-		*f = sanitizeString(*f)
+		*f = sanitize.String(*f)
 	}
-	s.Phase = event.ServerPhase(sanitizeString(string(s.Phase)))
+	s.Phase = event.ServerPhase(sanitize.String(string(s.Phase)))
 	c.st, c.hasSt = s, true
 }
 
@@ -224,7 +227,7 @@ func (m *Model) benchNote() string {
 	case m.bench.stopped:
 		return ""
 	case m.bench.cur != nil:
-		return " A benchmark " + sanitizeString(m.bench.cur.ID) + " is running: " + what
+		return " A benchmark " + sanitize.String(m.bench.cur.ID) + " is running: " + what
 	case m.bench.running:
 		return " A benchmark is starting: " + what
 	}
@@ -249,7 +252,7 @@ func (m *Model) stopBenchFirst() (record func()) {
 func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.modal = modalNone
 	if msg.String() != "y" {
-		m.flash("kill cancelled", toneDim)
+		m.flash("kill cancelled", style.Dim)
 		return m, nil
 	}
 	stop := m.stopBenchFirst()
@@ -273,8 +276,8 @@ func (m *Model) startLaunch(plan sessions.Plan, hypothesis string) tea.Cmd {
 	if m.opts.ReadOnly {
 		x = nil
 	}
-	doing := "launching " + sanitizeString(plan.Request.Preset)
-	if p := sanitizeString(plan.Spec.Profile); p != "" {
+	doing := "launching " + sanitize.String(plan.Request.Preset)
+	if p := sanitize.String(plan.Spec.Profile); p != "" {
 		doing += " (profile " + p + ")"
 	}
 	brief := doing
@@ -317,9 +320,9 @@ func (m *Model) actionResult(msg tea.Msg) {
 	case KillResultMsg:
 		switch {
 		case r.Err == nil:
-			m.flash("killed "+sanitizeString(r.Target)+"; its GPU memory is free", toneOK)
+			m.flash("killed "+sanitize.String(r.Target)+"; its GPU memory is free", style.OK)
 		case errors.Is(r.Err, server.ErrNoServer):
-			m.flash("no server running (it had already gone)", toneWarn)
+			m.flash("no server running (it had already gone)", style.Warn)
 		default:
 			m.srv.failed = "kill failed: " + errText(r.Err)
 		}
@@ -330,10 +333,10 @@ func (m *Model) actionResult(msg tea.Msg) {
 		}
 		m.srv.next = ""
 		if r.HypothesisErr != nil {
-			m.flash("launched; hypothesis not recorded: "+errText(r.HypothesisErr), toneWarn)
+			m.flash("launched; hypothesis not recorded: "+errText(r.HypothesisErr), style.Warn)
 			return
 		}
-		m.flash("launched: "+sanitizeString(r.Record.Launch.LogPath), toneOK)
+		m.flash("launched: "+sanitize.String(r.Record.Launch.LogPath), style.OK)
 	}
 }
 
@@ -343,11 +346,11 @@ func errText(err error) string {
 	if errors.Is(err, context.Canceled) {
 		return "cancelled (the cockpit is quitting)"
 	}
-	return sanitizeString(err.Error())
+	return sanitize.String(err.Error())
 }
 
 // flash shows a one-line answer in the footer until the next key.
-func (m *Model) flash(s string, t tone) {
+func (m *Model) flash(s string, t style.Token) {
 	m.status, m.statusTone = s, t
 }
 
@@ -358,16 +361,16 @@ func (m *Model) serverBanners() []banner {
 	c := &m.srv
 	switch {
 	case c.busy != actionNone:
-		out = append(out, banner{text: c.doing, short: c.brief, tone: toneWarn})
+		out = append(out, banner{text: c.doing, short: c.brief, tone: style.Warn})
 	case c.failed != "":
-		out = append(out, banner{text: c.failed + "  (esc hides)", short: c.failed, tone: toneCrit})
+		out = append(out, banner{text: c.failed + "  (esc hides)", short: c.failed, tone: style.Crit})
 	}
 	if c.hasSt && c.st.Phase == event.PhaseFailed && c.st.Text != "" {
 		class := c.st.Class
 		if class == "" {
 			class = "failure"
 		}
-		out = append(out, banner{text: "failed " + class + ": " + c.st.Text, short: c.st.Text, tone: toneCrit})
+		out = append(out, banner{text: "failed " + class + ": " + c.st.Text, short: c.st.Text, tone: style.Crit})
 	}
 	return out
 }
@@ -380,29 +383,29 @@ func (m *Model) statusSegs() []seg {
 	s := &c.st
 	var out []seg
 	if c.hasSt {
-		age := ago(m.now, s.Since)
-		state, detail, tn := "", "", toneWarn
+		age := style.Ago(m.now, s.Since)
+		state, detail, tn := "", "", style.Warn
 		switch s.Phase {
 		case event.PhaseReady:
-			state, tn = join("ready", age), toneOK
+			state, tn = join("ready", age), style.OK
 		case event.PhaseLoading:
 			state, detail = join("loading", age), s.Stage
 		case event.PhaseLaunching:
 			state = join("launching", age)
 		case event.PhaseRunning:
-			state, tn = "running", toneOK
+			state, tn = "running", style.OK
 			if s.LaunchedAt.IsZero() {
 				state += " (adopted)"
 			}
 		case event.PhaseFailed:
-			state, tn = join("failed", s.Class), toneCrit
+			state, tn = join("failed", s.Class), style.Crit
 		case event.PhaseExited:
-			state, tn = "exited", toneWarn
+			state, tn = "exited", style.Warn
 			if s.Exit >= 0 {
 				state += " " + strconv.Itoa(s.Exit)
 			}
 			if s.Exit > 0 {
-				tn = toneCrit
+				tn = style.Crit
 			}
 		case event.PhaseStopping:
 			state = "stopping"
@@ -410,9 +413,9 @@ func (m *Model) statusSegs() []seg {
 				detail = ": " + s.Note
 			}
 		case event.PhaseKilled:
-			state, tn = "killed", toneDim
+			state, tn = "killed", style.Dim
 		case event.PhaseNone:
-			state, tn = "no server", toneDim
+			state, tn = "no server", style.Dim
 		default:
 			state = string(s.Phase)
 		}
@@ -433,9 +436,9 @@ func (m *Model) statusSegs() []seg {
 		}
 		// A detail (a stage, what a kill waits for) may be cut; the rest of
 		// the header goes first.
-		out = append(out, seg{text: text, short: short, tone: tn, cut: detail != "", prio: prioServer, shortPrio: prioServerWho, detail: textWidth(detail)})
+		out = append(out, seg{text: text, short: short, tone: tn, cut: detail != "", prio: prioServer, shortPrio: prioServerWho, detail: style.Width(detail)})
 		if s.Phase == event.PhaseReady && s.ReadyAfter > 0 {
-			out = append(out, seg{text: "ready in " + shortDur(s.ReadyAfter), tone: toneDim, prio: prioReadyIn})
+			out = append(out, seg{text: "ready in " + style.ShortDur(s.ReadyAfter), tone: style.Dim, prio: prioReadyIn})
 		}
 	}
 	cur := ""
@@ -444,11 +447,11 @@ func (m *Model) statusSegs() []seg {
 	}
 	switch {
 	case c.next != "" && c.next != cur && cur != "":
-		out = append(out, seg{text: "profile " + cur + " -> " + c.next, short: "profile -> " + c.next, tone: toneWarn, prio: prioProfile})
+		out = append(out, seg{text: "profile " + cur + " -> " + c.next, short: "profile -> " + c.next, tone: style.Warn, prio: prioProfile})
 	case c.next != "" && c.next != cur:
-		out = append(out, seg{text: "next profile " + c.next, tone: toneWarn, prio: prioProfile})
+		out = append(out, seg{text: "next profile " + c.next, tone: style.Warn, prio: prioProfile})
 	case cur != "":
-		out = append(out, seg{text: "profile " + cur, tone: toneText, prio: prioProfile})
+		out = append(out, seg{text: "profile " + cur, tone: style.Text, prio: prioProfile})
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // fakeControl records what the cockpit asks of the server. Plan is
@@ -545,29 +546,29 @@ func TestHeaderServerStatus(t *testing.T) {
 		name string
 		st   event.ServerStatus
 		want string
-		tone func(Styles) Tone
+		tone func(style.Styles) style.Tone
 	}{
 		{"ready", with(base(event.PhaseReady, 5*time.Minute-3*time.Minute-12*time.Second), func(s *event.ServerStatus) { s.ReadyAfter = 41 * time.Second }),
-			"sglang pid 4123 ready 3m12s  ready in 41s  profile nccl-ll-ring", func(s Styles) Tone { return s.OK }},
+			"sglang pid 4123 ready 3m12s  ready in 41s  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.OK }},
 		{"loading", with(base(event.PhaseLoading, 5*time.Minute-12*time.Second), func(s *event.ServerStatus) { s.Stage = "capturing CUDA graphs" }),
-			"sglang pid 4123 loading 12s capturing CUDA graphs  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
+			"sglang pid 4123 loading 12s capturing CUDA graphs  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.Warn }},
 		{"launching", with(base(event.PhaseLaunching, 5*time.Minute-2*time.Second), func(s *event.ServerStatus) { s.PID = 0 }),
-			"sglang launching 2s  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
+			"sglang launching 2s  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.Warn }},
 		{"failed", with(base(event.PhaseFailed, time.Minute), func(s *event.ServerStatus) {
 			s.Class, s.Text = "oom", "torch.OutOfMemoryError: CUDA out of memory."
-		}), "sglang pid 4123 failed oom  profile nccl-ll-ring", func(s Styles) Tone { return s.Crit }},
+		}), "sglang pid 4123 failed oom  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.Crit }},
 		{"exited", with(base(event.PhaseExited, time.Minute), func(s *event.ServerStatus) { s.PID, s.Exit = 0, 1 }),
-			"sglang exited 1  profile nccl-ll-ring", func(s Styles) Tone { return s.Crit }},
+			"sglang exited 1  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.Crit }},
 		{"killed", with(base(event.PhaseKilled, time.Minute), func(s *event.ServerStatus) { s.PID = 0 }),
-			"sglang killed  profile nccl-ll-ring", func(s Styles) Tone { return s.Dim }},
+			"sglang killed  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.Dim }},
 		{"stopping", with(base(event.PhaseStopping, time.Minute), func(s *event.ServerStatus) { s.Note = "waiting for GPU memory" }),
-			"sglang pid 4123 stopping: waiting for GPU memory  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
+			"sglang pid 4123 stopping: waiting for GPU memory  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.Warn }},
 		{"adopted", event.ServerStatus{Phase: event.PhaseRunning, Server: "vllm", PID: 77, Since: t0, Exit: -1},
-			"vllm pid 77 running (adopted)", func(s Styles) Tone { return s.OK }},
-		{"none", event.ServerStatus{Phase: event.PhaseNone, Since: t0, Exit: -1}, "no server", func(s Styles) Tone { return s.Dim }},
+			"vllm pid 77 running (adopted)", func(s style.Styles) style.Tone { return s.OK }},
+		{"none", event.ServerStatus{Phase: event.PhaseNone, Since: t0, Exit: -1}, "no server", func(s style.Styles) style.Tone { return s.Dim }},
 		{"sanitised", with(base(event.PhaseLoading, 5*time.Minute-3*time.Second), func(s *event.ServerStatus) {
 			s.Stage, s.Server = "loading weights\x1b]0;pwn\x07\x1b[2J", "sglang\x1b[31m"
-		}), "sglang pid 4123 loading 3s loading weights  profile nccl-ll-ring", func(s Styles) Tone { return s.Warn }},
+		}), "sglang pid 4123 loading 3s loading weights  profile nccl-ll-ring", func(s style.Styles) style.Tone { return s.Warn }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -578,7 +579,7 @@ func TestHeaderServerStatus(t *testing.T) {
 			if h := screenLines(m)[0]; h != want {
 				t.Errorf("header\n %q\nwant\n %q", h, want)
 			}
-			if !strings.Contains(m.View().Content, c.tone(m.Styles()).open+strings.Split(c.want, "  ")[0]) {
+			if !strings.Contains(m.View().Content, c.tone(m.Styles()).SGR()+strings.Split(c.want, "  ")[0]) {
 				t.Errorf("%q painted in the wrong tone", c.want)
 			}
 			if err := onlySGR(m.View().Content); err != nil {

@@ -8,7 +8,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // driverState is who drives the host as the last event.DriverState said
@@ -42,7 +44,7 @@ func (m *Model) applyDriver(p event.DriverState, at time.Time) {
 		d.note = "" // the old role's words
 	}
 	d.st, d.has = p, true
-	if n := sanitizeString(p.Note); n != "" && n != d.last {
+	if n := sanitize.String(p.Note); n != "" && n != d.last {
 		// A note carried over into a later state (an error, its
 		// recovery) is not news: it shows once.
 		d.note, d.last, d.at = n, n, at
@@ -98,8 +100,8 @@ func (m *Model) takeOverHint() string {
 // nobody.
 func (m *Model) holderText(since bool) string {
 	h := m.drv.st.Holder
-	who := sanitizeString(h.User)
-	if mc := sanitizeString(h.Machine); mc != "" {
+	who := sanitize.String(h.User)
+	if mc := sanitize.String(h.Machine); mc != "" {
 		if who == "" {
 			who = "?"
 		}
@@ -129,17 +131,17 @@ func (m *Model) driverSeg() (seg, bool) {
 	}
 	switch {
 	case m.watching() && m.drv.st.Role == event.RoleUnsure:
-		return seg{text: "read-only: lock unsure", short: "read-only", tone: toneWarn, cut: true}, true
+		return seg{text: "read-only: lock unsure", short: "read-only", tone: style.Warn, cut: true}, true
 	case m.watching():
-		return seg{text: "read-only: " + m.holderText(false) + " drives", short: "read-only", tone: toneWarn, cut: true}, true
+		return seg{text: "read-only: " + m.holderText(false) + " drives", short: "read-only", tone: style.Warn, cut: true}, true
 	case m.opts.ReadOnly && m.drv.st.Role == event.RoleDriving:
 		// A replay or follower of the driving cockpit's journal.
-		return seg{text: "driver " + m.holderText(false) + m.sinceText(), short: "driver " + m.holderText(false), tone: toneText, prio: prioConn}, true
+		return seg{text: "driver " + m.holderText(false) + m.sinceText(), short: "driver " + m.holderText(false), tone: style.Text, prio: prioConn}, true
 	case m.opts.ReadOnly && m.drv.st.Role == event.RoleUnsure:
-		return seg{text: "driver lock unsure", short: "unsure", tone: toneWarn, prio: prioConn}, true
+		return seg{text: "driver lock unsure", short: "unsure", tone: style.Warn, prio: prioConn}, true
 	case m.opts.ReadOnly && m.drv.st.Role == event.RoleWatching:
 		// The journal's cockpit was watching: another one drove.
-		return seg{text: "watching; " + m.holderText(false) + " drives" + m.sinceText(), short: "watching; " + m.holderText(false) + " drives", tone: toneWarn, prio: prioConn}, true
+		return seg{text: "watching; " + m.holderText(false) + " drives" + m.sinceText(), short: "watching; " + m.holderText(false) + " drives", tone: style.Warn, prio: prioConn}, true
 	}
 	return seg{}, false
 }
@@ -155,15 +157,15 @@ func (m *Model) driverBanners() []banner {
 	var out []banner
 	switch {
 	case m.watching() && m.drv.st.Role == event.RoleUnsure:
-		out = append(out, banner{text: m.watchingWhy(), short: "read-only until the host answers", tone: toneWarn})
+		out = append(out, banner{text: m.watchingWhy(), short: "read-only until the host answers", tone: style.Warn})
 	case m.watching():
-		out = append(out, banner{text: m.watchingWhy(), short: "read-only: " + m.holderText(true), tone: toneWarn})
+		out = append(out, banner{text: m.watchingWhy(), short: "read-only: " + m.holderText(true), tone: style.Warn})
 	}
 	if d.note != "" && !m.opts.ReadOnly {
-		out = append(out, banner{text: d.note, tone: toneAccent})
+		out = append(out, banner{text: d.note, tone: style.Accent})
 	}
-	if e := sanitizeString(d.st.Err); e != "" && !m.opts.ReadOnly {
-		out = append(out, banner{text: "driver lock: " + e, short: "driver lock: " + strings.SplitN(e, ":", 2)[0], tone: toneWarn})
+	if e := sanitize.String(d.st.Err); e != "" && !m.opts.ReadOnly {
+		out = append(out, banner{text: "driver lock: " + e, short: "driver lock: " + strings.SplitN(e, ":", 2)[0], tone: style.Warn})
 	}
 	return out
 }
@@ -238,11 +240,11 @@ func (m *Model) takeOverQuestion() string {
 func (m *Model) takeOverKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.modal = modalNone
 	if msg.String() != "y" {
-		m.flash("take-over cancelled", toneDim)
+		m.flash("take-over cancelled", style.Dim)
 		return m, nil
 	}
 	ctl, ctx := m.opts.Driver, m.ctx
-	m.flash("taking over ...", toneDim)
+	m.flash("taking over ...", style.Dim)
 	rec := m.recorder("take over")
 	return m, func() tea.Msg {
 		rec()

@@ -9,9 +9,11 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Experiments in the cockpit: e starts or ends one, n writes a note (their
@@ -128,7 +130,7 @@ func (x *expState) provisional() event.ExperimentResult {
 
 // setJournal stores the recorder's status, sanitised.
 func (x *expState) setJournal(s event.JournalStatus) {
-	s.Path, s.Err = sanitizeString(s.Path), sanitizeString(s.Err)
+	s.Path, s.Err = sanitize.String(s.Path), sanitize.String(s.Err)
 	x.jst, x.hasJ = s, true
 }
 
@@ -184,7 +186,7 @@ func concludeUnavailable(m *Model) string {
 		return "no experiments yet: e starts one"
 	}
 	if e := &x.ledger.Experiments()[i]; e.Open() {
-		return sanitizeString(e.ID) + " is still open: e ends it with a conclusion"
+		return sanitize.String(e.ID) + " is still open: e ends it with a conclusion"
 	}
 	return ""
 }
@@ -197,7 +199,7 @@ func (m *Model) recorder(action string) func() {
 	if x == nil || m.opts.ReadOnly {
 		return func() {}
 	}
-	action = sanitizeString(action)
+	action = sanitize.String(action)
 	return func() { x.Key(k, action) }
 }
 
@@ -275,29 +277,29 @@ func (m *Model) concludeBanner(w int) []banner {
 	if e == nil {
 		return nil
 	}
-	head := join(sanitizeString(id), sanitizeString(e.Name)) + " ended"
+	head := join(sanitize.String(id), sanitize.String(e.Name)) + " ended"
 	if e.EndedBy != "" {
-		head += " (" + sanitizeString(string(e.EndedBy)) + ")"
+		head += " (" + sanitize.String(string(e.EndedBy)) + ")"
 	}
 	if e.Result.N > 0 {
 		head += ": " + resultText(e.Result)
 	}
-	within := "(e within " + shortDur(concludeWindow) + ": "
+	within := "(e within " + style.ShortDur(concludeWindow) + ": "
 	forms := []string{
 		head + "  " + within + "write its conclusion, esc: dismiss)",
 		head + "  " + within + "conclusion, esc: dismiss)",
 		head + "  " + within + "conclusion)",
-		sanitizeString(id) + " ended  " + within + "conclusion)",
-		sanitizeString(id) + " ended  (e: conclusion)",
+		sanitize.String(id) + " ended  " + within + "conclusion)",
+		sanitize.String(id) + " ended  (e: conclusion)",
 	}
 	text := forms[len(forms)-1]
 	for _, f := range forms {
-		if textWidth(f) <= w {
+		if style.Width(f) <= w {
 			text = f
 			break
 		}
 	}
-	return []banner{{text: text, tone: toneAccent}}
+	return []banner{{text: text, tone: style.Accent}}
 }
 
 // expResult applies the answer of an experiment call.
@@ -306,33 +308,33 @@ func (m *Model) expResult(msg tea.Msg) {
 	switch r := msg.(type) {
 	case ExperimentStartedMsg:
 		if r.Err != nil {
-			m.flash("experiment not started: "+errText(r.Err), toneCrit)
+			m.flash("experiment not started: "+errText(r.Err), style.Crit)
 			return
 		}
-		m.flash("started "+join(sanitizeString(r.Start.ID), sanitizeString(r.Start.Name))+" (x lists experiments)", toneOK)
+		m.flash("started "+join(sanitize.String(r.Start.ID), sanitize.String(r.Start.Name))+" (x lists experiments)", style.OK)
 	case ExperimentEndedMsg:
 		if r.Err != nil {
-			m.flash("experiment not ended: "+errText(r.Err), toneCrit)
+			m.flash("experiment not ended: "+errText(r.Err), style.Crit)
 			return
 		}
-		m.flash("ended "+sanitizeString(r.End.Exp)+": "+resultText(r.End.Result), toneOK)
+		m.flash("ended "+sanitize.String(r.End.Exp)+": "+resultText(r.End.Result), style.OK)
 	case ExperimentUpdatedMsg:
 		if r.Err != nil {
-			m.flash("conclusion of "+sanitizeString(r.Exp)+" not saved: "+errText(r.Err), toneCrit)
+			m.flash("conclusion of "+sanitize.String(r.Exp)+" not saved: "+errText(r.Err), style.Crit)
 			return
 		}
-		m.flash("conclusion of "+sanitizeString(r.Exp)+" saved", toneOK)
+		m.flash("conclusion of "+sanitize.String(r.Exp)+" saved", style.OK)
 	case NoteSavedMsg:
 		if r.Err != nil {
-			m.flash("note not saved: "+errText(r.Err), toneCrit)
+			m.flash("note not saved: "+errText(r.Err), style.Crit)
 			return
 		}
 		if utf8.RuneCountInString(r.Note.Text) >= textLimit {
 			// The flash of the cut was replaced by later keys: say it again.
-			m.flash("note saved, cut to "+strconv.Itoa(textLimit)+" characters", toneWarn)
+			m.flash("note saved, cut to "+strconv.Itoa(textLimit)+" characters", style.Warn)
 			return
 		}
-		m.flash("note saved", toneOK)
+		m.flash("note saved", style.OK)
 	}
 }
 
@@ -411,7 +413,7 @@ func intervalText(r event.ExperimentResult) string {
 func (m *Model) expSegs() (exp, rec []seg) {
 	var out []seg
 	if cur := m.exp.ledger.Current(); cur != nil {
-		id, name := sanitizeString(cur.ID), sanitizeString(cur.Name)
+		id, name := sanitize.String(cur.ID), sanitize.String(cur.Name)
 		rate := ""
 		if r := m.exp.provisional(); r.N > 0 {
 			rate = medianText(r) + " tok/s"
@@ -419,13 +421,13 @@ func (m *Model) expSegs() (exp, rec []seg) {
 		// The live delta against the marked baseline goes with the rate,
 		// in both forms: "e3 61.6 tok/s vs e1 -25.2%".
 		rate = join(rate, m.baselineDelta(cur))
-		out = append(out, seg{text: join(join(id, name), rate), short: join(id, rate), tone: toneAccent, prio: prioExp})
+		out = append(out, seg{text: join(join(id, name), rate), short: join(id, rate), tone: style.Accent, prio: prioExp})
 	}
 	exp, out = out, nil
 	if m.exp.hasJ {
 		j := &m.exp.jst
 		if j.Err == "" {
-			out = append(out, seg{text: "rec", tone: toneDim, prio: prioRec})
+			out = append(out, seg{text: "rec", tone: style.Dim, prio: prioRec})
 		} else {
 			why := j.Err
 			if i := strings.LastIndex(why, ": "); i >= 0 && i+2 < len(why) {
@@ -436,13 +438,13 @@ func (m *Model) expSegs() (exp, rec []seg) {
 				held = append(held, compare.FormatBytes(int64(j.Pending))+" held")
 			}
 			if j.Dropped > 0 {
-				held = append(held, plural(j.Dropped, "event")+" lost")
+				held = append(held, style.Plural(j.Dropped, "event")+" lost")
 			}
 			text := "journal: " + why
 			if len(held) > 0 {
 				text += " (" + strings.Join(held, ", ") + ")"
 			}
-			out = append(out, seg{text: text, short: "journal: " + why, tone: toneWarn, prio: prioJournal})
+			out = append(out, seg{text: text, short: "journal: " + why, tone: style.Warn, prio: prioJournal})
 		}
 	}
 	return exp, out
@@ -467,5 +469,5 @@ func endedHow(t event.Trigger) string {
 	case event.TriggerTakenOver:
 		return "taken over"
 	}
-	return sanitizeString(string(t))
+	return sanitize.String(string(t))
 }

@@ -8,7 +8,9 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The experiment overlays: the start form (e with none open: a name, its
@@ -137,7 +139,7 @@ func (m *Model) openConclude(id string) tea.Cmd {
 func (m *Model) openEdit() tea.Cmd {
 	m.showHelp = false
 	e := &m.exp.ledger.Experiments()[m.exp.sel()]
-	was := sanitizeString(e.Conclusion)
+	was := sanitize.String(e.Conclusion)
 	m.exp.form = &expForm{exp: e.ID, edit: true, was: was, labels: []string{"conclusion"},
 		inputs: []textinput.Model{m.newInput(was, "what did it show?", textLimit)}}
 	m.modal = modalExpConclude
@@ -174,7 +176,7 @@ func (m *Model) expKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			what = "conclusion not changed"
 		}
 		m.closeExpModal()
-		m.flash(what, toneDim)
+		m.flash(what, style.Dim)
 		return m, nil
 	case "tab", "down":
 		return m, f.setFocus(f.focus + 1)
@@ -206,7 +208,7 @@ func (m *Model) expInput(msg tea.Msg, text string) tea.Cmd {
 		if _, typed := msg.(tea.KeyPressMsg); typed {
 			what = " holds at most "
 		}
-		m.flash(f.labels[f.focus]+what+strconv.Itoa(in.CharLimit)+" characters", toneWarn)
+		m.flash(f.labels[f.focus]+what+strconv.Itoa(in.CharLimit)+" characters", style.Warn)
 	}
 	return cmd
 }
@@ -221,21 +223,21 @@ func (m *Model) expSubmit() tea.Cmd {
 	}
 	if md == modalExpConclude && f.edit && (f.value(0) == "" || f.value(0) == f.was) {
 		m.closeExpModal()
-		m.flash("conclusion not changed", toneDim)
+		m.flash("conclusion not changed", style.Dim)
 		return nil
 	}
 	if md == modalExpConclude && f.value(0) == "" {
 		m.closeExpModal()
-		m.flash("conclusion skipped", toneDim)
+		m.flash("conclusion skipped", style.Dim)
 		return nil
 	}
 	if md == modalNote && f.value(0) == "" {
 		m.closeExpModal()
-		m.flash("empty note: nothing saved", toneDim)
+		m.flash("empty note: nothing saved", style.Dim)
 		return nil
 	}
 	if m.exp.doing != "" {
-		m.flash(m.exp.doing+" ...: try again when it ends", toneWarn)
+		m.flash(m.exp.doing+" ...: try again when it ends", style.Warn)
 		return nil
 	}
 	m.closeExpModal()
@@ -260,7 +262,7 @@ func (m *Model) expSubmit() tea.Cmd {
 	case modalExpEnd:
 		conclusion := f.value(0)
 		rec := m.recorder("end experiment " + f.exp)
-		m.exp.doing = "ending " + sanitizeString(f.exp)
+		m.exp.doing = "ending " + sanitize.String(f.exp)
 		return func() tea.Msg {
 			rec()
 			e, err := x.EndExperiment(ctx, conclusion)
@@ -269,7 +271,7 @@ func (m *Model) expSubmit() tea.Cmd {
 	case modalExpConclude:
 		u := event.ExperimentUpdate{Exp: f.exp, Conclusion: f.value(0)}
 		rec := m.recorder("conclude experiment " + f.exp)
-		m.exp.doing = "saving the conclusion of " + sanitizeString(f.exp)
+		m.exp.doing = "saving the conclusion of " + sanitize.String(f.exp)
 		return func() tea.Msg {
 			rec()
 			return ExperimentUpdatedMsg{Exp: u.Exp, Err: x.UpdateExperiment(ctx, u)}
@@ -307,7 +309,7 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 			}
 			in := &f.inputs[i]
 			in.SetWidth(max(iw-lw-1, 1))
-			out = append(out, lt.Render(padRight(l, lw))+truncateStyled(in.View(), iw-lw))
+			out = append(out, lt.Render(style.PadRight(l, lw))+style.TruncateStyled(in.View(), iw-lw))
 		}
 		return out
 	}
@@ -317,15 +319,15 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 	case modalExpStart:
 		title = "start an experiment"
 		body = fields()
-		ps = append(ps, para{text: "Records the fingerprint now: git HEAD and dirty patch, launch command and env, versions, GPU clocks and PCIe.", tone: toneDim})
+		ps = append(ps, para{text: "Records the fingerprint now: git HEAD and dirty patch, launch command and env, versions, GPU clocks and PCIe.", tone: style.Dim})
 		keys = []string{"enter", "start", "tab", "field", "esc", "cancel"}
 	case modalExpEnd, modalExpConclude:
 		e := m.exp.ledger.Find(f.exp)
 		name := ""
 		if e != nil {
-			name = sanitizeString(e.Name)
+			name = sanitize.String(e.Name)
 		}
-		id := sanitizeString(f.exp)
+		id := sanitize.String(f.exp)
 		var r event.ExperimentResult
 		label := "so far"
 		if m.modal == modalExpEnd {
@@ -355,16 +357,16 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 				res = warm
 			}
 		}
-		body = append(body, st.Dim.Render(padRight(label, lw))+res)
+		body = append(body, st.Dim.Render(style.PadRight(label, lw))+res)
 		if r.Dropped > 0 {
-			body = append(body, st.Dim.Render(padRight("", lw)+strconv.Itoa(r.Dropped)+" warm-up or idle samples left out"))
+			body = append(body, st.Dim.Render(style.PadRight("", lw)+strconv.Itoa(r.Dropped)+" warm-up or idle samples left out"))
 		}
 		body = append(body, "")
 		body = append(body, fields()...)
 	case modalNote:
 		title = "note"
 		if cur := m.exp.ledger.Current(); cur != nil {
-			title = "note on " + sanitizeString(cur.ID)
+			title = "note on " + sanitize.String(cur.ID)
 		}
 		body = fields()
 		keys = []string{"enter", "save", "esc", "cancel"}

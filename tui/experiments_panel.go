@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The experiments panel (x) takes the log tail's place like the git
@@ -45,12 +47,12 @@ func (x *expState) sel() int {
 	if !x.touched {
 		return n - 1
 	}
-	return clamp(x.cursor, 0, n-1)
+	return style.Clamp(x.cursor, 0, n-1)
 }
 
 // move moves the cursor by d rows, clamped.
 func (x *expState) move(d int) {
-	x.cursor = clamp(x.sel()+d, 0, x.count()-1)
+	x.cursor = style.Clamp(x.sel()+d, 0, x.count()-1)
 	x.touched = true
 }
 
@@ -99,13 +101,13 @@ func (m *Model) expFooter(width int) string {
 		}
 		b.WriteString(m.keyHint(it.key, it.desc, it.b))
 	}
-	return truncateStyled(b.String(), width)
+	return style.TruncateStyled(b.String(), width)
 }
 
 // expRow is one experiment's row, its cells plain and sanitised.
 type expRow struct {
 	id, name, commit, profile, rate, n, delta, state string
-	stTone                                           tone
+	stTone                                           style.Token
 }
 
 // expResult is an experiment's result: the provisional one while it is
@@ -128,14 +130,14 @@ func (m *Model) expRows() ([]expRow, string) {
 			base = r.Median
 		}
 	}
-	baseID = sanitizeString(baseID)
+	baseID = sanitize.String(baseID)
 	rows := make([]expRow, len(exps))
 	for i := range exps {
 		e := &exps[i]
 		r := m.expResultOf(e)
-		row := expRow{id: sanitizeString(e.ID), name: sanitizeString(e.Name), commit: "-", profile: "-", rate: "-", n: strconv.Itoa(r.N), delta: "-"}
+		row := expRow{id: sanitize.String(e.ID), name: sanitize.String(e.Name), commit: "-", profile: "-", rate: "-", n: strconv.Itoa(r.N), delta: "-"}
 		if fp := e.Fingerprint; fp != nil && fp.Git != nil && fp.Git.Head != "" {
-			row.commit = git.ShortID(sanitizeString(fp.Git.Head))
+			row.commit = git.ShortID(sanitize.String(fp.Git.Head))
 			if fp.Git.PatchBytes > 0 || len(fp.Git.Untracked) > 0 {
 				row.commit += "+" // dirty
 			}
@@ -153,14 +155,14 @@ func (m *Model) expRows() ([]expRow, string) {
 			}
 		}
 		if e.Open() {
-			row.state, row.stTone = "open", toneOK
+			row.state, row.stTone = "open", style.OK
 		} else {
-			row.state, row.stTone = endedHow(e.EndedBy), toneDim
+			row.state, row.stTone = endedHow(e.EndedBy), style.Dim
 			switch e.EndedBy {
 			case event.TriggerExit:
-				row.stTone = toneWarn
+				row.stTone = style.Warn
 			case "": // a start came with no end before it: the cockpit crashed
-				row.state, row.stTone = "end lost", toneWarn
+				row.state, row.stTone = "end lost", style.Warn
 			}
 		}
 		rows[i] = row
@@ -172,9 +174,9 @@ func (m *Model) expRows() ([]expRow, string) {
 func expProfile(e *ledger.Experiment) string {
 	switch {
 	case e.Launch != nil && e.Launch.Profile != "":
-		return sanitizeString(e.Launch.Profile)
+		return sanitize.String(e.Launch.Profile)
 	case e.Fingerprint != nil && e.Fingerprint.Launch != nil:
-		return sanitizeString(e.Fingerprint.Launch.Profile)
+		return sanitize.String(e.Fingerprint.Launch.Profile)
 	}
 	return ""
 }
@@ -198,7 +200,7 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 			vis = len(rows)
 		}
 		x.height = vis
-		x.top = clamp(x.top, 0, len(rows)-vis)
+		x.top = style.Clamp(x.top, 0, len(rows)-vis)
 		if cur < x.top {
 			x.top = cur
 		}
@@ -208,14 +210,14 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 	}
 	var tail []titlePart
 	if n := len(rows); n > 0 {
-		count := "  " + plural(n, "experiment")
+		count := "  " + style.Plural(n, "experiment")
 		if vis > 0 && vis < n {
 			// Rows above or below the window: which ones show.
-			count = "  " + strconv.Itoa(x.top+1) + "-" + strconv.Itoa(x.top+vis) + "/" + plural(n, "experiment")
+			count = "  " + strconv.Itoa(x.top+1) + "-" + strconv.Itoa(x.top+vis) + "/" + style.Plural(n, "experiment")
 		}
 		tail = append(tail, titlePart{count, st.Dim})
 		if cur := x.ledger.Current(); cur != nil {
-			tail = append(tail, titlePart{"  " + sanitizeString(cur.ID) + " open", st.OK})
+			tail = append(tail, titlePart{"  " + sanitize.String(cur.ID) + " open", st.OK})
 		}
 		switch {
 		case m.exp.ledger.Baseline() != nil:
@@ -242,7 +244,7 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 		case x.ctl == nil:
 			why = noJournalText
 		}
-		body = append(body, st.Dim.Render(truncate(why, w)))
+		body = append(body, st.Dim.Render(style.Truncate(why, w)))
 	} else {
 		body = append(body, m.expTable(rows, x.top, vis, cur, w)...)
 		body = append(body, "")
@@ -264,9 +266,9 @@ func (m *Model) expTable(rows []expRow, top, vis, cur, w int) []string {
 	st := &m.styles
 	head := expRow{id: "id", name: "name", commit: "commit", profile: "profile", rate: "tok/s [95% CI]", n: "n", delta: "delta", state: "state"}
 	width := func(f func(expRow) string) int {
-		n := textWidth(f(head))
+		n := style.Width(f(head))
 		for _, r := range rows {
-			n = max(n, textWidth(f(r)))
+			n = max(n, style.Width(f(r)))
 		}
 		return n
 	}
@@ -300,28 +302,28 @@ func (m *Model) expTable(rows []expRow, top, vis, cur, w int) []string {
 		*drop = false
 	}
 	wname = max(min(wname, w-fixed()), 4)
-	line := func(r expRow, mark string, tn Tone, stTone Tone) string {
+	line := func(r expRow, mark string, tn style.Tone, stTone style.Tone) string {
 		var b strings.Builder
 		b.WriteString(mark)
-		b.WriteString(tn.Render(padRight(r.id, wid)) + "  ")
+		b.WriteString(tn.Render(style.PadRight(r.id, wid)) + "  ")
 		name := r.name
-		if textWidth(name) > wname {
-			name = truncate(name, max(wname-3, 1)) + "..."
+		if style.Width(name) > wname {
+			name = style.Truncate(name, max(wname-3, 1)) + "..."
 		}
-		b.WriteString(tn.Render(padRight(name, wname)) + "  ")
+		b.WriteString(tn.Render(style.PadRight(name, wname)) + "  ")
 		if showCommit {
-			b.WriteString(padRight(r.commit, wcommit) + "  ")
+			b.WriteString(style.PadRight(r.commit, wcommit) + "  ")
 		}
 		if showProf {
-			b.WriteString(padRight(truncate(r.profile, wprof), wprof) + "  ")
+			b.WriteString(style.PadRight(style.Truncate(r.profile, wprof), wprof) + "  ")
 		}
-		b.WriteString(padRight(r.rate, wrate) + "  ")
+		b.WriteString(style.PadRight(r.rate, wrate) + "  ")
 		if showN {
-			b.WriteString(spaces(wn-textWidth(r.n)) + r.n + "  ")
+			b.WriteString(style.Spaces(wn-style.Width(r.n)) + r.n + "  ")
 		}
-		b.WriteString(spaces(wdelta-textWidth(r.delta)) + r.delta + "  ")
+		b.WriteString(style.Spaces(wdelta-style.Width(r.delta)) + r.delta + "  ")
 		b.WriteString(stTone.Render(r.state))
-		return truncateStyled(strings.TrimRight(b.String(), " "), w)
+		return style.TruncateStyled(strings.TrimRight(b.String(), " "), w)
 	}
 	out := []string{line(head, "  ", st.Title, st.Title)}
 	exps := m.exp.ledger.Experiments()
@@ -334,7 +336,7 @@ func (m *Model) expTable(rows []expRow, top, vis, cur, w int) []string {
 		if slices.Contains(m.exp.marked, exps[i].ID) {
 			mark = st.Accent.Render("*")
 		}
-		out = append(out, line(rows[i], cursor+mark, tn, st.tone(rows[i].stTone)))
+		out = append(out, line(rows[i], cursor+mark, tn, st.Tone(rows[i].stTone)))
 	}
 	return out
 }
@@ -348,13 +350,13 @@ const detailLabel = 12
 func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 	st := &m.styles
 	var out []string
-	head := st.Accent.Render(truncate(join(sanitizeString(e.ID), sanitizeString(e.Name)), w))
+	head := st.Accent.Render(style.Truncate(join(sanitize.String(e.ID), sanitize.String(e.Name)), w))
 	when := "  started " + clock(e.Started)
 	if e.StartedBy != "" {
-		when += " (" + sanitizeString(string(e.StartedBy)) + ")"
+		when += " (" + sanitize.String(string(e.StartedBy)) + ")"
 	}
 	if e.Open() {
-		if age := ago(m.now, e.Started); age != "" {
+		if age := style.Ago(m.now, e.Started); age != "" {
 			when += ", open for " + age
 		}
 	} else {
@@ -364,38 +366,38 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 		}
 		when += ", " + how + " " + clock(e.Ended)
 		if d := e.Ended.Sub(e.Started); d >= 0 {
-			when += " after " + shortDur(d)
+			when += " after " + style.ShortDur(d)
 		}
 	}
-	out = append(out, truncateStyled(head+st.Dim.Render(truncate(when, w-textWidth(stripSGR(head)))), w))
+	out = append(out, style.TruncateStyled(head+st.Dim.Render(style.Truncate(when, w-style.Width(style.StripSGR(head)))), w))
 	// fieldN wraps text beside its label onto up to maxLines lines (0:
 	// all), the last one ending in "..." when more would follow.
-	fieldN := func(label, text string, tn Tone, maxLines int) {
+	fieldN := func(label, text string, tn style.Tone, maxLines int) {
 		if text == "" {
 			return
 		}
 		lw := max(w-detailLabel, 8)
-		ls := wrapWords(text, lw)
+		ls := style.Wrap(text, lw)
 		if maxLines > 0 && len(ls) > maxLines {
 			ls = ls[:maxLines]
-			ls[maxLines-1] = truncate(ls[maxLines-1], max(lw-3, 1)) + "..."
+			ls[maxLines-1] = style.Truncate(ls[maxLines-1], max(lw-3, 1)) + "..."
 		}
 		for i, l := range ls {
 			lab := ""
 			if i == 0 {
 				lab = label
 			}
-			out = append(out, truncateStyled(st.Dim.Render(padRight(lab, detailLabel))+tn.Render(l), w))
+			out = append(out, style.TruncateStyled(st.Dim.Render(style.PadRight(lab, detailLabel))+tn.Render(l), w))
 		}
 	}
-	field := func(label, text string, tn Tone) { fieldN(label, text, tn, 0) }
-	cut := func(label, text string, tn Tone) {
+	field := func(label, text string, tn style.Tone) { fieldN(label, text, tn, 0) }
+	cut := func(label, text string, tn style.Tone) {
 		if text != "" {
-			out = append(out, truncateStyled(st.Dim.Render(padRight(label, detailLabel))+tn.Render(truncate(text, w-detailLabel)), w))
+			out = append(out, style.TruncateStyled(st.Dim.Render(style.PadRight(label, detailLabel))+tn.Render(style.Truncate(text, w-detailLabel)), w))
 		}
 	}
-	field("hypothesis", sanitizeString(e.Hypothesis), st.Text)
-	field("conclusion", sanitizeString(e.Conclusion), st.Text)
+	field("hypothesis", sanitize.String(e.Hypothesis), st.Text)
+	field("conclusion", sanitize.String(e.Conclusion), st.Text)
 	r := m.expResultOf(e)
 	res := resultText(r)
 	warm := m.warmingUp(e, r)
@@ -419,7 +421,7 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 	cut("tok/s", res, st.Text)
 	for _, wn := range r.Warnings {
 		if warm == "" { // "no samples": the warm-up says why
-			cut("", "warning: "+sanitizeString(wn), st.Warn)
+			cut("", "warning: "+sanitize.String(wn), st.Warn)
 		}
 	}
 	for i := range e.Bench {
@@ -434,10 +436,10 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 		} else if d.Result.Failed > 0 || d.Result.Cancelled {
 			tn = st.Warn
 		}
-		fieldN(lab, sanitizeString(report.BenchRunText(*d)), tn, 2) // two lines: the counts come after the latencies
+		fieldN(lab, sanitize.String(report.BenchRunText(*d)), tn, 2) // two lines: the counts come after the latencies
 	}
 	if r := e.Repeat; r != nil {
-		cut("repeat", "launch "+strconv.Itoa(r.I)+" of "+strconv.Itoa(r.N)+" of "+sanitizeString(r.Series), st.Text)
+		cut("repeat", "launch "+strconv.Itoa(r.I)+" of "+strconv.Itoa(r.N)+" of "+sanitize.String(r.Series), st.Text)
 	}
 	fp := e.Fingerprint
 	launch := e.Launch
@@ -445,15 +447,15 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 		launch = fp.Launch
 	}
 	if launch != nil {
-		l := sanitizeString(launch.Preset) + paren(profileWord(sanitizeString(launch.Profile)))
+		l := sanitize.String(launch.Preset) + paren(profileWord(sanitize.String(launch.Profile)))
 		cmd := ""
 		if fp != nil {
-			cmd = sanitizeString(fp.CommandLine)
+			cmd = sanitize.String(fp.CommandLine)
 		}
 		if cmd == "" {
 			// Before the fingerprint: redacted here too (a journal written
 			// elsewhere may hold a launch that is not).
-			cmd = sanitizeString(server.CommandLine(server.RedactLaunch(*launch)))
+			cmd = sanitize.String(server.CommandLine(server.RedactLaunch(*launch)))
 		}
 		if cmd != "" {
 			l += ": " + cmd
@@ -469,7 +471,7 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 		cut("git", gitSummary(fp.Git), st.Text)
 		cut("versions", versionsSummary(fp.Versions), st.Text)
 		cut("gpus", gpuSummary(fp.GPUs), st.Text)
-		cut("host", join(sanitizeString(fp.Hostname), prefixed("kernel ", sanitizeString(fp.Kernel))), st.Text)
+		cut("host", join(sanitize.String(fp.Hostname), prefixed("kernel ", sanitize.String(fp.Kernel))), st.Text)
 		if len(fp.Errors) > 0 {
 			errs := sanitizeAll(fp.Errors)
 			cut("errors", strings.Join(errs, "; "), st.Warn)
@@ -480,7 +482,7 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 		if i == 0 {
 			lab = "notes"
 		}
-		field(lab, clock(n.At)+"  "+sanitizeString(n.Text), st.Text)
+		field(lab, clock(n.At)+"  "+sanitize.String(n.Text), st.Text)
 	}
 	return out
 }
@@ -512,16 +514,16 @@ func gitSummary(g *event.GitState) string {
 		return "no repository"
 	}
 	var parts []string
-	head := git.ShortID(sanitizeString(g.Head))
+	head := git.ShortID(sanitize.String(g.Head))
 	if g.Branch != "" {
-		head = sanitizeString(g.Branch) + " " + head
+		head = sanitize.String(g.Branch) + " " + head
 	}
-	if s := sanitizeString(g.Subject); s != "" {
-		head += " " + strconv.Quote(truncate(s, 50))
+	if s := sanitize.String(g.Subject); s != "" {
+		head += " " + strconv.Quote(style.Truncate(s, 50))
 	}
 	parts = append(parts, head)
 	if g.PatchBytes > 0 {
-		p := "dirty patch " + truncate(sanitizeString(g.PatchSHA256), 12) + " (" + compare.FormatBytes(int64(g.PatchBytes))
+		p := "dirty patch " + style.Truncate(sanitize.String(g.PatchSHA256), 12) + " (" + compare.FormatBytes(int64(g.PatchBytes))
 		if g.PatchTruncated {
 			p += ", stored cut"
 		}
@@ -533,7 +535,7 @@ func gitSummary(g *event.GitState) string {
 		parts = append(parts, strconv.Itoa(n)+" untracked")
 	}
 	if n := len(g.Stashes); n > 0 {
-		parts = append(parts, plural(n, "stash"))
+		parts = append(parts, style.Plural(n, "stash"))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -543,7 +545,7 @@ func gitSummary(g *event.GitState) string {
 func versionsSummary(vs []event.Version) string {
 	var parts []string
 	for _, v := range vs {
-		name := sanitizeString(v.Name)
+		name := sanitize.String(v.Name)
 		if v.Err != "" {
 			parts = append(parts, name+" failed ("+gitFirstLine(v.Err)+")")
 			continue
@@ -567,7 +569,7 @@ func gpuSummary(gs []event.GPU) string {
 	var names []string
 	count := map[string]int{}
 	for _, g := range gs {
-		n := sanitizeString(g.Name.S)
+		n := sanitize.String(g.Name.S)
 		if n == "" {
 			n = "GPU"
 		}
@@ -618,8 +620,8 @@ func gpuSummary(gs []event.GPU) string {
 	texts := func(f func(event.GPU) event.Text) string {
 		var vs []string
 		for _, g := range gs {
-			if t := f(g); t.Status == event.CellOK && t.S != "" && !slices.Contains(vs, sanitizeString(t.S)) {
-				vs = append(vs, sanitizeString(t.S))
+			if t := f(g); t.Status == event.CellOK && t.S != "" && !slices.Contains(vs, sanitize.String(t.S)) {
+				vs = append(vs, sanitize.String(t.S))
 			}
 		}
 		return strings.Join(vs, "/")

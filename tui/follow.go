@@ -11,8 +11,10 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Follow mode (ReplayOptions.Follow): the replay of a journal being
@@ -354,7 +356,7 @@ func (r *Replay) followFailed(err error) {
 	f := r.fol
 	f.stopped, f.live, f.polling = true, false, false
 	text := errText(err)
-	r.inner.flash("follow stopped: "+text, toneCrit)
+	r.inner.flash("follow stopped: "+text, style.Crit)
 	if ps, ok := r.src.(pathSource); ok && ps.Path() != "" {
 		text = strings.ReplaceAll(text, ps.Path(), filepath.Base(ps.Path()))
 	}
@@ -386,13 +388,13 @@ func (r *Replay) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 		if r.fol.live || r.fol.stopped {
 			return scroll, true
 		}
-		r.inner.flash("live: following the journal", toneOK)
+		r.inner.flash("live: following the journal", style.OK)
 		return tea.Batch(scroll, r.goLive()), true
 	case key.Matches(msg, k.Play.Binding) && !r.inner.exp.open:
 		switch {
 		case r.fol.live:
 			r.fol.live = false
-			r.inner.flash("paused: G or end returns to the live end", toneWarn)
+			r.inner.flash("paused: G or end returns to the live end", style.Warn)
 			return nil, true
 		case !r.playing && r.pos >= r.dur && !r.fol.stopped:
 			return r.goLive(), true
@@ -407,10 +409,10 @@ func (r *Replay) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 func (r *Replay) atEnd() tea.Cmd {
 	r.pause()
 	if r.fol != nil && !r.fol.stopped {
-		r.inner.flash("live: following the journal", toneOK)
+		r.inner.flash("live: following the journal", style.OK)
 		return r.goLive()
 	}
-	r.inner.flash("end of the journal", toneDim)
+	r.inner.flash("end of the journal", style.Dim)
 	return nil
 }
 
@@ -423,9 +425,9 @@ func (r *Replay) followTail() (s string, w int) {
 	f := r.fol
 	var parts []string
 	var width int
-	add := func(text string, style func(string) string) {
-		parts = append(parts, style(text))
-		width += textWidth(text)
+	add := func(text string, paint func(string) string) {
+		parts = append(parts, paint(text))
+		width += style.Width(text)
 	}
 	if f.problem != "" {
 		if f.problemCrit {
@@ -440,7 +442,7 @@ func (r *Replay) followTail() (s string, w int) {
 		add("ENDED "+f.ended.Local().Format("15:04:05")+" (the driver quit)", st.Warn.Render)
 	case f.live:
 		if quiet := f.now.Sub(f.lastNew); !f.now.IsZero() && quiet > followQuiet {
-			add("no new events for "+shortDur(quiet), st.Dim.Render)
+			add("no new events for "+style.ShortDur(quiet), st.Dim.Render)
 		}
 		add("LIVE", st.OK.Render)
 	default:
@@ -475,18 +477,18 @@ func (r *Replay) flashNotes(role event.DriverRole, evs []event.Event) {
 			r.fol.ended = time.Time{}
 			if prev == event.RoleWatching {
 				msg := "this journal's cockpit drives again"
-				if n := sanitizeString(st.Note); n != "" {
+				if n := sanitize.String(st.Note); n != "" {
 					msg += " (" + n + ")"
 				}
-				r.inner.flash(msg, toneAccent)
+				r.inner.flash(msg, style.Accent)
 			}
 		case event.RoleWatching:
 			if prev == event.RoleDriving || prev == event.RoleUnsure {
-				who := sanitizeString(st.Holder.Who())
+				who := sanitize.String(st.Holder.Who())
 				if st.Holder.PID > 0 {
 					who += " (pid " + strconv.Itoa(st.Holder.PID) + ")"
 				}
-				r.inner.flash(who+" took over: this journal's cockpit only watches now; run flightdeck follow again to follow the new driver", toneWarn)
+				r.inner.flash(who+" took over: this journal's cockpit only watches now; run flightdeck follow again to follow the new driver", style.Warn)
 			}
 		}
 	}
@@ -496,10 +498,10 @@ func (r *Replay) flashNotes(role event.DriverRole, evs []event.Event) {
 			continue
 		}
 		head := "note " + evs[i].At.Local().Format("15:04:05")
-		if x := sanitizeString(n.Exp); x != "" {
+		if x := sanitize.String(n.Exp); x != "" {
 			head += " (" + x + ")"
 		}
-		r.inner.flash(head+": "+sanitizeString(n.Text), toneAccent)
+		r.inner.flash(head+": "+sanitize.String(n.Text), style.Accent)
 		return
 	}
 }

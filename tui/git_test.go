@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // fakeGit records what the git panel asks of GitControl and answers with
@@ -862,7 +863,7 @@ func TestGitActionFailureFlash(t *testing.T) {
 			f.act, f.actErr = c.act, c.actErr
 			press(m, "P")
 			m.Update(run(press(m, "y"))[0])
-			if m.Status() != c.want || !painted(m, m.styles.Crit, truncate(m.Status(), 100)) {
+			if m.Status() != c.want || !painted(m, m.styles.Crit, style.Truncate(m.Status(), 100)) {
 				t.Errorf("flash\n %q\nwant\n %q", m.Status(), c.want)
 			}
 			if strings.Contains(m.Status(), `\x0a`) || strings.Contains(m.Status(), `\x09`) {
@@ -946,12 +947,12 @@ func TestGitSuccessNotes(t *testing.T) {
 		name  string
 		notes []string
 		want  string
-		tone  func(m *Model) Tone
+		tone  func(m *Model) style.Tone
 	}{
-		{"none", nil, "restored snapshot 20261128-101500-77aa (snapshot " + snapID + "; u undoes)", func(m *Model) Tone { return m.styles.OK }},
+		{"none", nil, "restored snapshot 20261128-101500-77aa (snapshot " + snapID + "; u undoes)", func(m *Model) style.Tone { return m.styles.OK }},
 		{"two", []string{"main had moved: HEAD is detached", "big.bin (3.0 GiB, untracked) was not saved\x1b[2J"},
 			"restored snapshot 20261128-101500-77aa (snapshot " + snapID + "; u undoes); main had moved: HEAD is detached; big.bin (3.0 GiB, untracked) was not saved",
-			func(m *Model) Tone { return m.styles.Warn }},
+			func(m *Model) style.Tone { return m.styles.Warn }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,7 +9,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // GitRefreshMsg is the answer of the Refresh made when the git panel
@@ -287,7 +289,7 @@ func (m *Model) gitResult(msg tea.Msg) tea.Cmd {
 	case GitRefreshMsg:
 		if r.Err != nil {
 			g.readErr = errText(r.Err)
-			m.flash("git status: "+g.readErr, toneCrit)
+			m.flash("git status: "+g.readErr, style.Crit)
 		}
 	case GitActionMsg:
 		g.doing, g.brief = "", ""
@@ -316,7 +318,7 @@ func (m *Model) quitAfterGit() tea.Cmd {
 	}
 	if m.srv.busy != actionNone {
 		m.quitArmed = true
-		m.flash("the git action ended; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
+		m.flash("the git action ended; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", style.Warn)
 		return nil
 	}
 	m.quitting = true
@@ -336,7 +338,7 @@ func (m *Model) gitQuit() tea.Cmd {
 		return tea.Quit
 	}
 	g.quitWhen = true
-	m.flash(gitQuitText, toneWarn)
+	m.flash(gitQuitText, style.Warn)
 	return nil
 }
 
@@ -348,7 +350,7 @@ func (m *Model) gitActionDone(r GitActionMsg) {
 	g := &m.git
 	a := r.Action
 	name := gitOpNames[r.Op]
-	snap := sanitizeString(a.Snapshot)
+	snap := sanitize.String(a.Snapshot)
 	if r.Op == "undo" {
 		g.undoSnap = snap
 		if snap == "" { // not made: no restore to show as the undo
@@ -361,22 +363,22 @@ func (m *Model) gitActionDone(r GitActionMsg) {
 		if !errors.Is(r.Err, context.Canceled) {
 			why = gitFirstLine(r.Err.Error())
 		}
-		m.flash(r.What+" failed: "+why, toneCrit)
+		m.flash(r.What+" failed: "+why, style.Crit)
 	case len(a.Conflict) > 0:
 		kept := ""
 		if r.Op == "stash-pop" || r.Op == "stash-apply" {
 			kept = ": the stash is kept"
 		}
-		m.flash(name+" conflicted in "+baseNames(sanitizeAll(a.Conflict), 0, 3)+kept+" (u restores the tree as it was)", toneWarn)
+		m.flash(name+" conflicted in "+baseNames(sanitizeAll(a.Conflict), 0, 3)+kept+" (u restores the tree as it was)", style.Warn)
 	case a.Err != "":
 		why := gitFirstLine(a.Err)
 		if why == "" {
 			why = gitFirstLine(a.Output)
 		}
 		if snap != "" {
-			m.flash(name+" failed (tree before it: snapshot "+snap+", S restores): "+why, toneCrit)
+			m.flash(name+" failed (tree before it: snapshot "+snap+", S restores): "+why, style.Crit)
 		} else {
-			m.flash(r.What+" failed (nothing was changed): "+why, toneCrit)
+			m.flash(r.What+" failed (nothing was changed): "+why, style.Crit)
 		}
 	default:
 		done := r.Done
@@ -391,10 +393,10 @@ func (m *Model) gitActionDone(r GitActionMsg) {
 			notes = append(notes, textLines(n, 0)...)
 		}
 		if len(notes) > 0 {
-			m.flash(done+"; "+strings.Join(notes, "; "), toneWarn)
+			m.flash(done+"; "+strings.Join(notes, "; "), style.Warn)
 			return
 		}
-		m.flash(done, toneOK)
+		m.flash(done, style.OK)
 	}
 }
 
@@ -421,18 +423,18 @@ func (m *Model) gitBanners(w int) []banner {
 		if g.quitWhen {
 			quit = " (quitting when it ends)"
 		}
-		out = append(out, banner{text: "git: " + g.doing + " ..." + quit, short: "git: " + g.brief + " ..." + quit, tone: toneWarn})
+		out = append(out, banner{text: "git: " + g.doing + " ..." + quit, short: "git: " + g.brief + " ..." + quit, tone: style.Warn})
 	}
 	if g.movedN > 0 {
 		forms := movedForms(g.moved, g.movedN)
 		text := forms[len(forms)-1]
 		for _, f := range forms {
-			if textWidth(f) <= w {
+			if style.Width(f) <= w {
 				text = f
 				break
 			}
 		}
-		out = append(out, banner{text: text, tone: toneWarn})
+		out = append(out, banner{text: text, tone: style.Warn})
 	}
 	return out
 }
@@ -490,7 +492,7 @@ func movedText(mv event.GitMoved, n, files int) (text, short string) {
 		return text + more, head + more
 	case mv.From == mv.To && branch == "":
 		head := "worktree changed outside flightdeck"
-		now := " (" + plural(mv.DirtyAfter, "dirty file") + " now)"
+		now := " (" + style.Plural(mv.DirtyAfter, "dirty file") + " now)"
 		text = head + now
 		if len(mv.DirtyChanged) > 0 {
 			text = head + ": " + baseNames(mv.DirtyChanged, 0, files) + now
@@ -521,11 +523,11 @@ func orDetached(b string) string {
 func commitCount(fwd, back int) string {
 	switch {
 	case fwd > 0 && back > 0:
-		return plural(fwd, "commit") + " ahead, " + strconv.Itoa(back) + " back"
+		return style.Plural(fwd, "commit") + " ahead, " + strconv.Itoa(back) + " back"
 	case back > 0:
-		return plural(back, "commit") + " back"
+		return style.Plural(back, "commit") + " back"
 	case fwd > 0:
-		return plural(fwd, "commit")
+		return style.Plural(fwd, "commit")
 	}
 	return ""
 }

@@ -10,7 +10,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The git panel's overlays: a confirmation (revert, stash apply/pop/drop,
@@ -33,7 +35,7 @@ func isGitModal(md modal) bool { return md >= modalGitConfirm && md <= modalGitS
 // box, or one line cut to it.
 type para struct {
 	text   string
-	tone   tone
+	tone   style.Token
 	indent int
 	cut    bool // one line, cut to the width, instead of wrapped
 }
@@ -42,7 +44,7 @@ type para struct {
 // goes.
 type gitConfirm struct {
 	title  string
-	frame  tone
+	frame  style.Token
 	paras  []para
 	verb   string         // "y/enter <verb>"
 	start  func() tea.Cmd // starts the action (its arguments bound, raw)
@@ -120,43 +122,43 @@ func (m *Model) confirmRevert() {
 		paths[i] = f.Path
 		switch {
 		case f.Untracked():
-			untracked = append(untracked, sanitizeString(f.Path))
+			untracked = append(untracked, sanitize.String(f.Path))
 		case stagedNew(f):
-			added = append(added, sanitizeString(f.Path))
+			added = append(added, sanitize.String(f.Path))
 		}
 	}
-	ps := []para{{text: "Revert " + plural(len(files), "file") + " to HEAD (staged and unstaged changes):"}}
+	ps := []para{{text: "Revert " + style.Plural(len(files), "file") + " to HEAD (staged and unstaged changes):"}}
 	for i, f := range files {
 		x, y := porcelain(f)
-		tn := toneText
+		tn := style.Text
 		switch {
 		case f.Conflicted():
-			tn = toneCrit
+			tn = style.Crit
 		case f.Untracked(), stagedNew(f):
-			tn = toneWarn
+			tn = style.Warn
 		}
 		if i == maxListed && len(files) > maxListed+1 {
-			ps = append(ps, para{text: "... and " + strconv.Itoa(len(files)-i) + " more", tone: toneDim, indent: 2})
+			ps = append(ps, para{text: "... and " + strconv.Itoa(len(files)-i) + " more", tone: style.Dim, indent: 2})
 			break
 		}
 		ps = append(ps, para{text: x + y + "  " + fileName(f), tone: tn, indent: 2, cut: true})
 	}
 	if len(untracked) > 0 {
-		ps = append(ps, para{text: "Untracked files will be deleted: " + baseNames(untracked, 0, 5) + ".", tone: toneWarn})
+		ps = append(ps, para{text: "Untracked files will be deleted: " + baseNames(untracked, 0, 5) + ".", tone: style.Warn})
 	}
 	if len(added) > 0 {
 		ps = append(ps, para{text: "New in the index (staged, not in HEAD): deleted from disk too, like untracked files: " +
-			baseNames(added, 0, 5) + ".", tone: toneWarn})
+			baseNames(added, 0, 5) + ".", tone: style.Warn})
 	}
-	ps = append(ps, para{text: snapshotNote, tone: toneDim})
+	ps = append(ps, para{text: snapshotNote, tone: style.Dim})
 	target := fileName(files[0])
 	if len(files) > 1 {
-		target = plural(len(files), "file")
+		target = style.Plural(len(files), "file")
 	}
 	m.ask(&gitConfirm{
-		title: "revert to HEAD", frame: toneWarn, paras: ps, verb: "revert", cancel: "revert cancelled",
+		title: "revert to HEAD", frame: style.Warn, paras: ps, verb: "revert", cancel: "revert cancelled",
 		start: func() tea.Cmd {
-			return m.startGit("revert", "revert "+target, "reverted "+target, "reverting "+target, "reverting "+plural(len(files), "file"),
+			return m.startGit("revert", "revert "+target, "reverted "+target, "reverting "+target, "reverting "+style.Plural(len(files), "file"),
 				func(ctx context.Context, c GitControl) (event.GitAction, error) { return c.Revert(ctx, paths) })
 		},
 	})
@@ -176,8 +178,8 @@ const maxListed = 8
 func (m *Model) confirmStashOp(op string) {
 	s, _ := m.git.targetStash()
 	id, ref := s.ID, s.Ref()
-	desc := ref + " (" + sanitizeString(s.Message) + ")"
-	c := &gitConfirm{frame: toneWarn, cancel: gitOpNames[op] + " cancelled"}
+	desc := ref + " (" + sanitize.String(s.Message) + ")"
+	c := &gitConfirm{frame: style.Warn, cancel: gitOpNames[op] + " cancelled"}
 	var done, doing string
 	var call func(context.Context, GitControl) (event.GitAction, error)
 	switch op {
@@ -192,15 +194,15 @@ func (m *Model) confirmStashOp(op string) {
 		done, doing = "popped "+ref, "popping "+ref
 		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashApply(ctx, id, true) }
 	default:
-		c.title, c.verb, c.frame = "drop stash", "drop", toneCrit
+		c.title, c.verb, c.frame = "drop stash", "drop", style.Crit
 		c.paras = []para{{text: "Drop " + desc + "?"},
-			{text: "Its commit " + sanitizeString(id) + " stays recoverable from the snapshot.", tone: toneWarn}}
-		done, doing = "dropped "+ref+" (commit "+git.ShortID(sanitizeString(id))+")", "dropping "+ref
+			{text: "Its commit " + sanitize.String(id) + " stays recoverable from the snapshot.", tone: style.Warn}}
+		done, doing = "dropped "+ref+" (commit "+git.ShortID(sanitize.String(id))+")", "dropping "+ref
 	}
 	if call == nil {
 		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashDrop(ctx, id) }
 	}
-	c.paras = append(c.paras, para{text: snapshotNote, tone: toneDim})
+	c.paras = append(c.paras, para{text: snapshotNote, tone: style.Dim})
 	c.start = func() tea.Cmd { return m.startGit(op, gitOpNames[op]+" "+ref, done, doing, doing, call) }
 	m.ask(c)
 }
@@ -209,7 +211,7 @@ func (m *Model) confirmStashOp(op string) {
 // made here (GitControl.LastSnapshot).
 func (m *Model) confirmUndo() {
 	id, reason := m.git.ctl.LastSnapshot()
-	id, reason = sanitizeString(id), sanitizeString(reason)
+	id, reason = sanitize.String(id), sanitize.String(reason)
 	q := "Restore snapshot " + id
 	undid := "undid the last action"
 	if reason != "" {
@@ -217,8 +219,8 @@ func (m *Model) confirmUndo() {
 		undid = "undid " + reason
 	}
 	m.ask(&gitConfirm{
-		title: "undo", frame: toneWarn, verb: "restore", cancel: "undo cancelled",
-		paras: []para{{text: q + "?"}, {text: restoreNote, tone: toneDim}},
+		title: "undo", frame: style.Warn, verb: "restore", cancel: "undo cancelled",
+		paras: []para{{text: q + "?"}, {text: restoreNote, tone: style.Dim}},
 		start: func() tea.Cmd {
 			g := &m.git
 			g.undoFrom, g.undoWhy, g.undoSnap = id, reason, ""
@@ -238,7 +240,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "y", "enter":
 		m.closeGitModal()
 		if why := gitCan(m, c.verb); why != "" { // never two actions at once
-			m.flash(why, toneWarn)
+			m.flash(why, style.Warn)
 			return m, nil
 		}
 		return m, c.start()
@@ -250,7 +252,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		fallthrough
 	case "n", "ctrl+c":
 		m.closeGitModal()
-		m.flash(c.cancel, toneDim)
+		m.flash(c.cancel, style.Dim)
 	}
 	return m, nil
 }
@@ -273,7 +275,7 @@ func (m *Model) stashFiles() []string {
 	var out []string
 	for _, f := range m.git.st.Files {
 		if !f.Untracked() || m.git.stash.untracked {
-			out = append(out, sanitizeString(f.Path))
+			out = append(out, sanitize.String(f.Path))
 		}
 	}
 	return out
@@ -285,7 +287,7 @@ func (m *Model) stashKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch msg.String() {
 	case "esc", "ctrl+c":
 		m.closeGitModal()
-		m.flash("stash cancelled", toneDim)
+		m.flash("stash cancelled", style.Dim)
 		return m, nil
 	case "tab", "ctrl+u":
 		f.untracked = !f.untracked
@@ -293,20 +295,20 @@ func (m *Model) stashKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "enter":
 		files := m.stashFiles()
 		if len(files) == 0 {
-			m.flash("nothing to stash without the untracked files (tab includes them)", toneWarn)
+			m.flash("nothing to stash without the untracked files (tab includes them)", style.Warn)
 			return m, nil
 		}
 		raw, untracked := strings.TrimSpace(f.input.Value()), f.untracked
 		m.closeGitModal()
 		if why := gitCan(m, "a stash"); why != "" {
-			m.flash(why, toneWarn)
+			m.flash(why, style.Warn)
 			return m, nil
 		}
-		done := "stashed " + plural(len(files), "file")
+		done := "stashed " + style.Plural(len(files), "file")
 		if raw != "" {
-			done += " as " + strconv.Quote(sanitizeString(raw))
+			done += " as " + strconv.Quote(sanitize.String(raw))
 		}
-		return m, m.startGit("stash", "stash", done, "stashing "+plural(len(files), "file"), "stashing",
+		return m, m.startGit("stash", "stash", done, "stashing "+style.Plural(len(files), "file"), "stashing",
 			func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Stash(ctx, raw, untracked) })
 	}
 	var cmd tea.Cmd
@@ -326,20 +328,20 @@ func (m *Model) renderStash(iw int) []string {
 	_, _, untracked, _ := m.git.st.Counts()
 	files := m.stashFiles()
 	out := []string{
-		st.Accent.Render("name  ") + truncateStyled(f.input.View(), iw-len("name  ")),
+		st.Accent.Render("name  ") + style.TruncateStyled(f.input.View(), iw-len("name  ")),
 		st.Key.Render(box) + " include untracked files " + st.Dim.Render("("+strconv.Itoa(untracked)+"; tab)"),
 		"",
 	}
 	var ps []para
 	if len(files) == 0 {
-		ps = append(ps, para{text: "Nothing to stash: only untracked files are dirty (tab includes them).", tone: toneWarn})
+		ps = append(ps, para{text: "Nothing to stash: only untracked files are dirty (tab includes them).", tone: style.Warn})
 	} else {
-		ps = append(ps, para{text: "Stashes " + plural(len(files), "file") + ": " + baseNames(files, 0, 5) + "."})
+		ps = append(ps, para{text: "Stashes " + style.Plural(len(files), "file") + ": " + baseNames(files, 0, 5) + "."})
 	}
 	if !f.untracked && untracked > 0 && len(files) > 0 {
-		ps = append(ps, para{text: "Untracked files stay in the worktree.", tone: toneDim})
+		ps = append(ps, para{text: "Untracked files stay in the worktree.", tone: style.Dim})
 	}
-	ps = append(ps, para{text: snapshotNote, tone: toneDim})
+	ps = append(ps, para{text: snapshotNote, tone: style.Dim})
 	out = append(out, m.renderParas(ps, iw)...)
 	return append(out, "", m.prompt(iw, "enter", "stash", "esc", "cancel"))
 }
@@ -374,7 +376,7 @@ func (m *Model) checkoutLog(r GitLogMsg) {
 	if r.Err != nil {
 		co.err = errText(r.Err)
 	}
-	co.cursor = clamp(co.cursor, co.minCursor(), len(m.coItems())-1)
+	co.cursor = style.Clamp(co.cursor, co.minCursor(), len(m.coItems())-1)
 }
 
 // remoteNames are the names taken for remotes when telling a local branch
@@ -418,7 +420,7 @@ next:
 // by id) or the reflog's entries (by id).
 func (m *Model) coItems() []coItem {
 	co := m.git.co
-	q := strings.ToLower(sanitizeString(strings.TrimSpace(co.input.Value())))
+	q := strings.ToLower(sanitize.String(strings.TrimSpace(co.input.Value())))
 	var out []coItem
 	add := func(ref, line string) {
 		if q == "" || strings.Contains(strings.ToLower(line), q) {
@@ -427,19 +429,19 @@ func (m *Model) coItems() []coItem {
 	}
 	if co.reflog {
 		for _, e := range m.git.st.Reflog {
-			short := sanitizeString(e.Short)
+			short := sanitize.String(e.Short)
 			if short == "" {
-				short = git.ShortID(sanitizeString(e.ID))
+				short = git.ShortID(sanitize.String(e.ID))
 			}
-			add(e.ID, short+"  "+padRight(gitAge(m.now, e.Time), 4)+"  "+sanitizeString(e.Message))
+			add(e.ID, short+"  "+style.PadRight(gitAge(m.now, e.Time), 4)+"  "+sanitize.String(e.Message))
 		}
 		return out
 	}
 	remotes := m.remoteNames()
 	for _, c := range co.commits {
-		line := sanitizeString(c.Short) + "  " + padRight(gitAge(m.now, c.Time), 4) + "  " + sanitizeString(c.Subject)
+		line := sanitize.String(c.Short) + "  " + style.PadRight(gitAge(m.now, c.Time), 4) + "  " + sanitize.String(c.Subject)
 		if len(c.Refs) > 0 {
-			line += "  (" + sanitizeString(strings.Join(c.Refs, ", ")) + ")"
+			line += "  (" + sanitize.String(strings.Join(c.Refs, ", ")) + ")"
 		}
 		ref := c.ID
 		if b := localBranch(c.Refs, remotes); b != "" {
@@ -464,7 +466,7 @@ func (m *Model) checkoutKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := msg.String()
 	if k == "esc" || k == "ctrl+c" {
 		m.closeGitModal()
-		m.flash("checkout cancelled", toneDim)
+		m.flash("checkout cancelled", style.Dim)
 		return m, nil
 	}
 	if co.waiting != "" {
@@ -477,10 +479,10 @@ func (m *Model) checkoutKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		co.cursor = co.minCursor()
 		return m, nil
 	case "up", "ctrl+p":
-		co.cursor = clamp(co.cursor-1, co.minCursor(), len(items)-1)
+		co.cursor = style.Clamp(co.cursor-1, co.minCursor(), len(items)-1)
 		return m, nil
 	case "down", "ctrl+n":
-		co.cursor = clamp(co.cursor+1, co.minCursor(), len(items)-1)
+		co.cursor = style.Clamp(co.cursor+1, co.minCursor(), len(items)-1)
 		return m, nil
 	case "enter":
 		return m, m.previewChoice(items)
@@ -503,11 +505,11 @@ func (m *Model) previewChoice(items []coItem) tea.Cmd {
 		ref = items[co.cursor].ref
 	}
 	if ref == "" {
-		m.flash("type a ref or choose a commit", toneWarn)
+		m.flash("type a ref or choose a commit", style.Warn)
 		return nil
 	}
 	g.seq++
-	co.waiting, co.wseq = sanitizeString(ref), g.seq
+	co.waiting, co.wseq = sanitize.String(ref), g.seq
 	ctl, ctx, seq := g.ctl, m.ctx, g.seq
 	return func() tea.Msg {
 		p, err := ctl.Preview(ctx, ref)
@@ -524,29 +526,29 @@ func (m *Model) checkoutPreview(r GitPreviewMsg) {
 	}
 	co.waiting = ""
 	if r.Err != nil {
-		m.flash("preview "+sanitizeString(r.Ref)+": "+errText(r.Err), toneCrit)
+		m.flash("preview "+sanitize.String(r.Ref)+": "+errText(r.Err), style.Crit)
 		return
 	}
 	p := r.Preview
-	to := sanitizeString(p.To.Short)
+	to := sanitize.String(p.To.Short)
 	if to == "" {
-		to = git.ShortID(sanitizeString(p.To.ID))
+		to = git.ShortID(sanitize.String(p.To.ID))
 	}
 	label := to
 	if p.Branch != "" {
-		label = sanitizeString(p.Branch) + " at " + to
+		label = sanitize.String(p.Branch) + " at " + to
 	}
 	ref := r.Ref
 	c := &gitConfirm{
-		title: "checkout", frame: toneAccent, verb: "checkout", back: modalGitCheckout, cancel: "checkout cancelled",
-		paras: previewParas(p, sanitizeString(ref), to),
+		title: "checkout", frame: style.Accent, verb: "checkout", back: modalGitCheckout, cancel: "checkout cancelled",
+		paras: previewParas(p, sanitize.String(ref), to),
 		start: func() tea.Cmd {
 			return m.startGit("checkout", "checkout "+label, "checked out "+label, "checking out "+label, "checking out "+to,
 				func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Checkout(ctx, ref) })
 		},
 	}
 	if len(p.Blocking) > 0 {
-		c.frame = toneCrit
+		c.frame = style.Crit
 	}
 	m.ask(c)
 }
@@ -557,24 +559,24 @@ func (m *Model) checkoutPreview(r GitPreviewMsg) {
 func previewParas(p git.Preview, ref, to string) []para {
 	where := " (detached)"
 	if p.Branch != "" {
-		where = " (branch " + sanitizeString(p.Branch) + ")"
+		where = " (branch " + sanitize.String(p.Branch) + ")"
 	}
 	head := "checkout " + ref + arrow + to
-	if git.IsCommitID(p.Target) || sanitizeString(p.Target) == to { // a commit picked from the list: no need to say it twice
+	if git.IsCommitID(p.Target) || sanitize.String(p.Target) == to { // a commit picked from the list: no need to say it twice
 		head = "checkout " + to
 	}
-	ps := []para{{text: head + " " + sanitizeString(p.To.Subject) + where, tone: toneTitle}}
+	ps := []para{{text: head + " " + sanitize.String(p.To.Subject) + where, tone: style.Title}}
 	if p.ForwardCount == 0 && p.BackCount == 0 {
-		ps = append(ps, para{text: "same commit as HEAD", tone: toneDim})
+		ps = append(ps, para{text: "same commit as HEAD", tone: style.Dim})
 	}
-	ps = commitList(ps, "brings in ", "+ ", toneOK, p.Forward, p.ForwardCount)
-	ps = commitList(ps, "leaves ", "- ", toneWarn, p.Back, p.BackCount)
+	ps = commitList(ps, "brings in ", "+ ", style.OK, p.Forward, p.ForwardCount)
+	ps = commitList(ps, "leaves ", "- ", style.Warn, p.Back, p.BackCount)
 	if n := len(p.Files); n > 0 {
 		names := make([]string, 0, min(n, 5))
 		for _, c := range p.Files[:min(n, 5)] {
-			names = append(names, path.Base(sanitizeString(c.Path)))
+			names = append(names, path.Base(sanitize.String(c.Path)))
 		}
-		t := "touches " + plural(n, "file") + ": " + strings.Join(names, ", ")
+		t := "touches " + style.Plural(n, "file") + ": " + strings.Join(names, ", ")
 		if n > 5 {
 			t += ", ..."
 		}
@@ -582,36 +584,36 @@ func previewParas(p git.Preview, ref, to string) []para {
 	}
 	if len(p.Blocking) > 0 {
 		ps = append(ps, para{text: "dirty files the checkout would overwrite: " + strings.Join(sanitizeAll(p.Blocking), ", ") +
-			"; git will refuse: stash them first", tone: toneCrit})
+			"; git will refuse: stash them first", tone: style.Crit})
 	}
 	if len(p.Overwrites) > 0 {
 		ps = append(ps, para{text: "ignored files the target tracks, which git replaces without asking: " + strings.Join(sanitizeAll(p.Overwrites), ", ") +
-			" (saved in the snapshot first)", tone: toneWarn})
+			" (saved in the snapshot first)", tone: style.Warn})
 	}
-	return append(ps, para{text: snapshotNote, tone: toneDim})
+	return append(ps, para{text: snapshotNote, tone: style.Dim})
 }
 
 // commitList is "brings in 2 commits:" and "+ 3207427 subject" lines, cut
 // with "... and K more" (K counted from total).
-func commitList(ps []para, head, sign string, tn tone, cs []event.Commit, total int) []para {
+func commitList(ps []para, head, sign string, tn style.Token, cs []event.Commit, total int) []para {
 	total = max(total, len(cs))
 	if total == 0 {
 		return ps
 	}
-	ps = append(ps, para{text: head + plural(total, "commit") + ":"})
+	ps = append(ps, para{text: head + style.Plural(total, "commit") + ":"})
 	const n = 5
 	for i, c := range cs {
 		if i == n {
 			break
 		}
-		short := sanitizeString(c.Short)
+		short := sanitize.String(c.Short)
 		if short == "" {
-			short = git.ShortID(sanitizeString(c.ID))
+			short = git.ShortID(sanitize.String(c.ID))
 		}
-		ps = append(ps, para{text: sign + short + " " + sanitizeString(c.Subject), tone: tn, indent: 2, cut: true})
+		ps = append(ps, para{text: sign + short + " " + sanitize.String(c.Subject), tone: tn, indent: 2, cut: true})
 	}
 	if more := total - min(n, len(cs)); more > 0 {
-		ps = append(ps, para{text: "... and " + strconv.Itoa(more) + " more", tone: toneDim, indent: 2})
+		ps = append(ps, para{text: "... and " + strconv.Itoa(more) + " more", tone: style.Dim, indent: 2})
 	}
 	return ps
 }
@@ -622,7 +624,7 @@ func (m *Model) renderCheckout(iw, maxH int) []string {
 	st := &m.styles
 	co := m.git.co
 	co.input.SetWidth(max(iw-len("ref  ")-1, 1))
-	out := []string{st.Accent.Render("ref  ") + truncateStyled(co.input.View(), iw-len("ref  "))}
+	out := []string{st.Accent.Render("ref  ") + style.TruncateStyled(co.input.View(), iw-len("ref  "))}
 	logTab, reflogTab := st.Accent.Render("[log]"), st.Dim.Render(" reflog ")
 	if co.reflog {
 		logTab, reflogTab = st.Dim.Render(" log "), st.Accent.Render("[reflog]")
@@ -631,11 +633,11 @@ func (m *Model) renderCheckout(iw, maxH int) []string {
 	rows := max(maxH-len(out)-2, 1)
 	switch {
 	case co.waiting != "":
-		out = append(out, st.Warn.Render(truncate("previewing "+co.waiting+" ...", iw)))
+		out = append(out, st.Warn.Render(style.Truncate("previewing "+co.waiting+" ...", iw)))
 	case !co.reflog && co.loading:
 		out = append(out, st.Dim.Render("loading commits ..."))
 	case !co.reflog && co.err != "":
-		out = append(out, st.Crit.Render(truncate("log failed: "+co.err, iw)))
+		out = append(out, st.Crit.Render(style.Truncate("log failed: "+co.err, iw)))
 	}
 	if co.waiting == "" {
 		out = append(out, m.coRows(iw, rows)...)
@@ -653,7 +655,7 @@ func (m *Model) coRows(iw, rows int) []string {
 		i    int
 	}
 	var all []row
-	if typed := sanitizeString(strings.TrimSpace(co.input.Value())); typed != "" {
+	if typed := sanitize.String(strings.TrimSpace(co.input.Value())); typed != "" {
 		all = append(all, row{"checkout " + typed, -1})
 	}
 	for i, it := range m.coItems() {
@@ -672,13 +674,13 @@ func (m *Model) coRows(iw, rows int) []string {
 		}
 	}
 	n := min(rows, len(all))
-	top := clamp(cur-n/2, 0, len(all)-n)
+	top := style.Clamp(cur-n/2, 0, len(all)-n)
 	var out []string
 	for _, r := range all[top : top+n] {
 		if r.i == co.cursor {
-			out = append(out, st.Accent.Render(truncate("> "+r.text, iw)))
+			out = append(out, st.Accent.Render(style.Truncate("> "+r.text, iw)))
 		} else {
-			out = append(out, truncate("  "+r.text, iw))
+			out = append(out, style.Truncate("  "+r.text, iw))
 		}
 	}
 	return out
@@ -712,11 +714,11 @@ func (m *Model) snapshotsLoaded(r GitSnapshotsMsg) {
 // snapLine is a snapshot's row: "20261129-215807-3f9a  2h  checkout
 // 3207427  HEAD bba2fc4 main  4 files".
 func (m *Model) snapLine(s git.Snapshot) string {
-	head := "HEAD " + git.ShortID(sanitizeString(s.Head))
+	head := "HEAD " + git.ShortID(sanitize.String(s.Head))
 	if s.Branch != "" {
-		head += " " + sanitizeString(s.Branch)
+		head += " " + sanitize.String(s.Branch)
 	}
-	return sanitizeString(s.ID) + "  " + padRight(gitAge(m.now, s.Time), 4) + "  " + sanitizeString(s.Reason) + "  " + head + "  " + plural(s.Files, "file")
+	return sanitize.String(s.ID) + "  " + style.PadRight(gitAge(m.now, s.Time), 4) + "  " + sanitize.String(s.Reason) + "  " + head + "  " + style.Plural(s.Files, "file")
 }
 
 // snapsKey handles a key in the snapshot picker: enter asks to restore the
@@ -726,11 +728,11 @@ func (m *Model) snapsKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch msg.String() {
 	case "esc", "ctrl+c", "q":
 		m.closeGitModal()
-		m.flash("restore cancelled", toneDim)
+		m.flash("restore cancelled", style.Dim)
 	case "up", "k":
-		p.cursor = clamp(p.cursor-1, 0, len(p.snaps)-1)
+		p.cursor = style.Clamp(p.cursor-1, 0, len(p.snaps)-1)
 	case "down", "j":
-		p.cursor = clamp(p.cursor+1, 0, len(p.snaps)-1)
+		p.cursor = style.Clamp(p.cursor+1, 0, len(p.snaps)-1)
 	case "home":
 		p.cursor = 0
 	case "end":
@@ -747,17 +749,17 @@ func (m *Model) snapsKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 // confirmRestore asks to restore snapshot s.
 func (m *Model) confirmRestore(s git.Snapshot) {
 	id := s.ID
-	idText := sanitizeString(id)
+	idText := sanitize.String(id)
 	q := "Restore snapshot " + idText
-	if r := sanitizeString(s.Reason); r != "" {
+	if r := sanitize.String(s.Reason); r != "" {
 		q += " taken before " + r
 	}
 	if a := gitAge(m.now, s.Time); a != "" {
 		q += " (" + a + " ago)"
 	}
 	m.ask(&gitConfirm{
-		title: "restore snapshot", frame: toneWarn, verb: "restore", back: modalGitSnapshots, cancel: "restore cancelled",
-		paras: []para{{text: q + "?"}, {text: m.snapLine(s), tone: toneDim, indent: 2, cut: true}, {text: restoreNote, tone: toneDim}},
+		title: "restore snapshot", frame: style.Warn, verb: "restore", back: modalGitSnapshots, cancel: "restore cancelled",
+		paras: []para{{text: q + "?"}, {text: m.snapLine(s), tone: style.Dim, indent: 2, cut: true}, {text: restoreNote, tone: style.Dim}},
 		start: func() tea.Cmd {
 			return m.startGit("restore", "restore "+idText, "restored snapshot "+idText, "restoring snapshot "+idText, "restoring",
 				func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Restore(ctx, id) })
@@ -773,18 +775,18 @@ func (m *Model) renderSnaps(iw, maxH int) []string {
 	case p.loading:
 		return []string{st.Dim.Render("loading snapshots ...")}
 	case p.err != "":
-		return []string{st.Crit.Render(truncate("snapshots failed: "+p.err, iw))}
+		return []string{st.Crit.Render(style.Truncate("snapshots failed: "+p.err, iw))}
 	case len(p.snaps) == 0:
 		return []string{st.Dim.Render("no snapshots yet: every action made here takes one")}
 	}
 	n := max(min(maxH, len(p.snaps)), 1)
-	top := clamp(p.cursor-n/2, 0, len(p.snaps)-n)
+	top := style.Clamp(p.cursor-n/2, 0, len(p.snaps)-n)
 	var out []string
 	for i := top; i < top+n && i < len(p.snaps); i++ {
 		if i == p.cursor {
-			out = append(out, st.Accent.Render(truncate("> "+m.snapLine(p.snaps[i]), iw)))
+			out = append(out, st.Accent.Render(style.Truncate("> "+m.snapLine(p.snaps[i]), iw)))
 		} else {
-			out = append(out, truncate("  "+m.snapLine(p.snaps[i]), iw))
+			out = append(out, style.Truncate("  "+m.snapLine(p.snaps[i]), iw))
 		}
 	}
 	return out
@@ -794,13 +796,13 @@ func (m *Model) renderSnaps(iw, maxH int) []string {
 func (m *Model) renderParas(ps []para, iw int) []string {
 	var out []string
 	for _, p := range ps {
-		t := m.styles.tone(p.tone)
-		pad := spaces(p.indent)
+		t := m.styles.Tone(p.tone)
+		pad := style.Spaces(p.indent)
 		if p.cut {
-			out = append(out, pad+t.Render(truncate(p.text, iw-p.indent)))
+			out = append(out, pad+t.Render(style.Truncate(p.text, iw-p.indent)))
 			continue
 		}
-		for _, l := range wrapWords(p.text, iw-p.indent) {
+		for _, l := range style.Wrap(p.text, iw-p.indent) {
 			out = append(out, pad+t.Render(l))
 		}
 	}
@@ -817,7 +819,7 @@ func (m *Model) prompt(iw int, kv ...string) string {
 		}
 		b.WriteString(m.styles.Key.Render(kv[i]) + " " + m.styles.Dim.Render(kv[i+1]))
 	}
-	return truncateStyled(b.String(), iw)
+	return style.TruncateStyled(b.String(), iw)
 }
 
 // confirmPrompt is the last line of a confirmation.
@@ -839,14 +841,14 @@ func (m *Model) fitLines(lines []string, maxH, keep, iw int) []string {
 	cut := len(lines) - head - keep
 	out := append([]string{}, lines[:head]...)
 	if maxH-keep > 0 {
-		out = append(out, m.styles.Dim.Render(truncate("... "+plural(cut, "more line")+" (a taller terminal shows them)", iw)))
+		out = append(out, m.styles.Dim.Render(style.Truncate("... "+style.Plural(cut, "more line")+" (a taller terminal shows them)", iw)))
 	}
 	return append(out, lines[len(lines)-keep:]...)
 }
 
 // gitModalBox is a git overlay's title, frame tone, content and inner
 // width for a w-cell screen with avail rows between header and footer.
-func (m *Model) gitModalBox(w, avail int) (title string, frame Tone, body []string, iw int, ok bool) {
+func (m *Model) gitModalBox(w, avail int) (title string, frame style.Tone, body []string, iw int, ok bool) {
 	st := &m.styles
 	g := &m.git
 	maxH := avail - 2
@@ -855,7 +857,7 @@ func (m *Model) gitModalBox(w, avail int) (title string, frame Tone, body []stri
 		c := g.confirm
 		iw = min(w-4, 76)
 		body = append(m.renderParas(c.paras, iw), "", m.confirmPrompt(c, iw))
-		return c.title, st.tone(c.frame), m.fitLines(body, maxH, 2, iw), iw, true
+		return c.title, st.Tone(c.frame), m.fitLines(body, maxH, 2, iw), iw, true
 	case modalGitStash:
 		iw = min(w-4, 64)
 		return "stash the changes", st.Accent, m.fitLines(m.renderStash(iw), maxH, 2, iw), iw, true

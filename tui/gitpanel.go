@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The git panel (g) takes the place of the log tail: the checkout's path,
@@ -147,7 +149,7 @@ func (g *gitState) setStatus(s event.GitStatus) {
 			return
 		}
 	}
-	g.cursor = clamp(g.cursor, 0, n-1)
+	g.cursor = style.Clamp(g.cursor, 0, n-1)
 }
 
 // dirty reports whether the raw path p is among the dirty files.
@@ -165,7 +167,7 @@ func (g *gitState) dirty(p string) bool {
 // error) but for that line, and its notes.
 func (g *gitState) setAction(a event.GitAction, at time.Time) {
 	for _, f := range []*string{&a.Op, &a.Snapshot, &a.From, &a.To, &a.Branch} {
-		*f = sanitizeString(*f)
+		*f = sanitize.String(*f)
 	}
 	out := a.Output
 	if strings.TrimSpace(out) == "" { // git's words are in the error
@@ -204,7 +206,7 @@ func textLines(raw string, n int) []string {
 		if n > 0 && len(out) == n {
 			break
 		}
-		out = append(out, sanitizeString(l))
+		out = append(out, sanitize.String(l))
 	}
 	return out
 }
@@ -228,7 +230,7 @@ func (g *gitState) isUndo(a *event.GitAction) bool {
 // the banner; it stays until acknowledged.
 func (g *gitState) setMoved(mv event.GitMoved) {
 	for _, f := range []*string{&mv.From, &mv.To, &mv.FromShort, &mv.ToShort, &mv.FromBranch, &mv.ToBranch, &mv.Action} {
-		*f = sanitizeString(*f)
+		*f = sanitize.String(*f)
 	}
 	mv.Files = sanitizeAll(mv.Files)
 	mv.DirtyChanged = sanitizeAll(mv.DirtyChanged)
@@ -243,14 +245,14 @@ func sanitizeAll(ss []string) []string {
 	}
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = sanitizeString(s)
+		out[i] = sanitize.String(s)
 	}
 	return out
 }
 
 // move moves the cursor by d rows, clamped.
 func (g *gitState) move(d int) {
-	g.cursor = clamp(g.cursor+d, 0, g.rows()-1)
+	g.cursor = style.Clamp(g.cursor+d, 0, g.rows()-1)
 	g.touched = true
 }
 
@@ -301,22 +303,6 @@ func baseNames(paths []string, total, n int) string {
 	return b.String()
 }
 
-// plural is a count of what in words: "1 commit", "2 commits", "2
-// stashes" (es after s, x, z, ch and sh). The cockpit's one plural.
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	s := "s"
-	for _, end := range []string{"s", "x", "z", "ch", "sh"} {
-		if strings.HasSuffix(what, end) {
-			s = "es"
-			break
-		}
-	}
-	return strconv.Itoa(n) + " " + what + s
-}
-
 // gitLine is one line of the panel body: styled text and the selectable
 // row it shows (-1 for section headers and notes).
 type gitLine struct {
@@ -358,7 +344,7 @@ func (g *gitState) scrollTop(body []gitLine, bh int) int {
 			break
 		}
 	}
-	top := clamp(g.top, 0, len(body)-bh)
+	top := style.Clamp(g.top, 0, len(body)-bh)
 	if ci >= 0 {
 		if ci < top {
 			top = ci
@@ -398,27 +384,27 @@ func (m *Model) gitTitle(w int) string {
 		tail = append(tail, part{"  reading status ...", st.Dim})
 	} else {
 		if s.Branch != "" {
-			tail = append(tail, part{"  " + sanitizeString(s.Branch), st.Accent})
+			tail = append(tail, part{"  " + sanitize.String(s.Branch), st.Accent})
 		} else {
 			tail = append(tail, part{"  detached", st.Warn})
 		}
 		if s.Operation != "" {
-			tail = append(tail, part{"  " + strings.ToUpper(sanitizeString(s.Operation)) + " in progress", st.Crit})
+			tail = append(tail, part{"  " + strings.ToUpper(sanitize.String(s.Operation)) + " in progress", st.Crit})
 		}
-		tail = append(tail, part{"  " + sanitizeString(s.Head.Short), st.Text})
-		subject = truncate(sanitizeString(s.Head.Subject), 50)
+		tail = append(tail, part{"  " + sanitize.String(s.Head.Short), st.Text})
+		subject = style.Truncate(sanitize.String(s.Head.Subject), 50)
 		subjAt = len(tail)
 		tail = append(tail, part{"", st.Text})
 		if a := gitAge(m.now, s.Head.Time); a != "" {
 			tail = append(tail, part{" (" + a + ")", st.Dim})
 		}
 		if s.Upstream != "" {
-			up := append([]part{{"  " + sanitizeString(s.Upstream), st.Dim}}, m.aheadBehind(s.Ahead, s.Behind)...)
+			up := append([]part{{"  " + sanitize.String(s.Upstream), st.Dim}}, m.aheadBehind(s.Ahead, s.Behind)...)
 			upW := 0
 			for _, p := range up {
-				upW += textWidth(p.s)
+				upW += style.Width(p.s)
 			}
-			if partsWidth(tail)+upW+len("git")+2+min(textWidth(subject)+1, 13) <= w {
+			if partsWidth(tail)+upW+len("git")+2+min(style.Width(subject)+1, 13) <= w {
 				tail = append(tail, up...)
 			}
 		}
@@ -428,12 +414,12 @@ func (m *Model) gitTitle(w int) string {
 	// (a path cut short names nothing), and the subject has its room.
 	room := w - fixed
 	p := ""
-	if sp := sanitizeString(s.Path); sp != "" && textWidth(sp)+1+min(textWidth(subject)+1, 13) <= room {
+	if sp := sanitize.String(s.Path); sp != "" && style.Width(sp)+1+min(style.Width(subject)+1, 13) <= room {
 		p = " " + sp
-		room -= textWidth(p)
+		room -= style.Width(p)
 	}
 	if subjAt >= 0 && subject != "" {
-		subject = strings.TrimRight(truncate(subject, max(room-1, 0)), " ")
+		subject = strings.TrimRight(style.Truncate(subject, max(room-1, 0)), " ")
 		tail[subjAt].s = " " + subject
 	}
 	return titleRule(st, w, "git", p, tail)
@@ -443,7 +429,7 @@ func (m *Model) gitTitle(w int) string {
 func partsWidth(ps []titlePart) int {
 	n := 0
 	for _, p := range ps {
-		n += textWidth(p.s)
+		n += style.Width(p.s)
 	}
 	return n
 }
@@ -474,15 +460,15 @@ func (m *Model) gitBody(w int) []gitLine {
 	if !g.hasSt {
 		switch {
 		case g.readErr != "":
-			return []gitLine{{st.Crit.Render(truncate("git status failed: "+g.readErr, w)), -1}}
+			return []gitLine{{st.Crit.Render(style.Truncate("git status failed: "+g.readErr, w)), -1}}
 		case g.ctl == nil:
-			return []gitLine{{st.Dim.Render(truncate("no git status recorded", w)), -1}}
+			return []gitLine{{st.Dim.Render(style.Truncate("no git status recorded", w)), -1}}
 		}
-		return []gitLine{{st.Dim.Render(truncate("reading git status ...", w)), -1}}
+		return []gitLine{{st.Dim.Render(style.Truncate("reading git status ...", w)), -1}}
 	}
 	var out []gitLine
 	if g.readErr != "" {
-		out = append(out, gitLine{st.Crit.Render(truncate("refresh failed: "+g.readErr+" (showing the last status)", w)), -1})
+		out = append(out, gitLine{st.Crit.Render(style.Truncate("refresh failed: "+g.readErr+" (showing the last status)", w)), -1})
 	}
 	if g.hasAct {
 		out = m.gitLastAction(out, w)
@@ -507,15 +493,15 @@ func (m *Model) gitLastAction(out []gitLine, w int) []gitLine {
 	case a.Err != "":
 		tn = st.Crit
 	}
-	out = append(out, gitLine{tn.Render(truncate(m.lastActionText(), w)), -1})
+	out = append(out, gitLine{tn.Render(style.Truncate(m.lastActionText(), w)), -1})
 	if a.Err == "" && len(a.Conflict) == 0 {
 		for _, n := range g.lastNotes {
-			out = append(out, gitLine{truncateStyled("  "+st.Warn.Render(truncate("note: "+n, w-2)), w), -1})
+			out = append(out, gitLine{style.TruncateStyled("  "+st.Warn.Render(style.Truncate("note: "+n, w-2)), w), -1})
 		}
 		return out
 	}
 	for _, l := range g.lastOut {
-		out = append(out, gitLine{truncateStyled("  "+st.Dim.Render(truncate(l, w-2)), w), -1})
+		out = append(out, gitLine{style.TruncateStyled("  "+st.Dim.Render(style.Truncate(l, w-2)), w), -1})
 	}
 	return out
 }
@@ -600,11 +586,11 @@ func stashName(args []string) string {
 // sectionHead is a section title in accent with dim details.
 func (m *Model) sectionHead(title, detail string, w int) string {
 	st := &m.styles
-	t := truncate(title, w)
-	if detail == "" || textWidth(t)+2 >= w {
+	t := style.Truncate(title, w)
+	if detail == "" || style.Width(t)+2 >= w {
 		return st.Accent.Render(t)
 	}
-	return st.Accent.Render(t) + st.Dim.Render(truncate("  "+detail, w-textWidth(t)))
+	return st.Accent.Render(t) + st.Dim.Render(style.Truncate("  "+detail, w-style.Width(t)))
 }
 
 // cursorMark is the first column of a row: ">" on the cursor's row.
@@ -625,14 +611,14 @@ func (m *Model) gitChanges(out []gitLine, w int) []gitLine {
 	}
 	out = append(out, gitLine{m.sectionHead("changes", strings.Join(d, "  "), w), -1})
 	if len(g.st.Files) == 0 {
-		return append(out, gitLine{"  " + st.Dim.Render(truncate("clean: nothing to stash or revert", w-2)), -1})
+		return append(out, gitLine{"  " + st.Dim.Render(style.Truncate("clean: nothing to stash or revert", w-2)), -1})
 	}
 	// The path column is as wide as the longest path, within the width.
 	pw := 0
 	names := make([]string, len(g.st.Files))
 	for i, f := range g.st.Files {
 		names[i] = fileName(f)
-		pw = max(pw, textWidth(names[i]))
+		pw = max(pw, style.Width(names[i]))
 	}
 	pw = min(pw, max(w-len(">* XY  ")-len("  +9999 -9999"), 8))
 	for i, f := range g.st.Files {
@@ -644,9 +630,9 @@ func (m *Model) gitChanges(out []gitLine, w int) []gitLine {
 // fileName is a file's sanitised path, "orig -> path" for a rename.
 func fileName(f event.GitFile) string {
 	if f.Orig != "" {
-		return sanitizeString(f.Orig) + " -> " + sanitizeString(f.Path)
+		return sanitize.String(f.Orig) + " -> " + sanitize.String(f.Path)
 	}
-	return sanitizeString(f.Path)
+	return sanitize.String(f.Path)
 }
 
 // porcelain is a file's XY status letters, printable.
@@ -670,10 +656,10 @@ func (m *Model) fileRow(f event.GitFile, name string, row, pw, w int) string {
 		mark = st.Warn.Render("*")
 	}
 	x, y := porcelain(f)
-	if textWidth(name) > pw {
-		name = "..." + truncateLeft(name, max(pw-3, 1))
+	if style.Width(name) > pw {
+		name = "..." + style.TruncateLeft(name, max(pw-3, 1))
 	}
-	name = padRight(name, pw)
+	name = style.PadRight(name, pw)
 	var stat string
 	switch {
 	case f.Untracked():
@@ -692,7 +678,7 @@ func (m *Model) fileRow(f event.GitFile, name string, row, pw, w int) string {
 	default:
 		s = st.OK.Render(x) + st.Warn.Render(y) + "  " + m.rowText(row, name) + "  " + stat
 	}
-	return truncateStyled(m.cursorMark(row)+mark+" "+s, w)
+	return style.TruncateStyled(m.cursorMark(row)+mark+" "+s, w)
 }
 
 // rowText paints a row's main text: accent on the cursor's row.
@@ -713,15 +699,15 @@ func (m *Model) gitStashes(out []gitLine, w int) []gitLine {
 	}
 	out = append(out, gitLine{m.sectionHead("stashes", detail, w), -1})
 	if len(g.st.Stashes) == 0 {
-		return append(out, gitLine{"  " + st.Dim.Render(truncate("no stashes", w-2)), -1})
+		return append(out, gitLine{"  " + st.Dim.Render(style.Truncate("no stashes", w-2)), -1})
 	}
 	base := len(g.st.Files)
 	for i, s := range g.st.Stashes {
 		row := base + i
-		ref := padRight(s.Ref(), len("stash@{10}"))
-		line := m.cursorMark(row) + "  " + m.rowText(row, ref) + "  " + st.Dim.Render(padRight(gitAge(m.now, s.Time), 4)) +
-			"  " + m.rowText(row, sanitizeString(s.Message))
-		out = append(out, gitLine{truncateStyled(line, w), row})
+		ref := style.PadRight(s.Ref(), len("stash@{10}"))
+		line := m.cursorMark(row) + "  " + m.rowText(row, ref) + "  " + st.Dim.Render(style.PadRight(gitAge(m.now, s.Time), 4)) +
+			"  " + m.rowText(row, sanitize.String(s.Message))
+		out = append(out, gitLine{style.TruncateStyled(line, w), row})
 	}
 	return out
 }
@@ -732,18 +718,18 @@ func (m *Model) gitReflog(out []gitLine, w int) []gitLine {
 	g := &m.git
 	out = append(out, gitLine{m.sectionHead("reflog", "", w), -1})
 	if len(g.st.Reflog) == 0 {
-		return append(out, gitLine{"  " + st.Dim.Render(truncate("no reflog entries", w-2)), -1})
+		return append(out, gitLine{"  " + st.Dim.Render(style.Truncate("no reflog entries", w-2)), -1})
 	}
 	base := len(g.st.Files) + len(g.st.Stashes)
 	for i, e := range g.st.Reflog {
 		row := base + i
-		short := sanitizeString(e.Short)
+		short := sanitize.String(e.Short)
 		if short == "" {
-			short = git.ShortID(sanitizeString(e.ID))
+			short = git.ShortID(sanitize.String(e.ID))
 		}
-		line := m.cursorMark(row) + "  " + m.rowText(row, short) + "  " + st.Dim.Render(padRight(gitAge(m.now, e.Time), 4)) +
-			"  " + m.rowText(row, sanitizeString(e.Message))
-		out = append(out, gitLine{truncateStyled(line, w), row})
+		line := m.cursorMark(row) + "  " + m.rowText(row, short) + "  " + st.Dim.Render(style.PadRight(gitAge(m.now, e.Time), 4)) +
+			"  " + m.rowText(row, sanitize.String(e.Message))
+		out = append(out, gitLine{style.TruncateStyled(line, w), row})
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The GPU table's notices above it: sampler failures and stale data,
@@ -15,13 +16,13 @@ import (
 // terminal too narrow for it ("" when none), and its tone.
 type banner struct {
 	text, short string
-	tone        tone
+	tone        style.Token
 }
 
 // fit returns the form of b that fits w cells, if either does, else the
 // text (to be cut).
 func (b banner) fit(w int) string {
-	if textWidth(b.text) > w && b.short != "" {
+	if style.Width(b.text) > w && b.short != "" {
 		return b.short
 	}
 	return b.text
@@ -58,12 +59,12 @@ func (t *gpuTable) banners(now time.Time) []banner {
 			b.WriteString(strconv.Itoa(f.count))
 			b.WriteString("x")
 		}
-		if age := ago(now, f.at); age != "" {
+		if age := style.Ago(now, f.at); age != "" {
 			b.WriteString(", last ")
 			b.WriteString(age)
 			b.WriteString(" ago")
 		}
-		out = append(out, banner{text: b.String(), tone: toneCrit})
+		out = append(out, banner{text: b.String(), tone: style.Crit})
 	}
 	if t.stale != nil {
 		out = append(out, staleBanner(t.stale, t.staleSrc, now))
@@ -81,7 +82,7 @@ func (t *gpuTable) banners(now time.Time) []banner {
 // clock time, which the age repeats.
 func staleBanner(s *event.GPUStale, src string, now time.Time) banner {
 	head := "GPUs stale"
-	if age := ago(now, s.LastSample); age != "" {
+	if age := style.Ago(now, s.LastSample); age != "" {
 		head += " " + age
 	}
 	tail := "; restarting nvidia-smi"
@@ -95,7 +96,7 @@ func staleBanner(s *event.GPUStale, src string, now time.Time) banner {
 		tail = ": no sample for " + strconv.Itoa(s.Missed) + " intervals" + tail
 	}
 	if s.LastSample.IsZero() {
-		return banner{text: head + tail, tone: toneWarn}
+		return banner{text: head + tail, tone: style.Warn}
 	}
-	return banner{text: head + " (since " + s.LastSample.Format("15:04:05") + ")" + tail, short: head + tail, tone: toneWarn}
+	return banner{text: head + " (since " + s.LastSample.Format("15:04:05") + ")" + tail, short: head + tail, tone: style.Warn}
 }

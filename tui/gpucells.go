@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Thresholds for highlighting. They are judgement calls for datacenter GPUs
@@ -17,42 +19,10 @@ const (
 	tempWarnC   = 85 // temperature.gpu at or above this (°C) is highlighted
 )
 
-// tone names a Styles token without holding the style, so cached cells stay
-// valid when the palette changes.
-type tone uint8
-
-const (
-	toneText tone = iota
-	toneDim
-	toneWarn
-	toneCrit
-	toneOK
-	toneAccent
-	toneTitle
-)
-
-func (s *Styles) tone(t tone) Tone {
-	switch t {
-	case toneDim:
-		return s.Dim
-	case toneWarn:
-		return s.Warn
-	case toneCrit:
-		return s.Crit
-	case toneOK:
-		return s.OK
-	case toneAccent:
-		return s.Accent
-	case toneTitle:
-		return s.Title
-	}
-	return s.Text
-}
-
 // cell is one formatted table cell: plain text plus the token to paint it.
 type cell struct {
 	text string
-	tone tone
+	tone style.Token
 }
 
 // token renders a non-value as a short marker (never 0) and the tone it
@@ -61,38 +31,38 @@ type cell struct {
 func token(st event.CellStatus) cell {
 	switch st {
 	case event.CellNA:
-		return cell{"N/A", toneDim}
+		return cell{"N/A", style.Dim}
 	case event.CellNotSupported:
-		return cell{"n/s", toneDim}
+		return cell{"n/s", style.Dim}
 	case event.CellUnknownError:
-		return cell{"UNK", toneWarn}
+		return cell{"UNK", style.Warn}
 	case event.CellLost:
-		return cell{"LOST", toneCrit}
+		return cell{"LOST", style.Crit}
 	case event.CellErr:
-		return cell{"ERR", toneWarn}
+		return cell{"ERR", style.Warn}
 	case event.CellEmpty:
-		return cell{"?", toneDim}
+		return cell{"?", style.Dim}
 	case event.CellDeprecated:
-		return cell{"dep", toneDim}
+		return cell{"dep", style.Dim}
 	case event.CellOther:
-		return cell{"oth", toneWarn}
+		return cell{"oth", style.Warn}
 	case event.CellInvalid:
-		return cell{"bad", toneWarn}
+		return cell{"bad", style.Warn}
 	case event.CellAbsent:
-		return cell{"n/q", toneDim}
+		return cell{"n/q", style.Dim}
 	}
-	return cell{"?", toneWarn}
+	return cell{"?", style.Warn}
 }
 
 // worse returns the more severe of two tones (text < dim < warn < crit).
-func worse(a, b tone) tone {
-	rank := func(t tone) int {
+func worse(a, b style.Token) style.Token {
+	rank := func(t style.Token) int {
 		switch t {
-		case toneCrit:
+		case style.Crit:
 			return 3
-		case toneWarn:
+		case style.Warn:
 			return 2
-		case toneDim:
+		case style.Dim:
 			return 1
 		}
 		return 0
@@ -107,7 +77,7 @@ func num(r event.Reading, prec int, unit string) cell {
 	if !r.Valid() {
 		return token(r.Status)
 	}
-	return cell{strconv.FormatFloat(r.Value, 'f', prec, 64) + unit, toneText}
+	return cell{strconv.FormatFloat(r.Value, 'f', prec, 64) + unit, style.Text}
 }
 
 // pair formats "a/b" where either side may be a non-value token.
@@ -120,14 +90,14 @@ func numScaled(r event.Reading, scale float64, prec int) cell {
 	if !r.Valid() {
 		return token(r.Status)
 	}
-	return cell{strconv.FormatFloat(r.Value/scale, 'f', prec, 64), toneText}
+	return cell{strconv.FormatFloat(r.Value/scale, 'f', prec, 64), style.Text}
 }
 
 func textCell(t event.Text) cell {
 	if t.Status != event.CellOK {
 		return token(t.Status)
 	}
-	return cell{t.S, toneText}
+	return cell{t.S, style.Text}
 }
 
 // shortName drops vendor words that every row repeats: "NVIDIA H200" →
@@ -149,17 +119,17 @@ func busy(g *event.GPU) bool {
 var reasonNames = []struct {
 	bit  event.ClockEventReason
 	name string
-	sev  tone
+	sev  style.Token
 }{
-	{event.ReasonGPUIdle, "idle", toneText},
-	{event.ReasonApplicationsClocks, "app-clk", toneWarn},
-	{event.ReasonSWPowerCap, "sw-power", toneWarn},
-	{event.ReasonHWSlowdown, "hw-slow", toneCrit},
-	{event.ReasonSyncBoost, "sync-boost", toneWarn},
-	{event.ReasonSWThermalSlowdown, "sw-thermal", toneWarn},
-	{event.ReasonHWThermalSlowdown, "hw-thermal", toneCrit},
-	{event.ReasonHWPowerBrakeSlowdown, "power-brake", toneCrit},
-	{event.ReasonDisplayClockSetting, "display-clk", toneWarn},
+	{event.ReasonGPUIdle, "idle", style.Text},
+	{event.ReasonApplicationsClocks, "app-clk", style.Warn},
+	{event.ReasonSWPowerCap, "sw-power", style.Warn},
+	{event.ReasonHWSlowdown, "hw-slow", style.Crit},
+	{event.ReasonSyncBoost, "sync-boost", style.Warn},
+	{event.ReasonSWThermalSlowdown, "sw-thermal", style.Warn},
+	{event.ReasonHWThermalSlowdown, "hw-thermal", style.Crit},
+	{event.ReasonHWPowerBrakeSlowdown, "power-brake", style.Crit},
+	{event.ReasonDisplayClockSetting, "display-clk", style.Warn},
 }
 
 // throttleCell names the active clock-event reasons. "-" means none; "idle"
@@ -169,10 +139,10 @@ func throttleCell(ce event.ClockEvents) cell {
 		return token(ce.Status)
 	}
 	if ce.Mask == 0 {
-		return cell{"-", toneText}
+		return cell{"-", style.Text}
 	}
 	var parts []string
-	t := toneText
+	t := style.Text
 	rest := ce.Mask
 	for _, r := range reasonNames {
 		if ce.Mask&r.bit != 0 {
@@ -183,7 +153,7 @@ func throttleCell(ce event.ClockEvents) cell {
 	}
 	if rest != 0 {
 		parts = append(parts, "0x"+strconv.FormatUint(uint64(rest), 16))
-		t = worse(t, toneWarn)
+		t = worse(t, style.Warn)
 	}
 	return cell{strings.Join(parts, ","), t}
 }
@@ -191,7 +161,7 @@ func throttleCell(ce event.ClockEvents) cell {
 func pstateCell(g *event.GPU) cell {
 	c := textCell(g.PState)
 	if g.PState.Status == event.CellOK && g.PState.S != "P0" && busy(g) {
-		c.tone = toneWarn
+		c.tone = style.Warn
 	}
 	return c
 }
@@ -206,10 +176,10 @@ func pcieCell(g *event.GPU) cell {
 	if !w.Valid() {
 		return token(w.Status)
 	}
-	c := cell{"Gen" + strconv.FormatFloat(gen.Value, 'f', 0, 64) + "x" + strconv.FormatFloat(w.Value, 'f', 0, 64), toneText}
+	c := cell{"Gen" + strconv.FormatFloat(gen.Value, 'f', 0, 64) + "x" + strconv.FormatFloat(w.Value, 'f', 0, 64), style.Text}
 	if busy(g) && ((g.PCIeGenMax.Valid() && gen.Value < g.PCIeGenMax.Value) ||
 		(g.PCIeWidthMax.Valid() && w.Value < g.PCIeWidthMax.Value)) {
-		c.tone = toneWarn
+		c.tone = style.Warn
 	}
 	return c
 }
@@ -217,7 +187,7 @@ func pcieCell(g *event.GPU) cell {
 func tempCell(r event.Reading) cell {
 	c := num(r, 0, "C")
 	if r.Valid() && r.Value >= tempWarnC {
-		c.tone = toneWarn
+		c.tone = style.Warn
 	}
 	return c
 }
@@ -225,9 +195,9 @@ func tempCell(r event.Reading) cell {
 // gpuCells formats every column of one GPU row.
 func gpuCells(g *event.GPU) [numCols]cell {
 	var c [numCols]cell
-	c[colIdx] = cell{strconv.Itoa(g.Index), toneText}
+	c[colIdx] = cell{strconv.Itoa(g.Index), style.Text}
 	c[colName] = textCell(g.Name)
-	if c[colName].tone == toneText {
+	if c[colName].tone == style.Text {
 		c[colName].text = shortName(c[colName].text)
 	}
 	c[colUtil] = num(g.UtilGPUPct, 0, "%")
@@ -240,7 +210,7 @@ func gpuCells(g *event.GPU) [numCols]cell {
 	c[colRxTx] = rxTxCell(g)
 	c[colThrottle] = throttleCell(g.ClockEvents)
 	if g.ShowsLost() {
-		c[colIdx].tone = toneCrit
+		c[colIdx].tone = style.Crit
 	}
 	return c
 }
@@ -248,7 +218,7 @@ func gpuCells(g *event.GPU) [numCols]cell {
 // abnormal reports whether any cell of the row is highlighted.
 func abnormal(c *[numCols]cell) bool {
 	for _, x := range c {
-		if x.tone == toneWarn || x.tone == toneCrit {
+		if x.tone == style.Warn || x.tone == style.Crit {
 			return true
 		}
 	}
@@ -290,9 +260,9 @@ func mibs(r event.Reading) cell {
 	case !(v >= 0 && v < maxRxTxMiBs): // NaN too
 		return token(event.CellInvalid)
 	case v < 10:
-		return cell{strconv.FormatFloat(v, 'f', 1, 64), toneText}
+		return cell{strconv.FormatFloat(v, 'f', 1, 64), style.Text}
 	}
-	return cell{strconv.FormatFloat(v, 'f', 0, 64), toneText}
+	return cell{strconv.FormatFloat(v, 'f', 0, 64), style.Text}
 }
 
 // Process cells (event.GPUSample.Apps, NVML only).
@@ -344,11 +314,11 @@ func summarizeProcs(apps []event.ComputeApp, g *event.GPU) procSummary {
 		}
 	}
 	if topName != "" {
-		n := sanitizeString(topName)
+		n := sanitize.String(topName)
 		if i := strings.LastIndexByte(n, '/'); i >= 0 && i < len(n)-1 {
 			n = n[i+1:]
 		}
-		ps.top = truncate(n, procNameMaxW)
+		ps.top = style.Truncate(n, procNameMaxW)
 	}
 	return ps
 }
@@ -368,7 +338,7 @@ func appOn(a *event.ComputeApp, g *event.GPU) bool {
 // 78G" short) in the warning tone.
 func procsCells(ps procSummary, g *event.GPU) (full, short cell) {
 	if !ps.known {
-		return cell{"-", toneDim}, cell{"-", toneDim}
+		return cell{"-", style.Dim}, cell{"-", style.Dim}
 	}
 	n := strconv.Itoa(ps.n)
 	if ps.n == 0 {
@@ -379,12 +349,12 @@ func procsCells(ps procSummary, g *event.GPU) (full, short cell) {
 				prec = 1
 			}
 			held := strconv.FormatFloat(gib, 'f', prec, 64) + "G"
-			return cell{"0, " + held + " held", toneWarn}, cell{"0 " + held, toneWarn}
+			return cell{"0, " + held + " held", style.Warn}, cell{"0 " + held, style.Warn}
 		}
-		return cell{"0", toneText}, cell{"0", toneText}
+		return cell{"0", style.Text}, cell{"0", style.Text}
 	}
 	if ps.top == "" {
-		return cell{n, toneText}, cell{n, toneText}
+		return cell{n, style.Text}, cell{n, style.Text}
 	}
-	return cell{n + " " + ps.top, toneText}, cell{n, toneText}
+	return cell{n + " " + ps.top, style.Text}, cell{n, style.Text}
 }

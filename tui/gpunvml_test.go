@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // nvmlSample is h200s(8) as the NVML sampler reads it with --pcie: PCIe
@@ -129,15 +130,15 @@ func TestRxTxCellValues(t *testing.T) {
 	for _, c := range []struct {
 		rx, tx event.Reading
 		want   string
-		tn     tone
+		tn     style.Token
 	}{
-		{ok(0), ok(0), "0.0/0.0", toneText},
-		{ok(10239), ok(10240), "10.0/10", toneText}, // 9.999 rounds to 10.0 below 10
-		{ok(1024 * 61035), ok(51), "61035/0.0", toneText},
-		{ok(-5), ok(1024), "bad/1.0", toneWarn},
-		{ok(math.NaN()), ok(math.Inf(1)), "bad/bad", toneWarn},
-		{ok(1e300), bad(event.CellLost, "[GPU is lost]"), "bad/LOST", toneCrit},
-		{bad(event.CellAbsent, ""), bad(event.CellUnknownError, "[Unknown Error]"), "n/q/UNK", toneWarn},
+		{ok(0), ok(0), "0.0/0.0", style.Text},
+		{ok(10239), ok(10240), "10.0/10", style.Text}, // 9.999 rounds to 10.0 below 10
+		{ok(1024 * 61035), ok(51), "61035/0.0", style.Text},
+		{ok(-5), ok(1024), "bad/1.0", style.Warn},
+		{ok(math.NaN()), ok(math.Inf(1)), "bad/bad", style.Warn},
+		{ok(1e300), bad(event.CellLost, "[GPU is lost]"), "bad/LOST", style.Crit},
+		{bad(event.CellAbsent, ""), bad(event.CellUnknownError, "[Unknown Error]"), "n/q/UNK", style.Warn},
 	} {
 		g := event.GPU{PCIeRxKBs: c.rx, PCIeTxKBs: c.tx}
 		if got := rxTxCell(&g); got.text != c.want || got.tone != c.tn {
@@ -238,16 +239,16 @@ func TestProcsCells(t *testing.T) {
 		ps          procSummary
 		used        event.Reading
 		full, short string
-		tn          tone
+		tn          style.Token
 	}{
-		{procSummary{}, ok(100), "-", "-", toneDim},
-		{procSummary{known: true}, ok(100), "0", "0", toneText},
-		{procSummary{known: true}, ok(1023), "0", "0", toneText},
-		{procSummary{known: true}, ok(1536), "0, 1.5G held", "0 1.5G", toneWarn},
-		{procSummary{known: true}, ok(143000), "0, 140G held", "0 140G", toneWarn},
-		{procSummary{known: true}, bad(event.CellNA, "[N/A]"), "0", "0", toneText},
-		{procSummary{known: true, n: 12, top: "python3"}, ok(143000), "12 python3", "12", toneText},
-		{procSummary{known: true, n: 1}, ok(1), "1", "1", toneText},
+		{procSummary{}, ok(100), "-", "-", style.Dim},
+		{procSummary{known: true}, ok(100), "0", "0", style.Text},
+		{procSummary{known: true}, ok(1023), "0", "0", style.Text},
+		{procSummary{known: true}, ok(1536), "0, 1.5G held", "0 1.5G", style.Warn},
+		{procSummary{known: true}, ok(143000), "0, 140G held", "0 140G", style.Warn},
+		{procSummary{known: true}, bad(event.CellNA, "[N/A]"), "0", "0", style.Text},
+		{procSummary{known: true, n: 12, top: "python3"}, ok(143000), "12 python3", "12", style.Text},
+		{procSummary{known: true, n: 1}, ok(1), "1", "1", style.Text},
 	} {
 		g.MemUsedMiB = c.used
 		full, short := procsCells(c.ps, &g)

@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 type col int
@@ -127,7 +130,7 @@ func newGPUTable() gpuTable {
 
 // cleanText sanitises a remote string cell (name, bus id).
 func cleanText(t event.Text) event.Text {
-	t.S = sanitizeString(t.S)
+	t.S = sanitize.String(t.S)
 	return t
 }
 
@@ -217,10 +220,10 @@ func (t *gpuTable) healthyBus(bus string) bool {
 }
 
 func (t *gpuTable) applyFailure(f event.GPUFailure, at time.Time) {
-	f.Line = sanitizeString(f.Line)
-	f.Reason = sanitizeString(f.Reason)
-	f.BusID = sanitizeString(f.BusID)
-	f.Class = event.GPUFailureClass(sanitizeString(string(f.Class)))
+	f.Line = sanitize.String(f.Line)
+	f.Reason = sanitize.String(f.Reason)
+	f.BusID = sanitize.String(f.BusID)
+	f.Class = event.GPUFailureClass(sanitize.String(string(f.Class)))
 	bus := gpu.NormBusID(f.BusID)
 	for i := range t.failures {
 		if t.failures[i].f.Class == f.Class && t.failures[i].bus == bus {
@@ -262,7 +265,7 @@ func (t *gpuTable) matchFailures() {
 }
 
 func (t *gpuTable) applyStale(s event.GPUStale, at time.Time) {
-	s.Reason = sanitizeString(s.Reason)
+	s.Reason = sanitize.String(s.Reason)
 	t.stale = &s
 	t.staleAt = at
 	t.staleSrc = t.src
@@ -294,7 +297,7 @@ func (t *gpuTable) measure() {
 		for c := range last {
 			w := len(r.cells[c].text)
 			if c == colName || c == colProcs {
-				w = textWidth(r.cells[c].text)
+				w = style.Width(r.cells[c].text)
 			}
 			m[c] = max(m[c], w)
 		}
@@ -373,7 +376,7 @@ func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
 }
 
 // render appends the header row and up to maxRows GPU rows to out.
-func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, focused bool) []string {
+func (t *gpuTable) render(out []string, st *style.Styles, gen, width, maxRows int, focused bool) []string {
 	l := t.computeLayout(width, gen)
 	if l != t.layout {
 		t.layout = l
@@ -402,7 +405,7 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 			b.WriteString(t.throttleHead(l.w[c]))
 			break
 		}
-		b.WriteString(padRight(colHead[c], l.w[c]+l.sep))
+		b.WriteString(style.PadRight(colHead[c], l.w[c]+l.sep))
 	}
 	head := ansi.Truncate(b.String(), width, "")
 	if visible == len(t.rows) {
@@ -414,7 +417,7 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 	// The table scrolls: say which rows show and how many abnormal ones
 	// do not, right of the headers, or when that does not fit (80
 	// columns), on a row of its own in place of the last GPU row.
-	room := width - textWidth(head) - 2
+	room := width - style.Width(head) - 2
 	note, hint, noteTone := t.scrollNote(visible, focused, st)
 	switch {
 	case len(note)+len(hint) <= room:
@@ -425,23 +428,23 @@ func (t *gpuTable) render(out []string, st *Styles, gen, width, maxRows int, foc
 		note, hint, noteTone = t.scrollNote(visible, focused, st)
 		out = append(out, st.Title.Render(head))
 		out = t.renderRows(out, st, visible)
-		return append(out, noteTone.Render(truncate(note+hint, width)))
+		return append(out, noteTone.Render(style.Truncate(note+hint, width)))
 	default:
 		note = ""
 	}
 	if note == "" {
 		out = append(out, st.Title.Render(head))
 	} else {
-		out = append(out, st.Title.Render(head)+spaces(width-textWidth(head)-len(note))+noteTone.Render(note))
+		out = append(out, st.Title.Render(head)+style.Spaces(width-style.Width(head)-len(note))+noteTone.Render(note))
 	}
 	return t.renderRows(out, st, visible)
 }
 
 // scrollNote is "GPU 0-36 of 72, 1 abnormal hidden" and its key hint for
 // a table that shows visible rows (it also settles t.visible and t.top).
-func (t *gpuTable) scrollNote(visible int, focused bool, st *Styles) (note, hint string, tn Tone) {
+func (t *gpuTable) scrollNote(visible int, focused bool, st *style.Styles) (note, hint string, tn style.Tone) {
 	t.visible = visible
-	t.top = clamp(t.top, 0, len(t.rows)-visible)
+	t.top = style.Clamp(t.top, 0, len(t.rows)-visible)
 	hidden := 0
 	for i := range t.rows {
 		if (i < t.top || i >= t.top+visible) && (t.rows[i].abnormal || t.rows[i].spanning()) {
@@ -463,7 +466,7 @@ func (t *gpuTable) scrollNote(visible int, focused bool, st *Styles) (note, hint
 }
 
 // renderRows appends the visible GPU rows from t.top.
-func (t *gpuTable) renderRows(out []string, st *Styles, visible int) []string {
+func (t *gpuTable) renderRows(out []string, st *style.Styles, visible int) []string {
 	for i := t.top; i < t.top+visible; i++ {
 		r := &t.rows[i]
 		if r.line == "" {
@@ -492,7 +495,7 @@ func lostText(r *gpuRow, w int) string {
 	if nvmlMode(r.src) {
 		long, short = lostLongNVML, lostShortNVML
 	}
-	if textWidth(long)+xidW(r) <= w {
+	if style.Width(long)+xidW(r) <= w {
 		return long
 	}
 	return short
@@ -514,16 +517,16 @@ func (t *gpuTable) throttleHead(w int) string {
 	return colHead[colThrottle]
 }
 
-func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
+func (t *gpuTable) renderRow(r *gpuRow, st *style.Styles) string {
 	l := &t.layout
 	var b strings.Builder
 	b.Grow(l.width + 64)
 	paint := func(c cell) string {
 		tn := c.tone
-		if l.stale && tn == toneText {
-			tn = toneDim // old values, but what was abnormal stays marked
+		if l.stale && tn == style.Text {
+			tn = style.Dim // old values, but what was abnormal stays marked
 		}
-		return st.tone(tn).Render(c.text)
+		return st.Tone(tn).Render(c.text)
 	}
 	left := l.width
 	for c := range numCols {
@@ -538,7 +541,7 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 			// The GPU vanished from nvidia-smi's output, or its cells read
 			// "[GPU is lost]": say so once across the value columns rather
 			// than as LOST in every cell or as its last values.
-			x = cell{"LOST  missing from the latest sample", toneCrit}
+			x = cell{"LOST  missing from the latest sample", style.Crit}
 			switch {
 			case r.lostWhy != "":
 				x.text = "LOST  " + r.lostWhy
@@ -549,11 +552,11 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 				// What the driver said comes first: "LOST  Xid 79  ...".
 				x.text = "LOST  " + r.xid.text + "  " + strings.TrimPrefix(x.text, "LOST  ")
 			}
-			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
+			b.WriteString(paint(cell{style.Truncate(x.text, left), x.tone}))
 			break
 		}
 		if r.lostWhy != "" && c == colIdx {
-			x.tone = toneCrit
+			x.tone = style.Crit
 		}
 		if col(c) == colThrottle {
 			b.WriteString(paint(cell{fitList(x.text, left), x.tone}))
@@ -561,13 +564,13 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 		}
 		if left <= l.w[c] {
 			// The last column shown: the layout made it fit whole.
-			b.WriteString(paint(cell{truncate(x.text, left), x.tone}))
+			b.WriteString(paint(cell{style.Truncate(x.text, left), x.tone}))
 			break
 		}
-		txt := truncate(x.text, l.w[c])
+		txt := style.Truncate(x.text, l.w[c])
 		b.WriteString(paint(cell{txt, x.tone}))
-		pad := l.w[c] - textWidth(txt) + l.sep
-		b.WriteString(spaces(pad))
+		pad := l.w[c] - style.Width(txt) + l.sep
+		b.WriteString(style.Spaces(pad))
 		left -= l.w[c] + l.sep
 	}
 	return strings.TrimRight(b.String(), " ")
@@ -578,13 +581,13 @@ func (t *gpuTable) renderRow(r *gpuRow, st *Styles) string {
 // "hw-slow,sw-thermal,hw-thermal" at 12 cells is "hw-slow,+2", at 8 "+3".
 // It returns "" when not even that fits.
 func fitList(s string, w int) string {
-	if textWidth(s) <= w {
+	if style.Width(s) <= w {
 		return s
 	}
 	items := strings.Split(s, ",")
 	for k := len(items) - 1; k >= 1; k-- {
 		short := strings.Join(items[:k], ",") + ",+" + strconv.Itoa(len(items)-k)
-		if textWidth(short) <= w {
+		if style.Width(short) <= w {
 			return short
 		}
 	}
@@ -595,5 +598,5 @@ func fitList(s string, w int) string {
 }
 
 func (t *gpuTable) scroll(delta int) {
-	t.top = clamp(t.top+delta, 0, max(0, len(t.rows)-max(t.visible, 1)))
+	t.top = style.Clamp(t.top+delta, 0, max(0, len(t.rows)-max(t.visible, 1)))
 }

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 func TestNonValuesAreTokensNeverZero(t *testing.T) {
@@ -139,7 +140,7 @@ func TestWholeHostFailureBanner(t *testing.T) {
 	if !strings.Contains(plain(m), "nvidia-smi failed: driver-library-mismatch (Driver/library version mismatch)") {
 		t.Errorf("banner missing:\n%s", plain(m))
 	}
-	if !strings.Contains(m.View().Content, m.styles.Crit.open+"nvidia-smi failed: driver-library-mismatch") {
+	if !strings.Contains(m.View().Content, m.styles.Crit.SGR()+"nvidia-smi failed: driver-library-mismatch") {
 		t.Error("banner not critical")
 	}
 }
@@ -215,10 +216,10 @@ func TestHighlights(t *testing.T) {
 		name   string
 		mutate func(*event.GPU)
 		cell   string
-		tone   func(Styles) Tone // nil: must not be highlighted
+		tone   func(style.Styles) style.Tone // nil: must not be highlighted
 	}
-	warn := func(s Styles) Tone { return s.Warn }
-	crit := func(s Styles) Tone { return s.Crit }
+	warn := func(s style.Styles) style.Tone { return s.Warn }
+	crit := func(s style.Styles) style.Tone { return s.Crit }
 	cases := []tc{
 		{"pcie gen below max while busy", func(g *event.GPU) { g.PCIeGenCurrent = ok(4) }, "Gen4x16", warn},
 		{"pcie width below max while busy", func(g *event.GPU) { g.PCIeWidthCurrent = ok(8) }, "Gen5x8", warn},
@@ -244,7 +245,7 @@ func TestHighlights(t *testing.T) {
 				t.Fatalf("row %q lacks %q", rowOf(t, m, "0"), c.cell)
 			}
 			st := m.Styles()
-			for name, tn := range map[string]Tone{"warn": st.Warn, "crit": st.Crit} {
+			for name, tn := range map[string]style.Tone{"warn": st.Warn, "crit": st.Crit} {
 				hl := painted(m, tn, c.cell)
 				switch {
 				case c.tone == nil && hl:

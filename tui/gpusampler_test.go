@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // What the screen says a sampler reported is worded by that sampler:
@@ -47,8 +48,8 @@ func TestLostRowBySampler(t *testing.T) {
 			if !strings.HasSuffix(row, c.want) {
 				t.Errorf("row %q, want it to end %q", row, c.want)
 			}
-			if textWidth(row) > c.w {
-				t.Errorf("row %d wide", textWidth(row))
+			if style.Width(row) > c.w {
+				t.Errorf("row %d wide", style.Width(row))
 			}
 		})
 	}
@@ -119,7 +120,7 @@ func TestThrottleColumnTitleWithXid(t *testing.T) {
 	for _, w := range []int{40, 50, 60, 80} {
 		m.Update(tea.WindowSizeMsg{Width: w, Height: 30})
 		h := screenLines(m)[1] // the header is the table's title row
-		if textWidth(h) > w || !strings.HasSuffix(h, "  Xid/throttle") && !strings.HasSuffix(h, " Xid") {
+		if style.Width(h) > w || !strings.HasSuffix(h, "  Xid/throttle") && !strings.HasSuffix(h, " Xid") {
 			t.Errorf("%d columns: %q", w, h)
 		}
 	}

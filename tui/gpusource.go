@@ -4,7 +4,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // How GPUs are sampled (event.GPUSource), for the header and the help screen.
@@ -19,7 +21,7 @@ type gpuSource struct {
 }
 
 func (s *gpuSource) set(p event.GPUSource) {
-	*s = gpuSource{has: true, mode: sanitizeString(string(p.Mode)), detail: sanitizeString(p.Detail), fallback: sanitizeString(p.Fallback)}
+	*s = gpuSource{has: true, mode: sanitize.String(string(p.Mode)), detail: sanitize.String(p.Detail), fallback: sanitize.String(p.Fallback)}
 	if s.mode == "" {
 		s.mode = "?"
 	}
@@ -83,13 +85,13 @@ func (s *gpuSource) seg() (seg, bool) {
 		return seg{text: t, prio: prioSampler}, true
 	}
 	full := t + " (" + shortReason(s.fallback) + ")"
-	return seg{text: full, short: t, tone: toneWarn, prio: prioFallback, shortPrio: prioConnOK}, true
+	return seg{text: full, short: t, tone: style.Warn, prio: prioFallback, shortPrio: prioConnOK}, true
 }
 
 // helpLine is a row of the help screen and its tone.
 type helpLine struct {
 	text string
-	tone tone
+	tone style.Token
 }
 
 // helpLines is what the help screen says about GPU sampling in w cells,
@@ -103,9 +105,9 @@ func (s *gpuSource) helpLines(w int) []helpLine {
 	if !s.has {
 		return nil
 	}
-	tn := toneText
+	tn := style.Text
 	if s.fallback != "" {
-		tn = toneWarn
+		tn = style.Warn
 	}
 	head := "GPUs sampled by "
 	switch s.mode {
@@ -120,7 +122,7 @@ func (s *gpuSource) helpLines(w int) []helpLine {
 	switch one := head + " (" + s.detail + ")"; {
 	case s.detail == "":
 		out = append(out, helpLine{head, tn})
-	case textWidth(one) <= w:
+	case style.Width(one) <= w:
 		out = append(out, helpLine{one, tn})
 	default:
 		out = append(out, helpLine{head + ":", tn})
@@ -191,7 +193,7 @@ func sourceLine(prev, cur *gpuSource, at time.Time) (string, lineKind) {
 // rows as wrapWords makes, but as even as they can be: no word is left
 // alone on the last row when the rows above could take it.
 func wrapEven(s string, w int) []string {
-	rows := wrapWords(s, w)
+	rows := style.Wrap(s, w)
 	if len(rows) < 2 {
 		return rows
 	}
@@ -199,11 +201,11 @@ func wrapEven(s string, w int) []string {
 	lo, hi := 1, w
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if len(wrapWords(s, mid)) <= len(rows) {
+		if len(style.Wrap(s, mid)) <= len(rows) {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	return wrapWords(s, lo)
+	return style.Wrap(s, lo)
 }

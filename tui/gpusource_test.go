@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The sources the header names: NVML in flightdeck, the agent, and the
@@ -94,10 +95,10 @@ func TestGPUSourceHeaderPriority(t *testing.T) {
 	}
 	for _, w := range []int{80, 100, 120} {
 		m.Update(tea.WindowSizeMsg{Width: w, Height: 45})
-		if h := screenLines(m)[0]; !strings.Contains(h, "GPU nvidia-smi") || !strings.Contains(h, "sglang") || textWidth(h) > w {
+		if h := screenLines(m)[0]; !strings.Contains(h, "GPU nvidia-smi") || !strings.Contains(h, "sglang") || style.Width(h) > w {
 			t.Errorf("%d columns, fallback: %q", w, h)
 		}
-		if !strings.Contains(m.View().Content, m.styles.Warn.open+"GPU nvidia-smi") {
+		if !strings.Contains(m.View().Content, m.styles.Warn.SGR()+"GPU nvidia-smi") {
 			t.Errorf("%d columns: fallback not in the warning tone", w)
 		}
 	}
@@ -238,7 +239,7 @@ func TestXidInTheGPURow(t *testing.T) {
 	st := m.Styles()
 	for _, c := range []struct {
 		idx, cell string
-		tone      Tone
+		tone      style.Tone
 	}{
 		{"3", "Xid 79", st.Crit},
 		{"5", "Xid 13 +1", st.Warn},
@@ -333,7 +334,7 @@ func TestXidInTheLog(t *testing.T) {
 	if !painted(m, st.Crit, "[2025-10-22 10:27:16] flightdeck: GPU 3 (00000000:48:00.0) Xid 79: GPU has fallen off the bus") {
 		t.Error("a critical Xid's line is not critical")
 	}
-	if !painted(m, st.Warn, truncate("[2025-10-22 10:27:10] flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", 120)) {
+	if !painted(m, st.Warn, style.Truncate("[2025-10-22 10:27:10] flightdeck: GPU 5 (00000000:68:00.0) Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", 120)) {
 		t.Error("an application Xid's line is not a warning")
 	}
 

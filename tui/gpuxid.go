@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Xids (event.Xid): on their GPU's row (xidMark) and as a line of the log
@@ -71,9 +73,9 @@ func (x *xidMark) text(now time.Time) cell {
 	if n == 0 {
 		return cell{}
 	}
-	code, tn := x.app, toneWarn
+	code, tn := x.app, style.Warn
 	if x.critN > 0 {
-		code, tn = x.crit, toneCrit
+		code, tn = x.crit, style.Crit
 	}
 	t := "Xid " + strconv.FormatUint(code, 10)
 	if n > 1 {
@@ -97,7 +99,7 @@ func (x *xidMark) names(r *gpuRow) bool {
 // xidMark).
 func (t *gpuTable) applyXid(x event.Xid, at time.Time) {
 	_, crit := gpu.XidMeaning(x.Code)
-	idx, bus := x.Index, gpu.NormBusID(sanitizeString(x.BusID))
+	idx, bus := x.Index, gpu.NormBusID(sanitize.String(x.BusID))
 	if idx < 0 {
 		idx = -1
 	}
@@ -238,7 +240,7 @@ func xidLine(x event.Xid, n int, at time.Time) (string, bool) {
 // (00000000:83:00.0) ". Two Xids with the same head and code are the
 // same to the log (see xidLog).
 func xidWho(x event.Xid) string {
-	x.BusID = sanitizeString(x.BusID)
+	x.BusID = sanitize.String(x.BusID)
 	if x.Index < 0 && x.BusID == "" {
 		return "flightdeck: a GPU NVML did not name: "
 	}

@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The help screen (?): every binding, how GPUs are sampled, what the GPU
@@ -42,10 +43,10 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 		}
 		groups = append(groups, es)
 	}
-	out := []string{st.Title.Render(truncate("keys", w)) + st.Dim.Render(truncate("  (esc closes; j/k scroll; dim keys cannot act now: press one for why)", w-4))}
+	out := []string{st.Title.Render(style.Truncate("keys", w)) + st.Dim.Render(style.Truncate("  (esc closes; j/k scroll; dim keys cannot act now: press one for why)", w-4))}
 	// The header cuts the sampler's reason short; here it is whole.
 	for _, l := range m.gpuSrc.helpLines(w) {
-		out = append(out, st.tone(l.tone).Render(truncate(l.text, w)))
+		out = append(out, st.Tone(l.tone).Render(style.Truncate(l.text, w)))
 	}
 	// Each column: group title then "key  desc" lines.
 	type column struct {
@@ -56,16 +57,16 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 	for gi, es := range groups {
 		kw := 0
 		for _, e := range es {
-			kw = max(kw, textWidth(e.key))
+			kw = max(kw, style.Width(e.key))
 		}
 		c := column{lines: []string{st.Accent.Render(names[gi])}, width: len(names[gi])}
 		for _, e := range es {
-			plain := padRight(e.key, kw) + "  " + e.desc
-			c.width = max(c.width, textWidth(plain))
+			plain := style.PadRight(e.key, kw) + "  " + e.desc
+			c.width = max(c.width, style.Width(plain))
 			if e.why != "" {
 				c.lines = append(c.lines, st.Dim.Render(plain))
 			} else {
-				c.lines = append(c.lines, st.Key.Render(padRight(e.key, kw))+"  "+e.desc)
+				c.lines = append(c.lines, st.Key.Render(style.PadRight(e.key, kw))+"  "+e.desc)
 			}
 		}
 		cols = append(cols, c)
@@ -88,9 +89,9 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 				if i < len(band)-1 {
 					vis := 0
 					if r < len(c.lines) {
-						vis = textWidth(stripSGR(c.lines[r]))
+						vis = style.Width(style.StripSGR(c.lines[r]))
 					}
-					b.WriteString(spaces(c.width - vis + 4))
+					b.WriteString(style.Spaces(c.width - vis + 4))
 				}
 			}
 			out = append(out, strings.TrimRight(b.String(), " "))
@@ -111,18 +112,18 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 		flush()
 	}
 	// Below the keys, what the GPU table's NVML columns say.
-	out = append(out, st.Accent.Render(truncate("GPU table", w)))
+	out = append(out, st.Accent.Render(style.Truncate("GPU table", w)))
 	for _, c := range gpuColumnsHelp {
-		for r, row := range wrapWords(c[1], max(w-len("rx/tx  "), 20)) {
+		for r, row := range style.Wrap(c[1], max(w-len("rx/tx  "), 20)) {
 			if r == 0 {
-				out = append(out, st.Key.Render(padRight(c[0], 5))+"  "+row)
+				out = append(out, st.Key.Render(style.PadRight(c[0], 5))+"  "+row)
 			} else {
 				out = append(out, "       "+row)
 			}
 		}
 	}
 	for i := range out {
-		out[i] = truncateStyled(out[i], w)
+		out[i] = style.TruncateStyled(out[i], w)
 	}
 	for len(out) > 0 && out[len(out)-1] == "" {
 		out = out[:len(out)-1]
@@ -132,7 +133,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 	m.helpMax = 0
 	if len(out) > h && h >= 2 {
 		m.helpMax = len(out) - (h - 1)
-		top := clamp(m.helpTop, 0, m.helpMax)
+		top := style.Clamp(m.helpTop, 0, m.helpMax)
 		m.helpTop = top
 		hint := "-- " + strconv.Itoa(top+1) + "-" + strconv.Itoa(top+h-1) + " of " + strconv.Itoa(len(out)) + " lines"
 		if top < m.helpMax {
@@ -141,7 +142,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 			hint += ", k or pgup scrolls back"
 		}
 		hint += ", esc closes --"
-		out = append(out[top:top+h-1:top+h-1], st.Accent.Render(truncate(hint, w)))
+		out = append(out[top:top+h-1:top+h-1], st.Accent.Render(style.Truncate(hint, w)))
 	}
 	if len(out) > h {
 		out = out[:h]

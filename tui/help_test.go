@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // helpHint is the last row of a help screen that scrolls.
@@ -148,11 +149,11 @@ func TestWrapEven(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(c.want, "|") {
 			t.Errorf("wrapEven(%q, %d) = %q, want %q", c.s, c.w, got, c.want)
 		}
-		if len(got) != len(wrapWords(c.s, c.w)) {
-			t.Errorf("wrapEven(%q, %d): %d rows, wrapWords %d", c.s, c.w, len(got), len(wrapWords(c.s, c.w)))
+		if len(got) != len(style.Wrap(c.s, c.w)) {
+			t.Errorf("wrapEven(%q, %d): %d rows, wrapWords %d", c.s, c.w, len(got), len(style.Wrap(c.s, c.w)))
 		}
 		for _, r := range got {
-			if textWidth(r) > c.w {
+			if style.Width(r) > c.w {
 				t.Errorf("wrapEven(%q, %d): row %q too wide", c.s, c.w, r)
 			}
 		}

@@ -1,12 +1,14 @@
 package tui
 
 import (
-	"github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
@@ -145,7 +147,7 @@ func (m *Model) replan() {
 		// each sanitised (a newline would show as \x0a).
 		lines := strings.Split(err.Error(), "\n")
 		for i, l := range lines {
-			lines[i] = sanitizeString(l)
+			lines[i] = sanitize.String(l)
 		}
 		f.planErr = strings.Join(lines, "; ")
 	}
@@ -184,7 +186,7 @@ func (m *Model) launchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch k {
 	case "esc", "ctrl+c":
 		m.closeForm()
-		m.flash("launch cancelled", toneDim)
+		m.flash("launch cancelled", style.Dim)
 		return m, nil
 	case "tab", "down":
 		return m, f.setFocus(f.focus + 1)
@@ -192,11 +194,11 @@ func (m *Model) launchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, f.setFocus(f.focus - 1)
 	case "enter":
 		if f.planErr != "" {
-			m.flash("cannot launch: "+f.planErr, toneCrit)
+			m.flash("cannot launch: "+f.planErr, style.Crit)
 			return m, nil
 		}
 		if why := launchUnavailable(m); why != "" {
-			m.flash(why, toneWarn)
+			m.flash(why, style.Warn)
 			return m, nil
 		}
 		// Launching is not destructive; replacing a server (or perhaps
@@ -273,7 +275,7 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 		if i == f.focus {
 			mark, lt = "> ", st.Accent
 		}
-		head := lt.Render(mark + padRight(fieldLabels[i], lw))
+		head := lt.Render(mark + style.PadRight(fieldLabels[i], lw))
 		vw := iw - 2 - lw
 		var val string
 		switch i {
@@ -286,7 +288,7 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 		default:
 			in := &f.inputs[i]
 			in.SetWidth(max(vw-1, 1))
-			val = truncateStyled(in.View(), vw)
+			val = style.TruncateStyled(in.View(), vw)
 		}
 		top = append(top, head+val)
 	}
@@ -294,13 +296,13 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 	// The plan: command line (wrapped), env diff, or the error.
 	var body []string
 	if f.planErr != "" {
-		body = append(body, "", st.Crit.Render(truncate("cannot launch:", iw)))
-		for _, l := range wrapWords(f.planErr, iw-2) {
+		body = append(body, "", st.Crit.Render(style.Truncate("cannot launch:", iw)))
+		for _, l := range style.Wrap(f.planErr, iw-2) {
 			body = append(body, "  "+st.Crit.Render(l))
 		}
 	} else {
 		body = append(body, "", st.Title.Render("command"))
-		for _, l := range wrapWords(sanitizeString(f.plan.CommandLine), iw-2) {
+		for _, l := range style.Wrap(sanitize.String(f.plan.CommandLine), iw-2) {
 			body = append(body, "  "+l)
 		}
 		body = append(body, "", st.Title.Render("env")+st.Dim.Render(" vs the last launch"))
@@ -318,13 +320,13 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 			if moved {
 				tone = st.Warn
 			}
-			body = append(body, "", st.Title.Render("commit")+st.Dim.Render(" vs the last launch"), "  "+tone.Render(truncate(line, iw-2)))
+			body = append(body, "", st.Title.Render("commit")+st.Dim.Render(" vs the last launch"), "  "+tone.Render(style.Truncate(line, iw-2)))
 		}
 	}
 	var tail []string
 	if f.confirming {
 		tail = append(tail, "")
-		q := wrapWords(m.confirmText()+"  y/N", iw)
+		q := style.Wrap(m.confirmText()+"  y/N", iw)
 		for i, l := range q {
 			if i == len(q)-1 {
 				l = strings.TrimSuffix(l, "y/N")
@@ -338,7 +340,7 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 	if room := maxH - len(top) - len(tail); len(body) > room {
 		cut := len(body) - room + 1
 		keep := max(room-1, 0)
-		body = append(body[:keep:keep], st.Dim.Render(truncate("  ... "+strconv.Itoa(cut)+" more lines (widen the terminal)", iw)))
+		body = append(body[:keep:keep], st.Dim.Render(style.Truncate("  ... "+strconv.Itoa(cut)+" more lines (widen the terminal)", iw)))
 		if room <= 0 {
 			body = nil
 		}
@@ -348,69 +350,33 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 }
 
 // chooser renders "< name >  2/3" for a list choice.
-func chooser(st *Styles, list []string, idx, w int, focused bool) string {
+func chooser(st *style.Styles, list []string, idx, w int, focused bool) string {
 	if idx < 0 || len(list) == 0 {
-		return st.Dim.Render(truncate("(none configured)", w))
+		return st.Dim.Render(style.Truncate("(none configured)", w))
 	}
 	pos := "  " + strconv.Itoa(idx+1) + "/" + strconv.Itoa(len(list))
-	name := sanitizeString(list[idx])
-	name = truncate(name, max(w-4-len(pos), 1))
+	name := sanitize.String(list[idx])
+	name = style.Truncate(name, max(w-4-len(pos), 1))
 	arrows := st.Dim
 	if focused {
 		arrows = st.Key
 	}
 	s := arrows.Render("< ") + name + arrows.Render(" >") + st.Dim.Render(pos)
-	return truncateStyled(s, w)
+	return style.TruncateStyled(s, w)
 }
 
 // envChange renders one env difference: "+ NCCL_PROTO=LL",
 // "- NCCL_DEBUG=INFO", "~ NCCL_NTHREADS 256 -> 512".
-func envChange(st *Styles, c sessions.EnvChange, w int) string {
-	name := sanitizeString(c.Name)
-	o, n := sanitizeString(c.Old), sanitizeString(c.New)
+func envChange(st *style.Styles, c sessions.EnvChange, w int) string {
+	name := sanitize.String(c.Name)
+	o, n := sanitize.String(c.Old), sanitize.String(c.New)
 	switch {
 	case c.Added:
-		return st.OK.Render(truncate("+ "+name+"="+n, w))
+		return st.OK.Render(style.Truncate("+ "+name+"="+n, w))
 	case c.Removed:
-		return st.Crit.Render(truncate("- "+name+"="+o, w))
+		return st.Crit.Render(style.Truncate("- "+name+"="+o, w))
 	}
-	return st.Warn.Render(truncate("~ "+name+" "+o+" -> "+n, w))
-}
-
-// wrapWords breaks plain text into lines of at most w cells at spaces,
-// cutting words longer than a line.
-func wrapWords(s string, w int) []string {
-	w = max(w, 1)
-	var out []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		for textWidth(word) > w {
-			if line != "" {
-				out = append(out, line)
-				line = ""
-			}
-			head := truncate(word, w)
-			if head == "" { // a character wider than the line
-				_, n := utf8.DecodeRuneInString(word)
-				head = word[:n]
-			}
-			out = append(out, head)
-			word = word[len(head):]
-		}
-		switch {
-		case line == "":
-			line = word
-		case textWidth(line)+1+textWidth(word) <= w:
-			line += " " + word
-		default:
-			out = append(out, line)
-			line = word
-		}
-	}
-	if line != "" || len(out) == 0 {
-		out = append(out, line)
-	}
-	return out
+	return st.Warn.Render(style.Truncate("~ "+name+" "+o+" -> "+n, w))
 }
 
 // headVsLastLaunch compares the checkout now with what the last launched
@@ -435,14 +401,14 @@ func (m *Model) headVsLastLaunch() (line string, moved bool) {
 			return "", false
 		}
 		g := e.Fingerprint.Git
-		then := sanitizeString(g.Head)
+		then := sanitize.String(g.Head)
 		if !strings.HasPrefix(then, now) {
 			return git.ShortID(then) + arrow + now + " (HEAD moved since the last launch)", true
 		}
 		wasDirty, changed := g.PatchBytes > 0, m.headChanged
 		switch {
 		case changed > 0 && !wasDirty:
-			return "same commit (" + now + "), but " + plural(changed, "file") + " with uncommitted changes now (it was clean)", true
+			return "same commit (" + now + "), but " + style.Plural(changed, "file") + " with uncommitted changes now (it was clean)", true
 		case changed == 0 && wasDirty:
 			return "same commit (" + now + "), but no uncommitted changes now (it had some)", true
 		case changed > 0:

@@ -7,7 +7,9 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // DefaultLogLines is the default size of the log ring buffer (lines): the
@@ -103,12 +105,12 @@ func (t *logTail) setNotice(n event.LogNotice) {
 	default:
 		t.noticeShort = "cannot read it"
 	}
-	t.notice = sanitizeString(n.Text)
+	t.notice = sanitize.String(n.Text)
 	if t.notice == "" {
 		t.notice = t.noticeShort
 	}
 	if n.Path != "" {
-		t.path = sanitizeString(n.Path)
+		t.path = sanitize.String(n.Path)
 	}
 }
 
@@ -174,10 +176,10 @@ func (t *logTail) ingest(ls event.LogLines) {
 	t.seen = true
 	t.notice, t.noticeShort = "", "" // lines arrive: the file is readable
 	if ls.Path != "" {
-		t.path = sanitizeString(ls.Path)
+		t.path = sanitize.String(ls.Path)
 	}
 	for _, l := range ls.Lines {
-		e := logEntry{text: sanitizeLine(l.Text)}
+		e := logEntry{text: sanitize.Line(l.Text)}
 		if len(t.pending) > 0 {
 			e.kind = t.claimPending(e.text)
 		}
@@ -196,7 +198,7 @@ func (t *logTail) ingest(ls event.LogLines) {
 // reset appends the truncation/rotation marker.
 func (t *logTail) reset(r event.LogReset) {
 	t.seen = true
-	reason := sanitizeString(r.Reason)
+	reason := sanitize.String(r.Reason)
 	if reason == "" {
 		reason = "reset"
 	}
@@ -242,7 +244,7 @@ func (t *logTail) mark(text string, kind lineKind) {
 
 // setFilter filters displayed lines by a case-insensitive substring.
 func (t *logTail) setFilter(q string) {
-	t.query = sanitizeString(q) // typed or pasted: shown in the title
+	t.query = sanitize.String(q) // typed or pasted: shown in the title
 	q = strings.ToLower(q)
 	if q == t.filter {
 		return
@@ -303,7 +305,7 @@ func (t *logTail) rowsAt(pos int) int {
 	seq := t.seqAt(pos)
 	s := t.entry(seq).text
 	first, rest := t.width, t.width-wrapMarkW
-	if isASCII(s) {
+	if style.IsASCII(s) {
 		if len(s) <= first {
 			return 1
 		}
@@ -319,7 +321,7 @@ const maxWrapMem = 512
 // wrapBounds). The slice is shared: read it before the next call.
 func (t *logTail) rowBounds(seq int64) []int {
 	s := t.entry(seq).text
-	if isASCII(s) {
+	if style.IsASCII(s) {
 		t.bounds = wrapBounds(t.bounds[:0], s, t.width, t.width-wrapMarkW)
 		return t.bounds
 	}
@@ -375,7 +377,7 @@ func (t *logTail) window() (first, skip int) {
 	case t.follow:
 		return max(0, t.count()-max(t.height, 1)), 0
 	}
-	return clamp(t.posOf(t.topSeq), 0, t.maxTop()), 0
+	return style.Clamp(t.posOf(t.topSeq), 0, t.maxTop()), 0
 }
 
 // page is how many lines pgup/pgdn move: a screenful less one, counted in
@@ -395,7 +397,7 @@ func (t *logTail) scroll(delta int) {
 		return
 	}
 	first, _ := t.window()
-	pos := clamp(first+delta, 0, t.maxTop())
+	pos := style.Clamp(first+delta, 0, t.maxTop())
 	if delta < 0 && t.follow {
 		t.pause()
 	}
@@ -431,12 +433,12 @@ func (t *logTail) home() {
 // render appends up to h rows of the visible window to out, none wider
 // than w cells: one per line cut to w, or with wrap on, each line's rows.
 // Only the window is touched, whatever the buffer holds.
-func (t *logTail) render(out []string, st *Styles, w, h int) []string {
+func (t *logTail) render(out []string, st *style.Styles, w, h int) []string {
 	t.height, t.width = max(h, 1), w
 	n := t.count()
 	if n == 0 && t.notice != "" && h > 0 {
 		// Nothing to show yet and the file cannot be read: say why.
-		return append(out, st.Warn.Render(truncate(t.notice, w)))
+		return append(out, st.Warn.Render(style.Truncate(t.notice, w)))
 	}
 	first, skip := t.window()
 	wrap := t.wrapping()
@@ -446,7 +448,7 @@ func (t *logTail) render(out []string, st *Styles, w, h int) []string {
 		t.shown++
 		mi := t.match(e)
 		if !wrap {
-			out = append(out, t.paint(e, truncate(e.text, w), 0, mi, st))
+			out = append(out, t.paint(e, style.Truncate(e.text, w), 0, mi, st))
 			rows++
 			continue
 		}
@@ -467,7 +469,7 @@ func (t *logTail) render(out []string, st *Styles, w, h int) []string {
 // match is the byte offset of the first filter match in a normal line, or
 // -1 (marked lines are painted whole; non-ASCII filters are not painted).
 func (t *logTail) match(e *logEntry) int {
-	if t.filter == "" || e.kind != lineNormal || !isASCII(t.filter) {
+	if t.filter == "" || e.kind != lineNormal || !style.IsASCII(t.filter) {
 		return -1
 	}
 	return indexFoldASCII(e.text, t.filter)
@@ -476,7 +478,7 @@ func (t *logTail) match(e *logEntry) int {
 // paint styles s, the part of e.text that starts at byte off: by line kind,
 // or for a normal line with the part of the match at mi (if any) that
 // falls inside s highlighted.
-func (t *logTail) paint(e *logEntry, s string, off, mi int, st *Styles) string {
+func (t *logTail) paint(e *logEntry, s string, off, mi int, st *style.Styles) string {
 	switch e.kind {
 	case lineMarker:
 		return st.Dim.Render(s)
@@ -503,7 +505,7 @@ func (t *logTail) paint(e *logEntry, s string, off, mi int, st *Styles) string {
 // does not fit starts the next row. rest must be at least 2.
 func wrapBounds(dst []int, s string, first, rest int) []int {
 	dst = append(dst, 0)
-	if isASCII(s) {
+	if style.IsASCII(s) {
 		for i, lim := 0, first; len(s)-i > lim; lim = rest {
 			i += lim
 			dst = append(dst, i)
@@ -529,7 +531,7 @@ func wrapBounds(dst []int, s string, first, rest int) []int {
 // containsFold reports whether s contains the lower-case needle q,
 // ignoring case. ASCII needles are matched without allocating.
 func containsFold(s, q string) bool {
-	if isASCII(q) {
+	if style.IsASCII(q) {
 		return indexFoldASCII(s, q) >= 0
 	}
 	return strings.Contains(strings.ToLower(s), q)

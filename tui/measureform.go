@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The bench (b) and repeat (R) forms share one shape: a column of fields,
@@ -29,7 +30,7 @@ type measureForm struct {
 
 // choiceField is a field choosing one of choices, idx chosen.
 func choiceField(label string, choices []string, idx int) formField {
-	return formField{label: label, choices: choices, idx: clamp(idx, 0, len(choices)-1)}
+	return formField{label: label, choices: choices, idx: style.Clamp(idx, 0, len(choices)-1)}
 }
 
 // textField is a text field holding value, placeholder shown when empty.
@@ -126,7 +127,7 @@ func (m *Model) renderForm(f *measureForm, iw int, hints []string, bad string, k
 	st := &m.styles
 	lw := 0
 	for _, ff := range f.fields {
-		lw = max(lw, textWidth(ff.label))
+		lw = max(lw, style.Width(ff.label))
 	}
 	lw++
 	var out []string
@@ -136,28 +137,28 @@ func (m *Model) renderForm(f *measureForm, iw int, hints []string, bad string, k
 		if i == f.focus {
 			mark, lt = "> ", st.Accent
 		}
-		head := lt.Render(mark + padRight(ff.label, lw))
+		head := lt.Render(mark + style.PadRight(ff.label, lw))
 		vw := max(iw-2-lw, 1)
 		var val string
 		if ff.choices != nil {
 			val = chooser(st, ff.choices, ff.idx, vw, i == f.focus)
 		} else {
 			ff.input.SetWidth(max(vw-1, 1))
-			val = truncateStyled(ff.input.View(), vw)
+			val = style.TruncateStyled(ff.input.View(), vw)
 		}
 		out = append(out, head+val)
 	}
 	if len(hints) > 0 {
 		out = append(out, "")
 		for _, h := range hints {
-			for _, l := range wrapWords(h, iw) {
+			for _, l := range style.Wrap(h, iw) {
 				out = append(out, st.Dim.Render(l))
 			}
 		}
 	}
 	if bad != "" {
 		out = append(out, "")
-		for _, l := range wrapWords(bad, iw) {
+		for _, l := range style.Wrap(bad, iw) {
 			out = append(out, st.Crit.Render(l))
 		}
 	}
@@ -236,16 +237,16 @@ func measureFormKey[C any](m *Model, msg tea.KeyPressMsg, form **measureForm, wh
 	switch act {
 	case formCancel:
 		m.modal, *form = modalNone, nil
-		m.flash(what+" not started", toneDim)
+		m.flash(what+" not started", style.Dim)
 		return m, nil
 	case formSubmit:
 		cfg, bad := parse()
 		if bad != "" {
-			m.flash("cannot start: "+bad, toneCrit)
+			m.flash("cannot start: "+bad, style.Crit)
 			return m, nil
 		}
 		if why := unavailable(m); why != "" {
-			m.flash(why, toneWarn)
+			m.flash(why, style.Warn)
 			return m, nil
 		}
 		m.modal, *form = modalNone, nil

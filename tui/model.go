@@ -30,7 +30,9 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Theme picks the palette.
@@ -161,7 +163,7 @@ type serverState struct {
 type Model struct {
 	opts     Options
 	keys     KeyMap
-	styles   Styles
+	styles   style.Styles
 	styleGen int
 
 	width, height int
@@ -187,7 +189,7 @@ type Model struct {
 	filtering  bool
 	input      textinput.Model
 	status     string // the answer to the last key that could not act
-	statusTone tone
+	statusTone style.Token
 	quitting   bool
 
 	// Server control (control.go): the overlay with the keys, its state,
@@ -238,9 +240,9 @@ func New(o Options) *Model {
 	m := &Model{
 		opts:        o,
 		headChanged: -1,
-		host:        sanitizeString(o.Host),
-		label:       sanitizeString(o.Label),
-		head:        sanitizeString(o.Head),
+		host:        sanitize.String(o.Host),
+		label:       sanitize.String(o.Label),
+		head:        sanitize.String(o.Head),
 		gpus:        newGPUTable(),
 		log:         newLogTail(o.LogLines),
 		width:       defaultWidth,
@@ -253,7 +255,7 @@ func New(o Options) *Model {
 		rep:         repeatState{ctl: o.Repeat},
 		measure:     o.Measure,
 	}
-	m.log.path = sanitizeString(o.LogPath)
+	m.log.path = sanitize.String(o.LogPath)
 	if o.Keys != nil {
 		m.keys = *o.Keys
 	} else {
@@ -267,16 +269,16 @@ func New(o Options) *Model {
 	m.input.Placeholder = "filter (enter keeps, esc clears)"
 	switch {
 	case o.plain():
-		m.setStyles(PlainStyles())
+		m.setStyles(style.Plain())
 	case o.Theme == ThemeLight:
-		m.setStyles(DefaultStyles(false))
+		m.setStyles(style.Default(false))
 	default:
-		m.setStyles(DefaultStyles(true))
+		m.setStyles(style.Default(true))
 	}
 	return m
 }
 
-func (m *Model) setStyles(s Styles) {
+func (m *Model) setStyles(s style.Styles) {
 	m.styles = s
 	m.styleGen++
 	is := textinput.DefaultStyles(s.Dark)
@@ -315,7 +317,7 @@ func (m *Model) inputStyles() textinput.Styles {
 }
 
 // Styles returns the palette in use.
-func (m *Model) Styles() Styles { return m.styles }
+func (m *Model) Styles() style.Styles { return m.styles }
 
 // Init asks for the terminal's background colour (answered later, if at
 // all) and, unless read-only, starts the clock that ages "ready 3m12s".
@@ -353,19 +355,19 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, tick()
 		}
 	case HeadMsg:
-		m.head = sanitizeString(msg.Head)
+		m.head = sanitize.String(msg.Head)
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(msg.Width, 1), max(msg.Height, 1)
 		m.input.SetWidth(max(m.width-20, 10))
 	case tea.BackgroundColorMsg:
 		if m.opts.Theme == ThemeAuto && !m.opts.plain() {
-			m.setStyles(DefaultStyles(msg.IsDark()))
+			m.setStyles(style.Default(msg.IsDark()))
 		}
 	case KillResultMsg, LaunchResultMsg:
 		m.actionResult(msg)
 	case TakeOverResultMsg:
 		if msg.Err != nil {
-			m.flash("take-over failed: "+errText(msg.Err), toneCrit)
+			m.flash("take-over failed: "+errText(msg.Err), style.Crit)
 		} else if m.status == "taking over ..." {
 			m.status = "" // the lock's note says whose it was
 		}
@@ -429,7 +431,7 @@ func (m *Model) apply(ev event.Event) {
 	case event.ConnState:
 		m.conn, m.hasConn = p, true
 		if p.Host != "" {
-			m.host = sanitizeString(p.Host)
+			m.host = sanitize.String(p.Host)
 		}
 	case event.GPUSample:
 		m.gpus.applySample(p, ev.At)
@@ -461,11 +463,11 @@ func (m *Model) apply(ev event.Event) {
 		}
 	case event.ServerReady:
 		// A run's failures stay counted until a reset, as in the parser.
-		m.server.phase, m.server.name, m.server.since = serverReady, sanitizeString(p.Server), ev.At
+		m.server.phase, m.server.name, m.server.since = serverReady, sanitize.String(p.Server), ev.At
 		m.log.mark(p.Text, lineReady)
 	case event.RepoHead:
 		m.head = formatHead(p)
-		m.headShort = sanitizeString(p.Short)
+		m.headShort = sanitize.String(p.Short)
 		m.headChanged = trackedChanges(p)
 	case event.RepoUnreadable:
 		m.head = "? (repository unreadable)"
@@ -480,7 +482,7 @@ func (m *Model) apply(ev event.Event) {
 		}
 		m.srv.setStatus(p)
 	case event.ServerFailure:
-		class := event.ServerFailureClass(sanitizeString(string(p.Class)))
+		class := event.ServerFailureClass(sanitize.String(string(p.Class)))
 		// The primary class by serverlog's own rule (FailureClass.Tier, as
 		// Classifier.Primary and `flightdeck parse log` use): root causes
 		// first, the first seen within a tier.
@@ -492,7 +494,7 @@ func (m *Model) apply(ev event.Event) {
 	case event.GitStatus:
 		m.git.setStatus(p)
 		if p.Head.Short != "" {
-			m.headShort = sanitizeString(p.Head.Short)
+			m.headShort = sanitize.String(p.Head.Short)
 		}
 	case event.GitAction:
 		m.git.setAction(p, ev.At)
@@ -537,10 +539,10 @@ func trackedChanges(h event.RepoHead) int {
 // dirty)". Remote text is sanitised; a long subject is cut.
 func formatHead(h event.RepoHead) string {
 	var b strings.Builder
-	b.WriteString(sanitizeString(h.Short))
-	if subj := sanitizeString(h.Subject); subj != "" {
+	b.WriteString(sanitize.String(h.Short))
+	if subj := sanitize.String(h.Subject); subj != "" {
 		b.WriteByte(' ')
-		b.WriteString(truncate(subj, 40))
+		b.WriteString(style.Truncate(subj, 40))
 	}
 	if h.Dirty > 0 {
 		fmt.Fprintf(&b, " (+%d dirty)", h.Dirty)
@@ -574,7 +576,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.log.setFilter(m.input.Value())
 		return m, cmd
 	}
-	m.status, m.statusTone = "", toneWarn
+	m.status, m.statusTone = "", style.Warn
 	m.drv.note = ""
 	m.pressed = msg.String()
 	switch m.modal {
@@ -649,22 +651,22 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		// Ask once.
 		m.quitArmed = true
 		if m.srv.busy == actionNone {
-			m.flash(repeatArmText, toneWarn)
+			m.flash(repeatArmText, style.Warn)
 			return m, nil
 		}
-		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
+		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", style.Warn)
 		return m, nil
 	}
 	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.opts.ServesHost && m.watching() && !armed {
 		m.quitArmed = true
-		m.flash("this demo serves the simulated host that "+m.holderText(false)+" drives: quitting ends it for everyone - q again to quit", toneWarn)
+		m.flash("this demo serves the simulated host that "+m.holderText(false)+" drives: quitting ends it for everyone - q again to quit", style.Warn)
 		return m, nil
 	}
 	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.running && !armed {
 		// Quitting stops the benchmark (it is recorded as cancelled):
 		// ask once, as b does.
 		m.quitArmed = true
-		m.flash("a benchmark is running: quitting stops it - q again to quit", toneWarn)
+		m.flash("a benchmark is running: quitting stops it - q again to quit", style.Warn)
 		return m, nil
 	}
 	for _, b := range k.matchOrder() {
@@ -728,7 +730,7 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		if m.rep.running {
 			// Each launch of a repeat is its experiment: ending one by
 			// hand would stop the repeat, starting one would split it.
-			m.flash("a repeat is running: it starts and ends its experiments itself (R stops it)", toneWarn)
+			m.flash("a repeat is running: it starts and ends its experiments itself (R stops it)", style.Warn)
 			return m, nil
 		}
 		return m, m.openExperiment()
@@ -882,7 +884,7 @@ var _ tea.Model = (*Model)(nil)
 func (m *Model) footer(width int) string {
 	st := &m.styles
 	if m.status != "" {
-		return st.tone(m.statusTone).Render(truncate(m.status, width))
+		return st.Tone(m.statusTone).Render(style.Truncate(m.status, width))
 	}
 	if m.modal == modalNone && m.git.open {
 		return m.gitFooter(width)
@@ -901,7 +903,7 @@ func (m *Model) footer(width int) string {
 		var b strings.Builder
 		n := 0
 		for _, kd := range help() {
-			pw := textWidth(kd[0]) + 1 + textWidth(kd[1])
+			pw := style.Width(kd[0]) + 1 + style.Width(kd[1])
 			if n > 0 {
 				pw += 2
 			}
@@ -987,4 +989,4 @@ func (m *Model) keyHint(key, desc string, b *Binding) string {
 
 // hintWidth is the width of a footer's key hint (keyHint) with the two
 // spaces that part it from the next.
-func hintWidth(key, desc string) int { return textWidth(key) + 1 + textWidth(desc) + 2 }
+func hintWidth(key, desc string) int { return style.Width(key) + 1 + style.Width(desc) + 2 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 func newSized(w, h int, o Options) *Model {
@@ -90,7 +91,7 @@ func rowOf(t *testing.T, m *Model, idx string) string {
 }
 
 // painted reports whether text appears on screen wrapped in tone t.
-func painted(m *Model, t Tone, text string) bool {
+func painted(m *Model, t style.Tone, text string) bool {
 	return strings.Contains(m.View().Content, t.Render(text))
 }
 
@@ -98,14 +99,14 @@ func TestHeaderConnectionStates(t *testing.T) {
 	cases := []struct {
 		st   event.ConnState
 		want string
-		tone func(Styles) Tone
+		tone func(style.Styles) style.Tone
 	}{
-		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected}, "connected", func(s Styles) Tone { return s.OK }},
+		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected}, "connected", func(s style.Styles) style.Tone { return s.OK }},
 		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Reconnecting, Attempt: 3, NextTry: at(13 * time.Second),
-			Err: errors.New("connection reset")}, "reconnecting (attempt 3, next in 3s)", func(s Styles) Tone { return s.Warn }},
+			Err: errors.New("connection reset")}, "reconnecting (attempt 3, next in 3s)", func(s style.Styles) style.Tone { return s.Warn }},
 		{event.ConnState{Host: "root@gpu-box:22", Conn: event.ConnFailed, Err: errors.New("host key mismatch\x1b]0;pwn\x07")},
-			"failed: host key mismatch", func(s Styles) Tone { return s.Crit }},
-		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Connecting}, "connecting", func(s Styles) Tone { return s.Warn }},
+			"failed: host key mismatch", func(s style.Styles) style.Tone { return s.Crit }},
+		{event.ConnState{Host: "root@gpu-box:22", Conn: event.Connecting}, "connecting", func(s style.Styles) style.Tone { return s.Warn }},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestHeaderConnectionStates(t *testing.T) {
 			if !strings.HasPrefix(head, "flightdeck  root@gpu-box:22  "+c.want) {
 				t.Errorf("header %q, want state %q", head, c.want)
 			}
-			if !strings.Contains(m.View().Content, c.tone(m.Styles()).open+c.want) {
+			if !strings.Contains(m.View().Content, c.tone(m.Styles()).SGR()+c.want) {
 				t.Errorf("state %q painted in the wrong tone", c.want)
 			}
 			if strings.Contains(m.View().Content, "pwn") && strings.Contains(m.View().Content, "\x1b]") {

@@ -4,6 +4,9 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Modal overlays are ASCII boxes ("+- title --+", "| ... |") spliced over
@@ -13,17 +16,17 @@ import (
 
 // box frames body (styled lines, each at most iw cells) in a box iw+4
 // cells wide, the title in its top edge.
-func box(st *Styles, frame Tone, title string, body []string, iw int) []string {
+func box(st *style.Styles, frame style.Tone, title string, body []string, iw int) []string {
 	bw := iw + 4
 	t := ""
 	if title != "" {
-		t = " " + truncate(title, max(bw-6, 0)) + " "
+		t = " " + style.Truncate(title, max(bw-6, 0)) + " "
 	}
 	out := make([]string, 0, len(body)+2)
-	out = append(out, frame.Render("+-")+st.Title.Render(t)+frame.Render(strings.Repeat("-", max(bw-3-textWidth(t), 0))+"+"))
+	out = append(out, frame.Render("+-")+st.Title.Render(t)+frame.Render(strings.Repeat("-", max(bw-3-style.Width(t), 0))+"+"))
 	for _, l := range body {
-		l = truncateStyled(l, iw)
-		out = append(out, frame.Render("|")+" "+l+spaces(iw-ansi.StringWidth(l))+" "+frame.Render("|"))
+		l = style.TruncateStyled(l, iw)
+		out = append(out, frame.Render("|")+" "+l+style.Spaces(iw-ansi.StringWidth(l))+" "+frame.Render("|"))
 	}
 	return append(out, frame.Render("+"+strings.Repeat("-", bw-2)+"+"))
 }
@@ -43,7 +46,7 @@ func splice(lines, boxLines []string, x, y int) {
 		var s strings.Builder
 		s.WriteString(left)
 		if lw < x {
-			s.WriteString(spaces(x - lw))
+			s.WriteString(style.Spaces(x - lw))
 		}
 		s.WriteString(ansi.ResetStyle)
 		s.WriteString(b)
@@ -87,7 +90,7 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 		title = "env profile for the next launch"
 		iw = len(title) + 4
 		for _, n := range m.picker.names {
-			iw = max(iw, textWidth(sanitizeString(n))+len("> * ")+len("  (current)"))
+			iw = max(iw, style.Width(sanitize.String(n))+len("> * ")+len("  (current)"))
 		}
 		iw = min(iw, w-4)
 		body = m.renderPicker(iw, avail-2)
@@ -133,7 +136,7 @@ func (m *Model) modalHelp() [][2]string {
 
 // yesNo is a y/N question wrapped to w cells, the y/N drawn as a key.
 func (m *Model) yesNo(question string, w int) []string {
-	q := wrapWords(question+"  y/N", w)
+	q := style.Wrap(question+"  y/N", w)
 	last := len(q) - 1
 	q[last] = strings.TrimSuffix(q[last], "y/N") + m.styles.Key.Render("y/N")
 	return q

@@ -4,6 +4,9 @@ import (
 	"slices"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // profilePicker is the p overlay: the env profiles, the current one
@@ -19,7 +22,7 @@ type profilePicker struct {
 func (m *Model) openPicker() {
 	names := m.ctl.Profiles()
 	if len(names) == 0 {
-		m.flash("no env profiles configured", toneWarn)
+		m.flash("no env profiles configured", style.Warn)
 		return
 	}
 	cur := m.ctl.Request().Profile
@@ -37,7 +40,7 @@ func (m *Model) pickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch msg.String() {
 	case "esc", "ctrl+c", "q":
 		m.modal, m.picker = modalNone, nil
-		m.flash("profile unchanged", toneDim)
+		m.flash("profile unchanged", style.Dim)
 	case "up", "k":
 		p.cursor = (p.cursor - 1 + len(p.names)) % len(p.names)
 	case "down", "j", "tab":
@@ -50,15 +53,15 @@ func (m *Model) pickerKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.modal, m.picker = modalNone, nil
 		name := p.names[p.cursor]
 		if err := m.ctl.SetProfile(name); err != nil {
-			m.flash("profile "+sanitizeString(name)+": "+errText(err), toneCrit)
+			m.flash("profile "+sanitize.String(name)+": "+errText(err), style.Crit)
 			return m, nil
 		}
-		m.srv.next = sanitizeString(name)
+		m.srv.next = sanitize.String(name)
 		next := "L to launch"
 		if m.srv.running() {
 			next = "L to relaunch"
 		}
-		m.flash("profile "+m.srv.next+" for the next launch - "+next, toneOK)
+		m.flash("profile "+m.srv.next+" for the next launch - "+next, style.OK)
 		return m, m.recordCmd("profile " + name)
 	}
 	return m, nil
@@ -71,10 +74,10 @@ func (m *Model) renderPicker(iw, maxH int) []string {
 	p := m.picker
 	n := len(p.names)
 	rows := max(min(n, maxH), 1)
-	top := clamp(p.cursor-rows/2, 0, n-rows)
+	top := style.Clamp(p.cursor-rows/2, 0, n-rows)
 	var out []string
 	for i := top; i < top+rows && i < n; i++ {
-		mark, name := "  ", sanitizeString(p.names[i])
+		mark, name := "  ", sanitize.String(p.names[i])
 		if i == p.cursor {
 			mark = "> "
 		}
@@ -82,14 +85,14 @@ func (m *Model) renderPicker(iw, maxH int) []string {
 		if i == p.current {
 			cur = "* "
 		}
-		line := truncate(mark+cur+name, iw)
+		line := style.Truncate(mark+cur+name, iw)
 		switch {
 		case i == p.cursor:
 			line = st.Accent.Render(line)
 		case i == p.current:
 			line = st.Title.Render(line)
 		}
-		if i == p.current && textWidth(mark+cur+name)+len("  (current)") <= iw {
+		if i == p.current && style.Width(mark+cur+name)+len("  (current)") <= iw {
 			line += st.Dim.Render("  (current)")
 		}
 		out = append(out, line)

@@ -3,10 +3,13 @@ package tui
 import (
 	"context"
 	"errors"
+	"strconv"
+
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
-	"strconv"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -140,13 +143,13 @@ func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
 	}
 	switch {
 	case r.Err == nil && launches > 0 && launches < compare.MinLaunches:
-		m.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(compare.MinLaunches)+" of each configuration (x, c says how many there are)", toneWarn)
+		m.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(compare.MinLaunches)+" of each configuration (x, c says how many there are)", style.Warn)
 	case r.Err == nil:
-		m.flash("repeat done: x, then c compares against the series", toneOK)
+		m.flash("repeat done: x, then c compares against the series", style.OK)
 	case stopped && errors.Is(r.Err, context.Canceled):
-		m.flash("repeat stopped", toneWarn)
+		m.flash("repeat stopped", style.Warn)
 	default:
-		m.flash("repeat failed: "+errText(r.Err), toneCrit)
+		m.flash("repeat failed: "+errText(r.Err), style.Crit)
 	}
 	if !quit {
 		return nil
@@ -156,11 +159,11 @@ func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
 		// A git action cut short leaves the tree half-changed: quit when
 		// it ends, as q does while one runs.
 		m.git.quitWhen = true
-		m.flash("the repeat stopped; "+gitQuitText, toneWarn)
+		m.flash("the repeat stopped; "+gitQuitText, style.Warn)
 		return nil
 	case m.srv.busy != actionNone:
 		m.quitArmed = true
-		m.flash("the repeat stopped; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", toneWarn)
+		m.flash("the repeat stopped; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", style.Warn)
 		return nil
 	}
 	m.quitting = true
@@ -184,7 +187,7 @@ func (m *Model) repeatQuit() tea.Cmd {
 		return tea.Quit
 	}
 	m.rep.quitWhen = true
-	m.flash(repeatQuitText, toneWarn)
+	m.flash(repeatQuitText, style.Warn)
 	if m.rep.stopped || m.rep.cancel == nil {
 		return nil // stopping already
 	}
@@ -201,7 +204,7 @@ func (m *Model) applyRepeat(p event.RepeatProgress) {
 		return
 	}
 	for _, f := range []*string{&p.Series, &p.Exp, &p.Phase, &p.Err} {
-		*f = sanitizeString(*f)
+		*f = sanitize.String(*f)
 	}
 	m.rep.prog, m.rep.hasProg = p, true
 }
@@ -233,14 +236,14 @@ func (m *Model) repeatBanner() []banner {
 	case m.rep.running:
 		text += "  (R stops)"
 	}
-	return []banner{{text: text, short: short, tone: toneAccent}}
+	return []banner{{text: text, short: short, tone: style.Accent}}
 }
 
 // repeatBox is the repeat form's title and content for inner width iw.
 func (m *Model) repeatBox(iw int) (string, []string) {
 	title := "repeat"
 	if cur := m.exp.ledger.Current(); cur != nil {
-		title = "repeat " + sanitizeString(cur.ID) + " " + sanitizeString(cur.Name)
+		title = "repeat " + sanitize.String(cur.ID) + " " + sanitize.String(cur.Name)
 	}
 	_, bad := repeatConfig(m.rep.form)
 	hints := []string{

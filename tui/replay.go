@@ -11,8 +11,10 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Replay shows a recorded session read-only: the cockpit's own Model,
@@ -303,7 +305,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.fetching = false
 		if msg.err != nil {
 			r.pause()
-			r.inner.flash("replay: "+errText(msg.err), toneCrit)
+			r.inner.flash("replay: "+errText(msg.err), style.Crit)
 			return r, nil
 		}
 		r.inner.Update(EventsMsg(msg.events))
@@ -320,7 +322,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.seeking = false
 		if msg.err != nil {
 			r.pause()
-			r.inner.flash("replay: seek to "+fmtClock(msg.to)+": "+errText(msg.err), toneCrit)
+			r.inner.flash("replay: seek to "+fmtClock(msg.to)+": "+errText(msg.err), style.Crit)
 			return r, nil
 		}
 		fresh := r.newInner()
@@ -462,7 +464,7 @@ func (r *Replay) toMark(dir int) tea.Cmd {
 		if len(r.marks) == 0 {
 			what = "no experiments or notes in this journal"
 		}
-		r.inner.flash(what, toneDim)
+		r.inner.flash(what, style.Dim)
 		return nil
 	}
 	// Marks at one instant (an experiment's end by a relaunch and the
@@ -480,7 +482,7 @@ func (r *Replay) toMark(dir int) tea.Cmd {
 		texts = append(texts, markText(mk))
 	}
 	cmd := r.seek(r.marks[last].T)
-	r.inner.flash(strings.Join(texts, "; "), toneOK)
+	r.inner.flash(strings.Join(texts, "; "), style.OK)
 	return cmd
 }
 
@@ -492,16 +494,16 @@ func markText(mk journal.Mark) string {
 	what := mk.Kind.String()
 	switch mk.Kind {
 	case event.KindExperimentStart:
-		what = join(sanitizeString(mk.Exp), "started")
+		what = join(sanitize.String(mk.Exp), "started")
 	case event.KindExperimentEnd:
-		what = join(sanitizeString(mk.Exp), "ended")
+		what = join(sanitize.String(mk.Exp), "ended")
 	case event.KindNote:
 		what = "note"
 		if mk.Exp != "" {
-			what += " on " + sanitizeString(mk.Exp)
+			what += " on " + sanitize.String(mk.Exp)
 		}
 	}
-	if t := sanitizeString(mk.Text); t != "" {
+	if t := sanitize.String(mk.Text); t != "" {
 		what += ": " + t
 	}
 	return fmtClock(mk.T) + " " + what
@@ -519,11 +521,11 @@ func (r *Replay) jumpKey(msg tea.KeyPressMsg) tea.Cmd {
 		r.jump.Blur()
 		t, err := ParseClock(r.jump.Value())
 		if err != nil {
-			r.inner.flash("t: "+err.Error(), toneCrit)
+			r.inner.flash("t: "+err.Error(), style.Crit)
 			return nil
 		}
 		if t > r.dur {
-			r.inner.flash("t: "+fmtClock(t)+" is past the end of the journal ("+fmtClock(r.dur)+")", toneCrit)
+			r.inner.flash("t: "+fmtClock(t)+" is past the end of the journal ("+fmtClock(r.dur)+")", style.Crit)
 			return nil
 		}
 		return r.seek(t)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // sparkGlyphs are the eight block elements, lowest first. They are
@@ -83,7 +84,7 @@ func (s *rateSeries) apply(r event.TokRate) {
 // render draws "tok/s <bars>  82.4 now  median 82.1  accept 2.31" in width
 // cells. The bars fill whatever the text leaves, newest at the right, and
 // the median is over exactly the points drawn.
-func (s *rateSeries) render(st *Styles, gen, width int) string {
+func (s *rateSeries) render(st *style.Styles, gen, width int) string {
 	key := [3]int{width, s.seq, gen}
 	if key == s.cacheKey && s.cache != "" {
 		return s.cache
@@ -93,10 +94,10 @@ func (s *rateSeries) render(st *Styles, gen, width int) string {
 	return s.cache
 }
 
-func (s *rateSeries) draw(st *Styles, width int) string {
+func (s *rateSeries) draw(st *style.Styles, width int) string {
 	const label = "tok/s "
 	if !s.hasLast && len(s.vals) == 0 {
-		return st.Title.Render(truncate("tok/s", width)) + " " + st.Dim.Render(truncate("waiting for throughput lines in the log", width-len(label)))
+		return st.Title.Render(style.Truncate("tok/s", width)) + " " + st.Dim.Render(style.Truncate("waiting for throughput lines in the log", width-len(label)))
 	}
 	nowTxt := "-"
 	if s.hasLast {
@@ -129,13 +130,13 @@ func (s *rateSeries) draw(st *Styles, width int) string {
 	medTxt := ""
 	bw := width - len(label) - statsW(len(nowTxt))
 	for range 4 {
-		n := clamp(bw, 0, len(s.vals))
+		n := style.Clamp(bw, 0, len(s.vals))
 		window = window[:0]
 		for i := len(s.vals) - n; i < len(s.vals); i++ {
 			window = append(window, s.at(i))
 		}
 		// The median: the drawn points of the current run only.
-		first := len(window) - clamp(s.total-s.runFrom, 0, len(window))
+		first := len(window) - style.Clamp(s.total-s.runFrom, 0, len(window))
 		medTxt = "-"
 		if med, ok := median(window[first:]); ok {
 			medTxt = strconv.FormatFloat(med, 'f', 1, 64)
@@ -154,7 +155,7 @@ func (s *rateSeries) draw(st *Styles, width int) string {
 	var b strings.Builder
 	b.WriteString(st.Title.Render("tok/s"))
 	b.WriteByte(' ')
-	b.WriteString(spaces(bw - len(window)))
+	b.WriteString(style.Spaces(bw - len(window)))
 	b.WriteString(st.Spark.Render(bars(window)))
 	b.WriteString("  ")
 	b.WriteString(st.Accent.Render(nowTxt))
@@ -170,7 +171,7 @@ func (s *rateSeries) draw(st *Styles, width int) string {
 	if len(label)+max(bw, 0)+statsW(len(medTxt)) > width {
 		// Narrower than the figures alone: cut, never wider than the
 		// terminal.
-		return ansiTruncate(b.String(), width)
+		return style.AnsiTruncate(b.String(), width)
 	}
 	return b.String()
 }
@@ -195,7 +196,7 @@ func bars(v []float64) string {
 			b.WriteString(sparkGlyphs[0])
 		default:
 			lvl := int(math.Round((x - (hi - span)) / span * 7))
-			b.WriteString(sparkGlyphs[clamp(lvl, 0, 7)])
+			b.WriteString(sparkGlyphs[style.Clamp(lvl, 0, 7)])
 		}
 	}
 	return b.String()

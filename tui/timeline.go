@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The replay's timeline: one line at the bottom of the screen with the
@@ -31,7 +33,7 @@ var errClock = errors.New("not a time: use h:mm:ss, mm:ss, seconds or a duration
 // times past 100,000 h included.
 func ParseClock(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	bad := func() (time.Duration, error) { return 0, fmt.Errorf("%q: %w", truncate(s, 20), errClock) }
+	bad := func() (time.Duration, error) { return 0, fmt.Errorf("%q: %w", style.Truncate(s, 20), errClock) }
 	if s == "" {
 		return bad()
 	}
@@ -80,7 +82,7 @@ func ParseClock(s string) (time.Duration, error) {
 // negative durations format as 0:00:00.
 func fmtClock(d time.Duration) string {
 	s := max(int64(d/time.Second), 0)
-	return strconv.FormatInt(s/3600, 10) + ":" + two(s%3600/60) + ":" + two(s%60)
+	return strconv.FormatInt(s/3600, 10) + ":" + style.Two(s%3600/60) + ":" + style.Two(s%60)
 }
 
 // timeline renders the replay's bottom line for a w-cell terminal.
@@ -91,7 +93,7 @@ func (r *Replay) timeline(w int) string {
 		hint := "  h:mm:ss, mm:ss or seconds; enter jumps, esc cancels"
 		r.jump.SetWidth(max(min(12, w-10), 1))
 		in := st.Accent.Render("jump to ") + r.jump.View()
-		return truncateStyled(in+st.Dim.Render(truncate(hint, max(w-10-12, 0))), w)
+		return style.TruncateStyled(in+st.Dim.Render(style.Truncate(hint, max(w-10-12, 0))), w)
 	}
 	state, stTone := "paused", st.Warn
 	switch {
@@ -104,12 +106,12 @@ func (r *Replay) timeline(w int) string {
 	}
 	pos := fmtClock(r.pos) + "/" + fmtClock(r.dur)
 	speed := strconv.Itoa(r.speed) + "x"
-	left := stTone.Render(padRight(state, 6)) + " " + pos + "  " + st.Accent.Render(speed)
-	lw := 6 + 1 + textWidth(pos) + 2 + textWidth(speed)
+	left := stTone.Render(style.PadRight(state, 6)) + " " + pos + "  " + st.Accent.Render(speed)
+	lw := 6 + 1 + style.Width(pos) + 2 + style.Width(speed)
 	name := ""
 	if cur := m.exp.ledger.Current(); cur != nil {
-		name = join(sanitizeString(cur.ID), sanitizeString(cur.Name))
-		name = truncate(name, 32)
+		name = join(sanitize.String(cur.ID), sanitize.String(cur.Name))
+		name = style.Truncate(name, 32)
 	}
 	const minBar = 10
 	barW := w - lw - 2
@@ -123,9 +125,9 @@ func (r *Replay) timeline(w int) string {
 		}
 	}
 	if name != "" {
-		barW -= 2 + textWidth(name)
+		barW -= 2 + style.Width(name)
 		if barW < minBar {
-			barW += 2 + textWidth(name)
+			barW += 2 + style.Width(name)
 			name = ""
 		}
 	}
@@ -144,7 +146,7 @@ func (r *Replay) timeline(w int) string {
 			used += 2 + barW
 		}
 		if name != "" {
-			used += 2 + textWidth(name)
+			used += 2 + style.Width(name)
 		}
 		if pad := w - used - tailW; pad >= 2 {
 			b.WriteString(strings.Repeat(" ", pad))
@@ -153,7 +155,7 @@ func (r *Replay) timeline(w int) string {
 		}
 		b.WriteString(tail)
 	}
-	return truncateStyled(b.String(), w)
+	return style.TruncateStyled(b.String(), w)
 }
 
 // bar is the timeline's bar, n cells: "=" played, "-" to come, "[" an
@@ -166,7 +168,7 @@ func (r *Replay) bar(n int) string {
 		if r.dur <= 0 {
 			return 0
 		}
-		return clamp(int(int64(n)*int64(t)/int64(r.dur)), 0, n-1)
+		return style.Clamp(int(int64(n)*int64(t)/int64(r.dur)), 0, n-1)
 	}
 	at := cell(r.pos)
 	for i := range cells {

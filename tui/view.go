@@ -7,7 +7,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // layout is how many lines each part of the screen gets.
@@ -69,16 +71,16 @@ func (m *Model) render() string {
 		if more <= len(m.gpus.banners(m.now)) {
 			what = " more GPU notices"
 		}
-		tn := toneWarn
+		tn := style.Warn
 		for _, b := range banners[l.banners-1:] {
-			if b.tone == toneCrit {
-				tn = toneCrit
+			if b.tone == style.Crit {
+				tn = style.Crit
 			}
 		}
 		banners = append(banners[:l.banners-1], banner{text: "+" + strconv.Itoa(more) + what, tone: tn})
 	}
 	for _, b := range banners[:l.banners] {
-		lines = append(lines, st.tone(b.tone).Render(truncate(b.fit(w), w)))
+		lines = append(lines, st.Tone(b.tone).Render(style.Truncate(b.fit(w), w)))
 	}
 
 	body := l.gpuRows + 1 + 1 + 1 + l.logLines // table header, spark, log title
@@ -91,7 +93,7 @@ func (m *Model) render() string {
 			lines = append(lines, "")
 		}
 		if m.noLog() {
-			lines = append(lines, st.Title.Render(truncate("tok/s", w))+" "+st.Dim.Render(truncate(noLogText, w-len("tok/s "))))
+			lines = append(lines, st.Title.Render(style.Truncate("tok/s", w))+" "+st.Dim.Render(style.Truncate(noLogText, w-len("tok/s "))))
 		} else {
 			lines = append(lines, m.rate.render(st, m.styleGen, w))
 		}
@@ -104,7 +106,7 @@ func (m *Model) render() string {
 		case m.noLog():
 			lines = append(lines, m.logTitle(w))
 			if l.logLines > 0 {
-				lines = append(lines, st.Dim.Render(truncate(noLogText, w)))
+				lines = append(lines, st.Dim.Render(style.Truncate(noLogText, w)))
 				// flightdeck's own lines (Xids) still show, under it.
 				if m.log.count() > 0 {
 					lines = m.log.render(lines, st, w, l.logLines-1)
@@ -144,7 +146,7 @@ const noLogText = "no server log followed (start with --log PATH)"
 type seg struct {
 	text  string
 	short string
-	tone  tone
+	tone  style.Token
 	cut   bool // may be cut to fit; other fields are dropped whole
 	prio  int  // fields that do not fit are dropped lowest first
 	// detail is the width of a trailing detail (a loading stage, what a
@@ -167,7 +169,7 @@ func (s seg) need() int {
 	if s.text == "" {
 		return -2 // and no separator
 	}
-	return textWidth(s.text) - max(0, s.detail-minDetail)
+	return style.Width(s.text) - max(0, s.detail-minDetail)
 }
 
 // Header field priorities: what is dropped first when the line is full.
@@ -196,14 +198,14 @@ const (
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
 	segs := make([]seg, 0, 7)
-	segs = append(segs, seg{text: "flightdeck", tone: toneAccent, cut: true})
+	segs = append(segs, seg{text: "flightdeck", tone: style.Accent, cut: true})
 	if m.opts.ReadOnly {
-		segs = append(segs, seg{text: m.modeWord(), tone: toneWarn, cut: true}) // not live: never dropped
+		segs = append(segs, seg{text: m.modeWord(), tone: style.Warn, cut: true}) // not live: never dropped
 	}
 	if m.label != "" {
-		segs = append(segs, seg{text: m.label, tone: toneTitle, cut: true})
+		segs = append(segs, seg{text: m.label, tone: style.Title, cut: true})
 	}
-	segs = append(segs, seg{text: host, short: strings.TrimSuffix(host, ":22"), tone: toneText, cut: true, shortPrio: prioServerWho})
+	segs = append(segs, seg{text: host, short: strings.TrimSuffix(host, ":22"), tone: style.Text, cut: true, shortPrio: prioServerWho})
 	if m.hasConn {
 		c := m.connSeg()
 		if c.prio == 0 {
@@ -228,7 +230,7 @@ func (m *Model) header(w int) string {
 	if m.head != "" {
 		h := "HEAD " + m.head
 		short, _, _ := strings.Cut(h[5:], " ")
-		segs = append(segs, seg{text: h, short: "HEAD " + short, tone: toneText, prio: prioHead})
+		segs = append(segs, seg{text: h, short: "HEAD " + short, tone: style.Text, prio: prioHead})
 	}
 	segs = append(segs, exp...)
 	full := make([]string, len(segs))
@@ -242,7 +244,7 @@ func (m *Model) header(w int) string {
 	// cut short) does not.
 	textTotal, needTotal := -2, -2
 	for _, s := range segs {
-		textTotal += textWidth(s.text) + 2
+		textTotal += style.Width(s.text) + 2
 		needTotal += s.need() + 2
 	}
 	for {
@@ -271,13 +273,13 @@ func (m *Model) header(w int) string {
 		if d < 0 {
 			break
 		}
-		textTotal -= textWidth(segs[d].text) + 2
+		textTotal -= style.Width(segs[d].text) + 2
 		needTotal -= segs[d].need() + 2
 		if whole {
 			segs[d].text = ""
 		} else {
 			segs[d].text = segs[d].short
-			textTotal += textWidth(segs[d].text) + 2
+			textTotal += style.Width(segs[d].text) + 2
 			needTotal += segs[d].need() + 2
 		}
 	}
@@ -313,24 +315,24 @@ func (m *Model) header(w int) string {
 			continue
 		}
 		room := s.need()
-		if extra := textWidth(t) - room; extra > 0 {
+		if extra := style.Width(t) - room; extra > 0 {
 			room += max(0, min(extra, slack))
 			slack -= max(0, min(extra, slack))
-			t = truncate(t, room)
+			t = style.Truncate(t, room)
 		}
 		if i > 0 {
 			if left <= 2 {
 				break
 			}
-			if !s.cut && textWidth(t) > left-2 {
+			if !s.cut && style.Width(t) > left-2 {
 				continue
 			}
 			b.WriteString("  ")
 			left -= 2
 		}
-		t = truncate(t, left)
-		b.WriteString(m.styles.tone(s.tone).Render(t))
-		left -= textWidth(t)
+		t = style.Truncate(t, left)
+		b.WriteString(m.styles.Tone(s.tone).Render(t))
+		left -= style.Width(t)
 		if left <= 0 {
 			break
 		}
@@ -342,15 +344,15 @@ func (m *Model) connSeg() seg {
 	c := m.conn
 	switch c.Conn {
 	case event.Connected:
-		return seg{text: "connected", tone: toneOK, prio: prioConnOK}
+		return seg{text: "connected", tone: style.OK, prio: prioConnOK}
 	case event.Connecting:
-		return seg{text: "connecting", tone: toneWarn}
+		return seg{text: "connecting", tone: style.Warn}
 	case event.Reconnecting:
 		t := "reconnecting (attempt " + strconv.Itoa(c.Attempt)
 		short := "reconnecting #" + strconv.Itoa(c.Attempt)
 		if !c.NextTry.IsZero() && !m.now.IsZero() {
 			if c.NextTry.After(m.now) {
-				in := shortDur(c.NextTry.Sub(m.now))
+				in := style.ShortDur(c.NextTry.Sub(m.now))
 				t += ", next in " + in
 				short += " in " + in
 			} else {
@@ -361,19 +363,19 @@ func (m *Model) connSeg() seg {
 		if why := briefErr(c.Err); why != "" {
 			t += ": " + why
 		}
-		return seg{text: t, short: short, tone: toneWarn}
+		return seg{text: t, short: short, tone: style.Warn}
 	case event.ConnFailed:
 		// The full error (fingerprints, known_hosts lines, keys tried) is
 		// printed when the cockpit quits; the header says so.
 		if c.Err == nil {
-			return seg{text: "failed", tone: toneCrit}
+			return seg{text: "failed", tone: style.Crit}
 		}
 		t := "failed: " + briefErr(c.Err)
-		return seg{text: t + " (details on quit)", short: t, tone: toneCrit, cut: true} // the start of an error still helps
+		return seg{text: t + " (details on quit)", short: t, tone: style.Crit, cut: true} // the start of an error still helps
 	case event.ConnClosed:
-		return seg{text: "closed", tone: toneDim}
+		return seg{text: "closed", tone: style.Dim}
 	}
-	return seg{text: c.Conn.String(), tone: toneWarn}
+	return seg{text: c.Conn.String(), tone: style.Warn}
 }
 
 // briefErr is remote.Brief's few-word summary of a connection error,
@@ -382,7 +384,7 @@ func briefErr(err error) string {
 	if err == nil {
 		return ""
 	}
-	return sanitizeString(remote.Brief(err))
+	return sanitize.String(remote.Brief(err))
 }
 
 func (m *Model) serverSeg() (seg, bool) {
@@ -392,19 +394,19 @@ func (m *Model) serverSeg() (seg, bool) {
 		name += " "
 	}
 	var t string
-	tn := toneOK
+	tn := style.OK
 	switch s.phase {
 	case serverStarting:
-		t, tn = "starting", toneWarn
+		t, tn = "starting", style.Warn
 	case serverRunning:
 		t = "running"
 	case serverReady:
 		t = "ready"
-		if age := ago(m.now, s.since); age != "" {
+		if age := style.Ago(m.now, s.since); age != "" {
 			t += " " + age
 		}
 	case serverFailed:
-		t, tn = "failed ("+string(s.fail)+")", toneCrit
+		t, tn = "failed ("+string(s.fail)+")", style.Crit
 	default:
 		return seg{}, false
 	}
@@ -417,7 +419,7 @@ func (m *Model) logTitle(w int) string {
 	st := &m.styles
 	if m.filtering {
 		m.input.SetWidth(max(w-4, 1))
-		return truncateStyled(m.input.View(), w)
+		return style.TruncateStyled(m.input.View(), w)
 	}
 	type part = titlePart
 	var tail []part // everything after the path
@@ -444,7 +446,7 @@ func (m *Model) logTitle(w int) string {
 	}
 	if m.log.filter != "" {
 		tail = append(tail, part{"  filter ", st.Dim}, part{m.log.query, st.Accent},
-			part{" " + plural(m.log.count(), "line") + " (esc clears)", st.Dim})
+			part{" " + style.Plural(m.log.count(), "line") + " (esc clears)", st.Dim})
 	}
 	// The state matters more than the path: a long path loses its head
 	// (".../logs/sglang.log"), or goes, before the state is cut. Chrome is
@@ -452,16 +454,16 @@ func (m *Model) logTitle(w int) string {
 	// characters, two cells wide in some CJK terminal setups.
 	tailW := 0
 	for _, p := range tail {
-		tailW += textWidth(p.s)
+		tailW += style.Width(p.s)
 	}
 	path := ""
 	if m.log.path != "" {
 		room := w - len("log ") - tailW - 2 // keep a little rule
-		switch pw := textWidth(m.log.path); {
+		switch pw := style.Width(m.log.path); {
 		case pw <= room:
 			path = " " + m.log.path
 		case room >= 12:
-			path = " ..." + truncateLeft(m.log.path, room-4)
+			path = " ..." + style.TruncateLeft(m.log.path, room-4)
 		}
 	}
 
@@ -471,21 +473,21 @@ func (m *Model) logTitle(w int) string {
 // titlePart is a piece of a title line and its tone.
 type titlePart struct {
 	s string
-	t Tone
+	t style.Tone
 }
 
 // titleRule is a section's title line, w cells at most: its name, a path
 // (dim), the tail parts, then a rule of dashes to the edge.
-func titleRule(st *Styles, w int, name, path string, tail []titlePart) string {
+func titleRule(st *style.Styles, w int, name, path string, tail []titlePart) string {
 	var b strings.Builder
 	n := 0
-	put := func(s string, t Tone) {
+	put := func(s string, t style.Tone) {
 		if n >= w || s == "" {
 			return
 		}
-		s = truncate(s, w-n)
+		s = style.Truncate(s, w-n)
 		b.WriteString(t.Render(s))
-		n += textWidth(s)
+		n += style.Width(s)
 	}
 	put(name, st.Title)
 	put(path, st.Dim)
@@ -496,12 +498,4 @@ func titleRule(st *Styles, w int, name, path string, tail []titlePart) string {
 		put(" "+strings.Repeat("-", w-n-1), st.Dim)
 	}
 	return b.String()
-}
-
-// truncateStyled cuts a string that may hold escape sequences.
-func truncateStyled(s string, w int) string {
-	if isASCII(s) {
-		return truncate(s, w)
-	}
-	return ansiTruncate(s, w)
 }
