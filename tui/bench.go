@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -533,7 +534,7 @@ func (m *Model) benchBox(w int) ([]string, int) {
 		hint += "; x lists it with " + sanitize.String(d.Exp)
 	}
 	body = append(body, "", st.Dim.Render(style.Truncate(hint, iw)))
-	return box(st, frame, title, body, iw), iw
+	return component.Frame(st, frame, title, body, iw), iw
 }
 
 // benchOutcome is the result box's title for a finished run, title plus

@@ -101,7 +101,7 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	press(m, "down", "right")
 	press(m, "up", "up", "up", "up", "up", "up", "up", "right") // the endpoint: chat
 	msgs := do(m, "enter")
-	if m.modal != modalNone || len(msgs) != 1 {
+	if m.dialogOpen() || len(msgs) != 1 {
 		t.Fatalf("enter: modal %d msgs %v status %q", m.modal, msgs, m.Status())
 	}
 	want := "Run chat in 512 out 128 conc 4 32 requests rate 2.5/s poisson warm-up 1"
@@ -125,7 +125,7 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 		t.Errorf("the form does not say why:\n%s", plain(m))
 	}
 	press(m, "esc")
-	if m.modal != modalNone || m.Status() != "benchmark not started" || len(f.Calls()) != 1 {
+	if m.dialogOpen() || m.Status() != "benchmark not started" || len(f.Calls()) != 1 {
 		t.Errorf("esc: modal %d status %q calls %q", m.modal, m.Status(), f.Calls())
 	}
 	// An error of Run is the answer.
@@ -284,7 +284,7 @@ func TestBenchStopAsksThenCancels(t *testing.T) {
 		t.Fatalf("b while running:\n%s", plain(m))
 	}
 	press(m, "n")
-	if m.modal != modalNone || m.Status() != "still running" {
+	if m.dialogOpen() || m.Status() != "still running" {
 		t.Errorf("n: modal %d status %q", m.modal, m.Status())
 	}
 	// esc asks too (nothing else to close); y cancels the run's context.
@@ -324,7 +324,7 @@ func TestBenchUnavailable(t *testing.T) {
 			c.setup(m)
 		}
 		press(m, "b")
-		if m.modal != modalNone || m.Status() != c.want {
+		if m.dialogOpen() || m.Status() != c.want {
 			t.Errorf("%s: modal %d status %q, want %q", c.name, m.modal, m.Status(), c.want)
 		}
 	}

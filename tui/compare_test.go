@@ -68,7 +68,7 @@ func measureScene(w, h int) (*Model, *fakeMeasure) {
 func TestPanelMarksAndCompares(t *testing.T) {
 	m, f := measureScene(120, 40)
 	press(m, "c")
-	if m.modal != modalNone || m.Status() != noRepoText {
+	if m.dialogOpen() || m.Status() != noRepoText {
 		t.Errorf("c outside the panel is git's: modal %d status %q", m.modal, m.Status())
 	}
 	m.Update(space())
@@ -109,7 +109,7 @@ func TestPanelMarksAndCompares(t *testing.T) {
 		t.Error("a stale range answer was applied")
 	}
 	press(m, "esc")
-	if m.modal != modalNone || !m.exp.open {
+	if m.dialogOpen() || !m.exp.open {
 		t.Fatalf("esc: modal %d panel %v", m.modal, m.exp.open)
 	}
 	// Two marked: they are compared, older first.
@@ -200,7 +200,7 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 			t.Fatal("the read's context ended before the view closed")
 		}
 		press(m, closeKey)
-		if m.modal != modalNone || m.Quitting() {
+		if m.dialogOpen() || m.Quitting() {
 			t.Fatalf("%s: modal %d quitting %v", closeKey, m.modal, m.Quitting())
 		}
 		if ctx.Err() == nil {
@@ -211,7 +211,7 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 			t.Fatalf("answer %#v", msg)
 		}
 		m.Update(msg)
-		if m.cmp.rangeErr != "" || m.modal != modalNone || m.Status() != "" {
+		if m.cmp.rangeErr != "" || m.dialogOpen() || m.Status() != "" {
 			t.Errorf("%s: the closed view's answer was applied: rangeErr %q modal %d status %q", closeKey, m.cmp.rangeErr, m.modal, m.Status())
 		}
 		// Opened again, it reads afresh under a new context; its answer
@@ -234,7 +234,7 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	}
 	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerKey}))
 	press(m, "c")
-	if m.modal != modalNone || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
+	if m.dialogOpen() || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
 		t.Errorf("one experiment, no result: %q", m.Status())
 	}
 	send(m, ev(20*time.Second, event.Baseline{Exp: "e1"}))

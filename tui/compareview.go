@@ -10,6 +10,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -39,7 +40,7 @@ func (m *Model) compareBox(w, avail int) (lines []string, x, y int) {
 	if len(content) > bh {
 		title += "  " + strconv.Itoa(v.top+1) + "-" + strconv.Itoa(end) + "/" + strconv.Itoa(len(content))
 	}
-	return box(st, st.Accent, title, body, iw), 0, 1
+	return component.Frame(st, st.Accent, title, body, iw), 0, 1
 }
 
 // compareLines is the compare view's content for inner width iw.

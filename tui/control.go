@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 
 	tea "charm.land/bubbletea/v2"
@@ -44,7 +45,6 @@ type modal uint8
 
 const (
 	modalNone    modal = iota
-	modalKill          // "Kill sglang pid 4123? ... y/N"
 	modalLaunch        // the launch form (and its relaunch confirmation)
 	modalProfile       // the profile picker
 )
@@ -195,10 +195,17 @@ func profileUnavailable(m *Model) string {
 	return ""
 }
 
-// confirmKill opens the kill confirmation (K).
+// The dialogs' names (component.Dialog.ID).
+const (
+	dialogKill     = "kill"
+	dialogTakeOver = "take-over"
+)
+
+// confirmKill asks before K kills the server.
 func (m *Model) confirmKill() {
-	m.modal = modalKill
 	m.killTarget = m.srv.who()
+	m.overlay.Push(&component.Confirm{Name: dialogKill, Title: "kill the server", Frame: style.Crit, Question: m.killQuestion,
+		YesHelp: "kill", Yes: m.kill, No: func() tea.Cmd { m.flash("kill cancelled", style.Dim); return nil }})
 }
 
 // killQuestion is the confirmation's text; it names a benchmark or a
@@ -248,20 +255,15 @@ func (m *Model) stopBenchFirst() (record func()) {
 	return m.recorder("stop bench")
 }
 
-// killKey answers the confirmation: y kills, anything else cancels.
-func (m *Model) killKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	m.modal = modalNone
-	if msg.String() != "y" {
-		m.flash("kill cancelled", style.Dim)
-		return m, nil
-	}
+// kill kills the server confirmed with y, in a tea.Cmd.
+func (m *Model) kill() tea.Cmd {
 	stop := m.stopBenchFirst()
 	ctl, ctx, target := m.ctl, m.ctx, m.killTarget
 	m.srv.busy, m.srv.failed = actionKill, ""
 	m.srv.doing = "killing " + target + ": SIGTERM, SIGKILL after the grace period, then waiting for GPU memory"
 	m.srv.brief = "killing " + target + ", then waiting for GPU memory"
 	rec := m.recorder("kill " + target)
-	return m, func() tea.Msg {
+	return func() tea.Msg {
 		stop()
 		rec()
 		return KillResultMsg{Target: target, Err: ctl.Kill(ctx)}

@@ -171,7 +171,7 @@ func run(cmd tea.Cmd) []tea.Msg {
 func TestKillJustLaunched(t *testing.T) {
 	m, f := controlled(80, 24, &event.ServerStatus{Phase: event.PhaseLaunching, Server: "sglang", Since: t0, Exit: -1})
 	press(m, "K")
-	if m.modal == modalNone {
+	if !m.dialogOpen() {
 		t.Fatalf("K while launching opened no confirmation; status %q", m.Status())
 	}
 	if got := boxText(m); !strings.HasPrefix(got, "Kill sglang? SIGTERM") {
@@ -197,7 +197,7 @@ func TestKillWithoutServerSaysSo(t *testing.T) {
 				t.Errorf("status %q", m.Status())
 			}
 			press(m, "y") // were a confirmation open, this would kill
-			if cmd != nil || m.modal != modalNone {
+			if cmd != nil || m.dialogOpen() {
 				t.Error("K without a server opened the confirmation or returned a command")
 			}
 			if _, _, kills := f.counts(); kills != 0 {
@@ -258,7 +258,7 @@ func TestKillCancelled(t *testing.T) {
 		if cmd := press(m, k); cmd != nil {
 			t.Errorf("%s after K returned a command", k)
 		}
-		if m.modal != modalNone || strings.Contains(plain(m), "Kill sglang") {
+		if m.dialogOpen() || strings.Contains(plain(m), "Kill sglang") {
 			t.Errorf("%s did not close the confirmation", k)
 		}
 		if _, _, kills := f.counts(); kills != 0 {
@@ -273,7 +273,7 @@ func TestKillNeedsAConnection(t *testing.T) {
 	if cmd := press(m, "K"); cmd != nil || m.Status() != "not connected" {
 		t.Errorf("K while reconnecting: %q", m.Status())
 	}
-	if cmd := press(m, "L"); cmd != nil || m.Status() != "not connected" || m.modal != modalNone {
+	if cmd := press(m, "L"); cmd != nil || m.Status() != "not connected" || m.dialogOpen() {
 		t.Errorf("L while reconnecting: %q", m.Status())
 	}
 	if _, _, kills := f.counts(); kills != 0 {
@@ -415,7 +415,7 @@ func TestLaunchFormShowsThePlan(t *testing.T) {
 	}
 	press(m, "backspace")
 	press(m, "esc")
-	if m.modal != modalNone || m.form != nil {
+	if m.dialogOpen() || m.form != nil {
 		t.Error("esc did not close the form")
 	}
 	if _, launched, _ := f.counts(); launched != 0 {
@@ -440,7 +440,7 @@ func TestRelaunchAsksThenLaunchesThePlan(t *testing.T) {
 	}
 	press(m, "enter")
 	cmd := press(m, "y")
-	if cmd == nil || m.modal != modalNone {
+	if cmd == nil || m.dialogOpen() {
 		t.Fatal("y did not start the launch")
 	}
 	if _, launched, _ := f.counts(); launched != 0 {
@@ -463,7 +463,7 @@ func TestLaunchWithoutServerStartsAtOnce(t *testing.T) {
 	m, f := controlled(80, 24, &event.ServerStatus{Phase: event.PhaseKilled, Server: "sglang", Profile: "none", Since: t0, Exit: -1})
 	press(m, "L")
 	cmd := press(m, "enter")
-	if cmd == nil || m.modal != modalNone {
+	if cmd == nil || m.dialogOpen() {
 		t.Fatal("enter without a server should launch at once")
 	}
 	run(cmd)
@@ -508,7 +508,7 @@ func TestProfilePicker(t *testing.T) {
 		t.Errorf("picker:\n%s", scr)
 	}
 	press(m, "esc")
-	if m.modal != modalNone || len(f.picked) != 0 {
+	if m.dialogOpen() || len(f.picked) != 0 {
 		t.Error("esc picked")
 	}
 	press(m, "p", "up", "enter")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -50,8 +51,9 @@ func (m *Model) applyDriver(p event.DriverState, at time.Time) {
 		d.note, d.last, d.at = n, n, at
 	}
 	if was && p.Role != event.RoleDriving && !m.opts.ReadOnly {
+		m.overlay.Remove(dialogKill)
 		switch m.modal {
-		case modalKill, modalLaunch, modalProfile:
+		case modalLaunch, modalProfile:
 			m.modal = modalNone
 			m.form, m.picker = nil, nil
 		}
@@ -205,9 +207,6 @@ type DriverControl interface {
 	TakeOver(ctx context.Context) error
 }
 
-// modalTakeOver is T's question: take over? y/N.
-const modalTakeOver modal = 240
-
 // TakeOverResultMsg is the answer of a take-over (T): nil Err when the
 // lock was written.
 type TakeOverResultMsg struct{ Err error }
@@ -236,17 +235,18 @@ func (m *Model) takeOverQuestion() string {
 	return "Take over from " + m.holderText(false) + "? Its keys stop acting, and a benchmark or repeat it runs stops (a relaunch in flight finishes)."
 }
 
-// takeOverKey answers T's question: y takes over in a tea.Cmd.
-func (m *Model) takeOverKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	m.modal = modalNone
-	if msg.String() != "y" {
-		m.flash("take-over cancelled", style.Dim)
-		return m, nil
-	}
+// confirmTakeOver asks before T takes the driver lock over.
+func (m *Model) confirmTakeOver() {
+	m.overlay.Push(&component.Confirm{Name: dialogTakeOver, Title: "take over", Frame: style.Warn, Question: m.takeOverQuestion,
+		YesHelp: "take over", Yes: m.takeOver, No: func() tea.Cmd { m.flash("take-over cancelled", style.Dim); return nil }})
+}
+
+// takeOver takes the driver lock over, confirmed with y, in a tea.Cmd.
+func (m *Model) takeOver() tea.Cmd {
 	ctl, ctx := m.opts.Driver, m.ctx
 	m.flash("taking over ...", style.Dim)
 	rec := m.recorder("take over")
-	return m, func() tea.Msg {
+	return func() tea.Msg {
 		rec()
 		return TakeOverResultMsg{Err: ctl.TakeOver(ctx)}
 	}

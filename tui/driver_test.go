@@ -36,7 +36,7 @@ func TestWatchingRefusesEveryAction(t *testing.T) {
 		if cmd := press(m, k); cmd != nil {
 			run(cmd)
 		}
-		if m.modal != modalNone {
+		if m.dialogOpen() {
 			t.Errorf("%s opened an overlay while watching", k)
 		}
 		if m.Status() != want {
@@ -69,7 +69,7 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 	st := aliceDrives()
 	st.Note = "alice@laptop took over at 10:29:00"
 	send(m, ev(10*time.Second, st))
-	if m.modal != modalNone {
+	if m.dialogOpen() {
 		t.Error("the launch form stayed open after the lock was taken")
 	}
 	if !strings.Contains(plain(m), "alice@laptop took over at 10:29:00") {
@@ -89,7 +89,7 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 		t.Errorf("after getting the lock back:\n%s", s)
 	}
 	press(m, "K")
-	if m.modal != modalKill {
+	if m.overlay.TopID() != dialogKill {
 		t.Errorf("K does not ask to kill once driving again: %q", m.Status())
 	}
 }
@@ -139,11 +139,11 @@ func TestTakeOverKey(t *testing.T) {
 		t.Errorf("the banner does not say T takes over:\n%s", plain(m))
 	}
 	press(m, "T")
-	if m.modal != modalTakeOver || !strings.Contains(screenText(m), "Take over from alice@laptop? Its keys stop acting") {
+	if m.overlay.TopID() != dialogTakeOver || !strings.Contains(screenText(m), "Take over from alice@laptop? Its keys stop acting") {
 		t.Fatalf("T did not ask:\n%s", plain(m))
 	}
 	press(m, "n")
-	if m.modal != modalNone || fd.takes != 0 {
+	if m.dialogOpen() || fd.takes != 0 {
 		t.Fatalf("n: modal %v, takes %d", m.modal, fd.takes)
 	}
 	press(m, "T")

@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -81,11 +82,11 @@ func (m *Model) expFooter(width int) string {
 	last := []item{{k.Experiments.Help().Key + "/esc", "close", nil}, {k.Quit.Help().Key, k.Quit.Help().Desc, &k.Quit}}
 	used := -2
 	for _, it := range last {
-		used += hintWidth(it.key, it.desc)
+		used += component.HintWidth(it.key, it.desc)
 	}
 	var b strings.Builder
 	for _, it := range items {
-		pw := hintWidth(it.key, it.desc)
+		pw := component.HintWidth(it.key, it.desc)
 		if used+pw > width {
 			continue
 		}
@@ -208,28 +209,28 @@ func (m *Model) renderExperiments(lines []string, w, h int) []string {
 			x.top = cur - vis + 1
 		}
 	}
-	var tail []titlePart
+	var tail []component.TitlePart
 	if n := len(rows); n > 0 {
 		count := "  " + style.Plural(n, "experiment")
 		if vis > 0 && vis < n {
 			// Rows above or below the window: which ones show.
 			count = "  " + strconv.Itoa(x.top+1) + "-" + strconv.Itoa(x.top+vis) + "/" + style.Plural(n, "experiment")
 		}
-		tail = append(tail, titlePart{count, st.Dim})
+		tail = append(tail, component.TitlePart{Text: count, Tone: st.Dim})
 		if cur := x.ledger.Current(); cur != nil {
-			tail = append(tail, titlePart{"  " + sanitize.String(cur.ID) + " open", st.OK})
+			tail = append(tail, component.TitlePart{Text: "  " + sanitize.String(cur.ID) + " open", Tone: st.OK})
 		}
 		switch {
 		case m.exp.ledger.Baseline() != nil:
-			tail = append(tail, titlePart{"  delta vs " + baseID + " (baseline)", st.Dim})
+			tail = append(tail, component.TitlePart{Text: "  delta vs " + baseID + " (baseline)", Tone: st.Dim})
 		case baseID != "":
-			tail = append(tail, titlePart{"  delta vs " + baseID, st.Dim})
+			tail = append(tail, component.TitlePart{Text: "  delta vs " + baseID, Tone: st.Dim})
 		}
 		if n := len(x.marked); n > 0 {
-			tail = append(tail, titlePart{"  " + strconv.Itoa(n) + " marked", st.Accent})
+			tail = append(tail, component.TitlePart{Text: "  " + strconv.Itoa(n) + " marked", Tone: st.Accent})
 		}
 	}
-	lines = append(lines, titleRule(st, w, "experiments", "", tail))
+	lines = append(lines, component.TitleRule(st, w, "experiments", "", tail))
 	if bh <= 0 {
 		return lines
 	}
@@ -686,7 +687,7 @@ func (m *Model) overlayBox(w, h int) (lines []string, x, y int) {
 	if iw < 1 {
 		return nil, 0, 0
 	}
-	lines = box(&m.styles, m.styles.Accent, title, body, iw)
+	lines = component.Frame(&m.styles, m.styles.Accent, title, body, iw)
 	if len(lines) > avail {
 		lines = append(lines[:avail-1:avail-1], lines[len(lines)-1])
 	}

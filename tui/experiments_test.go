@@ -150,7 +150,7 @@ func TestExperimentKeysWithoutJournal(t *testing.T) {
 			if o.ReadOnly {
 				want = "read-only replay: " + what + " would change the journal"
 			}
-			if m.Status() != want || m.modal != modalNone {
+			if m.Status() != want || m.dialogOpen() {
 				t.Errorf("read-only=%v %s: %q (modal %d), want %q", o.ReadOnly, k, m.Status(), m.modal, want)
 			}
 		}
@@ -174,7 +174,7 @@ func TestExperimentStartForm(t *testing.T) {
 	press(m, "tab")
 	typeText(m, "LL halves latency")
 	msgs := do(m, "enter")
-	if m.modal != modalNone {
+	if m.dialogOpen() {
 		t.Error("enter left the form open")
 	}
 	// The default name is the Lab's: an empty name is sent.
@@ -197,7 +197,7 @@ func TestExperimentStartForm(t *testing.T) {
 	// esc cancels without a call.
 	n := len(f.Calls())
 	press(m, "e", "esc")
-	if len(f.Calls()) != n || m.modal != modalNone || m.Status() != "experiment not started" {
+	if len(f.Calls()) != n || m.dialogOpen() || m.Status() != "experiment not started" {
 		t.Errorf("esc: calls %q status %q", f.Calls(), m.Status())
 	}
 	// Typing replaces the default instead of appending to it.
@@ -301,7 +301,7 @@ func TestExperimentTextLimits(t *testing.T) {
 		if want := c.label + " holds at most " + fmt.Sprint(c.limit) + " characters"; m.Status() != want {
 			t.Errorf("%s: typing at the limit: %q", c.label, m.Status())
 		}
-		if m.modal == modalNone {
+		if !m.dialogOpen() {
 			t.Errorf("%s: the form closed", c.label)
 		}
 	}
@@ -401,7 +401,7 @@ func TestConclusionPrompt(t *testing.T) {
 	} {
 		m, _ := labScene(120, 30, Options{})
 		send(m, start, end(c.trig, c.conclusion))
-		if m.modal != modalNone {
+		if m.dialogOpen() {
 			t.Errorf("%s %q: an overlay opened by itself (modal %d)", c.trig, c.conclusion, m.modal)
 		}
 		if got := strings.Contains(plain(m), ": write its conclusion"); got != c.ask {
@@ -429,7 +429,7 @@ func TestConclusionPrompt(t *testing.T) {
 	m, f = labScene(120, 30, Options{})
 	send(m, start, end(event.TriggerExit, ""))
 	press(m, "esc")
-	if m.modal != modalNone || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
+	if m.dialogOpen() || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
 		t.Errorf("esc: modal %d calls %q:\n%s", m.modal, f.Calls(), plain(m))
 	}
 	press(m, "e")
@@ -444,13 +444,13 @@ func TestConclusionPrompt(t *testing.T) {
 		t.Fatalf("the prompt took over the note form: modal %d", m.modal)
 	}
 	press(m, "esc")
-	if m.modal != modalNone || !strings.Contains(plain(m), banner) {
+	if m.dialogOpen() || !strings.Contains(plain(m), banner) {
 		t.Errorf("after the note form closed: modal %d\n%s", m.modal, plain(m))
 	}
 	// A replay never asks.
 	r := newSized(100, 30, Options{ReadOnly: true})
 	send(r, start, end(event.TriggerKill, ""))
-	if r.modal != modalNone {
+	if r.dialogOpen() {
 		t.Error("a replay asked for a conclusion")
 	}
 }
@@ -769,7 +769,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	m, f := labScene(120, 40, Options{})
 	send(m, session()...)
 	press(m, "w")
-	if m.modal != modalNone || !m.Wrapping() {
+	if m.dialogOpen() || !m.Wrapping() {
 		t.Errorf("w outside the panel: modal %d status %q wrap %v", m.modal, m.Status(), m.Wrapping())
 	}
 	press(m, "w")
@@ -778,7 +778,7 @@ func TestConcludeFromPanel(t *testing.T) {
 		t.Errorf("panel footer %q", f)
 	}
 	press(m, "w")
-	if m.modal != modalNone || m.Status() != "e3 is still open: e ends it with a conclusion" {
+	if m.dialogOpen() || m.Status() != "e3 is still open: e ends it with a conclusion" {
 		t.Errorf("c on the open e3: modal %d status %q", m.modal, m.Status())
 	}
 	press(m, "up", "w")
@@ -803,7 +803,7 @@ func TestConcludeFromPanel(t *testing.T) {
 		t.Errorf("keys %q", k)
 	}
 	press(m, "w", "esc")
-	if m.modal != modalNone || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
+	if m.dialogOpen() || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
 		t.Errorf("esc: modal %d status %q", m.modal, m.Status())
 	}
 	// A killed experiment with no conclusion gets one.
@@ -821,7 +821,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	r := newSized(120, 40, Options{ReadOnly: true})
 	send(r, session()...)
 	press(r, "x", "up", "w")
-	if r.modal != modalNone || r.Status() != "read-only replay: a conclusion would change the journal" {
+	if r.dialogOpen() || r.Status() != "read-only replay: a conclusion would change the journal" {
 		t.Errorf("replay: modal %d status %q", r.modal, r.Status())
 	}
 }

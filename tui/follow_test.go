@@ -174,7 +174,7 @@ func TestFollowKeysNeverAct(t *testing.T) {
 		if st := r.inner.Status(); !strings.HasPrefix(st, "follow: read-only") {
 			t.Errorf("%s: status %q, want it to say follow: read-only", k, st)
 		}
-		if r.inner.modal != modalNone {
+		if r.inner.dialogOpen() {
 			t.Errorf("%s opened a form", k)
 		}
 		if !strings.Contains(rplain(r), "follow: read-only") {

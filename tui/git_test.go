@@ -490,7 +490,7 @@ func TestGitRevertCursorFileAndCancel(t *testing.T) {
 		if strings.Contains(boxText(m), "Untracked") {
 			t.Error("warns about untracked files that are not reverted")
 		}
-		if cmd := press(m, k); cmd != nil || m.modal != modalNone {
+		if cmd := press(m, k); cmd != nil || m.dialogOpen() {
 			t.Errorf("%s did not cancel", k)
 		}
 		if m.Status() != "revert cancelled" || lastCall(f) != "Refresh" {
@@ -504,7 +504,7 @@ func TestGitRevertCursorFileAndCancel(t *testing.T) {
 	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
 	press(m, "end", "r")
-	if m.modal != modalNone || m.Status() != "nothing selected: move to a changed file or mark files with space" {
+	if m.dialogOpen() || m.Status() != "nothing selected: move to a changed file or mark files with space" {
 		t.Errorf("r on the reflog: %q", m.Status())
 	}
 	m.Update(space())
@@ -534,7 +534,7 @@ func TestGitStashForm(t *testing.T) {
 	}
 	press(m, "backspace", "backspace", "backspace")
 	cmd := press(m, "enter")
-	if cmd == nil || m.modal != modalNone {
+	if cmd == nil || m.dialogOpen() {
 		t.Fatal("enter did not stash")
 	}
 	m.Update(run(cmd)[0])
@@ -546,7 +546,7 @@ func TestGitStashForm(t *testing.T) {
 	}
 	// esc cancels without a call; a clean tree is refused.
 	press(m, "s", "esc")
-	if m.modal != modalNone || m.Status() != "stash cancelled" || strings.HasPrefix(lastCall(f), "Stash") && len(f.Calls()) != 2 {
+	if m.dialogOpen() || m.Status() != "stash cancelled" || strings.HasPrefix(lastCall(f), "Stash") && len(f.Calls()) != 2 {
 		t.Errorf("esc: %q %v", m.Status(), f.Calls())
 	}
 	clean := dirtyStatus()
@@ -556,7 +556,7 @@ func TestGitStashForm(t *testing.T) {
 		t.Errorf("clean tree:\n%s", plain(m))
 	}
 	press(m, "s")
-	if m.modal != modalNone || m.Status() != "nothing to stash: the tree is clean" {
+	if m.dialogOpen() || m.Status() != "nothing to stash: the tree is clean" {
 		t.Errorf("s on a clean tree: %q", m.Status())
 	}
 	// ctrl+u toggles too; only untracked files: included from the start.
@@ -633,7 +633,7 @@ func TestGitStashApplyPopDropByID(t *testing.T) {
 		t.Error("empty stash section")
 	}
 	for _, k := range []string{"a", "P", "D"} {
-		if press(m, k); m.Status() != "no stashes" || m.modal != modalNone {
+		if press(m, k); m.Status() != "no stashes" || m.dialogOpen() {
 			t.Errorf("%s without stashes: %q", k, m.Status())
 		}
 	}
@@ -1040,7 +1040,7 @@ func TestGitCheckoutTypedRef(t *testing.T) {
 	}
 	m.Update(run(press(m, "enter"))[0])
 	cmd = press(m, "y")
-	if cmd == nil || m.modal != modalNone {
+	if cmd == nil || m.dialogOpen() {
 		t.Fatal("y did not check out")
 	}
 	if ls := screenLines(m); ls[1] != "git: checking out a6d51c0 ..." {
@@ -1102,7 +1102,7 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	}
 	// n in the preview cancels everything; no checkout.
 	press(m, "n")
-	if m.modal != modalNone || m.Status() != "checkout cancelled" {
+	if m.dialogOpen() || m.Status() != "checkout cancelled" {
 		t.Errorf("n: modal %d %q", m.modal, m.Status())
 	}
 	// esc in the picker cancels; a late preview answer is dropped.
@@ -1110,7 +1110,7 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	cmd := press(m, "enter")
 	press(m, "esc")
 	m.Update(run(cmd)[0])
-	if m.modal != modalNone {
+	if m.dialogOpen() {
 		t.Error("a stale preview reopened the overlay")
 	}
 	for _, c := range f.Calls() {
@@ -1132,7 +1132,7 @@ func TestGitUndo(t *testing.T) {
 	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
 	press(m, "u")
-	if m.modal != modalNone || m.Status() != "nothing to undo: no action was made from here" {
+	if m.dialogOpen() || m.Status() != "nothing to undo: no action was made from here" {
 		t.Errorf("u without a snapshot: %q", m.Status())
 	}
 	f.lastID, f.lastRe = snapID, "checkout 3207427"
@@ -1251,7 +1251,7 @@ func TestGitReadOnly(t *testing.T) {
 	}
 	for k, what := range map[string]string{"r": "a revert", "s": "a stash", "a": "a stash apply", "P": "a stash pop",
 		"D": "a stash drop", "c": "a checkout", "u": "an undo", "S": "a restore"} {
-		if cmd := press(m, k); cmd != nil || m.modal != modalNone {
+		if cmd := press(m, k); cmd != nil || m.dialogOpen() {
 			t.Errorf("%s acted in a replay", k)
 		}
 		if want := "read-only replay: " + what + " would change the host"; m.Status() != want {

@@ -11,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -570,7 +571,7 @@ func (m *Model) gitFooter(width int) string {
 			if it.prio != p {
 				continue
 			}
-			if pw := hintWidth(it.key, it.desc); used+pw <= width {
+			if pw := component.HintWidth(it.key, it.desc); used+pw <= width {
 				show[i], used = true, used+pw
 			}
 		}

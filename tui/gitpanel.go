@@ -9,6 +9,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -376,33 +377,33 @@ func (g *gitState) scrollTop(body []gitLine, bh int) int {
 func (m *Model) gitTitle(w int) string {
 	st := &m.styles
 	g := &m.git
-	type part = titlePart
+	type part = component.TitlePart
 	s := &g.st
 	var tail []part
 	subject, subjAt := "", -1
 	if !g.hasSt {
-		tail = append(tail, part{"  reading status ...", st.Dim})
+		tail = append(tail, part{Text: "  reading status ...", Tone: st.Dim})
 	} else {
 		if s.Branch != "" {
-			tail = append(tail, part{"  " + sanitize.String(s.Branch), st.Accent})
+			tail = append(tail, part{Text: "  " + sanitize.String(s.Branch), Tone: st.Accent})
 		} else {
-			tail = append(tail, part{"  detached", st.Warn})
+			tail = append(tail, part{Text: "  detached", Tone: st.Warn})
 		}
 		if s.Operation != "" {
-			tail = append(tail, part{"  " + strings.ToUpper(sanitize.String(s.Operation)) + " in progress", st.Crit})
+			tail = append(tail, part{Text: "  " + strings.ToUpper(sanitize.String(s.Operation)) + " in progress", Tone: st.Crit})
 		}
-		tail = append(tail, part{"  " + sanitize.String(s.Head.Short), st.Text})
+		tail = append(tail, part{Text: "  " + sanitize.String(s.Head.Short), Tone: st.Text})
 		subject = style.Truncate(sanitize.String(s.Head.Subject), 50)
 		subjAt = len(tail)
-		tail = append(tail, part{"", st.Text})
+		tail = append(tail, part{Text: "", Tone: st.Text})
 		if a := gitAge(m.now, s.Head.Time); a != "" {
-			tail = append(tail, part{" (" + a + ")", st.Dim})
+			tail = append(tail, part{Text: " (" + a + ")", Tone: st.Dim})
 		}
 		if s.Upstream != "" {
-			up := append([]part{{"  " + sanitize.String(s.Upstream), st.Dim}}, m.aheadBehind(s.Ahead, s.Behind)...)
+			up := append([]part{{Text: "  " + sanitize.String(s.Upstream), Tone: st.Dim}}, m.aheadBehind(s.Ahead, s.Behind)...)
 			upW := 0
 			for _, p := range up {
-				upW += style.Width(p.s)
+				upW += style.Width(p.Text)
 			}
 			if partsWidth(tail)+upW+len("git")+2+min(style.Width(subject)+1, 13) <= w {
 				tail = append(tail, up...)
@@ -420,34 +421,34 @@ func (m *Model) gitTitle(w int) string {
 	}
 	if subjAt >= 0 && subject != "" {
 		subject = strings.TrimRight(style.Truncate(subject, max(room-1, 0)), " ")
-		tail[subjAt].s = " " + subject
+		tail[subjAt].Text = " " + subject
 	}
-	return titleRule(st, w, "git", p, tail)
+	return component.TitleRule(st, w, "git", p, tail)
 }
 
 // partsWidth is the width of the parts' text in cells.
-func partsWidth(ps []titlePart) int {
+func partsWidth(ps []component.TitlePart) int {
 	n := 0
 	for _, p := range ps {
-		n += style.Width(p.s)
+		n += style.Width(p.Text)
 	}
 	return n
 }
 
 // aheadBehind is " ahead N behind M" ("up to date" when both are 0), the
 // behind count in warning tone.
-func (m *Model) aheadBehind(ahead, behind int) []titlePart {
+func (m *Model) aheadBehind(ahead, behind int) []component.TitlePart {
 	st := &m.styles
-	type part = titlePart
+	type part = component.TitlePart
 	if ahead == 0 && behind == 0 {
-		return []part{{" up to date", st.Dim}}
+		return []part{{Text: " up to date", Tone: st.Dim}}
 	}
 	var out []part
 	if ahead > 0 {
-		out = append(out, part{" ahead " + strconv.Itoa(ahead), st.Text})
+		out = append(out, part{Text: " ahead " + strconv.Itoa(ahead), Tone: st.Text})
 	}
 	if behind > 0 {
-		out = append(out, part{" behind " + strconv.Itoa(behind), st.Warn})
+		out = append(out, part{Text: " behind " + strconv.Itoa(behind), Tone: st.Warn})
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 

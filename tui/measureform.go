@@ -6,6 +6,8 @@ import (
 
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -208,7 +210,7 @@ func (m *Model) measureBox(w, h int) (lines []string, x, y int) {
 	default:
 		return nil, 0, 0
 	}
-	lines = box(st, frame, title, m.fitLines(body, avail-2, 2, iw), iw)
+	lines = component.Frame(st, frame, title, m.fitLines(body, avail-2, 2, iw), iw)
 	return lines, max((w-(iw+4))/2, 0), 1 + (avail-len(lines))/2
 }
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -198,7 +199,8 @@ type Model struct {
 	ctx        context.Context
 	srv        serverControl
 	modal      modal
-	killTarget string // "sglang pid 4123", as asked
+	overlay    component.Stack // the dialogs open over the screen; the top one has the keys
+	killTarget string          // "sglang pid 4123", as asked
 	form       *launchForm
 	picker     *profilePicker
 	quitArmed  bool // q pressed while an action runs: a second q quits
@@ -384,6 +386,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case CompareRangeMsg:
 		m.rangeResult(msg)
 	case tea.PasteMsg:
+		if cmd, ok := m.overlay.Paste(msg); ok {
+			return m, cmd
+		}
 		switch m.modal {
 		case modalBench:
 			return m, m.bench.form.paste(msg)
@@ -410,6 +415,10 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	return m, nil
 }
+
+// dialogOpen reports whether a dialog has the keys: one on the overlay
+// stack, or a modal not moved onto it yet.
+func (m *Model) dialogOpen() bool { return !m.overlay.Empty() || m.modal != modalNone }
 
 // observe advances the model's clock; it never goes backwards.
 func (m *Model) observe(t time.Time) {
@@ -579,9 +588,10 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.status, m.statusTone = "", style.Warn
 	m.drv.note = ""
 	m.pressed = msg.String()
+	if cmd, ok := m.overlay.Key(msg); ok {
+		return m, cmd
+	}
 	switch m.modal {
-	case modalKill:
-		return m.killKey(msg)
 	case modalLaunch:
 		return m.launchKey(msg)
 	case modalProfile:
@@ -598,8 +608,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.stopKey(msg)
 	case modalCompare:
 		return m.compareKey(msg)
-	case modalTakeOver:
-		return m.takeOverKey(msg)
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
@@ -707,7 +715,7 @@ func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case &k.TakeOver:
 		m.showHelp = false
-		m.modal = modalTakeOver
+		m.confirmTakeOver()
 	case &k.Kill:
 		m.showHelp = false
 		m.confirmKill()
@@ -886,6 +894,9 @@ func (m *Model) footer(width int) string {
 	if m.status != "" {
 		return st.Tone(m.statusTone).Render(style.Truncate(m.status, width))
 	}
+	if d := m.overlay.Top(); d != nil {
+		return component.HintLine(st, d.Help(), width)
+	}
 	if m.modal == modalNone && m.git.open {
 		return m.gitFooter(width)
 	}
@@ -942,7 +953,7 @@ func (m *Model) footer(width int) string {
 		}
 		all = ro
 	}
-	pairW := func(b *Binding) int { return hintWidth(b.Help().Key, b.Help().Desc) }
+	pairW := func(b *Binding) int { return component.HintWidth(b.Help().Key, b.Help().Desc) }
 	// Help and quit always fit first, then the log keys; actions fill what
 	// is left.
 	show := make([]bool, len(all))
@@ -986,7 +997,3 @@ func (m *Model) keyHint(key, desc string, b *Binding) string {
 	}
 	return kt.Render(key) + " " + m.styles.Dim.Render(desc)
 }
-
-// hintWidth is the width of a footer's key hint (keyHint) with the two
-// spaces that part it from the next.
-func hintWidth(key, desc string) int { return style.Width(key) + 1 + style.Width(desc) + 2 }

@@ -3,9 +3,8 @@ package tui
 import (
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
-
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -13,50 +12,6 @@ import (
 // the screen between the header and the footer, so the rest of the screen
 // keeps updating around them. Box drawing characters are ambiguous-width
 // (two cells in some CJK terminal setups), so the frame is plain ASCII.
-
-// box frames body (styled lines, each at most iw cells) in a box iw+4
-// cells wide, the title in its top edge.
-func box(st *style.Styles, frame style.Tone, title string, body []string, iw int) []string {
-	bw := iw + 4
-	t := ""
-	if title != "" {
-		t = " " + style.Truncate(title, max(bw-6, 0)) + " "
-	}
-	out := make([]string, 0, len(body)+2)
-	out = append(out, frame.Render("+-")+st.Title.Render(t)+frame.Render(strings.Repeat("-", max(bw-3-style.Width(t), 0))+"+"))
-	for _, l := range body {
-		l = style.TruncateStyled(l, iw)
-		out = append(out, frame.Render("|")+" "+l+style.Spaces(iw-ansi.StringWidth(l))+" "+frame.Render("|"))
-	}
-	return append(out, frame.Render("+"+strings.Repeat("-", bw-2)+"+"))
-}
-
-// splice draws the box lines over lines from row y, column x; lines
-// outside the box are unchanged.
-func splice(lines, boxLines []string, x, y int) {
-	for i, b := range boxLines {
-		r := y + i
-		if r < 0 || r >= len(lines) {
-			continue
-		}
-		base := lines[r]
-		left := ansi.Truncate(base, x, "")
-		lw := ansi.StringWidth(left)
-		right := ansi.TruncateLeft(base, x+ansi.StringWidth(b), "")
-		var s strings.Builder
-		s.WriteString(left)
-		if lw < x {
-			s.WriteString(style.Spaces(x - lw))
-		}
-		s.WriteString(ansi.ResetStyle)
-		s.WriteString(b)
-		if right != "" {
-			s.WriteString(ansi.ResetStyle)
-			s.WriteString(right)
-		}
-		lines[r] = s.String()
-	}
-}
 
 // modalBox renders the open overlay for a w x h screen: its lines and
 // where they go. The body area is the rows between header and footer.
@@ -71,14 +26,6 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 	var title string
 	frame := st.Accent
 	switch m.modal {
-	case modalKill:
-		title, frame = "kill the server", st.Crit
-		iw = min(w-4, 64)
-		body = m.yesNo(m.killQuestion(), iw)
-	case modalTakeOver:
-		title, frame = "take over", st.Warn
-		iw = min(w-4, 64)
-		body = m.yesNo(m.takeOverQuestion(), iw)
 	case modalLaunch:
 		title = "launch"
 		if m.srv.running() {
@@ -103,7 +50,7 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 	if iw < 1 {
 		return nil, 0, 0
 	}
-	lines = box(st, frame, title, body, iw)
+	lines = component.Frame(st, frame, title, body, iw)
 	if len(lines) > avail {
 		lines = append(lines[:avail-1:avail-1], lines[len(lines)-1])
 	}
@@ -115,10 +62,6 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 // modalHelp is the footer while an overlay has the keys.
 func (m *Model) modalHelp() [][2]string {
 	switch m.modal {
-	case modalKill:
-		return [][2]string{{"y", "kill"}, {"n/esc", "cancel"}}
-	case modalTakeOver:
-		return [][2]string{{"y", "take over"}, {"n/esc", "cancel"}}
 	case modalLaunch:
 		if m.form.confirming {
 			verb := "launch"

@@ -222,7 +222,7 @@ func TestRepeatUnavailable(t *testing.T) {
 			send(m, session()...)
 		}
 		press(m, "R")
-		if m.modal != modalNone || m.Status() != c.want {
+		if m.dialogOpen() || m.Status() != c.want {
 			t.Errorf("%s: modal %d status %q, want %q", c.name, m.modal, m.Status(), c.want)
 		}
 	}
@@ -303,7 +303,7 @@ func TestRepeatGuardsItsLaunches(t *testing.T) {
 		"L": "a repeat is running: it relaunches the server itself (R stops it)",
 		"p": "a repeat is running: its relaunches keep the profile it started with (R stops it)",
 	} {
-		if press(m, key); m.modal != modalNone || m.Status() != want {
+		if press(m, key); m.dialogOpen() || m.Status() != want {
 			t.Errorf("%s during a repeat: modal %d status %q", key, m.modal, m.Status())
 		}
 	}

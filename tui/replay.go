@@ -380,7 +380,7 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return r, r.jumpKey(msg)
 	}
 	in := r.inner
-	if in.filtering || in.modal != modalNone {
+	if in.filtering || in.dialogOpen() {
 		_, cmd := in.Update(msg)
 		return r, cmd
 	}

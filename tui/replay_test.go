@@ -391,7 +391,7 @@ func TestReplayRefusesActions(t *testing.T) {
 		"g": noRepoText,
 	} {
 		rpress(r, k)
-		if r.inner.Status() != want || r.inner.modal != modalNone {
+		if r.inner.Status() != want || r.inner.dialogOpen() {
 			t.Errorf("%s: %q", k, r.inner.Status())
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -123,15 +124,17 @@ func (m *Model) render() string {
 	lines = lines[:min(len(lines), h-1)]
 	lines = append(lines, m.footer(w))
 	switch {
+	case !m.overlay.Empty():
+		m.overlay.Draw(st, lines, w, h)
 	case m.modal != modalNone:
 		if b, x, y := m.overlayBox(w, h); len(b) > 0 {
-			splice(lines, b, x, y)
+			component.Splice(lines, b, x, y)
 		}
 	case !m.showHelp:
 		// The last benchmark's result stays, above the footer, until esc;
 		// it takes no keys.
 		if b, iw := m.benchBox(w); len(b) > 0 && len(b) <= h-2 {
-			splice(lines, b, max((w-(iw+4))/2, 0), h-1-len(b))
+			component.Splice(lines, b, max((w-(iw+4))/2, 0), h-1-len(b))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -421,32 +424,32 @@ func (m *Model) logTitle(w int) string {
 		m.input.SetWidth(max(w-4, 1))
 		return style.TruncateStyled(m.input.View(), w)
 	}
-	type part = titlePart
+	type part = component.TitlePart
 	var tail []part // everything after the path
 	if m.log.noticeShort != "" {
-		tail = append(tail, part{"  " + m.log.noticeShort, st.Warn})
+		tail = append(tail, part{Text: "  " + m.log.noticeShort, Tone: st.Warn})
 	}
 	switch {
 	case m.noLog():
 		// Nothing is followed: no follow state to show.
 	case m.log.follow:
-		tail = append(tail, part{"  follow", st.OK})
+		tail = append(tail, part{Text: "  follow", Tone: st.OK})
 		if m.log.wrap {
-			tail = append(tail, part{" wrap", st.Title})
+			tail = append(tail, part{Text: " wrap", Tone: st.Title})
 		}
 	default:
-		tail = append(tail, part{"  paused", st.Warn})
+		tail = append(tail, part{Text: "  paused", Tone: st.Warn})
 		if m.log.wrap {
-			tail = append(tail, part{" wrap", st.Title})
+			tail = append(tail, part{Text: " wrap", Tone: st.Title})
 		}
 		if m.log.newLines > 0 {
-			tail = append(tail, part{" +" + strconv.FormatInt(m.log.newLines, 10) + " new", st.Warn})
+			tail = append(tail, part{Text: " +" + strconv.FormatInt(m.log.newLines, 10) + " new", Tone: st.Warn})
 		}
-		tail = append(tail, part{" (G follows)", st.Dim})
+		tail = append(tail, part{Text: " (G follows)", Tone: st.Dim})
 	}
 	if m.log.filter != "" {
-		tail = append(tail, part{"  filter ", st.Dim}, part{m.log.query, st.Accent},
-			part{" " + style.Plural(m.log.count(), "line") + " (esc clears)", st.Dim})
+		tail = append(tail, part{Text: "  filter ", Tone: st.Dim}, part{Text: m.log.query, Tone: st.Accent},
+			part{Text: " " + style.Plural(m.log.count(), "line") + " (esc clears)", Tone: st.Dim})
 	}
 	// The state matters more than the path: a long path loses its head
 	// (".../logs/sglang.log"), or goes, before the state is cut. Chrome is
@@ -454,7 +457,7 @@ func (m *Model) logTitle(w int) string {
 	// characters, two cells wide in some CJK terminal setups.
 	tailW := 0
 	for _, p := range tail {
-		tailW += style.Width(p.s)
+		tailW += style.Width(p.Text)
 	}
 	path := ""
 	if m.log.path != "" {
@@ -467,35 +470,5 @@ func (m *Model) logTitle(w int) string {
 		}
 	}
 
-	return titleRule(st, w, "log", path, tail)
-}
-
-// titlePart is a piece of a title line and its tone.
-type titlePart struct {
-	s string
-	t style.Tone
-}
-
-// titleRule is a section's title line, w cells at most: its name, a path
-// (dim), the tail parts, then a rule of dashes to the edge.
-func titleRule(st *style.Styles, w int, name, path string, tail []titlePart) string {
-	var b strings.Builder
-	n := 0
-	put := func(s string, t style.Tone) {
-		if n >= w || s == "" {
-			return
-		}
-		s = style.Truncate(s, w-n)
-		b.WriteString(t.Render(s))
-		n += style.Width(s)
-	}
-	put(name, st.Title)
-	put(path, st.Dim)
-	for _, p := range tail {
-		put(p.s, p.t)
-	}
-	if n+2 <= w {
-		put(" "+strings.Repeat("-", w-n-1), st.Dim)
-	}
-	return b.String()
+	return component.TitleRule(st, w, "log", path, tail)
 }
