@@ -108,17 +108,12 @@ func benchUnavailable(m *Model) string {
 	return ""
 }
 
-// measureBindings sets the issue-6 keys' Unavailable funcs and help.
+// measureBindings sets the issue-6 keys' help.
 func measureBindings(k *KeyMap) {
-	k.Bench.Unavailable = benchUnavailable
 	k.Bench.Long = "benchmark the server (a form; b again stops it)"
-	k.Repeat.Unavailable = repeatUnavailable
 	k.Repeat.Long = "repeat the launch N times: A/A noise (R stops it)"
-	k.Mark.Unavailable = panelUnavailable
 	k.Mark.Long = "x panel: mark (c compares two)"
-	k.Compare.Unavailable = panelUnavailable
 	k.Compare.Long = "x panel: cursor vs marked/base"
-	k.Baseline.Unavailable = baselineUnavailable
 	k.Baseline.Long = "x panel: (un)mark the baseline"
 }
 

@@ -154,14 +154,11 @@ func expUnavailable(what string) func(*Model) string {
 	}
 }
 
-// expBindings sets the experiment keys' Unavailable funcs and help.
+// expBindings sets the experiment keys' help.
 func expBindings(k *KeyMap) {
-	k.Experiment.Unavailable = expUnavailable("an experiment")
 	k.Experiment.Long = "start an experiment (name, hypothesis), or end the open one (conclusion)"
-	k.Note.Unavailable = expUnavailable("a note")
 	k.Note.Long = "write a note into the journal (and the open experiment)"
 	k.Experiments.Long = "experiments panel (tok/s)"
-	k.Conclude.Unavailable = concludeUnavailable
 	k.Conclude.Long = "x panel: write the conclusion"
 }
 

@@ -65,7 +65,7 @@ func (m *Model) expFooter(width int) string {
 	k := &m.keys
 	type item struct {
 		key, desc string
-		b         *Binding
+		b         *component.Binding
 	}
 	items := []item{
 		{k.Help.Help().Key, k.Help.Help().Desc, &k.Help},

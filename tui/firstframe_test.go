@@ -12,6 +12,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 )
 
 // syncBuffer is a bytes.Buffer safe for the renderer's writes and the
@@ -102,7 +104,7 @@ func TestEveryKeyHasAPlainBinding(t *testing.T) {
 	v := reflect.ValueOf(km)
 	n := 0
 	for i := range v.NumField() {
-		b, isBinding := v.Field(i).Interface().(Binding)
+		b, isBinding := v.Field(i).Interface().(component.Binding)
 		if !isBinding {
 			continue
 		}

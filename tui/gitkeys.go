@@ -164,25 +164,9 @@ func gitUndoUnavailable(m *Model) string {
 
 func gitSnapshotsUnavailable(m *Model) string { return gitCan(m, "a restore") }
 
-// gitBindings sets the git panel keys' Unavailable funcs. Their help stays
-// one word (the git column shares the help's first band with log and view
-// at 80 columns).
-func gitBindings(k *KeyMap) {
-	k.Git.Unavailable = gitUnavailable
-	k.GitMark.Unavailable = gitMarkUnavailable
-	k.GitRevert.Unavailable = gitRevertUnavailable
-	k.GitStash.Unavailable = gitStashUnavailable
-	k.GitApply.Unavailable = gitStashOpUnavailable("a stash apply")
-	k.GitPop.Unavailable = gitStashOpUnavailable("a stash pop")
-	k.GitDrop.Unavailable = gitStashOpUnavailable("a stash drop")
-	k.GitCheckout.Unavailable = gitCheckoutUnavailable
-	k.GitUndo.Unavailable = gitUndoUnavailable
-	k.GitSnapshots.Unavailable = gitSnapshotsUnavailable
-}
-
 // gitKeys lists the panel's acting keys in footer order.
-func (k *KeyMap) gitKeys() []*Binding {
-	return []*Binding{&k.GitMark, &k.GitRevert, &k.GitStash, &k.GitApply, &k.GitPop, &k.GitDrop,
+func (k *KeyMap) gitKeys() []*component.Binding {
+	return []*component.Binding{&k.GitMark, &k.GitRevert, &k.GitStash, &k.GitApply, &k.GitPop, &k.GitDrop,
 		&k.GitCheckout, &k.GitUndo, &k.GitSnapshots}
 }
 
@@ -224,7 +208,7 @@ func (m *Model) closeGit() {
 }
 
 // gitAct performs an available git panel key.
-func (m *Model) gitAct(b *Binding) tea.Cmd {
+func (m *Model) gitAct(b *component.Binding) tea.Cmd {
 	k := &m.keys
 	g := &m.git
 	switch b {
@@ -259,7 +243,7 @@ func (m *Model) gitAct(b *Binding) tea.Cmd {
 }
 
 // isGitKey reports whether b is one of the panel's acting keys.
-func (k *KeyMap) isGitKey(b *Binding) bool {
+func (k *KeyMap) isGitKey(b *component.Binding) bool {
 	for _, g := range k.gitKeys() {
 		if g == b {
 			return true
@@ -554,11 +538,11 @@ func (m *Model) gitFooter(width int) string {
 	k := &m.keys
 	type item struct {
 		key, desc string
-		b         *Binding
+		b         *component.Binding
 		prio      int // lower stays longer
 	}
 	items := []item{{k.Help.Help().Key, k.Help.Help().Desc, &k.Help, 0}}
-	prio := map[*Binding]int{&k.GitCheckout: 1, &k.GitStash: 2, &k.GitUndo: 3, &k.GitRevert: 4, &k.GitMark: 5,
+	prio := map[*component.Binding]int{&k.GitCheckout: 1, &k.GitStash: 2, &k.GitUndo: 3, &k.GitRevert: 4, &k.GitMark: 5,
 		&k.GitPop: 6, &k.GitApply: 7, &k.GitDrop: 8, &k.GitSnapshots: 9}
 	for _, b := range k.gitKeys() {
 		items = append(items, item{b.Help().Key, b.Help().Desc, b, prio[b]})

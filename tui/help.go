@@ -37,9 +37,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 			if b.Long != "" {
 				e.desc = b.Long
 			}
-			if b.Unavailable != nil {
-				e.why = b.Unavailable(m)
-			}
+			e.why = b.Why()
 			es = append(es, e)
 		}
 		groups = append(groups, es)

@@ -2,103 +2,84 @@ package tui
 
 import (
 	"charm.land/bubbles/v2/key"
+
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 )
 
-// Binding is one key binding as data (lazygit style): the keys, the help
-// text, the help group it is listed under, and why it cannot act right now.
-type Binding struct {
-	key.Binding
-	// Group is the full-help column: "log", "view", "actions" or "git".
-	Group string
-	// Unavailable returns why the key cannot act now, or "" when it can.
-	// A key that cannot act puts this reason in the status line instead of
-	// being silently ignored. Nil means always available.
-	Unavailable func(m *Model) string
-	// Short lists the binding in the footer. When the footer is too narrow,
-	// "actions" bindings are dropped first.
-	Short bool
-	// Long is the one-line description in the full help (?); "" means the
-	// footer's short description.
-	Long string
-}
-
-func bind(group, help, desc string, keys ...string) Binding {
-	return Binding{Binding: key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc)), Group: group}
+func bind(group, help, desc string, keys ...string) component.Binding {
+	return component.New(group, help, desc, keys...)
 }
 
 // footer marks b for the footer's short help.
-func footer(b Binding) Binding {
-	b.Short = true
-	return b
-}
+func footer(b component.Binding) component.Binding { return b.InFooter() }
 
 // KeyMap is every binding of the cockpit. Primary bindings are plain
 // letters (tmux without extended keys cannot tell shift+enter from enter).
 type KeyMap struct {
-	Help     Binding
-	Quit     Binding
-	Focus    Binding
-	Follow   Binding
-	Filter   Binding
-	Wrap     Binding
-	Up       Binding
-	Down     Binding
-	PageUp   Binding
-	PageDown Binding
-	Bottom   Binding
-	Top      Binding
+	Help     component.Binding
+	Quit     component.Binding
+	Focus    component.Binding
+	Follow   component.Binding
+	Filter   component.Binding
+	Wrap     component.Binding
+	Up       component.Binding
+	Down     component.Binding
+	PageUp   component.Binding
+	PageDown component.Binding
+	Bottom   component.Binding
+	Top      component.Binding
 
 	// TakeOver takes the driver lock from the cockpit that drives the
 	// host (Options.Driver).
-	TakeOver Binding
+	TakeOver component.Binding
 
 	// Server control (Options.Control).
-	Kill    Binding
-	Launch  Binding
-	Profile Binding
+	Kill    component.Binding
+	Launch  component.Binding
+	Profile component.Binding
 
 	// Git opens and closes the git panel (Options.Git, or a replayed
 	// event.GitStatus); the Git* keys act in it (gitkeys.go).
-	Git          Binding
-	GitMark      Binding
-	GitRevert    Binding
-	GitStash     Binding
-	GitApply     Binding
-	GitPop       Binding
-	GitDrop      Binding
-	GitCheckout  Binding
-	GitUndo      Binding
-	GitSnapshots Binding
+	Git          component.Binding
+	GitMark      component.Binding
+	GitRevert    component.Binding
+	GitStash     component.Binding
+	GitApply     component.Binding
+	GitPop       component.Binding
+	GitDrop      component.Binding
+	GitCheckout  component.Binding
+	GitUndo      component.Binding
+	GitSnapshots component.Binding
 
 	// Experiment starts or ends an experiment, Note writes a note
 	// (Options.Experiments); Experiments opens the experiments panel, where
 	// Conclude writes or replaces the selected experiment's conclusion,
 	// Mark marks up to two experiments, Compare opens the compare view and
 	// Baseline marks (or clears) the baseline (compare.go).
-	Experiment  Binding
-	Note        Binding
-	Experiments Binding
-	Conclude    Binding
-	Mark        Binding
-	Compare     Binding
-	Baseline    Binding
+	Experiment  component.Binding
+	Note        component.Binding
+	Experiments component.Binding
+	Conclude    component.Binding
+	Mark        component.Binding
+	Compare     component.Binding
+	Baseline    component.Binding
 
 	// Bench runs a benchmark (Options.Bench, bench.go); Repeat relaunches
 	// the current configuration N times (Options.Repeat, repeat.go).
-	Bench  Binding
-	Repeat Binding
+	Bench  component.Binding
+	Repeat component.Binding
 
 	// Replay's keys (NewReplay): play/pause, speed, seek, marks and a
 	// typed time. The live cockpit does not use them; its help lists them
 	// only in a replay.
-	Play     Binding
-	Faster   Binding
-	Slower   Binding
-	Back     Binding
-	Forward  Binding
-	PrevMark Binding
-	NextMark Binding
-	JumpTo   Binding
+	Play     component.Binding
+	Faster   component.Binding
+	Slower   component.Binding
+	Back     component.Binding
+	Forward  component.Binding
+	PrevMark component.Binding
+	NextMark component.Binding
+	JumpTo   component.Binding
 }
 
 // needsLog is the Unavailable func of the log keys: without a followed
@@ -160,25 +141,16 @@ func DefaultKeyMap() KeyMap {
 		GitUndo:      bind("git", "u", "undo", "u"),
 		GitSnapshots: bind("git", "S", "snapshots", "S"),
 	}
-	k.Focus.Unavailable = func(m *Model) string {
-		if len(m.gpus.rows) == 0 || m.gpus.visible >= len(m.gpus.rows) {
-			return "all GPU rows fit on screen; nothing to scroll"
-		}
-		return ""
+	// What is hard to take back asks first (a component.Confirm, or the
+	// checkout's preview).
+	for _, b := range []*component.Binding{&k.Kill, &k.TakeOver, &k.GitRevert, &k.GitApply, &k.GitPop, &k.GitDrop, &k.GitCheckout, &k.GitUndo} {
+		b.Dangerous = true
 	}
-	k.Follow.Unavailable = logKeys
-	k.Filter.Unavailable = logKeys
-	k.Wrap.Unavailable = logKeys
 	k.Quit.Long = "quit (the server keeps running)"
 	k.Kill.Long = "kill the server: asks first, then waits for its GPU memory"
 	k.Launch.Long = "launch or relaunch the server (form; shows the command and env diff)"
 	k.Profile.Long = "choose the env profile (NCCL settings) for the next launch"
 	k.TakeOver.Long = "take over from the cockpit that drives the host (asks first)"
-	k.TakeOver.Unavailable = takeOverUnavailable
-	k.Kill.Unavailable = killUnavailable
-	k.Launch.Unavailable = launchUnavailable
-	k.Profile.Unavailable = profileUnavailable
-	gitBindings(&k)
 	expBindings(&k)
 	k.Play.Long = "play or pause"
 	k.Faster.Long = "faster or slower: 1x 2x 4x ... 64x"
@@ -189,9 +161,50 @@ func DefaultKeyMap() KeyMap {
 	return k
 }
 
+// focusUnavailable is why tab cannot move the focus to the GPU table.
+func focusUnavailable(m *Model) string {
+	if len(m.gpus.rows) == 0 || m.gpus.visible >= len(m.gpus.rows) {
+		return "all GPU rows fit on screen; nothing to scroll"
+	}
+	return ""
+}
+
+// wireKeys gives every binding of m.keys the reason it cannot act now,
+// read from m (component.Binding.Disabled).
+func (m *Model) wireKeys() {
+	k := &m.keys
+	why := func(f func(*Model) string) func() string { return func() string { return f(m) } }
+	k.Focus.Disabled = why(focusUnavailable)
+	k.Follow.Disabled = why(logKeys)
+	k.Filter.Disabled = why(logKeys)
+	k.Wrap.Disabled = why(logKeys)
+	k.TakeOver.Disabled = why(takeOverUnavailable)
+	k.Kill.Disabled = why(killUnavailable)
+	k.Launch.Disabled = why(launchUnavailable)
+	k.Profile.Disabled = why(profileUnavailable)
+	k.Bench.Disabled = why(benchUnavailable)
+	k.Repeat.Disabled = why(repeatUnavailable)
+	k.Mark.Disabled = why(panelUnavailable)
+	k.Compare.Disabled = why(panelUnavailable)
+	k.Baseline.Disabled = why(baselineUnavailable)
+	k.Experiment.Disabled = why(expUnavailable("an experiment"))
+	k.Note.Disabled = why(expUnavailable("a note"))
+	k.Conclude.Disabled = why(concludeUnavailable)
+	k.Git.Disabled = why(gitUnavailable)
+	k.GitMark.Disabled = why(gitMarkUnavailable)
+	k.GitRevert.Disabled = why(gitRevertUnavailable)
+	k.GitStash.Disabled = why(gitStashUnavailable)
+	k.GitApply.Disabled = why(gitStashOpUnavailable("a stash apply"))
+	k.GitPop.Disabled = why(gitStashOpUnavailable("a stash pop"))
+	k.GitDrop.Disabled = why(gitStashOpUnavailable("a stash drop"))
+	k.GitCheckout.Disabled = why(gitCheckoutUnavailable)
+	k.GitUndo.Disabled = why(gitUndoUnavailable)
+	k.GitSnapshots.Disabled = why(gitSnapshotsUnavailable)
+}
+
 // all lists the bindings in help order (footerKeys is the footer's).
-func (k *KeyMap) all() []*Binding {
-	return append([]*Binding{
+func (k *KeyMap) all() []*component.Binding {
+	return append([]*component.Binding{
 		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat,
 		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
 		&k.Focus, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver,
@@ -201,20 +214,20 @@ func (k *KeyMap) all() []*Binding {
 // matchOrder lists the bindings in the order a key is matched: the
 // experiments panel's own keys first (w, space and c are the log's and
 // git's elsewhere), then all's.
-func (k *KeyMap) matchOrder() []*Binding {
-	return append([]*Binding{&k.Conclude, &k.Mark, &k.Compare}, k.all()...)
+func (k *KeyMap) matchOrder() []*component.Binding {
+	return append([]*component.Binding{&k.Conclude, &k.Mark, &k.Compare}, k.all()...)
 }
 
 // replayKeys lists the replay's bindings as its help shows them: one
 // entry per pair (+/-, left/right, [/]).
-func (k *KeyMap) replayKeys() []*Binding {
-	return []*Binding{&k.Play, &k.Faster, &k.Back, &k.PrevMark, &k.JumpTo}
+func (k *KeyMap) replayKeys() []*component.Binding {
+	return []*component.Binding{&k.Play, &k.Faster, &k.Back, &k.PrevMark, &k.JumpTo}
 }
 
 // footerKeys lists the bindings in footer order: all's, with the
 // experiments panel's key next to the git panel's.
-func (k *KeyMap) footerKeys() []*Binding {
-	var out []*Binding
+func (k *KeyMap) footerKeys() []*component.Binding {
+	var out []*component.Binding
 	for _, b := range k.all() {
 		switch b {
 		case &k.Experiments, &k.TakeOver: // T: only while watching (the footer adds it)
@@ -230,7 +243,7 @@ func (k *KeyMap) footerKeys() []*Binding {
 
 // footerLike is the footer group b's place is decided with: the
 // experiments panel's key gives way like the actions (like g) do.
-func (k *KeyMap) footerLike(b *Binding) string {
+func (k *KeyMap) footerLike(b *component.Binding) string {
 	if b == &k.Experiments {
 		return "actions"
 	}
@@ -268,6 +281,6 @@ var helpGroups = []string{"log", "view", "git", "actions"}
 
 // isPanelKey reports whether b acts only in the experiments panel (its
 // key belongs to the log or the git panel elsewhere).
-func (k *KeyMap) isPanelKey(b *Binding) bool {
+func (k *KeyMap) isPanelKey(b *component.Binding) bool {
 	return b == &k.Conclude || b == &k.Mark || b == &k.Compare
 }

@@ -163,3 +163,19 @@ func TestKeyMapImplementsHelpKeyMap(t *testing.T) {
 		}
 	}
 }
+
+// TestDangerousKeys: the keys that are hard to take back are marked
+// Dangerous (they ask before they act), and only those.
+func TestDangerousKeys(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	var got []string
+	for _, b := range m.keys.all() {
+		if b.Dangerous {
+			got = append(got, b.Group+":"+b.Help().Key)
+		}
+	}
+	want := "actions:K actions:T git:r git:a git:P git:D git:c git:u"
+	if strings.Join(got, " ") != want {
+		t.Errorf("dangerous keys %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -266,6 +266,7 @@ func New(o Options) *Model {
 	if o.ReadOnly {
 		m.keys.Quit.Long = "quit" // a replay has no server to keep running
 	}
+	m.wireKeys()
 	m.input = textinput.New()
 	m.input.Prompt = "/"
 	m.input.Placeholder = "filter (enter keeps, esc clears)"
@@ -681,11 +682,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if !key.Matches(msg, b.Binding) || k.isPanelKey(b) && !m.exp.open {
 			continue // w, space and c are the panel's; elsewhere they are the log's and git's
 		}
-		if b.Unavailable != nil {
-			if why := b.Unavailable(m); why != "" {
-				m.status = why
-				return m, nil
-			}
+		if why := b.Why(); why != "" {
+			m.status = why
+			return m, nil
 		}
 		return m.act(b)
 	}
@@ -693,7 +692,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 }
 
 // act performs an available binding.
-func (m *Model) act(b *Binding) (tea.Model, tea.Cmd) {
+func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	k := &m.keys
 	page := m.log.page()
 	gitRows := m.git.open && m.focus == focusLog // the panel's cursor takes the log's keys
@@ -932,7 +931,7 @@ func (m *Model) footer(width int) string {
 	all := m.keys.footerKeys()
 	if m.opts.ReadOnly {
 		// A replay: its own keys instead of actions that cannot act.
-		ro := []*Binding{all[0]}
+		ro := []*component.Binding{all[0]}
 		ro = append(ro, m.keys.replayKeys()...)
 		for _, b := range all[1:] {
 			if b.Group != "actions" {
@@ -942,7 +941,7 @@ func (m *Model) footer(width int) string {
 		all = ro
 	} else if m.watching() {
 		// Another cockpit drives: T instead of the actions that wait.
-		ro := []*Binding{all[0]}
+		ro := []*component.Binding{all[0]}
 		if m.opts.Driver != nil {
 			ro = append(ro, &m.keys.TakeOver)
 		}
@@ -953,7 +952,7 @@ func (m *Model) footer(width int) string {
 		}
 		all = ro
 	}
-	pairW := func(b *Binding) int { return component.HintWidth(b.Help().Key, b.Help().Desc) }
+	pairW := func(b *component.Binding) int { return component.HintWidth(b.Help().Key, b.Help().Desc) }
 	// Help and quit always fit first, then the log keys; actions fill what
 	// is left.
 	show := make([]bool, len(all))
@@ -990,9 +989,9 @@ func (m *Model) footer(width int) string {
 
 // keyHint draws one key of a footer: the key, dimmed while b (nil for no
 // binding) is unavailable, a space and what the key does, dimmed.
-func (m *Model) keyHint(key, desc string, b *Binding) string {
+func (m *Model) keyHint(key, desc string, b *component.Binding) string {
 	kt := m.styles.Key
-	if b != nil && b.Unavailable != nil && b.Unavailable(m) != "" {
+	if b != nil && b.Why() != "" {
 		kt = m.styles.Dim
 	}
 	return kt.Render(key) + " " + m.styles.Dim.Render(desc)
