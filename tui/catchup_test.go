@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 )
 
 // TestCatchUpCoversTheModel: journal.CatchUp rebuilds the screen from a
@@ -16,10 +17,10 @@ func TestCatchUpCoversTheModel(t *testing.T) {
 		name         string
 		model, bound int
 	}{
-		{"log ring (DefaultLogLines)", DefaultLogLines, journal.CatchUpLogLines},
+		{"log ring (DefaultLogLines)", logtail.DefaultLogLines, journal.CatchUpLogLines},
 		{"tok/s ring (rateCap)", rateCap, journal.CatchUpRates},
-		{"ready/failure search (markSearch)", markSearch, journal.CatchUpMarkSearch},
-		{"ready/failure horizon (markHorizon)", markHorizon, journal.CatchUpMarkHorizon},
+		{"ready/failure search (markSearch)", logtail.MarkSearch, journal.CatchUpMarkSearch},
+		{"ready/failure horizon (markHorizon)", logtail.MarkHorizon, journal.CatchUpMarkHorizon},
 	} {
 		if c.model > c.bound {
 			t.Errorf("%s keeps %d, journal.CatchUp covers %d: raise the journal's bound", c.name, c.model, c.bound)

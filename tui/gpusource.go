@@ -6,6 +6,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -150,7 +151,7 @@ func (m *Model) sourceChanged(p event.GPUSource, at time.Time) {
 		return
 	}
 	text, kind := sourceLine(&prev, &m.gpuSrc, at)
-	m.log.addOwn(text, kind)
+	m.log.AddOwn(text, kind)
 }
 
 // sourceLine is the log panel's line for a change of sampler from prev to
@@ -159,7 +160,7 @@ func (m *Model) sourceChanged(p event.GPUSource, at time.Time) {
 // switched to nvidia-smi (agent exited: exit status 1): Xids are not
 // reported" as a warning; "... switched to the agent (agent 0.8.0, NVML
 // 12.550.54.15, driver 550.54.15 (uploaded)): Xids are reported" back.
-func sourceLine(prev, cur *gpuSource, at time.Time) (string, lineKind) {
+func sourceLine(prev, cur *gpuSource, at time.Time) (string, logtail.Kind) {
 	var b strings.Builder
 	writeStamp(&b, at)
 	b.WriteString("flightdeck: GPU sampling switched to ")
@@ -182,11 +183,11 @@ func sourceLine(prev, cur *gpuSource, at time.Time) (string, lineKind) {
 	case !nvmlMode(cur.mode):
 		// Only NVML's event set reports Xids.
 		b.WriteString(": Xids are not reported")
-		return b.String(), lineOwnWarn
+		return b.String(), logtail.LineOwnWarn
 	case !nvmlMode(prev.mode):
 		b.WriteString(": Xids are reported")
 	}
-	return b.String(), lineMarker
+	return b.String(), logtail.LineMarker
 }
 
 // wrapEven wraps s at word boundaries in rows of at most w cells, as few

@@ -8,6 +8,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/gpu"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -272,20 +273,20 @@ type xidGroup struct {
 // count of its group's line. A group's line that has left the ring takes
 // the count with it (a line is only gone after a whole ring of later
 // lines).
-func (l *xidLog) add(log *logTail, x event.Xid, at time.Time) {
+func (l *xidLog) add(log *logtail.Tail, x event.Xid, at time.Time) {
 	key := xidKey{who: xidWho(x), code: x.Code}
 	if g, ok := l.groups[key]; ok && at.Sub(g.first) < xidGroupWindow {
 		g.n++
 		text, _ := xidLine(x, g.n, g.first)
-		log.setOwn(g.seq, text)
+		log.SetOwn(g.seq, text)
 		return
 	}
 	text, crit := xidLine(x, 1, at)
-	kind := lineOwnWarn
+	kind := logtail.LineOwnWarn
 	if crit {
-		kind = lineOwnCrit
+		kind = logtail.LineOwnCrit
 	}
-	seq := log.addOwn(text, kind)
+	seq := log.AddOwn(text, kind)
 	if l.groups == nil {
 		l.groups = map[xidKey]*xidGroup{}
 	}

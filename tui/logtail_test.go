@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 )
 
 // logBody returns the visible log lines (between the log title and footer).
@@ -207,8 +208,8 @@ func TestFilterPromptStaysOpen(t *testing.T) {
 func TestLogResetMarkerAndRing(t *testing.T) {
 	m := newSized(80, 24, Options{LogLines: 50})
 	send(m, ev(0, numbered(0, 120)))
-	if m.log.count() != 50 || m.log.entry(m.log.start).text != "line 0070" {
-		t.Errorf("ring keeps %d lines from %q", m.log.count(), m.log.entry(m.log.start).text)
+	if m.log.Count() != 50 || m.log.Entry(m.log.Start).Text != "line 0070" {
+		t.Errorf("ring keeps %d lines from %q", m.log.Count(), m.log.Entry(m.log.Start).Text)
 	}
 	send(m, ev(0, event.LogReset{Reason: "truncated", Offset: 0}), ev(0, numbered(0, 2)))
 	body := logBody(m)
@@ -225,8 +226,8 @@ func TestLogResetMarkerAndRing(t *testing.T) {
 	press(m, "esc", "/")
 	typeText(m, "line 0")
 	send(m, ev(0, numbered(200, 60)))
-	if m.log.count() != 50 || m.log.matches[0] != m.log.start {
-		t.Errorf("stale matches after wrap: %d %v start %d", m.log.count(), m.log.matches, m.log.start)
+	if m.log.Count() != 50 || m.log.Matches[0] != m.log.Start {
+		t.Errorf("stale matches after wrap: %d %v start %d", m.log.Count(), m.log.Matches, m.log.Start)
 	}
 }
 
@@ -315,8 +316,8 @@ func TestLongAndWideLinesFitTheWidth(t *testing.T) {
 			t.Errorf("line %d is %d cells wide", i, w)
 		}
 	}
-	if len(m.log.entry(m.log.start).text) > 5*4096 {
-		t.Errorf("a 100 kB line is stored whole (%d bytes)", len(m.log.entry(m.log.start).text))
+	if len(m.log.Entry(m.log.Start).Text) > 5*4096 {
+		t.Errorf("a 100 kB line is stored whole (%d bytes)", len(m.log.Entry(m.log.Start).Text))
 	}
 }
 
@@ -325,7 +326,7 @@ func TestLongAndWideLinesFitTheWidth(t *testing.T) {
 func unwrap(rows []string) []string {
 	var out []string
 	for _, r := range rows {
-		if c, ok := strings.CutPrefix(r, wrapMark); ok && len(out) > 0 {
+		if c, ok := strings.CutPrefix(r, logtail.WrapMark); ok && len(out) > 0 {
 			out[len(out)-1] += c
 			continue
 		}
@@ -375,16 +376,16 @@ func TestLogWrap(t *testing.T) {
 			t.Errorf("line %d: %q, want %q", i, l, want)
 		}
 	}
-	if !strings.HasSuffix(src[len(src)-len(lines)], strings.TrimPrefix(lines[0], wrapMark)) {
+	if !strings.HasSuffix(src[len(src)-len(lines)], strings.TrimPrefix(lines[0], logtail.WrapMark)) {
 		t.Errorf("top row is not the tail of its line: %q", lines[0])
 	}
-	if !painted(m, m.styles.Dim, wrapMark) {
+	if !painted(m, m.styles.Dim, logtail.WrapMark) {
 		t.Error("continuation mark should be dim")
 	}
 
 	// Scrolling is by source lines; the top of a paused view is a line start.
 	press(m, "home")
-	if got := logBody(m); got[0] != src[0][:80] || !strings.HasPrefix(got[1], wrapMark) {
+	if got := logBody(m); got[0] != src[0][:80] || !strings.HasPrefix(got[1], logtail.WrapMark) {
 		t.Errorf("home: %q", got[:2])
 	}
 	press(m, "j")

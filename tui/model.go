@@ -33,6 +33,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -180,7 +181,7 @@ type Model struct {
 	gpus   gpuTable
 	gpuSrc gpuSource // how GPUs are sampled (gpusource.go)
 	rate   rateSeries
-	log    logTail
+	log    logtail.Tail
 	xidLog xidLog // groups identical Xids into one log line (gpuxid.go)
 
 	focus      focusArea
@@ -246,7 +247,7 @@ func New(o Options) *Model {
 		label:       sanitize.String(o.Label),
 		head:        sanitize.String(o.Head),
 		gpus:        newGPUTable(),
-		log:         newLogTail(o.LogLines),
+		log:         logtail.New(o.LogLines),
 		width:       defaultWidth,
 		height:      defaultHeight,
 		ctl:         o.Control,
@@ -257,7 +258,7 @@ func New(o Options) *Model {
 		rep:         repeatState{ctl: o.Repeat},
 		measure:     o.Measure,
 	}
-	m.log.path = sanitize.String(o.LogPath)
+	m.log.Path = sanitize.String(o.LogPath)
 	if o.Keys != nil {
 		m.keys = *o.Keys
 	} else {
@@ -408,7 +409,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.filtering {
 			var cmd tea.Cmd
 			m.input, cmd = m.input.Update(msg)
-			m.log.setFilter(m.input.Value())
+			m.log.SetFilter(m.input.Value())
 			return m, cmd
 		}
 	case tea.KeyPressMsg:
@@ -459,11 +460,11 @@ func (m *Model) apply(ev event.Event) {
 	case event.GPUSource:
 		m.sourceChanged(p, ev.At)
 	case event.LogLines:
-		m.log.ingest(p)
+		m.log.Ingest(p)
 	case event.LogNotice:
-		m.log.setNotice(p)
+		m.log.SetNotice(p)
 	case event.LogReset:
-		m.log.reset(p)
+		m.log.Reset(p)
 		m.rate.endRun()
 		m.server = serverState{phase: serverStarting, since: ev.At}
 	case event.TokRate:
@@ -474,7 +475,7 @@ func (m *Model) apply(ev event.Event) {
 	case event.ServerReady:
 		// A run's failures stay counted until a reset, as in the parser.
 		m.server.phase, m.server.name, m.server.since = serverReady, sanitize.String(p.Server), ev.At
-		m.log.mark(p.Text, lineReady)
+		m.log.Mark(p.Text, logtail.LineReady)
 	case event.RepoHead:
 		m.head = formatHead(p)
 		m.headShort = sanitize.String(p.Short)
@@ -500,7 +501,7 @@ func (m *Model) apply(ev event.Event) {
 			m.server.fail, m.server.failTier, m.server.hasFail = class, tier, true
 		}
 		m.server.phase, m.server.since = serverFailed, ev.At
-		m.log.mark(p.Text, lineFailure)
+		m.log.Mark(p.Text, logtail.LineFailure)
 	case event.GitStatus:
 		m.git.setStatus(p)
 		if p.Head.Short != "" {
@@ -574,7 +575,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.filtering = false
 			m.input.Blur()
 			m.input.SetValue("")
-			m.log.setFilter("")
+			m.log.SetFilter("")
 			return m, nil
 		case "enter":
 			m.filtering = false
@@ -583,7 +584,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
-		m.log.setFilter(m.input.Value())
+		m.log.SetFilter(m.input.Value())
 		return m, cmd
 	}
 	m.status, m.statusTone = "", style.Warn
@@ -636,9 +637,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.askStop("bench")
 		case m.rep.running:
 			m.askStop("repeat")
-		case m.log.filter != "":
+		case m.log.Filter != "":
 			m.input.SetValue("")
-			m.log.setFilter("")
+			m.log.SetFilter("")
 		case m.srv.failed != "":
 			m.srv.failed = ""
 		}
@@ -694,7 +695,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 // act performs an available binding.
 func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	k := &m.keys
-	page := m.log.page()
+	page := m.log.Page()
 	gitRows := m.git.open && m.focus == focusLog // the panel's cursor takes the log's keys
 	expRows := m.exp.open && m.focus == focusLog
 	switch {
@@ -772,16 +773,16 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 			m.focus = focusLog
 		}
 	case &k.Follow:
-		if m.log.follow {
-			m.log.pause()
+		if m.log.Follow {
+			m.log.Pause()
 		} else {
-			m.log.resume()
+			m.log.Resume()
 		}
 	case &k.Wrap:
-		m.log.wrap = !m.log.wrap
+		m.log.Wrap = !m.log.Wrap
 	case &k.Filter:
 		m.filtering = true
-		m.input.SetValue(m.log.query)
+		m.input.SetValue(m.log.Query)
 		m.input.CursorEnd()
 		return m, m.input.Focus()
 	case &k.Up:
@@ -801,7 +802,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case expRows:
 			m.exp.move(len(m.exp.ledger.Experiments()))
 		default:
-			m.log.resume()
+			m.log.Resume()
 		}
 	case &k.Top:
 		switch {
@@ -812,7 +813,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case expRows:
 			m.exp.move(-len(m.exp.ledger.Experiments()))
 		default:
-			m.log.home()
+			m.log.Home()
 		}
 	}
 	return m, nil
@@ -833,7 +834,7 @@ func (m *Model) scroll(d int) {
 		m.exp.move(d)
 		return
 	}
-	m.log.scroll(d)
+	m.log.Scroll(d)
 }
 
 // Quitting reports whether the model asked the program to quit. Quitting
@@ -850,18 +851,18 @@ func (m *Model) Quitting() bool { return m.quitting }
 func (m *Model) Status() string { return m.status }
 
 // Following reports whether the log tail follows new lines.
-func (m *Model) Following() bool { return m.log.follow }
+func (m *Model) Following() bool { return m.log.Follow }
 
 // Wrapping reports whether long log lines wrap onto continuation rows
 // (toggled by w) instead of being cut at the terminal width.
-func (m *Model) Wrapping() bool { return m.log.wrap }
+func (m *Model) Wrapping() bool { return m.log.Wrap }
 
 // Filter is the active log filter as typed, "" when none; it matches
 // regardless of case.
-func (m *Model) Filter() string { return m.log.query }
+func (m *Model) Filter() string { return m.log.Query }
 
 // noLog reports that no server log is followed and none has arrived.
-func (m *Model) noLog() bool { return m.opts.NoLog && !m.log.seen }
+func (m *Model) noLog() bool { return m.opts.NoLog && !m.log.Seen }
 
 // windowTitle is "flightdeck [replay] [label] host".
 func (m *Model) windowTitle() string {

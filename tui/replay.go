@@ -359,9 +359,9 @@ func carryView(from, to *Model) {
 	if !from.bench.show && from.bench.done != nil {
 		to.bench.dismissed = from.bench.done.ID
 	}
-	to.log.wrap = from.log.wrap
-	if from.log.query != "" {
-		to.log.setFilter(from.log.query)
+	to.log.Wrap = from.log.Wrap
+	if from.log.Query != "" {
+		to.log.SetFilter(from.log.Query)
 	}
 	if from.filtering {
 		to.filtering = true

@@ -109,13 +109,13 @@ func (m *Model) render() string {
 			if l.logLines > 0 {
 				lines = append(lines, st.Dim.Render(style.Truncate(noLogText, w)))
 				// flightdeck's own lines (Xids) still show, under it.
-				if m.log.count() > 0 {
-					lines = m.log.render(lines, st, w, l.logLines-1)
+				if m.log.Count() > 0 {
+					lines = m.log.Render(lines, st, w, l.logLines-1)
 				}
 			}
 		default:
 			lines = append(lines, m.logTitle(w))
-			lines = m.log.render(lines, st, w, l.logLines)
+			lines = m.log.Render(lines, st, w, l.logLines)
 		}
 	}
 	for len(lines) < h-1 {
@@ -426,30 +426,30 @@ func (m *Model) logTitle(w int) string {
 	}
 	type part = component.TitlePart
 	var tail []part // everything after the path
-	if m.log.noticeShort != "" {
-		tail = append(tail, part{Text: "  " + m.log.noticeShort, Tone: st.Warn})
+	if m.log.NoticeShort != "" {
+		tail = append(tail, part{Text: "  " + m.log.NoticeShort, Tone: st.Warn})
 	}
 	switch {
 	case m.noLog():
 		// Nothing is followed: no follow state to show.
-	case m.log.follow:
+	case m.log.Follow:
 		tail = append(tail, part{Text: "  follow", Tone: st.OK})
-		if m.log.wrap {
+		if m.log.Wrap {
 			tail = append(tail, part{Text: " wrap", Tone: st.Title})
 		}
 	default:
 		tail = append(tail, part{Text: "  paused", Tone: st.Warn})
-		if m.log.wrap {
+		if m.log.Wrap {
 			tail = append(tail, part{Text: " wrap", Tone: st.Title})
 		}
-		if m.log.newLines > 0 {
-			tail = append(tail, part{Text: " +" + strconv.FormatInt(m.log.newLines, 10) + " new", Tone: st.Warn})
+		if m.log.NewLines > 0 {
+			tail = append(tail, part{Text: " +" + strconv.FormatInt(m.log.NewLines, 10) + " new", Tone: st.Warn})
 		}
 		tail = append(tail, part{Text: " (G follows)", Tone: st.Dim})
 	}
-	if m.log.filter != "" {
-		tail = append(tail, part{Text: "  filter ", Tone: st.Dim}, part{Text: m.log.query, Tone: st.Accent},
-			part{Text: " " + style.Plural(m.log.count(), "line") + " (esc clears)", Tone: st.Dim})
+	if m.log.Filter != "" {
+		tail = append(tail, part{Text: "  filter ", Tone: st.Dim}, part{Text: m.log.Query, Tone: st.Accent},
+			part{Text: " " + style.Plural(m.log.Count(), "line") + " (esc clears)", Tone: st.Dim})
 	}
 	// The state matters more than the path: a long path loses its head
 	// (".../logs/sglang.log"), or goes, before the state is cut. Chrome is
@@ -460,13 +460,13 @@ func (m *Model) logTitle(w int) string {
 		tailW += style.Width(p.Text)
 	}
 	path := ""
-	if m.log.path != "" {
+	if m.log.Path != "" {
 		room := w - len("log ") - tailW - 2 // keep a little rule
-		switch pw := style.Width(m.log.path); {
+		switch pw := style.Width(m.log.Path); {
 		case pw <= room:
-			path = " " + m.log.path
+			path = " " + m.log.Path
 		case room >= 12:
-			path = " ..." + style.TruncateLeft(m.log.path, room-4)
+			path = " ..." + style.TruncateLeft(m.log.Path, room-4)
 		}
 	}
 

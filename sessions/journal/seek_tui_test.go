@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 )
 
 var start = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
@@ -367,8 +368,8 @@ func catchUpMatches(t *testing.T, evs []event.Event, dur time.Duration) {
 	if p := j.Problems(); p.Any() {
 		t.Fatalf("problems: %s", p)
 	}
-	if tui.DefaultLogLines > journal.CatchUpLogLines {
-		t.Fatalf("the replay's log ring (%d) is bigger than CatchUp's (%d)", tui.DefaultLogLines, journal.CatchUpLogLines)
+	if logtail.DefaultLogLines > journal.CatchUpLogLines {
+		t.Fatalf("the replay's log ring (%d) is bigger than CatchUp's (%d)", logtail.DefaultLogLines, journal.CatchUpLogLines)
 	}
 	size := tea.WindowSizeMsg{Width: 140, Height: 44}
 	// Times to look at: every few minutes, around the events that change
