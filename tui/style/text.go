@@ -160,7 +160,7 @@ func Two(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// ansiTruncate cuts styled text to w cells without breaking sequences.
+// AnsiTruncate cuts styled text to w cells without breaking sequences.
 func AnsiTruncate(s string, w int) string { return ansi.Truncate(s, w, "") }
 
 // StripSGR removes escape sequences, for measuring styled text.

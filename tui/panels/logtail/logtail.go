@@ -99,7 +99,7 @@ type Tail struct {
 	NoticeShort string
 }
 
-// setNotice records a event.LogNotice: the file is missing, not a file or
+// SetNotice records a event.LogNotice: the file is missing, not a file or
 // unreadable, or (NoticeAppeared) readable again.
 func (t *Tail) SetNotice(n event.LogNotice) {
 	switch n.Class {
@@ -155,7 +155,7 @@ func (t *Tail) add(e Entry) {
 	}
 }
 
-// addOwn appends one of flightdeck's own lines (already sanitised), at
+// AddOwn appends one of flightdeck's own lines (already sanitised), at
 // its place in the stream: it scrolls and is filtered with the server's
 // lines, and leaves the ring like them. It does not count as a followed
 // log (a session without one shows it under the no-log message). It
@@ -165,7 +165,7 @@ func (t *Tail) AddOwn(text string, kind Kind) int64 {
 	return t.end - 1
 }
 
-// setOwn replaces the text of flightdeck's own line seq (already
+// SetOwn replaces the text of flightdeck's own line seq (already
 // sanitised), if the ring still holds it: an Xid line's count grows.
 func (t *Tail) SetOwn(seq int64, text string) {
 	if seq < t.Start || seq >= t.end {
@@ -179,7 +179,7 @@ func (t *Tail) SetOwn(seq int64, text string) {
 	delete(t.wrapMem, seq)
 }
 
-// ingest sanitises and appends a batch of raw lines.
+// Ingest sanitises and appends a batch of raw lines.
 func (t *Tail) Ingest(ls event.LogLines) {
 	t.Seen = true
 	t.notice, t.NoticeShort = "", "" // lines arrive: the file is readable
@@ -203,7 +203,7 @@ func (t *Tail) Ingest(ls event.LogLines) {
 	t.pending = kept
 }
 
-// reset appends the truncation/rotation marker.
+// Reset appends the truncation/rotation marker.
 func (t *Tail) Reset(r event.LogReset) {
 	t.Seen = true
 	reason := sanitize.String(r.Reason)
@@ -230,7 +230,7 @@ func (t *Tail) claimPending(line string) Kind {
 	return lineNormal
 }
 
-// mark highlights the most recent line equal to text (a Ready's or
+// Mark highlights the most recent line equal to text (a Ready's or
 // Failure's sanitised line), or remembers it for a line still to come.
 func (t *Tail) Mark(text string, kind Kind) {
 	text = strings.TrimSpace(text)
@@ -250,7 +250,7 @@ func (t *Tail) Mark(text string, kind Kind) {
 	t.pending = append(t.pending, pendingMark{text: text, kind: kind, seq: t.end})
 }
 
-// setFilter filters displayed lines by a case-insensitive substring.
+// SetFilter filters displayed lines by a case-insensitive substring.
 func (t *Tail) SetFilter(q string) {
 	t.Query = sanitize.String(q) // typed or pasted: shown in the title
 	q = strings.ToLower(q)
@@ -271,7 +271,7 @@ func (t *Tail) SetFilter(q string) {
 	}
 }
 
-// count is the number of displayable lines (after the filter).
+// Count is the number of displayable lines (after the filter).
 func (t *Tail) Count() int {
 	if t.Filter != "" {
 		return len(t.Matches)
@@ -388,7 +388,7 @@ func (t *Tail) window() (first, skip int) {
 	return style.Clamp(t.posOf(t.topSeq), 0, t.maxTop()), 0
 }
 
-// page is how many lines pgup/pgdn move: a screenful less one, counted in
+// Page is how many lines pgup/pgdn move: a screenful less one, counted in
 // source lines.
 func (t *Tail) Page() int {
 	if t.wrapping() {
@@ -397,7 +397,7 @@ func (t *Tail) Page() int {
 	return max(t.height-1, 1)
 }
 
-// scroll moves the view by delta lines (negative is up); moving up pauses
+// Scroll moves the view by delta lines (negative is up); moving up pauses
 // follow so that new lines do not pull the view away.
 func (t *Tail) Scroll(delta int) {
 	n := t.Count()
@@ -438,7 +438,7 @@ func (t *Tail) Home() {
 	t.topSeq = t.Start
 }
 
-// render appends up to h rows of the visible window to out, none wider
+// Render appends up to h rows of the visible window to out, none wider
 // than w cells: one per line cut to w, or with wrap on, each line's rows.
 // Only the window is touched, whatever the buffer holds.
 func (t *Tail) Render(out []string, st *style.Styles, w, h int) []string {
