@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -12,8 +11,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-
-	"github.com/flightdeck-dev/flightdeck/tui/component"
 )
 
 // syncBuffer is a bytes.Buffer safe for the renderer's writes and the
@@ -100,16 +97,11 @@ func TestFirstFrameNeedsNoReply(t *testing.T) {
 // way: it is the same byte that starts every escape sequence, and tmux
 // holds it back escape-time (default 500 ms).
 func TestEveryKeyHasAPlainBinding(t *testing.T) {
-	km := DefaultKeyMap()
-	v := reflect.ValueOf(km)
+	m := newSized(80, 24, Options{})
 	n := 0
-	for i := range v.NumField() {
-		b, isBinding := v.Field(i).Interface().(component.Binding)
-		if !isBinding {
-			continue
-		}
+	for _, b := range append(m.all(), m.keys.replayKeys()...) {
 		n++
-		name := v.Type().Field(i).Name
+		name := b.Group + ":" + b.Help().Key
 		keys := b.Keys()
 		if len(keys) == 0 {
 			t.Errorf("%s has no keys", name)
@@ -126,6 +118,6 @@ func TestEveryKeyHasAPlainBinding(t *testing.T) {
 		}
 	}
 	if n < 30 {
-		t.Errorf("only %d bindings found: the KeyMap walk is broken", n)
+		t.Errorf("only %d bindings found: the binding walk is broken", n)
 	}
 }

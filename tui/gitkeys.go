@@ -170,16 +170,16 @@ func (k *KeyMap) gitKeys() []*component.Binding {
 		&k.GitCheckout, &k.GitUndo, &k.GitSnapshots}
 }
 
-// logKeys is the Unavailable func of the log's own keys (follow, filter,
-// wrap): the log must be followed and on screen.
-func logKeys(m *Model) string {
+// logCovered is why the log is not on screen: a panel shown in its place
+// (the log's own keys say so).
+func logCovered(m *Model) string {
 	if m.git.open {
 		return "the git panel is open (g or esc returns to the log)"
 	}
 	if m.exp.open {
 		return "the experiments panel is open (x or esc returns to the log)"
 	}
-	return needsLog(m)
+	return ""
 }
 
 // toggleGit opens the panel (acknowledging a HEAD move, and refreshing

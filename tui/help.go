@@ -25,7 +25,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 	}
 	for _, g := range names {
 		var es []entry
-		list := m.keys.all()
+		list := m.all()
 		if g == "replay" {
 			list = m.keys.replayKeys()
 		}

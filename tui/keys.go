@@ -19,9 +19,6 @@ type KeyMap struct {
 	Help     component.Binding
 	Quit     component.Binding
 	Focus    component.Binding
-	Follow   component.Binding
-	Filter   component.Binding
-	Wrap     component.Binding
 	Up       component.Binding
 	Down     component.Binding
 	PageUp   component.Binding
@@ -97,9 +94,6 @@ func DefaultKeyMap() KeyMap {
 		Help:     footer(bind("view", "?", "help", "?")),
 		Quit:     footer(bind("view", "q", "quit", "q", "ctrl+c")),
 		Focus:    bind("view", "tab", "focus gpus/log", "tab"),
-		Follow:   footer(bind("log", "f", "follow", "f")),
-		Filter:   footer(bind("log", "/", "filter", "/")),
-		Wrap:     footer(bind("log", "w", "wrap", "w")),
 		Up:       bind("log", "k/up", "scroll up", "k", "up"),
 		Down:     bind("log", "j/down", "scroll down", "j", "down"),
 		PageUp:   bind("log", "pgup", "page up", "pgup"),
@@ -175,9 +169,6 @@ func (m *Model) wireKeys() {
 	k := &m.keys
 	why := func(f func(*Model) string) func() string { return func() string { return f(m) } }
 	k.Focus.Disabled = why(focusUnavailable)
-	k.Follow.Disabled = why(logKeys)
-	k.Filter.Disabled = why(logKeys)
-	k.Wrap.Disabled = why(logKeys)
 	k.TakeOver.Disabled = why(takeOverUnavailable)
 	k.Kill.Disabled = why(killUnavailable)
 	k.Launch.Disabled = why(launchUnavailable)
@@ -202,20 +193,23 @@ func (m *Model) wireKeys() {
 	k.GitSnapshots.Disabled = why(gitSnapshotsUnavailable)
 }
 
-// all lists the bindings in help order (footerKeys is the footer's).
-func (k *KeyMap) all() []*component.Binding {
-	return append([]*component.Binding{
-		&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat,
-		&k.Filter, &k.Follow, &k.Wrap, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
-		&k.Focus, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver,
-	}, k.gitKeys()...)
+// all lists the cockpit's bindings in help order, its panels' among them
+// (footerKeys is the footer's).
+func (m *Model) all() []*component.Binding {
+	k := &m.keys
+	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat}
+	out = append(out, m.log.Bindings()...)
+	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
+		&k.Focus, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver)
+	return append(out, k.gitKeys()...)
 }
 
 // matchOrder lists the bindings in the order a key is matched: the
 // experiments panel's own keys first (w, space and c are the log's and
 // git's elsewhere), then all's.
-func (k *KeyMap) matchOrder() []*component.Binding {
-	return append([]*component.Binding{&k.Conclude, &k.Mark, &k.Compare}, k.all()...)
+func (m *Model) matchOrder() []*component.Binding {
+	k := &m.keys
+	return append([]*component.Binding{&k.Conclude, &k.Mark, &k.Compare}, m.all()...)
 }
 
 // replayKeys lists the replay's bindings as its help shows them: one
@@ -226,9 +220,10 @@ func (k *KeyMap) replayKeys() []*component.Binding {
 
 // footerKeys lists the bindings in footer order: all's, with the
 // experiments panel's key next to the git panel's.
-func (k *KeyMap) footerKeys() []*component.Binding {
+func (m *Model) footerKeys() []*component.Binding {
+	k := &m.keys
 	var out []*component.Binding
-	for _, b := range k.all() {
+	for _, b := range m.all() {
 		switch b {
 		case &k.Experiments, &k.TakeOver: // T: only while watching (the footer adds it)
 			continue
@@ -252,9 +247,9 @@ func (k *KeyMap) footerLike(b *component.Binding) string {
 
 // ShortHelp lists the footer bindings (bubbles/help.KeyMap), in the order
 // of DESIGN.md.
-func (k KeyMap) ShortHelp() []key.Binding {
+func (m *Model) ShortHelp() []key.Binding {
 	var out []key.Binding
-	for _, b := range k.footerKeys() {
+	for _, b := range m.footerKeys() {
 		if b.Short {
 			out = append(out, b.Binding)
 		}
@@ -263,11 +258,11 @@ func (k KeyMap) ShortHelp() []key.Binding {
 }
 
 // FullHelp groups every binding by Group (bubbles/help.KeyMap).
-func (k KeyMap) FullHelp() [][]key.Binding {
+func (m *Model) FullHelp() [][]key.Binding {
 	var out [][]key.Binding
 	for _, g := range helpGroups {
 		var col []key.Binding
-		for _, b := range k.all() {
+		for _, b := range m.all() {
 			if b.Group == g {
 				col = append(col, b.Binding)
 			}

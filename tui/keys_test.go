@@ -30,8 +30,8 @@ func TestQuitKeys(t *testing.T) {
 	if cmd := press(m, "ctrl+c"); isQuit(cmd) || m.Quitting() {
 		t.Error("ctrl+c in the filter input quit instead of cancelling the filter")
 	}
-	if m.filtering || m.Filter() != "" {
-		t.Errorf("ctrl+c left the filter: typing %v, filter %q", m.filtering, m.Filter())
+	if m.log.Typing() || m.Filter() != "" {
+		t.Errorf("ctrl+c left the filter: typing %v, filter %q", m.log.Typing(), m.Filter())
 	}
 	if !isQuit(press(m, "ctrl+c")) || !m.Quitting() {
 		t.Error("a second ctrl+c did not quit")
@@ -100,7 +100,7 @@ func TestHelpListsEveryBinding(t *testing.T) {
 		t.Error("unavailable keys should be dimmed in help")
 	}
 	scr := wholeHelp(m)
-	for _, b := range m.keys.all() {
+	for _, b := range m.all() {
 		h := b.Help()
 		if !strings.Contains(scr, h.Key) || !strings.Contains(scr, h.Desc) {
 			t.Errorf("help lacks %q %q:\n%s", h.Key, h.Desc, scr)
@@ -144,7 +144,7 @@ func TestFooterFitsAndKeepsQuit(t *testing.T) {
 }
 
 func TestKeyMapImplementsHelpKeyMap(t *testing.T) {
-	k := DefaultKeyMap()
+	k := newSized(80, 24, Options{}) // the cockpit, its panels' keys with its own
 	if len(k.ShortHelp()) != 13 {
 		t.Errorf("short help has %d bindings", len(k.ShortHelp()))
 	}
@@ -169,7 +169,7 @@ func TestKeyMapImplementsHelpKeyMap(t *testing.T) {
 func TestDangerousKeys(t *testing.T) {
 	m := newSized(80, 24, Options{})
 	var got []string
-	for _, b := range m.keys.all() {
+	for _, b := range m.all() {
 		if b.Dangerous {
 			got = append(got, b.Group+":"+b.Help().Key)
 		}

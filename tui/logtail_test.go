@@ -183,7 +183,7 @@ func TestFilterPromptStaysOpen(t *testing.T) {
 			for range 3 {
 				m.Update(bs)
 			}
-			if !m.filtering || !strings.HasPrefix(logTitle(m), "/") {
+			if !m.log.Typing() || !strings.HasPrefix(logTitle(m), "/") {
 				t.Fatalf("%s on an empty filter closed the prompt: %q", bs, logTitle(m))
 			}
 			for _, r := range "seq-d" {
@@ -191,14 +191,14 @@ func TestFilterPromptStaysOpen(t *testing.T) {
 					t.Fatalf("typing after %s quit the cockpit", bs)
 				}
 			}
-			if m.Filter() != "seq-d" || !m.filtering {
-				t.Errorf("after typing: filter %q, typing %v", m.Filter(), m.filtering)
+			if m.Filter() != "seq-d" || !m.log.Typing() {
+				t.Errorf("after typing: filter %q, typing %v", m.Filter(), m.log.Typing())
 			}
 			// Deleting back to empty keeps it open too.
 			for range 8 {
 				m.Update(bs)
 			}
-			if !m.filtering {
+			if !m.log.Typing() {
 				t.Errorf("deleting the filter with %s closed the prompt", bs)
 			}
 		})

@@ -181,15 +181,13 @@ type Model struct {
 	gpus   gpuTable
 	gpuSrc gpuSource // how GPUs are sampled (gpusource.go)
 	rate   rateSeries
-	log    logtail.Tail
+	log    *logtail.Panel
 	xidLog xidLog // groups identical Xids into one log line (gpuxid.go)
 
 	focus      focusArea
 	showHelp   bool
-	helpTop    int // first row of the help screen shown when it scrolls
-	helpMax    int // the largest helpTop at the last render; 0 when it fits
-	filtering  bool
-	input      textinput.Model
+	helpTop    int    // first row of the help screen shown when it scrolls
+	helpMax    int    // the largest helpTop at the last render; 0 when it fits
 	status     string // the answer to the last key that could not act
 	statusTone style.Token
 	quitting   bool
@@ -247,7 +245,7 @@ func New(o Options) *Model {
 		label:       sanitize.String(o.Label),
 		head:        sanitize.String(o.Head),
 		gpus:        newGPUTable(),
-		log:         logtail.New(o.LogLines),
+		log:         logtail.NewPanel(o.LogLines),
 		width:       defaultWidth,
 		height:      defaultHeight,
 		ctl:         o.Control,
@@ -268,9 +266,8 @@ func New(o Options) *Model {
 		m.keys.Quit.Long = "quit" // a replay has no server to keep running
 	}
 	m.wireKeys()
-	m.input = textinput.New()
-	m.input.Prompt = "/"
-	m.input.Placeholder = "filter (enter keeps, esc clears)"
+	m.log.Covered = func() string { return logCovered(m) }
+	m.log.NoLog = m.noLog
 	switch {
 	case o.plain():
 		m.setStyles(style.Plain())
@@ -290,7 +287,7 @@ func (m *Model) setStyles(s style.Styles) {
 	is.Focused.Placeholder = s.Dim.Style()
 	is.Blurred.Prompt = s.Accent.Style()
 	is.Cursor.Blink = false // a blinking cursor would make frames time-dependent
-	m.input.SetStyles(is)
+	m.log.SetInputStyles(is)
 	if m.form != nil {
 		for i := fieldModel; i < numFields; i++ {
 			m.form.inputs[i].SetStyles(m.inputStyles())
@@ -362,7 +359,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.head = sanitize.String(msg.Head)
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(msg.Width, 1), max(msg.Height, 1)
-		m.input.SetWidth(max(m.width-20, 10))
+		m.log.SetInputWidth(max(m.width-20, 10))
 	case tea.BackgroundColorMsg:
 		if m.opts.Theme == ThemeAuto && !m.opts.plain() {
 			m.setStyles(style.Default(msg.IsDark()))
@@ -406,11 +403,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.modal == modalLaunch && !m.form.confirming {
 			return m, m.formInput(msg)
 		}
-		if m.filtering {
-			var cmd tea.Cmd
-			m.input, cmd = m.input.Update(msg)
-			m.log.SetFilter(m.input.Value())
-			return m, cmd
+		if m.log.Typing() {
+			return m, m.log.Paste(msg)
 		}
 	case tea.KeyPressMsg:
 		return m.key(msg)
@@ -456,7 +450,7 @@ func (m *Model) apply(ev event.Event) {
 		// the log at its place among the server's lines (identical ones
 		// within a second share it, see xidLog).
 		m.gpus.applyXid(p, ev.At)
-		m.xidLog.add(&m.log, p, ev.At)
+		m.xidLog.add(&m.log.Tail, p, ev.At)
 	case event.GPUSource:
 		m.sourceChanged(p, ev.At)
 	case event.LogLines:
@@ -564,28 +558,10 @@ func formatHead(h event.RepoHead) string {
 // key handles a key press: the filter input first, then bindings.
 func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := &m.keys
-	if m.filtering {
-		// Only esc (or ctrl+c) closes the input, clearing the filter, and
-		// enter, keeping it: every other key, backspace on an empty filter
-		// included, stays text, so typing never runs as commands. ctrl+c
-		// cancels rather than quits: a ctrl+c meant for the input must not
-		// end the session; a second one, outside the input, quits.
-		switch msg.String() {
-		case "esc", "ctrl+c":
-			m.filtering = false
-			m.input.Blur()
-			m.input.SetValue("")
-			m.log.SetFilter("")
-			return m, nil
-		case "enter":
-			m.filtering = false
-			m.input.Blur()
-			return m, nil
-		}
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(msg)
-		m.log.SetFilter(m.input.Value())
-		return m, cmd
+	if m.log.Typing() {
+		// The filter prompt takes every key, so typing never runs as
+		// commands (logtail.Panel.Type).
+		return m, m.log.Type(msg)
 	}
 	m.status, m.statusTone = "", style.Warn
 	m.drv.note = ""
@@ -638,8 +614,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		case m.rep.running:
 			m.askStop("repeat")
 		case m.log.Filter != "":
-			m.input.SetValue("")
-			m.log.SetFilter("")
+			m.log.ClearFilter()
 		case m.srv.failed != "":
 			m.srv.failed = ""
 		}
@@ -679,7 +654,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.flash("a benchmark is running: quitting stops it - q again to quit", style.Warn)
 		return m, nil
 	}
-	for _, b := range k.matchOrder() {
+	for _, b := range m.matchOrder() {
 		if !key.Matches(msg, b.Binding) || k.isPanelKey(b) && !m.exp.open {
 			continue // w, space and c are the panel's; elsewhere they are the log's and git's
 		}
@@ -694,6 +669,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 
 // act performs an available binding.
 func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
+	if p := m.panelOf(b); p != nil {
+		return m, p.Act(b)
+	}
 	k := &m.keys
 	page := m.log.Page()
 	gitRows := m.git.open && m.focus == focusLog // the panel's cursor takes the log's keys
@@ -772,19 +750,6 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		} else {
 			m.focus = focusLog
 		}
-	case &k.Follow:
-		if m.log.Follow {
-			m.log.Pause()
-		} else {
-			m.log.Resume()
-		}
-	case &k.Wrap:
-		m.log.Wrap = !m.log.Wrap
-	case &k.Filter:
-		m.filtering = true
-		m.input.SetValue(m.log.Query)
-		m.input.CursorEnd()
-		return m, m.input.Focus()
 	case &k.Up:
 		m.scroll(-1)
 	case &k.Down:
@@ -817,6 +782,21 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		}
 	}
 	return m, nil
+}
+
+// panels are the cockpit's parts that own their keys (component.Panel).
+func (m *Model) panels() []component.Panel { return []component.Panel{m.log} }
+
+// panelOf is the panel whose binding b is, nil for the cockpit's own.
+func (m *Model) panelOf(b *component.Binding) component.Panel {
+	for _, p := range m.panels() {
+		for _, pb := range p.Bindings() {
+			if pb == b {
+				return p
+			}
+		}
+	}
+	return nil
 }
 
 // scroll moves the focused panel; the GPU table only while it scrolls
@@ -929,7 +909,7 @@ func (m *Model) footer(width int) string {
 		}
 		return b.String()
 	}
-	all := m.keys.footerKeys()
+	all := m.footerKeys()
 	if m.opts.ReadOnly {
 		// A replay: its own keys instead of actions that cannot act.
 		ro := []*component.Binding{all[0]}

@@ -363,12 +363,7 @@ func carryView(from, to *Model) {
 	if from.log.Query != "" {
 		to.log.SetFilter(from.log.Query)
 	}
-	if from.filtering {
-		to.filtering = true
-		to.input.SetValue(from.input.Value())
-		to.input.CursorEnd()
-		to.input.Focus()
-	}
+	to.log.TypeAs(from.log)
 }
 
 // key handles a key: the time input first, then the inner model's filter
@@ -380,7 +375,7 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return r, r.jumpKey(msg)
 	}
 	in := r.inner
-	if in.filtering || in.dialogOpen() {
+	if in.log.Typing() || in.dialogOpen() {
 		_, cmd := in.Update(msg)
 		return r, cmd
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -142,7 +143,7 @@ func (m *Model) render() string {
 
 // noLogText replaces the tok/s series and the log tail when the session
 // follows no server log (Options.NoLog).
-const noLogText = "no server log followed (start with --log PATH)"
+const noLogText = logtail.NoLogText
 
 // seg is one header field: text, a shorter form for narrow terminals
 // ("" when none), and tone.
@@ -416,59 +417,5 @@ func (m *Model) serverSeg() (seg, bool) {
 	return seg{text: name + t, short: t, tone: tn, prio: prioServer, shortPrio: prioServerWho}, true
 }
 
-// logTitle is "log <path>  follow|paused [wrap]  filter ... ────" or, while the
-// filter is being typed, the input.
-func (m *Model) logTitle(w int) string {
-	st := &m.styles
-	if m.filtering {
-		m.input.SetWidth(max(w-4, 1))
-		return style.TruncateStyled(m.input.View(), w)
-	}
-	type part = component.TitlePart
-	var tail []part // everything after the path
-	if m.log.NoticeShort != "" {
-		tail = append(tail, part{Text: "  " + m.log.NoticeShort, Tone: st.Warn})
-	}
-	switch {
-	case m.noLog():
-		// Nothing is followed: no follow state to show.
-	case m.log.Follow:
-		tail = append(tail, part{Text: "  follow", Tone: st.OK})
-		if m.log.Wrap {
-			tail = append(tail, part{Text: " wrap", Tone: st.Title})
-		}
-	default:
-		tail = append(tail, part{Text: "  paused", Tone: st.Warn})
-		if m.log.Wrap {
-			tail = append(tail, part{Text: " wrap", Tone: st.Title})
-		}
-		if m.log.NewLines > 0 {
-			tail = append(tail, part{Text: " +" + strconv.FormatInt(m.log.NewLines, 10) + " new", Tone: st.Warn})
-		}
-		tail = append(tail, part{Text: " (G follows)", Tone: st.Dim})
-	}
-	if m.log.Filter != "" {
-		tail = append(tail, part{Text: "  filter ", Tone: st.Dim}, part{Text: m.log.Query, Tone: st.Accent},
-			part{Text: " " + style.Plural(m.log.Count(), "line") + " (esc clears)", Tone: st.Dim})
-	}
-	// The state matters more than the path: a long path loses its head
-	// (".../logs/sglang.log"), or goes, before the state is cut. Chrome is
-	// plain ASCII: box drawing and the ellipsis are ambiguous-width
-	// characters, two cells wide in some CJK terminal setups.
-	tailW := 0
-	for _, p := range tail {
-		tailW += style.Width(p.Text)
-	}
-	path := ""
-	if m.log.Path != "" {
-		room := w - len("log ") - tailW - 2 // keep a little rule
-		switch pw := style.Width(m.log.Path); {
-		case pw <= room:
-			path = " " + m.log.Path
-		case room >= 12:
-			path = " ..." + style.TruncateLeft(m.log.Path, room-4)
-		}
-	}
-
-	return component.TitleRule(st, w, "log", path, tail)
-}
+// logTitle is the log panel's title line (logtail.Panel.Title).
+func (m *Model) logTitle(w int) string { return m.log.Title(&m.styles, w) }

@@ -1,6 +1,9 @@
 package component
 
-import "charm.land/bubbles/v2/key"
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
 
 // Binding is one key binding as data (lazygit style): its keys and the
 // footer's words for it, the full help's group and description, whether
@@ -54,4 +57,14 @@ func (b *Binding) Desc() string {
 		return b.Long
 	}
 	return b.Help().Desc
+}
+
+// Panel is a part of the cockpit's screen that owns its state, its keys
+// and their help: the cockpit gives it the presses its bindings match, and
+// it acts on them.
+type Panel interface {
+	// Bindings are the panel's keys, in the footer's order.
+	Bindings() []*Binding
+	// Act performs b, one of Bindings, that can act (b.Why() is "").
+	Act(b *Binding) tea.Cmd
 }
