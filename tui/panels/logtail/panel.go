@@ -37,7 +37,7 @@ type Panel struct {
 // 0 or less). Its keys ask it why they cannot act: use it by pointer.
 func NewPanel(capacity int) *Panel {
 	p := &Panel{
-		Tail:   New(capacity),
+		Tail:      New(capacity),
 		FollowKey: component.New("log", "f", "follow", "f").InFooter(),
 		FilterKey: component.New("log", "/", "filter", "/").InFooter(),
 		WrapKey:   component.New("log", "w", "wrap", "w").InFooter(),
