@@ -34,6 +34,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/spark"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -180,7 +181,7 @@ type Model struct {
 
 	gpus   gpuTable
 	gpuSrc gpuSource // how GPUs are sampled (gpusource.go)
-	rate   rateSeries
+	rate   spark.Series
 	log    *logtail.Panel
 	xidLog xidLog // groups identical Xids into one log line (gpuxid.go)
 
@@ -459,10 +460,10 @@ func (m *Model) apply(ev event.Event) {
 		m.log.SetNotice(p)
 	case event.LogReset:
 		m.log.Reset(p)
-		m.rate.endRun()
+		m.rate.EndRun()
 		m.server = serverState{phase: serverStarting, since: ev.At}
 	case event.TokRate:
-		m.rate.apply(p)
+		m.rate.Apply(p)
 		if !p.Dropped && m.server.phase != serverReady && m.server.phase != serverRunning {
 			m.server.phase, m.server.since = serverRunning, ev.At
 		}
@@ -483,7 +484,7 @@ func (m *Model) apply(ev event.Event) {
 	case event.ServerStatus:
 		switch p.Phase {
 		case event.PhaseLaunching, event.PhaseKilled, event.PhaseExited:
-			m.rate.endRun() // the next figures are another run's
+			m.rate.EndRun() // the next figures are another run's
 		}
 		m.srv.setStatus(p)
 	case event.ServerFailure:

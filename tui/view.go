@@ -11,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/spark"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -95,9 +96,9 @@ func (m *Model) render() string {
 			lines = append(lines, "")
 		}
 		if m.noLog() {
-			lines = append(lines, st.Title.Render(style.Truncate("tok/s", w))+" "+st.Dim.Render(style.Truncate(noLogText, w-len("tok/s "))))
+			lines = append(lines, spark.Note(st, w, noLogText))
 		} else {
-			lines = append(lines, m.rate.render(st, m.styleGen, w))
+			lines = append(lines, m.rate.Render(st, m.styleGen, w))
 		}
 		switch {
 		case m.git.open:
