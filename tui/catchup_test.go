@@ -5,6 +5,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/spark"
 )
 
 // TestCatchUpCoversTheModel: journal.CatchUp rebuilds the screen from a
@@ -18,7 +19,7 @@ func TestCatchUpCoversTheModel(t *testing.T) {
 		model, bound int
 	}{
 		{"log ring (DefaultLogLines)", logtail.DefaultLogLines, journal.CatchUpLogLines},
-		{"tok/s ring (rateCap)", rateCap, journal.CatchUpRates},
+		{"tok/s ring (spark.Points)", spark.Points, journal.CatchUpRates},
 		{"ready/failure search (markSearch)", logtail.MarkSearch, journal.CatchUpMarkSearch},
 		{"ready/failure horizon (markHorizon)", logtail.MarkHorizon, journal.CatchUpMarkHorizon},
 	} {

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -262,7 +263,7 @@ func TestDataRoutesByIndexRegardlessOfFocus(t *testing.T) {
 	m := newSized(120, 12, Options{})
 	send(m, ev(0, h200s(16))) // more rows than fit: the table scrolls
 	press(m, "tab")
-	if m.focus != focusGPUs {
+	if !m.gpus.Focused {
 		t.Fatal("tab did not focus the GPU table")
 	}
 	g := h200(13)
@@ -270,7 +271,7 @@ func TestDataRoutesByIndexRegardlessOfFocus(t *testing.T) {
 	s := h200s(16)
 	s.GPUs[13] = g
 	send(m, ev(time.Second, s))
-	if m.gpus.rows[m.gpus.byIdx[13]].g.TempC.Value != 88 {
+	if g, _ := m.gpus.GPU(13); g.TempC.Value != 88 {
 		t.Error("sample for an off-screen GPU was not applied")
 	}
 	if !strings.Contains(screenLines(m)[1], "1 abnormal hidden") {
@@ -469,10 +470,10 @@ func TestValueColumnsNeverCutMidValue(t *testing.T) {
 		}
 		for i, g := range s.GPUs {
 			row := lines[2+i]
-			cells := gpuCells(&g)
+			cells := gpus.Cells(&g)
 			whole := map[string]bool{}
 			for _, c := range cells {
-				whole[c.text] = true
+				whole[c] = true
 			}
 			fields := strings.Fields(row)
 			if len(fields) == 0 || fields[0] != strconv.Itoa(g.Index) {
@@ -484,7 +485,7 @@ func TestValueColumnsNeverCutMidValue(t *testing.T) {
 					continue
 				}
 				// A shortened throttle list: whole reasons, then ",+N".
-				all := throttleParts(cells[colThrottle].text)
+				all := throttleParts(cells[len(cells)-1]) // the throttle column
 				parts := throttleParts(f)
 				n, err := strconv.Atoi(strings.TrimPrefix(parts[len(parts)-1], "+"))
 				okShort := err == nil && strings.HasPrefix(parts[len(parts)-1], "+") &&

@@ -189,27 +189,6 @@ func TestGPUSourceHeader(t *testing.T) {
 	}
 }
 
-func TestShortReason(t *testing.T) {
-	for in, want := range map[string]string{
-		"host is linux/arm64, this binary linux/amd64":                   "host is linux/arm64",
-		"this build has no cgo":                                          "this build has no cgo",
-		"NVML init failed: ERROR_LIBRARY_NOT_FOUND":                      "NVML init failed",
-		"agent exited: exit status 1; stderr: GLIBC":                     "agent exited",
-		"upload refused (scp: Permission denied)":                        "upload refused",
-		"upload refused: exit status 20: mkdir: cannot create directory": "upload refused",
-		"NVML init failed: ERROR_LIBRARY_NOT_FOUND (libnvidia-ml.so.1)":  "NVML init failed",
-		"agent exited: signal: killed":                                   "agent exited",
-		", starts with a comma":                                          ", starts with a comma",
-		"":                                                               "",
-		"no sample for 3 intervals (agent killed)":                       "no sample for 3 intervals",
-		"checksum mismatch after upload, file replaced":                  "checksum mismatch after upload",
-	} {
-		if got := shortReason(in); got != want {
-			t.Errorf("shortReason(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // xidScene is the standard 8-GPU screen after three GPUs reported Xids:
 // GPU 3 fell off the bus, GPU 5 had two application faults, GPU 6 a
 // double-bit ECC error then an application fault.
@@ -356,25 +335,6 @@ func TestXidInTheLog(t *testing.T) {
 	send(m, ev(42*time.Second, event.LogLines{Path: "/data/logs/vllm.log", Lines: []event.LogLine{{Text: []byte("vllm starting")}}}))
 	if !strings.Contains(plain(m), "Xid 79: GPU has fallen off the bus") {
 		t.Errorf("a new log dropped the Xid line:\n%s", plain(m))
-	}
-}
-
-func TestXidLineForms(t *testing.T) {
-	for _, c := range []struct {
-		x    event.Xid
-		want string
-		crit bool
-	}{
-		{event.Xid{Index: 3, BusID: "00000000:83:00.0", Code: 79}, "flightdeck: GPU 3 (00000000:83:00.0) Xid 79: GPU has fallen off the bus", true},
-		{event.Xid{Index: 0, Code: 13}, "flightdeck: GPU 0 Xid 13: graphics engine exception (application fault, e.g. an illegal memory access)", false},
-		{event.Xid{Index: -1, BusID: "00000000:83:00.0", Code: 119}, "flightdeck: GPU 00000000:83:00.0 Xid 119: GSP firmware RPC timeout", true},
-		{event.Xid{Index: -1, Code: 1<<64 - 1}, "flightdeck: a GPU NVML did not name: Xid 18446744073709551615: unknown Xid, see NVIDIA's Xid catalog", false},
-		{event.Xid{Index: 1, BusID: "0000:01:00.0\x1b[2J\r", Code: 94}, "flightdeck: GPU 1 (0000:01:00.0) Xid 94: contained ECC error (the affected application must restart)", true},
-	} {
-		got, crit := xidLine(c.x, 1, time.Time{})
-		if got != c.want || crit != c.crit {
-			t.Errorf("xidLine(%+v) = %q, %v; want %q, %v", c.x, got, crit, c.want, c.crit)
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -44,9 +45,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 	}
 	out := []string{st.Title.Render(style.Truncate("keys", w)) + st.Dim.Render(style.Truncate("  (esc closes; j/k scroll; dim keys cannot act now: press one for why)", w-4))}
 	// The header cuts the sampler's reason short; here it is whole.
-	for _, l := range m.gpuSrc.helpLines(w) {
-		out = append(out, st.Tone(l.tone).Render(style.Truncate(l.text, w)))
-	}
+	out = append(out, m.gpus.SamplingHelp(st, w)...)
 	// Each column: group title then "key  desc" lines.
 	type column struct {
 		lines []string // styled
@@ -111,16 +110,7 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 		flush()
 	}
 	// Below the keys, what the GPU table's NVML columns say.
-	out = append(out, st.Accent.Render(style.Truncate("GPU table", w)))
-	for _, c := range gpuColumnsHelp {
-		for r, row := range style.Wrap(c[1], max(w-len("rx/tx  "), 20)) {
-			if r == 0 {
-				out = append(out, st.Key.Render(style.PadRight(c[0], 5))+"  "+row)
-			} else {
-				out = append(out, "       "+row)
-			}
-		}
-	}
+	out = append(out, gpus.ColumnsHelp(st, w)...)
 	for i := range out {
 		out[i] = style.TruncateStyled(out[i], w)
 	}
@@ -150,15 +140,6 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 		out = append(out, "")
 	}
 	return append(lines, out...)
-}
-
-// gpuColumnsHelp explains the GPU table's NVML columns and the Xid mark
-// in the help screen: the column, what it says.
-var gpuColumnsHelp = [][2]string{
-	{"rx/tx", "PCIe throughput, MiB/s (NVML or the agent, with --pcie)"},
-	{"procs", "processes using the GPU and the largest one (NVML or the agent); \"0, 78G held\": memory no process holds"},
-	{"Xid", "an Xid NVML reported leads the Xid/throttle column: a critical one (red) stays for the session, " +
-		"the others clear at the next launch or 10 min after the GPU's latest; \"Xid 79 +2\": two more Xids of any code, each in the log; nvidia-smi reports none"},
 }
 
 // helpKey handles a key while the help screen is open: it scrolls (the

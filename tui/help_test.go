@@ -6,8 +6,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-
-	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // helpHint is the last row of a help screen that scrolls.
@@ -85,7 +83,7 @@ func TestHelpScrolls(t *testing.T) {
 	}
 	// Any other key acts as without the help: tab moves the focus.
 	press(m, "tab")
-	if m.focus != focusGPUs {
+	if !m.gpus.Focused {
 		t.Error("tab did not act with the help open")
 	}
 	// ctrl+c still quits.
@@ -127,39 +125,5 @@ func TestReplayHelpScrolls(t *testing.T) {
 	rpress(r, "q")
 	if !r.quitting {
 		t.Error("q with the help closed did not quit the replay")
-	}
-}
-
-// wrapEven makes as few rows as wrapWords, none wider than the width,
-// the words in order, and leaves no word alone on the last row when the
-// rows above could take it.
-func TestWrapEven(t *testing.T) {
-	for _, c := range []struct {
-		s    string
-		w    int
-		want []string
-	}{
-		{"simulated NVML, agent devel go1.26.8, NVML 13.590.48.01, driver 590.48.01 (uploaded)", 78,
-			[]string{"simulated NVML, agent devel go1.26.8, NVML", "13.590.48.01, driver 590.48.01 (uploaded)"}},
-		{"fits on one row", 80, []string{"fits on one row"}},
-		{"", 10, []string{""}},
-		{"a b c d e f g", 5, []string{"a b c", "d e f", "g"}},
-		{"averyveryverylongword tail", 8, []string{"averyve", "ryveryl", "ongword", "tail"}},
-	} {
-		got := wrapEven(c.s, c.w)
-		if strings.Join(got, "|") != strings.Join(c.want, "|") {
-			t.Errorf("wrapEven(%q, %d) = %q, want %q", c.s, c.w, got, c.want)
-		}
-		if len(got) != len(style.Wrap(c.s, c.w)) {
-			t.Errorf("wrapEven(%q, %d): %d rows, wrapWords %d", c.s, c.w, len(got), len(style.Wrap(c.s, c.w)))
-		}
-		for _, r := range got {
-			if style.Width(r) > c.w {
-				t.Errorf("wrapEven(%q, %d): row %q too wide", c.s, c.w, r)
-			}
-		}
-		if strings.Join(strings.Fields(strings.Join(got, " ")), " ") != strings.Join(strings.Fields(c.s), " ") && !strings.Contains(c.s, "long") {
-			t.Errorf("wrapEven(%q, %d) lost words: %q", c.s, c.w, got)
-		}
 	}
 }

@@ -18,7 +18,6 @@ func footer(b component.Binding) component.Binding { return b.InFooter() }
 type KeyMap struct {
 	Help     component.Binding
 	Quit     component.Binding
-	Focus    component.Binding
 	Up       component.Binding
 	Down     component.Binding
 	PageUp   component.Binding
@@ -93,7 +92,6 @@ func DefaultKeyMap() KeyMap {
 	k := KeyMap{
 		Help:     footer(bind("view", "?", "help", "?")),
 		Quit:     footer(bind("view", "q", "quit", "q", "ctrl+c")),
-		Focus:    bind("view", "tab", "focus gpus/log", "tab"),
 		Up:       bind("log", "k/up", "scroll up", "k", "up"),
 		Down:     bind("log", "j/down", "scroll down", "j", "down"),
 		PageUp:   bind("log", "pgup", "page up", "pgup"),
@@ -155,20 +153,11 @@ func DefaultKeyMap() KeyMap {
 	return k
 }
 
-// focusUnavailable is why tab cannot move the focus to the GPU table.
-func focusUnavailable(m *Model) string {
-	if len(m.gpus.rows) == 0 || m.gpus.visible >= len(m.gpus.rows) {
-		return "all GPU rows fit on screen; nothing to scroll"
-	}
-	return ""
-}
-
 // wireKeys gives every binding of m.keys the reason it cannot act now,
 // read from m (component.Binding.Disabled).
 func (m *Model) wireKeys() {
 	k := &m.keys
 	why := func(f func(*Model) string) func() string { return func() string { return f(m) } }
-	k.Focus.Disabled = why(focusUnavailable)
 	k.TakeOver.Disabled = why(takeOverUnavailable)
 	k.Kill.Disabled = why(killUnavailable)
 	k.Launch.Disabled = why(launchUnavailable)
@@ -199,8 +188,9 @@ func (m *Model) all() []*component.Binding {
 	k := &m.keys
 	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat}
 	out = append(out, m.log.Bindings()...)
-	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top,
-		&k.Focus, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver)
+	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
+	out = append(out, m.gpus.Bindings()...)
+	out = append(out, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver)
 	return append(out, k.gitKeys()...)
 }
 

@@ -33,7 +33,9 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/spark"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -131,13 +133,6 @@ type Options struct {
 	Replay ReplayOptions
 }
 
-type focusArea uint8
-
-const (
-	focusLog focusArea = iota
-	focusGPUs
-)
-
 type serverPhase uint8
 
 const (
@@ -178,13 +173,10 @@ type Model struct {
 	server  serverState
 	head    string
 
-	gpus   gpuTable
-	gpuSrc gpuSource // how GPUs are sampled (gpusource.go)
-	rate   rateSeries
-	log    *logtail.Panel
-	xidLog xidLog // groups identical Xids into one log line (gpuxid.go)
+	gpus *gpus.Panel // the GPU table, its banners, Xids and sampler; tab focuses it
+	rate spark.Series
+	log  *logtail.Panel
 
-	focus      focusArea
 	showHelp   bool
 	helpTop    int    // first row of the help screen shown when it scrolls
 	helpMax    int    // the largest helpTop at the last render; 0 when it fits
@@ -244,7 +236,7 @@ func New(o Options) *Model {
 		host:        sanitize.String(o.Host),
 		label:       sanitize.String(o.Label),
 		head:        sanitize.String(o.Head),
-		gpus:        newGPUTable(),
+		gpus:        gpus.NewPanel(),
 		log:         logtail.NewPanel(o.LogLines),
 		width:       defaultWidth,
 		height:      defaultHeight,
@@ -422,7 +414,7 @@ func (m *Model) observe(t time.Time) {
 		m.now = t
 	}
 	m.expireBanner()
-	m.gpus.setNow(m.now)
+	m.gpus.SetNow(m.now)
 }
 
 // apply routes one event by payload type (and GPU index inside the
@@ -439,30 +431,29 @@ func (m *Model) apply(ev event.Event) {
 			m.host = sanitize.String(p.Host)
 		}
 	case event.GPUSample:
-		m.gpus.applySample(p, ev.At)
+		m.gpus.ApplySample(p, ev.At)
 	case event.GPUFailure:
-		m.gpus.applyFailure(p, ev.At)
+		m.gpus.ApplyFailure(p, ev.At)
 	case event.GPUStale:
-		m.gpus.applyStale(p, ev.At)
+		m.gpus.ApplyStale(p, ev.At)
 	case event.Xid:
-		// On its GPU's row (critical ones for the rest of the session,
-		// the others until the next launch, see xidMark), and a line of
-		// the log at its place among the server's lines (identical ones
-		// within a second share it, see xidLog).
-		m.gpus.applyXid(p, ev.At)
-		m.xidLog.add(&m.log.Tail, p, ev.At)
+		// On its GPU's row, and a line of the log at its place among the
+		// server's lines (gpus.Panel.ApplyXid).
+		m.gpus.ApplyXid(p, ev.At, &m.log.Tail)
 	case event.GPUSource:
-		m.sourceChanged(p, ev.At)
+		// The header's field, the help and the table's words follow it;
+		// a change of sampler is a line of the log.
+		m.gpus.SetSource(p, ev.At, &m.log.Tail)
 	case event.LogLines:
 		m.log.Ingest(p)
 	case event.LogNotice:
 		m.log.SetNotice(p)
 	case event.LogReset:
 		m.log.Reset(p)
-		m.rate.endRun()
+		m.rate.EndRun()
 		m.server = serverState{phase: serverStarting, since: ev.At}
 	case event.TokRate:
-		m.rate.apply(p)
+		m.rate.Apply(p)
 		if !p.Dropped && m.server.phase != serverReady && m.server.phase != serverRunning {
 			m.server.phase, m.server.since = serverRunning, ev.At
 		}
@@ -479,11 +470,11 @@ func (m *Model) apply(ev event.Event) {
 	case event.ServerLaunched:
 		// The non-critical Xids were about the processes before it
 		// (force-killing a TP server logs Xid 45 on every GPU).
-		m.gpus.clearAppXids()
+		m.gpus.ClearAppXids()
 	case event.ServerStatus:
 		switch p.Phase {
 		case event.PhaseLaunching, event.PhaseKilled, event.PhaseExited:
-			m.rate.endRun() // the next figures are another run's
+			m.rate.EndRun() // the next figures are another run's
 		}
 		m.srv.setStatus(p)
 	case event.ServerFailure:
@@ -674,11 +665,11 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	}
 	k := &m.keys
 	page := m.log.Page()
-	gitRows := m.git.open && m.focus == focusLog // the panel's cursor takes the log's keys
-	expRows := m.exp.open && m.focus == focusLog
+	gitRows := m.git.open && !m.gpus.Focused // the panel's cursor takes the log's keys
+	expRows := m.exp.open && !m.gpus.Focused
 	switch {
-	case m.focus == focusGPUs:
-		page = max(m.gpus.visible-1, 1)
+	case m.gpus.Focused:
+		page = m.gpus.Page()
 	case gitRows:
 		page = m.git.page()
 	case expRows:
@@ -744,12 +735,6 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		return m, m.toggleBaseline()
 	case &k.Help:
 		m.showHelp, m.helpTop = !m.showHelp, 0
-	case &k.Focus:
-		if m.focus == focusLog {
-			m.focus = focusGPUs
-		} else {
-			m.focus = focusLog
-		}
 	case &k.Up:
 		m.scroll(-1)
 	case &k.Down:
@@ -760,8 +745,8 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		m.scroll(page)
 	case &k.Bottom:
 		switch {
-		case m.focus == focusGPUs:
-			m.gpus.scroll(len(m.gpus.rows))
+		case m.gpus.Focused:
+			m.gpus.End()
 		case gitRows:
 			m.git.move(m.git.rows())
 		case expRows:
@@ -771,8 +756,8 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		}
 	case &k.Top:
 		switch {
-		case m.focus == focusGPUs:
-			m.gpus.top = 0
+		case m.gpus.Focused:
+			m.gpus.Home()
 		case gitRows:
 			m.git.home()
 		case expRows:
@@ -785,7 +770,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 }
 
 // panels are the cockpit's parts that own their keys (component.Panel).
-func (m *Model) panels() []component.Panel { return []component.Panel{m.log} }
+func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus} }
 
 // panelOf is the panel whose binding b is, nil for the cockpit's own.
 func (m *Model) panelOf(b *component.Binding) component.Panel {
@@ -802,8 +787,8 @@ func (m *Model) panelOf(b *component.Binding) component.Panel {
 // scroll moves the focused panel; the GPU table only while it scrolls
 // (the terminal may have grown since tab was pressed).
 func (m *Model) scroll(d int) {
-	if m.focus == focusGPUs && m.gpus.visible < len(m.gpus.rows) {
-		m.gpus.scroll(d)
+	if m.gpus.Focused && m.gpus.Scrolls() {
+		m.gpus.Scroll(d)
 		return
 	}
 	if m.git.open {

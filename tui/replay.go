@@ -349,7 +349,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // carryView keeps what the user chose to look at across a seek: the help,
 // the panel, focus, wrap and the log filter.
 func carryView(from, to *Model) {
-	to.showHelp, to.focus = from.showHelp, from.focus
+	to.showHelp, to.gpus.Focused = from.showHelp, from.gpus.Focused
 	to.helpTop, to.helpMax = from.helpTop, from.helpMax
 	to.status, to.statusTone = from.status, from.statusTone
 	to.git.open = from.git.open

@@ -141,8 +141,8 @@ func TestRunDeliversEventsAndQuits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run after q: %v", err)
 	}
-	if !m.Quitting() || len(m.gpus.rows) != 8 || m.head != "bba2fc4" {
-		t.Errorf("model after Run: quitting %v, %d GPUs, head %q", m.Quitting(), len(m.gpus.rows), m.head)
+	if !m.Quitting() || m.gpus.Len() != 8 || m.head != "bba2fc4" {
+		t.Errorf("model after Run: quitting %v, %d GPUs, head %q", m.Quitting(), m.gpus.Len(), m.head)
 	}
 }
 

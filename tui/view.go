@@ -10,7 +10,9 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/spark"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -22,6 +24,23 @@ type layout struct {
 }
 
 const maxBanners = 3
+
+// banner is one of the cockpit's notice lines above the panels: its text,
+// a shorter form for a terminal too narrow for it ("" when none), and its
+// tone. A panel's come as component.Banners.
+type banner struct {
+	text, short string
+	tone        style.Token
+}
+
+// fit returns the form of b that fits w cells, if either does, else the
+// text (to be cut).
+func (b banner) fit(w int) string {
+	if style.Width(b.text) > w && b.short != "" {
+		return b.short
+	}
+	return b.text
+}
 
 // computeLayout splits the height: header, banners, table header, GPU rows,
 // sparkline, log title, log lines, footer. The log keeps at least a third of
@@ -63,14 +82,18 @@ func (m *Model) render() string {
 	banners := append(m.driverBanners(), m.serverBanners()...)
 	banners = append(banners, m.benchBanner()...)
 	banners = append(banners, m.repeatBanner()...)
-	banners = append(append(append(banners, m.gitBanners(w)...), m.concludeBanner(w)...), m.gpus.banners(m.now)...)
-	l := computeLayout(h, len(m.gpus.rows), len(banners))
+	banners = append(append(banners, m.gitBanners(w)...), m.concludeBanner(w)...)
+	gpuBanners := m.gpus.Banners(m.now)
+	for _, b := range gpuBanners {
+		banners = append(banners, banner{text: b.Text, short: b.Short, tone: b.Tone})
+	}
+	l := computeLayout(h, m.gpus.Len(), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
 		// The hidden ones are the last: say what they are when all of
 		// them are nvidia-smi's.
 		what := " more notices"
-		if more <= len(m.gpus.banners(m.now)) {
+		if more <= len(gpuBanners) {
 			what = " more GPU notices"
 		}
 		tn := style.Warn
@@ -89,15 +112,15 @@ func (m *Model) render() string {
 	if m.showHelp {
 		lines = m.fullHelp(lines, w, body)
 	} else {
-		lines = m.gpus.render(lines, st, m.styleGen, w, l.gpuRows, m.focus == focusGPUs)
+		lines = m.gpus.Render(lines, st, m.styleGen, w, l.gpuRows)
 		// An empty table renders one line; keep the rest of the layout fixed.
 		for len(lines) < 1+l.banners+1+l.gpuRows {
 			lines = append(lines, "")
 		}
 		if m.noLog() {
-			lines = append(lines, st.Title.Render(style.Truncate("tok/s", w))+" "+st.Dim.Render(style.Truncate(noLogText, w-len("tok/s "))))
+			lines = append(lines, spark.Note(st, w, noLogText))
 		} else {
-			lines = append(lines, m.rate.render(st, m.styleGen, w))
+			lines = append(lines, m.rate.Render(st, m.styleGen, w))
 		}
 		switch {
 		case m.git.open:
@@ -228,8 +251,8 @@ func (m *Model) header(w int) string {
 	} else if s, ok := m.serverSeg(); ok {
 		segs = append(segs, s)
 	}
-	if s, ok := m.gpuSrc.seg(); ok {
-		segs = append(segs, s)
+	if f, ok := m.gpus.HeaderField(); ok {
+		segs = append(segs, samplerSeg(f))
 	}
 	if m.head != "" {
 		h := "HEAD " + m.head
@@ -342,6 +365,20 @@ func (m *Model) header(w int) string {
 		}
 	}
 	return b.String()
+}
+
+// samplerSeg is the header's field on how GPUs are sampled (f): "GPU
+// nvml", "GPU agent (simulated)", which keeps its place over "ready in",
+// "rec" and the commit subject but gives way to the rest (at 80 columns it
+// is often not shown: the help screen says it); or, with a fallback, "GPU
+// nvidia-smi (agent exited)", which outranks a healthy "connected" too,
+// and is shortened to "GPU nvidia-smi" only after the server's pid and the
+// experiment, HEAD and profile fields are gone (before "connected").
+func samplerSeg(f gpus.Field) seg {
+	if f.Fallback {
+		return seg{text: f.Text, short: f.Short, tone: f.Tone, prio: prioFallback, shortPrio: prioConnOK}
+	}
+	return seg{text: f.Text, short: f.Short, tone: f.Tone, prio: prioSampler, shortPrio: prioSampler}
 }
 
 func (m *Model) connSeg() seg {

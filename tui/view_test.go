@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/spark"
 )
 
 func TestComputeLayout(t *testing.T) {
@@ -238,7 +239,7 @@ func TestNoLogFollowedSaysSo(t *testing.T) {
 // CJK setups) and would misalign the screen in tmux.
 func TestChromeIsASCII(t *testing.T) {
 	allowed := map[rune]bool{'↳': true}
-	for _, g := range sparkGlyphs {
+	for _, g := range spark.Glyphs {
 		allowed[[]rune(g)[0]] = true
 	}
 	for _, size := range [][2]int{{80, 24}, {200, 60}, {50, 20}} {

@@ -1,4 +1,4 @@
-package tui
+package gpus
 
 import (
 	"strconv"
@@ -213,6 +213,20 @@ func gpuCells(g *event.GPU) [numCols]cell {
 		c[colIdx].tone = style.Crit
 	}
 	return c
+}
+
+// Cells is the text of each column of g's row as the table formats it,
+// before it is fitted to a width, in column order: the index first, the
+// throttle reasons last (the one column a narrow row shortens, at a
+// reason boundary, see fitList). The procs column is empty: it comes from
+// the sample's processes.
+func Cells(g *event.GPU) []string {
+	c := gpuCells(g)
+	out := make([]string, len(c))
+	for i := range c {
+		out[i] = c[i].text
+	}
+	return out
 }
 
 // abnormal reports whether any cell of the row is highlighted.

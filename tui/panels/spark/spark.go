@@ -1,4 +1,8 @@
-package tui
+// Package spark is the cockpit's tok/s line: the series of throughput
+// figures from event.TokRate events (a gap for an idle period, a new run
+// after a relaunch), drawn as block-glyph bars with the latest figure,
+// the median over the bars drawn and the accept length.
+package spark
 
 import (
 	"math"
@@ -10,19 +14,24 @@ import (
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
-// sparkGlyphs are the eight block elements, lowest first. They are
-// narrow in every terminal (unlike braille or emoji), so tmux keeps columns.
-var sparkGlyphs = [8]string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
+// Glyphs are the eight block elements the bars are drawn with, lowest
+// first. They are narrow in every terminal (unlike braille or emoji), so
+// tmux keeps columns.
+var Glyphs = [8]string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
 
-const (
-	rateCap      = event.ScreenRatePoints // points kept; wider than any terminal
-	sparkMinSpan = 0.05                   // the y range is at least 5% of the window max, so ±0.5 tok/s noise is not a cliff
-)
+// Points is how many figures a Series keeps (event.ScreenRatePoints):
+// wider than any terminal.
+const Points = event.ScreenRatePoints
 
-// rateSeries is the tok/s series from event.TokRate events. A Dropped
-// rate (the idle-gap artefact) becomes a gap (NaN), drawn as a blank.
-type rateSeries struct {
-	vals      []float64 // ring buffer, len ≤ rateCap
+// minSpan: the y range is at least 5% of the window max, so ±0.5 tok/s
+// noise is not a cliff.
+const minSpan = 0.05
+
+// Series is the tok/s series from event.TokRate events. A Dropped rate
+// (the idle-gap artefact) becomes a gap (NaN), drawn as a blank. The zero
+// value is an empty series.
+type Series struct {
+	vals      []float64 // ring buffer, len ≤ Points
 	head      int       // index of the oldest value once full
 	last      float64   // latest kept rate, tok/s
 	hasLast   bool
@@ -37,26 +46,26 @@ type rateSeries struct {
 	cacheKey [3]int // width, seq, styles generation
 }
 
-func (s *rateSeries) push(v float64) {
+func (s *Series) push(v float64) {
 	s.total++
-	if len(s.vals) < rateCap {
+	if len(s.vals) < Points {
 		s.vals = append(s.vals, v)
 	} else {
 		s.vals[s.head] = v
-		s.head = (s.head + 1) % rateCap
+		s.head = (s.head + 1) % Points
 	}
 	s.seq++
 }
 
 // at returns the i-th value, oldest first.
-func (s *rateSeries) at(i int) float64 {
+func (s *Series) at(i int) float64 {
 	return s.vals[(s.head+i)%len(s.vals)]
 }
 
-// endRun marks the end of a server run (a relaunch, a kill, a new log):
+// EndRun marks the end of a server run (a relaunch, a kill, a new log):
 // the bars so far stay, after a gap, but "now" waits for the next run's
 // first figure and the median covers only the next run's.
-func (s *rateSeries) endRun() {
+func (s *Series) EndRun() {
 	if n := len(s.vals); n > 0 && !math.IsNaN(s.at(n-1)) {
 		s.push(math.NaN())
 	}
@@ -65,7 +74,9 @@ func (s *rateSeries) endRun() {
 	s.seq++
 }
 
-func (s *rateSeries) apply(r event.TokRate) {
+// Apply adds one figure, or a gap for a dropped one (one gap per idle
+// period, not one per dropped line).
+func (s *Series) Apply(r event.TokRate) {
 	if r.Dropped || math.IsNaN(r.TokPerSec) || math.IsInf(r.TokPerSec, 0) {
 		// Mark one gap per idle period, not one per dropped line.
 		if n := len(s.vals); n > 0 && !math.IsNaN(s.at(n-1)) {
@@ -81,10 +92,12 @@ func (s *rateSeries) apply(r event.TokRate) {
 	}
 }
 
-// render draws "tok/s <bars>  82.4 now  median 82.1  accept 2.31" in width
+// Render draws "tok/s <bars>  82.4 now  median 82.1  accept 2.31" in width
 // cells. The bars fill whatever the text leaves, newest at the right, and
-// the median is over exactly the points drawn.
-func (s *rateSeries) render(st *style.Styles, gen, width int) string {
+// the median is over exactly the points drawn. gen is the styles'
+// generation: the line is cached until the width, the series or the
+// styles change.
+func (s *Series) Render(st *style.Styles, gen, width int) string {
 	key := [3]int{width, s.seq, gen}
 	if key == s.cacheKey && s.cache != "" {
 		return s.cache
@@ -94,10 +107,10 @@ func (s *rateSeries) render(st *style.Styles, gen, width int) string {
 	return s.cache
 }
 
-func (s *rateSeries) draw(st *style.Styles, width int) string {
+func (s *Series) draw(st *style.Styles, width int) string {
 	const label = "tok/s "
 	if !s.hasLast && len(s.vals) == 0 {
-		return st.Title.Render(style.Truncate("tok/s", width)) + " " + st.Dim.Render(style.Truncate("waiting for throughput lines in the log", width-len(label)))
+		return Note(st, width, "waiting for throughput lines in the log")
 	}
 	nowTxt := "-"
 	if s.hasLast {
@@ -176,8 +189,14 @@ func (s *rateSeries) draw(st *style.Styles, width int) string {
 	return b.String()
 }
 
+// Note is the line in place of the series, width cells at most: "tok/s"
+// and text, dimmed (no figure yet, or no log followed).
+func Note(st *style.Styles, width int, text string) string {
+	return st.Title.Render(style.Truncate("tok/s", width)) + " " + st.Dim.Render(style.Truncate(text, width-len("tok/s ")))
+}
+
 // bars maps values to block glyphs between the window's max and
-// max-span (span at least sparkMinSpan of the max); NaN is a gap.
+// max-span (span at least minSpan of the max); NaN is a gap.
 func bars(v []float64) string {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range v {
@@ -185,7 +204,7 @@ func bars(v []float64) string {
 			lo, hi = min(lo, x), max(hi, x)
 		}
 	}
-	span := max(hi-lo, math.Abs(hi)*sparkMinSpan)
+	span := max(hi-lo, math.Abs(hi)*minSpan)
 	var b strings.Builder
 	b.Grow(len(v) * 3)
 	for _, x := range v {
@@ -193,10 +212,10 @@ func bars(v []float64) string {
 		case math.IsNaN(x):
 			b.WriteByte(' ')
 		case span <= 0:
-			b.WriteString(sparkGlyphs[0])
+			b.WriteString(Glyphs[0])
 		default:
 			lvl := int(math.Round((x - (hi - span)) / span * 7))
-			b.WriteString(sparkGlyphs[style.Clamp(lvl, 0, 7)])
+			b.WriteString(Glyphs[style.Clamp(lvl, 0, 7)])
 		}
 	}
 	return b.String()

@@ -1,42 +1,15 @@
-package tui
+package gpus
 
 import (
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/flightdeck-dev/flightdeck/probes/gpu"
-	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
-type col int
-
-const (
-	colIdx col = iota
-	colName
-	colUtil
-	colMem
-	colPower
-	colTemp
-	colSM
-	colP
-	colPCIe
-	colRxTx  // PCIe rx/tx throughput, MiB/s: only when sampled (NVML with PCIe on)
-	colProcs // processes: only when the latest sample lists them (NVML)
-	colThrottle
-	numCols
-)
-
-var colHead = [numCols]string{"GPU", "name", "util", "mem GiB", "power W", "temp", "SM MHz", "P", "PCIe", "rx/tx MiB/s", "procs", "throttle"}
-
-// colMin are the narrowest widths a column gets (cells), so the table does
-// not jitter as values change from "9%" to "100%".
-var colMin = [numCols]int{3, 4, 4, 11, 7, 4, 6, 3, 7, 7, 5, 8}
+// The table's layout (which columns fit a width, how wide) and drawing.
 
 // Which columns a narrow terminal loses, first to last, until the rest
 // fits whole: a value cut short misleads ("Gen5x16" cut to "Gen5x1" reads
@@ -56,35 +29,6 @@ const (
 	throttleWantW = 20 // throttle text worth dropping the name for, cells
 )
 
-// gpuRow is one GPU's latest sample, its formatted cells and its rendered
-// line (cached until the data or the layout changes).
-type gpuRow struct {
-	g        event.GPU
-	procs    procSummary // from the latest sample holding this GPU
-	cells    [numCols]cell
-	procsS   cell // the procs column's short form (the count)
-	abnormal bool
-	missing  bool   // absent from the latest sample
-	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
-	xid      cell   // "Xid 79 +1" when the GPU reported Xids (see xidMark), else empty
-	src      string // the sampler (event.GPUSourceMode) when its latest sample came, "" unknown
-	line     string // rendered; "" when it must be redrawn
-}
-
-// spanning reports a row drawn as one message across the value columns
-// (missing, lost, or named by a failure) instead of its cells.
-func (r *gpuRow) spanning() bool { return r.missing || r.g.Lost || r.lostWhy != "" }
-
-// gpuFailure is one distinct nvidia-smi failure, deduplicated by class and
-// bus id (the same line repeats every interval).
-type gpuFailure struct {
-	f     event.GPUFailure
-	bus   string // normalised bus id, "" when the message names none
-	src   string // the sampler that reported it last (event.GPUSourceMode), "" unknown
-	at    time.Time
-	count int
-}
-
 // tableLayout is which columns are shown and how wide they are.
 type tableLayout struct {
 	width int
@@ -96,216 +40,6 @@ type tableLayout struct {
 	gen   int // styles generation
 }
 
-// gpuTable holds the GPU rows by nvidia-smi index, the failure banner and
-// the stale marker.
-type gpuTable struct {
-	rows     []gpuRow // sorted by index
-	byIdx    map[int]int
-	failures []gpuFailure
-	xids     []xidMark // one per GPU with an Xid to show, in order of the first; bounded (maxXidIndex, maxXidBusMarks)
-	xidDue   time.Time // when the next non-critical Xid leaves its row; zero when none shows
-	now      time.Time // data time (the model's clock), for the Xid marks
-	stale    *event.GPUStale
-	staleAt  time.Time
-	staleSrc string // the sampler when the stale report came
-	// src is how GPUs are sampled now (event.GPUSourceMode, sanitised): the
-	// latest event.GPUSource's mode, "" before any (a journal recorded before
-	// them, which nvidia-smi sampled). It words what the rows and banners
-	// say a sampler reported.
-	src     string
-	last    time.Time // time of the latest sample
-	maxW    [numCols]int
-	procsSW int  // widest short procs cell
-	hasRxTx bool // a shown row has PCIe throughput sampled (not Absent)
-	hasApps bool // the latest sample lists processes (Apps not nil)
-	layout  tableLayout
-	top     int // first visible row when the table scrolls
-	visible int // rows shown by the last render
-	samples int
-}
-
-func newGPUTable() gpuTable {
-	return gpuTable{byIdx: map[int]int{}}
-}
-
-// cleanText sanitises a remote string cell (name, bus id).
-func cleanText(t event.Text) event.Text {
-	t.S = sanitize.String(t.S)
-	return t
-}
-
-func (t *gpuTable) applySample(s event.GPUSample, at time.Time) {
-	if !s.At.IsZero() {
-		at = s.At
-	}
-	t.samples++
-	t.last = at
-	t.stale = nil
-	t.hasApps = s.Apps != nil
-	present := make(map[int]bool, len(s.GPUs))
-	for i := range s.GPUs {
-		g := s.GPUs[i]
-		g.Name, g.BusID, g.UUID = cleanText(g.Name), cleanText(g.BusID), cleanText(g.UUID)
-		g.PState, g.Persistence = cleanText(g.PState), cleanText(g.Persistence)
-		present[g.Index] = true
-		pos, ok := t.byIdx[g.Index]
-		if !ok {
-			t.rows = append(t.rows, gpuRow{})
-			pos = len(t.rows) - 1
-			t.rows[pos].g.Index = g.Index
-			t.rows[pos].missing = true // forces the first fill below
-			sort.Slice(t.rows, func(a, b int) bool { return t.rows[a].g.Index < t.rows[b].g.Index })
-			for j := range t.rows {
-				t.byIdx[t.rows[j].g.Index] = j
-			}
-			pos = t.byIdx[g.Index]
-		}
-		r := &t.rows[pos]
-		ps := summarizeProcs(s.Apps, &g)
-		if r.g != g || r.procs != ps || r.missing || r.src != t.src {
-			r.g, r.procs, r.src = g, ps, t.src
-			r.missing = false
-			t.fill(r)
-		}
-	}
-	for i := range t.rows {
-		if !present[t.rows[i].g.Index] && !t.rows[i].missing {
-			t.rows[i].missing = true
-			t.rows[i].abnormal = true
-			t.rows[i].line = ""
-		}
-	}
-	// A failure is over once the GPU it names reports again, or, for a
-	// whole-host failure, once any sample arrives.
-	kept := t.failures[:0]
-	for _, f := range t.failures {
-		if len(s.GPUs) > 0 && (f.bus == "" || t.healthyBus(f.bus)) {
-			continue
-		}
-		kept = append(kept, f)
-	}
-	t.failures = kept
-	t.matchFailures()
-	t.measure()
-}
-
-// fill formats row r's cells from its sample and its Xids: the Xid leads
-// the throttle column ("Xid 79,sw-power", so a squeezed list keeps it) and
-// colours the index, which every layout shows.
-func (t *gpuTable) fill(r *gpuRow) {
-	r.cells = gpuCells(&r.g)
-	r.cells[colProcs], r.procsS = procsCells(r.procs, &r.g)
-	r.xid = t.xidCell(r)
-	if r.xid.text != "" {
-		th := &r.cells[colThrottle]
-		if th.text == "-" {
-			*th = r.xid
-		} else {
-			*th = cell{r.xid.text + "," + th.text, worse(th.tone, r.xid.tone)}
-		}
-		r.cells[colIdx].tone = worse(r.cells[colIdx].tone, r.xid.tone)
-	}
-	r.abnormal = abnormal(&r.cells) || r.missing
-	r.line = ""
-}
-
-func (t *gpuTable) healthyBus(bus string) bool {
-	for i := range t.rows {
-		r := &t.rows[i]
-		if !r.missing && gpu.NormBusID(r.g.BusID.S) == bus && !r.g.ShowsLost() {
-			return true
-		}
-	}
-	return false
-}
-
-func (t *gpuTable) applyFailure(f event.GPUFailure, at time.Time) {
-	f.Line = sanitize.String(f.Line)
-	f.Reason = sanitize.String(f.Reason)
-	f.BusID = sanitize.String(f.BusID)
-	f.Class = event.GPUFailureClass(sanitize.String(string(f.Class)))
-	bus := gpu.NormBusID(f.BusID)
-	for i := range t.failures {
-		if t.failures[i].f.Class == f.Class && t.failures[i].bus == bus {
-			t.failures[i].f, t.failures[i].at, t.failures[i].src = f, at, t.src
-			t.failures[i].count++
-			t.matchFailures()
-			return
-		}
-	}
-	t.failures = append(t.failures, gpuFailure{f: f, bus: bus, src: t.src, at: at, count: 1})
-	t.matchFailures()
-}
-
-// matchFailures marks the rows whose bus id a failure names, and
-// re-measures when that changes which rows span.
-func (t *gpuTable) matchFailures() {
-	changed := false
-	for i := range t.rows {
-		r := &t.rows[i]
-		why := ""
-		for _, f := range t.failures {
-			if f.bus != "" && f.bus == gpu.NormBusID(r.g.BusID.S) {
-				why = string(f.f.Class)
-				if f.f.Reason != "" {
-					why += ": " + f.f.Reason
-				}
-				break
-			}
-		}
-		if why != r.lostWhy {
-			r.lostWhy = why
-			r.line = ""
-			changed = true
-		}
-	}
-	if changed {
-		t.measure()
-	}
-}
-
-func (t *gpuTable) applyStale(s event.GPUStale, at time.Time) {
-	s.Reason = sanitize.String(s.Reason)
-	t.stale = &s
-	t.staleAt = at
-	t.staleSrc = t.src
-}
-
-// setSource records how GPUs are sampled from now on: mode is a
-// event.GPUSource's mode, sanitised. The table's own words follow it (waiting
-// for a first sample); what a sample, failure or stale report says is
-// worded by the sampler that sent it.
-func (t *gpuTable) setSource(mode string) {
-	t.src = mode
-}
-
-// measure records the widest cell of every column. Spanning rows do not
-// count past the name: their cells are not drawn, and LOST/LOST would
-// otherwise widen the power column of every other row.
-func (t *gpuTable) measure() {
-	var m [numCols]int
-	sw, rxtx := 0, false
-	for i := range t.rows {
-		r := &t.rows[i]
-		last := numCols
-		if r.spanning() {
-			last = colName + 1
-		} else {
-			sw = max(sw, len(r.procsS.text))
-			rxtx = rxtx || r.g.PCIeRxKBs.Status != event.CellAbsent || r.g.PCIeTxKBs.Status != event.CellAbsent
-		}
-		for c := range last {
-			w := len(r.cells[c].text)
-			if c == colName || c == colProcs {
-				w = style.Width(r.cells[c].text)
-			}
-			m[c] = max(m[c], w)
-		}
-	}
-	m[colName] = min(m[colName], nameMaxW)
-	t.maxW, t.procsSW, t.hasRxTx = m, sw, rxtx
-}
-
 // computeLayout decides columns and widths for a terminal width: a column
 // is as wide as its header, its minimum and its widest cell; the rx/tx
 // and procs columns are there only when the samples carry them. When a
@@ -314,7 +48,7 @@ func (t *gpuTable) measure() {
 // count), the model name, the double spacing, then the columns in
 // dropOrder; then the throttle list is squeezed to its minimum and the
 // columns in lastResort go. Every column shown fits whole.
-func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
+func (t *Table) computeLayout(width int, gen int) tableLayout {
 	l := tableLayout{width: width, sep: 2, stale: t.stale != nil, gen: gen}
 	for c := range numCols {
 		l.show[c] = true
@@ -375,8 +109,9 @@ func (t *gpuTable) computeLayout(width int, gen int) tableLayout {
 	return l
 }
 
-// render appends the header row and up to maxRows GPU rows to out.
-func (t *gpuTable) render(out []string, st *style.Styles, gen, width, maxRows int, focused bool) []string {
+// render appends the header row and up to maxRows GPU rows to out
+// (Panel.Render); focused words the scroll hint for the focused table.
+func (t *Table) render(out []string, st *style.Styles, gen, width, maxRows int, focused bool) []string {
 	l := t.computeLayout(width, gen)
 	if l != t.layout {
 		t.layout = l
@@ -442,7 +177,7 @@ func (t *gpuTable) render(out []string, st *style.Styles, gen, width, maxRows in
 
 // scrollNote is "GPU 0-36 of 72, 1 abnormal hidden" and its key hint for
 // a table that shows visible rows (it also settles t.visible and t.top).
-func (t *gpuTable) scrollNote(visible int, focused bool, st *style.Styles) (note, hint string, tn style.Tone) {
+func (t *Table) scrollNote(visible int, focused bool, st *style.Styles) (note, hint string, tn style.Tone) {
 	t.visible = visible
 	t.top = style.Clamp(t.top, 0, len(t.rows)-visible)
 	hidden := 0
@@ -466,7 +201,7 @@ func (t *gpuTable) scrollNote(visible int, focused bool, st *style.Styles) (note
 }
 
 // renderRows appends the visible GPU rows from t.top.
-func (t *gpuTable) renderRows(out []string, st *style.Styles, visible int) []string {
+func (t *Table) renderRows(out []string, st *style.Styles, visible int) []string {
 	for i := t.top; i < t.top+visible; i++ {
 		r := &t.rows[i]
 		if r.line == "" {
@@ -505,7 +240,7 @@ func lostText(r *gpuRow, w int) string {
 // when a row holds an Xid (which leads that column's text, "Xid
 // 79,sw-power"), "Xid/throttle", so that an Xid does not read as a
 // throttle reason ("Xid" alone when that is all that fits).
-func (t *gpuTable) throttleHead(w int) string {
+func (t *Table) throttleHead(w int) string {
 	for i := range t.rows {
 		if t.rows[i].xid.text != "" {
 			if w < len("Xid/throttle") {
@@ -517,7 +252,7 @@ func (t *gpuTable) throttleHead(w int) string {
 	return colHead[colThrottle]
 }
 
-func (t *gpuTable) renderRow(r *gpuRow, st *style.Styles) string {
+func (t *Table) renderRow(r *gpuRow, st *style.Styles) string {
 	l := &t.layout
 	var b strings.Builder
 	b.Grow(l.width + 64)
@@ -595,8 +330,4 @@ func fitList(s string, w int) string {
 		return short
 	}
 	return ""
-}
-
-func (t *gpuTable) scroll(delta int) {
-	t.top = style.Clamp(t.top+delta, 0, max(0, len(t.rows)-max(t.visible, 1)))
 }

@@ -1,4 +1,4 @@
-package tui
+package gpus
 
 import (
 	"strconv"
@@ -16,25 +16,25 @@ import (
 // (xidLine, grouped by xidLog).
 
 const (
-	// xidAppHold is how long, in data time (event times and ClockMsg),
+	// XidAppHold is how long, in data time (event times and SetNow),
 	// a GPU's row keeps a non-critical Xid after the latest one. A
 	// server launch clears them sooner.
-	xidAppHold = 10 * time.Minute
-	// maxXidIndex and maxXidBusMarks bound the marks, so that an agent
+	XidAppHold = 10 * time.Minute
+	// MaxXidIndex and MaxXidBusMarks bound the marks, so that an agent
 	// naming ever new GPUs cannot grow the table: an Xid names its GPU by
-	// an index below maxXidIndex (NVML indices run from 0 to the GPU
+	// an index below MaxXidIndex (NVML indices run from 0 to the GPU
 	// count, far below it), or, when it names no index, by one of at most
-	// maxXidBusMarks bus ids. Past them, an Xid is only a log line. The
+	// MaxXidBusMarks bus ids. Past them, an Xid is only a log line. The
 	// bounds depend on the Xids alone, never on which GPUs samples showed
 	// so far (a replay that seeks has not seen them all).
-	maxXidIndex    = 128
-	maxXidBusMarks = 64
+	MaxXidIndex    = 128
+	MaxXidBusMarks = 64
 	// xidGroupWindow: identical Xids (same GPU, same code) within it of
 	// the first of a group share one log line with a count.
 	xidGroupWindow = time.Second
-	// maxXidGroups bounds the open groups; past it, an Xid that would
+	// MaxXidGroups bounds the open groups; past it, an Xid that would
 	// open one gets a line of its own.
-	maxXidGroups = 256
+	MaxXidGroups = 256
 )
 
 // xidMark is the Xids one GPU reported. A critical one (gpu.XidMeaning)
@@ -44,7 +44,7 @@ const (
 // before its results can be trusted. A non-critical one (an application
 // fault, or Xid 45, which force-killing a server logs on every GPU) is
 // about the process that ran: it clears at the next server launch, or
-// xidAppHold after the GPU's latest non-critical Xid. The row shows the
+// XidAppHold after the GPU's latest non-critical Xid. The row shows the
 // latest critical code if there is one, else the latest non-critical one,
 // and how many more Xids it holds.
 type xidMark struct {
@@ -61,7 +61,7 @@ type xidMark struct {
 
 // appShown reports whether the non-critical Xids still show at now.
 func (x *xidMark) appShown(now time.Time) bool {
-	return x.appN > 0 && now.Sub(x.appLast) < xidAppHold
+	return x.appN > 0 && now.Sub(x.appLast) < XidAppHold
 }
 
 // text is the row's cell at now: "Xid 79", or "Xid 79 +2" after two more
@@ -98,7 +98,7 @@ func (x *xidMark) names(r *gpuRow) bool {
 
 // applyXid records an Xid reported at data time at on its GPU's row (see
 // xidMark).
-func (t *gpuTable) applyXid(x event.Xid, at time.Time) {
+func (t *Table) applyXid(x event.Xid, at time.Time) {
 	_, crit := gpu.XidMeaning(x.Code)
 	idx, bus := x.Index, gpu.NormBusID(sanitize.String(x.BusID))
 	if idx < 0 {
@@ -115,7 +115,7 @@ func (t *gpuTable) applyXid(x event.Xid, at time.Time) {
 		if idx < 0 && bus == "" {
 			return // no GPU named: the log line is all there is to show
 		}
-		if idx >= maxXidIndex || idx < 0 && t.busMarks() >= maxXidBusMarks {
+		if idx >= MaxXidIndex || idx < 0 && t.busMarks() >= MaxXidBusMarks {
 			return
 		}
 		t.xids = append(t.xids, xidMark{index: idx, bus: bus})
@@ -127,7 +127,7 @@ func (t *gpuTable) applyXid(x event.Xid, at time.Time) {
 	} else {
 		// Only event times decide the count, so that a replay that seeks
 		// (journal.CatchUp) counts as playing through did.
-		if m.appN > 0 && at.Sub(m.appLast) >= xidAppHold {
+		if m.appN > 0 && at.Sub(m.appLast) >= XidAppHold {
 			m.appN = 0
 		}
 		m.app = x.Code
@@ -140,7 +140,7 @@ func (t *gpuTable) applyXid(x event.Xid, at time.Time) {
 }
 
 // busMarks counts the marks that name their GPU by bus id alone.
-func (t *gpuTable) busMarks() int {
+func (t *Table) busMarks() int {
 	n := 0
 	for i := range t.xids {
 		if t.xids[i].index < 0 {
@@ -150,9 +150,9 @@ func (t *gpuTable) busMarks() int {
 	return n
 }
 
-// clearAppXids forgets the non-critical Xids of every GPU: a server was
+// ClearAppXids forgets the non-critical Xids of every GPU: a server was
 // launched, and they were about the processes before it.
-func (t *gpuTable) clearAppXids() {
+func (t *Table) ClearAppXids() {
 	if len(t.xids) == 0 {
 		return
 	}
@@ -168,9 +168,9 @@ func (t *gpuTable) clearAppXids() {
 	t.refillXids()
 }
 
-// setNow advances the table's data time; a non-critical Xid whose hold
+// SetNow advances the table's data time; a non-critical Xid whose hold
 // ends by now leaves its row.
-func (t *gpuTable) setNow(now time.Time) {
+func (t *Table) SetNow(now time.Time) {
 	if now.After(t.now) {
 		t.now = now
 	}
@@ -181,11 +181,11 @@ func (t *gpuTable) setNow(now time.Time) {
 
 // refillXids redraws the rows after a change of the marks (or of what
 // they show at t.now), and notes when the next non-critical one expires.
-func (t *gpuTable) refillXids() {
+func (t *Table) refillXids() {
 	t.xidDue = time.Time{}
 	for i := range t.xids {
 		if m := &t.xids[i]; m.appShown(t.now) {
-			if due := m.appLast.Add(xidAppHold); t.xidDue.IsZero() || due.Before(t.xidDue) {
+			if due := m.appLast.Add(XidAppHold); t.xidDue.IsZero() || due.Before(t.xidDue) {
 				t.xidDue = due
 			}
 		}
@@ -200,7 +200,7 @@ func (t *gpuTable) refillXids() {
 }
 
 // xidCell is what row r's GPU shows of its Xids at t.now.
-func (t *gpuTable) xidCell(r *gpuRow) cell {
+func (t *Table) xidCell(r *gpuRow) cell {
 	for i := range t.xids {
 		if t.xids[i].names(r) {
 			return t.xids[i].text(t.now)
@@ -290,14 +290,14 @@ func (l *xidLog) add(log *logtail.Tail, x event.Xid, at time.Time) {
 	if l.groups == nil {
 		l.groups = map[xidKey]*xidGroup{}
 	}
-	if len(l.groups) >= maxXidGroups {
+	if len(l.groups) >= MaxXidGroups {
 		for k, g := range l.groups {
 			if at.Sub(g.first) >= xidGroupWindow {
 				delete(l.groups, k)
 			}
 		}
 	}
-	if _, ok := l.groups[key]; ok || len(l.groups) < maxXidGroups {
+	if _, ok := l.groups[key]; ok || len(l.groups) < MaxXidGroups {
 		l.groups[key] = &xidGroup{first: at, seq: seq, n: 1}
 	}
 }

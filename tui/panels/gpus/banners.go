@@ -1,4 +1,4 @@
-package tui
+package gpus
 
 import (
 	"strconv"
@@ -6,33 +6,18 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // The GPU table's notices above it: sampler failures and stale data,
 // worded by the sampler that reported them.
 
-// banner is one table-level notice line: its text, a shorter form for a
-// terminal too narrow for it ("" when none), and its tone.
-type banner struct {
-	text, short string
-	tone        style.Token
-}
-
-// fit returns the form of b that fits w cells, if either does, else the
-// text (to be cut).
-func (b banner) fit(w int) string {
-	if style.Width(b.text) > w && b.short != "" {
-		return b.short
-	}
-	return b.text
-}
-
-// banners returns the table-level notices, newest first: the sampler's
+// Banners returns the table-level notices, newest first: the sampler's
 // failures ("nvidia-smi failed: ..." or "NVML failed: ...", by the
 // sampler in use when each was last reported) and stale data.
-func (t *gpuTable) banners(now time.Time) []banner {
-	var out []banner
+func (t *Table) Banners(now time.Time) []component.Banner {
+	var out []component.Banner
 	for i := len(t.failures) - 1; i >= 0; i-- {
 		f := t.failures[i]
 		var b strings.Builder
@@ -64,7 +49,7 @@ func (t *gpuTable) banners(now time.Time) []banner {
 			b.WriteString(age)
 			b.WriteString(" ago")
 		}
-		out = append(out, banner{text: b.String(), tone: style.Crit})
+		out = append(out, component.Banner{Text: b.String(), Tone: style.Crit})
 	}
 	if t.stale != nil {
 		out = append(out, staleBanner(t.stale, t.staleSrc, now))
@@ -80,7 +65,7 @@ func (t *gpuTable) banners(now time.Time) []banner {
 // the driver) and the agent (a blocked call, or a connection the agent
 // is started again on) are waited for. The short form leaves out the
 // clock time, which the age repeats.
-func staleBanner(s *event.GPUStale, src string, now time.Time) banner {
+func staleBanner(s *event.GPUStale, src string, now time.Time) component.Banner {
 	head := "GPUs stale"
 	if age := style.Ago(now, s.LastSample); age != "" {
 		head += " " + age
@@ -96,7 +81,7 @@ func staleBanner(s *event.GPUStale, src string, now time.Time) banner {
 		tail = ": no sample for " + strconv.Itoa(s.Missed) + " intervals" + tail
 	}
 	if s.LastSample.IsZero() {
-		return banner{text: head + tail, tone: style.Warn}
+		return component.Banner{Text: head + tail, Tone: style.Warn}
 	}
-	return banner{text: head + " (since " + s.LastSample.Format("15:04:05") + ")" + tail, short: head + tail, tone: style.Warn}
+	return component.Banner{Text: head + " (since " + s.LastSample.Format("15:04:05") + ")" + tail, Short: head + tail, Tone: style.Warn}
 }

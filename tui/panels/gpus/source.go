@@ -1,4 +1,4 @@
-package tui
+package gpus
 
 import (
 	"strings"
@@ -10,10 +10,12 @@ import (
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
-// How GPUs are sampled (event.GPUSource), for the header and the help screen.
+// How GPUs are sampled (event.GPUSource): the header's field, the help
+// screen's lines, the log line when it changes, and the words the table
+// and its banners use for the sampler.
 
-// gpuSource is the latest event.GPUSource, sanitised.
-type gpuSource struct {
+// source is the latest event.GPUSource, sanitised.
+type source struct {
 	has       bool
 	mode      string // "nvml", "agent", "nvidia-smi", or what the event said
 	detail    string // "NVML 12.550.54.15, driver 550.54.15"
@@ -21,8 +23,8 @@ type gpuSource struct {
 	simulated bool   // detail says the NVML is the simulated host's fake one
 }
 
-func (s *gpuSource) set(p event.GPUSource) {
-	*s = gpuSource{has: true, mode: sanitize.String(string(p.Mode)), detail: sanitize.String(p.Detail), fallback: sanitize.String(p.Fallback)}
+func (s *source) set(p event.GPUSource) {
+	*s = source{has: true, mode: sanitize.String(string(p.Mode)), detail: sanitize.String(p.Detail), fallback: sanitize.String(p.Fallback)}
 	if s.mode == "" {
 		s.mode = "?"
 	}
@@ -65,50 +67,53 @@ func shortReason(r string) string {
 	return r
 }
 
-// seg is the header field: "GPU nvml", "GPU agent" or "GPU nvidia-smi"
-// ("GPU agent (simulated)" on the simulated host), which keeps its place
-// over "ready in", "rec" and the commit subject but gives way to the rest
-// (at 80 columns it is often not shown: the help screen says it); or
-// with a fallback, "GPU nvidia-smi (agent exited)" in the warning tone,
-// which outranks a healthy "connected" too, and is shortened to "GPU
-// nvidia-smi" only after the server's pid and the experiment, HEAD and
-// profile fields are gone (before "connected"). ok is false before any
-// event.GPUSource arrived (a journal recorded before them).
-func (s *gpuSource) seg() (seg, bool) {
+// Field is the header's field about GPU sampling: its text, a shorter
+// form ("" when none) and its tone. Fallback says GPUs are sampled by
+// nvidia-smi because NVML or the agent failed: the header ranks it above
+// a field saying all is well.
+type Field struct {
+	Text, Short string
+	Tone        style.Token
+	Fallback    bool
+}
+
+// HeaderField is the header's field: "GPU nvml", "GPU agent" or "GPU
+// nvidia-smi" ("GPU agent (simulated)" on the simulated host, "GPU agent"
+// short); or with a fallback, "GPU nvidia-smi (agent exited)" in the
+// warning tone, "GPU nvidia-smi" short (the help screen has the whole
+// reason). ok is false before any event.GPUSource arrived (a journal
+// recorded before them).
+func (p *Panel) HeaderField() (f Field, ok bool) {
+	s := &p.source
 	if !s.has {
-		return seg{}, false
+		return Field{}, false
 	}
 	t := "GPU " + s.mode
 	if s.fallback == "" {
 		if s.simulated {
-			return seg{text: t + " (simulated)", short: t, prio: prioSampler, shortPrio: prioSampler}, true
+			return Field{Text: t + " (simulated)", Short: t}, true
 		}
-		return seg{text: t, prio: prioSampler}, true
+		return Field{Text: t}, true
 	}
 	full := t + " (" + shortReason(s.fallback) + ")"
-	return seg{text: full, short: t, tone: style.Warn, prio: prioFallback, shortPrio: prioConnOK}, true
+	return Field{Text: full, Short: t, Tone: style.Warn, Fallback: true}, true
 }
 
-// helpLine is a row of the help screen and its tone.
-type helpLine struct {
-	text string
-	tone style.Token
-}
-
-// helpLines is what the help screen says about GPU sampling in w cells,
-// whole (the header's reason is cut): "GPUs sampled by NVML in the
+// SamplingHelp is what the help screen says about GPU sampling in w
+// cells, whole (the header's reason is cut): "GPUs sampled by NVML in the
 // flightdeck agent on the host (simulated NVML, agent ..., driver ...
 // (uploaded))" on one row when it fits, else the detail on rows of its
 // own under "GPUs sampled by ...:" (never a lone word left over); with a
 // fallback, "NVML not used: host is linux/arm64, this binary
 // linux/amd64" in the warning tone. None before any event.GPUSource.
-func (s *gpuSource) helpLines(w int) []helpLine {
+func (p *Panel) SamplingHelp(st *style.Styles, w int) []string {
+	s := &p.source
 	if !s.has {
 		return nil
 	}
-	tn := style.Text
+	tn := st.Text
 	if s.fallback != "" {
-		tn = style.Warn
+		tn = st.Warn
 	}
 	head := "GPUs sampled by "
 	switch s.mode {
@@ -119,39 +124,40 @@ func (s *gpuSource) helpLines(w int) []helpLine {
 	default:
 		head += s.mode
 	}
-	var out []helpLine
+	var rows []string
 	switch one := head + " (" + s.detail + ")"; {
 	case s.detail == "":
-		out = append(out, helpLine{head, tn})
+		rows = append(rows, head)
 	case style.Width(one) <= w:
-		out = append(out, helpLine{one, tn})
+		rows = append(rows, one)
 	default:
-		out = append(out, helpLine{head + ":", tn})
+		rows = append(rows, head+":")
 		for _, row := range wrapEven(s.detail, w-2) {
-			out = append(out, helpLine{"  " + row, tn})
+			rows = append(rows, "  "+row)
 		}
 	}
 	if s.fallback != "" {
-		for _, row := range wrapEven("NVML not used: "+s.fallback, w) {
-			out = append(out, helpLine{row, tn})
-		}
+		rows = append(rows, wrapEven("NVML not used: "+s.fallback, w)...)
 	}
-	return out
+	for i, row := range rows {
+		rows[i] = tn.Render(style.Truncate(row, w))
+	}
+	return rows
 }
 
-// sourceChanged applies a event.GPUSource reported at data time at: the
-// header's field and the GPU table's wording follow it, and when GPUs were
-// sampled another way before (not for the first one), a line of the log
-// panel says so at its place among the server's lines (sourceLine).
-func (m *Model) sourceChanged(p event.GPUSource, at time.Time) {
-	prev := m.gpuSrc
-	m.gpuSrc.set(p)
-	m.gpus.setSource(m.gpuSrc.mode)
-	if !prev.has || prev.mode == m.gpuSrc.mode {
+// SetSource applies a event.GPUSource reported at data time at: the
+// header's field, the help screen and the table's wording follow it, and
+// when GPUs were sampled another way before (not for the first one), a
+// line of the log says so at its place among the server's lines
+// (sourceLine).
+func (p *Panel) SetSource(s event.GPUSource, at time.Time, log *logtail.Tail) {
+	prev := p.source
+	p.source.set(s)
+	p.src = p.source.mode
+	if !prev.has || prev.mode == p.source.mode {
 		return
 	}
-	text, kind := sourceLine(&prev, &m.gpuSrc, at)
-	m.log.AddOwn(text, kind)
+	log.AddOwn(sourceLine(&prev, &p.source, at))
 }
 
 // sourceLine is the log panel's line for a change of sampler from prev to
@@ -160,7 +166,7 @@ func (m *Model) sourceChanged(p event.GPUSource, at time.Time) {
 // switched to nvidia-smi (agent exited: exit status 1): Xids are not
 // reported" as a warning; "... switched to the agent (agent 0.8.0, NVML
 // 12.550.54.15, driver 550.54.15 (uploaded)): Xids are reported" back.
-func sourceLine(prev, cur *gpuSource, at time.Time) (string, logtail.Kind) {
+func sourceLine(prev, cur *source, at time.Time) (string, logtail.Kind) {
 	var b strings.Builder
 	writeStamp(&b, at)
 	b.WriteString("flightdeck: GPU sampling switched to ")
