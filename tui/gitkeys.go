@@ -346,7 +346,7 @@ func (m *Model) gitActionDone(r GitActionMsg) {
 	case r.Err != nil:
 		why := errText(r.Err)
 		if !errors.Is(r.Err, context.Canceled) {
-			why = gitFirstLine(r.Err.Error())
+			why = sanitize.FirstLine(r.Err.Error())
 		}
 		m.flash(r.What+" failed: "+why, style.Crit)
 	case len(a.Conflict) > 0:
@@ -354,11 +354,11 @@ func (m *Model) gitActionDone(r GitActionMsg) {
 		if r.Op == "stash-pop" || r.Op == "stash-apply" {
 			kept = ": the stash is kept"
 		}
-		m.flash(name+" conflicted in "+baseNames(sanitizeAll(a.Conflict), 0, 3)+kept+" (u restores the tree as it was)", style.Warn)
+		m.flash(name+" conflicted in "+style.BaseNames(sanitize.All(a.Conflict), 0, 3)+kept+" (u restores the tree as it was)", style.Warn)
 	case a.Err != "":
-		why := gitFirstLine(a.Err)
+		why := sanitize.FirstLine(a.Err)
 		if why == "" {
-			why = gitFirstLine(a.Output)
+			why = sanitize.FirstLine(a.Output)
 		}
 		if snap != "" {
 			m.flash(name+" failed (tree before it: snapshot "+snap+", S restores): "+why, style.Crit)
@@ -368,14 +368,14 @@ func (m *Model) gitActionDone(r GitActionMsg) {
 	default:
 		done := r.Done
 		if isStashOp(r.Op) && len(a.Args) > 0 {
-			done = stashDone(r.Op, sanitizeAll(a.Args))
+			done = stashDone(r.Op, sanitize.All(a.Args))
 		}
 		if snap != "" {
 			done += " (snapshot " + snap + "; u undoes)"
 		}
 		var notes []string
 		for _, n := range a.Notes {
-			notes = append(notes, textLines(n, 0)...)
+			notes = append(notes, sanitize.Lines(n, 0)...)
 		}
 		if len(notes) > 0 {
 			m.flash(done+"; "+strings.Join(notes, "; "), style.Warn)
@@ -472,7 +472,7 @@ func movedText(mv event.GitMoved, n, files int) (text, short string) {
 		head := "worktree clean again"
 		text = head + " (changed outside flightdeck)"
 		if len(mv.DirtyChanged) > 0 {
-			text = head + " (changed outside flightdeck: " + baseNames(mv.DirtyChanged, 0, files) + ")"
+			text = head + " (changed outside flightdeck: " + style.BaseNames(mv.DirtyChanged, 0, files) + ")"
 		}
 		return text + more, head + more
 	case mv.From == mv.To && branch == "":
@@ -480,7 +480,7 @@ func movedText(mv event.GitMoved, n, files int) (text, short string) {
 		now := " (" + style.Plural(mv.DirtyAfter, "dirty file") + " now)"
 		text = head + now
 		if len(mv.DirtyChanged) > 0 {
-			text = head + ": " + baseNames(mv.DirtyChanged, 0, files) + now
+			text = head + ": " + style.BaseNames(mv.DirtyChanged, 0, files) + now
 		}
 		return text + more, head + now + more
 	case mv.From == mv.To:
@@ -490,7 +490,7 @@ func movedText(mv event.GitMoved, n, files int) (text, short string) {
 	head := "HEAD moved " + mv.FromShort + arrow + mv.ToShort
 	details := []string{how, branch, commitCount(mv.Forward, mv.Back)}
 	if total := max(mv.FilesTotal, len(mv.Files)); total > 0 {
-		details = append(details, "touches "+baseNames(mv.Files, mv.FilesTotal, files))
+		details = append(details, "touches "+style.BaseNames(mv.Files, mv.FilesTotal, files))
 	}
 	return head + paren(details...) + more, head + paren(how, commitCount(mv.Forward, mv.Back)) + more
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -31,21 +32,12 @@ const (
 // isGitModal reports whether md is one of the git overlays.
 func isGitModal(md modal) bool { return md >= modalGitConfirm && md <= modalGitSnapshots }
 
-// para is a paragraph of an overlay: plain sanitised text, wrapped to the
-// box, or one line cut to it.
-type para struct {
-	text   string
-	tone   style.Token
-	indent int
-	cut    bool // one line, cut to the width, instead of wrapped
-}
-
 // gitConfirm is a confirmation: its question, what y starts, where esc
 // goes.
 type gitConfirm struct {
 	title  string
 	frame  style.Token
-	paras  []para
+	paras  []component.Para
 	verb   string         // "y/enter <verb>"
 	start  func() tea.Cmd // starts the action (its arguments bound, raw)
 	back   modal          // esc returns to this overlay; modalNone closes
@@ -127,7 +119,7 @@ func (m *Model) confirmRevert() {
 			added = append(added, sanitize.String(f.Path))
 		}
 	}
-	ps := []para{{text: "Revert " + style.Plural(len(files), "file") + " to HEAD (staged and unstaged changes):"}}
+	ps := []component.Para{{Text: "Revert " + style.Plural(len(files), "file") + " to HEAD (staged and unstaged changes):"}}
 	for i, f := range files {
 		x, y := porcelain(f)
 		tn := style.Text
@@ -138,19 +130,19 @@ func (m *Model) confirmRevert() {
 			tn = style.Warn
 		}
 		if i == maxListed && len(files) > maxListed+1 {
-			ps = append(ps, para{text: "... and " + strconv.Itoa(len(files)-i) + " more", tone: style.Dim, indent: 2})
+			ps = append(ps, component.Para{Text: "... and " + strconv.Itoa(len(files)-i) + " more", Tone: style.Dim, Indent: 2})
 			break
 		}
-		ps = append(ps, para{text: x + y + "  " + fileName(f), tone: tn, indent: 2, cut: true})
+		ps = append(ps, component.Para{Text: x + y + "  " + fileName(f), Tone: tn, Indent: 2, Cut: true})
 	}
 	if len(untracked) > 0 {
-		ps = append(ps, para{text: "Untracked files will be deleted: " + baseNames(untracked, 0, 5) + ".", tone: style.Warn})
+		ps = append(ps, component.Para{Text: "Untracked files will be deleted: " + style.BaseNames(untracked, 0, 5) + ".", Tone: style.Warn})
 	}
 	if len(added) > 0 {
-		ps = append(ps, para{text: "New in the index (staged, not in HEAD): deleted from disk too, like untracked files: " +
-			baseNames(added, 0, 5) + ".", tone: style.Warn})
+		ps = append(ps, component.Para{Text: "New in the index (staged, not in HEAD): deleted from disk too, like untracked files: " +
+			style.BaseNames(added, 0, 5) + ".", Tone: style.Warn})
 	}
-	ps = append(ps, para{text: snapshotNote, tone: style.Dim})
+	ps = append(ps, component.Para{Text: snapshotNote, Tone: style.Dim})
 	target := fileName(files[0])
 	if len(files) > 1 {
 		target = style.Plural(len(files), "file")
@@ -185,24 +177,24 @@ func (m *Model) confirmStashOp(op string) {
 	switch op {
 	case "stash-apply":
 		c.title, c.verb = "apply stash", "apply"
-		c.paras = []para{{text: "Apply " + desc + " to the worktree? The stash is kept."}}
+		c.paras = []component.Para{{Text: "Apply " + desc + " to the worktree? The stash is kept."}}
 		done, doing = "applied "+ref, "applying "+ref
 		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashApply(ctx, id, false) }
 	case "stash-pop":
 		c.title, c.verb = "pop stash", "pop"
-		c.paras = []para{{text: "Pop " + desc + ": apply it to the worktree, then drop it (kept if it conflicts)."}}
+		c.paras = []component.Para{{Text: "Pop " + desc + ": apply it to the worktree, then drop it (kept if it conflicts)."}}
 		done, doing = "popped "+ref, "popping "+ref
 		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashApply(ctx, id, true) }
 	default:
 		c.title, c.verb, c.frame = "drop stash", "drop", style.Crit
-		c.paras = []para{{text: "Drop " + desc + "?"},
-			{text: "Its commit " + sanitize.String(id) + " stays recoverable from the snapshot.", tone: style.Warn}}
+		c.paras = []component.Para{{Text: "Drop " + desc + "?"},
+			{Text: "Its commit " + sanitize.String(id) + " stays recoverable from the snapshot.", Tone: style.Warn}}
 		done, doing = "dropped "+ref+" (commit "+git.ShortID(sanitize.String(id))+")", "dropping "+ref
 	}
 	if call == nil {
 		call = func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.StashDrop(ctx, id) }
 	}
-	c.paras = append(c.paras, para{text: snapshotNote, tone: style.Dim})
+	c.paras = append(c.paras, component.Para{Text: snapshotNote, Tone: style.Dim})
 	c.start = func() tea.Cmd { return m.startGit(op, gitOpNames[op]+" "+ref, done, doing, doing, call) }
 	m.ask(c)
 }
@@ -220,7 +212,7 @@ func (m *Model) confirmUndo() {
 	}
 	m.ask(&gitConfirm{
 		title: "undo", frame: style.Warn, verb: "restore", cancel: "undo cancelled",
-		paras: []para{{text: q + "?"}, {text: restoreNote, tone: style.Dim}},
+		paras: []component.Para{{Text: q + "?"}, {Text: restoreNote, Tone: style.Dim}},
 		start: func() tea.Cmd {
 			g := &m.git
 			g.undoFrom, g.undoWhy, g.undoSnap = id, reason, ""
@@ -332,18 +324,18 @@ func (m *Model) renderStash(iw int) []string {
 		st.Key.Render(box) + " include untracked files " + st.Dim.Render("("+strconv.Itoa(untracked)+"; tab)"),
 		"",
 	}
-	var ps []para
+	var ps []component.Para
 	if len(files) == 0 {
-		ps = append(ps, para{text: "Nothing to stash: only untracked files are dirty (tab includes them).", tone: style.Warn})
+		ps = append(ps, component.Para{Text: "Nothing to stash: only untracked files are dirty (tab includes them).", Tone: style.Warn})
 	} else {
-		ps = append(ps, para{text: "Stashes " + style.Plural(len(files), "file") + ": " + baseNames(files, 0, 5) + "."})
+		ps = append(ps, component.Para{Text: "Stashes " + style.Plural(len(files), "file") + ": " + style.BaseNames(files, 0, 5) + "."})
 	}
 	if !f.untracked && untracked > 0 && len(files) > 0 {
-		ps = append(ps, para{text: "Untracked files stay in the worktree.", tone: style.Dim})
+		ps = append(ps, component.Para{Text: "Untracked files stay in the worktree.", Tone: style.Dim})
 	}
-	ps = append(ps, para{text: snapshotNote, tone: style.Dim})
-	out = append(out, m.renderParas(ps, iw)...)
-	return append(out, "", m.prompt(iw, "enter", "stash", "esc", "cancel"))
+	ps = append(ps, component.Para{Text: snapshotNote, Tone: style.Dim})
+	out = append(out, component.Paras(&m.styles, ps, iw)...)
+	return append(out, "", component.Prompt(&m.styles, iw, "enter", "stash", "esc", "cancel"))
 }
 
 // openCheckout opens the checkout picker and asks for the log.
@@ -433,13 +425,13 @@ func (m *Model) coItems() []coItem {
 			if short == "" {
 				short = git.ShortID(sanitize.String(e.ID))
 			}
-			add(e.ID, short+"  "+style.PadRight(gitAge(m.now, e.Time), 4)+"  "+sanitize.String(e.Message))
+			add(e.ID, short+"  "+style.PadRight(style.Age(m.now, e.Time), 4)+"  "+sanitize.String(e.Message))
 		}
 		return out
 	}
 	remotes := m.remoteNames()
 	for _, c := range co.commits {
-		line := sanitize.String(c.Short) + "  " + style.PadRight(gitAge(m.now, c.Time), 4) + "  " + sanitize.String(c.Subject)
+		line := sanitize.String(c.Short) + "  " + style.PadRight(style.Age(m.now, c.Time), 4) + "  " + sanitize.String(c.Subject)
 		if len(c.Refs) > 0 {
 			line += "  (" + sanitize.String(strings.Join(c.Refs, ", ")) + ")"
 		}
@@ -556,7 +548,7 @@ func (m *Model) checkoutPreview(r GitPreviewMsg) {
 // previewParas is the checkout preview: where HEAD goes, the commits it
 // brings in and leaves, the files it touches and the dirty files that
 // block it.
-func previewParas(p git.Preview, ref, to string) []para {
+func previewParas(p git.Preview, ref, to string) []component.Para {
 	where := " (detached)"
 	if p.Branch != "" {
 		where = " (branch " + sanitize.String(p.Branch) + ")"
@@ -565,9 +557,9 @@ func previewParas(p git.Preview, ref, to string) []para {
 	if git.IsCommitID(p.Target) || sanitize.String(p.Target) == to { // a commit picked from the list: no need to say it twice
 		head = "checkout " + to
 	}
-	ps := []para{{text: head + " " + sanitize.String(p.To.Subject) + where, tone: style.Title}}
+	ps := []component.Para{{Text: head + " " + sanitize.String(p.To.Subject) + where, Tone: style.Title}}
 	if p.ForwardCount == 0 && p.BackCount == 0 {
-		ps = append(ps, para{text: "same commit as HEAD", tone: style.Dim})
+		ps = append(ps, component.Para{Text: "same commit as HEAD", Tone: style.Dim})
 	}
 	ps = commitList(ps, "brings in ", "+ ", style.OK, p.Forward, p.ForwardCount)
 	ps = commitList(ps, "leaves ", "- ", style.Warn, p.Back, p.BackCount)
@@ -580,27 +572,27 @@ func previewParas(p git.Preview, ref, to string) []para {
 		if n > 5 {
 			t += ", ..."
 		}
-		ps = append(ps, para{text: t})
+		ps = append(ps, component.Para{Text: t})
 	}
 	if len(p.Blocking) > 0 {
-		ps = append(ps, para{text: "dirty files the checkout would overwrite: " + strings.Join(sanitizeAll(p.Blocking), ", ") +
-			"; git will refuse: stash them first", tone: style.Crit})
+		ps = append(ps, component.Para{Text: "dirty files the checkout would overwrite: " + strings.Join(sanitize.All(p.Blocking), ", ") +
+			"; git will refuse: stash them first", Tone: style.Crit})
 	}
 	if len(p.Overwrites) > 0 {
-		ps = append(ps, para{text: "ignored files the target tracks, which git replaces without asking: " + strings.Join(sanitizeAll(p.Overwrites), ", ") +
-			" (saved in the snapshot first)", tone: style.Warn})
+		ps = append(ps, component.Para{Text: "ignored files the target tracks, which git replaces without asking: " + strings.Join(sanitize.All(p.Overwrites), ", ") +
+			" (saved in the snapshot first)", Tone: style.Warn})
 	}
-	return append(ps, para{text: snapshotNote, tone: style.Dim})
+	return append(ps, component.Para{Text: snapshotNote, Tone: style.Dim})
 }
 
 // commitList is "brings in 2 commits:" and "+ 3207427 subject" lines, cut
 // with "... and K more" (K counted from total).
-func commitList(ps []para, head, sign string, tn style.Token, cs []event.Commit, total int) []para {
+func commitList(ps []component.Para, head, sign string, tn style.Token, cs []event.Commit, total int) []component.Para {
 	total = max(total, len(cs))
 	if total == 0 {
 		return ps
 	}
-	ps = append(ps, para{text: head + style.Plural(total, "commit") + ":"})
+	ps = append(ps, component.Para{Text: head + style.Plural(total, "commit") + ":"})
 	const n = 5
 	for i, c := range cs {
 		if i == n {
@@ -610,10 +602,10 @@ func commitList(ps []para, head, sign string, tn style.Token, cs []event.Commit,
 		if short == "" {
 			short = git.ShortID(sanitize.String(c.ID))
 		}
-		ps = append(ps, para{text: sign + short + " " + sanitize.String(c.Subject), tone: tn, indent: 2, cut: true})
+		ps = append(ps, component.Para{Text: sign + short + " " + sanitize.String(c.Subject), Tone: tn, Indent: 2, Cut: true})
 	}
 	if more := total - min(n, len(cs)); more > 0 {
-		ps = append(ps, para{text: "... and " + strconv.Itoa(more) + " more", tone: style.Dim, indent: 2})
+		ps = append(ps, component.Para{Text: "... and " + strconv.Itoa(more) + " more", Tone: style.Dim, Indent: 2})
 	}
 	return ps
 }
@@ -718,7 +710,7 @@ func (m *Model) snapLine(s git.Snapshot) string {
 	if s.Branch != "" {
 		head += " " + sanitize.String(s.Branch)
 	}
-	return sanitize.String(s.ID) + "  " + style.PadRight(gitAge(m.now, s.Time), 4) + "  " + sanitize.String(s.Reason) + "  " + head + "  " + style.Plural(s.Files, "file")
+	return sanitize.String(s.ID) + "  " + style.PadRight(style.Age(m.now, s.Time), 4) + "  " + sanitize.String(s.Reason) + "  " + head + "  " + style.Plural(s.Files, "file")
 }
 
 // snapsKey handles a key in the snapshot picker: enter asks to restore the
@@ -754,12 +746,12 @@ func (m *Model) confirmRestore(s git.Snapshot) {
 	if r := sanitize.String(s.Reason); r != "" {
 		q += " taken before " + r
 	}
-	if a := gitAge(m.now, s.Time); a != "" {
+	if a := style.Age(m.now, s.Time); a != "" {
 		q += " (" + a + " ago)"
 	}
 	m.ask(&gitConfirm{
 		title: "restore snapshot", frame: style.Warn, verb: "restore", back: modalGitSnapshots, cancel: "restore cancelled",
-		paras: []para{{text: q + "?"}, {text: m.snapLine(s), tone: style.Dim, indent: 2, cut: true}, {text: restoreNote, tone: style.Dim}},
+		paras: []component.Para{{Text: q + "?"}, {Text: m.snapLine(s), Tone: style.Dim, Indent: 2, Cut: true}, {Text: restoreNote, Tone: style.Dim}},
 		start: func() tea.Cmd {
 			return m.startGit("restore", "restore "+idText, "restored snapshot "+idText, "restoring snapshot "+idText, "restoring",
 				func(ctx context.Context, g GitControl) (event.GitAction, error) { return g.Restore(ctx, id) })
@@ -792,58 +784,12 @@ func (m *Model) renderSnaps(iw, maxH int) []string {
 	return out
 }
 
-// renderParas wraps paragraphs to iw cells, painted in their tones.
-func (m *Model) renderParas(ps []para, iw int) []string {
-	var out []string
-	for _, p := range ps {
-		t := m.styles.Tone(p.tone)
-		pad := style.Spaces(p.indent)
-		if p.cut {
-			out = append(out, pad+t.Render(style.Truncate(p.text, iw-p.indent)))
-			continue
-		}
-		for _, l := range style.Wrap(p.text, iw-p.indent) {
-			out = append(out, pad+t.Render(l))
-		}
-	}
-	return out
-}
-
-// prompt is "y/enter checkout  esc back" style key help inside a box:
-// pairs of key and what it does.
-func (m *Model) prompt(iw int, kv ...string) string {
-	var b strings.Builder
-	for i := 0; i+1 < len(kv); i += 2 {
-		if i > 0 {
-			b.WriteString("  ")
-		}
-		b.WriteString(m.styles.Key.Render(kv[i]) + " " + m.styles.Dim.Render(kv[i+1]))
-	}
-	return style.TruncateStyled(b.String(), iw)
-}
-
 // confirmPrompt is the last line of a confirmation.
 func (m *Model) confirmPrompt(c *gitConfirm, iw int) string {
 	if c.back != modalNone {
-		return m.prompt(iw, "y/enter", c.verb, "esc", "back", "n", "cancel")
+		return component.Prompt(&m.styles, iw, "y/enter", c.verb, "esc", "back", "n", "cancel")
 	}
-	return m.prompt(iw, "y/enter", c.verb, "n/esc", "cancel")
-}
-
-// fitLines keeps at most maxH lines: the last keep lines stay, the middle
-// is cut with a note.
-func (m *Model) fitLines(lines []string, maxH, keep, iw int) []string {
-	if len(lines) <= maxH || maxH <= 0 {
-		return lines
-	}
-	keep = min(keep, maxH)
-	head := max(maxH-keep-1, 0)
-	cut := len(lines) - head - keep
-	out := append([]string{}, lines[:head]...)
-	if maxH-keep > 0 {
-		out = append(out, m.styles.Dim.Render(style.Truncate("... "+style.Plural(cut, "more line")+" (a taller terminal shows them)", iw)))
-	}
-	return append(out, lines[len(lines)-keep:]...)
+	return component.Prompt(&m.styles, iw, "y/enter", c.verb, "n/esc", "cancel")
 }
 
 // gitModalBox is a git overlay's title, frame tone, content and inner
@@ -856,11 +802,11 @@ func (m *Model) gitModalBox(w, avail int) (title string, frame style.Tone, body 
 	case modalGitConfirm:
 		c := g.confirm
 		iw = min(w-4, 76)
-		body = append(m.renderParas(c.paras, iw), "", m.confirmPrompt(c, iw))
-		return c.title, st.Tone(c.frame), m.fitLines(body, maxH, 2, iw), iw, true
+		body = append(component.Paras(&m.styles, c.paras, iw), "", m.confirmPrompt(c, iw))
+		return c.title, st.Tone(c.frame), component.FitLines(&m.styles, body, maxH, 2, iw), iw, true
 	case modalGitStash:
 		iw = min(w-4, 64)
-		return "stash the changes", st.Accent, m.fitLines(m.renderStash(iw), maxH, 2, iw), iw, true
+		return "stash the changes", st.Accent, component.FitLines(&m.styles, m.renderStash(iw), maxH, 2, iw), iw, true
 	case modalGitCheckout:
 		iw = min(w-4, 88)
 		return "checkout", st.Accent, m.renderCheckout(iw, maxH), iw, true

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -174,19 +173,19 @@ func (g *gitState) setAction(a event.GitAction, at time.Time) {
 	if strings.TrimSpace(out) == "" { // git's words are in the error
 		out = a.Err
 	}
-	a.Err = gitFirstLine(a.Err)
+	a.Err = sanitize.FirstLine(a.Err)
 	g.lastOut = nil
-	for _, l := range textLines(out, 0) {
+	for _, l := range sanitize.Lines(out, 0) {
 		if l != a.Err && len(g.lastOut) < maxOutputLines { // the error's line is shown already
 			g.lastOut = append(g.lastOut, l)
 		}
 	}
 	a.Output = ""
-	a.Args = sanitizeAll(a.Args)
-	a.Conflict = sanitizeAll(a.Conflict)
+	a.Args = sanitize.All(a.Args)
+	a.Conflict = sanitize.All(a.Conflict)
 	g.lastNotes = nil
 	for _, n := range a.Notes {
-		g.lastNotes = append(g.lastNotes, textLines(n, 0)...)
+		g.lastNotes = append(g.lastNotes, sanitize.Lines(n, 0)...)
 	}
 	a.Notes = nil
 	g.last, g.lastAt, g.hasAct = a, at, true
@@ -195,30 +194,6 @@ func (g *gitState) setAction(a event.GitAction, at time.Time) {
 // maxOutputLines is how many lines of git's output the panel shows under
 // a failed action.
 const maxOutputLines = 3
-
-// textLines are the non-empty lines of raw remote text, trimmed and
-// sanitised, at most n of them (n <= 0: all).
-func textLines(raw string, n int) []string {
-	var out []string
-	for _, l := range strings.FieldsFunc(raw, func(r rune) bool { return r == '\n' || r == '\r' }) {
-		if l = strings.TrimSpace(l); l == "" {
-			continue
-		}
-		if n > 0 && len(out) == n {
-			break
-		}
-		out = append(out, sanitize.String(l))
-	}
-	return out
-}
-
-// gitFirstLine is the first non-empty line of raw remote text, sanitised.
-func gitFirstLine(raw string) string {
-	if ls := textLines(raw, 1); len(ls) > 0 {
-		return ls[0]
-	}
-	return ""
-}
 
 // isUndo reports whether the recorded action a (a restore) is the undo
 // started from here.
@@ -233,22 +208,10 @@ func (g *gitState) setMoved(mv event.GitMoved) {
 	for _, f := range []*string{&mv.From, &mv.To, &mv.FromShort, &mv.ToShort, &mv.FromBranch, &mv.ToBranch, &mv.Action} {
 		*f = sanitize.String(*f)
 	}
-	mv.Files = sanitizeAll(mv.Files)
-	mv.DirtyChanged = sanitizeAll(mv.DirtyChanged)
+	mv.Files = sanitize.All(mv.Files)
+	mv.DirtyChanged = sanitize.All(mv.DirtyChanged)
 	g.moved = mv
 	g.movedN++
-}
-
-// sanitizeAll returns a sanitised copy of ss.
-func sanitizeAll(ss []string) []string {
-	if ss == nil {
-		return nil
-	}
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = sanitize.String(s)
-	}
-	return out
 }
 
 // move moves the cursor by d rows, clamped.
@@ -265,44 +228,6 @@ func (g *gitState) home() {
 
 // page is how far pgup/pgdn move the cursor.
 func (g *gitState) page() int { return max(g.height-1, 1) }
-
-// gitAge is the age of t at now in one unit: "40s", "3m", "2h", "5d"; ""
-// when either time is unknown or t is in the future (another clock).
-func gitAge(now, t time.Time) string {
-	if now.IsZero() || t.IsZero() || now.Before(t) {
-		return ""
-	}
-	s := int64(now.Sub(t) / time.Second)
-	switch {
-	case s < 60:
-		return strconv.FormatInt(s, 10) + "s"
-	case s < 3600:
-		return strconv.FormatInt(s/60, 10) + "m"
-	case s < 86400:
-		return strconv.FormatInt(s/3600, 10) + "h"
-	}
-	return strconv.FormatInt(s/86400, 10) + "d"
-}
-
-// baseNames lists the base names of paths, the first n then "+K more"
-// (K counted from total when it is larger than the list).
-func baseNames(paths []string, total, n int) string {
-	total = max(total, len(paths))
-	var b strings.Builder
-	for i, p := range paths {
-		if i == n {
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(path.Base(p))
-	}
-	if more := total - min(n, len(paths)); more > 0 {
-		b.WriteString(" +" + strconv.Itoa(more) + " more")
-	}
-	return b.String()
-}
 
 // gitLine is one line of the panel body: styled text and the selectable
 // row it shows (-1 for section headers and notes).
@@ -396,7 +321,7 @@ func (m *Model) gitTitle(w int) string {
 		subject = style.Truncate(sanitize.String(s.Head.Subject), 50)
 		subjAt = len(tail)
 		tail = append(tail, part{Text: "", Tone: st.Text})
-		if a := gitAge(m.now, s.Head.Time); a != "" {
+		if a := style.Age(m.now, s.Head.Time); a != "" {
 			tail = append(tail, part{Text: " (" + a + ")", Tone: st.Dim})
 		}
 		if s.Upstream != "" {
@@ -514,7 +439,7 @@ func (m *Model) lastActionText() string {
 	g := &m.git
 	a := &g.last
 	s := "last action"
-	if age := gitAge(m.now, g.lastAt); age != "" {
+	if age := style.Age(m.now, g.lastAt); age != "" {
 		s += " " + age + " ago"
 	}
 	args := make([]string, len(a.Args))
@@ -526,7 +451,7 @@ func (m *Model) lastActionText() string {
 	}
 	what := strings.Join(args, " ")
 	if len(args) > 2 { // a revert's paths
-		what = baseNames(args, 0, 2)
+		what = style.BaseNames(args, 0, 2)
 	}
 	op := a.Op
 	if name, ok := gitOpNames[op]; ok {
@@ -559,7 +484,7 @@ func (m *Model) lastActionText() string {
 	// The snapshot before git's words: a long error is cut at the width.
 	switch {
 	case len(a.Conflict) > 0:
-		return s + " conflicted in " + baseNames(a.Conflict, 0, 3) + snap
+		return s + " conflicted in " + style.BaseNames(a.Conflict, 0, 3) + snap
 	case a.Err != "":
 		return s + " failed" + snap + ": " + a.Err
 	}
@@ -706,7 +631,7 @@ func (m *Model) gitStashes(out []gitLine, w int) []gitLine {
 	for i, s := range g.st.Stashes {
 		row := base + i
 		ref := style.PadRight(s.Ref(), len("stash@{10}"))
-		line := m.cursorMark(row) + "  " + m.rowText(row, ref) + "  " + st.Dim.Render(style.PadRight(gitAge(m.now, s.Time), 4)) +
+		line := m.cursorMark(row) + "  " + m.rowText(row, ref) + "  " + st.Dim.Render(style.PadRight(style.Age(m.now, s.Time), 4)) +
 			"  " + m.rowText(row, sanitize.String(s.Message))
 		out = append(out, gitLine{style.TruncateStyled(line, w), row})
 	}
@@ -728,7 +653,7 @@ func (m *Model) gitReflog(out []gitLine, w int) []gitLine {
 		if short == "" {
 			short = git.ShortID(sanitize.String(e.ID))
 		}
-		line := m.cursorMark(row) + "  " + m.rowText(row, short) + "  " + st.Dim.Render(style.PadRight(gitAge(m.now, e.Time), 4)) +
+		line := m.cursorMark(row) + "  " + m.rowText(row, short) + "  " + st.Dim.Render(style.PadRight(style.Age(m.now, e.Time), 4)) +
 			"  " + m.rowText(row, sanitize.String(e.Message))
 		out = append(out, gitLine{style.TruncateStyled(line, w), row})
 	}

@@ -85,6 +85,17 @@ func (s *Stack) Remove(id string) bool {
 	return false
 }
 
+// Find is the open dialog named id, wherever it is on the stack (the
+// newest of that name); nil when none is.
+func (s *Stack) Find(id string) Dialog {
+	for i := len(s.dialogs) - 1; i >= 0; i-- {
+		if s.dialogs[i].ID() == id {
+			return s.dialogs[i]
+		}
+	}
+	return nil
+}
+
 // Empty reports whether no dialog is open.
 func (s *Stack) Empty() bool { return len(s.dialogs) == 0 }
 
