@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	gitdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -517,7 +518,7 @@ func TestGitStashForm(t *testing.T) {
 	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
 	press(m, "s")
-	if m.modal != modalGitStash {
+	if m.overlay.TopID() != "git-stash" {
 		t.Fatalf("s: %q", m.Status())
 	}
 	box := boxText(m)
@@ -973,7 +974,7 @@ func TestGitSuccessNotes(t *testing.T) {
 func checkoutPicker(t *testing.T, m *Model, f *fakeGit) {
 	t.Helper()
 	cmd := press(m, "c")
-	if m.modal != modalGitCheckout {
+	if m.overlay.TopID() != "git-checkout" {
 		t.Fatalf("c: %q", m.Status())
 	}
 	if !strings.Contains(boxText(m), "loading commits ...") {
@@ -1035,8 +1036,8 @@ func TestGitCheckoutTypedRef(t *testing.T) {
 	}
 	// esc goes back to the picker, the text kept; enter previews again.
 	press(m, "esc")
-	if m.modal != modalGitCheckout || m.git.co.input.Value() != "HEAD~2" {
-		t.Fatalf("esc in the preview: modal %d", m.modal)
+	if co, ok := m.overlay.Top().(*gitdialog.Checkout); !ok || co.Typed() != "HEAD~2" {
+		t.Fatalf("esc in the preview: top %q", m.overlay.TopID())
 	}
 	m.Update(run(press(m, "enter"))[0])
 	cmd = press(m, "y")
@@ -1103,7 +1104,7 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	// n in the preview cancels everything; no checkout.
 	press(m, "n")
 	if m.dialogOpen() || m.Status() != "checkout cancelled" {
-		t.Errorf("n: modal %d %q", m.modal, m.Status())
+		t.Errorf("n: top %q %q", m.overlay.TopID(), m.Status())
 	}
 	// esc in the picker cancels; a late preview answer is dropped.
 	checkoutPicker(t, m, f)
@@ -1123,8 +1124,8 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	checkoutPicker(t, m, f)
 	typeText(m, "nope")
 	m.Update(run(press(m, "enter"))[0])
-	if m.modal != modalGitCheckout || m.Status() != `preview nope: unknown ref "nope"` {
-		t.Errorf("preview error: modal %d %q", m.modal, m.Status())
+	if m.overlay.TopID() != "git-checkout" || m.Status() != `preview nope: unknown ref "nope"` {
+		t.Errorf("preview error: top %q %q", m.overlay.TopID(), m.Status())
 	}
 }
 
@@ -1225,8 +1226,8 @@ func TestGitSnapshotsRestore(t *testing.T) {
 		t.Errorf("restore: %s", box)
 	}
 	press(m, "esc")
-	if m.modal != modalGitSnapshots {
-		t.Errorf("esc in the confirmation: modal %d", m.modal)
+	if m.overlay.TopID() != "git-snapshots" {
+		t.Errorf("esc in the confirmation: top %q", m.overlay.TopID())
 	}
 	press(m, "enter")
 	m.Update(run(press(m, "y"))[0])

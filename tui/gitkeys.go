@@ -12,6 +12,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	gitdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -21,26 +22,13 @@ import (
 type GitRefreshMsg struct{ Err error }
 
 // GitLogMsg is the answer of the checkout picker's Log.
-type GitLogMsg struct {
-	Seq     int // the request it answers; answers to a closed picker are dropped
-	Commits []event.Commit
-	Err     error
-}
+type GitLogMsg = gitdialog.LogMsg
 
 // GitPreviewMsg is the answer of a Preview asked from the checkout picker.
-type GitPreviewMsg struct {
-	Seq     int    // the request it answers
-	Ref     string // the ref as it will be checked out
-	Preview git.Preview
-	Err     error
-}
+type GitPreviewMsg = gitdialog.PreviewMsg
 
-// GitSnapshotsMsg is the answer of the snapshot picker's Snapshots.
-type GitSnapshotsMsg struct {
-	Seq       int // the request it answers
-	Snapshots []git.Snapshot
-	Err       error
-}
+// GitSnapshotsMsg is the answer of the snapshots list's Snapshots.
+type GitSnapshotsMsg = gitdialog.SnapshotsMsg
 
 // GitActionMsg is the answer of a git action started from the panel.
 // What and Done are sanitised texts prepared when it started.
@@ -223,21 +211,21 @@ func (m *Model) gitAct(b *component.Binding) tea.Cmd {
 			g.marked[f.Path] = true
 		}
 	case &k.GitRevert:
-		m.confirmRevert()
+		g.dialogs.AskRevert(g.revertFiles())
 	case &k.GitStash:
-		return m.openStashForm()
-	case &k.GitApply:
-		m.confirmStashOp("stash-apply")
-	case &k.GitPop:
-		m.confirmStashOp("stash-pop")
-	case &k.GitDrop:
-		m.confirmStashOp("stash-drop")
+		return g.dialogs.OpenStash()
+	case &k.GitApply, &k.GitPop, &k.GitDrop:
+		// The call names the stash by its commit id: indexes shift when
+		// stashes are added or dropped.
+		s, _ := g.targetStash()
+		g.dialogs.AskStashOp(map[*component.Binding]string{&k.GitApply: "stash-apply", &k.GitPop: "stash-pop", &k.GitDrop: "stash-drop"}[b], s)
 	case &k.GitCheckout:
-		return m.openCheckout()
+		return g.dialogs.OpenCheckout()
 	case &k.GitUndo:
-		m.confirmUndo()
+		id, reason := g.ctl.LastSnapshot()
+		g.dialogs.AskUndo(sanitize.String(id), sanitize.String(reason))
 	case &k.GitSnapshots:
-		return m.openSnapshots()
+		return g.dialogs.OpenSnapshots()
 	}
 	return nil
 }
@@ -284,11 +272,19 @@ func (m *Model) gitResult(msg tea.Msg) tea.Cmd {
 			return m.quitAfterGit()
 		}
 	case GitLogMsg:
-		m.checkoutLog(r)
+		if co, ok := m.overlay.Find(gitdialog.CheckoutID).(*gitdialog.Checkout); ok {
+			co.Loaded(r)
+		}
 	case GitPreviewMsg:
-		m.checkoutPreview(r)
+		// Only to the picker on top: one closed, or under its preview,
+		// asked no more.
+		if co, ok := m.overlay.Top().(*gitdialog.Checkout); ok {
+			co.Previewed(r)
+		}
 	case GitSnapshotsMsg:
-		m.snapshotsLoaded(r)
+		if p, ok := m.overlay.Find(gitdialog.SnapshotsID).(*gitdialog.Snapshots); ok {
+			p.Loaded(r)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	gitdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -55,11 +56,7 @@ type gitState struct {
 	moved  event.GitMoved // the latest HEAD move not acknowledged, sanitised
 	movedN int            // moves since the last acknowledgement
 
-	seq     int // numbers the reads an overlay waits for; stale answers are dropped
-	confirm *gitConfirm
-	stash   *gitStashForm
-	co      *gitCheckout
-	snaps   *gitSnapPicker
+	dialogs *gitdialog.Host // opens the panel's dialogs on the overlay stack
 }
 
 // gitRowKind is what a selectable row of the panel shows.

@@ -266,6 +266,7 @@ func New(o Options) *Model {
 		m.keys.Quit.Long = "quit" // a replay has no server to keep running
 	}
 	m.wireKeys()
+	m.git.dialogs = m.gitDialogs()
 	m.log.Covered = func() string { return logCovered(m) }
 	m.log.NoLog = m.noLog
 	switch {
@@ -393,9 +394,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.bench.form.paste(msg)
 		case modalRepeat:
 			return m, m.rep.form.paste(msg)
-		}
-		if isGitModal(m.modal) {
-			return m, m.gitPaste(msg)
 		}
 		if isExpModal(m.modal) {
 			return m, m.expPaste(msg)
@@ -574,8 +572,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.launchKey(msg)
 	case modalProfile:
 		return m.pickerKey(msg)
-	case modalGitConfirm, modalGitStash, modalGitCheckout, modalGitSnapshots:
-		return m.gitModalKey(msg)
 	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
 		return m.expKey(msg)
 	case modalBench:

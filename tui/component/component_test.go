@@ -86,6 +86,12 @@ func TestStackKeepsWhatADialogOpens(t *testing.T) {
 	if !s.Empty() || s.TopID() != "" || s.Top() != nil {
 		t.Error("pop left a dialog")
 	}
+	// A question asked over another closes both as it answers.
+	s.Push(&Confirm{Name: "picker", Question: func() string { return "?" }})
+	s.Push(&Confirm{Name: "question", Question: func() string { return "?" }, Yes: func() tea.Cmd { s.Remove("picker"); return nil }})
+	if _, ok := s.Key(press("y")); !ok || !s.Empty() {
+		t.Errorf("y over the picker left %q", s.TopID())
+	}
 }
 
 // TestPlaceCentresBetweenHeaderAndFooter: a box is centred in the rows
