@@ -33,8 +33,8 @@ func (m *Model) toggleExperiments() {
 	}
 	m.exp.open = true
 	m.showHelp = false
-	if m.git.open {
-		m.closeGit()
+	if m.git.Open {
+		m.git.Close()
 	}
 }
 
