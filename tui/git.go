@@ -60,7 +60,7 @@ func (m *Model) wireGit() {
 	p.Flash = m.flash
 	p.Record = m.recorder
 	p.Ctx = func() context.Context { return m.ctx }
-	h := &gitdialog.Host{
+	h := &gitdialog.Dialogs{
 		Panel:  p,
 		Ctx:    p.Ctx,
 		Now:    func() time.Time { return m.now },

@@ -18,7 +18,7 @@ import (
 // enter asks for the preview of the typed ref or the chosen row, then the
 // preview asks, over the picker, to check it out.
 type Checkout struct {
-	h       *Host
+	ds      *Dialogs
 	input   textinput.Model
 	reflog  bool // the list shows the reflog
 	commits []event.Commit
@@ -41,14 +41,14 @@ type coItem struct {
 const checkoutLogN = 40
 
 // OpenCheckout opens the checkout picker and asks for the log.
-func (h *Host) OpenCheckout() tea.Cmd {
+func (ds *Dialogs) OpenCheckout() tea.Cmd {
 	in := textinput.New()
 	in.Prompt = ""
 	in.Placeholder = "branch, tag, commit, HEAD~2"
-	in.SetStyles(h.Inputs())
-	co := &Checkout{h: h, input: in, loading: true, seq: h.next()}
-	h.Push(co)
-	ctl, ctx, seq := h.Ctl, h.Ctx(), co.seq
+	in.SetStyles(ds.Inputs())
+	co := &Checkout{ds: ds, input: in, loading: true, seq: ds.next()}
+	ds.Push(co)
+	ctl, ctx, seq := ds.Ctl, ds.Ctx(), co.seq
 	return tea.Batch(co.input.Focus(), func() tea.Msg {
 		cs, err := ctl.Log(ctx, checkoutLogN)
 		return LogMsg{Seq: seq, Commits: cs, Err: err}
@@ -79,7 +79,7 @@ func (co *Checkout) Loaded(r LogMsg) {
 // remote, "origin" and "upstream".
 func (co *Checkout) remoteNames() []string {
 	out := []string{"origin", "upstream"}
-	if r, _, ok := strings.Cut(co.h.Panel.Status().Upstream, "/"); ok {
+	if r, _, ok := strings.Cut(co.ds.Panel.Status().Upstream, "/"); ok {
 		out = append(out, r)
 	}
 	return out
@@ -122,18 +122,18 @@ func (co *Checkout) items() []coItem {
 		}
 	}
 	if co.reflog {
-		for _, e := range co.h.Panel.Status().Reflog {
+		for _, e := range co.ds.Panel.Status().Reflog {
 			short := sanitize.String(e.Short)
 			if short == "" {
 				short = rgit.ShortID(sanitize.String(e.ID))
 			}
-			add(e.ID, short+"  "+style.PadRight(co.h.age(e.Time), 4)+"  "+sanitize.String(e.Message))
+			add(e.ID, short+"  "+style.PadRight(co.ds.age(e.Time), 4)+"  "+sanitize.String(e.Message))
 		}
 		return out
 	}
 	remotes := co.remoteNames()
 	for _, c := range co.commits {
-		line := sanitize.String(c.Short) + "  " + style.PadRight(co.h.age(c.Time), 4) + "  " + sanitize.String(c.Subject)
+		line := sanitize.String(c.Short) + "  " + style.PadRight(co.ds.age(c.Time), 4) + "  " + sanitize.String(c.Subject)
 		if len(c.Refs) > 0 {
 			line += "  (" + sanitize.String(strings.Join(c.Refs, ", ")) + ")"
 		}
@@ -160,7 +160,7 @@ func (co *Checkout) minCursor() int {
 func (co *Checkout) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	k := msg.String()
 	if k == "esc" || k == "ctrl+c" {
-		co.h.Flash("checkout cancelled", style.Dim)
+		co.ds.Flash("checkout cancelled", style.Dim)
 		return nil, true
 	}
 	if co.waiting != "" {
@@ -209,11 +209,11 @@ func (co *Checkout) preview(items []coItem) tea.Cmd {
 		ref = items[co.cursor].ref
 	}
 	if ref == "" {
-		co.h.Flash("type a ref or choose a commit", style.Warn)
+		co.ds.Flash("type a ref or choose a commit", style.Warn)
 		return nil
 	}
-	co.waiting, co.wseq = sanitize.String(ref), co.h.next()
-	ctl, ctx, seq := co.h.Ctl, co.h.Ctx(), co.wseq
+	co.waiting, co.wseq = sanitize.String(ref), co.ds.next()
+	ctl, ctx, seq := co.ds.Ctl, co.ds.Ctx(), co.wseq
 	return func() tea.Msg {
 		p, err := ctl.Preview(ctx, ref)
 		return PreviewMsg{Seq: seq, Ref: ref, Preview: p, Err: err}
@@ -229,10 +229,10 @@ func (co *Checkout) Previewed(r PreviewMsg) {
 	}
 	co.waiting = ""
 	if r.Err != nil {
-		co.h.Flash("preview "+sanitize.String(r.Ref)+": "+errText(r.Err), style.Crit)
+		co.ds.Flash("preview "+sanitize.String(r.Ref)+": "+errText(r.Err), style.Crit)
 		return
 	}
-	co.h.askCheckout(r.Ref, r.Preview)
+	co.ds.askCheckout(r.Ref, r.Preview)
 }
 
 // View implements component.Dialog.

@@ -16,7 +16,7 @@ import (
 
 // askCheckout asks, over the picker, to check out ref as p previews it:
 // esc goes back to the picker, n cancels both.
-func (h *Host) askCheckout(ref string, p rgit.Preview) {
+func (ds *Dialogs) askCheckout(ref string, p rgit.Preview) {
 	to := sanitize.String(p.To.Short)
 	if to == "" {
 		to = rgit.ShortID(sanitize.String(p.To.ID))
@@ -28,12 +28,12 @@ func (h *Host) askCheckout(ref string, p rgit.Preview) {
 	q := &Question{
 		name: PreviewID, title: "checkout", frame: style.Accent, verb: "checkout", over: CheckoutID, cancel: "checkout cancelled",
 		paras: previewParas(p, sanitize.String(ref), to),
-		yes:   func() tea.Cmd { return h.Panel.Checkout(ref, label, to) },
+		yes:   func() tea.Cmd { return ds.Panel.Checkout(ref, label, to) },
 	}
 	if len(p.Blocking) > 0 {
 		q.frame = style.Crit
 	}
-	h.ask(q)
+	ds.ask(q)
 }
 
 // previewParas is the checkout preview: where HEAD goes, the commits it

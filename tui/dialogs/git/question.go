@@ -19,7 +19,7 @@ import (
 // list), else cancels; other keys do nothing. A cancel, or the start,
 // closes the dialog under it too.
 type Question struct {
-	h      *Host
+	ds     *Dialogs
 	name   string // ConfirmID or PreviewID
 	title  string
 	frame  style.Token
@@ -31,9 +31,9 @@ type Question struct {
 }
 
 // ask opens q.
-func (h *Host) ask(q *Question) {
-	q.h = h
-	h.Push(q)
+func (ds *Dialogs) ask(q *Question) {
+	q.ds = ds
+	ds.Push(q)
 }
 
 // ID implements component.Dialog.
@@ -52,7 +52,7 @@ func (q *Question) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		fallthrough
 	case "n", "ctrl+c":
 		q.closeUnder()
-		q.h.Flash(q.cancel, style.Dim)
+		q.ds.Flash(q.cancel, style.Dim)
 		return nil, true
 	}
 	return nil, false
@@ -61,7 +61,7 @@ func (q *Question) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 // closeUnder closes the dialog q was asked over.
 func (q *Question) closeUnder() {
 	if q.over != "" {
-		q.h.Remove(q.over)
+		q.ds.Remove(q.over)
 	}
 }
 
@@ -90,7 +90,7 @@ func (q *Question) Help() []component.Hint {
 
 // AskRevert asks to revert files (the marked ones, or the cursor's) to
 // HEAD, saying which of them leave the disk.
-func (h *Host) AskRevert(files []event.GitFile) {
+func (ds *Dialogs) AskRevert(files []event.GitFile) {
 	var untracked, added []string
 	for _, f := range files {
 		switch {
@@ -124,18 +124,18 @@ func (h *Host) AskRevert(files []event.GitFile) {
 			style.BaseNames(added, 0, 5) + ".", Tone: style.Warn})
 	}
 	ps = append(ps, component.Para{Text: snapshotNote, Tone: style.Dim})
-	h.ask(&Question{
+	ds.ask(&Question{
 		name: ConfirmID, title: "revert to HEAD", frame: style.Warn, paras: ps, verb: "revert", cancel: "revert cancelled",
-		yes: func() tea.Cmd { return h.Panel.Revert(files) },
+		yes: func() tea.Cmd { return ds.Panel.Revert(files) },
 	})
 }
 
 // AskStashOp asks to apply ("stash-apply"), pop ("stash-pop") or drop
 // ("stash-drop") the stash s.
-func (h *Host) AskStashOp(op string, s event.Stash) {
+func (ds *Dialogs) AskStashOp(op string, s event.Stash) {
 	desc := s.Ref() + " (" + sanitize.String(s.Message) + ")"
 	q := &Question{name: ConfirmID, frame: style.Warn, cancel: strings.ReplaceAll(op, "-", " ") + " cancelled",
-		yes: func() tea.Cmd { return h.Panel.StashOp(op, s) }}
+		yes: func() tea.Cmd { return ds.Panel.StashOp(op, s) }}
 	switch op {
 	case "stash-apply":
 		q.title, q.verb = "apply stash", "apply"
@@ -149,36 +149,36 @@ func (h *Host) AskStashOp(op string, s event.Stash) {
 			{Text: "Its commit " + sanitize.String(s.ID) + " stays recoverable from the snapshot.", Tone: style.Warn}}
 	}
 	q.paras = append(q.paras, component.Para{Text: snapshotNote, Tone: style.Dim})
-	h.ask(q)
+	ds.ask(q)
 }
 
 // AskUndo asks to restore snapshot id, taken before reason (both
 // sanitised): the one taken before the last action made here.
-func (h *Host) AskUndo(id, reason string) {
+func (ds *Dialogs) AskUndo(id, reason string) {
 	q := "Restore snapshot " + id
 	if reason != "" {
 		q += " taken before " + reason
 	}
-	h.ask(&Question{
+	ds.ask(&Question{
 		name: ConfirmID, title: "undo", frame: style.Warn, verb: "restore", cancel: "undo cancelled",
 		paras: []component.Para{{Text: q + "?"}, {Text: restoreNote, Tone: style.Dim}},
-		yes:   func() tea.Cmd { return h.Panel.Undo(id, reason) },
+		yes:   func() tea.Cmd { return ds.Panel.Undo(id, reason) },
 	})
 }
 
 // askRestore asks, over the snapshots list, to restore snapshot s.
-func (h *Host) askRestore(s rgit.Snapshot) {
+func (ds *Dialogs) askRestore(s rgit.Snapshot) {
 	id := s.ID
 	q := "Restore snapshot " + sanitize.String(id)
 	if r := sanitize.String(s.Reason); r != "" {
 		q += " taken before " + r
 	}
-	if a := h.age(s.Time); a != "" {
+	if a := ds.age(s.Time); a != "" {
 		q += " (" + a + " ago)"
 	}
-	h.ask(&Question{
+	ds.ask(&Question{
 		name: ConfirmID, title: "restore snapshot", frame: style.Warn, verb: "restore", over: SnapshotsID, cancel: "restore cancelled",
-		paras: []component.Para{{Text: q + "?"}, {Text: h.snapLine(s), Tone: style.Dim, Indent: 2, Cut: true}, {Text: restoreNote, Tone: style.Dim}},
-		yes:   func() tea.Cmd { return h.Panel.Restore(id) },
+		paras: []component.Para{{Text: q + "?"}, {Text: ds.snapLine(s), Tone: style.Dim, Indent: 2, Cut: true}, {Text: restoreNote, Tone: style.Dim}},
+		yes:   func() tea.Cmd { return ds.Panel.Restore(id) },
 	})
 }

@@ -12,7 +12,7 @@ import (
 // Snapshots is the snapshots list (S), newest first: enter asks, over it,
 // to restore the chosen one.
 type Snapshots struct {
-	h       *Host
+	ds      *Dialogs
 	snaps   []rgit.Snapshot
 	loading bool
 	err     string // why Snapshots failed, sanitised
@@ -21,10 +21,10 @@ type Snapshots struct {
 }
 
 // OpenSnapshots opens the snapshots list and asks for it.
-func (h *Host) OpenSnapshots() tea.Cmd {
-	p := &Snapshots{h: h, loading: true, seq: h.next()}
-	h.Push(p)
-	ctl, ctx, seq := h.Ctl, h.Ctx(), p.seq
+func (ds *Dialogs) OpenSnapshots() tea.Cmd {
+	p := &Snapshots{ds: ds, loading: true, seq: ds.next()}
+	ds.Push(p)
+	ctl, ctx, seq := ds.Ctl, ds.Ctx(), p.seq
 	return func() tea.Msg {
 		ss, err := ctl.Snapshots(ctx)
 		return SnapshotsMsg{Seq: seq, Snapshots: ss, Err: err}
@@ -48,12 +48,12 @@ func (p *Snapshots) Loaded(r SnapshotsMsg) {
 
 // snapLine is a snapshot's row: "20261129-215807-3f9a  2h  checkout
 // 3207427  HEAD bba2fc4 main  4 files".
-func (h *Host) snapLine(s rgit.Snapshot) string {
+func (ds *Dialogs) snapLine(s rgit.Snapshot) string {
 	head := "HEAD " + rgit.ShortID(sanitize.String(s.Head))
 	if s.Branch != "" {
 		head += " " + sanitize.String(s.Branch)
 	}
-	return sanitize.String(s.ID) + "  " + style.PadRight(h.age(s.Time), 4) + "  " + sanitize.String(s.Reason) + "  " + head + "  " + style.Plural(s.Files, "file")
+	return sanitize.String(s.ID) + "  " + style.PadRight(ds.age(s.Time), 4) + "  " + sanitize.String(s.Reason) + "  " + head + "  " + style.Plural(s.Files, "file")
 }
 
 // Key implements component.Dialog: esc (or q) cancels, up/down (k/j),
@@ -61,7 +61,7 @@ func (h *Host) snapLine(s rgit.Snapshot) string {
 func (p *Snapshots) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	switch msg.String() {
 	case "esc", "ctrl+c", "q":
-		p.h.Flash("restore cancelled", style.Dim)
+		p.ds.Flash("restore cancelled", style.Dim)
 		return nil, true
 	case "up", "k":
 		p.cursor = style.Clamp(p.cursor-1, 0, len(p.snaps)-1)
@@ -73,7 +73,7 @@ func (p *Snapshots) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		p.cursor = max(len(p.snaps)-1, 0)
 	case "enter":
 		if p.cursor < len(p.snaps) {
-			p.h.askRestore(p.snaps[p.cursor])
+			p.ds.askRestore(p.snaps[p.cursor])
 		}
 	}
 	return nil, false
@@ -104,9 +104,9 @@ func (p *Snapshots) body(st *style.Styles, iw, maxH int) []string {
 	var out []string
 	for i := top; i < top+n && i < len(p.snaps); i++ {
 		if i == p.cursor {
-			out = append(out, st.Accent.Render(style.Truncate("> "+p.h.snapLine(p.snaps[i]), iw)))
+			out = append(out, st.Accent.Render(style.Truncate("> "+p.ds.snapLine(p.snaps[i]), iw)))
 		} else {
-			out = append(out, style.Truncate("  "+p.h.snapLine(p.snaps[i]), iw))
+			out = append(out, style.Truncate("  "+p.ds.snapLine(p.snaps[i]), iw))
 		}
 	}
 	return out

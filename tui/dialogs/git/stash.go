@@ -16,22 +16,22 @@ import (
 // untracked files go too (tab). It reads the panel's status as it is
 // drawn: what it would stash follows the tree.
 type Stash struct {
-	h         *Host
+	ds        *Dialogs
 	input     textinput.Model
 	untracked bool // include untracked files (git stash -u)
 }
 
 // OpenStash opens the stash form; untracked files are included when they
 // are all there is to stash.
-func (h *Host) OpenStash() tea.Cmd {
+func (ds *Dialogs) OpenStash() tea.Cmd {
 	in := textinput.New()
 	in.Prompt = ""
 	in.Placeholder = "name (optional)"
-	in.SetStyles(h.Inputs())
-	st := h.Panel.Status()
+	in.SetStyles(ds.Inputs())
+	st := ds.Panel.Status()
 	_, _, untracked, _ := st.Counts()
-	f := &Stash{h: h, input: in, untracked: untracked == len(st.Files)}
-	h.Push(f)
+	f := &Stash{ds: ds, input: in, untracked: untracked == len(st.Files)}
+	ds.Push(f)
 	return f.input.Focus()
 }
 
@@ -41,7 +41,7 @@ func (f *Stash) ID() string { return StashID }
 // files are the files a stash would take, sanitised.
 func (f *Stash) files() []string {
 	var out []string
-	for _, gf := range f.h.Panel.Status().Files {
+	for _, gf := range f.ds.Panel.Status().Files {
 		if !gf.Untracked() || f.untracked {
 			out = append(out, sanitize.String(gf.Path))
 		}
@@ -54,7 +54,7 @@ func (f *Stash) files() []string {
 func (f *Stash) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	switch msg.String() {
 	case "esc", "ctrl+c":
-		f.h.Flash("stash cancelled", style.Dim)
+		f.ds.Flash("stash cancelled", style.Dim)
 		return nil, true
 	case "tab", "ctrl+u":
 		f.untracked = !f.untracked
@@ -62,10 +62,10 @@ func (f *Stash) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	case "enter":
 		files := f.files()
 		if len(files) == 0 {
-			f.h.Flash("nothing to stash without the untracked files (tab includes them)", style.Warn)
+			f.ds.Flash("nothing to stash without the untracked files (tab includes them)", style.Warn)
 			return nil, false
 		}
-		return f.h.Panel.Stash(strings.TrimSpace(f.input.Value()), f.untracked, len(files)), true
+		return f.ds.Panel.Stash(strings.TrimSpace(f.input.Value()), f.untracked, len(files)), true
 	}
 	var cmd tea.Cmd
 	f.input, cmd = f.input.Update(msg)
@@ -95,7 +95,7 @@ func (f *Stash) body(st *style.Styles, iw int) []string {
 	if f.untracked {
 		box = "[x]"
 	}
-	status := f.h.Panel.Status()
+	status := f.ds.Panel.Status()
 	_, _, untracked, _ := status.Counts()
 	files := f.files()
 	out := []string{

@@ -31,7 +31,7 @@ import (
 const NoRepoText = "the git panel needs --repo PATH (or repo in the host's config)"
 
 // Dialogs opens the panel's dialogs over the screen, each of which asks
-// before its action starts (tui/dialogs/git's Host); paths and ids are
+// before its action starts (tui/dialogs/git.Dialogs); paths and ids are
 // raw, but for AskUndo's (sanitised).
 type Dialogs interface {
 	// AskRevert asks to revert files to HEAD.

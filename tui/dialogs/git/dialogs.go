@@ -75,11 +75,11 @@ type Panel interface {
 	Restore(id string) tea.Cmd
 }
 
-// Host opens the git dialogs (the git panel's Dialogs) and is what they
-// need of the cockpit: the panel they act for, the reads they make, the
-// clock, the flash and the stack they open on. The root sets every field
-// once; use it by pointer.
-type Host struct {
+// Dialogs opens the git dialogs (it is the git panel's Dialogs) and holds
+// what they need of the cockpit: the panel they act for, the reads they
+// make, the clock, the flash and the stack they open on. The root sets
+// every field once; use it by pointer.
+type Dialogs struct {
 	Panel Panel
 	Ctl   Control
 	// Ctx is the context the reads run under (it ends when the program
@@ -99,9 +99,9 @@ type Host struct {
 }
 
 // next numbers a read.
-func (h *Host) next() int {
-	h.seq++
-	return h.seq
+func (ds *Dialogs) next() int {
+	ds.seq++
+	return ds.seq
 }
 
 // LogMsg is the answer of the checkout picker's Log.
@@ -179,4 +179,4 @@ func porcelain(f event.GitFile) (x, y string) {
 func stagedNew(f event.GitFile) bool { return f.X == 'A' && !f.Conflicted() }
 
 // age is t's age at the host's now, in one unit.
-func (h *Host) age(t time.Time) string { return style.Age(h.Now(), t) }
+func (ds *Dialogs) age(t time.Time) string { return style.Age(ds.Now(), t) }
