@@ -100,7 +100,7 @@ func BenchmarkViewGitPanel(b *testing.B) {
 	st := dirtyStatus()
 	m, _ := gitScene(200, 60, &st, Options{})
 	press(m, "g")
-	if !m.git.open {
+	if !m.git.Open {
 		b.Fatal("panel not open")
 	}
 	b.ReportAllocs()

@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -68,11 +69,11 @@ func measureScene(w, h int) (*Model, *fakeMeasure) {
 func TestPanelMarksAndCompares(t *testing.T) {
 	m, f := measureScene(120, 40)
 	press(m, "c")
-	if m.dialogOpen() || m.Status() != noRepoText {
+	if m.dialogOpen() || m.Status() != gitpanel.NoRepoText {
 		t.Errorf("c outside the panel is git's: modal %d status %q", m.modal, m.Status())
 	}
 	m.Update(space())
-	if m.Status() != noRepoText {
+	if m.Status() != gitpanel.NoRepoText {
 		t.Errorf("space outside the panels: %q", m.Status())
 	}
 	press(m, "x")

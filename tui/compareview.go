@@ -266,7 +266,7 @@ func (m *Model) compareRange(iw int) []string {
 		}
 		out = append(out, st.Dim.Render(style.Truncate("  "+style.Plural(max(total, len(items)), "commit")+" "+what, iw)))
 		for _, c := range items {
-			out = append(out, style.TruncateStyled(t.Render("  "+sign+" "+gitFirstLine(c)), iw))
+			out = append(out, style.TruncateStyled(t.Render("  "+sign+" "+sanitize.FirstLine(c)), iw))
 		}
 		if more := total - len(items); more > 0 {
 			out = append(out, st.Dim.Render(style.Truncate("    ... "+strconv.Itoa(more)+" more", iw)))
@@ -277,7 +277,7 @@ func (m *Model) compareRange(iw int) []string {
 	if n := max(r.FilesTotal, len(r.Files)); n > 0 {
 		out = append(out, st.Dim.Render(style.Truncate("  "+style.Plural(n, "file")+" touched", iw)))
 		for _, f := range r.Files {
-			out = append(out, style.Truncate("    "+gitFirstLine(f), iw))
+			out = append(out, style.Truncate("    "+sanitize.FirstLine(f), iw))
 		}
 		if more := r.FilesTotal - len(r.Files); more > 0 {
 			out = append(out, st.Dim.Render(style.Truncate("    ... "+strconv.Itoa(more)+" more", iw)))

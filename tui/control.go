@@ -179,8 +179,8 @@ func launchUnavailable(m *Model) string {
 	if m.rep.running {
 		return "a repeat is running: it relaunches the server itself (R stops it)"
 	}
-	if m.git.doing != "" {
-		return "git is busy (" + m.git.doing + "): a server launched now would load a half-changed checkout"
+	if m.git.Doing() != "" {
+		return "git is busy (" + m.git.Doing() + "): a server launched now would load a half-changed checkout"
 	}
 	return notConnected(m)
 }
@@ -468,3 +468,22 @@ func join(a, b string) string {
 	}
 	return a + " " + b
 }
+
+// paren is " (a, b)" of the non-empty parts, "" when all are empty.
+func paren(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(keep, ", ") + ")"
+}
+
+// arrow joins the two sides of a change. ASCII: the arrow characters are
+// ambiguous-width (two cells in some CJK setups), which would misalign the
+// screen in tmux.
+const arrow = " -> "

@@ -74,7 +74,7 @@ type NoteSavedMsg struct {
 	Err  error
 }
 
-// Experiment overlays, after the git ones (gitoverlay.go).
+// Experiment overlays, after the server's (control.go).
 const (
 	modalExpStart    modal = 200 + iota // e with none open: name and hypothesis
 	modalExpEnd                         // e with one open: its tok/s so far and a conclusion

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -313,13 +314,13 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 		}
 		return out
 	}
-	var ps []para
+	var ps []component.Para
 	var keys []string
 	switch m.modal {
 	case modalExpStart:
 		title = "start an experiment"
 		body = fields()
-		ps = append(ps, para{text: "Records the fingerprint now: git HEAD and dirty patch, launch command and env, versions, GPU clocks and PCIe.", tone: style.Dim})
+		ps = append(ps, component.Para{Text: "Records the fingerprint now: git HEAD and dirty patch, launch command and env, versions, GPU clocks and PCIe.", Tone: style.Dim})
 		keys = []string{"enter", "start", "tab", "field", "esc", "cancel"}
 	case modalExpEnd, modalExpConclude:
 		e := m.exp.ledger.Find(f.exp)
@@ -373,10 +374,10 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 	}
 	if len(ps) > 0 {
 		body = append(body, "")
-		body = append(body, m.renderParas(ps, iw)...)
+		body = append(body, component.Paras(&m.styles, ps, iw)...)
 	}
-	body = append(body, "", m.prompt(iw, keys...))
-	return title, m.fitLines(body, avail-2, 1, iw), iw
+	body = append(body, "", component.Prompt(&m.styles, iw, keys...))
+	return title, component.FitLines(&m.styles, body, avail-2, 1, iw), iw
 }
 
 // expModalHelp is the footer while an experiment overlay has the keys.

@@ -33,8 +33,8 @@ func (m *Model) toggleExperiments() {
 	}
 	m.exp.open = true
 	m.showHelp = false
-	if m.git.open {
-		m.closeGit()
+	if m.git.Open {
+		m.git.Close()
 	}
 }
 
@@ -474,7 +474,7 @@ func (m *Model) expDetail(e *ledger.Experiment, w int) []string {
 		cut("gpus", gpuSummary(fp.GPUs), st.Text)
 		cut("host", join(sanitize.String(fp.Hostname), prefixed("kernel ", sanitize.String(fp.Kernel))), st.Text)
 		if len(fp.Errors) > 0 {
-			errs := sanitizeAll(fp.Errors)
+			errs := sanitize.All(fp.Errors)
 			cut("errors", strings.Join(errs, "; "), st.Warn)
 		}
 	}
@@ -548,10 +548,10 @@ func versionsSummary(vs []event.Version) string {
 	for _, v := range vs {
 		name := sanitize.String(v.Name)
 		if v.Err != "" {
-			parts = append(parts, name+" failed ("+gitFirstLine(v.Err)+")")
+			parts = append(parts, name+" failed ("+sanitize.FirstLine(v.Err)+")")
 			continue
 		}
-		parts = append(parts, join(name, gitFirstLine(v.Value)))
+		parts = append(parts, join(name, sanitize.FirstLine(v.Value)))
 	}
 	if len(parts) == 0 {
 		return "none recorded"

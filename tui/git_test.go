@@ -13,6 +13,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	gitdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/git"
+	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -213,7 +215,7 @@ func gitScene(w, h int, st *event.GitStatus, o Options) (*Model, *fakeGit) {
 func openGit(t *testing.T, m *Model) {
 	t.Helper()
 	cmd := press(m, "g")
-	if !m.git.open {
+	if !m.git.Open {
 		t.Fatalf("g did not open the panel: %q", m.Status())
 	}
 	for _, msg := range run(cmd) {
@@ -248,7 +250,7 @@ func lastCall(f *fakeGit) string {
 
 func TestGitKeyNeedsARepository(t *testing.T) {
 	m := newSized(80, 24, Options{})
-	if cmd := press(m, "g"); cmd != nil || m.git.open {
+	if cmd := press(m, "g"); cmd != nil || m.git.Open {
 		t.Fatal("g opened the panel without git")
 	}
 	if m.Status() != "the git panel needs --repo PATH (or repo in the host's config)" {
@@ -256,7 +258,7 @@ func TestGitKeyNeedsARepository(t *testing.T) {
 	}
 	// The panel keys say the same, not "open the panel".
 	press(m, "c")
-	if m.Status() != noRepoText {
+	if m.Status() != gitpanel.NoRepoText {
 		t.Errorf("c: %q", m.Status())
 	}
 	// With git control, the panel keys outside the panel say to open it.
@@ -270,7 +272,7 @@ func TestGitKeyNeedsARepository(t *testing.T) {
 func TestGitPanelOpensRefreshesAndCloses(t *testing.T) {
 	m, f := gitScene(100, 30, nil, Options{})
 	cmd := press(m, "g")
-	if !m.git.open || cmd == nil {
+	if !m.git.Open || cmd == nil {
 		t.Fatal("g did not open the panel with a refresh")
 	}
 	if len(f.Calls()) != 0 {
@@ -303,7 +305,7 @@ func TestGitPanelOpensRefreshesAndCloses(t *testing.T) {
 		t.Errorf("f in the panel: %q", m.Status())
 	}
 	press(m, "esc")
-	if m.git.open {
+	if m.git.Open {
 		t.Fatal("esc did not close the panel")
 	}
 	if body := logBody(m); len(body) == 0 || body[len(body)-1] != "a line that arrived under the git panel" {
@@ -311,7 +313,7 @@ func TestGitPanelOpensRefreshesAndCloses(t *testing.T) {
 	}
 	// g toggles.
 	press(m, "g")
-	if press(m, "g"); m.git.open {
+	if press(m, "g"); m.git.Open {
 		t.Error("g did not close the panel")
 	}
 	// A failed refresh says so and keeps the last status.
@@ -496,7 +498,7 @@ func TestGitRevertCursorFileAndCancel(t *testing.T) {
 		if m.Status() != "revert cancelled" || lastCall(f) != "Refresh" {
 			t.Errorf("%s: status %q, calls %v", k, m.Status(), f.Calls())
 		}
-		if !m.git.open {
+		if !m.git.Open {
 			t.Errorf("%s closed the panel too", k)
 		}
 	}
@@ -517,7 +519,7 @@ func TestGitStashForm(t *testing.T) {
 	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
 	press(m, "s")
-	if m.modal != modalGitStash {
+	if m.overlay.TopID() != "git-stash" {
 		t.Fatalf("s: %q", m.Status())
 	}
 	box := boxText(m)
@@ -781,59 +783,6 @@ func cursorLine(m *Model) string {
 	return ""
 }
 
-// TestGitScrollKeepsSectionHeader: the header of the cursor's section
-// stays on screen whenever it fits with the cursor.
-func TestGitScrollKeepsSectionHeader(t *testing.T) {
-	// 0 changes, 1-3 files, 4 blank, 5 stashes, 6-7 stashes, 8 blank,
-	// 9 reflog, 10-29 reflog entries (rows 5-24).
-	var body []gitLine
-	add := func(n, row int) {
-		for i := range n {
-			r := -1
-			if row >= 0 {
-				r = row + i
-			}
-			body = append(body, gitLine{row: r})
-		}
-	}
-	add(1, -1)
-	add(3, 0)
-	add(2, -1)
-	add(2, 3)
-	add(2, -1)
-	add(20, 5)
-	cases := []struct {
-		name           string
-		cursor, oldTop int
-		bh             int
-		want           int
-	}{
-		{"stash under a stale top: back to its header", 4, 6, 5, 5},
-		{"stash: blank and header above it when scrolling up", 3, 7, 5, 4},
-		{"reflog entry near its header", 7, 12, 8, 9},
-		{"moving down into the reflog: its header stays", 8, 2, 5, 9},
-		{"deep in a long section: the cursor at the bottom", 20, 0, 5, 21},
-		{"first file", 0, 10, 5, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			g := &gitState{cursor: c.cursor, top: c.oldTop}
-			if got := g.scrollTop(body, c.bh); got != c.want {
-				t.Errorf("top %d, want %d", got, c.want)
-			}
-			ci := 0
-			for i, l := range body {
-				if l.row == c.cursor {
-					ci = i
-				}
-			}
-			if ci < g.top || ci >= g.top+c.bh {
-				t.Errorf("cursor line %d not in [%d, %d)", ci, g.top, g.top+c.bh)
-			}
-		})
-	}
-}
-
 // TestGitActionFailureFlash: a failure's flash names the snapshot that
 // holds the tree before it first, then only the first non-empty line of
 // git's error, sanitised (no "\x0a" for a newline); at 80 columns the
@@ -973,7 +922,7 @@ func TestGitSuccessNotes(t *testing.T) {
 func checkoutPicker(t *testing.T, m *Model, f *fakeGit) {
 	t.Helper()
 	cmd := press(m, "c")
-	if m.modal != modalGitCheckout {
+	if m.overlay.TopID() != "git-checkout" {
 		t.Fatalf("c: %q", m.Status())
 	}
 	if !strings.Contains(boxText(m), "loading commits ...") {
@@ -1035,8 +984,8 @@ func TestGitCheckoutTypedRef(t *testing.T) {
 	}
 	// esc goes back to the picker, the text kept; enter previews again.
 	press(m, "esc")
-	if m.modal != modalGitCheckout || m.git.co.input.Value() != "HEAD~2" {
-		t.Fatalf("esc in the preview: modal %d", m.modal)
+	if co, ok := m.overlay.Top().(*gitdialog.Checkout); !ok || co.Typed() != "HEAD~2" {
+		t.Fatalf("esc in the preview: top %q", m.overlay.TopID())
 	}
 	m.Update(run(press(m, "enter"))[0])
 	cmd = press(m, "y")
@@ -1103,7 +1052,7 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	// n in the preview cancels everything; no checkout.
 	press(m, "n")
 	if m.dialogOpen() || m.Status() != "checkout cancelled" {
-		t.Errorf("n: modal %d %q", m.modal, m.Status())
+		t.Errorf("n: top %q %q", m.overlay.TopID(), m.Status())
 	}
 	// esc in the picker cancels; a late preview answer is dropped.
 	checkoutPicker(t, m, f)
@@ -1123,8 +1072,8 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	checkoutPicker(t, m, f)
 	typeText(m, "nope")
 	m.Update(run(press(m, "enter"))[0])
-	if m.modal != modalGitCheckout || m.Status() != `preview nope: unknown ref "nope"` {
-		t.Errorf("preview error: modal %d %q", m.modal, m.Status())
+	if m.overlay.TopID() != "git-checkout" || m.Status() != `preview nope: unknown ref "nope"` {
+		t.Errorf("preview error: top %q %q", m.overlay.TopID(), m.Status())
 	}
 }
 
@@ -1225,8 +1174,8 @@ func TestGitSnapshotsRestore(t *testing.T) {
 		t.Errorf("restore: %s", box)
 	}
 	press(m, "esc")
-	if m.modal != modalGitSnapshots {
-		t.Errorf("esc in the confirmation: modal %d", m.modal)
+	if m.overlay.TopID() != "git-snapshots" {
+		t.Errorf("esc in the confirmation: top %q", m.overlay.TopID())
 	}
 	press(m, "enter")
 	m.Update(run(press(m, "y"))[0])
@@ -1239,11 +1188,11 @@ func TestGitSnapshotsRestore(t *testing.T) {
 func TestGitReadOnly(t *testing.T) {
 	m := scene(100, 30, 8, 20, Options{ReadOnly: true})
 	press(m, "g")
-	if m.git.open {
+	if m.git.Open {
 		t.Fatal("g opened a panel with nothing to show")
 	}
 	send(m, ev(4*time.Second, dirtyStatus()))
-	if cmd := press(m, "g"); cmd != nil || !m.git.open {
+	if cmd := press(m, "g"); cmd != nil || !m.git.Open {
 		t.Fatalf("g in a replay: %q", m.Status())
 	}
 	if !strings.Contains(plain(m), "stash@{0}") {
@@ -1263,66 +1212,6 @@ func TestGitReadOnly(t *testing.T) {
 	m.Update(ClockMsg{Now: at(5*time.Second + 4*time.Minute)})
 	if !strings.Contains(plain(m), "last action 4m ago: checkout 3207427 ok (snapshot "+snapID+")") {
 		t.Errorf("last action:\n%s", plain(m))
-	}
-}
-
-func TestGitMovedBanner(t *testing.T) {
-	pull := event.GitMoved{From: hexID('b'), To: hexID('3'), FromShort: "bba2fc4", ToShort: "3207427", FromBranch: "main", ToBranch: "main",
-		Action: "pull", Forward: 2, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "python/sglang/srt/distributed/parallel_state.py"}, FilesTotal: 2}
-	with := func(mv event.GitMoved, f func(*event.GitMoved)) event.GitMoved { f(&mv); return mv }
-	const keys = "  (g: git panel, esc: dismiss)"
-	cases := []struct {
-		name  string
-		mv    event.GitMoved
-		n     int
-		text  string
-		short string
-	}{
-		{"pull", pull, 1, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)" + keys,
-			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits)  g/esc"},
-		{"reset back", with(pull, func(m *event.GitMoved) { m.Action, m.Forward, m.Back = "reset", 0, 3 }), 1,
-			"HEAD moved bba2fc4 -> 3207427 (git reset, 3 commits back, touches pynccl.py, parallel_state.py)" + keys, ""},
-		{"both ways, many files", with(pull, func(m *event.GitMoved) {
-			m.Action, m.Back, m.Files, m.FilesTotal = "", 1, []string{"a/x.py", "b/y.py", "c/z.py", "d/w.py"}, 57
-		}), 1, "HEAD moved bba2fc4 -> 3207427 (2 commits ahead, 1 back, touches x.py, y.py, z.py +54 more)" + keys, ""},
-		{"one commit", with(pull, func(m *event.GitMoved) { m.Forward, m.Files, m.FilesTotal = 1, nil, 0 }), 1,
-			"HEAD moved bba2fc4 -> 3207427 (git pull, 1 commit)" + keys, ""},
-		{"branch and commit", with(pull, func(m *event.GitMoved) { m.Action, m.ToBranch = "checkout", "" }), 1,
-			"HEAD moved bba2fc4 -> 3207427 (git checkout, branch main -> detached, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
-		{"branch only", event.GitMoved{From: hexID('3'), To: hexID('3'), FromShort: "3207427", ToShort: "3207427", FromBranch: "main", ToBranch: "feature", Action: "checkout"}, 1,
-			"branch changed outside flightdeck: main -> feature (HEAD 3207427 as before) (git checkout)" + keys, "branch changed outside flightdeck: main -> feature (HEAD 3207427 as before)  g/esc"},
-		{"worktree", event.GitMoved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 3,
-			DirtyChanged: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py", "foo.py"}}, 1,
-			"worktree changed outside flightdeck: pynccl.py, foo.py (3 dirty files now)" + keys, "worktree changed outside flightdeck (3 dirty files now)  g/esc"},
-		{"worktree, one dirty file", event.GitMoved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 0, DirtyAfter: 1,
-			DirtyChanged: []string{"a.py"}}, 1,
-			"worktree changed outside flightdeck: a.py (1 dirty file now)" + keys, "worktree changed outside flightdeck (1 dirty file now)  g/esc"},
-		{"worktree, no names", event.GitMoved{From: hexID('3'), To: hexID('3'), DirtyBefore: 2, DirtyAfter: 2}, 1,
-			"worktree changed outside flightdeck (2 dirty files now)" + keys, ""},
-		{"worktree clean again", event.GitMoved{From: hexID('3'), To: hexID('3'), FromBranch: "main", ToBranch: "main", DirtyBefore: 1, DirtyAfter: 0,
-			DirtyChanged: []string{"docs/nccl.md"}}, 1,
-			"worktree clean again (changed outside flightdeck: nccl.md)" + keys, "worktree clean again  g/esc"},
-		{"worktree clean again, many", event.GitMoved{From: hexID('3'), To: hexID('3'), DirtyBefore: 5, DirtyAfter: 0,
-			DirtyChanged: []string{"a/1.py", "a/2.py", "a/3.py", "a/4.py", "a/5.py"}}, 2,
-			"worktree clean again (changed outside flightdeck: 1.py, 2.py, 3.py +2 more) (2 changes since dismissed)" + keys, "worktree clean again (2 changes since dismissed)  g/esc"},
-		{"worktree clean again, no names", event.GitMoved{From: hexID('3'), To: hexID('3'), DirtyBefore: 1}, 1,
-			"worktree clean again (changed outside flightdeck)" + keys, ""},
-		{"HEAD moved, tree clean: not 'clean again'", with(pull, func(m *event.GitMoved) { m.DirtyBefore, m.DirtyAfter = 2, 0 }), 1,
-			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py)" + keys, ""},
-		{"several", pull, 2, "HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits, touches pynccl.py, parallel_state.py) (2 changes since dismissed)" + keys,
-			"HEAD moved bba2fc4 -> 3207427 (git pull, 2 commits) (2 changes since dismissed)  g/esc"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			forms := movedForms(c.mv, c.n)
-			text, short := forms[0], forms[len(forms)-1]
-			if text != c.text {
-				t.Errorf("text\n %q\nwant\n %q", text, c.text)
-			}
-			if c.short != "" && short != c.short {
-				t.Errorf("short\n %q\nwant\n %q", short, c.short)
-			}
-		})
 	}
 }
 
@@ -1356,7 +1245,7 @@ func TestGitMovedAcknowledged(t *testing.T) {
 	}
 	send(m, ev(8*time.Second, mv))
 	press(m, "esc")
-	if m.git.open || !strings.Contains(plain(m), "HEAD moved") {
+	if m.git.Open || !strings.Contains(plain(m), "HEAD moved") {
 		t.Error("esc in the panel should close it, not dismiss the banner")
 	}
 	// An overlay takes esc first.
@@ -1539,7 +1428,7 @@ func TestGitBusyRefusesLaunch(t *testing.T) {
 	openGit(t, m)
 	press(m, "P")
 	cmd := press(m, "y")
-	if cmd == nil || m.git.doing == "" {
+	if cmd == nil || m.git.Doing() == "" {
 		t.Fatal("no git action in flight")
 	}
 	press(m, "L")

@@ -35,17 +35,9 @@ type KeyMap struct {
 	Profile component.Binding
 
 	// Git opens and closes the git panel (Options.Git, or a replayed
-	// event.GitStatus); the Git* keys act in it (gitkeys.go).
-	Git          component.Binding
-	GitMark      component.Binding
-	GitRevert    component.Binding
-	GitStash     component.Binding
-	GitApply     component.Binding
-	GitPop       component.Binding
-	GitDrop      component.Binding
-	GitCheckout  component.Binding
-	GitUndo      component.Binding
-	GitSnapshots component.Binding
+	// event.GitStatus); the keys that act in it are the panel's
+	// (tui/panels/git).
+	Git component.Binding
 
 	// Experiment starts or ends an experiment, Note writes a note
 	// (Options.Experiments); Experiments opens the experiments panel, where
@@ -87,6 +79,18 @@ func needsLog(m *Model) string {
 	return ""
 }
 
+// logCovered is why the log is not on screen: a panel shown in its place
+// (the log's own keys say so).
+func logCovered(m *Model) string {
+	if m.git.Open {
+		return "the git panel is open (g or esc returns to the log)"
+	}
+	if m.exp.open {
+		return "the experiments panel is open (x or esc returns to the log)"
+	}
+	return ""
+}
+
 // DefaultKeyMap returns the standard bindings.
 func DefaultKeyMap() KeyMap {
 	k := KeyMap{
@@ -122,20 +126,10 @@ func DefaultKeyMap() KeyMap {
 		PrevMark: footer(bind("replay", "[/]", "mark", "[")),
 		NextMark: bind("replay", "]", "next mark", "]"),
 		JumpTo:   footer(bind("replay", "t", "time", "t")),
-
-		GitMark:      bind("git", "spc", "mark", "space"), // "spc": the help's git column fits 80 columns
-		GitRevert:    bind("git", "r", "revert", "r"),
-		GitStash:     bind("git", "s", "stash", "s"),
-		GitApply:     bind("git", "a", "apply", "a"),
-		GitPop:       bind("git", "P", "pop", "P"),
-		GitDrop:      bind("git", "D", "drop", "D"),
-		GitCheckout:  bind("git", "c", "checkout", "c"),
-		GitUndo:      bind("git", "u", "undo", "u"),
-		GitSnapshots: bind("git", "S", "snapshots", "S"),
 	}
-	// What is hard to take back asks first (a component.Confirm, or the
-	// checkout's preview).
-	for _, b := range []*component.Binding{&k.Kill, &k.TakeOver, &k.GitRevert, &k.GitApply, &k.GitPop, &k.GitDrop, &k.GitCheckout, &k.GitUndo} {
+	// What is hard to take back asks first (a component.Confirm; the git
+	// panel's keys are marked by the panel).
+	for _, b := range []*component.Binding{&k.Kill, &k.TakeOver} {
 		b.Dangerous = true
 	}
 	k.Quit.Long = "quit (the server keeps running)"
@@ -170,16 +164,7 @@ func (m *Model) wireKeys() {
 	k.Experiment.Disabled = why(expUnavailable("an experiment"))
 	k.Note.Disabled = why(expUnavailable("a note"))
 	k.Conclude.Disabled = why(concludeUnavailable)
-	k.Git.Disabled = why(gitUnavailable)
-	k.GitMark.Disabled = why(gitMarkUnavailable)
-	k.GitRevert.Disabled = why(gitRevertUnavailable)
-	k.GitStash.Disabled = why(gitStashUnavailable)
-	k.GitApply.Disabled = why(gitStashOpUnavailable("a stash apply"))
-	k.GitPop.Disabled = why(gitStashOpUnavailable("a stash pop"))
-	k.GitDrop.Disabled = why(gitStashOpUnavailable("a stash drop"))
-	k.GitCheckout.Disabled = why(gitCheckoutUnavailable)
-	k.GitUndo.Disabled = why(gitUndoUnavailable)
-	k.GitSnapshots.Disabled = why(gitSnapshotsUnavailable)
+	k.Git.Disabled = m.git.Unavailable
 }
 
 // all lists the cockpit's bindings in help order, its panels' among them
@@ -191,7 +176,7 @@ func (m *Model) all() []*component.Binding {
 	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
 	out = append(out, m.gpus.Bindings()...)
 	out = append(out, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver)
-	return append(out, k.gitKeys()...)
+	return append(out, m.git.Bindings()...)
 }
 
 // matchOrder lists the bindings in the order a key is matched: the

@@ -164,7 +164,7 @@ func (m *Model) renderForm(f *measureForm, iw int, hints []string, bad string, k
 			out = append(out, st.Crit.Render(l))
 		}
 	}
-	return append(out, "", m.prompt(iw, keys...))
+	return append(out, "", component.Prompt(&m.styles, iw, keys...))
 }
 
 // wholeNumber parses a form's whole number field: "" gives def; what is
@@ -210,7 +210,7 @@ func (m *Model) measureBox(w, h int) (lines []string, x, y int) {
 	default:
 		return nil, 0, 0
 	}
-	lines = component.Frame(st, frame, title, m.fitLines(body, avail-2, 2, iw), iw)
+	lines = component.Frame(st, frame, title, component.FitLines(&m.styles, body, avail-2, 2, iw), iw)
 	return lines, max((w-(iw+4))/2, 0), 1 + (avail-len(lines))/2
 }
 

@@ -4,15 +4,16 @@
 // with Options.Control, server control: K kill (confirmed), L the launch
 // form, p the env profile picker, as overlays (control.go); with
 // Options.Git, the git panel (g) in place of the log tail: status, stash,
-// revert, checkout and undo (gitpanel.go); with Options.Experiments, e
-// starts and ends experiments and n writes notes into the session
-// journal, and x opens the experiments panel (experiments*.go), where
-// space marks experiments, c compares two (the compare view), B marks the
-// baseline and w writes a conclusion (compare.go); with Options.Bench, b
-// runs a benchmark (bench.go); with Options.Repeat, R relaunches the
-// current configuration N times to measure its noise (repeat.go). NewReplay
-// plays a recorded journal back through the same model, read-only, with a
-// timeline (replay.go, timeline.go).
+// revert, checkout and undo (tui/panels/git, its dialogs tui/dialogs/git,
+// wired in git.go); with Options.Experiments, e starts and ends
+// experiments and n writes notes into the session journal, and x opens
+// the experiments panel (experiments*.go), where space marks experiments,
+// c compares two (the compare view), B marks the baseline and w writes a
+// conclusion (compare.go); with Options.Bench, b runs a benchmark
+// (bench.go); with Options.Repeat, R relaunches the current configuration
+// N times to measure its noise (repeat.go). NewReplay plays a recorded
+// journal back through the same model, read-only, with a timeline
+// (replay.go, timeline.go).
 //
 // The model consumes the event stream (EventsMsg batches of event.Event)
 // and is deterministic: Update does no I/O and never reads the clock (time
@@ -34,6 +35,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
+	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/spark"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
@@ -199,8 +201,8 @@ type Model struct {
 	// Who drives the host (driver.go): the driver lock's last state.
 	drv driverState
 
-	// The git panel and its overlays (gitpanel.go).
-	git gitState
+	// The git panel (git.go wires it and its dialogs).
+	git *gitpanel.Panel
 
 	// Experiments, notes, the journal's state and the experiments panel
 	// (experiments.go), the key being handled (recorded as the cause of
@@ -242,7 +244,7 @@ func New(o Options) *Model {
 		height:      defaultHeight,
 		ctl:         o.Control,
 		ctx:         context.Background(),
-		git:         gitState{ctl: o.Git},
+		git:         gitpanel.NewPanel(o.Git),
 		exp:         expState{ctl: o.Experiments},
 		bench:       benchState{ctl: o.Bench},
 		rep:         repeatState{ctl: o.Repeat},
@@ -258,6 +260,7 @@ func New(o Options) *Model {
 		m.keys.Quit.Long = "quit" // a replay has no server to keep running
 	}
 	m.wireKeys()
+	m.wireGit()
 	m.log.Covered = func() string { return logCovered(m) }
 	m.log.NoLog = m.noLog
 	switch {
@@ -386,9 +389,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case modalRepeat:
 			return m, m.rep.form.paste(msg)
 		}
-		if isGitModal(m.modal) {
-			return m, m.gitPaste(msg)
-		}
 		if isExpModal(m.modal) {
 			return m, m.expPaste(msg)
 		}
@@ -488,14 +488,14 @@ func (m *Model) apply(ev event.Event) {
 		m.server.phase, m.server.since = serverFailed, ev.At
 		m.log.Mark(p.Text, logtail.LineFailure)
 	case event.GitStatus:
-		m.git.setStatus(p)
+		m.git.SetStatus(p)
 		if p.Head.Short != "" {
 			m.headShort = sanitize.String(p.Head.Short)
 		}
 	case event.GitAction:
-		m.git.setAction(p, ev.At)
+		m.git.SetAction(p, ev.At)
 	case event.GitMoved:
-		m.git.setMoved(p)
+		m.git.SetMoved(p)
 	case event.ExperimentEnd:
 		m.expEnded(p, ev.At)
 	case event.ExperimentUpdate:
@@ -565,8 +565,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.launchKey(msg)
 	case modalProfile:
 		return m.pickerKey(msg)
-	case modalGitConfirm, modalGitStash, modalGitCheckout, modalGitSnapshots:
-		return m.gitModalKey(msg)
 	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
 		return m.expKey(msg)
 	case modalBench:
@@ -592,12 +590,12 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			if m.bench.done != nil {
 				m.bench.dismissed = m.bench.done.ID
 			}
-		case m.git.open:
-			m.closeGit()
+		case m.git.Open:
+			m.git.Close()
 		case m.exp.open:
 			m.exp.open = false
-		case m.git.movedN > 0:
-			m.git.movedN = 0 // the HEAD-moved banner is acknowledged
+		case m.git.Moved():
+			m.git.Acknowledge() // the HEAD-moved banner
 		case m.exp.pending != "":
 			m.exp.pending = "" // the conclusion banner is dismissed
 		case m.bench.running:
@@ -611,7 +609,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	if key.Matches(msg, k.Quit.Binding) && m.git.doing != "" {
+	if key.Matches(msg, k.Quit.Binding) && m.git.Doing() != "" {
 		// Quitting cancels the action's context: a git action cut short
 		// leaves the tree half-changed. q (or ctrl+c) quits when it ends;
 		// a second one at once.
@@ -665,18 +663,15 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	}
 	k := &m.keys
 	page := m.log.Page()
-	gitRows := m.git.open && !m.gpus.Focused // the panel's cursor takes the log's keys
+	gitRows := m.git.Open && !m.gpus.Focused // the panel's cursor takes the log's keys
 	expRows := m.exp.open && !m.gpus.Focused
 	switch {
 	case m.gpus.Focused:
 		page = m.gpus.Page()
 	case gitRows:
-		page = m.git.page()
+		page = m.git.Page()
 	case expRows:
 		page = m.exp.page()
-	}
-	if k.isGitKey(b) {
-		return m, m.gitAct(b)
 	}
 	switch b {
 	case &k.Quit:
@@ -748,7 +743,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case m.gpus.Focused:
 			m.gpus.End()
 		case gitRows:
-			m.git.move(m.git.rows())
+			m.git.End()
 		case expRows:
 			m.exp.move(len(m.exp.ledger.Experiments()))
 		default:
@@ -759,7 +754,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case m.gpus.Focused:
 			m.gpus.Home()
 		case gitRows:
-			m.git.home()
+			m.git.Home()
 		case expRows:
 			m.exp.move(-len(m.exp.ledger.Experiments()))
 		default:
@@ -770,7 +765,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 }
 
 // panels are the cockpit's parts that own their keys (component.Panel).
-func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus} }
+func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git} }
 
 // panelOf is the panel whose binding b is, nil for the cockpit's own.
 func (m *Model) panelOf(b *component.Binding) component.Panel {
@@ -791,8 +786,8 @@ func (m *Model) scroll(d int) {
 		m.gpus.Scroll(d)
 		return
 	}
-	if m.git.open {
-		m.git.move(d)
+	if m.git.Open {
+		m.git.Move(d)
 		return
 	}
 	if m.exp.open {
@@ -862,8 +857,8 @@ func (m *Model) footer(width int) string {
 	if d := m.overlay.Top(); d != nil {
 		return component.HintLine(st, d.Help(), width)
 	}
-	if m.modal == modalNone && m.git.open {
-		return m.gitFooter(width)
+	if m.modal == modalNone && m.git.Open {
+		return m.git.Footer(st, width, &m.keys.Help, &m.keys.Git, &m.keys.Quit)
 	}
 	if m.modal == modalNone && m.exp.open {
 		return m.expFooter(width)

@@ -42,10 +42,7 @@ func (m *Model) modalBox(w, h int) (lines []string, x, y int) {
 		iw = min(iw, w-4)
 		body = m.renderPicker(iw, avail-2)
 	default:
-		var ok bool
-		if title, frame, body, iw, ok = m.gitModalBox(w, avail); !ok {
-			return nil, 0, 0
-		}
+		return nil, 0, 0
 	}
 	if iw < 1 {
 		return nil, 0, 0
@@ -74,7 +71,7 @@ func (m *Model) modalHelp() [][2]string {
 	case modalProfile:
 		return [][2]string{{"enter", "pick"}, {"up/down", "move"}, {"esc", "cancel"}}
 	}
-	return m.gitModalHelp()
+	return nil
 }
 
 // yesNo is a y/N question wrapped to w cells, the y/N drawn as a key.

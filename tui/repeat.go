@@ -155,10 +155,10 @@ func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
 		return nil
 	}
 	switch {
-	case m.git.doing != "":
+	case m.git.Doing() != "":
 		// A git action cut short leaves the tree half-changed: quit when
 		// it ends, as q does while one runs.
-		m.git.quitWhen = true
+		m.git.QuitWhen = true
 		m.flash("the repeat stopped; "+gitQuitText, style.Warn)
 		return nil
 	case m.srv.busy != actionNone:

@@ -352,7 +352,7 @@ func carryView(from, to *Model) {
 	to.showHelp, to.gpus.Focused = from.showHelp, from.gpus.Focused
 	to.helpTop, to.helpMax = from.helpTop, from.helpMax
 	to.status, to.statusTone = from.status, from.statusTone
-	to.git.open = from.git.open
+	to.git.Open = from.git.Open
 	to.exp.open, to.exp.cursor, to.exp.touched = from.exp.open, from.exp.cursor, from.exp.touched
 	to.exp.marked = from.exp.marked
 	to.bench.dismissed = from.bench.dismissed

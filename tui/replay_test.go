@@ -15,6 +15,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 )
 
 // fakeSource is a journal in memory: events at t0 + their time, marks
@@ -388,7 +389,7 @@ func TestReplayRefusesActions(t *testing.T) {
 		"p": "read-only replay: a profile change would change the host", "e": "read-only replay: an experiment would change the journal",
 		"n": "read-only replay: a note would change the journal", "b": "read-only replay: a benchmark would load the server",
 		"R": "read-only replay: a repeat would relaunch the server",
-		"g": noRepoText,
+		"g": gitpanel.NoRepoText,
 	} {
 		rpress(r, k)
 		if r.inner.Status() != want || r.inner.dialogOpen() {

@@ -123,9 +123,9 @@ func (m *Model) render() string {
 			lines = append(lines, m.rate.Render(st, m.styleGen, w))
 		}
 		switch {
-		case m.git.open:
+		case m.git.Open:
 			// The git panel takes the log tail's place (title and lines).
-			lines = m.renderGit(lines, w, 1+l.logLines)
+			lines = m.git.Render(lines, st, m.now, w, 1+l.logLines)
 		case m.exp.open:
 			lines = m.renderExperiments(lines, w, 1+l.logLines)
 		case m.noLog():

@@ -65,7 +65,8 @@ func (o *opener) View(*style.Styles, int, int) Box { return Box{} }
 func (o *opener) Help() []Hint                     { return nil }
 
 // TestStackKeepsWhatADialogOpens: a dialog that opens another as it closes
-// leaves that one on top; Remove closes one by name from anywhere.
+// leaves that one on top; Find and Remove find and close one by name from
+// anywhere.
 func TestStackKeepsWhatADialogOpens(t *testing.T) {
 	var s Stack
 	next := &Confirm{Name: "confirm", Question: func() string { return "?" }}
@@ -75,12 +76,21 @@ func TestStackKeepsWhatADialogOpens(t *testing.T) {
 	if s.Top() != Dialog(next) || len(s.dialogs) != 2 {
 		t.Fatalf("top %q of %d, want the opened confirm over below", s.TopID(), len(s.dialogs))
 	}
-	if !s.Remove("below") || s.Remove("below") || s.TopID() != "confirm" {
+	if s.Find("below") == nil || s.Find("opener") != nil {
+		t.Error("find: below is open under the confirm, the opener closed")
+	}
+	if !s.Remove("below") || s.Remove("below") || s.TopID() != "confirm" || s.Find("below") != nil {
 		t.Errorf("remove: top %q", s.TopID())
 	}
 	s.Pop()
 	if !s.Empty() || s.TopID() != "" || s.Top() != nil {
 		t.Error("pop left a dialog")
+	}
+	// A question asked over another closes both as it answers.
+	s.Push(&Confirm{Name: "picker", Question: func() string { return "?" }})
+	s.Push(&Confirm{Name: "question", Question: func() string { return "?" }, Yes: func() tea.Cmd { s.Remove("picker"); return nil }})
+	if _, ok := s.Key(press("y")); !ok || !s.Empty() {
+		t.Errorf("y over the picker left %q", s.TopID())
 	}
 }
 

@@ -85,22 +85,35 @@ func (s *Stack) Remove(id string) bool {
 	return false
 }
 
+// Find is the open dialog named id, wherever it is on the stack (the
+// newest of that name); nil when none is.
+func (s *Stack) Find(id string) Dialog {
+	for i := len(s.dialogs) - 1; i >= 0; i-- {
+		if s.dialogs[i].ID() == id {
+			return s.dialogs[i]
+		}
+	}
+	return nil
+}
+
 // Empty reports whether no dialog is open.
 func (s *Stack) Empty() bool { return len(s.dialogs) == 0 }
 
 // Key gives msg to the top dialog, closing it when it says so; handled is
 // false when no dialog is open. The dialog is dropped before its cmd is
-// returned, so a dialog it opens in its place (Push from its Key) stays.
+// returned, so a dialog it opens in its place (Push from its Key) stays,
+// and one it closes (Remove from its Key: the dialog it was opened over)
+// is gone.
 func (s *Stack) Key(msg tea.KeyPressMsg) (cmd tea.Cmd, handled bool) {
 	d := s.Top()
 	if d == nil {
 		return nil, false
 	}
-	n := len(s.dialogs)
 	cmd, done := d.Key(msg)
 	if done {
-		// Drop d itself: it may have opened another dialog above it.
-		for i := n - 1; i >= 0; i-- {
+		// Drop d itself, wherever it is now: it may have opened another
+		// dialog above it, or closed one below.
+		for i := len(s.dialogs) - 1; i >= 0; i-- {
 			if s.dialogs[i] == d {
 				s.dialogs = append(s.dialogs[:i], s.dialogs[i+1:]...)
 				break
