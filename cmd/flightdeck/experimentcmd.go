@@ -160,20 +160,31 @@ func runExperimentStart(cmd *cobra.Command, alias string, f experimentFlags) err
 	})
 	sctx := s.Start(ctx, func(ctx context.Context) error { return s.Run(ctx, lc) })
 	x, runErr := measureExperiment(sctx, s, f, first, ended, stderr)
-	err = s.Close(sctx, runErr)
+	return endMeasuring(ctx, sctx, s, runErr, "experiment", stdout, stderr, func(string) {
+		if x.Exp != "" {
+			fmt.Fprintf(stdout, "%s: tok/s %s, ended: %s\n", sanitize.OneLine(x.Exp), report.FormatResult(x.Result), endedText(x))
+		}
+	})
+}
+
+// endMeasuring closes the session of a command that measures (experiment
+// start, server repeat) and says how it went on stdout: result(path) prints
+// the result, then the journal's path. It returns nil when runErr and the
+// close were clean, exitCode(1) when the run was stopped (Ctrl-C, a take-over:
+// "flightdeck: WHAT stopped" on stderr), else the error.
+func endMeasuring(ctx, sctx context.Context, s *sessions.Session, runErr error, what string, stdout, stderr io.Writer, result func(path string)) error {
+	err := s.Close(sctx, runErr)
 	if err == nil && ctx.Err() != nil {
-		err = ctx.Err() // stopped (Ctrl-C)
+		err = ctx.Err() // stopped (Ctrl-C): the session's own error is none
 	}
 	path := s.JournalPath()
-	if x.Exp != "" {
-		fmt.Fprintf(stdout, "%s: tok/s %s, ended: %s\n", sanitize.OneLine(x.Exp), report.FormatResult(x.Result), endedText(x))
-	}
+	result(path)
 	fmt.Fprintf(stdout, "journal: %s (flightdeck journal diff %s A B compares two experiments)\n", sanitize.String(path), shellQuote(path))
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "flightdeck: experiment stopped")
+		fmt.Fprintf(stderr, "flightdeck: %s stopped\n", what)
 		return exitCode(1)
 	}
 	return cleanError{err}

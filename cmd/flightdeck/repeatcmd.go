@@ -187,25 +187,13 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	sctx := s.Start(rctx, func(ctx context.Context) error { return s.Run(ctx, lc) })
 
 	repErr := runRepeat(sctx, h.host.Name(), alias, s, w, f.cfg)
-	err = s.Close(sctx, repErr)
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err() // stopped (Ctrl-C): the session's own error is none
-	}
-	path := s.JournalPath()
-	if series := w.series(); series != "" {
-		if perr := printRepeatResult(stdout, path, series); perr != nil {
-			fmt.Fprintf(stderr, "flightdeck: %s\n", sanitize.String(perr.Error()))
+	return endMeasuring(ctx, sctx, s, repErr, "repeat", stdout, stderr, func(path string) {
+		if series := w.series(); series != "" {
+			if perr := printRepeatResult(stdout, path, series); perr != nil {
+				fmt.Fprintf(stderr, "flightdeck: %s\n", sanitize.String(perr.Error()))
+			}
 		}
-	}
-	fmt.Fprintf(stdout, "journal: %s (flightdeck journal diff %s A B compares two experiments)\n", sanitize.String(path), shellQuote(path))
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "flightdeck: repeat stopped")
-		return exitCode(1)
-	}
-	return cleanError{err}
+	})
 }
 
 // runRepeat waits for the first look at the server, refuses one that is not
