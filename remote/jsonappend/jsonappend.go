@@ -125,13 +125,13 @@ func Float(b []byte, v float64) []byte {
 		return append(b, `"nan"`...)
 	}
 	// Fast paths, each writing what the general one below would: the
-	// values servers print (rates and fractions in hundredths) and the
-	// integers that readings mostly are.
-	if b, ok := appendHundredths(b, v); ok {
-		return b
-	}
+	// integers that readings mostly are, and the values servers print
+	// (rates and fractions in hundredths).
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 && !(v == 0 && math.Signbit(v)) {
 		return strconv.AppendInt(b, int64(v), 10)
+	}
+	if b, ok := appendHundredths(b, v); ok {
+		return b
 	}
 	abs := math.Abs(v)
 	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
