@@ -258,6 +258,28 @@ func (r *runner) report(p event.BenchProgress) {
 // tokenizers keep as one token each.
 var words = strings.Fields("the of and to in is was for on with as by at from that this it be are or an not but have had has were which one all can will their there been if more when so out up into no only time other new some could them these than then now its about over use two may first any like our also made")
 
+// completionRequest is the JSON body of an OpenAI-compatible completion
+// (/v1/completions) or chat completion (/v1/chat/completions) request.
+type completionRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages,omitempty"` // chat
+	Prompt        any           `json:"prompt,omitempty"`   // completions: a string, or token ids ([]int)
+	MaxTokens     int           `json:"max_tokens"`
+	IgnoreEOS     bool          `json:"ignore_eos"`
+	Temperature   float64       `json:"temperature"`
+	Stream        bool          `json:"stream"`
+	StreamOptions streamOptions `json:"stream_options"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
 // body returns request i's JSON body and the prompt length in tokens as
 // sent (0 when the server's tokenizer decides it). Prompts are a function
 // of (Seed, i), so a run's requests are the same however they are
@@ -270,9 +292,8 @@ func (r *runner) body(i int, warm bool) ([]byte, int) {
 	var src rand.PCG // on the stack, with rng: no allocation per request
 	src.Seed(r.cfg.Seed, stream)
 	rng := rand.New(&src)
-	b := make([]byte, 0, 160+8*r.cfg.InputLen)
-	b = append(b, `{"model":`...)
-	b = appendJSONString(b, r.cfg.Model)
+	req := completionRequest{Model: r.cfg.Model, MaxTokens: r.cfg.OutputLen, IgnoreEOS: true, Stream: true,
+		StreamOptions: streamOptions{IncludeUsage: true}}
 	prompt := 0
 	var text string
 	switch {
@@ -290,45 +311,24 @@ func (r *runner) body(i int, warm bool) ([]byte, int) {
 	}
 	switch {
 	case r.cfg.Endpoint == event.BenchChat:
-		b = append(b, `,"messages":[{"role":"user","content":`...)
-		b = appendJSONString(b, text)
-		b = append(b, `}]`...)
+		req.Messages = []chatMessage{{Role: "user", Content: text}}
 	case r.prompts != nil:
-		b = append(b, `,"prompt":`...)
-		b = appendJSONString(b, text)
+		req.Prompt = text
 	default:
 		// Token ids well inside every common vocabulary and clear of the
 		// low ids some tokenizers reserve for special tokens.
-		b = append(b, `,"prompt":[`...)
-		for k := range r.cfg.InputLen {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(100+rng.IntN(30000)), 10)
+		ids := make([]int, r.cfg.InputLen)
+		for k := range ids {
+			ids[k] = 100 + rng.IntN(30000)
 		}
-		b = append(b, ']')
+		req.Prompt = ids
 		prompt = r.cfg.InputLen
 	}
-	b = append(b, `,"max_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.cfg.OutputLen), 10)
-	b = append(b, `,"ignore_eos":true,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`...)
+	b, err := json.Marshal(req)
+	if err != nil {
+		panic("bench: request body: " + err.Error()) // strings, ints and bools always marshal
+	}
 	return b, prompt
-}
-
-// appendJSONString appends s as a JSON string, as json.Marshal writes it.
-func appendJSONString(b []byte, s string) []byte {
-	plain := true // printable ASCII that json.Marshal does not escape
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	if plain {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
 }
 
 // result is one request's outcome with its ITL gaps (ms).

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flightdeck-dev/flightdeck/remote/jsonappend"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -75,6 +76,8 @@ func (e *GarbledError) Error() string {
 //     otherwise the literal token string ("[N/A]", "N/A", "[Not
 //     Supported]", "ERR!", "" …); text columns are strings, bitmasks stay
 //     hex strings. Keys of fields that were not in the input are omitted.
+//     Strings and numbers are written as encoding/json writes them
+//     (remote/jsonappend, without HTML escaping).
 //   - one object per whole-command failure: {"type":"failure",
 //     "failure_class":"gpu-lost", "pci_bus_id":"0000:01:00.0" or null,
 //     "reason":… (when the message gives one), "needs_reboot":bool,
@@ -406,7 +409,7 @@ func (j *jsonlWriter) row(p *rowPlan, cells [][]byte) error {
 	for _, i := range p.order {
 		c, col := cells[i], p.cols[i]
 		b = append(b, ',')
-		b = appendJSONString(b, p.keys[i])
+		b = jsonappend.String(b, p.keys[i])
 		b = append(b, ':')
 		switch col.kind {
 		case kindIndex:
@@ -414,21 +417,21 @@ func (j *jsonlWriter) row(p *rowPlan, cells [][]byte) error {
 			b = strconv.AppendInt(b, int64(n), 10)
 		case kindNumber:
 			if r := reading(c, col.unit); r.Status == event.CellOK {
-				b = strconv.AppendFloat(b, r.Value, 'f', -1, 64)
+				b = jsonappend.Float(b, r.Value)
 			} else {
-				b = appendJSONString(b, r.Raw)
+				b = jsonappend.String(b, r.Raw)
 			}
 		case kindText, kindMask:
 			if st, raw := token(c); st != event.CellOK {
-				b = appendJSONString(b, raw)
+				b = jsonappend.String(b, raw)
 			} else {
-				b = appendJSONString(b, cleanText(c, maxTextLen))
+				b = jsonappend.String(b, cleanText(c, maxTextLen))
 			}
 		default:
 			if v, ok := genericNumber(col.name, c); ok {
-				b = strconv.AppendFloat(b, v, 'f', -1, 64)
+				b = jsonappend.Float(b, v)
 			} else {
-				b = appendJSONString(b, cleanText(c, maxTextLen))
+				b = jsonappend.String(b, cleanText(c, maxTextLen))
 			}
 		}
 	}
@@ -441,22 +444,22 @@ func (j *jsonlWriter) row(p *rowPlan, cells [][]byte) error {
 
 func (j *jsonlWriter) failure(f event.GPUFailure, line int) error {
 	b := append(j.buf[:0], `{"type":"failure","failure_class":`...)
-	b = appendJSONString(b, string(f.Class))
+	b = jsonappend.String(b, string(f.Class))
 	b = append(b, `,"pci_bus_id":`...)
 	if f.BusID == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, f.BusID)
+		b = jsonappend.String(b, f.BusID)
 	}
 	if f.Reason != "" {
 		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, f.Reason)
+		b = jsonappend.String(b, f.Reason)
 	}
 	b = append(b, `,"needs_reboot":`...)
 	b = strconv.AppendBool(b, f.NeedsReboot)
 	if f.NVMLVersion != "" {
 		b = append(b, `,"nvml_library_version":`...)
-		b = appendJSONString(b, f.NVMLVersion)
+		b = jsonappend.String(b, f.NVMLVersion)
 	}
 	b = append(b, `,"line":`...)
 	b = strconv.AppendInt(b, int64(line), 10)
@@ -488,25 +491,6 @@ func genericNumber(name string, c []byte) (float64, bool) {
 		return 0, false
 	}
 	return parseDecimal(num)
-}
-
-// appendJSONString appends s as a JSON string. Control characters are
-// escaped; s is valid UTF-8 (it comes from cleanText or a constant).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 // headerCellName reads one cell of a CSV header: a field name (letters,

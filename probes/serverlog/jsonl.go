@@ -8,8 +8,8 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/flightdeck-dev/flightdeck/remote/jsonappend"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -44,7 +44,9 @@ import (
 // "decode_tok_s" (list), "decode_median_latency_s", "decode_median_tok_s"
 // (equal to output_tok_s) and "total_latency_s". token_usage and
 // draft_acceptance_rate are fractions 0–1 (vLLM prints percentages). A
-// "request_rate" of "inf" is written as the string "inf".
+// "request_rate" of "inf" is written as the string "inf". Strings and
+// numbers are written as encoding/json writes them (remote/jsonappend,
+// without HTML escaping).
 //
 // A throughput record of a point that the cockpit's tok/s series drops as
 // SGLang's idle artefact (the near-zero first decode line after idle; see
@@ -154,7 +156,7 @@ func appendPayload(b []byte, p event.Payload) []byte {
 		b = strField(b, `,"rank":`, v.Rank)
 		b = intField(b, `,"line":`, int64(v.Line))
 		b = appendKey(b, `,"text":`)
-		b = appendString(b, v.Text)
+		b = jsonappend.String(b, v.Text)
 		b = append(b, "}\n"...)
 	case event.LogBench:
 		b = appendBench(b, v)
@@ -184,7 +186,7 @@ func (e *jsonlWriter) summary(primary event.ServerFailure, all []event.ServerFai
 		if n > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, string(f.Class))
+		b = jsonappend.String(b, string(f.Class))
 		n++
 	}
 	b = append(b, ']')
@@ -402,7 +404,7 @@ func strField(b []byte, key, val string) []byte {
 	if val == "" {
 		return b
 	}
-	return appendString(appendKey(b, key), val)
+	return jsonappend.String(appendKey(b, key), val)
 }
 
 func intField(b []byte, key string, v int64) []byte {
@@ -414,7 +416,7 @@ func boolField(b []byte, key string, v bool) []byte {
 }
 
 func floatField(b []byte, key string, v float64) []byte {
-	return appendFloat(appendKey(b, key), v)
+	return jsonappend.Float(appendKey(b, key), v)
 }
 
 func floatList(b []byte, key string, v []float64) []byte {
@@ -423,52 +425,9 @@ func floatList(b []byte, key string, v []float64) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendFloat(b, f)
+		b = jsonappend.Float(b, f)
 	}
 	return append(b, ']')
-}
-
-// appendFloat writes the shortest decimal that reads back as v; JSON has no
-// Inf or NaN, so those become the strings "inf", "-inf", "nan".
-func appendFloat(b []byte, v float64) []byte {
-	switch {
-	case math.IsInf(v, 1):
-		return append(b, `"inf"`...)
-	case math.IsInf(v, -1):
-		return append(b, `"-inf"`...)
-	case math.IsNaN(v):
-		return append(b, `"nan"`...)
-	}
-	if b, ok := appendHundredths(b, v); ok {
-		return b
-	}
-	return strconv.AppendFloat(b, v, 'f', -1, 64)
-}
-
-// appendHundredths writes v the way strconv.AppendFloat(b, v, 'f', -1, 64)
-// does when v is a whole number of hundredths n/100 with n < 10^15, as the
-// servers print their rates and fractions ("178.86", "0.49"); ok is false
-// for any other v. Such an n/100 reads back as v (v is the double nearest
-// to it), and it is the shortest decimal that does: two different
-// decimals of at most 15 significant digits never read back as the same
-// double. Formatting it needs no shortest-digits search.
-func appendHundredths(b []byte, v float64) ([]byte, bool) {
-	if !(v >= 0 && v < 1e13) || math.Signbit(v) {
-		return b, false
-	}
-	c := float64(int64(v*100 + 0.5)) // any candidate will do: the test below decides
-	if c/100 != v {
-		return b, false
-	}
-	n := uint64(c)
-	b = strconv.AppendUint(b, n/100, 10)
-	if f := n % 100; f != 0 {
-		b = append(b, '.', byte('0'+f/10))
-		if f%10 != 0 {
-			b = append(b, byte('0'+f%10))
-		}
-	}
-	return b, true
 }
 
 // round9 rounds a fraction computed from a printed percentage (95.9/100 =
@@ -478,44 +437,4 @@ func round9(v float64) float64 {
 		return v
 	}
 	return math.Round(v*1e9) / 1e9
-}
-
-// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return appendStringEscaped(b, s)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// appendStringEscaped is appendString for a string that needs escapes.
-func appendStringEscaped(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20:
-				b = fmt.Appendf(b, `\u%04x`, c)
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -144,47 +143,6 @@ func TestParsersDoNotAllocate(t *testing.T) {
 	var s Scanner
 	if n := testing.AllocsPerRun(200, func() { s.Feed(other, 1, func(event.Payload) {}) }); n != 0 {
 		t.Errorf("Scanner.Feed on a line without findings: %v allocations", n)
-	}
-}
-
-// checkAppendFloat fails when appendFloat's fast path writes v otherwise
-// than strconv's shortest formatting.
-func checkAppendFloat(t *testing.T, v float64) {
-	t.Helper()
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return
-	}
-	if got, want := string(appendFloat(nil, v)), strconv.FormatFloat(v, 'f', -1, 64); got != want {
-		t.Fatalf("appendFloat(%v) = %s, want %s", v, got, want)
-	}
-}
-
-func TestAppendFloatMatchesStrconv(t *testing.T) {
-	for _, v := range []float64{0, math.Copysign(0, -1), 0.01, 0.1, 0.5, 1, 1.5, 9.99, 10, 100, 178.86, 2210.4, 0.959, 95.9 / 100,
-		1e12, 1e13 - 0.01, 1e13, 123456789012.34, 99999999999.99, 5e-324, math.MaxFloat64, -1.25, 0.07, 1.95, 0.49} {
-		checkAppendFloat(t, v)
-	}
-	r := rand.New(rand.NewPCG(5, 6))
-	for range 200000 {
-		n := r.Int64N(1e15)
-		checkAppendFloat(t, float64(n)/100)                                   // hundredths, the fast path
-		checkAppendFloat(t, float64(r.Int64N(1e6))/1000)                      // thousandths: mostly not
-		checkAppendFloat(t, r.Float64()*math.Pow(10, float64(r.IntN(30)-10))) // anything
-	}
-}
-
-func FuzzAppendFloat(f *testing.F) {
-	f.Add(178.86)
-	f.Add(0.1)
-	f.Add(1e13)
-	f.Fuzz(func(t *testing.T, v float64) { checkAppendFloat(t, v) })
-}
-
-func TestAppendStringEscapesOnlyWhenNeeded(t *testing.T) {
-	for _, s := range []string{"", "TP0", "2025-10-22 10:27:57", "sglang", `a"b`, `a\b`, "tab\there", "é", "\xff", "\u2028", "x\x7f"} {
-		if got, want := string(appendString(nil, s)), string(appendStringEscaped(nil, s)); got != want {
-			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/jsonappend"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -276,7 +277,7 @@ func decObserved(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
 // "inf", "-inf", "nan".
 type float float64
 
-func (f float) MarshalJSON() ([]byte, error) { return appendNum(nil, float64(f)), nil }
+func (f float) MarshalJSON() ([]byte, error) { return jsonappend.Float(nil, float64(f)), nil }
 
 func (f *float) UnmarshalJSON(b []byte) error {
 	v, ok := parseNum(b)

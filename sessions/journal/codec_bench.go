@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote/jsonappend"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The benchmark kinds are the payloads' JSON with every float that may not
 // be finite (a rate over a zero duration, a cancelled run's empty
-// distribution) kept as appendNum writes it, and bench-done's per-request
-// list as arrays (a run of thousands of requests is its bulk):
+// distribution) kept as jsonappend.Float writes it, and bench-done's
+// per-request list as arrays (a run of thousands of requests is its bulk):
 //
 //	[start ns, TTFT ms, E2E ms, TPOT ms, ITL median ms, prompt tokens,
 //	 output tokens, usage 0/1] and, for a failed request, its error text.
@@ -113,7 +114,7 @@ func (q benchReqJSON) MarshalJSON() ([]byte, error) {
 	b = strconv.AppendInt(b, int64(q.Start), 10)
 	for _, v := range [...]float64{q.TTFT, q.E2E, q.TPOT, q.ITLMedian, float64(q.PromptTokens), float64(q.OutputTokens)} {
 		b = append(b, ',')
-		b = appendNum(b, v)
+		b = jsonappend.Float(b, v)
 	}
 	if q.Usage {
 		b = append(b, ",1"...)
@@ -122,7 +123,7 @@ func (q benchReqJSON) MarshalJSON() ([]byte, error) {
 	}
 	if q.Err != "" {
 		b = append(b, ',')
-		b = appendSafeString(b, q.Err)
+		b = jsonappend.String(b, q.Err)
 	}
 	return append(b, ']'), nil
 }

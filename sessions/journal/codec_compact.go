@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/flightdeck-dev/flightdeck/remote/jsonappend"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -18,9 +19,9 @@ func encRate(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error
 		return b, err
 	}
 	b = append(b, '[')
-	b = appendNum(b, r.TokPerSec)
+	b = jsonappend.Float(b, r.TokPerSec)
 	b = append(b, ',')
-	b = appendNum(b, float64(r.Ranks))
+	b = jsonappend.Float(b, float64(r.Ranks))
 	if r.Dropped || r.HasAccept || r.AcceptLength != 0 {
 		if r.Dropped {
 			b = append(b, ",1"...)
@@ -30,7 +31,7 @@ func encRate(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, error
 	}
 	if r.HasAccept || r.AcceptLength != 0 {
 		b = append(b, ',')
-		b = appendNum(b, r.AcceptLength)
+		b = jsonappend.Float(b, r.AcceptLength)
 		if !r.HasAccept {
 			b = append(b, ",0"...) // an accept length without HasAccept: kept as is
 		}
@@ -86,19 +87,19 @@ func encLines(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, erro
 		return b, err
 	}
 	b = append(b, '[')
-	b = appendSafeString(b, ls.Path)
+	b = jsonappend.String(b, ls.Path)
 	b = append(b, ',')
 	var next int64
 	if len(ls.Lines) > 0 {
 		next = ls.Lines[0].Offset
 	}
-	b = appendNum(b, float64(next))
+	b = jsonappend.Float(b, float64(next))
 	for _, l := range ls.Lines {
 		b = append(b, ',')
 		valid := utf8.Valid(l.Text)
 		if l.Offset == next {
 			if valid {
-				b = appendString(b, l.Text)
+				b = jsonappend.String(b, l.Text)
 			} else {
 				b = append(b, `{"b":"`...)
 				b = base64.StdEncoding.AppendEncode(b, l.Text)
@@ -106,10 +107,10 @@ func encLines(_ *encState, b []byte, _ time.Time, p event.Payload) ([]byte, erro
 			}
 		} else {
 			b = append(b, `{"o":`...)
-			b = appendNum(b, float64(l.Offset))
+			b = jsonappend.Float(b, float64(l.Offset))
 			if valid {
 				b = append(b, `,"t":`...)
-				b = appendString(b, l.Text)
+				b = jsonappend.String(b, l.Text)
 			} else {
 				b = append(b, `,"b":"`...)
 				b = base64.StdEncoding.AppendEncode(b, l.Text)

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/flightdeck-dev/flightdeck/remote/jsonappend"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -172,14 +172,14 @@ func appendField(b []byte, g *event.GPU, f int) []byte {
 	if f == fClockEvent {
 		c := g.ClockEvents
 		if c.Status == event.CellOK && c.Raw == "" {
-			return appendNum(b, float64(c.Mask))
+			return jsonappend.Float(b, float64(c.Mask))
 		}
 		b = append(b, '[')
-		b = appendNum(b, float64(c.Status))
+		b = jsonappend.Float(b, float64(c.Status))
 		b = append(b, ',')
-		b = appendSafeString(b, c.Raw)
+		b = jsonappend.String(b, c.Raw)
 		b = append(b, ',')
-		b = appendNum(b, float64(c.Mask))
+		b = jsonappend.Float(b, float64(c.Mask))
 		return append(b, ']')
 	}
 	if g.Lost {
@@ -192,15 +192,15 @@ func appendField(b []byte, g *event.GPU, f int) []byte {
 // [status, raw] or [status, raw, value].
 func appendReading(b []byte, r event.Reading) []byte {
 	if r.Status == event.CellOK && r.Raw == "" && isFinite(r.Value) {
-		return appendNum(b, r.Value)
+		return jsonappend.Float(b, r.Value)
 	}
 	b = append(b, '[')
-	b = appendNum(b, float64(r.Status))
+	b = jsonappend.Float(b, float64(r.Status))
 	b = append(b, ',')
-	b = appendSafeString(b, r.Raw)
+	b = jsonappend.String(b, r.Raw)
 	if r.Value != 0 || !isFinite(r.Value) || (r.Value == 0 && 1/r.Value < 0) {
 		b = append(b, ',')
-		b = appendNum(b, r.Value)
+		b = jsonappend.Float(b, r.Value)
 	}
 	return append(b, ']')
 }
@@ -208,22 +208,13 @@ func appendReading(b []byte, r event.Reading) []byte {
 // appendText writes t: a string when OK, else [status, text].
 func appendText(b []byte, t event.Text) []byte {
 	if t.Status == event.CellOK {
-		return appendSafeString(b, t.S)
+		return jsonappend.String(b, t.S)
 	}
 	b = append(b, '[')
-	b = appendNum(b, float64(t.Status))
+	b = jsonappend.Float(b, float64(t.Status))
 	b = append(b, ',')
-	b = appendSafeString(b, t.S)
+	b = jsonappend.String(b, t.S)
 	return append(b, ']')
-}
-
-// appendSafeString writes s as a JSON string, with invalid UTF-8 replaced
-// (nvidia-smi text is ASCII; this only keeps the line valid JSON).
-func appendSafeString(b []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		s = string([]rune(s))
-	}
-	return appendString(b, s)
 }
 
 func parseStatus(b []byte) (event.CellStatus, bool) {
@@ -363,14 +354,14 @@ func encGPUSample(st *encState, b []byte, at time.Time, p event.Payload) ([]byte
 		flags |= gpuFlagApps
 	}
 	b = append(b, '[')
-	b = appendNum(b, float64(flags))
+	b = jsonappend.Float(b, float64(flags))
 	if flags&gpuFlagMissing != 0 {
 		b = append(b, ",["...)
 		for i, m := range s.Missing {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendNum(b, float64(m))
+			b = jsonappend.Float(b, float64(m))
 		}
 		b = append(b, ']')
 	}
@@ -414,9 +405,9 @@ func encGPUSample(st *encState, b []byte, at time.Time, p event.Payload) ([]byte
 			mask = fullMask(g)
 		}
 		b = append(b, ",["...)
-		b = appendNum(b, float64(g.Index))
+		b = jsonappend.Float(b, float64(g.Index))
 		b = append(b, ',')
-		b = appendNum(b, float64(mask))
+		b = jsonappend.Float(b, float64(mask))
 		for f := range gpuNFields {
 			if mask&(1<<f) != 0 {
 				b = append(b, ',')

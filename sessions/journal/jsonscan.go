@@ -8,66 +8,15 @@ import (
 	"unicode/utf8"
 )
 
-// Small JSON helpers for the compact codecs: writing numbers and strings
-// without reflection, and splitting arrays without decoding them.
+// The compact codecs' reading side: numbers, integers and strings read
+// from the bytes of one element, and arrays split without decoding them
+// (what Open's index and CatchUp need to stay fast). Writing is
+// remote/jsonappend's.
 
 var errSyntax = errors.New("malformed data")
 
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string; s must be valid UTF-8 (callers
-// check: invalid bytes would be replaced by U+FFFD when read back). Control
-// characters (ANSI escapes included) are escaped, nothing else.
-func appendString[S ~string | ~[]byte](b []byte, s S) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendNum writes v as the shortest JSON number that reads back as v;
-// JSON has no infinities or NaN, so those become the strings "inf",
-// "-inf" and "nan".
-func appendNum(b []byte, v float64) []byte {
-	switch {
-	case math.IsInf(v, 1):
-		return append(b, `"inf"`...)
-	case math.IsInf(v, -1):
-		return append(b, `"-inf"`...)
-	case math.IsNaN(v):
-		return append(b, `"nan"`...)
-	}
-	if v == math.Trunc(v) && math.Abs(v) < 1e15 && !(v == 0 && math.Signbit(v)) {
-		return strconv.AppendInt(b, int64(v), 10)
-	}
-	if a := math.Abs(v); a >= 1e-6 && a < 1e21 {
-		return strconv.AppendFloat(b, v, 'f', -1, 64)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
-}
-
-// parseNum reads a JSON number, or one of the strings appendNum writes for
-// non-finite values.
+// parseNum reads a JSON number, or one of the strings jsonappend.Float
+// writes for non-finite values.
 func parseNum(b []byte) (float64, bool) {
 	if len(b) == 0 {
 		return 0, false

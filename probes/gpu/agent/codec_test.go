@@ -134,7 +134,7 @@ func TestStatusForms(t *testing.T) {
 			g := h200(0)
 			g.TempC, g.PState, g.ClockEvents = r, tx, ce
 			line := string(AppendSample(nil, event.GPUSample{GPUs: []event.GPU{g}}))
-			for key, want := range map[string]string{keyTemp: wantR, keyPState: wantT, keyClockEvents: wantC} {
+			for key, want := range map[string]string{"temp_c": wantR, "pstate": wantT, "clock_events": wantC} {
 				got, found := valueOf(line, key)
 				if want == "" {
 					if found {
@@ -388,7 +388,7 @@ func TestDecodeErrors(t *testing.T) {
 		"time as string":     `{"t":"xid","at":"now","code":1}`,
 		"missing comma":      `{"t":"stale" "missed":1}`,
 		"extra comma":        `{"t":"stale",,"missed":1}`,
-		"deep nesting":       `{"t":"x","y":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`,
+		"deep nesting":       `{"t":"x","y":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, // encoding/json's limit: 10,000
 		"hello without v":    `{"t":"hello","gpus":1}`,
 		"hello v0":           `{"t":"hello","v":0}`,
 		"huge exponent":      `{"t":"sample","gpus":[{"index":0,"temp_c":1e999}]}`,
@@ -399,6 +399,12 @@ func TestDecodeErrors(t *testing.T) {
 		"too many GPUs":      `{"t":"sample","gpus":[` + strings.Repeat(`{"index":0},`, MaxGPUs) + `{"index":0}]}`,
 		"too many missing":   `{"t":"sample","missing":[` + strings.Repeat(`0,`, MaxMissing) + `0]}`,
 		"too many processes": `{"t":"sample","apps":[` + strings.Repeat(`{},`, MaxApps) + `{}]}`,
+		"repeated gpus":      `{"t":"sample","gpus":[],"gpus":[]}`,
+		"repeated GPU key":   `{"t":"sample","gpus":[{"index":0,"temp_c":40,"temp_c":41}]}`,
+		"repeated index":     `{"t":"sample","gpus":[{"index":0,"index":1}]}`,
+		"repeated app key":   `{"t":"sample","apps":[{"pid":5,"name":"a","name":"b"}]}`,
+		"null reading":       `{"t":"sample","gpus":[{"index":0,"temp_c":null}]}`,
+		"null gpus":          `{"t":"sample","gpus":null}`,
 	}
 	for name, line := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -489,7 +495,9 @@ func TestDecodeBounds(t *testing.T) {
 // A line of at most MaxLineBytes makes the decoder allocate a few times its
 // size at most, whatever it holds: GPU objects under an unknown key (once
 // counted to size the GPU slice: a 4 MiB line allocated 250 MB), empty
-// GPU, process or key arrays repeated, or too many of them.
+// GPU, process or key arrays repeated, or too many of them, keys repeated
+// in a GPU object, or the most GPUs and processes with every string
+// escaped (each decoded by encoding/json on its own).
 func TestDecodeAllocationBounded(t *testing.T) {
 	fill := func(prefix, item, suffix string) []byte {
 		n := (MaxLineBytes - len(prefix) - len(suffix) - 1) / len(item)
@@ -503,9 +511,14 @@ func TestDecodeAllocationBounded(t *testing.T) {
 		"too many GPUs":          fill(`{"t":"sample","gpus":[`, `{"index":0},`, `{"index":0}]}`),
 		"too many processes":     fill(`{"t":"sample","apps":[`, `{},`, `{}]}`),
 		"too many missing":       fill(`{"t":"sample","missing":[`, `0,`, `0]}`),
+		"repeated GPU keys":      fill(`{"t":"sample","gpus":[{"index":0,`, `"name":"\n",`, `"pstate":"P0"}]}`),
+		"repeated reading keys":  fill(`{"t":"sample","gpus":[{"index":0,`, `"temp_c":{"status":1},`, `"pstate":"P0"}]}`),
+		"repeated time keys":     fill(`{"t":"sample",`, `"at":[1,2],`, `"gpus":[]}`),
+		"escapes at the bounds":  []byte(escapedAtBounds()),
 	}
-	// The decoder's hints at their largest: the last sample had the most
-	// GPUs and processes allowed.
+	// A decoder whose last sample had the most GPUs and processes allowed
+	// (a decoder that sized its slices by the last sample allocated most
+	// then).
 	var warm Decoder
 	big := `{"t":"sample","gpus":[` + strings.Repeat(`{"index":0},`, MaxGPUs-1) + `{"index":0}],"apps":[` +
 		strings.Repeat(`{},`, MaxApps-1) + `{}]}`
@@ -517,7 +530,7 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			if len(line) > MaxLineBytes {
 				t.Fatalf("test line of %d bytes", len(line))
 			}
-			for _, d := range []*Decoder{{}, {gpuHint: warm.gpuHint, appHint: warm.appHint}} {
+			for _, d := range []*Decoder{{}, &warm} {
 				var m0, m1 runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&m0)
@@ -529,4 +542,33 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// escapedAtBounds is a sample of MaxGPUs GPUs and MaxApps processes whose
+// every string needs unescaping, the most decoding work a line may ask.
+func escapedAtBounds() string {
+	var b strings.Builder
+	b.WriteString(`{"t":"sample","gpus":[`)
+	for i := range MaxGPUs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"index":0`)
+		for _, k := range []string{"name", "pci_bus_id", "uuid", "util_gpu_pct", "util_mem_pct", "mem_used_mib",
+			"mem_total_mib", "power_draw_w", "power_limit_w", "temp_c", "sm_clock_mhz", "mem_clock_mhz",
+			"sm_clock_max_mhz", "fan_speed_pct", "pstate", "pcie_gen_current", "pcie_gen_max", "pcie_width_current",
+			"pcie_width_max", "clock_events", "persistence_mode", "ecc_mode", "mig_mode", "pcie_rx_kbs", "pcie_tx_kbs"} {
+			b.WriteString(`,"` + k + `":"\n"`)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`],"apps":[`)
+	for i := range MaxApps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"pid":1,"name":"\n","used_mib":"\n","pci_bus_id":"\n","uuid":"\n"}`)
+	}
+	b.WriteString("]}\n")
+	return b.String()
 }

@@ -66,6 +66,14 @@
 // compared with Equal; strings are written as valid UTF-8, each invalid
 // byte becoming U+FFFD).
 //
+// The lines are encoding/json's (json.Marshal over the struct types of
+// wire.go, so '<', '>', '&', U+2028 and U+2029 in strings are written as
+// \u escapes). A sample line holds at most MaxGPUs GPU objects,
+// MaxMissing indices and MaxApps processes; a reader refuses one beyond
+// them, and one that repeats a key of the sample, GPU or process objects
+// whose value is not a plain number or boolean (the agent never repeats a
+// key), so that no line makes it allocate much more than MaxLineBytes.
+//
 // "missing" lists the indices of GPUs that sent no row this tick; "apps"
 // the compute processes with their GPU memory, objects with "pid" (and
 // "pid_status" when the PID could not be read), "name", "used_mib",

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -136,7 +137,7 @@ func (g *gen) sample() event.GPUSample {
 // U+FFFD, as the encoder does.
 func validStrings(s event.GPUSample) event.GPUSample {
 	fix := func(x string) string {
-		if validUTF8(x) {
+		if utf8.ValidString(x) {
 			return x
 		}
 		return string([]rune(x))

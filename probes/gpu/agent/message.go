@@ -118,7 +118,9 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 // SyntaxError is a line that is not a valid protocol object: Offset is the
-// byte where reading stopped.
+// byte of the line where encoding/json stopped reading it, when it says
+// (0 for an error inside a value, such as a sample beyond MaxGPUs); Msg
+// says what was wrong.
 type SyntaxError struct {
 	Offset int
 	Msg    string
