@@ -405,6 +405,18 @@ func TestDecodeErrors(t *testing.T) {
 		"repeated app key":   `{"t":"sample","apps":[{"pid":5,"name":"a","name":"b"}]}`,
 		"null reading":       `{"t":"sample","gpus":[{"index":0,"temp_c":null}]}`,
 		"null gpus":          `{"t":"sample","gpus":null}`,
+		// encoding/json would read these as zero values: an Xid code 0, a
+		// GPU not lost, no throttle reason, a launch of pid 0.
+		"null xid code":      `{"t":"xid","index":0,"code":null}`,
+		"null xid index":     `{"t":"xid","index":null,"code":79}`,
+		"null lost":          `{"t":"sample","gpus":[{"index":0,"lost":null}]}`,
+		"null mask":          `{"t":"sample","gpus":[{"index":0,"clock_events":{"status":0,"mask":null}}]}`,
+		"null launch pid":    `{"t":"launch","pid":null}`,
+		"null stale missed":  `{"t":"stale","missed":null}`,
+		"null hello gpus":    `{"t":"hello","v":1,"gpus":null}`,
+		"null pid status":    `{"t":"sample","apps":[{"pid":5,"pid_status":null}]}`,
+		"null class":         `{"t":"failure","class":null}`,
+		"class not a string": `{"t":"failure","class":5}`,
 	}
 	for name, line := range cases {
 		t.Run(name, func(t *testing.T) {

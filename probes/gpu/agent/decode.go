@@ -57,8 +57,8 @@ func (d *Decoder) Decode(line []byte) (Message, error) {
 		m.Kind = KindUnavailable
 		var u unavailableJSON
 		if err = json.Unmarshal(line, &u); err == nil {
-			m.Unavailable = Unavailable{V: u.V, Reason: u.Reason, Code: u.Code}
-			err = checkVersion(u.V)
+			m.Unavailable = Unavailable{V: int(u.V), Reason: string(u.Reason), Code: int(u.Code)}
+			err = checkVersion(int(u.V))
 		}
 	case "launch":
 		m.Kind = KindLaunch
@@ -66,7 +66,7 @@ func (d *Decoder) Decode(line []byte) (Message, error) {
 		if err = json.Unmarshal(line, &l); err == nil && l.PID <= 1 {
 			err = errors.New("launch line without a process id above 1")
 		}
-		m.Launch = Launch{PID: l.PID}
+		m.Launch = Launch{PID: int(l.PID)}
 	case "alive":
 		m.Kind = KindAlive
 		var a aliveJSON
@@ -82,20 +82,20 @@ func (d *Decoder) Decode(line []byte) (Message, error) {
 		var x xidJSON
 		err = json.Unmarshal(line, &x)
 		m.At = x.At.t
-		m.Payload = event.Xid{Index: x.Index, UUID: x.UUID, BusID: x.BusID, Code: x.Code}
+		m.Payload = event.Xid{Index: int(x.Index), UUID: string(x.UUID), BusID: string(x.BusID), Code: uint64(x.Code)}
 	case "failure":
 		m.Kind = KindFailure
 		var f failureJSON
 		err = json.Unmarshal(line, &f)
 		m.At = f.At.t
-		m.Payload = event.GPUFailure{Class: f.Class, BusID: f.BusID, Reason: f.Reason, NeedsReboot: f.NeedsReboot,
-			NVMLVersion: f.NVMLVersion, Line: f.Line}
+		m.Payload = event.GPUFailure{Class: event.GPUFailureClass(f.Class), BusID: string(f.BusID), Reason: string(f.Reason),
+			NeedsReboot: bool(f.NeedsReboot), NVMLVersion: string(f.NVMLVersion), Line: string(f.Line)}
 	case "stale":
 		m.Kind = KindStale
 		var st staleJSON
 		err = json.Unmarshal(line, &st)
 		m.At = st.At.t
-		m.Payload = event.GPUStale{LastSample: st.LastSample.t, Missed: st.Missed, Reason: st.Reason}
+		m.Payload = event.GPUStale{LastSample: st.LastSample.t, Missed: int(st.Missed), Reason: string(st.Reason)}
 	}
 	if err != nil {
 		return Message{}, syntaxError(err)
@@ -108,11 +108,11 @@ func decodeHello(line []byte) (Hello, error) {
 	if err := json.Unmarshal(line, &h); err != nil {
 		return Hello{}, err
 	}
-	if h.IntervalMS < 0 || h.IntervalMS > math.MaxInt64/int64(time.Millisecond) {
+	if h.IntervalMS < 0 || int64(h.IntervalMS) > math.MaxInt64/int64(time.Millisecond) {
 		return Hello{}, errors.New("interval_ms out of range")
 	}
-	return Hello{V: h.V, Version: h.Version, Driver: h.Driver, NVML: h.NVML, CUDA: h.CUDA, GPUs: h.GPUs,
-		Interval: time.Duration(h.IntervalMS) * time.Millisecond, Simulated: h.Simulated}, checkVersion(h.V)
+	return Hello{V: int(h.V), Version: string(h.Version), Driver: string(h.Driver), NVML: string(h.NVML), CUDA: int(h.CUDA),
+		GPUs: int(h.GPUs), Interval: time.Duration(h.IntervalMS) * time.Millisecond, Simulated: bool(h.Simulated)}, checkVersion(int(h.V))
 }
 
 func decodeSample(line []byte) (event.GPUSample, error) {

@@ -26,9 +26,9 @@ func appendLine(b []byte, v any) []byte {
 // AppendHello appends h as a hello line (with "v" = ProtocolVersion and
 // the interval in whole milliseconds) and its "\n".
 func AppendHello(b []byte, h Hello) []byte {
-	return appendLine(b, helloJSON{T: "hello", V: ProtocolVersion, Version: validString(h.Version),
-		Driver: validString(h.Driver), NVML: validString(h.NVML), CUDA: h.CUDA, GPUs: h.GPUs,
-		IntervalMS: h.Interval.Milliseconds(), Simulated: h.Simulated})
+	return appendLine(b, helloJSON{T: "hello", V: ProtocolVersion, Version: wireString(h.Version),
+		Driver: wireString(h.Driver), NVML: wireString(h.NVML), CUDA: wInt(h.CUDA), GPUs: wInt(h.GPUs),
+		IntervalMS: wInt64(h.Interval.Milliseconds()), Simulated: wBool(h.Simulated)})
 }
 
 // AppendAlive appends a heartbeat line written at at and its "\n":
@@ -41,13 +41,13 @@ func AppendAlive(b []byte, at time.Time) []byte {
 // The cockpit's launcher script writes the same with printf; this is for
 // tests and other launchers.
 func AppendLaunch(b []byte, l Launch) []byte {
-	return appendLine(b, launchJSON{T: "launch", PID: l.PID})
+	return appendLine(b, launchJSON{T: "launch", PID: wInt(l.PID)})
 }
 
 // AppendUnavailable appends u as an unavailable line (with "v" =
 // ProtocolVersion) and its "\n".
 func AppendUnavailable(b []byte, u Unavailable) []byte {
-	return appendLine(b, unavailableJSON{T: "unavailable", V: ProtocolVersion, Reason: validString(u.Reason), Code: u.Code})
+	return appendLine(b, unavailableJSON{T: "unavailable", V: ProtocolVersion, Reason: wireString(u.Reason), Code: wInt(u.Code)})
 }
 
 // AppendEvent appends the line for an event whose payload the protocol
@@ -102,20 +102,20 @@ func AppendSample(b []byte, s event.GPUSample) []byte {
 
 // AppendXid appends x, seen at at, as an xid line and its "\n".
 func AppendXid(b []byte, at time.Time, x event.Xid) []byte {
-	return appendLine(b, xidJSON{T: "xid", At: wireTime{t: at}, Index: x.Index, UUID: validString(x.UUID),
-		BusID: validString(x.BusID), Code: x.Code})
+	return appendLine(b, xidJSON{T: "xid", At: wireTime{t: at}, Index: wInt(x.Index), UUID: wireString(x.UUID),
+		BusID: wireString(x.BusID), Code: wUint64(x.Code)})
 }
 
 // AppendFailure appends f, seen at at, as a failure line and its "\n".
 func AppendFailure(b []byte, at time.Time, f event.GPUFailure) []byte {
 	return appendLine(b, failureJSON{T: "failure", At: wireTime{t: at},
-		Class: event.GPUFailureClass(validString(string(f.Class))), BusID: validString(f.BusID),
-		Reason: validString(f.Reason), NeedsReboot: f.NeedsReboot, NVMLVersion: validString(f.NVMLVersion),
-		Line: validString(f.Line)})
+		Class: wireString(string(f.Class)), BusID: wireString(f.BusID),
+		Reason: wireString(f.Reason), NeedsReboot: wBool(f.NeedsReboot), NVMLVersion: wireString(f.NVMLVersion),
+		Line: wireString(f.Line)})
 }
 
 // AppendStale appends s, seen at at, as a stale line and its "\n".
 func AppendStale(b []byte, at time.Time, s event.GPUStale) []byte {
 	return appendLine(b, staleJSON{T: "stale", At: wireTime{t: at}, LastSample: wireTime{t: s.LastSample},
-		Missed: s.Missed, Reason: validString(s.Reason)})
+		Missed: wInt(s.Missed), Reason: wireString(s.Reason)})
 }

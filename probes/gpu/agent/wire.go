@@ -21,27 +21,27 @@ import (
 // make the decoder run one many times.
 
 type helloJSON struct {
-	T          string `json:"t"`
-	V          int    `json:"v"`
-	Version    string `json:"version"`
-	Driver     string `json:"driver"`
-	NVML       string `json:"nvml"`
-	CUDA       int    `json:"cuda"`
-	GPUs       int    `json:"gpus"`
-	IntervalMS int64  `json:"interval_ms"`
-	Simulated  bool   `json:"simulated,omitempty"`
+	T          string  `json:"t"`
+	V          wInt    `json:"v"`
+	Version    wString `json:"version"`
+	Driver     wString `json:"driver"`
+	NVML       wString `json:"nvml"`
+	CUDA       wInt    `json:"cuda"`
+	GPUs       wInt    `json:"gpus"`
+	IntervalMS wInt64  `json:"interval_ms"`
+	Simulated  wBool   `json:"simulated,omitempty"`
 }
 
 type unavailableJSON struct {
-	T      string `json:"t"`
-	V      int    `json:"v"`
-	Reason string `json:"reason"`
-	Code   int    `json:"code"`
+	T      string  `json:"t"`
+	V      wInt    `json:"v"`
+	Reason wString `json:"reason"`
+	Code   wInt    `json:"code"`
 }
 
 type launchJSON struct {
 	T   string `json:"t"`
-	PID int    `json:"pid"`
+	PID wInt   `json:"pid"`
 }
 
 type aliveJSON struct {
@@ -52,29 +52,29 @@ type aliveJSON struct {
 type xidJSON struct {
 	T     string   `json:"t"`
 	At    wireTime `json:"at,omitzero"`
-	Index int      `json:"index"`
-	UUID  string   `json:"uuid,omitempty"`
-	BusID string   `json:"pci_bus_id,omitempty"`
-	Code  uint64   `json:"code"`
+	Index wInt     `json:"index"`
+	UUID  wString  `json:"uuid,omitempty"`
+	BusID wString  `json:"pci_bus_id,omitempty"`
+	Code  wUint64  `json:"code"`
 }
 
 type failureJSON struct {
-	T           string                `json:"t"`
-	At          wireTime              `json:"at,omitzero"`
-	Class       event.GPUFailureClass `json:"class"`
-	BusID       string                `json:"pci_bus_id,omitempty"`
-	Reason      string                `json:"reason,omitempty"`
-	NeedsReboot bool                  `json:"needs_reboot,omitempty"`
-	NVMLVersion string                `json:"nvml_version,omitempty"`
-	Line        string                `json:"line,omitempty"`
+	T           string   `json:"t"`
+	At          wireTime `json:"at,omitzero"`
+	Class       wString  `json:"class"`
+	BusID       wString  `json:"pci_bus_id,omitempty"`
+	Reason      wString  `json:"reason,omitempty"`
+	NeedsReboot wBool    `json:"needs_reboot,omitempty"`
+	NVMLVersion wString  `json:"nvml_version,omitempty"`
+	Line        wString  `json:"line,omitempty"`
 }
 
 type staleJSON struct {
 	T          string   `json:"t"`
 	At         wireTime `json:"at,omitzero"`
 	LastSample wireTime `json:"last_sample,omitzero"`
-	Missed     int      `json:"missed"`
-	Reason     string   `json:"reason,omitempty"`
+	Missed     wInt     `json:"missed"`
+	Reason     wString  `json:"reason,omitempty"`
 }
 
 // sampleOut is a sample line as the encoder writes it: "missing" and
@@ -122,7 +122,7 @@ type gpuJSON struct {
 	Persistence      text        `json:"persistence_mode,omitzero"`
 	ECCMode          text        `json:"ecc_mode,omitzero"`
 	MIGMode          text        `json:"mig_mode,omitzero"`
-	Lost             bool        `json:"lost,omitempty"`
+	Lost             wBool       `json:"lost,omitempty"`
 	PCIeRxKBs        reading     `json:"pcie_rx_kbs,omitzero"`
 	PCIeTxKBs        reading     `json:"pcie_tx_kbs,omitzero"`
 }
@@ -140,7 +140,7 @@ func gpuToJSON(g *event.GPU) gpuJSON {
 		PCIeGenCurrent: reading{r: g.PCIeGenCurrent}, PCIeGenMax: reading{r: g.PCIeGenMax},
 		PCIeWidthCurrent: reading{r: g.PCIeWidthCurrent}, PCIeWidthMax: reading{r: g.PCIeWidthMax},
 		ClockEvents: clockEvents{c: g.ClockEvents}, Persistence: text{t: g.Persistence},
-		ECCMode: text{t: g.ECCMode}, MIGMode: text{t: g.MIGMode}, Lost: g.Lost,
+		ECCMode: text{t: g.ECCMode}, MIGMode: text{t: g.MIGMode}, Lost: wBool(g.Lost),
 		PCIeRxKBs: reading{r: g.PCIeRxKBs}, PCIeTxKBs: reading{r: g.PCIeTxKBs},
 	}
 }
@@ -160,30 +160,30 @@ func (j *gpuJSON) gpu() (event.GPU, error) {
 		PCIeGenCurrent: j.PCIeGenCurrent.get(), PCIeGenMax: j.PCIeGenMax.get(),
 		PCIeWidthCurrent: j.PCIeWidthCurrent.get(), PCIeWidthMax: j.PCIeWidthMax.get(),
 		ClockEvents: j.ClockEvents.get(), Persistence: j.Persistence.get(),
-		ECCMode: j.ECCMode.get(), MIGMode: j.MIGMode.get(), Lost: j.Lost,
+		ECCMode: j.ECCMode.get(), MIGMode: j.MIGMode.get(), Lost: bool(j.Lost),
 		PCIeRxKBs: j.PCIeRxKBs.get(), PCIeTxKBs: j.PCIeTxKBs.get(),
 	}, nil
 }
 
 // appJSON is a compute process object.
 type appJSON struct {
-	PID       int              `json:"pid"`
-	PIDStatus event.CellStatus `json:"pid_status,omitempty"`
-	Name      text             `json:"name,omitzero"`
-	UsedMiB   reading          `json:"used_mib,omitzero"`
-	BusID     text             `json:"pci_bus_id,omitzero"`
-	UUID      text             `json:"uuid,omitzero"`
+	PID       wInt    `json:"pid"`
+	PIDStatus wStatus `json:"pid_status,omitempty"`
+	Name      text    `json:"name,omitzero"`
+	UsedMiB   reading `json:"used_mib,omitzero"`
+	BusID     text    `json:"pci_bus_id,omitzero"`
+	UUID      text    `json:"uuid,omitzero"`
 }
 
 func (appJSON) bound() (int, string) { return MaxApps, "processes" }
 
 func appToJSON(a *event.ComputeApp) appJSON {
-	return appJSON{PID: a.PID, PIDStatus: a.PIDStatus, Name: text{t: a.Name}, UsedMiB: reading{r: a.UsedMiB},
+	return appJSON{PID: wInt(a.PID), PIDStatus: wStatus(a.PIDStatus), Name: text{t: a.Name}, UsedMiB: reading{r: a.UsedMiB},
 		BusID: text{t: a.BusID}, UUID: text{t: a.UUID}}
 }
 
 func (j *appJSON) app() event.ComputeApp {
-	return event.ComputeApp{PID: j.PID, PIDStatus: j.PIDStatus, Name: j.Name.get(), UsedMiB: j.UsedMiB.get(),
+	return event.ComputeApp{PID: int(j.PID), PIDStatus: event.CellStatus(j.PIDStatus), Name: j.Name.get(), UsedMiB: j.UsedMiB.get(),
 		BusID: j.BusID.get(), UUID: j.UUID.get()}
 }
 

@@ -61,7 +61,7 @@ func (w *reading) UnmarshalJSON(b []byte) error {
 	case '{':
 		var o struct {
 			Status *event.CellStatus `json:"status"`
-			Raw    string            `json:"raw"`
+			Raw    wString           `json:"raw"`
 			Value  numOrWord         `json:"value"`
 		}
 		if err := unmarshalValue(b, &o); err != nil {
@@ -70,7 +70,7 @@ func (w *reading) UnmarshalJSON(b []byte) error {
 		if o.Status == nil {
 			return errors.New(`reading object without "status"`)
 		}
-		w.r = event.Reading{Value: float64(o.Value), Status: *o.Status, Raw: o.Raw}
+		w.r = event.Reading{Value: float64(o.Value), Status: *o.Status, Raw: string(o.Raw)}
 		return nil
 	}
 	v, err := strconv.ParseFloat(string(b), 64)
@@ -156,7 +156,7 @@ func (w *text) UnmarshalJSON(b []byte) error {
 	}
 	var o struct {
 		Status *event.CellStatus `json:"status"`
-		S      string            `json:"s"`
+		S      wString           `json:"s"`
 	}
 	if err := unmarshalValue(b, &o); err != nil {
 		return err
@@ -164,7 +164,7 @@ func (w *text) UnmarshalJSON(b []byte) error {
 	if o.Status == nil {
 		return errors.New(`text object without "status"`)
 	}
-	w.t = event.Text{S: o.S, Status: *o.Status}
+	w.t = event.Text{S: string(o.S), Status: *o.Status}
 	return nil
 }
 
@@ -214,8 +214,8 @@ func (w *clockEvents) UnmarshalJSON(b []byte) error {
 	case '{':
 		var o struct {
 			Status *event.CellStatus `json:"status"`
-			Raw    string            `json:"raw"`
-			Mask   uint64            `json:"mask"`
+			Raw    wString           `json:"raw"`
+			Mask   wUint64           `json:"mask"`
 		}
 		if err := unmarshalValue(b, &o); err != nil {
 			return err
@@ -223,7 +223,7 @@ func (w *clockEvents) UnmarshalJSON(b []byte) error {
 		if o.Status == nil {
 			return errors.New(`clock_events object without "status"`)
 		}
-		w.c = event.ClockEvents{Mask: event.ClockEventReason(o.Mask), Status: *o.Status, Raw: o.Raw}
+		w.c = event.ClockEvents{Mask: event.ClockEventReason(o.Mask), Status: *o.Status, Raw: string(o.Raw)}
 		return nil
 	}
 	m, err := strconv.ParseUint(string(b), 10, 64)
@@ -335,6 +335,10 @@ func validString(s string) string {
 	return string([]rune(s))
 }
 
+// wireString is s as a plain string value, invalid UTF-8 replaced
+// (validString).
+func wireString(s string) wString { return wString(validString(s)) }
+
 func isPosZero(v float64) bool { return math.Float64bits(v) == 0 }
 
 func isFinite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
@@ -378,4 +382,44 @@ func rawStatus(raw string) event.CellStatus {
 func textStatus(s string) event.CellStatus {
 	st, _ := tokenStatus(s)
 	return st
+}
+
+// The plain values of a line (numbers, booleans, strings, statuses) refuse
+// null. encoding/json reads null into one as its zero value, which would be
+// a silently wrong value (an Xid code 0, a GPU not lost, process id 0); the
+// agent never writes null: a value it could not read is a key left out or
+// a status. Keys a reader does not know may hold anything, null included.
+type (
+	wInt    int
+	wInt64  int64
+	wUint64 uint64
+	wBool   bool
+	wString string
+	wStatus event.CellStatus
+)
+
+func (v *wInt) UnmarshalJSON(b []byte) error    { return notNull(b, (*int)(v)) }
+func (v *wInt64) UnmarshalJSON(b []byte) error  { return notNull(b, (*int64)(v)) }
+func (v *wUint64) UnmarshalJSON(b []byte) error { return notNull(b, (*uint64)(v)) }
+func (v *wBool) UnmarshalJSON(b []byte) error   { return notNull(b, (*bool)(v)) }
+func (v *wStatus) UnmarshalJSON(b []byte) error { return notNull(b, (*event.CellStatus)(v)) }
+
+func (v *wString) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return errNull
+	}
+	s, err := jsonString(b)
+	*v = wString(s)
+	return err
+}
+
+// errNull is the error of a known key whose value is null.
+var errNull = &errValue{"null where a value belongs (the protocol leaves out a value it did not read)"}
+
+// notNull decodes b into v, refusing null.
+func notNull[T any](b []byte, v *T) error {
+	if string(b) == "null" {
+		return errNull
+	}
+	return unmarshalValue(b, v)
 }
