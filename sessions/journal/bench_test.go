@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 )
 
 // The benchmark journal: 24 h of 8 GPUs sampled at 2 Hz, plus a
@@ -32,7 +33,7 @@ type simGPU struct {
 }
 
 func newSimGPU(i int) *simGPU {
-	s := &simGPU{g: testGPU(i, 0)}
+	s := &simGPU{g: eventtest.GPU(i, 0)}
 	s.g.UtilGPUPct, s.g.UtilMemPct = ok(0), ok(0)
 	return s
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 )
 
 // t0 is the journals' created time in tests (not on a whole microsecond:
@@ -22,42 +23,10 @@ var t0 = time.Date(2026, 11, 29, 21, 58, 7, 123456789, time.UTC)
 
 func ok(v float64) event.Reading { return event.Reading{Value: v} }
 
-// testGPU is an H200 row under load, varied by i and tick.
-func testGPU(i, tick int) event.GPU {
-	return event.GPU{
-		Index:            i,
-		Name:             event.Text{S: "NVIDIA H200"},
-		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
-		UUID:             event.Text{S: fmt.Sprintf("GPU-3f1c%04d-8a7b-4c2d-9e0f-1a2b3c4d5e6f", i)},
-		UtilGPUPct:       ok(float64(95 + (i+tick)%6)),
-		UtilMemPct:       ok(float64(55 + (i*3+tick)%15)),
-		MemUsedMiB:       ok(131072),
-		MemTotalMiB:      ok(143771),
-		PowerDrawW:       ok(600 + float64((i*37+tick*13)%3000)/100),
-		PowerLimitW:      ok(700),
-		TempC:            ok(float64(55 + (i+tick/10)%4)),
-		SMClockMHz:       ok(1980),
-		MemClockMHz:      ok(3201),
-		SMClockMax:       ok(1980),
-		FanPct:           event.Reading{Status: event.CellNA, Raw: "[N/A]"},
-		PState:           event.Text{S: "P0"},
-		PCIeGenCurrent:   ok(5),
-		PCIeGenMax:       ok(5),
-		PCIeWidthCurrent: ok(16),
-		PCIeWidthMax:     ok(16),
-		ClockEvents:      event.ClockEvents{Mask: event.ReasonSWPowerCap},
-		Persistence:      event.Text{S: "Enabled"},
-		ECCMode:          event.Text{S: "Enabled"},
-		MIGMode:          event.Text{S: "[N/A]", Status: event.CellNA},
-		PCIeRxKBs:        event.Reading{Status: event.CellAbsent}, // nvidia-smi does not read them
-		PCIeTxKBs:        event.Reading{Status: event.CellAbsent},
-	}
-}
-
 func testSample(at time.Time, tick, n int) event.GPUSample {
 	s := event.GPUSample{At: at}
 	for i := range n {
-		s.GPUs = append(s.GPUs, testGPU(i, tick))
+		s.GPUs = append(s.GPUs, eventtest.GPU(i, tick))
 	}
 	return s
 }
@@ -75,7 +44,7 @@ func roundTripEvents() []event.Event {
 		Workdir: "/srv/sglang", LogPath: "/var/log/fd/sim-20261129-215807.log", ExitPath: "/var/log/fd/sim.exit",
 		Port: 30000, At: at(1.5),
 	}
-	odd := testGPU(3, 1)
+	odd := eventtest.GPU(3, 1)
 	odd.UtilGPUPct = event.Reading{Status: event.CellErr, Raw: "ERR!"}
 	odd.PowerDrawW = event.Reading{Status: event.CellLost, Raw: "[GPU is lost]", Value: 612.5}
 	odd.TempC = event.Reading{Value: -0.0 * -1} // plain 0
@@ -156,9 +125,9 @@ func roundTripEvents() []event.Event {
 	add(26, event.ExperimentStart{ID: "e1", Name: "nccl-ll-ring @ 3207427", Hypothesis: "Ring is slower", Trigger: "launch", Launch: &launch})
 	add(27, event.ExperimentFingerprint{Exp: "e1", Fingerprint: event.Fingerprint{At: at(26), Hostname: "gpu-box", Kernel: "6.8.0", Git: &event.GitState{Repo: "/srv/sglang", Head: "aa", Patch: "diff --git a/x b/x\n+\x1b[31m", PatchSHA256: "00", PatchBytes: 20},
 		Launch: &launch, CommandLine: "python3 -m sglang.launch_server", Versions: []event.Version{{Name: "driver", Command: "nvidia-smi ...", Value: "590.48.01", Millis: 40}, {Name: "torch", Command: "python -c ...", Err: "timed out after 10s", Millis: 10000}},
-		GPUs: []event.GPU{testGPU(0, 0), odd}, Errors: []string{"hostname: timed out after 10s"}}})
+		GPUs: []event.GPU{eventtest.GPU(0, 0), odd}, Errors: []string{"hostname: timed out after 10s"}}})
 	add(28, event.ExperimentUpdate{Exp: "e1", Conclusion: "yes"})
-	add(29, event.ExperimentEnd{Exp: "e1", Trigger: "kill", Conclusion: "Ring -6 %", Result: event.ExperimentResult{Metric: "tok/s", Samples: []float64{89, 82, 94}, N: 3, Dropped: 2, Median: 89, Lo: f64(82), Hi: f64(94), Confidence: 0.96, Warnings: []string{"few"}}, GPUs: []event.GPU{testGPU(1, 9)}})
+	add(29, event.ExperimentEnd{Exp: "e1", Trigger: "kill", Conclusion: "Ring -6 %", Result: event.ExperimentResult{Metric: "tok/s", Samples: []float64{89, 82, 94}, N: 3, Dropped: 2, Median: 89, Lo: f64(82), Hi: f64(94), Confidence: 0.96, Warnings: []string{"few"}}, GPUs: []event.GPU{eventtest.GPU(1, 9)}})
 	add(30, event.Key{Key: "K", Action: "kill sglang pid 4123"})
 	add(31, event.Session{SessionHeader: event.SessionHeader{Format: FormatName, Version: FormatVersion, Created: t0.Add(31 * time.Second), Flightdeck: "v0.6.0",
 		Host: "gpu-box", Name: "after-crash", User: "ana", Hostname: "laptop", PID: 4243}})

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
@@ -24,38 +24,6 @@ const (
 var t0 = time.Date(2026, 11, 29, 21, 58, 7, 123456789, time.UTC)
 
 func ok(v float64) event.Reading { return event.Reading{Value: v} }
-
-// testGPU is an H200 row under load, varied by i and tick.
-func testGPU(i, tick int) event.GPU {
-	return event.GPU{
-		Index:            i,
-		Name:             event.Text{S: "NVIDIA H200"},
-		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
-		UUID:             event.Text{S: fmt.Sprintf("GPU-3f1c%04d-8a7b-4c2d-9e0f-1a2b3c4d5e6f", i)},
-		UtilGPUPct:       ok(float64(95 + (i+tick)%6)),
-		UtilMemPct:       ok(float64(55 + (i*3+tick)%15)),
-		MemUsedMiB:       ok(131072),
-		MemTotalMiB:      ok(143771),
-		PowerDrawW:       ok(600 + float64((i*37+tick*13)%3000)/100),
-		PowerLimitW:      ok(700),
-		TempC:            ok(float64(55 + (i+tick/10)%4)),
-		SMClockMHz:       ok(1980),
-		MemClockMHz:      ok(3201),
-		SMClockMax:       ok(1980),
-		FanPct:           event.Reading{Status: event.CellNA, Raw: "[N/A]"},
-		PState:           event.Text{S: "P0"},
-		PCIeGenCurrent:   ok(5),
-		PCIeGenMax:       ok(5),
-		PCIeWidthCurrent: ok(16),
-		PCIeWidthMax:     ok(16),
-		ClockEvents:      event.ClockEvents{Mask: event.ReasonSWPowerCap},
-		Persistence:      event.Text{S: "Enabled"},
-		ECCMode:          event.Text{S: "Enabled"},
-		MIGMode:          event.Text{S: "[N/A]", Status: event.CellNA},
-		PCIeRxKBs:        event.Reading{Status: event.CellAbsent}, // nvidia-smi does not read them
-		PCIeTxKBs:        event.Reading{Status: event.CellAbsent},
-	}
-}
 
 // profiles are the simulated host's env profiles.
 var profiles = map[string]map[string]string{
@@ -73,8 +41,8 @@ func dexp(id, profile, head string, tok float64) ledger.Experiment {
 	rl := server.RedactLaunch(*l)
 	samples := []float64{tok - 0.4, tok + 0.2, tok - 0.1, tok + 0.3, tok, tok + 0.1, tok - 0.2}
 	sum := ledger.ResultOf(samples, 3, nil)
-	g := testGPU(0, 0)
-	g2 := testGPU(1, 0)
+	g := eventtest.GPU(0, 0)
+	g2 := eventtest.GPU(1, 0)
 	return ledger.Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: event.TriggerLaunch, EndedBy: event.TriggerRelaunch,
 		Started: t0, Ended: t0.Add(time.Minute), Launch: &rl,
 		Fingerprint: &event.Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
