@@ -110,8 +110,8 @@ func TestPanelMarksAndCompares(t *testing.T) {
 		t.Error("a stale range answer was applied")
 	}
 	press(m, "esc")
-	if m.dialogOpen() || !m.exp.open {
-		t.Fatalf("esc: modal %d panel %v", m.modal, m.exp.open)
+	if m.dialogOpen() || !m.exp.Open {
+		t.Fatalf("esc: modal %d panel %v", m.modal, m.exp.Open)
 	}
 	// Two marked: they are compared, older first.
 	m.Update(space())
@@ -131,8 +131,8 @@ func TestPanelMarksAndCompares(t *testing.T) {
 	}
 	press(m, "esc", "down")
 	m.Update(space()) // unmark e2
-	if m.Status() != "unmarked e2" || len(m.exp.marked) != 1 {
-		t.Errorf("unmark: %q %q", m.Status(), m.exp.marked)
+	if m.Status() != "unmarked e2" || len(m.exp.Marked()) != 1 {
+		t.Errorf("unmark: %q %q", m.Status(), m.exp.Marked())
 	}
 	// B marks the baseline (the mark comes back as an event).
 	press(m, "up")
@@ -260,8 +260,8 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 func TestReplaySpaceMarksInThePanel(t *testing.T) {
 	r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 100 * time.Second}})
 	rpress(r, "x", "space")
-	if r.Playing() || len(r.inner.exp.marked) != 1 {
-		t.Errorf("space in the panel: playing %v marked %q", r.Playing(), r.inner.exp.marked)
+	if r.Playing() || len(r.inner.exp.Marked()) != 1 {
+		t.Errorf("space in the panel: playing %v marked %q", r.Playing(), r.inner.exp.Marked())
 	}
 	rpress(r, "esc", "space")
 	if !r.Playing() {
@@ -421,21 +421,10 @@ func TestCompareGolden(t *testing.T) {
 	})
 }
 
-// TestSharedFormatting: the cockpit's deltas and counts read as the
-// journal's (report.FormatRowDelta, report.FormatLaunches), and its one
-// plural handles -es words.
+// TestSharedFormatting: the cockpit's counts read as the journal's
+// (report.FormatLaunches), and its one plural handles -es words (its
+// deltas: experiments.TestDeltaText).
 func TestSharedFormatting(t *testing.T) {
-	for _, c := range []struct {
-		v, base float64
-		want    string
-	}{
-		{88.9, 82.3, "+8.0%"}, {61.6, 82.3, "-25.2%"}, {82.3, 82.3, "+0.0%"}, {82.3001, 82.3, "+0.0%"},
-		{5, 0, "-"}, {5, -1, "-"},
-	} {
-		if got := deltaText(c.v, c.base); got != c.want {
-			t.Errorf("deltaText(%v, %v) = %q, want %q", c.v, c.base, got, c.want)
-		}
-	}
 	for _, c := range []struct {
 		n          int
 		what, want string

@@ -11,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -78,11 +79,11 @@ func (m *Model) compareLines(iw int) []string {
 
 // expWhen is "started 10:27:10, killed after 35s" or "open".
 func expWhen(e *ledger.Experiment) string {
-	s := "started " + clock(e.Started)
+	s := "started " + experiments.Clock(e.Started)
 	if e.Open() {
 		return s + ", open"
 	}
-	how := firstOf(endedHow(e.EndedBy), "closed")
+	how := firstOf(experiments.EndedHow(e.EndedBy), "closed")
 	if dur := e.Ended.Sub(e.Started); dur >= 0 {
 		return s + ", " + how + " after " + style.ShortDur(dur)
 	}

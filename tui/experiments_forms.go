@@ -10,7 +10,9 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -19,6 +21,17 @@ import (
 // its tok/s so far and a conclusion), the conclusion form (e while the
 // conclusion banner shows, or c in the panel) and the note form (n). Their
 // calls run in tea.Cmds; the answers come back as messages (expResult).
+
+// Experiment overlays, after the server's (control.go).
+const (
+	modalExpStart    modal = 200 + iota // e with none open: name and hypothesis
+	modalExpEnd                         // e with one open: its tok/s so far and a conclusion
+	modalExpConclude                    // an experiment ended by a kill, relaunch or exit: its conclusion
+	modalNote                           // n: one line of text
+)
+
+// isExpModal reports whether md is one of the experiment overlays.
+func isExpModal(md modal) bool { return md >= modalExpStart && md <= modalNote }
 
 // expForm is an experiment overlay's fields.
 type expForm struct {
@@ -36,13 +49,6 @@ type expForm struct {
 	was  string
 }
 
-// Text limits of the experiment overlays' fields, in characters (runes):
-// what is typed or pasted past them is cut, and the status line says so.
-const (
-	nameLimit = 200  // an experiment's name
-	textLimit = 4000 // a note, a hypothesis, a conclusion
-)
-
 // newInput is a text field for an experiment overlay holding at most
 // limit characters.
 func (m *Model) newInput(value, placeholder string, limit int) textinput.Model {
@@ -59,21 +65,21 @@ func (m *Model) newInput(value, placeholder string, limit int) textinput.Model {
 // openExperiment opens the start form, or the end form when one is open.
 func (m *Model) openExperiment() tea.Cmd {
 	m.showHelp = false
-	if cur := m.exp.ledger.Current(); cur != nil {
-		m.exp.form = &expForm{exp: cur.ID, labels: []string{"conclusion"},
-			inputs: []textinput.Model{m.newInput("", "what did it show? (optional)", textLimit)}}
+	if cur := m.exp.Ledger().Current(); cur != nil {
+		m.expForm = &expForm{exp: cur.ID, labels: []string{"conclusion"},
+			inputs: []textinput.Model{m.newInput("", "what did it show? (optional)", experiments.TextLimit)}}
 		m.modal = modalExpEnd
-		return m.exp.form.setFocus(0)
+		return m.expForm.setFocus(0)
 	}
 	// The default name is a placeholder, not a value: typing replaces it,
 	// enter on the empty field takes it.
 	name := m.defaultExpName()
-	m.exp.form = &expForm{labels: []string{"name", "hypothesis"}, name: name, inputs: []textinput.Model{
-		m.newInput("", name, nameLimit),
-		m.newInput("", "what do you expect, and why? (optional)", textLimit),
+	m.expForm = &expForm{labels: []string{"name", "hypothesis"}, name: name, inputs: []textinput.Model{
+		m.newInput("", name, experiments.NameLimit),
+		m.newInput("", "what do you expect, and why? (optional)", experiments.TextLimit),
 	}}
 	m.modal = modalExpStart
-	return m.exp.form.setFocus(0)
+	return m.expForm.setFocus(0)
 }
 
 // defaultExpName is "<profile> @ <short HEAD>" for the server running
@@ -106,45 +112,34 @@ func (m *Model) defaultExpName() string {
 	return p + " @ " + h
 }
 
-// firstOf is the first of ss that is not "".
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // openNote opens the note form.
 func (m *Model) openNote() tea.Cmd {
 	m.showHelp = false
-	m.exp.form = &expForm{labels: []string{"note"}, inputs: []textinput.Model{m.newInput("", "free text; enter saves", textLimit)}}
+	m.expForm = &expForm{labels: []string{"note"}, inputs: []textinput.Model{m.newInput("", "free text; enter saves", experiments.TextLimit)}}
 	m.modal = modalNote
-	return m.exp.form.setFocus(0)
+	return m.expForm.setFocus(0)
 }
 
 // openConclude opens the conclusion prompt for experiment id, which
 // ended without one.
 func (m *Model) openConclude(id string) tea.Cmd {
-	m.exp.pending = ""
-	m.exp.form = &expForm{exp: id, labels: []string{"conclusion"},
-		inputs: []textinput.Model{m.newInput("", "what did it show? (esc skips)", textLimit)}}
+	m.exp.Dismiss()
+	m.expForm = &expForm{exp: id, labels: []string{"conclusion"},
+		inputs: []textinput.Model{m.newInput("", "what did it show? (esc skips)", experiments.TextLimit)}}
 	m.modal = modalExpConclude
-	return m.exp.form.setFocus(0)
+	return m.expForm.setFocus(0)
 }
 
-// openEdit opens the conclusion form for the experiment selected in the
-// panel (one that ended; concludeUnavailable checked), holding its
-// conclusion so far to edit.
-func (m *Model) openEdit() tea.Cmd {
+// openEdit opens the conclusion form for e, the experiment selected in
+// the panel (one that ended: the panel checked), holding its conclusion
+// so far to edit.
+func (m *Model) openEdit(e *ledger.Experiment) tea.Cmd {
 	m.showHelp = false
-	e := &m.exp.ledger.Experiments()[m.exp.sel()]
 	was := sanitize.String(e.Conclusion)
-	m.exp.form = &expForm{exp: e.ID, edit: true, was: was, labels: []string{"conclusion"},
-		inputs: []textinput.Model{m.newInput(was, "what did it show?", textLimit)}}
+	m.expForm = &expForm{exp: e.ID, edit: true, was: was, labels: []string{"conclusion"},
+		inputs: []textinput.Model{m.newInput(was, "what did it show?", experiments.TextLimit)}}
 	m.modal = modalExpConclude
-	return m.exp.form.setFocus(0)
+	return m.expForm.setFocus(0)
 }
 
 func (f *expForm) setFocus(i int) tea.Cmd {
@@ -163,12 +158,12 @@ func (f *expForm) setFocus(i int) tea.Cmd {
 func (f *expForm) value(i int) string { return strings.TrimSpace(f.inputs[i].Value()) }
 
 func (m *Model) closeExpModal() {
-	m.modal, m.exp.form = modalNone, nil
+	m.modal, m.expForm = modalNone, nil
 }
 
 // expKey handles a key while an experiment overlay is open.
 func (m *Model) expKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	f := m.exp.form
+	f := m.expForm
 	switch msg.String() {
 	case "esc", "ctrl+c":
 		what := map[modal]string{modalExpStart: "experiment not started", modalExpEnd: "experiment not ended",
@@ -198,7 +193,7 @@ func (m *Model) expPaste(msg tea.PasteMsg) tea.Cmd {
 // the field's limit cut what was added, the status line says so ("note cut
 // to 4000 characters").
 func (m *Model) expInput(msg tea.Msg, text string) tea.Cmd {
-	f := m.exp.form
+	f := m.expForm
 	in := &f.inputs[f.focus]
 	before := utf8.RuneCountInString(in.Value())
 	var cmd tea.Cmd
@@ -216,9 +211,9 @@ func (m *Model) expInput(msg tea.Msg, text string) tea.Cmd {
 
 // expSubmit runs the open overlay's call in a tea.Cmd.
 func (m *Model) expSubmit() tea.Cmd {
-	f := m.exp.form
+	f := m.expForm
 	md := m.modal
-	if m.exp.ctl == nil || m.readOnly() { // the overlays never open then; be safe
+	if !m.exp.Writable() { // the overlays never open then; be safe
 		m.closeExpModal()
 		return nil
 	}
@@ -237,12 +232,11 @@ func (m *Model) expSubmit() tea.Cmd {
 		m.flash("empty note: nothing saved", style.Dim)
 		return nil
 	}
-	if m.exp.doing != "" {
-		m.flash(m.exp.doing+" ...: try again when it ends", style.Warn)
+	if m.exp.Doing() != "" {
+		m.flash(m.exp.Doing()+" ...: try again when it ends", style.Warn)
 		return nil
 	}
 	m.closeExpModal()
-	x, ctx := m.exp.ctl, m.ctx
 	switch md {
 	case modalExpStart:
 		// An empty name leaves it to the Lab, whose default the
@@ -253,39 +247,13 @@ func (m *Model) expSubmit() tea.Cmd {
 		if shown == "" {
 			shown = f.name
 		}
-		rec := m.recorder(join("start experiment", shown))
-		m.exp.doing = "starting an experiment"
-		return func() tea.Msg {
-			rec()
-			s, err := x.StartExperiment(ctx, name, hyp)
-			return ExperimentStartedMsg{Start: s, Err: err}
-		}
+		return m.exp.StartExperiment(name, hyp, shown)
 	case modalExpEnd:
-		conclusion := f.value(0)
-		rec := m.recorder("end experiment " + f.exp)
-		m.exp.doing = "ending " + sanitize.String(f.exp)
-		return func() tea.Msg {
-			rec()
-			e, err := x.EndExperiment(ctx, conclusion)
-			return ExperimentEndedMsg{End: e, Err: err}
-		}
+		return m.exp.EndExperiment(f.exp, f.value(0))
 	case modalExpConclude:
-		u := event.ExperimentUpdate{Exp: f.exp, Conclusion: f.value(0)}
-		rec := m.recorder("conclude experiment " + f.exp)
-		m.exp.doing = "saving the conclusion of " + sanitize.String(f.exp)
-		return func() tea.Msg {
-			rec()
-			return ExperimentUpdatedMsg{Exp: u.Exp, Err: x.UpdateExperiment(ctx, u)}
-		}
+		return m.exp.Conclude(f.exp, f.value(0))
 	case modalNote:
-		text := f.value(0)
-		rec := m.recorder("note")
-		m.exp.doing = "saving a note"
-		return func() tea.Msg {
-			rec()
-			n, err := x.Note(ctx, text)
-			return NoteSavedMsg{Note: n, Err: err}
-		}
+		return m.exp.WriteNote(f.value(0))
 	}
 	return nil
 }
@@ -294,7 +262,7 @@ func (m *Model) expSubmit() tea.Cmd {
 // for a w-cell screen with avail rows between header and footer.
 func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) {
 	st := &m.styles
-	f := m.exp.form
+	f := m.expForm
 	iw = min(w-4, 76)
 	lw := 0
 	for _, l := range f.labels {
@@ -323,7 +291,7 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 		ps = append(ps, component.Para{Text: "Records the fingerprint now: git HEAD and dirty patch, launch command and env, versions, GPU clocks and PCIe.", Tone: style.Dim})
 		keys = []string{"enter", "start", "tab", "field", "esc", "cancel"}
 	case modalExpEnd, modalExpConclude:
-		e := m.exp.ledger.Find(f.exp)
+		e := m.exp.Ledger().Find(f.exp)
 		name := ""
 		if e != nil {
 			name = sanitize.String(e.Name)
@@ -333,7 +301,7 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 		label := "so far"
 		if m.modal == modalExpEnd {
 			title = "end " + join(id, name)
-			r = m.exp.provisional()
+			r = m.exp.Provisional()
 			keys = []string{"enter", "end", "esc", "cancel"}
 		} else {
 			title = join(id, name) + " ended"
@@ -342,7 +310,7 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 			}
 			if e != nil {
 				r = e.Result
-				if how := endedHow(e.EndedBy); how != "" && !f.edit {
+				if how := experiments.EndedHow(e.EndedBy); how != "" && !f.edit {
 					title += " (" + how + ")"
 				}
 			}
@@ -352,9 +320,9 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 				keys = []string{"enter", "save", "esc", "cancel"}
 			}
 		}
-		res := resultText(r)
+		res := experiments.ResultText(r)
 		if e != nil && m.modal == modalExpEnd {
-			if warm := m.warmingUp(e, r); warm != "" {
+			if warm := m.exp.WarmingUp(e, r); warm != "" {
 				res = warm
 			}
 		}
@@ -366,7 +334,7 @@ func (m *Model) expModalBox(w, avail int) (title string, body []string, iw int) 
 		body = append(body, fields()...)
 	case modalNote:
 		title = "note"
-		if cur := m.exp.ledger.Current(); cur != nil {
+		if cur := m.exp.Ledger().Current(); cur != nil {
 			title = "note on " + sanitize.String(cur.ID)
 		}
 		body = fields()
@@ -388,7 +356,7 @@ func (m *Model) expModalHelp() [][2]string {
 	case modalExpEnd:
 		return [][2]string{{"enter", "end the experiment"}, {"esc", "cancel"}}
 	case modalExpConclude:
-		if m.exp.form != nil && m.exp.form.edit {
+		if m.expForm != nil && m.expForm.edit {
 			return [][2]string{{"enter", "save the conclusion"}, {"esc", "cancel"}}
 		}
 		return [][2]string{{"enter", "save the conclusion"}, {"esc", "skip"}}

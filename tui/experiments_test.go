@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 )
 
 // fakeLab records what the cockpit asks of the experiment control. Its
@@ -164,7 +165,7 @@ func TestExperimentStartForm(t *testing.T) {
 		t.Fatalf("e opened modal %d: %q", m.modal, m.Status())
 	}
 	// The default name is a placeholder (dimmed), not a value.
-	if in := m.exp.form.inputs[0]; in.Value() != "" || in.Placeholder != "nccl-ll-ring @ a6d51c0" {
+	if in := m.expForm.inputs[0]; in.Value() != "" || in.Placeholder != "nccl-ll-ring @ a6d51c0" {
 		t.Errorf("name %q, placeholder %q", in.Value(), in.Placeholder)
 	}
 	if !strings.Contains(plain(m), "+- start an experiment -") || !strings.Contains(boxText(m), "hypothesis") ||
@@ -290,7 +291,7 @@ func TestExperimentTextLimits(t *testing.T) {
 		if m.Status() != "" {
 			t.Errorf("%s: a paste that fills it flashed %q", c.label, m.Status())
 		}
-		f := m.exp.form
+		f := m.expForm
 		f.inputs[f.focus].SetValue("")
 		m.Update(tea.PasteMsg{Content: long})
 		want := c.label + " cut to " + fmt.Sprint(c.limit) + " characters"
@@ -308,7 +309,7 @@ func TestExperimentTextLimits(t *testing.T) {
 	// The saved message says the note was cut: later keys replaced the
 	// flash of the cut.
 	m, _ := labScene(100, 30, Options{})
-	m.Update(NoteSavedMsg{Note: event.Note{Text: strings.Repeat("x", textLimit)}})
+	m.Update(NoteSavedMsg{Note: event.Note{Text: strings.Repeat("x", experiments.TextLimit)}})
 	if want := "note saved, cut to 4000 characters"; m.Status() != want {
 		t.Errorf("saved at the limit: %q, want %q", m.Status(), want)
 	}
@@ -335,7 +336,7 @@ func TestExperimentEndForm(t *testing.T) {
 		t.Fatal("the scripted session gives e3 no samples")
 	}
 	box := boxText(m)
-	if !strings.Contains(plain(m), "+- end e3 nccl-ll-ring @ a6d51c0 -") || !strings.Contains(box, "so far "+resultText(prov)) {
+	if !strings.Contains(plain(m), "+- end e3 nccl-ll-ring @ a6d51c0 -") || !strings.Contains(box, "so far "+experiments.ResultText(prov)) {
 		t.Errorf("end form:\n%s", plain(m))
 	}
 	typeText(m, "regressed: the commit broke LL")
@@ -460,7 +461,7 @@ func TestConclusionPrompt(t *testing.T) {
 func TestKeysThatActAreRecorded(t *testing.T) {
 	lab := &fakeLab{}
 	m, _ := controlled(100, 30, ptr(readyStatus()))
-	m.exp.ctl = lab
+	m.exp.Ctl = lab
 	cmd := press(m, "K", "y")
 	if len(lab.Keys()) != 0 {
 		t.Error("the key was recorded in Update, before the command ran")
@@ -495,7 +496,7 @@ func TestHeaderShowsExperimentAndJournal(t *testing.T) {
 	for _, e := range evs {
 		l.Apply(e)
 	}
-	want := "e3 nccl-ll-ring @ a6d51c0 " + medianText(l.Provisional()) + " tok/s"
+	want := "e3 nccl-ll-ring @ a6d51c0 " + experiments.MedianText(l.Provisional()) + " tok/s"
 	if h := screenLines(m)[0]; !strings.Contains(h, want) {
 		t.Errorf("header %q lacks %q", h, want)
 	}
@@ -524,7 +525,7 @@ func TestHeaderShowsExperimentAndJournal(t *testing.T) {
 func TestExperimentsPanel(t *testing.T) {
 	m, _ := labScene(120, 40, Options{})
 	press(m, "x")
-	if !m.exp.open || !strings.Contains(plain(m), "no experiments yet: e starts one") {
+	if !m.exp.Open || !strings.Contains(plain(m), "no experiments yet: e starts one") {
 		t.Fatalf("empty panel:\n%s", plain(m))
 	}
 	send(m, session()...)
@@ -554,11 +555,11 @@ func TestExperimentsPanel(t *testing.T) {
 		t.Errorf("f: %q", m.Status())
 	}
 	press(m, "esc")
-	if m.exp.open {
+	if m.exp.Open {
 		t.Error("esc did not close the panel")
 	}
 	press(m, "x", "x")
-	if m.exp.open {
+	if m.exp.Open {
 		t.Error("x did not close the panel")
 	}
 }
@@ -669,23 +670,6 @@ func TestExperimentsGolden(t *testing.T) {
 	})
 }
 
-func TestResultText(t *testing.T) {
-	lo, hi := 87.14, 90.25
-	for _, c := range []struct {
-		r    event.ExperimentResult
-		want string
-	}{
-		{event.ExperimentResult{}, "no tok/s samples"},
-		{event.ExperimentResult{N: 4, Median: 88.94}, "88.9 tok/s (n<6) n=4"},
-		{event.ExperimentResult{N: 8, Median: 88.94}, "88.9 tok/s (+-inf) n=8"},
-		{event.ExperimentResult{N: 24, Median: 88.94, Lo: &lo, Hi: &hi}, "88.9 tok/s [87.1, 90.2] n=24"},
-	} {
-		if got := resultText(c.r); got != c.want {
-			t.Errorf("resultText(%+v) = %q, want %q", c.r, got, c.want)
-		}
-	}
-}
-
 // BenchmarkViewExperimentsPanel: a frame with the panel open over the
 // scripted session, the open experiment's provisional result cached.
 func BenchmarkViewExperimentsPanel(b *testing.B) {
@@ -747,8 +731,8 @@ func TestConclusionBannerExpires(t *testing.T) {
 	m, _ = setup()
 	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: event.TriggerKey}},
 		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey}}})
-	if shown(m) || m.exp.pending != "" {
-		t.Errorf("after e2 ended by e: banner %v, pending %q", shown(m), m.exp.pending)
+	if shown(m) || m.exp.Pending() != "" {
+		t.Errorf("after e2 ended by e: banner %v, pending %q", shown(m), m.exp.Pending())
 	}
 	m, _ = setup()
 	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: event.TriggerLaunch}},
@@ -782,8 +766,8 @@ func TestConcludeFromPanel(t *testing.T) {
 		t.Errorf("c on the open e3: modal %d status %q", m.modal, m.Status())
 	}
 	press(m, "up", "w")
-	if m.modal != modalExpConclude || m.exp.form.exp != "e2" || m.exp.form.value(0) != "LL+ring is 8% faster: keep it" {
-		t.Fatalf("c on e2: modal %d form %+v", m.modal, m.exp.form)
+	if m.modal != modalExpConclude || m.expForm.exp != "e2" || m.expForm.value(0) != "LL+ring is 8% faster: keep it" {
+		t.Fatalf("c on e2: modal %d form %+v", m.modal, m.expForm)
 	}
 	if !strings.Contains(plain(m), "+- conclusion of e2 nccl-ll-ring @ bba2fc4 -") || !strings.Contains(boxText(m), "enter save esc cancel") {
 		t.Errorf("form:\n%s", plain(m))
@@ -808,7 +792,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	}
 	// A killed experiment with no conclusion gets one.
 	press(m, "up", "w")
-	if m.modal != modalExpConclude || m.exp.form.exp != "e1" {
+	if m.modal != modalExpConclude || m.expForm.exp != "e1" {
 		t.Fatalf("c on e1: modal %d", m.modal)
 	}
 	press(m, "esc")

@@ -7,9 +7,10 @@
 // revert, checkout and undo (tui/panels/git, its dialogs tui/dialogs/git,
 // wired in git.go); with Options.Experiments, e starts and ends
 // experiments and n writes notes into the session journal, and x opens
-// the experiments panel (experiments*.go), where space marks experiments,
-// c compares two (the compare view), B marks the baseline and w writes a
-// conclusion (compare.go); with Options.Bench, b runs a benchmark
+// the experiments panel (tui/panels/experiments, wired in
+// experiments.go), where space marks experiments, c compares two (the
+// compare view, compare.go), B marks the baseline and w writes a
+// conclusion; with Options.Bench, b runs a benchmark
 // (bench.go); with Options.Repeat, R relaunches the current configuration
 // N times to measure its noise (repeat.go). NewReplay plays a recorded
 // journal back through the same model, read-only, with a timeline
@@ -24,6 +25,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +36,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
@@ -204,12 +207,17 @@ type Model struct {
 	// The git panel (git.go wires it and its dialogs).
 	git *gitpanel.Panel
 
-	// Experiments, notes, the journal's state and the experiments panel
-	// (experiments.go), the key being handled (recorded as the cause of
-	// the action it starts), and HEAD's short id for experiment names.
-	exp       expState
-	pressed   string
-	headShort string
+	// Experiments, notes and the experiments panel (tui/panels/experiments,
+	// wired in experiments.go), the open experiment form, the recorder's
+	// latest status (sanitised: the header's rec field), the key being
+	// handled (recorded as the cause of the action it starts), and HEAD's
+	// short id for experiment names.
+	exp        *experiments.Panel
+	expForm    *expForm
+	journal    event.JournalStatus
+	hasJournal bool
+	pressed    string
+	headShort  string
 	// headChanged counts tracked paths with uncommitted changes (the
 	// latest event.RepoHead's entries, untracked ones left out); -1 unknown.
 	headChanged int
@@ -245,7 +253,7 @@ func New(o Options) *Model {
 		ctl:         o.Control,
 		ctx:         context.Background(),
 		git:         gitpanel.NewPanel(o.Git),
-		exp:         expState{ctl: o.Experiments},
+		exp:         experiments.NewPanel(o.Experiments),
 		bench:       benchState{ctl: o.Bench},
 		rep:         repeatState{ctl: o.Repeat},
 		measure:     o.Measure,
@@ -261,6 +269,7 @@ func New(o Options) *Model {
 	}
 	m.wireKeys()
 	m.wireGit()
+	m.wireExperiments()
 	m.log.Covered = func() string { return logCovered(m) }
 	m.log.NoLog = m.noLog
 	switch {
@@ -288,9 +297,9 @@ func (m *Model) setStyles(s style.Styles) {
 			m.form.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
-	if m.exp.form != nil {
-		for i := range m.exp.form.inputs {
-			m.exp.form.inputs[i].SetStyles(m.inputStyles())
+	if m.expForm != nil {
+		for i := range m.expForm.inputs {
+			m.expForm.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
 	for _, f := range []*measureForm{m.bench.form, m.rep.form} {
@@ -369,14 +378,12 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case GitRefreshMsg, GitActionMsg, GitLogMsg, GitPreviewMsg, GitSnapshotsMsg:
 		return m, m.gitResult(msg)
-	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg:
-		m.expResult(msg)
+	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg, BaselineMsg:
+		m.exp.Result(msg)
 	case BenchResultMsg:
 		m.benchResult(msg)
 	case RepeatResultMsg:
 		return m, m.repeatResult(msg)
-	case BaselineMsg:
-		m.baselineResult(msg)
 	case CompareRangeMsg:
 		m.rangeResult(msg)
 	case tea.PasteMsg:
@@ -413,7 +420,7 @@ func (m *Model) observe(t time.Time) {
 	if t.After(m.now) {
 		m.now = t
 	}
-	m.expireBanner()
+	m.exp.Expire()
 	m.gpus.SetNow(m.now)
 }
 
@@ -421,9 +428,7 @@ func (m *Model) observe(t time.Time) {
 // table), whatever has focus.
 func (m *Model) apply(ev event.Event) {
 	m.observe(ev.At)
-	if m.exp.ledger.Apply(ev) {
-		m.exp.gen++
-	}
+	m.exp.Apply(ev)
 	switch p := ev.Data.(type) {
 	case event.ConnState:
 		m.conn, m.hasConn = p, true
@@ -497,11 +502,11 @@ func (m *Model) apply(ev event.Event) {
 	case event.GitMoved:
 		m.git.SetMoved(p)
 	case event.ExperimentEnd:
-		m.expEnded(p, ev.At)
+		m.exp.Ended(p, ev.At)
 	case event.ExperimentUpdate:
 		m.expUpdated(p)
 	case event.JournalStatus:
-		m.exp.setJournal(p)
+		m.setJournal(p)
 	case event.BenchStarted, event.BenchProgress, event.BenchDone:
 		m.applyBench(p)
 	case event.RepeatProgress:
@@ -512,7 +517,7 @@ func (m *Model) apply(ev event.Event) {
 		event.KillStep, event.LogBench, event.LogFollowError, event.Note, event.Prefill,
 		event.Repeat, event.ServerHealthy, event.ServerObserved, event.Session, event.SpecDecode,
 		event.Throughput:
-		// experiment and note kinds are the ledger's (exp.ledger.Apply above); the rest are not shown
+		// experiment and note kinds are the ledger's (exp.Apply above); the rest are not shown
 	}
 }
 
@@ -592,12 +597,12 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			}
 		case m.git.Open:
 			m.git.Close()
-		case m.exp.open:
-			m.exp.open = false
+		case m.exp.Open:
+			m.exp.Open = false
 		case m.git.Moved():
 			m.git.Acknowledge() // the HEAD-moved banner
-		case m.exp.pending != "":
-			m.exp.pending = "" // the conclusion banner is dismissed
+		case m.exp.Pending() != "":
+			m.exp.Dismiss() // the conclusion banner is dismissed
 		case m.bench.running:
 			m.askStop("bench")
 		case m.rep.running:
@@ -644,7 +649,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	for _, b := range m.matchOrder() {
-		if !key.Matches(msg, b.Binding) || k.isPanelKey(b) && !m.exp.open {
+		if !key.Matches(msg, b.Binding) || !m.exp.Open && slices.Contains(m.exp.Exclusive(), b) {
 			continue // w, space and c are the panel's; elsewhere they are the log's and git's
 		}
 		if why := b.Why(); why != "" {
@@ -664,14 +669,14 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	k := &m.keys
 	page := m.log.Page()
 	gitRows := m.git.Open && !m.gpus.Focused // the panel's cursor takes the log's keys
-	expRows := m.exp.open && !m.gpus.Focused
+	expRows := m.exp.Open && !m.gpus.Focused
 	switch {
 	case m.gpus.Focused:
 		page = m.gpus.Page()
 	case gitRows:
 		page = m.git.Page()
 	case expRows:
-		page = m.exp.page()
+		page = m.exp.Page()
 	}
 	switch b {
 	case &k.Quit:
@@ -695,7 +700,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	case &k.Experiments:
 		m.toggleExperiments()
 	case &k.Experiment:
-		if id := m.exp.pending; id != "" && m.exp.ledger.Find(id) != nil {
+		if id := m.exp.Pending(); id != "" && m.exp.Ledger().Find(id) != nil {
 			m.showHelp = false
 			return m, m.openConclude(id)
 		}
@@ -708,8 +713,6 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		return m, m.openExperiment()
 	case &k.Note:
 		return m, m.openNote()
-	case &k.Conclude:
-		return m, m.openEdit()
 	case &k.Bench:
 		if m.bench.running {
 			m.askStop("bench")
@@ -722,12 +725,6 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, m.openRepeat()
-	case &k.Mark:
-		m.toggleMark()
-	case &k.Compare:
-		return m, m.openCompare()
-	case &k.Baseline:
-		return m, m.toggleBaseline()
 	case &k.Help:
 		m.showHelp, m.helpTop = !m.showHelp, 0
 	case &k.Up:
@@ -745,7 +742,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case gitRows:
 			m.git.End()
 		case expRows:
-			m.exp.move(len(m.exp.ledger.Experiments()))
+			m.exp.End()
 		default:
 			m.log.Resume()
 		}
@@ -756,7 +753,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case gitRows:
 			m.git.Home()
 		case expRows:
-			m.exp.move(-len(m.exp.ledger.Experiments()))
+			m.exp.Home()
 		default:
 			m.log.Home()
 		}
@@ -765,7 +762,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 }
 
 // panels are the cockpit's parts that own their keys (component.Panel).
-func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git} }
+func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git, m.exp} }
 
 // panelOf is the panel whose binding b is, nil for the cockpit's own.
 func (m *Model) panelOf(b *component.Binding) component.Panel {
@@ -790,8 +787,8 @@ func (m *Model) scroll(d int) {
 		m.git.Move(d)
 		return
 	}
-	if m.exp.open {
-		m.exp.move(d)
+	if m.exp.Open {
+		m.exp.Move(d)
 		return
 	}
 	m.log.Scroll(d)
@@ -860,8 +857,9 @@ func (m *Model) footer(width int) string {
 	if m.modal == modalNone && m.git.Open {
 		return m.git.Footer(st, width, &m.keys.Help, &m.keys.Git, &m.keys.Quit)
 	}
-	if m.modal == modalNone && m.exp.open {
-		return m.expFooter(width)
+	if m.modal == modalNone && m.exp.Open {
+		k := &m.keys
+		return m.exp.Footer(st, width, &k.Help, &k.Experiment, &k.Note, &k.Experiments, &k.Quit)
 	}
 	if m.modal != modalNone {
 		help := m.modalHelp
