@@ -10,12 +10,14 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
+	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // Experiments in the cockpit: e starts or ends one, n writes a note (their
-// forms: experiments_forms.go), x opens the experiments panel
+// forms: tui/dialogs/experiment), x opens the experiments panel
 // (tui/panels/experiments), where w writes or replaces the selected
 // experiment's conclusion, space marks experiments, B marks the baseline
 // and c compares (compare.go). What the screen shows comes only from events
@@ -76,7 +78,15 @@ func (m *Model) wireExperiments() {
 	p.Flash = m.flash
 	p.Record = m.recorder
 	p.Ctx = func() context.Context { return m.ctx }
-	p.Edit = m.openEdit
+	forms := &expdialog.Dialogs{
+		Panel: p,
+		Flash: m.flash,
+		// A form opens over the screen, not over the help.
+		Push:   func(d component.Dialog) { m.showHelp = false; m.overlay.Push(d) },
+		Inputs: m.inputStyles,
+	}
+	m.expForms = forms
+	p.Edit = forms.OpenEdit
 	p.Compare = m.openCompare
 }
 
@@ -146,8 +156,8 @@ func (m *Model) expUpdated(u event.ExperimentUpdate) {
 		return
 	}
 	m.exp.Updated(u)
-	if m.modal == modalExpConclude && m.expForm.exp == u.Exp && !m.expForm.edit && m.expForm.value(0) == "" {
-		m.closeExpModal()
+	if f, ok := m.overlay.Top().(*expdialog.Form); ok && f.Answered(u) {
+		m.overlay.Pop()
 	}
 }
 
@@ -224,6 +234,36 @@ func (m *Model) expSegs() (exp, rec []seg) {
 		}
 	}
 	return exp, out
+}
+
+// defaultExpName is "<profile> @ <short HEAD>" for the server running
+// now, as the lab names the experiments a launch starts: the latest
+// event.ServerStatus's env profile ("none" included; its preset when adopted
+// with none recorded), "no server" when none runs, the server named by
+// the log (or "experiment") without a event.ServerStatus. The profile picked
+// with p for the next launch does not count: starting an experiment
+// launches nothing.
+func (m *Model) defaultExpName() string {
+	p := "experiment"
+	switch {
+	case m.srv.hasSt:
+		switch st := &m.srv.st; st.Phase {
+		case event.PhaseNone, event.PhaseExited, event.PhaseKilled, "":
+			p = "no server"
+		default:
+			p = firstOf(st.Profile, st.Preset, st.Server, "server")
+		}
+	case m.server.name != "":
+		p = m.server.name
+	}
+	h := m.headShort
+	if h == "" {
+		h, _, _ = strings.Cut(m.head, " ")
+	}
+	if h == "" || h == "?" {
+		return p
+	}
+	return p + " @ " + h
 }
 
 // firstOf is the first of ss that is not "".

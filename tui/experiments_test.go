@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 )
 
@@ -72,6 +73,13 @@ func (f *fakeLab) Key(key, action string) {
 }
 
 var _ ExperimentControl = (*fakeLab)(nil)
+
+// expForm is the experiment form on top of the overlay stack, nil when
+// none is.
+func expForm(m *Model) *expdialog.Form {
+	f, _ := m.overlay.Top().(*expdialog.Form)
+	return f
+}
 
 func result(median, lo, hi float64, n int) event.ExperimentResult {
 	return event.ExperimentResult{Metric: "tok/s", N: n, Median: median, Lo: &lo, Hi: &hi, Confidence: 0.957, Dropped: 6}
@@ -152,7 +160,7 @@ func TestExperimentKeysWithoutJournal(t *testing.T) {
 				want = "read-only replay: " + what + " would change the journal"
 			}
 			if m.Status() != want || m.dialogOpen() {
-				t.Errorf("read-only=%v %s: %q (modal %d), want %q", o.ReadOnly, k, m.Status(), m.modal, want)
+				t.Errorf("read-only=%v %s: %q (top %q), want %q", o.ReadOnly, k, m.Status(), m.overlay.TopID(), want)
 			}
 		}
 	}
@@ -161,11 +169,11 @@ func TestExperimentKeysWithoutJournal(t *testing.T) {
 func TestExperimentStartForm(t *testing.T) {
 	m, f := labScene(100, 30, Options{})
 	press(m, "e")
-	if m.modal != modalExpStart {
-		t.Fatalf("e opened modal %d: %q", m.modal, m.Status())
+	if m.overlay.TopID() != expdialog.StartID {
+		t.Fatalf("e opened %q: %q", m.overlay.TopID(), m.Status())
 	}
 	// The default name is a placeholder (dimmed), not a value.
-	if in := m.expForm.inputs[0]; in.Value() != "" || in.Placeholder != "nccl-ll-ring @ a6d51c0" {
+	if in := expForm(m).Input(0); in.Value() != "" || in.Placeholder != "nccl-ll-ring @ a6d51c0" {
 		t.Errorf("name %q, placeholder %q", in.Value(), in.Placeholder)
 	}
 	if !strings.Contains(plain(m), "+- start an experiment -") || !strings.Contains(boxText(m), "hypothesis") ||
@@ -291,11 +299,11 @@ func TestExperimentTextLimits(t *testing.T) {
 		if m.Status() != "" {
 			t.Errorf("%s: a paste that fills it flashed %q", c.label, m.Status())
 		}
-		f := m.expForm
-		f.inputs[f.focus].SetValue("")
+		f := expForm(m)
+		f.Focused().SetValue("")
 		m.Update(tea.PasteMsg{Content: long})
 		want := c.label + " cut to " + fmt.Sprint(c.limit) + " characters"
-		if got := len([]rune(f.inputs[f.focus].Value())); got != c.limit || m.Status() != want || !painted(m, m.styles.Warn, want) {
+		if got := len([]rune(f.Focused().Value())); got != c.limit || m.Status() != want || !painted(m, m.styles.Warn, want) {
 			t.Errorf("%s: %d characters kept, status %q", c.label, got, m.Status())
 		}
 		press(m, "z")
@@ -324,8 +332,8 @@ func TestExperimentEndForm(t *testing.T) {
 	evs := session()
 	send(m, evs...)
 	press(m, "e")
-	if m.modal != modalExpEnd {
-		t.Fatalf("e with e3 open: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.EndID {
+		t.Fatalf("e with e3 open: top %q", m.overlay.TopID())
 	}
 	var l ledger.Ledger
 	for _, e := range evs {
@@ -355,8 +363,8 @@ func TestExperimentEndForm(t *testing.T) {
 func TestNote(t *testing.T) {
 	m, f := labScene(80, 24, Options{})
 	press(m, "n")
-	if m.modal != modalNote {
-		t.Fatalf("n: modal %d %q", m.modal, m.Status())
+	if m.overlay.TopID() != expdialog.NoteID {
+		t.Fatalf("n: top %q %q", m.overlay.TopID(), m.Status())
 	}
 	typeText(m, "bumped NCCL_NTHREADS")
 	do(m, "enter")
@@ -403,7 +411,7 @@ func TestConclusionPrompt(t *testing.T) {
 		m, _ := labScene(120, 30, Options{})
 		send(m, start, end(c.trig, c.conclusion))
 		if m.dialogOpen() {
-			t.Errorf("%s %q: an overlay opened by itself (modal %d)", c.trig, c.conclusion, m.modal)
+			t.Errorf("%s %q: an overlay opened by itself (top %q)", c.trig, c.conclusion, m.overlay.TopID())
 		}
 		if got := strings.Contains(plain(m), ": write its conclusion"); got != c.ask {
 			t.Errorf("%s %q: banner %v:\n%s", c.trig, c.conclusion, got, plain(m))
@@ -415,7 +423,7 @@ func TestConclusionPrompt(t *testing.T) {
 		t.Errorf("banner:\n%s", plain(m))
 	}
 	press(m, "e")
-	if b := boxText(m); m.modal != modalExpConclude || !strings.Contains(plain(m), "+- e1 none @ bba2fc4 ended (killed) -") || !strings.Contains(b, "result 82.3 tok/s [81.9, 82.9] n=14") {
+	if b := boxText(m); m.overlay.TopID() != expdialog.ConcludeID || !strings.Contains(plain(m), "+- e1 none @ bba2fc4 ended (killed) -") || !strings.Contains(b, "result 82.3 tok/s [81.9, 82.9] n=14") {
 		t.Errorf("prompt:\n%s", plain(m))
 	}
 	typeText(m, "baseline holds")
@@ -431,22 +439,22 @@ func TestConclusionPrompt(t *testing.T) {
 	send(m, start, end(event.TriggerExit, ""))
 	press(m, "esc")
 	if m.dialogOpen() || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
-		t.Errorf("esc: modal %d calls %q:\n%s", m.modal, f.Calls(), plain(m))
+		t.Errorf("esc: top %q calls %q:\n%s", m.overlay.TopID(), f.Calls(), plain(m))
 	}
 	press(m, "e")
-	if m.modal != modalExpStart {
-		t.Errorf("e after dismissing: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.StartID {
+		t.Errorf("e after dismissing: top %q", m.overlay.TopID())
 	}
 	// An overlay open when it ends keeps the keys; the banner waits.
 	m, _ = labScene(120, 30, Options{})
 	press(m, "n")
 	send(m, start, end(event.TriggerKill, ""))
-	if m.modal != modalNote {
-		t.Fatalf("the prompt took over the note form: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.NoteID {
+		t.Fatalf("the prompt took over the note form: top %q", m.overlay.TopID())
 	}
 	press(m, "esc")
 	if m.dialogOpen() || !strings.Contains(plain(m), banner) {
-		t.Errorf("after the note form closed: modal %d\n%s", m.modal, plain(m))
+		t.Errorf("after the note form closed: top %q\n%s", m.overlay.TopID(), plain(m))
 	}
 	// A replay never asks.
 	r := newSized(100, 30, Options{ReadOnly: true})
@@ -625,7 +633,7 @@ func TestExperimentsGolden(t *testing.T) {
 		}
 		send(m, evs...)
 		press(m, "e")
-		if m.modal != modalExpConclude {
+		if m.overlay.TopID() != expdialog.ConcludeID {
 			t.Fatal("no conclusion prompt")
 		}
 		golden.RequireEqual(t, plain(m))
@@ -704,12 +712,12 @@ func TestConclusionBannerExpires(t *testing.T) {
 			t.Errorf("%v after the end: banner %v, want %v", c.after, shown(m), c.shown)
 		}
 		press(m, "e")
-		want := modalExpConclude
+		want := expdialog.ConcludeID
 		if !c.shown {
-			want = modalExpStart
+			want = expdialog.StartID
 		}
-		if m.modal != want {
-			t.Errorf("%v after the end: e opened modal %d, want %d", c.after, m.modal, want)
+		if m.overlay.TopID() != want {
+			t.Errorf("%v after the end: e opened %q, want %q", c.after, m.overlay.TopID(), want)
 		}
 	}
 	// Any event's time counts as the clock too.
@@ -754,7 +762,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	send(m, session()...)
 	press(m, "w")
 	if m.dialogOpen() || !m.Wrapping() {
-		t.Errorf("w outside the panel: modal %d status %q wrap %v", m.modal, m.Status(), m.Wrapping())
+		t.Errorf("w outside the panel: top %q status %q wrap %v", m.overlay.TopID(), m.Status(), m.Wrapping())
 	}
 	press(m, "w")
 	press(m, "x")
@@ -763,11 +771,11 @@ func TestConcludeFromPanel(t *testing.T) {
 	}
 	press(m, "w")
 	if m.dialogOpen() || m.Status() != "e3 is still open: e ends it with a conclusion" {
-		t.Errorf("c on the open e3: modal %d status %q", m.modal, m.Status())
+		t.Errorf("c on the open e3: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	press(m, "up", "w")
-	if m.modal != modalExpConclude || m.expForm.exp != "e2" || m.expForm.value(0) != "LL+ring is 8% faster: keep it" {
-		t.Fatalf("c on e2: modal %d form %+v", m.modal, m.expForm)
+	if m.overlay.TopID() != expdialog.ConcludeID || expForm(m).Exp() != "e2" || expForm(m).Value(0) != "LL+ring is 8% faster: keep it" {
+		t.Fatalf("c on e2: top %q form %+v", m.overlay.TopID(), expForm(m))
 	}
 	if !strings.Contains(plain(m), "+- conclusion of e2 nccl-ll-ring @ bba2fc4 -") || !strings.Contains(boxText(m), "enter save esc cancel") {
 		t.Errorf("form:\n%s", plain(m))
@@ -788,12 +796,12 @@ func TestConcludeFromPanel(t *testing.T) {
 	}
 	press(m, "w", "esc")
 	if m.dialogOpen() || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
-		t.Errorf("esc: modal %d status %q", m.modal, m.Status())
+		t.Errorf("esc: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	// A killed experiment with no conclusion gets one.
 	press(m, "up", "w")
-	if m.modal != modalExpConclude || m.expForm.exp != "e1" {
-		t.Fatalf("c on e1: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.ConcludeID || expForm(m).Exp() != "e1" {
+		t.Fatalf("c on e1: top %q", m.overlay.TopID())
 	}
 	press(m, "esc")
 	// The help lists it.
@@ -806,7 +814,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	send(r, session()...)
 	press(r, "x", "up", "w")
 	if r.dialogOpen() || r.Status() != "read-only replay: a conclusion would change the journal" {
-		t.Errorf("replay: modal %d status %q", r.modal, r.Status())
+		t.Errorf("replay: top %q status %q", r.overlay.TopID(), r.Status())
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
@@ -208,12 +209,13 @@ type Model struct {
 	git *gitpanel.Panel
 
 	// Experiments, notes and the experiments panel (tui/panels/experiments,
-	// wired in experiments.go), the open experiment form, the recorder's
-	// latest status (sanitised: the header's rec field), the key being
-	// handled (recorded as the cause of the action it starts), and HEAD's
-	// short id for experiment names.
+	// wired in experiments.go), the forms that start and end experiments
+	// and write notes (tui/dialogs/experiment), the recorder's latest
+	// status (sanitised: the header's rec field), the key being handled
+	// (recorded as the cause of the action it starts), and HEAD's short id
+	// for experiment names.
 	exp        *experiments.Panel
-	expForm    *expForm
+	expForms   *expdialog.Dialogs
 	journal    event.JournalStatus
 	hasJournal bool
 	pressed    string
@@ -297,10 +299,8 @@ func (m *Model) setStyles(s style.Styles) {
 			m.form.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
-	if m.expForm != nil {
-		for i := range m.expForm.inputs {
-			m.expForm.inputs[i].SetStyles(m.inputStyles())
-		}
+	if f, ok := m.overlay.Top().(*expdialog.Form); ok {
+		f.SetStyles(m.inputStyles())
 	}
 	for _, f := range []*measureForm{m.bench.form, m.rep.form} {
 		if f != nil {
@@ -395,9 +395,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.bench.form.paste(msg)
 		case modalRepeat:
 			return m, m.rep.form.paste(msg)
-		}
-		if isExpModal(m.modal) {
-			return m, m.expPaste(msg)
 		}
 		if m.modal == modalLaunch && !m.form.confirming {
 			return m, m.formInput(msg)
@@ -570,8 +567,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.launchKey(msg)
 	case modalProfile:
 		return m.pickerKey(msg)
-	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
-		return m.expKey(msg)
 	case modalBench:
 		return m.benchKey(msg)
 	case modalRepeat:
@@ -702,7 +697,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	case &k.Experiment:
 		if id := m.exp.Pending(); id != "" && m.exp.Ledger().Find(id) != nil {
 			m.showHelp = false
-			return m, m.openConclude(id)
+			return m, m.expForms.OpenConclude(id)
 		}
 		if m.rep.running {
 			// Each launch of a repeat is its experiment: ending one by
@@ -710,9 +705,9 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 			m.flash("a repeat is running: it starts and ends its experiments itself (R stops it)", style.Warn)
 			return m, nil
 		}
-		return m, m.openExperiment()
+		return m, m.expForms.OpenExperiment(m.defaultExpName())
 	case &k.Note:
-		return m, m.openNote()
+		return m, m.expForms.OpenNote()
 	case &k.Bench:
 		if m.bench.running {
 			m.askStop("bench")
@@ -864,8 +859,6 @@ func (m *Model) footer(width int) string {
 	if m.modal != modalNone {
 		help := m.modalHelp
 		switch {
-		case isExpModal(m.modal):
-			help = m.expModalHelp
 		case isMeasureModal(m.modal):
 			help = m.measureModalHelp
 		}

@@ -13,28 +13,13 @@ import (
 // keeps updating around them. Box drawing characters are ambiguous-width
 // (two cells in some CJK terminal setups), so the frame is plain ASCII.
 
-// overlayBox renders the open overlay: an experiment overlay here, the
+// overlayBox renders the open overlay: an issue-6 one in measureBox, the
 // others in modalBox.
 func (m *Model) overlayBox(w, h int) (lines []string, x, y int) {
 	if isMeasureModal(m.modal) {
 		return m.measureBox(w, h)
 	}
-	if !isExpModal(m.modal) {
-		return m.modalBox(w, h)
-	}
-	avail := h - 2
-	if avail < 3 || w < 8 {
-		return nil, 0, 0
-	}
-	title, body, iw := m.expModalBox(w, avail)
-	if iw < 1 {
-		return nil, 0, 0
-	}
-	lines = component.Frame(&m.styles, m.styles.Accent, title, body, iw)
-	if len(lines) > avail {
-		lines = append(lines[:avail-1:avail-1], lines[len(lines)-1])
-	}
-	return lines, max((w-(iw+4))/2, 0), 1 + (avail-len(lines))/2
+	return m.modalBox(w, h)
 }
 
 // modalBox renders the open overlay for a w x h screen: its lines and
