@@ -36,14 +36,13 @@ type BenchResultMsg struct {
 
 // Overlays of issue 6, after the experiment ones (experiments.go).
 const (
-	modalBench   modal = 210 + iota // b: the benchmark form
-	modalRepeat                     // R: the repeat form
-	modalStop                       // b/R/esc while one runs: stop it? y/N
-	modalCompare                    // c in the x panel: the compare view
+	modalBench  modal = 210 + iota // b: the benchmark form
+	modalRepeat                    // R: the repeat form
+	modalStop                      // b/R/esc while one runs: stop it? y/N
 )
 
 // isMeasureModal reports whether md is one of the overlays above.
-func isMeasureModal(md modal) bool { return md >= modalBench && md <= modalCompare }
+func isMeasureModal(md modal) bool { return md >= modalBench && md <= modalStop }
 
 // benchState is the benchmark's side of the model.
 type benchState struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	cmpdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/compare"
 	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
@@ -20,7 +21,9 @@ import (
 // forms: tui/dialogs/experiment), x opens the experiments panel
 // (tui/panels/experiments), where w writes or replaces the selected
 // experiment's conclusion, space marks experiments, B marks the baseline
-// and c compares (compare.go). What the screen shows comes only from events
+// (MeasureControl.Baseline) and c opens the compare view
+// (tui/dialogs/compare; a range the journal did not record is read with
+// MeasureControl.Range). What the screen shows comes only from events
 // (exp-start, exp-fingerprint, exp-update, exp-end, note, tok-rate ...)
 // folded into the panel's ledger, so a replayed journal shows the same;
 // Options.Experiments only starts the changes. This file ties the panel to
@@ -47,6 +50,10 @@ type NoteSavedMsg = experiments.NoteSavedMsg
 
 // BaselineMsg is the answer of a baseline mark made with B.
 type BaselineMsg = experiments.BaselineMsg
+
+// CompareRangeMsg is the answer of the commit range the compare view
+// asked for (MeasureControl.Range).
+type CompareRangeMsg = cmpdialog.RangeMsg
 
 // noJournalText is e's and n's answer without an ExperimentControl.
 const noJournalText = experiments.NoJournalText
@@ -87,7 +94,14 @@ func (m *Model) wireExperiments() {
 	}
 	m.expForms = forms
 	p.Edit = forms.OpenEdit
-	p.Compare = m.openCompare
+	m.cmp = &cmpdialog.Views{
+		Ctl:      m.opts.Measure,
+		ReadOnly: m.opts.ReadOnly,
+		Ctx:      p.Ctx,
+		Flash:    m.flash,
+		Push:     forms.Push,
+	}
+	p.Compare = m.cmp.Open
 }
 
 // expUnavailable is why e or n cannot act; what names it for a replay.
@@ -158,6 +172,14 @@ func (m *Model) expUpdated(u event.ExperimentUpdate) {
 	m.exp.Updated(u)
 	if f, ok := m.overlay.Top().(*expdialog.Form); ok && f.Answered(u) {
 		m.overlay.Pop()
+	}
+}
+
+// rangeResult hands the answer of a compare view's range read to the
+// open view (one closed since drops it: it is no longer on the stack).
+func (m *Model) rangeResult(r CompareRangeMsg) {
+	if v, ok := m.overlay.Find(cmpdialog.ID).(*cmpdialog.View); ok {
+		v.Ranged(r)
 	}
 }
 

@@ -9,7 +9,7 @@
 // experiments and n writes notes into the session journal, and x opens
 // the experiments panel (tui/panels/experiments, wired in
 // experiments.go), where space marks experiments, c compares two (the
-// compare view, compare.go), B marks the baseline and w writes a
+// compare view, tui/dialogs/compare), B marks the baseline and w writes a
 // conclusion; with Options.Bench, b runs a benchmark
 // (bench.go); with Options.Repeat, R relaunches the current configuration
 // N times to measure its noise (repeat.go). NewReplay plays a recorded
@@ -36,6 +36,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	cmpdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/compare"
 	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
@@ -225,12 +226,11 @@ type Model struct {
 	headChanged int
 
 	// Issue 6: the benchmark (bench.go), the repeat (repeat.go), the
-	// baseline and range calls and the compare view (compare.go), and
+	// compare views (tui/dialogs/compare, wired in experiments.go), and
 	// which run the stop question is about ("bench" or "repeat").
 	bench    benchState
 	rep      repeatState
-	measure  MeasureControl
-	cmp      *compareView
+	cmp      *cmpdialog.Views
 	stopWhat string
 }
 
@@ -258,7 +258,6 @@ func New(o Options) *Model {
 		exp:         experiments.NewPanel(o.Experiments),
 		bench:       benchState{ctl: o.Bench},
 		rep:         repeatState{ctl: o.Repeat},
-		measure:     o.Measure,
 	}
 	m.log.Path = sanitize.String(o.LogPath)
 	if o.Keys != nil {
@@ -573,8 +572,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.repeatKey(msg)
 	case modalStop:
 		return m.stopKey(msg)
-	case modalCompare:
-		return m.compareKey(msg)
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
