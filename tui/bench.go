@@ -36,14 +36,13 @@ type BenchResultMsg struct {
 
 // Overlays of issue 6, after the experiment ones (experiments.go).
 const (
-	modalBench   modal = 210 + iota // b: the benchmark form
-	modalRepeat                     // R: the repeat form
-	modalStop                       // b/R/esc while one runs: stop it? y/N
-	modalCompare                    // c in the x panel: the compare view
+	modalBench  modal = 210 + iota // b: the benchmark form
+	modalRepeat                    // R: the repeat form
+	modalStop                      // b/R/esc while one runs: stop it? y/N
 )
 
 // isMeasureModal reports whether md is one of the overlays above.
-func isMeasureModal(md modal) bool { return md >= modalBench && md <= modalCompare }
+func isMeasureModal(md modal) bool { return md >= modalBench && md <= modalStop }
 
 // benchState is the benchmark's side of the model.
 type benchState struct {
@@ -112,9 +111,6 @@ func benchUnavailable(m *Model) string {
 func measureBindings(k *KeyMap) {
 	k.Bench.Long = "benchmark the server (a form; b again stops it)"
 	k.Repeat.Long = "repeat the launch N times: A/A noise (R stops it)"
-	k.Mark.Long = "x panel: mark (c compares two)"
-	k.Compare.Long = "x panel: cursor vs marked/base"
-	k.Baseline.Long = "x panel: (un)mark the baseline"
 }
 
 // openBench opens the form, prefilled from BenchControl.Defaults (blank
@@ -570,9 +566,9 @@ func fmtSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds()
 // benchFormBox is the bench form's title and content for inner width iw.
 func (m *Model) benchFormBox(iw int) (string, []string) {
 	title := "benchmark"
-	if cur := m.exp.ledger.Current(); cur != nil {
+	if cur := m.exp.Ledger().Current(); cur != nil {
 		title += " (its result goes with " + sanitize.String(cur.ID) + ")"
-	} else if m.exp.ctl != nil {
+	} else if m.exp.Ctl != nil {
 		title += " (no open experiment: the result is not kept with one)"
 	}
 	_, bad := benchConfig(m.bench.base, m.bench.form)

@@ -245,11 +245,11 @@ func TestBenchProgressAndResult(t *testing.T) {
 	// Keys still act while the box shows (it is not an overlay); esc
 	// dismisses it.
 	press(m, "x")
-	if !m.exp.open || !strings.Contains(plain(m), "+- bench b1") {
+	if !m.exp.Open || !strings.Contains(plain(m), "+- bench b1") {
 		t.Errorf("x with the box:\n%s", plain(m))
 	}
 	press(m, "esc")
-	if strings.Contains(plain(m), "+- bench b1") || !m.exp.open {
+	if strings.Contains(plain(m), "+- bench b1") || !m.exp.Open {
 		t.Errorf("esc did not dismiss the box first:\n%s", plain(m))
 	}
 	// The panel lists the run with its experiment.

@@ -16,6 +16,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	cmpdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/compare"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
@@ -70,7 +71,7 @@ func TestPanelMarksAndCompares(t *testing.T) {
 	m, f := measureScene(120, 40)
 	press(m, "c")
 	if m.dialogOpen() || m.Status() != gitpanel.NoRepoText {
-		t.Errorf("c outside the panel is git's: modal %d status %q", m.modal, m.Status())
+		t.Errorf("c outside the panel is git's: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	m.Update(space())
 	if m.Status() != gitpanel.NoRepoText {
@@ -80,8 +81,8 @@ func TestPanelMarksAndCompares(t *testing.T) {
 	// Nothing marked, no baseline: the selected e3 against the first
 	// experiment with a result; the range is read from git.
 	cmd := press(m, "c")
-	if m.modal != modalCompare || m.cmp.a != "e1" || m.cmp.b != "e3" {
-		t.Fatalf("c: modal %d status %q", m.modal, m.Status())
+	if m.overlay.TopID() != cmpdialog.ID || cmpView(m).A != "e1" || cmpView(m).B != "e3" {
+		t.Fatalf("c: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	scr := plain(m)
 	for _, s := range []string{"+- compare e1 vs e3", "A  e1 none @ bba2fc4 (first with a result)  started 10:27:10, killed after 35s",
@@ -105,13 +106,13 @@ func TestPanelMarksAndCompares(t *testing.T) {
 		}
 	}
 	// An answer for an earlier view is dropped.
-	m.Update(CompareRangeMsg{Seq: m.cmp.seq - 1, Err: fmt.Errorf("stale")})
-	if m.cmp.rangeErr != "" {
+	m.Update(CompareRangeMsg{Seq: cmpView(m).Seq() - 1, Err: fmt.Errorf("stale")})
+	if cmpView(m).RangeErr() != "" {
 		t.Error("a stale range answer was applied")
 	}
 	press(m, "esc")
-	if m.dialogOpen() || !m.exp.open {
-		t.Fatalf("esc: modal %d panel %v", m.modal, m.exp.open)
+	if m.dialogOpen() || !m.exp.Open {
+		t.Fatalf("esc: top %q panel %v", m.overlay.TopID(), m.exp.Open)
 	}
 	// Two marked: they are compared, older first.
 	m.Update(space())
@@ -126,13 +127,13 @@ func TestPanelMarksAndCompares(t *testing.T) {
 		t.Errorf("third mark: %q", m.Status())
 	}
 	press(m, "c")
-	if m.modal != modalCompare || m.cmp.a != "e2" || m.cmp.b != "e3" || m.cmp.aWhy != "marked" {
-		t.Fatalf("two marked: %+v", m.cmp)
+	if m.overlay.TopID() != cmpdialog.ID || cmpView(m).A != "e2" || cmpView(m).B != "e3" || cmpView(m).AWhy != "marked" {
+		t.Fatalf("two marked: %+v", cmpView(m))
 	}
 	press(m, "esc", "down")
 	m.Update(space()) // unmark e2
-	if m.Status() != "unmarked e2" || len(m.exp.marked) != 1 {
-		t.Errorf("unmark: %q %q", m.Status(), m.exp.marked)
+	if m.Status() != "unmarked e2" || len(m.exp.Marked()) != 1 {
+		t.Errorf("unmark: %q %q", m.Status(), m.exp.Marked())
 	}
 	// B marks the baseline (the mark comes back as an event).
 	press(m, "up")
@@ -150,21 +151,21 @@ func TestPanelMarksAndCompares(t *testing.T) {
 	// One marked (e3), the cursor on another (e1, the baseline): the two,
 	// older first, whatever the baseline.
 	press(m, "c")
-	if m.modal != modalCompare || m.cmp.a != "e1" || m.cmp.b != "e3" || m.cmp.aWhy != "selected" || m.cmp.bWhy != "marked" ||
+	if m.overlay.TopID() != cmpdialog.ID || cmpView(m).A != "e1" || cmpView(m).B != "e3" || cmpView(m).AWhy != "selected" || cmpView(m).BWhy != "marked" ||
 		m.Status() != "comparing e1 (selected) vs e3 (marked)" {
-		t.Fatalf("marked vs cursor: %+v status %q", m.cmp, m.Status())
+		t.Fatalf("marked vs cursor: %+v status %q", cmpView(m), m.Status())
 	}
 	press(m, "esc", "down")
 	press(m, "c")
-	if m.cmp.a != "e2" || m.cmp.b != "e3" || m.Status() != "comparing e2 (selected) vs e3 (marked)" {
-		t.Fatalf("marked vs cursor e2: %+v status %q", m.cmp, m.Status())
+	if cmpView(m).A != "e2" || cmpView(m).B != "e3" || m.Status() != "comparing e2 (selected) vs e3 (marked)" {
+		t.Fatalf("marked vs cursor e2: %+v status %q", cmpView(m), m.Status())
 	}
 	// The cursor on the marked one: it against the baseline.
 	press(m, "esc", "down")
 	press(m, "c")
-	if m.cmp.a != "e1" || m.cmp.b != "e3" || m.cmp.aWhy != "baseline" || m.cmp.bWhy != "selected" ||
+	if cmpView(m).A != "e1" || cmpView(m).B != "e3" || cmpView(m).AWhy != "baseline" || cmpView(m).BWhy != "selected" ||
 		m.Status() != "comparing e1 (baseline) vs e3 (selected)" {
-		t.Fatalf("marked under the cursor vs baseline: %+v status %q", m.cmp, m.Status())
+		t.Fatalf("marked under the cursor vs baseline: %+v status %q", cmpView(m), m.Status())
 	}
 	if f := screenLines(m)[39]; f != "comparing e1 (baseline) vs e3 (selected)" {
 		t.Errorf("footer %q", f)
@@ -191,8 +192,8 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 		f.block = make(chan context.Context)
 		press(m, "x")
 		cmd := press(m, "c")
-		if m.modal != modalCompare || cmd == nil || !m.cmp.reading {
-			t.Fatalf("c: modal %d reading %v", m.modal, m.cmp != nil && m.cmp.reading)
+		if m.overlay.TopID() != cmpdialog.ID || cmd == nil || !cmpView(m).Reading() {
+			t.Fatalf("c: top %q reading %v", m.overlay.TopID(), cmpView(m) != nil && cmpView(m).Reading())
 		}
 		answer := make(chan tea.Msg)
 		go func() { answer <- cmd() }()
@@ -202,7 +203,7 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 		}
 		press(m, closeKey)
 		if m.dialogOpen() || m.Quitting() {
-			t.Fatalf("%s: modal %d quitting %v", closeKey, m.modal, m.Quitting())
+			t.Fatalf("%s: top %q quitting %v", closeKey, m.overlay.TopID(), m.Quitting())
 		}
 		if ctx.Err() == nil {
 			t.Fatalf("%s: the range read was not cancelled", closeKey)
@@ -212,8 +213,8 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 			t.Fatalf("answer %#v", msg)
 		}
 		m.Update(msg)
-		if m.cmp.rangeErr != "" || m.dialogOpen() || m.Status() != "" {
-			t.Errorf("%s: the closed view's answer was applied: rangeErr %q modal %d status %q", closeKey, m.cmp.rangeErr, m.modal, m.Status())
+		if cmpView(m).RangeErr() != "" || m.dialogOpen() || m.Status() != "" {
+			t.Errorf("%s: the closed view's answer was applied: rangeErr %q top %q status %q", closeKey, cmpView(m).RangeErr(), m.overlay.TopID(), m.Status())
 		}
 		// Opened again, it reads afresh under a new context; its answer
 		// lands.
@@ -221,8 +222,8 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 		for _, msg := range run(press(m, "c")) {
 			m.Update(msg)
 		}
-		if m.cmp.reading || m.cmp.rangeErr != "" || m.cmp.diff.Range == nil || m.cmp.cancel != nil {
-			t.Errorf("%s: reopened: reading %v err %q range %v", closeKey, m.cmp.reading, m.cmp.rangeErr, m.cmp.diff.Range)
+		if cmpView(m).Reading() || cmpView(m).RangeErr() != "" || cmpView(m).Diff().Range == nil || cmpView(m).Holding() {
+			t.Errorf("%s: reopened: reading %v err %q range %v", closeKey, cmpView(m).Reading(), cmpView(m).RangeErr(), cmpView(m).Diff().Range)
 		}
 	}
 }
@@ -250,8 +251,8 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	if r.Status() != "read-only replay: a baseline would change the journal" {
 		t.Errorf("replay B: %q", r.Status())
 	}
-	if cmd := press(r, "c"); cmd != nil || r.modal != modalCompare {
-		t.Errorf("replay c: modal %d cmd %v status %q", r.modal, cmd != nil, r.Status())
+	if cmd := press(r, "c"); cmd != nil || r.overlay.TopID() != cmpdialog.ID {
+		t.Errorf("replay c: top %q cmd %v status %q", r.overlay.TopID(), cmd != nil, r.Status())
 	}
 }
 
@@ -260,8 +261,8 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 func TestReplaySpaceMarksInThePanel(t *testing.T) {
 	r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 100 * time.Second}})
 	rpress(r, "x", "space")
-	if r.Playing() || len(r.inner.exp.marked) != 1 {
-		t.Errorf("space in the panel: playing %v marked %q", r.Playing(), r.inner.exp.marked)
+	if r.Playing() || len(r.inner.exp.Marked()) != 1 {
+		t.Errorf("space in the panel: playing %v marked %q", r.Playing(), r.inner.exp.Marked())
 	}
 	rpress(r, "esc", "space")
 	if !r.Playing() {
@@ -314,9 +315,12 @@ func constructedDiff() *compare.Diff {
 
 // openDiff opens the compare view on d.
 func openDiff(m *Model, d *compare.Diff) {
-	m.cmp = &compareView{a: d.A.ID, b: d.B.ID, aWhy: "baseline", bWhy: "selected", diff: d, seq: 1}
-	m.modal = modalCompare
+	m.cmp.Show(d, d.A.ID, d.B.ID, "baseline", "selected")
 }
+
+// cmpView is the compare view opened last (open, or closed since), nil
+// before the first.
+func cmpView(m *Model) *cmpdialog.View { return m.cmp.Last() }
 
 func TestCompareViewSections(t *testing.T) {
 	m, _ := labScene(140, 50, Options{})
@@ -385,12 +389,12 @@ func TestCompareViewScrollsAndFits(t *testing.T) {
 	m, _ := labScene(80, 24, Options{})
 	openDiff(m, constructedDiff())
 	press(m, "end")
-	if !strings.Contains(plain(m), "none @ bba2fc4  5 launches") || m.cmp.top == 0 {
+	if !strings.Contains(plain(m), "none @ bba2fc4  5 launches") || cmpView(m).Top() == 0 {
 		t.Errorf("end did not reach the noise:\n%s", plain(m))
 	}
 	press(m, "home")
-	if m.cmp.top != 0 {
-		t.Errorf("home: top %d", m.cmp.top)
+	if cmpView(m).Top() != 0 {
+		t.Errorf("home: top %d", cmpView(m).Top())
 	}
 	if f := screenLines(m)[23]; f != "up/down/pgup/pgdn scroll  a show unchanged  esc close" {
 		t.Errorf("footer %q", f)
@@ -421,21 +425,10 @@ func TestCompareGolden(t *testing.T) {
 	})
 }
 
-// TestSharedFormatting: the cockpit's deltas and counts read as the
-// journal's (report.FormatRowDelta, report.FormatLaunches), and its one
-// plural handles -es words.
+// TestSharedFormatting: the cockpit's counts read as the journal's
+// (report.FormatLaunches), and its one plural handles -es words (its
+// deltas: experiments.TestDeltaText).
 func TestSharedFormatting(t *testing.T) {
-	for _, c := range []struct {
-		v, base float64
-		want    string
-	}{
-		{88.9, 82.3, "+8.0%"}, {61.6, 82.3, "-25.2%"}, {82.3, 82.3, "+0.0%"}, {82.3001, 82.3, "+0.0%"},
-		{5, 0, "-"}, {5, -1, "-"},
-	} {
-		if got := deltaText(c.v, c.base); got != c.want {
-			t.Errorf("deltaText(%v, %v) = %q, want %q", c.v, c.base, got, c.want)
-		}
-	}
 	for _, c := range []struct {
 		n          int
 		what, want string

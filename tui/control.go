@@ -274,7 +274,7 @@ func (m *Model) kill() tea.Cmd {
 // to the experiment the launch starts (the Lab starts it as the launch is
 // published, before Launch returns).
 func (m *Model) startLaunch(plan sessions.Plan, hypothesis string) tea.Cmd {
-	ctl, ctx, x := m.ctl, m.ctx, m.exp.ctl
+	ctl, ctx, x := m.ctl, m.ctx, m.exp.Ctl
 	if m.opts.ReadOnly {
 		x = nil
 	}
@@ -467,20 +467,6 @@ func join(a, b string) string {
 		return a
 	}
 	return a + " " + b
-}
-
-// paren is " (a, b)" of the non-empty parts, "" when all are empty.
-func paren(parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if p != "" {
-			keep = append(keep, p)
-		}
-	}
-	if len(keep) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(keep, ", ") + ")"
 }
 
 // arrow joins the two sides of a change. ASCII: the arrow characters are

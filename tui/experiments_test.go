@@ -14,6 +14,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 )
 
 // fakeLab records what the cockpit asks of the experiment control. Its
@@ -71,6 +73,13 @@ func (f *fakeLab) Key(key, action string) {
 }
 
 var _ ExperimentControl = (*fakeLab)(nil)
+
+// expForm is the experiment form on top of the overlay stack, nil when
+// none is.
+func expForm(m *Model) *expdialog.Form {
+	f, _ := m.overlay.Top().(*expdialog.Form)
+	return f
+}
 
 func result(median, lo, hi float64, n int) event.ExperimentResult {
 	return event.ExperimentResult{Metric: "tok/s", N: n, Median: median, Lo: &lo, Hi: &hi, Confidence: 0.957, Dropped: 6}
@@ -151,7 +160,7 @@ func TestExperimentKeysWithoutJournal(t *testing.T) {
 				want = "read-only replay: " + what + " would change the journal"
 			}
 			if m.Status() != want || m.dialogOpen() {
-				t.Errorf("read-only=%v %s: %q (modal %d), want %q", o.ReadOnly, k, m.Status(), m.modal, want)
+				t.Errorf("read-only=%v %s: %q (top %q), want %q", o.ReadOnly, k, m.Status(), m.overlay.TopID(), want)
 			}
 		}
 	}
@@ -160,11 +169,11 @@ func TestExperimentKeysWithoutJournal(t *testing.T) {
 func TestExperimentStartForm(t *testing.T) {
 	m, f := labScene(100, 30, Options{})
 	press(m, "e")
-	if m.modal != modalExpStart {
-		t.Fatalf("e opened modal %d: %q", m.modal, m.Status())
+	if m.overlay.TopID() != expdialog.StartID {
+		t.Fatalf("e opened %q: %q", m.overlay.TopID(), m.Status())
 	}
 	// The default name is a placeholder (dimmed), not a value.
-	if in := m.exp.form.inputs[0]; in.Value() != "" || in.Placeholder != "nccl-ll-ring @ a6d51c0" {
+	if in := expForm(m).Input(0); in.Value() != "" || in.Placeholder != "nccl-ll-ring @ a6d51c0" {
 		t.Errorf("name %q, placeholder %q", in.Value(), in.Placeholder)
 	}
 	if !strings.Contains(plain(m), "+- start an experiment -") || !strings.Contains(boxText(m), "hypothesis") ||
@@ -290,11 +299,11 @@ func TestExperimentTextLimits(t *testing.T) {
 		if m.Status() != "" {
 			t.Errorf("%s: a paste that fills it flashed %q", c.label, m.Status())
 		}
-		f := m.exp.form
-		f.inputs[f.focus].SetValue("")
+		f := expForm(m)
+		f.Focused().SetValue("")
 		m.Update(tea.PasteMsg{Content: long})
 		want := c.label + " cut to " + fmt.Sprint(c.limit) + " characters"
-		if got := len([]rune(f.inputs[f.focus].Value())); got != c.limit || m.Status() != want || !painted(m, m.styles.Warn, want) {
+		if got := len([]rune(f.Focused().Value())); got != c.limit || m.Status() != want || !painted(m, m.styles.Warn, want) {
 			t.Errorf("%s: %d characters kept, status %q", c.label, got, m.Status())
 		}
 		press(m, "z")
@@ -308,7 +317,7 @@ func TestExperimentTextLimits(t *testing.T) {
 	// The saved message says the note was cut: later keys replaced the
 	// flash of the cut.
 	m, _ := labScene(100, 30, Options{})
-	m.Update(NoteSavedMsg{Note: event.Note{Text: strings.Repeat("x", textLimit)}})
+	m.Update(NoteSavedMsg{Note: event.Note{Text: strings.Repeat("x", experiments.TextLimit)}})
 	if want := "note saved, cut to 4000 characters"; m.Status() != want {
 		t.Errorf("saved at the limit: %q, want %q", m.Status(), want)
 	}
@@ -323,8 +332,8 @@ func TestExperimentEndForm(t *testing.T) {
 	evs := session()
 	send(m, evs...)
 	press(m, "e")
-	if m.modal != modalExpEnd {
-		t.Fatalf("e with e3 open: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.EndID {
+		t.Fatalf("e with e3 open: top %q", m.overlay.TopID())
 	}
 	var l ledger.Ledger
 	for _, e := range evs {
@@ -335,7 +344,7 @@ func TestExperimentEndForm(t *testing.T) {
 		t.Fatal("the scripted session gives e3 no samples")
 	}
 	box := boxText(m)
-	if !strings.Contains(plain(m), "+- end e3 nccl-ll-ring @ a6d51c0 -") || !strings.Contains(box, "so far "+resultText(prov)) {
+	if !strings.Contains(plain(m), "+- end e3 nccl-ll-ring @ a6d51c0 -") || !strings.Contains(box, "so far "+experiments.ResultText(prov)) {
 		t.Errorf("end form:\n%s", plain(m))
 	}
 	typeText(m, "regressed: the commit broke LL")
@@ -354,8 +363,8 @@ func TestExperimentEndForm(t *testing.T) {
 func TestNote(t *testing.T) {
 	m, f := labScene(80, 24, Options{})
 	press(m, "n")
-	if m.modal != modalNote {
-		t.Fatalf("n: modal %d %q", m.modal, m.Status())
+	if m.overlay.TopID() != expdialog.NoteID {
+		t.Fatalf("n: top %q %q", m.overlay.TopID(), m.Status())
 	}
 	typeText(m, "bumped NCCL_NTHREADS")
 	do(m, "enter")
@@ -402,7 +411,7 @@ func TestConclusionPrompt(t *testing.T) {
 		m, _ := labScene(120, 30, Options{})
 		send(m, start, end(c.trig, c.conclusion))
 		if m.dialogOpen() {
-			t.Errorf("%s %q: an overlay opened by itself (modal %d)", c.trig, c.conclusion, m.modal)
+			t.Errorf("%s %q: an overlay opened by itself (top %q)", c.trig, c.conclusion, m.overlay.TopID())
 		}
 		if got := strings.Contains(plain(m), ": write its conclusion"); got != c.ask {
 			t.Errorf("%s %q: banner %v:\n%s", c.trig, c.conclusion, got, plain(m))
@@ -414,7 +423,7 @@ func TestConclusionPrompt(t *testing.T) {
 		t.Errorf("banner:\n%s", plain(m))
 	}
 	press(m, "e")
-	if b := boxText(m); m.modal != modalExpConclude || !strings.Contains(plain(m), "+- e1 none @ bba2fc4 ended (killed) -") || !strings.Contains(b, "result 82.3 tok/s [81.9, 82.9] n=14") {
+	if b := boxText(m); m.overlay.TopID() != expdialog.ConcludeID || !strings.Contains(plain(m), "+- e1 none @ bba2fc4 ended (killed) -") || !strings.Contains(b, "result 82.3 tok/s [81.9, 82.9] n=14") {
 		t.Errorf("prompt:\n%s", plain(m))
 	}
 	typeText(m, "baseline holds")
@@ -430,22 +439,22 @@ func TestConclusionPrompt(t *testing.T) {
 	send(m, start, end(event.TriggerExit, ""))
 	press(m, "esc")
 	if m.dialogOpen() || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
-		t.Errorf("esc: modal %d calls %q:\n%s", m.modal, f.Calls(), plain(m))
+		t.Errorf("esc: top %q calls %q:\n%s", m.overlay.TopID(), f.Calls(), plain(m))
 	}
 	press(m, "e")
-	if m.modal != modalExpStart {
-		t.Errorf("e after dismissing: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.StartID {
+		t.Errorf("e after dismissing: top %q", m.overlay.TopID())
 	}
 	// An overlay open when it ends keeps the keys; the banner waits.
 	m, _ = labScene(120, 30, Options{})
 	press(m, "n")
 	send(m, start, end(event.TriggerKill, ""))
-	if m.modal != modalNote {
-		t.Fatalf("the prompt took over the note form: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.NoteID {
+		t.Fatalf("the prompt took over the note form: top %q", m.overlay.TopID())
 	}
 	press(m, "esc")
 	if m.dialogOpen() || !strings.Contains(plain(m), banner) {
-		t.Errorf("after the note form closed: modal %d\n%s", m.modal, plain(m))
+		t.Errorf("after the note form closed: top %q\n%s", m.overlay.TopID(), plain(m))
 	}
 	// A replay never asks.
 	r := newSized(100, 30, Options{ReadOnly: true})
@@ -460,7 +469,7 @@ func TestConclusionPrompt(t *testing.T) {
 func TestKeysThatActAreRecorded(t *testing.T) {
 	lab := &fakeLab{}
 	m, _ := controlled(100, 30, ptr(readyStatus()))
-	m.exp.ctl = lab
+	m.exp.Ctl = lab
 	cmd := press(m, "K", "y")
 	if len(lab.Keys()) != 0 {
 		t.Error("the key was recorded in Update, before the command ran")
@@ -495,7 +504,7 @@ func TestHeaderShowsExperimentAndJournal(t *testing.T) {
 	for _, e := range evs {
 		l.Apply(e)
 	}
-	want := "e3 nccl-ll-ring @ a6d51c0 " + medianText(l.Provisional()) + " tok/s"
+	want := "e3 nccl-ll-ring @ a6d51c0 " + experiments.MedianText(l.Provisional()) + " tok/s"
 	if h := screenLines(m)[0]; !strings.Contains(h, want) {
 		t.Errorf("header %q lacks %q", h, want)
 	}
@@ -524,7 +533,7 @@ func TestHeaderShowsExperimentAndJournal(t *testing.T) {
 func TestExperimentsPanel(t *testing.T) {
 	m, _ := labScene(120, 40, Options{})
 	press(m, "x")
-	if !m.exp.open || !strings.Contains(plain(m), "no experiments yet: e starts one") {
+	if !m.exp.Open || !strings.Contains(plain(m), "no experiments yet: e starts one") {
 		t.Fatalf("empty panel:\n%s", plain(m))
 	}
 	send(m, session()...)
@@ -554,11 +563,11 @@ func TestExperimentsPanel(t *testing.T) {
 		t.Errorf("f: %q", m.Status())
 	}
 	press(m, "esc")
-	if m.exp.open {
+	if m.exp.Open {
 		t.Error("esc did not close the panel")
 	}
 	press(m, "x", "x")
-	if m.exp.open {
+	if m.exp.Open {
 		t.Error("x did not close the panel")
 	}
 }
@@ -624,7 +633,7 @@ func TestExperimentsGolden(t *testing.T) {
 		}
 		send(m, evs...)
 		press(m, "e")
-		if m.modal != modalExpConclude {
+		if m.overlay.TopID() != expdialog.ConcludeID {
 			t.Fatal("no conclusion prompt")
 		}
 		golden.RequireEqual(t, plain(m))
@@ -669,23 +678,6 @@ func TestExperimentsGolden(t *testing.T) {
 	})
 }
 
-func TestResultText(t *testing.T) {
-	lo, hi := 87.14, 90.25
-	for _, c := range []struct {
-		r    event.ExperimentResult
-		want string
-	}{
-		{event.ExperimentResult{}, "no tok/s samples"},
-		{event.ExperimentResult{N: 4, Median: 88.94}, "88.9 tok/s (n<6) n=4"},
-		{event.ExperimentResult{N: 8, Median: 88.94}, "88.9 tok/s (+-inf) n=8"},
-		{event.ExperimentResult{N: 24, Median: 88.94, Lo: &lo, Hi: &hi}, "88.9 tok/s [87.1, 90.2] n=24"},
-	} {
-		if got := resultText(c.r); got != c.want {
-			t.Errorf("resultText(%+v) = %q, want %q", c.r, got, c.want)
-		}
-	}
-}
-
 // BenchmarkViewExperimentsPanel: a frame with the panel open over the
 // scripted session, the open experiment's provisional result cached.
 func BenchmarkViewExperimentsPanel(b *testing.B) {
@@ -720,12 +712,12 @@ func TestConclusionBannerExpires(t *testing.T) {
 			t.Errorf("%v after the end: banner %v, want %v", c.after, shown(m), c.shown)
 		}
 		press(m, "e")
-		want := modalExpConclude
+		want := expdialog.ConcludeID
 		if !c.shown {
-			want = modalExpStart
+			want = expdialog.StartID
 		}
-		if m.modal != want {
-			t.Errorf("%v after the end: e opened modal %d, want %d", c.after, m.modal, want)
+		if m.overlay.TopID() != want {
+			t.Errorf("%v after the end: e opened %q, want %q", c.after, m.overlay.TopID(), want)
 		}
 	}
 	// Any event's time counts as the clock too.
@@ -747,8 +739,8 @@ func TestConclusionBannerExpires(t *testing.T) {
 	m, _ = setup()
 	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: event.TriggerKey}},
 		{At: end.Add(5 * time.Second), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey}}})
-	if shown(m) || m.exp.pending != "" {
-		t.Errorf("after e2 ended by e: banner %v, pending %q", shown(m), m.exp.pending)
+	if shown(m) || m.exp.Pending() != "" {
+		t.Errorf("after e2 ended by e: banner %v, pending %q", shown(m), m.exp.Pending())
 	}
 	m, _ = setup()
 	m.Update(EventsMsg{{At: end.Add(2 * time.Second), Data: event.ExperimentStart{ID: "e2", Name: "y", Trigger: event.TriggerLaunch}},
@@ -770,7 +762,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	send(m, session()...)
 	press(m, "w")
 	if m.dialogOpen() || !m.Wrapping() {
-		t.Errorf("w outside the panel: modal %d status %q wrap %v", m.modal, m.Status(), m.Wrapping())
+		t.Errorf("w outside the panel: top %q status %q wrap %v", m.overlay.TopID(), m.Status(), m.Wrapping())
 	}
 	press(m, "w")
 	press(m, "x")
@@ -779,11 +771,11 @@ func TestConcludeFromPanel(t *testing.T) {
 	}
 	press(m, "w")
 	if m.dialogOpen() || m.Status() != "e3 is still open: e ends it with a conclusion" {
-		t.Errorf("c on the open e3: modal %d status %q", m.modal, m.Status())
+		t.Errorf("c on the open e3: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	press(m, "up", "w")
-	if m.modal != modalExpConclude || m.exp.form.exp != "e2" || m.exp.form.value(0) != "LL+ring is 8% faster: keep it" {
-		t.Fatalf("c on e2: modal %d form %+v", m.modal, m.exp.form)
+	if m.overlay.TopID() != expdialog.ConcludeID || expForm(m).Exp() != "e2" || expForm(m).Value(0) != "LL+ring is 8% faster: keep it" {
+		t.Fatalf("c on e2: top %q form %+v", m.overlay.TopID(), expForm(m))
 	}
 	if !strings.Contains(plain(m), "+- conclusion of e2 nccl-ll-ring @ bba2fc4 -") || !strings.Contains(boxText(m), "enter save esc cancel") {
 		t.Errorf("form:\n%s", plain(m))
@@ -804,12 +796,12 @@ func TestConcludeFromPanel(t *testing.T) {
 	}
 	press(m, "w", "esc")
 	if m.dialogOpen() || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
-		t.Errorf("esc: modal %d status %q", m.modal, m.Status())
+		t.Errorf("esc: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	// A killed experiment with no conclusion gets one.
 	press(m, "up", "w")
-	if m.modal != modalExpConclude || m.exp.form.exp != "e1" {
-		t.Fatalf("c on e1: modal %d", m.modal)
+	if m.overlay.TopID() != expdialog.ConcludeID || expForm(m).Exp() != "e1" {
+		t.Fatalf("c on e1: top %q", m.overlay.TopID())
 	}
 	press(m, "esc")
 	// The help lists it.
@@ -822,7 +814,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	send(r, session()...)
 	press(r, "x", "up", "w")
 	if r.dialogOpen() || r.Status() != "read-only replay: a conclusion would change the journal" {
-		t.Errorf("replay: modal %d status %q", r.modal, r.Status())
+		t.Errorf("replay: top %q status %q", r.overlay.TopID(), r.Status())
 	}
 }
 

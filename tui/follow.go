@@ -390,7 +390,7 @@ func (r *Replay) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 		}
 		r.inner.flash("live: following the journal", style.OK)
 		return tea.Batch(scroll, r.goLive()), true
-	case key.Matches(msg, k.Play.Binding) && !r.inner.exp.open:
+	case key.Matches(msg, k.Play.Binding) && !r.inner.exp.Open:
 		switch {
 		case r.fol.live:
 			r.fol.live = false

@@ -182,7 +182,7 @@ func TestFollowKeysNeverAct(t *testing.T) {
 		}
 	}
 	rpress(r, "x")
-	if !r.inner.exp.open {
+	if !r.inner.exp.Open {
 		t.Error("x does not open the experiments panel")
 	}
 	rpress(r, "x", "w")

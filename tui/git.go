@@ -80,7 +80,7 @@ func (m *Model) toggleGit() tea.Cmd {
 		m.git.Close()
 		return nil
 	}
-	m.exp.open = false
+	m.exp.Open = false
 	m.showHelp = false
 	return m.git.Show(!m.opts.ReadOnly)
 }

@@ -40,17 +40,12 @@ type KeyMap struct {
 	Git component.Binding
 
 	// Experiment starts or ends an experiment, Note writes a note
-	// (Options.Experiments); Experiments opens the experiments panel, where
-	// Conclude writes or replaces the selected experiment's conclusion,
-	// Mark marks up to two experiments, Compare opens the compare view and
-	// Baseline marks (or clears) the baseline (compare.go).
+	// (Options.Experiments); Experiments opens and closes the experiments
+	// panel, whose keys (conclusion, marks, compare, baseline) are the
+	// panel's (tui/panels/experiments).
 	Experiment  component.Binding
 	Note        component.Binding
 	Experiments component.Binding
-	Conclude    component.Binding
-	Mark        component.Binding
-	Compare     component.Binding
-	Baseline    component.Binding
 
 	// Bench runs a benchmark (Options.Bench, bench.go); Repeat relaunches
 	// the current configuration N times (Options.Repeat, repeat.go).
@@ -85,7 +80,7 @@ func logCovered(m *Model) string {
 	if m.git.Open {
 		return "the git panel is open (g or esc returns to the log)"
 	}
-	if m.exp.open {
+	if m.exp.Open {
 		return "the experiments panel is open (x or esc returns to the log)"
 	}
 	return ""
@@ -110,10 +105,6 @@ func DefaultKeyMap() KeyMap {
 		Experiment:  footer(bind("actions", "e", "experiment", "e")),
 		Note:        footer(bind("actions", "n", "note", "n")),
 		Experiments: footer(bind("view", "x", "experiments", "x")),
-		Conclude:    bind("view", "w", "conclusion", "w"),
-		Mark:        bind("view", "spc", "mark", "space"),
-		Compare:     bind("view", "c", "compare", "c"),
-		Baseline:    bind("view", "B", "baseline", "B"),
 		Bench:       footer(bind("actions", "b", "bench", "b")),
 		Repeat:      bind("actions", "R", "repeat", "R"),
 		TakeOver:    bind("actions", "T", "take over", "T"),
@@ -158,12 +149,8 @@ func (m *Model) wireKeys() {
 	k.Profile.Disabled = why(profileUnavailable)
 	k.Bench.Disabled = why(benchUnavailable)
 	k.Repeat.Disabled = why(repeatUnavailable)
-	k.Mark.Disabled = why(panelUnavailable)
-	k.Compare.Disabled = why(panelUnavailable)
-	k.Baseline.Disabled = why(baselineUnavailable)
 	k.Experiment.Disabled = why(expUnavailable("an experiment"))
 	k.Note.Disabled = why(expUnavailable("a note"))
-	k.Conclude.Disabled = why(concludeUnavailable)
 	k.Git.Disabled = m.git.Unavailable
 }
 
@@ -175,7 +162,9 @@ func (m *Model) all() []*component.Binding {
 	out = append(out, m.log.Bindings()...)
 	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
 	out = append(out, m.gpus.Bindings()...)
-	out = append(out, &k.Experiments, &k.Conclude, &k.Mark, &k.Compare, &k.Baseline, &k.TakeOver)
+	out = append(out, &k.Experiments)
+	out = append(out, m.exp.Bindings()...)
+	out = append(out, &k.TakeOver)
 	return append(out, m.git.Bindings()...)
 }
 
@@ -183,8 +172,7 @@ func (m *Model) all() []*component.Binding {
 // experiments panel's own keys first (w, space and c are the log's and
 // git's elsewhere), then all's.
 func (m *Model) matchOrder() []*component.Binding {
-	k := &m.keys
-	return append([]*component.Binding{&k.Conclude, &k.Mark, &k.Compare}, m.all()...)
+	return append(m.exp.Exclusive(), m.all()...)
 }
 
 // replayKeys lists the replay's bindings as its help shows them: one
@@ -248,9 +236,3 @@ func (m *Model) FullHelp() [][]key.Binding {
 }
 
 var helpGroups = []string{"log", "view", "git", "actions"}
-
-// isPanelKey reports whether b acts only in the experiments panel (its
-// key belongs to the log or the git panel elsewhere).
-func (k *KeyMap) isPanelKey(b *component.Binding) bool {
-	return b == &k.Conclude || b == &k.Mark || b == &k.Compare
-}

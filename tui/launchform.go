@@ -391,7 +391,7 @@ func (m *Model) headVsLastLaunch() (line string, moved bool) {
 	if now == "" {
 		return "", false
 	}
-	exps := m.exp.ledger.Experiments()
+	exps := m.exp.Ledger().Experiments()
 	for i := len(exps) - 1; i >= 0; i-- {
 		e := &exps[i]
 		if e.StartedBy != event.TriggerLaunch {

@@ -184,13 +184,10 @@ func wholeNumber(label, s string, def, lo, hi int) (int, string) {
 }
 
 // measureBox renders an issue-6 overlay for a w x h screen: its lines and
-// where they go (the compare view takes the whole body area).
+// where they go.
 func (m *Model) measureBox(w, h int) (lines []string, x, y int) {
 	st := &m.styles
 	avail := h - 2
-	if m.modal == modalCompare {
-		return m.compareBox(w, avail)
-	}
 	if avail < 3 || w < 8 {
 		return nil, 0, 0
 	}
@@ -223,8 +220,6 @@ func (m *Model) measureModalHelp() [][2]string {
 		return [][2]string{{"enter", "start"}, {"tab/up/down", "field"}, {"left/right", "choose"}, {"esc", "cancel"}}
 	case modalStop:
 		return [][2]string{{"y", "stop"}, {"n/esc", "keep running"}}
-	case modalCompare:
-		return m.compareModalHelp()
 	}
 	return nil
 }

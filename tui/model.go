@@ -7,9 +7,10 @@
 // revert, checkout and undo (tui/panels/git, its dialogs tui/dialogs/git,
 // wired in git.go); with Options.Experiments, e starts and ends
 // experiments and n writes notes into the session journal, and x opens
-// the experiments panel (experiments*.go), where space marks experiments,
-// c compares two (the compare view), B marks the baseline and w writes a
-// conclusion (compare.go); with Options.Bench, b runs a benchmark
+// the experiments panel (tui/panels/experiments, wired in
+// experiments.go), where space marks experiments, c compares two (the
+// compare view, tui/dialogs/compare), B marks the baseline and w writes a
+// conclusion; with Options.Bench, b runs a benchmark
 // (bench.go); with Options.Repeat, R relaunches the current configuration
 // N times to measure its noise (repeat.go). NewReplay plays a recorded
 // journal back through the same model, read-only, with a timeline
@@ -24,6 +25,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +36,9 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	cmpdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/compare"
+	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
@@ -204,23 +209,28 @@ type Model struct {
 	// The git panel (git.go wires it and its dialogs).
 	git *gitpanel.Panel
 
-	// Experiments, notes, the journal's state and the experiments panel
-	// (experiments.go), the key being handled (recorded as the cause of
-	// the action it starts), and HEAD's short id for experiment names.
-	exp       expState
-	pressed   string
-	headShort string
+	// Experiments, notes and the experiments panel (tui/panels/experiments,
+	// wired in experiments.go), the forms that start and end experiments
+	// and write notes (tui/dialogs/experiment), the recorder's latest
+	// status (sanitised: the header's rec field), the key being handled
+	// (recorded as the cause of the action it starts), and HEAD's short id
+	// for experiment names.
+	exp        *experiments.Panel
+	expForms   *expdialog.Dialogs
+	journal    event.JournalStatus
+	hasJournal bool
+	pressed    string
+	headShort  string
 	// headChanged counts tracked paths with uncommitted changes (the
 	// latest event.RepoHead's entries, untracked ones left out); -1 unknown.
 	headChanged int
 
 	// Issue 6: the benchmark (bench.go), the repeat (repeat.go), the
-	// baseline and range calls and the compare view (compare.go), and
+	// compare views (tui/dialogs/compare, wired in experiments.go), and
 	// which run the stop question is about ("bench" or "repeat").
 	bench    benchState
 	rep      repeatState
-	measure  MeasureControl
-	cmp      *compareView
+	cmp      *cmpdialog.Views
 	stopWhat string
 }
 
@@ -245,10 +255,9 @@ func New(o Options) *Model {
 		ctl:         o.Control,
 		ctx:         context.Background(),
 		git:         gitpanel.NewPanel(o.Git),
-		exp:         expState{ctl: o.Experiments},
+		exp:         experiments.NewPanel(o.Experiments),
 		bench:       benchState{ctl: o.Bench},
 		rep:         repeatState{ctl: o.Repeat},
-		measure:     o.Measure,
 	}
 	m.log.Path = sanitize.String(o.LogPath)
 	if o.Keys != nil {
@@ -261,6 +270,7 @@ func New(o Options) *Model {
 	}
 	m.wireKeys()
 	m.wireGit()
+	m.wireExperiments()
 	m.log.Covered = func() string { return logCovered(m) }
 	m.log.NoLog = m.noLog
 	switch {
@@ -288,10 +298,8 @@ func (m *Model) setStyles(s style.Styles) {
 			m.form.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
-	if m.exp.form != nil {
-		for i := range m.exp.form.inputs {
-			m.exp.form.inputs[i].SetStyles(m.inputStyles())
-		}
+	if f, ok := m.overlay.Top().(*expdialog.Form); ok {
+		f.SetStyles(m.inputStyles())
 	}
 	for _, f := range []*measureForm{m.bench.form, m.rep.form} {
 		if f != nil {
@@ -369,14 +377,12 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case GitRefreshMsg, GitActionMsg, GitLogMsg, GitPreviewMsg, GitSnapshotsMsg:
 		return m, m.gitResult(msg)
-	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg:
-		m.expResult(msg)
+	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg, BaselineMsg:
+		m.exp.Result(msg)
 	case BenchResultMsg:
 		m.benchResult(msg)
 	case RepeatResultMsg:
 		return m, m.repeatResult(msg)
-	case BaselineMsg:
-		m.baselineResult(msg)
 	case CompareRangeMsg:
 		m.rangeResult(msg)
 	case tea.PasteMsg:
@@ -388,9 +394,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.bench.form.paste(msg)
 		case modalRepeat:
 			return m, m.rep.form.paste(msg)
-		}
-		if isExpModal(m.modal) {
-			return m, m.expPaste(msg)
 		}
 		if m.modal == modalLaunch && !m.form.confirming {
 			return m, m.formInput(msg)
@@ -413,7 +416,7 @@ func (m *Model) observe(t time.Time) {
 	if t.After(m.now) {
 		m.now = t
 	}
-	m.expireBanner()
+	m.exp.Expire()
 	m.gpus.SetNow(m.now)
 }
 
@@ -421,9 +424,7 @@ func (m *Model) observe(t time.Time) {
 // table), whatever has focus.
 func (m *Model) apply(ev event.Event) {
 	m.observe(ev.At)
-	if m.exp.ledger.Apply(ev) {
-		m.exp.gen++
-	}
+	m.exp.Apply(ev)
 	switch p := ev.Data.(type) {
 	case event.ConnState:
 		m.conn, m.hasConn = p, true
@@ -497,11 +498,11 @@ func (m *Model) apply(ev event.Event) {
 	case event.GitMoved:
 		m.git.SetMoved(p)
 	case event.ExperimentEnd:
-		m.expEnded(p, ev.At)
+		m.exp.Ended(p, ev.At)
 	case event.ExperimentUpdate:
 		m.expUpdated(p)
 	case event.JournalStatus:
-		m.exp.setJournal(p)
+		m.setJournal(p)
 	case event.BenchStarted, event.BenchProgress, event.BenchDone:
 		m.applyBench(p)
 	case event.RepeatProgress:
@@ -512,7 +513,7 @@ func (m *Model) apply(ev event.Event) {
 		event.KillStep, event.LogBench, event.LogFollowError, event.Note, event.Prefill,
 		event.Repeat, event.ServerHealthy, event.ServerObserved, event.Session, event.SpecDecode,
 		event.Throughput:
-		// experiment and note kinds are the ledger's (exp.ledger.Apply above); the rest are not shown
+		// experiment and note kinds are the ledger's (exp.Apply above); the rest are not shown
 	}
 }
 
@@ -565,16 +566,12 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.launchKey(msg)
 	case modalProfile:
 		return m.pickerKey(msg)
-	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
-		return m.expKey(msg)
 	case modalBench:
 		return m.benchKey(msg)
 	case modalRepeat:
 		return m.repeatKey(msg)
 	case modalStop:
 		return m.stopKey(msg)
-	case modalCompare:
-		return m.compareKey(msg)
 	}
 	armed := m.quitArmed
 	m.quitArmed = false
@@ -592,12 +589,12 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			}
 		case m.git.Open:
 			m.git.Close()
-		case m.exp.open:
-			m.exp.open = false
+		case m.exp.Open:
+			m.exp.Open = false
 		case m.git.Moved():
 			m.git.Acknowledge() // the HEAD-moved banner
-		case m.exp.pending != "":
-			m.exp.pending = "" // the conclusion banner is dismissed
+		case m.exp.Pending() != "":
+			m.exp.Dismiss() // the conclusion banner is dismissed
 		case m.bench.running:
 			m.askStop("bench")
 		case m.rep.running:
@@ -644,7 +641,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	for _, b := range m.matchOrder() {
-		if !key.Matches(msg, b.Binding) || k.isPanelKey(b) && !m.exp.open {
+		if !key.Matches(msg, b.Binding) || !m.exp.Open && slices.Contains(m.exp.Exclusive(), b) {
 			continue // w, space and c are the panel's; elsewhere they are the log's and git's
 		}
 		if why := b.Why(); why != "" {
@@ -664,14 +661,14 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	k := &m.keys
 	page := m.log.Page()
 	gitRows := m.git.Open && !m.gpus.Focused // the panel's cursor takes the log's keys
-	expRows := m.exp.open && !m.gpus.Focused
+	expRows := m.exp.Open && !m.gpus.Focused
 	switch {
 	case m.gpus.Focused:
 		page = m.gpus.Page()
 	case gitRows:
 		page = m.git.Page()
 	case expRows:
-		page = m.exp.page()
+		page = m.exp.Page()
 	}
 	switch b {
 	case &k.Quit:
@@ -695,9 +692,9 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	case &k.Experiments:
 		m.toggleExperiments()
 	case &k.Experiment:
-		if id := m.exp.pending; id != "" && m.exp.ledger.Find(id) != nil {
+		if id := m.exp.Pending(); id != "" && m.exp.Ledger().Find(id) != nil {
 			m.showHelp = false
-			return m, m.openConclude(id)
+			return m, m.expForms.OpenConclude(id)
 		}
 		if m.rep.running {
 			// Each launch of a repeat is its experiment: ending one by
@@ -705,11 +702,9 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 			m.flash("a repeat is running: it starts and ends its experiments itself (R stops it)", style.Warn)
 			return m, nil
 		}
-		return m, m.openExperiment()
+		return m, m.expForms.OpenExperiment(m.defaultExpName())
 	case &k.Note:
-		return m, m.openNote()
-	case &k.Conclude:
-		return m, m.openEdit()
+		return m, m.expForms.OpenNote()
 	case &k.Bench:
 		if m.bench.running {
 			m.askStop("bench")
@@ -722,12 +717,6 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, m.openRepeat()
-	case &k.Mark:
-		m.toggleMark()
-	case &k.Compare:
-		return m, m.openCompare()
-	case &k.Baseline:
-		return m, m.toggleBaseline()
 	case &k.Help:
 		m.showHelp, m.helpTop = !m.showHelp, 0
 	case &k.Up:
@@ -745,7 +734,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case gitRows:
 			m.git.End()
 		case expRows:
-			m.exp.move(len(m.exp.ledger.Experiments()))
+			m.exp.End()
 		default:
 			m.log.Resume()
 		}
@@ -756,7 +745,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		case gitRows:
 			m.git.Home()
 		case expRows:
-			m.exp.move(-len(m.exp.ledger.Experiments()))
+			m.exp.Home()
 		default:
 			m.log.Home()
 		}
@@ -765,7 +754,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 }
 
 // panels are the cockpit's parts that own their keys (component.Panel).
-func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git} }
+func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git, m.exp} }
 
 // panelOf is the panel whose binding b is, nil for the cockpit's own.
 func (m *Model) panelOf(b *component.Binding) component.Panel {
@@ -790,8 +779,8 @@ func (m *Model) scroll(d int) {
 		m.git.Move(d)
 		return
 	}
-	if m.exp.open {
-		m.exp.move(d)
+	if m.exp.Open {
+		m.exp.Move(d)
 		return
 	}
 	m.log.Scroll(d)
@@ -860,14 +849,13 @@ func (m *Model) footer(width int) string {
 	if m.modal == modalNone && m.git.Open {
 		return m.git.Footer(st, width, &m.keys.Help, &m.keys.Git, &m.keys.Quit)
 	}
-	if m.modal == modalNone && m.exp.open {
-		return m.expFooter(width)
+	if m.modal == modalNone && m.exp.Open {
+		k := &m.keys
+		return m.exp.Footer(st, width, &k.Help, &k.Experiment, &k.Note, &k.Experiments, &k.Quit)
 	}
 	if m.modal != modalNone {
 		help := m.modalHelp
 		switch {
-		case isExpModal(m.modal):
-			help = m.expModalHelp
 		case isMeasureModal(m.modal):
 			help = m.measureModalHelp
 		}

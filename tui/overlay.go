@@ -13,6 +13,15 @@ import (
 // keeps updating around them. Box drawing characters are ambiguous-width
 // (two cells in some CJK terminal setups), so the frame is plain ASCII.
 
+// overlayBox renders the open overlay: an issue-6 one in measureBox, the
+// others in modalBox.
+func (m *Model) overlayBox(w, h int) (lines []string, x, y int) {
+	if isMeasureModal(m.modal) {
+		return m.measureBox(w, h)
+	}
+	return m.modalBox(w, h)
+}
+
 // modalBox renders the open overlay for a w x h screen: its lines and
 // where they go. The body area is the rows between header and footer.
 func (m *Model) modalBox(w, h int) (lines []string, x, y int) {

@@ -74,7 +74,7 @@ func repeatUnavailable(m *Model) string {
 	if !m.srv.running() {
 		return "no server running: L launches one"
 	}
-	if m.exp.ledger.Current() == nil {
+	if m.exp.Ledger().Current() == nil {
 		return "no open experiment: a launch from here starts one (or e)"
 	}
 	return ""
@@ -242,7 +242,7 @@ func (m *Model) repeatBanner() []banner {
 // repeatBox is the repeat form's title and content for inner width iw.
 func (m *Model) repeatBox(iw int) (string, []string) {
 	title := "repeat"
-	if cur := m.exp.ledger.Current(); cur != nil {
+	if cur := m.exp.Ledger().Current(); cur != nil {
 		title = "repeat " + sanitize.String(cur.ID) + " " + sanitize.String(cur.Name)
 	}
 	_, bad := repeatConfig(m.rep.form)

@@ -353,8 +353,7 @@ func carryView(from, to *Model) {
 	to.helpTop, to.helpMax = from.helpTop, from.helpMax
 	to.status, to.statusTone = from.status, from.statusTone
 	to.git.Open = from.git.Open
-	to.exp.open, to.exp.cursor, to.exp.touched = from.exp.open, from.exp.cursor, from.exp.touched
-	to.exp.marked = from.exp.marked
+	to.exp.CarryView(from.exp)
 	to.bench.dismissed = from.bench.dismissed
 	if !from.bench.show && from.bench.done != nil {
 		to.bench.dismissed = from.bench.done.ID
@@ -389,7 +388,7 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return r, cmd
 		}
 	}
-	if in.exp.open && key.Matches(msg, k.Mark.Binding) {
+	if in.exp.Open && key.Matches(msg, in.exp.MarkKey.Binding) {
 		// space marks an experiment in the panel instead of playing.
 		_, cmd := in.Update(msg)
 		return r, cmd

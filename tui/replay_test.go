@@ -402,7 +402,7 @@ func TestReplayRefusesActions(t *testing.T) {
 		t.Errorf("x:\n%s", rplain(r))
 	}
 	rpress(r, "left")
-	if !r.inner.exp.open {
+	if !r.inner.exp.Open {
 		t.Error("a seek closed the experiments panel")
 	}
 	rpress(r, "esc", "/")

@@ -109,7 +109,7 @@ func (r *Replay) timeline(w int) string {
 	left := stTone.Render(style.PadRight(state, 6)) + " " + pos + "  " + st.Accent.Render(speed)
 	lw := 6 + 1 + style.Width(pos) + 2 + style.Width(speed)
 	name := ""
-	if cur := m.exp.ledger.Current(); cur != nil {
+	if cur := m.exp.Ledger().Current(); cur != nil {
 		name = join(sanitize.String(cur.ID), sanitize.String(cur.Name))
 		name = style.Truncate(name, 32)
 	}

@@ -126,8 +126,8 @@ func (m *Model) render() string {
 		case m.git.Open:
 			// The git panel takes the log tail's place (title and lines).
 			lines = m.git.Render(lines, st, m.now, w, 1+l.logLines)
-		case m.exp.open:
-			lines = m.renderExperiments(lines, w, 1+l.logLines)
+		case m.exp.Open:
+			lines = m.exp.Render(lines, st, w, 1+l.logLines)
 		case m.noLog():
 			lines = append(lines, m.logTitle(w))
 			if l.logLines > 0 {

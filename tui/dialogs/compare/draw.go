@@ -1,4 +1,4 @@
-package tui
+package compare
 
 import (
 	"slices"
@@ -7,10 +7,11 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/compare"
+	scompare "github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -18,16 +19,16 @@ import (
 // their verdicts, the fingerprint table, the commit range and the A/A
 // noise, as scrollable lines in a box over the body area.
 
-// compareBox is the compare view: a box over the whole area between the
-// header and the footer (w cells, avail rows).
-func (m *Model) compareBox(w, avail int) (lines []string, x, y int) {
-	st := &m.styles
-	v := m.cmp
-	if v == nil || avail < 3 || w < 12 {
-		return nil, 0, 0
+// View implements component.Dialog: a box over the whole area between
+// the header and the footer of a w x h screen, its content scrolled to
+// Top; the title says which lines show when they do not all fit.
+func (v *View) View(st *style.Styles, w, h int) component.Box {
+	avail := h - 2
+	if avail < 3 || w < 12 {
+		return component.Box{}
 	}
 	iw := w - 4
-	content := m.compareLines(iw)
+	content := v.lines(st, iw)
 	bh := avail - 2
 	v.height = bh
 	v.top = style.Clamp(v.top, 0, len(content)-bh)
@@ -36,17 +37,15 @@ func (m *Model) compareBox(w, avail int) (lines []string, x, y int) {
 	for len(body) < bh {
 		body = append(body, "")
 	}
-	title := "compare " + sanitize.String(v.a) + " vs " + sanitize.String(v.b)
+	title := "compare " + sanitize.String(v.A) + " vs " + sanitize.String(v.B)
 	if len(content) > bh {
 		title += "  " + strconv.Itoa(v.top+1) + "-" + strconv.Itoa(end) + "/" + strconv.Itoa(len(content))
 	}
-	return component.Frame(st, st.Accent, title, body, iw), 0, 1
+	return component.Box{Title: title, Frame: style.Accent, Body: body, Width: iw}
 }
 
-// compareLines is the compare view's content for inner width iw.
-func (m *Model) compareLines(iw int) []string {
-	st := &m.styles
-	v := m.cmp
+// lines is the view's content for inner width iw.
+func (v *View) lines(st *style.Styles, iw int) []string {
 	d := v.diff
 	var out []string
 	add := func(s string) { out = append(out, style.TruncateStyled(s, iw)) }
@@ -60,29 +59,29 @@ func (m *Model) compareLines(iw int) []string {
 		s += st.Dim.Render(" (" + why + ")  " + expWhen(e))
 		add(s)
 	}
-	side("A", d.A, v.aWhy)
-	side("B", d.B, v.bWhy)
+	side("A", d.A, v.AWhy)
+	side("B", d.B, v.BWhy)
 	if n := len(d.LaunchesA) + len(d.LaunchesB); n > 2 {
 		add(st.Dim.Render("   launches of each configuration: " + launchIDs(d.LaunchesA) + " vs " + launchIDs(d.LaunchesB)))
 	}
 	out = append(out, "")
-	out = append(out, m.compareResults(iw)...)
+	out = append(out, v.results(st, iw)...)
 	out = append(out, "")
-	out = append(out, m.compareFields(iw)...)
+	out = append(out, v.fields(st, iw)...)
 	out = append(out, "")
-	out = append(out, m.compareRange(iw)...)
+	out = append(out, v.commits(st, iw)...)
 	out = append(out, "")
-	out = append(out, m.compareNoise(iw)...)
+	out = append(out, v.noise(st, iw)...)
 	return out
 }
 
 // expWhen is "started 10:27:10, killed after 35s" or "open".
 func expWhen(e *ledger.Experiment) string {
-	s := "started " + clock(e.Started)
+	s := "started " + experiments.Clock(e.Started)
 	if e.Open() {
 		return s + ", open"
 	}
-	how := firstOf(endedHow(e.EndedBy), "closed")
+	how := firstOf(experiments.EndedHow(e.EndedBy), "closed")
 	if dur := e.Ended.Sub(e.Started); dur >= 0 {
 		return s + ", " + how + " after " + style.ShortDur(dur)
 	}
@@ -102,7 +101,7 @@ func launchIDs(es []*ledger.Experiment) string {
 }
 
 // verdictTone is the tone of a result row's verdict.
-func verdictTone(r *compare.ResultRow) style.Token {
+func verdictTone(r *scompare.ResultRow) style.Token {
 	v := r.Verdict
 	switch {
 	case r.WithinNoise:
@@ -117,12 +116,11 @@ func verdictTone(r *compare.ResultRow) style.Token {
 	return style.Dim
 }
 
-// compareResults is the results section: per metric A, B, delta, then
+// results is the results section: per metric A, B, delta, then
 // the verdict with p and n and the A/A noise (on the same line when it
 // fits).
-func (m *Model) compareResults(iw int) []string {
-	st := &m.styles
-	d := m.cmp.diff
+func (v *View) results(st *style.Styles, iw int) []string {
+	d := v.diff
 	if len(d.Results) == 0 {
 		return []string{st.Title.Render("results") + st.Dim.Render(style.Truncate("  none: neither side has tok/s samples or a benchmark", iw-7))}
 	}
@@ -158,12 +156,10 @@ func (m *Model) compareResults(iw int) []string {
 	return out
 }
 
-// compareFields is the fingerprint table: changed rows first and
+// fields is the fingerprint table: changed rows first and
 // highlighted, rows known on one side only dimmed with a "?", unchanged
 // rows folded into one line unless a shows them.
-func (m *Model) compareFields(iw int) []string {
-	st := &m.styles
-	v := m.cmp
+func (v *View) fields(st *style.Styles, iw int) []string {
 	d := v.diff
 	changed, unknown, same := 0, 0, 0
 	for _, f := range d.Fields {
@@ -230,12 +226,10 @@ func (m *Model) compareFields(iw int) []string {
 	return out
 }
 
-// compareRange is the commit range: the commits B has that A lacks (+)
+// commits is the commit range: the commits B has that A lacks (+)
 // and those A has that B lacks (-), as `git log --oneline` lines, and
 // the files the range touches.
-func (m *Model) compareRange(iw int) []string {
-	st := &m.styles
-	v := m.cmp
+func (v *View) commits(st *style.Styles, iw int) []string {
 	d := v.diff
 	title := st.Title.Render("commits")
 	from, to := headOf(d.A), headOf(d.B)
@@ -289,11 +283,10 @@ func (m *Model) compareRange(iw int) []string {
 	return out
 }
 
-// compareNoise is the A/A noise measured in the session, one line per
+// noise is the A/A noise measured in the session, one line per
 // configuration with at least two launches.
-func (m *Model) compareNoise(iw int) []string {
-	st := &m.styles
-	d := m.cmp.diff
+func (v *View) noise(st *style.Styles, iw int) []string {
+	d := v.diff
 	title := st.Title.Render("A/A noise")
 	if len(d.Noise) == 0 {
 		return []string{style.TruncateStyled(title+st.Dim.Render("  not measured: R relaunches a configuration to measure it"), iw)}
@@ -301,7 +294,7 @@ func (m *Model) compareNoise(iw int) []string {
 	out := []string{style.TruncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
 	for _, n := range d.Noise {
 		out = append(out, style.Truncate("  "+sanitize.String(n.Config)+"  "+report.FormatLaunches(n.Launches)+"  "+sanitize.String(n.Metric)+
-			" +-"+strconv.FormatFloat(n.Spread, 'f', 1, 64)+"% ("+fmtNum(n.Lo)+" to "+fmtNum(n.Hi)+")", iw))
+			" +-"+strconv.FormatFloat(n.Spread, 'f', 1, 64)+"% ("+report.FormatNum(n.Lo)+" to "+report.FormatNum(n.Hi)+")", iw))
 	}
 	return out
 }
@@ -309,3 +302,27 @@ func (m *Model) compareNoise(iw int) []string {
 // asciiChrome spells the journal's symbols in ASCII: the screen's chrome
 // has no ambiguous-width characters.
 var asciiChrome = strings.NewReplacer("±", "+-", "≥", ">=", "≤", "<=", "–", "-")
+
+// join joins the non-empty words with a space.
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
+}
+
+// firstOf is the first of ss that is not "".
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// padLeft right-aligns s in w cells.
+func padLeft(s string, w int) string { return style.Spaces(w-style.Width(s)) + s }
