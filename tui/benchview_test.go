@@ -347,7 +347,7 @@ func TestReplayShowsRecordedBench(t *testing.T) {
 	}
 	press(m, "esc")
 	fresh := newSized(100, 30, Options{ReadOnly: true})
-	carryView(m, fresh)
+	fresh.CarryView(m)
 	send(fresh, session()...)
 	send(fresh, evs[0], evs[3])
 	if strings.Contains(plain(fresh), "+- bench b1") {

@@ -107,9 +107,9 @@ func (c ColorMode) Detect(out io.Writer, env []string) ColorMode {
 // callers that set it from NO_COLOR) or ColorNever.
 func (o Options) plain() bool { return o.NoColor || o.Color == ColorNever }
 
-// colorOptions are the program options that carry the colour mode:
+// ColorOptions are the program options that carry the colour mode:
 // a forced profile, or none for ColorAuto (Bubble Tea detects it).
-func (o Options) colorOptions() []tea.ProgramOption {
+func (o Options) ColorOptions() []tea.ProgramOption {
 	c := o.Color
 	if o.plain() {
 		c = ColorNever

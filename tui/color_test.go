@@ -147,11 +147,11 @@ func TestColorModesWriteTheirEscapes(t *testing.T) {
 }
 
 func TestColorOptions(t *testing.T) {
-	if n := len((Options{}).colorOptions()); n != 0 {
+	if n := len((Options{}).ColorOptions()); n != 0 {
 		t.Errorf("auto adds %d program options, want none (Bubble Tea detects)", n)
 	}
 	for _, o := range []Options{{Color: ColorNever}, {NoColor: true}, {NoColor: true, Color: ColorTrueColor}, {Color: Color256}} {
-		if n := len(o.colorOptions()); n != 1 {
+		if n := len(o.ColorOptions()); n != 1 {
 			t.Errorf("%+v: %d program options, want 1", o, n)
 		}
 	}

@@ -181,19 +181,21 @@ func (m *Model) sinceText() string {
 }
 
 // modeWord is a read-only cockpit's mode in the header and the window
-// title: "follow" for a follower of a journal being written, else "replay".
+// title: Options.Mode's word ("follow" for a follower of a journal being
+// written), else "replay".
 func (m *Model) modeWord() string {
-	if m.opts.Replay.Follow {
-		return "follow"
+	if w := m.opts.Mode.Word; w != "" {
+		return w
 	}
 	return "replay"
 }
 
 // roPrefix starts the answer to a key that would act in a read-only
-// cockpit: "read-only replay", or "follow: read-only".
+// cockpit: Options.Mode's refusal ("follow: read-only"), else "read-only
+// replay".
 func (m *Model) roPrefix() string {
-	if m.opts.Replay.Follow {
-		return "follow: read-only"
+	if r := m.opts.Mode.Refusal; r != "" {
+		return r
 	}
 	return "read-only replay"
 }

@@ -99,7 +99,8 @@ func TestFirstFrameNeedsNoReply(t *testing.T) {
 func TestEveryKeyHasAPlainBinding(t *testing.T) {
 	m := newSized(80, 24, Options{})
 	n := 0
-	for _, b := range append(m.all(), m.keys.replayKeys()...) {
+	rk := defaultReplayKeys()
+	for _, b := range append(m.all(), rk.help()...) {
 		n++
 		name := b.Group + ":" + b.Help().Key
 		keys := b.Keys()

@@ -120,16 +120,13 @@ func (r *Replay) initFollow() {
 	r.fol = &followState{live: true}
 	r.playing = false
 	r.pos = r.dur
-	k := DefaultKeyMap()
-	if r.opts.Keys != nil {
-		k = *r.opts.Keys
-	}
-	k.Bottom.Long = "bottom of the log; back to the live end of the journal"
-	k.Bottom.SetHelp("G/end", "live")
-	k.Bottom.Short = true // in the footer: the way back to live
-	k.Play.Long = "pause (leaves the live end) / play (up to the live end)"
-	k.Play.SetHelp("spc", "pause") // then "play" away from the live end (followHelp)
-	r.opts.Keys = &k
+	r.opts.Mode.Word, r.opts.Mode.Refusal = "follow", "follow: read-only"
+	b := &r.ck.Bottom
+	b.Long = "bottom of the log; back to the live end of the journal"
+	b.SetHelp("G/end", "live")
+	b.Short = true // in the footer: the way back to live
+	r.keys.Play.Long = "pause (leaves the live end) / play (up to the live end)"
+	r.keys.Play.SetHelp("spc", "pause") // then "play" away from the live end (followHelp)
 }
 
 // followHelp names what space does now in the footer: pause while live
@@ -139,8 +136,8 @@ func (r *Replay) followHelp() {
 	if r.fol.live || r.playing {
 		word = "pause"
 	}
-	if r.inner.keys.Play.Help().Desc != word {
-		r.inner.keys.Play.SetHelp("spc", word)
+	if r.keys.Play.Help().Desc != word {
+		r.keys.Play.SetHelp("spc", word)
 	}
 }
 
@@ -304,7 +301,7 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		r.marks = msg.marks
 		if msg.live && msg.epoch == r.epoch && f.live && !r.seeking {
 			if len(msg.events) > 0 {
-				role := r.inner.drv.st.Role // before these events
+				role := r.inner.DriverRole() // before these events
 				r.inner.Update(EventsMsg(msg.events))
 				r.flashNotes(role, msg.events)
 			}
@@ -323,7 +320,7 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 			return nil, true
 		}
 		fresh := r.newInner()
-		carryView(r.inner, fresh)
+		fresh.CarryView(r.inner)
 		fresh.Update(EventsMsg(msg.events))
 		// The catch-up holds the journal's last driver state: a release
 		// there means the session already ended.
@@ -356,7 +353,7 @@ func (r *Replay) followFailed(err error) {
 	f := r.fol
 	f.stopped, f.live, f.polling = true, false, false
 	text := errText(err)
-	r.inner.flash("follow stopped: "+text, style.Crit)
+	r.inner.Flash("follow stopped: "+text, style.Crit)
 	if ps, ok := r.src.(pathSource); ok && ps.Path() != "" {
 		text = strings.ReplaceAll(text, ps.Path(), filepath.Base(ps.Path()))
 	}
@@ -381,20 +378,19 @@ func (r *Replay) liveNow() time.Time {
 // returns to the live end (and scrolls as in the cockpit), space pauses
 // there. ok is false for the other keys.
 func (r *Replay) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
-	k := &r.inner.keys
 	switch {
-	case key.Matches(msg, k.Bottom.Binding):
+	case key.Matches(msg, r.ck.Bottom.Binding):
 		_, scroll := r.inner.Update(msg)
 		if r.fol.live || r.fol.stopped {
 			return scroll, true
 		}
-		r.inner.flash("live: following the journal", style.OK)
+		r.inner.Flash("live: following the journal", style.OK)
 		return tea.Batch(scroll, r.goLive()), true
-	case key.Matches(msg, k.Play.Binding) && !r.inner.exp.Open:
+	case key.Matches(msg, r.keys.Play.Binding) && !r.inner.Experiments().Open:
 		switch {
 		case r.fol.live:
 			r.fol.live = false
-			r.inner.flash("paused: G or end returns to the live end", style.Warn)
+			r.inner.Flash("paused: G or end returns to the live end", style.Warn)
 			return nil, true
 		case !r.playing && r.pos >= r.dur && !r.fol.stopped:
 			return r.goLive(), true
@@ -409,10 +405,10 @@ func (r *Replay) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 func (r *Replay) atEnd() tea.Cmd {
 	r.pause()
 	if r.fol != nil && !r.fol.stopped {
-		r.inner.flash("live: following the journal", style.OK)
+		r.inner.Flash("live: following the journal", style.OK)
 		return r.goLive()
 	}
-	r.inner.flash("end of the journal", style.Dim)
+	r.inner.Flash("end of the journal", style.Dim)
 	return nil
 }
 
@@ -421,7 +417,7 @@ func (r *Replay) atEnd() tea.Cmd {
 // (G: live)" away from the end; or what went wrong with the file. It is
 // styled; w is its width in cells.
 func (r *Replay) followTail() (s string, w int) {
-	st := &r.inner.styles
+	st := r.inner.Styles()
 	f := r.fol
 	var parts []string
 	var width int
@@ -480,7 +476,7 @@ func (r *Replay) flashNotes(role event.DriverRole, evs []event.Event) {
 				if n := sanitize.String(st.Note); n != "" {
 					msg += " (" + n + ")"
 				}
-				r.inner.flash(msg, style.Accent)
+				r.inner.Flash(msg, style.Accent)
 			}
 		case event.RoleWatching:
 			if prev == event.RoleDriving || prev == event.RoleUnsure {
@@ -488,7 +484,7 @@ func (r *Replay) flashNotes(role event.DriverRole, evs []event.Event) {
 				if st.Holder.PID > 0 {
 					who += " (pid " + strconv.Itoa(st.Holder.PID) + ")"
 				}
-				r.inner.flash(who+" took over: this journal's cockpit only watches now; run flightdeck follow again to follow the new driver", style.Warn)
+				r.inner.Flash(who+" took over: this journal's cockpit only watches now; run flightdeck follow again to follow the new driver", style.Warn)
 			}
 		}
 	}
@@ -501,7 +497,7 @@ func (r *Replay) flashNotes(role event.DriverRole, evs []event.Event) {
 		if x := sanitize.String(n.Exp); x != "" {
 			head += " (" + x + ")"
 		}
-		r.inner.flash(head+": "+sanitize.String(n.Text), style.Accent)
+		r.inner.Flash(head+": "+sanitize.String(n.Text), style.Accent)
 		return
 	}
 }

@@ -21,14 +21,15 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 	type entry struct{ key, desc, why string }
 	var groups [][]entry
 	names := helpGroups
-	if m.opts.ReadOnly {
-		names = append([]string{"replay"}, helpGroups...)
+	mode := m.opts.Mode.Keys // a read-only cockpit's mode's, first
+	if len(mode) > 0 {
+		names = append([]string{mode[0].Group}, helpGroups...)
 	}
-	for _, g := range names {
+	for gi, g := range names {
 		var es []entry
 		list := m.all()
-		if g == "replay" {
-			list = m.keys.replayKeys()
+		if len(mode) > 0 && gi == 0 {
+			list = mode
 		}
 		for _, b := range list {
 			if b.Group != g {

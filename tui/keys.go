@@ -51,18 +51,6 @@ type KeyMap struct {
 	// the current configuration N times (Options.Repeat, repeat.go).
 	Bench  component.Binding
 	Repeat component.Binding
-
-	// Replay's keys (NewReplay): play/pause, speed, seek, marks and a
-	// typed time. The live cockpit does not use them; its help lists them
-	// only in a replay.
-	Play     component.Binding
-	Faster   component.Binding
-	Slower   component.Binding
-	Back     component.Binding
-	Forward  component.Binding
-	PrevMark component.Binding
-	NextMark component.Binding
-	JumpTo   component.Binding
 }
 
 // needsLog is the Unavailable func of the log keys: without a followed
@@ -108,15 +96,6 @@ func DefaultKeyMap() KeyMap {
 		Bench:       footer(bind("actions", "b", "bench", "b")),
 		Repeat:      bind("actions", "R", "repeat", "R"),
 		TakeOver:    bind("actions", "T", "take over", "T"),
-
-		Play:     footer(bind("replay", "spc", "play", "space")),
-		Faster:   footer(bind("replay", "+/-", "speed", "+", "=")),
-		Slower:   bind("replay", "-", "slower", "-"),
-		Back:     bind("replay", "left/right", "seek 10s", "left"),
-		Forward:  bind("replay", "right", "forward 10s", "right"),
-		PrevMark: footer(bind("replay", "[/]", "mark", "[")),
-		NextMark: bind("replay", "]", "next mark", "]"),
-		JumpTo:   footer(bind("replay", "t", "time", "t")),
 	}
 	// What is hard to take back asks first (a component.Confirm; the git
 	// panel's keys are marked by the panel).
@@ -129,11 +108,6 @@ func DefaultKeyMap() KeyMap {
 	k.Profile.Long = "choose the env profile (NCCL settings) for the next launch"
 	k.TakeOver.Long = "take over from the cockpit that drives the host (asks first)"
 	expBindings(&k)
-	k.Play.Long = "play or pause"
-	k.Faster.Long = "faster or slower: 1x 2x 4x ... 64x"
-	k.Back.Long = "seek back or forward 10 s"
-	k.PrevMark.Long = "previous or next experiment start or end, or note"
-	k.JumpTo.Long = "jump to a time: h:mm:ss, mm:ss or seconds"
 	measureBindings(&k)
 	return k
 }
@@ -173,12 +147,6 @@ func (m *Model) all() []*component.Binding {
 // git's elsewhere), then all's.
 func (m *Model) matchOrder() []*component.Binding {
 	return append(m.exp.Exclusive(), m.all()...)
-}
-
-// replayKeys lists the replay's bindings as its help shows them: one
-// entry per pair (+/-, left/right, [/]).
-func (k *KeyMap) replayKeys() []*component.Binding {
-	return []*component.Binding{&k.Play, &k.Faster, &k.Back, &k.PrevMark, &k.JumpTo}
 }
 
 // footerKeys lists the bindings in footer order: all's, with the

@@ -138,6 +138,10 @@ type Options struct {
 	Driver DriverControl
 	// Replay configures NewReplay; the live cockpit ignores it.
 	Replay ReplayOptions
+	// Mode is what a read-only cockpit says it is and the keys of what
+	// drives it (a replay or a follower sets it); the live cockpit
+	// ignores it.
+	Mode Mode
 }
 
 type serverPhase uint8
@@ -881,7 +885,7 @@ func (m *Model) footer(width int) string {
 	if m.opts.ReadOnly {
 		// A replay: its own keys instead of actions that cannot act.
 		ro := []*component.Binding{all[0]}
-		ro = append(ro, m.keys.replayKeys()...)
+		ro = append(ro, m.opts.Mode.Keys...)
 		for _, b := range all[1:] {
 			if b.Group != "actions" {
 				ro = append(ro, b)

@@ -14,6 +14,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -73,6 +74,47 @@ const replayTick = 100 * time.Millisecond
 // seekStep is how far left and right move the position.
 const seekStep = 10 * time.Second
 
+// replayKeyMap is the replay's own keys: play/pause, speed, seek, marks
+// and a typed time. The cockpit's help and footer list them
+// (Options.Mode's Keys); the replay handles them before the cockpit sees
+// a key.
+type replayKeyMap struct {
+	Play     component.Binding
+	Faster   component.Binding
+	Slower   component.Binding
+	Back     component.Binding
+	Forward  component.Binding
+	PrevMark component.Binding
+	NextMark component.Binding
+	JumpTo   component.Binding
+}
+
+// defaultReplayKeys returns the replay's standard bindings.
+func defaultReplayKeys() replayKeyMap {
+	k := replayKeyMap{
+		Play:     component.New("replay", "spc", "play", "space").InFooter(),
+		Faster:   component.New("replay", "+/-", "speed", "+", "=").InFooter(),
+		Slower:   component.New("replay", "-", "slower", "-"),
+		Back:     component.New("replay", "left/right", "seek 10s", "left"),
+		Forward:  component.New("replay", "right", "forward 10s", "right"),
+		PrevMark: component.New("replay", "[/]", "mark", "[").InFooter(),
+		NextMark: component.New("replay", "]", "next mark", "]"),
+		JumpTo:   component.New("replay", "t", "time", "t").InFooter(),
+	}
+	k.Play.Long = "play or pause"
+	k.Faster.Long = "faster or slower: 1x 2x 4x ... 64x"
+	k.Back.Long = "seek back or forward 10 s"
+	k.PrevMark.Long = "previous or next experiment start or end, or note"
+	k.JumpTo.Long = "jump to a time: h:mm:ss, mm:ss or seconds"
+	return k
+}
+
+// help lists the bindings as the help shows them: one entry per pair
+// (+/-, left/right, [/]).
+func (k *replayKeyMap) help() []*component.Binding {
+	return []*component.Binding{&k.Play, &k.Faster, &k.Back, &k.PrevMark, &k.JumpTo}
+}
+
 // Replay is the replay's Bubble Tea model. Create it with NewReplay and run
 // it with RunReplay; it is used by pointer.
 type Replay struct {
@@ -80,7 +122,8 @@ type Replay struct {
 	srcMu *sync.Mutex // held by the tea.Cmd reading src
 	opts  Options     // as given to New for every fresh inner model
 	inner *Model
-	ctx   context.Context
+	keys  replayKeyMap // the replay's own (Options.Mode's Keys)
+	ck    KeyMap       // the cockpit's (Options.Keys): q quits, G/end goes live
 
 	start time.Time
 	dur   time.Duration
@@ -128,8 +171,11 @@ func NewReplay(src ReplaySource, opts Options) *Replay {
 		opts.LogPath = h.LogPath
 	}
 	opts.NoLog = opts.NoLog || h.NoLog
-	r := &Replay{src: src, srcMu: new(sync.Mutex), opts: opts, ctx: context.Background(), start: src.Start(), dur: max(src.Duration(), 0),
-		marks: src.Marks(), width: defaultWidth, height: defaultHeight, speed: 1}
+	r := &Replay{src: src, srcMu: new(sync.Mutex), opts: opts, keys: defaultReplayKeys(), ck: DefaultKeyMap(), start: src.Start(),
+		dur: max(src.Duration(), 0), marks: src.Marks(), width: defaultWidth, height: defaultHeight, speed: 1}
+	if opts.Keys != nil {
+		r.ck = *opts.Keys
+	}
 	for r.speed*2 <= min(opts.Replay.Speed, maxSpeed) {
 		r.speed *= 2
 	}
@@ -138,19 +184,20 @@ func NewReplay(src ReplaySource, opts Options) *Replay {
 	if opts.Replay.Follow {
 		r.initFollow()
 	}
+	r.opts.Keys = &r.ck
+	r.opts.Mode.Keys = r.keys.help()
 	r.inner = r.newInner()
 	r.jump = textinput.New()
 	r.jump.Prompt = ""
 	r.jump.Placeholder = "h:mm:ss"
 	r.jump.CharLimit = 20
-	r.jump.SetStyles(r.inner.inputStyles())
+	r.jump.SetStyles(r.inner.InputStyles())
 	return r
 }
 
 // newInner is a fresh read-only cockpit at the replay's size and palette.
 func (r *Replay) newInner() *Model {
 	m := New(r.opts)
-	m.ctx = r.ctx
 	m.Update(tea.WindowSizeMsg{Width: r.width, Height: max(r.height-1, 1)})
 	if r.bg != nil {
 		m.Update(*r.bg)
@@ -288,7 +335,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.BackgroundColorMsg:
 		r.bg = &msg
 		r.inner.Update(msg)
-		r.jump.SetStyles(r.inner.inputStyles())
+		r.jump.SetStyles(r.inner.InputStyles())
 		return r, nil
 	case replayTickMsg:
 		if msg.gen != r.playGen || !r.playing {
@@ -305,7 +352,7 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.fetching = false
 		if msg.err != nil {
 			r.pause()
-			r.inner.flash("replay: "+errText(msg.err), style.Crit)
+			r.inner.Flash("replay: "+errText(msg.err), style.Crit)
 			return r, nil
 		}
 		r.inner.Update(EventsMsg(msg.events))
@@ -322,11 +369,11 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.seeking = false
 		if msg.err != nil {
 			r.pause()
-			r.inner.flash("replay: seek to "+fmtClock(msg.to)+": "+errText(msg.err), style.Crit)
+			r.inner.Flash("replay: seek to "+fmtClock(msg.to)+": "+errText(msg.err), style.Crit)
 			return r, nil
 		}
 		fresh := r.newInner()
-		carryView(r.inner, fresh)
+		fresh.CarryView(r.inner)
 		fresh.Update(EventsMsg(msg.events))
 		fresh.Update(ClockMsg{Now: r.start.Add(msg.to)})
 		r.inner, r.pos = fresh, msg.to
@@ -346,25 +393,6 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return r, cmd
 }
 
-// carryView keeps what the user chose to look at across a seek: the help,
-// the panel, focus, wrap and the log filter.
-func carryView(from, to *Model) {
-	to.showHelp, to.gpus.Focused = from.showHelp, from.gpus.Focused
-	to.helpTop, to.helpMax = from.helpTop, from.helpMax
-	to.status, to.statusTone = from.status, from.statusTone
-	to.git.Open = from.git.Open
-	to.exp.CarryView(from.exp)
-	to.bench.dismissed = from.bench.dismissed
-	if !from.bench.show && from.bench.done != nil {
-		to.bench.dismissed = from.bench.done.ID
-	}
-	to.log.Wrap = from.log.Wrap
-	if from.log.Query != "" {
-		to.log.SetFilter(from.log.Query)
-	}
-	to.log.TypeAs(from.log)
-}
-
 // key handles a key: the time input first, then the inner model's filter
 // input or overlay, then the replay's keys; every other key goes to the
 // cockpit (scrolling, filter, tab, panels, help; actions say they cannot
@@ -374,13 +402,15 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return r, r.jumpKey(msg)
 	}
 	in := r.inner
-	if in.log.Typing() || in.dialogOpen() {
+	if in.KeyTaken(msg) {
+		// The filter prompt or a dialog has the keys; in the experiments
+		// panel space marks an experiment instead of playing.
 		_, cmd := in.Update(msg)
 		return r, cmd
 	}
-	k := &in.keys
-	in.status = ""
-	if in.showHelp && in.helpKey(msg) {
+	k := &r.keys
+	in.Flash("", style.Warn)
+	if in.HelpKey(msg) {
 		return r, nil
 	}
 	if r.fol != nil {
@@ -388,13 +418,8 @@ func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return r, cmd
 		}
 	}
-	if in.exp.Open && key.Matches(msg, in.exp.MarkKey.Binding) {
-		// space marks an experiment in the panel instead of playing.
-		_, cmd := in.Update(msg)
-		return r, cmd
-	}
 	switch {
-	case key.Matches(msg, k.Quit.Binding):
+	case key.Matches(msg, r.ck.Quit.Binding):
 		r.quitting = true
 		return r, tea.Quit
 	case key.Matches(msg, k.Play.Binding):
@@ -458,7 +483,7 @@ func (r *Replay) toMark(dir int) tea.Cmd {
 		if len(r.marks) == 0 {
 			what = "no experiments or notes in this journal"
 		}
-		r.inner.flash(what, style.Dim)
+		r.inner.Flash(what, style.Dim)
 		return nil
 	}
 	// Marks at one instant (an experiment's end by a relaunch and the
@@ -476,7 +501,7 @@ func (r *Replay) toMark(dir int) tea.Cmd {
 		texts = append(texts, markText(mk))
 	}
 	cmd := r.seek(r.marks[last].T)
-	r.inner.flash(strings.Join(texts, "; "), style.OK)
+	r.inner.Flash(strings.Join(texts, "; "), style.OK)
 	return cmd
 }
 
@@ -515,11 +540,11 @@ func (r *Replay) jumpKey(msg tea.KeyPressMsg) tea.Cmd {
 		r.jump.Blur()
 		t, err := ParseClock(r.jump.Value())
 		if err != nil {
-			r.inner.flash("t: "+err.Error(), style.Crit)
+			r.inner.Flash("t: "+err.Error(), style.Crit)
 			return nil
 		}
 		if t > r.dur {
-			r.inner.flash("t: "+fmtClock(t)+" is past the end of the journal ("+fmtClock(r.dur)+")", style.Crit)
+			r.inner.Flash("t: "+fmtClock(t)+" is past the end of the journal ("+fmtClock(r.dur)+")", style.Crit)
 			return nil
 		}
 		return r.seek(t)
@@ -546,15 +571,11 @@ var _ tea.Model = (*Replay)(nil)
 // RunReplay runs r on the terminal until the user quits (nil), ctx ends
 // (ctx.Err()), or the program fails.
 func RunReplay(ctx context.Context, r *Replay, opts ...tea.ProgramOption) error {
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r.ctx, r.inner.ctx = ctx, ctx
 	// The colour mode's profile first, so that opts can still override it.
-	p := tea.NewProgram(r, append(append([]tea.ProgramOption{tea.WithContext(parent)}, r.opts.colorOptions()...), opts...)...)
+	p := tea.NewProgram(r, append(append([]tea.ProgramOption{tea.WithContext(ctx)}, r.opts.ColorOptions()...), opts...)...)
 	_, err := p.Run()
-	if err != nil && parent.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
-		return parent.Err()
+	if err != nil && ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
+		return ctx.Err()
 	}
 	return err
 }

@@ -52,7 +52,7 @@ func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) er
 	defer cancel()
 	m.ctx = ctx
 	// The colour mode's profile first, so that opts can still override it.
-	p := tea.NewProgram(m, append(append([]tea.ProgramOption{tea.WithContext(parent)}, m.opts.colorOptions()...), opts...)...)
+	p := tea.NewProgram(m, append(append([]tea.ProgramOption{tea.WithContext(parent)}, m.opts.ColorOptions()...), opts...)...)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -88,7 +88,7 @@ func fmtClock(d time.Duration) string {
 // timeline renders the replay's bottom line for a w-cell terminal.
 func (r *Replay) timeline(w int) string {
 	m := r.inner
-	st := &m.styles
+	st := m.Styles()
 	if r.jumping {
 		hint := "  h:mm:ss, mm:ss or seconds; enter jumps, esc cancels"
 		r.jump.SetWidth(max(min(12, w-10), 1))
@@ -109,7 +109,7 @@ func (r *Replay) timeline(w int) string {
 	left := stTone.Render(style.PadRight(state, 6)) + " " + pos + "  " + st.Accent.Render(speed)
 	lw := 6 + 1 + style.Width(pos) + 2 + style.Width(speed)
 	name := ""
-	if cur := m.exp.Ledger().Current(); cur != nil {
+	if cur := m.Experiments().Ledger().Current(); cur != nil {
 		name = join(sanitize.String(cur.ID), sanitize.String(cur.Name))
 		name = style.Truncate(name, 32)
 	}
@@ -162,7 +162,7 @@ func (r *Replay) timeline(w int) string {
 // experiment's start, "]" its end, "n" a note, "#" the position (over a
 // mark in the same cell).
 func (r *Replay) bar(n int) string {
-	st := &r.inner.styles
+	st := r.inner.Styles()
 	cells := make([]byte, n)
 	cell := func(t time.Duration) int {
 		if r.dur <= 0 {
