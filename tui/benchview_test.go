@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -376,38 +375,6 @@ func TestBenchGolden(t *testing.T) {
 			send(m, benchEvents()...)
 			golden.RequireEqual(t, plain(m))
 		})
-	}
-}
-
-// TestReplayOfRecordedBench: a journal's bench-start and bench-done
-// (progress is never recorded) replayed: the start's line at a position
-// between them, the result box after, the run listed with its experiment;
-// b refuses.
-func TestReplayOfRecordedBench(t *testing.T) {
-	evs := replayEvents()
-	b := benchEvents()
-	started, done := b[0], b[3]
-	started.At, done.At = at(100*time.Second), at(110*time.Second)
-	evs = append(evs, started, done)
-	src := newFakeSource(evs)
-	r := NewReplay(src, Options{Theme: ThemeDark, Bench: &fakeBench{}, Replay: ReplayOptions{At: 105 * time.Second}})
-	r.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
-	pump(r, r.Init())
-	if l := strings.Split(rplain(r), "\n")[1]; l != "bench b1 running on http://127.0.0.1:30000 via gpu-box (progress is not recorded)" {
-		t.Errorf("at 1:45: %q", l)
-	}
-	rpress(r, "b")
-	if r.inner.Status() != "read-only replay: a benchmark would load the server" {
-		t.Errorf("b: %q", r.inner.Status())
-	}
-	rpress(r, "right")
-	scr := rplain(r)
-	if strings.Contains(scr, "bench b1 running") || !strings.Contains(scr, "+- bench b1 on e3: done: 1 of 32 failed -") {
-		t.Errorf("at 1:55:\n%s", scr)
-	}
-	rpress(r, "esc", "x")
-	if scr := rplain(r); strings.Contains(scr, "+- bench b1") || !strings.Contains(scr, "bench       b1 output 85.7 tok/s") {
-		t.Errorf("panel:\n%s", scr)
 	}
 }
 

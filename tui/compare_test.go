@@ -256,20 +256,6 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	}
 }
 
-// TestReplaySpaceMarksInThePanel: in a replay, space plays outside the
-// panel and marks in it.
-func TestReplaySpaceMarksInThePanel(t *testing.T) {
-	r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 100 * time.Second}})
-	rpress(r, "x", "space")
-	if r.Playing() || len(r.inner.exp.Marked()) != 1 {
-		t.Errorf("space in the panel: playing %v marked %q", r.Playing(), r.inner.exp.Marked())
-	}
-	rpress(r, "esc", "space")
-	if !r.Playing() {
-		t.Error("space outside the panel did not play")
-	}
-}
-
 // constructedDiff is a Diff as compare.Compare builds it for e1 (none @
 // bba2fc4) against e3 (nccl-ll-ring @ a6d51c0), with launches, noise, a
 // recorded range and every kind of row.

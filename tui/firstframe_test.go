@@ -99,8 +99,7 @@ func TestFirstFrameNeedsNoReply(t *testing.T) {
 func TestEveryKeyHasAPlainBinding(t *testing.T) {
 	m := newSized(80, 24, Options{})
 	n := 0
-	rk := defaultReplayKeys()
-	for _, b := range append(m.all(), rk.help()...) {
+	for _, b := range m.all() { // the replay's keys: tui/replay's TestReplayKeysHaveAPlainBinding
 		n++
 		name := b.Group + ":" + b.Help().Key
 		keys := b.Keys()

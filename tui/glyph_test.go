@@ -171,22 +171,7 @@ func TestChromeHasNoAmbiguousGlyphs(t *testing.T) {
 		rp, _ := repeatScene(w, h)
 		press(rp, "R")
 		auditModel(t, name("repeat form"), rp)
-
-		// The replay timeline: paused at a mark, playing, its help and
-		// its time prompt.
-		r, _ := newTestReplay(w, h, Options{})
-		rpress(r, "]", "]", "]")
-		auditGlyphs(t, name("replay paused"), r.View().Content)
-		r, _ = newTestReplay(w, h, Options{Replay: ReplayOptions{At: 100 * time.Second, Play: true, Speed: 4}})
-		rpress(r, "x")
-		advance(r, 12)
-		auditGlyphs(t, name("replay playing, experiments"), r.View().Content)
-		rpress(r, "?")
-		auditGlyphs(t, name("replay help"), r.View().Content)
-		r, _ = newTestReplay(w, h, Options{})
-		rpress(r, "t")
-		auditGlyphs(t, name("replay time prompt"), r.View().Content)
-		auditGlyphs(t, name("replay window title"), r.View().WindowTitle+" ")
+		// The replay timeline: tui/replay's TestReplayChromeHasNoAmbiguousGlyphs.
 	}
 }
 

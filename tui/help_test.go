@@ -108,22 +108,3 @@ func TestHelpScrolls(t *testing.T) {
 		t.Errorf("after growing:\n%s", s)
 	}
 }
-
-// In a replay the help scrolls too, and q closes it before it quits.
-func TestReplayHelpScrolls(t *testing.T) {
-	r, _ := newTestReplay(80, 24, Options{})
-	rpress(r, "?")
-	first := rplain(r)
-	rpress(r, "j")
-	if !r.inner.showHelp || rplain(r) == first {
-		t.Fatalf("j did not scroll the replay's help:\n%s", rplain(r))
-	}
-	rpress(r, "q")
-	if r.inner.showHelp || r.quitting {
-		t.Errorf("q: help open %v, quitting %v", r.inner.showHelp, r.quitting)
-	}
-	rpress(r, "q")
-	if !r.quitting {
-		t.Error("q with the help closed did not quit the replay")
-	}
-}

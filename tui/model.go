@@ -12,9 +12,9 @@
 // compare view, tui/dialogs/compare), B marks the baseline and w writes a
 // conclusion; with Options.Bench, b runs a benchmark
 // (bench.go); with Options.Repeat, R relaunches the current configuration
-// N times to measure its noise (repeat.go). NewReplay plays a recorded
+// N times to measure its noise (repeat.go). tui/replay plays a recorded
 // journal back through the same model, read-only, with a timeline
-// (replay.go, timeline.go).
+// (Options.Mode and readonly.go are what it drives the model by).
 //
 // The model consumes the event stream (EventsMsg batches of event.Event)
 // and is deterministic: Update does no I/O and never reads the clock (time
@@ -136,11 +136,9 @@ type Options struct {
 	// event.DriverState events drive the header, the banners and what the
 	// keys that act do, either way.
 	Driver DriverControl
-	// Replay configures NewReplay; the live cockpit ignores it.
-	Replay ReplayOptions
 	// Mode is what a read-only cockpit says it is and the keys of what
-	// drives it (a replay or a follower sets it); the live cockpit
-	// ignores it.
+	// drives it (tui/replay sets it for a replay or a follower); the live
+	// cockpit ignores it.
 	Mode Mode
 }
 

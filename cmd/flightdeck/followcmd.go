@@ -24,6 +24,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
+	"github.com/flightdeck-dev/flightdeck/tui/replay"
 )
 
 // followFlags are the options of `flightdeck follow`.
@@ -181,9 +182,9 @@ func followFile(ctx context.Context, path string, f followFlags) error {
 }
 
 // runFollower opens the follow screen on src until the user quits.
-func runFollower(ctx context.Context, src tui.ReplaySource, f followFlags) error {
-	r := tui.NewReplay(src, tui.Options{Color: f.color.Mode(), Replay: tui.ReplayOptions{Follow: true}})
-	return tui.RunReplay(ctx, r)
+func runFollower(ctx context.Context, src replay.Source, f followFlags) error {
+	r := replay.New(src, tui.Options{Color: f.color.Mode()}, replay.Options{Follow: true})
+	return replay.Run(ctx, r)
 }
 
 // followHost finds the live journal of the cockpit driving target through

@@ -24,6 +24,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui"
+	"github.com/flightdeck-dev/flightdeck/tui/replay"
 )
 
 // The screen size of the record/replay comparison; the replay gets one
@@ -349,7 +350,7 @@ func dropLastLines(s string, n int) string {
 // without the footer and the timeline line.
 func replayBody(t *testing.T, j *journal.Journal, pos time.Duration) string {
 	t.Helper()
-	r := tui.NewReplay(j, tui.Options{NoColor: true, Replay: tui.ReplayOptions{At: pos}})
+	r := replay.New(j, tui.Options{NoColor: true}, replay.Options{At: pos})
 	r.Update(tea.WindowSizeMsg{Width: rrWidth, Height: rrHeight + 1})
 	runCmds(r, r.Init())
 	if r.Position() != pos {

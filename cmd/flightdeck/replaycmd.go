@@ -11,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui"
+	"github.com/flightdeck-dev/flightdeck/tui/replay"
 )
 
 type replayFlags struct {
@@ -60,7 +61,7 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	var at time.Duration
 	if f.at != "" {
 		var err error
-		if at, err = tui.ParseClock(f.at); err != nil {
+		if at, err = replay.ParseClock(f.at); err != nil {
 			return refusedf("--at %s", err)
 		}
 	}
@@ -85,6 +86,6 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	if p := j.Problems(); p.Any() {
 		fmt.Fprintf(os.Stderr, "flightdeck: %s: skipped %s\n", path, p.String())
 	}
-	r := tui.NewReplay(j, tui.Options{Color: f.color.Mode(), Replay: tui.ReplayOptions{At: at, Play: f.play, Speed: f.speed}})
-	return tui.RunReplay(ctx, r)
+	r := replay.New(j, tui.Options{Color: f.color.Mode()}, replay.Options{At: at, Play: f.play, Speed: f.speed})
+	return replay.Run(ctx, r)
 }

@@ -1,4 +1,4 @@
-package tui
+package replay
 
 import (
 	"errors"
@@ -86,7 +86,7 @@ func fmtClock(d time.Duration) string {
 }
 
 // timeline renders the replay's bottom line for a w-cell terminal.
-func (r *Replay) timeline(w int) string {
+func (r *Model) timeline(w int) string {
 	m := r.inner
 	st := m.Styles()
 	if r.jumping {
@@ -161,7 +161,7 @@ func (r *Replay) timeline(w int) string {
 // bar is the timeline's bar, n cells: "=" played, "-" to come, "[" an
 // experiment's start, "]" its end, "n" a note, "#" the position (over a
 // mark in the same cell).
-func (r *Replay) bar(n int) string {
+func (r *Model) bar(n int) string {
 	st := r.inner.Styles()
 	cells := make([]byte, n)
 	cell := func(t time.Duration) int {

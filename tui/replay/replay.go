@@ -1,34 +1,37 @@
-package tui
+// Package replay plays a recorded session journal back in the cockpit,
+// read-only, with a timeline (play, pause, speed, seek, the experiments'
+// marks, a typed time), and follows a journal being written (flightdeck
+// follow: the replay kept at its live end, follow.go). It drives the root
+// cockpit model, tui.Model, fed the journal's events as the position
+// moves, through the hooks the cockpit gives a read-only mode
+// (tui.Options.Mode and a few methods); the cockpit never imports it.
+//
+// The screen at position t is what the live cockpit showed at t (at the
+// same size less the timeline line): the same model, the same events, and
+// a tui.ClockMsg of the journal's start + t for the ages.
+package replay
 
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
-	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
-// Replay shows a recorded session read-only: the cockpit's own Model,
-// fed the journal's events as the position moves, with the timeline line
-// at the bottom. The screen at position t is what the live cockpit showed
-// at t (at the same size less that line): the same model, the same
-// events, and a ClockMsg of the journal's start + t for the ages.
-
-// ReplaySource is an indexed journal; *journal.Journal implements it.
+// Source is an indexed journal; *journal.Journal implements it.
 // Events and CatchUp read the file and are called only inside tea.Cmds,
 // one at a time (the replay serialises them: a journal need not be safe
 // for concurrent use).
-type ReplaySource interface {
+type Source interface {
 	// Header is the journal's header: the host and label it names.
 	Header() event.SessionHeader
 	// Start is the wall-clock time of position 0 (the header's created
@@ -47,8 +50,8 @@ type ReplaySource interface {
 	CatchUp(t time.Duration) ([]event.Event, error)
 }
 
-// ReplayOptions are the replay's starting state (Options.Replay).
-type ReplayOptions struct {
+// Options are the replay's starting state (New).
+type Options struct {
 	// At is the starting position, clamped to the journal: 0 is its start.
 	At time.Duration
 	// Play starts playing at once instead of paused.
@@ -74,56 +77,15 @@ const replayTick = 100 * time.Millisecond
 // seekStep is how far left and right move the position.
 const seekStep = 10 * time.Second
 
-// replayKeyMap is the replay's own keys: play/pause, speed, seek, marks
-// and a typed time. The cockpit's help and footer list them
-// (Options.Mode's Keys); the replay handles them before the cockpit sees
-// a key.
-type replayKeyMap struct {
-	Play     component.Binding
-	Faster   component.Binding
-	Slower   component.Binding
-	Back     component.Binding
-	Forward  component.Binding
-	PrevMark component.Binding
-	NextMark component.Binding
-	JumpTo   component.Binding
-}
-
-// defaultReplayKeys returns the replay's standard bindings.
-func defaultReplayKeys() replayKeyMap {
-	k := replayKeyMap{
-		Play:     component.New("replay", "spc", "play", "space").InFooter(),
-		Faster:   component.New("replay", "+/-", "speed", "+", "=").InFooter(),
-		Slower:   component.New("replay", "-", "slower", "-"),
-		Back:     component.New("replay", "left/right", "seek 10s", "left"),
-		Forward:  component.New("replay", "right", "forward 10s", "right"),
-		PrevMark: component.New("replay", "[/]", "mark", "[").InFooter(),
-		NextMark: component.New("replay", "]", "next mark", "]"),
-		JumpTo:   component.New("replay", "t", "time", "t").InFooter(),
-	}
-	k.Play.Long = "play or pause"
-	k.Faster.Long = "faster or slower: 1x 2x 4x ... 64x"
-	k.Back.Long = "seek back or forward 10 s"
-	k.PrevMark.Long = "previous or next experiment start or end, or note"
-	k.JumpTo.Long = "jump to a time: h:mm:ss, mm:ss or seconds"
-	return k
-}
-
-// help lists the bindings as the help shows them: one entry per pair
-// (+/-, left/right, [/]).
-func (k *replayKeyMap) help() []*component.Binding {
-	return []*component.Binding{&k.Play, &k.Faster, &k.Back, &k.PrevMark, &k.JumpTo}
-}
-
-// Replay is the replay's Bubble Tea model. Create it with NewReplay and run
-// it with RunReplay; it is used by pointer.
-type Replay struct {
-	src   ReplaySource
+// Model is the replay's Bubble Tea model. Create it with New and run it
+// with Run; it is used by pointer.
+type Model struct {
+	src   Source
 	srcMu *sync.Mutex // held by the tea.Cmd reading src
-	opts  Options     // as given to New for every fresh inner model
-	inner *Model
-	keys  replayKeyMap // the replay's own (Options.Mode's Keys)
-	ck    KeyMap       // the cockpit's (Options.Keys): q quits, G/end goes live
+	opts  tui.Options // as given to tui.New for every fresh inner model
+	inner *tui.Model
+	keys  keyMap     // the replay's own (tui.Options.Mode's Keys)
+	ck    tui.KeyMap // the cockpit's (tui.Options.Keys): q quits, G/end goes live
 
 	start time.Time
 	dur   time.Duration
@@ -147,16 +109,15 @@ type Replay struct {
 	// deliver ticks themselves).
 	tickCmd func(gen int) tea.Cmd
 
-	fol *followState // follow mode (ReplayOptions.Follow); nil in a replay
+	fol *followState // follow mode (Options.Follow); nil in a replay
 }
 
-// NewReplay returns a replay of src for a cockpit configured by opts:
+// New returns a replay of src for a cockpit configured by opts:
 // read-only (Control, Git, Experiments, Bench, Repeat and Measure are
-// dropped), the label and host
-// from the journal's header unless opts names them, starting at
-// opts.Replay.At, paused unless opts.Replay.Play. Nothing is read until
-// Init's command runs.
-func NewReplay(src ReplaySource, opts Options) *Replay {
+// dropped), the label and host from the journal's header unless opts
+// names them, starting at o.At, paused unless o.Play; with o.Follow, a
+// follower of it (follow.go). Nothing is read until Init's command runs.
+func New(src Source, opts tui.Options, o Options) *Model {
 	h := src.Header()
 	opts.ReadOnly = true
 	opts.Control, opts.Git, opts.Experiments = nil, nil, nil
@@ -171,17 +132,17 @@ func NewReplay(src ReplaySource, opts Options) *Replay {
 		opts.LogPath = h.LogPath
 	}
 	opts.NoLog = opts.NoLog || h.NoLog
-	r := &Replay{src: src, srcMu: new(sync.Mutex), opts: opts, keys: defaultReplayKeys(), ck: DefaultKeyMap(), start: src.Start(),
+	r := &Model{src: src, srcMu: new(sync.Mutex), opts: opts, keys: defaultKeys(), ck: tui.DefaultKeyMap(), start: src.Start(),
 		dur: max(src.Duration(), 0), marks: src.Marks(), width: defaultWidth, height: defaultHeight, speed: 1}
 	if opts.Keys != nil {
 		r.ck = *opts.Keys
 	}
-	for r.speed*2 <= min(opts.Replay.Speed, maxSpeed) {
+	for r.speed*2 <= min(o.Speed, maxSpeed) {
 		r.speed *= 2
 	}
-	r.pos = clampDur(opts.Replay.At, 0, r.dur)
-	r.playing = opts.Replay.Play
-	if opts.Replay.Follow {
+	r.pos = clampDur(o.At, 0, r.dur)
+	r.playing = o.Play
+	if o.Follow {
 		r.initFollow()
 	}
 	r.opts.Keys = &r.ck
@@ -196,8 +157,8 @@ func NewReplay(src ReplaySource, opts Options) *Replay {
 }
 
 // newInner is a fresh read-only cockpit at the replay's size and palette.
-func (r *Replay) newInner() *Model {
-	m := New(r.opts)
+func (r *Model) newInner() *tui.Model {
+	m := tui.New(r.opts)
 	m.Update(tea.WindowSizeMsg{Width: r.width, Height: max(r.height-1, 1)})
 	if r.bg != nil {
 		m.Update(*r.bg)
@@ -206,19 +167,19 @@ func (r *Replay) newInner() *Model {
 }
 
 // Cockpit returns the inner cockpit model: the screen above the timeline.
-func (r *Replay) Cockpit() *Model { return r.inner }
+func (r *Model) Cockpit() *tui.Model { return r.inner }
 
 // Position is the replay's position: journal time since its start.
-func (r *Replay) Position() time.Duration { return r.pos }
+func (r *Model) Position() time.Duration { return r.pos }
 
 // Playing reports whether the replay plays (else it is paused).
-func (r *Replay) Playing() bool { return r.playing }
+func (r *Model) Playing() bool { return r.playing }
 
 // Speed is the play speed: 1, 2, 4, ... 64.
-func (r *Replay) Speed() int { return r.speed }
+func (r *Model) Speed() int { return r.speed }
 
 // Quitting reports whether the replay asked the program to quit.
-func (r *Replay) Quitting() bool { return r.quitting }
+func (r *Model) Quitting() bool { return r.quitting }
 
 func clampDur(d, lo, hi time.Duration) time.Duration { return max(lo, min(d, hi)) }
 
@@ -244,7 +205,7 @@ type replaySeekMsg struct {
 // Init asks for the terminal's background colour (via the inner model),
 // rebuilds the screen at the starting position, and starts playing if
 // asked to.
-func (r *Replay) Init() tea.Cmd {
+func (r *Model) Init() tea.Cmd {
 	if r.fol != nil {
 		return r.followInit()
 	}
@@ -257,7 +218,7 @@ func (r *Replay) Init() tea.Cmd {
 
 // seek starts rebuilding the screen at t (clamped) in a fresh model;
 // the answers of earlier seeks and reads are dropped from now on.
-func (r *Replay) seek(t time.Duration) tea.Cmd {
+func (r *Model) seek(t time.Duration) tea.Cmd {
 	if r.fol != nil {
 		if t >= r.dur && !r.fol.stopped {
 			return r.goLive() // the end of a followed journal is live
@@ -277,7 +238,7 @@ func (r *Replay) seek(t time.Duration) tea.Cmd {
 }
 
 // play starts playing (from the start when at the end).
-func (r *Replay) play() tea.Cmd {
+func (r *Model) play() tea.Cmd {
 	r.playing = true
 	r.playGen++
 	var seek tea.Cmd
@@ -287,12 +248,12 @@ func (r *Replay) play() tea.Cmd {
 	return tea.Batch(seek, r.tick())
 }
 
-func (r *Replay) pause() {
+func (r *Model) pause() {
 	r.playing = false
 	r.playGen++
 }
 
-func (r *Replay) tick() tea.Cmd {
+func (r *Model) tick() tea.Cmd {
 	gen := r.playGen
 	if r.tickCmd != nil {
 		return r.tickCmd(gen)
@@ -303,7 +264,7 @@ func (r *Replay) tick() tea.Cmd {
 // step reads the next replayTick × speed of events, unless a read or a
 // seek is in flight (then this tick is skipped: the position waits for
 // the file).
-func (r *Replay) step() tea.Cmd {
+func (r *Model) step() tea.Cmd {
 	if r.seeking || r.fetching {
 		return nil
 	}
@@ -320,7 +281,7 @@ func (r *Replay) step() tea.Cmd {
 }
 
 // Update applies one message. It does no I/O: reads run in tea.Cmds.
-func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (r *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if r.fol != nil {
 		defer r.followHelp()
 		if cmd, ok := r.followUpdate(msg); ok {
@@ -355,9 +316,9 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			r.inner.Flash("replay: "+errText(msg.err), style.Crit)
 			return r, nil
 		}
-		r.inner.Update(EventsMsg(msg.events))
+		r.inner.Update(tui.EventsMsg(msg.events))
 		r.pos = msg.to
-		r.inner.Update(ClockMsg{Now: r.start.Add(r.pos)})
+		r.inner.Update(tui.ClockMsg{Now: r.start.Add(r.pos)})
 		if r.pos >= r.dur && r.playing {
 			return r, r.atEnd()
 		}
@@ -374,8 +335,8 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		fresh := r.newInner()
 		fresh.CarryView(r.inner)
-		fresh.Update(EventsMsg(msg.events))
-		fresh.Update(ClockMsg{Now: r.start.Add(msg.to)})
+		fresh.Update(tui.EventsMsg(msg.events))
+		fresh.Update(tui.ClockMsg{Now: r.start.Add(msg.to)})
 		r.inner, r.pos = fresh, msg.to
 		return r, nil
 	case tea.KeyPressMsg:
@@ -386,176 +347,15 @@ func (r *Replay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			r.jump, cmd = r.jump.Update(msg)
 			return r, cmd
 		}
-	case EventsMsg, event.Event, ClockMsg:
+	case tui.EventsMsg, event.Event, tui.ClockMsg:
 		return r, nil // time comes from the journal only
 	}
 	_, cmd := r.inner.Update(msg)
 	return r, cmd
 }
 
-// key handles a key: the time input first, then the inner model's filter
-// input or overlay, then the replay's keys; every other key goes to the
-// cockpit (scrolling, filter, tab, panels, help; actions say they cannot
-// act in a replay).
-func (r *Replay) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	if r.jumping {
-		return r, r.jumpKey(msg)
-	}
-	in := r.inner
-	if in.KeyTaken(msg) {
-		// The filter prompt or a dialog has the keys; in the experiments
-		// panel space marks an experiment instead of playing.
-		_, cmd := in.Update(msg)
-		return r, cmd
-	}
-	k := &r.keys
-	in.Flash("", style.Warn)
-	if in.HelpKey(msg) {
-		return r, nil
-	}
-	if r.fol != nil {
-		if cmd, ok := r.followKey(msg); ok {
-			return r, cmd
-		}
-	}
-	switch {
-	case key.Matches(msg, r.ck.Quit.Binding):
-		r.quitting = true
-		return r, tea.Quit
-	case key.Matches(msg, k.Play.Binding):
-		if r.playing {
-			r.pause()
-			return r, nil
-		}
-		return r, r.play()
-	case key.Matches(msg, k.Faster.Binding):
-		r.speed = min(r.speed*2, maxSpeed)
-	case key.Matches(msg, k.Slower.Binding):
-		r.speed = max(r.speed/2, 1)
-	case key.Matches(msg, k.Back.Binding):
-		return r, r.seek(r.pos - seekStep)
-	case key.Matches(msg, k.Forward.Binding):
-		return r, r.seek(r.pos + seekStep)
-	case key.Matches(msg, k.PrevMark.Binding):
-		return r, r.toMark(-1)
-	case key.Matches(msg, k.NextMark.Binding):
-		return r, r.toMark(1)
-	case key.Matches(msg, k.JumpTo.Binding):
-		r.jumping = true
-		r.jump.SetValue("")
-		return r, r.jump.Focus()
-	default:
-		_, cmd := in.Update(msg)
-		return r, cmd
-	}
-	return r, nil
-}
-
-// toMark seeks to the previous (dir < 0) or next mark, and names it in the
-// footer.
-func (r *Replay) toMark(dir int) tea.Cmd {
-	// While playing, a mark just passed counts as the present one: [ goes
-	// to the one before it.
-	grace := time.Duration(0)
-	if r.playing {
-		grace = time.Second
-	}
-	idx := -1
-	if dir < 0 {
-		for i, mk := range r.marks {
-			if mk.T < r.pos-grace-sameInstant {
-				idx = i
-			}
-		}
-	} else {
-		for i, mk := range r.marks {
-			if mk.T > r.pos+sameInstant {
-				idx = i
-				break
-			}
-		}
-	}
-	if idx < 0 {
-		what := "no later mark"
-		if dir < 0 {
-			what = "no earlier mark"
-		}
-		if len(r.marks) == 0 {
-			what = "no experiments or notes in this journal"
-		}
-		r.inner.Flash(what, style.Dim)
-		return nil
-	}
-	// Marks at one instant (an experiment's end by a relaunch and the
-	// next one's start) are one stop: the position goes to the last of
-	// them and the footer names them all.
-	first, last := idx, idx
-	for first > 0 && r.marks[idx].T-r.marks[first-1].T <= sameInstant {
-		first--
-	}
-	for last+1 < len(r.marks) && r.marks[last+1].T-r.marks[idx].T <= sameInstant {
-		last++
-	}
-	texts := make([]string, 0, last-first+1)
-	for _, mk := range r.marks[first : last+1] {
-		texts = append(texts, markText(mk))
-	}
-	cmd := r.seek(r.marks[last].T)
-	r.inner.Flash(strings.Join(texts, "; "), style.OK)
-	return cmd
-}
-
-// sameInstant is how close marks are to count as one stop for [ and ].
-const sameInstant = 500 * time.Millisecond
-
-// markText names a mark: "0:12:34 e2 started: nccl-ll-ring".
-func markText(mk journal.Mark) string {
-	what := mk.Kind.String()
-	switch mk.Kind {
-	case event.KindExperimentStart:
-		what = join(sanitize.String(mk.Exp), "started")
-	case event.KindExperimentEnd:
-		what = join(sanitize.String(mk.Exp), "ended")
-	case event.KindNote:
-		what = "note"
-		if mk.Exp != "" {
-			what += " on " + sanitize.String(mk.Exp)
-		}
-	}
-	if t := sanitize.String(mk.Text); t != "" {
-		what += ": " + t
-	}
-	return fmtClock(mk.T) + " " + what
-}
-
-// jumpKey handles a key while the time input is open.
-func (r *Replay) jumpKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "esc", "ctrl+c":
-		r.jumping = false
-		r.jump.Blur()
-		return nil
-	case "enter":
-		r.jumping = false
-		r.jump.Blur()
-		t, err := ParseClock(r.jump.Value())
-		if err != nil {
-			r.inner.Flash("t: "+err.Error(), style.Crit)
-			return nil
-		}
-		if t > r.dur {
-			r.inner.Flash("t: "+fmtClock(t)+" is past the end of the journal ("+fmtClock(r.dur)+")", style.Crit)
-			return nil
-		}
-		return r.seek(t)
-	}
-	var cmd tea.Cmd
-	r.jump, cmd = r.jump.Update(msg)
-	return cmd
-}
-
 // View is the cockpit's screen, one line shorter, and the timeline.
-func (r *Replay) View() tea.View {
+func (r *Model) View() tea.View {
 	v := r.inner.View()
 	tl := r.timeline(r.width)
 	if r.height <= 1 {
@@ -566,11 +366,11 @@ func (r *Replay) View() tea.View {
 	return v
 }
 
-var _ tea.Model = (*Replay)(nil)
+var _ tea.Model = (*Model)(nil)
 
-// RunReplay runs r on the terminal until the user quits (nil), ctx ends
+// Run runs r on the terminal until the user quits (nil), ctx ends
 // (ctx.Err()), or the program fails.
-func RunReplay(ctx context.Context, r *Replay, opts ...tea.ProgramOption) error {
+func Run(ctx context.Context, r *Model, opts ...tea.ProgramOption) error {
 	// The colour mode's profile first, so that opts can still override it.
 	p := tea.NewProgram(r, append(append([]tea.ProgramOption{tea.WithContext(ctx)}, r.opts.ColorOptions()...), opts...)...)
 	_, err := p.Run()
@@ -578,4 +378,30 @@ func RunReplay(ctx context.Context, r *Replay, opts ...tea.ProgramOption) error 
 		return ctx.Err()
 	}
 	return err
+}
+
+// Default terminal size until the first tea.WindowSizeMsg (the cockpit's).
+const (
+	defaultWidth  = 80
+	defaultHeight = 24
+)
+
+// errText is an error on one sanitised line; a cancelled context says so
+// (as the cockpit words it).
+func errText(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "cancelled (the cockpit is quitting)"
+	}
+	return sanitize.String(err.Error())
+}
+
+// join joins the non-empty words with a space.
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
 }

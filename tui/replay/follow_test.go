@@ -1,4 +1,4 @@
-package tui
+package replay
 
 import (
 	"os"
@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
 // followFixture is a journal being written by a journal.Writer and a
@@ -23,7 +24,7 @@ type followFixture struct {
 	path string
 	w    *journal.Writer
 	j    *journal.Journal
-	r    *Replay
+	r    *Model
 }
 
 func newFollowFixture(t *testing.T, w, h int, evs ...event.Event) *followFixture {
@@ -40,7 +41,7 @@ func newFollowFixture(t *testing.T, w, h int, evs ...event.Event) *followFixture
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.j.Close() })
-	f.r = NewReplay(f.j, Options{Theme: ThemeDark, Replay: ReplayOptions{Follow: true}})
+	f.r = New(f.j, tui.Options{Theme: tui.ThemeDark}, Options{Follow: true})
 	f.r.fol.tickCmd = func() tea.Cmd { return nil }
 	f.r.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	pump(f.r, f.r.Init())
@@ -138,8 +139,8 @@ func TestFollowCatchesUpThenPlaysWhatIsAppended(t *testing.T) {
 		}
 	}
 	// The clock is the wall clock while live: ages grow while quiet.
-	if !r.inner.now.Equal(t0.Add(6750 * time.Millisecond)) {
-		t.Errorf("clock %v", r.inner.now)
+	if !r.inner.Now().Equal(t0.Add(6750 * time.Millisecond)) {
+		t.Errorf("clock %v", r.inner.Now())
 	}
 }
 
@@ -174,7 +175,7 @@ func TestFollowKeysNeverAct(t *testing.T) {
 		if st := r.inner.Status(); !strings.HasPrefix(st, "follow: read-only") {
 			t.Errorf("%s: status %q, want it to say follow: read-only", k, st)
 		}
-		if r.inner.dialogOpen() {
+		if r.inner.DialogOpen() {
 			t.Errorf("%s opened a form", k)
 		}
 		if !strings.Contains(rplain(r), "follow: read-only") {
@@ -182,7 +183,7 @@ func TestFollowKeysNeverAct(t *testing.T) {
 		}
 	}
 	rpress(r, "x")
-	if !r.inner.exp.Open {
+	if !r.inner.Experiments().Open {
 		t.Error("x does not open the experiments panel")
 	}
 	rpress(r, "x", "w")
@@ -314,8 +315,8 @@ func TestNextEdge(t *testing.T) {
 // The follower goldens: live at the end of replayEvents with the writer
 // quiet for 12 s (100x30), and 40 s behind after seeking back (80x24).
 func TestFollowGolden(t *testing.T) {
-	newFollow := func(w, h int) *Replay {
-		r := NewReplay(newFakeSource(replayEvents()), Options{Theme: ThemeDark, Replay: ReplayOptions{Follow: true}})
+	newFollow := func(w, h int) *Model {
+		r := New(newFakeSource(replayEvents()), tui.Options{Theme: tui.ThemeDark}, Options{Follow: true})
 		r.fol.tickCmd = func() tea.Cmd { return nil }
 		r.tickCmd = func(gen int) tea.Cmd { return nil }
 		r.Update(tea.WindowSizeMsg{Width: w, Height: h})

@@ -1,4 +1,4 @@
-package tui
+package replay
 
 import (
 	"os"
@@ -14,11 +14,12 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/tui"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
-// Follow mode (ReplayOptions.Follow): the replay of a journal being
-// written, kept at its end. It catches up from the start to the end, then
+// Follow mode (Options.Follow): the replay of a journal being written,
+// kept at its end. It catches up from the start to the end, then
 // polls the source every FollowPoll and plays what was appended, so the
 // screen is at most a poll and the writer's write period behind the
 // driving cockpit (flightdeck follow). The view keys work as in a replay;
@@ -26,8 +27,8 @@ import (
 // G/end (or playing up to the end) returns to it. Acting keys say
 // "follow: read-only".
 
-// Refresher is a ReplaySource on a file being written: Refresh reads what
-// was appended since the last call and returns how many events it added
+// Refresher is a Source on a file being written: Refresh reads what was
+// appended since the last call and returns how many events it added
 // (Duration and Marks then include them), or an error when the file can no
 // longer be read as the same journal (it shrank). *journal.Journal
 // implements it. A followed source without it never grows.
@@ -35,7 +36,7 @@ type Refresher interface {
 	Refresh() (int, error)
 }
 
-// pathSource is a ReplaySource that names its file (*journal.Journal):
+// pathSource is a Source that names its file (*journal.Journal):
 // the follower then says when the file at that path was replaced or
 // removed.
 type pathSource interface {
@@ -49,7 +50,7 @@ const FollowPoll = 250 * time.Millisecond
 // says since when.
 const followQuiet = 5 * time.Second
 
-// followState is the follow mode's part of a Replay.
+// followState is the follow mode's part of a Model.
 type followState struct {
 	live    bool // at the end, playing what arrives
 	polling bool // a poll is in flight
@@ -112,11 +113,11 @@ type followLiveMsg struct {
 	err    error
 }
 
-// initFollow turns a new replay into a follower: G/end and space describe
-// their follow roles in the help (the model itself says "follow" for
-// the mode and "follow: read-only" to the keys that would act, from
-// Options.Replay.Follow).
-func (r *Replay) initFollow() {
+// initFollow turns a new replay into a follower: the cockpit says
+// "follow" for the mode and "follow: read-only" to the keys that would
+// act (tui.Options.Mode), and G/end and space describe their follow roles
+// in the help.
+func (r *Model) initFollow() {
 	r.fol = &followState{live: true}
 	r.playing = false
 	r.pos = r.dur
@@ -131,7 +132,7 @@ func (r *Replay) initFollow() {
 
 // followHelp names what space does now in the footer: pause while live
 // or playing, play otherwise.
-func (r *Replay) followHelp() {
+func (r *Model) followHelp() {
 	word := "play"
 	if r.fol.live || r.playing {
 		word = "pause"
@@ -142,19 +143,19 @@ func (r *Replay) followHelp() {
 }
 
 // Following reports whether the replay follows a journal being written
-// (ReplayOptions.Follow).
-func (r *Replay) Following() bool { return r.fol != nil }
+// (Options.Follow).
+func (r *Model) Following() bool { return r.fol != nil }
 
 // Live reports whether a follower is at the live end of its journal;
 // false for a replay.
-func (r *Replay) Live() bool { return r.fol != nil && r.fol.live }
+func (r *Model) Live() bool { return r.fol != nil && r.fol.live }
 
 // followInit catches up to the end and starts polling.
-func (r *Replay) followInit() tea.Cmd {
+func (r *Model) followInit() tea.Cmd {
 	return tea.Batch(r.inner.Init(), r.goLive(), r.followTick())
 }
 
-func (r *Replay) followTick() tea.Cmd {
+func (r *Model) followTick() tea.Cmd {
 	if r.fol.tickCmd != nil {
 		return r.fol.tickCmd()
 	}
@@ -163,7 +164,7 @@ func (r *Replay) followTick() tea.Cmd {
 
 // goLive rebuilds the screen at the journal's end, read anew, in a fresh
 // model, and follows from there.
-func (r *Replay) goLive() tea.Cmd {
+func (r *Model) goLive() tea.Cmd {
 	r.epoch++
 	r.seeking, r.fetching = true, false
 	if r.playing {
@@ -217,7 +218,7 @@ func nextEdge(evs []event.Event, start time.Time, edge time.Duration, seen int) 
 
 // poll reads what was appended; when live, the events after the position
 // too.
-func (r *Replay) poll() tea.Cmd {
+func (r *Model) poll() tea.Cmd {
 	r.fol.polling = true
 	src, mu, epoch, live := r.src, r.srcMu, r.epoch, r.fol.live && !r.seeking
 	edge, seen, start := r.fol.edge, r.fol.seen, r.start
@@ -248,7 +249,7 @@ func (r *Replay) poll() tea.Cmd {
 
 // checkFile notes, once, that the file at the source's path is no longer
 // the one first seen (replaced) or is gone (removed).
-func checkFile(src ReplaySource, ff *followFile) string {
+func checkFile(src Source, ff *followFile) string {
 	ps, ok := src.(pathSource)
 	if !ok || ff.changed != "" {
 		return ""
@@ -269,7 +270,7 @@ func checkFile(src ReplaySource, ff *followFile) string {
 
 // followUpdate handles the follow mode's messages; ok is false for
 // others.
-func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
+func (r *Model) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 	f := r.fol
 	switch msg := msg.(type) {
 	case followTickMsg:
@@ -302,12 +303,12 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		if msg.live && msg.epoch == r.epoch && f.live && !r.seeking {
 			if len(msg.events) > 0 {
 				role := r.inner.DriverRole() // before these events
-				r.inner.Update(EventsMsg(msg.events))
+				r.inner.Update(tui.EventsMsg(msg.events))
 				r.flashNotes(role, msg.events)
 			}
 			f.edge, f.seen = msg.edge, msg.seen
 			r.pos = max(r.pos, msg.dur)
-			r.inner.Update(ClockMsg{Now: r.liveNow()})
+			r.inner.Update(tui.ClockMsg{Now: r.liveNow()})
 		}
 		return nil, true
 	case followLiveMsg:
@@ -321,7 +322,7 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		}
 		fresh := r.newInner()
 		fresh.CarryView(r.inner)
-		fresh.Update(EventsMsg(msg.events))
+		fresh.Update(tui.EventsMsg(msg.events))
 		// The catch-up holds the journal's last driver state: a release
 		// there means the session already ended.
 		f.ended = time.Time{}
@@ -338,7 +339,7 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		}
 		r.dur, r.marks, r.pos = max(r.dur, msg.dur), msg.marks, msg.dur
 		f.live, f.edge, f.seen = true, msg.dur, msg.seen
-		fresh.Update(ClockMsg{Now: r.liveNow()})
+		fresh.Update(tui.ClockMsg{Now: r.liveNow()})
 		r.inner = fresh
 		return nil, true
 	}
@@ -349,7 +350,7 @@ func (r *Replay) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 // file shrank, or cannot be read): the screen keeps what it showed, the
 // timeline says why (the file named by its base name), the status line
 // says it in full.
-func (r *Replay) followFailed(err error) {
+func (r *Model) followFailed(err error) {
 	f := r.fol
 	f.stopped, f.live, f.polling = true, false, false
 	text := errText(err)
@@ -363,7 +364,7 @@ func (r *Replay) followFailed(err error) {
 // liveNow is the cockpit's clock at the live end: the wall clock (the
 // ages grow while the writer is quiet), never before the last event (a
 // writer's clock ahead of ours).
-func (r *Replay) liveNow() time.Time {
+func (r *Model) liveNow() time.Time {
 	end := r.start.Add(r.pos)
 	if !r.fol.ended.IsZero() {
 		return end // the session ended: its ages stop with it
@@ -377,7 +378,7 @@ func (r *Replay) liveNow() time.Time {
 // followKey handles the follow mode's own keys before the replay's: G/end
 // returns to the live end (and scrolls as in the cockpit), space pauses
 // there. ok is false for the other keys.
-func (r *Replay) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
+func (r *Model) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 	switch {
 	case key.Matches(msg, r.ck.Bottom.Binding):
 		_, scroll := r.inner.Update(msg)
@@ -402,7 +403,7 @@ func (r *Replay) followKey(msg tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 // atEnd is a playing replay reaching the journal's end: it pauses there;
 // a follower goes live instead (caught up anew at the end: events may have
 // been appended at times already played).
-func (r *Replay) atEnd() tea.Cmd {
+func (r *Model) atEnd() tea.Cmd {
 	r.pause()
 	if r.fol != nil && !r.fol.stopped {
 		r.inner.Flash("live: following the journal", style.OK)
@@ -416,7 +417,7 @@ func (r *Replay) atEnd() tea.Cmd {
 // "no new events for 12s" when the writer has been quiet; "behind 0:02:10
 // (G: live)" away from the end; or what went wrong with the file. It is
 // styled; w is its width in cells.
-func (r *Replay) followTail() (s string, w int) {
+func (r *Model) followTail() (s string, w int) {
 	st := r.inner.Styles()
 	f := r.fol
 	var parts []string
@@ -456,7 +457,7 @@ func (r *Replay) followTail() (s string, w int) {
 // also follows the journal's driver states from role (the one before
 // evs): a release by the driving cockpit ends the session (the timeline
 // says so), a take-over is said on the status line.
-func (r *Replay) flashNotes(role event.DriverRole, evs []event.Event) {
+func (r *Model) flashNotes(role event.DriverRole, evs []event.Event) {
 	for _, e := range evs {
 		st, ok := e.Data.(event.DriverState)
 		if !ok {

@@ -1,4 +1,4 @@
-package tui
+package replay
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/tui"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 )
 
@@ -91,7 +92,7 @@ func upTo(evs []event.Event, t time.Duration) []event.Event {
 	return out
 }
 
-var _ ReplaySource = (*fakeSource)(nil)
+var _ Source = (*fakeSource)(nil)
 
 // replayEvents is a recorded session: connected, GPUs sampled every 5 s,
 // the server ready, log lines, and the three experiments of session(),
@@ -118,10 +119,9 @@ func replayEvents() []event.Event {
 
 // newTestReplay is a replay of replayEvents at w x h, Init's reads done,
 // ticks delivered by the test (advance).
-func newTestReplay(w, h int, o Options) (*Replay, *fakeSource) {
+func newTestReplay(w, h int, o Options) (*Model, *fakeSource) {
 	src := newFakeSource(replayEvents())
-	o.Theme = ThemeDark
-	r := NewReplay(src, o)
+	r := New(src, tui.Options{Theme: tui.ThemeDark}, o)
 	r.tickCmd = func(gen int) tea.Cmd { return func() tea.Msg { return replayTickMsg{gen: gen} } }
 	r.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	pump(r, r.Init())
@@ -130,7 +130,7 @@ func newTestReplay(w, h int, o Options) (*Replay, *fakeSource) {
 
 // pump runs cmd and feeds every message back, as the program would,
 // until none are left; ticks are left out (advance delivers them).
-func pump(r *Replay, cmd tea.Cmd) {
+func pump(r *Model, cmd tea.Cmd) {
 	queue := []tea.Cmd{cmd}
 	for len(queue) > 0 {
 		c := queue[0]
@@ -146,7 +146,7 @@ func pump(r *Replay, cmd tea.Cmd) {
 }
 
 // rpress presses keys in the replay, pumping each one's commands.
-func rpress(r *Replay, keys ...string) {
+func rpress(r *Model, keys ...string) {
 	for _, k := range keys {
 		msg := keyMsg(k)
 		if k == "space" {
@@ -158,28 +158,28 @@ func rpress(r *Replay, keys ...string) {
 }
 
 // advance delivers n play ticks.
-func advance(r *Replay, n int) {
+func advance(r *Model, n int) {
 	for range n {
 		_, cmd := r.Update(replayTickMsg{gen: r.playGen})
 		pump(r, cmd)
 	}
 }
 
-func rplain(r *Replay) string { return ansi.Strip(r.View().Content) }
+func rplain(r *Model) string { return ansi.Strip(r.View().Content) }
 
 // liveAt is the live cockpit at w x h fed the recorded events up to t,
 // with the clock at t (read-only: a model as the journal tests build one).
-func liveAt(w, h int, t time.Duration, readOnly bool) *Model {
-	m := newSized(w, h, Options{Label: "demo", Host: "root@gpu-box:22", Theme: ThemeDark, ReadOnly: readOnly})
-	m.Update(EventsMsg(upTo(newFakeSource(replayEvents()).evs, t)))
-	m.Update(ClockMsg{Now: t0.Add(t)})
+func liveAt(w, h int, t time.Duration, readOnly bool) *tui.Model {
+	m := newSized(w, h, tui.Options{Label: "demo", Host: "root@gpu-box:22", Theme: tui.ThemeDark, ReadOnly: readOnly})
+	m.Update(tui.EventsMsg(upTo(newFakeSource(replayEvents()).evs, t)))
+	m.Update(tui.ClockMsg{Now: t0.Add(t)})
 	return m
 }
 
 // sameBody checks that the replay's screen above its footer and timeline
 // is the live cockpit's at the same time (one line shorter), but for the
 // header, which says replay: that is a read-only model's.
-func sameBody(t *testing.T, r *Replay, w, h int) {
+func sameBody(t *testing.T, r *Model, w, h int) {
 	t.Helper()
 	got := strings.Split(rplain(r), "\n")
 	want := strings.Split(plain(liveAt(w, h-1, r.Position(), false)), "\n")
@@ -195,7 +195,7 @@ func sameBody(t *testing.T, r *Replay, w, h int) {
 	}
 }
 
-func timelineOf(r *Replay) string {
+func timelineOf(r *Model) string {
 	ls := strings.Split(rplain(r), "\n")
 	return ls[len(ls)-1]
 }
@@ -215,8 +215,8 @@ func TestReplayStartsPausedAtZero(t *testing.T) {
 		t.Errorf("window title %q", v.WindowTitle)
 	}
 	sameBody(t, r, 100, 30)
-	// Options.Replay.At and Play.
-	o := Options{Replay: ReplayOptions{At: 95 * time.Second, Play: true, Speed: 5}}
+	// Options.At and Play.
+	o := Options{At: 95 * time.Second, Play: true, Speed: 5}
 	r, _ = newTestReplay(100, 30, o)
 	if !r.Playing() || r.Position() != 95*time.Second || r.Speed() != 4 {
 		t.Errorf("At/Play/Speed: playing %v pos %v speed %d", r.Playing(), r.Position(), r.Speed())
@@ -227,7 +227,7 @@ func TestReplayStartsPausedAtZero(t *testing.T) {
 // TestReplayPlaysLikeLive: playing moves the position by 100 ms x speed a
 // tick, and the screen is the live one at every step.
 func TestReplayPlaysLikeLive(t *testing.T) {
-	r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 40 * time.Second}})
+	r, _ := newTestReplay(100, 30, Options{At: 40 * time.Second})
 	rpress(r, "+", "+", "space")
 	if !r.Playing() || r.Speed() != 4 {
 		t.Fatalf("playing %v speed %d", r.Playing(), r.Speed())
@@ -241,7 +241,7 @@ func TestReplayPlaysLikeLive(t *testing.T) {
 			sameBody(t, r, 100, 30)
 		}
 	}
-	if got := r.inner.now; !got.Equal(t0.Add(r.Position())) {
+	if got := r.inner.Now(); !got.Equal(t0.Add(r.Position())) {
 		t.Errorf("clock %v, want start + %v", got, r.Position())
 	}
 	rpress(r, "space")
@@ -354,7 +354,7 @@ func TestReplayReadsOneAtATime(t *testing.T) {
 }
 
 func TestReplayPausesAtTheEnd(t *testing.T) {
-	r, _ := newTestReplay(80, 24, Options{Replay: ReplayOptions{At: 118 * time.Second, Play: true}})
+	r, _ := newTestReplay(80, 24, Options{At: 118 * time.Second, Play: true})
 	advance(r, 25)
 	if r.Playing() || r.Position() != 120*time.Second || r.inner.Status() != "end of the journal" {
 		t.Errorf("playing %v at %v, status %q", r.Playing(), r.Position(), r.inner.Status())
@@ -383,7 +383,7 @@ func TestReplayReadErrorPauses(t *testing.T) {
 // TestReplayRefusesActions: keys that would act say so; the view keys
 // work; q quits.
 func TestReplayRefusesActions(t *testing.T) {
-	r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 100 * time.Second}})
+	r, _ := newTestReplay(100, 30, Options{At: 100 * time.Second})
 	for k, want := range map[string]string{
 		"K": "read-only replay: kill would change the host", "L": "read-only replay: launch would change the host",
 		"p": "read-only replay: a profile change would change the host", "e": "read-only replay: an experiment would change the journal",
@@ -392,7 +392,7 @@ func TestReplayRefusesActions(t *testing.T) {
 		"g": gitpanel.NoRepoText,
 	} {
 		rpress(r, k)
-		if r.inner.Status() != want || r.inner.dialogOpen() {
+		if r.inner.Status() != want || r.inner.DialogOpen() {
 			t.Errorf("%s: %q", k, r.inner.Status())
 		}
 	}
@@ -402,7 +402,7 @@ func TestReplayRefusesActions(t *testing.T) {
 		t.Errorf("x:\n%s", rplain(r))
 	}
 	rpress(r, "left")
-	if !r.inner.exp.Open {
+	if !r.inner.Experiments().Open {
 		t.Error("a seek closed the experiments panel")
 	}
 	rpress(r, "esc", "/")
@@ -443,7 +443,7 @@ func TestReplayHelpAndFooter(t *testing.T) {
 
 func TestReplayScreensFit(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {40, 10}, {200, 60}, {20, 4}, {1, 1}} {
-		r, _ := newTestReplay(sz[0], sz[1], Options{Replay: ReplayOptions{At: 60 * time.Second}})
+		r, _ := newTestReplay(sz[0], sz[1], Options{At: 60 * time.Second})
 		for _, keys := range [][]string{nil, {"t"}, {"esc", "x"}, {"space"}} {
 			rpress(r, keys...)
 			advance(r, 2)
@@ -461,7 +461,7 @@ func TestReplayScreensFit(t *testing.T) {
 }
 
 func TestTimelineBar(t *testing.T) {
-	r, _ := newTestReplay(80, 24, Options{Replay: ReplayOptions{At: 60 * time.Second}})
+	r, _ := newTestReplay(80, 24, Options{At: 60 * time.Second})
 	// 120 s over 40 cells: 3 s a cell. Marks: [ at 10 s (cell 3), ] at 45 s
 	// (15), [ at 50 s (16), n at 70 s (23), ] at 85 s (28), [ at 90 s (30).
 	if got := ansi.Strip(r.bar(40)); got != "===[===========][===#--n----]-[---------" {
@@ -485,13 +485,13 @@ func TestReplayGolden(t *testing.T) {
 		golden.RequireEqual(t, rplain(r))
 	})
 	t.Run("playing_4x_100x30", func(t *testing.T) {
-		r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 100 * time.Second, Play: true, Speed: 4}})
+		r, _ := newTestReplay(100, 30, Options{At: 100 * time.Second, Play: true, Speed: 4})
 		rpress(r, "x")
 		advance(r, 12)
 		golden.RequireEqual(t, rplain(r))
 	})
 	t.Run("playing_4x_100x30_colour", func(t *testing.T) {
-		r, _ := newTestReplay(100, 30, Options{Replay: ReplayOptions{At: 100 * time.Second, Play: true, Speed: 4}})
+		r, _ := newTestReplay(100, 30, Options{At: 100 * time.Second, Play: true, Speed: 4})
 		advance(r, 12)
 		golden.RequireEqual(t, r.View().Content)
 	})
@@ -508,7 +508,7 @@ func TestReplayMarksAtOneInstant(t *testing.T) {
 		ev(50*time.Second, event.Note{Text: "n", Exp: "e2"}),
 		ev(60*time.Second, h200s(1)),
 	}
-	r := NewReplay(newFakeSource(evs), Options{Theme: ThemeDark})
+	r := New(newFakeSource(evs), tui.Options{Theme: tui.ThemeDark}, Options{})
 	r.tickCmd = func(gen int) tea.Cmd { return func() tea.Msg { return replayTickMsg{gen: gen} } }
 	r.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
 	pump(r, r.Init())

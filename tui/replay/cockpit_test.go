@@ -1,0 +1,156 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui"
+)
+
+// The replay over the cockpit's parts: a recorded benchmark, the
+// experiments panel's space, the help screen, the keys (moved with the
+// replay from the cockpit's tests: bench, compare, help and first-frame).
+
+// fakeBench is a benchmark control for a replay to drop: New never keeps
+// one (a replay never loads the server).
+type fakeBench struct{}
+
+func (*fakeBench) BenchDefaults() event.BenchConfig { return event.BenchConfig{} }
+
+func (*fakeBench) Bench(context.Context, event.BenchConfig) (*event.BenchResult, error) {
+	return nil, errors.New("a replay ran a benchmark")
+}
+
+var _ tui.BenchControl = (*fakeBench)(nil)
+
+// TestReplayOfRecordedBench: a journal's bench-start and bench-done
+// (progress is never recorded) replayed: the start's line at a position
+// between them, the result box after, the run listed with its experiment;
+// b refuses.
+func TestReplayOfRecordedBench(t *testing.T) {
+	evs := replayEvents()
+	b := benchEvents()
+	started, done := b[0], b[3]
+	started.At, done.At = at(100*time.Second), at(110*time.Second)
+	evs = append(evs, started, done)
+	src := newFakeSource(evs)
+	r := New(src, tui.Options{Theme: tui.ThemeDark, Bench: &fakeBench{}}, Options{At: 105 * time.Second})
+	r.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	pump(r, r.Init())
+	if l := strings.Split(rplain(r), "\n")[1]; l != "bench b1 running on http://127.0.0.1:30000 via gpu-box (progress is not recorded)" {
+		t.Errorf("at 1:45: %q", l)
+	}
+	rpress(r, "b")
+	if r.inner.Status() != "read-only replay: a benchmark would load the server" {
+		t.Errorf("b: %q", r.inner.Status())
+	}
+	rpress(r, "right")
+	scr := rplain(r)
+	if strings.Contains(scr, "bench b1 running") || !strings.Contains(scr, "+- bench b1 on e3: done: 1 of 32 failed -") {
+		t.Errorf("at 1:55:\n%s", scr)
+	}
+	rpress(r, "esc", "x")
+	if scr := rplain(r); strings.Contains(scr, "+- bench b1") || !strings.Contains(scr, "bench       b1 output 85.7 tok/s") {
+		t.Errorf("panel:\n%s", scr)
+	}
+}
+
+// TestReplaySpaceMarksInThePanel: in a replay, space plays outside the
+// panel and marks in it.
+func TestReplaySpaceMarksInThePanel(t *testing.T) {
+	r, _ := newTestReplay(100, 30, Options{At: 100 * time.Second})
+	rpress(r, "x", "space")
+	if r.Playing() || len(r.inner.Experiments().Marked()) != 1 {
+		t.Errorf("space in the panel: playing %v marked %q", r.Playing(), r.inner.Experiments().Marked())
+	}
+	rpress(r, "esc", "space")
+	if !r.Playing() {
+		t.Error("space outside the panel did not play")
+	}
+}
+
+// In a replay the help scrolls too, and q closes it before it quits.
+func TestReplayHelpScrolls(t *testing.T) {
+	r, _ := newTestReplay(80, 24, Options{})
+	rpress(r, "?")
+	first := rplain(r)
+	rpress(r, "j")
+	if !r.inner.HelpOpen() || rplain(r) == first {
+		t.Fatalf("j did not scroll the replay's help:\n%s", rplain(r))
+	}
+	rpress(r, "q")
+	if r.inner.HelpOpen() || r.quitting {
+		t.Errorf("q: help open %v, quitting %v", r.inner.HelpOpen(), r.quitting)
+	}
+	rpress(r, "q")
+	if !r.quitting {
+		t.Error("q with the help closed did not quit the replay")
+	}
+}
+
+// benchDefaults is what sessions.Bencher's Defaults gives: every field
+// filled.
+func benchDefaults() event.BenchConfig {
+	return event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 32, Warmup: 1, Seed: 1, Timeout: 10 * time.Minute}
+}
+
+// benchResult is a finished run against the simulated server: 32
+// requests at 88.4 tok/s, one failed.
+func benchResult() *event.BenchResult {
+	cfg := benchDefaults()
+	return &event.BenchResult{Config: cfg, Target: "http://127.0.0.1:30000 via gpu-box", Started: at(200 * time.Second), Duration: 46300 * time.Millisecond,
+		Completed: 31, Failed: 1, Errors: []event.BenchErrorCount{{Err: "HTTP 503: The server is not ready.\x1b[31m", Count: 1}},
+		InputTokens: 31 * 128, OutputTokens: 31 * 128, ReqPerSec: 0.67, OutputTokPerSec: 85.7, TotalTokPerSec: 171.4, Concurrency: 1,
+		TTFT: event.Dist{N: 31, Mean: 24.1, Median: 23.8, P90: 26.0, P99: 31.2, Max: 31.9},
+		ITL:  event.Dist{N: 31 * 127, Mean: 11.2, Median: 11.2, P90: 11.6, P99: 12.4, Max: 14.0},
+		TPOT: event.Dist{N: 31, Mean: 11.2, Median: 11.2, P90: 11.3, P99: 11.4, Max: 11.4},
+		E2E:  event.Dist{N: 31, Mean: 1446, Median: 1445, P90: 1452, P99: 1470, Max: 1471}}
+}
+
+// benchEvents is a run b1 on e3 as the Bencher publishes it: start, three
+// progress updates, done.
+func benchEvents() []event.Event {
+	cfg := benchDefaults()
+	return []event.Event{
+		ev(200*time.Second, event.BenchStarted{ID: "b1", Exp: "e3", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg}),
+		ev(200*time.Second, event.BenchProgress{ID: "b1", Warmup: true, Total: 32}),
+		ev(220*time.Second, event.BenchProgress{ID: "b1", Done: 12, Failed: 1, Total: 32, Elapsed: 18 * time.Second, InFlight: 1, OutTokens: 1536, TokPerSec: 85.3}),
+		ev(247*time.Second, event.BenchDone{ID: "b1", Exp: "e3", Result: benchResult()}),
+	}
+}
+
+// TestReplayKeysHaveAPlainBinding: the replay's keys, as the help lists
+// them, can be typed as plain keys, as the cockpit's can
+// (TestEveryKeyHasAPlainBinding in tui): nothing depends on tmux passing
+// modified keys through or on escape-time.
+func TestReplayKeysHaveAPlainBinding(t *testing.T) {
+	n := 0
+	rk := defaultKeys()
+	for _, b := range rk.help() {
+		n++
+		name := b.Group + ":" + b.Help().Key
+		keys := b.Keys()
+		if len(keys) == 0 {
+			t.Errorf("%s has no keys", name)
+			continue
+		}
+		plain := false
+		for _, k := range keys {
+			if k != "esc" && !strings.Contains(k, "+") || k == "+" {
+				plain = true
+			}
+		}
+		if !plain {
+			t.Errorf("%s has only modified or esc keys: %q", name, keys)
+		}
+	}
+	if n < 5 {
+		t.Errorf("only %d bindings found: the binding walk is broken", n)
+	}
+}
