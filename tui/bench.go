@@ -503,7 +503,7 @@ func (m *Model) benchBox(w int) ([]string, int) {
 		if r.Cancelled {
 			body = append(body, st.Warn.Render(style.Truncate("stopped early: the metrics cover the requests that finished", iw)))
 		}
-		body = append(body, "", st.Title.Render(style.PadRight("ms", 10)+padLeft("mean", 9)+padLeft("median", 9)+padLeft("p90", 9)+padLeft("p99", 9)))
+		body = append(body, "", st.Title.Render(style.PadRight("ms", 10)+style.PadLeft("mean", 9)+style.PadLeft("median", 9)+style.PadLeft("p90", 9)+style.PadLeft("p99", 9)))
 		for _, row := range []struct {
 			name string
 			d    event.Dist
@@ -512,8 +512,8 @@ func (m *Model) benchBox(w int) ([]string, int) {
 				body = append(body, lab(row.name)+st.Dim.Render("no values"))
 				continue
 			}
-			body = append(body, lab(row.name)+padLeft(fmtNum(row.d.Mean), 9)+padLeft(fmtNum(row.d.Median), 9)+
-				padLeft(fmtNum(row.d.P90), 9)+padLeft(fmtNum(row.d.P99), 9))
+			body = append(body, lab(row.name)+style.PadLeft(fmtNum(row.d.Mean), 9)+style.PadLeft(fmtNum(row.d.Median), 9)+
+				style.PadLeft(fmtNum(row.d.P90), 9)+style.PadLeft(fmtNum(row.d.P99), 9))
 		}
 		for i, e := range r.Errors {
 			l := ""
@@ -560,9 +560,6 @@ func benchOutcome(title string, r *event.BenchResult) (string, style.Token) {
 	}
 	return title, tn
 }
-
-// padLeft right-aligns plain text in w cells (never truncates).
-func padLeft(s string, w int) string { return style.Spaces(w-style.Width(s)) + s }
 
 // fmtSeconds is a duration in seconds to one decimal: "23.2s".
 func fmtSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s" }

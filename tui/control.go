@@ -342,14 +342,9 @@ func (m *Model) actionResult(msg tea.Msg) {
 	}
 }
 
-// errText is an error on one sanitised line; a cancelled context (the
-// cockpit is quitting) says so.
-func errText(err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled (the cockpit is quitting)"
-	}
-	return sanitize.String(err.Error())
-}
+// errText is an error on one sanitised line (style.ErrText, its one
+// home), for the cockpit's many answers.
+func errText(err error) string { return style.ErrText(err) }
 
 // flash shows a one-line answer in the footer until the next key.
 func (m *Model) flash(s string, t style.Token) {

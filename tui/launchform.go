@@ -8,6 +8,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 
 	"charm.land/bubbles/v2/textinput"
@@ -284,7 +285,7 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 			if i == fieldProfile {
 				list, idx = f.profiles, f.profile
 			}
-			val = chooser(st, list, idx, vw, i == f.focus)
+			val = component.Chooser(st, list, idx, vw, i == f.focus)
 		default:
 			in := &f.inputs[i]
 			in.SetWidth(max(vw-1, 1))
@@ -347,22 +348,6 @@ func (m *Model) renderLaunch(iw, maxH int) []string {
 	}
 	out := append(top, body...)
 	return append(out, tail...)
-}
-
-// chooser renders "< name >  2/3" for a list choice.
-func chooser(st *style.Styles, list []string, idx, w int, focused bool) string {
-	if idx < 0 || len(list) == 0 {
-		return st.Dim.Render(style.Truncate("(none configured)", w))
-	}
-	pos := "  " + strconv.Itoa(idx+1) + "/" + strconv.Itoa(len(list))
-	name := sanitize.String(list[idx])
-	name = style.Truncate(name, max(w-4-len(pos), 1))
-	arrows := st.Dim
-	if focused {
-		arrows = st.Key
-	}
-	s := arrows.Render("< ") + name + arrows.Render(" >") + st.Dim.Render(pos)
-	return style.TruncateStyled(s, w)
 }
 
 // envChange renders one env difference: "+ NCCL_PROTO=LL",

@@ -143,7 +143,7 @@ func (m *Model) renderForm(f *measureForm, iw int, hints []string, bad string, k
 		vw := max(iw-2-lw, 1)
 		var val string
 		if ff.choices != nil {
-			val = chooser(st, ff.choices, ff.idx, vw, i == f.focus)
+			val = component.Chooser(st, ff.choices, ff.idx, vw, i == f.focus)
 		} else {
 			ff.input.SetWidth(max(vw-1, 1))
 			val = style.TruncateStyled(ff.input.View(), vw)
