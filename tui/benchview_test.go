@@ -14,6 +14,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -36,7 +37,7 @@ func (f *fakeBench) Bench(ctx context.Context, cfg event.BenchConfig) (*event.Be
 	f.mu.Lock()
 	f.cfgs = append(f.cfgs, cfg)
 	f.mu.Unlock()
-	f.record("Run " + benchConfigText(cfg))
+	f.record("Run " + bench.ConfigText(cfg))
 	if f.wait {
 		<-ctx.Done()
 		return &event.BenchResult{Config: cfg, Cancelled: true, Completed: 12}, nil
@@ -88,7 +89,7 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	// Focus starts on the first field, the endpoint; down to input len:
 	// change it, concurrency, the rate and poisson; the endpoint is a
 	// choice.
-	if f := m.bench.form; f.focus != bfEndpoint {
+	if f := m.benchForm; f.focus != bfEndpoint {
 		t.Errorf("the form opened on field %d, not the endpoint", f.focus)
 	}
 	press(m, "down", "backspace", "backspace", "backspace")
@@ -111,8 +112,8 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	if got := f.cfgs[0]; got.Seed != 1 || got.Timeout != 10*time.Minute {
 		t.Errorf("fields the form does not show were lost: %+v", got)
 	}
-	if m.Status() != "benchmark done: 1 of 32 requests failed; 85.7 tok/s output over the 31 that succeeded" || m.bench.running {
-		t.Errorf("answer: status %q running %v", m.Status(), m.bench.running)
+	if m.Status() != "benchmark done: 1 of 32 requests failed; 85.7 tok/s output over the 31 that succeeded" || m.bench.BenchRun.Running {
+		t.Errorf("answer: status %q running %v", m.Status(), m.bench.BenchRun.Running)
 	}
 	// A bad value says why and keeps the form.
 	press(m, "b", "down")
@@ -143,7 +144,7 @@ func TestBenchConfig(t *testing.T) {
 		name   string
 		fields map[int]string
 		choice map[int]int
-		want   string // benchConfigText, or the error
+		want   string // bench.ConfigText, or the error
 	}{
 		{"defaults", nil, nil, "completions in 128 out 128 conc 1 32 requests warm-up 1"},
 		{"duration instead", map[int]string{bfRequests: "", bfDuration: "90"}, nil, "completions in 128 out 128 conc 1 for 1m30s warm-up 1"},
@@ -166,38 +167,38 @@ func TestBenchConfig(t *testing.T) {
 		{"chat", nil, map[int]int{bfEndpoint: 1}, "chat in 128 out 128 conc 1 32 requests warm-up 1"},
 	} {
 		m.openBench()
-		f := m.bench.form
+		f := m.benchForm
 		for i, v := range c.fields {
 			f.fields[i].input.SetValue(v)
 		}
 		for i, v := range c.choice {
 			f.fields[i].idx = v
 		}
-		cfg, bad := benchConfig(m.bench.base, f)
+		cfg, bad := benchConfig(m.benchBase, f)
 		got := bad
 		if bad == "" {
-			got = benchConfigText(cfg)
+			got = bench.ConfigText(cfg)
 		}
 		if got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
-		m.modal, m.bench.form = modalNone, nil
+		m.modal, m.benchForm = modalNone, nil
 	}
 	// Zero defaults (the benchmark's own apply) show blank, and blank
 	// fields keep them.
 	m = newSized(80, 24, Options{Bench: &fakeBench{}})
 	m.openBench()
-	if v := m.bench.form.fields[bfInput].input.Value(); v != "" {
+	if v := m.benchForm.fields[bfInput].input.Value(); v != "" {
 		t.Errorf("zero input len shown as %q", v)
 	}
-	if cfg, bad := benchConfig(m.bench.base, m.bench.form); bad != "" || cfg != (event.BenchConfig{Endpoint: event.BenchCompletions}) {
+	if cfg, bad := benchConfig(m.benchBase, m.benchForm); bad != "" || cfg != (event.BenchConfig{Endpoint: event.BenchCompletions}) {
 		t.Errorf("zero defaults: %+v %q", cfg, bad)
 	}
 	// What the fields do not check, Config.Validate does: a defaults
 	// config the form keeps as it is.
 	m = newSized(80, 24, Options{Bench: &fakeBench{defaults: event.BenchConfig{Timeout: -time.Second}}})
 	m.openBench()
-	if _, bad := benchConfig(m.bench.base, m.bench.form); bad != "timeout -1s: must not be negative" {
+	if _, bad := benchConfig(m.benchBase, m.benchForm); bad != "timeout -1s: must not be negative" {
 		t.Errorf("invalid defaults: %q", bad)
 	}
 }
@@ -271,7 +272,7 @@ func TestBenchStopAsksThenCancels(t *testing.T) {
 	f.wait = true
 	press(m, "b")
 	cmd := press(m, "enter")
-	if cmd == nil || !m.bench.running {
+	if cmd == nil || !m.bench.BenchRun.Running {
 		t.Fatal("no run started")
 	}
 	send(m, benchEvents()[:3]...)
@@ -296,8 +297,8 @@ func TestBenchStopAsksThenCancels(t *testing.T) {
 	for _, msg := range run(cmd) { // returns: its context ended
 		m.Update(msg)
 	}
-	if m.bench.running || m.Status() != "benchmark stopped: 12 requests measured" {
-		t.Errorf("after stop: running %v status %q", m.bench.running, m.Status())
+	if m.bench.BenchRun.Running || m.Status() != "benchmark stopped: 12 requests measured" {
+		t.Errorf("after stop: running %v status %q", m.bench.BenchRun.Running, m.Status())
 	}
 }
 
@@ -316,7 +317,7 @@ func TestBenchUnavailable(t *testing.T) {
 		}, Options{Bench: f}, "not connected"},
 		{"no server", func(m *Model) { send(m, ev(5*time.Second, event.ServerStatus{Phase: event.PhaseKilled})) }, Options{Bench: f}, "no server running: L launches one"},
 		{"a repeat's run", func(m *Model) { send(m, benchEvents()[0]) }, Options{Bench: f}, "a benchmark is running (b1, started by a repeat)"},
-		{"during a repeat", func(m *Model) { m.rep.running = true }, Options{Bench: f},
+		{"during a repeat", func(m *Model) { m.bench.RepeatRun.Running = true }, Options{Bench: f},
 			"a repeat is running: its relaunches would cut a benchmark short (R stops it; 'bench each' benchmarks every launch)"},
 	} {
 		m := scene(80, 24, 1, 0, c.o)
@@ -418,10 +419,10 @@ func TestBenchFormKeepsNoWarmup(t *testing.T) {
 	d.Warmup = -1
 	m := newSized(100, 30, Options{Bench: &fakeBench{defaults: d}})
 	m.openBench()
-	if v := m.bench.form.fields[bfWarmup].input.Value(); v != "0" {
+	if v := m.benchForm.fields[bfWarmup].input.Value(); v != "0" {
 		t.Fatalf("warm-up field %q, want 0", v)
 	}
-	cfg, bad := benchConfig(m.bench.base, m.bench.form)
+	cfg, bad := benchConfig(m.benchBase, m.benchForm)
 	if bad != "" || cfg.Warmup != -1 {
 		t.Fatalf("warm-up %d (%q), want -1 (none)", cfg.Warmup, bad)
 	}
@@ -452,7 +453,7 @@ func TestBenchOutcomeSaysFailures(t *testing.T) {
 	} {
 		r := benchResult()
 		r.Completed, r.Failed, r.Cancelled = c.ok, c.failed, c.cancelled
-		title, tn := benchOutcome("bench b1 on e3", r)
+		title, tn := bench.Outcome("bench b1 on e3", r)
 		if title != c.title || tn != c.tone {
 			t.Errorf("%s: title %q tone %d, want %q %d", c.name, title, tn, c.title, c.tone)
 		}
@@ -498,7 +499,7 @@ func TestQuitDuringBenchAsks(t *testing.T) {
 	m, f := benchScene(100, 30)
 	f.wait = true
 	press(m, "b")
-	if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
+	if cmd := press(m, "enter"); cmd == nil || !m.bench.BenchRun.Running {
 		t.Fatal("no run started")
 	}
 	if cmd := press(m, "q"); cmd != nil || m.Status() != "a benchmark is running: quitting stops it - q again to quit" {
@@ -519,7 +520,7 @@ func TestKillAndRelaunchStopOurBenchFirst(t *testing.T) {
 		m, lab := labScene(100, 30, Options{Bench: f, Control: newFake()})
 		send(m, session()...)
 		press(m, "b")
-		if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
+		if cmd := press(m, "enter"); cmd == nil || !m.bench.BenchRun.Running {
 			t.Fatal("no run started")
 		}
 		const note = "A benchmark is starting: it is stopped first."
@@ -531,11 +532,11 @@ func TestKillAndRelaunchStopOurBenchFirst(t *testing.T) {
 		if got := boxText(m); !strings.Contains(got, note+" y/N") {
 			t.Fatalf("relaunch %v: question %q", relaunch, got)
 		}
-		if m.bench.stopped {
+		if m.bench.BenchRun.Stopped {
 			t.Fatal("stopped before the answer")
 		}
 		cmd := press(m, "y")
-		if !m.bench.stopped {
+		if !m.bench.BenchRun.Stopped {
 			t.Errorf("relaunch %v: y did not stop the benchmark first", relaunch)
 		}
 		run(cmd)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 
@@ -176,7 +177,7 @@ func launchUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "launch"); why != "" {
 		return why
 	}
-	if m.rep.running {
+	if m.bench.RepeatRun.Running {
 		return "a repeat is running: it relaunches the server itself (R stops it)"
 	}
 	if m.git.Doing() != "" {
@@ -189,7 +190,7 @@ func profileUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "a profile change"); why != "" {
 		return why
 	}
-	if m.rep.running {
+	if m.bench.RepeatRun.Running {
 		return "a repeat is running: its relaunches keep the profile it started with (R stops it)"
 	}
 	return ""
@@ -211,53 +212,12 @@ func (m *Model) confirmKill() {
 // killQuestion is the confirmation's text; it names a benchmark or a
 // repeat that is running, since the kill makes them fail.
 func (m *Model) killQuestion() string {
-	q := "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory." + m.benchNote()
-	if m.rep.running || m.rep.hasProg {
-		r := "A repeat"
-		if p := &m.rep.prog; m.rep.hasProg && p.N > 0 {
-			r += " (launch " + strconv.Itoa(p.I) + "/" + strconv.Itoa(p.N) + ")"
-		}
-		q += " " + r + " is running: it will fail."
-	}
-	return q
-}
-
-// benchNote is what a kill or relaunch question adds while a benchmark
-// runs: " A benchmark b1 is running: it is stopped first." (one this
-// cockpit started), "... it will fail." (a repeat's), "" when none.
-func (m *Model) benchNote() string {
-	what := "it is stopped first."
-	if m.bench.cancel == nil {
-		what = "it will fail." // not ours to stop (a repeat's)
-	}
-	switch {
-	case m.bench.stopped:
-		return ""
-	case m.bench.cur != nil:
-		return " A benchmark " + sanitize.String(m.bench.cur.ID) + " is running: " + what
-	case m.bench.running:
-		return " A benchmark is starting: " + what
-	}
-	return ""
-}
-
-// stopBenchFirst stops the running benchmark before a kill or relaunch
-// (its requests would fail into the kill and the new server's warm-up)
-// and returns what records that in the journal, for the action's command
-// to call before it records itself (so the keys are in order); a no-op
-// when none runs or it is stopping already.
-func (m *Model) stopBenchFirst() (record func()) {
-	if m.bench.cancel == nil || m.bench.stopped || (m.bench.cur == nil && !m.bench.running) {
-		return func() {}
-	}
-	m.bench.cancel()
-	m.bench.stopped = true
-	return m.recorder("stop bench")
+	return "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory." + m.bench.BenchNote() + m.bench.RepeatNote()
 }
 
 // kill kills the server confirmed with y, in a tea.Cmd.
 func (m *Model) kill() tea.Cmd {
-	stop := m.stopBenchFirst()
+	stop := m.bench.StopFirst()
 	ctl, ctx, target := m.ctl, m.ctx, m.killTarget
 	m.srv.busy, m.srv.failed = actionKill, ""
 	m.srv.doing = "killing " + target + ": SIGTERM, SIGKILL after the grace period, then waiting for GPU memory"
@@ -477,6 +437,10 @@ func paren(parts ...string) string {
 	}
 	return " (" + strings.Join(keep, ", ") + ")"
 }
+
+// fmtNum is a tok/s or ms value as the reports write it (report.FormatNum),
+// so that the compare view, the panels and journal diff agree.
+func fmtNum(v float64) string { return report.FormatNum(v) }
 
 // arrow joins the two sides of a change. ASCII: the arrow characters are
 // ambiguous-width (two cells in some CJK setups), which would misalign the

@@ -57,14 +57,7 @@ func (m *Model) applyDriver(p event.DriverState, at time.Time) {
 			m.modal = modalNone
 			m.form, m.picker = nil, nil
 		}
-		if m.rep.cancel != nil && !m.rep.stopped {
-			m.rep.cancel()
-			m.rep.stopped = true
-		}
-		if m.bench.cancel != nil && !m.bench.stopped {
-			m.bench.cancel()
-			m.bench.stopped = true
-		}
+		m.bench.StopRuns()
 	}
 }
 

@@ -181,8 +181,8 @@ func TestLosingTheLockStopsWhatRunsHere(t *testing.T) {
 		m, _ := controlled(160, 40, ptr(readyStatus()))
 		send(m, ev(5*time.Second, event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk"}}))
 		var repStopped, benchStopped bool
-		m.rep.cancel, m.rep.running = func() { repStopped = true }, true
-		m.bench.cancel, m.bench.running = func() { benchStopped = true }, true
+		m.bench.RepeatRun.Cancel, m.bench.RepeatRun.Running = func() { repStopped = true }, true
+		m.bench.BenchRun.Cancel, m.bench.BenchRun.Running = func() { benchStopped = true }, true
 		send(m, ev(6*time.Second, lost))
 		if !repStopped || !benchStopped {
 			t.Errorf("%v: repeat stopped %v, bench stopped %v", lost.Role, repStopped, benchStopped)

@@ -52,11 +52,6 @@ type KeyMap struct {
 	Compare     component.Binding
 	Baseline    component.Binding
 
-	// Bench runs a benchmark (Options.Bench, bench.go); Repeat relaunches
-	// the current configuration N times (Options.Repeat, repeat.go).
-	Bench  component.Binding
-	Repeat component.Binding
-
 	// Replay's keys (NewReplay): play/pause, speed, seek, marks and a
 	// typed time. The live cockpit does not use them; its help lists them
 	// only in a replay.
@@ -114,8 +109,6 @@ func DefaultKeyMap() KeyMap {
 		Mark:        bind("view", "spc", "mark", "space"),
 		Compare:     bind("view", "c", "compare", "c"),
 		Baseline:    bind("view", "B", "baseline", "B"),
-		Bench:       footer(bind("actions", "b", "bench", "b")),
-		Repeat:      bind("actions", "R", "repeat", "R"),
 		TakeOver:    bind("actions", "T", "take over", "T"),
 
 		Play:     footer(bind("replay", "spc", "play", "space")),
@@ -156,8 +149,6 @@ func (m *Model) wireKeys() {
 	k.Kill.Disabled = why(killUnavailable)
 	k.Launch.Disabled = why(launchUnavailable)
 	k.Profile.Disabled = why(profileUnavailable)
-	k.Bench.Disabled = why(benchUnavailable)
-	k.Repeat.Disabled = why(repeatUnavailable)
 	k.Mark.Disabled = why(panelUnavailable)
 	k.Compare.Disabled = why(panelUnavailable)
 	k.Baseline.Disabled = why(baselineUnavailable)
@@ -171,7 +162,8 @@ func (m *Model) wireKeys() {
 // (footerKeys is the footer's).
 func (m *Model) all() []*component.Binding {
 	k := &m.keys
-	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat}
+	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note}
+	out = append(out, m.bench.Bindings()...)
 	out = append(out, m.log.Bindings()...)
 	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
 	out = append(out, m.gpus.Bindings()...)

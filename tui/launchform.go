@@ -175,7 +175,7 @@ func (m *Model) launchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		f.confirming = false
 		if k == "y" {
 			m.closeForm()
-			stop := m.stopBenchFirst()
+			stop := m.bench.StopFirst()
 			launch := m.startLaunch(f.plan, f.hypothesis())
 			return m, func() tea.Msg { stop(); return launch() }
 		}
@@ -258,9 +258,9 @@ func (m *Model) closeForm() {
 // confirmText is the relaunch question.
 func (m *Model) confirmText() string {
 	if m.srv.running() {
-		return "Relaunch: kills " + m.srv.who() + ", waits for GPU memory, then launches." + m.benchNote()
+		return "Relaunch: kills " + m.srv.who() + ", waits for GPU memory, then launches." + m.bench.BenchNote()
 	}
-	return "Launch: kills the running server first, if there is one, and waits for its GPU memory." + m.benchNote()
+	return "Launch: kills the running server first, if there is one, and waits for its GPU memory." + m.bench.BenchNote()
 }
 
 // renderLaunch is the form's box content for inner width iw and at most

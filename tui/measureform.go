@@ -206,7 +206,7 @@ func (m *Model) measureBox(w, h int) (lines []string, x, y int) {
 	case modalStop:
 		title, frame = "stop the "+m.stopWhat, st.Warn
 		iw = min(w-4, 64)
-		body = m.yesNo(m.stopQuestion(), iw)
+		body = m.yesNo(m.bench.StopQuestion(m.stopWhat), iw)
 	default:
 		return nil, 0, 0
 	}
@@ -234,7 +234,7 @@ func (m *Model) measureModalHelp() [][2]string {
 // then checks unavailable again (the state may have changed while the
 // form was open), and closes the form and starts cfg, or says why not.
 func measureFormKey[C any](m *Model, msg tea.KeyPressMsg, form **measureForm, what string,
-	parse func() (C, string), unavailable func(*Model) string, start func(C) tea.Cmd) (tea.Model, tea.Cmd) {
+	parse func() (C, string), unavailable func() string, start func(C) tea.Cmd) (tea.Model, tea.Cmd) {
 	act, cmd := (*form).key(msg)
 	switch act {
 	case formCancel:
@@ -247,7 +247,7 @@ func measureFormKey[C any](m *Model, msg tea.KeyPressMsg, form **measureForm, wh
 			m.flash("cannot start: "+bad, style.Crit)
 			return m, nil
 		}
-		if why := unavailable(m); why != "" {
+		if why := unavailable(); why != "" {
 			m.flash(why, style.Warn)
 			return m, nil
 		}

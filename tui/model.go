@@ -34,6 +34,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/logtail"
@@ -214,14 +215,17 @@ type Model struct {
 	// latest event.RepoHead's entries, untracked ones left out); -1 unknown.
 	headChanged int
 
-	// Issue 6: the benchmark (bench.go), the repeat (repeat.go), the
-	// baseline and range calls and the compare view (compare.go), and
-	// which run the stop question is about ("bench" or "repeat").
-	bench    benchState
-	rep      repeatState
-	measure  MeasureControl
-	cmp      *compareView
-	stopWhat string
+	// Issue 6: the benchmark and the repeat (tui/panels/bench, wired in
+	// bench.go), their forms (bench.go, repeat.go), the baseline and range
+	// calls and the compare view (compare.go), and which run the stop
+	// question is about ("bench" or "repeat").
+	bench     *bench.Panel
+	benchForm *measureForm
+	benchBase event.BenchConfig // BenchDefaults when the form opened: what blank fields keep
+	repForm   *measureForm
+	measure   MeasureControl
+	cmp       *compareView
+	stopWhat  string
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -246,8 +250,7 @@ func New(o Options) *Model {
 		ctx:         context.Background(),
 		git:         gitpanel.NewPanel(o.Git),
 		exp:         expState{ctl: o.Experiments},
-		bench:       benchState{ctl: o.Bench},
-		rep:         repeatState{ctl: o.Repeat},
+		bench:       bench.NewPanel(),
 		measure:     o.Measure,
 	}
 	m.log.Path = sanitize.String(o.LogPath)
@@ -261,6 +264,7 @@ func New(o Options) *Model {
 	}
 	m.wireKeys()
 	m.wireGit()
+	m.wireBench()
 	m.log.Covered = func() string { return logCovered(m) }
 	m.log.NoLog = m.noLog
 	switch {
@@ -293,7 +297,7 @@ func (m *Model) setStyles(s style.Styles) {
 			m.exp.form.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
-	for _, f := range []*measureForm{m.bench.form, m.rep.form} {
+	for _, f := range []*measureForm{m.benchForm, m.repForm} {
 		if f != nil {
 			for i := range f.fields {
 				f.fields[i].input.SetStyles(m.inputStyles())
@@ -385,9 +389,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		switch m.modal {
 		case modalBench:
-			return m, m.bench.form.paste(msg)
+			return m, m.benchForm.paste(msg)
 		case modalRepeat:
-			return m, m.rep.form.paste(msg)
+			return m, m.repForm.paste(msg)
 		}
 		if isExpModal(m.modal) {
 			return m, m.expPaste(msg)
@@ -505,7 +509,7 @@ func (m *Model) apply(ev event.Event) {
 	case event.BenchStarted, event.BenchProgress, event.BenchDone:
 		m.applyBench(p)
 	case event.RepeatProgress:
-		m.applyRepeat(p)
+		m.bench.Repeated(p)
 	case event.DriverState:
 		m.applyDriver(p, ev.At)
 	case event.Baseline, event.ExperimentFingerprint, event.ExperimentStart, event.Key,
@@ -585,11 +589,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.showHelp:
 			m.showHelp = false
-		case m.bench.show:
-			m.bench.show = false // the result box is dismissed
-			if m.bench.done != nil {
-				m.bench.dismissed = m.bench.done.ID
-			}
+		case m.bench.Showing():
+			m.bench.Dismiss() // the result box
 		case m.git.Open:
 			m.git.Close()
 		case m.exp.open:
@@ -598,9 +599,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.git.Acknowledge() // the HEAD-moved banner
 		case m.exp.pending != "":
 			m.exp.pending = "" // the conclusion banner is dismissed
-		case m.bench.running:
+		case m.bench.BenchRun.Running:
 			m.askStop("bench")
-		case m.rep.running:
+		case m.bench.RepeatRun.Running:
 			m.askStop("repeat")
 		case m.log.Filter != "":
 			m.log.ClearFilter()
@@ -615,17 +616,17 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		// a second one at once.
 		return m, m.gitQuit()
 	}
-	if key.Matches(msg, k.Quit.Binding) && m.rep.running && (armed || m.rep.quitWhen || msg.String() == "ctrl+c") {
+	if key.Matches(msg, k.Quit.Binding) && m.bench.RepeatRun.Running && (armed || m.bench.QuitWhen || msg.String() == "ctrl+c") {
 		// A repeat cut short mid-relaunch leaves the server killed: stop
 		// it and quit when it returns; pressed again, quit now.
 		return m, m.repeatQuit()
 	}
-	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.rep.running) && !armed {
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.bench.RepeatRun.Running) && !armed {
 		// A kill or relaunch cut short leaves the server half-stopped.
 		// Ask once.
 		m.quitArmed = true
 		if m.srv.busy == actionNone {
-			m.flash(repeatArmText, style.Warn)
+			m.flash(bench.RepeatArmText, style.Warn)
 			return m, nil
 		}
 		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", style.Warn)
@@ -636,7 +637,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.flash("this demo serves the simulated host that "+m.holderText(false)+" drives: quitting ends it for everyone - q again to quit", style.Warn)
 		return m, nil
 	}
-	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.running && !armed {
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.BenchRun.Running && !armed {
 		// Quitting stops the benchmark (it is recorded as cancelled):
 		// ask once, as b does.
 		m.quitArmed = true
@@ -699,7 +700,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 			m.showHelp = false
 			return m, m.openConclude(id)
 		}
-		if m.rep.running {
+		if m.bench.RepeatRun.Running {
 			// Each launch of a repeat is its experiment: ending one by
 			// hand would stop the repeat, starting one would split it.
 			m.flash("a repeat is running: it starts and ends its experiments itself (R stops it)", style.Warn)
@@ -710,18 +711,6 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		return m, m.openNote()
 	case &k.Conclude:
 		return m, m.openEdit()
-	case &k.Bench:
-		if m.bench.running {
-			m.askStop("bench")
-			return m, nil
-		}
-		return m, m.openBench()
-	case &k.Repeat:
-		if m.rep.running {
-			m.askStop("repeat")
-			return m, nil
-		}
-		return m, m.openRepeat()
 	case &k.Mark:
 		m.toggleMark()
 	case &k.Compare:
@@ -765,7 +754,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 }
 
 // panels are the cockpit's parts that own their keys (component.Panel).
-func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git} }
+func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git, m.bench} }
 
 // panelOf is the panel whose binding b is, nil for the cockpit's own.
 func (m *Model) panelOf(b *component.Binding) component.Panel {

@@ -57,7 +57,7 @@ func TestRepeatFormRuns(t *testing.T) {
 	if c := f.Calls(); len(c) != 1 || c[0] != "Run N=2 samples=10 bench=true" {
 		t.Errorf("calls %q", c)
 	}
-	if len(msgs) != 1 || m.Status() != "repeat done: x, then c compares against the series" || m.rep.running {
+	if len(msgs) != 1 || m.Status() != "repeat done: x, then c compares against the series" || m.bench.RepeatRun.Running {
 		t.Errorf("answer %v status %q", msgs, m.Status())
 	}
 	// Bad numbers say why.
@@ -84,7 +84,7 @@ func TestRepeatProgressAndStop(t *testing.T) {
 	f.wait = true
 	press(m, "R")
 	cmd := press(m, "enter")
-	if cmd == nil || !m.rep.running {
+	if cmd == nil || !m.bench.RepeatRun.Running {
 		t.Fatal("no repeat started")
 	}
 	send(m, ev(200*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
@@ -104,8 +104,8 @@ func TestRepeatProgressAndStop(t *testing.T) {
 	for _, msg := range run(cmd) {
 		m.Update(msg)
 	}
-	if m.rep.running || m.Status() != "repeat stopped" {
-		t.Errorf("stopped: running %v status %q", m.rep.running, m.Status())
+	if m.bench.RepeatRun.Running || m.Status() != "repeat stopped" {
+		t.Errorf("stopped: running %v status %q", m.bench.RepeatRun.Running, m.Status())
 	}
 	send(m, ev(201*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped, Err: "stopped"}))
 	if l := screenLines(m)[1]; strings.HasPrefix(l, "repeat") {
@@ -131,7 +131,7 @@ func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
 		f.wait = true
 		press(m, "R")
 		cmd := press(m, "enter")
-		if cmd == nil || !m.rep.running {
+		if cmd == nil || !m.bench.RepeatRun.Running {
 			t.Fatal("no repeat started")
 		}
 		send(m, ev(200*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatRelaunching}))
@@ -148,15 +148,15 @@ func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
 		if m.Quitting() || isQuit(c) || m.Status() != waiting {
 			t.Fatalf("second q: quitting %v status %q", m.Quitting(), m.Status())
 		}
-		if !m.rep.stopped || !m.rep.running {
-			t.Fatalf("the repeat was not stopped: stopped %v running %v", m.rep.stopped, m.rep.running)
+		if !m.bench.RepeatRun.Stopped || !m.bench.RepeatRun.Running {
+			t.Fatalf("the repeat was not stopped: stopped %v running %v", m.bench.RepeatRun.Stopped, m.bench.RepeatRun.Running)
 		}
 		if l := screenLines(m)[1]; l != "repeat 2/5 of e3: relaunching (e4)  (stopping to quit; q quits now)" {
 			t.Errorf("banner %q", l)
 		}
 		// Other keys leave the wait alone.
 		press(m, "f")
-		if m.Quitting() || !m.rep.quitWhen {
+		if m.Quitting() || !m.bench.QuitWhen {
 			t.Error("a key ended the wait")
 		}
 		msgs := run(cmd) // Run returns: its context was cancelled
@@ -180,7 +180,7 @@ func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
 	})
 	t.Run("ctrl+c waits, twice quits", func(t *testing.T) {
 		m, _, _ := start(t)
-		if c := press(m, "ctrl+c"); m.Quitting() || isQuit(c) || m.Status() != waiting || !m.rep.stopped {
+		if c := press(m, "ctrl+c"); m.Quitting() || isQuit(c) || m.Status() != waiting || !m.bench.RepeatRun.Stopped {
 			t.Fatalf("ctrl+c: quitting %v status %q", m.Quitting(), m.Status())
 		}
 		if c := press(m, "ctrl+c"); !m.Quitting() || !isQuit(c) {
@@ -275,7 +275,7 @@ func TestMeasureScreensFit(t *testing.T) {
 		press(m, "n")
 		send(m, benchEvents()[3])
 		check("result box")
-		m.bench.running = false
+		m.bench.BenchRun.Running = false
 		press(m, "esc", "R")
 		check("repeat form")
 		press(m, "esc")
@@ -297,7 +297,7 @@ func TestRepeatGuardsItsLaunches(t *testing.T) {
 		t.Errorf("2 samples: modal %d status %q", m.modal, m.Status())
 	}
 	press(m, "esc")
-	m.rep.running = true
+	m.bench.RepeatRun.Running = true
 	for key, want := range map[string]string{
 		"e": "a repeat is running: it starts and ends its experiments itself (R stops it)",
 		"L": "a repeat is running: it relaunches the server itself (R stops it)",

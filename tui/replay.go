@@ -355,10 +355,7 @@ func carryView(from, to *Model) {
 	to.git.Open = from.git.Open
 	to.exp.open, to.exp.cursor, to.exp.touched = from.exp.open, from.exp.cursor, from.exp.touched
 	to.exp.marked = from.exp.marked
-	to.bench.dismissed = from.bench.dismissed
-	if !from.bench.show && from.bench.done != nil {
-		to.bench.dismissed = from.bench.done.ID
-	}
+	to.bench.CarryDismissed(from.bench)
 	to.log.Wrap = from.log.Wrap
 	if from.log.Query != "" {
 		to.log.SetFilter(from.log.Query)
