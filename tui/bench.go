@@ -2,189 +2,53 @@ package tui
 
 import (
 	"context"
-	"math"
-	"strconv"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
-// The benchmark and the repeat (tui/panels/bench) tied to the cockpit:
-// why their keys cannot act for the rest of the cockpit, the answers of
-// their commands, and quitting while a repeat runs. Their forms and the
-// stop question are overlays here until they move to the stack.
+// The benchmark and repeat panel (tui/panels/bench) and its dialogs (the
+// forms and the stop question, tui/dialogs/measure) tied to the cockpit:
+// why its keys cannot act for the rest of the cockpit, the answers of its
+// commands, and quitting when a repeat stopped for it has ended.
 
 // BenchResultMsg is the answer of a benchmark started with b: its result,
 // or why it could not run. The screen's result box comes from the
 // event.BenchDone event, not from this message.
 type BenchResultMsg = bench.ResultMsg
 
-// Overlays of issue 6, after the experiment ones (experiments.go).
-const (
-	modalBench   modal = 210 + iota // b: the benchmark form
-	modalRepeat                     // R: the repeat form
-	modalStop                       // b/R/esc while one runs: stop it? y/N
-	modalCompare                    // c in the x panel: the compare view
-)
+// RepeatResultMsg is the answer of a repeat started with R: nil when
+// every launch was measured, else why it stopped.
+type RepeatResultMsg = bench.RepeatResultMsg
 
-// isMeasureModal reports whether md is one of the overlays above.
-func isMeasureModal(md modal) bool { return md >= modalBench && md <= modalCompare }
+// modalCompare is c in the x panel: the compare view (compare.go), the
+// last overlay of issue 6 that is not on the overlay stack.
+const modalCompare modal = 213
 
-// Bench form fields, in order.
-const (
-	bfEndpoint = iota
-	bfInput
-	bfOutput
-	bfConcurrency
-	bfRequests
-	bfDuration
-	bfRate
-	bfPoisson
-	bfWarmup
-	bfFields
-)
+// isMeasureModal reports whether md is the compare view.
+func isMeasureModal(md modal) bool { return md == modalCompare }
 
-// measureBindings sets the issue-6 keys' help.
+// measureBox renders the compare view for a w x h screen: its lines and
+// where they go (it takes the whole body area).
+func (m *Model) measureBox(w, h int) (lines []string, x, y int) { return m.compareBox(w, h-2) }
+
+// measureModalHelp is the footer while the compare view has the keys.
+func (m *Model) measureModalHelp() [][2]string { return m.compareModalHelp() }
+
+// measureBindings sets the compare keys' help.
 func measureBindings(k *KeyMap) {
 	k.Mark.Long = "x panel: mark (c compares two)"
 	k.Compare.Long = "x panel: cursor vs marked/base"
 	k.Baseline.Long = "x panel: (un)mark the baseline"
 }
 
-// openBench opens the form, prefilled from BenchControl.Defaults (blank
-// where a default is zero: the benchmark's own default applies).
-func (m *Model) openBench() tea.Cmd {
-	m.showHelp = false
-	d := m.bench.Bench.BenchDefaults()
-	m.benchBase = d
-	num := func(v int) string {
-		if v <= 0 {
-			return ""
-		}
-		return strconv.Itoa(v)
-	}
-	endpoint := 0
-	if d.Endpoint == event.BenchChat {
-		endpoint = 1
-	}
-	poisson := 0
-	if d.Poisson {
-		poisson = 1
-	}
-	dur, rate := "", ""
-	if d.Duration > 0 {
-		dur = d.Duration.String()
-	}
-	if d.Rate > 0 {
-		rate = strconv.FormatFloat(d.Rate, 'f', -1, 64)
-	}
-	f := &measureForm{fields: []formField{
-		choiceField("endpoint", []string{string(event.BenchCompletions), string(event.BenchChat)}, endpoint),
-		m.textField("input len", num(d.InputLen), "128 tokens"),
-		m.textField("output len", num(d.OutputLen), "128 tokens"),
-		m.textField("concurrency", num(d.Concurrency), "1"),
-		m.textField("requests", num(d.Requests), "32, or blank with a duration"),
-		m.textField("duration", dur, "e.g. 60s (instead of requests)"),
-		m.textField("rate req/s", rate, "blank: as fast as possible"),
-		choiceField("poisson", []string{"no", "yes"}, poisson),
-		m.textField("warm-up", warmupText(d.Warmup), "1 request"),
-	}}
-	m.benchForm = f
-	m.modal = modalBench
-	return f.setFocus(bfEndpoint)
-}
-
-// benchConfig is the form's config over base (what blank fields keep), or
-// why it is not valid.
-func benchConfig(base event.BenchConfig, f *measureForm) (event.BenchConfig, string) {
-	c := base
-	c.Endpoint = event.BenchEndpoint(f.choice(bfEndpoint))
-	for _, n := range []struct {
-		field  int
-		dst    *int
-		lo, hi int
-	}{
-		{bfInput, &c.InputLen, 1, event.BenchMaxLen},
-		{bfOutput, &c.OutputLen, 1, event.BenchMaxLen},
-		{bfConcurrency, &c.Concurrency, 1, event.BenchMaxConcurrency},
-		{bfRequests, &c.Requests, 1, event.BenchMaxRequests},
-		{bfWarmup, &c.Warmup, 0, event.BenchMaxWarmup},
-	} {
-		v, why := wholeNumber(f.fields[n.field].label, f.text(n.field), *n.dst, n.lo, n.hi)
-		if why != "" {
-			return base, why
-		}
-		*n.dst = v
-	}
-	switch {
-	case f.text(bfWarmup) == "":
-		c.Warmup = base.Warmup
-	case c.Warmup == 0:
-		c.Warmup = -1 // none: a zero Config.Warmup takes the default (1)
-	}
-	if s := f.text(bfRequests); s == "" {
-		c.Requests = 0
-	}
-	c.Duration = 0
-	if s := f.text(bfDuration); s != "" {
-		d, err := parseSeconds(s)
-		if err != "" {
-			return base, "duration: " + err
-		}
-		c.Duration = d
-	}
-	if c.Requests > 0 && c.Duration > 0 {
-		return base, "requests or duration, not both: clear one"
-	}
-	c.Rate = 0
-	if s := f.text(bfRate); s != "" {
-		r, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
-			return base, "rate req/s: " + strconv.Quote(s) + " is not a rate (blank: as fast as possible)"
-		}
-		c.Rate = r
-	}
-	c.Poisson = f.choice(bfPoisson) == "yes"
-	if c.Poisson && c.Rate == 0 {
-		return base, "poisson arrivals need a rate (blank rate sends as fast as concurrency allows)"
-	}
-	// The benchmark's own check has the last word (a default the form
-	// left in place, a limit the fields above do not cover).
-	if err := c.Defaults().Validate(); err != nil {
-		return base, errText(err)
-	}
-	return c, ""
-}
-
-// parseSeconds parses "60s", "2m30s" or a plain number of seconds into a
-// positive duration, or says why it cannot.
-func parseSeconds(s string) (time.Duration, string) {
-	if v, err := strconv.ParseFloat(s, 64); err == nil {
-		if v <= 0 || math.IsNaN(v) || v > 7*24*3600 {
-			return 0, strconv.Quote(s) + " is not a positive number of seconds (at most a week)"
-		}
-		return time.Duration(v * float64(time.Second)), ""
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 || d > 7*24*time.Hour {
-		return 0, strconv.Quote(s) + " is not a duration: 60s, 2m, 1m30s"
-	}
-	return d, ""
-}
-
-// benchKey handles a key while the bench form is open.
-func (m *Model) benchKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	return measureFormKey(m, msg, &m.benchForm, "benchmark",
-		func() (event.BenchConfig, string) { return benchConfig(m.benchBase, m.benchForm) },
-		m.bench.BenchWhy, m.bench.StartBench)
-}
-
-// wireBench ties the benchmark and repeat panel to the model.
+// wireBench ties the benchmark and repeat panel and the dialogs it opens
+// to the model.
 func (m *Model) wireBench() {
 	p := m.bench
 	p.Bench, p.Repeat, p.Replay = m.opts.Bench, m.opts.Repeat, m.opts.ReadOnly
@@ -213,24 +77,29 @@ func (m *Model) wireBench() {
 	p.Record = m.recorder
 	p.RecordCmd = m.recordCmd
 	p.Ctx = func() context.Context { return m.ctx }
-	p.Dialogs = measureModals{m}
+	p.Dialogs = &measure.Dialogs{
+		Runs: p,
+		Experiment: func() (id, name string, ok bool) {
+			if cur := m.exp.ledger.Current(); cur != nil {
+				return cur.ID, cur.Name, true
+			}
+			return "", "", false
+		},
+		Journal: func() bool { return m.exp.ctl != nil },
+		Flash:   m.flash,
+		Push: func(d component.Dialog) {
+			m.showHelp = false
+			m.overlay.Push(d)
+		},
+		Inputs: m.inputStyles,
+	}
 }
-
-// measureModals opens the panel's forms and stop question as the root's
-// overlays.
-type measureModals struct{ m *Model }
-
-func (d measureModals) OpenBench() tea.Cmd  { return d.m.openBench() }
-func (d measureModals) OpenRepeat() tea.Cmd { return d.m.openRepeat() }
-func (d measureModals) AskStop(what string) { d.m.askStop(what) }
 
 // benchResult applies the answer of a benchmark started here; a stop
 // question still open is moot.
 func (m *Model) benchResult(r BenchResultMsg) {
 	m.bench.BenchResult(r)
-	if m.modal == modalStop && m.stopWhat == "bench" {
-		m.modal = modalNone // the question is moot
-	}
+	m.overlay.Remove(measure.StopBenchID)
 }
 
 // applyBench folds a benchmark event from the stream into the panel.
@@ -245,46 +114,43 @@ func (m *Model) applyBench(p any) {
 	}
 }
 
-// askStop opens the stop question for a benchmark ("bench") or a repeat
-// ("repeat") started here.
-func (m *Model) askStop(what string) {
-	m.showHelp = false
-	m.stopWhat, m.modal = what, modalStop
-}
+// askStop asks to stop the benchmark ("bench") or the repeat ("repeat")
+// started here.
+func (m *Model) askStop(what string) { m.bench.Dialogs.AskStop(what) }
 
-// stopKey answers the stop question: y stops the run.
-func (m *Model) stopKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	m.modal = modalNone
-	if msg.String() != "y" {
-		m.flash("still running", style.Dim)
-		return m, nil
+// repeatResult applies the answer of a repeat started here (a stop
+// question still open is moot); after a confirmed quit it returns the
+// command that quits, unless a git or server action holds it back.
+func (m *Model) repeatResult(r RepeatResultMsg) tea.Cmd {
+	quit := m.bench.RepeatResult(r)
+	m.overlay.Remove(measure.StopRepeatID)
+	if !quit {
+		return nil
 	}
-	return m, m.bench.Stop(m.stopWhat)
-}
-
-// benchFormBox is the bench form's title and content for inner width iw.
-func (m *Model) benchFormBox(iw int) (string, []string) {
-	title := "benchmark"
-	if cur := m.exp.ledger.Current(); cur != nil {
-		title += " (its result goes with " + sanitize.String(cur.ID) + ")"
-	} else if m.exp.ctl != nil {
-		title += " (no open experiment: the result is not kept with one)"
-	}
-	_, bad := benchConfig(m.benchBase, m.benchForm)
-	hints := []string{
-		"Streams random prompts of the input length; max_tokens is the output length (ignore_eos). Warm-up requests run first and are left out of every metric. A blank rate sends as fast as the concurrency allows; poisson draws exponential gaps at the rate.",
-	}
-	return title, m.renderForm(m.benchForm, iw, hints, bad, "enter", "run", "tab", "field", "left/right", "choose", "esc", "cancel")
-}
-
-// warmupText is the warm-up field's text for Config.Warmup: blank for 0
-// (the default), "0" for a negative count (none).
-func warmupText(n int) string {
 	switch {
-	case n < 0:
-		return "0"
-	case n == 0:
-		return ""
+	case m.git.Doing() != "":
+		// A git action cut short leaves the tree half-changed: quit when
+		// it ends, as q does while one runs.
+		m.git.QuitWhen = true
+		m.flash("the repeat stopped; "+gitQuitText, style.Warn)
+		return nil
+	case m.srv.busy != actionNone:
+		m.quitArmed = true
+		m.flash("the repeat stopped; "+controlUnavailable(m, "")+"; quitting cancels it - q again to quit", style.Warn)
+		return nil
 	}
-	return strconv.Itoa(n)
+	m.quitting = true
+	return tea.Quit
+}
+
+// repeatQuit answers a confirmed quit (a second q, or ctrl+c) while a
+// repeat started here runs: the panel stops it, and the cockpit quits
+// when it has (repeatResult); pressed again, it quits now.
+func (m *Model) repeatQuit() tea.Cmd {
+	now, cmd := m.bench.StopToQuit()
+	if now {
+		m.quitting = true
+		return tea.Quit
+	}
+	return cmd
 }

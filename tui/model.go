@@ -9,11 +9,11 @@
 // experiments and n writes notes into the session journal, and x opens
 // the experiments panel (experiments*.go), where space marks experiments,
 // c compares two (the compare view), B marks the baseline and w writes a
-// conclusion (compare.go); with Options.Bench, b runs a benchmark
-// (bench.go); with Options.Repeat, R relaunches the current configuration
-// N times to measure its noise (repeat.go). NewReplay plays a recorded
-// journal back through the same model, read-only, with a timeline
-// (replay.go, timeline.go).
+// conclusion (compare.go); with Options.Bench, b runs a benchmark; with
+// Options.Repeat, R relaunches the current configuration N times to
+// measure its noise (tui/panels/bench, its forms tui/dialogs/measure,
+// wired in bench.go). NewReplay plays a recorded journal back through the
+// same model, read-only, with a timeline (replay.go, timeline.go).
 //
 // The model consumes the event stream (EventsMsg batches of event.Event)
 // and is deterministic: Update does no I/O and never reads the clock (time
@@ -34,6 +34,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
@@ -215,17 +216,12 @@ type Model struct {
 	// latest event.RepoHead's entries, untracked ones left out); -1 unknown.
 	headChanged int
 
-	// Issue 6: the benchmark and the repeat (tui/panels/bench, wired in
-	// bench.go), their forms (bench.go, repeat.go), the baseline and range
-	// calls and the compare view (compare.go), and which run the stop
-	// question is about ("bench" or "repeat").
-	bench     *bench.Panel
-	benchForm *measureForm
-	benchBase event.BenchConfig // BenchDefaults when the form opened: what blank fields keep
-	repForm   *measureForm
-	measure   MeasureControl
-	cmp       *compareView
-	stopWhat  string
+	// Issue 6: the benchmark and the repeat (tui/panels/bench and their
+	// dialogs tui/dialogs/measure, wired in bench.go), the baseline and
+	// range calls and the compare view (compare.go).
+	bench   *bench.Panel
+	measure MeasureControl
+	cmp     *compareView
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -297,11 +293,9 @@ func (m *Model) setStyles(s style.Styles) {
 			m.exp.form.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
-	for _, f := range []*measureForm{m.benchForm, m.repForm} {
-		if f != nil {
-			for i := range f.fields {
-				f.fields[i].input.SetStyles(m.inputStyles())
-			}
+	for _, id := range []string{measure.BenchID, measure.RepeatID} {
+		if f, ok := m.overlay.Find(id).(interface{ SetInputStyles(textinput.Styles) }); ok {
+			f.SetInputStyles(m.inputStyles())
 		}
 	}
 }
@@ -386,12 +380,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.PasteMsg:
 		if cmd, ok := m.overlay.Paste(msg); ok {
 			return m, cmd
-		}
-		switch m.modal {
-		case modalBench:
-			return m, m.benchForm.paste(msg)
-		case modalRepeat:
-			return m, m.repForm.paste(msg)
 		}
 		if isExpModal(m.modal) {
 			return m, m.expPaste(msg)
@@ -571,12 +559,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.pickerKey(msg)
 	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
 		return m.expKey(msg)
-	case modalBench:
-		return m.benchKey(msg)
-	case modalRepeat:
-		return m.repeatKey(msg)
-	case modalStop:
-		return m.stopKey(msg)
 	case modalCompare:
 		return m.compareKey(msg)
 	}

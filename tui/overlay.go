@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"strings"
-
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
@@ -72,12 +70,4 @@ func (m *Model) modalHelp() [][2]string {
 		return [][2]string{{"enter", "pick"}, {"up/down", "move"}, {"esc", "cancel"}}
 	}
 	return nil
-}
-
-// yesNo is a y/N question wrapped to w cells, the y/N drawn as a key.
-func (m *Model) yesNo(question string, w int) []string {
-	q := style.Wrap(question+"  y/N", w)
-	last := len(q) - 1
-	q[last] = strings.TrimSuffix(q[last], "y/N") + m.styles.Key.Render("y/N")
-	return q
 }

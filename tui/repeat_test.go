@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
 )
 
 // fakeRepeat records the repeats the cockpit runs; with wait set, Run
@@ -46,7 +47,7 @@ func repeatScene(w, h int) (*Model, *fakeRepeat) {
 func TestRepeatFormRuns(t *testing.T) {
 	m, f := repeatScene(100, 30)
 	press(m, "R")
-	if m.modal != modalRepeat || !strings.Contains(plain(m), "+- repeat e3 nccl-ll-ring @ a6d51c0 -") ||
+	if m.overlay.TopID() != measure.RepeatID || !strings.Contains(plain(m), "+- repeat e3 nccl-ll-ring @ a6d51c0 -") ||
 		!strings.Contains(boxText(m), "more launches 4 samples each 10 bench each < no > 1/2") {
 		t.Fatalf("R:\n%s", plain(m))
 	}
@@ -64,8 +65,8 @@ func TestRepeatFormRuns(t *testing.T) {
 	press(m, "R")
 	press(m, "backspace")
 	typeText(m, "0")
-	if press(m, "enter"); m.modal != modalRepeat || m.Status() != "cannot start: more launches: 0 is out of range (1 to 100)" {
-		t.Errorf("bad N: modal %d status %q", m.modal, m.Status())
+	if press(m, "enter"); m.overlay.TopID() != measure.RepeatID || m.Status() != "cannot start: more launches: 0 is out of range (1 to 100)" {
+		t.Errorf("bad N: dialog %q status %q", m.overlay.TopID(), m.Status())
 	}
 	press(m, "esc")
 	if m.Status() != "repeat not started" {
@@ -97,7 +98,7 @@ func TestRepeatProgressAndStop(t *testing.T) {
 		t.Errorf("q: quitting %v status %q", m.Quitting(), m.Status())
 	}
 	press(m, "R")
-	if m.modal != modalStop || !strings.Contains(boxText(m), "Stop the repeat at launch 2/5? A relaunch in progress finishes first; the server keeps running. y/N") {
+	if m.overlay.TopID() != measure.StopRepeatID || !strings.Contains(boxText(m), "Stop the repeat at launch 2/5? A relaunch in progress finishes first; the server keeps running. y/N") {
 		t.Fatalf("R while running:\n%s", plain(m))
 	}
 	press(m, "y")
@@ -223,7 +224,7 @@ func TestRepeatUnavailable(t *testing.T) {
 		}
 		press(m, "R")
 		if m.dialogOpen() || m.Status() != c.want {
-			t.Errorf("%s: modal %d status %q, want %q", c.name, m.modal, m.Status(), c.want)
+			t.Errorf("%s: dialog %q status %q, want %q", c.name, m.overlay.TopID(), m.Status(), c.want)
 		}
 	}
 	m := scene(100, 30, 1, 0, Options{Repeat: f})
@@ -293,8 +294,8 @@ func TestRepeatGuardsItsLaunches(t *testing.T) {
 	press(m, "R")
 	press(m, "down", "backspace", "backspace")
 	typeText(m, "2")
-	if press(m, "enter"); m.modal != modalRepeat || m.Status() != "cannot start: samples each: 2 is out of range (3 to 100000)" {
-		t.Errorf("2 samples: modal %d status %q", m.modal, m.Status())
+	if press(m, "enter"); m.overlay.TopID() != measure.RepeatID || m.Status() != "cannot start: samples each: 2 is out of range (3 to 100000)" {
+		t.Errorf("2 samples: dialog %q status %q", m.overlay.TopID(), m.Status())
 	}
 	press(m, "esc")
 	m.bench.RepeatRun.Running = true
@@ -304,7 +305,7 @@ func TestRepeatGuardsItsLaunches(t *testing.T) {
 		"p": "a repeat is running: its relaunches keep the profile it started with (R stops it)",
 	} {
 		if press(m, key); m.dialogOpen() || m.Status() != want {
-			t.Errorf("%s during a repeat: modal %d status %q", key, m.modal, m.Status())
+			t.Errorf("%s during a repeat: dialog %q status %q", key, m.overlay.TopID(), m.Status())
 		}
 	}
 }

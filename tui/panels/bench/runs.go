@@ -21,6 +21,9 @@ const RepeatArmText = "a repeat is running: q again stops it, then quits once it
 // RepeatQuitText is the answer to a confirmed quit while a repeat runs.
 const RepeatQuitText = "stopping the repeat: waiting for the relaunch to finish (q again quits now)"
 
+// BenchDefaults is the benchmark's defaults, for its form (no I/O).
+func (p *Panel) BenchDefaults() event.BenchConfig { return p.Bench.BenchDefaults() }
+
 // StartBench runs cfg (the form's, checked) in a tea.Cmd under a context
 // that b, or esc, cancels after asking (Stop); its answer is a ResultMsg.
 func (p *Panel) StartBench(cfg event.BenchConfig) tea.Cmd {
