@@ -9,10 +9,13 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/profile"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -41,14 +44,11 @@ type ServerControl interface {
 	SetProfile(name string) error
 }
 
-// modal is the overlay that has the keys, if any.
+// modal is the overlay that has the keys, if any, while it is not on
+// the overlay stack (m.overlay).
 type modal uint8
 
-const (
-	modalNone    modal = iota
-	modalLaunch        // the launch form (and its relaunch confirmation)
-	modalProfile       // the profile picker
-)
+const modalNone modal = 0
 
 // action is a server action in flight (its tea.Cmd has not answered yet).
 type action uint8
@@ -213,6 +213,84 @@ func (m *Model) confirmKill() {
 // repeat that is running, since the kill makes them fail.
 func (m *Model) killQuestion() string {
 	return "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory." + m.bench.BenchNote() + m.bench.RepeatNote()
+}
+
+// openLaunch opens the launch form (tui/dialogs/launch) from
+// Control.Request, and returns its first command.
+func (m *Model) openLaunch() tea.Cmd {
+	f, cmd := launch.Open(launch.Host{
+		Ctl:         m.ctl,
+		Server:      func() (string, bool, bool) { return m.srv.who(), m.srv.running(), m.srv.hasSt },
+		Unavailable: func() string { return launchUnavailable(m) },
+		Note:        m.bench.BenchNote,
+		Commit:      m.headVsLastLaunch,
+		Launch:      m.startLaunch,
+		Relaunch: func(plan sessions.Plan, hypothesis string) tea.Cmd {
+			stop := m.bench.StopFirst()
+			start := m.startLaunch(plan, hypothesis)
+			return func() tea.Msg { stop(); return start() }
+		},
+		Flash:  m.flash,
+		Inputs: m.inputStyles(),
+	})
+	m.overlay.Push(f)
+	return cmd
+}
+
+// openPicker opens the env profile picker (tui/dialogs/profile) on
+// Control.Profiles; the pick shows in the header until a launch from here
+// succeeds.
+func (m *Model) openPicker() {
+	p := profile.Open(profile.Host{
+		Ctl:     m.ctl,
+		Running: m.srv.running,
+		Picked:  func(name string) { m.srv.next = name },
+		Record:  m.recordCmd,
+		Flash:   m.flash,
+	})
+	if p != nil {
+		m.overlay.Push(p)
+	}
+}
+
+// headVsLastLaunch compares the checkout now with what the last launched
+// experiment's fingerprint recorded: HEAD ("a6d51c0 -> 65b09bf (HEAD
+// moved since the last launch)") and whether tracked files had
+// uncommitted changes ("same commit (a6d51c0), but 1 file has uncommitted
+// changes now (it was clean)"); moved is set for any difference. "" when
+// either side is unknown. An env diff alone would hide the change this
+// tool exists to catch.
+func (m *Model) headVsLastLaunch() (line string, moved bool) {
+	now := m.headShort
+	if now == "" {
+		return "", false
+	}
+	exps := m.exp.ledger.Experiments()
+	for i := len(exps) - 1; i >= 0; i-- {
+		e := &exps[i]
+		if e.StartedBy != event.TriggerLaunch {
+			continue
+		}
+		if e.Fingerprint == nil || e.Fingerprint.Git == nil || e.Fingerprint.Git.Head == "" {
+			return "", false
+		}
+		g := e.Fingerprint.Git
+		then := sanitize.String(g.Head)
+		if !strings.HasPrefix(then, now) {
+			return git.ShortID(then) + arrow + now + " (HEAD moved since the last launch)", true
+		}
+		wasDirty, changed := g.PatchBytes > 0, m.headChanged
+		switch {
+		case changed > 0 && !wasDirty:
+			return "same commit (" + now + "), but " + style.Plural(changed, "file") + " with uncommitted changes now (it was clean)", true
+		case changed == 0 && wasDirty:
+			return "same commit (" + now + "), but no uncommitted changes now (it had some)", true
+		case changed > 0:
+			return "same commit (" + now + "); uncommitted changes then and now (journal show compares the patches)", false
+		}
+		return "same commit as the last launch (" + now + ")", false
+	}
+	return "", false
 }
 
 // kill kills the server confirmed with y, in a tea.Cmd.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
 )
 
 func aliceDrives() event.DriverState {
@@ -63,7 +64,7 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 		t.Fatalf("driving cockpit says read-only:\n%s", plain(m))
 	}
 	press(m, "L")
-	if m.modal != modalLaunch {
+	if m.overlay.TopID() != launch.ID {
 		t.Fatal("L did not open the launch form while driving")
 	}
 	st := aliceDrives()

@@ -671,13 +671,13 @@ func throttleNames(mask event.ClockEventReason) string {
 }
 
 // overlayBox renders the open overlay: an experiment overlay here, the
-// others in modalBox.
+// compare view in measureBox.
 func (m *Model) overlayBox(w, h int) (lines []string, x, y int) {
 	if isMeasureModal(m.modal) {
 		return m.measureBox(w, h)
 	}
 	if !isExpModal(m.modal) {
-		return m.modalBox(w, h)
+		return nil, 0, 0
 	}
 	avail := h - 2
 	if avail < 3 || w < 8 {

@@ -2,7 +2,8 @@
 // with host, connection, server state and HEAD; one row per GPU with
 // abnormal values highlighted; a tok/s sparkline; a filterable log tail;
 // with Options.Control, server control: K kill (confirmed), L the launch
-// form, p the env profile picker, as overlays (control.go); with
+// form, p the env profile picker, as overlays (tui/dialogs/launch,
+// tui/dialogs/profile, opened in control.go); with
 // Options.Git, the git panel (g) in place of the log tail: status, stash,
 // revert, checkout and undo (tui/panels/git, its dialogs tui/dialogs/git,
 // wired in git.go); with Options.Experiments, e starts and ends
@@ -34,6 +35,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
 	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
@@ -196,9 +198,7 @@ type Model struct {
 	modal      modal
 	overlay    component.Stack // the dialogs open over the screen; the top one has the keys
 	killTarget string          // "sglang pid 4123", as asked
-	form       *launchForm
-	picker     *profilePicker
-	quitArmed  bool // q pressed while an action runs: a second q quits
+	quitArmed  bool            // q pressed while an action runs: a second q quits
 
 	// Who drives the host (driver.go): the driver lock's last state.
 	drv driverState
@@ -283,17 +283,12 @@ func (m *Model) setStyles(s style.Styles) {
 	is.Blurred.Prompt = s.Accent.Style()
 	is.Cursor.Blink = false // a blinking cursor would make frames time-dependent
 	m.log.SetInputStyles(is)
-	if m.form != nil {
-		for i := fieldModel; i < numFields; i++ {
-			m.form.inputs[i].SetStyles(m.inputStyles())
-		}
-	}
 	if m.exp.form != nil {
 		for i := range m.exp.form.inputs {
 			m.exp.form.inputs[i].SetStyles(m.inputStyles())
 		}
 	}
-	for _, id := range []string{measure.BenchID, measure.RepeatID} {
+	for _, id := range []string{launch.ID, measure.BenchID, measure.RepeatID} {
 		if f, ok := m.overlay.Find(id).(interface{ SetInputStyles(textinput.Styles) }); ok {
 			f.SetInputStyles(m.inputStyles())
 		}
@@ -383,9 +378,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if isExpModal(m.modal) {
 			return m, m.expPaste(msg)
-		}
-		if m.modal == modalLaunch && !m.form.confirming {
-			return m, m.formInput(msg)
 		}
 		if m.log.Typing() {
 			return m, m.log.Paste(msg)
@@ -553,10 +545,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	switch m.modal {
-	case modalLaunch:
-		return m.launchKey(msg)
-	case modalProfile:
-		return m.pickerKey(msg)
 	case modalExpStart, modalExpEnd, modalExpConclude, modalNote:
 		return m.expKey(msg)
 	case modalCompare:
@@ -668,8 +656,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		m.confirmKill()
 	case &k.Launch:
 		m.showHelp = false
-		m.openLaunch()
-		return m, m.form.setFocus(fieldPreset)
+		return m, m.openLaunch()
 	case &k.Profile:
 		m.showHelp = false
 		m.openPicker()
@@ -835,12 +822,9 @@ func (m *Model) footer(width int) string {
 		return m.expFooter(width)
 	}
 	if m.modal != modalNone {
-		help := m.modalHelp
-		switch {
-		case isExpModal(m.modal):
+		help := m.measureModalHelp
+		if isExpModal(m.modal) {
 			help = m.expModalHelp
-		case isMeasureModal(m.modal):
-			help = m.measureModalHelp
 		}
 		var b strings.Builder
 		n := 0
