@@ -31,8 +31,9 @@ const ID = "launch"
 type Control interface {
 	// Request is the form's starting point.
 	Request() sessions.LaunchRequest
-	// Presets and Profiles list the names the form offers.
+	// Presets lists the presets the form offers.
 	Presets() []string
+	// Profiles lists the env profiles the form offers.
 	Profiles() []string
 	// Plan resolves a request: the exact command line and the env diff
 	// against the last launch, or why it cannot launch.
@@ -41,6 +42,7 @@ type Control interface {
 
 // Host is what the form needs of the cockpit; the root sets every field.
 type Host struct {
+	// Ctl plans the launches.
 	Ctl Control
 	// Server names the running server ("sglang pid 4123") and says
 	// whether one runs and whether its state is known at all (a status

@@ -35,16 +35,19 @@ const (
 type Runs interface {
 	// BenchDefaults prefills the benchmark form.
 	BenchDefaults() event.BenchConfig
-	// BenchWhy and RepeatWhy say why a run cannot start now; "" when it
-	// can. Enter asks again: the cockpit may have changed while the form
-	// was open.
+	// BenchWhy says why a benchmark cannot start now; "" when it can.
+	// Enter asks again: the cockpit may have changed while the form was
+	// open.
 	BenchWhy() string
+	// RepeatWhy says the same of a repeat.
 	RepeatWhy() string
-	// StartBench and StartRepeat start a run of a checked config.
+	// StartBench starts a benchmark of a checked config.
 	StartBench(cfg event.BenchConfig) tea.Cmd
+	// StartRepeat starts a repeat of a checked config.
 	StartRepeat(cfg sessions.RepeatConfig) tea.Cmd
-	// StopQuestion is the stop question's text; Stop stops the run (y).
+	// StopQuestion is the stop question's text, read as it is drawn.
 	StopQuestion(what string) string
+	// Stop stops the run (the question's y).
 	Stop(what string) tea.Cmd
 }
 
@@ -52,6 +55,7 @@ type Runs interface {
 // Dialogs) and holds what they need of the cockpit. The root sets every
 // field once; use it by pointer.
 type Dialogs struct {
+	// Runs is the panel the dialogs act for.
 	Runs Runs
 	// Experiment is the open experiment's id and name, raw; ok is false
 	// when none is open.

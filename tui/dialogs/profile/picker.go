@@ -35,6 +35,7 @@ type Control interface {
 // Host is what the picker needs of the cockpit; the root sets every
 // field.
 type Host struct {
+	// Ctl lists and sets the profiles.
 	Ctl Control
 	// Running reports whether a server runs (the answer says L relaunches
 	// it).

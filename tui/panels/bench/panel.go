@@ -30,7 +30,11 @@ import (
 // those), and returns the result when the run ends (cancelled: ctx
 // ended).
 type Control interface {
+	// BenchDefaults is the config the form starts from: every field
+	// filled, zero where the benchmark's own default applies.
 	BenchDefaults() event.BenchConfig
+	// Bench runs cfg until it is done or ctx ends (then the result keeps
+	// the requests that finished, Cancelled set).
 	Bench(ctx context.Context, cfg event.BenchConfig) (*event.BenchResult, error)
 }
 
@@ -39,6 +43,8 @@ type Control interface {
 // event.RepeatProgress on the stream and returns when the repeat is done,
 // fails, or ctx ends.
 type RepeatControl interface {
+	// Repeat relaunches the current configuration cfg.N more times, measuring
+	// each launch; nil when every launch was measured.
 	Repeat(ctx context.Context, cfg sessions.RepeatConfig) error
 }
 
@@ -46,19 +52,22 @@ type RepeatControl interface {
 // why it could not run. The screen's result box comes from the
 // event.BenchDone event, not from this message.
 type ResultMsg struct {
-	Result *event.BenchResult
-	Err    error
+	Result *event.BenchResult // nil when the run made none
+	Err    error              // why it could not run or finish; nil when it did
 }
 
 // RepeatResultMsg is the answer of a repeat started with R: nil Err when
 // every launch was measured, else why it stopped.
-type RepeatResultMsg struct{ Err error }
+type RepeatResultMsg struct {
+	Err error // nil when every launch was measured
+}
 
 // Dialogs opens the dialogs the panel's keys ask with
 // (tui/dialogs/measure.Dialogs): the forms return their first command.
 type Dialogs interface {
-	// OpenBench opens the benchmark form, OpenRepeat the repeat form.
+	// OpenBench opens the benchmark form.
 	OpenBench() tea.Cmd
+	// OpenRepeat opens the repeat form.
 	OpenRepeat() tea.Cmd
 	// AskStop asks to stop the run started here: what is "bench" or
 	// "repeat" (Panel.Stop does it).
@@ -69,9 +78,9 @@ type Dialogs interface {
 // func of its context (nil when none runs from here), whether it runs,
 // and whether its stop was asked.
 type Run struct {
-	Cancel  context.CancelFunc
-	Running bool
-	Stopped bool
+	Cancel  context.CancelFunc // ends the run's context; nil when none runs from here
+	Running bool               // its command has not answered yet
+	Stopped bool               // its stop was asked (its context is cancelled)
 }
 
 // Panel is the benchmark and repeat panel: its keys (BenchKey b, RepeatKey
@@ -84,9 +93,11 @@ type Panel struct {
 	// running from here; RepeatKey (R) the same for a repeat.
 	BenchKey, RepeatKey component.Binding
 
-	// Bench and Repeat run what the forms start (the cockpit's
-	// Options.Bench and Options.Repeat); nil: the key says why it cannot.
-	Bench  Control
+	// Bench runs the benchmarks the form starts (the cockpit's
+	// Options.Bench); nil: b says why it cannot.
+	Bench Control
+	// Repeat runs the repeats the form starts (Options.Repeat); nil: R
+	// says why it cannot.
 	Repeat RepeatControl
 	// Dialogs opens the forms and the stop question.
 	Dialogs Dialogs
@@ -120,9 +131,10 @@ type Panel struct {
 	// Flash answers in the status line until the next key.
 	Flash func(text string, tone style.Token)
 	// Record, when set, returns what records the key that started a run
-	// as its cause; it runs inside the run's tea.Cmd. RecordCmd is a
-	// tea.Cmd that only records (nil when nothing is recorded).
-	Record    func(action string) func()
+	// as its cause; it runs inside the run's tea.Cmd.
+	Record func(action string) func()
+	// RecordCmd, when set, is a tea.Cmd that only records the key as the
+	// cause of action (a stop); nil when nothing is recorded.
 	RecordCmd func(action string) tea.Cmd
 	// Ctx is the context the runs' contexts derive from (it ends when the
 	// program does); context.Background when nil.
