@@ -231,7 +231,7 @@ func (m *Model) openLaunch() tea.Cmd {
 			return func() tea.Msg { stop(); return start() }
 		},
 		Flash:  m.flash,
-		Inputs: m.inputStyles(),
+		Inputs: m.inputStyles,
 	})
 	m.overlay.Push(f)
 	return cmd

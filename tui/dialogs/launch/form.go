@@ -65,7 +65,7 @@ type Host struct {
 	// Flash answers in the status line until the next key.
 	Flash func(text string, tone style.Token)
 	// Inputs are the text fields' styles.
-	Inputs textinput.Styles
+	Inputs func() textinput.Styles
 }
 
 // Form fields, in order: two choosers, then text inputs.
@@ -143,7 +143,7 @@ func Open(h Host) (*Form, tea.Cmd) {
 		in := textinput.New()
 		in.Prompt = ""
 		in.Placeholder = placeholders[i]
-		in.SetStyles(h.Inputs)
+		in.SetStyles(h.Inputs())
 		in.SetValue(vals[i])
 		in.CursorEnd()
 		f.inputs[i] = in

@@ -57,7 +57,7 @@ func open(t *testing.T) (*Form, *harness) {
 		Commit:      func() (string, bool) { return "", false },
 		Launch:      launch("launch"), Relaunch: launch("relaunch"),
 		Flash:  func(s string, _ style.Token) { h.said = append(h.said, s) },
-		Inputs: textinput.DefaultStyles(true),
+		Inputs: func() textinput.Styles { return textinput.DefaultStyles(true) },
 	})
 	h.stack.Push(f)
 	return f, h
