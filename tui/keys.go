@@ -47,11 +47,6 @@ type KeyMap struct {
 	Note        component.Binding
 	Experiments component.Binding
 
-	// Bench runs a benchmark (Options.Bench, bench.go); Repeat relaunches
-	// the current configuration N times (Options.Repeat, repeat.go).
-	Bench  component.Binding
-	Repeat component.Binding
-
 	// Replay's keys (NewReplay): play/pause, speed, seek, marks and a
 	// typed time. The live cockpit does not use them; its help lists them
 	// only in a replay.
@@ -105,8 +100,6 @@ func DefaultKeyMap() KeyMap {
 		Experiment:  footer(bind("actions", "e", "experiment", "e")),
 		Note:        footer(bind("actions", "n", "note", "n")),
 		Experiments: footer(bind("view", "x", "experiments", "x")),
-		Bench:       footer(bind("actions", "b", "bench", "b")),
-		Repeat:      bind("actions", "R", "repeat", "R"),
 		TakeOver:    bind("actions", "T", "take over", "T"),
 
 		Play:     footer(bind("replay", "spc", "play", "space")),
@@ -134,7 +127,6 @@ func DefaultKeyMap() KeyMap {
 	k.Back.Long = "seek back or forward 10 s"
 	k.PrevMark.Long = "previous or next experiment start or end, or note"
 	k.JumpTo.Long = "jump to a time: h:mm:ss, mm:ss or seconds"
-	measureBindings(&k)
 	return k
 }
 
@@ -147,8 +139,6 @@ func (m *Model) wireKeys() {
 	k.Kill.Disabled = why(killUnavailable)
 	k.Launch.Disabled = why(launchUnavailable)
 	k.Profile.Disabled = why(profileUnavailable)
-	k.Bench.Disabled = why(benchUnavailable)
-	k.Repeat.Disabled = why(repeatUnavailable)
 	k.Experiment.Disabled = why(expUnavailable("an experiment"))
 	k.Note.Disabled = why(expUnavailable("a note"))
 	k.Git.Disabled = m.git.Unavailable
@@ -158,7 +148,8 @@ func (m *Model) wireKeys() {
 // (footerKeys is the footer's).
 func (m *Model) all() []*component.Binding {
 	k := &m.keys
-	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat}
+	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note}
+	out = append(out, m.bench.Bindings()...)
 	out = append(out, m.log.Bindings()...)
 	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
 	out = append(out, m.gpus.Bindings()...)

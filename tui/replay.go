@@ -354,10 +354,7 @@ func carryView(from, to *Model) {
 	to.status, to.statusTone = from.status, from.statusTone
 	to.git.Open = from.git.Open
 	to.exp.CarryView(from.exp)
-	to.bench.dismissed = from.bench.dismissed
-	if !from.bench.show && from.bench.done != nil {
-		to.bench.dismissed = from.bench.done.ID
-	}
+	to.bench.CarryDismissed(from.bench)
 	to.log.Wrap = from.log.Wrap
 	if from.log.Query != "" {
 		to.log.SetFilter(from.log.Query)
