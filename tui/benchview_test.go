@@ -13,6 +13,8 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -35,7 +37,7 @@ func (f *fakeBench) Bench(ctx context.Context, cfg event.BenchConfig) (*event.Be
 	f.mu.Lock()
 	f.cfgs = append(f.cfgs, cfg)
 	f.mu.Unlock()
-	f.record("Run " + benchConfigText(cfg))
+	f.record("Run " + bench.ConfigText(cfg))
 	if f.wait {
 		<-ctx.Done()
 		return &event.BenchResult{Config: cfg, Cancelled: true, Completed: 12}, nil
@@ -75,8 +77,8 @@ func benchScene(w, h int) (*Model, *fakeBench) {
 func TestBenchFormRunsTheConfig(t *testing.T) {
 	m, f := benchScene(100, 30)
 	press(m, "b")
-	if m.modal != modalBench {
-		t.Fatalf("b: modal %d, status %q", m.modal, m.Status())
+	if m.overlay.TopID() != measure.BenchID {
+		t.Fatalf("b: dialog %q, status %q", m.overlay.TopID(), m.Status())
 	}
 	box := plain(m) + boxText(m)
 	for _, s := range []string{"+- benchmark (its result goes with e3) -", "endpoint < completions >", "input len 128", "requests 32", "warm-up 1"} {
@@ -87,8 +89,8 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	// Focus starts on the first field, the endpoint; down to input len:
 	// change it, concurrency, the rate and poisson; the endpoint is a
 	// choice.
-	if f := m.bench.form; f.focus != bfEndpoint {
-		t.Errorf("the form opened on field %d, not the endpoint", f.focus)
+	if f := m.overlay.Top().(*measure.BenchForm); f.Focused() != "endpoint" {
+		t.Errorf("the form opened on field %q, not the endpoint", f.Focused())
 	}
 	press(m, "down", "backspace", "backspace", "backspace")
 	typeText(m, "512")
@@ -101,7 +103,7 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	press(m, "up", "up", "up", "up", "up", "up", "up", "right") // the endpoint: chat
 	msgs := do(m, "enter")
 	if m.dialogOpen() || len(msgs) != 1 {
-		t.Fatalf("enter: modal %d msgs %v status %q", m.modal, msgs, m.Status())
+		t.Fatalf("enter: dialog %q msgs %v status %q", m.overlay.TopID(), msgs, m.Status())
 	}
 	want := "Run chat in 512 out 128 conc 4 32 requests rate 2.5/s poisson warm-up 1"
 	if c := f.Calls(); len(c) != 1 || c[0] != want {
@@ -110,22 +112,22 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	if got := f.cfgs[0]; got.Seed != 1 || got.Timeout != 10*time.Minute {
 		t.Errorf("fields the form does not show were lost: %+v", got)
 	}
-	if m.Status() != "benchmark done: 1 of 32 requests failed; 85.7 tok/s output over the 31 that succeeded" || m.bench.running {
-		t.Errorf("answer: status %q running %v", m.Status(), m.bench.running)
+	if m.Status() != "benchmark done: 1 of 32 requests failed; 85.7 tok/s output over the 31 that succeeded" || m.bench.BenchRun.Running {
+		t.Errorf("answer: status %q running %v", m.Status(), m.bench.BenchRun.Running)
 	}
 	// A bad value says why and keeps the form.
 	press(m, "b", "down")
 	press(m, "backspace", "backspace", "backspace")
 	typeText(m, "x1")
-	if cmd := press(m, "enter"); cmd != nil || m.modal != modalBench || m.Status() != `cannot start: input len: "x1" is not a whole number` {
-		t.Errorf("bad input: modal %d status %q", m.modal, m.Status())
+	if cmd := press(m, "enter"); cmd != nil || m.overlay.TopID() != measure.BenchID || m.Status() != `cannot start: input len: "x1" is not a whole number` {
+		t.Errorf("bad input: dialog %q status %q", m.overlay.TopID(), m.Status())
 	}
 	if !strings.Contains(boxText(m), `input len: "x1" is not a whole number`) {
 		t.Errorf("the form does not say why:\n%s", plain(m))
 	}
 	press(m, "esc")
 	if m.dialogOpen() || m.Status() != "benchmark not started" || len(f.Calls()) != 1 {
-		t.Errorf("esc: modal %d status %q calls %q", m.modal, m.Status(), f.Calls())
+		t.Errorf("esc: dialog %q status %q calls %q", m.overlay.TopID(), m.Status(), f.Calls())
 	}
 	// An error of Run is the answer.
 	f.err, f.res = errors.New("no server answers on port 30000\x1b[2J"), nil
@@ -133,71 +135,6 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	do(m, "enter")
 	if m.Status() != "benchmark failed: no server answers on port 30000" {
 		t.Errorf("failed run: %q", m.Status())
-	}
-}
-
-func TestBenchConfig(t *testing.T) {
-	m := newSized(80, 24, Options{Bench: &fakeBench{defaults: benchDefaults()}})
-	for _, c := range []struct {
-		name   string
-		fields map[int]string
-		choice map[int]int
-		want   string // benchConfigText, or the error
-	}{
-		{"defaults", nil, nil, "completions in 128 out 128 conc 1 32 requests warm-up 1"},
-		{"duration instead", map[int]string{bfRequests: "", bfDuration: "90"}, nil, "completions in 128 out 128 conc 1 for 1m30s warm-up 1"},
-		{"duration text", map[int]string{bfRequests: "", bfDuration: "2m"}, nil, "completions in 128 out 128 conc 1 for 2m00s warm-up 1"},
-		{"under a second", map[int]string{bfRequests: "", bfDuration: "250ms"}, nil, "completions in 128 out 128 conc 1 for 250ms warm-up 1"},
-		{"both", map[int]string{bfDuration: "60s"}, nil, "requests or duration, not both: clear one"},
-		{"bad duration", map[int]string{bfRequests: "", bfDuration: "soon"}, nil, `duration: "soon" is not a duration: 60s, 2m, 1m30s`},
-		{"negative seconds", map[int]string{bfRequests: "", bfDuration: "-5"}, nil, `duration: "-5" is not a positive number of seconds (at most a week)`},
-		{"zero concurrency", map[int]string{bfConcurrency: "0"}, nil, "concurrency: 0 is out of range (1 to 100000)"},
-		// The bounds are the benchmark's (bench.Max...).
-		{"input too long", map[int]string{bfInput: "1048577"}, nil, "input len: 1048577 is out of range (1 to 1048576)"},
-		{"longest input", map[int]string{bfInput: "1048576"}, nil, "completions in 1048576 out 128 conc 1 32 requests warm-up 1"},
-		{"too many requests", map[int]string{bfRequests: "10000001"}, nil, "requests: 10000001 is out of range (1 to 10000000)"},
-		{"too much warm-up", map[int]string{bfWarmup: "10001"}, nil, "warm-up: 10001 is out of range (0 to 10000)"},
-		{"no warm-up", map[int]string{bfWarmup: "0"}, nil, "completions in 128 out 128 conc 1 32 requests warm-up 0"},
-		{"rate", map[int]string{bfRate: "4"}, map[int]int{bfPoisson: 1}, "completions in 128 out 128 conc 1 32 requests rate 4/s poisson warm-up 1"},
-		{"poisson without rate", nil, map[int]int{bfPoisson: 1}, "poisson arrivals need a rate (blank rate sends as fast as concurrency allows)"},
-		{"bad rate", map[int]string{bfRate: "NaN"}, nil, `rate req/s: "NaN" is not a rate (blank: as fast as possible)`},
-		{"negative rate", map[int]string{bfRate: "-1"}, nil, `rate req/s: "-1" is not a rate (blank: as fast as possible)`},
-		{"chat", nil, map[int]int{bfEndpoint: 1}, "chat in 128 out 128 conc 1 32 requests warm-up 1"},
-	} {
-		m.openBench()
-		f := m.bench.form
-		for i, v := range c.fields {
-			f.fields[i].input.SetValue(v)
-		}
-		for i, v := range c.choice {
-			f.fields[i].idx = v
-		}
-		cfg, bad := benchConfig(m.bench.base, f)
-		got := bad
-		if bad == "" {
-			got = benchConfigText(cfg)
-		}
-		if got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-		m.modal, m.bench.form = modalNone, nil
-	}
-	// Zero defaults (the benchmark's own apply) show blank, and blank
-	// fields keep them.
-	m = newSized(80, 24, Options{Bench: &fakeBench{}})
-	m.openBench()
-	if v := m.bench.form.fields[bfInput].input.Value(); v != "" {
-		t.Errorf("zero input len shown as %q", v)
-	}
-	if cfg, bad := benchConfig(m.bench.base, m.bench.form); bad != "" || cfg != (event.BenchConfig{Endpoint: event.BenchCompletions}) {
-		t.Errorf("zero defaults: %+v %q", cfg, bad)
-	}
-	// What the fields do not check, Config.Validate does: a defaults
-	// config the form keeps as it is.
-	m = newSized(80, 24, Options{Bench: &fakeBench{defaults: event.BenchConfig{Timeout: -time.Second}}})
-	m.openBench()
-	if _, bad := benchConfig(m.bench.base, m.bench.form); bad != "timeout -1s: must not be negative" {
-		t.Errorf("invalid defaults: %q", bad)
 	}
 }
 
@@ -270,7 +207,7 @@ func TestBenchStopAsksThenCancels(t *testing.T) {
 	f.wait = true
 	press(m, "b")
 	cmd := press(m, "enter")
-	if cmd == nil || !m.bench.running {
+	if cmd == nil || !m.bench.BenchRun.Running {
 		t.Fatal("no run started")
 	}
 	send(m, benchEvents()[:3]...)
@@ -279,24 +216,24 @@ func TestBenchStopAsksThenCancels(t *testing.T) {
 	}
 	// b asks; n keeps it running.
 	press(m, "b")
-	if m.modal != modalStop || !strings.Contains(boxText(m), "Stop the benchmark b1 (12/32 requests done)? Its result keeps the requests that finished. y/N") {
+	if m.overlay.TopID() != measure.StopBenchID || !strings.Contains(boxText(m), "Stop the benchmark b1 (12/32 requests done)? Its result keeps the requests that finished. y/N") {
 		t.Fatalf("b while running:\n%s", plain(m))
 	}
 	press(m, "n")
 	if m.dialogOpen() || m.Status() != "still running" {
-		t.Errorf("n: modal %d status %q", m.modal, m.Status())
+		t.Errorf("n: dialog %q status %q", m.overlay.TopID(), m.Status())
 	}
 	// esc asks too (nothing else to close); y cancels the run's context.
 	press(m, "esc")
-	if m.modal != modalStop {
-		t.Fatalf("esc while running: modal %d", m.modal)
+	if m.overlay.TopID() != measure.StopBenchID {
+		t.Fatalf("esc while running: dialog %q", m.overlay.TopID())
 	}
 	press(m, "y")
 	for _, msg := range run(cmd) { // returns: its context ended
 		m.Update(msg)
 	}
-	if m.bench.running || m.Status() != "benchmark stopped: 12 requests measured" {
-		t.Errorf("after stop: running %v status %q", m.bench.running, m.Status())
+	if m.bench.BenchRun.Running || m.Status() != "benchmark stopped: 12 requests measured" {
+		t.Errorf("after stop: running %v status %q", m.bench.BenchRun.Running, m.Status())
 	}
 }
 
@@ -315,7 +252,7 @@ func TestBenchUnavailable(t *testing.T) {
 		}, Options{Bench: f}, "not connected"},
 		{"no server", func(m *Model) { send(m, ev(5*time.Second, event.ServerStatus{Phase: event.PhaseKilled})) }, Options{Bench: f}, "no server running: L launches one"},
 		{"a repeat's run", func(m *Model) { send(m, benchEvents()[0]) }, Options{Bench: f}, "a benchmark is running (b1, started by a repeat)"},
-		{"during a repeat", func(m *Model) { m.rep.running = true }, Options{Bench: f},
+		{"during a repeat", func(m *Model) { m.bench.RepeatRun.Running = true }, Options{Bench: f},
 			"a repeat is running: its relaunches would cut a benchmark short (R stops it; 'bench each' benchmarks every launch)"},
 	} {
 		m := scene(80, 24, 1, 0, c.o)
@@ -324,7 +261,7 @@ func TestBenchUnavailable(t *testing.T) {
 		}
 		press(m, "b")
 		if m.dialogOpen() || m.Status() != c.want {
-			t.Errorf("%s: modal %d status %q, want %q", c.name, m.modal, m.Status(), c.want)
+			t.Errorf("%s: dialog %q status %q, want %q", c.name, m.overlay.TopID(), m.Status(), c.want)
 		}
 	}
 }
@@ -378,25 +315,6 @@ func TestBenchGolden(t *testing.T) {
 	}
 }
 
-// A run without warm-up (Warmup -1 from Bencher.Defaults) reopens with
-// "0" in the field, and keeps none when the field is left as it is.
-func TestBenchFormKeepsNoWarmup(t *testing.T) {
-	d := benchDefaults()
-	d.Warmup = -1
-	m := newSized(100, 30, Options{Bench: &fakeBench{defaults: d}})
-	m.openBench()
-	if v := m.bench.form.fields[bfWarmup].input.Value(); v != "0" {
-		t.Fatalf("warm-up field %q, want 0", v)
-	}
-	cfg, bad := benchConfig(m.bench.base, m.bench.form)
-	if bad != "" || cfg.Warmup != -1 {
-		t.Fatalf("warm-up %d (%q), want -1 (none)", cfg.Warmup, bad)
-	}
-	if got := cfg.Defaults().WarmupRequests(); got != 0 {
-		t.Fatalf("after Defaults: %d warm-up requests, want 0", got)
-	}
-}
-
 // TestBenchOutcomeSaysFailures: the result box's title and tone, and the
 // answer's status line, say how many requests failed and whether the run
 // was stopped early; none succeeding is critical.
@@ -419,7 +337,7 @@ func TestBenchOutcomeSaysFailures(t *testing.T) {
 	} {
 		r := benchResult()
 		r.Completed, r.Failed, r.Cancelled = c.ok, c.failed, c.cancelled
-		title, tn := benchOutcome("bench b1 on e3", r)
+		title, tn := bench.Outcome("bench b1 on e3", r)
 		if title != c.title || tn != c.tone {
 			t.Errorf("%s: title %q tone %d, want %q %d", c.name, title, tn, c.title, c.tone)
 		}
@@ -465,7 +383,7 @@ func TestQuitDuringBenchAsks(t *testing.T) {
 	m, f := benchScene(100, 30)
 	f.wait = true
 	press(m, "b")
-	if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
+	if cmd := press(m, "enter"); cmd == nil || !m.bench.BenchRun.Running {
 		t.Fatal("no run started")
 	}
 	if cmd := press(m, "q"); cmd != nil || m.Status() != "a benchmark is running: quitting stops it - q again to quit" {
@@ -486,7 +404,7 @@ func TestKillAndRelaunchStopOurBenchFirst(t *testing.T) {
 		m, lab := labScene(100, 30, Options{Bench: f, Control: newFake()})
 		send(m, session()...)
 		press(m, "b")
-		if cmd := press(m, "enter"); cmd == nil || !m.bench.running {
+		if cmd := press(m, "enter"); cmd == nil || !m.bench.BenchRun.Running {
 			t.Fatal("no run started")
 		}
 		const note = "A benchmark is starting: it is stopped first."
@@ -498,11 +416,11 @@ func TestKillAndRelaunchStopOurBenchFirst(t *testing.T) {
 		if got := boxText(m); !strings.Contains(got, note+" y/N") {
 			t.Fatalf("relaunch %v: question %q", relaunch, got)
 		}
-		if m.bench.stopped {
+		if m.bench.BenchRun.Stopped {
 			t.Fatal("stopped before the answer")
 		}
 		cmd := press(m, "y")
-		if !m.bench.stopped {
+		if !m.bench.BenchRun.Stopped {
 			t.Errorf("relaunch %v: y did not stop the benchmark first", relaunch)
 		}
 		run(cmd)

@@ -7,11 +7,15 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/profile"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -39,15 +43,6 @@ type ServerControl interface {
 	// SetProfile chooses the env profile of the next launch.
 	SetProfile(name string) error
 }
-
-// modal is the overlay that has the keys, if any.
-type modal uint8
-
-const (
-	modalNone    modal = iota
-	modalLaunch        // the launch form (and its relaunch confirmation)
-	modalProfile       // the profile picker
-)
 
 // action is a server action in flight (its tea.Cmd has not answered yet).
 type action uint8
@@ -176,7 +171,7 @@ func launchUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "launch"); why != "" {
 		return why
 	}
-	if m.rep.running {
+	if m.bench.RepeatRun.Running {
 		return "a repeat is running: it relaunches the server itself (R stops it)"
 	}
 	if m.git.Doing() != "" {
@@ -189,7 +184,7 @@ func profileUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "a profile change"); why != "" {
 		return why
 	}
-	if m.rep.running {
+	if m.bench.RepeatRun.Running {
 		return "a repeat is running: its relaunches keep the profile it started with (R stops it)"
 	}
 	return ""
@@ -211,53 +206,90 @@ func (m *Model) confirmKill() {
 // killQuestion is the confirmation's text; it names a benchmark or a
 // repeat that is running, since the kill makes them fail.
 func (m *Model) killQuestion() string {
-	q := "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory." + m.benchNote()
-	if m.rep.running || m.rep.hasProg {
-		r := "A repeat"
-		if p := &m.rep.prog; m.rep.hasProg && p.N > 0 {
-			r += " (launch " + strconv.Itoa(p.I) + "/" + strconv.Itoa(p.N) + ")"
+	return "Kill " + m.killTarget + "? SIGTERM, SIGKILL after the grace period, then wait for GPU memory." + m.bench.BenchNote() + m.bench.RepeatNote()
+}
+
+// openLaunch opens the launch form (tui/dialogs/launch) from
+// Control.Request, and returns its first command.
+func (m *Model) openLaunch() tea.Cmd {
+	f, cmd := launch.Open(launch.Host{
+		Ctl:         m.ctl,
+		Server:      func() (string, bool, bool) { return m.srv.who(), m.srv.running(), m.srv.hasSt },
+		Unavailable: func() string { return launchUnavailable(m) },
+		Note:        m.bench.BenchNote,
+		Commit:      m.headVsLastLaunch,
+		Launch:      m.startLaunch,
+		Relaunch: func(plan sessions.Plan, hypothesis string) tea.Cmd {
+			stop := m.bench.StopFirst()
+			start := m.startLaunch(plan, hypothesis)
+			return func() tea.Msg { stop(); return start() }
+		},
+		Flash:  m.flash,
+		Inputs: m.inputStyles,
+	})
+	m.overlay.Push(f)
+	return cmd
+}
+
+// openPicker opens the env profile picker (tui/dialogs/profile) on
+// Control.Profiles; the pick shows in the header until a launch from here
+// succeeds.
+func (m *Model) openPicker() {
+	p := profile.Open(profile.Host{
+		Ctl:     m.ctl,
+		Running: m.srv.running,
+		Picked:  func(name string) { m.srv.next = name },
+		Record:  m.recordCmd,
+		Flash:   m.flash,
+	})
+	if p != nil {
+		m.overlay.Push(p)
+	}
+}
+
+// headVsLastLaunch compares the checkout now with what the last launched
+// experiment's fingerprint recorded: HEAD ("a6d51c0 -> 65b09bf (HEAD
+// moved since the last launch)") and whether tracked files had
+// uncommitted changes ("same commit (a6d51c0), but 1 file has uncommitted
+// changes now (it was clean)"); moved is set for any difference. "" when
+// either side is unknown. An env diff alone would hide the change this
+// tool exists to catch.
+func (m *Model) headVsLastLaunch() (line string, moved bool) {
+	now := m.headShort
+	if now == "" {
+		return "", false
+	}
+	exps := m.exp.Ledger().Experiments()
+	for i := len(exps) - 1; i >= 0; i-- {
+		e := &exps[i]
+		if e.StartedBy != event.TriggerLaunch {
+			continue
 		}
-		q += " " + r + " is running: it will fail."
+		if e.Fingerprint == nil || e.Fingerprint.Git == nil || e.Fingerprint.Git.Head == "" {
+			return "", false
+		}
+		g := e.Fingerprint.Git
+		then := sanitize.String(g.Head)
+		if !strings.HasPrefix(then, now) {
+			return git.ShortID(then) + arrow + now + " (HEAD moved since the last launch)", true
+		}
+		wasDirty, changed := g.PatchBytes > 0, m.headChanged
+		switch {
+		case changed > 0 && !wasDirty:
+			return "same commit (" + now + "), but " + style.Plural(changed, "file") + " with uncommitted changes now (it was clean)", true
+		case changed == 0 && wasDirty:
+			return "same commit (" + now + "), but no uncommitted changes now (it had some)", true
+		case changed > 0:
+			return "same commit (" + now + "); uncommitted changes then and now (journal show compares the patches)", false
+		}
+		return "same commit as the last launch (" + now + ")", false
 	}
-	return q
-}
-
-// benchNote is what a kill or relaunch question adds while a benchmark
-// runs: " A benchmark b1 is running: it is stopped first." (one this
-// cockpit started), "... it will fail." (a repeat's), "" when none.
-func (m *Model) benchNote() string {
-	what := "it is stopped first."
-	if m.bench.cancel == nil {
-		what = "it will fail." // not ours to stop (a repeat's)
-	}
-	switch {
-	case m.bench.stopped:
-		return ""
-	case m.bench.cur != nil:
-		return " A benchmark " + sanitize.String(m.bench.cur.ID) + " is running: " + what
-	case m.bench.running:
-		return " A benchmark is starting: " + what
-	}
-	return ""
-}
-
-// stopBenchFirst stops the running benchmark before a kill or relaunch
-// (its requests would fail into the kill and the new server's warm-up)
-// and returns what records that in the journal, for the action's command
-// to call before it records itself (so the keys are in order); a no-op
-// when none runs or it is stopping already.
-func (m *Model) stopBenchFirst() (record func()) {
-	if m.bench.cancel == nil || m.bench.stopped || (m.bench.cur == nil && !m.bench.running) {
-		return func() {}
-	}
-	m.bench.cancel()
-	m.bench.stopped = true
-	return m.recorder("stop bench")
+	return "", false
 }
 
 // kill kills the server confirmed with y, in a tea.Cmd.
 func (m *Model) kill() tea.Cmd {
-	stop := m.stopBenchFirst()
+	stop := m.bench.StopFirst()
 	ctl, ctx, target := m.ctl, m.ctx, m.killTarget
 	m.srv.busy, m.srv.failed = actionKill, ""
 	m.srv.doing = "killing " + target + ": SIGTERM, SIGKILL after the grace period, then waiting for GPU memory"
@@ -342,14 +374,9 @@ func (m *Model) actionResult(msg tea.Msg) {
 	}
 }
 
-// errText is an error on one sanitised line; a cancelled context (the
-// cockpit is quitting) says so.
-func errText(err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled (the cockpit is quitting)"
-	}
-	return sanitize.String(err.Error())
-}
+// errText is an error on one sanitised line (style.ErrText, its one
+// home), for the cockpit's many answers.
+func errText(err error) string { return style.ErrText(err) }
 
 // flash shows a one-line answer in the footer until the next key.
 func (m *Model) flash(s string, t style.Token) {
@@ -468,6 +495,24 @@ func join(a, b string) string {
 	}
 	return a + " " + b
 }
+
+// paren is " (a, b)" of the non-empty parts, "" when all are empty.
+func paren(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(keep, ", ") + ")"
+}
+
+// fmtNum is a tok/s or ms value as the reports write it (report.FormatNum),
+// so that the compare view, the panels and journal diff agree.
+func fmtNum(v float64) string { return report.FormatNum(v) }
 
 // arrow joins the two sides of a change. ASCII: the arrow characters are
 // ambiguous-width (two cells in some CJK setups), which would misalign the

@@ -16,6 +16,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/profile"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -330,10 +332,16 @@ func boxText(m *Model) string {
 	return strings.Join(words, " ")
 }
 
+// launchForm is the open launch form, nil when none is open.
+func launchForm(m *Model) *launch.Form {
+	f, _ := m.overlay.Find(launch.ID).(*launch.Form)
+	return f
+}
+
 func TestLaunchFormShowsThePlan(t *testing.T) {
 	m, f := controlled(200, 60, ptr(readyStatus()))
 	press(m, "L")
-	if m.modal != modalLaunch {
+	if m.overlay.TopID() != launch.ID {
 		t.Fatal("L did not open the form")
 	}
 	if n, _, _ := f.counts(); n != 1 {
@@ -380,8 +388,8 @@ func TestLaunchFormShowsThePlan(t *testing.T) {
 	// Text fields: type into extra (shift+tab wraps from preset to the
 	// hypothesis, the last field, then goes back to extra).
 	press(m, "up", "shift+tab", "shift+tab")
-	if m.form.focus != fieldExtra {
-		t.Fatalf("focus %d, want extra", m.form.focus)
+	if launchForm(m).Focused() != "extra" {
+		t.Fatalf("focus %q, want extra", launchForm(m).Focused())
 	}
 	typeText(m, "--mem-fraction-static 0.85 --quantization fp8")
 	if got := f.plans[len(f.plans)-1].Extra; got != "--mem-fraction-static 0.85 --quantization fp8" {
@@ -398,8 +406,8 @@ func TestLaunchFormShowsThePlan(t *testing.T) {
 	}
 	// A bad number is the form's own error; Plan is not asked.
 	press(m, "up", "up")
-	if m.form.focus != fieldTP {
-		t.Fatalf("focus %d, want tp", m.form.focus)
+	if launchForm(m).Focused() != "tp" {
+		t.Fatalf("focus %q, want tp", launchForm(m).Focused())
 	}
 	n, _, _ := f.counts()
 	typeText(m, "x")
@@ -410,12 +418,12 @@ func TestLaunchFormShowsThePlan(t *testing.T) {
 		t.Errorf("bad tp:\n%s", plain(m))
 	}
 	press(m, "enter")
-	if m.form == nil || m.form.confirming || !strings.HasPrefix(m.Status(), "cannot launch") {
-		t.Errorf("enter with an error: confirming %v, status %q", m.form != nil && m.form.confirming, m.Status())
+	if launchForm(m) == nil || launchForm(m).Confirming() || !strings.HasPrefix(m.Status(), "cannot launch") {
+		t.Errorf("enter with an error: confirming %v, status %q", launchForm(m) != nil && launchForm(m).Confirming(), m.Status())
 	}
 	press(m, "backspace")
 	press(m, "esc")
-	if m.dialogOpen() || m.form != nil {
+	if m.dialogOpen() || launchForm(m) != nil {
 		t.Error("esc did not close the form")
 	}
 	if _, launched, _ := f.counts(); launched != 0 {
@@ -435,7 +443,7 @@ func TestRelaunchAsksThenLaunchesThePlan(t *testing.T) {
 	}
 	// n goes back to the form.
 	press(m, "n")
-	if m.form == nil || m.form.confirming {
+	if launchForm(m) == nil || launchForm(m).Confirming() {
 		t.Fatal("n did not return to the form")
 	}
 	press(m, "enter")
@@ -492,7 +500,7 @@ func TestLaunchPlanErrorShown(t *testing.T) {
 	if strings.Contains(m.View().Content, "\x1b[31m:") {
 		t.Error("plan error unsanitised")
 	}
-	if cmd := press(m, "enter"); cmd != nil || m.form.confirming {
+	if cmd := press(m, "enter"); cmd != nil || launchForm(m).Confirming() {
 		t.Error("enter with a plan error")
 	}
 }
@@ -500,7 +508,7 @@ func TestLaunchPlanErrorShown(t *testing.T) {
 func TestProfilePicker(t *testing.T) {
 	m, f := controlled(80, 24, ptr(readyStatus()))
 	press(m, "p")
-	if m.modal != modalProfile {
+	if m.overlay.TopID() != profile.ID {
 		t.Fatal("p did not open the picker")
 	}
 	scr := plain(m)
@@ -835,8 +843,8 @@ func TestLaunchFormHypothesis(t *testing.T) {
 		m := scene(120, 40, 8, 200, Options{Control: f, Experiments: lab})
 		send(m, ev(4*time.Second, readyStatus()))
 		press(m, "L", "up") // preset wraps to the hypothesis, the last field
-		if m.form.focus != fieldHypothesis {
-			t.Fatalf("focus %d, want hypothesis", m.form.focus)
+		if launchForm(m).Focused() != "hypothesis" {
+			t.Fatalf("focus %q, want hypothesis", launchForm(m).Focused())
 		}
 		typeText(m, hyp)
 		press(m, "enter")

@@ -11,6 +11,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/profile"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -51,20 +53,10 @@ func (m *Model) applyDriver(p event.DriverState, at time.Time) {
 		d.note, d.last, d.at = n, n, at
 	}
 	if was && p.Role != event.RoleDriving && !m.opts.ReadOnly {
-		m.overlay.Remove(dialogKill)
-		switch m.modal {
-		case modalLaunch, modalProfile:
-			m.modal = modalNone
-			m.form, m.picker = nil, nil
+		for _, id := range []string{dialogKill, launch.ID, profile.ID} {
+			m.overlay.Remove(id)
 		}
-		if m.rep.cancel != nil && !m.rep.stopped {
-			m.rep.cancel()
-			m.rep.stopped = true
-		}
-		if m.bench.cancel != nil && !m.bench.stopped {
-			m.bench.cancel()
-			m.bench.stopped = true
-		}
+		m.bench.StopRuns()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
 )
 
 func aliceDrives() event.DriverState {
@@ -63,7 +64,7 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 		t.Fatalf("driving cockpit says read-only:\n%s", plain(m))
 	}
 	press(m, "L")
-	if m.modal != modalLaunch {
+	if m.overlay.TopID() != launch.ID {
 		t.Fatal("L did not open the launch form while driving")
 	}
 	st := aliceDrives()
@@ -144,7 +145,7 @@ func TestTakeOverKey(t *testing.T) {
 	}
 	press(m, "n")
 	if m.dialogOpen() || fd.takes != 0 {
-		t.Fatalf("n: modal %v, takes %d", m.modal, fd.takes)
+		t.Fatalf("n: top %q, takes %d", m.overlay.TopID(), fd.takes)
 	}
 	press(m, "T")
 	cmd := press(m, "y")
@@ -181,8 +182,8 @@ func TestLosingTheLockStopsWhatRunsHere(t *testing.T) {
 		m, _ := controlled(160, 40, ptr(readyStatus()))
 		send(m, ev(5*time.Second, event.DriverState{Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk"}}))
 		var repStopped, benchStopped bool
-		m.rep.cancel, m.rep.running = func() { repStopped = true }, true
-		m.bench.cancel, m.bench.running = func() { benchStopped = true }, true
+		m.bench.RepeatRun.Cancel, m.bench.RepeatRun.Running = func() { repStopped = true }, true
+		m.bench.BenchRun.Cancel, m.bench.BenchRun.Running = func() { benchStopped = true }, true
 		send(m, ev(6*time.Second, lost))
 		if !repStopped || !benchStopped {
 			t.Errorf("%v: repeat stopped %v, bench stopped %v", lost.Role, repStopped, benchStopped)

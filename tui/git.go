@@ -52,7 +52,7 @@ func (m *Model) wireGit() {
 		return ""
 	}
 	p.Busy = func(what string) string {
-		if m.rep.running {
+		if m.bench.RepeatRun.Running {
 			return "a repeat is running: " + what + " would change the code its launches measure (R stops it)"
 		}
 		return notConnected(m)
@@ -116,7 +116,7 @@ func (m *Model) gitResult(msg tea.Msg) tea.Cmd {
 // server action does: quitting would cancel that one, so it asks as q
 // does then.
 func (m *Model) quitAfterGit() tea.Cmd {
-	if m.rep.running {
+	if m.bench.RepeatRun.Running {
 		return m.repeatQuit() // it quits when the repeat has stopped
 	}
 	if m.srv.busy != actionNone {

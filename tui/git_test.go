@@ -14,6 +14,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	gitdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/git"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
@@ -1432,14 +1433,14 @@ func TestGitBusyRefusesLaunch(t *testing.T) {
 		t.Fatal("no git action in flight")
 	}
 	press(m, "L")
-	if m.modal == modalLaunch || !strings.HasPrefix(m.Status(), "git is busy (") {
-		t.Fatalf("L during a git action: modal %v, status %q", m.modal, m.Status())
+	if m.overlay.TopID() == launch.ID || !strings.HasPrefix(m.Status(), "git is busy (") {
+		t.Fatalf("L during a git action: dialog %q, status %q", m.overlay.TopID(), m.Status())
 	}
 	for _, msg := range run(cmd) {
 		m.Update(msg)
 	}
 	press(m, "L")
-	if m.modal != modalLaunch {
+	if m.overlay.TopID() != launch.ID {
 		t.Errorf("L after the git action: status %q", m.Status())
 	}
 }

@@ -46,11 +46,6 @@ type KeyMap struct {
 	Experiment  component.Binding
 	Note        component.Binding
 	Experiments component.Binding
-
-	// Bench runs a benchmark (Options.Bench, bench.go); Repeat relaunches
-	// the current configuration N times (Options.Repeat, repeat.go).
-	Bench  component.Binding
-	Repeat component.Binding
 }
 
 // needsLog is the Unavailable func of the log keys: without a followed
@@ -93,8 +88,6 @@ func DefaultKeyMap() KeyMap {
 		Experiment:  footer(bind("actions", "e", "experiment", "e")),
 		Note:        footer(bind("actions", "n", "note", "n")),
 		Experiments: footer(bind("view", "x", "experiments", "x")),
-		Bench:       footer(bind("actions", "b", "bench", "b")),
-		Repeat:      bind("actions", "R", "repeat", "R"),
 		TakeOver:    bind("actions", "T", "take over", "T"),
 	}
 	// What is hard to take back asks first (a component.Confirm; the git
@@ -108,7 +101,6 @@ func DefaultKeyMap() KeyMap {
 	k.Profile.Long = "choose the env profile (NCCL settings) for the next launch"
 	k.TakeOver.Long = "take over from the cockpit that drives the host (asks first)"
 	expBindings(&k)
-	measureBindings(&k)
 	return k
 }
 
@@ -121,8 +113,6 @@ func (m *Model) wireKeys() {
 	k.Kill.Disabled = why(killUnavailable)
 	k.Launch.Disabled = why(launchUnavailable)
 	k.Profile.Disabled = why(profileUnavailable)
-	k.Bench.Disabled = why(benchUnavailable)
-	k.Repeat.Disabled = why(repeatUnavailable)
 	k.Experiment.Disabled = why(expUnavailable("an experiment"))
 	k.Note.Disabled = why(expUnavailable("a note"))
 	k.Git.Disabled = m.git.Unavailable
@@ -132,7 +122,8 @@ func (m *Model) wireKeys() {
 // (footerKeys is the footer's).
 func (m *Model) all() []*component.Binding {
 	k := &m.keys
-	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note, &k.Bench, &k.Repeat}
+	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note}
+	out = append(out, m.bench.Bindings()...)
 	out = append(out, m.log.Bindings()...)
 	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
 	out = append(out, m.gpus.Bindings()...)

@@ -2,7 +2,8 @@
 // with host, connection, server state and HEAD; one row per GPU with
 // abnormal values highlighted; a tok/s sparkline; a filterable log tail;
 // with Options.Control, server control: K kill (confirmed), L the launch
-// form, p the env profile picker, as overlays (control.go); with
+// form, p the env profile picker, as overlays (tui/dialogs/launch,
+// tui/dialogs/profile, opened in control.go); with
 // Options.Git, the git panel (g) in place of the log tail: status, stash,
 // revert, checkout and undo (tui/panels/git, its dialogs tui/dialogs/git,
 // wired in git.go); with Options.Experiments, e starts and ends
@@ -10,11 +11,12 @@
 // the experiments panel (tui/panels/experiments, wired in
 // experiments.go), where space marks experiments, c compares two (the
 // compare view, tui/dialogs/compare), B marks the baseline and w writes a
-// conclusion; with Options.Bench, b runs a benchmark
-// (bench.go); with Options.Repeat, R relaunches the current configuration
-// N times to measure its noise (repeat.go). tui/replay plays a recorded
-// journal back through the same model, read-only, with a timeline
-// (Options.Mode and readonly.go are what it drives the model by).
+// conclusion; with Options.Bench, b runs a benchmark; with
+// Options.Repeat, R relaunches the current configuration N times to
+// measure its noise (tui/panels/bench, its forms tui/dialogs/measure,
+// wired in bench.go). tui/replay plays a recorded journal back through
+// the same model, read-only, with a timeline (Options.Mode and
+// readonly.go are what it drives the model by).
 //
 // The model consumes the event stream (EventsMsg batches of event.Event)
 // and is deterministic: Update does no I/O and never reads the clock (time
@@ -38,6 +40,9 @@ import (
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	cmpdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/compare"
 	expdialog "github.com/flightdeck-dev/flightdeck/tui/dialogs/experiment"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
+	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
@@ -193,17 +198,14 @@ type Model struct {
 	statusTone style.Token
 	quitting   bool
 
-	// Server control (control.go): the overlay with the keys, its state,
-	// and the context Launch and Kill run under.
+	// Server control (control.go): its state and the context Launch and
+	// Kill run under; the dialogs over the screen.
 	ctl        ServerControl
 	ctx        context.Context
 	srv        serverControl
-	modal      modal
 	overlay    component.Stack // the dialogs open over the screen; the top one has the keys
 	killTarget string          // "sglang pid 4123", as asked
-	form       *launchForm
-	picker     *profilePicker
-	quitArmed  bool // q pressed while an action runs: a second q quits
+	quitArmed  bool            // q pressed while an action runs: a second q quits
 
 	// Who drives the host (driver.go): the driver lock's last state.
 	drv driverState
@@ -227,13 +229,11 @@ type Model struct {
 	// latest event.RepoHead's entries, untracked ones left out); -1 unknown.
 	headChanged int
 
-	// Issue 6: the benchmark (bench.go), the repeat (repeat.go), the
-	// compare views (tui/dialogs/compare, wired in experiments.go), and
-	// which run the stop question is about ("bench" or "repeat").
-	bench    benchState
-	rep      repeatState
-	cmp      *cmpdialog.Views
-	stopWhat string
+	// Issue 6: the benchmark and the repeat (tui/panels/bench and their
+	// dialogs tui/dialogs/measure, wired in bench.go) and the compare
+	// views (tui/dialogs/compare, wired in experiments.go).
+	bench *bench.Panel
+	cmp   *cmpdialog.Views
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -258,8 +258,7 @@ func New(o Options) *Model {
 		ctx:         context.Background(),
 		git:         gitpanel.NewPanel(o.Git),
 		exp:         experiments.NewPanel(o.Experiments),
-		bench:       benchState{ctl: o.Bench},
-		rep:         repeatState{ctl: o.Repeat},
+		bench:       bench.NewPanel(),
 	}
 	m.log.Path = sanitize.String(o.LogPath)
 	if o.Keys != nil {
@@ -273,6 +272,7 @@ func New(o Options) *Model {
 	m.wireKeys()
 	m.wireGit()
 	m.wireExperiments()
+	m.wireBench()
 	m.log.Covered = func() string { return logCovered(m) }
 	m.log.NoLog = m.noLog
 	switch {
@@ -295,19 +295,12 @@ func (m *Model) setStyles(s style.Styles) {
 	is.Blurred.Prompt = s.Accent.Style()
 	is.Cursor.Blink = false // a blinking cursor would make frames time-dependent
 	m.log.SetInputStyles(is)
-	if m.form != nil {
-		for i := fieldModel; i < numFields; i++ {
-			m.form.inputs[i].SetStyles(m.inputStyles())
-		}
-	}
 	if f, ok := m.overlay.Top().(*expdialog.Form); ok {
 		f.SetStyles(m.inputStyles())
 	}
-	for _, f := range []*measureForm{m.bench.form, m.rep.form} {
-		if f != nil {
-			for i := range f.fields {
-				f.fields[i].input.SetStyles(m.inputStyles())
-			}
+	for _, id := range []string{launch.ID, measure.BenchID, measure.RepeatID} {
+		if f, ok := m.overlay.Find(id).(interface{ SetInputStyles(textinput.Styles) }); ok {
+			f.SetInputStyles(m.inputStyles())
 		}
 	}
 }
@@ -391,15 +384,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if cmd, ok := m.overlay.Paste(msg); ok {
 			return m, cmd
 		}
-		switch m.modal {
-		case modalBench:
-			return m, m.bench.form.paste(msg)
-		case modalRepeat:
-			return m, m.rep.form.paste(msg)
-		}
-		if m.modal == modalLaunch && !m.form.confirming {
-			return m, m.formInput(msg)
-		}
 		if m.log.Typing() {
 			return m, m.log.Paste(msg)
 		}
@@ -409,9 +393,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// dialogOpen reports whether a dialog has the keys: one on the overlay
-// stack, or a modal not moved onto it yet.
-func (m *Model) dialogOpen() bool { return !m.overlay.Empty() || m.modal != modalNone }
+// dialogOpen reports whether a dialog on the overlay stack has the keys.
+func (m *Model) dialogOpen() bool { return !m.overlay.Empty() }
 
 // observe advances the model's clock; it never goes backwards.
 func (m *Model) observe(t time.Time) {
@@ -508,7 +491,7 @@ func (m *Model) apply(ev event.Event) {
 	case event.BenchStarted, event.BenchProgress, event.BenchDone:
 		m.applyBench(p)
 	case event.RepeatProgress:
-		m.applyRepeat(p)
+		m.bench.Repeated(p)
 	case event.DriverState:
 		m.applyDriver(p, ev.At)
 	case event.Baseline, event.ExperimentFingerprint, event.ExperimentStart, event.Key,
@@ -563,18 +546,6 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if cmd, ok := m.overlay.Key(msg); ok {
 		return m, cmd
 	}
-	switch m.modal {
-	case modalLaunch:
-		return m.launchKey(msg)
-	case modalProfile:
-		return m.pickerKey(msg)
-	case modalBench:
-		return m.benchKey(msg)
-	case modalRepeat:
-		return m.repeatKey(msg)
-	case modalStop:
-		return m.stopKey(msg)
-	}
 	armed := m.quitArmed
 	m.quitArmed = false
 	if m.showHelp && m.helpKey(msg) {
@@ -584,11 +555,8 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.showHelp:
 			m.showHelp = false
-		case m.bench.show:
-			m.bench.show = false // the result box is dismissed
-			if m.bench.done != nil {
-				m.bench.dismissed = m.bench.done.ID
-			}
+		case m.bench.Showing():
+			m.bench.Dismiss() // the result box
 		case m.git.Open:
 			m.git.Close()
 		case m.exp.Open:
@@ -597,9 +565,9 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.git.Acknowledge() // the HEAD-moved banner
 		case m.exp.Pending() != "":
 			m.exp.Dismiss() // the conclusion banner is dismissed
-		case m.bench.running:
+		case m.bench.BenchRun.Running:
 			m.askStop("bench")
-		case m.rep.running:
+		case m.bench.RepeatRun.Running:
 			m.askStop("repeat")
 		case m.log.Filter != "":
 			m.log.ClearFilter()
@@ -614,17 +582,17 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		// a second one at once.
 		return m, m.gitQuit()
 	}
-	if key.Matches(msg, k.Quit.Binding) && m.rep.running && (armed || m.rep.quitWhen || msg.String() == "ctrl+c") {
+	if key.Matches(msg, k.Quit.Binding) && m.bench.RepeatRun.Running && (armed || m.bench.QuitWhen || msg.String() == "ctrl+c") {
 		// A repeat cut short mid-relaunch leaves the server killed: stop
 		// it and quit when it returns; pressed again, quit now.
 		return m, m.repeatQuit()
 	}
-	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.rep.running) && !armed {
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && (m.srv.busy != actionNone || m.bench.RepeatRun.Running) && !armed {
 		// A kill or relaunch cut short leaves the server half-stopped.
 		// Ask once.
 		m.quitArmed = true
 		if m.srv.busy == actionNone {
-			m.flash(repeatArmText, style.Warn)
+			m.flash(bench.RepeatArmText, style.Warn)
 			return m, nil
 		}
 		m.flash(controlUnavailable(m, "")+"; quitting cancels it - q again to quit", style.Warn)
@@ -635,7 +603,7 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.flash("this demo serves the simulated host that "+m.holderText(false)+" drives: quitting ends it for everyone - q again to quit", style.Warn)
 		return m, nil
 	}
-	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.running && !armed {
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.BenchRun.Running && !armed {
 		// Quitting stops the benchmark (it is recorded as cancelled):
 		// ask once, as b does.
 		m.quitArmed = true
@@ -684,8 +652,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		m.confirmKill()
 	case &k.Launch:
 		m.showHelp = false
-		m.openLaunch()
-		return m, m.form.setFocus(fieldPreset)
+		return m, m.openLaunch()
 	case &k.Profile:
 		m.showHelp = false
 		m.openPicker()
@@ -698,7 +665,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 			m.showHelp = false
 			return m, m.expForms.OpenConclude(id)
 		}
-		if m.rep.running {
+		if m.bench.RepeatRun.Running {
 			// Each launch of a repeat is its experiment: ending one by
 			// hand would stop the repeat, starting one would split it.
 			m.flash("a repeat is running: it starts and ends its experiments itself (R stops it)", style.Warn)
@@ -707,18 +674,6 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		return m, m.expForms.OpenExperiment(m.defaultExpName())
 	case &k.Note:
 		return m, m.expForms.OpenNote()
-	case &k.Bench:
-		if m.bench.running {
-			m.askStop("bench")
-			return m, nil
-		}
-		return m, m.openBench()
-	case &k.Repeat:
-		if m.rep.running {
-			m.askStop("repeat")
-			return m, nil
-		}
-		return m, m.openRepeat()
 	case &k.Help:
 		m.showHelp, m.helpTop = !m.showHelp, 0
 	case &k.Up:
@@ -756,7 +711,9 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 }
 
 // panels are the cockpit's parts that own their keys (component.Panel).
-func (m *Model) panels() []component.Panel { return []component.Panel{m.log, m.gpus, m.git, m.exp} }
+func (m *Model) panels() []component.Panel {
+	return []component.Panel{m.log, m.gpus, m.git, m.exp, m.bench}
+}
 
 // panelOf is the panel whose binding b is, nil for the cockpit's own.
 func (m *Model) panelOf(b *component.Binding) component.Panel {
@@ -848,36 +805,12 @@ func (m *Model) footer(width int) string {
 	if d := m.overlay.Top(); d != nil {
 		return component.HintLine(st, d.Help(), width)
 	}
-	if m.modal == modalNone && m.git.Open {
+	if m.git.Open {
 		return m.git.Footer(st, width, &m.keys.Help, &m.keys.Git, &m.keys.Quit)
 	}
-	if m.modal == modalNone && m.exp.Open {
+	if m.exp.Open {
 		k := &m.keys
 		return m.exp.Footer(st, width, &k.Help, &k.Experiment, &k.Note, &k.Experiments, &k.Quit)
-	}
-	if m.modal != modalNone {
-		help := m.modalHelp
-		switch {
-		case isMeasureModal(m.modal):
-			help = m.measureModalHelp
-		}
-		var b strings.Builder
-		n := 0
-		for _, kd := range help() {
-			pw := style.Width(kd[0]) + 1 + style.Width(kd[1])
-			if n > 0 {
-				pw += 2
-			}
-			if n+pw > width {
-				break
-			}
-			if n > 0 {
-				b.WriteString("  ")
-			}
-			b.WriteString(m.keyHint(kd[0], kd[1], nil))
-			n += pw
-		}
-		return b.String()
 	}
 	all := m.footerKeys()
 	if m.opts.ReadOnly {

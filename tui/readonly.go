@@ -72,10 +72,7 @@ func (m *Model) CarryView(from *Model) {
 	m.status, m.statusTone = from.status, from.statusTone
 	m.git.Open = from.git.Open
 	m.exp.CarryView(from.exp)
-	m.bench.dismissed = from.bench.dismissed
-	if !from.bench.show && from.bench.done != nil {
-		m.bench.dismissed = from.bench.done.ID
-	}
+	m.bench.CarryDismissed(from.bench)
 	m.log.Wrap = from.log.Wrap
 	if from.log.Query != "" {
 		m.log.SetFilter(from.log.Query)

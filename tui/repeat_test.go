@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
 )
 
 // fakeRepeat records the repeats the cockpit runs; with wait set, Run
@@ -46,7 +47,7 @@ func repeatScene(w, h int) (*Model, *fakeRepeat) {
 func TestRepeatFormRuns(t *testing.T) {
 	m, f := repeatScene(100, 30)
 	press(m, "R")
-	if m.modal != modalRepeat || !strings.Contains(plain(m), "+- repeat e3 nccl-ll-ring @ a6d51c0 -") ||
+	if m.overlay.TopID() != measure.RepeatID || !strings.Contains(plain(m), "+- repeat e3 nccl-ll-ring @ a6d51c0 -") ||
 		!strings.Contains(boxText(m), "more launches 4 samples each 10 bench each < no > 1/2") {
 		t.Fatalf("R:\n%s", plain(m))
 	}
@@ -57,15 +58,15 @@ func TestRepeatFormRuns(t *testing.T) {
 	if c := f.Calls(); len(c) != 1 || c[0] != "Run N=2 samples=10 bench=true" {
 		t.Errorf("calls %q", c)
 	}
-	if len(msgs) != 1 || m.Status() != "repeat done: x, then c compares against the series" || m.rep.running {
+	if len(msgs) != 1 || m.Status() != "repeat done: x, then c compares against the series" || m.bench.RepeatRun.Running {
 		t.Errorf("answer %v status %q", msgs, m.Status())
 	}
 	// Bad numbers say why.
 	press(m, "R")
 	press(m, "backspace")
 	typeText(m, "0")
-	if press(m, "enter"); m.modal != modalRepeat || m.Status() != "cannot start: more launches: 0 is out of range (1 to 100)" {
-		t.Errorf("bad N: modal %d status %q", m.modal, m.Status())
+	if press(m, "enter"); m.overlay.TopID() != measure.RepeatID || m.Status() != "cannot start: more launches: 0 is out of range (1 to 100)" {
+		t.Errorf("bad N: dialog %q status %q", m.overlay.TopID(), m.Status())
 	}
 	press(m, "esc")
 	if m.Status() != "repeat not started" {
@@ -84,7 +85,7 @@ func TestRepeatProgressAndStop(t *testing.T) {
 	f.wait = true
 	press(m, "R")
 	cmd := press(m, "enter")
-	if cmd == nil || !m.rep.running {
+	if cmd == nil || !m.bench.RepeatRun.Running {
 		t.Fatal("no repeat started")
 	}
 	send(m, ev(200*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatWarmingUp, Samples: 3, Need: 10}))
@@ -97,15 +98,15 @@ func TestRepeatProgressAndStop(t *testing.T) {
 		t.Errorf("q: quitting %v status %q", m.Quitting(), m.Status())
 	}
 	press(m, "R")
-	if m.modal != modalStop || !strings.Contains(boxText(m), "Stop the repeat at launch 2/5? A relaunch in progress finishes first; the server keeps running. y/N") {
+	if m.overlay.TopID() != measure.StopRepeatID || !strings.Contains(boxText(m), "Stop the repeat at launch 2/5? A relaunch in progress finishes first; the server keeps running. y/N") {
 		t.Fatalf("R while running:\n%s", plain(m))
 	}
 	press(m, "y")
 	for _, msg := range run(cmd) {
 		m.Update(msg)
 	}
-	if m.rep.running || m.Status() != "repeat stopped" {
-		t.Errorf("stopped: running %v status %q", m.rep.running, m.Status())
+	if m.bench.RepeatRun.Running || m.Status() != "repeat stopped" {
+		t.Errorf("stopped: running %v status %q", m.bench.RepeatRun.Running, m.Status())
 	}
 	send(m, ev(201*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Phase: sessions.RepeatStopped, Err: "stopped"}))
 	if l := screenLines(m)[1]; strings.HasPrefix(l, "repeat") {
@@ -131,7 +132,7 @@ func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
 		f.wait = true
 		press(m, "R")
 		cmd := press(m, "enter")
-		if cmd == nil || !m.rep.running {
+		if cmd == nil || !m.bench.RepeatRun.Running {
 			t.Fatal("no repeat started")
 		}
 		send(m, ev(200*time.Second, event.RepeatProgress{Series: "e3", I: 2, N: 5, Exp: "e4", Phase: sessions.RepeatRelaunching}))
@@ -148,15 +149,15 @@ func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
 		if m.Quitting() || isQuit(c) || m.Status() != waiting {
 			t.Fatalf("second q: quitting %v status %q", m.Quitting(), m.Status())
 		}
-		if !m.rep.stopped || !m.rep.running {
-			t.Fatalf("the repeat was not stopped: stopped %v running %v", m.rep.stopped, m.rep.running)
+		if !m.bench.RepeatRun.Stopped || !m.bench.RepeatRun.Running {
+			t.Fatalf("the repeat was not stopped: stopped %v running %v", m.bench.RepeatRun.Stopped, m.bench.RepeatRun.Running)
 		}
 		if l := screenLines(m)[1]; l != "repeat 2/5 of e3: relaunching (e4)  (stopping to quit; q quits now)" {
 			t.Errorf("banner %q", l)
 		}
 		// Other keys leave the wait alone.
 		press(m, "f")
-		if m.Quitting() || !m.rep.quitWhen {
+		if m.Quitting() || !m.bench.QuitWhen {
 			t.Error("a key ended the wait")
 		}
 		msgs := run(cmd) // Run returns: its context was cancelled
@@ -180,7 +181,7 @@ func TestQuitDuringRepeatWaitsForIt(t *testing.T) {
 	})
 	t.Run("ctrl+c waits, twice quits", func(t *testing.T) {
 		m, _, _ := start(t)
-		if c := press(m, "ctrl+c"); m.Quitting() || isQuit(c) || m.Status() != waiting || !m.rep.stopped {
+		if c := press(m, "ctrl+c"); m.Quitting() || isQuit(c) || m.Status() != waiting || !m.bench.RepeatRun.Stopped {
 			t.Fatalf("ctrl+c: quitting %v status %q", m.Quitting(), m.Status())
 		}
 		if c := press(m, "ctrl+c"); !m.Quitting() || !isQuit(c) {
@@ -223,7 +224,7 @@ func TestRepeatUnavailable(t *testing.T) {
 		}
 		press(m, "R")
 		if m.dialogOpen() || m.Status() != c.want {
-			t.Errorf("%s: modal %d status %q, want %q", c.name, m.modal, m.Status(), c.want)
+			t.Errorf("%s: dialog %q status %q, want %q", c.name, m.overlay.TopID(), m.Status(), c.want)
 		}
 	}
 	m := scene(100, 30, 1, 0, Options{Repeat: f})
@@ -275,7 +276,7 @@ func TestMeasureScreensFit(t *testing.T) {
 		press(m, "n")
 		send(m, benchEvents()[3])
 		check("result box")
-		m.bench.running = false
+		m.bench.BenchRun.Running = false
 		press(m, "esc", "R")
 		check("repeat form")
 		press(m, "esc")
@@ -293,18 +294,18 @@ func TestRepeatGuardsItsLaunches(t *testing.T) {
 	press(m, "R")
 	press(m, "down", "backspace", "backspace")
 	typeText(m, "2")
-	if press(m, "enter"); m.modal != modalRepeat || m.Status() != "cannot start: samples each: 2 is out of range (3 to 100000)" {
-		t.Errorf("2 samples: modal %d status %q", m.modal, m.Status())
+	if press(m, "enter"); m.overlay.TopID() != measure.RepeatID || m.Status() != "cannot start: samples each: 2 is out of range (3 to 100000)" {
+		t.Errorf("2 samples: dialog %q status %q", m.overlay.TopID(), m.Status())
 	}
 	press(m, "esc")
-	m.rep.running = true
+	m.bench.RepeatRun.Running = true
 	for key, want := range map[string]string{
 		"e": "a repeat is running: it starts and ends its experiments itself (R stops it)",
 		"L": "a repeat is running: it relaunches the server itself (R stops it)",
 		"p": "a repeat is running: its relaunches keep the profile it started with (R stops it)",
 	} {
 		if press(m, key); m.dialogOpen() || m.Status() != want {
-			t.Errorf("%s during a repeat: modal %d status %q", key, m.modal, m.Status())
+			t.Errorf("%s during a repeat: dialog %q status %q", key, m.overlay.TopID(), m.Status())
 		}
 	}
 }

@@ -80,8 +80,9 @@ func (m *Model) render() string {
 	// then a benchmark's and a repeat's progress, then git's (an action
 	// in flight, HEAD moved), then nvidia-smi's.
 	banners := append(m.driverBanners(), m.serverBanners()...)
-	banners = append(banners, m.benchBanner()...)
-	banners = append(banners, m.repeatBanner()...)
+	for _, b := range m.bench.Banners() {
+		banners = append(banners, banner{text: b.Text, short: b.Short, tone: b.Tone})
+	}
 	banners = append(append(banners, m.gitBanners(w)...), m.concludeBanner(w)...)
 	gpuBanners := m.gpus.Banners(m.now)
 	for _, b := range gpuBanners {
@@ -150,14 +151,10 @@ func (m *Model) render() string {
 	switch {
 	case !m.overlay.Empty():
 		m.overlay.Draw(st, lines, w, h)
-	case m.modal != modalNone:
-		if b, x, y := m.overlayBox(w, h); len(b) > 0 {
-			component.Splice(lines, b, x, y)
-		}
 	case !m.showHelp:
 		// The last benchmark's result stays, above the footer, until esc;
 		// it takes no keys.
-		if b, iw := m.benchBox(w); len(b) > 0 && len(b) <= h-2 {
+		if b, iw := m.bench.Box(st, w); len(b) > 0 && len(b) <= h-2 {
 			component.Splice(lines, b, max((w-(iw+4))/2, 0), h-1-len(b))
 		}
 	}

@@ -143,3 +143,18 @@ func TestBinding(t *testing.T) {
 		t.Errorf("desc %q, why %q", b.Desc(), b.Why())
 	}
 }
+
+// TestChooser: the choice, its place in the list, cut to the width; an
+// empty list says so.
+func TestChooser(t *testing.T) {
+	st := style.Plain()
+	if got := style.StripSGR(Chooser(&st, []string{"sglang", "vllm\x1b[2J"}, 1, 40, true)); got != "< vllm >  2/2" {
+		t.Errorf("chooser %q", got)
+	}
+	if got := style.StripSGR(Chooser(&st, nil, -1, 40, false)); got != "(none configured)" {
+		t.Errorf("empty %q", got)
+	}
+	if got := style.StripSGR(Chooser(&st, []string{"sglang-eagle3"}, 0, 12, false)); style.Width(got) > 12 {
+		t.Errorf("cut %q", got)
+	}
+}

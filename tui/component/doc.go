@@ -5,7 +5,8 @@
 // the full help generated from the bindings (Cheatsheet), and the chrome
 // they are drawn with: notice lines above the panels (Banner), framed
 // boxes spliced over the screen (Frame, Splice), section title lines
-// (TitleRule) and footer key hints.
+// (TitleRule), a form's choice among names (Chooser) and footer key
+// hints.
 //
 // Chrome is plain ASCII: box drawing characters and the ellipsis are
 // ambiguous-width (two cells in some CJK terminal setups).

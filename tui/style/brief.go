@@ -1,11 +1,24 @@
 package style
 
 import (
+	"context"
+	"errors"
 	"path"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 )
+
+// ErrText is an error on one sanitised line, for a flash or a banner; a
+// cancelled context (the cockpit is quitting) says so.
+func ErrText(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "cancelled (the cockpit is quitting)"
+	}
+	return sanitize.String(err.Error())
+}
 
 // Age is the age of t at now in one unit, for lists: "40s", "3m", "2h",
 // "5d" (Ago gives two); "" when either time is unknown or t is in the

@@ -1,6 +1,9 @@
 package style
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -20,5 +23,17 @@ func TestAgeAndBaseNames(t *testing.T) {
 	}
 	if got := BaseNames([]string{"a/x.py"}, 0, 3); got != "x.py" {
 		t.Errorf("BaseNames %q", got)
+	}
+}
+
+func TestErrTextAndPadLeft(t *testing.T) {
+	if got := ErrText(fmt.Errorf("dial: %w", context.Canceled)); got != "cancelled (the cockpit is quitting)" {
+		t.Errorf("cancelled: %q", got)
+	}
+	if got := ErrText(errors.New("port 30000 in use\x1b[2J")); got != "port 30000 in use" {
+		t.Errorf("sanitised: %q", got)
+	}
+	if got := PadLeft("42", 5); got != "   42" || PadLeft("12345", 3) != "12345" {
+		t.Errorf("pad %q", got)
 	}
 }

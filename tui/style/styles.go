@@ -1,7 +1,8 @@
 // Package style is how the cockpit paints text: the palette's tones by
 // meaning (Styles, and Token to name one without holding it) and fitting
 // plain and styled text into terminal cells (Width, Truncate, Wrap, …),
-// fast for ASCII. Panels never name a colour; they pick a token.
+// fast for ASCII, and the short words of values (Plural, Age, ErrText).
+// Panels never name a colour; they pick a token.
 package style
 
 import (

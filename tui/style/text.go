@@ -111,6 +111,10 @@ func PadRight(s string, w int) string {
 	return s
 }
 
+// PadLeft right-aligns plain text in w cells with spaces before it (never
+// truncates).
+func PadLeft(s string, w int) string { return Spaces(w-Width(s)) + s }
+
 const blanks = "                                                                                                                                                                                                                                                                "
 
 func Spaces(n int) string {

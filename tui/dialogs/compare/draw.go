@@ -137,7 +137,7 @@ func (v *View) results(st *style.Styles, iw int) []string {
 	}
 	wm = min(wm, 28) // "ITL median per request (ms)"
 	line := func(r row, t style.Tone) string {
-		return t.Render(style.PadRight(style.Truncate(r.metric, wm), wm)) + "  " + style.PadRight(r.a, wa) + "  " + style.PadRight(r.b, wb) + "  " + padLeft(r.delta, wd)
+		return t.Render(style.PadRight(style.Truncate(r.metric, wm), wm)) + "  " + style.PadRight(r.a, wa) + "  " + style.PadRight(r.b, wb) + "  " + style.PadLeft(r.delta, wd)
 	}
 	fixed := wm + 2 + wa + 2 + wb + 2 + wd
 	out := []string{style.TruncateStyled(st.Title.Render(strings.TrimRight(line(head, st.Title), " ")), iw)}

@@ -69,7 +69,7 @@ func (co *Checkout) Loaded(r LogMsg) {
 	}
 	co.loading, co.commits = false, r.Commits
 	if r.Err != nil {
-		co.err = errText(r.Err)
+		co.err = style.ErrText(r.Err)
 	}
 	co.cursor = style.Clamp(co.cursor, co.minCursor(), len(co.items())-1)
 }
@@ -229,7 +229,7 @@ func (co *Checkout) Previewed(r PreviewMsg) {
 	}
 	co.waiting = ""
 	if r.Err != nil {
-		co.ds.Flash("preview "+sanitize.String(r.Ref)+": "+errText(r.Err), style.Crit)
+		co.ds.Flash("preview "+sanitize.String(r.Ref)+": "+style.ErrText(r.Err), style.Crit)
 		return
 	}
 	co.ds.askCheckout(r.Ref, r.Preview)

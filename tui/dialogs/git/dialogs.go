@@ -11,7 +11,6 @@ package git
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"charm.land/bubbles/v2/textinput"
@@ -133,15 +132,6 @@ func tooSmall(w, h int) bool { return w < 8 || h < 5 }
 // maxH is the most body lines of a box on an h-row screen: the rows
 // between the header and the footer, less its frame.
 func maxH(h int) int { return h - 4 }
-
-// errText is an error on one sanitised line; a cancelled context (the
-// cockpit is quitting) says so.
-func errText(err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled (the cockpit is quitting)"
-	}
-	return sanitize.String(err.Error())
-}
 
 const snapshotNote = "A snapshot of the tree is taken first (u undoes)."
 

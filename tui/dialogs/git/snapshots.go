@@ -42,7 +42,7 @@ func (p *Snapshots) Loaded(r SnapshotsMsg) {
 	}
 	p.loading, p.snaps = false, r.Snapshots
 	if r.Err != nil {
-		p.err = errText(r.Err)
+		p.err = style.ErrText(r.Err)
 	}
 }
 

@@ -184,7 +184,7 @@ func (p *Panel) Result(msg tea.Msg) (quit bool) {
 	switch r := msg.(type) {
 	case RefreshMsg:
 		if r.Err != nil {
-			p.readErr = errText(r.Err)
+			p.readErr = style.ErrText(r.Err)
 			p.flash("git status: "+p.readErr, style.Crit)
 		}
 	case ActionMsg:
@@ -214,7 +214,7 @@ func (p *Panel) actionDone(r ActionMsg) {
 	}
 	switch {
 	case r.Err != nil:
-		why := errText(r.Err)
+		why := style.ErrText(r.Err)
 		if !errors.Is(r.Err, context.Canceled) {
 			why = sanitize.FirstLine(r.Err.Error())
 		}
@@ -283,13 +283,4 @@ func stashDone(op string, args []string) string {
 		s += " (commit " + rgit.ShortID(args[0]) + ")"
 	}
 	return s
-}
-
-// errText is an error on one sanitised line; a cancelled context (the
-// cockpit is quitting) says so.
-func errText(err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled (the cockpit is quitting)"
-	}
-	return sanitize.String(err.Error())
 }
