@@ -416,18 +416,18 @@ func (m *Model) statusSegs() []seg {
 		state, detail, tn := "", "", style.Warn
 		switch s.Phase {
 		case event.PhaseReady:
-			state, tn = join("ready", age), style.OK
+			state, tn = component.JoinWords("ready", age), style.OK
 		case event.PhaseLoading:
-			state, detail = join("loading", age), s.Stage
+			state, detail = component.JoinWords("loading", age), s.Stage
 		case event.PhaseLaunching:
-			state = join("launching", age)
+			state = component.JoinWords("launching", age)
 		case event.PhaseRunning:
 			state, tn = "running", style.OK
 			if s.LaunchedAt.IsZero() {
 				state += " (adopted)"
 			}
 		case event.PhaseFailed:
-			state, tn = join("failed", s.Class), style.Crit
+			state, tn = component.JoinWords("failed", s.Class), style.Crit
 		case event.PhaseExited:
 			state, tn = "exited", style.Warn
 			if s.Exit >= 0 {
@@ -454,9 +454,9 @@ func (m *Model) statusSegs() []seg {
 		}
 		who := name
 		if s.PID > 0 {
-			who = join(name, "pid "+strconv.Itoa(s.PID))
+			who = component.JoinWords(name, "pid "+strconv.Itoa(s.PID))
 		}
-		text, short := join(who, state), join(name, state)
+		text, short := component.JoinWords(who, state), component.JoinWords(name, state)
 		if detail != "" {
 			if !strings.HasPrefix(detail, ":") {
 				detail = " " + detail
@@ -483,17 +483,6 @@ func (m *Model) statusSegs() []seg {
 		out = append(out, seg{text: "profile " + cur, tone: style.Text, prio: prioProfile})
 	}
 	return out
-}
-
-// join joins the non-empty words with a space.
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
 }
 
 // paren is " (a, b)" of the non-empty parts, "" when all are empty.

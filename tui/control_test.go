@@ -127,14 +127,6 @@ func (f *fakeControl) counts() (plans, launched, kills int) {
 	return len(f.plans), len(f.launched), f.kills
 }
 
-// readyStatus is an SGLang server launched at t0 with the profile none,
-// ready after 41s, 3m12s before the clock.
-func readyStatus() event.ServerStatus {
-	return event.ServerStatus{Phase: event.PhaseReady, Server: "sglang", PID: 4123, How: server.ByPidfile, Preset: "sglang",
-		Profile: "none", LogPath: "/root/.flightdeck/logs/sglang-20251022-102700.log", Port: 30000,
-		Since: at(41 * time.Second), LaunchedAt: t0, ReadyAfter: 41 * time.Second, Exit: -1, Health: "/health"}
-}
-
 // controlled is a connected cockpit with a fake control, optionally with
 // a server status, the clock at t0+3m53s.
 func controlled(w, h int, st *event.ServerStatus) (*Model, *fakeControl) {
@@ -148,25 +140,6 @@ func controlled(w, h int, st *event.ServerStatus) (*Model, *fakeControl) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// run runs a command (and a batch's commands) and returns the messages.
-func run(cmd tea.Cmd) []tea.Msg {
-	if cmd == nil {
-		return nil
-	}
-	switch msg := cmd().(type) {
-	case tea.BatchMsg:
-		var out []tea.Msg
-		for _, c := range msg {
-			out = append(out, run(c)...)
-		}
-		return out
-	case nil:
-		return nil
-	default:
-		return []tea.Msg{msg}
-	}
-}
 
 // TestKillJustLaunched: a launch whose pid is not known yet can be killed
 // at once (a bad launch is exactly what one wants to abort).

@@ -228,8 +228,8 @@ func (m *Model) expSegs() (exp, rec []seg) {
 		}
 		// The live delta against the marked baseline goes with the rate,
 		// in both forms: "e3 61.6 tok/s vs e1 -25.2%".
-		rate = join(rate, m.exp.BaselineDelta(cur))
-		out = append(out, seg{text: join(join(id, name), rate), short: join(id, rate), tone: style.Accent, prio: prioExp})
+		rate = component.JoinWords(rate, m.exp.BaselineDelta(cur))
+		out = append(out, seg{text: component.JoinWords(component.JoinWords(id, name), rate), short: component.JoinWords(id, rate), tone: style.Accent, prio: prioExp})
 	}
 	exp, out = out, nil
 	if m.hasJournal {

@@ -81,10 +81,6 @@ func expForm(m *Model) *expdialog.Form {
 	return f
 }
 
-func result(median, lo, hi float64, n int) event.ExperimentResult {
-	return event.ExperimentResult{Metric: "tok/s", N: n, Median: median, Lo: &lo, Hi: &hi, Confidence: 0.957, Dropped: 6}
-}
-
 // labScene is a connected cockpit with a fake lab, the server ready with
 // profile nccl-ll-ring and HEAD a6d51c0.
 func labScene(w, h int, o Options) (*Model, *fakeLab) {
@@ -98,56 +94,6 @@ func labScene(w, h int, o Options) (*Model, *fakeLab) {
 	send(m, ev(4*time.Second, st), ev(4*time.Second, event.RepoHead{Short: "a6d51c0", Commit: "a6d51c0" + strings.Repeat("0", 33), Subject: "NCCL LL ring", Dirty: 1}))
 	m.Update(ClockMsg{Now: gitNow})
 	return m, f
-}
-
-// session is a scripted session of three experiments, as the lab and the
-// log follower publish it: e1 the baseline (killed), e2 nccl-ll-ring
-// (relaunched, concluded, with a note), e3 the regressing commit, open,
-// its tok/s samples after ready.
-func session() []event.Event {
-	fp := func(head, profile string, patch int) event.Fingerprint {
-		return event.Fingerprint{At: t0, Hostname: "gpu-box", Kernel: "6.8.0-45-generic",
-			Git: &event.GitState{Repo: "/root/sglang", Head: head + strings.Repeat("0", 40-len(head)), Branch: "main", Subject: "Tune NCCL ring",
-				PatchSHA256: "3f2a9c1e0b12" + strings.Repeat("a", 52), PatchBytes: patch, Stashes: []string{"stash@{0}: On main: x"}},
-			Launch:      &event.LaunchInfo{Preset: "sglang", Profile: profile, Argv: []string{"python", "-m", "sglang.launch_server", "--tp", "8"}},
-			CommandLine: "python -m sglang.launch_server --model-path /models/Llama-3.1-8B-Instruct --tp 8",
-			Versions: []event.Version{{Name: "driver", Value: "570.86.15"}, {Name: "cuda", Value: "12.8"}, {Name: "nccl", Value: "2.21.5"},
-				{Name: "torch", Err: "timed out after 10s"}, {Name: "sglang", Value: "0.4.6"}},
-			GPUs:   h200s(8).GPUs,
-			Errors: []string{"torch: timed out after 10s"}}
-	}
-	var evs []event.Event
-	add := func(d time.Duration, p event.Payload) { evs = append(evs, ev(d, p)) }
-	rates := func(from time.Duration, base float64, n int) {
-		for i := range n {
-			add(from+time.Duration(i)*time.Second, event.TokRate{TokPerSec: base + float64(i%5)*0.3, Ranks: 1})
-		}
-	}
-	ready := func(d time.Duration, profile string) {
-		st := readyStatus()
-		st.Profile, st.Since = profile, at(d)
-		add(d, st)
-	}
-	add(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Hypothesis: "baseline on main", Trigger: event.TriggerLaunch,
-		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "none"}})
-	add(11*time.Second, event.ExperimentFingerprint{Exp: "e1", Fingerprint: fp("bba2fc4", "none", 0)})
-	ready(20*time.Second, "none")
-	rates(21*time.Second, 82, 20)
-	add(45*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)})
-	add(47*time.Second, event.ExperimentUpdate{Exp: "e1", Conclusion: "baseline"})
-	add(50*time.Second, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ bba2fc4", Trigger: event.TriggerLaunch,
-		Hypothesis: "LL protocol with ring cuts all-reduce latency at TP=8", Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
-	add(51*time.Second, event.ExperimentFingerprint{Exp: "e2", Fingerprint: fp("bba2fc4", "nccl-ll-ring", 12345)})
-	ready(60*time.Second, "nccl-ll-ring")
-	rates(61*time.Second, 88.8, 20)
-	add(70*time.Second, event.Note{Text: "NCCL_DEBUG shows LL in use", Exp: "e2"})
-	add(85*time.Second, event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerRelaunch, Result: result(88.9, 88.1, 89.6, 14)})
-	add(86*time.Second, event.ExperimentUpdate{Exp: "e2", Conclusion: "LL+ring is 8% faster: keep it"})
-	add(90*time.Second, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Trigger: event.TriggerLaunch,
-		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
-	ready(100*time.Second, "nccl-ll-ring")
-	rates(101*time.Second, 61, 20)
-	return evs
 }
 
 func TestExperimentKeysWithoutJournal(t *testing.T) {

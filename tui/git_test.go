@@ -238,8 +238,6 @@ func do(m *Model, keys ...string) []tea.Msg {
 	return out
 }
 
-func space() tea.KeyPressMsg { return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "} }
-
 // lastCall is the latest GitControl call, "" when none.
 func lastCall(f *fakeGit) string {
 	c := f.Calls()

@@ -2,82 +2,19 @@ package tui
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/x/ansi"
-	"github.com/mattn/go-runewidth"
-
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
-
-// cjkEmoji measures runes as a terminal set for East Asian widths with
-// emoji drawn wide: where a rune's width there differs from the plain
-// width, terminals (and tmux, which keeps its own width table) disagree on
-// how many cells it takes, and every cell after it on the row shifts.
-var cjkEmoji = &runewidth.Condition{EastAsianWidth: true, StrictEmojiNeutral: false}
-
-// glyphRisk says why r may not draw in exactly one cell in every terminal
-// and in tmux, or "" when it does. Box drawing (U+2500-257F) and block
-// elements (U+2580-259F) are East-Asian-Ambiguous but allowed: every
-// terminal draws them in one cell unless told to widen ambiguous
-// characters (which breaks every TUI's borders), and tmux draws its own
-// pane borders with them as one cell. The sparkline uses the blocks.
-func glyphRisk(r rune) string {
-	switch {
-	case r == '\n' || (r >= 0x20 && r < 0x7f):
-		return ""
-	case r >= 0x2500 && r <= 0x259f:
-		return ""
-	case r < 0x20 || (r >= 0x7f && r <= 0x9f):
-		return "a control character"
-	case runewidth.IsAmbiguousWidth(r):
-		return "East-Asian-Ambiguous width"
-	case runewidth.RuneWidth(r) != 1:
-		return fmt.Sprintf("%d cells wide", runewidth.RuneWidth(r))
-	case cjkEmoji.RuneWidth(r) != 1:
-		return "an emoji (two cells where emoji are wide)"
-	}
-	return ""
-}
-
-func TestGlyphRisk(t *testing.T) {
-	for _, r := range "az~ \n─│┌┐└┘├┤▁▂▃▄▅▆▇█↳" {
-		if why := glyphRisk(r); why != "" {
-			t.Errorf("%q (U+%04X) refused: %s", r, r, why)
-		}
-	}
-	for _, r := range "…°±×→≥≤•·–—✔❤☀⚠✅🚀漢\t\x1b" {
-		if glyphRisk(r) == "" {
-			t.Errorf("%q (U+%04X) allowed", r, r)
-		}
-	}
-}
-
-// auditGlyphs fails t on every rune of screen that glyphRisk refuses,
-// naming the screen, the line and the rune.
-func auditGlyphs(t *testing.T, name, screen string) {
-	t.Helper()
-	if strings.TrimSpace(screen) == "" {
-		t.Errorf("%s: empty screen", name)
-		return
-	}
-	for i, line := range strings.Split(ansi.Strip(screen), "\n") {
-		for _, r := range line {
-			if why := glyphRisk(r); why != "" {
-				t.Errorf("%s line %d: %q (U+%04X) is %s:\n%s", name, i+1, r, r, why, line)
-			}
-		}
-	}
-}
 
 // auditModel audits the model's screen and window title.
 func auditModel(t *testing.T, name string, m *Model) {
 	t.Helper()
 	v := m.View()
-	auditGlyphs(t, name, v.Content)
-	auditGlyphs(t, name+" (window title)", v.WindowTitle+" ")
+	tuitest.AuditGlyphs(t, name, v.Content)
+	tuitest.AuditGlyphs(t, name+" (window title)", v.WindowTitle+" ")
 }
 
 // TestChromeHasNoAmbiguousGlyphs renders every screen the cockpit has

@@ -3,17 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
-
-	tea "charm.land/bubbletea/v2"
 )
-
-func isQuit(cmd tea.Cmd) bool {
-	if cmd == nil {
-		return false
-	}
-	_, ok := cmd().(tea.QuitMsg)
-	return ok
-}
 
 func TestQuitKeys(t *testing.T) {
 	for _, k := range []string{"q", "ctrl+c"} {

@@ -158,3 +158,11 @@ func TestChooser(t *testing.T) {
 		t.Errorf("cut %q", got)
 	}
 }
+
+func TestJoinWords(t *testing.T) {
+	for _, c := range [][3]string{{"", "", ""}, {"e2", "", "e2"}, {"", "started", "started"}, {"e2", "started", "e2 started"}} {
+		if got := JoinWords(c[0], c[1]); got != c[2] {
+			t.Errorf("JoinWords(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}

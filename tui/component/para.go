@@ -61,3 +61,14 @@ func FitLines(st *style.Styles, lines []string, maxH, keep, w int) []string {
 	}
 	return append(out, lines[len(lines)-keep:]...)
 }
+
+// JoinWords joins a and b with a space, or gives the one that is not empty.
+func JoinWords(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
 // The replay over the cockpit's parts: a recorded benchmark, the
@@ -37,7 +38,7 @@ func TestReplayOfRecordedBench(t *testing.T) {
 	evs := replayEvents()
 	b := benchEvents()
 	started, done := b[0], b[3]
-	started.At, done.At = at(100*time.Second), at(110*time.Second)
+	started.At, done.At = tuitest.At(100*time.Second), tuitest.At(110*time.Second)
 	evs = append(evs, started, done)
 	src := newFakeSource(evs)
 	r := New(src, tui.Options{Theme: tui.ThemeDark, Bench: &fakeBench{}}, Options{At: 105 * time.Second})
@@ -104,7 +105,7 @@ func benchDefaults() event.BenchConfig {
 // requests at 88.4 tok/s, one failed.
 func benchResult() *event.BenchResult {
 	cfg := benchDefaults()
-	return &event.BenchResult{Config: cfg, Target: "http://127.0.0.1:30000 via gpu-box", Started: at(200 * time.Second), Duration: 46300 * time.Millisecond,
+	return &event.BenchResult{Config: cfg, Target: "http://127.0.0.1:30000 via gpu-box", Started: tuitest.At(200 * time.Second), Duration: 46300 * time.Millisecond,
 		Completed: 31, Failed: 1, Errors: []event.BenchErrorCount{{Err: "HTTP 503: The server is not ready.\x1b[31m", Count: 1}},
 		InputTokens: 31 * 128, OutputTokens: 31 * 128, ReqPerSec: 0.67, OutputTokPerSec: 85.7, TotalTokPerSec: 171.4, Concurrency: 1,
 		TTFT: event.Dist{N: 31, Mean: 24.1, Median: 23.8, P90: 26.0, P99: 31.2, Max: 31.9},
@@ -118,10 +119,10 @@ func benchResult() *event.BenchResult {
 func benchEvents() []event.Event {
 	cfg := benchDefaults()
 	return []event.Event{
-		ev(200*time.Second, event.BenchStarted{ID: "b1", Exp: "e3", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg}),
-		ev(200*time.Second, event.BenchProgress{ID: "b1", Warmup: true, Total: 32}),
-		ev(220*time.Second, event.BenchProgress{ID: "b1", Done: 12, Failed: 1, Total: 32, Elapsed: 18 * time.Second, InFlight: 1, OutTokens: 1536, TokPerSec: 85.3}),
-		ev(247*time.Second, event.BenchDone{ID: "b1", Exp: "e3", Result: benchResult()}),
+		tuitest.Ev(200*time.Second, event.BenchStarted{ID: "b1", Exp: "e3", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg}),
+		tuitest.Ev(200*time.Second, event.BenchProgress{ID: "b1", Warmup: true, Total: 32}),
+		tuitest.Ev(220*time.Second, event.BenchProgress{ID: "b1", Done: 12, Failed: 1, Total: 32, Elapsed: 18 * time.Second, InFlight: 1, OutTokens: 1536, TokPerSec: 85.3}),
+		tuitest.Ev(247*time.Second, event.BenchDone{ID: "b1", Exp: "e3", Result: benchResult()}),
 	}
 }
 

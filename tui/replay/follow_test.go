@@ -14,6 +14,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
 // followFixture is a journal being written by a journal.Writer and a
@@ -31,7 +32,7 @@ func newFollowFixture(t *testing.T, w, h int, evs ...event.Event) *followFixture
 	t.Helper()
 	f := &followFixture{t: t, path: filepath.Join(t.TempDir(), "live.jsonl")}
 	var err error
-	f.w, err = journal.Create(f.path, event.SessionHeader{Created: t0, Host: "root@gpu-box:22", Label: "demo"})
+	f.w, err = journal.Create(f.path, event.SessionHeader{Created: tuitest.T0, Host: "root@gpu-box:22", Label: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +70,12 @@ func (f *followFixture) tick(now time.Time) {
 }
 
 func logLine(d time.Duration, text string) event.Event {
-	return ev(d, event.LogLines{Path: "/data/logs/sglang.log", Lines: []event.LogLine{{Offset: int64(d / time.Millisecond), Text: []byte(text)}}})
+	return tuitest.Ev(d, event.LogLines{Path: "/data/logs/sglang.log", Lines: []event.LogLine{{Offset: int64(d / time.Millisecond), Text: []byte(text)}}})
 }
 
 func startEvents() []event.Event {
-	return []event.Event{connected(), ev(time.Second, h200s(2)), logLine(2*time.Second, "first line before the follower started"),
-		ev(3*time.Second, event.Note{Text: "a note before"})}
+	return []event.Event{tuitest.Connected(), tuitest.Ev(time.Second, tuitest.H200s(2)), logLine(2*time.Second, "first line before the follower started"),
+		tuitest.Ev(3*time.Second, event.Note{Text: "a note before"})}
 }
 
 // TestFollowCatchesUpThenPlaysWhatIsAppended: the follower starts at the
@@ -103,11 +104,11 @@ func TestFollowCatchesUpThenPlaysWhatIsAppended(t *testing.T) {
 		t.Errorf("timeline %q", tl)
 	}
 
-	f.write(logLine(5*time.Second, "appended while following"), ev(6*time.Second, event.Note{Text: "try NCCL_ALGO=Ring"}))
+	f.write(logLine(5*time.Second, "appended while following"), tuitest.Ev(6*time.Second, event.Note{Text: "try NCCL_ALGO=Ring"}))
 	if strings.Contains(rplain(r), "appended while following") {
 		t.Fatal("shown before the poll")
 	}
-	f.tick(t0.Add(6500 * time.Millisecond))
+	f.tick(tuitest.T0.Add(6500 * time.Millisecond))
 	if !strings.Contains(rplain(r), "appended while following") {
 		t.Errorf("the appended line is not shown after a poll:\n%s", rplain(r))
 	}
@@ -124,14 +125,14 @@ func TestFollowCatchesUpThenPlaysWhatIsAppended(t *testing.T) {
 		t.Errorf("note marks %q", notes)
 	}
 	// The driver's note, as it comes, is on the status line.
-	if want := "note " + t0.Add(6*time.Second).Local().Format("15:04:05") + ": try NCCL_ALGO=Ring"; r.inner.Status() != want {
+	if want := "note " + tuitest.T0.Add(6*time.Second).Local().Format("15:04:05") + ": try NCCL_ALGO=Ring"; r.inner.Status() != want {
 		t.Errorf("status %q, want %q", r.inner.Status(), want)
 	}
 
 	// Earlier than the last event: its running-max time is the edge the
 	// last poll read up to.
 	f.write(logLine(5500*time.Millisecond, "late sample from a slow probe"), logLine(6*time.Second, "same time as the edge"))
-	f.tick(t0.Add(6750 * time.Millisecond))
+	f.tick(tuitest.T0.Add(6750 * time.Millisecond))
 	screen = rplain(r)
 	for _, want := range []string{"late sample from a slow probe", "same time as the edge", "appended while following"} {
 		if n := strings.Count(screen, want); n != 1 {
@@ -139,27 +140,27 @@ func TestFollowCatchesUpThenPlaysWhatIsAppended(t *testing.T) {
 		}
 	}
 	// The clock is the wall clock while live: ages grow while quiet.
-	if !r.inner.Now().Equal(t0.Add(6750 * time.Millisecond)) {
+	if !r.inner.Now().Equal(tuitest.T0.Add(6750 * time.Millisecond)) {
 		t.Errorf("clock %v", r.inner.Now())
 	}
 }
 
 func TestFollowSaysWhenTheWriterIsQuiet(t *testing.T) {
 	f := newFollowFixture(t, 100, 30, startEvents()...)
-	f.tick(t0.Add(7 * time.Second)) // 4 s after the last event
+	f.tick(tuitest.T0.Add(7 * time.Second)) // 4 s after the last event
 	if tl := timelineOf(f.r); strings.Contains(tl, "no new events") || !strings.HasSuffix(tl, "LIVE") {
 		t.Errorf("timeline %q", tl)
 	}
-	f.tick(t0.Add(15 * time.Second))
+	f.tick(tuitest.T0.Add(15 * time.Second))
 	if tl := timelineOf(f.r); !strings.HasSuffix(tl, "no new events for 12s  LIVE") {
 		t.Errorf("timeline %q", tl)
 	}
 	f.write(logLine(16*time.Second, "back"))
-	f.tick(t0.Add(16 * time.Second))
+	f.tick(tuitest.T0.Add(16 * time.Second))
 	if tl := timelineOf(f.r); strings.Contains(tl, "no new events") {
 		t.Errorf("timeline %q after an event", tl)
 	}
-	f.tick(t0.Add(16*time.Second + 5*time.Minute + 3*time.Second))
+	f.tick(tuitest.T0.Add(16*time.Second + 5*time.Minute + 3*time.Second))
 	if tl := timelineOf(f.r); !strings.Contains(tl, "no new events for 5m03s") {
 		t.Errorf("timeline %q", tl)
 	}
@@ -206,7 +207,7 @@ func TestFollowKeysNeverAct(t *testing.T) {
 func TestFollowSeekBackAndReturn(t *testing.T) {
 	evs := startEvents()
 	for s := 4; s <= 30; s += 2 {
-		evs = append(evs, ev(time.Duration(s)*time.Second, h200s(2)))
+		evs = append(evs, tuitest.Ev(time.Duration(s)*time.Second, tuitest.H200s(2)))
 	}
 	f := newFollowFixture(t, 100, 30, evs...)
 	r := f.r
@@ -218,7 +219,7 @@ func TestFollowSeekBackAndReturn(t *testing.T) {
 		t.Errorf("timeline %q", tl)
 	}
 	f.write(logLine(31*time.Second, "while looking back"))
-	f.tick(t0.Add(31 * time.Second))
+	f.tick(tuitest.T0.Add(31 * time.Second))
 	if r.Position() != 20*time.Second || strings.Contains(rplain(r), "while looking back") {
 		t.Errorf("not live, yet moved to %v", r.Position())
 	}
@@ -234,7 +235,7 @@ func TestFollowSeekBackAndReturn(t *testing.T) {
 		t.Error("space did not pause")
 	}
 	f.write(logLine(32*time.Second, "while paused"))
-	f.tick(t0.Add(32 * time.Second))
+	f.tick(tuitest.T0.Add(32 * time.Second))
 	if strings.Contains(rplain(r), "while paused") {
 		t.Error("paused, yet played")
 	}
@@ -260,7 +261,7 @@ func TestFollowSeekBackAndReturn(t *testing.T) {
 func TestFollowJournalShrinksOrIsReplaced(t *testing.T) {
 	f := newFollowFixture(t, 120, 30, startEvents()...)
 	// Replaced: a new file at the path; the old one is still followed.
-	f.tick(t0.Add(4 * time.Second)) // the first poll notes the file
+	f.tick(tuitest.T0.Add(4 * time.Second)) // the first poll notes the file
 	tmp := f.path + ".new"
 	if err := os.WriteFile(tmp, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -269,7 +270,7 @@ func TestFollowJournalShrinksOrIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.write(logLine(5*time.Second, "still written to the old file"))
-	f.tick(t0.Add(5 * time.Second))
+	f.tick(tuitest.T0.Add(5 * time.Second))
 	tl := timelineOf(f.r)
 	if !strings.Contains(tl, "the journal file was replaced") || !strings.Contains(rplain(f.r), "still written to the old file") {
 		t.Errorf("timeline %q\n%s", tl, rplain(f.r))
@@ -279,16 +280,16 @@ func TestFollowJournalShrinksOrIsReplaced(t *testing.T) {
 	if err := os.Truncate(g.path, 40); err != nil {
 		t.Fatal(err)
 	}
-	g.tick(t0.Add(5 * time.Second))
+	g.tick(tuitest.T0.Add(5 * time.Second))
 	if tl := timelineOf(g.r); !strings.Contains(tl, "follow stopped: journal") || !strings.Contains(tl, "shrank") || g.r.Live() {
 		t.Errorf("timeline %q live %v", tl, g.r.Live())
 	}
-	g.tick(t0.Add(6 * time.Second)) // no more polls, no panic
+	g.tick(tuitest.T0.Add(6 * time.Second)) // no more polls, no panic
 	rpress(g.r, "G", "space", "right")
 }
 
 func TestNextEdge(t *testing.T) {
-	e := func(ms int) event.Event { return ev(time.Duration(ms)*time.Millisecond, event.Note{}) }
+	e := func(ms int) event.Event { return tuitest.Ev(time.Duration(ms)*time.Millisecond, event.Note{}) }
 	for _, tc := range []struct {
 		name            string
 		evs             []event.Event
@@ -304,7 +305,7 @@ func TestNextEdge(t *testing.T) {
 		{"from the start", []event.Event{e(0), e(0)}, 0, 0, 2, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fresh, edge, seen := nextEdge(tc.evs, t0, tc.edge, tc.seen)
+			fresh, edge, seen := nextEdge(tc.evs, tuitest.T0, tc.edge, tc.seen)
 			if len(fresh) != tc.fresh || edge != tc.wantEdge || seen != tc.wantSeen {
 				t.Errorf("nextEdge = %d fresh, edge %v, seen %d; want %d, %v, %d", len(fresh), edge, seen, tc.fresh, tc.wantEdge, tc.wantSeen)
 			}
@@ -325,7 +326,7 @@ func TestFollowGolden(t *testing.T) {
 	}
 	t.Run("live_quiet_100x30", func(t *testing.T) {
 		r := newFollow(100, 30)
-		_, cmd := r.Update(followTickMsg{At: t0.Add(132 * time.Second)})
+		_, cmd := r.Update(followTickMsg{At: tuitest.T0.Add(132 * time.Second)})
 		pump(r, cmd)
 		golden.RequireEqual(t, rplain(r))
 	})
@@ -340,42 +341,42 @@ func TestFollowGolden(t *testing.T) {
 // release of the driver lock (it quit) ends the session on the timeline
 // instead of LIVE; a take-over of its host is said on the status line.
 func TestFollowSaysWhenTheDriverQuitsOrIsTakenOver(t *testing.T) {
-	me := event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Since: t0}
-	evs := append(startEvents(), ev(3*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me}))
+	me := event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123, Since: tuitest.T0}
+	evs := append(startEvents(), tuitest.Ev(3*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me}))
 	f := newFollowFixture(t, 120, 30, evs...)
 	r := f.r
-	bob := event.DriverInfo{User: "bob", Machine: "desk", PID: 77, Since: t0.Add(5 * time.Second)}
-	f.write(ev(5*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob, Note: "bob@desk (pid 77) took over at 10:27:05"}))
-	f.tick(t0.Add(5500 * time.Millisecond))
+	bob := event.DriverInfo{User: "bob", Machine: "desk", PID: 77, Since: tuitest.T0.Add(5 * time.Second)}
+	f.write(tuitest.Ev(5*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob, Note: "bob@desk (pid 77) took over at 10:27:05"}))
+	f.tick(tuitest.T0.Add(5500 * time.Millisecond))
 	if st := r.inner.Status(); !strings.HasPrefix(st, "bob@desk (pid 77) took over: this journal's cockpit only watches now") {
 		t.Errorf("status after the take-over: %q", st)
 	}
 	if tl := timelineOf(r); !strings.HasSuffix(tl, "LIVE") {
 		t.Errorf("a watching cockpit's journal goes on: timeline %q", tl)
 	}
-	f.write(ev(7*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me, Note: "bob@desk (pid 77) quit: you drive now"}))
-	f.tick(t0.Add(7500 * time.Millisecond))
+	f.write(tuitest.Ev(7*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me, Note: "bob@desk (pid 77) quit: you drive now"}))
+	f.tick(tuitest.T0.Add(7500 * time.Millisecond))
 	if st := r.inner.Status(); st != "this journal's cockpit drives again (bob@desk (pid 77) quit: you drive now)" {
 		t.Errorf("status after the lock came back: %q", st)
 	}
-	f.write(ev(9*time.Second, event.DriverState{Role: event.RoleNone, Holder: me, Note: "released the lock"}))
-	f.tick(t0.Add(9500 * time.Millisecond))
-	want := "ENDED " + t0.Add(9*time.Second).Local().Format("15:04:05") + " (the driver quit)"
+	f.write(tuitest.Ev(9*time.Second, event.DriverState{Role: event.RoleNone, Holder: me, Note: "released the lock"}))
+	f.tick(tuitest.T0.Add(9500 * time.Millisecond))
+	want := "ENDED " + tuitest.T0.Add(9*time.Second).Local().Format("15:04:05") + " (the driver quit)"
 	if tl := timelineOf(r); !strings.HasSuffix(tl, want) {
 		t.Errorf("timeline %q, want it to end with %q", tl, want)
 	}
 
 	// A journal whose driver had quit before the follower started ends
 	// at once; a watcher's journal with an error is no take-over.
-	ended := append(startEvents(), ev(3*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me}),
-		ev(4*time.Second, event.DriverState{Role: event.RoleNone, Note: driver.NoteReleased}))
+	ended := append(startEvents(), tuitest.Ev(3*time.Second, event.DriverState{Role: event.RoleDriving, Holder: me}),
+		tuitest.Ev(4*time.Second, event.DriverState{Role: event.RoleNone, Note: driver.NoteReleased}))
 	g := newFollowFixture(t, 120, 30, ended...)
 	if tl := timelineOf(g.r); !strings.Contains(tl, "ENDED ") {
 		t.Errorf("a finished session followed from its end: timeline %q", tl)
 	}
-	w := newFollowFixture(t, 120, 30, append(startEvents(), ev(3*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob}))...)
-	w.write(ev(5*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob, Err: "connection to host lost"}))
-	w.tick(t0.Add(5500 * time.Millisecond))
+	w := newFollowFixture(t, 120, 30, append(startEvents(), tuitest.Ev(3*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob}))...)
+	w.write(tuitest.Ev(5*time.Second, event.DriverState{Role: event.RoleWatching, Holder: bob, Err: "connection to host lost"}))
+	w.tick(tuitest.T0.Add(5500 * time.Millisecond))
 	if st := w.r.inner.Status(); strings.Contains(st, "took over") {
 		t.Errorf("a watcher's error read as a take-over: %q", st)
 	}

@@ -1,204 +1,20 @@
 package replay
 
 import (
-	"fmt"
-	"math"
-	"strings"
-	"time"
-
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/flightdeck-dev/flightdeck/remote/server"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
 
-// The cockpit's test fixtures that the replay's tests share (from
-// tui/helpers_test.go, control_test.go, experiments_test.go,
-// model_test.go, git_test.go and keys_test.go, as they are there: a
-// package's tests cannot import another's). The replayed screens are the
-// cockpit's fed these events, so they are the same to the byte.
-
-// t0 is the synthetic session start; every test event is at t0 + offset.
-var t0 = time.Date(2025, 10, 22, 10, 27, 0, 0, time.UTC)
-
-func at(d time.Duration) time.Time { return t0.Add(d) }
-
-func ok(v float64) event.Reading { return event.Reading{Value: v, Status: event.CellOK} }
-
-func bad(st event.CellStatus, raw string) event.Reading { return event.Reading{Status: st, Raw: raw} }
-
-func txt(s string) event.Text { return event.Text{S: s, Status: event.CellOK} }
-
-// h200 is a busy, healthy H200 on PCIe Gen5 x16 (the DESIGN.md reference
-// host). Values vary a little by index so rows are distinguishable.
-func h200(i int) event.GPU {
-	return event.GPU{
-		Index:            i,
-		Name:             txt("NVIDIA H200"),
-		BusID:            txt(fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)),
-		UtilGPUPct:       ok(97),
-		UtilMemPct:       ok(41),
-		MemUsedMiB:       ok(123289.6 + float64(i)),
-		MemTotalMiB:      ok(144384),
-		PowerDrawW:       ok(612 + float64(i)),
-		PowerLimitW:      ok(700),
-		TempC:            ok(61 + float64(i%3)),
-		SMClockMHz:       ok(1980),
-		MemClockMHz:      ok(3201),
-		SMClockMax:       ok(1980),
-		PState:           txt("P0"),
-		PCIeGenCurrent:   ok(5),
-		PCIeGenMax:       ok(5),
-		PCIeWidthCurrent: ok(16),
-		PCIeWidthMax:     ok(16),
-		ClockEvents:      event.ClockEvents{Status: event.CellOK},
-		Persistence:      txt("Enabled"),
-		// As the nvidia-smi stream reads it: no PCIe throughput.
-		PCIeRxKBs: bad(event.CellAbsent, ""),
-		PCIeTxKBs: bad(event.CellAbsent, ""),
-	}
-}
-
-func h200s(n int) event.GPUSample {
-	s := event.GPUSample{}
-	for i := range n {
-		s.GPUs = append(s.GPUs, h200(i))
-	}
-	return s
-}
-
-// decodeLine is an SGLang decode line like those in the fixtures.
-func decodeLine(i int, tps float64) string {
-	return fmt.Sprintf("[2025-10-22 10:%02d:%02d TP0] Decode batch. #running-req: 1, #token: %d, token usage: 0.01, cuda graph: True, gen throughput (token/s): %.2f, #queue-req: 0",
-		27+i/60%30, i%60, 1200+i, tps)
-}
-
-func linesOf(texts ...string) event.LogLines {
-	ls := event.LogLines{Path: "/data/logs/sglang.log"}
-	for i, s := range texts {
-		ls.Lines = append(ls.Lines, event.LogLine{Offset: int64(i * 160), Text: []byte(s)})
-	}
-	return ls
-}
-
-func decodeLines(from, n int) event.LogLines {
-	var ts []string
-	for i := from; i < from+n; i++ {
-		ts = append(ts, decodeLine(i, rateAt(i)))
-	}
-	return linesOf(ts...)
-}
-
-// rateAt is a deterministic tok/s series around 82 with a dip.
-func rateAt(i int) float64 {
-	return 82 + 0.6*math.Sin(float64(i)/3) + map[bool]float64{true: -6, false: 0}[i%50 > 40]
-}
-
-func ev(d time.Duration, p event.Payload) event.Event { return event.Event{At: at(d), Data: p} }
-
-func connected() event.Event {
-	return ev(0, event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected, Since: t0})
-}
-
-// readyStatus is an SGLang server launched at t0 with the profile none,
-// ready after 41s, 3m12s before the clock.
-func readyStatus() event.ServerStatus {
-	return event.ServerStatus{Phase: event.PhaseReady, Server: "sglang", PID: 4123, How: server.ByPidfile, Preset: "sglang",
-		Profile: "none", LogPath: "/root/.flightdeck/logs/sglang-20251022-102700.log", Port: 30000,
-		Since: at(41 * time.Second), LaunchedAt: t0, ReadyAfter: 41 * time.Second, Exit: -1, Health: "/health"}
-}
-
-func result(median, lo, hi float64, n int) event.ExperimentResult {
-	return event.ExperimentResult{Metric: "tok/s", N: n, Median: median, Lo: &lo, Hi: &hi, Confidence: 0.957, Dropped: 6}
-}
-
-// session is a scripted session of three experiments, as the lab and the
-// log follower publish it: e1 the baseline (killed), e2 nccl-ll-ring
-// (relaunched, concluded, with a note), e3 the regressing commit, open,
-// its tok/s samples after ready.
-func session() []event.Event {
-	fp := func(head, profile string, patch int) event.Fingerprint {
-		return event.Fingerprint{At: t0, Hostname: "gpu-box", Kernel: "6.8.0-45-generic",
-			Git: &event.GitState{Repo: "/root/sglang", Head: head + strings.Repeat("0", 40-len(head)), Branch: "main", Subject: "Tune NCCL ring",
-				PatchSHA256: "3f2a9c1e0b12" + strings.Repeat("a", 52), PatchBytes: patch, Stashes: []string{"stash@{0}: On main: x"}},
-			Launch:      &event.LaunchInfo{Preset: "sglang", Profile: profile, Argv: []string{"python", "-m", "sglang.launch_server", "--tp", "8"}},
-			CommandLine: "python -m sglang.launch_server --model-path /models/Llama-3.1-8B-Instruct --tp 8",
-			Versions: []event.Version{{Name: "driver", Value: "570.86.15"}, {Name: "cuda", Value: "12.8"}, {Name: "nccl", Value: "2.21.5"},
-				{Name: "torch", Err: "timed out after 10s"}, {Name: "sglang", Value: "0.4.6"}},
-			GPUs:   h200s(8).GPUs,
-			Errors: []string{"torch: timed out after 10s"}}
-	}
-	var evs []event.Event
-	add := func(d time.Duration, p event.Payload) { evs = append(evs, ev(d, p)) }
-	rates := func(from time.Duration, base float64, n int) {
-		for i := range n {
-			add(from+time.Duration(i)*time.Second, event.TokRate{TokPerSec: base + float64(i%5)*0.3, Ranks: 1})
-		}
-	}
-	ready := func(d time.Duration, profile string) {
-		st := readyStatus()
-		st.Profile, st.Since = profile, at(d)
-		add(d, st)
-	}
-	add(10*time.Second, event.ExperimentStart{ID: "e1", Name: "none @ bba2fc4", Hypothesis: "baseline on main", Trigger: event.TriggerLaunch,
-		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "none"}})
-	add(11*time.Second, event.ExperimentFingerprint{Exp: "e1", Fingerprint: fp("bba2fc4", "none", 0)})
-	ready(20*time.Second, "none")
-	rates(21*time.Second, 82, 20)
-	add(45*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerKill, Result: result(82.3, 81.9, 82.9, 14)})
-	add(47*time.Second, event.ExperimentUpdate{Exp: "e1", Conclusion: "baseline"})
-	add(50*time.Second, event.ExperimentStart{ID: "e2", Name: "nccl-ll-ring @ bba2fc4", Trigger: event.TriggerLaunch,
-		Hypothesis: "LL protocol with ring cuts all-reduce latency at TP=8", Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
-	add(51*time.Second, event.ExperimentFingerprint{Exp: "e2", Fingerprint: fp("bba2fc4", "nccl-ll-ring", 12345)})
-	ready(60*time.Second, "nccl-ll-ring")
-	rates(61*time.Second, 88.8, 20)
-	add(70*time.Second, event.Note{Text: "NCCL_DEBUG shows LL in use", Exp: "e2"})
-	add(85*time.Second, event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerRelaunch, Result: result(88.9, 88.1, 89.6, 14)})
-	add(86*time.Second, event.ExperimentUpdate{Exp: "e2", Conclusion: "LL+ring is 8% faster: keep it"})
-	add(90*time.Second, event.ExperimentStart{ID: "e3", Name: "nccl-ll-ring @ a6d51c0", Trigger: event.TriggerLaunch,
-		Launch: &event.LaunchInfo{Preset: "sglang", Profile: "nccl-ll-ring"}})
-	ready(100*time.Second, "nccl-ll-ring")
-	rates(101*time.Second, 61, 20)
-	return evs
-}
+// The cockpit driven from the replay's tests: a sized model, typed text
+// and the stripped screen (the fixtures are tuitest's, shared with the
+// cockpit's own tests, so a replayed screen is the cockpit's to the byte).
 
 func newSized(w, h int, o tui.Options) *tui.Model {
 	m := tui.New(o)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m
-}
-
-func keyMsg(k string) tea.KeyPressMsg {
-	switch k {
-	case "esc":
-		return tea.KeyPressMsg{Code: tea.KeyEscape}
-	case "enter":
-		return tea.KeyPressMsg{Code: tea.KeyEnter}
-	case "up":
-		return tea.KeyPressMsg{Code: tea.KeyUp}
-	case "pgup":
-		return tea.KeyPressMsg{Code: tea.KeyPgUp}
-	case "end":
-		return tea.KeyPressMsg{Code: tea.KeyEnd}
-	case "tab":
-		return tea.KeyPressMsg{Code: tea.KeyTab}
-	case "shift+tab":
-		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
-	case "down":
-		return tea.KeyPressMsg{Code: tea.KeyDown}
-	case "left":
-		return tea.KeyPressMsg{Code: tea.KeyLeft}
-	case "right":
-		return tea.KeyPressMsg{Code: tea.KeyRight}
-	case "backspace":
-		return tea.KeyPressMsg{Code: tea.KeyBackspace}
-	case "ctrl+c":
-		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
-	}
-	r := []rune(k)[0]
-	return tea.KeyPressMsg{Code: r, Text: k}
 }
 
 func typeText(m *tui.Model, s string) {
@@ -207,34 +23,5 @@ func typeText(m *tui.Model, s string) {
 	}
 }
 
-// plain is the stripped screen; screenLines splits it.
+// plain is the stripped screen.
 func plain(m *tui.Model) string { return ansi.Strip(m.View().Content) }
-
-func space() tea.KeyPressMsg { return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "} }
-
-// run runs a command (and a batch's commands) and returns the messages.
-func run(cmd tea.Cmd) []tea.Msg {
-	if cmd == nil {
-		return nil
-	}
-	switch msg := cmd().(type) {
-	case tea.BatchMsg:
-		var out []tea.Msg
-		for _, c := range msg {
-			out = append(out, run(c)...)
-		}
-		return out
-	case nil:
-		return nil
-	default:
-		return []tea.Msg{msg}
-	}
-}
-
-func isQuit(cmd tea.Cmd) bool {
-	if cmd == nil {
-		return false
-	}
-	_, ok := cmd().(tea.QuitMsg)
-	return ok
-}

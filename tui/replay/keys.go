@@ -177,9 +177,9 @@ func markText(mk journal.Mark) string {
 	what := mk.Kind.String()
 	switch mk.Kind {
 	case event.KindExperimentStart:
-		what = join(sanitize.String(mk.Exp), "started")
+		what = component.JoinWords(sanitize.String(mk.Exp), "started")
 	case event.KindExperimentEnd:
-		what = join(sanitize.String(mk.Exp), "ended")
+		what = component.JoinWords(sanitize.String(mk.Exp), "ended")
 	case event.KindNote:
 		what = "note"
 		if mk.Exp != "" {

@@ -394,14 +394,3 @@ func errText(err error) string {
 	}
 	return sanitize.String(err.Error())
 }
-
-// join joins the non-empty words with a space.
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
-}

@@ -17,9 +17,10 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
-// fakeSource is a journal in memory: events at t0 + their time, marks
+// fakeSource is a journal in memory: events at tuitest.T0 + their time, marks
 // from their kinds, CatchUp as every event up to t (a fresh model fed
 // them shows the screen at t).
 type fakeSource struct {
@@ -36,17 +37,17 @@ func newFakeSource(evs []event.Event) *fakeSource {
 }
 
 func (s *fakeSource) Header() event.SessionHeader {
-	return event.SessionHeader{Format: journal.FormatName, Version: 1, Created: t0, Host: "root@gpu-box:22", Label: "demo"}
+	return event.SessionHeader{Format: journal.FormatName, Version: 1, Created: tuitest.T0, Host: "root@gpu-box:22", Label: "demo"}
 }
 
-func (s *fakeSource) Start() time.Time { return t0 }
+func (s *fakeSource) Start() time.Time { return tuitest.T0 }
 
-func (s *fakeSource) Duration() time.Duration { return s.evs[len(s.evs)-1].At.Sub(t0) }
+func (s *fakeSource) Duration() time.Duration { return s.evs[len(s.evs)-1].At.Sub(tuitest.T0) }
 
 func (s *fakeSource) Marks() []journal.Mark {
 	var out []journal.Mark
 	for _, e := range s.evs {
-		t := e.At.Sub(t0)
+		t := e.At.Sub(tuitest.T0)
 		switch p := e.Data.(type) {
 		case event.ExperimentStart:
 			out = append(out, journal.Mark{T: t, Kind: event.KindExperimentStart, Exp: p.ID, Text: p.Name})
@@ -67,7 +68,7 @@ func (s *fakeSource) Events(from, to time.Duration) ([]event.Event, error) {
 	}
 	var out []event.Event
 	for _, e := range s.evs {
-		if t := e.At.Sub(t0); t > from && t <= to {
+		if t := e.At.Sub(tuitest.T0); t > from && t <= to {
 			out = append(out, e)
 		}
 	}
@@ -85,7 +86,7 @@ func (s *fakeSource) CatchUp(t time.Duration) ([]event.Event, error) {
 func upTo(evs []event.Event, t time.Duration) []event.Event {
 	var out []event.Event
 	for _, e := range evs {
-		if e.At.Sub(t0) <= t {
+		if e.At.Sub(tuitest.T0) <= t {
 			out = append(out, e)
 		}
 	}
@@ -95,25 +96,25 @@ func upTo(evs []event.Event, t time.Duration) []event.Event {
 var _ Source = (*fakeSource)(nil)
 
 // replayEvents is a recorded session: connected, GPUs sampled every 5 s,
-// the server ready, log lines, and the three experiments of session(),
+// the server ready, log lines, and the three experiments of tuitest.Session(),
 // ending at 2:00.
 func replayEvents() []event.Event {
-	evs := []event.Event{connected()}
+	evs := []event.Event{tuitest.Connected()}
 	for s := 0; s <= 120; s += 5 {
-		g := h200s(8)
+		g := tuitest.H200s(8)
 		for i := range g.GPUs {
-			g.GPUs[i].UtilGPUPct = ok(float64(40 + s/3))
+			g.GPUs[i].UtilGPUPct = tuitest.OK(float64(40 + s/3))
 		}
-		evs = append(evs, ev(time.Duration(s)*time.Second, g))
+		evs = append(evs, tuitest.Ev(time.Duration(s)*time.Second, g))
 	}
-	st := readyStatus()
-	st.Since = at(2 * time.Second)
-	evs = append(evs, ev(2*time.Second, st))
+	st := tuitest.ReadyStatus()
+	st.Since = tuitest.At(2 * time.Second)
+	evs = append(evs, tuitest.Ev(2*time.Second, st))
 	for s := 3; s <= 120; s += 7 {
-		evs = append(evs, ev(time.Duration(s)*time.Second, decodeLines(s, 3)))
+		evs = append(evs, tuitest.Ev(time.Duration(s)*time.Second, tuitest.DecodeLines(s, 3)))
 	}
-	evs = append(evs, session()...)
-	evs = append(evs, ev(120*time.Second, event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected, Since: t0}))
+	evs = append(evs, tuitest.Session()...)
+	evs = append(evs, tuitest.Ev(120*time.Second, event.ConnState{Host: "root@gpu-box:22", Conn: event.Connected, Since: tuitest.T0}))
 	return evs
 }
 
@@ -135,7 +136,7 @@ func pump(r *Model, cmd tea.Cmd) {
 	for len(queue) > 0 {
 		c := queue[0]
 		queue = queue[1:]
-		for _, msg := range run(c) {
+		for _, msg := range tuitest.Run(c) {
 			if _, tick := msg.(replayTickMsg); tick {
 				continue
 			}
@@ -148,9 +149,9 @@ func pump(r *Model, cmd tea.Cmd) {
 // rpress presses keys in the replay, pumping each one's commands.
 func rpress(r *Model, keys ...string) {
 	for _, k := range keys {
-		msg := keyMsg(k)
+		msg := tuitest.KeyMsg(k)
 		if k == "space" {
-			msg = space()
+			msg = tuitest.Space()
 		}
 		_, cmd := r.Update(msg)
 		pump(r, cmd)
@@ -172,7 +173,7 @@ func rplain(r *Model) string { return ansi.Strip(r.View().Content) }
 func liveAt(w, h int, t time.Duration, readOnly bool) *tui.Model {
 	m := newSized(w, h, tui.Options{Label: "demo", Host: "root@gpu-box:22", Theme: tui.ThemeDark, ReadOnly: readOnly})
 	m.Update(tui.EventsMsg(upTo(newFakeSource(replayEvents()).evs, t)))
-	m.Update(tui.ClockMsg{Now: t0.Add(t)})
+	m.Update(tui.ClockMsg{Now: tuitest.T0.Add(t)})
 	return m
 }
 
@@ -241,7 +242,7 @@ func TestReplayPlaysLikeLive(t *testing.T) {
 			sameBody(t, r, 100, 30)
 		}
 	}
-	if got := r.inner.Now(); !got.Equal(t0.Add(r.Position())) {
+	if got := r.inner.Now(); !got.Equal(tuitest.T0.Add(r.Position())) {
 		t.Errorf("clock %v, want start + %v", got, r.Position())
 	}
 	rpress(r, "space")
@@ -308,8 +309,8 @@ func TestReplaySeekKeys(t *testing.T) {
 // superseded, and a read that a seek superseded, change nothing.
 func TestReplayDropsStaleAnswers(t *testing.T) {
 	r, _ := newTestReplay(100, 30, Options{})
-	_, first := r.Update(keyMsg("right"))
-	_, second := r.Update(keyMsg("right"))
+	_, first := r.Update(tuitest.KeyMsg("right"))
+	_, second := r.Update(tuitest.KeyMsg("right"))
 	pump(r, second)
 	if r.Position() != 20*time.Second {
 		t.Fatalf("position %v", r.Position())
@@ -322,7 +323,7 @@ func TestReplayDropsStaleAnswers(t *testing.T) {
 	// A read in flight when a seek starts is dropped.
 	rpress(r, "space")
 	_, step := r.Update(replayTickMsg{gen: r.playGen})
-	_, seek := r.Update(keyMsg("]"))
+	_, seek := r.Update(tuitest.KeyMsg("]"))
 	pump(r, seek)
 	pos := r.Position()
 	pump(r, step)
@@ -338,13 +339,13 @@ func TestReplayReadsOneAtATime(t *testing.T) {
 	r, src := newTestReplay(80, 24, Options{})
 	rpress(r, "space")
 	_, step := r.Update(replayTickMsg{gen: r.playGen})
-	_, seek := r.Update(keyMsg("right"))
+	_, seek := r.Update(tuitest.KeyMsg("right"))
 	var wg sync.WaitGroup
 	for _, c := range []tea.Cmd{step, seek} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run(c)
+			tuitest.Run(c)
 		}()
 	}
 	wg.Wait()
@@ -416,8 +417,8 @@ func TestReplayRefusesActions(t *testing.T) {
 		t.Errorf("a seek lost the filter: %q", r.inner.Filter())
 	}
 	var cmd tea.Cmd
-	_, cmd = r.Update(keyMsg("q"))
-	if !isQuit(cmd) || !r.Quitting() {
+	_, cmd = r.Update(tuitest.KeyMsg("q"))
+	if !tuitest.IsQuit(cmd) || !r.Quitting() {
 		t.Error("q did not quit")
 	}
 }
@@ -501,12 +502,12 @@ func TestReplayGolden(t *testing.T) {
 // next one's start, microseconds apart, are one stop for ] and [, named
 // together.
 func TestReplayMarksAtOneInstant(t *testing.T) {
-	evs := []event.Event{connected(),
-		ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerLaunch}),
-		ev(30*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerRelaunch}),
-		ev(30*time.Second+300*time.Microsecond, event.ExperimentStart{ID: "e2", Name: "b", Trigger: event.TriggerLaunch}),
-		ev(50*time.Second, event.Note{Text: "n", Exp: "e2"}),
-		ev(60*time.Second, h200s(1)),
+	evs := []event.Event{tuitest.Connected(),
+		tuitest.Ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerLaunch}),
+		tuitest.Ev(30*time.Second, event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerRelaunch}),
+		tuitest.Ev(30*time.Second+300*time.Microsecond, event.ExperimentStart{ID: "e2", Name: "b", Trigger: event.TriggerLaunch}),
+		tuitest.Ev(50*time.Second, event.Note{Text: "n", Exp: "e2"}),
+		tuitest.Ev(60*time.Second, tuitest.H200s(1)),
 	}
 	r := New(newFakeSource(evs), tui.Options{Theme: tui.ThemeDark}, Options{})
 	r.tickCmd = func(gen int) tea.Cmd { return func() tea.Msg { return replayTickMsg{gen: gen} } }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -110,7 +111,7 @@ func (r *Model) timeline(w int) string {
 	lw := 6 + 1 + style.Width(pos) + 2 + style.Width(speed)
 	name := ""
 	if cur := m.Experiments().Ledger().Current(); cur != nil {
-		name = join(sanitize.String(cur.ID), sanitize.String(cur.Name))
+		name = component.JoinWords(sanitize.String(cur.ID), sanitize.String(cur.Name))
 		name = style.Truncate(name, 32)
 	}
 	const minBar = 10

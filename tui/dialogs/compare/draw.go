@@ -55,7 +55,7 @@ func (v *View) lines(st *style.Styles, iw int) []string {
 			add(s + st.Dim.Render("unknown"))
 			return
 		}
-		s += st.Title.Render(join(sanitize.String(e.ID), sanitize.String(e.Name)))
+		s += st.Title.Render(component.JoinWords(sanitize.String(e.ID), sanitize.String(e.Name)))
 		s += st.Dim.Render(" (" + why + ")  " + expWhen(e))
 		add(s)
 	}
@@ -302,17 +302,6 @@ func (v *View) noise(st *style.Styles, iw int) []string {
 // asciiChrome spells the journal's symbols in ASCII: the screen's chrome
 // has no ambiguous-width characters.
 var asciiChrome = strings.NewReplacer("±", "+-", "≥", ">=", "≤", "<=", "–", "-")
-
-// join joins the non-empty words with a space.
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
-}
 
 // firstOf is the first of ss that is not "".
 func firstOf(ss ...string) string {

@@ -219,13 +219,13 @@ func (f *Form) View(st *style.Styles, w, h int) component.Box {
 		var r event.ExperimentResult
 		label := "so far"
 		if f.id == EndID {
-			title = "end " + join(id, name)
+			title = "end " + component.JoinWords(id, name)
 			r = p.Provisional()
 			keys = []string{"enter", "end", "esc", "cancel"}
 		} else {
-			title = join(id, name) + " ended"
+			title = component.JoinWords(id, name) + " ended"
 			if f.edit {
-				title = "conclusion of " + join(id, name)
+				title = "conclusion of " + component.JoinWords(id, name)
 			}
 			if e != nil {
 				r = e.Result
@@ -281,15 +281,4 @@ func (f *Form) Help() []component.Hint {
 		return []component.Hint{{Key: "enter", Desc: "save the conclusion"}, {Key: "esc", Desc: "skip"}}
 	}
 	return []component.Hint{{Key: "enter", Desc: "save"}, {Key: "esc", Desc: "cancel"}}
-}
-
-// join joins the non-empty words with a space.
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
 }

@@ -52,7 +52,7 @@ type BaselineMsg struct {
 // form showed it, for the key's record. Its answer is a StartedMsg.
 func (p *Panel) StartExperiment(name, hyp, shown string) tea.Cmd {
 	x, ctx := p.Ctl, p.ctx()
-	rec := p.record(join("start experiment", shown))
+	rec := p.record(component.JoinWords("start experiment", shown))
 	p.doing = "starting an experiment"
 	return func() tea.Msg {
 		rec()
@@ -131,7 +131,7 @@ func (p *Panel) Result(msg tea.Msg) {
 			p.flash("experiment not started: "+errText(r.Err), style.Crit)
 			return
 		}
-		p.flash("started "+join(sanitize.String(r.Start.ID), sanitize.String(r.Start.Name))+" (x lists experiments)", style.OK)
+		p.flash("started "+component.JoinWords(sanitize.String(r.Start.ID), sanitize.String(r.Start.Name))+" (x lists experiments)", style.OK)
 	case EndedMsg:
 		if r.Err != nil {
 			p.flash("experiment not ended: "+errText(r.Err), style.Crit)
@@ -227,7 +227,7 @@ func (p *Panel) Banners(w int) []component.Banner {
 	if e == nil {
 		return nil
 	}
-	head := join(sanitize.String(id), sanitize.String(e.Name)) + " ended"
+	head := component.JoinWords(sanitize.String(id), sanitize.String(e.Name)) + " ended"
 	if e.EndedBy != "" {
 		head += " (" + sanitize.String(string(e.EndedBy)) + ")"
 	}

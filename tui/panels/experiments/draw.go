@@ -249,7 +249,7 @@ const detailLabel = 12
 // and notes.
 func (p *Panel) detail(st *style.Styles, e *ledger.Experiment, w int) []string {
 	var out []string
-	head := st.Accent.Render(style.Truncate(join(sanitize.String(e.ID), sanitize.String(e.Name)), w))
+	head := st.Accent.Render(style.Truncate(component.JoinWords(sanitize.String(e.ID), sanitize.String(e.Name)), w))
 	when := "  started " + Clock(e.Started)
 	if e.StartedBy != "" {
 		when += " (" + sanitize.String(string(e.StartedBy)) + ")"
@@ -370,7 +370,7 @@ func (p *Panel) detail(st *style.Styles, e *ledger.Experiment, w int) []string {
 		cut("git", gitSummary(fp.Git), st.Text)
 		cut("versions", versionsSummary(fp.Versions), st.Text)
 		cut("gpus", gpuSummary(fp.GPUs), st.Text)
-		cut("host", join(sanitize.String(fp.Hostname), prefixed("kernel ", sanitize.String(fp.Kernel))), st.Text)
+		cut("host", component.JoinWords(sanitize.String(fp.Hostname), prefixed("kernel ", sanitize.String(fp.Kernel))), st.Text)
 		if len(fp.Errors) > 0 {
 			errs := sanitize.All(fp.Errors)
 			cut("errors", strings.Join(errs, "; "), st.Warn)

@@ -9,6 +9,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -58,7 +59,7 @@ func versionsSummary(vs []event.Version) string {
 			parts = append(parts, name+" failed ("+sanitize.FirstLine(v.Err)+")")
 			continue
 		}
-		parts = append(parts, join(name, sanitize.FirstLine(v.Value)))
+		parts = append(parts, component.JoinWords(name, sanitize.FirstLine(v.Value)))
 	}
 	if len(parts) == 0 {
 		return "none recorded"

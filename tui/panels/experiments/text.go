@@ -82,17 +82,6 @@ func Clock(t time.Time) string {
 	return t.Format("15:04:05")
 }
 
-// join joins the non-empty words with a space.
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
-}
-
 // paren is " (a, b)" of the non-empty parts, "" when all are empty.
 func paren(parts ...string) string {
 	var keep []string

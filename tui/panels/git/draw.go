@@ -252,7 +252,7 @@ func (d drawing) lastActionText() string {
 	case isStashOp(a.Op):
 		what = strings.TrimPrefix(stashName(a.Args), "stash ") // the op says "stash pop" already
 	}
-	s += ": " + join(op, what)
+	s += ": " + component.JoinWords(op, what)
 	snap := ""
 	if restored != "" {
 		verb := "restored"
@@ -277,17 +277,6 @@ func (d drawing) lastActionText() string {
 		return s + " failed" + snap + ": " + a.Err
 	}
 	return s + " ok" + snap
-}
-
-// join is "a b", or whichever is not empty.
-func join(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
 }
 
 // sectionHead is a section title in accent with dim details.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
 func TestRxTxCellValues(t *testing.T) {
@@ -15,13 +16,13 @@ func TestRxTxCellValues(t *testing.T) {
 		want   string
 		tn     style.Token
 	}{
-		{ok(0), ok(0), "0.0/0.0", style.Text},
-		{ok(10239), ok(10240), "10.0/10", style.Text}, // 9.999 rounds to 10.0 below 10
-		{ok(1024 * 61035), ok(51), "61035/0.0", style.Text},
-		{ok(-5), ok(1024), "bad/1.0", style.Warn},
-		{ok(math.NaN()), ok(math.Inf(1)), "bad/bad", style.Warn},
-		{ok(1e300), bad(event.CellLost, "[GPU is lost]"), "bad/LOST", style.Crit},
-		{bad(event.CellAbsent, ""), bad(event.CellUnknownError, "[Unknown Error]"), "n/q/UNK", style.Warn},
+		{tuitest.OK(0), tuitest.OK(0), "0.0/0.0", style.Text},
+		{tuitest.OK(10239), tuitest.OK(10240), "10.0/10", style.Text}, // 9.999 rounds to 10.0 below 10
+		{tuitest.OK(1024 * 61035), tuitest.OK(51), "61035/0.0", style.Text},
+		{tuitest.OK(-5), tuitest.OK(1024), "bad/1.0", style.Warn},
+		{tuitest.OK(math.NaN()), tuitest.OK(math.Inf(1)), "bad/bad", style.Warn},
+		{tuitest.OK(1e300), tuitest.Bad(event.CellLost, "[GPU is lost]"), "bad/LOST", style.Crit},
+		{tuitest.Bad(event.CellAbsent, ""), tuitest.Bad(event.CellUnknownError, "[Unknown Error]"), "n/q/UNK", style.Warn},
 	} {
 		g := event.GPU{PCIeRxKBs: c.rx, PCIeTxKBs: c.tx}
 		if got := rxTxCell(&g); got.text != c.want || got.tone != c.tn {
@@ -51,10 +52,10 @@ func FuzzRxTxCell(f *testing.F) {
 }
 
 func TestProcsSummary(t *testing.T) {
-	g := h200(3)
-	g.UUID = txt("GPU-3")
+	g := tuitest.H200(3)
+	g.UUID = tuitest.Txt("GPU-3")
 	on := func(name string, used event.Reading) event.ComputeApp {
-		return event.ComputeApp{PID: 1, Name: txt(name), UsedMiB: used, BusID: txt("0000:48:00.0")} // g's bus, short form
+		return event.ComputeApp{PID: 1, Name: tuitest.Txt(name), UsedMiB: used, BusID: tuitest.Txt("0000:48:00.0")} // g's bus, short form
 	}
 	for _, c := range []struct {
 		name string
@@ -63,18 +64,18 @@ func TestProcsSummary(t *testing.T) {
 	}{
 		{"nil: not read", nil, procSummary{}},
 		{"empty: none", []event.ComputeApp{}, procSummary{known: true}},
-		{"another GPU's", []event.ComputeApp{{Name: txt("x"), UsedMiB: ok(9), BusID: txt("00000000:18:00.0")}}, procSummary{known: true}},
-		{"by bus id", []event.ComputeApp{on("python3", ok(10))}, procSummary{known: true, n: 1, top: "python3"}},
-		{"by UUID when the bus id is not read", []event.ComputeApp{{Name: txt("vllm"), UsedMiB: ok(1), BusID: event.Text{S: "[N/A]", Status: event.CellNA}, UUID: txt("GPU-3")}},
+		{"another GPU's", []event.ComputeApp{{Name: tuitest.Txt("x"), UsedMiB: tuitest.OK(9), BusID: tuitest.Txt("00000000:18:00.0")}}, procSummary{known: true}},
+		{"by bus id", []event.ComputeApp{on("python3", tuitest.OK(10))}, procSummary{known: true, n: 1, top: "python3"}},
+		{"by UUID when the bus id is not read", []event.ComputeApp{{Name: tuitest.Txt("vllm"), UsedMiB: tuitest.OK(1), BusID: event.Text{S: "[N/A]", Status: event.CellNA}, UUID: tuitest.Txt("GPU-3")}},
 			procSummary{known: true, n: 1, top: "vllm"}},
-		{"the largest names it", []event.ComputeApp{on("small", ok(10)), on("big", ok(90000)), on("mid", ok(500))}, procSummary{known: true, n: 3, top: "big"}},
-		{"memory not read: the first", []event.ComputeApp{on("first", bad(event.CellNotSupported, "[Not Supported]")), on("second", bad(event.CellNA, "[N/A]"))},
+		{"the largest names it", []event.ComputeApp{on("small", tuitest.OK(10)), on("big", tuitest.OK(90000)), on("mid", tuitest.OK(500))}, procSummary{known: true, n: 3, top: "big"}},
+		{"memory not read: the first", []event.ComputeApp{on("first", tuitest.Bad(event.CellNotSupported, "[Not Supported]")), on("second", tuitest.Bad(event.CellNA, "[N/A]"))},
 			procSummary{known: true, n: 2, top: "first"}},
-		{"a read value beats none", []event.ComputeApp{on("unread", bad(event.CellNA, "[N/A]")), on("zero", ok(0))}, procSummary{known: true, n: 2, top: "zero"}},
-		{"a path: its last element", []event.ComputeApp{on("/opt/conda/bin/python3.12", ok(1))}, procSummary{known: true, n: 1, top: "python3.12"}},
-		{"long: cut", []event.ComputeApp{on("a-very-long-process-name", ok(1))}, procSummary{known: true, n: 1, top: "a-very-long-pro"}},
-		{"escapes removed", []event.ComputeApp{on("evil\x1b]0;pwned\x07\x1b[31m", ok(1))}, procSummary{known: true, n: 1, top: "evil"}},
-		{"name not read: the count", []event.ComputeApp{{Name: event.Text{S: "[N/A]", Status: event.CellNA}, UsedMiB: ok(1), BusID: txt("00000000:48:00.0")}}, procSummary{known: true, n: 1}},
+		{"a read value beats none", []event.ComputeApp{on("unread", tuitest.Bad(event.CellNA, "[N/A]")), on("zero", tuitest.OK(0))}, procSummary{known: true, n: 2, top: "zero"}},
+		{"a path: its last element", []event.ComputeApp{on("/opt/conda/bin/python3.12", tuitest.OK(1))}, procSummary{known: true, n: 1, top: "python3.12"}},
+		{"long: cut", []event.ComputeApp{on("a-very-long-process-name", tuitest.OK(1))}, procSummary{known: true, n: 1, top: "a-very-long-pro"}},
+		{"escapes removed", []event.ComputeApp{on("evil\x1b]0;pwned\x07\x1b[31m", tuitest.OK(1))}, procSummary{known: true, n: 1, top: "evil"}},
+		{"name not read: the count", []event.ComputeApp{{Name: event.Text{S: "[N/A]", Status: event.CellNA}, UsedMiB: tuitest.OK(1), BusID: tuitest.Txt("00000000:48:00.0")}}, procSummary{known: true, n: 1}},
 	} {
 		got := summarizeProcs(c.apps, &g)
 		if got != c.want && !(c.name == "escapes removed" && strings.HasPrefix(got.top, "evil") && !strings.ContainsAny(got.top, "\x1b\x07")) {
@@ -84,21 +85,21 @@ func TestProcsSummary(t *testing.T) {
 }
 
 func TestProcsCells(t *testing.T) {
-	g := h200(0)
+	g := tuitest.H200(0)
 	for _, c := range []struct {
 		ps          procSummary
 		used        event.Reading
 		full, short string
 		tn          style.Token
 	}{
-		{procSummary{}, ok(100), "-", "-", style.Dim},
-		{procSummary{known: true}, ok(100), "0", "0", style.Text},
-		{procSummary{known: true}, ok(1023), "0", "0", style.Text},
-		{procSummary{known: true}, ok(1536), "0, 1.5G held", "0 1.5G", style.Warn},
-		{procSummary{known: true}, ok(143000), "0, 140G held", "0 140G", style.Warn},
-		{procSummary{known: true}, bad(event.CellNA, "[N/A]"), "0", "0", style.Text},
-		{procSummary{known: true, n: 12, top: "python3"}, ok(143000), "12 python3", "12", style.Text},
-		{procSummary{known: true, n: 1}, ok(1), "1", "1", style.Text},
+		{procSummary{}, tuitest.OK(100), "-", "-", style.Dim},
+		{procSummary{known: true}, tuitest.OK(100), "0", "0", style.Text},
+		{procSummary{known: true}, tuitest.OK(1023), "0", "0", style.Text},
+		{procSummary{known: true}, tuitest.OK(1536), "0, 1.5G held", "0 1.5G", style.Warn},
+		{procSummary{known: true}, tuitest.OK(143000), "0, 140G held", "0 140G", style.Warn},
+		{procSummary{known: true}, tuitest.Bad(event.CellNA, "[N/A]"), "0", "0", style.Text},
+		{procSummary{known: true, n: 12, top: "python3"}, tuitest.OK(143000), "12 python3", "12", style.Text},
+		{procSummary{known: true, n: 1}, tuitest.OK(1), "1", "1", style.Text},
 	} {
 		g.MemUsedMiB = c.used
 		full, short := procsCells(c.ps, &g)
