@@ -6,19 +6,18 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/report"
-	"github.com/flightdeck-dev/flightdeck/tui/component"
-	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
-	"github.com/flightdeck-dev/flightdeck/tui/dialogs/profile"
-	"github.com/flightdeck-dev/flightdeck/tui/style"
-
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
+	"github.com/flightdeck-dev/flightdeck/tui/dialogs/profile"
+	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
 // ServerControl drives the inference server behind the K, L and p keys;
@@ -385,21 +384,21 @@ func (m *Model) flash(s string, t style.Token) {
 
 // serverBanners are the lines under the header about the server: the
 // action in flight or the last one's error, and a failure's offending line.
-func (m *Model) serverBanners() []banner {
-	var out []banner
+func (m *Model) serverBanners() []component.Banner {
+	var out []component.Banner
 	c := &m.srv
 	switch {
 	case c.busy != actionNone:
-		out = append(out, banner{text: c.doing, short: c.brief, tone: style.Warn})
+		out = append(out, component.Banner{Text: c.doing, Short: c.brief, Tone: style.Warn})
 	case c.failed != "":
-		out = append(out, banner{text: c.failed + "  (esc hides)", short: c.failed, tone: style.Crit})
+		out = append(out, component.Banner{Text: c.failed + "  (esc hides)", Short: c.failed, Tone: style.Crit})
 	}
 	if c.hasSt && c.st.Phase == event.PhaseFailed && c.st.Text != "" {
 		class := c.st.Class
 		if class == "" {
 			class = "failure"
 		}
-		out = append(out, banner{text: "failed " + class + ": " + c.st.Text, short: c.st.Text, tone: style.Crit})
+		out = append(out, component.Banner{Text: "failed " + class + ": " + c.st.Text, Short: c.st.Text, Tone: style.Crit})
 	}
 	return out
 }

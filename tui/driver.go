@@ -143,23 +143,23 @@ func (m *Model) driverSeg() (seg, bool) {
 // driverBanners are the lines under the header about the lock: while
 // watching, who drives and how to take over; after a change, its note
 // (until the next key clears it); a lock that cannot be read.
-func (m *Model) driverBanners() []banner {
+func (m *Model) driverBanners() []component.Banner {
 	d := &m.drv
 	if !d.has {
 		return nil
 	}
-	var out []banner
+	var out []component.Banner
 	switch {
 	case m.watching() && m.drv.st.Role == event.RoleUnsure:
-		out = append(out, banner{text: m.watchingWhy(), short: "read-only until the host answers", tone: style.Warn})
+		out = append(out, component.Banner{Text: m.watchingWhy(), Short: "read-only until the host answers", Tone: style.Warn})
 	case m.watching():
-		out = append(out, banner{text: m.watchingWhy(), short: "read-only: " + m.holderText(true), tone: style.Warn})
+		out = append(out, component.Banner{Text: m.watchingWhy(), Short: "read-only: " + m.holderText(true), Tone: style.Warn})
 	}
 	if d.note != "" && !m.opts.ReadOnly {
-		out = append(out, banner{text: d.note, tone: style.Accent})
+		out = append(out, component.Banner{Text: d.note, Tone: style.Accent})
 	}
 	if e := sanitize.String(d.st.Err); e != "" && !m.opts.ReadOnly {
-		out = append(out, banner{text: "driver lock: " + e, short: "driver lock: " + strings.SplitN(e, ":", 2)[0], tone: style.Warn})
+		out = append(out, component.Banner{Text: "driver lock: " + e, Short: "driver lock: " + strings.SplitN(e, ":", 2)[0], Tone: style.Warn})
 	}
 	return out
 }

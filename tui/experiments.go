@@ -183,16 +183,6 @@ func (m *Model) rangeResult(r CompareRangeMsg) {
 	}
 }
 
-// concludeBanner is the experiments panel's conclusion banner
-// (experiments.Panel.Banners) as the cockpit's.
-func (m *Model) concludeBanner(w int) []banner {
-	var out []banner
-	for _, b := range m.exp.Banners(w) {
-		out = append(out, banner{text: b.Text, short: b.Short, tone: b.Tone})
-	}
-	return out
-}
-
 // readyAt is when the running server became ready, as far as known: by
 // the latest event.ServerStatus when there is one (it supersedes the log, as
 // in the header), else by the log's ready line; zero when not ready.

@@ -42,6 +42,7 @@ type GitSnapshotsMsg = gitdialog.SnapshotsMsg
 // wireGit ties the git panel and the dialogs it opens to the model.
 func (m *Model) wireGit() {
 	p := m.git
+	p.Now = func() time.Time { return m.now }
 	p.ReadOnly = func(what string) string {
 		switch {
 		case m.opts.ReadOnly:
@@ -142,13 +143,4 @@ func (m *Model) gitQuit() tea.Cmd {
 	m.git.QuitWhen = true
 	m.flash(gitQuitText, style.Warn)
 	return nil
-}
-
-// gitBanners are the git panel's lines under the header.
-func (m *Model) gitBanners(w int) []banner {
-	var out []banner
-	for _, b := range m.git.Banners(w) {
-		out = append(out, banner{text: b.Text, short: b.Short, tone: b.Tone})
-	}
-	return out
 }

@@ -25,23 +25,6 @@ type layout struct {
 
 const maxBanners = 3
 
-// banner is one of the cockpit's notice lines above the panels: its text,
-// a shorter form for a terminal too narrow for it ("" when none), and its
-// tone. A panel's come as component.Banners.
-type banner struct {
-	text, short string
-	tone        style.Token
-}
-
-// fit returns the form of b that fits w cells, if either does, else the
-// text (to be cut).
-func (b banner) fit(w int) string {
-	if style.Width(b.text) > w && b.short != "" {
-		return b.short
-	}
-	return b.text
-}
-
 // computeLayout splits the height: header, banners, table header, GPU rows,
 // sparkline, log title, log lines, footer. The log keeps at least a third of
 // what the fixed lines leave (and 3 lines); GPU rows get the rest, all of
@@ -80,14 +63,10 @@ func (m *Model) render() string {
 	// then a benchmark's and a repeat's progress, then git's (an action
 	// in flight, HEAD moved), then nvidia-smi's.
 	banners := append(m.driverBanners(), m.serverBanners()...)
-	for _, b := range m.bench.Banners() {
-		banners = append(banners, banner{text: b.Text, short: b.Short, tone: b.Tone})
-	}
-	banners = append(append(banners, m.gitBanners(w)...), m.concludeBanner(w)...)
+	banners = append(banners, m.bench.Banners()...)
+	banners = append(append(banners, m.git.Banners(w)...), m.exp.Banners(w)...)
 	gpuBanners := m.gpus.Banners(m.now)
-	for _, b := range gpuBanners {
-		banners = append(banners, banner{text: b.Text, short: b.Short, tone: b.Tone})
-	}
+	banners = append(banners, gpuBanners...)
 	l := computeLayout(h, m.gpus.Len(), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
@@ -99,21 +78,22 @@ func (m *Model) render() string {
 		}
 		tn := style.Warn
 		for _, b := range banners[l.banners-1:] {
-			if b.tone == style.Crit {
+			if b.Tone == style.Crit {
 				tn = style.Crit
 			}
 		}
-		banners = append(banners[:l.banners-1], banner{text: "+" + strconv.Itoa(more) + what, tone: tn})
+		banners = append(banners[:l.banners-1], component.Banner{Text: "+" + strconv.Itoa(more) + what, Tone: tn})
 	}
 	for _, b := range banners[:l.banners] {
-		lines = append(lines, st.Tone(b.tone).Render(style.Truncate(b.fit(w), w)))
+		lines = append(lines, st.Tone(b.Tone).Render(style.Truncate(b.Fit(w), w)))
 	}
 
 	body := l.gpuRows + 1 + 1 + 1 + l.logLines // table header, spark, log title
 	if m.showHelp {
 		lines = m.fullHelp(lines, w, body)
 	} else {
-		lines = m.gpus.Render(lines, st, m.styleGen, w, l.gpuRows)
+		m.gpus.SetSize(w, l.gpuRows)
+		lines = m.gpus.View(lines, st)
 		// An empty table renders one line; keep the rest of the layout fixed.
 		for len(lines) < 1+l.banners+1+l.gpuRows {
 			lines = append(lines, "")
@@ -121,26 +101,29 @@ func (m *Model) render() string {
 		if m.noLog() {
 			lines = append(lines, spark.Note(st, w, noLogText))
 		} else {
-			lines = append(lines, m.rate.Render(st, m.styleGen, w))
+			lines = append(lines, m.rate.Render(st, st.Gen, w))
 		}
 		switch {
-		case m.git.Open:
-			// The git panel takes the log tail's place (title and lines).
-			lines = m.git.Render(lines, st, m.now, w, 1+l.logLines)
-		case m.exp.Open:
-			lines = m.exp.Render(lines, st, w, 1+l.logLines)
+		case m.git.Open, m.exp.Open:
+			// The git or the experiments panel takes the log tail's place
+			// (title and lines).
+			c := m.body()
+			c.SetSize(w, 1+l.logLines)
+			lines = c.View(lines, st)
 		case m.noLog():
 			lines = append(lines, m.logTitle(w))
 			if l.logLines > 0 {
 				lines = append(lines, st.Dim.Render(style.Truncate(noLogText, w)))
 				// flightdeck's own lines (Xids) still show, under it.
 				if m.log.Count() > 0 {
-					lines = m.log.Render(lines, st, w, l.logLines-1)
+					m.log.SetSize(w, l.logLines-1)
+					lines = m.log.View(lines, st)
 				}
 			}
 		default:
 			lines = append(lines, m.logTitle(w))
-			lines = m.log.Render(lines, st, w, l.logLines)
+			m.log.SetSize(w, l.logLines)
+			lines = m.log.View(lines, st)
 		}
 	}
 	for len(lines) < h-1 {

@@ -85,6 +85,10 @@ type Styles struct {
 	Dark bool
 	// Plain reports a palette without colours (NO_COLOR).
 	Plain bool
+	// Gen is the palette's generation: the cockpit raises it each time it
+	// changes the palette (a theme, the terminal's background), so that
+	// what caches styled text (the GPU rows, the sparkline) draws again.
+	Gen int
 }
 
 // Default returns the palette for a dark (isDark) or light terminal

@@ -83,10 +83,13 @@ func expProfile(e *ledger.Experiment) string {
 	return ""
 }
 
-// Render draws the panel after lines in h lines of w cells: its title,
-// the rows (a window around the cursor) and the selected experiment's
-// details.
-func (p *Panel) Render(lines []string, st *style.Styles, w, h int) []string {
+// SetSize gives the panel w cells by h lines.
+func (p *Panel) SetSize(w, h int) { p.w, p.h = w, h }
+
+// View draws the panel after lines at SetSize's size: its title, the rows
+// (a window around the cursor) and the selected experiment's details.
+func (p *Panel) View(lines []string, st *style.Styles) []string {
+	w, h := p.w, p.h
 	if h <= 0 {
 		return lines
 	}

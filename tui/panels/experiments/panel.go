@@ -164,6 +164,7 @@ type Panel struct {
 	touched bool // the user moved the cursor: until then it follows the newest
 	top     int  // first row shown
 	height  int  // rows at the last render (the page size)
+	w, h    int  // SetSize's
 	// marked are the experiments marked with space (ids, at most two, in
 	// the order marked): c compares them.
 	marked []string
@@ -506,3 +507,5 @@ func (p *Panel) record(action string) func() {
 	}
 	return p.Record(action)
 }
+
+var _ component.Component = (*Panel)(nil)

@@ -98,7 +98,8 @@ func TestRenderFitsItsArea(t *testing.T) {
 	p := threeEnded(&said)
 	p.Open = true
 	st := style.Plain()
-	lines := p.Render([]string{"header"}, &st, 80, 16)
+	p.SetSize(80, 16)
+	lines := p.View([]string{"header"}, &st)
 	if len(lines) != 17 || lines[0] != "header" {
 		t.Fatalf("%d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	}

@@ -5,28 +5,21 @@ import (
 	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
-
-// Banner is one line the panel puts under the cockpit's header: its text,
-// a shorter form for a terminal too narrow for it ("" when none), and its
-// tone.
-type Banner struct {
-	Text, Short string
-	Tone        style.Token
-}
 
 // Banners are the lines under the header about git, for a w-cell
 // terminal, whether the panel is open or not: the action in flight and a
 // HEAD move made outside the cockpit (the longest of its forms that fits).
-func (p *Panel) Banners(w int) []Banner {
-	var out []Banner
+func (p *Panel) Banners(w int) []component.Banner {
+	var out []component.Banner
 	if p.doing != "" {
 		quit := ""
 		if p.QuitWhen {
 			quit = " (quitting when it ends)"
 		}
-		out = append(out, Banner{Text: "git: " + p.doing + " ..." + quit, Short: "git: " + p.brief + " ..." + quit, Tone: style.Warn})
+		out = append(out, component.Banner{Text: "git: " + p.doing + " ..." + quit, Short: "git: " + p.brief + " ..." + quit, Tone: style.Warn})
 	}
 	if p.movedN > 0 {
 		forms := movedForms(p.moved, p.movedN)
@@ -37,7 +30,7 @@ func (p *Panel) Banners(w int) []Banner {
 				break
 			}
 		}
-		out = append(out, Banner{Text: text, Tone: style.Warn})
+		out = append(out, component.Banner{Text: text, Tone: style.Warn})
 	}
 	return out
 }

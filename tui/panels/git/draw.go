@@ -27,12 +27,20 @@ type drawing struct {
 	now time.Time
 }
 
-// Render draws the panel in h lines after lines (its title and h-1 body
-// lines), w cells wide, scrolled so that the cursor's row is visible; now
-// is the cockpit's clock, for ages.
-func (p *Panel) Render(lines []string, st *style.Styles, now time.Time, w, h int) []string {
+// SetSize gives the panel w cells by h lines: its title and h-1 body
+// lines.
+func (p *Panel) SetSize(w, h int) { p.w, p.h = w, h }
+
+// View draws the panel after lines at SetSize's size, scrolled so that the
+// cursor's row is visible; ages are from Now.
+func (p *Panel) View(lines []string, st *style.Styles) []string {
+	w, h := p.w, p.h
 	if h <= 0 {
 		return lines
+	}
+	var now time.Time
+	if p.Now != nil {
+		now = p.Now()
 	}
 	d := drawing{Panel: p, st: st, now: now}
 	lines = append(lines, d.title(w))

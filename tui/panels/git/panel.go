@@ -85,6 +85,9 @@ type Panel struct {
 	// Ctx is the context the Control's calls run under (it ends when the
 	// program does); context.Background when nil.
 	Ctx func() context.Context
+	// Now is the cockpit's clock (model time), for ages; zero time when
+	// nil.
+	Now func() time.Time
 
 	status  event.GitStatus // the latest status, raw
 	hasSt   bool
@@ -94,6 +97,7 @@ type Panel struct {
 	touched bool            // the user has moved the cursor: until then it stays on the first row
 	top     int             // first body line shown
 	height  int             // body lines at the last render (the page size)
+	w, h    int             // SetSize's
 	marked  map[string]bool // raw paths marked with space for a revert
 
 	doing string // the action in flight, "checking out 3207427"; "" when none
@@ -348,3 +352,5 @@ func (p *Panel) ctx() context.Context {
 	}
 	return p.Ctx()
 }
+
+var _ component.Component = (*Panel)(nil)

@@ -25,7 +25,7 @@ import (
 // HeaderField, SamplingHelp), the Xid lines of the log (ApplyXid), and
 // its key, FocusKey (tab), which moves the focus between it and the log.
 // While it has the focus (Focused), the cockpit routes its scrolling keys
-// to the table (Scroll, Page, Home, End).
+// to the table (Move, Page, Home, End: component.Cursor).
 type Panel struct {
 	Table
 	FocusKey component.Binding
@@ -33,8 +33,9 @@ type Panel struct {
 	// place).
 	Focused bool
 
-	source source
-	xidLog xidLog
+	width, maxRows int // SetSize's
+	source         source
+	xidLog         xidLog
 }
 
 // NewPanel returns an empty GPU panel. Its key asks it why it cannot act:
@@ -66,12 +67,16 @@ func (p *Panel) Act(b *component.Binding) tea.Cmd {
 	return nil
 }
 
-// Render appends the table's header row and up to maxRows GPU rows to
-// out, width cells wide; gen is the styles' generation (rows are cached
-// until it, the data or the layout changes). A table that does not fit
+// SetSize gives the table width cells and up to maxRows GPU rows under
+// its header row.
+func (p *Panel) SetSize(width, maxRows int) { p.width, p.maxRows = width, maxRows }
+
+// View appends the table's header row and its GPU rows to out, at the
+// size SetSize gave; rows are cached until the styles' generation
+// (st.Gen), the data or the layout changes. A table that does not fit
 // says which rows show, how many abnormal ones do not, and how to scroll.
-func (p *Panel) Render(out []string, st *style.Styles, gen, width, maxRows int) []string {
-	return p.render(out, st, gen, width, maxRows, p.Focused)
+func (p *Panel) View(out []string, st *style.Styles) []string {
+	return p.render(out, st, st.Gen, p.width, p.maxRows, p.Focused)
 }
 
 // ApplyXid applies an Xid reported at data time at: a mark on its GPU's
@@ -113,3 +118,5 @@ func ColumnsHelp(st *style.Styles, w int) []string {
 // identical Xids a log line still counts: both are bounded (MaxXidIndex,
 // MaxXidBusMarks, MaxXidGroups) whatever the Xids name.
 func (p *Panel) XidState() (marks, groups int) { return len(p.xids), len(p.xidLog.groups) }
+
+var _ component.Component = (*Panel)(nil)

@@ -297,8 +297,8 @@ func (t *Table) Scrolls() bool { return t.visible < len(t.rows) }
 // Page is how many rows pgup/pgdn move: the rows shown less one.
 func (t *Table) Page() int { return max(t.visible-1, 1) }
 
-// Scroll moves the rows shown by delta (negative is up), within the table.
-func (t *Table) Scroll(delta int) {
+// Move moves the rows shown by delta (negative is up), within the table.
+func (t *Table) Move(delta int) {
 	t.top = style.Clamp(t.top+delta, 0, max(0, len(t.rows)-max(t.visible, 1)))
 }
 
@@ -306,4 +306,4 @@ func (t *Table) Scroll(delta int) {
 func (t *Table) Home() { t.top = 0 }
 
 // End shows the last rows.
-func (t *Table) End() { t.Scroll(len(t.rows)) }
+func (t *Table) End() { t.Move(len(t.rows)) }

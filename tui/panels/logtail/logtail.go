@@ -72,8 +72,9 @@ type Tail struct {
 	Follow   bool
 	topSeq   int64 // first visible line when not following
 	NewLines int64 // lines appended while not following
-	height   int   // visible rows at the last render
-	width    int   // cells at the last render
+	height   int   // visible rows (SetSize's, at least 1: the page size)
+	width    int   // cells (SetSize's)
+	rows     int   // rows View draws (SetSize's, 0 or more)
 	shown    int   // source lines (whole or part) at the last render
 
 	Wrap   bool  // long lines continue on further rows instead of being cut
@@ -397,9 +398,9 @@ func (t *Tail) Page() int {
 	return max(t.height-1, 1)
 }
 
-// Scroll moves the view by delta lines (negative is up); moving up pauses
+// Move moves the view by delta lines (negative is up); moving up pauses
 // follow so that new lines do not pull the view away.
-func (t *Tail) Scroll(delta int) {
+func (t *Tail) Move(delta int) {
 	n := t.Count()
 	if n == 0 {
 		return
@@ -438,11 +439,18 @@ func (t *Tail) Home() {
 	t.topSeq = t.Start
 }
 
-// Render appends up to h rows of the visible window to out, none wider
-// than w cells: one per line cut to w, or with wrap on, each line's rows.
-// Only the window is touched, whatever the buffer holds.
-func (t *Tail) Render(out []string, st *style.Styles, w, h int) []string {
-	t.height, t.width = max(h, 1), w
+// SetSize gives the tail w cells by h rows: the page size and, with wrap
+// on, where lines break.
+func (t *Tail) SetSize(w, h int) { t.height, t.width, t.rows = max(h, 1), w, max(h, 0) }
+
+// End shows the newest lines and follows the log again (G/end).
+func (t *Tail) End() { t.Resume() }
+
+// View appends up to h rows (SetSize's) of the visible window to out, none
+// wider than w cells: one per line cut to w, or with wrap on, each line's
+// rows. Only the window is touched, whatever the buffer holds.
+func (t *Tail) View(out []string, st *style.Styles) []string {
+	w, h := t.width, t.rows
 	n := t.Count()
 	if n == 0 && t.notice != "" && h > 0 {
 		// Nothing to show yet and the file cannot be read: say why.

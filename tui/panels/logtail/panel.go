@@ -205,3 +205,5 @@ func (p *Panel) Title(st *style.Styles, w int) string {
 	}
 	return component.TitleRule(st, w, "log", path, tail)
 }
+
+var _ component.Component = (*Panel)(nil)
