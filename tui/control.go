@@ -357,25 +357,21 @@ func (m *Model) actionResult(msg tea.Msg) {
 		case errors.Is(r.Err, server.ErrNoServer):
 			m.flash("no server running (it had already gone)", style.Warn)
 		default:
-			m.srv.failed = "kill failed: " + errText(r.Err)
+			m.srv.failed = "kill failed: " + style.ErrText(r.Err)
 		}
 	case LaunchResultMsg:
 		if r.Err != nil {
-			m.srv.failed = "launch failed: " + errText(r.Err)
+			m.srv.failed = "launch failed: " + style.ErrText(r.Err)
 			return
 		}
 		m.srv.next = ""
 		if r.HypothesisErr != nil {
-			m.flash("launched; hypothesis not recorded: "+errText(r.HypothesisErr), style.Warn)
+			m.flash("launched; hypothesis not recorded: "+style.ErrText(r.HypothesisErr), style.Warn)
 			return
 		}
 		m.flash("launched: "+sanitize.String(r.Record.Launch.LogPath), style.OK)
 	}
 }
-
-// errText is an error on one sanitised line (style.ErrText, its one
-// home), for the cockpit's many answers.
-func errText(err error) string { return style.ErrText(err) }
 
 // flash shows a one-line answer in the footer until the next key.
 func (m *Model) flash(s string, t style.Token) {
@@ -482,20 +478,6 @@ func (m *Model) statusSegs() []seg {
 		out = append(out, seg{text: "profile " + cur, tone: style.Text, prio: prioProfile})
 	}
 	return out
-}
-
-// paren is " (a, b)" of the non-empty parts, "" when all are empty.
-func paren(parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if p != "" {
-			keep = append(keep, p)
-		}
-	}
-	if len(keep) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(keep, ", ") + ")"
 }
 
 // fmtNum is a tok/s or ms value as the reports write it (report.FormatNum),

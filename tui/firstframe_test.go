@@ -11,6 +11,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the renderer's writes and the
@@ -98,26 +100,6 @@ func TestFirstFrameNeedsNoReply(t *testing.T) {
 // holds it back escape-time (default 500 ms).
 func TestEveryKeyHasAPlainBinding(t *testing.T) {
 	m := newSized(80, 24, Options{})
-	n := 0
-	for _, b := range m.all() { // the replay's keys: tui/replay's TestReplayKeysHaveAPlainBinding
-		n++
-		name := b.Group + ":" + b.Help().Key
-		keys := b.Keys()
-		if len(keys) == 0 {
-			t.Errorf("%s has no keys", name)
-			continue
-		}
-		plain := false
-		for _, k := range keys {
-			if k != "esc" && !strings.Contains(k, "+") || k == "+" {
-				plain = true
-			}
-		}
-		if !plain {
-			t.Errorf("%s has only modified or esc keys: %q", name, keys)
-		}
-	}
-	if n < 30 {
-		t.Errorf("only %d bindings found: the binding walk is broken", n)
-	}
+	// The replay's keys: tui/replay's TestReplayKeysHaveAPlainBinding.
+	tuitest.AuditPlainKeys(t, m.all(), 30)
 }

@@ -48,7 +48,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.actionResult(msg)
 	case TakeOverResultMsg:
 		if msg.Err != nil {
-			m.flash("take-over failed: "+errText(msg.Err), style.Crit)
+			m.flash("take-over failed: "+style.ErrText(msg.Err), style.Crit)
 		} else if m.status == "taking over ..." {
 			m.status = "" // the lock's note says whose it was
 		}

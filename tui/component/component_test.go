@@ -166,3 +166,14 @@ func TestJoinWords(t *testing.T) {
 		}
 	}
 }
+
+func TestParen(t *testing.T) {
+	for _, c := range []struct {
+		parts []string
+		want  string
+	}{{nil, ""}, {[]string{"", ""}, ""}, {[]string{"tp 8"}, " (tp 8)"}, {[]string{"tp 8", "", "dirty"}, " (tp 8, dirty)"}} {
+		if got := Paren(c.parts...); got != c.want {
+			t.Errorf("Paren(%q) = %q, want %q", c.parts, got, c.want)
+		}
+	}
+}

@@ -72,3 +72,17 @@ func JoinWords(a, b string) string {
 	}
 	return a + " " + b
 }
+
+// Paren is " (a, b)" of the parts that are not empty, "" when all are.
+func Paren(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(keep, ", ") + ")"
+}

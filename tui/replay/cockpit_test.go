@@ -131,27 +131,6 @@ func benchEvents() []event.Event {
 // (TestEveryKeyHasAPlainBinding in tui): nothing depends on tmux passing
 // modified keys through or on escape-time.
 func TestReplayKeysHaveAPlainBinding(t *testing.T) {
-	n := 0
 	rk := defaultKeys()
-	for _, b := range rk.help() {
-		n++
-		name := b.Group + ":" + b.Help().Key
-		keys := b.Keys()
-		if len(keys) == 0 {
-			t.Errorf("%s has no keys", name)
-			continue
-		}
-		plain := false
-		for _, k := range keys {
-			if k != "esc" && !strings.Contains(k, "+") || k == "+" {
-				plain = true
-			}
-		}
-		if !plain {
-			t.Errorf("%s has only modified or esc keys: %q", name, keys)
-		}
-	}
-	if n < 5 {
-		t.Errorf("only %d bindings found: the binding walk is broken", n)
-	}
+	tuitest.AuditPlainKeys(t, rk.help(), 5)
 }

@@ -353,7 +353,7 @@ func (r *Model) followUpdate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 func (r *Model) followFailed(err error) {
 	f := r.fol
 	f.stopped, f.live, f.polling = true, false, false
-	text := errText(err)
+	text := style.ErrText(err)
 	r.inner.Flash("follow stopped: "+text, style.Crit)
 	if ps, ok := r.src.(pathSource); ok && ps.Path() != "" {
 		text = strings.ReplaceAll(text, ps.Path(), filepath.Base(ps.Path()))

@@ -20,7 +20,6 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
@@ -313,7 +312,7 @@ func (r *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.fetching = false
 		if msg.err != nil {
 			r.pause()
-			r.inner.Flash("replay: "+errText(msg.err), style.Crit)
+			r.inner.Flash("replay: "+style.ErrText(msg.err), style.Crit)
 			return r, nil
 		}
 		r.inner.Update(tui.EventsMsg(msg.events))
@@ -330,7 +329,7 @@ func (r *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		r.seeking = false
 		if msg.err != nil {
 			r.pause()
-			r.inner.Flash("replay: seek to "+fmtClock(msg.to)+": "+errText(msg.err), style.Crit)
+			r.inner.Flash("replay: seek to "+fmtClock(msg.to)+": "+style.ErrText(msg.err), style.Crit)
 			return r, nil
 		}
 		fresh := r.newInner()
@@ -385,12 +384,3 @@ const (
 	defaultWidth  = 80
 	defaultHeight = 24
 )
-
-// errText is an error on one sanitised line; a cancelled context says so
-// (as the cockpit words it).
-func errText(err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled (the cockpit is quitting)"
-	}
-	return sanitize.String(err.Error())
-}

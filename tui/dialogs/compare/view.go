@@ -22,7 +22,6 @@ package compare
 
 import (
 	"context"
-	"errors"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -102,7 +101,7 @@ type View struct {
 func (vs *Views) Open(exps []ledger.Experiment, a, b, aWhy, bWhy string) tea.Cmd {
 	d, err := compareExperiments(exps, a, b)
 	if err != nil {
-		vs.Flash("compare: "+errText(err), style.Crit)
+		vs.Flash("compare: "+style.ErrText(err), style.Crit)
 		return nil
 	}
 	v := vs.Show(d, a, b, aWhy, bWhy)
@@ -209,7 +208,7 @@ func (v *View) Ranged(r RangeMsg) {
 	}
 	switch {
 	case r.Err != nil:
-		v.rangeErr = errText(r.Err)
+		v.rangeErr = style.ErrText(r.Err)
 	case r.Range != nil:
 		v.diff.Range = r.Range
 		v.diff.RangeNote = "read from git on the host now"
@@ -251,13 +250,4 @@ func (v *View) Help() []component.Hint {
 		all = "fold unchanged"
 	}
 	return []component.Hint{{Key: "up/down/pgup/pgdn", Desc: "scroll"}, {Key: "a", Desc: all}, {Key: "esc", Desc: "close"}}
-}
-
-// errText is an error on one sanitised line; a cancelled context (the
-// cockpit is quitting) says so.
-func errText(err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled (the cockpit is quitting)"
-	}
-	return sanitize.String(err.Error())
 }

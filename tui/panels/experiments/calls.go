@@ -1,8 +1,6 @@
 package experiments
 
 import (
-	"context"
-	"errors"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -128,25 +126,25 @@ func (p *Panel) Result(msg tea.Msg) {
 	switch r := msg.(type) {
 	case StartedMsg:
 		if r.Err != nil {
-			p.flash("experiment not started: "+errText(r.Err), style.Crit)
+			p.flash("experiment not started: "+style.ErrText(r.Err), style.Crit)
 			return
 		}
 		p.flash("started "+component.JoinWords(sanitize.String(r.Start.ID), sanitize.String(r.Start.Name))+" (x lists experiments)", style.OK)
 	case EndedMsg:
 		if r.Err != nil {
-			p.flash("experiment not ended: "+errText(r.Err), style.Crit)
+			p.flash("experiment not ended: "+style.ErrText(r.Err), style.Crit)
 			return
 		}
 		p.flash("ended "+sanitize.String(r.End.Exp)+": "+ResultText(r.End.Result), style.OK)
 	case UpdatedMsg:
 		if r.Err != nil {
-			p.flash("conclusion of "+sanitize.String(r.Exp)+" not saved: "+errText(r.Err), style.Crit)
+			p.flash("conclusion of "+sanitize.String(r.Exp)+" not saved: "+style.ErrText(r.Err), style.Crit)
 			return
 		}
 		p.flash("conclusion of "+sanitize.String(r.Exp)+" saved", style.OK)
 	case NoteSavedMsg:
 		if r.Err != nil {
-			p.flash("note not saved: "+errText(r.Err), style.Crit)
+			p.flash("note not saved: "+style.ErrText(r.Err), style.Crit)
 			return
 		}
 		if utf8.RuneCountInString(r.Note.Text) >= TextLimit {
@@ -158,7 +156,7 @@ func (p *Panel) Result(msg tea.Msg) {
 	case BaselineMsg:
 		switch {
 		case r.Err != nil:
-			p.flash("baseline not marked: "+errText(r.Err), style.Crit)
+			p.flash("baseline not marked: "+style.ErrText(r.Err), style.Crit)
 		case r.Exp == "":
 			p.flash("baseline cleared: deltas are against the first experiment with a result", style.OK)
 		default:
@@ -284,13 +282,4 @@ func (p *Panel) WarmingUp(e *ledger.Experiment, r event.ExperimentResult) string
 		return ""
 	}
 	return "warming up: the first samples" + after + " are left out"
-}
-
-// errText is an error on one sanitised line; a cancelled context (the
-// cockpit is quitting) says so.
-func errText(err error) string {
-	if errors.Is(err, context.Canceled) {
-		return "cancelled (the cockpit is quitting)"
-	}
-	return sanitize.String(err.Error())
 }

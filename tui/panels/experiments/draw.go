@@ -349,7 +349,7 @@ func (p *Panel) detail(st *style.Styles, e *ledger.Experiment, w int) []string {
 		launch = fp.Launch
 	}
 	if launch != nil {
-		l := sanitize.String(launch.Preset) + paren(profileWord(sanitize.String(launch.Profile)))
+		l := sanitize.String(launch.Preset) + component.Paren(profileWord(sanitize.String(launch.Profile)))
 		cmd := ""
 		if fp != nil {
 			cmd = sanitize.String(fp.CommandLine)

@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
@@ -80,20 +79,6 @@ func Clock(t time.Time) string {
 		return "?"
 	}
 	return t.Format("15:04:05")
-}
-
-// paren is " (a, b)" of the non-empty parts, "" when all are empty.
-func paren(parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if p != "" {
-			keep = append(keep, p)
-		}
-	}
-	if len(keep) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(keep, ", ") + ")"
 }
 
 // prefixed is p+s, or "" when s is empty.

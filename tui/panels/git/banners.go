@@ -2,7 +2,6 @@ package git
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
@@ -96,14 +95,14 @@ func movedText(mv event.GitMoved, n, files int) (text, short string) {
 		return text + more, head + now + more
 	case mv.From == mv.To:
 		head := "branch changed outside flightdeck: " + orDetached(mv.FromBranch) + arrow + orDetached(mv.ToBranch) + " (HEAD " + mv.ToShort + " as before)"
-		return head + paren(how) + more, head + more
+		return head + component.Paren(how) + more, head + more
 	}
 	head := "HEAD moved " + mv.FromShort + arrow + mv.ToShort
 	details := []string{how, branch, commitCount(mv.Forward, mv.Back)}
 	if total := max(mv.FilesTotal, len(mv.Files)); total > 0 {
 		details = append(details, "touches "+style.BaseNames(mv.Files, mv.FilesTotal, files))
 	}
-	return head + paren(details...) + more, head + paren(how, commitCount(mv.Forward, mv.Back)) + more
+	return head + component.Paren(details...) + more, head + component.Paren(how, commitCount(mv.Forward, mv.Back)) + more
 }
 
 // orDetached is a branch name, "detached" for none.
@@ -126,18 +125,4 @@ func commitCount(fwd, back int) string {
 		return style.Plural(fwd, "commit")
 	}
 	return ""
-}
-
-// paren is " (a, b)" of the non-empty parts, "" when all are empty.
-func paren(parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if p != "" {
-			keep = append(keep, p)
-		}
-	}
-	if len(keep) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(keep, ", ") + ")"
 }
