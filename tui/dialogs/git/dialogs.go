@@ -17,7 +17,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	rgit "github.com/flightdeck-dev/flightdeck/remote/git"
-	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
@@ -144,25 +143,6 @@ const maxListed = 8
 // arrow joins the two sides of a change. ASCII: the arrow characters are
 // ambiguous-width (two cells in some CJK setups).
 const arrow = " -> "
-
-// fileName is a file's sanitised path, "orig -> path" for a rename.
-func fileName(f event.GitFile) string {
-	if f.Orig != "" {
-		return sanitize.String(f.Orig) + arrow + sanitize.String(f.Path)
-	}
-	return sanitize.String(f.Path)
-}
-
-// porcelain is a file's XY status letters, printable.
-func porcelain(f event.GitFile) (x, y string) {
-	show := func(c byte) string {
-		if c < 0x20 || c > 0x7e {
-			return "?"
-		}
-		return string(c)
-	}
-	return show(f.X), show(f.Y)
-}
 
 // stagedNew reports a file added in the index that HEAD does not have
 // ("A " or "AM"): a revert deletes it from disk.

@@ -10,6 +10,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
+	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -102,7 +103,7 @@ func (ds *Dialogs) AskRevert(files []event.GitFile) {
 	}
 	ps := []component.Para{{Text: "Revert " + style.Plural(len(files), "file") + " to HEAD (staged and unstaged changes):"}}
 	for i, f := range files {
-		x, y := porcelain(f)
+		x, y := gitpanel.Porcelain(f)
 		tn := style.Text
 		switch {
 		case f.Conflicted():
@@ -114,7 +115,7 @@ func (ds *Dialogs) AskRevert(files []event.GitFile) {
 			ps = append(ps, component.Para{Text: "... and " + strconv.Itoa(len(files)-i) + " more", Tone: style.Dim, Indent: 2})
 			break
 		}
-		ps = append(ps, component.Para{Text: x + y + "  " + fileName(f), Tone: tn, Indent: 2, Cut: true})
+		ps = append(ps, component.Para{Text: x + y + "  " + gitpanel.FileName(f), Tone: tn, Indent: 2, Cut: true})
 	}
 	if len(untracked) > 0 {
 		ps = append(ps, component.Para{Text: "Untracked files will be deleted: " + style.BaseNames(untracked, 0, 5) + ".", Tone: style.Warn})

@@ -108,7 +108,7 @@ func (p *Panel) Revert(files []event.GitFile) tea.Cmd {
 	for i, f := range files {
 		paths[i] = f.Path
 	}
-	target := fileName(files[0])
+	target := FileName(files[0])
 	if len(files) > 1 {
 		target = style.Plural(len(files), "file")
 	}

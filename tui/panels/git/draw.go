@@ -328,7 +328,7 @@ func (d drawing) changes(out []line, w int) []line {
 	pw := 0
 	names := make([]string, len(d.status.Files))
 	for i, f := range d.status.Files {
-		names[i] = fileName(f)
+		names[i] = FileName(f)
 		pw = max(pw, style.Width(names[i]))
 	}
 	pw = min(pw, max(w-len(">* XY  ")-len("  +9999 -9999"), 8))
@@ -338,16 +338,18 @@ func (d drawing) changes(out []line, w int) []line {
 	return out
 }
 
-// fileName is a file's sanitised path, "orig -> path" for a rename.
-func fileName(f event.GitFile) string {
+// FileName is a file's sanitised path, "orig -> path" for a rename (as
+// the panel and the git dialogs list it).
+func FileName(f event.GitFile) string {
 	if f.Orig != "" {
 		return sanitize.String(f.Orig) + arrow + sanitize.String(f.Path)
 	}
 	return sanitize.String(f.Path)
 }
 
-// porcelain is a file's XY status letters, printable.
-func porcelain(f event.GitFile) (x, y string) {
+// Porcelain is a file's XY status letters (git status --porcelain),
+// printable: a byte outside ASCII's printable range is "?".
+func Porcelain(f event.GitFile) (x, y string) {
 	show := func(c byte) string {
 		if c < 0x20 || c > 0x7e {
 			return "?"
@@ -366,7 +368,7 @@ func (d drawing) fileRow(f event.GitFile, name string, row, pw, w int) string {
 	if d.marked[f.Path] {
 		mark = st.Warn.Render("*")
 	}
-	x, y := porcelain(f)
+	x, y := Porcelain(f)
 	if style.Width(name) > pw {
 		name = "..." + style.TruncateLeft(name, max(pw-3, 1))
 	}
