@@ -9,6 +9,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger/ledgertest"
 )
 
 // onLaunch puts x on the launch of y's server, as an experiment started
@@ -25,15 +26,15 @@ func onLaunch(x ledger.Experiment, y *ledger.Experiment) ledger.Experiment {
 // are one launch, one sample: no verdict, where counting each experiment
 // gave "faster (p=0.029 n=4)".
 func TestCompareOneLaunchOneSample(t *testing.T) {
-	a1, b1 := dexp("e1", "baseline", headA, 62.1), dexp("e5", "nccl-ll-ring", headA, 89.2)
+	a1, b1 := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.1), ledgertest.Experiment("e5", "nccl-ll-ring", ledgertest.HeadA, 89.2)
 	exps := []ledger.Experiment{a1,
-		onLaunch(dexp("e2", "baseline", headA, 62.9), &a1),
-		onLaunch(dexp("e3", "baseline", headA, 62.5), &a1),
-		onLaunch(dexp("e4", "baseline", headA, 61.8), &a1),
+		onLaunch(ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 62.9), &a1),
+		onLaunch(ledgertest.Experiment("e3", "baseline", ledgertest.HeadA, 62.5), &a1),
+		onLaunch(ledgertest.Experiment("e4", "baseline", ledgertest.HeadA, 61.8), &a1),
 		b1,
-		onLaunch(dexp("e6", "nccl-ll-ring", headA, 88.5), &b1),
-		onLaunch(dexp("e7", "nccl-ll-ring", headA, 89.9), &b1),
-		onLaunch(dexp("e8", "nccl-ll-ring", headA, 88.8), &b1),
+		onLaunch(ledgertest.Experiment("e6", "nccl-ll-ring", ledgertest.HeadA, 88.5), &b1),
+		onLaunch(ledgertest.Experiment("e7", "nccl-ll-ring", ledgertest.HeadA, 89.9), &b1),
+		onLaunch(ledgertest.Experiment("e8", "nccl-ll-ring", ledgertest.HeadA, 88.8), &b1),
 	}
 	d, err := Compare(exps, "e3", "e6")
 	if err != nil {
@@ -58,27 +59,27 @@ func TestCompareOneLaunchOneSample(t *testing.T) {
 func TestCompareLaunchChoice(t *testing.T) {
 	var exps []ledger.Experiment
 	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8} {
-		x := dexp("a"+string(rune('1'+i)), "baseline", headA, tok)
+		x := ledgertest.Experiment("a"+string(rune('1'+i)), "baseline", ledgertest.HeadA, tok)
 		exps = append(exps, x)
 		// A second experiment on the same launch, with fewer samples and
 		// a benchmark.
-		y := withBench(onLaunch(dexp("h"+string(rune('1'+i)), "baseline", headA, 70), &x), tok-0.5, 40)
+		y := ledgertest.WithBench(onLaunch(ledgertest.Experiment("h"+string(rune('1'+i)), "baseline", ledgertest.HeadA, 70), &x), tok-0.5, 40)
 		y.Result = ledger.ResultOf([]float64{70, 70.1, 69.9}, 0, nil)
 		exps = append(exps, y)
 	}
 	// A launch known by its time only (a launch without a log path) is a
 	// launch; one known by neither is alone.
-	byTime := dexp("t1", "baseline", headA, 62.4)
+	byTime := ledgertest.Experiment("t1", "baseline", ledgertest.HeadA, 62.4)
 	tl := *byTime.Launch
-	tl.LogPath, tl.At = "", t0.Add(99*time.Second)
+	tl.LogPath, tl.At = "", ledgertest.T0.Add(99*time.Second)
 	byTime.Launch, byTime.Fingerprint.Launch = &tl, &tl
-	unknown := dexp("u1", "baseline", headA, 10)
+	unknown := ledgertest.Experiment("u1", "baseline", ledgertest.HeadA, 10)
 	l := *unknown.Launch
 	unknown.Launch = &event.LaunchInfo{Preset: l.Preset, Profile: l.Profile, Server: l.Server, Argv: l.Argv, Env: l.Env}
 	unknown.Fingerprint.Launch = unknown.Launch
 	exps = append(exps, byTime, unknown)
 	for i, tok := range []float64{89.2, 88.5, 89.9, 88.8} {
-		exps = append(exps, withBench(dexp("b"+string(rune('1'+i)), "nccl-ll-ring", headA, tok), tok-0.5, 30))
+		exps = append(exps, ledgertest.WithBench(ledgertest.Experiment("b"+string(rune('1'+i)), "nccl-ll-ring", ledgertest.HeadA, tok), tok-0.5, 30))
 	}
 	d, err := Compare(exps, "a2", "b1")
 	if err != nil {
@@ -121,7 +122,7 @@ func TestCompareLaunchChoice(t *testing.T) {
 // TestConfigKeyVersions: an upgrade at the same commit is another
 // configuration; a failed probe is left out of the key.
 func TestConfigKeyVersions(t *testing.T) {
-	base := dexp("e1", "baseline", headA, 1)
+	base := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 1)
 	for name, tc := range map[string]struct {
 		change func(vs []event.Version) []event.Version
 		same   bool
@@ -137,7 +138,7 @@ func TestConfigKeyVersions(t *testing.T) {
 		"order": {func(vs []event.Version) []event.Version { slices.Reverse(vs); return vs }, true},
 		"time":  {func(vs []event.Version) []event.Version { vs[0].Millis = 99; return vs }, true},
 	} {
-		x := dexp("e2", "baseline", headA, 2)
+		x := ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 2)
 		fp := *x.Fingerprint
 		fp.Versions = tc.change(slices.Clone(fp.Versions))
 		x.Fingerprint = &fp
@@ -146,7 +147,7 @@ func TestConfigKeyVersions(t *testing.T) {
 		}
 	}
 	// A failed probe and a missing one are alike.
-	x, y := dexp("e3", "baseline", headA, 3), dexp("e4", "baseline", headA, 3)
+	x, y := ledgertest.Experiment("e3", "baseline", ledgertest.HeadA, 3), ledgertest.Experiment("e4", "baseline", ledgertest.HeadA, 3)
 	x.Fingerprint.Versions[1] = event.Version{Name: "torch", Err: "timed out"}
 	y.Fingerprint.Versions = slices.Delete(slices.Clone(y.Fingerprint.Versions), 1, 2)
 	if ConfigKey(&x) != ConfigKey(&y) {
@@ -157,8 +158,8 @@ func TestConfigKeyVersions(t *testing.T) {
 // TestCompareITLPerRequest: the ITL row is the per-request ITL median in
 // its cells and its launch values alike, never the run's pooled gaps.
 func TestCompareITLPerRequest(t *testing.T) {
-	a := withBench(dexp("e1", "baseline", headA, 62), 61, 40)
-	b := withBench(dexp("e2", "nccl-ll-ring", headA, 89), 88, 30)
+	a := ledgertest.WithBench(ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62), 61, 40)
+	b := ledgertest.WithBench(ledgertest.Experiment("e2", "nccl-ll-ring", ledgertest.HeadA, 89), 88, 30)
 	for _, x := range []*ledger.Experiment{&a, &b} {
 		r := x.Bench[0].Result
 		r.ITL = event.Dist{N: 400, Median: 12}                                                                // pooled over every gap: another statistic
@@ -192,10 +193,10 @@ func TestCompareITLPerRequest(t *testing.T) {
 func TestCompareBenchSettings(t *testing.T) {
 	var exps []ledger.Experiment
 	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8} {
-		exps = append(exps, withBench(dexp("a"+string(rune('1'+i)), "baseline", headA, tok), tok-0.5, 40+float64(i)))
+		exps = append(exps, ledgertest.WithBench(ledgertest.Experiment("a"+string(rune('1'+i)), "baseline", ledgertest.HeadA, tok), tok-0.5, 40+float64(i)))
 	}
 	for i, tok := range []float64{89.2, 88.5, 89.9, 88.8} {
-		x := withBench(dexp("b"+string(rune('1'+i)), "nccl-ll-ring", headA, tok), tok-0.5, 30+float64(i))
+		x := ledgertest.WithBench(ledgertest.Experiment("b"+string(rune('1'+i)), "nccl-ll-ring", ledgertest.HeadA, tok), tok-0.5, 30+float64(i))
 		r := *x.Bench[0].Result
 		r.Config.Concurrency, r.Config.Rate, r.Config.Poisson = 4, 2, true
 		x.Bench[0].Result = &r
@@ -231,7 +232,7 @@ func TestCompareBenchSettings(t *testing.T) {
 			t.Errorf("A/A: bench row %+v", f)
 		}
 	}
-	exps[5].Bench[0].Result.Config = benchConfig // b2 like A again
+	exps[5].Bench[0].Result.Config = ledgertest.BenchConfig // b2 like A again
 	d, _ = Compare(exps, "a1", "b2")
 	for _, f := range d.Fields {
 		if f.Group == "bench" && f.Name == "input len" && (!f.Changed || f.A != "128 tok, 1024 tok (mixed)" || f.B != "128 tok") {
@@ -246,8 +247,8 @@ func TestCompareBenchSettings(t *testing.T) {
 // TestCompareBenchFailuresOnly: a run with failures is left out; with no
 // clean run the verdict says why.
 func TestCompareBenchFailuresOnly(t *testing.T) {
-	a := withBench(dexp("e1", "baseline", headA, 62), 61, 40)
-	b := withBench(dexp("e2", "nccl-ll-ring", headA, 89), 88, 30)
+	a := ledgertest.WithBench(ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62), 61, 40)
+	b := ledgertest.WithBench(ledgertest.Experiment("e2", "nccl-ll-ring", ledgertest.HeadA, 89), 88, 30)
 	b.Bench[0].Result.Failed = 3
 	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
 	if err != nil {
@@ -278,15 +279,15 @@ func TestVerdictNotSignificantFirst(t *testing.T) {
 // path used again later is another launch; a launch known without its
 // time (adopted from the server's status) is the one with its log path.
 func TestCompareLaunchIdentity(t *testing.T) {
-	x1, x2 := dexp("e1", "baseline", headA, 62), dexp("e2", "baseline", headA, 63)
+	x1, x2 := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62), ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 63)
 	l2 := *x2.Launch
-	l2.LogPath, l2.At = x1.Launch.LogPath, t0.Add(time.Minute)
+	l2.LogPath, l2.At = x1.Launch.LogPath, ledgertest.T0.Add(time.Minute)
 	x2.Launch, x2.Fingerprint.Launch = &l2, &l2
-	x3 := dexp("e3", "baseline", headA, 70)
+	x3 := ledgertest.Experiment("e3", "baseline", ledgertest.HeadA, 70)
 	adopted := *x1.Launch
 	adopted.At = time.Time{}
 	x3 = onLaunch(x3, &ledger.Experiment{Launch: &adopted})
-	b := dexp("e4", "nccl-ll-ring", headA, 89)
+	b := ledgertest.Experiment("e4", "nccl-ll-ring", ledgertest.HeadA, 89)
 	d, err := Compare([]ledger.Experiment{x1, x2, x3, b}, "e1", "e4")
 	if err != nil {
 		t.Fatal(err)
@@ -304,9 +305,9 @@ func TestCompareLaunchIdentity(t *testing.T) {
 // bench settings rows appear only when both sides ran a clean benchmark.
 func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
 	exps := []ledger.Experiment{
-		dexp("e1", "baseline", headA, 62.5),
-		withBench(dexp("e2", "baseline", headA, 62.7), 61, 50),
-		dexp("e3", "nccl-ll-ring", headA, 89),
+		ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5),
+		ledgertest.WithBench(ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 62.7), 61, 50),
+		ledgertest.Experiment("e3", "nccl-ll-ring", ledgertest.HeadA, 89),
 	}
 	d, err := Compare(exps, "e1", "e2")
 	if err != nil {
@@ -335,10 +336,10 @@ func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
 func TestCompareNoVerdictIsNotSignificant(t *testing.T) {
 	var exps []ledger.Experiment
 	for i := range 3 {
-		exps = append(exps, dexp(fmt.Sprintf("a%d", i), "baseline", headA, 62+float64(i)/10))
+		exps = append(exps, ledgertest.Experiment(fmt.Sprintf("a%d", i), "baseline", ledgertest.HeadA, 62+float64(i)/10))
 	}
 	for i := range 6 {
-		exps = append(exps, dexp(fmt.Sprintf("b%d", i), "nccl-ll-ring", headA, 62.6+float64(i)/10))
+		exps = append(exps, ledgertest.Experiment(fmt.Sprintf("b%d", i), "nccl-ll-ring", ledgertest.HeadA, 62.6+float64(i)/10))
 	}
 	d, err := Compare(exps, "a0", "b0")
 	if err != nil {
@@ -353,7 +354,7 @@ func TestCompareNoVerdictIsNotSignificant(t *testing.T) {
 // TestConfigKeyNeedsTheWholeLaunch: an adopted server's launch (no command
 // line) is no known configuration; the profile and the host are part of it.
 func TestConfigKeyNeedsTheWholeLaunch(t *testing.T) {
-	x := dexp("e1", "baseline", headA, 62.5)
+	x := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5)
 	adopted := x
 	l := *x.Launch
 	l.Argv = nil
@@ -376,6 +377,6 @@ func TestConfigKeyNeedsTheWholeLaunch(t *testing.T) {
 	pf.Launch = &pl
 	prof.Fingerprint = &pf
 	if ConfigKey(&x) == ConfigKey(&prof) {
-		t.Error("two profiles, one configuration")
+		t.Error("two ledgertest.Profiles, one configuration")
 	}
 }

@@ -7,23 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger/ledgertest"
 )
-
-const (
-	headA = "a6d51c0e9f1b2c3d4e5f60718293a4b5c6d7e8f9"
-	headB = "32074270aabbccddeeff00112233445566778899"
-)
-
-// t0 is when the simulated host's experiments start.
-var t0 = time.Date(2026, 11, 29, 21, 58, 7, 123456789, time.UTC)
-
-func ok(v float64) event.Reading { return event.Reading{Value: v} }
 
 // launchList names a side's launches as the diff's text does: "e1, e4,
 // e5 (3)".
@@ -33,48 +21,6 @@ func launchList(xs []*ledger.Experiment) string {
 		ids[i] = x.ID
 	}
 	return strings.Join(ids, ", ") + " (" + strconv.Itoa(len(xs)) + ")"
-}
-
-// profiles are the simulated host's env profiles.
-var profiles = map[string]map[string]string{
-	"baseline":     {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
-	"nccl-ll-ring": {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"},
-}
-
-// dexp is an experiment as the simulated host records it: launched (its
-// own launch, with its own log) with a profile at a commit, measured at
-// about tok tok/s.
-func dexp(id, profile, head string, tok float64) ledger.Experiment {
-	l := &event.LaunchInfo{Preset: "sim", Profile: profile, Server: "sglang", LogPath: "/var/log/flightdeck/sim-" + id + ".log", At: t0,
-		Argv: []string{"python3", "-m", "sglang.launch_server", "--model-path", "/models/llama", "--tp-size", "8", "--port", "30000", "--api-key", "sk-1"},
-		Env:  profiles[profile]}
-	rl := server.RedactLaunch(*l)
-	samples := []float64{tok - 0.4, tok + 0.2, tok - 0.1, tok + 0.3, tok, tok + 0.1, tok - 0.2}
-	sum := ledger.ResultOf(samples, 3, nil)
-	g := eventtest.GPU(0, 0)
-	g2 := eventtest.GPU(1, 0)
-	return ledger.Experiment{ID: id, Name: profile + " @ " + head[:7], StartedBy: event.TriggerLaunch, EndedBy: event.TriggerRelaunch,
-		Started: t0, Ended: t0.Add(time.Minute), Launch: &rl,
-		Fingerprint: &event.Fingerprint{Hostname: "gpu-box", Kernel: "6.8.0-45-generic", Launch: &rl, CommandLine: server.CommandLine(rl),
-			Git:      &event.GitState{Repo: "/srv/sglang", Head: head, Branch: "main", Subject: "subject of " + head[:7]},
-			Versions: []event.Version{{Name: "driver", Value: "590.48.01"}, {Name: "torch", Value: "2.9.1"}, {Name: "sglang", Value: "0.5.6"}}},
-		Result:  sum,
-		EndGPUs: []event.GPU{g, g2},
-	}
-}
-
-// benchConfig is the settings of withBench's runs.
-var benchConfig = event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 4, Warmup: 1, Seed: 1}
-
-func withBench(x ledger.Experiment, tok, ttft float64) ledger.Experiment {
-	r := &event.BenchResult{Config: benchConfig, Completed: 4, OutputTokPerSec: tok, TTFT: event.Dist{N: 4, Median: ttft}, ITL: event.Dist{N: 100, Median: 16},
-		TPOT: event.Dist{N: 4, Median: 16.1}, E2E: event.Dist{N: 4, Median: 2000}}
-	for i := range 4 {
-		r.Requests = append(r.Requests, event.BenchRequest{TTFT: ttft + float64(i), E2E: 2000 + float64(i), TPOT: 16 + float64(i)/10, ITLMedian: 16, OutputTokens: 128})
-	}
-	r.Requests = append(r.Requests, event.BenchRequest{E2E: 5, Err: "HTTP 503"}) // failed: left out
-	x.Bench = []event.BenchDone{{ID: "b1", Exp: x.ID, Result: r}, {ID: "b2", Exp: x.ID, Err: "connection refused"}}
-	return x
 }
 
 func changedRows(d *Diff) []string {
@@ -101,7 +47,7 @@ func row(t *testing.T, d *Diff, metric string) *ResultRow {
 // TestCompareProfileOnly: only the profile changed, so only env rows
 // differ; the result is there, with no verdict from one launch each.
 func TestCompareProfileOnly(t *testing.T) {
-	exps := []ledger.Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "nccl-ll-ring", headA, 89)}
+	exps := []ledger.Experiment{ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5), ledgertest.Experiment("e2", "nccl-ll-ring", ledgertest.HeadA, 89)}
 	d, err := Compare(exps, "e1", "nccl-ll-ring @ a6d51c0") // a name works too
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +96,8 @@ func TestCompareProfileOnly(t *testing.T) {
 // TestCompareHeadMoved: HEAD changed; the range recorded at B's start
 // (from A's HEAD) is found, and reversed when comparing the other way.
 func TestCompareHeadMoved(t *testing.T) {
-	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headB, 57.5)
-	rg := &event.CommitRange{From: headA, To: headB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor"}, AheadTotal: 2,
+	a, b := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5), ledgertest.Experiment("e2", "baseline", ledgertest.HeadB, 57.5)
+	rg := &event.CommitRange{From: ledgertest.HeadA, To: ledgertest.HeadB, Ahead: []string{"3207427 Regress decode", "1111111 Refactor"}, AheadTotal: 2,
 		Files: []string{"python/sglang/srt/layers/attention.py", "python/sglang/srt/utils.py"}, FilesTotal: 2}
 	b.Fingerprint.Git.Range = rg
 	exps := []ledger.Experiment{a, b}
@@ -162,18 +108,18 @@ func TestCompareHeadMoved(t *testing.T) {
 	if got := changedRows(d); !slices.Equal(got, []string{"commit HEAD"}) {
 		t.Errorf("changed rows %q", got)
 	}
-	if d.Range == nil || d.Range.To != headB || len(d.Range.Files) != 2 || d.RangeNote != "recorded at e2's start" {
+	if d.Range == nil || d.Range.To != ledgertest.HeadB || len(d.Range.Files) != 2 || d.RangeNote != "recorded at e2's start" {
 		t.Errorf("range %+v, note %q", d.Range, d.RangeNote)
 	}
 	back, err := Compare(exps, "e2", "e1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Range == nil || back.Range.From != headB || len(back.Range.Behind) != 2 || len(back.Range.Ahead) != 0 || back.Range.BehindTotal != 2 ||
+	if back.Range == nil || back.Range.From != ledgertest.HeadB || len(back.Range.Behind) != 2 || len(back.Range.Ahead) != 0 || back.Range.BehindTotal != 2 ||
 		back.RangeNote != "recorded at e2's start (reversed)" {
 		t.Errorf("reversed range %+v, note %q", back.Range, back.RangeNote)
 	}
-	if rg.From != headA || len(rg.Ahead) != 2 {
+	if rg.From != ledgertest.HeadA || len(rg.Ahead) != 2 {
 		t.Error("Compare changed the recorded range")
 	}
 	b.Fingerprint.Git.Range = nil
@@ -186,7 +132,7 @@ func TestCompareHeadMoved(t *testing.T) {
 // TestCompareUnknownNeverChanged: a capture that failed on one side makes
 // its rows unknown, never changed.
 func TestCompareUnknownNeverChanged(t *testing.T) {
-	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62.4)
+	a, b := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5), ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 62.4)
 	b.Fingerprint.Versions[1] = event.Version{Name: "torch", Err: "timed out after 10s"}
 	b.Fingerprint.Git = nil
 	b.Fingerprint.Errors = []string{"git: not a repository"}
@@ -228,10 +174,10 @@ func TestCompareUnknownNeverChanged(t *testing.T) {
 func TestCompareVerdicts(t *testing.T) {
 	var exps []ledger.Experiment
 	for i, tok := range []float64{62.1, 62.9, 62.5, 61.8, 62.4} {
-		exps = append(exps, withBench(dexp("a"+string(rune('1'+i)), "baseline", headA, tok), tok-0.5, 40+float64(i)))
+		exps = append(exps, ledgertest.WithBench(ledgertest.Experiment("a"+string(rune('1'+i)), "baseline", ledgertest.HeadA, tok), tok-0.5, 40+float64(i)))
 	}
 	for i, tok := range []float64{89.2, 88.5, 89.9, 88.8, 89.4} {
-		exps = append(exps, withBench(dexp("b"+string(rune('1'+i)), "nccl-ll-ring", headA, tok), tok-0.5, 30+float64(i)))
+		exps = append(exps, ledgertest.WithBench(ledgertest.Experiment("b"+string(rune('1'+i)), "nccl-ll-ring", ledgertest.HeadA, tok), tok-0.5, 30+float64(i)))
 	}
 	d, err := Compare(exps, "a3", "b2")
 	if err != nil {
@@ -272,9 +218,9 @@ func TestCompareVerdicts(t *testing.T) {
 // TestCompareLaunchGrouping: an A/A comparison (same configuration) puts
 // each experiment on its own side; launches without a result stay out.
 func TestCompareLaunchGrouping(t *testing.T) {
-	a1, a2, a3 := dexp("e1", "baseline", headA, 62), dexp("e2", "baseline", headA, 63), dexp("e3", "baseline", headA, 62.5)
+	a1, a2, a3 := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62), ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 63), ledgertest.Experiment("e3", "baseline", ledgertest.HeadA, 62.5)
 	a3.Result = event.ExperimentResult{} // no samples: not a launch
-	b := dexp("e4", "nccl-ll-ring", headA, 89)
+	b := ledgertest.Experiment("e4", "nccl-ll-ring", ledgertest.HeadA, 89)
 	exps := []ledger.Experiment{a1, a2, a3, b}
 	d, err := Compare(exps, "e1", "e2")
 	if err != nil {
@@ -293,7 +239,7 @@ func TestCompareLaunchGrouping(t *testing.T) {
 }
 
 func TestCompareUnknownExperiment(t *testing.T) {
-	exps := []ledger.Experiment{dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62)}
+	exps := []ledger.Experiment{ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5), ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 62)}
 	for _, args := range [][2]string{{"e9", "e1"}, {"e1", "nope\x1b[31m"}} {
 		_, err := Compare(exps, args[0], args[1])
 		if !errors.Is(err, ErrNoExperiment) || !strings.Contains(err.Error(), "(have e1, e2)") || strings.Contains(err.Error(), "\x1b") {
@@ -306,26 +252,26 @@ func TestCompareUnknownExperiment(t *testing.T) {
 }
 
 func TestConfigKey(t *testing.T) {
-	base := dexp("e1", "baseline", headA, 1)
-	same := dexp("e2", "baseline", headA, 2)
+	base := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 1)
+	same := ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 2)
 	if ConfigKey(&base) == "" || ConfigKey(&base) != ConfigKey(&same) {
 		t.Error("the same configuration has different keys")
 	}
 	for name, change := range map[string]func(x *ledger.Experiment){
 		"env": func(x *ledger.Experiment) {
-			x.Fingerprint.Launch = &event.LaunchInfo{Argv: x.Launch.Argv, Env: profiles["nccl-ll-ring"]}
+			x.Fingerprint.Launch = &event.LaunchInfo{Argv: x.Launch.Argv, Env: ledgertest.Profiles["nccl-ll-ring"]}
 		},
 		"argv": func(x *ledger.Experiment) {
 			x.Fingerprint.Launch = &event.LaunchInfo{Argv: []string{"python3", "--tp-size", "4"}}
 		},
-		"head": func(x *ledger.Experiment) { x.Fingerprint.Git = &event.GitState{Head: headB} },
+		"head": func(x *ledger.Experiment) { x.Fingerprint.Git = &event.GitState{Head: ledgertest.HeadB} },
 		"patch": func(x *ledger.Experiment) {
-			x.Fingerprint.Git = &event.GitState{Head: headA, PatchSHA256: "ab12", PatchBytes: 10}
+			x.Fingerprint.Git = &event.GitState{Head: ledgertest.HeadA, PatchSHA256: "ab12", PatchBytes: 10}
 		},
 		"no git": func(x *ledger.Experiment) { x.Fingerprint.Git = nil },
 		"no fp":  func(x *ledger.Experiment) { x.Fingerprint = nil; x.Launch = nil },
 	} {
-		x := dexp("e3", "baseline", headA, 3)
+		x := ledgertest.Experiment("e3", "baseline", ledgertest.HeadA, 3)
 		fp := *x.Fingerprint
 		x.Fingerprint = &fp
 		change(&x)
@@ -350,7 +296,7 @@ func TestParseArgv(t *testing.T) {
 // TestCompareIdleGPUsAtEnd: GPUs idle in the last sample (the server was
 // killed before the end) are not under load: never a change.
 func TestCompareIdleGPUsAtEnd(t *testing.T) {
-	a, b := dexp("e1", "baseline", headA, 62.5), dexp("e2", "baseline", headA, 62.4)
+	a, b := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5), ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 62.4)
 	for i := range b.EndGPUs {
 		b.EndGPUs[i].SMClockMHz = event.Reading{Value: 345}
 		b.EndGPUs[i].ClockEvents = event.ClockEvents{Mask: event.ReasonGPUIdle}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger/ledgertest"
 )
 
 // BenchmarkCompare is one compare view's model over a long session: 120
@@ -20,7 +21,7 @@ func BenchmarkCompare(b *testing.B) {
 	for i := range 120 {
 		profile := []string{"baseline", "nccl-ll-ring"}[i%2]
 		head := heads[(i/2)%2]
-		x := withBench(dexp(fmt.Sprintf("e%d", i+1), profile, head, 62.5+float64(i%4)*9), 60, 50)
+		x := ledgertest.WithBench(ledgertest.Experiment(fmt.Sprintf("e%d", i+1), profile, head, 62.5+float64(i%4)*9), 60, 50)
 		exps = append(exps, x)
 	}
 	b.ReportAllocs()

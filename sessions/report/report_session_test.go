@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -35,29 +36,6 @@ func noise(i int) float64 {
 	offsets := []float64{0.3, -0.2, 0.5, -0.4, 0.1, -0.1, 0.4, -0.3, 0.2, -0.5, 0}
 	return offsets[i%len(offsets)]
 }
-
-func reportGPU(i int, load bool) event.GPU {
-	ok := func(v float64) event.Reading { return event.Reading{Value: v} }
-	g := event.GPU{Index: i, Name: event.Text{S: "NVIDIA H200"}, BusID: event.Text{S: []string{"00000000:18:00.0", "00000000:2A:00.0"}[i]},
-		UtilGPUPct: ok(0), MemUsedMiB: ok(1), MemTotalMiB: ok(143771), PowerDrawW: ok(75.5), PowerLimitW: ok(700),
-		TempC: ok(31), SMClockMHz: ok(345), MemClockMHz: ok(3201), SMClockMax: ok(1980), FanPct: event.Reading{Status: event.CellNotSupported, Raw: "[Not Supported]"},
-		PState: event.Text{S: "P0"}, PCIeGenCurrent: ok(5), PCIeGenMax: ok(5), PCIeWidthCurrent: ok(16), PCIeWidthMax: ok(16),
-		ClockEvents: event.ClockEvents{Mask: event.ReasonGPUIdle}, Persistence: event.Text{S: "Enabled"}, ECCMode: event.Text{S: "Enabled"},
-		MIGMode: event.Text{S: "[N/A]", Status: event.CellNA}}
-	if load {
-		g.UtilGPUPct, g.MemUsedMiB, g.PowerDrawW, g.TempC, g.SMClockMHz = ok(97), ok(131072), ok(612.25), ok(67), ok(1980)
-		g.ClockEvents.Mask = 0
-		if i == 1 {
-			// GPU 1 power-capped, its power draw unreadable.
-			g.SMClockMHz = ok(1755)
-			g.ClockEvents.Mask = event.ReasonSWPowerCap
-			g.PowerDrawW = event.Reading{Status: event.CellNA, Raw: "[N/A]"}
-		}
-	}
-	return g
-}
-
-func reportGPUs(load bool) []event.GPU { return []event.GPU{reportGPU(0, load), reportGPU(1, load)} }
 
 // reportSession returns the synthetic session's events in order. Results
 // of exp-end come from a Ledger fed the same events (as the Lab does).
@@ -102,7 +80,7 @@ func reportSession() (event.SessionHeader, []event.Event) {
 				{Name: "sglang", Command: "python -c 'import sglang; print(sglang.__version__)'", Value: "0.5.5", Millis: 1100},
 				{Name: "python", Command: "python --version", Value: "3.12.3", Millis: 20},
 			},
-			GPUs: reportGPUs(false)}
+			GPUs: eventtest.SessionGPUs(false)}
 		if id == "e3" {
 			fp.Errors = []string{"stash list: exit status 128: fatal: bad revision"}
 		}
@@ -130,7 +108,7 @@ func reportSession() (event.SessionHeader, []event.Event) {
 	}
 	end := func(s float64, id string, trig event.Trigger, conclusion string) {
 		res := l.Provisional()
-		add(s, event.ExperimentEnd{Exp: id, Trigger: trig, Conclusion: conclusion, Result: res, GPUs: reportGPUs(load)})
+		add(s, event.ExperimentEnd{Exp: id, Trigger: trig, Conclusion: conclusion, Result: res, GPUs: eventtest.SessionGPUs(load)})
 	}
 
 	add(0, event.ConnState{Host: "root@127.0.0.1:40123", Conn: event.Connecting, Since: at(0)})
@@ -138,7 +116,7 @@ func reportSession() (event.SessionHeader, []event.Event) {
 	// GPU samples every 10 s, under load while a run is serving.
 	for s := 1.0; s < 190; s += 10 {
 		busy := s >= 12 && s <= 61 || s >= 74 && s <= 123 || s >= 138 && s <= 187
-		add(s, event.GPUSample{At: at(s), GPUs: reportGPUs(busy)})
+		add(s, event.GPUSample{At: at(s), GPUs: eventtest.SessionGPUs(busy)})
 	}
 	// Everything below is put in time order at the end.
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -23,7 +24,7 @@ func portLaunch(port string) *event.LaunchInfo {
 // knownFP is a fingerprint where everything was captured.
 func knownFP(head string, load bool) *event.Fingerprint {
 	return &event.Fingerprint{Hostname: "sim-h200", Kernel: "6.8.0", Git: &event.GitState{Repo: "/r", Head: head, Branch: "main", Subject: "x"},
-		Versions: []event.Version{{Name: "driver", Value: "590.48.01"}, {Name: "nccl", Value: "2.21.5"}}, GPUs: reportGPUs(load)}
+		Versions: []event.Version{{Name: "driver", Value: "590.48.01"}, {Name: "nccl", Value: "2.21.5"}}, GPUs: eventtest.SessionGPUs(load)}
 }
 
 // gitFailedFP is a fingerprint whose git capture failed (and its nccl
@@ -41,8 +42,8 @@ func gitFailedFP() *event.Fingerprint {
 // what is unknown for which experiment. GPUs are compared at the end
 // (under load), not at the start (idle for one, loaded for the other).
 func TestWhatChangedUnknownIsNotAChange(t *testing.T) {
-	e1 := ledger.Experiment{ID: "e1", Launch: portLaunch("33551"), Fingerprint: gitFailedFP(), EndGPUs: reportGPUs(true)}
-	e2 := ledger.Experiment{ID: "e2", Launch: portLaunch("34012"), Fingerprint: knownFP(headA6, true), EndGPUs: reportGPUs(true)}
+	e1 := ledger.Experiment{ID: "e1", Launch: portLaunch("33551"), Fingerprint: gitFailedFP(), EndGPUs: eventtest.SessionGPUs(true)}
+	e2 := ledger.Experiment{ID: "e2", Launch: portLaunch("34012"), Fingerprint: knownFP(headA6, true), EndGPUs: eventtest.SessionGPUs(true)}
 	got := fingerprintDiff(&e1, &e2)
 	want := []string{"command line `--port 33551` -> `--port 34012`", "commit, nccl unknown for e1"}
 	if !slices.Equal(got, want) {
@@ -51,7 +52,7 @@ func TestWhatChangedUnknownIsNotAChange(t *testing.T) {
 	// The other way round, and a GPU that throttles under load in e3.
 	e3 := e1
 	e3.ID = "e3"
-	e3.EndGPUs = reportGPUs(true)
+	e3.EndGPUs = eventtest.SessionGPUs(true)
 	e3.EndGPUs[0].ClockEvents.Mask = event.ReasonSWThermalSlowdown
 	got = fingerprintDiff(&e2, &e3)
 	if len(got) != 3 || got[2] != "commit, nccl unknown for e3" || !strings.HasPrefix(got[1], "GPUs under load (at the end) ") ||
@@ -99,16 +100,16 @@ func unknownSession() (event.SessionHeader, []event.Event) {
 	es := []event.Event{
 		{At: at(1), Data: event.ExperimentStart{ID: "e1", Name: "base", Trigger: event.TriggerLaunch, Launch: portLaunch("33551")}},
 		{At: at(2), Data: event.ExperimentFingerprint{Exp: "e1", Fingerprint: *gitFailedFP()}},
-		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: reportGPUs(true)}},
+		{At: at(60), Data: event.ExperimentEnd{Exp: "e1", Trigger: event.TriggerRelaunch, Result: res(62.5, 62, 63), GPUs: eventtest.SessionGPUs(true)}},
 		{At: at(60), Data: event.ExperimentStart{ID: "e2", Name: "ring", Trigger: event.TriggerLaunch, Launch: portLaunch("34012")}},
 		{At: at(61), Data: event.ExperimentFingerprint{Exp: "e2", Fingerprint: *fp2}},
-		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey, Result: res(80, 79, 81), GPUs: reportGPUs(true)}},
+		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey, Result: res(80, 79, 81), GPUs: eventtest.SessionGPUs(true)}},
 		{At: at(125), Data: event.GitAction{Op: "checkout", Args: []string{"9f8e7d6"}, Snapshot: "s1", From: headA6, To: regressHead}},
 		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "pulled", Trigger: event.TriggerLaunch, Launch: portLaunch("34012")}},
 		{At: at(131), Data: event.ExperimentFingerprint{Exp: "e3", Fingerprint: *fp3}},
-		{At: at(190), Data: event.ExperimentEnd{Exp: "e3", Trigger: event.TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: reportGPUs(true)}},
+		{At: at(190), Data: event.ExperimentEnd{Exp: "e3", Trigger: event.TriggerKill, Result: res(80.5, 79.5, 81.5), GPUs: eventtest.SessionGPUs(true)}},
 		{At: at(195), Data: event.ExperimentStart{ID: "e4", Name: "open at the crash", Trigger: event.TriggerKey}},
-		{At: at(200), Data: event.GPUSample{At: at(200), GPUs: reportGPUs(true)}},
+		{At: at(200), Data: event.GPUSample{At: at(200), GPUs: eventtest.SessionGPUs(true)}},
 		// The cockpit crashed here with e4 open; another one appends.
 		{At: at(3600), Data: event.Session{SessionHeader: event.SessionHeader{Format: journal.FormatName, Version: journal.FormatVersion, Created: at(3600), Flightdeck: "v0.6.0", Host: "demo", User: "ana", Hostname: "laptop", PID: 4243}}},
 		{At: at(3601), Data: event.ExperimentStart{ID: "e5", Name: "again", Trigger: event.TriggerKey}},
