@@ -2,6 +2,7 @@ package launch
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
 // fakeControl plans a command line naming the request's preset, profile
@@ -63,22 +65,6 @@ func open(t *testing.T) (*Form, *harness) {
 	return f, h
 }
 
-func key(k string) tea.KeyPressMsg {
-	switch k {
-	case "esc":
-		return tea.KeyPressMsg{Code: tea.KeyEscape}
-	case "enter":
-		return tea.KeyPressMsg{Code: tea.KeyEnter}
-	case "up":
-		return tea.KeyPressMsg{Code: tea.KeyUp}
-	case "right":
-		return tea.KeyPressMsg{Code: tea.KeyRight}
-	case "ctrl+c":
-		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
-	}
-	return tea.KeyPressMsg{Code: rune(k[0]), Text: k}
-}
-
 // TestRelaunchAsksInTheForm: enter over a running server asks in the
 // form's box; n goes back to the form, y relaunches and closes it.
 func TestRelaunchAsksInTheForm(t *testing.T) {
@@ -87,35 +73,35 @@ func TestRelaunchAsksInTheForm(t *testing.T) {
 	if f.Focused() != "preset" || f.h.Ctl.(*fakeControl).plans[0].Profile != "none" {
 		t.Fatalf("opened on %q, planned %+v", f.Focused(), h.ctl.plans)
 	}
-	h.stack.Key(key("enter"))
+	h.stack.Key(tuitest.KeyMsg("enter"))
 	if !f.Confirming() || f.Help()[0] != (component.Hint{Key: "y", Desc: "relaunch"}) {
 		t.Fatalf("enter: confirming %v, help %+v", f.Confirming(), f.Help())
 	}
 	if b := f.View(&st, 80, 24); b.Title != "relaunch sglang pid 4123" || !strings.Contains(strings.Join(b.Body, " "), "Relaunch: kills sglang pid 4123") {
 		t.Errorf("question: %q %q", b.Title, b.Body)
 	}
-	h.stack.Key(key("n"))
+	h.stack.Key(tuitest.KeyMsg("n"))
 	if f.Confirming() || h.stack.TopID() != ID {
 		t.Fatal("n did not go back to the form")
 	}
-	h.stack.Key(key("up")) // the hypothesis, the last field
+	h.stack.Key(tuitest.KeyMsg("up")) // the hypothesis, the last field
 	for _, r := range "faster" {
-		h.stack.Key(key(string(r)))
+		h.stack.Key(tuitest.KeyMsg(string(r)))
 	}
-	h.stack.Key(key("enter"))
-	if cmd, _ := h.stack.Key(key("y")); cmd == nil || !h.stack.Empty() || h.launched[0] != "relaunch sglang none /models/Llama faster" {
+	h.stack.Key(tuitest.KeyMsg("enter"))
+	if cmd, _ := h.stack.Key(tuitest.KeyMsg("y")); cmd == nil || !h.stack.Empty() || h.launched[0] != "relaunch sglang none /models/Llama faster" {
 		t.Errorf("y: launched %q, %q open", h.launched, h.stack.TopID())
 	}
 	// No server: enter launches at once; ctrl+c while asked closes it.
 	_, h = open(t)
 	h.running = false
-	h.stack.Key(key("enter"))
+	h.stack.Key(tuitest.KeyMsg("enter"))
 	if !h.stack.Empty() || h.launched[0] != "launch sglang none /models/Llama " {
 		t.Errorf("no server: launched %q", h.launched)
 	}
 	_, h = open(t)
-	h.stack.Key(key("enter"))
-	h.stack.Key(key("ctrl+c"))
+	h.stack.Key(tuitest.KeyMsg("enter"))
+	h.stack.Key(tuitest.KeyMsg("ctrl+c"))
 	if !h.stack.Empty() || len(h.launched) != 0 || len(h.said) != 0 {
 		t.Errorf("ctrl+c while asked: launched %q said %q", h.launched, h.said)
 	}
@@ -127,7 +113,7 @@ func TestPlanErrorKeepsTheForm(t *testing.T) {
 	f, h := open(t)
 	f.inputs[fieldModel].SetValue("")
 	f.replan()
-	h.stack.Key(key("enter"))
+	h.stack.Key(tuitest.KeyMsg("enter"))
 	if h.stack.TopID() != ID || f.Confirming() || h.said[0] != "cannot launch: {model} has no value; {tp} has no value" {
 		t.Errorf("enter: said %q", h.said)
 	}
@@ -136,7 +122,7 @@ func TestPlanErrorKeepsTheForm(t *testing.T) {
 	if cmd := f.Paste(tea.PasteMsg{Content: "x"}); cmd != nil || len(h.ctl.plans) != n {
 		t.Errorf("a paste into the preset chooser: %d plans, was %d", len(h.ctl.plans), n)
 	}
-	h.stack.Key(key("esc"))
+	h.stack.Key(tuitest.KeyMsg("esc"))
 	if !h.stack.Empty() || h.said[1] != "launch cancelled" {
 		t.Errorf("esc: said %q", h.said)
 	}
@@ -149,22 +135,9 @@ func TestTinyScreens(t *testing.T) {
 	f, h := open(t)
 	for _, confirming := range []bool{false, true} {
 		if confirming {
-			h.stack.Key(key("enter"))
+			h.stack.Key(tuitest.KeyMsg("enter"))
 		}
-		for _, sz := range [][2]int{{0, 0}, {1, 1}, {7, 4}, {8, 5}, {9, 6}, {12, 7}, {20, 5}, {300, 100}} {
-			b := f.View(&st, sz[0], sz[1])
-			if sz[0] < 8 || sz[1] < 5 {
-				if b.Width != 0 {
-					t.Errorf("%v: a box %+v", sz, b)
-				}
-				continue
-			}
-			lines, _, _ := component.Place(&st, b, sz[0], sz[1])
-			for _, l := range lines {
-				if w := style.Width(style.StripSGR(l)); w > sz[0] {
-					t.Errorf("%v confirming %v: %q is %d wide", sz, confirming, l, w)
-				}
-			}
-		}
+		tuitest.AuditDialogSizes(t, &st, fmt.Sprintf("launch form (confirming %v)", confirming), f,
+			[][2]int{{0, 0}, {1, 1}, {7, 4}, {8, 5}, {9, 6}, {12, 7}, {20, 5}, {300, 100}})
 	}
 }

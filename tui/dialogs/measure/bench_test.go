@@ -13,6 +13,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
 // The form's configs are checked in words: bench.ConfigText is the one
@@ -166,20 +167,6 @@ func TestBenchFormKeepsNoWarmup(t *testing.T) {
 	}
 }
 
-func press(k string) tea.KeyPressMsg {
-	switch k {
-	case "esc":
-		return tea.KeyPressMsg{Code: tea.KeyEscape}
-	case "enter":
-		return tea.KeyPressMsg{Code: tea.KeyEnter}
-	case "down":
-		return tea.KeyPressMsg{Code: tea.KeyDown}
-	case "backspace":
-		return tea.KeyPressMsg{Code: tea.KeyBackspace}
-	}
-	return tea.KeyPressMsg{Code: rune(k[0]), Text: k}
-}
-
 // TestFormKeys: esc says the run was not started; enter with a bad value
 // or while the run cannot start says why and keeps the form; enter starts
 // the run and closes it.
@@ -190,25 +177,25 @@ func TestFormKeys(t *testing.T) {
 	if h.stack.TopID() != BenchID || h.stack.Top().(*BenchForm).Focused() != "endpoint" {
 		t.Fatalf("open: %q", h.stack.TopID())
 	}
-	h.stack.Key(press("esc"))
+	h.stack.Key(tuitest.KeyMsg("esc"))
 	if !h.stack.Empty() || h.said[0] != "benchmark not started" {
 		t.Errorf("esc: %q open, said %q", h.stack.TopID(), h.said)
 	}
 	ds.OpenBench()
-	h.stack.Key(press("down"))
-	h.stack.Key(press("x"))
-	h.stack.Key(press("enter"))
+	h.stack.Key(tuitest.KeyMsg("down"))
+	h.stack.Key(tuitest.KeyMsg("x"))
+	h.stack.Key(tuitest.KeyMsg("enter"))
 	if h.stack.TopID() != BenchID || h.said[1] != `cannot start: input len: "128x" is not a whole number` {
 		t.Errorf("bad value: %q open, said %q", h.stack.TopID(), h.said)
 	}
-	h.stack.Key(press("backspace"))
+	h.stack.Key(tuitest.KeyMsg("backspace"))
 	h.runs.why = "no server running: L launches one"
-	h.stack.Key(press("enter"))
+	h.stack.Key(tuitest.KeyMsg("enter"))
 	if h.stack.TopID() != BenchID || h.said[2] != h.runs.why {
 		t.Errorf("cannot start: %q open, said %q", h.stack.TopID(), h.said)
 	}
 	h.runs.why = ""
-	if cmd, _ := h.stack.Key(press("enter")); cmd == nil || !h.stack.Empty() ||
+	if cmd, _ := h.stack.Key(tuitest.KeyMsg("enter")); cmd == nil || !h.stack.Empty() ||
 		strings.Join(h.runs.started, ";") != "bench completions in 128 out 128 conc 1 32 requests warm-up 1" {
 		t.Errorf("enter: %q open, started %q", h.stack.TopID(), h.runs.started)
 	}
@@ -216,7 +203,7 @@ func TestFormKeys(t *testing.T) {
 	if b := h.stack.Top().View(&st, 80, 24); b.Title != "repeat e3 nccl-ll-ring" || h.stack.Top().Help()[0] != (component.Hint{Key: "enter", Desc: "start"}) {
 		t.Errorf("repeat form: %q %+v", b.Title, h.stack.Top().Help())
 	}
-	h.stack.Key(press("enter"))
+	h.stack.Key(tuitest.KeyMsg("enter"))
 	if !h.stack.Empty() || len(h.runs.started) != 2 {
 		t.Errorf("repeat: started %q", h.runs.started)
 	}
@@ -230,9 +217,9 @@ func TestStopQuestion(t *testing.T) {
 	if h.stack.TopID() != StopRepeatID || h.stack.Top().Help()[1] != (component.Hint{Key: "n/esc", Desc: "keep running"}) {
 		t.Fatalf("asked: %q %+v", h.stack.TopID(), h.stack.Top().Help())
 	}
-	h.stack.Key(press("n"))
+	h.stack.Key(tuitest.KeyMsg("n"))
 	ds.AskStop("bench")
-	h.stack.Key(press("y"))
+	h.stack.Key(tuitest.KeyMsg("y"))
 	if !h.stack.Empty() || strings.Join(h.said, ";") != "still running" || strings.Join(h.runs.stopped, ";") != "bench" {
 		t.Errorf("said %q, stopped %q", h.said, h.runs.stopped)
 	}
@@ -249,24 +236,7 @@ func TestTinyScreens(t *testing.T) {
 	ds.AskStop("bench")
 	for h.stack.Top() != nil {
 		d := h.stack.Top()
-		for _, sz := range [][2]int{{0, 0}, {1, 1}, {7, 4}, {8, 5}, {12, 6}, {20, 6}, {300, 100}} {
-			b := d.View(&st, sz[0], sz[1])
-			if sz[0] < 8 || sz[1] < 5 {
-				if b.Width != 0 || b.Body != nil {
-					t.Errorf("%s at %v: a box %+v", d.ID(), sz, b)
-				}
-				continue
-			}
-			lines, _, _ := component.Place(&st, b, sz[0], sz[1])
-			if len(lines) > sz[1]-2 {
-				t.Errorf("%s at %v: %d lines", d.ID(), sz, len(lines))
-			}
-			for _, l := range lines {
-				if style.Width(style.StripSGR(l)) > sz[0] {
-					t.Errorf("%s at %v: %q too wide", d.ID(), sz, l)
-				}
-			}
-		}
+		tuitest.AuditDialogSizes(t, &st, d.ID(), d, [][2]int{{0, 0}, {1, 1}, {7, 4}, {8, 5}, {12, 6}, {20, 6}, {300, 100}})
 		h.stack.Pop()
 	}
 	ds.AskStop("bench")

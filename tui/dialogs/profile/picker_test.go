@@ -8,8 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
-	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
+	"github.com/flightdeck-dev/flightdeck/tui/tuitest"
 )
 
 type fakeControl struct {
@@ -41,16 +41,6 @@ func (h *harness) host() Host {
 		Flash:  func(s string, _ style.Token) { h.said = append(h.said, s) }}
 }
 
-func key(k string) tea.KeyPressMsg {
-	switch k {
-	case "enter":
-		return tea.KeyPressMsg{Code: tea.KeyEnter}
-	case "up":
-		return tea.KeyPressMsg{Code: tea.KeyUp}
-	}
-	return tea.KeyPressMsg{Code: rune(k[0]), Text: k}
-}
-
 // TestPickerPicks: the current profile ("none" for an empty request) is
 // marked and has the cursor; enter picks for the next launch; q leaves
 // it unchanged; a refused pick says why; no profiles, no picker.
@@ -61,18 +51,18 @@ func TestPickerPicks(t *testing.T) {
 	if b := p.View(&st, 80, 24); !strings.Contains(style.StripSGR(strings.Join(b.Body, "\n")), "> * none  (current)") || b.Title != "env profile for the next launch" {
 		t.Errorf("opened: %q", b.Body)
 	}
-	p.Key(key("up"))
-	if cmd, done := p.Key(key("enter")); cmd != nil || !done || h.next != "nccl-ll-ring" || h.recorded[0] != "profile nccl-ll-ring" ||
+	p.Key(tuitest.KeyMsg("up"))
+	if cmd, done := p.Key(tuitest.KeyMsg("enter")); cmd != nil || !done || h.next != "nccl-ll-ring" || h.recorded[0] != "profile nccl-ll-ring" ||
 		h.said[0] != "profile nccl-ll-ring for the next launch - L to relaunch" {
 		t.Errorf("enter: next %q recorded %q said %q", h.next, h.recorded, h.said)
 	}
 	p = Open(h.host())
-	if _, done := p.Key(key("q")); !done || h.said[1] != "profile unchanged" {
+	if _, done := p.Key(tuitest.KeyMsg("q")); !done || h.said[1] != "profile unchanged" {
 		t.Errorf("q: said %q", h.said)
 	}
 	p = Open(h.host())
-	p.Key(key("g"))
-	if _, done := p.Key(key("enter")); !done || h.said[2] != "profile broken: unknown profile" {
+	p.Key(tuitest.KeyMsg("g"))
+	if _, done := p.Key(tuitest.KeyMsg("enter")); !done || h.said[2] != "profile broken: unknown profile" {
 		t.Errorf("refused: said %q", h.said)
 	}
 	h.ctl.names = nil
@@ -87,19 +77,5 @@ func TestTinyScreens(t *testing.T) {
 	st := style.Plain()
 	h := &harness{ctl: &fakeControl{names: []string{"nccl-ll-ring-with-a-very-long-name", "none"}}}
 	p := Open(h.host())
-	for _, sz := range [][2]int{{0, 0}, {1, 1}, {7, 4}, {8, 5}, {12, 6}, {300, 100}} {
-		b := p.View(&st, sz[0], sz[1])
-		if sz[0] < 8 || sz[1] < 5 {
-			if b.Width != 0 {
-				t.Errorf("%v: a box %+v", sz, b)
-			}
-			continue
-		}
-		lines, _, _ := component.Place(&st, b, sz[0], sz[1])
-		for _, l := range lines {
-			if w := style.Width(style.StripSGR(l)); w > sz[0] {
-				t.Errorf("%v: %q is %d wide", sz, l, w)
-			}
-		}
-	}
+	tuitest.AuditDialogSizes(t, &st, "profile picker", p, [][2]int{{0, 0}, {1, 1}, {7, 4}, {8, 5}, {12, 6}, {300, 100}})
 }
