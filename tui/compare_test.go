@@ -361,15 +361,7 @@ func TestCompareViewScrollsAndFits(t *testing.T) {
 		openDiff(m, constructedDiff())
 		for _, keys := range [][]string{nil, {"down"}, {"pgdown"}, {"end"}, {"a", "end"}, {"home"}} {
 			press(m, keys...)
-			ls := screenLines(m)
-			if len(ls) != sz[1] {
-				t.Errorf("%v %v: %d lines", sz, keys, len(ls))
-			}
-			for i, l := range ls {
-				if w := ansiWidth(l); w > sz[0] {
-					t.Errorf("%v %v: line %d is %d wide: %q", sz, keys, i, w, l)
-				}
-			}
+			assertFits(t, m, sz[0], sz[1], fmt.Sprint(keys))
 		}
 	}
 	m, _ := labScene(80, 24, Options{})

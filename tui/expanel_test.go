@@ -77,15 +77,7 @@ func TestExperimentScreensFit(t *testing.T) {
 		send(m, session()...)
 		for _, keys := range [][]string{{"x"}, {"x", "up", "up"}, {"e"}, {"n"}} {
 			press(m, keys...)
-			ls := screenLines(m)
-			if len(ls) != sz[1] {
-				t.Errorf("%v %v: %d lines", sz, keys, len(ls))
-			}
-			for i, l := range ls {
-				if w := ansiWidth(l); w > sz[0] {
-					t.Errorf("%v %v: line %d is %d wide: %q", sz, keys, i, w, l)
-				}
-			}
+			assertFits(t, m, sz[0], sz[1], fmt.Sprint(keys))
 			press(m, "esc", "esc")
 		}
 	}

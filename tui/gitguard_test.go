@@ -5,6 +5,7 @@ package tui
 // launching while an action runs.
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -161,16 +162,7 @@ func TestGitFits(t *testing.T) {
 			openGit(t, m)
 			send(m, ev(5*time.Second, event.GitMoved{From: "a", To: "b", FromShort: "a", ToShort: "b", Files: []string{"x"}, Forward: 1}))
 			do(m, keys...)
-			c := m.View().Content
-			ls := strings.Split(c, "\n")
-			if len(ls) != sz[1] {
-				t.Errorf("%dx%d %v: %d lines", sz[0], sz[1], keys, len(ls))
-			}
-			for i, l := range ls {
-				if w := ansiWidth(l); w > sz[0] {
-					t.Errorf("%dx%d %v: line %d is %d wide", sz[0], sz[1], keys, i, w)
-				}
-			}
+			assertFits(t, m, sz[0], sz[1], fmt.Sprint(keys))
 			for _, r := range plain(m) {
 				if r > 0x7e && (r < 0x2581 || r > 0x2588) {
 					t.Errorf("%dx%d %v: non-ASCII %q in chrome", sz[0], sz[1], keys, r)

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"sync"
+	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -33,6 +34,10 @@ var (
 	space       = tuitest.Space
 	run         = tuitest.Run
 	isQuit      = tuitest.IsQuit
+
+	benchDefaults = tuitest.BenchDefaults
+	benchResult   = tuitest.BenchResult
+	benchEvents   = tuitest.BenchEvents
 )
 
 func sampleOf(gs ...event.GPU) event.GPUSample { return event.GPUSample{GPUs: gs} }
@@ -82,4 +87,19 @@ func (c *callLog) Calls() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.calls...)
+}
+
+// assertFits fails t unless m's screen, sized w by h, is exactly h lines
+// and none wider than w cells; what names the screen in the failures.
+func assertFits(t *testing.T, m *Model, w, h int, what string) {
+	t.Helper()
+	ls := screenLines(m)
+	if len(ls) != h {
+		t.Errorf("%dx%d %s: %d lines", w, h, what, len(ls))
+	}
+	for i, l := range ls {
+		if lw := ansiWidth(l); lw > w {
+			t.Errorf("%dx%d %s: line %d is %d wide: %q", w, h, what, i, lw, l)
+		}
+	}
 }

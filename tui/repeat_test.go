@@ -256,15 +256,7 @@ func TestMeasureScreensFit(t *testing.T) {
 		send(m, session()...)
 		check := func(what string) {
 			t.Helper()
-			ls := screenLines(m)
-			if len(ls) != sz[1] {
-				t.Errorf("%v %s: %d lines", sz, what, len(ls))
-			}
-			for i, l := range ls {
-				if w := ansiWidth(l); w > sz[0] {
-					t.Errorf("%v %s: line %d is %d wide: %q", sz, what, i, w, l)
-				}
-			}
+			assertFits(t, m, sz[0], sz[1], what)
 		}
 		press(m, "b")
 		check("bench form")

@@ -36,7 +36,7 @@ var _ tui.BenchControl = (*fakeBench)(nil)
 // b refuses.
 func TestReplayOfRecordedBench(t *testing.T) {
 	evs := replayEvents()
-	b := benchEvents()
+	b := tuitest.BenchEvents()
 	started, done := b[0], b[3]
 	started.At, done.At = tuitest.At(100*time.Second), tuitest.At(110*time.Second)
 	evs = append(evs, started, done)
@@ -92,37 +92,6 @@ func TestReplayHelpScrolls(t *testing.T) {
 	rpress(r, "q")
 	if !r.quitting {
 		t.Error("q with the help closed did not quit the replay")
-	}
-}
-
-// benchDefaults is what sessions.Bencher's Defaults gives: every field
-// filled.
-func benchDefaults() event.BenchConfig {
-	return event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 32, Warmup: 1, Seed: 1, Timeout: 10 * time.Minute}
-}
-
-// benchResult is a finished run against the simulated server: 32
-// requests at 88.4 tok/s, one failed.
-func benchResult() *event.BenchResult {
-	cfg := benchDefaults()
-	return &event.BenchResult{Config: cfg, Target: "http://127.0.0.1:30000 via gpu-box", Started: tuitest.At(200 * time.Second), Duration: 46300 * time.Millisecond,
-		Completed: 31, Failed: 1, Errors: []event.BenchErrorCount{{Err: "HTTP 503: The server is not ready.\x1b[31m", Count: 1}},
-		InputTokens: 31 * 128, OutputTokens: 31 * 128, ReqPerSec: 0.67, OutputTokPerSec: 85.7, TotalTokPerSec: 171.4, Concurrency: 1,
-		TTFT: event.Dist{N: 31, Mean: 24.1, Median: 23.8, P90: 26.0, P99: 31.2, Max: 31.9},
-		ITL:  event.Dist{N: 31 * 127, Mean: 11.2, Median: 11.2, P90: 11.6, P99: 12.4, Max: 14.0},
-		TPOT: event.Dist{N: 31, Mean: 11.2, Median: 11.2, P90: 11.3, P99: 11.4, Max: 11.4},
-		E2E:  event.Dist{N: 31, Mean: 1446, Median: 1445, P90: 1452, P99: 1470, Max: 1471}}
-}
-
-// benchEvents is a run b1 on e3 as the Bencher publishes it: start, three
-// progress updates, done.
-func benchEvents() []event.Event {
-	cfg := benchDefaults()
-	return []event.Event{
-		tuitest.Ev(200*time.Second, event.BenchStarted{ID: "b1", Exp: "e3", Target: "http://127.0.0.1:30000 via gpu-box", Config: cfg}),
-		tuitest.Ev(200*time.Second, event.BenchProgress{ID: "b1", Warmup: true, Total: 32}),
-		tuitest.Ev(220*time.Second, event.BenchProgress{ID: "b1", Done: 12, Failed: 1, Total: 32, Elapsed: 18 * time.Second, InFlight: 1, OutTokens: 1536, TokPerSec: 85.3}),
-		tuitest.Ev(247*time.Second, event.BenchDone{ID: "b1", Exp: "e3", Result: benchResult()}),
 	}
 }
 

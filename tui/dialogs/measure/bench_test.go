@@ -79,14 +79,8 @@ func openBench(ds *Dialogs) *BenchForm {
 	return f
 }
 
-// benchDefaults is what sessions.Bencher's Defaults gives: every field
-// filled.
-func benchDefaults() event.BenchConfig {
-	return event.BenchConfig{Endpoint: event.BenchCompletions, InputLen: 128, OutputLen: 128, Concurrency: 1, Requests: 32, Warmup: 1, Seed: 1, Timeout: 10 * time.Minute}
-}
-
 func TestBenchConfig(t *testing.T) {
-	ds, _ := dialogs(benchDefaults())
+	ds, _ := dialogs(tuitest.BenchDefaults())
 	for _, c := range []struct {
 		name   string
 		fields map[int]string
@@ -151,7 +145,7 @@ func TestBenchConfig(t *testing.T) {
 // A run without warm-up (Warmup -1 from Bencher.Defaults) reopens with
 // "0" in the field, and keeps none when the field is left as it is.
 func TestBenchFormKeepsNoWarmup(t *testing.T) {
-	d := benchDefaults()
+	d := tuitest.BenchDefaults()
 	d.Warmup = -1
 	ds, _ := dialogs(d)
 	f := openBench(ds)
@@ -172,7 +166,7 @@ func TestBenchFormKeepsNoWarmup(t *testing.T) {
 // the run and closes it.
 func TestFormKeys(t *testing.T) {
 	st := style.Plain()
-	ds, h := dialogs(benchDefaults())
+	ds, h := dialogs(tuitest.BenchDefaults())
 	ds.OpenBench()
 	if h.stack.TopID() != BenchID || h.stack.Top().(*BenchForm).Focused() != "endpoint" {
 		t.Fatalf("open: %q", h.stack.TopID())
@@ -212,7 +206,7 @@ func TestFormKeys(t *testing.T) {
 // TestStopQuestion: y stops the run, any other key keeps it running; the
 // footer says so.
 func TestStopQuestion(t *testing.T) {
-	ds, h := dialogs(benchDefaults())
+	ds, h := dialogs(tuitest.BenchDefaults())
 	ds.AskStop("repeat")
 	if h.stack.TopID() != StopRepeatID || h.stack.Top().Help()[1] != (component.Hint{Key: "n/esc", Desc: "keep running"}) {
 		t.Fatalf("asked: %q %+v", h.stack.TopID(), h.stack.Top().Help())
@@ -230,7 +224,7 @@ func TestStopQuestion(t *testing.T) {
 // question's y/N.
 func TestTinyScreens(t *testing.T) {
 	st := style.Plain()
-	ds, h := dialogs(benchDefaults())
+	ds, h := dialogs(tuitest.BenchDefaults())
 	ds.OpenBench()
 	ds.OpenRepeat()
 	ds.AskStop("bench")
