@@ -3,6 +3,9 @@ package component
 import (
 	"strings"
 
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -85,4 +88,18 @@ func Paren(parts ...string) string {
 		return ""
 	}
 	return " (" + strings.Join(keep, ", ") + ")"
+}
+
+// FocusInput focuses inputs[i] and blurs the others (all of them when i is
+// out of range), and returns the focused field's cursor-blink command.
+func FocusInput(inputs []textinput.Model, i int) tea.Cmd {
+	var cmd tea.Cmd
+	for j := range inputs {
+		if j == i {
+			cmd = inputs[j].Focus()
+		} else {
+			inputs[j].Blur()
+		}
+	}
+	return cmd
 }

@@ -68,15 +68,7 @@ func (f *Form) Answered(u event.ExperimentUpdate) bool {
 
 func (f *Form) setFocus(i int) tea.Cmd {
 	f.focus = (i + len(f.inputs)) % len(f.inputs)
-	var cmd tea.Cmd
-	for j := range f.inputs {
-		if j == f.focus {
-			cmd = f.inputs[j].Focus()
-		} else {
-			f.inputs[j].Blur()
-		}
-	}
-	return cmd
+	return component.FocusInput(f.inputs, f.focus)
 }
 
 // Key implements component.Dialog: esc (or ctrl+c) cancels, saying what

@@ -223,15 +223,7 @@ func (f *Form) replan() {
 
 func (f *Form) setFocus(i int) tea.Cmd {
 	f.focus = (i + numFields) % numFields
-	var cmd tea.Cmd
-	for j := fieldModel; j < numFields; j++ {
-		if j == f.focus {
-			cmd = f.inputs[j].Focus()
-		} else {
-			f.inputs[j].Blur()
-		}
-	}
-	return cmd
+	return component.FocusInput(f.inputs[fieldModel:], f.focus-fieldModel)
 }
 
 // Key implements component.Dialog: tab, up and down move between the
