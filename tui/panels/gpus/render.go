@@ -153,13 +153,17 @@ func (t *Table) render(out []string, st *style.Styles, gen, width, maxRows int, 
 	// do not, right of the headers, or when that does not fit (80
 	// columns), on a row of its own in place of the last GPU row.
 	room := width - style.Width(head) - 2
+	top := t.top // scrollNote clamps it to the rows it is given
 	note, hint, noteTone := t.scrollNote(visible, focused, st)
 	switch {
 	case len(note)+len(hint) <= room:
 		note += hint
 	case len(note) <= room:
 	case visible >= 2:
+		// One row fewer: the last rows can be shown again (End reaches
+		// them), so clamp the top the user chose to these rows.
 		visible--
+		t.top = top
 		note, hint, noteTone = t.scrollNote(visible, focused, st)
 		out = append(out, st.Title.Render(head))
 		out = t.renderRows(out, st, visible)
