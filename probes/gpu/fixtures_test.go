@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // The fixtures in testdata/ are copied unchanged from shared/fixtures, with

@@ -184,6 +184,7 @@ type converter struct {
 	fields      bool     // a field list was given
 	sawHeader   bool
 	sawFailure  bool
+	apps        bool              // a --query-compute-apps header was read: its rows are processes
 	pending     *event.GPUFailure // a version mismatch, waiting for its "NVML library version" line
 	pendingLine int
 	garbled     GarbledError
@@ -225,14 +226,21 @@ func (c *converter) line(lineNo int, line []byte, long bool) error {
 	if !long {
 		var names []string
 		if names, shape = headerShape(line); shape == shapeHeader {
-			c.plan, c.sawHeader = newRowPlan(names), true
+			c.plan, c.sawHeader, c.apps = newRowPlan(names), true, false
 			return nil
+		}
+		if shape == shapeAppsHead {
+			c.plan, c.apps = nil, true
 		}
 	}
 	var rowErr *RowError
 	switch {
 	case long:
 		rowErr = rowError(line, fmt.Sprintf("line longer than %d bytes", maxLineLen))
+	case shape == shapeAppsHead:
+		rowErr = rowError(line, "a --query-compute-apps header (pid, process_name, used_memory: one row per process), not --query-gpu output (one row per GPU)")
+	case c.apps && c.plan == nil:
+		rowErr = rowError(line, "a --query-compute-apps row (a process, not a GPU)")
 	case shape == shapeUnknownHead:
 		rowErr = rowError(line, "field names, but none that flightdeck reads (index, name, memory.used, …), so not a header")
 	case c.plan == nil:
@@ -259,9 +267,12 @@ func (c *converter) line(lineNo int, line []byte, long bool) error {
 // --query-gpu output, and what was expected.
 func (c *converter) unrecognised() string {
 	var b strings.Builder
-	if c.fields {
+	switch {
+	case c.apps:
+		b.WriteString("this is nvidia-smi --query-compute-apps output (one row per process, not per GPU)")
+	case c.fields:
 		fmt.Fprintf(&b, "no line is a header or a row of the %d given fields", len(c.plan.cols))
-	} else {
+	default:
 		b.WriteString("no header line and no field list (--fields) to read headerless rows with")
 	}
 	fmt.Fprintf(&b, "; expected nvidia-smi --query-gpu=index,name,… --format=csv output, a whole-command failure message or an nvidia_gpu_exporter capture; %d line", c.garbled.Count)
@@ -292,6 +303,7 @@ const (
 	shapeRow         lineShape = iota
 	shapeHeader                // a header (see headerFields)
 	shapeUnknownHead           // header-shaped, but names no field flightdeck knows
+	shapeAppsHead              // a --query-compute-apps header: one row per process
 )
 
 // headerShape classifies line for headerFields. shapeUnknownHead is a line
@@ -320,6 +332,8 @@ func headerShape(line []byte) ([]string, lineShape) {
 	switch {
 	case 2*fieldish <= len(names):
 		return nil, shapeRow
+	case slices.Contains(names, "pid") && (slices.Contains(names, "process_name") || slices.Contains(names, "used_memory") || slices.Contains(names, "used_gpu_memory")):
+		return nil, shapeAppsHead
 	case !known:
 		return nil, shapeUnknownHead
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,32 @@ func TestWriteJSONLLongLine(t *testing.T) {
 	var ge *GarbledError
 	if !errors.As(err, &ge) || ge.Rows[0].Line != 2 || len(recs) != 2 || recs[1]["name"] != "NVIDIA H200" {
 		t.Errorf("recs %v err %v", recs, err)
+	}
+}
+
+// TestWriteJSONLRefusesComputeApps: --query-compute-apps output (one row
+// per process, with the GPU's name and bus id on each) is not read as GPU
+// rows, which would count a GPU per process: it is refused, saying what
+// it is, and no record is written.
+func TestWriteJSONLRefusesComputeApps(t *testing.T) {
+	in, err := os.ReadFile("testdata/nvidia-smi/cases/csv-compute-apps-mig-h100.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = WriteJSONL(&out, bytes.NewReader(in), nil)
+	if err == nil || !strings.Contains(err.Error(), "--query-compute-apps output (one row per process") {
+		t.Fatalf("err = %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("wrote records:\n%s", out.String())
+	}
+	// A --query-gpu header after it is read as usual.
+	in = append(in, "index, name, memory.used [MiB]\n0, NVIDIA H100 80GB HBM3, 2296 MiB\n"...)
+	out.Reset()
+	err = WriteJSONL(&out, bytes.NewReader(in), nil)
+	var garbled *GarbledError
+	if !errors.As(err, &garbled) || garbled.Count != 4 || !strings.Contains(out.String(), `"index":0`) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("then --query-gpu: err %v, out %q", err, out.String())
 	}
 }
