@@ -138,6 +138,7 @@ func (s Styles) compile() Styles {
 	return s
 }
 
+// Tone is the palette's tone for t (Text for an unknown token).
 func (s *Styles) Tone(t Token) Tone {
 	switch t {
 	case Dim:

@@ -40,6 +40,8 @@ const (
 // never a ready/failure highlight.
 func (k Kind) ours() bool { return k == LineMarker || k == LineOwnWarn || k == LineOwnCrit }
 
+// Entry is one line of the tail: the server's (or flightdeck's own) text
+// and what kind of line it is.
 type Entry struct {
 	Text string // sanitised (and cut at sanitize.MaxRunes)
 	kind Kind
@@ -123,6 +125,8 @@ func (t *Tail) SetNotice(n event.LogNotice) {
 	}
 }
 
+// New returns an empty tail keeping the last capacity lines
+// (DefaultLogLines when 0 or less), following.
 func New(capacity int) Tail {
 	if capacity <= 0 {
 		capacity = DefaultLogLines
@@ -130,6 +134,8 @@ func New(capacity int) Tail {
 	return Tail{cap: capacity, Follow: true, height: 1}
 }
 
+// Entry is the line of sequence number seq, which must be in the ring
+// (Start <= seq < the end).
 func (t *Tail) Entry(seq int64) *Entry {
 	return &t.buf[seq%int64(t.cap)]
 }
@@ -415,6 +421,8 @@ func (t *Tail) Move(delta int) {
 	}
 }
 
+// Pause stops following: the view stays where it is while lines arrive
+// (NewLines counts them).
 func (t *Tail) Pause() {
 	if !t.Follow {
 		return
@@ -429,11 +437,13 @@ func (t *Tail) Pause() {
 	}
 }
 
+// Resume follows again: the view jumps to the newest lines.
 func (t *Tail) Resume() {
 	t.Follow = true
 	t.NewLines = 0
 }
 
+// Home pauses and shows the oldest line kept.
 func (t *Tail) Home() {
 	t.Pause()
 	t.topSeq = t.Start
