@@ -30,8 +30,11 @@ func TestDemoSamplesThroughTheAgentInTmux(t *testing.T) {
 	}
 	bin := flightdeckBinary(t)
 	s := startTmux(t, 160, 45, bin+" demo --no-journal --interval 250ms --fault xid=3:79")
+	simDirRe := regexp.MustCompile(`(/\S*flightdeck-sim-[^/\s]+)/logs/`)
 	screen := s.waitScreen(40*time.Second, func(screen string) string {
 		switch {
+		case simDirRe.FindStringSubmatch(screen) == nil:
+			return "no sim directory on screen (the server's log path, once it is launched)"
 		case countGPURows(screen) != 8:
 			return "not 8 GPU rows"
 		case !strings.Contains(strings.SplitN(screen, "\n", 2)[0], "GPU agent (simulated)"):
@@ -43,7 +46,7 @@ func TestDemoSamplesThroughTheAgentInTmux(t *testing.T) {
 		}
 		return ""
 	})
-	simDir := regexp.MustCompile(`(/\S*flightdeck-sim-[^/\s]+)/logs/`).FindStringSubmatch(screen)
+	simDir := simDirRe.FindStringSubmatch(screen)
 	if simDir == nil {
 		t.Fatalf("no sim directory on screen:\n%s", screen)
 	}
