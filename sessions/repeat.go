@@ -153,9 +153,7 @@ func (r *Repeater) Run(ctx context.Context, cfg RepeatConfig) error {
 // running server's launch again.
 func (r *Repeater) check() (Plan, error) {
 	st, launch := r.Lab.serverState()
-	switch st.Phase {
-	case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
-	default:
+	if !st.Phase.Up() {
 		return Plan{}, server.ErrNoServer
 	}
 	if launch == nil || len(launch.Argv) == 0 || (st.How != "" && st.How != server.ByPidfile) {

@@ -179,12 +179,11 @@ func (s *Session) Publish(e event.Event) {
 	case event.GPUSample:
 		s.gpus.Store(int64(len(p.GPUs)))
 	case event.ServerStatus:
-		switch p.Phase {
-		case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
-			s.port.Store(int64(p.Port))
-		default:
-			s.port.Store(0)
+		port := 0
+		if p.Phase.Up() {
+			port = p.Port
 		}
+		s.port.Store(int64(port))
 		s.server.Observe(p)
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.DriverState,
 		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart, event.ExperimentUpdate,

@@ -31,24 +31,8 @@ type RepeatResultMsg = bench.RepeatResultMsg
 func (m *Model) wireBench() {
 	p := m.bench
 	p.Bench, p.Repeat, p.Replay = m.opts.Bench, m.opts.Repeat, m.opts.ReadOnly
-	p.Refused = func(does string) string {
-		switch {
-		case m.opts.ReadOnly:
-			return m.roPrefix() + ": " + does
-		case m.watching():
-			return m.watchingWhy()
-		}
-		return ""
-	}
-	p.Busy = func() string {
-		switch m.srv.busy {
-		case actionKill:
-			return "a kill is in progress"
-		case actionLaunch:
-			return "a launch is in progress"
-		}
-		return ""
-	}
+	p.Refused = m.refusal
+	p.Busy = m.busyText
 	p.Offline = func() string { return notConnected(m) }
 	p.Server = func() (known, running bool) { return m.srv.hasSt, m.srv.running() }
 	p.Experiment = func() bool { return m.exp.Ledger().Current() != nil }

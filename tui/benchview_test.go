@@ -83,7 +83,7 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 	press(m, "down", "right")
 	press(m, "up", "up", "up", "up", "up", "up", "up", "right") // the endpoint: chat
 	msgs := do(m, "enter")
-	if m.dialogOpen() || len(msgs) != 1 {
+	if m.DialogOpen() || len(msgs) != 1 {
 		t.Fatalf("enter: dialog %q msgs %v status %q", m.overlay.TopID(), msgs, m.Status())
 	}
 	want := "Run chat in 512 out 128 conc 4 32 requests rate 2.5/s poisson warm-up 1"
@@ -107,7 +107,7 @@ func TestBenchFormRunsTheConfig(t *testing.T) {
 		t.Errorf("the form does not say why:\n%s", plain(m))
 	}
 	press(m, "esc")
-	if m.dialogOpen() || m.Status() != "benchmark not started" || len(f.Calls()) != 1 {
+	if m.DialogOpen() || m.Status() != "benchmark not started" || len(f.Calls()) != 1 {
 		t.Errorf("esc: dialog %q status %q calls %q", m.overlay.TopID(), m.Status(), f.Calls())
 	}
 	// An error of Run is the answer.
@@ -189,7 +189,7 @@ func TestBenchStopAsksThenCancels(t *testing.T) {
 		t.Fatalf("b while running:\n%s", plain(m))
 	}
 	press(m, "n")
-	if m.dialogOpen() || m.Status() != "still running" {
+	if m.DialogOpen() || m.Status() != "still running" {
 		t.Errorf("n: dialog %q status %q", m.overlay.TopID(), m.Status())
 	}
 	// esc asks too (nothing else to close); y cancels the run's context.
@@ -229,7 +229,7 @@ func TestBenchUnavailable(t *testing.T) {
 			c.setup(m)
 		}
 		press(m, "b")
-		if m.dialogOpen() || m.Status() != c.want {
+		if m.DialogOpen() || m.Status() != c.want {
 			t.Errorf("%s: dialog %q status %q, want %q", c.name, m.overlay.TopID(), m.Status(), c.want)
 		}
 	}

@@ -70,7 +70,7 @@ func measureScene(w, h int) (*Model, *fakeMeasure) {
 func TestPanelMarksAndCompares(t *testing.T) {
 	m, f := measureScene(120, 40)
 	press(m, "c")
-	if m.dialogOpen() || m.Status() != gitpanel.NoRepoText {
+	if m.DialogOpen() || m.Status() != gitpanel.NoRepoText {
 		t.Errorf("c outside the panel is git's: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	m.Update(space())
@@ -111,7 +111,7 @@ func TestPanelMarksAndCompares(t *testing.T) {
 		t.Error("a stale range answer was applied")
 	}
 	press(m, "esc")
-	if m.dialogOpen() || !m.exp.Open {
+	if m.DialogOpen() || !m.exp.Open {
 		t.Fatalf("esc: top %q panel %v", m.overlay.TopID(), m.exp.Open)
 	}
 	// Two marked: they are compared, older first.
@@ -202,7 +202,7 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 			t.Fatal("the read's context ended before the view closed")
 		}
 		press(m, closeKey)
-		if m.dialogOpen() || m.Quitting() {
+		if m.DialogOpen() || m.Quitting() {
 			t.Fatalf("%s: top %q quitting %v", closeKey, m.overlay.TopID(), m.Quitting())
 		}
 		if ctx.Err() == nil {
@@ -213,7 +213,7 @@ func TestCompareRangeReadEndsWithTheView(t *testing.T) {
 			t.Fatalf("answer %#v", msg)
 		}
 		m.Update(msg)
-		if cmpView(m).RangeErr() != "" || m.dialogOpen() || m.Status() != "" {
+		if cmpView(m).RangeErr() != "" || m.DialogOpen() || m.Status() != "" {
 			t.Errorf("%s: the closed view's answer was applied: rangeErr %q top %q status %q", closeKey, cmpView(m).RangeErr(), m.overlay.TopID(), m.Status())
 		}
 		// Opened again, it reads afresh under a new context; its answer
@@ -236,7 +236,7 @@ func TestNothingToCompareSaysWhy(t *testing.T) {
 	}
 	send(m, ev(10*time.Second, event.ExperimentStart{ID: "e1", Name: "a", Trigger: event.TriggerKey}))
 	press(m, "c")
-	if m.dialogOpen() || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
+	if m.DialogOpen() || m.Status() != "nothing to compare: mark two experiments (space), or a baseline (B)" {
 		t.Errorf("one experiment, no result: %q", m.Status())
 	}
 	send(m, ev(20*time.Second, event.Baseline{Exp: "e1"}))
@@ -425,8 +425,8 @@ func TestSharedFormatting(t *testing.T) {
 		v    float64
 		want string
 	}{{88.44, "88.4"}, {1446.2, "1446"}, {0.4123, "0.412"}, {0, "0.0"}, {math.NaN(), "-"}, {math.Inf(1), "-"}} {
-		if got := fmtNum(c.v); got != c.want {
-			t.Errorf("fmtNum(%v) = %q, want %q", c.v, got, c.want)
+		if got := report.FormatNum(c.v); got != c.want {
+			t.Errorf("report.FormatNum(%v) = %q, want %q", c.v, got, c.want)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
 	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
 	"github.com/flightdeck-dev/flightdeck/tui/dialogs/profile"
@@ -126,19 +125,13 @@ type LaunchResultMsg struct {
 // controlUnavailable is why no server key can act: a replay, no control,
 // or an action in flight; "" when they can.
 func controlUnavailable(m *Model, what string) string {
-	switch {
-	case m.opts.ReadOnly:
-		return m.roPrefix() + ": " + what + " would change the host"
-	case m.watching():
-		return m.watchingWhy()
-	case m.ctl == nil:
-		return "server control not available here"
-	case m.srv.busy == actionKill:
-		return "a kill is in progress"
-	case m.srv.busy == actionLaunch:
-		return "a launch is in progress"
+	if why := m.refusal(what + " would change the host"); why != "" {
+		return why
 	}
-	return ""
+	if m.ctl == nil {
+		return "server control not available here"
+	}
+	return m.busyText()
 }
 
 // notConnected is "not connected" while the host's connection is down; a
@@ -479,10 +472,6 @@ func (m *Model) statusSegs() []seg {
 	}
 	return out
 }
-
-// fmtNum is a tok/s or ms value as the reports write it (report.FormatNum),
-// so that the compare view, the panels and journal diff agree.
-func fmtNum(v float64) string { return report.FormatNum(v) }
 
 // arrow joins the two sides of a change. ASCII: the arrow characters are
 // ambiguous-width (two cells in some CJK setups), which would misalign the

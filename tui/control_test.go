@@ -144,7 +144,7 @@ func ptr[T any](v T) *T { return &v }
 func TestKillJustLaunched(t *testing.T) {
 	m, f := controlled(80, 24, &event.ServerStatus{Phase: event.PhaseLaunching, Server: "sglang", Since: t0, Exit: -1})
 	press(m, "K")
-	if !m.dialogOpen() {
+	if !m.DialogOpen() {
 		t.Fatalf("K while launching opened no confirmation; status %q", m.Status())
 	}
 	if got := boxText(m); !strings.HasPrefix(got, "Kill sglang? SIGTERM") {
@@ -170,7 +170,7 @@ func TestKillWithoutServerSaysSo(t *testing.T) {
 				t.Errorf("status %q", m.Status())
 			}
 			press(m, "y") // were a confirmation open, this would kill
-			if cmd != nil || m.dialogOpen() {
+			if cmd != nil || m.DialogOpen() {
 				t.Error("K without a server opened the confirmation or returned a command")
 			}
 			if _, _, kills := f.counts(); kills != 0 {
@@ -231,7 +231,7 @@ func TestKillCancelled(t *testing.T) {
 		if cmd := press(m, k); cmd != nil {
 			t.Errorf("%s after K returned a command", k)
 		}
-		if m.dialogOpen() || strings.Contains(plain(m), "Kill sglang") {
+		if m.DialogOpen() || strings.Contains(plain(m), "Kill sglang") {
 			t.Errorf("%s did not close the confirmation", k)
 		}
 		if _, _, kills := f.counts(); kills != 0 {
@@ -246,7 +246,7 @@ func TestKillNeedsAConnection(t *testing.T) {
 	if cmd := press(m, "K"); cmd != nil || m.Status() != "not connected" {
 		t.Errorf("K while reconnecting: %q", m.Status())
 	}
-	if cmd := press(m, "L"); cmd != nil || m.Status() != "not connected" || m.dialogOpen() {
+	if cmd := press(m, "L"); cmd != nil || m.Status() != "not connected" || m.DialogOpen() {
 		t.Errorf("L while reconnecting: %q", m.Status())
 	}
 	if _, _, kills := f.counts(); kills != 0 {

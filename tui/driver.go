@@ -66,10 +66,6 @@ func (m *Model) watching() bool {
 	return !m.opts.ReadOnly && m.drv.has && (m.drv.st.Role == event.RoleWatching || m.drv.st.Role == event.RoleUnsure)
 }
 
-// readOnly reports that keys that act are refused: a replay or follower,
-// or a cockpit watching another one drive.
-func (m *Model) readOnly() bool { return m.opts.ReadOnly || m.watching() }
-
 // watchingWhy is the answer to a key that would act while another cockpit
 // drives: "read-only: alice@laptop drives (since 10:02:03); flightdeck
 // connect --take-over takes over".
@@ -185,6 +181,31 @@ func (m *Model) modeWord() string {
 // roPrefix starts the answer to a key that would act in a read-only
 // cockpit: Options.Mode's refusal ("follow: read-only"), else "read-only
 // replay".
+// refusal is why nothing may change the host or the journal from this
+// cockpit, "" when it may: a read-only mode ("read-only replay: does"),
+// or another cockpit drives (watchingWhy).
+func (m *Model) refusal(does string) string {
+	switch {
+	case m.opts.ReadOnly:
+		return m.roPrefix() + ": " + does
+	case m.watching():
+		return m.watchingWhy()
+	}
+	return ""
+}
+
+// busyText is why no other action may start while the cockpit kills or
+// launches the server, "" when it does neither.
+func (m *Model) busyText() string {
+	switch m.srv.busy {
+	case actionKill:
+		return "a kill is in progress"
+	case actionLaunch:
+		return "a launch is in progress"
+	}
+	return ""
+}
+
 func (m *Model) roPrefix() string {
 	if r := m.opts.Mode.Refusal; r != "" {
 		return r

@@ -37,7 +37,7 @@ func TestWatchingRefusesEveryAction(t *testing.T) {
 		if cmd := press(m, k); cmd != nil {
 			run(cmd)
 		}
-		if m.dialogOpen() {
+		if m.DialogOpen() {
 			t.Errorf("%s opened an overlay while watching", k)
 		}
 		if m.Status() != want {
@@ -70,7 +70,7 @@ func TestTakenOverClosesTheForm(t *testing.T) {
 	st := aliceDrives()
 	st.Note = "alice@laptop took over at 10:29:00"
 	send(m, ev(10*time.Second, st))
-	if m.dialogOpen() {
+	if m.DialogOpen() {
 		t.Error("the launch form stayed open after the lock was taken")
 	}
 	if !strings.Contains(plain(m), "alice@laptop took over at 10:29:00") {
@@ -144,7 +144,7 @@ func TestTakeOverKey(t *testing.T) {
 		t.Fatalf("T did not ask:\n%s", plain(m))
 	}
 	press(m, "n")
-	if m.dialogOpen() || fd.takes != 0 {
+	if m.DialogOpen() || fd.takes != 0 {
 		t.Fatalf("n: top %q, takes %d", m.overlay.TopID(), fd.takes)
 	}
 	press(m, "T")

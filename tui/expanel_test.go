@@ -239,7 +239,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	m, f := labScene(120, 40, Options{})
 	send(m, session()...)
 	press(m, "w")
-	if m.dialogOpen() || !m.Wrapping() {
+	if m.DialogOpen() || !m.Wrapping() {
 		t.Errorf("w outside the panel: top %q status %q wrap %v", m.overlay.TopID(), m.Status(), m.Wrapping())
 	}
 	press(m, "w")
@@ -248,7 +248,7 @@ func TestConcludeFromPanel(t *testing.T) {
 		t.Errorf("panel footer %q", f)
 	}
 	press(m, "w")
-	if m.dialogOpen() || m.Status() != "e3 is still open: e ends it with a conclusion" {
+	if m.DialogOpen() || m.Status() != "e3 is still open: e ends it with a conclusion" {
 		t.Errorf("c on the open e3: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	press(m, "up", "w")
@@ -273,7 +273,7 @@ func TestConcludeFromPanel(t *testing.T) {
 		t.Errorf("keys %q", k)
 	}
 	press(m, "w", "esc")
-	if m.dialogOpen() || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
+	if m.DialogOpen() || m.Status() != "conclusion not changed" || len(f.Calls()) != 1 {
 		t.Errorf("esc: top %q status %q", m.overlay.TopID(), m.Status())
 	}
 	// A killed experiment with no conclusion gets one.
@@ -291,7 +291,7 @@ func TestConcludeFromPanel(t *testing.T) {
 	r := newSized(120, 40, Options{ReadOnly: true})
 	send(r, session()...)
 	press(r, "x", "up", "w")
-	if r.dialogOpen() || r.Status() != "read-only replay: a conclusion would change the journal" {
+	if r.DialogOpen() || r.Status() != "read-only replay: a conclusion would change the journal" {
 		t.Errorf("replay: top %q status %q", r.overlay.TopID(), r.Status())
 	}
 }

@@ -64,15 +64,7 @@ func (m *Model) wireExperiments() {
 	p.Measure = m.opts.Measure
 	p.Replay = m.opts.ReadOnly
 	p.Watching = m.watching
-	p.ReadOnly = func(what string) string {
-		switch {
-		case m.opts.ReadOnly:
-			return m.roPrefix() + ": " + what + " would change the journal"
-		case m.watching():
-			return m.watchingWhy()
-		}
-		return ""
-	}
+	p.ReadOnly = func(what string) string { return m.refusal(what + " would change the journal") }
 	p.Now = func() time.Time { return m.now }
 	p.Server = func() experiments.ServerState {
 		var s experiments.ServerState
@@ -107,11 +99,10 @@ func (m *Model) wireExperiments() {
 // expUnavailable is why e or n cannot act; what names it for a replay.
 func expUnavailable(what string) func(*Model) string {
 	return func(m *Model) string {
+		if why := m.exp.ReadOnly(what); why != "" {
+			return why
+		}
 		switch {
-		case m.opts.ReadOnly:
-			return m.roPrefix() + ": " + what + " would change the journal"
-		case m.watching():
-			return m.watchingWhy()
 		case m.exp.Ctl == nil:
 			return noJournalText
 		case m.exp.Doing() != "":

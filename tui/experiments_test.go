@@ -104,7 +104,7 @@ func TestExperimentKeysWithoutJournal(t *testing.T) {
 			if o.ReadOnly {
 				want = "read-only replay: " + what + " would change the journal"
 			}
-			if m.Status() != want || m.dialogOpen() {
+			if m.Status() != want || m.DialogOpen() {
 				t.Errorf("read-only=%v %s: %q (top %q), want %q", o.ReadOnly, k, m.Status(), m.overlay.TopID(), want)
 			}
 		}
@@ -128,7 +128,7 @@ func TestExperimentStartForm(t *testing.T) {
 	press(m, "tab")
 	typeText(m, "LL halves latency")
 	msgs := do(m, "enter")
-	if m.dialogOpen() {
+	if m.DialogOpen() {
 		t.Error("enter left the form open")
 	}
 	// The default name is the Lab's: an empty name is sent.
@@ -151,7 +151,7 @@ func TestExperimentStartForm(t *testing.T) {
 	// esc cancels without a call.
 	n := len(f.Calls())
 	press(m, "e", "esc")
-	if len(f.Calls()) != n || m.dialogOpen() || m.Status() != "experiment not started" {
+	if len(f.Calls()) != n || m.DialogOpen() || m.Status() != "experiment not started" {
 		t.Errorf("esc: calls %q status %q", f.Calls(), m.Status())
 	}
 	// Typing replaces the default instead of appending to it.
@@ -255,7 +255,7 @@ func TestExperimentTextLimits(t *testing.T) {
 		if want := c.label + " holds at most " + fmt.Sprint(c.limit) + " characters"; m.Status() != want {
 			t.Errorf("%s: typing at the limit: %q", c.label, m.Status())
 		}
-		if !m.dialogOpen() {
+		if !m.DialogOpen() {
 			t.Errorf("%s: the form closed", c.label)
 		}
 	}
@@ -355,7 +355,7 @@ func TestConclusionPrompt(t *testing.T) {
 	} {
 		m, _ := labScene(120, 30, Options{})
 		send(m, start, end(c.trig, c.conclusion))
-		if m.dialogOpen() {
+		if m.DialogOpen() {
 			t.Errorf("%s %q: an overlay opened by itself (top %q)", c.trig, c.conclusion, m.overlay.TopID())
 		}
 		if got := strings.Contains(plain(m), ": write its conclusion"); got != c.ask {
@@ -383,7 +383,7 @@ func TestConclusionPrompt(t *testing.T) {
 	m, f = labScene(120, 30, Options{})
 	send(m, start, end(event.TriggerExit, ""))
 	press(m, "esc")
-	if m.dialogOpen() || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
+	if m.DialogOpen() || len(f.Calls()) != 0 || strings.Contains(plain(m), ": write its conclusion") {
 		t.Errorf("esc: top %q calls %q:\n%s", m.overlay.TopID(), f.Calls(), plain(m))
 	}
 	press(m, "e")
@@ -398,13 +398,13 @@ func TestConclusionPrompt(t *testing.T) {
 		t.Fatalf("the prompt took over the note form: top %q", m.overlay.TopID())
 	}
 	press(m, "esc")
-	if m.dialogOpen() || !strings.Contains(plain(m), banner) {
+	if m.DialogOpen() || !strings.Contains(plain(m), banner) {
 		t.Errorf("after the note form closed: top %q\n%s", m.overlay.TopID(), plain(m))
 	}
 	// A replay never asks.
 	r := newSized(100, 30, Options{ReadOnly: true})
 	send(r, start, end(event.TriggerKill, ""))
-	if r.dialogOpen() {
+	if r.DialogOpen() {
 		t.Error("a replay asked for a conclusion")
 	}
 }

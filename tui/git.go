@@ -43,15 +43,7 @@ type GitSnapshotsMsg = gitdialog.SnapshotsMsg
 func (m *Model) wireGit() {
 	p := m.git
 	p.Now = func() time.Time { return m.now }
-	p.ReadOnly = func(what string) string {
-		switch {
-		case m.opts.ReadOnly:
-			return m.roPrefix() + ": " + what + " would change the host"
-		case m.watching():
-			return m.watchingWhy()
-		}
-		return ""
-	}
+	p.ReadOnly = func(what string) string { return m.refusal(what + " would change the host") }
 	p.Busy = func(what string) string {
 		if m.bench.RepeatRun.Running {
 			return "a repeat is running: " + what + " would change the code its launches measure (R stops it)"

@@ -84,7 +84,7 @@ func TestGitRevertCursorFileAndCancel(t *testing.T) {
 		if strings.Contains(boxText(m), "Untracked") {
 			t.Error("warns about untracked files that are not reverted")
 		}
-		if cmd := press(m, k); cmd != nil || m.dialogOpen() {
+		if cmd := press(m, k); cmd != nil || m.DialogOpen() {
 			t.Errorf("%s did not cancel", k)
 		}
 		if m.Status() != "revert cancelled" || lastCall(f) != "Refresh" {
@@ -98,7 +98,7 @@ func TestGitRevertCursorFileAndCancel(t *testing.T) {
 	m, _ := gitScene(100, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
 	press(m, "end", "r")
-	if m.dialogOpen() || m.Status() != "nothing selected: move to a changed file or mark files with space" {
+	if m.DialogOpen() || m.Status() != "nothing selected: move to a changed file or mark files with space" {
 		t.Errorf("r on the reflog: %q", m.Status())
 	}
 	m.Update(space())
@@ -128,7 +128,7 @@ func TestGitStashForm(t *testing.T) {
 	}
 	press(m, "backspace", "backspace", "backspace")
 	cmd := press(m, "enter")
-	if cmd == nil || m.dialogOpen() {
+	if cmd == nil || m.DialogOpen() {
 		t.Fatal("enter did not stash")
 	}
 	m.Update(run(cmd)[0])
@@ -140,7 +140,7 @@ func TestGitStashForm(t *testing.T) {
 	}
 	// esc cancels without a call; a clean tree is refused.
 	press(m, "s", "esc")
-	if m.dialogOpen() || m.Status() != "stash cancelled" || strings.HasPrefix(lastCall(f), "Stash") && len(f.Calls()) != 2 {
+	if m.DialogOpen() || m.Status() != "stash cancelled" || strings.HasPrefix(lastCall(f), "Stash") && len(f.Calls()) != 2 {
 		t.Errorf("esc: %q %v", m.Status(), f.Calls())
 	}
 	clean := dirtyStatus()
@@ -150,7 +150,7 @@ func TestGitStashForm(t *testing.T) {
 		t.Errorf("clean tree:\n%s", plain(m))
 	}
 	press(m, "s")
-	if m.dialogOpen() || m.Status() != "nothing to stash: the tree is clean" {
+	if m.DialogOpen() || m.Status() != "nothing to stash: the tree is clean" {
 		t.Errorf("s on a clean tree: %q", m.Status())
 	}
 	// ctrl+u toggles too; only untracked files: included from the start.
@@ -227,7 +227,7 @@ func TestGitStashApplyPopDropByID(t *testing.T) {
 		t.Error("empty stash section")
 	}
 	for _, k := range []string{"a", "P", "D"} {
-		if press(m, k); m.Status() != "no stashes" || m.dialogOpen() {
+		if press(m, k); m.Status() != "no stashes" || m.DialogOpen() {
 			t.Errorf("%s without stashes: %q", k, m.Status())
 		}
 	}

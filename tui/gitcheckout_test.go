@@ -85,7 +85,7 @@ func TestGitCheckoutTypedRef(t *testing.T) {
 	}
 	m.Update(run(press(m, "enter"))[0])
 	cmd = press(m, "y")
-	if cmd == nil || m.dialogOpen() {
+	if cmd == nil || m.DialogOpen() {
 		t.Fatal("y did not check out")
 	}
 	if ls := screenLines(m); ls[1] != "git: checking out a6d51c0 ..." {
@@ -147,7 +147,7 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	}
 	// n in the preview cancels everything; no checkout.
 	press(m, "n")
-	if m.dialogOpen() || m.Status() != "checkout cancelled" {
+	if m.DialogOpen() || m.Status() != "checkout cancelled" {
 		t.Errorf("n: top %q %q", m.overlay.TopID(), m.Status())
 	}
 	// esc in the picker cancels; a late preview answer is dropped.
@@ -155,7 +155,7 @@ func TestGitCheckoutFilterAndCancel(t *testing.T) {
 	cmd := press(m, "enter")
 	press(m, "esc")
 	m.Update(run(cmd)[0])
-	if m.dialogOpen() {
+	if m.DialogOpen() {
 		t.Error("a stale preview reopened the overlay")
 	}
 	for _, c := range f.Calls() {
@@ -177,7 +177,7 @@ func TestGitUndo(t *testing.T) {
 	m, f := gitScene(100, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
 	press(m, "u")
-	if m.dialogOpen() || m.Status() != "nothing to undo: no action was made from here" {
+	if m.DialogOpen() || m.Status() != "nothing to undo: no action was made from here" {
 		t.Errorf("u without a snapshot: %q", m.Status())
 	}
 	f.lastID, f.lastRe = snapID, "checkout 3207427"

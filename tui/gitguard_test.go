@@ -33,7 +33,7 @@ func TestGitReadOnly(t *testing.T) {
 	}
 	for k, what := range map[string]string{"r": "a revert", "s": "a stash", "a": "a stash apply", "P": "a stash pop",
 		"D": "a stash drop", "c": "a checkout", "u": "an undo", "S": "a restore"} {
-		if cmd := press(m, k); cmd != nil || m.dialogOpen() {
+		if cmd := press(m, k); cmd != nil || m.DialogOpen() {
 			t.Errorf("%s acted in a replay", k)
 		}
 		if want := "read-only replay: " + what + " would change the host"; m.Status() != want {

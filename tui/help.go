@@ -22,8 +22,9 @@ func (m *Model) fullHelp(lines []string, w, h int) []string {
 	if len(mode) > 0 {
 		names = append([]string{mode[0].Group}, helpGroups...)
 	}
+	all := m.all()
 	for gi, g := range names {
-		list := m.all()
+		list := all
 		if len(mode) > 0 && gi == 0 {
 			list = mode
 		}

@@ -48,15 +48,6 @@ type KeyMap struct {
 	Experiments component.Binding
 }
 
-// needsLog is the Unavailable func of the log keys: without a followed
-// server log they have nothing to act on.
-func needsLog(m *Model) string {
-	if m.noLog() {
-		return noLogText
-	}
-	return ""
-}
-
 // logCovered is why the log is not on screen: a panel shown in its place
 // (the log's own keys say so).
 func logCovered(m *Model) string {

@@ -108,7 +108,7 @@ func TestLaunchFormShowsThePlan(t *testing.T) {
 	}
 	press(m, "backspace")
 	press(m, "esc")
-	if m.dialogOpen() || launchForm(m) != nil {
+	if m.DialogOpen() || launchForm(m) != nil {
 		t.Error("esc did not close the form")
 	}
 	if _, launched, _ := f.counts(); launched != 0 {
@@ -133,7 +133,7 @@ func TestRelaunchAsksThenLaunchesThePlan(t *testing.T) {
 	}
 	press(m, "enter")
 	cmd := press(m, "y")
-	if cmd == nil || m.dialogOpen() {
+	if cmd == nil || m.DialogOpen() {
 		t.Fatal("y did not start the launch")
 	}
 	if _, launched, _ := f.counts(); launched != 0 {
@@ -156,7 +156,7 @@ func TestLaunchWithoutServerStartsAtOnce(t *testing.T) {
 	m, f := controlled(80, 24, &event.ServerStatus{Phase: event.PhaseKilled, Server: "sglang", Profile: "none", Since: t0, Exit: -1})
 	press(m, "L")
 	cmd := press(m, "enter")
-	if cmd == nil || m.dialogOpen() {
+	if cmd == nil || m.DialogOpen() {
 		t.Fatal("enter without a server should launch at once")
 	}
 	run(cmd)
@@ -201,7 +201,7 @@ func TestProfilePicker(t *testing.T) {
 		t.Errorf("picker:\n%s", scr)
 	}
 	press(m, "esc")
-	if m.dialogOpen() || len(f.picked) != 0 {
+	if m.DialogOpen() || len(f.picked) != 0 {
 		t.Error("esc picked")
 	}
 	press(m, "p", "up", "enter")

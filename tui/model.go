@@ -92,7 +92,9 @@ type Options struct {
 	Color ColorMode
 	// LogLines is the log ring buffer size in lines; 0 means DefaultLogLines.
 	LogLines int
-	// Keys replaces DefaultKeyMap when non-nil.
+	// Keys replaces DefaultKeyMap, the root's own keys (quit, help,
+	// scrolling, the server and experiment actions), when non-nil; the
+	// panels' keys (f, /, w, tab, g's, x's, b, R) are the panels' own.
 	Keys *KeyMap
 	// Control drives the inference server (K kill, L launch, p profile);
 	// nil makes those keys say that server control is not available here.

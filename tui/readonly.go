@@ -46,7 +46,7 @@ func (m *Model) Flash(text string, tone style.Token) { m.flash(text, tone) }
 // experiments panel is open and msg is its mark key (space marks there,
 // instead of playing).
 func (m *Model) KeyTaken(msg tea.KeyPressMsg) bool {
-	return m.log.Typing() || m.dialogOpen() || m.exp.Open && key.Matches(msg, m.exp.MarkKey.Binding)
+	return m.log.Typing() || m.DialogOpen() || m.exp.Open && key.Matches(msg, m.exp.MarkKey.Binding)
 }
 
 // HelpKey handles msg while the help screen is open, as the cockpit does
@@ -57,8 +57,8 @@ func (m *Model) HelpKey(msg tea.KeyPressMsg) bool { return m.showHelp && m.helpK
 // HelpOpen reports whether the help screen is shown.
 func (m *Model) HelpOpen() bool { return m.showHelp }
 
-// DialogOpen reports whether a dialog has the keys.
-func (m *Model) DialogOpen() bool { return m.dialogOpen() }
+// DialogOpen reports whether a dialog on the overlay stack has the keys.
+func (m *Model) DialogOpen() bool { return !m.overlay.Empty() }
 
 // CarryView gives m what the user chose to look at in from, a model of
 // the same journal at another time: the help and its scroll, the status

@@ -223,7 +223,7 @@ func TestRepeatUnavailable(t *testing.T) {
 			send(m, session()...)
 		}
 		press(m, "R")
-		if m.dialogOpen() || m.Status() != c.want {
+		if m.DialogOpen() || m.Status() != c.want {
 			t.Errorf("%s: dialog %q status %q, want %q", c.name, m.overlay.TopID(), m.Status(), c.want)
 		}
 	}
@@ -296,7 +296,7 @@ func TestRepeatGuardsItsLaunches(t *testing.T) {
 		"L": "a repeat is running: it relaunches the server itself (R stops it)",
 		"p": "a repeat is running: its relaunches keep the profile it started with (R stops it)",
 	} {
-		if press(m, key); m.dialogOpen() || m.Status() != want {
+		if press(m, key); m.DialogOpen() || m.Status() != want {
 			t.Errorf("%s during a repeat: dialog %q status %q", key, m.overlay.TopID(), m.Status())
 		}
 	}

@@ -75,9 +75,6 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// dialogOpen reports whether a dialog on the overlay stack has the keys.
-func (m *Model) dialogOpen() bool { return !m.overlay.Empty() }
-
 // observe advances the model's clock; it never goes backwards.
 func (m *Model) observe(t time.Time) {
 	if t.After(m.now) {

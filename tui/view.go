@@ -101,7 +101,7 @@ func (m *Model) render() string {
 		if m.noLog() {
 			lines = append(lines, spark.Note(st, w, noLogText))
 		} else {
-			lines = append(lines, m.rate.Render(st, st.Gen, w))
+			lines = append(lines, m.rate.Render(st, w))
 		}
 		switch {
 		case m.git.Open, m.exp.Open:

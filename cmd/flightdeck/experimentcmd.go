@@ -199,9 +199,7 @@ func measureExperiment(ctx context.Context, s *sessions.Session, f experimentFla
 	defer wait.Stop()
 	select {
 	case st := <-first:
-		switch st.Phase {
-		case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
-		default:
+		if !st.Phase.Up() {
 			return event.ExperimentEnd{}, fmt.Errorf("no server running on %s (%s): launch one first (flightdeck server launch)", s.Host().Name(), st.Phase)
 		}
 	case <-ctx.Done():

@@ -210,9 +210,7 @@ func runRepeat(ctx context.Context, hostName, alias string, s *sessions.Session,
 	case <-wait.C:
 		return fmt.Errorf("no word on the server of %s after %v", hostName, repeatFirstStatus)
 	}
-	switch st.Phase {
-	case event.PhaseLaunching, event.PhaseLoading, event.PhaseReady, event.PhaseRunning:
-	default:
+	if !st.Phase.Up() {
 		return repeatable(event.ServerFound{}, hostName, alias) // gone since the first look
 	}
 	if st.How != "" && st.How != server.ByPidfile {

@@ -114,6 +114,16 @@ const (
 	PhaseKilled    ServerPhase = "killed"    // gone after a kill from the cockpit
 )
 
+// Up reports a phase in which the server's process is there and serving
+// or on its way to: launching, loading, ready or running.
+func (p ServerPhase) Up() bool {
+	switch p {
+	case PhaseLaunching, PhaseLoading, PhaseReady, PhaseRunning:
+		return true
+	}
+	return false
+}
+
 // ServerStatus is one observation of the inference server. It is an event
 // payload (Kind "server-status"), published whenever any field changes.
 type ServerStatus struct {

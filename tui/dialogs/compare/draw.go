@@ -312,6 +312,3 @@ func firstOf(ss ...string) string {
 	}
 	return ""
 }
-
-// padLeft right-aligns s in w cells.
-func padLeft(s string, w int) string { return style.Spaces(w-style.Width(s)) + s }

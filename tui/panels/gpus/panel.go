@@ -76,7 +76,7 @@ func (p *Panel) SetSize(width, maxRows int) { p.width, p.maxRows = width, maxRow
 // (st.Gen), the data or the layout changes. A table that does not fit
 // says which rows show, how many abnormal ones do not, and how to scroll.
 func (p *Panel) View(out []string, st *style.Styles) []string {
-	return p.render(out, st, st.Gen, p.width, p.maxRows, p.Focused)
+	return p.render(out, st, p.width, p.maxRows, p.Focused)
 }
 
 // ApplyXid applies an Xid reported at data time at: a mark on its GPU's

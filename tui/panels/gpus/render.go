@@ -111,8 +111,8 @@ func (t *Table) computeLayout(width int, gen int) tableLayout {
 
 // render appends the header row and up to maxRows GPU rows to out
 // (Panel.Render); focused words the scroll hint for the focused table.
-func (t *Table) render(out []string, st *style.Styles, gen, width, maxRows int, focused bool) []string {
-	l := t.computeLayout(width, gen)
+func (t *Table) render(out []string, st *style.Styles, width, maxRows int, focused bool) []string {
+	l := t.computeLayout(width, st.Gen)
 	if l != t.layout {
 		t.layout = l
 		for i := range t.rows {

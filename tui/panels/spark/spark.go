@@ -94,11 +94,10 @@ func (s *Series) Apply(r event.TokRate) {
 
 // Render draws "tok/s <bars>  82.4 now  median 82.1  accept 2.31" in width
 // cells. The bars fill whatever the text leaves, newest at the right, and
-// the median is over exactly the points drawn. gen is the styles'
-// generation: the line is cached until the width, the series or the
-// styles change.
-func (s *Series) Render(st *style.Styles, gen, width int) string {
-	key := [3]int{width, s.seq, gen}
+// the median is over exactly the points drawn. The line is cached until
+// the width, the series or the styles (st.Gen) change.
+func (s *Series) Render(st *style.Styles, width int) string {
+	key := [3]int{width, s.seq, st.Gen}
 	if key == s.cacheKey && s.cache != "" {
 		return s.cache
 	}

@@ -39,7 +39,7 @@ func TestSeriesKeepsTheNewest(t *testing.T) {
 	}
 	st := style.Plain()
 	for w := 1; w <= 120; w++ {
-		if got := style.Width(style.StripSGR(s.Render(&st, 1, w))); got > w {
+		if got := style.Width(style.StripSGR(s.Render(&st, w))); got > w {
 			t.Errorf("width %d: %d cells", w, got)
 		}
 	}
