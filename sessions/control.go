@@ -161,6 +161,32 @@ func (c *Control) Defaults() LaunchRequest {
 	return r
 }
 
+// Fill is req with each field left empty (or 0) taken from Defaults; the
+// host's GPUs are counted (for tp) only when req has no TP.
+func (c *Control) Fill(req LaunchRequest) LaunchRequest {
+	c.mu.Lock()
+	def := c.defaults()
+	c.mu.Unlock()
+	for _, f := range []struct {
+		v *string
+		d string
+	}{{&req.Preset, def.Preset}, {&req.Profile, def.Profile}, {&req.Model, def.Model}, {&req.Draft, def.Draft}} {
+		if *f.v == "" {
+			*f.v = f.d
+		}
+	}
+	if req.Port == 0 {
+		req.Port = def.Port
+	}
+	if req.TP == 0 {
+		req.TP = def.TP
+		if req.TP == 0 && c.GPUCount != nil {
+			req.TP = c.GPUCount()
+		}
+	}
+	return req
+}
+
 func (c *Control) defaults() LaunchRequest {
 	return LaunchRequest{Preset: c.Target.Preset, Profile: c.Target.Profile, Model: c.Target.Model, Draft: c.Target.DraftModel, TP: c.Target.TP, Port: c.Target.Port}
 }

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -141,5 +142,27 @@ env = { HF_TOKEN = "hf_abc" }
 	c.Remember(event.LaunchInfo{Preset: "sglang", Profile: "secret", Argv: argv, Env: map[string]string{"NCCL_PROTO": "Simple"}, At: time.Now().Add(time.Second)})
 	if _, err := c.PlanAgain(); err == nil || !strings.Contains(err.Error(), "changed since the launch") {
 		t.Errorf("a changed profile: %v", err)
+	}
+}
+
+// TestFillCountsGPUsOnlyWithoutTP: Fill takes every empty field of a
+// request from the host's configuration, and asks the host for its GPU
+// count (an nvidia-smi run on a remote host) only when neither the request
+// nor the configuration has a tp.
+func TestFillCountsGPUsOnlyWithoutTP(t *testing.T) {
+	counted := 0
+	c := &Control{Config: config.Builtins(), Target: config.Host{Preset: "sglang", Profile: "none", Model: "/models/llama", Port: 30000},
+		GPUCount: func() int { counted++; return 8 }}
+	got := c.Fill(LaunchRequest{Profile: "nccl-ll-ring", TP: 4})
+	want := LaunchRequest{Preset: "sglang", Profile: "nccl-ll-ring", Model: "/models/llama", TP: 4, Port: 30000}
+	if !reflect.DeepEqual(got, want) || counted != 0 {
+		t.Errorf("with --tp: %+v (GPUs counted %d times), want %+v", got, counted, want)
+	}
+	if got := c.Fill(LaunchRequest{}); got.TP != 8 || got.Profile != "none" || counted != 1 {
+		t.Errorf("without: %+v, GPUs counted %d times", got, counted)
+	}
+	c.Target.TP = 2
+	if got := c.Fill(LaunchRequest{}); got.TP != 2 || counted != 1 {
+		t.Errorf("configured tp: %+v, GPUs counted %d times", got, counted)
 	}
 }

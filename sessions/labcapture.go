@@ -335,14 +335,7 @@ func (l *Lab) probe(ctx context.Context, p config.VersionProbe, timeout time.Dur
 }
 
 // firstLine is b's first non-blank line, trimmed, sanitised and cut.
-func firstLine(b []byte) string {
-	for line := range strings.Lines(string(b)) {
-		if s := strings.TrimSpace(line); s != "" {
-			return clipRunes(sanitize.String(s))
-		}
-	}
-	return ""
-}
+func firstLine(b []byte) string { return clipRunes(sanitize.FirstLine(string(b))) }
 
 // telling is the line of a failed probe's stderr that says why: the first
 // non-blank one, or the last for a Python traceback ("ModuleNotFoundError:

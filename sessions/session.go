@@ -212,7 +212,7 @@ func (s *Session) GPUCount() int { return int(s.gpus.Load()) }
 // when no server is up: the benchmark's target.
 func (s *Session) ServerPort() int { return int(s.port.Load()) }
 
-// Run runs the probes against the attached host (RunLive with the
+// Run runs the probes against the attached host (a Live with the
 // session's Control and, unless cfg.RepoPath asks for the HEAD watcher
 // alone, its Git: they publish through the same stream) and, when the
 // session drives the host, keeps its driver lock, until ctx ends or Close;

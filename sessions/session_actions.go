@@ -355,8 +355,11 @@ func (s *Session) WaitRepeat(d time.Duration) bool {
 // TakeOver takes the driver lock whoever holds it, within 15 s.
 func (s *Session) TakeOver(ctx context.Context) error {
 	a := s.att.Load()
-	if a == nil || a.drv.lock() == nil {
-		return errors.New("not connected to the host yet")
+	if a == nil {
+		return ErrNotYet
+	}
+	if a.drv.lock() == nil {
+		return errors.New("this session holds no driver lock: there is nothing to take over")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

@@ -14,7 +14,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sim"
 	"github.com/flightdeck-dev/flightdeck/sessions"
-	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui"
 )
@@ -315,9 +314,4 @@ func parseXidFault(spec, arg string, hasArg bool, gpus int) (sim.XidFault, error
 		return sim.XidFault{}, fmt.Errorf("--fault %q: GPU %d does not exist (--gpus %d: 0 to %d)", spec, gpu, gpus, gpus-1)
 	}
 	return sim.XidFault{GPU: gpu, Code: code}, nil
-}
-
-// demoTarget is the simulated host as a configured host (demoSite.config).
-func demoTarget(h *sim.Host, f demoFlags) config.Host {
-	return siteOf(h, f).config()
 }

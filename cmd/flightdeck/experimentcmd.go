@@ -240,7 +240,7 @@ func measureExperiment(ctx context.Context, s *sessions.Session, f experimentFla
 }
 
 // endedText says how an experiment ended, in journal show's words
-// (journal.EndedWords): "by hand", "kill", "exit", "relaunch", "quit".
+// (report.EndedWords): "by hand", "kill", "exit", "relaunch", "quit".
 func endedText(x event.ExperimentEnd) string {
 	if x.Trigger == event.TriggerKey {
 		return "by hand"

@@ -200,7 +200,7 @@ func TestRecordAndReplaySession(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenEvents := ss.Subscribe(context.Background(), 1<<16)
-	if err := ss.Attach(ctx, sessions.AttachOptions{Host: host, Target: demoTarget(h, demoFlags{gpus: 8, profile: "none"}), Repo: h.RepoPath,
+	if err := ss.Attach(ctx, sessions.AttachOptions{Host: host, Target: siteOf(h, demoFlags{gpus: 8, profile: "none"}).config(), Repo: h.RepoPath,
 		NoProcessMatch: true, Grace: time.Second, GPUTimeout: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}

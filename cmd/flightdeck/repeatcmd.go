@@ -110,10 +110,11 @@ func (f *repeatFlags) check() error {
 		return fmt.Errorf("--max-wait %v: want a positive duration", f.cfg.MaxWait)
 	case f.interval < 10*time.Millisecond:
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
-	case f.gpu.check() != nil:
-		return f.gpu.check()
 	case f.server.grace < 0 || f.server.gpuTimeout < 0:
 		return errors.New("--grace and --gpu-timeout must not be negative")
+	}
+	if err := f.gpu.check(); err != nil {
+		return err
 	}
 	return f.journal.check()
 }
@@ -148,6 +149,12 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 		return err
 	}
 	at.Repo = f.repo
+	// The RepoPath (set once attached) asks for the HEAD watcher alone:
+	// the repeat has no git panel to feed.
+	lc := sessions.LiveConfig{Interval: f.interval, GPUProgram: f.server.nvidiaSMI}
+	if err := f.gpu.apply(&lc); err != nil {
+		return err
+	}
 	// The repeat drives the host as a cockpit does: it holds the driver
 	// lock, refuses to start while a cockpit drives (unless --take-over),
 	// and stops when one takes over.
@@ -165,14 +172,9 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 		s.Abandon()
 		return err
 	}
-	// The RepoPath asks for the HEAD watcher alone: the repeat has no git
-	// panel to feed.
-	lc := sessions.LiveConfig{RepoPath: s.Target().Repo, Interval: f.interval, GPUProgram: f.server.nvidiaSMI}
+	lc.RepoPath = s.Target().Repo
 	if at.Repo != "" {
 		lc.RepoPath = at.Repo
-	}
-	if err := f.gpu.apply(&lc); err != nil {
-		return err
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()

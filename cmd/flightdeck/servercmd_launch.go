@@ -72,25 +72,7 @@ func runServerLaunch(ctx context.Context, cmd *cobra.Command, ss *sessions.Sessi
 	if timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration", timeout)
 	}
-	def := c.Defaults()
-	if req.Preset == "" {
-		req.Preset = def.Preset
-	}
-	if req.Profile == "" {
-		req.Profile = def.Profile
-	}
-	if req.Model == "" {
-		req.Model = def.Model
-	}
-	if req.Draft == "" {
-		req.Draft = def.Draft
-	}
-	if req.TP == 0 {
-		req.TP = def.TP
-	}
-	if req.Port == 0 {
-		req.Port = def.Port
-	}
+	req = c.Fill(req)
 	found, err := c.Find(ctx) // also remembers the last launch for the env diff
 	if err != nil {
 		return err

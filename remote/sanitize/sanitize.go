@@ -79,10 +79,10 @@ func String(s string) string {
 // one line that is safe to print: "\r\n", "\n" and "\r" become spaces,
 // then escape sequences and controls are made inert (String, which also
 // cuts it at MaxRunes runes).
-func OneLine(s string) string {
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-	return String(s)
-}
+func OneLine(s string) string { return String(newlines.Replace(s)) }
+
+// newlines turns each line break into a space (OneLine).
+var newlines = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 
 // isPlain reports whether s is printable ASCII no longer than MaxRunes with
 // nothing that looks like a damaged escape sequence ("[36m", "#033[").

@@ -271,7 +271,7 @@ func (j *Journal) clearedBefore(bus string, f, hi int32) (bool, error) {
 	return false, nil
 }
 
-// clearsFailure mirrors the GPU table (tui/gpus.go applySample): a sample
+// clearsFailure mirrors the GPU table (tui/panels/gpus Table.ApplySample): a sample
 // with rows ends a whole-host failure, and a failure naming a bus once a
 // row of that bus reports and is not lost.
 func clearsFailure(bus string, s event.GPUSample) bool {

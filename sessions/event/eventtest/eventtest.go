@@ -49,19 +49,18 @@ func GPU(i, tick int) event.GPU {
 // idle (P0, clocks down, the idle clock-event reason) or under load, GPU 1
 // then power-capped (SW power cap) with its power draw [N/A].
 func SessionGPU(i int, load bool) event.GPU {
-	ok := func(v float64) event.Reading { return event.Reading{Value: v} }
 	g := event.GPU{Index: i, Name: event.Text{S: "NVIDIA H200"}, BusID: event.Text{S: []string{"00000000:18:00.0", "00000000:2A:00.0"}[i]},
-		UtilGPUPct: ok(0), MemUsedMiB: ok(1), MemTotalMiB: ok(143771), PowerDrawW: ok(75.5), PowerLimitW: ok(700),
-		TempC: ok(31), SMClockMHz: ok(345), MemClockMHz: ok(3201), SMClockMax: ok(1980), FanPct: event.Reading{Status: event.CellNotSupported, Raw: "[Not Supported]"},
-		PState: event.Text{S: "P0"}, PCIeGenCurrent: ok(5), PCIeGenMax: ok(5), PCIeWidthCurrent: ok(16), PCIeWidthMax: ok(16),
+		UtilGPUPct: OK(0), MemUsedMiB: OK(1), MemTotalMiB: OK(143771), PowerDrawW: OK(75.5), PowerLimitW: OK(700),
+		TempC: OK(31), SMClockMHz: OK(345), MemClockMHz: OK(3201), SMClockMax: OK(1980), FanPct: event.Reading{Status: event.CellNotSupported, Raw: "[Not Supported]"},
+		PState: event.Text{S: "P0"}, PCIeGenCurrent: OK(5), PCIeGenMax: OK(5), PCIeWidthCurrent: OK(16), PCIeWidthMax: OK(16),
 		ClockEvents: event.ClockEvents{Mask: event.ReasonGPUIdle}, Persistence: event.Text{S: "Enabled"}, ECCMode: event.Text{S: "Enabled"},
 		MIGMode: event.Text{S: "[N/A]", Status: event.CellNA}}
 	if load {
-		g.UtilGPUPct, g.MemUsedMiB, g.PowerDrawW, g.TempC, g.SMClockMHz = ok(97), ok(131072), ok(612.25), ok(67), ok(1980)
+		g.UtilGPUPct, g.MemUsedMiB, g.PowerDrawW, g.TempC, g.SMClockMHz = OK(97), OK(131072), OK(612.25), OK(67), OK(1980)
 		g.ClockEvents.Mask = 0
 		if i == 1 {
 			// GPU 1 power-capped, its power draw unreadable.
-			g.SMClockMHz = ok(1755)
+			g.SMClockMHz = OK(1755)
 			g.ClockEvents.Mask = event.ReasonSWPowerCap
 			g.PowerDrawW = event.Reading{Status: event.CellNA, Raw: "[N/A]"}
 		}
