@@ -150,13 +150,21 @@ func (s *Stack) Draw(st *style.Styles, lines []string, w, h int) {
 	}
 }
 
+// TooSmall reports a w x h screen with no room for a box: fewer than 8
+// columns or 5 rows (Place draws none there).
+func TooSmall(w, h int) bool { return w < 8 || h < 5 }
+
+// BodyRows is the most body lines of a box on an h-row screen: the rows
+// between the header and the footer, less the box's frame.
+func BodyRows(h int) int { return h - 4 }
+
 // Place frames b for a w x h screen and says where it goes: its lines,
 // cut to the rows between the header and the footer (the last row, its
 // bottom edge, kept), and the column and row of its top-left corner. nil
 // when the screen is too small for a box.
 func Place(st *style.Styles, b Box, w, h int) (lines []string, x, y int) {
 	avail := h - 2
-	if avail < 3 || w < 8 || b.Width < 1 {
+	if TooSmall(w, h) || b.Width < 1 {
 		return nil, 0, 0
 	}
 	lines = Frame(st, st.Tone(b.Frame), b.Title, b.Body, b.Width)

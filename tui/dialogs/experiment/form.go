@@ -167,10 +167,10 @@ func (f *Form) submit() (tea.Cmd, bool) {
 // (for an end or a conclusion), its fields and its keys, on a screen of w
 // x h cells.
 func (f *Form) View(st *style.Styles, w, h int) component.Box {
-	avail := h - 2
-	if avail < 3 || w < 8 {
+	if component.TooSmall(w, h) {
 		return component.Box{}
 	}
+	avail := h - 2
 	p := f.ds.Panel
 	iw := min(w-4, 76)
 	lw := 0

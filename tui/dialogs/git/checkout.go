@@ -237,11 +237,11 @@ func (co *Checkout) Previewed(r PreviewMsg) {
 
 // View implements component.Dialog.
 func (co *Checkout) View(st *style.Styles, w, h int) component.Box {
-	if tooSmall(w, h) {
+	if component.TooSmall(w, h) {
 		return component.Box{}
 	}
 	iw := min(w-4, 88)
-	return component.Box{Title: "checkout", Frame: style.Accent, Body: co.body(st, iw, maxH(h)), Width: iw}
+	return component.Box{Title: "checkout", Frame: style.Accent, Body: co.body(st, iw, component.BodyRows(h)), Width: iw}
 }
 
 // body is the picker's lines at iw cells, at most maxH of them.

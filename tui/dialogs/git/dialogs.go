@@ -124,13 +124,6 @@ type SnapshotsMsg struct {
 	Err       error
 }
 
-// tooSmall reports a screen with no room for a box (component.Place
-// draws none).
-func tooSmall(w, h int) bool { return w < 8 || h < 5 }
-
-// maxH is the most body lines of a box on an h-row screen: the rows
-// between the header and the footer, less its frame.
-func maxH(h int) int { return h - 4 }
 
 const snapshotNote = "A snapshot of the tree is taken first (u undoes)."
 

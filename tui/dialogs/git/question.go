@@ -69,7 +69,7 @@ func (q *Question) closeUnder() {
 // View implements component.Dialog: the paragraphs, then the keys; a
 // question taller than the screen loses its middle lines.
 func (q *Question) View(st *style.Styles, w, h int) component.Box {
-	if tooSmall(w, h) {
+	if component.TooSmall(w, h) {
 		return component.Box{}
 	}
 	iw := min(w-4, 76)
@@ -78,7 +78,7 @@ func (q *Question) View(st *style.Styles, w, h int) component.Box {
 		kv = []string{"y/enter", q.verb, "esc", "back", "n", "cancel"}
 	}
 	body := append(component.Paras(st, q.paras, iw), "", component.Prompt(st, iw, kv...))
-	return component.Box{Title: q.title, Frame: q.frame, Body: component.FitLines(st, body, maxH(h), 2, iw), Width: iw}
+	return component.Box{Title: q.title, Frame: q.frame, Body: component.FitLines(st, body, component.BodyRows(h), 2, iw), Width: iw}
 }
 
 // Help implements component.Dialog.

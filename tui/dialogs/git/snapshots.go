@@ -81,11 +81,11 @@ func (p *Snapshots) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 
 // View implements component.Dialog.
 func (p *Snapshots) View(st *style.Styles, w, h int) component.Box {
-	if tooSmall(w, h) {
+	if component.TooSmall(w, h) {
 		return component.Box{}
 	}
 	iw := min(w-4, 88)
-	return component.Box{Title: "snapshots (restore one)", Frame: style.Accent, Body: p.body(st, iw, maxH(h)), Width: iw}
+	return component.Box{Title: "snapshots (restore one)", Frame: style.Accent, Body: p.body(st, iw, component.BodyRows(h)), Width: iw}
 }
 
 // body is the list's lines at iw cells: a window of at most maxH rows

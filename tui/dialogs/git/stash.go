@@ -81,11 +81,11 @@ func (f *Stash) Paste(msg tea.PasteMsg) tea.Cmd {
 
 // View implements component.Dialog.
 func (f *Stash) View(st *style.Styles, w, h int) component.Box {
-	if tooSmall(w, h) {
+	if component.TooSmall(w, h) {
 		return component.Box{}
 	}
 	iw := min(w-4, 64)
-	return component.Box{Title: "stash the changes", Frame: style.Accent, Body: component.FitLines(st, f.body(st, iw), maxH(h), 2, iw), Width: iw}
+	return component.Box{Title: "stash the changes", Frame: style.Accent, Body: component.FitLines(st, f.body(st, iw), component.BodyRows(h), 2, iw), Width: iw}
 }
 
 // body is the form's lines at iw cells.

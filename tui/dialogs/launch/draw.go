@@ -14,7 +14,7 @@ import (
 // there is none), then the relaunch question while it is asked; a plan
 // taller than the screen loses its middle lines.
 func (f *Form) View(st *style.Styles, w, h int) component.Box {
-	if w < 8 || h < 5 {
+	if component.TooSmall(w, h) {
 		return component.Box{} // no room for a box (component.Place draws none)
 	}
 	title := "launch"

@@ -97,11 +97,11 @@ type Stop struct {
 // View implements component.Dialog: the question, cut in its middle when
 // the screen is too short for it.
 func (s *Stop) View(st *style.Styles, w, h int) component.Box {
-	if tooSmall(w, h) {
+	if component.TooSmall(w, h) {
 		return component.Box{}
 	}
 	b := s.Confirm.View(st, w, h)
-	b.Body = component.FitLines(st, b.Body, maxH(h), 2, b.Width)
+	b.Body = component.FitLines(st, b.Body, component.BodyRows(h), 2, b.Width)
 	return b
 }
 
@@ -110,10 +110,3 @@ func (s *Stop) Help() []component.Hint {
 	return []component.Hint{{Key: "y", Desc: "stop"}, {Key: "n/esc", Desc: "keep running"}}
 }
 
-// tooSmall reports a screen with no room for a box (component.Place
-// draws none).
-func tooSmall(w, h int) bool { return w < 8 || h < 5 }
-
-// maxH is the most body lines of a box on an h-row screen: the rows
-// between the header and the footer, less its frame.
-func maxH(h int) int { return h - 4 }

@@ -180,12 +180,12 @@ func (f *form) render(st *style.Styles, iw int, hints []string, bad string, keys
 // box is a form's box for a w x h screen: its body, fitted to the rows
 // between the header and the footer (the keys kept).
 func (f *form) box(st *style.Styles, w, h int, title string, hints []string, bad string, keys ...string) component.Box {
-	if tooSmall(w, h) {
+	if component.TooSmall(w, h) {
 		return component.Box{}
 	}
 	iw := min(w-4, 76)
 	body := f.render(st, iw, hints, bad, keys...)
-	return component.Box{Title: title, Frame: style.Accent, Body: component.FitLines(st, body, maxH(h), 2, iw), Width: iw}
+	return component.Box{Title: title, Frame: style.Accent, Body: component.FitLines(st, body, component.BodyRows(h), 2, iw), Width: iw}
 }
 
 // answer handles a key in a form: esc closes it ("<what> not started");

@@ -116,7 +116,7 @@ func (p *Picker) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 // window of the list around the cursor when it is taller than the
 // screen.
 func (p *Picker) View(st *style.Styles, w, h int) component.Box {
-	if w < 8 || h < 5 {
+	if component.TooSmall(w, h) {
 		return component.Box{} // no room for a box (component.Place draws none)
 	}
 	title := "env profile for the next launch"
