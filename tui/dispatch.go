@@ -149,13 +149,13 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	case &k.Help:
 		m.showHelp, m.helpTop = !m.showHelp, 0
 	case &k.Up:
-		m.scroll(-1)
+		m.focused().Move(-1)
 	case &k.Down:
-		m.scroll(1)
+		m.focused().Move(1)
 	case &k.PageUp:
-		m.scroll(-page)
+		m.focused().Move(-page)
 	case &k.PageDown:
-		m.scroll(page)
+		m.focused().Move(page)
 	case &k.Bottom:
 		m.focused().End()
 	case &k.Top:
@@ -183,9 +183,10 @@ func (m *Model) panelOf(b *component.Binding) component.Panel {
 }
 
 // focused is the component the scrolling keys move: the GPU table when
-// tab gave it the focus, else the one in the log tail's place (body).
+// tab gave it the focus and it still scrolls (the terminal may have grown
+// since), else the one in the log tail's place (body).
 func (m *Model) focused() component.Component {
-	if m.gpus.Focused {
+	if m.gpus.Focused && m.gpus.Scrolls() {
 		return m.gpus
 	}
 	return m.body()
@@ -203,12 +204,4 @@ func (m *Model) body() component.Component {
 	return m.log
 }
 
-// scroll moves the focused component; the GPU table only while it scrolls
-// (the terminal may have grown since tab was pressed), else the body.
-func (m *Model) scroll(d int) {
-	if m.gpus.Focused && !m.gpus.Scrolls() {
-		m.body().Move(d)
-		return
-	}
-	m.focused().Move(d)
-}
+

@@ -497,3 +497,34 @@ func TestValueColumnsNeverCutMidValue(t *testing.T) {
 		}
 	}
 }
+
+// TestFocusLeavesATableThatFits: tab gave the GPU table the focus at
+// 80x24; once the terminal grows and every row fits, the scrolling keys
+// move the log again, G included (it follows the log again, as the
+// paused title promises), and Home and End too.
+func TestFocusLeavesATableThatFits(t *testing.T) {
+	m := newSized(80, 24, Options{})
+	send(m, ev(0, h200s(16)), ev(0, numbered(0, 100)))
+	press(m, "tab")
+	if ls := screenLines(m); !strings.Contains(strings.Join(ls, "\n"), "j/k scroll") {
+		t.Fatalf("tab did not focus the table:\n%s", strings.Join(ls, "\n"))
+	}
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	screenLines(m) // drawn at the new size, as the program does after each message
+	press(m, "k")
+	if m.Following() {
+		t.Fatal("k on a table that fits did not scroll the log")
+	}
+	press(m, "G")
+	if !m.Following() {
+		t.Errorf("G did not follow the log again: %q", logTitle(m))
+	}
+	press(m, "home")
+	if m.Following() || logBody(m)[0] != "line 0000" {
+		t.Errorf("home: following %v, first %q", m.Following(), logBody(m)[0])
+	}
+	press(m, "end")
+	if !m.Following() {
+		t.Error("end did not follow the log again")
+	}
+}
