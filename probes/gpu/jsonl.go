@@ -137,6 +137,9 @@ func WriteJSONL(w io.Writer, r io.Reader, fields []string) error {
 		lr.r.Discard(len(utf8BOM)) // cannot fail: the bytes are buffered
 	}
 
+	if appsFields(fields) {
+		return &notQueryGPUError{reason: "the --fields are --query-compute-apps fields (pid, process_name, used_memory: one row per process, not per GPU)"}
+	}
 	bw := bufio.NewWriter(w)
 	c := converter{jw: jsonlWriter{w: bw}, fields: len(fields) > 0}
 	if len(fields) > 0 {
@@ -332,12 +335,18 @@ func headerShape(line []byte) ([]string, lineShape) {
 	switch {
 	case 2*fieldish <= len(names):
 		return nil, shapeRow
-	case slices.Contains(names, "pid") && (slices.Contains(names, "process_name") || slices.Contains(names, "used_memory") || slices.Contains(names, "used_gpu_memory")):
+	case appsFields(names):
 		return nil, shapeAppsHead
 	case !known:
 		return nil, shapeUnknownHead
 	}
 	return names, shapeHeader
+}
+
+// appsFields reports field names of --query-compute-apps (a pid with a
+// process name or its memory): one row per process, not per GPU.
+func appsFields(names []string) bool {
+	return slices.Contains(names, "pid") && (slices.Contains(names, "process_name") || slices.Contains(names, "used_memory") || slices.Contains(names, "used_gpu_memory"))
 }
 
 // fieldLike reports a name shaped like a --query-gpu field: words of

@@ -194,3 +194,13 @@ func TestWriteJSONLRefusesComputeApps(t *testing.T) {
 		t.Errorf("then --query-gpu: err %v, out %q", err, out.String())
 	}
 }
+
+// TestWriteJSONLRefusesComputeAppsFields: headerless --query-compute-apps
+// rows read with their --fields are refused the same way.
+func TestWriteJSONLRefusesComputeAppsFields(t *testing.T) {
+	var out bytes.Buffer
+	err := WriteJSONL(&out, strings.NewReader("GPU-1, 38310, 4245\n"), []string{"gpu_uuid", "pid", "used_memory"})
+	if !errors.Is(err, ErrNotQueryGPU) || !strings.Contains(err.Error(), "--query-compute-apps fields") || out.Len() != 0 {
+		t.Errorf("err %v, out %q", err, out.String())
+	}
+}
