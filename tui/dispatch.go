@@ -203,5 +203,3 @@ func (m *Model) body() component.Component {
 	}
 	return m.log
 }
-
-

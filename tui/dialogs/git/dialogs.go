@@ -124,7 +124,6 @@ type SnapshotsMsg struct {
 	Err       error
 }
 
-
 const snapshotNote = "A snapshot of the tree is taken first (u undoes)."
 
 const restoreNote = "HEAD, the branch, the index, the worktree and the untracked files come back as they were; the present tree is snapshotted first (u undoes)."

@@ -109,4 +109,3 @@ func (s *Stop) View(st *style.Styles, w, h int) component.Box {
 func (s *Stop) Help() []component.Hint {
 	return []component.Hint{{Key: "y", Desc: "stop"}, {Key: "n/esc", Desc: "keep running"}}
 }
-
