@@ -44,7 +44,7 @@ func startGit(t *testing.T, host remote.Host) (*Git, *recorder, string, sim.Repo
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "sglang")
-	rc, err := sim.BuildRepo(context.Background(), filepath.Join(root, "upstream.git"), dir)
+	rc, err := sim.BuildRepo(context.Background(), filepath.Join(root, "upstream.git"), dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

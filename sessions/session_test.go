@@ -22,7 +22,7 @@ import (
 // longer than it is told.
 func TestLazyRepeatWaitsForARunInFlight(t *testing.T) {
 	var l Session
-	if !l.WaitRepeat(time.Millisecond) {
+	if !l.WaitRepeat(time.Second) {
 		t.Fatal("nothing in flight, yet wait timed out")
 	}
 	release := make(chan struct{})
@@ -95,7 +95,7 @@ func TestSessionCheckRefusesWhileACockpitDrives(t *testing.T) {
 	logs := t.TempDir()
 	root := t.TempDir()
 	repo := filepath.Join(root, "sglang")
-	if _, err := sim.BuildRepo(ctx, filepath.Join(root, "upstream.git"), repo); err != nil {
+	if _, err := sim.BuildRepo(ctx, filepath.Join(root, "upstream.git"), repo, 0); err != nil {
 		t.Fatal(err)
 	}
 	l := &driver.Lock{Host: host, Dir: logs, Me: event.DriverInfo{User: "alice", Machine: "laptop", PID: 4123}}

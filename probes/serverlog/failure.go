@@ -19,11 +19,12 @@ const (
 	setTraceback
 	setPortInUse
 	setKilled
+	setImport
 )
 
 // classOrder lists the classes from the most specific root cause to the
 // most generic consequence. It orders several classes found on one line,
-// and defines which classes are causes (the first five).
+// and defines which classes are causes (the first six).
 var classOrder = [...]struct {
 	bit   classSet
 	class event.ServerFailureClass
@@ -33,6 +34,7 @@ var classOrder = [...]struct {
 	{setNCCL, event.FailNCCL},
 	{setWatchdog, event.FailWatchdogTimeout},
 	{setPortInUse, event.FailPortInUse},
+	{setImport, event.FailImport},
 	{setEngineDead, event.FailEngineDead},
 	{setKilled, event.FailKilled},
 	{setTraceback, event.FailTraceback},
@@ -81,6 +83,15 @@ var (
 		[]byte("+  Killed "),               // shell job status "[1]+  Killed   python3 -m ..."
 		[]byte("-  Killed "),
 	}
+	// sigImport are Python's exceptions for code that does not import;
+	// matched only as the exception line of a traceback (isImportLine).
+	sigImport = [][]byte{
+		[]byte("SyntaxError: "),
+		[]byte("IndentationError: "),
+		[]byte("TabError: "),
+		[]byte("ImportError: "),
+		[]byte("ModuleNotFoundError: "),
+	}
 	kwTraceback = []byte("Traceback (most recent call last)")
 	kwFile      = []byte(`File "`)
 	kwFileLine  = []byte(`", line `)
@@ -106,6 +117,7 @@ var (
 	anchorBind       = []byte("bind on address")  // uvicorn
 	anchorKilled     = []byte("Killed")           // Killed, Killed process
 	anchorKilledLc   = []byte("killed by")        // killed by the OOM killer
+	anchorPyError    = []byte("Error: ")          // SyntaxError: , ImportError: , ...
 )
 
 // matchLine returns the classes whose signature is on line.
@@ -139,11 +151,38 @@ func matchLine(line []byte) classSet {
 			set &^= setOOM
 		}
 	}
+	if bytes.Contains(line, anchorPyError) && isImportLine(line) {
+		set |= setImport
+	}
 	if bytes.Contains(line, kwTraceback) || isFrame(line) {
 		set |= setTraceback
 	}
 	return set
 }
+
+// isImportLine reports a Python exception line naming one of sigImport:
+// the exception at the start of the line (after indentation), or after a
+// "] " or ") " that ends a rank tag or process prefix, never in the middle
+// of a sentence ("… ignored: ImportError: …" warnings of optional imports).
+// The classifier counts it only right after a traceback's frames.
+func isImportLine(line []byte) bool {
+	for _, sig := range sigImport {
+		i := bytes.Index(line, sig)
+		if i < 0 {
+			continue
+		}
+		before := bytes.TrimRight(line[:i], " \t")
+		if len(before) == 0 || (len(before) < i && (before[len(before)-1] == ']' || before[len(before)-1] == ')')) {
+			return true
+		}
+	}
+	return false
+}
+
+// importAfterFrames is how many lines after a traceback's last frame line
+// an import-error exception line may come: the frame's source line, and
+// SyntaxError's caret line (two with Python 3.11's carets).
+const importAfterFrames = 4
 
 // afterFrame narrows the classes of the line that follows a traceback frame
 // line (and is not a frame itself): that line is the frame's source code
@@ -220,7 +259,9 @@ const rankContextLines = 64
 // NCCL watchdog), engine-dead (vLLM EngineDeadError, MQEngineDeadError,
 // "Engine core initialization failed"), traceback (a Python traceback
 // header or frame), port-in-use (EADDRINUSE, uvicorn bind error), killed
-// (shell "Killed", kernel or systemd OOM killer).
+// (shell "Killed", kernel or systemd OOM killer), import-error (a
+// traceback ending in SyntaxError, ImportError, ModuleNotFoundError, …: the
+// code does not import).
 //
 // The zero value is ready to use. A Classifier is not safe for concurrent
 // use.
@@ -268,6 +309,9 @@ func (c *Classifier) feed(dst []event.ServerFailure, fi failureInfo, line []byte
 	set := fi.set
 	if c.frameAt != 0 && c.frameAt == n-1 && !fi.frame {
 		set = afterFrame(set)
+	}
+	if set&setImport != 0 && (c.frameAt == 0 || n-c.frameAt > importAfterFrames || fi.frame) {
+		set &^= setImport // not a traceback's exception line
 	}
 	if fi.frame {
 		c.frameAt = n

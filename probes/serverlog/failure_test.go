@@ -55,6 +55,9 @@ func TestClassifierSignatures(t *testing.T) {
 		{"the request was Killedx by nobody", nil},
 		{"SkillKilled", nil},
 		{`see File "notes.txt" for details`, nil},
+		// An import error's exception line counts only after a traceback's
+		// frames (TestClassifierImportError).
+		{"ImportError: cannot import name 'get_moe_impl_class' from 'sglang.srt.layers.moe.ep_moe.layer'", nil},
 		{"ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL.", nil},
 		{"2024-04-18T18:44:03.144-04:00   #033[2m2024-04-18T22:43:58.111453Z#033[0m #033[32m INFO#033[0m Waiting for shard to be ready... rank=0", nil},
 	}
@@ -64,6 +67,89 @@ func TestClassifierSignatures(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("Feed(%q) = %v, want %v", tc.line, got, tc.want)
 		}
+	}
+}
+
+// TestClassifierImportError: a server whose code does not import (a broken
+// checkout: SyntaxError, ImportError, ModuleNotFoundError) fails with
+// import-error, the cause, not a bare traceback; the same words elsewhere
+// (a warning about an optional import) are no failure.
+func TestClassifierImportError(t *testing.T) {
+	chain := []string{
+		"Traceback (most recent call last):",
+		`  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main`,
+		"    return _run_code(code, main_globals, None,",
+		`  File "/usr/lib/python3.10/runpy.py", line 86, in _run_code`,
+		"    exec(code, run_globals)",
+		`  File "/sgl-workspace/sglang/python/sglang/launch_server.py", line 7, in <module>`,
+		"    from sglang.srt.entrypoints.http_server import launch_server",
+		`  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 67, in <module>`,
+		"    from sglang.srt.mem_cache.radix_cache import RadixCache",
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string // the primary class, "" for none
+		text  string // its line
+	}{
+		{"SyntaxError (Python 3.10)", append(slices.Clone(chain),
+			`  File "/sgl-workspace/sglang/python/sglang/srt/mem_cache/radix_cache.py", line 25`,
+			"    def evict(self, num_tokens: int)",
+			"                                    ^",
+			"SyntaxError: expected ':'"), "import-error", "SyntaxError: expected ':'"},
+		{"ImportError", append(slices.Clone(chain),
+			`  File "/sgl-workspace/sglang/python/sglang/srt/models/qwen3_moe.py", line 7, in <module>`,
+			"    from sglang.srt.layers.moe.ep_moe.layer import EPMoE, get_moe_impl_class",
+			"ImportError: cannot import name 'get_moe_impl_class' from 'sglang.srt.layers.moe.ep_moe.layer' (/sgl-workspace/sglang/python/sglang/srt/layers/moe/ep_moe/layer.py)"),
+			"import-error", "ImportError: cannot import name 'get_moe_impl_class' from 'sglang.srt.layers.moe.ep_moe.layer' (/sgl-workspace/sglang/python/sglang/srt/layers/moe/ep_moe/layer.py)"},
+		{"ModuleNotFoundError (Python 3.11 carets)", append(slices.Clone(chain),
+			`  File "/sgl-workspace/sglang/python/sglang/srt/layers/quantization/fp8.py", line 6, in <module>`,
+			"    from sglang.srt.layers.quantization.fp8_kernel_fused import w8a8_block_fp8_matmul_fused",
+			"    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+			"ModuleNotFoundError: No module named 'sglang.srt.layers.quantization.fp8_kernel_fused'"),
+			"import-error", "ModuleNotFoundError: No module named 'sglang.srt.layers.quantization.fp8_kernel_fused'"},
+		{"vLLM engine core, process prefix", []string{
+			"(EngineCore_DP0 pid=4242) Traceback (most recent call last):",
+			`(EngineCore_DP0 pid=4242)   File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/registry.py", line 512, in _try_load_model_cls`,
+			"(EngineCore_DP0 pid=4242)     from vllm.model_executor.layers.fused_moe import FusedMoE",
+			"(EngineCore_DP0 pid=4242) ImportError: cannot import name 'FusedMoE' from partially initialized module 'vllm.model_executor.layers.fused_moe'"},
+			"import-error", "(EngineCore_DP0 pid=4242) ImportError: cannot import name 'FusedMoE' from partially initialized module 'vllm.model_executor.layers.fused_moe'"},
+		{"a warning about an optional import", []string{
+			"[2025-10-22 10:27:58] WARNING: Ignore import error when loading sglang.srt.models.mllama4: ImportError: No module named 'timm'",
+			"[2025-10-22 10:27:58] ModuleNotFoundError: No module named 'vllm', falling back to the native kernels"}, "", ""},
+		{"a traceback that ends otherwise", append(slices.Clone(chain),
+			`  File "/sgl-workspace/sglang/python/sglang/srt/mem_cache/radix_cache.py", line 25, in evict`,
+			"    raise ValueError(num_tokens)",
+			"ValueError: 12",
+			"",
+			"",
+			"",
+			"ImportError: this line is far from the frames"), "traceback", "Traceback (most recent call last):"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Classifier
+			for i, l := range tc.lines {
+				c.Feed(nil, []byte(l), i+1)
+			}
+			p, ok := c.Primary()
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("primary %+v, want none", p)
+				}
+				return
+			}
+			if !ok || string(p.Class) != tc.want || p.Text != tc.text {
+				t.Fatalf("primary %+v (%v), want %s: %q", p, ok, tc.want, tc.text)
+			}
+			// The parallel scanner agrees with the line-by-line classifier.
+			sc, err := Scan(strings.NewReader(strings.Join(tc.lines, "\n")+"\n"), func(event.Payload) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp, ok := sc.Primary(); !ok || sp.Class != p.Class || sp.Text != p.Text {
+				t.Errorf("scanner primary %+v (%v), want %+v", sp, ok, p)
+			}
+		})
 	}
 }
 
@@ -137,7 +223,7 @@ func TestClassifierDoesNotAllocateOnCleanLines(t *testing.T) {
 func TestFailureClassTier(t *testing.T) {
 	want := map[event.ServerFailureClass]int{
 		event.FailCUDAIllegalMemory: event.TierCause, event.FailOOM: event.TierCause, event.FailNCCL: event.TierCause,
-		event.FailWatchdogTimeout: event.TierCause, event.FailPortInUse: event.TierCause,
+		event.FailWatchdogTimeout: event.TierCause, event.FailPortInUse: event.TierCause, event.FailImport: event.TierCause,
 		event.FailEngineDead: event.TierConsequence, event.FailKilled: event.TierConsequence,
 		event.FailTraceback: event.TierTraceback,
 		"":                  event.TierUnknown, "segfault": event.TierUnknown,

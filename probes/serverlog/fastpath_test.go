@@ -139,7 +139,7 @@ func TestQuietCoversKeywords(t *testing.T) {
 	kws := [][]byte{kwAvgGen, kwPrefillBatch, kwSpec, kwServingResult, kwWarmupPass, kwBenchPass, kwOBPrefill,
 		kwSGLangReady, kwVLLMAPIServer, kwVLLMServer, kwUvicorn, kwTraceback, kwKilled,
 		kwFileLine} // a frame needs kwFile and kwFileLine: one of them is enough
-	for _, sigs := range [][][]byte{sigOOM, sigNCCL, sigIllegal, sigWatchdog, sigEngineDead, sigPortInUse, sigKilled} {
+	for _, sigs := range [][][]byte{sigOOM, sigNCCL, sigIllegal, sigWatchdog, sigEngineDead, sigPortInUse, sigKilled, sigImport} {
 		kws = append(kws, sigs...)
 	}
 	for _, kw := range kws {

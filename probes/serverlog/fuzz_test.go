@@ -79,6 +79,7 @@ func FuzzLineParsers(f *testing.F) {
 func FuzzClassifier(f *testing.F) {
 	addFixtureSeeds(f, true)
 	f.Add([]byte("Traceback (most recent call last):\n  File \"x\", line 1, in f\n    raise X\nX: CUDA out of memory\nKilled"))
+	f.Add([]byte("Traceback (most recent call last):\n  File \"x.py\", line 3\n    def f()\n          ^\nSyntaxError: expected ':'\nImportError: cannot import name"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		var c Classifier
 		var all []event.ServerFailure

@@ -161,11 +161,11 @@ func appendPayload(b []byte, p event.Payload) []byte {
 	case event.LogBench:
 		b = appendBench(b, v)
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
-		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
 		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
 		event.KillStep, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
-		event.Note, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.Note, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerStatus,
 		event.Session, event.TokRate, event.Xid:
 		// not a parser's output

@@ -43,6 +43,7 @@ var quietPairs = [...]string{
 	"(m", // Traceback (most recent call last)
 	`",`, // File "path", line N (a traceback frame; isFrame needs both parts)
 	"#0", // #033[ (CloudWatch's rendering of ESC)
+	"Er", // SyntaxError: , ImportError: , ModuleNotFoundError: , … (import-error)
 }
 
 // quietTable holds one bit per byte pair (first byte in the low 8 bits of

@@ -104,7 +104,7 @@ func (l *Lock) Confirm(ctx context.Context) error {
 		return fmt.Errorf("read-only: the driver lock cannot be confirmed: %w", err)
 	}
 	if l.Driving() {
-		l.beat(ctx)
+		l.refresh(ctx)
 		st := l.State()
 		switch {
 		case l.Driving() && st.Err == "":
@@ -369,6 +369,21 @@ func (l *Lock) beat(ctx context.Context) {
 		return
 	}
 	l.claim(ctx, nil, false)
+}
+
+// refresh is Confirm's heartbeat: beat's while driving, nothing once the
+// lock is released. A Release that ran between Confirm's look and here
+// must stay a release: a claim would take the lock again, with nothing
+// left to release it.
+func (l *Lock) refresh(ctx context.Context) {
+	l.op.Lock()
+	defer l.op.Unlock()
+	if !l.driving.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	l.heartbeat(ctx)
 }
 
 // heartbeat rewrites our lock file (its mtime is the heartbeat) if it is

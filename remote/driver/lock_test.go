@@ -353,3 +353,37 @@ func TestBadSettings(t *testing.T) {
 		t.Errorf("a refused lock wrote the file")
 	}
 }
+
+// TestConfirmDuringReleaseDoesNotRetake: an action's Confirm racing the
+// release at the end (a cancelled bisect restoring the checkout while
+// its session stops) must not take the lock again: nothing would release
+// it, and the next cockpit of the same user would find the host driven.
+func TestConfirmDuringReleaseDoesNotRetake(t *testing.T) {
+	h := remote.NewLocal()
+	defer h.Close()
+	ctx := context.Background()
+	for i := range 40 {
+		dir := t.TempDir()
+		a := newLock(h, dir, alice, nil)
+		mustAcquire(t, a, false, event.RoleDriving)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := a.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_ = a.Confirm(ctx) // may pass (still ours) or refuse: either is fine
+		}()
+		wg.Wait()
+		if _, err := os.Stat(lockFile(dir)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("try %d: the lock file is back after Release and a concurrent Confirm (%v): %+v", i, err, a.State())
+		}
+		if a.Driving() {
+			t.Fatalf("try %d: driving after Release", i)
+		}
+	}
+}

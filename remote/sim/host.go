@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,6 +66,10 @@ type Options struct {
 	// only the ed25519 key: the setup where x/crypto's default host-key
 	// algorithm order picks a key known_hosts lacks.
 	AllHostKeyTypes bool
+	// History is how many commits upstream main has after the checkout's
+	// baseline (0: DefaultHistory; MinHistory to MaxHistory). A Dir that
+	// already holds a repository of another length is refused.
+	History int
 	// Executable is the binary the wrappers re-execute (default
 	// os.Executable()); it must call RunRoleFromEnv first thing.
 	Executable string
@@ -199,11 +204,14 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 		return h, err
 	}
 	if _, statErr := os.Stat(filepath.Join(h.RepoPath, ".git")); statErr != nil {
-		if h.Commits, err = BuildRepo(ctx, filepath.Join(h.Dir, upstream), h.RepoPath); err != nil {
+		if h.Commits, err = BuildRepo(ctx, filepath.Join(h.Dir, upstream), h.RepoPath, opt.History); err != nil {
 			return h, fmt.Errorf("sim: build repo: %w", err)
 		}
 	} else if h.Commits, err = readCommits(ctx, h.RepoPath); err != nil {
 		return h, err
+	} else if n, want := len(h.Commits.All)-len(baseHistory()), cmp.Or(opt.History, DefaultHistory); n != want {
+		return h, fmt.Errorf("sim: %s holds a history of %d commits after the baseline, not %d: remove it and %s to build a new one",
+			h.RepoPath, n, want, filepath.Join(h.Dir, upstream))
 	}
 	if u, uerr := user.Current(); uerr == nil {
 		h.User = u.Username
@@ -237,7 +245,8 @@ func Start(ctx context.Context, opt Options) (h *Host, err error) {
 
 // readCommits recovers RepoCommits from an existing sim checkout by
 // subject, from the upstream history (origin/main): the checkout's own main
-// may be anywhere (baseline, pulled, reset).
+// may be anywhere (baseline, pulled, reset). The baseline is the fourth
+// commit; the regressing and broken ones are found by their subjects.
 func readCommits(ctx context.Context, repo string) (RepoCommits, error) {
 	var rc RepoCommits
 	cmd := exec.CommandContext(ctx, "git", "log", "--reverse", "--format=%H %s", "refs/remotes/origin/main")
@@ -246,17 +255,23 @@ func readCommits(ctx context.Context, repo string) (RepoCommits, error) {
 	if err != nil {
 		return rc, fmt.Errorf("sim: read repo history (origin/main; a repo/ from an older flightdeck has none, remove it): %w", err)
 	}
-	hist := repoHistory()
+	base := baseHistory()
+	broken := map[string]bool{}
+	for _, b := range brokenCommits {
+		broken[b.broken.subject] = true
+	}
 	for i, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		id, subj, _ := strings.Cut(l, " ")
 		rc.All = append(rc.All, id)
-		if i < len(hist) && hist[i].subject == subj {
-			switch hist[i].mark {
-			case "baseline":
+		switch {
+		case i < len(base):
+			if i == len(base)-1 && subj == base[i].subject {
 				rc.Baseline = id
-			case "regressing":
-				rc.Regressing = id
 			}
+		case subj == SubjectRegressing:
+			rc.Regressing = id
+		case broken[subj]:
+			rc.Broken = append(rc.Broken, id)
 		}
 	}
 	if len(rc.All) == 0 || rc.Baseline == "" || rc.Regressing == "" {

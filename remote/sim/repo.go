@@ -19,8 +19,12 @@ import (
 type RepoCommits struct {
 	Baseline   string // last good commit: the checkout's HEAD at start, before the pull (89 tok/s)
 	Regressing string // "Fix PCG MoE Error": touches pynccl.py and parallel_state.py (×0.92)
-	Latest     string // origin/main: an unrelated commit after the regression
-	All        []string
+	Latest     string // origin/main: "[CI] Raise the nightly benchmark timeout"
+	// Broken are the commits that fail to launch (their code does not
+	// import: a SyntaxError, an ImportError, a ModuleNotFoundError), oldest
+	// first; the commit after each fixes it. None in a short history.
+	Broken []string
+	All    []string // the whole history, oldest first: the baseline is All[3]
 }
 
 // repoCommit is one step of the scripted history.
@@ -31,9 +35,12 @@ type repoCommit struct {
 }
 
 // BuildRepo builds the simulated SGLang repository the way the seeds' story
-// needs it: a bare repository at upstream holding the whole history, whose
-// "Fix PCG MoE Error" commit adds the RegressionMarker to the all-reduce
-// path, and at dir (which must not exist or be empty) a clone of it —
+// needs it: a bare repository at upstream holding the whole history —
+// the baseline, then history commits (0: DefaultHistory; MinHistory to
+// MaxHistory) among which "Fix PCG MoE Error" adds the RegressionMarker to
+// the all-reduce path at 5/8 of the range, up to three commits fail to
+// launch (RepoCommits.Broken, each fixed by the next commit), and "[CI]
+// Raise the nightly benchmark timeout" is the newest — and at dir (which must not exist or be empty) a clone of it —
 // remote origin, branch main tracking origin/main — reset to the baseline
 // commit. The engineer's checkout is thus behind, and `git pull`
 // fast-forwards it onto the regression, as the unrecorded pull did.
@@ -43,9 +50,16 @@ type repoCommit struct {
 // `git fast-import` (four git commands in all, not several per commit):
 // the demo builds it at every start, and it must look alive within seconds
 // on a loaded laptop.
-func BuildRepo(ctx context.Context, upstream, dir string) (RepoCommits, error) {
+func BuildRepo(ctx context.Context, upstream, dir string, history int) (RepoCommits, error) {
 	var rc RepoCommits
-	upstream, err := filepath.Abs(upstream)
+	if history == 0 {
+		history = DefaultHistory
+	}
+	commits, err := repoHistory(history)
+	if err != nil {
+		return rc, err
+	}
+	upstream, err = filepath.Abs(upstream)
 	if err != nil {
 		return rc, err
 	}
@@ -69,8 +83,7 @@ func BuildRepo(ctx context.Context, upstream, dir string) (RepoCommits, error) {
 	if _, err := git(dir, nil, "init", "-q", "--bare", "-b", "main", upstream); err != nil {
 		return rc, err
 	}
-	history := repoHistory()
-	stream, err := fastImportStream(history)
+	stream, err := fastImportStream(commits)
 	if err != nil {
 		return rc, err
 	}
@@ -83,13 +96,13 @@ func BuildRepo(ctx context.Context, upstream, dir string) (RepoCommits, error) {
 	if err != nil {
 		return rc, err
 	}
-	ids := make(map[string]string, len(history))
+	ids := make(map[string]string, len(commits))
 	for _, line := range strings.Split(strings.TrimSpace(string(mb)), "\n") {
 		if mark, id, ok := strings.Cut(line, " "); ok {
 			ids[mark] = id
 		}
 	}
-	for i, c := range history {
+	for i, c := range commits {
 		id := ids[":"+strconv.Itoa(i+1)]
 		if id == "" {
 			return rc, fmt.Errorf("git fast-import: no commit for mark %d", i+1)
@@ -100,6 +113,8 @@ func BuildRepo(ctx context.Context, upstream, dir string) (RepoCommits, error) {
 			rc.Baseline = id
 		case "regressing":
 			rc.Regressing = id
+		case "broken":
+			rc.Broken = append(rc.Broken, id)
 		}
 	}
 	rc.Latest = rc.All[len(rc.All)-1]
@@ -272,7 +287,10 @@ class GroupCoordinator:
         return self._all_reduce_torch(input_)
 `
 
-func repoHistory() []repoCommit {
+// baseHistory is the history up to the baseline: the checkout's HEAD
+// before the pull. Its commits are the same whatever the history length,
+// and so is the baseline's id.
+func baseHistory() []repoCommit {
 	return []repoCommit{
 		{"Mira Chen", "mira@sglang-sim.example", "2025-10-01T09:12:00+00:00", "Initial import of the serving runtime", map[string]string{
 			"README.md":                                       "# SGLang (simulated checkout)\n\nA fast serving framework for large language models. This copy exists for\n`flightdeck demo`; only the layout matters.\n",
@@ -293,16 +311,29 @@ func repoHistory() []repoCommit {
 		{"Priya Nair", "priya@sglang-sim.example", "2025-10-14T16:25:00+00:00", "Tune default chunked prefill size for H200", map[string]string{
 			"python/sglang/srt/server_args.py": "CHUNKED_PREFILL_SIZE = 8192\nCUDA_GRAPH_MAX_BS = 160\n",
 		}, "baseline"},
-		{"Jonas Weber", "jonas@sglang-sim.example", "2025-10-20T08:55:00+00:00", "[Misc] Fix typo in scheduler log message", map[string]string{
-			"python/sglang/srt/managers/scheduler.py": "DECODE_LOG_INTERVAL = 40\n\n\ndef log_decode_stats(num_running, num_tokens, throughput, interval=DECODE_LOG_INTERVAL):\n    \"\"\"Log one decode line every interval forward steps.\"\"\"\n",
-		}, ""},
-		{"Kai Tanaka", "kai@sglang-sim.example", "2025-10-21T19:30:00+00:00", "Fix PCG MoE Error", map[string]string{
-			PyncclPath: pyncclBad,
-			"python/sglang/srt/distributed/parallel_state.py":            parallelStateBad,
-			"python/sglang/srt/compilation/piecewise_context_manager.py": "_IN_PCG = False\n\n\ndef is_in_piecewise_cuda_graph():\n    return _IN_PCG\n",
-		}, "regressing"},
-		{"Priya Nair", "priya@sglang-sim.example", "2025-10-22T10:05:00+00:00", "[CI] Raise the nightly benchmark timeout", map[string]string{
-			".github/workflows/nightly.yml": "name: nightly\non:\n  schedule:\n    - cron: '0 3 * * *'\njobs:\n  bench:\n    runs-on: h200\n    timeout-minutes: 90\n",
-		}, ""},
 	}
+}
+
+// historyTypo is the unrelated commit just before the regression.
+func historyTypo() repoCommit {
+	return repoCommit{"Jonas Weber", "jonas@sglang-sim.example", "2025-10-20T08:55:00+00:00", "[Misc] Fix typo in scheduler log message", map[string]string{
+		"python/sglang/srt/managers/scheduler.py": "DECODE_LOG_INTERVAL = 40\n\n\ndef log_decode_stats(num_running, num_tokens, throughput, interval=DECODE_LOG_INTERVAL):\n    \"\"\"Log one decode line every interval forward steps.\"\"\"\n",
+	}, ""}
+}
+
+// historyRegressing is "Fix PCG MoE Error": the RegressionMarker in the
+// all-reduce path.
+func historyRegressing() repoCommit {
+	return repoCommit{"Kai Tanaka", "kai@sglang-sim.example", "2025-10-21T19:30:00+00:00", "Fix PCG MoE Error", map[string]string{
+		PyncclPath: pyncclBad,
+		"python/sglang/srt/distributed/parallel_state.py":            parallelStateBad,
+		"python/sglang/srt/compilation/piecewise_context_manager.py": "_IN_PCG = False\n\n\ndef is_in_piecewise_cuda_graph():\n    return _IN_PCG\n",
+	}, "regressing"}
+}
+
+// historyLatest is origin/main: an unrelated commit after the regression.
+func historyLatest() repoCommit {
+	return repoCommit{"Priya Nair", "priya@sglang-sim.example", "2025-10-22T10:05:00+00:00", "[CI] Raise the nightly benchmark timeout", map[string]string{
+		".github/workflows/nightly.yml": "name: nightly\non:\n  schedule:\n    - cron: '0 3 * * *'\njobs:\n  bench:\n    runs-on: h200\n    timeout-minutes: 90\n",
+	}, ""}
 }

@@ -177,6 +177,19 @@ func runServer(ctx context.Context, args []string, e serverEnv) int {
 	s := &server{opt: o, env: e, log: &logWriter{w: e.stdout, prefix: o.logPrefix},
 		rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), started: time.Now()}
 
+	// Python imports the server's code before anything else: a checkout
+	// whose code does not import (the history's broken commits) fails
+	// here, with the traceback on stderr and status 1.
+	if o.repo != "" && o.replayLog == "" {
+		if tb := importFailure(o.repo); tb != nil {
+			if !s.sleep(ctx, o.startupDelay/8) {
+				return 0
+			}
+			writeLines(e.stderr, tb)
+			return 1
+		}
+	}
+
 	// SGLang binds its HTTP port before it loads anything (sglang#17754), so
 	// a taken port fails at once. The GPU state file is left alone: it is
 	// usually the server holding the port that publishes it.

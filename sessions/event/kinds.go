@@ -49,9 +49,16 @@ const (
 	KindBenchStarted
 	KindBenchDone
 	KindDriverState
+	KindHostState
+	KindHostChanges
+	KindBisectStart
+	KindBisectLaunch
+	KindBisectEnd
 	KindJournalStatus
 	KindBenchProgress
 	KindRepeatProgress
+	KindBisectProgress
+	KindHistory
 
 	numKinds = iota + 1 // one past the last kind (NumKinds)
 )
@@ -150,7 +157,7 @@ var kinds = [numKinds]KindInfo{
 	KindServerObserved: {Name: "server-observed", CatchUp: CatchIgnore},
 	KindServerHealthy:  {Name: "server-healthy", CatchUp: CatchIgnore},
 	KindKillStep:       {Name: "server-kill", Urgent: true, CatchUp: CatchIgnore},
-	KindRepoHead:       {Name: "repo-head", CatchUp: CatchLatest},       // header HEAD text and short id
+	KindRepoHead:       {Name: "repo-head", CatchUp: CatchAll},          // header HEAD text and short id; each one, for the HEAD a launch ran (the server's code): published only when it changes
 	KindRepoUnreadable: {Name: "repo-unreadable", CatchUp: CatchLatest}, // header HEAD text (the later of the two wins)
 	KindGitStatus:      {Name: "git-status", CatchUp: CatchLatest},
 	KindGitAction:      {Name: "git-action", Urgent: true, CatchUp: CatchLatest}, // the panel shows the last action
@@ -177,10 +184,23 @@ var kinds = [numKinds]KindInfo{
 	KindBenchDone:    {Name: "bench-done", CatchUp: CatchAll},
 	// Who drives the host: the header shows the latest role and holder.
 	KindDriverState: {Name: "driver", Urgent: true, CatchUp: CatchLatest},
+	// What the host was on connect and what changed since the last
+	// session here: the banner shows the latest; a later session reads
+	// the state back (few events).
+	KindHostState:   {Name: "host-state", Urgent: true, CatchUp: CatchLatest},
+	KindHostChanges: {Name: "host-changes", Urgent: true, CatchUp: CatchLatest},
+	// A bisect: the panel folds every record of it (few events).
+	KindBisectStart:  {Name: "bisect-start", Urgent: true, CatchUp: CatchAll},
+	KindBisectLaunch: {Name: "bisect-launch", Urgent: true, CatchUp: CatchAll},
+	KindBisectEnd:    {Name: "bisect-end", Urgent: true, CatchUp: CatchAll},
 	// Published for the screen only.
 	KindJournalStatus:  {Name: "journal-status", ScreenOnly: true},
 	KindBenchProgress:  {Name: "bench-progress", ScreenOnly: true},
 	KindRepeatProgress: {Name: "repeat-progress", ScreenOnly: true},
+	KindBisectProgress: {Name: "bisect-progress", ScreenOnly: true},
+	// Derived from the host's other journals at session start: never
+	// journaled (each is in its own file).
+	KindHistory: {Name: "history", ScreenOnly: true},
 }
 
 // Info is k's row of the kind table; the zero KindInfo for no kind.
@@ -261,9 +281,16 @@ func (Repeat) Kind() Kind                { return KindRepeat }
 func (BenchStarted) Kind() Kind          { return KindBenchStarted }
 func (BenchDone) Kind() Kind             { return KindBenchDone }
 func (DriverState) Kind() Kind           { return KindDriverState }
+func (HostState) Kind() Kind             { return KindHostState }
+func (HostChanges) Kind() Kind           { return KindHostChanges }
 func (JournalStatus) Kind() Kind         { return KindJournalStatus }
 func (BenchProgress) Kind() Kind         { return KindBenchProgress }
 func (RepeatProgress) Kind() Kind        { return KindRepeatProgress }
+func (History) Kind() Kind               { return KindHistory }
+func (BisectStart) Kind() Kind           { return KindBisectStart }
+func (BisectLaunch) Kind() Kind          { return KindBisectLaunch }
+func (BisectEnd) Kind() Kind             { return KindBisectEnd }
+func (BisectProgress) Kind() Kind        { return KindBisectProgress }
 
 func (GPUSample) sealed()             {}
 func (GPUFailure) sealed()            {}
@@ -304,6 +331,13 @@ func (Repeat) sealed()                {}
 func (BenchStarted) sealed()          {}
 func (BenchDone) sealed()             {}
 func (DriverState) sealed()           {}
+func (HostState) sealed()             {}
+func (HostChanges) sealed()           {}
 func (JournalStatus) sealed()         {}
 func (BenchProgress) sealed()         {}
+func (History) sealed()               {}
 func (RepeatProgress) sealed()        {}
+func (BisectStart) sealed()           {}
+func (BisectLaunch) sealed()          {}
+func (BisectEnd) sealed()             {}
+func (BisectProgress) sealed()        {}

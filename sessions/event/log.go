@@ -147,6 +147,11 @@ const (
 	FailTraceback         ServerFailureClass = "traceback"
 	FailPortInUse         ServerFailureClass = "port-in-use"
 	FailKilled            ServerFailureClass = "killed"
+	// FailImport is the server's code failing to import at start-up: a
+	// traceback ending in SyntaxError, IndentationError, TabError,
+	// ImportError or ModuleNotFoundError (a broken checkout or build, a
+	// missing package).
+	FailImport ServerFailureClass = "import-error"
 )
 
 // ServerFailure reports a failure signature found in the log. It is an event payload.
@@ -275,14 +280,14 @@ const (
 
 // Tier ranks c for choosing the failure that explains a run, lowest first:
 // TierCause for root causes (cuda-illegal-memory, oom, nccl,
-// watchdog-timeout, port-in-use), TierConsequence for the engine's death or
+// watchdog-timeout, port-in-use, import-error), TierConsequence for the engine's death or
 // the process being killed (engine-dead, killed), TierTraceback for a bare
 // traceback, TierUnknown for any other value. Classifier.Primary (and so
 // Scanner.Primary and `flightdeck parse log`'s failure_summary) picks the
 // first failure found of the lowest tier; use Tier to agree with it.
 func (c ServerFailureClass) Tier() int {
 	switch c {
-	case FailCUDAIllegalMemory, FailOOM, FailNCCL, FailWatchdogTimeout, FailPortInUse:
+	case FailCUDAIllegalMemory, FailOOM, FailNCCL, FailWatchdogTimeout, FailPortInUse, FailImport:
 		return TierCause
 	case FailEngineDead, FailKilled:
 		return TierConsequence

@@ -41,11 +41,11 @@ func (s *runState) emit(at time.Time, p event.Payload) {
 			return // the fallback is sampling: not stale
 		case nil,
 			event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
-			event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+			event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint,
 			event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSource,
 			event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
 			event.KillStep, event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice,
-			event.LogReset, event.Note, event.Prefill, event.Repeat, event.RepeatProgress,
+			event.LogReset, event.Note, event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress,
 			event.RepoHead, event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
 			event.ServerLaunched, event.ServerObserved, event.ServerReady, event.ServerStatus,
 			event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
