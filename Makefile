@@ -3,10 +3,12 @@ GO ?= go
 # go-nvml's cgo compile warns about every deprecated NVML function.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
+# -parallel 4: the parallel tests (a bisect on the simulated host, the
+# demo in tmux) mostly wait for launches; 2 cores would run 2 at a time.
 .PHONY: test demo build bench vet gpu-check-bins
 
 test: vet
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m -parallel 4 ./...
 	# Without cgo NVML is unavailable, and says so.
 	CGO_ENABLED=0 $(GO) test -count=1 ./probes/gpu/nvml/
 

@@ -154,11 +154,11 @@ func (l *Lab) Observe(e event.Event) {
 	case event.ExperimentStart, event.ExperimentFingerprint, event.ExperimentUpdate, event.ExperimentEnd,
 		event.Note, event.Baseline, event.Repeat:
 		return // the Lab's own: already in the ledger when decided
-	case event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState,
+	case event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState, event.HostChanges, event.HostState,
 		event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale, event.GitAction,
 		event.GitMoved, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
 		event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
-		event.Prefill, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.Prefill, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
 		event.TokRate, event.Xid:
@@ -242,9 +242,9 @@ func (l *Lab) Observe(e event.Event) {
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
 		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSource, event.GPUStale, event.GitAction,
-		event.GitMoved, event.JournalStatus, event.Key, event.LogBench, event.LogFollowError,
+		event.GitMoved, event.HostChanges, event.HostState, event.JournalStatus, event.Key, event.LogBench, event.LogFollowError,
 		event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
-		event.RepeatProgress, event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
+		event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
 		event.ServerReady, event.Session, event.SpecDecode, event.Throughput, event.TokRate,
 		event.Xid:
 		// nothing for the Lab

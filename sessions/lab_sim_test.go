@@ -23,7 +23,7 @@ import (
 // SSH server.
 func simHost(t *testing.T, ctx context.Context) (*sim.Host, remote.Host) {
 	t.Helper()
-	h, err := sim.Start(ctx, sim.Options{GPUs: 2, Seed: 3})
+	h, err := sim.Start(ctx, sim.Options{GPUs: 2, Seed: 3, History: 3}) // the short story: the pull names pynccl.py
 	if err != nil {
 		t.Fatal(err)
 	}

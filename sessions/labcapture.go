@@ -29,6 +29,9 @@ type captureInput struct {
 	// prev is the previous experiment's capture, whose HEAD the range
 	// starts from; nil for the first experiment.
 	prev *captureSlot
+	// noGPUs leaves the GPUs out: no sample will come (a CLI session
+	// runs no probes), so none is waited for.
+	noGPUs bool
 }
 
 // captureSlot is one experiment's fingerprint capture as the next one
@@ -112,6 +115,9 @@ func (l *Lab) capture(ctx context.Context, in captureInput) event.Fingerprint {
 	// may be the killed server's (a relaunch) or none at all (the demo
 	// launches at once).
 	wg.Go(func() {
+		if in.noGPUs {
+			return
+		}
 		deadline := time.NewTimer(timeout)
 		defer deadline.Stop()
 		for {

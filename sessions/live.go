@@ -320,23 +320,23 @@ func (p *LogPipeline) Publish(e event.Event) {
 					p.Sink(event.Event{At: e.At, Data: r})
 				}
 			case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
-				event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+				event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint,
 				event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
 				event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
 				event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
 				event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
-				event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+				event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 				event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 				event.ServerReady, event.ServerStatus, event.Session, event.TokRate, event.Xid:
 				// passed on as they are
 			}
 		}
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
-		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
 		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
 		event.KillStep, event.LogBench, event.LogFollowError, event.LogNotice, event.Note,
-		event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
 		event.TokRate, event.Xid:

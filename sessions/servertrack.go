@@ -132,11 +132,11 @@ func (t *ServerTracker) Apply(e event.Event) (event.ServerStatus, bool) {
 			}
 		}
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
-		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
 		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
 		event.LogBench, event.LogFollowError, event.LogNotice, event.LogReset, event.Note,
-		event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerStatus, event.Session, event.SpecDecode, event.Throughput, event.TokRate,
 		event.Xid:
 		// the server's status does not depend on them

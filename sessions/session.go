@@ -58,7 +58,15 @@ type Session struct {
 
 	inflight sync.WaitGroup // Repeat calls not returned yet (WaitRepeat)
 
+	opened  time.Time      // when Open began: what the own journal held before is earlier sessions'
+	bgMu    sync.Mutex     // guards closing and bg.Add
+	closing bool           // Close began: RecordSinceLast and LoadHistory start no more
+	bg      sync.WaitGroup // RecordSinceLast calls not returned yet
+
 	lv atomic.Pointer[Live] // the probes while Run runs: what the actions publish through
+
+	hist     atomic.Pointer[loadedHistory] // the host's earlier journals, once LoadHistory loaded them
+	histOnce sync.Once
 
 	live     chan error // Run's result, once it returned
 	runStart sync.Once
@@ -74,6 +82,7 @@ type attached struct {
 	lab     *Lab // nil without a journal
 	bench   *Bencher
 	repeat  *Repeater
+	bisect  *bisecter // nil without a journal
 	drv     *driving
 }
 
@@ -110,7 +119,7 @@ func Open(opts Options) (*Session, error) {
 	if opts.Config == nil {
 		opts.Config = &config.Config{}
 	}
-	s := &Session{opts: opts, stream: NewStream()}
+	s := &Session{opts: opts, stream: NewStream(), opened: time.Now()}
 	rec, err := openRecording(opts)
 	if err != nil {
 		return nil, err
@@ -185,12 +194,12 @@ func (s *Session) Publish(e event.Event) {
 		}
 		s.port.Store(int64(port))
 		s.server.Observe(p)
-	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.DriverState,
+	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.DriverState, event.HostChanges, event.HostState,
 		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart, event.ExperimentUpdate,
 		event.GPUFailure, event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved,
 		event.GitStatus, event.JournalStatus, event.Key, event.KillStep, event.LogBench,
 		event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset, event.Note,
-		event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+		event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 		event.ServerReady, event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
 		// the defaults do not read them
@@ -300,6 +309,7 @@ func (s *Session) Close(ctx context.Context, frontErr error) error {
 		s.cancel()
 		runErr = <-s.live
 	}
+	s.waitSince() // its capture ends with the run's context
 	s.stream.Close()
 	if s.rec != nil {
 		if err := s.rec.finish(); err != nil {

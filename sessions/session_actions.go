@@ -346,7 +346,12 @@ func (s *Session) WaitRepeat(d time.Duration) bool {
 	case <-done:
 		return true
 	case <-t.C:
-		return false
+		select { // a Wait that ended as the timer fired still counts
+		case <-done:
+			return true
+		default:
+			return false
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
 // AttachOptions say which host a session acts on and how.
@@ -63,7 +64,7 @@ func (s *Session) Attach(ctx context.Context, o AttachOptions) error {
 	}
 	if o.Host == nil {
 		if s.rec != nil {
-			a.lab = &Lab{Config: s.opts.Config, Publish: s.Publish, Numbered: s.rec.prior, Prior: s.rec.known}
+			a.lab = &Lab{Config: s.opts.Config, Publish: s.Publish, Numbered: s.rec.prior, Prior: s.knownPrior}
 		}
 		s.att.Store(a)
 		return nil
@@ -113,11 +114,15 @@ func (s *Session) Attach(ctx context.Context, o AttachOptions) error {
 	}
 	if s.rec != nil {
 		a.lab = &Lab{Host: o.Host, RepoPath: repo, Config: s.opts.Config, Preset: o.Target.Preset, Publish: s.Publish,
-			Numbered: s.rec.prior, Prior: s.rec.known}
+			Numbered: s.rec.prior, Prior: s.knownPrior}
 		if a.bench != nil {
 			a.bench.Experiment = a.lab.currentID
 		}
 		a.repeat = &Repeater{Control: a.control, Lab: a.lab, Bencher: a.bench, Publish: s.Publish}
+		a.bisect = &bisecter{Control: a.control, Lab: a.lab, Git: a.git, Bencher: a.bench, Publish: s.Publish,
+			Journal: s.rec.path(), Opened: s.opened}
+		lab := a.lab
+		a.bisect.Experiments = func() []ledger.Experiment { return s.noiseExperiments(lab) }
 	}
 	s.att.Store(a)
 	return nil

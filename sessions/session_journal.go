@@ -73,8 +73,9 @@ func (e JournalError) Unwrap() error { return e.Err }
 // already, and the recorder writing the stream into it.
 type recording struct {
 	w     *journal.Writer
-	prior int             // experiments already in an appended journal
-	ids   map[string]bool // their ids
+	hdr   event.SessionHeader // the header this session recorded with (its start)
+	prior int                 // experiments already in an appended journal
+	ids   map[string]bool     // their ids
 
 	cancel context.CancelFunc
 	done   chan error
@@ -113,7 +114,7 @@ func openRecording(o Options) (*recording, error) {
 			w.Close()
 			return nil, JournalError{j.File, err}
 		}
-		return &recording{w: w, prior: n, ids: ids}, nil
+		return &recording{w: w, hdr: h, prior: n, ids: ids}, nil
 	}
 	dir := j.Dir
 	if dir == "" {
@@ -142,7 +143,7 @@ func openRecording(o Options) (*recording, error) {
 		if err != nil {
 			return nil, fmt.Errorf("journal: %w (pass --journal FILE elsewhere, or --no-journal)", err)
 		}
-		return &recording{w: w}, nil
+		return &recording{w: w, hdr: h}, nil
 	}
 }
 

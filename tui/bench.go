@@ -31,7 +31,15 @@ type RepeatResultMsg = bench.RepeatResultMsg
 func (m *Model) wireBench() {
 	p := m.bench
 	p.Bench, p.Repeat, p.Replay = m.opts.Bench, m.opts.Repeat, m.opts.ReadOnly
-	p.Refused = m.refusal
+	p.Refused = func(does string) string {
+		if why := m.refusal(does); why != "" {
+			return why
+		}
+		if m.bisRun.running {
+			return "a bisect is running: " + does + " and spoil its measurements (X cancels it)"
+		}
+		return ""
+	}
 	p.Busy = m.busyText
 	p.Offline = func() string { return notConnected(m) }
 	p.Server = func() (known, running bool) { return m.srv.hasSt, m.srv.running() }

@@ -142,9 +142,20 @@ func TestPanelMarksAndCompares(t *testing.T) {
 		t.Errorf("B: calls %q status %q", c, m.Status())
 	}
 	send(m, ev(200*time.Second, event.Baseline{Exp: "e1"}))
-	if h := screenLines(m)[0]; !strings.HasSuffix(h, "e3 61.6 tok/s vs e1 -25.2%") {
+	if h := screenLines(m)[0]; !strings.HasSuffix(h, "e3 61.6 tok/s  vs e1 -25.2%") {
 		t.Errorf("header: %q", h)
 	}
+	// The header's long form says the across-launch verdict too: the
+	// same one as c and the reports (one launch a side, no A/A noise).
+	if v := m.exp.BaselineVerdict(m.exp.Ledger().Current()); v != "no verdict" {
+		t.Errorf("header's verdict %q", v)
+	}
+	// It is a field of its own, after the delta, where there is room.
+	m.Update(tea.WindowSizeMsg{Width: 180, Height: 40})
+	if h := screenLines(m)[0]; !strings.HasSuffix(h, " 61.6 tok/s  vs e1 -25.2%  no verdict") {
+		t.Errorf("header at 180 columns: %q", h)
+	}
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	if !strings.Contains(plain(m), "delta vs e1 (baseline)") {
 		t.Errorf("panel title:\n%s", plain(m))
 	}
@@ -273,14 +284,14 @@ func constructedDiff() *compare.Diff {
 	return &compare.Diff{A: e1, B: e3, LaunchesA: []*ledger.Experiment{e1, e4}, LaunchesB: []*ledger.Experiment{e3, e5},
 		Results: []compare.ResultRow{
 			{Metric: "tok/s (server log)", Unit: "tok/s", A: sum(62.4, 62.1, 62.9, 24), B: sum(88.9, 88.1, 89.6, 22),
-				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: "faster",
+				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: 42.4}, Verdict: compare.Verdict{Word: compare.WordFaster, Method: compare.MethodMannWhitney, P: 0.008, N1: 5, N2: 5, HasDelta: true, DeltaPct: 42.4},
 				Noise: 1.2, HasNoise: true},
 			{Metric: "output tok/s (bench)", Unit: "tok/s", A: ledger.Summary{N: 1, Median: 61.9}, B: ledger.Summary{N: 1, Median: 87.5},
-				Launches: compare.Comparison{N1: 1, N2: 1, P: 1}, Verdict: "no verdict: 1+1 launches (need >= 4 each; R repeats a launch)"},
+				Launches: compare.Comparison{N1: 1, N2: 1, P: 1}, Verdict: compare.Verdict{Word: compare.WordNone, Why: "1+1 launches; A/A noise unknown — R repeats a launch", P: 1, N1: 1, N2: 1}},
 			{Metric: "TTFT median", Unit: "ms", LowerIsBetter: true, A: sum(23.8, 23.1, 24.4, 32), B: sum(25.9, 25.1, 26.2, 32),
-				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.032, Significant: true}, Verdict: "worse", Noise: 12.5, HasNoise: true, WithinNoise: true},
+				Launches: compare.Comparison{N1: 5, N2: 5, P: 0.032, Significant: true}, Verdict: compare.Verdict{Word: compare.WordWorse, Method: compare.MethodMannWhitney, P: 0.032, N1: 5, N2: 5}, Noise: 12.5, HasNoise: true, WithinNoise: true},
 			{Metric: "E2E median", Unit: "ms", LowerIsBetter: true, A: sum(2045, 2031, 2061, 32), B: sum(1441, 1430, 1450, 32),
-				Launches: compare.Comparison{N1: 5, N2: 6, P: 0.41}, Verdict: "no significant difference"},
+				Launches: compare.Comparison{N1: 5, N2: 6, P: 0.41}, Verdict: compare.Verdict{Word: compare.WordSame, Method: compare.MethodMannWhitney, P: 0.41, N1: 5, N2: 6}},
 		},
 		Fields: []compare.FieldRow{
 			{Group: "commit", Name: "HEAD", A: "bba2fc4 Tune NCCL ring", B: "a6d51c0 NCCL LL ring", Changed: true},
@@ -296,6 +307,29 @@ func constructedDiff() *compare.Diff {
 			Behind: []string{"1f0e2d3 Revert tuning"}, BehindTotal: 1, Files: []string{"python/sglang/srt/distributed/device_communicators/pynccl.py"}, FilesTotal: 1},
 		RangeNote: "recorded at e3's start",
 		Noise:     []compare.NoiseRow{{Config: "none @ bba2fc4", Launches: 5, Metric: "tok/s (server log)", Spread: 1.2, Lo: 61.8, Hi: 63.1}},
+	}
+}
+
+// TestCompareViewAcceptLength: the EAGLE accept length is a row of its
+// own, its values with two decimals, its verdict in the words of a
+// diagnostic (shorter, dim: neither good nor bad by itself).
+func TestCompareViewAcceptLength(t *testing.T) {
+	m, _ := labScene(140, 50, Options{})
+	d := constructedDiff()
+	d.Results = []compare.ResultRow{d.Results[0], {Metric: compare.MetricAccept, Unit: compare.UnitTokens,
+		A: ledger.Summary{N: 1, Median: 3.104}, B: ledger.Summary{N: 1, Median: 1.988},
+		Launches: compare.Comparison{N1: 5, N2: 5, P: 0.008, Significant: true, HasDelta: true, DeltaPct: -36.2},
+		Verdict:  compare.Verdict{Word: compare.WordShorter, Method: compare.MethodMannWhitney, P: 0.008, N1: 5, N2: 5, HasDelta: true, DeltaPct: -36.2}}}
+	openDiff(m, d)
+	for _, s := range []string{
+		"EAGLE accept length (tokens)  3.10 n=1                1.99 n=1                -36.0%  shorter -36.2% across launches (p=0.008 n=5+5)",
+	} {
+		if !strings.Contains(plain(m), s) {
+			t.Errorf("view lacks %q:\n%s", s, plain(m))
+		}
+	}
+	if !painted(m, m.styles.Dim, "shorter -36.2% across launches (p=0.008 n=5+5)") {
+		t.Error("the accept-length verdict is not dim")
 	}
 }
 
@@ -315,10 +349,10 @@ func TestCompareViewSections(t *testing.T) {
 	for _, s := range []string{
 		"results               A e1                    B e3                     delta",
 		"tok/s (server log)    62.4 [62.1, 62.9] n=24  88.9 [88.1, 89.6] n=22  +42.5%",
-		"    faster +42.4% across launches (p=0.008 n=5), A/A noise +-1.2%",
+		"    faster +42.4% across launches (p=0.008 n=5+5), A/A noise +-1.2%",
 		"output tok/s (bench)  61.9 n=1                87.5 n=1                +41.4%",
-		"    no verdict: 1+1 launches (need >= 4 each; R repeats a launch)",
-		"TTFT median (ms)      23.8 [23.1, 24.4] n=32  25.9 [25.1, 26.2] n=32   +8.8%  worse (p=0.032 n=5), within A/A noise +-12.5%",
+		"    no verdict: 1+1 launches; A/A noise unknown - R repeats a launch",
+		"TTFT median (ms)      23.8 [23.1, 24.4] n=32  25.9 [25.1, 26.2] n=32   +8.8%  worse (p=0.032 n=5+5), within A/A noise +-12.5%",
 		"E2E median (ms)       2045 [2031, 2061] n=32  1441 [1430, 1450] n=32  -29.5%  no significant difference (p=0.410 n=5+6)",
 		"fingerprint  3 changed, 1 known on one side only, 4 unchanged",
 		"~ commit    HEAD", "~ env       NCCL_PROTO      (unset)", "? versions  torch           2.5.1", "? (not captured)",
@@ -343,8 +377,8 @@ func TestCompareViewSections(t *testing.T) {
 		return strings.Contains(m.View().Content, on+text)
 	}
 	if !toned(m.styles.Warn, "~ env       NCCL_PROTO") || !toned(m.styles.Dim, "? versions  torch") ||
-		!painted(m, m.styles.OK, "faster +42.4% across launches (p=0.008 n=5), A/A noise +-1.2%") ||
-		!painted(m, m.styles.Warn, "worse (p=0.032 n=5), within A/A noise +-12.5%") ||
+		!painted(m, m.styles.OK, "faster +42.4% across launches (p=0.008 n=5+5), A/A noise +-1.2%") ||
+		!painted(m, m.styles.Warn, "worse (p=0.032 n=5+5), within A/A noise +-12.5%") ||
 		!painted(m, m.styles.Dim, "no significant difference (p=0.410 n=5+6)") {
 		t.Error("tones: changed rows and verdicts are not highlighted")
 	}
@@ -374,7 +408,7 @@ func TestCompareViewScrollsAndFits(t *testing.T) {
 	if cmpView(m).Top() != 0 {
 		t.Errorf("home: top %d", cmpView(m).Top())
 	}
-	if f := screenLines(m)[23]; f != "up/down/pgup/pgdn scroll  a show unchanged  esc close" {
+	if f := screenLines(m)[23]; f != "up/down/pgup/pgdn scroll  a show unchanged  b bisect  esc close" {
 		t.Errorf("footer %q", f)
 	}
 }
@@ -404,7 +438,7 @@ func TestCompareGolden(t *testing.T) {
 }
 
 // TestSharedFormatting: the cockpit's counts read as the journal's
-// (report.FormatLaunches), and its one plural handles -es words (its
+// (compare.FormatLaunches), and its one plural handles -es words (its
 // deltas: experiments.TestDeltaText).
 func TestSharedFormatting(t *testing.T) {
 	for _, c := range []struct {
@@ -417,8 +451,8 @@ func TestSharedFormatting(t *testing.T) {
 		if got := style.Plural(c.n, c.what); got != c.want {
 			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.what, got, c.want)
 		}
-		if c.what == "launch" && report.FormatLaunches(c.n) != style.Plural(c.n, "launch") {
-			t.Errorf("launches: journal %q, cockpit %q", report.FormatLaunches(c.n), style.Plural(c.n, "launch"))
+		if c.what == "launch" && compare.FormatLaunches(c.n) != style.Plural(c.n, "launch") {
+			t.Errorf("launches: journal %q, cockpit %q", compare.FormatLaunches(c.n), style.Plural(c.n, "launch"))
 		}
 	}
 	for _, c := range []struct {

@@ -147,6 +147,9 @@ func killUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "kill"); why != "" {
 		return why
 	}
+	if why := m.bisectBusy(); why != "" {
+		return why
+	}
 	if why := notConnected(m); why != "" {
 		return why
 	}
@@ -163,6 +166,9 @@ func launchUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "launch"); why != "" {
 		return why
 	}
+	if why := m.bisectBusy(); why != "" {
+		return why
+	}
 	if m.bench.RepeatRun.Running {
 		return "a repeat is running: it relaunches the server itself (R stops it)"
 	}
@@ -175,6 +181,9 @@ func launchUnavailable(m *Model) string {
 func profileUnavailable(m *Model) string {
 	if why := controlUnavailable(m, "a profile change"); why != "" {
 		return why
+	}
+	if m.bisRun.running {
+		return "a bisect is running: its launches keep the profile it started with (X cancels it)"
 	}
 	if m.bench.RepeatRun.Running {
 		return "a repeat is running: its relaunches keep the profile it started with (R stops it)"

@@ -358,20 +358,21 @@ func TestHeaderServerStatus(t *testing.T) {
 }
 
 // TestHeaderServerStatusFits: at 80 columns the server's state stays and
-// lower-priority fields go whole; a long stage is cut, not the state.
+// lower-priority fields go whole, and HEAD takes the host's place; a long
+// stage is cut, not the state.
 func TestHeaderServerStatusFits(t *testing.T) {
 	m, _ := controlled(80, 24, ptr(readyStatus()))
-	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box:22  connected  sglang ready 3m12s  profile none" {
+	if h := screenLines(m)[0]; h != "flightdeck  connected  sglang pid 4123 ready 3m12s  profile none  HEAD bba2fc4" {
 		t.Errorf("80 columns: %q", h)
 	}
 	m.srv.next = "nccl-ll-ring"
-	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box  connected  sglang ready 3m12s  profile -> nccl-ll-ring" {
+	if h := screenLines(m)[0]; h != "flightdeck  connected  sglang ready 3m12s  profile -> nccl-ll-ring  HEAD bba2fc4" {
 		t.Errorf("80 columns with a pick: %q", h)
 	}
 	send(m, ev(4*time.Minute, event.ServerStatus{Phase: event.PhaseStopping, Server: "sglang", PID: 4123, Since: at(4 * time.Minute), Exit: -1,
 		Note: "waiting for GPU memory to be freed: GPU 0 holds 120.4 GiB, GPU 1 holds 120.4 GiB, GPU 2 holds 98.0 GiB"}))
 	h := screenLines(m)[0]
-	if h != "flightdeck  root@gpu-box:22  connected  sglang pid 4123 stopping: waiting for GP" {
+	if h != "flightdeck  connected  sglang pid 4123 stopping: waiting for GPU m  HEAD bba2fc4" {
 		t.Errorf("long note: %q", h)
 	}
 	// The old heuristic still drives sessions without event.ServerStatus.

@@ -43,8 +43,14 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.git.Close()
 		case m.exp.Open:
 			m.exp.Open = false
+		case m.bis.Open:
+			m.bis.Open = false
+		case m.since.Showing(m.now) && !(m.since.Quiet() && m.git.Moved()):
+			m.since.Dismiss() // since your last session here
 		case m.git.Moved():
-			m.git.Acknowledge() // the HEAD-moved banner
+			// The HEAD-moved banner: a live alert goes before the
+			// one-line "nothing changed" notice, which goes by itself.
+			m.git.Acknowledge()
 		case m.exp.Pending() != "":
 			m.exp.Dismiss() // the conclusion banner is dismissed
 		case m.bench.BenchRun.Running:
@@ -83,6 +89,13 @@ func (m *Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.opts.ServesHost && m.watching() && !armed {
 		m.quitArmed = true
 		m.flash("this demo serves the simulated host that "+m.holderText(false)+" drives: quitting ends it for everyone - q again to quit", style.Warn)
+		return m, nil
+	}
+	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bisRun.running && !armed {
+		// Quitting cancels the bisect with the program's context: ask
+		// once; X cancels it and waits for the checkout to be restored.
+		m.quitArmed = true
+		m.flash("a bisect is running: quitting cancels it (X cancels and waits for the checkout to be restored) - q again to quit", style.Warn)
 		return m, nil
 	}
 	if key.Matches(msg, k.Quit.Binding) && msg.String() != "ctrl+c" && m.bench.BenchRun.Running && !armed {
@@ -132,10 +145,21 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 		return m, m.toggleGit()
 	case &k.Experiments:
 		m.toggleExperiments()
+	case &k.Axis:
+		a := m.rate.Axis().Next()
+		m.rate.SetAxis(a)
+		m.flash("axis of the tok/s bars: "+a.Describe(), style.Dim)
+	case &k.Since:
+		m.showHelp = false
+		m.overlay.Push(newSinceDialog(*m.since.c, m.now))
 	case &k.Experiment:
 		if id := m.exp.Pending(); id != "" && m.exp.Ledger().Find(id) != nil {
 			m.showHelp = false
 			return m, m.expForms.OpenConclude(id)
+		}
+		if m.bisRun.running {
+			m.flash("a bisect is running: each of its launches is an experiment it starts and ends itself (X cancels it)", style.Warn)
+			return m, nil
 		}
 		if m.bench.RepeatRun.Running {
 			// Each launch of a repeat is its experiment: ending one by
@@ -167,7 +191,7 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 // panels are the cockpit's parts that own their keys (component.Panel):
 // the four components and the benchmark's.
 func (m *Model) panels() []component.Panel {
-	return []component.Panel{m.log, m.gpus, m.git, m.exp, m.bench}
+	return []component.Panel{m.log, m.gpus, m.git, m.exp, m.bench, m.bis}
 }
 
 // panelOf is the panel whose binding b is, nil for the cockpit's own.
@@ -200,6 +224,8 @@ func (m *Model) body() component.Component {
 		return m.git
 	case m.exp.Open:
 		return m.exp
+	case m.bis.Open:
+		return m.bis
 	}
 	return m.log
 }

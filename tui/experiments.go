@@ -92,6 +92,7 @@ func (m *Model) wireExperiments() {
 		Ctx:      p.Ctx,
 		Flash:    m.flash,
 		Push:     forms.Push,
+		Bisect:   m.bisectFromCompare,
 	}
 	p.Compare = m.cmp.Open
 }
@@ -126,6 +127,7 @@ func (m *Model) toggleExperiments() {
 		return
 	}
 	m.exp.Open = true
+	m.bis.Open = false
 	m.showHelp = false
 	if m.git.Open {
 		m.git.Close()
@@ -207,10 +209,19 @@ func (m *Model) expSegs() (exp, rec []seg) {
 		if r := m.exp.Provisional(); r.N > 0 {
 			rate = experiments.MedianText(r) + " tok/s"
 		}
-		// The live delta against the marked baseline goes with the rate,
-		// in both forms: "e3 61.6 tok/s vs e1 -25.2%".
-		rate = component.JoinWords(rate, m.exp.BaselineDelta(cur))
-		out = append(out, seg{text: component.JoinWords(component.JoinWords(id, name), rate), short: component.JoinWords(id, rate), tone: style.Accent, prio: prioExp})
+		// The live delta against the marked baseline follows the rate:
+		// "e3 61.6 tok/s  vs e1 -25.2%", then the across-launch verdict's
+		// word ("slower", "no verdict").
+		long := component.JoinWords(component.JoinWords(id, name), rate)
+		out = append(out, seg{text: long, short: component.JoinWords(id, rate), tone: style.Accent, prio: prioExp})
+		// The delta and the verdict's word are fields of their own after
+		// it, which give way before the experiment does (the word first).
+		if d := m.exp.BaselineDelta(cur); d != "" {
+			out = append(out, seg{text: d, tone: style.Accent, prio: prioDelta})
+		}
+		if v := m.exp.BaselineVerdict(cur); v != "" {
+			out = append(out, seg{text: v, tone: style.Accent, prio: prioVerdict})
+		}
 	}
 	exp, out = out, nil
 	if m.hasJournal {

@@ -61,7 +61,7 @@ func (m *Model) footer(width int) string {
 			if !kb.Short && kb != &m.keys.TakeOver || show[i] {
 				continue
 			}
-			group := m.keys.footerLike(kb)
+			group := m.footerLike(kb)
 			switch essential := kb == &m.keys.Help || kb == &m.keys.Quit || kb == &m.keys.TakeOver; {
 			case pass == 0 && !essential, pass == 1 && group == "actions", pass == 2 && group != "actions":
 				continue

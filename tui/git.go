@@ -48,11 +48,15 @@ func (m *Model) wireGit() {
 		if m.bench.RepeatRun.Running {
 			return "a repeat is running: " + what + " would change the code its launches measure (R stops it)"
 		}
+		if m.bisRun.running {
+			return "a bisect is running: it checks out the commits it measures itself; " + what + " would change them (X cancels it)"
+		}
 		return notConnected(m)
 	}
 	p.Flash = m.flash
 	p.Record = m.recorder
 	p.Ctx = func() context.Context { return m.ctx }
+	p.Bisect = m.bisectFromGit
 	h := &gitdialog.Dialogs{
 		Panel:  p,
 		Ctx:    p.Ctx,
@@ -62,6 +66,9 @@ func (m *Model) wireGit() {
 		Remove: m.overlay.Remove,
 		Inputs: m.inputStyles,
 		Ctl:    p.Ctl,
+		// The tok/s measured at each commit: this session's experiments
+		// and the host's earlier ones (the experiments panel's).
+		Measured: func(commit string) string { return m.exp.Measured(commit) },
 	}
 	p.Dialogs = h
 }
@@ -74,6 +81,7 @@ func (m *Model) toggleGit() tea.Cmd {
 		return nil
 	}
 	m.exp.Open = false
+	m.bis.Open = false
 	m.showHelp = false
 	return m.git.Show(!m.opts.ReadOnly)
 }

@@ -327,7 +327,7 @@ func TestGitPanelFooterAndHelp(t *testing.T) {
 	m, _ := gitScene(200, 30, ptr(dirtyStatus()), Options{})
 	openGit(t, m)
 	ls := screenLines(m)
-	want := "? help  spc mark  r revert  s stash  a apply  P pop  D drop  c checkout  u undo  S snapshots  g/esc close  q quit"
+	want := "? help  spc mark  r revert  s stash  a apply  P pop  D drop  c checkout  u undo  S snapshots  I bisect  g/esc close  q quit"
 	if ls[len(ls)-1] != want {
 		t.Errorf("footer %q\nwant   %q", ls[len(ls)-1], want)
 	}

@@ -140,18 +140,18 @@ func TestGPUSourceHeader(t *testing.T) {
 	m = scene(80, 24, 8, 10, Options{})
 	send(m, ev(4*time.Second, srcFallback))
 	h = screenLines(m)[0]
-	if h != "flightdeck  root@gpu-box:22  connected  sglang ready 3m12s  GPU nvidia-smi" {
+	if h != "flightdeck  connected  sglang ready 3m12s  GPU nvidia-smi  HEAD bba2fc4" {
 		t.Errorf("80 columns: %q", h)
 	}
 	// Narrower, a healthy "connected" gives way to it, the server's
-	// state does not.
+	// state does not (and HEAD takes the host's place).
 	m = scene(60, 24, 8, 10, Options{})
 	send(m, ev(4*time.Second, srcFallback))
-	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box:22  ready 3m12s  GPU nvidia-smi" {
+	if h := screenLines(m)[0]; h != "flightdeck  sglang ready 3m12s  GPU nvidia-smi  HEAD bba2fc4" {
 		t.Errorf("60 columns: %q", h)
 	}
 	m.Update(tea.WindowSizeMsg{Width: 50, Height: 24})
-	if h := screenLines(m)[0]; h != "flightdeck  root@gpu-box:22  sglang ready 3m12s" {
+	if h := screenLines(m)[0]; h != "flightdeck  sglang ready 3m12s  HEAD bba2fc4" {
 		t.Errorf("50 columns: %q", h)
 	}
 	// When all is well the field gives way to every other: the header

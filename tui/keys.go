@@ -46,6 +46,14 @@ type KeyMap struct {
 	Experiment  component.Binding
 	Note        component.Binding
 	Experiments component.Binding
+
+	// Axis cycles how the tok/s sparkline is scaled (spark.Axis): around
+	// the baseline, auto, from zero. It only changes the view, so it acts
+	// in a replay too.
+	Axis component.Binding
+	// Since lists what changed on the host since the last session
+	// recorded for it (the banner's changes, in full).
+	Since component.Binding
 }
 
 // logCovered is why the log is not on screen: a panel shown in its place
@@ -56,6 +64,9 @@ func logCovered(m *Model) string {
 	}
 	if m.exp.Open {
 		return "the experiments panel is open (x or esc returns to the log)"
+	}
+	if m.bis.Open {
+		return "the bisect panel is open (i or esc returns to the log)"
 	}
 	return ""
 }
@@ -79,7 +90,9 @@ func DefaultKeyMap() KeyMap {
 		Experiment:  footer(bind("actions", "e", "experiment", "e")),
 		Note:        footer(bind("actions", "n", "note", "n")),
 		Experiments: footer(bind("view", "x", "experiments", "x")),
+		Axis:        footer(bind("view", "z", "axis", "z")),
 		TakeOver:    bind("actions", "T", "take over", "T"),
+		Since:       bind("host", "H", "host changes", "H"),
 	}
 	// What is hard to take back asks first (a component.Confirm; the git
 	// panel's keys are marked by the panel).
@@ -91,6 +104,8 @@ func DefaultKeyMap() KeyMap {
 	k.Launch.Long = "launch or relaunch the server (form; shows the command and env diff)"
 	k.Profile.Long = "choose the env profile (NCCL settings) for the next launch"
 	k.TakeOver.Long = "take over from the cockpit that drives the host (asks first)"
+	k.Axis.Long = "tok/s axis: baseline/auto/zero"
+	k.Since.Long = "host changes since your last session here: what changed, in full"
 	expBindings(&k)
 	return k
 }
@@ -107,6 +122,7 @@ func (m *Model) wireKeys() {
 	k.Experiment.Disabled = why(expUnavailable("an experiment"))
 	k.Note.Disabled = why(expUnavailable("a note"))
 	k.Git.Disabled = m.git.Unavailable
+	k.Since.Disabled = m.since.Unavailable
 }
 
 // all lists the cockpit's bindings in help order, its panels' among them
@@ -116,12 +132,14 @@ func (m *Model) all() []*component.Binding {
 	out := []*component.Binding{&k.Help, &k.Kill, &k.Launch, &k.Profile, &k.Git, &k.Experiment, &k.Note}
 	out = append(out, m.bench.Bindings()...)
 	out = append(out, m.log.Bindings()...)
-	out = append(out, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
+	out = append(out, &k.Axis, &k.Quit, &k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Bottom, &k.Top)
 	out = append(out, m.gpus.Bindings()...)
 	out = append(out, &k.Experiments)
 	out = append(out, m.exp.Bindings()...)
 	out = append(out, &k.TakeOver)
-	return append(out, m.git.Bindings()...)
+	out = append(out, m.git.Bindings()...)
+	out = append(out, m.bis.Bindings()...)
+	return append(out, &k.Since)
 }
 
 // matchOrder lists the bindings in the order a key is matched: the
@@ -150,9 +168,10 @@ func (m *Model) footerKeys() []*component.Binding {
 }
 
 // footerLike is the footer group b's place is decided with: the
-// experiments panel's key gives way like the actions (like g) do.
-func (k *KeyMap) footerLike(b *component.Binding) string {
-	if b == &k.Experiments {
+// experiments panel's key, the bisect panel's and the axis key give way
+// like the actions (like g) do.
+func (m *Model) footerLike(b *component.Binding) string {
+	if k := &m.keys; b == &k.Experiments || b == &k.Axis || b == &m.bis.PanelKey {
 		return "actions"
 	}
 	return b.Group
@@ -185,4 +204,4 @@ func (m *Model) FullHelp() [][]key.Binding {
 	return out
 }
 
-var helpGroups = []string{"log", "view", "git", "actions"}
+var helpGroups = []string{"log", "view", "git", "actions", "host"}

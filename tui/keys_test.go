@@ -121,7 +121,7 @@ func TestFooterFitsAndKeepsQuit(t *testing.T) {
 	// x (the experiments panel) follows g and gives way like the actions:
 	// the log keys come first, and the footer stays a prefix of the list.
 	for w, want := range map[int]string{
-		200: "? help  K kill  L launch  p profile  g git  x experiments  e experiment  n note  b bench  / filter  f follow  w wrap  q quit",
+		200: "? help  K kill  L launch  p profile  g git  x experiments  e experiment  n note  b bench  / filter  f follow  w wrap  z axis  q quit",
 		93:  "? help  K kill  L launch  p profile  g git  x experiments  / filter  f follow  w wrap  q quit",
 		92:  "? help  K kill  L launch  p profile  g git  / filter  f follow  w wrap  q quit",
 		80:  "? help  K kill  L launch  p profile  g git  / filter  f follow  w wrap  q quit",
@@ -135,7 +135,7 @@ func TestFooterFitsAndKeepsQuit(t *testing.T) {
 
 func TestKeyMapImplementsHelpKeyMap(t *testing.T) {
 	k := newSized(80, 24, Options{}) // the cockpit, its panels' keys with its own
-	if len(k.ShortHelp()) != 13 {
+	if len(k.ShortHelp()) != 14 {
 		t.Errorf("short help has %d bindings", len(k.ShortHelp()))
 	}
 	n := 0
@@ -164,7 +164,7 @@ func TestDangerousKeys(t *testing.T) {
 			got = append(got, b.Group+":"+b.Help().Key)
 		}
 	}
-	want := "actions:K actions:T git:r git:a git:P git:D git:c git:u"
+	want := "actions:K actions:T git:r git:a git:P git:D git:c git:u actions:X"
 	if strings.Join(got, " ") != want {
 		t.Errorf("dangerous keys %q, want %q", strings.Join(got, " "), want)
 	}

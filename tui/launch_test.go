@@ -211,7 +211,7 @@ func TestProfilePicker(t *testing.T) {
 	if m.Status() != "profile nccl-ll-ring for the next launch - L to relaunch" {
 		t.Errorf("flash %q", m.Status())
 	}
-	if h := screenLines(m)[0]; !strings.HasSuffix(h, "  profile -> nccl-ll-ring") {
+	if h := screenLines(m)[0]; !strings.HasSuffix(h, "  profile -> nccl-ll-ring  HEAD bba2fc4") {
 		t.Errorf("header %q", h)
 	}
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 24})

@@ -14,7 +14,10 @@
 // conclusion; with Options.Bench, b runs a benchmark; with
 // Options.Repeat, R relaunches the current configuration N times to
 // measure its noise (tui/panels/bench, its forms tui/dialogs/measure,
-// wired in bench.go). tui/replay plays a recorded journal back through
+// wired in bench.go); with Options.Bisect, b in a compare view or I on a
+// git reflog entry opens the bisect start dialog (tui/dialogs/bisect),
+// i shows the bisect panel (tui/panels/bisect) and X cancels the bisect
+// (wired in bisect.go). tui/replay plays a recorded journal back through
 // the same model, read-only, with a timeline (Options.Mode and
 // readonly.go are what it drives the model by).
 //
@@ -39,6 +42,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/tui/dialogs/launch"
 	"github.com/flightdeck-dev/flightdeck/tui/dialogs/measure"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/bench"
+	bisectpanel "github.com/flightdeck-dev/flightdeck/tui/panels/bisect"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/experiments"
 	gitpanel "github.com/flightdeck-dev/flightdeck/tui/panels/git"
 	"github.com/flightdeck-dev/flightdeck/tui/panels/gpus"
@@ -94,7 +98,7 @@ type Options struct {
 	LogLines int
 	// Keys replaces DefaultKeyMap, the root's own keys (quit, help,
 	// scrolling, the server and experiment actions), when non-nil; the
-	// panels' keys (f, /, w, tab, g's, x's, b, R) are the panels' own.
+	// panels' keys (f, /, w, tab, g's, x's, b, R, i, X) are the panels' own.
 	Keys *KeyMap
 	// Control drives the inference server (K kill, L launch, p profile);
 	// nil makes those keys say that server control is not available here.
@@ -139,6 +143,11 @@ type Options struct {
 	// event.DriverState events drive the header, the banners and what the
 	// keys that act do, either way.
 	Driver DriverControl
+	// Bisect runs the bisects started from a compare view (b) or the git
+	// panel (I), in tea.Cmds under the context Control's do; X cancels
+	// the one running (asked first). nil: those keys say why they cannot.
+	// The bisect events drive the bisect panel (i) either way.
+	Bisect BisectControl
 	// Mode is what a read-only cockpit says it is and the keys of what
 	// drives it (tui/replay sets it for a replay or a follower); the live
 	// cockpit ignores it.
@@ -183,6 +192,11 @@ type Model struct {
 	hasConn bool
 	server  serverState
 	head    string
+	// headCommit is HEAD's full commit id (event.RepoHead, event.GitStatus),
+	// "" unknown; code is the commit the running server was launched from
+	// (servercode.go).
+	headCommit string
+	code       serverCode
 
 	gpus *gpus.Panel // the GPU table, its banners, Xids and sampler; tab focuses it
 	rate spark.Series
@@ -231,6 +245,15 @@ type Model struct {
 	// views (tui/dialogs/compare, wired in experiments.go).
 	bench *bench.Panel
 	cmp   *cmpdialog.Views
+
+	// Issue 17: what changed on the host since the last session here
+	// (since.go): its banner, and H to list the changes.
+	since sinceBanner
+
+	// Issue 18: the bisect panel (tui/panels/bisect, wired in bisect.go)
+	// and the bisect started from here.
+	bis    *bisectpanel.Panel
+	bisRun bisectRun
 }
 
 // Default terminal size until the first tea.WindowSizeMsg.
@@ -256,6 +279,7 @@ func New(o Options) *Model {
 		git:         gitpanel.NewPanel(o.Git),
 		exp:         experiments.NewPanel(o.Experiments),
 		bench:       bench.NewPanel(),
+		bis:         bisectpanel.NewPanel(),
 	}
 	m.log.Path = sanitize.String(o.LogPath)
 	if o.Keys != nil {
@@ -270,6 +294,7 @@ func New(o Options) *Model {
 	m.wireGit()
 	m.wireExperiments()
 	m.wireBench()
+	m.wireBisect()
 	m.log.Covered = func() string { return logCovered(m) }
 	m.log.NoLog = m.noLog
 	switch {

@@ -180,8 +180,20 @@ func TestSparkline(t *testing.T) {
 			line = l
 		}
 	}
-	if !strings.HasSuffix(line, "▁▂▃▃▄ █  89.0 now  median 82.5  accept 2.31") {
+	// The default axis: 2.5 % of the run's median (82.5) a level, the
+	// median on the middle glyph.
+	if !strings.HasSuffix(line, "▄▄▅▅▆ █  89.0 now  median 82.5  accept 2.31  axis 74.2-88.7") {
 		t.Errorf("sparkline %q", line)
+	}
+	// z: the window's min to max.
+	press(m, "z")
+	for _, l := range screenLines(m) {
+		if strings.HasPrefix(l, "tok/s") {
+			line = l
+		}
+	}
+	if !strings.HasSuffix(line, "▁▂▃▃▄ █  89.0 now  median 82.5  accept 2.31  axis 80.0-89.0") {
+		t.Errorf("sparkline on the auto axis %q", line)
 	}
 	if w := ansi.StringWidth(line); w != 80 {
 		t.Errorf("sparkline width %d, want the panel width 80", w)
@@ -267,19 +279,20 @@ func TestHeaderLabelStaysBeforeTheHost(t *testing.T) {
 }
 
 // A narrow header drops the fields that do not fit whole (a bare "HEAD"
-// or "rea" says nothing) rather than cutting them.
+// or "rea" says nothing) rather than cutting them; HEAD takes the host's
+// place when it fits there (the window title names the host).
 func TestNarrowHeaderDropsFieldsWhole(t *testing.T) {
 	m := newSized(60, 24, Options{Head: "e7b9c70 [CI] Raise the nightly benchmark timeout"})
 	send(m, ev(0, event.ConnState{Host: "root@127.0.0.1:42133", Conn: event.Connected}),
 		ev(0, event.ServerReady{Server: "sglang"}))
 	m.Update(ClockMsg{Now: at(19 * time.Second)})
-	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42133  connected  ready 19s" {
+	if h := screenLines(m)[0]; h != "flightdeck  connected  sglang ready 19s  HEAD e7b9c70" {
 		t.Errorf("60 columns: %q", h)
 	}
 	// A healthy "connected" gives way before the server's state (a
 	// connection in trouble would not: see connSeg).
 	m.Update(tea.WindowSizeMsg{Width: 50, Height: 24})
-	if h := screenLines(m)[0]; h != "flightdeck  root@127.0.0.1:42133  sglang ready 19s" {
+	if h := screenLines(m)[0]; h != "flightdeck  sglang ready 19s  HEAD e7b9c70" {
 		t.Errorf("50 columns: %q", h)
 	}
 	// The host is cut rather than dropped: it says where this is.
@@ -402,6 +415,7 @@ func TestSparklineRuns(t *testing.T) {
 		}
 		return ""
 	}
+	press(m, "z") // the auto axis: a flat run fills the top
 	for range 20 {
 		send(m, ev(0, event.TokRate{TokPerSec: 62.5, Ranks: 1}))
 	}
@@ -413,7 +427,13 @@ func TestSparklineRuns(t *testing.T) {
 	for _, v := range []float64{88.5, 89, 89.5} {
 		send(m, ev(3*time.Second, event.TokRate{TokPerSec: v, Ranks: 1}))
 	}
-	if l := tokLine(); !strings.HasSuffix(l, "89.5 now  median 89.0") {
+	if l := tokLine(); !strings.HasSuffix(l, "89.5 now  median 89.0  axis 62.5-89.5 (auto)") {
 		t.Errorf("after the relaunch: %q", l)
+	}
+	// Around the run's median (the default axis) the climb is as tall as
+	// the scale goes: 62.5 is far under -10 % of 89.
+	press(m, "z", "z")
+	if l := tokLine(); !strings.HasSuffix(l, strings.Repeat("▁", 20)+" ▅▅▅  89.5 now  median 89.0  axis 80.1-95.7") {
+		t.Errorf("after the relaunch, around the run's median: %q", l)
 	}
 }

@@ -62,8 +62,8 @@ func (m *Model) DialogOpen() bool { return !m.overlay.Empty() }
 
 // CarryView gives m what the user chose to look at in from, a model of
 // the same journal at another time: the help and its scroll, the status
-// line, the focused GPU table, the open panel and the experiments panel's
-// cursor and marks, the dismissed bench result, wrap and the log filter
+// line, the focused GPU table, the open panel (git, bisect) and the experiments panel's
+// cursor and marks, the dismissed bench result and since banner, the tok/s axis, wrap and the log filter
 // (being typed too). A replay carries them across a seek, which rebuilds
 // the screen in a fresh model.
 func (m *Model) CarryView(from *Model) {
@@ -71,9 +71,12 @@ func (m *Model) CarryView(from *Model) {
 	m.helpTop, m.helpMax = from.helpTop, from.helpMax
 	m.status, m.statusTone = from.status, from.statusTone
 	m.git.Open = from.git.Open
+	m.bis.Open = from.bis.Open
 	m.exp.CarryView(from.exp)
 	m.bench.CarryDismissed(from.bench)
+	m.since.carryDismissed(from.since)
 	m.log.Wrap = from.log.Wrap
+	m.rate.SetAxis(from.rate.Axis())
 	if from.log.Query != "" {
 		m.log.SetFilter(from.log.Query)
 	}

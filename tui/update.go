@@ -60,6 +60,10 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.benchResult(msg)
 	case RepeatResultMsg:
 		return m, m.repeatResult(msg)
+	case BisectRangeMsg:
+		m.bisectRangeResult(msg)
+	case BisectResultMsg:
+		m.bisectResult(msg)
 	case CompareRangeMsg:
 		m.rangeResult(msg)
 	case tea.PasteMsg:
@@ -130,9 +134,14 @@ func (m *Model) apply(ev event.Event) {
 		m.head = formatHead(p)
 		m.headShort = sanitize.String(p.Short)
 		m.headChanged = trackedChanges(p)
+		m.setHead(p.Commit, p.Short)
 	case event.RepoUnreadable:
 		m.head = "? (repository unreadable)"
+		m.setHead("", "")
 	case event.ServerLaunched:
+		// The server runs HEAD as it is now (its fingerprint says for
+		// sure a moment later).
+		m.code.launched(p, m.headCommit, m.headShort)
 		// The non-critical Xids were about the processes before it
 		// (force-killing a TP server logs Xid 45 on every GPU).
 		m.gpus.ClearAppXids()
@@ -142,6 +151,7 @@ func (m *Model) apply(ev event.Event) {
 			m.rate.EndRun() // the next figures are another run's
 		}
 		m.srv.setStatus(p)
+		m.adoptedCode(p)
 	case event.ServerFailure:
 		class := event.ServerFailureClass(sanitize.String(string(p.Class)))
 		// The primary class by serverlog's own rule (FailureClass.Tier, as
@@ -157,6 +167,9 @@ func (m *Model) apply(ev event.Event) {
 		if p.Head.Short != "" {
 			m.headShort = sanitize.String(p.Head.Short)
 		}
+		if p.Head.ID != "" {
+			m.setHead(p.Head.ID, p.Head.Short)
+		}
 	case event.GitAction:
 		m.git.SetAction(p, ev.At)
 	case event.GitMoved:
@@ -171,9 +184,24 @@ func (m *Model) apply(ev event.Event) {
 		m.applyBench(p)
 	case event.RepeatProgress:
 		m.bench.Repeated(p)
+	case event.History:
+		m.exp.SetHistory(p)
+		// An adopted server's launch may be in an earlier session's
+		// journal: its commit is known now.
+		m.adoptedCode(m.srv.st)
 	case event.DriverState:
 		m.applyDriver(p, ev.At)
-	case event.Baseline, event.ExperimentFingerprint, event.ExperimentStart, event.Key,
+	case event.ExperimentStart:
+		m.code.started(p)
+	case event.ExperimentFingerprint:
+		m.code.fingerprinted(p, len(m.headShort))
+	case event.HostChanges:
+		m.since.Set(p, ev.At)
+	case event.HostState:
+		// what the next session compares with; the banner is host-changes'
+	case event.BisectStart, event.BisectLaunch, event.BisectEnd, event.BisectProgress:
+		m.bis.Apply(p, ev.At)
+	case event.Baseline, event.Key,
 		event.KillStep, event.LogBench, event.LogFollowError, event.Note, event.Prefill,
 		event.Repeat, event.ServerHealthy, event.ServerObserved, event.Session, event.SpecDecode,
 		event.Throughput:

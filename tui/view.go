@@ -59,14 +59,23 @@ func (m *Model) render() string {
 	lines := make([]string, 0, h+8)
 	lines = append(lines, m.header(w))
 
-	// Server notices first (at most two: an action's, a failure's line),
-	// then a benchmark's and a repeat's progress, then git's (an action
+	// The driver's, then what changed since the last session here (it
+	// comes once, at connect), then the server's notices (at most two: an
+	// action's, a failure's line), then a benchmark's and a repeat's progress, then git's (an action
 	// in flight, HEAD moved), then nvidia-smi's.
-	banners := append(m.driverBanners(), m.serverBanners()...)
-	banners = append(banners, m.bench.Banners()...)
-	banners = append(append(banners, m.git.Banners(w)...), m.exp.Banners(w)...)
+	// The since notice takes the lines the others leave (at least one):
+	// it never pushes a live alert (HEAD moved, a failure) off the screen.
+	var live []component.Banner
+	live = append(live, m.serverBanners()...)
+	live = append(live, m.bench.Banners()...)
+	live = append(live, m.bis.Banners()...)
+	live = append(append(live, m.git.Banners(w)...), m.exp.Banners(w)...)
 	gpuBanners := m.gpus.Banners(m.now)
-	banners = append(banners, gpuBanners...)
+	live = append(live, gpuBanners...)
+	banners := m.driverBanners()
+	room := computeLayout(h, m.gpus.Len(), maxBanners).banners - len(banners) - len(live)
+	banners = append(banners, m.since.Banners(w, m.now, max(room, 1))...)
+	banners = append(banners, live...)
 	l := computeLayout(h, m.gpus.Len(), len(banners))
 	if len(banners) > l.banners && l.banners > 0 {
 		more := len(banners) - l.banners + 1
@@ -101,10 +110,11 @@ func (m *Model) render() string {
 		if m.noLog() {
 			lines = append(lines, spark.Note(st, w, noLogText))
 		} else {
+			m.rate.SetBaseline(m.exp.BaselineTokPerSec())
 			lines = append(lines, m.rate.Render(st, w))
 		}
 		switch {
-		case m.git.Open, m.exp.Open:
+		case m.git.Open, m.exp.Open, m.bis.Open:
 			// The git or the experiments panel takes the log tail's place
 			// (title and lines).
 			c := m.body()
@@ -185,23 +195,28 @@ const (
 	prioReadyIn
 	prioSampler   // how GPUs are sampled, when all is well (the help screen says it too)
 	prioServerWho // the server's name and pid (its state stays longer)
+	prioVerdict   // the verdict's word after the open experiment's delta (the x panel gives it in full)
+	prioDelta     // the open experiment's delta against the baseline
 	prioExp
 	prioHead
 	prioProfile
-	prioConnOK   // "connected": a healthy connection says less than a fallback
-	prioFallback // GPUs sampled by nvidia-smi because NVML or the agent failed
+	prioConnOK     // "connected": a healthy connection says less than a fallback
+	prioServerCode // "server a6d51c0 != HEAD e7b9c70": the server runs other code than HEAD
+	prioFallback   // GPUs sampled by nvidia-smi because NVML or the agent failed
 	prioServer
 	prioJournal
 	prioConn
 )
 
 // header is "flightdeck  [replay]  [label]  host  conn  server  profile
-// GPU sampler  HEAD ...", cut to width. When it does not fit, fields give
+// GPU sampler  HEAD ..." (or "server a6d51c0 != HEAD e7b9c70 ...",
+// servercode.go), cut to width. When it does not fit, fields give
 // way by priority, lowest first: a field's long form (seg.shortPrio; most
 // go before any field, rightmost first) or the whole field (seg.prio: a
 // bare "HEAD" or "rea" says nothing); then fields that fit again get
 // their long form back, highest shortPrio first. Fields that may be cut
-// (the host, an error, a server's stage) are cut instead of dropped.
+// (the host, an error, a server's stage) are cut instead of dropped, but
+// the host gives way to HEAD (headOverHost).
 func (m *Model) header(w int) string {
 	host := m.hostLabel()
 	segs := make([]seg, 0, 7)
@@ -212,6 +227,7 @@ func (m *Model) header(w int) string {
 	if m.label != "" {
 		segs = append(segs, seg{text: m.label, tone: style.Title, cut: true})
 	}
+	hostI := len(segs)
 	segs = append(segs, seg{text: host, short: strings.TrimSuffix(host, ":22"), tone: style.Text, cut: true, shortPrio: prioServerWho})
 	if m.hasConn {
 		c := m.connSeg()
@@ -234,10 +250,10 @@ func (m *Model) header(w int) string {
 	if f, ok := m.gpus.HeaderField(); ok {
 		segs = append(segs, samplerSeg(f))
 	}
+	headI := -1
 	if m.head != "" {
-		h := "HEAD " + m.head
-		short, _, _ := strings.Cut(h[5:], " ")
-		segs = append(segs, seg{text: h, short: "HEAD " + short, tone: style.Text, prio: prioHead})
+		headI = len(segs)
+		segs = append(segs, m.headSeg())
 	}
 	segs = append(segs, exp...)
 	full := make([]string, len(segs))
@@ -293,7 +309,7 @@ func (m *Model) header(w int) string {
 	// Room again: long forms back, highest shortPrio first, then left to
 	// right (a header has far fewer than 64 fields; any past the 64th keep
 	// their short form).
-	total := needTotal
+	total := headOverHost(segs, hostI, headI, needTotal, w)
 	var tried uint64
 	for {
 		best := -1
@@ -345,6 +361,28 @@ func (m *Model) header(w int) string {
 		}
 	}
 	return b.String()
+}
+
+// headOverHost gives the host's place to HEAD (segs[headI]) when HEAD
+// was dropped and its short form fits there: the commit the server runs
+// (or HEAD) says more than the SSH address, which the window title names
+// too. total is what the fields shown need (as header counts it), w the
+// width; it returns the new total.
+func headOverHost(segs []seg, hostI, headI, total, w int) int {
+	if headI < 0 || segs[headI].text != "" || segs[hostI].text == "" {
+		return total
+	}
+	head := segs[headI]
+	head.text = head.short
+	if head.text == "" {
+		return total
+	}
+	t := total - (segs[hostI].need() + 2) + head.need() + 2
+	if t > w {
+		return total
+	}
+	segs[hostI].text, segs[headI].text = "", head.text
+	return t
 }
 
 // samplerSeg is the header's field on how GPUs are sampled (f): "GPU

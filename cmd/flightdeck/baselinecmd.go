@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/history"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -26,7 +30,9 @@ func newJournalBaselineCmd() *cobra.Command {
 		Long: `baseline marks experiment EXP (an id, e2, or a name, as journal diff takes
 them) as the baseline of the journal FILE, by appending an exp-baseline
 event to it: journal show then marks it, its delta column counts from it,
-and "baseline" in journal diff names it. The latest mark wins; --clear
+and "baseline" in journal diff names it. EXP may be an earlier session's
+experiment, JOURNAL:ID (last week's 2026-11-24-101500-demo:e1): the mark
+names it so, and journal show and the cockpit look it up there. The latest mark wins; --clear
 appends one that clears it.
 
 A journal a cockpit is writing now is refused: mark the baseline there (B
@@ -68,7 +74,18 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 	}
 	l := &lj.report.Ledger
 	id, what := "", ""
-	if !f.clear {
+	var earlier *event.History
+	_, _, qualified := history.Split(args[len(args)-1])
+	switch {
+	case f.clear:
+	case qualified:
+		h, qid, w, err := earlierExperiment(args[1], f.dir)
+		if err != nil {
+			lj.Close()
+			return err
+		}
+		earlier, id, what = &h, qid, w
+	default:
 		x := l.Find(args[1])
 		if x == nil {
 			lj.Close()
@@ -76,23 +93,23 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 		}
 		id, what = x.ID, sanitize.OneLine(x.ID)+" "+fmt.Sprintf("%q", sanitize.OneLine(x.Name))
 	}
-	cur := l.Baseline()
+	cur := l.BaselineID() // the mark, whichever journal it names
 	host := lj.report.Header.Host
 	lj.Close()
 	out := cmd.OutOrStdout()
 	switch {
-	case f.clear && cur == nil:
+	case f.clear && cur == "":
 		fmt.Fprintf(out, "no baseline is marked in %s: nothing to clear\n", sanitize.String(path))
 		return nil
-	case !f.clear && cur != nil && cur.ID == id:
+	case !f.clear && cur == id:
 		fmt.Fprintf(out, "%s is the baseline of %s already\n", what, sanitize.String(path))
 		return nil
 	}
-	if err := appendBaseline(cmd.Context(), path, host, id); err != nil {
+	if err := appendBaseline(cmd.Context(), path, host, id, earlier); err != nil {
 		return err
 	}
 	if f.clear {
-		fmt.Fprintf(out, "baseline %s cleared in %s\n", sanitize.OneLine(cur.ID), sanitize.String(path))
+		fmt.Fprintf(out, "baseline %s cleared in %s\n", sanitize.OneLine(cur), sanitize.String(path))
 		return nil
 	}
 	fmt.Fprintf(out, "baseline: %s in %s (flightdeck journal diff %s baseline B compares with it)\n", what, sanitize.String(path), shellQuote(path))
@@ -105,8 +122,54 @@ func runJournalBaseline(cmd *cobra.Command, args []string, f journalBaselineFlag
 // this command). A cockpit that took the journal since it was checked
 // gives a refusal (its *journal.LockedError); other errors are I/O
 // errors.
-func appendBaseline(ctx context.Context, path, host, id string) error {
+//
+// earlier, when set, holds the journal of an earlier session whose
+// experiment id names (qualified): the session may then mark it.
+func appendBaseline(ctx context.Context, path, host, id string, earlier *event.History) error {
 	return amendJournal(ctx, path, host, "journal baseline", func(s *sessions.Session) error {
+		if earlier != nil {
+			s.SetHistory(*earlier)
+		}
 		return s.Baseline(ctx, id)
 	})
+}
+
+// earlierExperiment resolves a qualified experiment name (JOURNAL:ID,
+// JOURNAL a path, a journal's name or a unique prefix of one under dir):
+// a history holding that journal, the experiment's qualified id and its
+// words for the output. Errors name what was not found.
+func earlierExperiment(arg, dir string) (event.History, string, string, error) {
+	part, exp, _ := history.Split(arg)
+	d, err := journalDir(dir)
+	if err != nil {
+		return event.History{}, "", "", err
+	}
+	var j history.Journal
+	if fi, err := os.Stat(part); err == nil && fi.Mode().IsRegular() {
+		h, err := journal.ReadHeader(part)
+		if err != nil {
+			return event.History{}, "", "", err
+		}
+		abs, _ := filepath.Abs(part)
+		j = history.Journal{Path: abs, Header: h}
+	} else {
+		all, err := history.All(d)
+		if err != nil {
+			return event.History{}, "", "", err
+		}
+		if j, err = history.Match(all, part); err != nil {
+			return event.History{}, "", "", refusedf("%v in %s (see flightdeck journal ls)", err, d)
+		}
+	}
+	r, _, err := history.Load(j.Path)
+	if err != nil {
+		return event.History{}, "", "", err
+	}
+	x := r.Ledger.Find(exp)
+	if x == nil {
+		return event.History{}, "", "", refusedf("no experiment %q in %s (have %s)", sanitize.OneLine(exp), j.Path, r.ExpList())
+	}
+	id := history.Qualify(j.Name(), x.ID)
+	h := event.History{Journals: []event.HistoryJournal{{Name: j.Name(), Path: j.Path, Header: j.Header, Events: history.Events(r, j.Name())}}}
+	return h, id, sanitize.OneLine(id) + " " + fmt.Sprintf("%q", sanitize.OneLine(x.Name)), nil
 }

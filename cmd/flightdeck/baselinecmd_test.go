@@ -49,7 +49,7 @@ func TestJournalBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"89.0 [88.8, 89.3] (n=20)  baseline", "62.5 [62.3, 62.8] (n=20)  -29.8%", "\nbaseline  e2 ", "flightdeck " + versionString() + " pid "} {
+	for _, want := range []string{"89.0 [88.8, 89.3] (n=20)          baseline  baseline", "62.5 [62.3, 62.8] (n=20)          -29.8%    no verdict: 1+1 launches", "\nbaseline  e2 ", "flightdeck " + versionString() + " pid "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}

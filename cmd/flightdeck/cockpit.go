@@ -61,7 +61,7 @@ func (f lockFlags) driving() sessions.DriverOptions {
 // cockpitOptions gives the screen the session's actions: server control,
 // the benchmark and the take-over always; the git panel's actions with a
 // checkout (hasRepo); experiments, notes, the baseline and the repeat with
-// a journal.
+// a journal; the bisect with both.
 func cockpitOptions(o tui.Options, s *sessions.Session, hasRepo bool) tui.Options {
 	o.Control, o.Bench, o.Driver = s, s, s
 	if hasRepo {
@@ -69,6 +69,9 @@ func cockpitOptions(o tui.Options, s *sessions.Session, hasRepo bool) tui.Option
 	}
 	if s.Journaled() {
 		o.Experiments, o.Measure, o.Repeat = s, s, s
+		if hasRepo {
+			o.Bisect = s // each launch is an experiment, each step a journal record
+		}
 	}
 	return o
 }
@@ -87,6 +90,7 @@ func runCockpit(ctx context.Context, s *sessions.Session, opts tui.Options, run 
 	uiCtx, uiCancel := context.WithCancel(ctx)
 	defer uiCancel()
 	events := s.Subscribe(uiCtx, 4096)
+	s.LoadHistory() // the host's earlier experiments, in the background
 	rctx := s.Start(ctx, run)
 
 	screenOpen.Store(true)

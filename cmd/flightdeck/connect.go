@@ -165,7 +165,11 @@ func runConnect(ctx context.Context, target string, f connectFlags) error {
 		return err
 	}
 	opts := cockpitOptions(tui.Options{Host: host.Name(), LogPath: f.log, NoLog: f.log == "", Color: f.color.Mode()}, s, f.repo != "")
-	err = runCockpit(ctx, s, opts, func(ctx context.Context) error { return s.Run(ctx, lc) })
+	err = runCockpit(ctx, s, opts, func(ctx context.Context) error {
+		// What changed since the last session here: in the background,
+		// once the probes run (the state takes the first GPU sample).
+		return s.Run(ctx, lc, func() { s.RecordSinceLast(ctx, sessions.SinceOptions{}) })
+	})
 	// A git action the screen was quit under finishes before the
 	// connection closes (it would be cut off in the middle).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)

@@ -32,6 +32,11 @@ type demoFlags struct {
 	lock       lockFlags
 	join       bool
 	gpu        gpuFlags
+	history    int
+	// timeScale and startupDelay pace the simulated server (as flightdeck
+	// sim host's flags): a bisect's dozens of launches in minutes.
+	timeScale    float64
+	startupDelay time.Duration
 }
 
 func newDemoCmd() *cobra.Command {
@@ -42,7 +47,9 @@ func newDemoCmd() *cobra.Command {
 		Long: `demo builds a simulated GPU host in a temporary directory — a fake nvidia-smi
 for N H200-like GPUs, a fake SGLang server whose log and tok/s follow the
 reference numbers (62.5 tok/s untuned, 89 with the NCCL profile, x0.92 at the
-regressing commit), and a git checkout with that regression in its history —
+regressing commit), and a git checkout with that regression in its history
+(--history commits after the checkout's baseline, three of which fail to
+launch as a broken build does; --history 3 is the short story) —
 serves it through an SSH server on 127.0.0.1 with throwaway keys, launches
 the simulated server with the "sim" preset (env profile --profile, default
 none) and opens the cockpit on it through the same SSH client path as
@@ -67,6 +74,7 @@ journal as it is written.`,
 		Example: `  flightdeck demo
   flightdeck demo --gpus 64
   flightdeck demo --profile nccl-ll-ring
+  flightdeck demo --history 3         # the short git story: typo fix, regression, CI commit
   flightdeck demo --gpu-capture remote/sim/captures/linux-x86_64__nvidia-h200__590.48.01.txt
   flightdeck demo --replay-log server.log
   flightdeck demo --fault lost=6 --fault pcie=3 --fault thermal=4
@@ -76,7 +84,7 @@ journal as it is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.join {
-				for _, name := range []string{"gpus", "gpu-capture", "replay-log", "profile", "eagle", "fault"} {
+				for _, name := range []string{"gpus", "gpu-capture", "replay-log", "profile", "eagle", "fault", "history", "time-scale", "startup-delay"} {
 					if cmd.Flags().Changed(name) {
 						return fmt.Errorf("--join: --%s belongs to the demo that serves the host, not to a joining cockpit", name)
 					}
@@ -93,6 +101,9 @@ journal as it is written.`,
 	fl.BoolVar(&f.eagle, "eagle", false, "simulate EAGLE-3 2-step speculative decoding: accept length shown; 94 tok/s at the baseline commit, about 60 at the regressing HEAD (as in the seeds)")
 	fl.DurationVar(&f.interval, "interval", time.Second, "GPU sampling interval")
 	f.gpu.add(fl)
+	fl.IntVar(&f.history, "history", sim.DefaultHistory, fmt.Sprintf("commits on the checkout's upstream after its baseline (%d-%d): the regression, commits that fail to launch, unrelated work; 3 is the short story", sim.MinHistory, sim.MaxHistory))
+	fl.Float64Var(&f.timeScale, "time-scale", 1, "run the simulated server's durations this many times faster (tests; a bisect of the history in minutes)")
+	fl.DurationVar(&f.startupDelay, "startup-delay", 2500*time.Millisecond, "the simulated server's start-up time, before --time-scale")
 	fl.StringVar(&f.dir, "dir", "", "build the simulated host here and keep it (default: a temporary directory, removed at exit)")
 	fl.StringArrayVar(&f.faults, "fault", nil, "inject a fault (repeatable): lost=GPU, pcie=GPU (Gen4 x8), thermal=GPU, handle-lost=GPU, stall, xid=GPU:CODE (an Xid NVML reports, e.g. xid=3:79)")
 	addColorFlags(fl, &f.color)
@@ -108,6 +119,9 @@ func runDemo(ctx context.Context, f demoFlags) error {
 	}
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", f.interval)
+	}
+	if f.history < sim.MinHistory || f.history > sim.MaxHistory {
+		return fmt.Errorf("--history %d: want %d to %d", f.history, sim.MinHistory, sim.MaxHistory)
 	}
 	if err := f.gpu.check(); err != nil {
 		return err
@@ -173,11 +187,14 @@ func runDemo(ctx context.Context, f demoFlags) error {
 		site := joined
 		if !f.join {
 			h, err := sim.Start(ctx, sim.Options{
-				Dir:        f.dir,
-				GPUs:       f.gpus,
-				GPUCapture: f.gpuCapture,
-				ReplayLog:  f.replayLog,
-				Eagle:      f.eagle,
+				Dir:          f.dir,
+				GPUs:         f.gpus,
+				GPUCapture:   f.gpuCapture,
+				ReplayLog:    f.replayLog,
+				Eagle:        f.eagle,
+				History:      f.history,
+				TimeScale:    f.timeScale,
+				StartupDelay: f.startupDelay,
 			})
 			if err != nil {
 				return fmt.Errorf("start the simulated host: %w", err)
@@ -232,15 +249,16 @@ func runDemo(ctx context.Context, f demoFlags) error {
 					}
 				}
 			}()
-			err := s.Run(lctx, lc)
+			err := s.Run(lctx, lc, func() { s.RecordSinceLast(lctx, sessions.SinceOptions{}) })
 			if errors.Is(context.Cause(lctx), errDemoGone) {
 				s.Quiet() // the lock went with the host: its release cannot work
 				return fmt.Errorf("the demo serving the simulated host (pid %d) has quit: the host is gone", site.PID)
 			}
 			return err
 		}
-		// The first launch goes through the same path as the L key.
-		return s.Run(ctx, lc, func() {
+		// The first launch goes through the same path as the L key; what
+		// changed since the last demo in this --dir is compared beside it.
+		return s.Run(ctx, lc, func() { s.RecordSinceLast(ctx, sessions.SinceOptions{}) }, func() {
 			plan, err := s.Plan(s.Request())
 			if err == nil {
 				_, err = s.Launch(ctx, plan)

@@ -19,7 +19,7 @@ import (
 // every byte of the work is back.
 func TestDemoGitInTmux(t *testing.T) {
 	bin := flightdeckBinary(t)
-	s := startTmux(t, 200, 50, bin+" demo")
+	s := startTmux(t, 200, 50, bin+" demo --history 3")
 
 	screen := s.waitScreen(40*time.Second, func(screen string) string {
 		if !readyHeader.MatchString(screen) {
@@ -90,6 +90,9 @@ func TestDemoGitInTmux(t *testing.T) {
 	}
 	s.keys("y")
 	s.waitScreen(15*time.Second, has("HEAD "+regressing))
+	// The action done (HEAD is read before it ends: L meanwhile is
+	// refused as busy).
+	s.waitScreen(15*time.Second, has("checkout "+regressing+" ok"))
 
 	// L: relaunch on the regressing commit: the tok/s drops by its 8 %.
 	s.keys("L")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -19,9 +20,14 @@ import (
 // Markdown report tells the story with numbers and names the commit, and
 // the replay seeks between the experiments.
 func TestDemoExperimentStoryInTmux(t *testing.T) {
-	bin := flightdeckBinary(t)
+	// Not parallel: its replay jumps to 0:00:03, where the first launch
+	// must be up, which a loaded machine's slower demo start misses.
+	// A state directory of its own: the other tests' demo journals are of
+	// the same (simulated) host, and the x panel would list them too.
+	state, exe := t.TempDir(), flightdeckBinary(t)
+	bin := "XDG_STATE_HOME=" + state + " " + exe
 	path := t.TempDir() + "/story.jsonl"
-	s := startTmux(t, 200, 50, bin+" demo --journal "+path)
+	s := startTmux(t, 200, 50, bin+" demo --history 3 --journal "+path)
 	relaunch := func(profile string) {
 		s.keys("L")
 		s.waitScreen(10*time.Second, has("flightdeck sim server"))
@@ -101,7 +107,9 @@ func TestDemoExperimentStoryInTmux(t *testing.T) {
 	s.quit()
 
 	// The report: three experiments with their numbers, the commit named.
-	out, err := exec.Command(bin, "journal", "export", path, "--format", "md").CombinedOutput()
+	export := exec.Command(exe, "journal", "export", path, "--format", "md")
+	export.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	out, err := export.CombinedOutput()
 	if err != nil {
 		t.Fatalf("journal export: %v\n%s", err, out)
 	}

@@ -128,7 +128,9 @@ func has(want string) func(string) string {
 // returns its short id.
 func (s *tmuxSession) pickRegressing() string {
 	s.t.Helper()
-	pick := regexp.MustCompile(`(?m)^.*> ([0-9a-f]{7})\s+\S+\s+Fix PCG MoE Error`)
+	// The row: id, age, the tok/s measured at the commit once one of the
+	// log's was measured ("89.4 tok/s n=2", "-"), subject.
+	pick := regexp.MustCompile(`(?m)^.*> ([0-9a-f]{7})\s+\S+\s+(?:[0-9.]+ tok/s n=\d+\s+|-\s+)?Fix PCG MoE Error`)
 	for i := 0; i < 12; i++ {
 		if m := pick.FindStringSubmatch(s.capture()); m != nil {
 			return m[1]

@@ -57,7 +57,7 @@ tok/s, the server's status, the GPUs, the checkout's HEAD) into a journal,
 starts an experiment with its fingerprint (commit, dirty patch, launch
 command and environment, versions, GPU clocks and links), measures it until
 it has --samples steady tok/s samples or --for has passed, and ends it with
---conclusion. The result — the tok/s median [95 % CI] — is printed with the
+--conclusion. The result — the tok/s median [within-launch 95 %] — is printed with the
 journal's path: flightdeck journal diff FILE A B compares two experiments,
 journal conclude writes a conclusion afterwards.
 
@@ -148,11 +148,11 @@ func runExperimentStart(cmd *cobra.Command, alias string, f experimentFlags) err
 			default:
 			}
 		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
-			event.DriverState, event.ExperimentFingerprint, event.ExperimentStart, event.ExperimentUpdate,
+			event.DriverState, event.HostChanges, event.HostState, event.ExperimentFingerprint, event.ExperimentStart, event.ExperimentUpdate,
 			event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved,
 			event.GitStatus, event.JournalStatus, event.Key, event.KillStep, event.LogBench,
 			event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
-			event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerFailure,
+			event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerFailure,
 			event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerReady, event.Session,
 			event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
 			// not the experiment's course

@@ -9,6 +9,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/history"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 // The checkout verb: flightdeck git checkout, with its preview (the
@@ -53,7 +55,7 @@ of them is saved first, and the undo command printed.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			printPreview(w, st, p)
+			printPreview(w, st, p, measuredAt(r.Host.Name()))
 			if p.To.ID == st.Head.ID && p.Branch == st.Branch {
 				fmt.Fprintln(w, "already there: nothing to do")
 				return nil
@@ -82,7 +84,25 @@ func headText(id, branch string) string {
 	return git.ShortID(id) + " on " + sanitize.String(branch)
 }
 
-func printPreview(w io.Writer, st event.GitStatus, p git.Preview) {
+// measuredAt is the tok/s the host's journals (the default journals
+// directory) measured at a commit, for the preview's commit lists
+// (history.MeasuredText); nil when none was measured on the host.
+func measuredAt(host string) func(commit string) string {
+	dir, err := journal.DefaultDir()
+	if err != nil {
+		return nil
+	}
+	h, err := history.Collect(dir, host, history.Own{}, 0)
+	if err != nil || len(h.Journals) == 0 {
+		return nil
+	}
+	exps := history.Experiments(history.Fold(h))
+	return func(commit string) string { return history.MeasuredText(exps, commit) }
+}
+
+// printPreview prints what checking out p.Target does; measured, when
+// set, gives each commit listed the tok/s measured at it.
+func printPreview(w io.Writer, st event.GitStatus, p git.Preview, measured func(commit string) string) {
 	s := sanitize.String
 	to := "detached at " + s(p.To.Short)
 	if p.Branch != "" {
@@ -94,6 +114,10 @@ func printPreview(w io.Writer, st event.GitStatus, p git.Preview) {
 	commits := func(verb, sign string, list []event.Commit, count int) {
 		fmt.Fprintf(w, "%s %d commit%s\n", verb, count, plural(count))
 		for _, c := range list {
+			if measured != nil {
+				fmt.Fprintf(w, "  %s %s %-15s %s\n", sign, s(c.Short), s(measured(c.ID)), s(c.Subject))
+				continue
+			}
 			fmt.Fprintf(w, "  %s %s %s\n", sign, s(c.Short), s(c.Subject))
 		}
 		if more := count - len(list); more > 0 {

@@ -3,14 +3,19 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/history"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
+	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
@@ -35,9 +40,11 @@ error.
 
 The format: docs/journal-format.md. Replay a journal: flightdeck replay FILE.`,
 		Example: `  flightdeck journal ls
+  flightdeck journal ls --host gpu-box
   flightdeck journal show 2026-11-29-101500-demo
   flightdeck journal show 2026-11-29-101500-demo e2
   flightdeck journal diff 2026-11-29-101500-demo baseline e3
+  flightdeck journal diff 2026-11-24-101500-demo:e1 2026-11-29-101500-demo:e3
   flightdeck journal export 2026-11-29-101500-demo --format md -o report.md
   flightdeck journal export 2026-11-29-101500-demo --format csv -o tok.csv`,
 	}
@@ -173,4 +180,39 @@ func openJournal(arg, dir string) (*loadedJournal, error) {
 		return nil, err
 	}
 	return loadJournal(path)
+}
+
+// withEarlier gives lj's report the experiments of the host's earlier
+// journals (earlierOf), so that its verdicts pool launches and A/A noise
+// as the cockpit's x panel does.
+func withEarlier(lj *loadedJournal, dir string, errOut io.Writer) {
+	lj.report.Earlier = earlierOf(lj, dir, errOut)
+}
+
+// earlierOf returns the experiments, with qualified ids, of the journals
+// of lj's host under the journals directory (dir, else the default)
+// created before lj (history.Earlier), leaving out those named in skip
+// (journal names: a diff's other journal, pooled already). What could not
+// be read is said on errOut; a missing directory gives nothing.
+func earlierOf(lj *loadedJournal, dir string, errOut io.Writer, skip ...string) []ledger.Experiment {
+	d, err := journalDir(dir)
+	if err != nil {
+		return nil
+	}
+	h := lj.report.Header
+	exps, skipped, err := history.Earlier(d, h.Host, lj.path, h.Created, 0)
+	if err != nil {
+		fmt.Fprintf(errOut, "flightdeck: the host's earlier journals: %s\n", sanitize.String(err.Error()))
+		return nil
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(errOut, "flightdeck: skipped an earlier journal: %s\n", sanitize.String(s))
+	}
+	if len(skip) > 0 {
+		exps = slices.DeleteFunc(exps, func(x ledger.Experiment) bool {
+			j, _, _ := history.Split(x.ID)
+			return slices.Contains(skip, j)
+		})
+	}
+	return exps
 }

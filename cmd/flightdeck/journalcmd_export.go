@@ -85,6 +85,7 @@ func runJournalExport(cmd *cobra.Command, arg string, f journalExportFlags) erro
 		return err
 	}
 	defer lj.Close()
+	withEarlier(lj, f.dir, cmd.ErrOrStderr())
 	if _, err := lj.report.Baseline(f.baseline); err != nil {
 		return refusedf("--baseline: %v", err)
 	}

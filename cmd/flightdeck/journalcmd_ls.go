@@ -23,6 +23,7 @@ import (
 type journalLsFlags struct {
 	dir  string
 	json bool
+	host string // --host: only the journals whose header names this host
 }
 
 func newJournalLsCmd() *cobra.Command {
@@ -34,12 +35,16 @@ func newJournalLsCmd() *cobra.Command {
 the file, host, start time and duration, whether a cockpit is still
 writing it ("live"), and each experiment with its median tok/s. Damaged
 journals (a torn last line after a crash, garbled lines) are listed with
-what was skipped.`,
+what was skipped. --host lists only the journals recorded for that host,
+as their header names it (the HOST column: "gpu-box", "root@10.1.2.3:22",
+"simulated host"): the host's history, which the cockpit's x panel shows
+and whose experiments journal diff compares across journals.`,
 		Args: gitArgs(cobra.NoArgs),
 		RunE: journalRunE(func(cmd *cobra.Command, _ []string) error { return runJournalLs(cmd, f) }),
 	}
 	cmd.Flags().StringVar(&f.dir, "dir", "", "journals directory (default $XDG_STATE_HOME/flightdeck/journals)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
+	cmd.Flags().StringVar(&f.host, "host", "", "only the journals of this host (as their header names it)")
 	return cmd
 }
 
@@ -104,6 +109,9 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 		rel, _ := filepath.Rel(dir, p)
 		e := entry{rel: rel, ls: journalLsJSON{Path: p, Experiments: []journalExpSummary{}}}
 		lj, err := loadJournal(p)
+		if err != nil && f.host != "" {
+			continue // its host is not known
+		}
 		if err != nil {
 			e.err = err
 			e.ls.Error = err.Error()
@@ -111,6 +119,10 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 			continue
 		}
 		h := lj.report.Header
+		if f.host != "" && h.Host != f.host {
+			lj.Close()
+			continue
+		}
 		created := h.Created
 		e.ls.Host, e.ls.Label, e.ls.Name, e.ls.Created = h.Host, h.Label, h.Name, &created
 		e.ls.DurationS, e.ls.Live = lj.report.Duration().Seconds(), lj.live
@@ -152,11 +164,15 @@ func runJournalLs(cmd *cobra.Command, f journalLsFlags) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(docs)
 	}
+	of := ""
+	if f.host != "" {
+		of = " of host " + sanitize.String(f.host)
+	}
 	if len(entries) == 0 {
-		fmt.Fprintf(out, "no journals in %s\n", dir)
+		fmt.Fprintf(out, "no journals%s in %s\n", of, dir)
 		return nil
 	}
-	fmt.Fprintf(out, "journals in %s, newest first:\n", dir)
+	fmt.Fprintf(out, "journals%s in %s, newest first:\n", of, dir)
 	for _, e := range entries {
 		fmt.Fprintln(out)
 		if e.err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/history"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
@@ -38,8 +39,9 @@ func newJournalShowCmd() *cobra.Command {
 		Use:   "show FILE [EXP]",
 		Short: "Show a journal's session and experiments, or one experiment's fingerprint and result",
 		Long: `show prints a journal's header (host, start, duration, who recorded it) and
-its experiments table (tok/s median with its 95 % confidence interval,
-change against the first experiment with a result). With EXP (an id such
+its experiments table (tok/s median with its within-launch 95 % interval,
+change against the baseline and the across-launch verdict, as the report
+and journal diff give it). With EXP (an id such
 as e2, or a name) it prints that experiment in full: its result, its
 fingerprint — commit, branch, dirty patch (hash, size, files changed),
 untracked files and stashes, launch command line and env (secrets
@@ -72,6 +74,7 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 		return err
 	}
 	defer lj.Close()
+	withEarlier(lj, f.dir, cmd.ErrOrStderr())
 	r := lj.report
 	out := cmd.OutOrStdout()
 	if f.patch && exp == "" {
@@ -105,10 +108,13 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 	if x != nil {
 		return showExperiment(out, r, x, f.patch)
 	}
-	return showSession(out, lj)
+	return showSession(out, lj, f.dir)
 }
 
-func showSession(out io.Writer, lj *loadedJournal) error {
+// showSession prints the session's summary; dir is the journals
+// directory where an earlier journal that the baseline mark names is
+// looked up.
+func showSession(out io.Writer, lj *loadedJournal, dir string) error {
 	r := lj.report
 	h := r.Header
 	s := sanitize.String
@@ -144,25 +150,38 @@ func showSession(out io.Writer, lj *loadedJournal) error {
 		fmt.Fprintln(out, "no experiments")
 	} else {
 		base, _ := r.Baseline("")
+		earlier, earlierWhy := earlierBaseline(r, dir)
+		if earlier != nil {
+			base = earlier // the deltas are against an earlier journal's experiment
+		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tCOMMIT\tPROFILE\tTOK/S MEDIAN [95% CI]\tDELTA\tSTART\tENDED")
+		fmt.Fprintln(tw, "ID\tNAME\tCOMMIT\tPROFILE\tTOK/S MEDIAN [WITHIN-LAUNCH 95%]\tDELTA\tVERDICT (ACROSS LAUNCHES)\tSTART\tENDED")
 		for i := range exps {
 			x := &exps[i]
-			delta := "-"
+			delta, verdict := "-", "-"
 			if base != nil && x.ID == base.ID {
-				delta = "baseline"
+				delta, verdict = "baseline", "baseline"
 			} else if p, ok := compare.DeltaPct(x, base); ok {
-				delta = fmt.Sprintf("%+.1f%%", p)
+				delta = compare.FormatDelta(p)
+			}
+			if row := r.VerdictVs(base, x); row != nil {
+				verdict = row.VerdictText()
 			}
 			commit := orDash(s(git.ShortID(x.Commit())))
 			if x.CommitUnknown() != "" {
 				commit = "unknown"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s(x.ID), s(x.Name), commit, orDash(s(x.Profile())),
-				report.FormatResult(x.Result), delta, report.FormatElapsed(x.Started.Sub(h.Created)), report.EndedWords(x))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s(x.ID), s(x.Name), commit, orDash(s(x.Profile())),
+				report.FormatResult(x.Result), delta, verdict, report.FormatElapsed(x.Started.Sub(h.Created)), report.EndedWords(x))
 		}
 		tw.Flush()
-		writeMeasureSummary(out, r)
+		writeMeasureSummary(out, r, earlier, earlierWhy)
+	}
+	for _, b := range r.Bisects {
+		fmt.Fprintln(out)
+		if err := report.WriteBisectText(out, b); err != nil {
+			fmt.Fprintf(out, "  the bisect's records do not fold: %s\n", s(err.Error()))
+		}
 	}
 	if len(r.Sessions) > 0 {
 		fmt.Fprintln(out)
@@ -211,10 +230,20 @@ func writeGPUEvents(out io.Writer, r *report.Report) {
 // writeMeasureSummary follows the experiments table: the baseline mark,
 // the repeat series with their launch-to-launch spread, and the benchmark
 // runs; nothing when the session has none of them.
-func writeMeasureSummary(out io.Writer, r *report.Report) {
+// An earlier journal's experiment marked as the baseline is earlier
+// (nil when that journal is not at hand: earlierWhy says so).
+func writeMeasureSummary(out io.Writer, r *report.Report, earlier *ledger.Experiment, earlierWhy string) {
 	exps := r.Ledger.Experiments()
 	if m := r.Ledger.Baseline(); m != nil {
 		fmt.Fprintf(out, "\nbaseline  %s (marked: B in the x panel, or journal baseline)\n", sanitize.OneLine(m.ID))
+	} else if id := r.Ledger.BaselineID(); id != "" {
+		part, _, _ := history.Split(id)
+		if earlier != nil {
+			fmt.Fprintf(out, "\nbaseline  %s from journal %s: %s, tok/s %s (marked: B in the x panel)\n", sanitize.OneLine(id),
+				sanitize.OneLine(part), sanitize.OneLine(earlier.Name), report.FormatResult(earlier.Result))
+		} else {
+			fmt.Fprintf(out, "\nbaseline  %s from journal %s, not at hand: %s\n", sanitize.OneLine(id), sanitize.OneLine(part), sanitize.OneLine(earlierWhy))
+		}
 	}
 	series, launches := ledger.RepeatSeries(exps)
 	if len(series) > 0 {
@@ -230,7 +259,8 @@ func writeMeasureSummary(out io.Writer, r *report.Report) {
 			}
 			spread := "spread not measured (fewer than 2 results)"
 			if p, ok := compare.Spread(meds); ok {
-				spread = fmt.Sprintf("medians %.1f-%.1f tok/s, spread ±%.1f%%", slices.Min(meds), slices.Max(meds), p)
+				spread = fmt.Sprintf("medians %s-%s tok/s, spread %s", compare.FormatValue(slices.Min(meds), compare.UnitTokS),
+					compare.FormatValue(slices.Max(meds), compare.UnitTokS), compare.FormatNoise(p))
 			}
 			fmt.Fprintf(out, "  %s: %s; %s\n", sanitize.OneLine(sr), strings.Join(ids, ", "), spread)
 		}
@@ -270,15 +300,18 @@ func showExperiment(out io.Writer, r *report.Report, x *ledger.Experiment, patch
 	if res.N > 0 {
 		fmt.Fprintf(out, ", %d warm-up or idle samples left out", res.Dropped)
 		if res.AcceptLength > 0 {
-			fmt.Fprintf(out, ", accept length %.2f", res.AcceptLength)
+			fmt.Fprintf(out, ", accept length %s", compare.FormatValue(res.AcceptLength, compare.UnitTokens))
 		}
 		if base != nil && base.ID != x.ID {
 			if p, ok := compare.DeltaPct(x, base); ok {
-				fmt.Fprintf(out, ", %+.1f%% vs %s", p, s(base.ID))
+				fmt.Fprintf(out, ", %s vs %s", compare.FormatDelta(p), s(base.ID))
 			}
 		}
 	}
 	fmt.Fprintln(out)
+	if row := r.VerdictVs(base, x); row != nil {
+		fmt.Fprintf(out, "  verdict     vs %s: %s\n", s(base.ID), row.VerdictText())
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(out, "  warning     %s\n", s(w))
 	}
@@ -485,4 +518,39 @@ func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
 	if g.PatchTruncated {
 		fmt.Fprintf(out, "  (patch cut: %s of %s stored)\n", compare.FormatBytes(int64(len(g.Patch))), compare.FormatBytes(int64(g.PatchBytes)))
 	}
+}
+
+// earlierBaseline is the experiment of another journal that r's baseline
+// mark names ("2026-11-24-101500-demo:e1"), looked up in the journals
+// directory (dir, else the default), with its qualified id; nil and why
+// when the mark is none of that kind or the journal or the experiment is
+// not at hand.
+func earlierBaseline(r *report.Report, dir string) (*ledger.Experiment, string) {
+	id := r.Ledger.BaselineID()
+	part, exp, ok := history.Split(id)
+	if !ok || r.Ledger.Baseline() != nil {
+		return nil, ""
+	}
+	d, err := journalDir(dir)
+	if err != nil {
+		return nil, err.Error()
+	}
+	all, err := history.All(d)
+	if err != nil {
+		return nil, err.Error()
+	}
+	j, err := history.Match(all, part)
+	if err != nil {
+		return nil, err.Error() + " in " + d
+	}
+	er, _, err := history.Load(j.Path)
+	if err != nil {
+		return nil, err.Error()
+	}
+	x := er.Ledger.Find(exp)
+	if x == nil || x.ID != exp {
+		return nil, fmt.Sprintf("no experiment %q in %s", exp, j.Path)
+	}
+	q := history.QualifyAll(j.Name(), []ledger.Experiment{*x})[0]
+	return &q, ""
 }

@@ -38,7 +38,7 @@ func TestJournalDiff(t *testing.T) {
 	}
 	for _, want := range []string{
 		`A: e1 "none @ 1a2b3c4"`,
-		"tok/s (server log)  62.5 [62.3, 62.8] n=20  89.0 [88.8, 89.3] n=20  +42.4%  no verdict: 1+1 launches (need ≥ 4 each; R repeats a launch)",
+		"tok/s (server log)  62.5 [62.3, 62.8] n=20  89.0 [88.8, 89.3] n=20  +42.4%  no verdict: 1+1 launches; A/A noise unknown — R repeats a launch",
 		"CHANGED (5 of 33 fingerprint rows)",
 		"env  NCCL_PROTO          (unset)  ->  LL",
 		"COMMITS same commit (1a2b3c4)",
@@ -96,7 +96,10 @@ func TestJournalDiffRefuses(t *testing.T) {
 		{[]string{file, "e1", "e9"}, `experiment "e9": no such experiment (have e1, e2, e3) in `},
 		{[]string{file, "baseline", "e2"}, "no baseline marked in "},
 		{[]string{file, "e1", "e2", "--format", "xml"}, `--format "xml": want text, md or json`},
-		{[]string{file, "e1"}, "accepts 3 arg(s), received 2"},
+		{[]string{file, "e1"}, "names no journal: give JOURNAL:ID (e.g. 2026-12-01-101500-demo:e3), or FILE A B"},
+		{[]string{file}, "accepts between 2 and 3 arg(s), received 1"},
+		{[]string{file + ":e1", "nosuch:e2"}, `no journal "nosuch" in `},
+		{[]string{file + ":e1", file + ":e9"}, `experiment "e9": no such experiment (have e1, e2, e3) in `},
 		{[]string{file + ".missing", "e1", "e2"}, "no such file"},
 	} {
 		out, errOut, err := runCLI(t, nil, append([]string{"journal", "diff"}, tc.args...)...)

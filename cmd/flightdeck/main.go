@@ -91,6 +91,7 @@ Try it without a GPU:  flightdeck demo`,
 	root.AddCommand(newFollowCmd())
 	root.AddCommand(newAgentCmd())
 	root.AddCommand(newExperimentCmd())
+	root.AddCommand(newBisectCmd())
 	return root
 }
 

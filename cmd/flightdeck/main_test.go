@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -33,14 +32,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("TMUX_TMPDIR", tmuxDir)
 	code := m.Run()
 	os.RemoveAll(tmuxDir)
-	// Journal mirrors that the in-process commands (this pid) wrote to
-	// the simulated hosts, which are this machine: in this user's home.
-	if home, err := os.UserHomeDir(); err == nil {
-		mirrors, _ := filepath.Glob(filepath.Join(home, ".flightdeck", "journals", "*-"+strconv.Itoa(os.Getpid())+"-*.jsonl"))
-		for _, p := range mirrors {
-			os.Remove(p)
-		}
-	}
+	removeMirrors(os.Getpid()) // those of the in-process commands
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
@@ -146,6 +138,10 @@ func TestDemoFlagValidation(t *testing.T) {
 		{[]string{"demo", "--fault", "melt=1"}, `unknown fault "melt"`},
 		{[]string{"demo", "--replay-log", "testdata"}, "--replay-log testdata: not a regular file"},
 		{[]string{"demo", "--gpu-capture", "testdata/nope.txt"}, "--gpu-capture: stat testdata/nope.txt"},
+		{[]string{"demo", "--history", "1"}, "--history 1: want 2 to 1000"},
+		{[]string{"demo", "--history", "1001"}, "--history 1001: want 2 to 1000"},
+		{[]string{"sim", "host", "--history", "0"}, "--history 0: want 2 to 1000"},
+		{[]string{"sim", "host", "--gpus", "0"}, "--gpus 0: want 1 to"},
 		{[]string{"connect"}, "connect needs one HOST"},
 		{[]string{"connect", "a", "b"}, "connect needs one HOST"},
 	} {

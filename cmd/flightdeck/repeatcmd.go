@@ -55,7 +55,7 @@ the running launch when none is open. With --bench each launch is also
 benchmarked (flightdeck bench's defaults) before the next relaunch.
 
 Progress goes to stderr, one line a step; at the end the launches are
-listed with their tok/s median [95 % CI] and the spread of their medians
+listed with their tok/s median [within-launch 95 %] and the spread of their medians
 (the A/A noise), then the journal's path: flightdeck journal diff FILE A B
 compares two experiments with this noise beside the verdict.
 
@@ -80,7 +80,7 @@ flightdeck did not launch, a launch that failed or was not measured in
 	cmd.SetFlagErrorFunc(usageError)
 	f.server.add(cmd)
 	fl := cmd.Flags()
-	fl.IntVarP(&f.cfg.N, "launches", "n", 4, "launches after the running one (with it, n+1 launches; a verdict needs 4 of each configuration)")
+	fl.IntVarP(&f.cfg.N, "launches", "n", 4, "launches after the running one (with it, n+1 launches: the A/A noise; the Mann–Whitney verdict needs 4 a side)")
 	fl.IntVar(&f.cfg.MinSamples, "samples", 10, "steady tok/s samples each launch must have before the next relaunch")
 	fl.DurationVar(&f.cfg.MaxWait, "max-wait", 10*time.Minute, "time limit of one launch, from its relaunch to --samples (and its benchmark)")
 	fl.BoolVar(&f.cfg.Bench, "bench", false, "benchmark each launch once measured (flightdeck bench's defaults)")
@@ -166,7 +166,7 @@ func runServerRepeat(cmd *cobra.Command, alias string, f repeatFlags) error {
 	_, at.OnHost = h.host.(*remote.Local)
 	err = s.Attach(ctx, at)
 	if st, ok := s.LockState(); err == nil && ok && st.Role != event.RoleDriving {
-		err = fmt.Errorf("%s (pid %d) drives %s from a cockpit: a repeat would relaunch its server; --take-over takes over", sanitize.String(st.Holder.Who()), st.Holder.PID, h.host.Name())
+		err = fmt.Errorf("%s (pid %d) drives %s (a cockpit, a bisect or a repeat): a repeat would relaunch its server; --take-over takes over", sanitize.String(st.Holder.Who()), st.Holder.PID, h.host.Name())
 	}
 	if err != nil {
 		s.Abandon()
@@ -271,15 +271,15 @@ func (w *repeatWatch) observe(e event.Event) {
 		w.println(repeatLine(p))
 	case event.BenchDone:
 		w.println("  benchmark " + report.BenchRunText(p))
-	case event.Baseline, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState,
+	case event.Baseline, event.BenchProgress, event.BenchStarted, event.ConnState, event.DriverState, event.HostChanges, event.HostState,
 		event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale,
 		event.GitAction, event.GitMoved, event.GitStatus, event.JournalStatus, event.Key,
 		event.KillStep, event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice,
-		event.LogReset, event.Note, event.Prefill, event.Repeat, event.RepoHead,
+		event.History, event.LogReset, event.Note, event.Prefill, event.Repeat, event.RepoHead,
 		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
 		event.ServerObserved, event.ServerReady, event.Session, event.SpecDecode, event.Throughput,
-		event.TokRate, event.Xid:
+		event.TokRate, event.Xid, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart:
 		// not the repeat's progress
 	}
 }
@@ -318,7 +318,7 @@ func repeatLine(p event.RepeatProgress) string {
 }
 
 // printRepeatResult reads the journal at path and lists the launches of
-// the repeat series: each with its tok/s median [95 % CI] n (and the last
+// the repeat series: each with its tok/s median [within-launch 95 %] n (and the last
 // benchmark's output tok/s), then the spread of their medians.
 func printRepeatResult(out io.Writer, path, series string) error {
 	lj, err := loadJournal(path)
@@ -334,7 +334,7 @@ func printRepeatResult(out io.Writer, path, series string) error {
 	benched := slices.ContainsFunc(xs, func(x *ledger.Experiment) bool { return ledger.LastBench(x) != nil })
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	head := "LAUNCH\tID\tNAME\tTOK/S MEDIAN [95% CI]"
+	head := "LAUNCH\tID\tNAME\tTOK/S MEDIAN [WITHIN-LAUNCH 95%]"
 	if benched {
 		head += "\tBENCH OUT TOK/S"
 	}
@@ -350,11 +350,11 @@ func printRepeatResult(out io.Writer, path, series string) error {
 		if r.N >= ledger.MinLaunchSamples { // as comparisons count a launch
 			meds = append(meds, r.Median)
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), report.FormatSummary(sum))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s", launch, sanitize.OneLine(x.ID), sanitize.OneLine(x.Name), compare.FormatSummary(sum, compare.UnitTokS))
 		if benched {
 			cell := "-"
 			if b := ledger.LastBench(x); b != nil {
-				cell = strconv.FormatFloat(b.OutputTokPerSec, 'f', 1, 64)
+				cell = compare.FormatValue(b.OutputTokPerSec, compare.UnitTokS)
 				benchTok = append(benchTok, b.OutputTokPerSec)
 			}
 			row += "\t" + cell
@@ -377,5 +377,6 @@ func spreadText(metric string, values []float64) string {
 	if !ok {
 		return fmt.Sprintf("%s not measured: a spread needs 2 launches with a value, and %d had one", metric, len(values))
 	}
-	return fmt.Sprintf("%s %.1f–%.1f over %d launches, ±%.1f%%", metric, slices.Min(values), slices.Max(values), len(values), p)
+	return fmt.Sprintf("%s %s–%s over %s, %s", metric, compare.FormatValue(slices.Min(values), compare.UnitTokS), compare.FormatValue(slices.Max(values), compare.UnitTokS),
+		compare.FormatLaunches(len(values)), compare.FormatNoise(p))
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/history"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 	"github.com/flightdeck-dev/flightdeck/tui"
@@ -86,6 +88,32 @@ func runReplay(ctx context.Context, arg string, f replayFlags) error {
 	if p := j.Problems(); p.Any() {
 		fmt.Fprintf(os.Stderr, "flightdeck: %s: skipped %s\n", path, p.String())
 	}
-	r := replay.New(j, tui.Options{Color: f.color.Mode()}, replay.Options{At: at, Play: f.play, Speed: f.speed})
+	r := replay.New(j, tui.Options{Color: f.color.Mode()}, replay.Options{At: at, Play: f.play, Speed: f.speed, History: replayHistory(path, j.Header(), f.dir)})
 	return replay.Run(ctx, r)
+}
+
+// replayHistory is the history of the replayed journal's host before it
+// (the journals of that host created earlier, in dir or the default
+// directory), nil when there is none or it cannot be listed: the panel
+// then lists the journal alone.
+func replayHistory(path string, h event.SessionHeader, dir string) *event.History {
+	d, err := journalDir(dir)
+	if err != nil {
+		return nil
+	}
+	hist, err := history.Collect(d, h.Host, history.Own{Path: path}, 0)
+	if err != nil {
+		return nil
+	}
+	kept := hist.Journals[:0]
+	for _, j := range hist.Journals {
+		if j.Header.Created.Before(h.Created) {
+			kept = append(kept, j)
+		}
+	}
+	hist.Journals = kept
+	if len(kept) == 0 {
+		return nil
+	}
+	return &hist
 }

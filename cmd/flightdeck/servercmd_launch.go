@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -54,6 +55,15 @@ within --timeout. With --no-wait it returns once the process runs.`,
 	f.add(cmd)
 	f.addKill(cmd)
 	fl := cmd.Flags()
+	addLaunchFlags(fl, &req)
+	fl.BoolVar(&noWait, "no-wait", false, "return once the server process runs, without waiting for ready")
+	fl.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for ready")
+	return cmd
+}
+
+// addLaunchFlags adds the launch request's flags (server launch's, and
+// bisect's: every commit is launched with them).
+func addLaunchFlags(fl *pflag.FlagSet, req *sessions.LaunchRequest) {
 	fl.StringVar(&req.Preset, "preset", "", "launch preset (default: the host's, else sglang)")
 	fl.StringVar(&req.Profile, "profile", "", "env profile (default: the host's, else none)")
 	fl.StringVar(&req.Model, "model", "", "{model} of the preset (default: the host's)")
@@ -61,9 +71,6 @@ within --timeout. With --no-wait it returns once the process runs.`,
 	fl.IntVar(&req.TP, "tp", 0, "{tp}: tensor-parallel size (default: the host's, else every GPU nvidia-smi lists)")
 	fl.IntVar(&req.Port, "port", 0, "{port}: the server's HTTP port (default: the host's, else 30000 for SGLang, 8000 for vLLM)")
 	fl.StringVar(&req.Extra, "extra", "", "extra flags appended to the command, quoted like a shell command line")
-	fl.BoolVar(&noWait, "no-wait", false, "return once the server process runs, without waiting for ready")
-	fl.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for ready")
-	return cmd
 }
 
 func runServerLaunch(ctx context.Context, cmd *cobra.Command, ss *sessions.Session, f serverFlags, req sessions.LaunchRequest, noWait bool, timeout time.Duration) error {
@@ -150,12 +157,12 @@ func waitReady(ctx context.Context, c *sessions.Control, rec event.LaunchRecord,
 		case event.ServerFailure:
 			fmt.Fprintln(w, "log:", sanitize.String(p.Text))
 		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
-			event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+			event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint,
 			event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
 			event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
 			event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
 			event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
-			event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerHealthy,
+			event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerHealthy,
 			event.ServerLaunched, event.ServerObserved, event.ServerReady, event.Session,
 			event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
 			// not the launch's progress

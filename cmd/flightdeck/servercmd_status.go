@@ -13,7 +13,9 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/driver"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/hostdiff"
 )
 
 // The status verb: flightdeck server status, how the server was found, its
@@ -40,11 +42,14 @@ type statusJSON struct {
 	Candidates []event.Process `json:"candidates,omitempty"`
 	// Driver is the cockpit holding the host's driver lock, when one does.
 	Driver *event.DriverInfo `json:"driver,omitempty"`
+	// Since is what changed on the host since the last session recorded
+	// for it (Session.SinceLast); absent with --no-since.
+	Since *event.HostChanges `json:"since,omitempty"`
 }
 
 func newServerStatusCmd() *cobra.Command {
 	var f serverFlags
-	var asJSON bool
+	var asJSON, noSince bool
 	cmd := &cobra.Command{
 		Use:   "status HOST",
 		Short: "Show the server on HOST: found how, pid, health, launch (exit 3 when none runs)",
@@ -93,6 +98,15 @@ func newServerStatusCmd() *cobra.Command {
 			if info, held, err := driver.Read(ctx, c.Host, c.Target.LogDir); err == nil && held {
 				st.Driver = &info
 			}
+			if !noSince {
+				// What a cockpit's banner says on connect: the host
+				// against the last session recorded for it.
+				if _, hc, err := ss.SinceLast(ctx, sessions.SinceOptions{}); err == nil {
+					st.Since = &hc
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "flightdeck: what changed since the last session: %s\n", sanitize.String(err.Error()))
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -111,6 +125,7 @@ func newServerStatusCmd() *cobra.Command {
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&noSince, "no-since", false, "do not compare the host with the last session recorded for it (skips the version probes)")
 	return cmd
 }
 
@@ -149,5 +164,10 @@ func printStatus(w io.Writer, st statusJSON, f event.ServerFound) {
 	if d := st.Driver; d != nil {
 		fmt.Fprintf(w, "driver:  %s pid %d, since %s, last heartbeat %s (host clock)\n", s(d.Who()), d.PID,
 			d.Since.Local().Format(time.DateTime), d.Heartbeat.Local().Format(time.TimeOnly))
+	}
+	if st.Since != nil {
+		for _, l := range hostdiff.Lines(*st.Since, time.Now()) {
+			fmt.Fprintln(w, s(l))
+		}
 	}
 }

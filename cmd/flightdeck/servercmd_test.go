@@ -20,7 +20,9 @@ func simHostConfig(t *testing.T) (*sim.Host, string, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := sim.Start(ctx, sim.Options{TimeScale: 4, StartupDelay: 2 * time.Second, Seed: 3})
+	// The short story (3 commits after the baseline): the pull that the
+	// server tests name, with its files.
+	h, err := sim.Start(ctx, sim.Options{TimeScale: 4, StartupDelay: 2 * time.Second, Seed: 3, History: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,8 @@ and these of its own:
   --sim-dir DIR            a simulated host's directory (GPU state for its
                            nvidia-smi, its repo for the regression)
   --repo DIR               the checkout whose HEAD sets the speed (x0.92 at the
-                           regressing commit)
+                           regressing commit) and whether it starts (code that
+                           does not import fails as Python does, status 1)
   --startup-delay DUR      start-up time (default 2.5s)
   --time-scale X           run every simulated duration X times faster
   --seed N                 reproducible noise
@@ -58,6 +59,7 @@ Use it with the "sim" launch preset:
 			return nil
 		},
 	})
+	cmd.AddCommand(newSimHostCmd())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "version NAME",
 		Short: "Print a simulated software version (the sim preset's version probes)",

@@ -27,7 +27,11 @@ const MinLaunches = 4
 
 // The result rows' metrics, in the order Compare lists them.
 const (
-	MetricLogTokS   = "tok/s (server log)"
+	MetricLogTokS = "tok/s (server log)"
+	// MetricAccept is the EAGLE accept length (accepted tokens per verify
+	// step) from the server log, its median over the steady samples; the
+	// row shows only when a side has one.
+	MetricAccept    = "EAGLE accept length"
 	MetricBenchTokS = "output tok/s (bench)"
 	MetricTTFT      = "TTFT median"
 	// MetricITL is the median over requests of each request's median
@@ -41,24 +45,31 @@ const (
 // The field rows' groups, in order.
 var fieldGroups = []string{"commit", "patch", "env", "flags", "bench", "versions", "gpu", "host"}
 
-// keyCache holds the ConfigKey of each experiment of one Compare: a key
-// costs an encoding and a SHA-256, and each experiment is looked at
-// several times.
-type keyCache map[*ledger.Experiment]string
+// keyCache holds the ConfigKey and ClassKey of each experiment of one
+// Compare: a key costs an encoding and a SHA-256, and each experiment is
+// looked at several times.
+type keyCache map[*ledger.Experiment][2]string
 
-func (c keyCache) of(x *ledger.Experiment) string {
+func (c keyCache) keys(x *ledger.Experiment) [2]string {
 	k, ok := c[x]
 	if !ok {
-		k = ConfigKey(x)
+		k = launchKeys(x)
 		c[x] = k
 	}
 	return k
 }
 
+// of is x's ConfigKey.
+func (c keyCache) of(x *ledger.Experiment) string { return c.keys(x)[0] }
+
+// class is x's ClassKey.
+func (c keyCache) class(x *ledger.Experiment) string { return c.keys(x)[1] }
+
 // ConfigKey is the identity of x's configuration, for grouping launches of
 // the same configuration (one launch is one sample of a verdict): an
 // opaque string made of its HEAD, its dirty patch's SHA-256, its launch's
-// env (secrets redacted) and command line, and the versions captured
+// env (secrets redacted) and command line (less where it listens: --port
+// and --host, see identityArgv), and the versions captured
 // ("torch=2.9.1"; a probe that failed is left out, so a failed probe makes
 // a configuration of its own rather than one that might hide an upgrade).
 // It also holds the preset, the env profile and the host name. It is ""
@@ -66,17 +77,48 @@ func (c keyCache) of(x *ledger.Experiment) string {
 // a failed capture) or the launch is not known in full (none, or an
 // adopted server's without its command line): such an experiment is a
 // configuration of its own.
-func ConfigKey(x *ledger.Experiment) string {
+func ConfigKey(x *ledger.Experiment) string { return launchKeys(x)[0] }
+
+// ClassKey is the identity of x's configuration class: the experiments
+// whose launch-to-launch (A/A) noise speaks for x's. It is ConfigKey
+// without the code and its versions: the same host name, preset, env
+// profile, launch env (secrets redacted) and command line, whatever the
+// commit, the dirty patch and the versions captured. Launches of a class
+// run the same server the same way on the same machine, so they share its
+// noise: a bisect's commits are one class. "" when ConfigKey is "".
+func ClassKey(x *ledger.Experiment) string { return launchKeys(x)[1] }
+
+// endpointFlags are the launch flags that say where the server listens,
+// not how it runs: a launch on another port (the demo picks a free one per
+// start) is the same configuration.
+var endpointFlags = []string{"--port", "--host"}
+
+// identityArgv is argv without the endpoint flags and their values
+// ("--port 30000", "--port=30000"): the command line as a configuration's
+// identity. The field rows still show a changed port.
+func identityArgv(argv []string) []string {
+	out := make([]string, 0, len(argv))
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		name, _, eq := strings.Cut(a, "=")
+		if !slices.Contains(endpointFlags, name) {
+			out = append(out, a)
+			continue
+		}
+		if !eq && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+			i++ // its value
+		}
+	}
+	return out
+}
+
+// launchKeys is x's ConfigKey and ClassKey, from one redaction of its
+// launch.
+func launchKeys(x *ledger.Experiment) [2]string {
 	g, l := x.Git(), x.LaunchInfo()
 	if g == nil || g.Head == "" || l == nil || len(l.Argv) == 0 || x.PatchUnknown() != "" {
-		return "" // an adopted server's launch has no command line: not known in full
+		return [2]string{} // an adopted server's launch has no command line: not known in full
 	}
-	rl := server.RedactLaunch(*l)
-	env := make([]string, 0, len(rl.Env))
-	for k, v := range rl.Env {
-		env = append(env, k+"="+v)
-	}
-	slices.Sort(env)
 	var versions []string
 	for _, v := range x.Fingerprint.Versions { // Git is non-nil: so is the fingerprint
 		if v.Err == "" {
@@ -84,16 +126,35 @@ func ConfigKey(x *ledger.Experiment) string {
 		}
 	}
 	slices.Sort(versions)
+	return [2]string{launchKey(l, x.Fingerprint.Hostname, g.Head, g.PatchSHA256, versions, true),
+		launchKey(l, x.Fingerprint.Hostname, "", "", nil, false)}
+}
+
+// launchKey is ConfigKey (code true: with the commit, patch and versions)
+// or ClassKey (code false) of a launch l on the GPU host hostname.
+func launchKey(l *event.LaunchInfo, hostname, head, patch string, versions []string, code bool) string {
+	rl := server.RedactLaunch(*l)
+	env := make([]string, 0, len(rl.Env))
+	for k, v := range rl.Env {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
 	// Each part is length-prefixed, so no two different configurations
 	// write the same bytes.
 	var b []byte
 	put := func(s string) { b = append(strconv.AppendInt(b, int64(len(s)), 10), ':'); b = append(b, s...) }
-	put(g.Head)
-	put(g.PatchSHA256)
+	lists := [][]string{env, identityArgv(rl.Argv), versions}
+	if code {
+		put(head)
+		put(patch)
+	} else {
+		put("class")
+		lists = lists[:2]
+	}
 	put(l.Preset)
 	put(l.Profile)
-	put(x.Fingerprint.Hostname) // two GPU boxes are two configurations
-	for _, list := range [][]string{env, rl.Argv, versions} {
+	put(hostname) // two GPU boxes are two configurations
+	for _, list := range lists {
 		b = strconv.AppendInt(b, int64(len(list)), 10)
 		for _, s := range list {
 			put(s)
@@ -101,6 +162,17 @@ func ConfigKey(x *ledger.Experiment) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// LaunchClassKey is the ClassKey an experiment of a launch made as l
+// (its preset, profile, env and command line) on the GPU host hostname
+// (uname -n, the fingerprint's) would have: the class of a launch not
+// made yet, a bisect's. "" when l has no command line.
+func LaunchClassKey(l event.LaunchInfo, hostname string) string {
+	if len(l.Argv) == 0 {
+		return ""
+	}
+	return launchKey(&l, hostname, "", "", nil, false)
 }
 
 // launchID identifies the server launch an experiment measured: the
@@ -193,9 +265,10 @@ func Compare(exps []ledger.Experiment, a, b string) (*Diff, error) {
 		// side without one has no settings to compare.
 		settings = benchSettingRows(ra, rb)
 	}
-	d.Results = resultRows(d, ga, gb, settings)
+	d.Results = resultRows(d, exps, keys, ga, gb, settings)
 	d.Fields = fieldRows(xa, xb, settings)
 	d.Range, d.RangeNote = findRange(exps, xa, xb)
+	d.Measured = measureCommits(exps, keys, keys.class(xa), keys.class(xb))
 	d.Noise = noiseRows(exps, keys)
 	return d, nil
 }
@@ -332,45 +405,49 @@ func findRange(exps []ledger.Experiment, a, b *ledger.Experiment) (*event.Commit
 	return nil, fmt.Sprintf("not recorded: no experiment started right after a move from %s to %s (git log --oneline %s..%s in the checkout lists it)", from, to, from, to)
 }
 
+// configLaunches groups the experiments of exps that keep accepts, have
+// a result and a known configuration and launch: by configuration
+// (ConfigKey, in order of each configuration's first launch), then by
+// launch (groupByLaunch).
+func configLaunches(exps []ledger.Experiment, cache keyCache, keep func(*ledger.Experiment) bool) (order []string, configs map[string][][]*ledger.Experiment) {
+	configs = map[string][][]*ledger.Experiment{}
+	ids := map[string][]launchID{}
+	for i := range exps {
+		x := &exps[i]
+		k := cache.of(x)
+		id, ok := launchOfExp(x)
+		if k == "" || !ok || !hasResult(x) || (keep != nil && !keep(x)) {
+			continue
+		}
+		if _, seen := configs[k]; !seen {
+			order = append(order, k)
+		}
+		configs[k], ids[k] = groupByLaunch(configs[k], ids[k], x, id)
+	}
+	return order, configs
+}
+
 // noiseRows measures the launch-to-launch noise of each configuration
 // with at least 2 launches with a result, per metric (server-log tok/s,
 // benchmark output tok/s), in order of each configuration's first launch.
 // A launch counts once (its experiment with the most samples of the
 // metric); experiments whose launch is not known are left out.
 func noiseRows(exps []ledger.Experiment, cache keyCache) []NoiseRow {
-	type config struct {
-		first  *ledger.Experiment
-		groups [][]*ledger.Experiment
-		ids    []launchID
-	}
-	var keys []string
-	configs := map[string]*config{}
-	for i := range exps {
-		x := &exps[i]
-		k := cache.of(x)
-		id, ok := launchOfExp(x)
-		if k == "" || !ok || !hasResult(x) {
-			continue
-		}
-		c, seen := configs[k]
-		if !seen {
-			c = &config{first: x}
-			configs[k] = c
-			keys = append(keys, k)
-		}
-		c.groups, c.ids = groupByLaunch(c.groups, c.ids, x, id)
-	}
+	order, configs := configLaunches(exps, cache, nil)
 	var out []NoiseRow
-	for _, k := range keys {
-		c := configs[k]
-		for i := range metrics[:2] {
+	for _, k := range order {
+		groups := configs[k]
+		for i := range metrics {
 			m := &metrics[i]
-			vals := m.launchValues(c.groups, nil)
+			if !m.noiseRow {
+				continue
+			}
+			vals := m.launchValues(groups, nil)
 			spread, ok := Spread(vals)
 			if !ok {
 				continue
 			}
-			out = append(out, NoiseRow{Config: ConfigName(c.first), Launches: len(vals), Metric: m.name,
+			out = append(out, NoiseRow{Config: ConfigName(groups[0][0]), Launches: len(vals), Metric: m.name,
 				Spread: spread, Lo: slices.Min(vals), Hi: slices.Max(vals)})
 		}
 	}

@@ -44,8 +44,8 @@ func TestCompareOneLaunchOneSample(t *testing.T) {
 		t.Errorf("launches A %s, B %s: want the chosen experiments alone", launchList(d.LaunchesA), launchList(d.LaunchesB))
 	}
 	r := row(t, d, MetricLogTokS)
-	if r.Verdict != "no verdict: 1+1 launches (need ≥ 4 each; R repeats a launch)" || r.Launches.N1 != 1 || r.Launches.N2 != 1 {
-		t.Errorf("verdict %q (%s)", r.Verdict, r.Launches.PN())
+	if r.Verdict.Short() != "no verdict: 1+1 launches; A/A noise unknown — R repeats a launch" || r.Launches.N1 != 1 || r.Launches.N2 != 1 {
+		t.Errorf("verdict %q (%s)", r.Verdict.Short(), r.Launches.PN())
 	}
 	if r.HasNoise || len(d.Noise) != 0 {
 		t.Errorf("A/A noise from one launch: %v, rows %+v", r.Noise, d.Noise)
@@ -88,13 +88,13 @@ func TestCompareLaunchChoice(t *testing.T) {
 	if got := launchList(d.LaunchesA); got != "a1, a2, a3, a4, t1 (5)" {
 		t.Errorf("launches of A: %s", got)
 	}
-	if r := row(t, d, MetricLogTokS); r.Verdict != "faster" || r.Launches.PN() != "p=0.016 n=5+4" || r.Launches.A.Median != 62.4 {
-		t.Errorf("server-log row: %q (%s), A's launch median %v", r.Verdict, r.Launches.PN(), r.Launches.A.Median)
+	if r := row(t, d, MetricLogTokS); r.Verdict.Short() != "faster" || r.Launches.PN() != "p=0.016 n=5+4" || r.Launches.A.Median != 62.4 {
+		t.Errorf("server-log row: %q (%s), A's launch median %v", r.Verdict.Short(), r.Launches.PN(), r.Launches.A.Median)
 	}
 	// The bench rows take each launch's benchmarked experiment: A's own
 	// launch (a2 has none) has no bench value.
-	if r := row(t, d, MetricBenchTokS); r.Launches.N1 != 3 || r.Verdict != "no verdict: no benchmark of a2 (b runs one)" {
-		t.Errorf("bench row: %q (%s)", r.Verdict, r.Launches.PN())
+	if r := row(t, d, MetricBenchTokS); r.Launches.N1 != 3 || r.Verdict.Short() != "no verdict: no benchmark of a2 (b runs one)" {
+		t.Errorf("bench row: %q (%s)", r.Verdict.Short(), r.Launches.PN())
 	}
 	d, err = Compare(exps, "u1", "b1")
 	if err != nil {
@@ -207,12 +207,12 @@ func TestCompareBenchSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []string{MetricBenchTokS, MetricTTFT, MetricITL, MetricTPOT, MetricE2E} {
-		if r := row(t, d, m); r.Verdict != "no verdict: benchmark settings differ (concurrency, rate)" {
-			t.Errorf("%s: %q", m, r.Verdict)
+		if r := row(t, d, m); r.Verdict.Short() != "no verdict: benchmark settings differ (concurrency, rate)" {
+			t.Errorf("%s: %q", m, r.Verdict.Short())
 		}
 	}
-	if r := row(t, d, MetricLogTokS); r.Verdict != "faster" {
-		t.Errorf("the server-log row %q: the bench settings do not concern it", r.Verdict)
+	if r := row(t, d, MetricLogTokS); r.Verdict.Short() != "faster" {
+		t.Errorf("the server-log row %q: the bench settings do not concern it", r.Verdict.Short())
 	}
 	var got []string
 	for _, f := range d.Fields {
@@ -239,8 +239,8 @@ func TestCompareBenchSettings(t *testing.T) {
 			t.Errorf("input len row %+v", f)
 		}
 	}
-	if r := row(t, d, MetricBenchTokS); !strings.HasPrefix(r.Verdict, "no verdict: benchmark settings differ (input len, concurrency, rate)") {
-		t.Errorf("mixed: %q", r.Verdict)
+	if r := row(t, d, MetricBenchTokS); !strings.HasPrefix(r.Verdict.Short(), "no verdict: benchmark settings differ (input len, concurrency, rate)") {
+		t.Errorf("mixed: %q", r.Verdict.Short())
 	}
 }
 
@@ -254,8 +254,8 @@ func TestCompareBenchFailuresOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := row(t, d, MetricBenchTokS); r.Verdict != "no verdict: e2's benchmark runs had failures or were stopped" || r.B.N != 0 {
-		t.Errorf("bench row %q, B %+v", r.Verdict, r.B)
+	if r := row(t, d, MetricBenchTokS); r.Verdict.Short() != "no verdict: e2's benchmark runs had failures or were stopped" || r.B.N != 0 {
+		t.Errorf("bench row %q, B %+v", r.Verdict.Short(), r.B)
 	}
 	for _, f := range d.Fields {
 		if f.Group == "bench" && (f.Changed || !f.Unknown || f.B != "unknown: no clean benchmark run") {
@@ -270,7 +270,7 @@ func TestVerdictNotSignificantFirst(t *testing.T) {
 	m := &metrics[0]
 	d := &Diff{A: &ledger.Experiment{ID: "e1", Result: event.ExperimentResult{N: 5}}, B: &ledger.Experiment{ID: "e2", Result: event.ExperimentResult{N: 5}}}
 	row := ResultRow{Launches: Samples([]float64{0, 0, 0, 1}, []float64{0, 1, 0, 0})}
-	if got := verdict(m, d, &row, 4, 4); got != "no significant difference" {
+	if got := verdict(m, d, &row, []float64{0, 0, 0, 1}, []float64{0, 1, 0, 0}, nil).Short(); got != "no significant difference" {
 		t.Errorf("verdict %q", got)
 	}
 }
@@ -316,7 +316,7 @@ func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
 	if !d.SameConfig {
 		t.Error("e1 and e2 are one configuration")
 	}
-	if v := row(t, d, MetricLogTokS).Verdict; v != "no verdict: the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)" {
+	if v := row(t, d, MetricLogTokS).Verdict.Short(); v != "no verdict: the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)" {
 		t.Errorf("A/A verdict %q", v)
 	}
 	d, err = Compare(exps, "e2", "e3")
@@ -330,10 +330,12 @@ func TestCompareSameConfigAndOneSidedBench(t *testing.T) {
 	}
 }
 
-// TestCompareNoVerdictIsNotSignificant: 3 launches against 6 can reach
-// p <= 0.05, but the rule is MinLaunches a side: the row gives no verdict
-// and says neither significant nor within A/A noise.
-func TestCompareNoVerdictIsNotSignificant(t *testing.T) {
+// TestCompareFewLaunchesUseKnownNoise: 3 launches against 6 can reach
+// p <= 0.05 with Mann–Whitney, but its rule is MinLaunches a side: the
+// Mann–Whitney test decides nothing (not significant, not within A/A
+// noise); the sides' own launches are the A/A noise of their class, and
+// the verdict is Student's t against it, saying so.
+func TestCompareFewLaunchesUseKnownNoise(t *testing.T) {
 	var exps []ledger.Experiment
 	for i := range 3 {
 		exps = append(exps, ledgertest.Experiment(fmt.Sprintf("a%d", i), "baseline", ledgertest.HeadA, 62+float64(i)/10))
@@ -346,8 +348,15 @@ func TestCompareNoVerdictIsNotSignificant(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := row(t, d, MetricLogTokS)
-	if !strings.HasPrefix(r.Verdict, "no verdict: 3+6 launches") || r.Launches.Significant || r.WithinNoise {
-		t.Errorf("3+6: verdict %q significant %v within noise %v (p=%.3f)", r.Verdict, r.Launches.Significant, r.WithinNoise, r.Launches.P)
+	if r.Launches.Significant || r.WithinNoise {
+		t.Errorf("3+6: Mann–Whitney significant %v within noise %v (p=%.3f)", r.Launches.Significant, r.WithinNoise, r.Launches.P)
+	}
+	v := r.Verdict
+	if v.Method != MethodKnownNoise || v.Word != WordFaster || v.Noise == nil || v.Noise.Launches != 9 || v.Noise.DF != 7 || v.Noise.Configs != 2 {
+		t.Fatalf("3+6: verdict %+v noise %+v", v, v.Noise)
+	}
+	if got := r.VerdictText(); !strings.HasPrefix(got, "faster +1.2% vs A/A noise sd 0.3% (p<0.001 n=3+6, noise from 9 launches <1 min ago)") {
+		t.Errorf("3+6: %q", got)
 	}
 }
 

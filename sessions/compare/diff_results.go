@@ -15,6 +15,14 @@ type metric struct {
 	name, unit    string
 	lowerIsBetter bool
 	bench         bool // a benchmark row
+	// up and down are the verdict's words for a significant rise and
+	// fall: faster/slower, worse/better, longer/shorter.
+	up, down string
+	// noiseRow says the A/A noise rows (Diff.Noise) list this metric.
+	noiseRow bool
+	// accept says the row is shown only when a side has a value (the
+	// server reported an EAGLE accept length).
+	accept bool
 	// within is the experiment's own samples (nil: it has none); launch
 	// its one value as a launch (ok false: none).
 	within func(x *ledger.Experiment) []float64
@@ -31,7 +39,7 @@ func (m *metric) weight(x *ledger.Experiment) int {
 }
 
 var metrics = []metric{
-	{name: MetricLogTokS, unit: "tok/s",
+	{name: MetricLogTokS, unit: UnitTokS, up: WordFaster, down: WordSlower, noiseRow: true,
 		within: func(x *ledger.Experiment) []float64 {
 			if x.Result.N == 0 {
 				return nil
@@ -44,7 +52,17 @@ var metrics = []metric{
 		launch: func(x *ledger.Experiment) (float64, bool) {
 			return x.Result.Median, x.Result.N >= ledger.MinLaunchSamples
 		}},
-	{name: MetricBenchTokS, unit: "tok/s", bench: true,
+	{name: MetricAccept, unit: UnitTokens, up: WordLonger, down: WordShorter, accept: true,
+		within: func(x *ledger.Experiment) []float64 {
+			if x.Result.N == 0 || !(x.Result.AcceptLength > 0) {
+				return nil
+			}
+			return []float64{x.Result.AcceptLength} // the median over the kept samples
+		},
+		launch: func(x *ledger.Experiment) (float64, bool) {
+			return x.Result.AcceptLength, x.Result.AcceptLength > 0 && x.Result.N >= ledger.MinLaunchSamples
+		}},
+	{name: MetricBenchTokS, unit: UnitTokS, bench: true, up: WordFaster, down: WordSlower, noiseRow: true,
 		within: func(x *ledger.Experiment) []float64 {
 			if r := ledger.LastBench(x); r != nil {
 				return []float64{r.OutputTokPerSec}
@@ -83,7 +101,7 @@ func benchLatency(name string, req func(q *event.BenchRequest) (float64, bool), 
 		}
 		return out
 	}
-	return metric{name: name, unit: "ms", lowerIsBetter: true, bench: true,
+	return metric{name: name, unit: UnitMs, lowerIsBetter: true, bench: true, up: WordWorse, down: WordBetter,
 		within: func(x *ledger.Experiment) []float64 {
 			if r := ledger.LastBench(x); r != nil {
 				return values(r)
@@ -131,10 +149,12 @@ func benchRuns(groups [][]*ledger.Experiment, x *ledger.Experiment) []*event.Ben
 	return out
 }
 
-// resultRows builds the server-log row and, when either side ran a
-// benchmark, the benchmark rows. settings are the bench field rows: when
-// one changed, the benchmark rows give no verdict.
-func resultRows(d *Diff, ga, gb [][]*ledger.Experiment, settings []FieldRow) []ResultRow {
+// resultRows builds the server-log row, the accept-length row when a
+// side has an accept length, and, when either side ran a benchmark, the
+// benchmark rows. settings are the bench field rows: when one changed,
+// the benchmark rows give no verdict. exps and keys are for the A/A noise
+// of a row with fewer than MinLaunches launches a side.
+func resultRows(d *Diff, exps []ledger.Experiment, keys keyCache, ga, gb [][]*ledger.Experiment, settings []FieldRow) []ResultRow {
 	var rows []ResultRow
 	benched := ledger.LastBench(d.A) != nil || ledger.LastBench(d.B) != nil
 	var differ []string
@@ -150,18 +170,23 @@ func resultRows(d *Diff, ga, gb [][]*ledger.Experiment, settings []FieldRow) []R
 		}
 		row := ResultRow{Metric: m.name, Unit: m.unit, LowerIsBetter: m.lowerIsBetter,
 			A: ledger.Summarize(m.within(d.A)), B: ledger.Summarize(m.within(d.B))}
+		if m.accept && row.A.N == 0 && row.B.N == 0 {
+			continue
+		}
 		la, lb := m.launchValues(ga, d.A), m.launchValues(gb, d.B)
 		row.Launches = Samples(la, lb)
 		row.Noise, row.HasNoise = Spread(la)
 		if m.bench && len(differ) > 0 {
-			row.Verdict = "no verdict: benchmark settings differ (" + strings.Join(differ, ", ") + ")"
+			row.Verdict = Verdict{Word: WordNone, Why: "benchmark settings differ (" + strings.Join(differ, ", ") + ")", P: 1, N1: len(la), N2: len(lb)}
 		} else {
-			row.Verdict = verdict(m, d, &row, len(la), len(lb))
+			row.Verdict = verdict(m, d, &row, la, lb, func() *NoiseEstimate {
+				return estimateNoise(m, exps, keys, keys.class(d.A), keys.class(d.B))
+			})
 		}
-		if strings.HasPrefix(row.Verdict, "no verdict") {
-			// The test's p stays for the record, but nothing was
-			// found: Mann–Whitney can reach p <= 0.05 with 3 launches
-			// against 6, below the rule of MinLaunches a side.
+		if row.Verdict.Method != MethodMannWhitney {
+			// The Mann–Whitney p stays for the record, but it decided
+			// nothing: it can reach p <= 0.05 with 3 launches against
+			// 6, below the rule of MinLaunches a side.
 			row.Launches.Significant = false
 		}
 		row.WithinNoise = row.Launches.Significant && row.HasNoise && math.Abs(row.Launches.DeltaPct) <= row.Noise
@@ -170,44 +195,84 @@ func resultRows(d *Diff, ga, gb [][]*ledger.Experiment, settings []FieldRow) []R
 	return rows
 }
 
-// verdict says the row's across-launch verdict in words.
-func verdict(m *metric, d *Diff, row *ResultRow, na, nb int) string {
+// verdict is the row's across-launch verdict over launch values la and
+// lb: Mann–Whitney U with MinLaunches a side; else Student's t against
+// the class's A/A noise (noise is called only then) when it is known;
+// else none, saying what is missing.
+func verdict(m *metric, d *Diff, row *ResultRow, la, lb []float64, noise func() *NoiseEstimate) Verdict {
+	na, nb := len(la), len(lb)
+	none := func(why string) Verdict { return Verdict{Word: WordNone, Why: why, P: 1, N1: na, N2: nb} }
 	for _, x := range []*ledger.Experiment{d.A, d.B} {
 		if _, ok := m.launch(x); ok {
 			continue
 		}
+		id := sanitize.OneLine(x.ID)
 		switch {
+		case m.accept && !(x.Result.AcceptLength > 0):
+			return none("no accept length for " + id)
 		case !m.bench && x.Result.N > 0:
-			return fmt.Sprintf("no verdict: %s has %d steady samples (a launch needs %d)", sanitize.OneLine(x.ID), x.Result.N, ledger.MinLaunchSamples)
+			return none(fmt.Sprintf("%s has %s (a launch needs %d)", id, plural(x.Result.N, "steady sample"), ledger.MinLaunchSamples))
 		case m.bench && len(x.Bench) > 0:
-			return "no verdict: " + sanitize.OneLine(x.ID) + "'s benchmark runs had failures or were stopped"
+			return none(id + "'s benchmark runs had failures or were stopped")
 		case m.bench:
-			return "no verdict: no benchmark of " + sanitize.OneLine(x.ID) + " (b runs one)"
+			return none("no benchmark of " + id + " (b runs one)")
 		}
-		return "no verdict: no value for " + sanitize.OneLine(x.ID)
+		return none("no value for " + id)
 	}
 	if d.SameConfig {
-		return "no verdict: the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)"
+		return none("the same configuration (an A/A comparison: its launch-to-launch spread is the A/A noise)")
 	}
 	if na < MinLaunches || nb < MinLaunches {
-		return fmt.Sprintf("no verdict: %d+%d launches (need ≥ %d each; R repeats a launch)", na, nb, MinLaunches)
+		return noiseVerdict(m, d, la, lb, noise)
 	}
 	c := row.Launches
+	v := Verdict{Method: MethodMannWhitney, P: c.P, N1: na, N2: nb, DeltaPct: c.DeltaPct, HasDelta: c.HasDelta}
 	switch {
 	case !c.Significant:
 		// Checked first, as benchstat does: no difference was found,
 		// whatever the medians are.
-		return "no significant difference"
+		v.Word = WordSame
 	case !c.HasDelta:
-		return "no verdict: zero median"
-	case m.lowerIsBetter && c.DeltaPct < 0:
-		return "better"
-	case m.lowerIsBetter:
-		return "worse"
-	case c.DeltaPct > 0:
-		return "faster"
+		return none("zero median")
+	default:
+		v.Word = m.directionWord(c.DeltaPct)
 	}
-	return "slower"
+	return v
+}
+
+// noiseVerdict is the verdict of fewer than MinLaunches launches a side:
+// Student's t against the known A/A noise of the sides' class, or none.
+func noiseVerdict(m *metric, d *Diff, la, lb []float64, noise func() *NoiseEstimate) Verdict {
+	na, nb := len(la), len(lb)
+	none := func(why string) Verdict { return Verdict{Word: WordNone, Why: why, P: 1, N1: na, N2: nb} }
+	launches := fmt.Sprintf("%d+%d launches", na, nb)
+	n := noise()
+	switch {
+	case n == nil:
+		return none(launches + "; A/A noise unknown — R repeats a launch")
+	case !(n.SD > 0):
+		return none(launches + "; A/A noise measured as 0 over " + FormatLaunches(n.Launches) + " (identical values: too few to trust) — R repeats a launch")
+	}
+	delta, p, ok := noiseTest(la, lb, n)
+	if !ok {
+		return none(launches + "; a launch value is not positive")
+	}
+	v := Verdict{Word: WordSame, Method: MethodKnownNoise, DeltaPct: delta, HasDelta: true, P: p, N1: na, N2: nb, Noise: n,
+		NoiseAge: d.B.Started.Sub(n.Latest), AcrossSessions: sessionOf(d.A.ID) != sessionOf(d.B.ID)}
+	if p <= Alpha {
+		v.Word = m.directionWord(delta)
+	}
+	return v
+}
+
+// sessionOf is the journal an experiment id qualifies ("2026-12-01-
+// 101500-demo" of "2026-12-01-101500-demo:e3"), "" for one of the
+// session's own journal (a plain id).
+func sessionOf(id string) string {
+	if i := strings.LastIndexByte(id, ':'); i > 0 {
+		return id[:i]
+	}
+	return ""
 }
 
 // DeltaPct is the change of x's median over base's, in percent; ok is false
@@ -217,14 +282,4 @@ func DeltaPct(x, base *ledger.Experiment) (pct float64, ok bool) {
 		return 0, false
 	}
 	return (x.Result.Median/base.Result.Median - 1) * 100, true
-}
-
-// CIsOverlap reports whether both results have a bounded confidence
-// interval and the two intervals overlap: the difference between them is
-// then not established.
-func CIsOverlap(a, b event.ExperimentResult) bool {
-	if a.Lo == nil || a.Hi == nil || b.Lo == nil || b.Hi == nil {
-		return false
-	}
-	return *a.Lo <= *b.Hi && *b.Lo <= *a.Hi
 }

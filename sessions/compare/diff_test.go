@@ -82,8 +82,8 @@ func TestCompareProfileOnly(t *testing.T) {
 	if p, ok := r.DeltaPct(); !ok || p < 42.3 || p > 42.5 {
 		t.Errorf("delta %v %v", p, ok)
 	}
-	if r.Verdict != "no verdict: 1+1 launches (need ≥ 4 each; R repeats a launch)" {
-		t.Errorf("verdict %q", r.Verdict)
+	if r.Verdict.Short() != "no verdict: 1+1 launches; A/A noise unknown — R repeats a launch" {
+		t.Errorf("verdict %q", r.Verdict.Short())
 	}
 	if len(d.Results) != 1 {
 		t.Errorf("bench rows without a benchmark: %+v", d.Results)
@@ -194,8 +194,8 @@ func TestCompareVerdicts(t *testing.T) {
 		{MetricE2E, "no significant difference", "p=1.000 n=5"},
 	} {
 		r := row(t, d, tc.metric)
-		if r.Verdict != tc.verdict || r.Launches.PN() != tc.pn {
-			t.Errorf("%s: %q (%s), want %q (%s)", tc.metric, r.Verdict, r.Launches.PN(), tc.verdict, tc.pn)
+		if r.Verdict.Short() != tc.verdict || r.Launches.PN() != tc.pn {
+			t.Errorf("%s: %q (%s), want %q (%s)", tc.metric, r.Verdict.Short(), r.Launches.PN(), tc.verdict, tc.pn)
 		}
 	}
 	r := row(t, d, MetricLogTokS)
@@ -233,8 +233,8 @@ func TestCompareLaunchGrouping(t *testing.T) {
 	if ids := launchList(d.LaunchesA); ids != "e1, e2, e3 (3)" {
 		t.Errorf("launches of A: %s", ids)
 	}
-	if r := row(t, d, MetricLogTokS); r.Verdict != "no verdict: no value for e3" {
-		t.Errorf("verdict %q", r.Verdict)
+	if r := row(t, d, MetricLogTokS); r.Verdict.Short() != "no verdict: no value for e3" {
+		t.Errorf("verdict %q", r.Verdict.Short())
 	}
 }
 
@@ -278,6 +278,42 @@ func TestConfigKey(t *testing.T) {
 		if k := ConfigKey(&x); k == ConfigKey(&base) {
 			t.Errorf("%s: same key", name)
 		}
+	}
+}
+
+// TestConfigKeyLeavesOutTheEndpoint: a launch on another port or address
+// (the demo picks a free port per start) is the same configuration and
+// class; another flag value is not.
+func TestConfigKeyLeavesOutTheEndpoint(t *testing.T) {
+	base := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 1)
+	with := func(argv ...string) *ledger.Experiment {
+		x := ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 1)
+		fp := *x.Fingerprint
+		l := *x.Launch
+		l.Argv = argv
+		fp.Launch, x.Launch, x.Fingerprint = &l, &l, &fp
+		return &x
+	}
+	argv := slices.Clone(base.Launch.Argv) // ... --port 30000 --api-key sk-1
+	i := slices.Index(argv, "--port")
+	moved := slices.Clone(argv)
+	moved[i+1] = "41234"
+	for name, x := range map[string]*ledger.Experiment{
+		"another port":    with(moved...),
+		"--port=N":        with(slices.Concat(argv[:i], []string{"--port=41234"}, argv[i+2:])...),
+		"--host and port": with(slices.Concat(moved, []string{"--host", "0.0.0.0"})...),
+	} {
+		if ConfigKey(x) != ConfigKey(&base) || ClassKey(x) != ClassKey(&base) {
+			t.Errorf("%s: another configuration", name)
+		}
+	}
+	tp := slices.Clone(argv)
+	tp[slices.Index(tp, "--tp-size")+1] = "4"
+	if x := with(tp...); ConfigKey(x) == ConfigKey(&base) || ClassKey(x) == ClassKey(&base) {
+		t.Error("--tp-size 4: the same configuration")
+	}
+	if got := identityArgv([]string{"srv", "--port", "1", "--host=h", "--tp", "8", "--port"}); !slices.Equal(got, []string{"srv", "--tp", "8"}) {
+		t.Errorf("identityArgv = %q", got)
 	}
 }
 

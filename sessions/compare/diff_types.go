@@ -37,6 +37,10 @@ type Diff struct {
 	// which).
 	Range     *event.CommitRange
 	RangeNote string // "recorded at e6's start", "from git on the host", "not recorded: …"
+	// Measured is the server-log tok/s each commit was measured at by the
+	// experiments of A's and B's configuration class (ClassKey), in order
+	// of first measurement: what Culprit places the change by.
+	Measured []CommitMeasure
 	// Noise is the launch-to-launch (A/A) noise measured in the session:
 	// one row per configuration with at least 2 launches with a result.
 	Noise []NoiseRow
@@ -44,8 +48,8 @@ type Diff struct {
 
 // ResultRow is one measured quantity of both experiments.
 type ResultRow struct {
-	Metric string // MetricLogTokS, MetricBenchTokS, MetricTTFT, MetricITL, MetricTPOT, MetricE2E
-	Unit   string // "tok/s" or "ms"
+	Metric string // MetricLogTokS, MetricAccept, MetricBenchTokS, MetricTTFT, MetricITL, MetricTPOT, MetricE2E
+	Unit   string // UnitTokS, UnitMs or UnitTokens
 	// LowerIsBetter is true for latencies: a negative delta is better.
 	LowerIsBetter bool
 	// A and B are the chosen experiments' own values: median and 95 %
@@ -55,11 +59,12 @@ type ResultRow struct {
 	// Launches is the verdict across launches: one value per launch of
 	// each configuration (Diff.LaunchesA/B), Mann–Whitney U at α = 0.05.
 	Launches Comparison
-	// Verdict says it in words: "faster", "slower", "better", "worse",
-	// "no significant difference", "no verdict: 1+1 launches (need ≥ 4
-	// each; R repeats a launch)", "no verdict: benchmark settings differ
-	// (concurrency)" (the bench group of Fields shows them).
-	Verdict string
+	// Verdict is the row's across-launch verdict: Mann–Whitney U with
+	// MinLaunches a side, Student's t against the known A/A noise of the
+	// sides' class with fewer, else none with what is missing
+	// (Verdict.Why: "1+1 launches; A/A noise unknown — R repeats a
+	// launch", "benchmark settings differ (concurrency)").
+	Verdict Verdict
 	// Noise is the A/A spread of this metric over A's configuration's
 	// launches, percent; valid when HasNoise. WithinNoise says the delta
 	// is significant but no larger than that spread.
@@ -90,6 +95,34 @@ type NoiseRow struct {
 	// Lo and Hi are the smallest and largest launch value, in the
 	// metric's unit: tok/s for both noise metrics.
 	Lo, Hi float64
+}
+
+// Row is d's result row of metric (MetricLogTokS, MetricAccept, …); nil
+// when d has none.
+func (d *Diff) Row(metric string) *ResultRow {
+	for i := range d.Results {
+		if d.Results[i].Metric == metric {
+			return &d.Results[i]
+		}
+	}
+	return nil
+}
+
+// VerdictText is the row's verdict as every view writes it
+// (Verdict.Text), followed by the A/A spread of A's launches when the
+// verdict did not state its noise already: "slower -8.5% across launches
+// (p=0.008 n=5+5), A/A noise ±0.3%"; ", within A/A noise ±0.3%" when the
+// difference found is no larger than that spread.
+func (r *ResultRow) VerdictText() string {
+	s := r.Verdict.Text()
+	switch {
+	case r.Verdict.Method == MethodKnownNoise:
+	case r.WithinNoise:
+		s += ", within A/A noise " + FormatNoise(r.Noise)
+	case r.HasNoise:
+		s += ", A/A noise " + FormatNoise(r.Noise)
+	}
+	return s
 }
 
 // DeltaPct is the change of B's own median over A's, percent; ok is false

@@ -67,9 +67,14 @@ var codecs = []codec{
 	jsonCodec[event.Session](), // another cockpit session appending (Append)
 	jsonCodec[event.Baseline](),
 	jsonCodec[event.Repeat](),
-	{kind: event.KindBenchStarted, enc: encBenchStarted, dec: decBenchStarted}, // Config.Rate may be +Inf
-	{kind: event.KindBenchDone, enc: encBenchDone, dec: decBenchDone},          // per-request arrays; floats may not be finite
-	jsonCodec[event.DriverState](),                                             // who drives the host; on change
+	{kind: event.KindBenchStarted, enc: encBenchStarted, dec: decBenchStarted},             // Config.Rate may be +Inf
+	{kind: event.KindBenchDone, enc: encBenchDone, dec: decBenchDone},                      // per-request arrays; floats may not be finite
+	jsonCodec[event.DriverState](),                                                         // who drives the host; on change
+	gpuRowsJSONCodec(func(v *event.HostState) *[]event.GPU { return &v.Fingerprint.GPUs }), // once per session, on connect
+	jsonCodec[event.HostChanges](),                                                         // once per session, on connect
+	jsonCodec[event.BisectStart](),                                                         // a bisect's range and settings
+	jsonCodec[event.BisectLaunch](),                                                        // one per launch of a bisect
+	jsonCodec[event.BisectEnd](),
 }
 
 // codecByKind is each kind's codec, nil for the kinds the format leaves

@@ -145,6 +145,22 @@ func roundTripEvents() []event.Event {
 		Note: "alice@laptop took over at 10:15:02", Err: "read lock: connection to host lost"})
 	add(38.5, event.DriverState{Host: "local", Role: event.RoleDriving, Holder: event.DriverInfo{User: "bob", Machine: "desk", PID: 1, Since: at(38.5), Token: "ff"}})
 	add(39, event.DriverState{})
+	add(39.2, event.HostState{Host: "gpu-box", Fingerprint: event.Fingerprint{At: at(39.1), Hostname: "gpu-box", Kernel: "6.8.0",
+		Git:  &event.GitState{Repo: "/srv/sglang", Head: "e7b9c70e", Branch: "main"},
+		GPUs: []event.GPU{{Index: 0, Name: event.Text{S: "NVIDIA H200"}, PCIeGenMax: event.Reading{Value: 5}}}}})
+	add(39.3, event.HostChanges{Host: "gpu-box", Repo: "/srv/sglang", Seen: true, Since: at(1), Journal: "/j/a.jsonl", Exp: "e2",
+		Changes: []event.HostChange{{Group: "git", Name: "HEAD", Was: "a6d51c0", Now: "e7b9c70", How: []string{"pull"},
+			Range: &event.CommitRange{From: "a6d51c0", To: "e7b9c70", AheadTotal: 3}, Detail: []string{"pull: Fast-forward"}}},
+		Errs: []string{"reflog: timed out"}})
+	add(39.4, event.HostChanges{Host: "local"})
+	add(39.5, event.BisectStart{ID: "b1", Good: "a6d51c0", Bad: "origin/main", Metric: "tok/s", Launches: 2, MaxLaunches: 10, MaxFailures: 3, Alpha: 0.01, Noise: 0.004,
+		Commits: []event.BisectCommit{{ID: "a6d51c0c6f1e", Short: "a6d51c0", Subject: "Baseline", Author: "Ann", Date: at(-3600).UTC()},
+			{ID: "65b09bfe", Short: "65b09bf", Subject: "Fix PCG MoE Error", Files: []string{"pynccl.py"}, FilesTotal: 2}},
+		Launch: &event.LaunchInfo{Preset: "sim", Profile: "nccl-ll-ring", Argv: []string{"sglang", "--tp", "8"}},
+		Origin: event.BisectOrigin{Head: "e7b9c70", Branch: "main", Dirty: true, Snapshot: "s3"}})
+	add(39.6, event.BisectLaunch{ID: "b1", Commit: "65b09bfe", Exp: "e4", Value: 81.9, Took: 12 * time.Second})
+	add(39.7, event.BisectLaunch{ID: "b1", Commit: "65b09bfe", Failed: "oom", Why: "CUDA out of memory"})
+	add(39.8, event.BisectEnd{ID: "b1", Outcome: event.BisectCulprit, Culprit: "65b09bfe", Suspects: []string{"65b09bfe"}, Why: "8.0 % slower", Restored: "main at e7b9c70"})
 	add(0.1, event.GPUSource{Mode: event.SourceNVML, Detail: "NVML 12.550.54.15, driver 550.54.15"})
 	add(40, event.Xid{Index: 3, UUID: "GPU-3f1c0003-8a7b-4c2d-9e0f-1a2b3c4d5e6f", BusID: "00000000:48:00.0", Code: 79})
 	add(40.5, event.Xid{Index: -1, Code: 1<<64 - 1})
@@ -325,7 +341,8 @@ func TestKindsTable(t *testing.T) {
 		"throughput", "tok-rate", "prefill", "spec-decode", "bench-result", "server-ready", "server-failure", "server-status",
 		"server-launched", "server-observed", "server-healthy", "server-kill", "repo-head", "repo-unreadable", "git-status",
 		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key", "session",
-		"exp-baseline", "exp-repeat", "bench-start", "bench-done", "driver"}
+		"exp-baseline", "exp-repeat", "bench-start", "bench-done", "driver", "host-state", "host-changes",
+		"bisect-start", "bisect-launch", "bisect-end"}
 	got := Kinds()
 	slices.Sort(got)
 	slices.Sort(want)

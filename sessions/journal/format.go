@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"io"
 	"math"
+	"os"
 	"strconv"
 	"time"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // ErrNotJournal is wrapped by the errors of Open and Append for a file that
@@ -244,4 +247,30 @@ func appendFrameStart(b []byte, t micros, kind string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, kind...)
 	return append(b, '"', ',')
+}
+
+// maxHeaderLine bounds the header line ReadHeader reads: a header is a few
+// hundred bytes, so a longer first line is not one.
+const maxHeaderLine = 64 << 10
+
+// ReadHeader reads only the header (the first line) of the journal at
+// path, without indexing the rest: what a listing of many journals needs.
+// Errors wrap the open's (fs.ErrNotExist), ErrNotJournal (not a journal,
+// an empty file, a first line over 64 KiB) or are a *VersionError.
+func ReadHeader(path string) (event.SessionHeader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return event.SessionHeader{}, fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, maxHeaderLine)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return event.SessionHeader{}, fmt.Errorf("journal: %s: %w", path, err)
+	}
+	line, _, found := bytes.Cut(buf[:n], []byte{'\n'})
+	if !found && n == maxHeaderLine {
+		return event.SessionHeader{}, fmt.Errorf("%s: %w (the first line is over %d bytes)", path, ErrNotJournal, maxHeaderLine)
+	}
+	return parseHeader(path, line)
 }

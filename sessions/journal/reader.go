@@ -314,11 +314,11 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		case event.Session:
 			m.Text = DescribeSession(p.SessionHeader)
 		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
-			event.ConnState, event.DriverState, event.ExperimentFingerprint, event.ExperimentUpdate,
+			event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentFingerprint, event.ExperimentUpdate,
 			event.GPUFailure, event.GPUSample, event.GPUSource, event.GPUStale, event.GitAction,
 			event.GitMoved, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
 			event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
-			event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+			event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 			event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 			event.ServerReady, event.ServerStatus, event.SpecDecode, event.Throughput, event.TokRate,
 			event.Xid:
@@ -493,6 +493,34 @@ func (j *Journal) Scan(fn func(e event.Event) error) error {
 	key := int32(-1)
 	for i := range j.entries {
 		ev, err := j.decodeSeq(i, &st, &key)
+		if err != nil {
+			j.undecodable(i)
+			continue
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ScanKinds is Scan for the events of kinds only, decoding nothing else:
+// cheap on a long journal (its GPU samples are skipped unread). The
+// gpu-sample kind, whose deltas need the lines before them, is not one it
+// takes: use Scan.
+func (j *Journal) ScanKinds(fn func(e event.Event) error, kinds ...event.Kind) error {
+	var want [event.NumKinds]bool
+	for _, k := range kinds {
+		if k != gpuSampleID && int(k) < event.NumKinds {
+			want[k] = true
+		}
+	}
+	st := decState{created: j.h.Created}
+	for i := range j.entries {
+		if !want[j.entries[i].kind] {
+			continue
+		}
+		ev, err := j.decodeEntry(i, &st)
 		if err != nil {
 			j.undecodable(i)
 			continue

@@ -354,3 +354,34 @@ func TestKill9Child(t *testing.T) {
 		}
 	}
 }
+
+// ScanKinds decodes the events of the kinds asked for, in file order, and
+// nothing else.
+func TestScanKinds(t *testing.T) {
+	evs := roundTripEvents()
+	j, err := Open(writeJournal(t, evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var want []event.Event
+	for _, e := range evs {
+		switch e.Data.(type) {
+		case event.HostState, event.ExperimentFingerprint:
+			want = append(want, e)
+		}
+	}
+	var got []event.Event
+	if err := j.ScanKinds(func(e event.Event) error { got = append(got, e); return nil },
+		event.KindHostState, event.KindExperimentFingerprint, event.KindGPUSample); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(want) < 2 {
+		t.Fatalf("%d events, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if d := diffPayload(want[i].Data, got[i].Data); d != "" {
+			t.Errorf("event %d: %s", i, d)
+		}
+	}
+}

@@ -104,12 +104,12 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 				p.Text = ""
 				ev.Data = p
 			case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
-				event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+				event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint,
 				event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
 				event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
 				event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
 				event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
-				event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+				event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 				event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerStatus,
 				event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
 				// kept by the rules of the kind table (event.KindInfo.CatchUp), not rewritten

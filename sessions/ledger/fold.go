@@ -174,10 +174,10 @@ func (l *Ledger) apply(e event.Event) bool {
 			x.Notes = append(x.Notes, n)
 		}
 		return true
-	case event.BenchProgress, event.ConnState, event.DriverState, event.GPUFailure, event.GPUSample,
+	case event.BenchProgress, event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.GPUFailure, event.GPUSample,
 		event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved, event.GitStatus,
 		event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
-		event.LogLines, event.LogNotice, event.Prefill, event.RepeatProgress, event.RepoHead,
+		event.LogLines, event.LogNotice, event.Prefill, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead,
 		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerObserved,
 		event.SpecDecode, event.Throughput, event.Xid:
 		// no part of an experiment

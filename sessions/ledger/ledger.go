@@ -68,6 +68,12 @@ func (l *Ledger) Find(idOrName string) *Experiment {
 // or it names an experiment this ledger has not seen.
 func (l *Ledger) Baseline() *Experiment { return l.find(l.baseline) }
 
+// BaselineID is the latest exp-baseline's experiment id as marked, ""
+// when none or cleared: also a mark naming an experiment this ledger has
+// not seen (an earlier journal's, "2026-12-01-101500-demo:e3"), which
+// Baseline does not return.
+func (l *Ledger) BaselineID() string { return l.baseline }
+
 // Notes returns every note of the session in time order, inside an
 // experiment or not.
 func (l *Ledger) Notes() []TimedNote { return l.notes }

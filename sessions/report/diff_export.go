@@ -26,10 +26,9 @@ func WriteDiffMarkdown(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	f("## Results\n\n| metric | A %s | B %s | delta | verdict (across launches) |\n|---|---:|---:|---:|---|\n", mdCell(d.A.ID), mdCell(d.B.ID))
 	for i := range d.Results {
 		r := &d.Results[i]
-		f("| %s | %s | %s | %s | %s |\n", mdCell(FormatMetric(r)), mdCell(FormatSummary(r.A)), mdCell(FormatSummary(r.B)), FormatRowDelta(r), mdCell(FormatVerdict(r)))
+		f("| %s | %s | %s | %s | %s |\n", mdCell(FormatMetric(r)), mdCell(compare.FormatSummary(r.A, r.Unit)), mdCell(compare.FormatSummary(r.B, r.Unit)), FormatRowDelta(r), mdCell(r.VerdictText()))
 	}
-	f("\nLaunches: A %s; B %s. Values are the median and its 95 %% interval [lo, hi] over the run's samples; the verdict is the Mann–Whitney U test over one value per launch (α = 0.05).\n\n",
-		mdText(launchList(d.LaunchesA)), mdText(launchList(d.LaunchesB)))
+	f("\nLaunches: A %s; B %s. %s\n\n", mdText(launchList(d.LaunchesA)), mdText(launchList(d.LaunchesB)), VerdictLegend)
 
 	changed, unknown, same := splitFields(d.Fields)
 	f("## Changed (%d of %d fingerprint rows)\n\n", len(changed), len(d.Fields))
@@ -40,6 +39,9 @@ func WriteDiffMarkdown(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	}
 
 	f("## Commits\n\n%s\n\n", mdText(rangeTitle(d)))
+	if c, ok := d.Culprit(); ok {
+		f("**%s**\n\n", mdText(c.Text()))
+	}
 	if r := d.Range; r != nil {
 		mdList := func(title string, items []string, total int) {
 			total = max(total, len(items))
@@ -69,7 +71,7 @@ func WriteDiffMarkdown(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	} else {
 		f("| configuration | launches | metric | range | spread |\n|---|---:|---|---|---:|\n")
 		for _, n := range d.Noise {
-			f("| %s | %d | %s | %s–%s | ±%.1f%% |\n", mdCell(n.Config), n.Launches, mdCell(n.Metric), fmtNum(n.Lo), fmtNum(n.Hi), n.Spread)
+			f("| %s | %d | %s | %s–%s | %s |\n", mdCell(n.Config), n.Launches, mdCell(n.Metric), fmtNum(n.Lo), fmtNum(n.Hi), compare.FormatNoise(n.Spread))
 		}
 		f("\n")
 	}
@@ -96,8 +98,9 @@ func mdFieldTable(w io.Writer, rows []compare.FieldRow, empty string) {
 	fmt.Fprintln(w)
 }
 
-// DiffJSONVersion is the version of the JSON form of a Diff.
-const DiffJSONVersion = 1
+// DiffJSONVersion is the version of the JSON form of a Diff: 2 made each
+// result's verdict an object (JSONVerdict) and added the culprit line.
+const DiffJSONVersion = 2
 
 // JSONDiff is the JSON form of a Diff (`flightdeck journal diff --format
 // json`). Numbers are finite; a side without a value has n 0.
@@ -112,7 +115,25 @@ type JSONDiff struct {
 	Folded    int              `json:"folded,omitempty"`
 	Range     *JSONCommitRange `json:"range,omitempty"`
 	RangeNote string           `json:"range_note"`
-	Noise     []JSONNoiseRow   `json:"noise,omitempty"`
+	// Culprit places the change along the range by the measurements of
+	// the sides' class (compare.Diff.Culprit); absent without a range.
+	Culprit *JSONCulprit   `json:"culprit,omitempty"`
+	Noise   []JSONNoiseRow `json:"noise,omitempty"`
+}
+
+// JSONCulprit is a compare.Culprit.
+type JSONCulprit struct {
+	Text           string   `json:"text"` // the culprit line, as the views write it
+	Regression     bool     `json:"regression"`
+	Decided        bool     `json:"decided"` // the server-log verdict found a difference
+	Good           string   `json:"good"`    // short id of the last commit measured like A
+	GoodTokS       float64  `json:"good_tok_s"`
+	Bad            string   `json:"bad"` // short id of the first commit measured like B
+	BadTokS        float64  `json:"bad_tok_s"`
+	MeasuredInside int      `json:"measured_inside"`
+	Candidates     int      `json:"candidates"`
+	Named          []string `json:"named"` // "sha subject", newest first
+	Unmeasured     int      `json:"unmeasured"`
 }
 
 // JSONExpRef names an experiment.
@@ -142,8 +163,10 @@ type JSONResultRow struct {
 	A             JSONSummary `json:"a"`
 	B             JSONSummary `json:"b"`
 	DeltaPct      *float64    `json:"delta_pct"` // B's own median over A's; null when there is none
-	// Launches is the across-launch test: the medians of the per-launch
-	// values, their delta, Mann–Whitney p, sizes, and benchmath's warnings.
+	// Launches is the Mann–Whitney test over the per-launch values: their
+	// medians, delta, p, sizes, and benchmath's warnings. It decides only
+	// with 4 launches a side (significant is false otherwise); Verdict is
+	// what was decided, and how (verdict.method).
 	Launches struct {
 		A           JSONSummary `json:"a"`
 		B           JSONSummary `json:"b"`
@@ -154,9 +177,9 @@ type JSONResultRow struct {
 		Significant bool        `json:"significant"`
 		Warnings    []string    `json:"warnings,omitempty"`
 	} `json:"launches"`
-	Verdict     string   `json:"verdict"`
-	NoisePct    *float64 `json:"noise_pct"` // A/A spread over A's configuration's launches; null when unmeasured
-	WithinNoise bool     `json:"within_noise"`
+	Verdict     JSONVerdict `json:"verdict"`
+	NoisePct    *float64    `json:"noise_pct"` // A/A spread over A's configuration's launches; null when unmeasured
+	WithinNoise bool        `json:"within_noise"`
 }
 
 // FieldRowJSON is a FieldRow.
@@ -214,7 +237,7 @@ func BuildDiffJSON(d *compare.Diff, opts DiffOptions) *JSONDiff {
 	for i := range d.Results {
 		r := &d.Results[i]
 		jr := JSONResultRow{Metric: r.Metric, Unit: r.Unit, LowerIsBetter: r.LowerIsBetter, A: jsonSummary(r.A), B: jsonSummary(r.B),
-			Verdict: sanitize.OneLine(r.Verdict), WithinNoise: r.WithinNoise}
+			Verdict: BuildVerdictJSON(r), WithinNoise: r.WithinNoise}
 		if p, ok := r.DeltaPct(); ok {
 			jr.DeltaPct = &p
 		}
@@ -249,6 +272,10 @@ func BuildDiffJSON(d *compare.Diff, opts DiffOptions) *JSONDiff {
 			*l = clean
 		}
 		j.Range = &cr
+	}
+	if c, ok := d.Culprit(); ok {
+		j.Culprit = &JSONCulprit{Text: c.Text(), Regression: c.Regression, Decided: c.Decided, Good: c.Good, GoodTokS: c.GoodTokS, Bad: c.Bad, BadTokS: c.BadTokS,
+			MeasuredInside: c.MeasuredInside, Candidates: c.Candidates, Named: append([]string{}, c.Named...), Unmeasured: c.Unmeasured}
 	}
 	for _, n := range d.Noise {
 		j.Noise = append(j.Noise, JSONNoiseRow{Config: sanitize.OneLine(n.Config), Launches: n.Launches, Metric: n.Metric, SpreadPct: n.Spread, Lo: n.Lo, Hi: n.Hi})

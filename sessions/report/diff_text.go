@@ -37,7 +37,7 @@ func WriteDiffText(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	fmt.Fprintf(tw, "RESULTS\tA %s\tB %s\tdelta\tverdict (across launches)\n", sanitize.OneLine(d.A.ID), sanitize.OneLine(d.B.ID))
 	for i := range d.Results {
 		r := &d.Results[i]
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", FormatMetric(r), FormatSummary(r.A), FormatSummary(r.B), FormatRowDelta(r), FormatVerdict(r))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", FormatMetric(r), compare.FormatSummary(r.A, r.Unit), compare.FormatSummary(r.B, r.Unit), FormatRowDelta(r), r.VerdictText())
 	}
 	tw.Flush()
 	fmt.Fprintf(bw, "  launches: A %s; B %s\n", launchList(d.LaunchesA), launchList(d.LaunchesB))
@@ -51,6 +51,9 @@ func WriteDiffText(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	}
 
 	fmt.Fprintf(bw, "\nCOMMITS %s\n", rangeTitle(d))
+	if c, ok := d.Culprit(); ok {
+		fmt.Fprintf(bw, "  %s\n", c.Text())
+	}
 	if d.Range != nil {
 		writeRange(bw, d.Range)
 	}
@@ -61,8 +64,8 @@ func WriteDiffText(w io.Writer, d *compare.Diff, opts DiffOptions) error {
 	} else {
 		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		for _, n := range d.Noise {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t±%.1f%%\n", sanitize.OneLine(n.Config), FormatLaunches(n.Launches), sanitize.OneLine(n.Metric),
-				fmtNum(n.Lo)+"–"+fmtNum(n.Hi), n.Spread)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", sanitize.OneLine(n.Config), compare.FormatLaunches(n.Launches), sanitize.OneLine(n.Metric),
+				fmtNum(n.Lo)+"–"+fmtNum(n.Hi), compare.FormatNoise(n.Spread))
 		}
 		tw.Flush()
 	}
@@ -99,26 +102,6 @@ func FormatMetric(r *compare.ResultRow) string {
 	return sanitize.OneLine(r.Metric) + " (" + sanitize.OneLine(r.Unit) + ")"
 }
 
-// FormatSummary is a side's value in a comparison: the median with its
-// 95 % interval, "62.5 [62.1, 62.9] n=40" ("[n<6]" when too few values
-// bound it), "61.4 n=1", or "-" when there is no value. The journal diff
-// and the cockpit's compare view both write values this way.
-func FormatSummary(s ledger.Summary) string {
-	switch {
-	case s.N == 0:
-		return "-"
-	case s.N == 1:
-		return fmtNum(s.Median) + " n=1"
-	}
-	ci := "[n<6]"
-	if s.Lo != nil && s.Hi != nil {
-		ci = "[" + fmtNum(*s.Lo) + ", " + fmtNum(*s.Hi) + "]"
-	} else if s.N >= 6 {
-		ci = "[unbounded]"
-	}
-	return fmtNum(s.Median) + " " + ci + " n=" + strconv.Itoa(s.N)
-}
-
 // FormatRowDelta is the change of B's own median over A's: "-8.0%", "-" when
 // there is none.
 func FormatRowDelta(r *compare.ResultRow) string {
@@ -126,40 +109,6 @@ func FormatRowDelta(r *compare.ResultRow) string {
 		return fmtDelta(p)
 	}
 	return "-"
-}
-
-// FormatVerdict is a result row's verdict with the delta of the launch
-// medians (when a side has more than one launch) and the test's p and n
-// (both left out for "no verdict"), and the A/A noise next to it: "slower
-// -8.5% across launches (p=0.008 n=5), A/A noise ±0.3%".
-func FormatVerdict(r *compare.ResultRow) string {
-	s := sanitize.OneLine(r.Verdict)
-	if !strings.HasPrefix(r.Verdict, "no verdict") {
-		c := r.Launches
-		if c.HasDelta && (c.N1 > 1 || c.N2 > 1) {
-			// The test is on the launches: say their delta, which can
-			// differ from the two chosen experiments' own.
-			s += fmt.Sprintf(" %s across launches", fmtDelta(c.DeltaPct))
-		}
-		s += " (" + c.PN() + ")"
-	}
-	switch {
-	case r.WithinNoise:
-		s += fmt.Sprintf(", within A/A noise ±%.1f%%", r.Noise)
-	case r.HasNoise:
-		s += fmt.Sprintf(", A/A noise ±%.1f%%", r.Noise)
-	}
-	return s
-}
-
-// FormatLaunches is a count of launches in words: "1 launch", "5
-// launches". The journal diff and the cockpit's compare view both write
-// the A/A noise rows' counts this way.
-func FormatLaunches(n int) string {
-	if n == 1 {
-		return "1 launch"
-	}
-	return strconv.Itoa(n) + " launches"
 }
 
 // launchList names the launches of a side: "e1, e4, e5 (3)".

@@ -14,8 +14,10 @@ package report
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -47,6 +49,9 @@ type Report struct {
 	// or the dirty set changed outside flightdeck (a `git pull` in another
 	// pane: git-moved), or by a git action of the cockpit (git-action).
 	RepoChanges []RepoChange
+	// Bisects are the journal's bisects (flightdeck bisect), in the
+	// order they started.
+	Bisects []Bisect
 	// Sessions are the cockpit sessions that appended to the journal after
 	// the one that created it (session events, in file order); the first
 	// session is the Header.
@@ -55,6 +60,16 @@ type Report struct {
 	// sampled (gpu-xid, gpu-source), in file order; identical Xids (same
 	// GPU and code) within one experiment are one entry with a count.
 	GPUEvents []GPUEvent
+	// Earlier are experiments of earlier sessions on the same host (ids
+	// qualified with their journal: "2026-12-01-101500-demo:e3"), set by
+	// the caller after ReadReport: the verdicts (VerdictVs) take the A/A
+	// noise and the commits' measurements from them too. The report lists
+	// only its own experiments.
+	Earlier []ledger.Experiment
+	// verdicts caches VerdictVs per (base, x) for len(Earlier) == verdictsOf.
+	verdictMu  sync.Mutex
+	verdicts   map[[2]string]*compare.ResultRow
+	verdictsOf int
 	// epoch counts experiment starts and ends and sessions while reading:
 	// identical Xids group only within one stretch between them.
 	epoch int
@@ -128,6 +143,8 @@ func ReadReport(h event.SessionHeader, scan ScanFunc, live bool) (*Report, error
 				exp = cur.ID
 			}
 			r.addGPUEvent(e.At, exp, p)
+		case event.BisectStart, event.BisectLaunch, event.BisectEnd:
+			r.Bisects = addBisect(r.Bisects, p)
 		case event.GitMoved:
 			r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: movedText(p)})
 		case event.GitAction:
@@ -135,11 +152,11 @@ func ReadReport(h event.SessionHeader, scan ScanFunc, live bool) (*Report, error
 				r.RepoChanges = append(r.RepoChanges, RepoChange{At: e.At, What: actionText(p)})
 			}
 		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
-			event.ConnState, event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint,
+			event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint,
 			event.ExperimentStart, event.ExperimentUpdate, event.GPUFailure, event.GPUSample,
 			event.GPUStale, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
 			event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
-			event.Note, event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead,
+			event.Note, event.Prefill, event.Repeat, event.History, event.BisectProgress, event.RepeatProgress, event.RepoHead,
 			event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
 			event.ServerObserved, event.ServerReady, event.ServerStatus, event.SpecDecode,
 			event.Throughput, event.TokRate:
@@ -194,12 +211,17 @@ func (r *Report) Duration() time.Duration {
 
 // Baseline returns the experiment the deltas are relative to: the one with
 // id or name idOrName, or with "" the one marked as the baseline in the
-// cockpit (Ledger.Baseline), else the first one with a result (N > 0). It
+// cockpit (Ledger.Baseline), else the first one with a result (N > 0). A
+// qualified id (or mark) of an earlier journal's experiment is looked up
+// in Earlier. It
 // returns nil with "" when none is marked and no experiment has a result,
 // and an error when idOrName names no experiment.
 func (r *Report) Baseline(idOrName string) (*ledger.Experiment, error) {
 	if idOrName != "" {
 		x := r.Ledger.Find(idOrName)
+		if x == nil {
+			x = r.earlier(idOrName)
+		}
 		if x == nil {
 			return nil, fmt.Errorf("baseline %q: no such experiment (have %s)", idOrName, r.ExpList())
 		}
@@ -208,6 +230,9 @@ func (r *Report) Baseline(idOrName string) (*ledger.Experiment, error) {
 	if x := r.Ledger.Baseline(); x != nil {
 		return x, nil
 	}
+	if x := r.earlier(r.Ledger.BaselineID()); x != nil {
+		return x, nil // an earlier journal's experiment of the host
+	}
 	exps := r.Ledger.Experiments()
 	for i := range exps {
 		if exps[i].Result.N > 0 {
@@ -215,6 +240,20 @@ func (r *Report) Baseline(idOrName string) (*ledger.Experiment, error) {
 		}
 	}
 	return nil, nil
+}
+
+// earlier returns the experiment of Earlier with id (a qualified one:
+// "2026-11-24-101500-demo:e1"), or nil.
+func (r *Report) earlier(id string) *ledger.Experiment {
+	if id == "" {
+		return nil
+	}
+	for i := range r.Earlier {
+		if r.Earlier[i].ID == id {
+			return &r.Earlier[i]
+		}
+	}
+	return nil
 }
 
 // ExpList names the experiments for an error message: "e1, e2, e3" or "none".

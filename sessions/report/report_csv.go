@@ -114,11 +114,11 @@ func WriteGPUCSV(w io.Writer, h event.SessionHeader, scan ScanFunc) error {
 				}
 			}
 		case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
-			event.ConnState, event.DriverState, event.ExperimentFingerprint, event.ExperimentUpdate,
+			event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentFingerprint, event.ExperimentUpdate,
 			event.GPUFailure, event.GPUSource, event.GPUStale, event.GitAction, event.GitMoved,
 			event.GitStatus, event.JournalStatus, event.Key, event.KillStep, event.LogBench,
 			event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset, event.Note,
-			event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
+			event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 			event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 			event.ServerReady, event.ServerStatus, event.SpecDecode, event.Throughput, event.TokRate,
 			event.Xid:

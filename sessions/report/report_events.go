@@ -140,11 +140,11 @@ func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 		}
 		r.GPUEvents = append(r.GPUEvents, GPUEvent{At: at, Last: at, Exp: exp, Count: 1, What: what, epoch: r.epoch})
 	case event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted, event.ConnState,
-		event.DriverState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
+		event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd, event.ExperimentFingerprint, event.ExperimentStart,
 		event.ExperimentUpdate, event.GPUFailure, event.GPUSample, event.GPUStale, event.GitAction,
 		event.GitMoved, event.GitStatus, event.JournalStatus, event.Key, event.KillStep,
 		event.LogBench, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
-		event.Note, event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead,
+		event.Note, event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead,
 		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
 		event.ServerObserved, event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode,
 		event.Throughput, event.TokRate:

@@ -103,9 +103,13 @@ type JSONExperiment struct {
 	Result      event.ExperimentResult `json:"result"`
 	// DeltaPct is the median's change against the baseline, in percent;
 	// absent for the baseline itself and when either has no result.
-	DeltaPct *float64   `json:"delta_pct,omitempty"`
-	EndGPUs  []GPUState `json:"end_gpus,omitempty"`
-	Notes    []JSONNote `json:"notes,omitempty"`
+	DeltaPct *float64 `json:"delta_pct,omitempty"`
+	// Verdict is the across-launch verdict of its server-log tok/s
+	// against the baseline (Report.VerdictVs); absent for the baseline
+	// itself and without one.
+	Verdict *JSONVerdict `json:"verdict,omitempty"`
+	EndGPUs []GPUState   `json:"end_gpus,omitempty"`
+	Notes   []JSONNote   `json:"notes,omitempty"`
 	// Bench are the benchmark runs recorded for it, in time order
 	// (failed ones with err).
 	Bench []JSONBenchRun `json:"bench,omitempty"`
@@ -263,6 +267,10 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 		if base != nil && base.ID != x.ID {
 			if p, ok := compare.DeltaPct(x, base); ok {
 				j.DeltaPct = &p
+			}
+			if row := r.VerdictVs(base, x); row != nil {
+				v := BuildVerdictJSON(row)
+				j.Verdict = &v
 			}
 		}
 		if fp := x.Fingerprint; fp != nil {

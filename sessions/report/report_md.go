@@ -46,15 +46,15 @@ func WriteMarkdown(w io.Writer, r *Report, opts ReportOptions) error {
 	}
 	m.title(r, opts)
 	exps := r.Ledger.Experiments()
-	m.table(exps, base)
-	m.changes(exps, r.RepoChanges)
-	if m.overlap {
-		m.f("~ the two 95 %% confidence intervals overlap: not a clear difference.\n\n")
+	m.table(r, exps, base)
+	if err := m.bisects(r); err != nil {
+		return err
 	}
+	m.changes(r, exps, r.RepoChanges)
 	m.sessions(r)
 	m.gpuEvents(r)
 	for i := range exps {
-		m.experiment(&exps[i], base, r.ExpXids(exps[i].ID))
+		m.experiment(&exps[i], base, r.VerdictVs(base, &exps[i]), r.ExpXids(exps[i].ID))
 	}
 	m.notes(r.Ledger.Notes())
 	return bw.Flush()
@@ -64,9 +64,21 @@ type mdWriter struct {
 	w      *bufio.Writer
 	start  time.Time
 	marked string // the experiment marked as the baseline, "" when none
-	// overlap is set once a "~" (overlapping confidence intervals) has
-	// been written: the legend follows the table and What changed.
-	overlap bool
+}
+
+// bisects writes the journal's bisects: each one's outcome and evidence
+// table.
+func (m *mdWriter) bisects(r *Report) error {
+	if len(r.Bisects) == 0 {
+		return nil
+	}
+	m.f("## Bisects\n\n")
+	for _, b := range r.Bisects {
+		if err := writeBisectMarkdown(m.w, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *mdWriter) f(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
@@ -114,7 +126,7 @@ func (m *mdWriter) title(r *Report, opts ReportOptions) {
 	m.f("\n")
 }
 
-func (m *mdWriter) table(exps []ledger.Experiment, base *ledger.Experiment) {
+func (m *mdWriter) table(r *Report, exps []ledger.Experiment, base *ledger.Experiment) {
 	m.f("## Experiments\n\n")
 	if len(exps) == 0 {
 		m.f("No experiments were recorded.\n\n")
@@ -124,32 +136,46 @@ func (m *mdWriter) table(exps []ledger.Experiment, base *ledger.Experiment) {
 	if base != nil {
 		vs = "vs " + mdCell(base.ID)
 	}
-	m.f("| id | name | commit | profile | tok/s median [95%% CI] (n) | %s | ended |\n", vs)
-	m.f("|----|------|--------|---------|---------------------------|----|-------|\n")
+	accept := false
+	for i := range exps {
+		accept = accept || exps[i].Result.AcceptLength > 0
+	}
+	acceptHead, acceptRule := "", ""
+	if accept {
+		acceptHead, acceptRule = " accept length |", "--------------|"
+	}
+	m.f("| id | name | commit | profile | tok/s median [within-launch 95%% interval] (n) |%s %s | verdict %s (across launches) | ended |\n", acceptHead, vs, vs)
+	m.f("|----|------|--------|---------|-----------------------------------------------|%s----|---------|-------|\n", acceptRule)
 	for i := range exps {
 		x := &exps[i]
-		delta := "-"
+		delta, verdict := "-", "-"
 		switch {
 		case base == nil:
 		case x == base || x.ID == base.ID:
-			delta = "baseline"
+			delta, verdict = "baseline", "baseline"
 		default:
 			if p, ok := compare.DeltaPct(x, base); ok {
 				delta = fmtDelta(p)
-				if compare.CIsOverlap(x.Result, base.Result) {
-					delta += " ~"
-					m.overlap = true
-				}
+			}
+			if row := r.VerdictVs(base, x); row != nil {
+				verdict = mdCell(row.VerdictText())
 			}
 		}
 		commit := orDash(mdCell(git.ShortID(x.Commit())))
 		if x.CommitUnknown() != "" {
 			commit = "unknown"
 		}
-		m.f("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(x.ID), mdCell(x.Name), commit,
-			orDash(mdCell(x.Profile())), FormatResult(x.Result), delta, EndedWords(x))
+		acc := ""
+		if accept {
+			acc = " - |"
+			if a := x.Result.AcceptLength; a > 0 {
+				acc = " " + compare.FormatValue(a, compare.UnitTokens) + " |"
+			}
+		}
+		m.f("| %s | %s | %s | %s | %s |%s %s | %s | %s |\n", mdCell(x.ID), mdCell(x.Name), commit,
+			orDash(mdCell(x.Profile())), FormatResult(x.Result), acc, delta, verdict, EndedWords(x))
 	}
-	m.f("\n")
+	m.f("\n%s\n\n", VerdictLegend)
 }
 
 // sessions lists the cockpit sessions that wrote the journal when more

@@ -17,7 +17,7 @@ import (
 // changes lists, for each experiment after the first, its change in tok/s
 // from the previous one and what differed in their fingerprints: the
 // "diff-only" view of what could explain the change.
-func (m *mdWriter) changes(exps []ledger.Experiment, moves []RepoChange) {
+func (m *mdWriter) changes(r *Report, exps []ledger.Experiment, moves []RepoChange) {
 	if len(exps) < 2 {
 		return
 	}
@@ -27,9 +27,8 @@ func (m *mdWriter) changes(exps []ledger.Experiment, moves []RepoChange) {
 		m.f("- **%s -> %s**", mdText(a.ID), mdText(b.ID))
 		if p, ok := compare.DeltaPct(b, a); ok {
 			m.f(": %s (%s -> %s tok/s)", fmtDelta(p), fmtRate(a.Result.Median), fmtRate(b.Result.Median))
-			if compare.CIsOverlap(a.Result, b.Result) {
-				m.f(" ~")
-				m.overlap = true
+			if row := r.VerdictVs(a, b); row != nil {
+				m.f(", %s", mdText(row.VerdictText()))
 			}
 		}
 		diffs := fingerprintDiff(a, b)

@@ -12,7 +12,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
-func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xids []GPUEvent) {
+func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, verdict *compare.ResultRow, xids []GPUEvent) {
 	m.f("## %s %s\n\n", mdText(x.ID), mdText(x.Name))
 	res := x.Result
 	if res.N == 0 {
@@ -20,13 +20,13 @@ func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xid
 	} else {
 		m.f("- **Result:** %s tok/s median", fmtRate(res.Median))
 		if res.Lo != nil && res.Hi != nil {
-			m.f(", 95 %% CI [%s, %s]", fmtRate(*res.Lo), fmtRate(*res.Hi))
+			m.f(", within-launch 95 %% interval [%s, %s]", fmtRate(*res.Lo), fmtRate(*res.Hi))
 		} else {
-			m.f(", no confidence interval (needs at least 6 samples)")
+			m.f(", no within-launch interval (needs at least 6 samples)")
 		}
 		m.f(", n=%d", res.N)
 		if res.AcceptLength > 0 {
-			m.f(", accept length %.2f", res.AcceptLength)
+			m.f(", accept length %s", compare.FormatValue(res.AcceptLength, compare.UnitTokens))
 		}
 		if base != nil && base.ID != x.ID {
 			if p, ok := compare.DeltaPct(x, base); ok {
@@ -38,6 +38,9 @@ func (m *mdWriter) experiment(x *ledger.Experiment, base *ledger.Experiment, xid
 		m.f(" (%d warm-up or idle samples left out)", res.Dropped)
 	}
 	m.f("\n")
+	if verdict != nil {
+		m.f("- **Verdict vs %s:** %s\n", mdText(base.ID), mdText(verdict.VerdictText()))
+	}
 	for _, w := range res.Warnings {
 		m.f("- **Warning:** %s\n", mdText(w))
 	}

@@ -176,4 +176,23 @@ func writeJournalFile(t testing.TB, path string, h event.SessionHeader, evs []ev
 	}
 }
 
+// readJournalFile opens the journal at path (closed when the test ends),
+// checks it reads without problems, and folds it into a finished Report.
+func readJournalFile(t testing.TB, path string) (*Report, *journal.Journal) {
+	t.Helper()
+	j, err := journal.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	if j.Problems().Any() {
+		t.Fatalf("problems: %v", j.Problems())
+	}
+	r, err := ReadReport(j.Header(), j.Scan, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, j
+}
+
 func f64(v float64) *float64 { return &v }

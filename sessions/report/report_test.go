@@ -14,7 +14,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
 var updateReport = flag.Bool("update-report", false, "rewrite testdata/report* and testdata/diff* goldens")
@@ -120,7 +119,7 @@ func TestReportBaselineOption(t *testing.T) {
 	if err := WriteMarkdown(&md, r, ReportOptions{Baseline: "nccl-ll-ring @ 1a2b3c4"}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "| vs e2 | ended |") || !strings.Contains(md.String(), "| baseline | relaunch |\n| e3") {
+	if !strings.Contains(md.String(), "| vs e2 | verdict vs e2 (across launches) | ended |") || !strings.Contains(md.String(), "| baseline | baseline | relaunch |\n| e3") {
 		t.Errorf("baseline by name not used:\n%s", md.String())
 	}
 	err := WriteMarkdown(&md, r, ReportOptions{Baseline: "e9"})
@@ -285,7 +284,7 @@ func TestReportCrashedAndLive(t *testing.T) {
 		if err := WriteMarkdown(&md, r, ReportOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(md.String(), `| e1 | x \| y z | unknown | - | no samples | - | `+want+" |") {
+		if !strings.Contains(md.String(), `| e1 | x \| y z | unknown | - | no samples | - | - | `+want+" |") {
 			t.Errorf("live %v: table row not escaped or wrong:\n%s", live, md.String())
 		}
 	}
@@ -340,18 +339,7 @@ func TestReportSessionFile(t *testing.T) {
 		os.Remove(path)
 		writeJournalFile(t, path, h, es)
 	}
-	j, err := journal.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	if j.Problems().Any() {
-		t.Fatalf("problems: %v", j.Problems())
-	}
-	r, err := ReadReport(j.Header(), j.Scan, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, j := readJournalFile(t, path)
 	var md, js, tok, gpus bytes.Buffer
 	if err := WriteMarkdown(&md, r, ReportOptions{Path: "/home/ana/.local/state/flightdeck/journals/demo/2026-11-29-100000-regression-hunt.jsonl"}); err != nil {
 		t.Fatal(err)

@@ -137,13 +137,15 @@ func TestReportUnknownsSessionsAndLegend(t *testing.T) {
 	}
 	out := md.String()
 	for _, want := range []string{
-		"| e1 | base | unknown | nccl-ll-ring | 62.5 [62.0, 63.0] (n=10) | baseline | relaunch |",
-		"| e2 | ring | a6d51c0 | nccl-ll-ring | 80.0 [79.0, 81.0] (n=10) | +28.0% | by hand |",
-		"| e3 | pulled | 9f8e7d6 | nccl-ll-ring | 80.5 [79.5, 81.5] (n=10) | +28.8% | kill |",
-		"| e4 | open at the crash | unknown | - | no samples | - | crash |",
-		"- **e1 -> e2**: +28.0% (62.5 -> 80.0 tok/s); command line `--port 33551` -> `--port 34012`; commit, nccl unknown for e1\n",
-		"- **e2 -> e3**: +0.6% (80.0 -> 80.5 tok/s) ~; commit a6d51c0 -> 9f8e7d6 (\"x\"); flightdeck checkout moved HEAD a6d51c0 -> 9f8e7d6 (files changed not recorded: git diff --stat a6d51c0 9f8e7d6) (undo: snapshot s1) at 0:02:05\n",
-		"~ the two 95 % confidence intervals overlap",
+		"| e1 | base | unknown | nccl-ll-ring | 62.5 [62.0, 63.0] (n=10) | baseline | baseline | relaunch |",
+		"| e2 | ring | a6d51c0 | nccl-ll-ring | 80.0 [79.0, 81.0] (n=10) | +28.0% | no verdict: 1+1 launches; A/A noise unknown — R repeats a launch | by hand |",
+		"| e3 | pulled | 9f8e7d6 | nccl-ll-ring | 80.5 [79.5, 81.5] (n=10) | +28.8% | no verdict: 1+1 launches; A/A noise unknown — R repeats a launch | kill |",
+		"| e4 | open at the crash | unknown | - | no samples | - | - | crash |",
+		"- **e1 -> e2**: +28.0% (62.5 -> 80.0 tok/s), no verdict: 1+1 launches; A/A noise unknown — R repeats a launch; command line `--port 33551` -> `--port 34012`; commit, nccl unknown for e1\n",
+		// Overlapping within-launch intervals decide nothing: the
+		// across-launch verdict is given instead.
+		"- **e2 -> e3**: +0.6% (80.0 -> 80.5 tok/s), no verdict: 1+1 launches; A/A noise unknown — R repeats a launch; commit a6d51c0 -> 9f8e7d6 (\"x\"); flightdeck checkout moved HEAD a6d51c0 -> 9f8e7d6 (files changed not recorded: git diff --stat a6d51c0 9f8e7d6) (undo: snapshot s1) at 0:02:05\n",
+		VerdictLegend,
 		"## Sessions\n\n1. 0:00:00 flightdeck v0.5.0-test pid 4242 (ana@laptop) session \"regression-hunt\" (created the journal)\n" +
 			"2. 1:00:00 flightdeck v0.6.0 pid 4243 (ana@laptop); the previous session ended without ending e4 (crash): ended at its last event, 0:03:20\n",
 		"- **Commit:** unknown (git: timed out after 30s); dirty state unknown (repository `/r`)\n",
@@ -165,7 +167,7 @@ func TestReportUnknownsSessionsAndLegend(t *testing.T) {
 		len(doc.Sessions) != 1 || doc.Sessions[0].Crashed != "e4" || doc.Sessions[0].Header.PID != 4243 || doc.Sessions[0].T != 3600 {
 		t.Errorf("json: experiments %+v, sessions %+v", doc.Experiments[:2], doc.Sessions)
 	}
-	for _, bad := range []string{"commit - ->", "branch - ->", "detached", "**Commit:** -", "GPUs at start: 2x", "nccl failed"} {
+	for _, bad := range []string{"overlap", " ~", "commit - ->", "branch - ->", "detached", "**Commit:** -", "GPUs at start: 2x", "nccl failed"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("%q in\n%s", bad, out)
 		}

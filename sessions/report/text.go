@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
@@ -23,55 +23,26 @@ func FormatElapsed(d time.Duration) string {
 }
 
 // FormatResult formats a result as "62.5 [62.1, 62.9] (n=40)": the median
-// tok/s and its 95 % confidence interval, "[n<6]" when too few samples
-// bound it, "no samples" when there are none.
+// tok/s and its 95 % interval within the launch (compare.FormatInterval:
+// the spread of one launch's samples, never a verdict), "no samples" when
+// there are none.
 func FormatResult(res event.ExperimentResult) string {
 	if res.N == 0 {
 		return "no samples"
 	}
-	ci := "[n<6]"
-	if res.Lo != nil && res.Hi != nil {
-		ci = "[" + fmtRate(*res.Lo) + ", " + fmtRate(*res.Hi) + "]"
-	} else if res.N >= 6 {
-		ci = "[unbounded]"
-	}
-	return fmt.Sprintf("%s %s (n=%d)", fmtRate(res.Median), ci, res.N)
+	return fmt.Sprintf("%s %s (n=%d)", fmtRate(res.Median), compare.FormatInterval(res.Lo, res.Hi, res.N, compare.UnitTokS), res.N)
 }
 
 // FormatNum is a tok/s or ms value as the journal's reports, journal diff
-// and the cockpit write it: one decimal ("88.4"), none from 1000 ("1446"),
-// three below 1 ("0.412"), "-" when not finite.
-func FormatNum(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "-"
-	}
-	return fmtNum(v)
-}
+// and the cockpit write it (compare.FormatValue): one decimal ("88.4"),
+// none from 1000 ("1446"), three below 1 ("0.412"), "-" when not finite.
+func FormatNum(v float64) string { return compare.FormatValue(v, "") }
 
-// fmtNum formats a tok/s or ms value: one decimal, three below 1.
-func fmtNum(v float64) string {
-	if v != 0 && v > -1 && v < 1 {
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	}
-	if math.Abs(v) >= 1000 {
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
-}
+func fmtNum(v float64) string { return compare.FormatValue(v, "") }
 
-func fmtRate(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+func fmtRate(v float64) string { return compare.FormatValue(v, compare.UnitTokS) }
 
-// fmtDelta formats a percentage with its sign: "+42.4%", "-8.0%".
-func fmtDelta(p float64) string {
-	if math.Abs(p) < 0.05 {
-		p = 0
-	}
-	s := strconv.FormatFloat(p, 'f', 1, 64)
-	if p >= 0 {
-		s = "+" + s
-	}
-	return s + "%"
-}
+func fmtDelta(p float64) string { return compare.FormatDelta(p) }
 
 func plural(n int, what string) string {
 	if n == 1 {

@@ -104,3 +104,35 @@ func TestReplayKeysHaveAPlainBinding(t *testing.T) {
 	rk := defaultKeys()
 	tuitest.AuditPlainKeys(t, []*component.Binding{&rk.Play, &rk.Faster, &rk.Slower, &rk.Back, &rk.Forward, &rk.PrevMark, &rk.NextMark, &rk.JumpTo}, 8)
 }
+
+// TestReplayShowsTheBisect: a journal's bisect records (start, launches,
+// end; progress is never recorded) replayed: the panel (i) shows the
+// bisect running at a position between them and its culprit after, and
+// stays open across a seek; X refuses.
+func TestReplayShowsTheBisect(t *testing.T) {
+	evs := replayEvents()
+	for _, e := range tuitest.BisectEvents(100 * time.Second) {
+		if _, screenOnly := e.Data.(event.BisectProgress); !screenOnly {
+			evs = append(evs, e)
+		}
+	}
+	evs = append(evs, tuitest.Ev(130*time.Second, tuitest.BisectEnd(event.BisectCulprit)))
+	r := New(newFakeSource(evs), tui.Options{Theme: tui.ThemeDark}, Options{At: 120 * time.Second})
+	r.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	pump(r, r.Init())
+	rpress(r, "i")
+	scr := rplain(r)
+	if !strings.Contains(scr, "bisect b1  bba2fc4..a6d51c0  9 commits  tok/s  running") || !strings.Contains(scr, "65b09bf         Fix PCG MoE Error") {
+		t.Fatalf("at 2:00:\n%s", scr)
+	}
+	rpress(r, "X")
+	if !strings.HasPrefix(r.inner.Status(), "read-only") {
+		t.Errorf("X: %q", r.inner.Status())
+	}
+	rpress(r, "right")
+	scr = rplain(r)
+	if !strings.Contains(scr, "tok/s  culprit") || !strings.Contains(scr, "culprit 65b09bf Fix PCG MoE Error") ||
+		!strings.Contains(scr, "restored: main at a6d51c0, dirty work restored") {
+		t.Errorf("at 2:10:\n%s", scr)
+	}
+}

@@ -64,6 +64,12 @@ type Options struct {
 	// appended; the header and window title say "follow", the timeline
 	// says LIVE. At, Play and Speed are ignored. See follow.go.
 	Follow bool
+	// History, when set, is the host's history before the journal (the
+	// sessions recorded earlier: sessions/history.Collect), given to the
+	// cockpit at its start and at every rebuild: the experiments panel
+	// lists it, and a baseline mark naming an earlier journal's
+	// experiment resolves.
+	History *event.History
 }
 
 // Replay speeds: 1x to 64x, doubling.
@@ -79,6 +85,7 @@ const seekStep = 10 * time.Second
 // Model is the replay's Bubble Tea model. Create it with New and run it
 // with Run; it is used by pointer.
 type Model struct {
+	hist  *event.History // Options.History
 	src   Source
 	srcMu *sync.Mutex // held by the tea.Cmd reading src
 	opts  tui.Options // as given to tui.New for every fresh inner model
@@ -146,6 +153,7 @@ func New(src Source, opts tui.Options, o Options) *Model {
 	}
 	r.opts.Keys = &r.ck
 	r.opts.Mode.Keys = r.keys.help()
+	r.hist = o.History
 	r.inner = r.newInner()
 	r.jump = textinput.New()
 	r.jump.Prompt = ""
@@ -161,6 +169,9 @@ func (r *Model) newInner() *tui.Model {
 	m.Update(tea.WindowSizeMsg{Width: r.width, Height: max(r.height-1, 1)})
 	if r.bg != nil {
 		m.Update(*r.bg)
+	}
+	if r.hist != nil {
+		m.Update(tui.EventsMsg{{At: r.start, Data: *r.hist}})
 	}
 	return m
 }

@@ -426,7 +426,7 @@ func TestReplayRefusesActions(t *testing.T) {
 func TestReplayHelpAndFooter(t *testing.T) {
 	r, _ := newTestReplay(120, 40, Options{})
 	ls := strings.Split(rplain(r), "\n")
-	if f := ls[len(ls)-2]; f != "? help  spc play  +/- speed  [/] mark  t time  x experiments  / filter  f follow  w wrap  q quit" {
+	if f := ls[len(ls)-2]; f != "? help  spc play  +/- speed  [/] mark  t time  x experiments  / filter  f follow  w wrap  z axis  q quit" {
 		t.Errorf("footer %q", f)
 	}
 	rpress(r, "?")

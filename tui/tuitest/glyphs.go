@@ -56,3 +56,23 @@ func AuditGlyphs(t testing.TB, name, screen string) {
 		}
 	}
 }
+
+// BarsInTone counts the bar glyphs (▁ to █, U+2581–U+2588) of row, a
+// rendered line with its escape codes, that are drawn in the tone whose
+// SGR sequence opens with sgr (style.Tone.SGR): e.g. the sparkline's bars
+// marked under the baseline.
+func BarsInTone(row, sgr string) int {
+	n := 0
+	for _, seg := range strings.Split(row, ansi.ResetStyle) {
+		i := strings.LastIndex(seg, "\x1b[")
+		if i < 0 || !strings.HasPrefix(seg[i:], sgr) {
+			continue
+		}
+		for _, r := range seg[i+len(sgr):] {
+			if r >= 0x2581 && r <= 0x2588 {
+				n++
+			}
+		}
+	}
+	return n
+}

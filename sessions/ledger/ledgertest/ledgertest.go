@@ -11,6 +11,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/server"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 )
 
@@ -66,4 +67,46 @@ func WithBench(x ledger.Experiment, tok, ttft float64) ledger.Experiment {
 	r.Requests = append(r.Requests, event.BenchRequest{E2E: 5, Err: "HTTP 503"}) // failed: left out
 	x.Bench = []event.BenchDone{{ID: "b1", Exp: x.ID, Result: r}, {ID: "b2", Exp: x.ID, Err: "connection refused"}}
 	return x
+}
+
+// WriteJournal writes a real journal at path (journal.Create) with header
+// h holding exps as a cockpit records them: per experiment, in order, its
+// exp-start, exp-repeat, exp-fingerprint, bench-done runs and exp-end
+// with its result. The experiments are moved to start at h.Created plus two
+// minutes each (their launches with them), so that experiments of two
+// journals never share a launch.
+func WriteJournal(path string, h event.SessionHeader, exps ...ledger.Experiment) error {
+	w, err := journal.Create(path, h)
+	if err != nil {
+		return err
+	}
+	for i, x := range exps {
+		at := h.Created.Add(time.Duration(i+1) * 2 * time.Minute)
+		var launch *event.LaunchInfo
+		if x.Launch != nil {
+			l := *x.Launch
+			l.At = at
+			launch = &l
+		}
+		evs := []event.Event{{At: at, Data: event.ExperimentStart{ID: x.ID, Name: x.Name, Hypothesis: x.Hypothesis, Trigger: x.StartedBy, Launch: launch}}}
+		if x.Repeat != nil {
+			evs = append(evs, event.Event{At: at, Data: *x.Repeat})
+		}
+		if x.Fingerprint != nil {
+			fp := *x.Fingerprint
+			fp.Launch = launch
+			evs = append(evs, event.Event{At: at.Add(time.Second), Data: event.ExperimentFingerprint{Exp: x.ID, Fingerprint: fp}})
+		}
+		for _, b := range x.Bench {
+			evs = append(evs, event.Event{At: at.Add(50 * time.Second), Data: b})
+		}
+		evs = append(evs, event.Event{At: at.Add(time.Minute), Data: event.ExperimentEnd{Exp: x.ID, Trigger: x.EndedBy, Conclusion: x.Conclusion, Result: x.Result, GPUs: x.EndGPUs}})
+		for _, e := range evs {
+			if err := w.Write(e); err != nil {
+				w.Close()
+				return err
+			}
+		}
+	}
+	return w.Close()
 }

@@ -100,22 +100,6 @@ func launchIDs(es []*ledger.Experiment) string {
 	return strings.Join(ids, ", ")
 }
 
-// verdictTone is the tone of a result row's verdict.
-func verdictTone(r *scompare.ResultRow) style.Token {
-	v := r.Verdict
-	switch {
-	case r.WithinNoise:
-		return style.Warn
-	case strings.HasPrefix(v, "faster"), strings.HasPrefix(v, "better"):
-		return style.OK
-	case strings.HasPrefix(v, "slower"), strings.HasPrefix(v, "worse"):
-		return style.Crit
-	case strings.HasPrefix(v, "no verdict"):
-		return style.Warn
-	}
-	return style.Dim
-}
-
 // results is the results section: per metric A, B, delta, then
 // the verdict with p and n and the A/A noise (on the same line when it
 // fits).
@@ -130,8 +114,8 @@ func (v *View) results(st *style.Styles, iw int) []string {
 	wm, wa, wb, wd := style.Width(head.metric), style.Width(head.a), style.Width(head.b), style.Width(head.delta)
 	for i := range d.Results {
 		r := &d.Results[i]
-		rw := row{metric: sanitize.String(report.FormatMetric(r)), a: report.FormatSummary(r.A), b: report.FormatSummary(r.B),
-			delta: report.FormatRowDelta(r), verdict: sanitize.String(asciiChrome.Replace(report.FormatVerdict(r)))}
+		rw := row{metric: sanitize.String(report.FormatMetric(r)), a: scompare.FormatSummary(r.A, r.Unit), b: scompare.FormatSummary(r.B, r.Unit),
+			delta: report.FormatRowDelta(r), verdict: sanitize.String(experiments.Chrome(r.VerdictText()))}
 		rows[i] = rw
 		wm, wa, wb, wd = max(wm, style.Width(rw.metric)), max(wa, style.Width(rw.a)), max(wb, style.Width(rw.b)), max(wd, style.Width(rw.delta))
 	}
@@ -142,7 +126,7 @@ func (v *View) results(st *style.Styles, iw int) []string {
 	fixed := wm + 2 + wa + 2 + wb + 2 + wd
 	out := []string{style.TruncateStyled(st.Title.Render(strings.TrimRight(line(head, st.Title), " ")), iw)}
 	for i, r := range rows {
-		vt := st.Tone(verdictTone(&d.Results[i]))
+		vt := st.Tone(experiments.VerdictTone(d.Results[i].Verdict, d.Results[i].WithinNoise))
 		l := line(r, st.Text)
 		if fixed+2+style.Width(r.verdict) <= iw {
 			out = append(out, l+"  "+vt.Render(r.verdict))
@@ -254,6 +238,17 @@ func (v *View) commits(st *style.Styles, iw int) []string {
 		return []string{style.TruncateStyled(title+st.Dim.Render(span)+"  "+tn.Render(note), iw)}
 	}
 	out := []string{style.TruncateStyled(title+st.Dim.Render(span+"  "+sanitize.String(d.RangeNote)), iw)}
+	if c, ok := d.Culprit(); ok {
+		// Where the measurements put the change, before the commits: the
+		// newest commit is not the cause for being on top.
+		tn := st.Dim
+		if c.Decided {
+			tn = st.Warn
+		}
+		for _, l := range style.Wrap(experiments.Chrome(c.Text()), iw-2) {
+			out = append(out, tn.Render("  "+l))
+		}
+	}
 	list := func(sign, what string, items []string, total int, t style.Tone) {
 		if total == 0 && len(items) == 0 {
 			return
@@ -293,15 +288,11 @@ func (v *View) noise(st *style.Styles, iw int) []string {
 	}
 	out := []string{style.TruncateStyled(title+st.Dim.Render("  launch to launch, same configuration"), iw)}
 	for _, n := range d.Noise {
-		out = append(out, style.Truncate("  "+sanitize.String(n.Config)+"  "+report.FormatLaunches(n.Launches)+"  "+sanitize.String(n.Metric)+
-			" +-"+strconv.FormatFloat(n.Spread, 'f', 1, 64)+"% ("+report.FormatNum(n.Lo)+" to "+report.FormatNum(n.Hi)+")", iw))
+		out = append(out, style.Truncate("  "+sanitize.String(n.Config)+"  "+scompare.FormatLaunches(n.Launches)+"  "+sanitize.String(n.Metric)+
+			" "+experiments.Chrome(scompare.FormatNoise(n.Spread))+" ("+scompare.FormatValue(n.Lo, scompare.UnitTokS)+" to "+scompare.FormatValue(n.Hi, scompare.UnitTokS)+")", iw))
 	}
 	return out
 }
-
-// asciiChrome spells the journal's symbols in ASCII: the screen's chrome
-// has no ambiguous-width characters.
-var asciiChrome = strings.NewReplacer("±", "+-", "≥", ">=", "≤", "<=", "–", "-")
 
 // firstOf is the first of ss that is not "".
 func firstOf(ss ...string) string {

@@ -70,6 +70,10 @@ type Views struct {
 	Flash func(text string, tone style.Token)
 	// Push opens a dialog on top.
 	Push func(component.Dialog)
+	// Bisect, when set, opens the bisect start dialog for the view's Diff
+	// (b), whose sides are a and b; it returns the dialog's first
+	// command. nil: b says a bisect cannot start here.
+	Bisect func(d *scompare.Diff, a, b string) tea.Cmd
 
 	seq  int   // the last range request's number
 	last *View // the view opened last, open or closed since
@@ -93,6 +97,8 @@ type View struct {
 	// cancel ends the context the range is read under: closing or
 	// replacing the view calls it, so Ranger.Range returns.
 	cancel context.CancelFunc
+	// bisect is b's action (Views.Bisect on this view); nil: none.
+	bisect func() tea.Cmd
 }
 
 // Open opens the view of experiments a and b of exps (aWhy and bWhy say
@@ -118,6 +124,13 @@ func (vs *Views) Show(d *scompare.Diff, a, b, aWhy, bWhy string) *View {
 	}
 	vs.seq++
 	v := &View{A: a, B: b, AWhy: aWhy, BWhy: bWhy, diff: d, seq: vs.seq}
+	v.bisect = func() tea.Cmd {
+		if vs.Bisect == nil {
+			vs.Flash("bisect not available here: it needs server control, a checkout and a journal", style.Warn)
+			return nil
+		}
+		return vs.Bisect(v.diff, v.A, v.B)
+	}
 	vs.last = v
 	vs.Push(v)
 	return v
@@ -217,7 +230,8 @@ func (v *View) Ranged(r RangeMsg) {
 
 // Key implements component.Dialog: esc, c, q (or ctrl+c) close the view,
 // cancelling its range read; a shows or folds the unchanged fingerprint
-// rows; the rest scroll.
+// rows; b opens the bisect start dialog over it (good: the faster
+// side's commit, bad: the slower's); the rest scroll.
 func (v *View) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	page := max(v.height-1, 1)
 	switch msg.String() {
@@ -226,6 +240,10 @@ func (v *View) Key(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		return nil, true
 	case "a":
 		v.all = !v.all
+	case "b":
+		if v.bisect != nil {
+			return v.bisect(), false
+		}
 	case "up", "k":
 		v.top--
 	case "down", "j":
@@ -249,5 +267,5 @@ func (v *View) Help() []component.Hint {
 	if v.all {
 		all = "fold unchanged"
 	}
-	return []component.Hint{{Key: "up/down/pgup/pgdn", Desc: "scroll"}, {Key: "a", Desc: all}, {Key: "esc", Desc: "close"}}
+	return []component.Hint{{Key: "up/down/pgup/pgdn", Desc: "scroll"}, {Key: "a", Desc: all}, {Key: "b", Desc: "bisect"}, {Key: "esc", Desc: "close"}}
 }

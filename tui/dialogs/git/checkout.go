@@ -14,7 +14,9 @@ import (
 )
 
 // Checkout is the checkout picker (c): a typed ref on top, below it the
-// log (or, after tab, the status's reflog) filtered by the typed text.
+// log (or, after tab, the status's reflog) filtered by the typed text,
+// each commit with the tok/s measured at it (Dialogs.Measured; the column
+// shows once one of them was measured).
 // enter asks for the preview of the typed ref or the chosen row, then the
 // preview asks, over the picker, to check it out.
 type Checkout struct {
@@ -132,8 +134,26 @@ func (co *Checkout) items() []coItem {
 		return out
 	}
 	remotes := co.remoteNames()
-	for _, c := range co.commits {
-		line := sanitize.String(c.Short) + "  " + style.PadRight(co.ds.age(c.Time), 4) + "  " + sanitize.String(c.Subject)
+	// The tok/s measured at each commit, in a column of its own.
+	rates := make([]string, len(co.commits))
+	wrate := 0
+	if co.ds.Measured != nil {
+		any := false
+		for i, c := range co.commits {
+			rates[i] = sanitize.String(co.ds.Measured(c.ID))
+			wrate = max(wrate, style.Width(rates[i]))
+			any = any || rates[i] != "-"
+		}
+		if !any {
+			wrate = 0 // nothing measured at these commits: no column
+		}
+	}
+	for i, c := range co.commits {
+		line := sanitize.String(c.Short) + "  " + style.PadRight(co.ds.age(c.Time), 4) + "  "
+		if wrate > 0 {
+			line += style.PadRight(rates[i], wrate) + "  "
+		}
+		line += sanitize.String(c.Subject)
 		if len(c.Refs) > 0 {
 			line += "  (" + sanitize.String(strings.Join(c.Refs, ", ")) + ")"
 		}

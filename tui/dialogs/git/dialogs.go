@@ -92,6 +92,11 @@ type Dialogs struct {
 	Remove func(id string) bool
 	// Inputs are the text fields' styles.
 	Inputs func() textinput.Styles
+	// Measured, when set, is the tok/s measured at a commit (its full
+	// id), for the checkout picker's log: "89.4 tok/s n=2" (the median of
+	// the launches measured there, this session's and the host's earlier
+	// ones), "-" when none was.
+	Measured func(commit string) string
 
 	seq int // numbers the reads a dialog waits for; stale answers are dropped
 }

@@ -95,8 +95,12 @@ func (p *Panel) RepeatResult(r RepeatResultMsg) (quit bool) {
 	p.RepeatRun, p.QuitWhen = Run{}, false
 	p.hasRep = false
 	switch {
+	case r.Err == nil && launches == 1:
+		p.flash("repeat done: 1 launch; the A/A noise needs 2 of one configuration (R again)", style.Warn)
 	case r.Err == nil && launches > 0 && launches < compare.MinLaunches:
-		p.flash("repeat done: it made "+strconv.Itoa(launches)+" launches; a verdict needs "+strconv.Itoa(compare.MinLaunches)+" of each configuration (x, c says how many there are)", style.Warn)
+		// Enough to measure the A/A noise (one launch a side then gets a
+		// verdict against it), not for the Mann–Whitney test.
+		p.flash("repeat done: "+strconv.Itoa(launches)+" launches measure the A/A noise; comparisons with fewer than "+strconv.Itoa(compare.MinLaunches)+" launches a side are judged against it (x, then c)", style.Warn)
 	case r.Err == nil:
 		p.flash("repeat done: x, then c compares against the series", style.OK)
 	case stopped && errors.Is(r.Err, context.Canceled):

@@ -100,7 +100,7 @@ func (p *Panel) WriteNote(text string) tea.Cmd {
 // toggleBaseline marks the selected experiment as the baseline, or clears
 // the mark when it is the baseline already (B), in a tea.Cmd.
 func (p *Panel) toggleBaseline() tea.Cmd {
-	e := &p.ledger.Experiments()[p.sel()]
+	e := p.selExp()
 	id := e.ID
 	if id == p.baselineID() {
 		id = ""

@@ -8,6 +8,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/server"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
@@ -15,29 +16,53 @@ import (
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
-// expRow is one experiment's row, its cells plain and sanitised.
+// expRow is one experiment's row, its cells plain and sanitised, or an
+// earlier session's row (session set: its text, the other cells empty).
 type expRow struct {
 	id, name, commit, profile, rate, n, delta, state string
 	stTone                                           style.Token
+	exp                                              string // the experiment's id (marks); "" for a session row
+	session                                          string
 }
 
-// rows are the panel's rows and the baseline's id: the one marked
-// with B, else the first experiment with a result ("" when none has one).
+// rows are the panel's rows (items) and the baseline's id: the one marked
+// with B, else the first experiment with a result ("" when none has
+// one). An earlier session's experiment shows its id within the session
+// ("e3", indented); the detail names it in full.
 func (p *Panel) rows() ([]expRow, string) {
-	exps := p.ledger.Experiments()
 	base, baseID := p.implicitBase()
-	if b := p.ledger.Baseline(); b != nil {
+	if b := p.baseline(); b != nil {
 		base, baseID = 0, b.ID
 		if r := p.resultOf(b); r.N > 0 && r.Median > 0 {
 			base = r.Median
 		}
+	} else if m := p.markedBaseline(); m != "" {
+		base, baseID = 0, m // marked, not at hand: no deltas
 	}
 	baseID = sanitize.String(baseID)
-	rows := make([]expRow, len(exps))
-	for i := range exps {
-		e := &exps[i]
+	its := p.items()
+	rows := make([]expRow, len(its))
+	for i, it := range its {
+		e := p.expAt(it)
+		if e == nil {
+			g := &p.hist[it.group]
+			fold := "+ "
+			if g.open {
+				fold = "- "
+			}
+			rows[i] = expRow{session: fold + g.sessionTitle()}
+			continue
+		}
 		r := p.resultOf(e)
-		row := expRow{id: sanitize.String(e.ID), name: sanitize.String(e.Name), commit: "-", profile: "-", rate: "-", n: strconv.Itoa(r.N), delta: "-"}
+		shown := sanitize.String(e.ID)
+		if it.group >= 0 {
+			_, id, _ := strings.Cut(shown, ":")
+			if id == "" {
+				id = shown
+			}
+			shown = "  " + id
+		}
+		row := expRow{exp: e.ID, id: shown, name: sanitize.String(e.Name), commit: "-", profile: "-", rate: "-", n: strconv.Itoa(r.N), delta: "-"}
 		if fp := e.Fingerprint; fp != nil && fp.Git != nil && fp.Git.Head != "" {
 			row.commit = git.ShortID(sanitize.String(fp.Git.Head))
 			if fp.Git.PatchBytes > 0 || len(fp.Git.Untracked) > 0 {
@@ -50,7 +75,7 @@ func (p *Panel) rows() ([]expRow, string) {
 		if r.N > 0 {
 			row.rate = MedianText(r) + " " + IntervalText(r)
 			switch {
-			case row.id == baseID:
+			case sanitize.String(e.ID) == baseID:
 				row.delta = "base"
 			case base > 0:
 				row.delta = DeltaText(r.Median, base)
@@ -94,6 +119,10 @@ func (p *Panel) View(lines []string, st *style.Styles) []string {
 		return lines
 	}
 	rows, baseID := p.rows()
+	baseShown := shortQualified(baseID) // "11-30:e1", as the header names it
+	if p.baseline() == nil && p.markedBaseline() != "" {
+		baseShown = baseID + ", not at hand" // an earlier journal not loaded: named in full, to be found
+	}
 	bh := h - 1
 	// The rows get up to half the area (all of them when they fit), the
 	// details the rest; the window keeps the cursor in view.
@@ -114,18 +143,32 @@ func (p *Panel) View(lines []string, st *style.Styles) []string {
 	}
 	var tail []component.TitlePart
 	if n := len(rows); n > 0 {
-		count := "  " + style.Plural(n, "experiment")
-		if vis > 0 && vis < n {
+		own := len(p.ledger.Experiments())
+		he, hs := p.HistoryCount()
+		count := "  " + style.Plural(own, "experiment")
+		switch {
+		case vis > 0 && vis < n && hs == 0:
 			// Rows above or below the window: which ones show.
 			count = "  " + strconv.Itoa(p.top+1) + "-" + strconv.Itoa(p.top+vis) + "/" + style.Plural(n, "experiment")
+		case vis > 0 && vis < n:
+			count = "  rows " + strconv.Itoa(p.top+1) + "-" + strconv.Itoa(p.top+vis) + "/" + strconv.Itoa(n) + ": " + style.Plural(own, "experiment")
+		}
+		if hs > 0 {
+			count += ", " + strconv.Itoa(he) + " earlier"
+		}
+		if p.histMore > 0 {
+			count += ", +" + strconv.Itoa(p.histMore) + " older" // not loaded: journal ls --host lists them
+		}
+		if n := len(p.histErrors); n > 0 {
+			count += ", " + strconv.Itoa(n) + " unreadable"
 		}
 		tail = append(tail, component.TitlePart{Text: count, Tone: st.Dim})
 		if cur := p.ledger.Current(); cur != nil {
 			tail = append(tail, component.TitlePart{Text: "  " + sanitize.String(cur.ID) + " open", Tone: st.OK})
 		}
 		switch {
-		case p.ledger.Baseline() != nil:
-			tail = append(tail, component.TitlePart{Text: "  delta vs " + baseID + " (baseline)", Tone: st.Dim})
+		case p.markedBaseline() != "":
+			tail = append(tail, component.TitlePart{Text: "  delta vs " + baseShown + " (baseline)", Tone: st.Dim})
 		case baseID != "":
 			tail = append(tail, component.TitlePart{Text: "  delta vs " + baseID, Tone: st.Dim})
 		}
@@ -152,7 +195,11 @@ func (p *Panel) View(lines []string, st *style.Styles) []string {
 	} else {
 		body = append(body, p.table(st, rows, p.top, vis, cur, w)...)
 		body = append(body, "")
-		body = append(body, p.detail(st, &p.ledger.Experiments()[cur], w)...)
+		if it := p.items()[cur]; it.session() {
+			body = append(body, p.sessionDetail(st, &p.hist[it.group], w)...)
+		} else {
+			body = append(body, p.detail(st, p.expAt(it), w)...)
+		}
 	}
 	for i := range bh {
 		if i < len(body) {
@@ -167,7 +214,7 @@ func (p *Panel) View(lines []string, st *style.Styles) []string {
 // table is the column header and rows top..top+vis, the cursor's row
 // marked. Columns that do not fit go: profile, then commit, then n.
 func (p *Panel) table(st *style.Styles, rows []expRow, top, vis, cur, w int) []string {
-	head := expRow{id: "id", name: "name", commit: "commit", profile: "profile", rate: "tok/s [95% CI]", n: "n", delta: "delta", state: "state"}
+	head := expRow{id: "id", name: "name", commit: "commit", profile: "profile", rate: "tok/s [launch 95%]", n: "n", delta: "delta", state: "state"}
 	width := func(f func(expRow) string) int {
 		n := style.Width(f(head))
 		for _, r := range rows {
@@ -229,14 +276,20 @@ func (p *Panel) table(st *style.Styles, rows []expRow, top, vis, cur, w int) []s
 		return style.TruncateStyled(strings.TrimRight(b.String(), " "), w)
 	}
 	out := []string{line(head, "  ", st.Title, st.Title)}
-	exps := p.ledger.Experiments()
 	for i := top; i < top+vis && i < len(rows); i++ {
 		// The cursor, then a "*" on the experiments marked with space.
 		cursor, tn, mark := " ", st.Text, " "
 		if i == cur {
 			cursor, tn = st.Accent.Render(">"), st.Accent
 		}
-		if slices.Contains(p.marked, exps[i].ID) {
+		if r := rows[i]; r.session != "" {
+			if i != cur {
+				tn = st.Dim
+			}
+			out = append(out, style.TruncateStyled(cursor+" "+tn.Render(style.Truncate(r.session, max(w-2, 1))), w))
+			continue
+		}
+		if slices.Contains(p.marked, rows[i].exp) {
 			mark = st.Accent.Render("*")
 		}
 		out = append(out, line(rows[i], cursor+mark, tn, st.Tone(rows[i].stTone)))
@@ -314,13 +367,20 @@ func (p *Panel) detail(st *style.Styles, e *ledger.Experiment, w int) []string {
 			res += ", " + strconv.Itoa(r.Dropped) + " warm-up dropped"
 		}
 		if r.AcceptLength > 0 {
-			res += ", accept length " + strconv.FormatFloat(r.AcceptLength, 'f', 2, 64)
+			res += ", accept length " + compare.FormatValue(r.AcceptLength, compare.UnitTokens)
 		}
 	}
 	if e.Open() && warm == "" {
 		res += " so far"
 	}
 	cut("tok/s", res, st.Text)
+	if base := p.baseExp(); base != nil {
+		if row := p.VerdictVs(base, e); row != nil {
+			// The across-launch verdict, as compare and the reports give
+			// it: the interval above is this launch's spread only.
+			fieldN("verdict", "vs "+sanitize.String(shortQualified(base.ID))+": "+Chrome(row.VerdictText()), st.Tone(VerdictTone(row.Verdict, row.WithinNoise)), 2)
+		}
+	}
 	for _, wn := range r.Warnings {
 		if warm == "" { // "no samples": the warm-up says why
 			cut("", "warning: "+sanitize.String(wn), st.Warn)
@@ -402,6 +462,9 @@ func (p *Panel) Footer(st *style.Styles, width int, help, experiment, note, togg
 	of := func(b *component.Binding) item { return item{b.Help().Key, b.Help().Desc, b} }
 	items := []item{of(help), {"up/down", "select", nil}, of(&p.MarkKey), of(&p.CompareKey), of(&p.BaselineKey),
 		of(&p.ConcludeKey), of(experiment), of(note)}
+	if len(p.hist) > 0 {
+		items = slices.Insert(items, 5, of(&p.FoldKey))
+	}
 	last := []item{{toggle.Help().Key + "/esc", "close", nil}, of(quit)}
 	used := -2
 	for _, it := range last {

@@ -2,12 +2,16 @@
 // side of the cockpit. In the log tail's place, like the git panel, the
 // panel lists the session's experiments, one row each (id, name, commit,
 // profile, tok/s median with its 95 % interval, samples, delta against the
-// baseline, and how it ended), with a cursor over them and, below the rows,
-// the selected experiment's hypothesis, conclusion, result, fingerprint
-// and notes. Its keys: w writes or replaces the selected experiment's
-// conclusion (a form the cockpit opens, Edit), space marks up to two
-// experiments, c compares the pair they choose (Compare), B marks the
-// baseline (BaselineControl).
+// baseline, and how it ended), then the host's earlier sessions
+// (SetHistory: one row each, newest first, expanded to their experiments
+// with o), with a cursor over them and, below the rows, the selected
+// experiment's hypothesis, conclusion, result, fingerprint and notes. Its
+// keys: w writes or replaces the selected experiment's conclusion (a form
+// the cockpit opens, Edit), space marks up to two experiments, c compares
+// the pair they choose (Compare), B marks the baseline (BaselineControl),
+// o folds or expands an earlier session. An earlier session's experiment
+// is named by its qualified id ("2026-12-01-101500-demo:e3") in marks,
+// the baseline and compare.
 //
 // It folds the event stream into a ledger.Ledger (Apply), which the rest
 // of the cockpit reads as well (the header, the experiment forms, the
@@ -30,6 +34,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
+	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
 	"github.com/flightdeck-dev/flightdeck/tui/component"
@@ -114,6 +119,8 @@ type Panel struct {
 	// The panel's keys (Bindings, help group "view"): w, space and c act
 	// only while it is open (Exclusive); B says to open it.
 	ConcludeKey, MarkKey, CompareKey, BaselineKey component.Binding
+	// FoldKey (o, enter) expands or collapses an earlier session's row.
+	FoldKey component.Binding
 
 	// Replay is set for a replayed journal: the panel shows what was
 	// recorded by then, and no banner asks for a conclusion.
@@ -141,7 +148,8 @@ type Panel struct {
 	// and returns its first command.
 	Edit func(e *ledger.Experiment) tea.Cmd
 	// Compare opens the compare view of experiments a (the older side) and
-	// b of exps (the session's, the open one with its result so far), aWhy
+	// b of exps (the earlier sessions' and this session's, older first, the
+	// open one with its result so far), aWhy
 	// and bWhy saying how each was chosen (c); it returns the view's first
 	// command.
 	Compare func(exps []ledger.Experiment, a, b, aWhy, bWhy string) tea.Cmd
@@ -150,6 +158,14 @@ type Panel struct {
 	gen     int // counts ledger changes; the provisional result is cached per gen
 	provGen int
 	prov    event.ExperimentResult
+	// verdicts are the verdicts computed at ledger generation verdictGen
+	// (VerdictVs).
+	verdicts   map[verdictKey]*compare.ResultRow
+	verdictGen int
+	// measured caches Measured per commit for measuredGen (the picker
+	// asks for every commit it lists, each frame).
+	measured    map[string]string
+	measuredGen int
 
 	doing string // the call in flight: "starting an experiment"; "" when none
 
@@ -160,14 +176,31 @@ type Panel struct {
 	pending   string
 	pendingAt time.Time
 
-	cursor  int  // index into the ledger's experiments
+	cursor  int  // index into the rows (items)
 	touched bool // the user moved the cursor: until then it follows the newest
-	top     int  // first row shown
-	height  int  // rows at the last render (the page size)
-	w, h    int  // SetSize's
+	// selKey is the selected row's identity (itemKey) once the user
+	// moved: rows inserted above it (a new experiment, the history
+	// arriving, a fold) leave the selection on it, not on its index.
+	selKey string
+	// carriedOpen are the earlier sessions' folds a seek carried over
+	// (CarryView), by journal name, for a history that comes after.
+	carriedOpen map[string]bool
+	top         int // first row shown
+	height      int // rows at the last render (the page size)
+	w, h        int // SetSize's
 	// marked are the experiments marked with space (ids, at most two, in
 	// the order marked): c compares them.
 	marked []string
+
+	// The host's earlier sessions (SetHistory), newest first; histMore
+	// counts the journals left out, histErrors those that could not be
+	// read.
+	hist       []histGroup
+	histMore   int
+	histErrors []string
+	// sawBaseline says an exp-baseline of this session was folded: its
+	// mark replaces the one the own journal held before.
+	sawBaseline bool
 }
 
 // NewPanel returns a closed panel writing through ctl (nil: no journal).
@@ -179,11 +212,14 @@ func NewPanel(ctl Control) *Panel {
 		MarkKey:     bind("spc", "mark", "space"),
 		CompareKey:  bind("c", "compare", "c"),
 		BaselineKey: bind("B", "baseline", "B"),
+		FoldKey:     component.New("view", "o", "fold", "o", "enter"),
 	}
 	p.ConcludeKey.Long = "x panel: write the conclusion"
 	p.MarkKey.Long = "x panel: mark (c compares two)"
 	p.CompareKey.Long = "x panel: cursor vs marked/base"
 	p.BaselineKey.Long = "x panel: (un)mark the baseline"
+	p.FoldKey.Long = "x panel: (un)fold a session"
+	p.FoldKey.Disabled = p.foldUnavailable
 	p.ConcludeKey.Disabled = p.concludeUnavailable
 	p.MarkKey.Disabled = p.rowsUnavailable
 	p.CompareKey.Disabled = p.rowsUnavailable
@@ -194,14 +230,14 @@ func NewPanel(ctl Control) *Panel {
 // Bindings implements component.Panel, in the full help's order (the
 // panel's footer lists them its own way).
 func (p *Panel) Bindings() []*component.Binding {
-	return []*component.Binding{&p.ConcludeKey, &p.MarkKey, &p.CompareKey, &p.BaselineKey}
+	return []*component.Binding{&p.ConcludeKey, &p.MarkKey, &p.CompareKey, &p.BaselineKey, &p.FoldKey}
 }
 
 // Exclusive are the panel's keys that act only while it is open: they are
 // matched before the cockpit's, and elsewhere their keys are the log's and
 // the git panel's (w, space, c).
 func (p *Panel) Exclusive() []*component.Binding {
-	return []*component.Binding{&p.ConcludeKey, &p.MarkKey, &p.CompareKey}
+	return []*component.Binding{&p.ConcludeKey, &p.MarkKey, &p.CompareKey, &p.FoldKey}
 }
 
 // Act implements component.Panel: w opens the selected experiment's
@@ -210,13 +246,15 @@ func (p *Panel) Exclusive() []*component.Binding {
 func (p *Panel) Act(b *component.Binding) tea.Cmd {
 	switch b {
 	case &p.ConcludeKey:
-		return p.Edit(&p.ledger.Experiments()[p.sel()])
+		return p.Edit(p.selExp())
 	case &p.MarkKey:
 		p.toggleMark()
 	case &p.CompareKey:
 		return p.openCompare()
 	case &p.BaselineKey:
 		return p.toggleBaseline()
+	case &p.FoldKey:
+		p.toggleFold()
 	}
 	return nil
 }
@@ -237,17 +275,23 @@ func (p *Panel) watching() bool { return p.Watching != nil && p.Watching() }
 // neither a replay nor another cockpit driving.
 func (p *Panel) Writable() bool { return p.Ctl != nil && !p.Replay && !p.watching() }
 
-// rowsUnavailable is why space or c cannot act: outside the panel, or
-// without experiments.
+// rowsUnavailable is why space or c cannot act: outside the panel,
+// without experiments, or on an earlier session's row.
 func (p *Panel) rowsUnavailable() string {
 	switch {
 	case !p.Open:
 		return "open the experiments panel first (x)"
 	case p.count() == 0:
 		return "no experiments yet: e starts one"
+	case p.selExp() == nil:
+		return sessionRowText
 	}
 	return ""
 }
+
+// sessionRowText is why a key for one experiment cannot act on an
+// earlier session's row.
+const sessionRowText = "an earlier session's row: o expands it, then select one of its experiments"
 
 // baselineUnavailable is why B cannot mark the baseline.
 func (p *Panel) baselineUnavailable() string {
@@ -264,6 +308,8 @@ func (p *Panel) baselineUnavailable() string {
 		return p.doing + " ..."
 	case p.count() == 0:
 		return "no experiments yet: e starts one"
+	case p.selExp() == nil:
+		return sessionRowText
 	}
 	return ""
 }
@@ -283,11 +329,16 @@ func (p *Panel) concludeUnavailable() string {
 	case p.doing != "":
 		return p.doing + " ..."
 	}
-	i := p.sel()
-	if i < 0 {
+	if p.sel() < 0 {
 		return "no experiments yet: e starts one"
 	}
-	if e := &p.ledger.Experiments()[i]; e.Open() {
+	e := p.selExp()
+	switch {
+	case e == nil:
+		return sessionRowText
+	case p.earlier(e):
+		return sanitize.String(e.ID) + " is an earlier session's: flightdeck journal conclude writes its conclusion"
+	case e.Open():
 		return sanitize.String(e.ID) + " is still open: e ends it with a conclusion"
 	}
 	return ""
@@ -295,6 +346,9 @@ func (p *Panel) concludeUnavailable() string {
 
 // Apply folds one event into the ledger.
 func (p *Panel) Apply(ev event.Event) {
+	if _, ok := ev.Data.(event.Baseline); ok {
+		p.sawBaseline = true
+	}
 	if p.ledger.Apply(ev) {
 		p.gen++
 	}
@@ -326,30 +380,66 @@ func (p *Panel) resultOf(e *ledger.Experiment) event.ExperimentResult {
 // when none.
 func (p *Panel) Doing() string { return p.doing }
 
-// count is the number of experiments.
-func (p *Panel) count() int { return len(p.ledger.Experiments()) }
+// count is the number of rows: experiments, and earlier sessions'
+// rows and experiments (items).
+func (p *Panel) count() int { return len(p.items()) }
 
-// sel is the selected experiment's index: the newest until the user
-// moves the cursor; -1 when there are none.
+// sel is the selected row's index (items): this session's newest
+// experiment until the user moves the cursor (the first row when this
+// session has none); -1 when there are no rows.
 func (p *Panel) sel() int {
 	n := p.count()
 	if !p.touched {
-		return n - 1
+		if own := len(p.ledger.Experiments()); own > 0 || n == 0 {
+			return own - 1
+		}
+		return 0
+	}
+	if p.selKey != "" {
+		for i, it := range p.items() {
+			if p.itemKey(it) == p.selKey {
+				return i
+			}
+		}
 	}
 	return style.Clamp(p.cursor, 0, n-1)
 }
 
 // Move moves the cursor by d rows, clamped.
 func (p *Panel) Move(d int) {
-	p.cursor = style.Clamp(p.sel()+d, 0, p.count()-1)
-	p.touched = true
+	p.selectRow(style.Clamp(p.sel()+d, 0, p.count()-1))
+}
+
+// selectRow puts the cursor on row i (items), kept by its identity.
+func (p *Panel) selectRow(i int) {
+	p.cursor, p.touched, p.selKey = i, true, ""
+	if its := p.items(); i >= 0 && i < len(its) {
+		p.selKey = p.itemKey(its[i])
+	}
+}
+
+// itemKey is a row's identity: "x:" and the experiment's id (qualified
+// for an earlier journal's), or "s:" and the earlier session's journal
+// name.
+func (p *Panel) itemKey(it item) string {
+	if it.session() {
+		return "s:" + p.hist[it.group].name
+	}
+	return "x:" + p.expAt(it).ID
 }
 
 // Home moves the cursor to the first experiment.
 func (p *Panel) Home() { p.Move(-p.count()) }
 
-// End moves the cursor to the newest experiment.
-func (p *Panel) End() { p.Move(p.count()) }
+// End moves the cursor to the newest experiment: this session's last,
+// else the last row (the history's, when this session has none).
+func (p *Panel) End() {
+	if own := len(p.ledger.Experiments()); own > 0 {
+		p.Move(own - 1 - p.sel())
+		return
+	}
+	p.Move(p.count())
+}
 
 // Page is how far pgup/pgdn move the cursor: the rows shown at the last
 // render, less one.
@@ -362,13 +452,23 @@ func (p *Panel) Marked() []string { return p.marked }
 // CarryView keeps what the user looks at from another panel (a replay's
 // seek rebuilds the cockpit): open or not, the cursor and the marks.
 func (p *Panel) CarryView(from *Panel) {
-	p.Open, p.cursor, p.touched = from.Open, from.cursor, from.touched
+	p.Open, p.cursor, p.touched, p.selKey = from.Open, from.cursor, from.touched, from.selKey
 	p.marked = from.marked
+	// The folds, by journal name: now, and for a history that comes later.
+	p.carriedOpen = map[string]bool{}
+	for _, g := range from.hist {
+		p.carriedOpen[g.name] = g.open
+	}
+	for i := range p.hist {
+		if open, ok := p.carriedOpen[p.hist[i].name]; ok {
+			p.hist[i].open = open
+		}
+	}
 }
 
 // toggleMark marks or unmarks the selected experiment (space).
 func (p *Panel) toggleMark() {
-	e := &p.ledger.Experiments()[p.sel()]
+	e := p.selExp()
 	id := sanitize.String(e.ID)
 	if i := slices.Index(p.marked, e.ID); i >= 0 {
 		p.marked = slices.Delete(p.marked, i, i+1)
@@ -387,9 +487,10 @@ func (p *Panel) toggleMark() {
 	p.flash("marked "+id+": c on another experiment compares the two; c on "+id+" compares it with the baseline", style.OK)
 }
 
-// baselineID is the marked baseline's id, "" when none is marked.
+// baselineID is the marked baseline's id, "" when none is marked (or it
+// is not at hand).
 func (p *Panel) baselineID() string {
-	if b := p.ledger.Baseline(); b != nil {
+	if b := p.baseline(); b != nil {
 		return b.ID
 	}
 	return ""
@@ -415,7 +516,7 @@ func (p *Panel) implicitBase() (float64, string) {
 // "baseline", "first with a result"); why is "" when it found a pair,
 // else why there is none.
 func (p *Panel) comparePair() (a, b, aWhy, bWhy, why string) {
-	exps := p.ledger.Experiments()
+	exps := p.allExperiments()
 	index := func(id string) int {
 		return slices.IndexFunc(exps, func(e ledger.Experiment) bool { return e.ID == id })
 	}
@@ -425,7 +526,7 @@ func (p *Panel) comparePair() (a, b, aWhy, bWhy, why string) {
 		}
 		return a, b, aWhy, bWhy, ""
 	}
-	cur := exps[p.sel()].ID
+	cur := p.selExp().ID
 	switch {
 	case len(p.marked) == 2:
 		return older(p.marked[0], p.marked[1], "marked", "marked")
@@ -454,29 +555,9 @@ func (p *Panel) openCompare() tea.Cmd {
 		p.flash(why, style.Warn)
 		return nil
 	}
-	// The open experiment is compared on its result so far.
-	exps := slices.Clone(p.ledger.Experiments())
-	if n := len(exps); n > 0 && exps[n-1].Open() {
-		exps[n-1].Result = p.Provisional()
-	}
-	return p.Compare(exps, a, b, aWhy, bWhy)
-}
-
-// BaselineDelta is the header's live delta of the open experiment cur
-// against the marked baseline: "vs e1 +42.1%" (its tok/s so far against
-// the baseline's result); "" when no baseline is marked, cur is it, or
-// either has no result yet.
-func (p *Panel) BaselineDelta(cur *ledger.Experiment) string {
-	base := p.ledger.Baseline()
-	if base == nil || base == cur {
-		return ""
-	}
-	br := p.resultOf(base)
-	r := p.Provisional()
-	if br.N == 0 || br.Median <= 0 || r.N == 0 {
-		return ""
-	}
-	return "vs " + sanitize.String(base.ID) + " " + DeltaText(r.Median, br.Median)
+	// The open experiment is compared on its result so far, with the
+	// earlier sessions' experiments (their launches count too).
+	return p.Compare(p.compareExps(), a, b, aWhy, bWhy)
 }
 
 func (p *Panel) flash(text string, tone style.Token) {

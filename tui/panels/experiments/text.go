@@ -7,8 +7,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/sessions/compare"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/ledger"
-	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // How the cockpit writes an experiment: its result, its delta, how it
@@ -24,29 +22,27 @@ func ResultText(r event.ExperimentResult) string {
 	return MedianText(r) + " tok/s " + IntervalText(r) + " n=" + strconv.Itoa(r.N)
 }
 
-// MedianText is the median to one decimal, "88.9".
-func MedianText(r event.ExperimentResult) string { return strconv.FormatFloat(r.Median, 'f', 1, 64) }
+// MedianText is the median to one decimal, "88.9" (compare.FormatValue).
+func MedianText(r event.ExperimentResult) string {
+	return compare.FormatValue(r.Median, compare.UnitTokS)
+}
 
-// IntervalText is "[87.1, 90.2]", or why there is none: "(n<6)" when too
-// few samples, "(+-inf)" otherwise. ASCII: "±" is ambiguous-width.
+// IntervalText is the median's 95 % interval within the launch,
+// "[87.1, 90.2]", or why there is none: "[n<6]" when too few samples,
+// "[unbounded]" otherwise (compare.FormatInterval). It is the launch's
+// spread, not a verdict.
 func IntervalText(r event.ExperimentResult) string {
-	switch {
-	case r.Lo != nil && r.Hi != nil:
-		return "[" + strconv.FormatFloat(*r.Lo, 'f', 1, 64) + ", " + strconv.FormatFloat(*r.Hi, 'f', 1, 64) + "]"
-	case r.N < 6:
-		return "(n<6)"
-	}
-	return "(+-inf)"
+	return compare.FormatInterval(r.Lo, r.Hi, r.N, compare.UnitTokS)
 }
 
 // DeltaText is v against base in percent, signed, one decimal: "+42.1%"
-// ("-" when base is not positive), as the compare view's delta column
-// and journal diff write it (report.FormatRowDelta).
+// ("-" when base is not positive), as every view writes deltas
+// (compare.FormatDelta).
 func DeltaText(v, base float64) string {
 	if !(base > 0) {
 		return "-"
 	}
-	return report.FormatRowDelta(&compare.ResultRow{A: ledger.Summary{N: 1, Median: base}, B: ledger.Summary{N: 1, Median: v}})
+	return compare.FormatDelta((v - base) / base * 100)
 }
 
 // EndedHow says how an experiment ended, for its state column and

@@ -13,8 +13,10 @@ func TestResultText(t *testing.T) {
 		want string
 	}{
 		{event.ExperimentResult{}, "no tok/s samples"},
-		{event.ExperimentResult{N: 4, Median: 88.94}, "88.9 tok/s (n<6) n=4"},
-		{event.ExperimentResult{N: 8, Median: 88.94}, "88.9 tok/s (+-inf) n=8"},
+		// The words of the reports for an interval there is none of
+		// (compare.FormatInterval).
+		{event.ExperimentResult{N: 4, Median: 88.94}, "88.9 tok/s [n<6] n=4"},
+		{event.ExperimentResult{N: 8, Median: 88.94}, "88.9 tok/s [unbounded] n=8"},
 		{event.ExperimentResult{N: 24, Median: 88.94, Lo: &lo, Hi: &hi}, "88.9 tok/s [87.1, 90.2] n=24"},
 	} {
 		if got := ResultText(c.r); got != c.want {
@@ -24,7 +26,7 @@ func TestResultText(t *testing.T) {
 }
 
 // TestDeltaText: the cockpit's deltas read as the journal's
-// (report.FormatRowDelta).
+// (compare.FormatDelta).
 func TestDeltaText(t *testing.T) {
 	for _, c := range []struct {
 		v, base float64

@@ -19,14 +19,14 @@ func (p *Panel) Footer(st *style.Styles, width int, help, toggle, quit *componen
 	}
 	items := []item{{help.Help().Key, help.Help().Desc, help, 0}}
 	prio := map[*component.Binding]int{&p.CheckoutKey: 1, &p.StashKey: 2, &p.UndoKey: 3, &p.RevertKey: 4, &p.MarkKey: 5,
-		&p.PopKey: 6, &p.ApplyKey: 7, &p.DropKey: 8, &p.SnapshotsKey: 9}
+		&p.PopKey: 6, &p.ApplyKey: 7, &p.DropKey: 8, &p.SnapshotsKey: 9, &p.BisectKey: 10}
 	for _, b := range p.Bindings() {
 		items = append(items, item{b.Help().Key, b.Help().Desc, b, prio[b]})
 	}
 	items = append(items, item{toggle.Help().Key + "/esc", "close", nil, 0}, item{quit.Help().Key, quit.Help().Desc, quit, 0})
 	show := make([]bool, len(items))
 	used := -2
-	for pr := 0; pr <= 9; pr++ {
+	for pr := 0; pr <= 10; pr++ {
 		for i, it := range items {
 			if it.prio != pr {
 				continue

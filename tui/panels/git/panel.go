@@ -66,6 +66,14 @@ type Panel struct {
 	// The panel's keys (Bindings, help group "git"); each asks, then
 	// acts, but for space, which marks.
 	MarkKey, RevertKey, StashKey, ApplyKey, PopKey, DropKey, CheckoutKey, UndoKey, SnapshotsKey component.Binding
+	// BisectKey (I) opens the bisect start dialog from the reflog entry
+	// under the cursor (good: where HEAD was, e.g. before a pull) to HEAD
+	// (bad), through Bisect.
+	BisectKey component.Binding
+	// Bisect, when set, opens the bisect start dialog for the reflog
+	// entry e (raw) and returns its first command; nil: I says a bisect
+	// is not available here.
+	Bisect func(e event.RefEntry) tea.Cmd
 
 	// Dialogs opens the dialogs the keys ask with.
 	Dialogs Dialogs
@@ -133,6 +141,7 @@ func NewPanel(ctl Control) *Panel {
 		CheckoutKey:  bind("c", "checkout", "c"),
 		UndoKey:      bind("u", "undo", "u"),
 		SnapshotsKey: bind("S", "snapshots", "S"),
+		BisectKey:    bind("I", "bisect", "I"),
 	}
 	// What is hard to take back asks first.
 	for _, b := range []*component.Binding{&p.RevertKey, &p.ApplyKey, &p.PopKey, &p.DropKey, &p.CheckoutKey, &p.UndoKey} {
@@ -147,13 +156,14 @@ func NewPanel(ctl Control) *Panel {
 	p.CheckoutKey.Disabled = func() string { return p.needsStatus("a checkout") }
 	p.UndoKey.Disabled = p.undoUnavailable
 	p.SnapshotsKey.Disabled = func() string { return p.can("a restore") }
+	p.BisectKey.Disabled = p.bisectUnavailable
 	return p
 }
 
 // Bindings implements component.Panel, in the footer's order.
 func (p *Panel) Bindings() []*component.Binding {
 	return []*component.Binding{&p.MarkKey, &p.RevertKey, &p.StashKey, &p.ApplyKey, &p.PopKey, &p.DropKey,
-		&p.CheckoutKey, &p.UndoKey, &p.SnapshotsKey}
+		&p.CheckoutKey, &p.UndoKey, &p.SnapshotsKey, &p.BisectKey}
 }
 
 // Act implements component.Panel: space marks or unmarks the cursor's
@@ -187,6 +197,10 @@ func (p *Panel) Act(b *component.Binding) tea.Cmd {
 		p.Dialogs.AskUndo(sanitize.String(id), sanitize.String(reason))
 	case &p.SnapshotsKey:
 		return p.Dialogs.OpenSnapshots()
+	case &p.BisectKey:
+		if e, ok := p.cursorReflog(); ok {
+			return p.Bisect(e)
+		}
 	}
 	return nil
 }
@@ -280,6 +294,21 @@ func (p *Panel) stashOpUnavailable(what string) func() string {
 		}
 		return ""
 	}
+}
+
+// bisectUnavailable is why I cannot act: the panel closed or busy, no
+// Bisect, or the cursor off the reflog.
+func (p *Panel) bisectUnavailable() string {
+	if why := p.needsStatus("a bisect"); why != "" {
+		return why
+	}
+	if p.Bisect == nil {
+		return "bisect not available here"
+	}
+	if _, ok := p.cursorReflog(); !ok {
+		return "move the cursor to a reflog entry: the bisect runs from its commit (good, e.g. before a pull) to HEAD (bad)"
+	}
+	return ""
 }
 
 func (p *Panel) undoUnavailable() string {

@@ -48,6 +48,14 @@ func (p *Panel) cursorFile() (event.GitFile, bool) {
 	return event.GitFile{}, false
 }
 
+// cursorReflog is the reflog entry under the cursor, raw.
+func (p *Panel) cursorReflog() (event.RefEntry, bool) {
+	if k, i, ok := p.rowAt(p.cursor); ok && k == rowReflog {
+		return p.status.Reflog[i], true
+	}
+	return event.RefEntry{}, false
+}
+
 // targetStash is the stash under the cursor, else stash@{0}.
 func (p *Panel) targetStash() (event.Stash, bool) {
 	if k, i, ok := p.rowAt(p.cursor); ok && k == rowStash {

@@ -1,7 +1,9 @@
 // Package spark is the cockpit's tok/s line: the series of throughput
 // figures from event.TokRate events (a gap for an idle period, a new run
-// after a relaunch), drawn as block-glyph bars with the latest figure,
-// the median over the bars drawn and the accept length.
+// after a relaunch), drawn as block-glyph bars on an axis (Axis: around
+// the baseline by default, auto, from zero; the scale is on the row) with
+// the latest figure, the median over the bars drawn, the accept length
+// and the baseline, the bars under it marked.
 package spark
 
 import (
@@ -42,8 +44,11 @@ type Series struct {
 	total     int // values ever pushed
 	runFrom   int // total at the start of the current run: the median covers only its values
 
+	axis Axis    // how the bars are scaled
+	base float64 // the baseline's median tok/s, 0 when none is marked
+
 	cache    string
-	cacheKey [3]int // width, seq, styles generation
+	cacheKey cacheKey
 }
 
 func (s *Series) push(v float64) {
@@ -92,12 +97,48 @@ func (s *Series) Apply(r event.TokRate) {
 	}
 }
 
-// Render draws "tok/s <bars>  82.4 now  median 82.1  accept 2.31" in width
-// cells. The bars fill whatever the text leaves, newest at the right, and
-// the median is over exactly the points drawn. The line is cached until
-// the width, the series or the styles (st.Gen) change.
+// SetAxis sets how the bars are scaled (the axis key cycles it).
+func (s *Series) SetAxis(a Axis) { s.axis = a % numAxes }
+
+// Axis is how the bars are scaled.
+func (s *Series) Axis() Axis { return s.axis }
+
+// SetBaseline gives the baseline experiment's median tok/s (0 or less:
+// none is marked): the row names it, AxisBaseline centres on it, and bars
+// more than LowBy under it are drawn in the Warn tone.
+func (s *Series) SetBaseline(tokPerSec float64) {
+	if !(tokPerSec > 0) || math.IsInf(tokPerSec, 0) {
+		tokPerSec = 0
+	}
+	s.base = tokPerSec
+}
+
+// LowBy is how far under the baseline, as a fraction of it, a figure is
+// drawn as below it (the Warn tone: yellow, bold without colours): beyond
+// the launch-to-launch noise of a tuned host (A/A ±0.3-1 %) and the
+// within-launch jitter of the log's figures, under one level of
+// AxisBaseline.
+const LowBy = 0.02
+
+// minBars is how many bars the row keeps before its figures give way.
+// What the axis is (the words after its bounds) is shown only with at
+// least qualifierBars bars: the bars are the history, and the help says
+// what the modes are.
+const (
+	minBars       = 10
+	qualifierBars = 40
+)
+
+// Render draws "tok/s <bars>  82.4 now  median 82.1  accept 2.31  base
+// 89.1  axis 80.2-95.8 (baseline -10%..+7.5%)" in width cells. The bars
+// fill whatever the text leaves, newest at the right, and the median and
+// the axis are over exactly the points drawn. Narrow rows drop, in turn,
+// what the axis is, the accept length, the median, the baseline and the
+// axis, keeping at least minBars bars. The line is cached until the
+// width, the series, the axis mode, the baseline or the styles (st.Gen)
+// change.
 func (s *Series) Render(st *style.Styles, width int) string {
-	key := [3]int{width, s.seq, st.Gen}
+	key := cacheKey{width: width, seq: s.seq, gen: st.Gen, axis: s.axis, base: s.base}
 	if key == s.cacheKey && s.cache != "" {
 		return s.cache
 	}
@@ -105,6 +146,26 @@ func (s *Series) Render(st *style.Styles, width int) string {
 	s.cache = s.draw(st, width)
 	return s.cache
 }
+
+// cacheKey is what a rendered row depends on.
+type cacheKey struct {
+	width, seq, gen int
+	axis            Axis
+	base            float64
+}
+
+// The row's optional figures, in the order they are drawn after "now";
+// giveWay is the order they are dropped in when the row is narrow.
+const (
+	partMedian = iota
+	partAccept
+	partBase
+	partAxis
+	partQualifier
+	numParts
+)
+
+var giveWay = [numParts]int{partQualifier, partAccept, partMedian, partBase, partAxis}
 
 func (s *Series) draw(st *style.Styles, width int) string {
 	const label = "tok/s "
@@ -115,32 +176,61 @@ func (s *Series) draw(st *style.Styles, width int) string {
 	if s.hasLast {
 		nowTxt = strconv.FormatFloat(s.last, 'f', 1, 64)
 	}
-	accTxt := strconv.FormatFloat(s.accept, 'f', 2, 64)
-	// Narrow panels drop the accept length, then the median, keeping at
-	// least 8 bars; the width estimate allows a median as long as "now".
-	withMed, withAcc := true, s.hasAccept
-	statsW := func(medW int) int {
-		w := 2 + len(nowTxt) + len(" now")
-		if withMed {
-			w += len("  median ") + medW
-		}
-		if withAcc {
-			w += len("  accept ") + len(accTxt)
-		}
-		return w
+	var txt [numParts]string
+	txt[partAccept] = strconv.FormatFloat(s.accept, 'f', 2, 64)
+	if s.base > 0 {
+		txt[partBase] = strconv.FormatFloat(s.base, 'f', 1, 64)
 	}
-	if width-len(label)-statsW(len(nowTxt)+1) < 8 {
-		withAcc = false
-		if width-len(label)-statsW(len(nowTxt)+1) < 8 {
-			withMed = false
+	has := [numParts]bool{true, s.hasAccept, s.base > 0, true, true}
+	partW := func(p int) int {
+		switch p {
+		case partMedian:
+			return len("  median ") + len(txt[p])
+		case partAccept:
+			return len("  accept ") + len(txt[p])
+		case partBase:
+			return len("  base ") + len(txt[p])
+		case partAxis:
+			return 2 + len(txt[p])
 		}
+		return len(txt[p])
 	}
-	// The median is over exactly the bars drawn, and the bar count depends
-	// on the median's width: settle it in a few rounds (widths change by at
-	// most a digit).
+	var keep [numParts]bool
+	// fit keeps the parts there are, dropping them in giveWay order until
+	// minBars bars fit; it returns the width left for the bars.
+	fit := func() int {
+		statsW := 2 + len(nowTxt) + len(" now")
+		for p := range numParts {
+			keep[p] = has[p] && txt[p] != ""
+			if keep[p] {
+				statsW += partW(p)
+			}
+		}
+		for _, p := range giveWay {
+			need := minBars
+			if keep[partQualifier] {
+				need = qualifierBars
+			}
+			if width-len(label)-statsW >= need {
+				break
+			}
+			if keep[p] {
+				keep[p] = false
+				statsW -= partW(p)
+			}
+		}
+		return width - len(label) - statsW
+	}
+	// The median and the axis are over exactly the bars drawn, and the
+	// bar count depends on their widths: settle it in a few rounds
+	// (widths change by at most a few digits). The first guess allows a
+	// median and bounds as long as "now".
+	txt[partMedian] = nowTxt + "0"
+	txt[partAxis] = "axis " + nowTxt + "-" + nowTxt
+	txt[partQualifier] = " (run median -10%..+7.5%)"
 	var window []float64
-	medTxt := ""
-	bw := width - len(label) - statsW(len(nowTxt))
+	var sc scale
+	bw := fit()
 	for range 4 {
 		n := style.Clamp(bw, 0, len(s.vals))
 		window = window[:0]
@@ -149,11 +239,16 @@ func (s *Series) draw(st *style.Styles, width int) string {
 		}
 		// The median: the drawn points of the current run only.
 		first := len(window) - style.Clamp(s.total-s.runFrom, 0, len(window))
-		medTxt = "-"
-		if med, ok := median(window[first:]); ok {
-			medTxt = strconv.FormatFloat(med, 'f', 1, 64)
+		med, ok := median(window[first:])
+		txt[partMedian] = "-"
+		if ok {
+			txt[partMedian] = strconv.FormatFloat(med, 'f', 1, 64)
+		} else {
+			med = math.NaN()
 		}
-		next := width - len(label) - statsW(len(medTxt))
+		sc = newScale(s.axis, window, s.base, med)
+		txt[partAxis], txt[partQualifier] = sc.text()
+		next := fit()
 		if next >= n && next <= bw {
 			bw = next
 			break
@@ -168,19 +263,33 @@ func (s *Series) draw(st *style.Styles, width int) string {
 	b.WriteString(st.Title.Render("tok/s"))
 	b.WriteByte(' ')
 	b.WriteString(style.Spaces(bw - len(window)))
-	b.WriteString(st.Spark.Render(bars(window)))
+	s.bars(&b, st, window, sc)
 	b.WriteString("  ")
 	b.WriteString(st.Accent.Render(nowTxt))
 	b.WriteString(st.Dim.Render(" now"))
-	if withMed {
-		b.WriteString(st.Dim.Render("  median "))
-		b.WriteString(medTxt)
+	used := len(label) + max(bw, 0) + 2 + len(nowTxt) + len(" now")
+	for p := range numParts {
+		if !keep[p] {
+			continue
+		}
+		used += partW(p)
+		switch p {
+		case partMedian:
+			b.WriteString(st.Dim.Render("  median "))
+			b.WriteString(txt[p])
+		case partAccept:
+			b.WriteString(st.Dim.Render("  accept "))
+			b.WriteString(txt[p])
+		case partBase:
+			b.WriteString(st.Dim.Render("  base "))
+			b.WriteString(txt[p])
+		case partAxis:
+			b.WriteString(st.Dim.Render("  " + txt[p]))
+		case partQualifier:
+			b.WriteString(st.Dim.Render(txt[p]))
+		}
 	}
-	if withAcc {
-		b.WriteString(st.Dim.Render("  accept "))
-		b.WriteString(accTxt)
-	}
-	if len(label)+max(bw, 0)+statsW(len(medTxt)) > width {
+	if used > width {
 		// Narrower than the figures alone: cut, never wider than the
 		// terminal.
 		return style.AnsiTruncate(b.String(), width)
@@ -194,30 +303,34 @@ func Note(st *style.Styles, width int, text string) string {
 	return st.Title.Render(style.Truncate("tok/s", width)) + " " + st.Dim.Render(style.Truncate(text, width-len("tok/s ")))
 }
 
-// bars maps values to block glyphs between the window's max and
-// max-span (span at least minSpan of the max); NaN is a gap.
-func bars(v []float64) string {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, x := range v {
-		if !math.IsNaN(x) {
-			lo, hi = min(lo, x), max(hi, x)
+// bars writes v as block glyphs on sc, a gap (NaN) as a blank: runs of
+// figures more than LowBy under the baseline in the Warn tone, the rest
+// in the Spark tone.
+func (s *Series) bars(b *strings.Builder, st *style.Styles, v []float64, sc scale) {
+	var run strings.Builder
+	run.Grow(len(v) * 3)
+	low := false
+	flush := func() {
+		if low {
+			b.WriteString(st.Warn.Render(run.String()))
+		} else {
+			b.WriteString(st.Spark.Render(run.String()))
 		}
+		run.Reset()
 	}
-	span := max(hi-lo, math.Abs(hi)*minSpan)
-	var b strings.Builder
-	b.Grow(len(v) * 3)
 	for _, x := range v {
-		switch {
-		case math.IsNaN(x):
-			b.WriteByte(' ')
-		case span <= 0:
-			b.WriteString(Glyphs[0])
-		default:
-			lvl := int(math.Round((x - (hi - span)) / span * 7))
-			b.WriteString(Glyphs[style.Clamp(lvl, 0, 7)])
+		isLow := s.base > 0 && !math.IsNaN(x) && x < s.base*(1-LowBy)
+		if isLow != low && !math.IsNaN(x) {
+			flush()
+			low = isLow
 		}
+		if math.IsNaN(x) {
+			run.WriteByte(' ')
+			continue
+		}
+		run.WriteString(Glyphs[sc.level(x)])
 	}
-	return b.String()
+	flush()
 }
 
 // median of the non-gap values; ok is false when there are none.
