@@ -41,7 +41,8 @@ log_dir = "~/.flightdeck/logs"  # on the GPU host: per-launch logs and the pidfi
 # Launch presets. The command is an argv split with shell quoting rules but
 # never run by a shell: no $VAR, $(...), pipes, ; or redirections.
 # Placeholders {model}, {tp}, {port}, {host} and {draft_model} are replaced
-# by whole values inside their word; write {{ and }} for literal braces.
+# by whole values inside their word (in the script of sh -c or bash -c,
+# quoted for that shell); write {{ and }} for literal braces.
 # A preset named like a built-in one replaces it.
 # [presets.sglang-fp8]
 # command = "python3 -m sglang.launch_server --model-path {model} --tp-size {tp} --port {port} --host 127.0.0.1 --quantization fp8"

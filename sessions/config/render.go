@@ -19,8 +19,11 @@ var knownPlaceholders = []string{"model", "tp", "port", "host", "draft_model"}
 // "draft_model" (the bind address is "host"; the built-in presets use
 // 127.0.0.1 and need no value for it). A value is substituted verbatim into
 // its word: it is never split, quoted or shell-evaluated, so a value with
-// blanks, quotes, $(…) or ; stays inside one argument. "{{" and "}}" are
-// literal braces.
+// blanks, quotes, $(…) or ; stays inside one argument. The one exception is
+// the script of a shell's -c (sh -c 'echo model={model}'), which that shell
+// evaluates: there the value is quoted for the quoting context it lands in
+// (unquoted, '…' or "…"), so the shell still reads the literal value and
+// never runs a $(…) in it. "{{" and "}}" are literal braces.
 //
 // A placeholder without a value (absent or "") is an error: an errors.Join
 // of one *Error per such placeholder, naming it, the preset's key and, for a
@@ -42,8 +45,9 @@ func (p Preset) Render(vals map[string]string, extra []string) ([]string, error)
 			errs = append(errs, &Error{File: p.File, Line: p.Line, Key: key, Msg: err.Error()})
 			return
 		}
-		for _, w := range words {
-			out, err := expand(w, func(name string) (string, bool) {
+		scripts := scriptWords(words)
+		for i, w := range words {
+			out, err := expand(w, scripts[i], func(name string) (string, bool) {
 				v := vals[name]
 				if strings.IndexByte(v, 0) >= 0 {
 					errs = append(errs, &Error{File: p.File, Line: p.Line, Key: key, Msg: fmt.Sprintf("the value of {%s} contains a NUL byte", name)})
@@ -95,12 +99,15 @@ func valueHint(name string) string {
 // expand replaces the placeholders in word with what value returns. A name
 // for which value reports false is left out (the caller records the error).
 // "{{" and "}}" are literal braces; a "{" without its "}", a lone "}" and an
-// empty "{}" are errors.
-func expand(word string, value func(name string) (string, bool)) (string, error) {
+// empty "{}" are errors. In a word a shell evaluates (script: the argument
+// of sh -c), each value is quoted for the quoting context it lands in, so
+// that the shell reads it as the literal text it is.
+func expand(word string, script bool, value func(name string) (string, bool)) (string, error) {
 	if !strings.ContainsAny(word, "{}") {
 		return word, nil
 	}
 	var b strings.Builder
+	q, scanned := unquoted, 0 // the script's quoting at b.Len() == scanned
 	for i := 0; i < len(word); i++ {
 		c := word[i]
 		switch {
@@ -122,7 +129,12 @@ func expand(word string, value func(name string) (string, bool)) (string, error)
 				return "", fmt.Errorf("empty placeholder {} in %q (write {{}} for literal braces)", word)
 			}
 			if v, ok := value(name); ok {
+				if script {
+					q = scanQuoting(q, b.String()[scanned:])
+					v = quoteIn(q, v)
+				}
 				b.WriteString(v)
+				scanned = b.Len()
 			}
 			i += 1 + end
 		default:
@@ -142,7 +154,7 @@ func checkTemplate(s string) string {
 	}
 	var unknown string
 	for _, w := range words {
-		_, err := expand(w, func(name string) (string, bool) {
+		_, err := expand(w, false, func(name string) (string, bool) {
 			if unknown == "" && !slices.Contains(knownPlaceholders, name) {
 				unknown = name
 			}
