@@ -54,7 +54,7 @@ const (
 
 // quoteIn returns v written so that a POSIX shell reads it back as the
 // literal text v at a point of its script in context q: unquoted, a
-// single-quoted word ('it'\''s'); inside single quotes, the quote closed,
+// single-quoted word ('it'\”s'); inside single quotes, the quote closed,
 // an escaped ' and reopened for each '; inside double quotes, a backslash
 // before each $ ` " \.
 func quoteIn(q shellQuoting, v string) string {
