@@ -53,10 +53,10 @@ const (
 )
 
 // quoteIn returns v written so that a POSIX shell reads it back as the
-// literal text v at a point of its script in context q: unquoted, a
-// single-quoted word ('it'\”s'); inside single quotes, the quote closed,
-// an escaped ' and reopened for each '; inside double quotes, a backslash
-// before each $ ` " \.
+// literal text v at a point of its script in context q: unquoted, v in
+// single quotes; inside single quotes, v with each of its quotes written
+// as close-quote, backslash-quote, open-quote; inside double quotes, a
+// backslash before each $ ` " \.
 func quoteIn(q shellQuoting, v string) string {
 	switch q {
 	case inSingle:
