@@ -244,7 +244,7 @@ func (c *Control) Plan(req LaunchRequest) (Plan, error) {
 		return p, err
 	}
 	// Shown on screens and in logs: secret-looking values redacted.
-	p.CommandLine = server.CommandLine(event.LaunchInfo{Argv: argv})
+	p.CommandLine = server.CommandLine(event.LaunchInfo{Argv: server.RedactArgv(argv)})
 	if len(env) > 0 {
 		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
 	}
@@ -288,7 +288,7 @@ func (c *Control) PlanAgain() (Plan, error) {
 	if err := p.Spec.Validate(); err != nil {
 		return p, err
 	}
-	p.CommandLine = server.CommandLine(event.LaunchInfo{Argv: p.Spec.Argv})
+	p.CommandLine = server.CommandLine(event.LaunchInfo{Argv: server.RedactArgv(p.Spec.Argv)})
 	if len(env) > 0 {
 		p.CommandLine = "env " + server.EnvLine(server.Redact(env)) + " " + p.CommandLine
 	}

@@ -371,6 +371,10 @@ func (m *Model) actionResult(msg tea.Msg) {
 			m.flash("launched; hypothesis not recorded: "+style.ErrText(r.HypothesisErr), style.Warn)
 			return
 		}
+		if len(r.Record.Warnings) > 0 { // a world-writable log directory
+			m.flash("launched; "+sanitize.String(r.Record.Warnings[0]), style.Warn)
+			return
+		}
 		m.flash("launched: "+sanitize.String(r.Record.Launch.LogPath), style.OK)
 	}
 }

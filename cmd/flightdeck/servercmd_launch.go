@@ -105,6 +105,9 @@ func runServerLaunch(ctx context.Context, cmd *cobra.Command, ss *sessions.Sessi
 		return err
 	}
 	fmt.Fprintf(errw, "launched: log %s\n", sanitize.String(rec.Launch.LogPath))
+	for _, w := range rec.Warnings {
+		fmt.Fprintf(errw, "warning: %s\n", sanitize.String(w))
+	}
 	if noWait {
 		return nil
 	}

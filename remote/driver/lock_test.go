@@ -140,6 +140,12 @@ func TestAcquireFreeThenWatch(t *testing.T) {
 	if !a.Driving() || fileToken(t, dir) != alice.Token || a.Path() != lockFile(dir) {
 		t.Errorf("driving %v, file token %s, path %s", a.Driving(), fileToken(t, dir), a.Path())
 	}
+	// What flightdeck writes on a host is its user's alone.
+	for p, want := range map[string]os.FileMode{dir: 0o700, lockFile(dir): 0o600} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
+		}
+	}
 	if got := pa.list(); len(got) != 1 || got[0] != st {
 		t.Errorf("published %+v, want the one state", got)
 	}

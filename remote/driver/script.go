@@ -39,6 +39,7 @@ const MaxFileBytes = 4096
 // written; 75: the mutex stayed busy for 5 s. It needs a POSIX sh and
 // coreutils (stat -c, cksum, head -c, mv, sleep with fractions).
 const lockScript = `set -u
+umask 077
 op=$1 dir=$2 f=$3 want=$4 new=$5 mx=$6
 ver() {
   if [ -e "$f" ]; then

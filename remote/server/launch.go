@@ -87,6 +87,12 @@ func (s Spec) Validate() error {
 // pgid, sid, start time and the launch — runs the server as its child and
 // records its exit status in <logdir>/flightdeck-server.exit.
 //
+// flightdeck's own files (the log, the pidfile, the exit file) are created
+// 0600, and the directories it creates 0700 (umask 077; the server itself
+// runs with the login's umask); existing directories are left as they are,
+// and one writable by every user (without the sticky bit) is reported in
+// the record's Warnings. The pidfile's launch is redacted (RedactLaunch).
+//
 // It returns when the pidfile exists (well under a second), not when the
 // server is ready. Errors: a Spec that fails Validate; *AlreadyRunningError
 // when the pidfile's server is alive; a host without setsid or without the
@@ -128,9 +134,11 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (event.LaunchRecord, err
 		if try > 0 {
 			base += "-" + strconv.Itoa(try+1)
 		}
-		l := event.LaunchInfo{Preset: s.Preset, Profile: s.Profile, Server: s.Server, Argv: s.Argv, Env: Redact(s.Env),
+		// The pidfile is read by whoever can read the log directory, and
+		// outlives the server: it holds the launch with its secrets redacted.
+		l := RedactLaunch(event.LaunchInfo{Preset: s.Preset, Profile: s.Profile, Server: s.Server, Argv: s.Argv, Env: s.Env,
 			Workdir: workdir, LogPath: path.Join(logDir, base+".log"), ExitPath: path.Join(logDir, exitFileName),
-			Port: s.Port, At: s.At}
+			Port: s.Port, At: s.At})
 		js, err := json.Marshal(l)
 		if err != nil {
 			return event.LaunchRecord{}, err
@@ -147,6 +155,11 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (event.LaunchRecord, err
 			r, perr := parseRecord(bytes.TrimSpace(res.Stdout))
 			if perr != nil {
 				return event.LaunchRecord{}, fmt.Errorf("launch: %w", perr)
+			}
+			for _, line := range strings.Split(string(res.Stderr), "\n") {
+				if w, ok := strings.CutPrefix(line, "warning "); ok {
+					r.Warnings = append(r.Warnings, sanitize.String(w))
+				}
 			}
 			return r, nil
 		case errors.As(err, &ee) && ee.Code == 4 && try < 20:

@@ -18,6 +18,9 @@ func TestRedactArgv(t *testing.T) {
 		{[]string{"x", "--enable-token-usage", "--port", "1"}, []string{"x", "--enable-token-usage", "--port", "1"}},
 		{[]string{"env", "HF_TOKEN=hf_x", "WANDB_API_KEY=k", "NCCL_PROTO=LL", "python3"},
 			[]string{"env", "HF_TOKEN=<redacted>", "WANDB_API_KEY=<redacted>", "NCCL_PROTO=LL", "python3"}},
+		// URL userinfo in any word (--extra "--proxy http://alice:pw@host/").
+		{[]string{"x", "--proxy", "http://alice:UrlPassw0rd@host/", "--model-url=https://user:URLPW77@m/", "MY_PASS=plainpass777", "--db-pass", "p2", "--session-cookie", "c"},
+			[]string{"x", "--proxy", "http://<redacted>@host/", "--model-url=https://<redacted>@m/", "MY_PASS=<redacted>", "--db-pass", "<redacted>", "--session-cookie", "<redacted>"}},
 		{nil, nil},
 	} {
 		in := slices.Clone(tc.in)

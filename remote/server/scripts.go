@@ -77,21 +77,31 @@ if [ -s "$pidf" ]; then
     fi
   fi
 fi
+um=$(umask)
+umask 077
 mkdir -p "$(dirname "$log")" "$(dirname "$pidf")" || exit 3
+ld=$(dirname "$log") pd=$(dirname "$pidf")
+for d in "$ld" "$pd"; do
+  [ "$d" = "$pd" ] && [ "$d" = "$ld" ] && [ -n "${warned-}" ] && continue
+  warned=1
+  [ -n "$(find "$d" -maxdepth 0 -perm -0002 ! -perm -1000 2>/dev/null)" ] && echo "warning $d is writable by every user of the host: another user can replace the pidfile or the log" >&2
+done
 ( set -C; : > "$log" ) 2>/dev/null || { echo "log file $log already exists" >&2; exit 4; }
 rm -f "$pidf" "$exitf"
 cd "$workdir" || exit 3
-setsid -f sh -c 'pidf=$1 exitf=$2 launch=$3
-shift 3
+setsid -f sh -c 'pidf=$1 exitf=$2 launch=$3 um=$4
+shift 4
 f() { pgid=$3 sid=$4 st=${20}; }
 read -r s < /proc/$$/stat
 f ${s##*) }
 printf "{\"pid\":%s,\"pgid\":%s,\"sid\":%s,\"start_time\":%s,\"launch\":%s}\n" "$$" "$pgid" "$sid" "$st" "$launch" > "$pidf.tmp.$$"
 mv -f "$pidf.tmp.$$" "$pidf"
+umask "$um"
 "$@"
 rc=$?
+umask 077
 echo "$$ $rc" > "$exitf"
-exit "$rc"' flightdeck-server "$pidf" "$exitf" "$launch" "$@" >>"$log" 2>&1 </dev/null
+exit "$rc"' flightdeck-server "$pidf" "$exitf" "$launch" "$um" "$@" >>"$log" 2>&1 </dev/null
 i=0
 while [ ! -s "$pidf" ]; do
   i=$((i + 1))

@@ -103,8 +103,11 @@ func TestLaunchDetachedRecordAndExitStatus(t *testing.T) {
 	cleanupTree(t, h, logDir)
 	at := time.Date(2026, 11, 29, 10, 15, 0, 0, time.Local)
 	spec := Spec{Preset: "sglang", Profile: "nccl-ll-ring", Server: "sglang", Workdir: dir, LogDir: logDir, Port: 30000, At: at,
-		Argv: []string{"sh", "-c", `pwd; printf '%s|%s\n' "$NCCL_PROTO" "$HF_TOKEN"; read x || echo stdin-closed; sleep 0.3; exit 7`},
-		Env:  map[string]string{"NCCL_PROTO": "LL", "HF_TOKEN": "hf_secret"}}
+		Argv: []string{"sh", "-c", `pwd; printf '%s|%s\n' "$NCCL_PROTO" "$HF_TOKEN"; read x || echo stdin-closed; umask; sleep 0.3; exit 7`,
+			"--api-key", "sk-argvsecret", "--proxy=http://bob:Pr0xyPassw0rd@proxy:3128"},
+		Env: map[string]string{"NCCL_PROTO": "LL", "HF_TOKEN": "hf_secret", "HTTPS_PROXY": "http://bob:EnvPassw0rd@proxy:3128"}}
+	um := syscall.Umask(022) // the login's umask, which the server keeps
+	defer syscall.Umask(um)
 	r, err := Launch(ctx, h, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +121,8 @@ func TestLaunchDetachedRecordAndExitStatus(t *testing.T) {
 	if r.Launch.Env["HF_TOKEN"] != "<redacted>" || r.Launch.Env["NCCL_PROTO"] != "LL" {
 		t.Errorf("recorded env %v: want HF_TOKEN redacted, NCCL_PROTO kept", r.Launch.Env)
 	}
-	if !slices.Equal(r.Launch.Argv, spec.Argv) || r.Launch.Profile != "nccl-ll-ring" || r.Launch.Port != 30000 {
+	if want := append(slices.Clone(spec.Argv[:3]), "--api-key", "<redacted>", "--proxy=http://<redacted>@proxy:3128"); !slices.Equal(r.Launch.Argv, want) ||
+		r.Launch.Profile != "nccl-ll-ring" || r.Launch.Port != 30000 || r.Launch.Env["HTTPS_PROXY"] != "http://<redacted>@proxy:3128" {
 		t.Errorf("recorded launch %+v", r.Launch)
 	}
 	var f event.ServerFound
@@ -130,13 +134,26 @@ func TestLaunchDetachedRecordAndExitStatus(t *testing.T) {
 		t.Fatalf("after exit: %+v, want exit 7 of pid %d", f, r.PID)
 	}
 	log := readFile(t, r.Launch.LogPath)
-	// The server got the real secret, its working directory, and no stdin.
-	if want := dir + "\nLL|hf_secret\nstdin-closed\n"; log != want {
+	// The server got the real secret, its working directory, no stdin and
+	// the login's umask.
+	if want := dir + "\nLL|hf_secret\nstdin-closed\n0022\n"; log != want {
 		t.Errorf("server log %q, want %q", log, want)
 	}
 	pidfile := readFile(t, filepath.Join(logDir, PidfileName))
-	if strings.Contains(pidfile, "hf_secret") {
-		t.Error("the pidfile holds the secret value")
+	for _, secret := range []string{"hf_secret", "sk-argvsecret", "Pr0xyPassw0rd", "EnvPassw0rd"} {
+		if strings.Contains(pidfile, secret) {
+			t.Errorf("the pidfile holds the secret %q:\n%s", secret, pidfile)
+		}
+	}
+	// flightdeck's files on the host are 0600, the directory it made 0700.
+	for p, want := range map[string]os.FileMode{logDir: 0o700, r.Launch.LogPath: 0o600,
+		filepath.Join(logDir, PidfileName): 0o600, filepath.Join(logDir, "flightdeck-server.exit"): 0o600} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
+		}
+	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings for a private log directory: %q", r.Warnings)
 	}
 }
 
@@ -500,12 +517,26 @@ func TestLaunchKeepsSecretsOffCommandLines(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	kept := map[string]bool{"NCCL_PROTO": true, "CUDA_VISIBLE_DEVICES": true, "NCCL_IB_QPS_PER_CONNECTION": true, "HF_HOME": true}
 	got := Redact(map[string]string{"HF_TOKEN": "a", "AWS_ACCESS_KEY_ID": "b", "WANDB_KEY": "c", "hf_api_key": "d",
-		"DB_PASSWORD": "e", "NCCL_PROTO": "LL", "CUDA_VISIBLE_DEVICES": "0,1"})
+		"DB_PASSWORD": "e", "MY_PASS": "plainpass777", "DB_PWD": "f", "BASIC_AUTH": "g", "SESSION_COOKIE": "h",
+		"SSH_PRIVATE": "i", "SENTRY_DSN": "j", "DB_CONN": "k", "PG_CONNECTION_STRING": "l",
+		"NCCL_PROTO": "LL", "CUDA_VISIBLE_DEVICES": "0,1", "NCCL_IB_QPS_PER_CONNECTION": "4", "HF_HOME": "/data/hf"})
 	for k, v := range got {
-		secret := k != "NCCL_PROTO" && k != "CUDA_VISIBLE_DEVICES"
-		if secret != (v == "<redacted>") {
+		if kept[k] == (v == "<redacted>") {
 			t.Errorf("%s = %q", k, v)
+		}
+	}
+	// The userinfo of a URL in any value, whatever the name.
+	for in, want := range map[string]string{
+		"postgres://u:DBPASSWORD42@db/x":           "postgres://<redacted>@db/x",
+		"http://bob:Pr0xyPassw0rd@proxy:3128":      "http://<redacted>@proxy:3128",
+		"https://ghp_tok@github.com/o/r.git":       "https://<redacted>@github.com/o/r.git",
+		"http://a:p@ss@h/ and ftp://x:y@z/?q=a@b":  "http://<redacted>@h/ and ftp://<redacted>@z/?q=a@b",
+		"http://proxy:3128, mailto:me@example.com": "http://proxy:3128, mailto:me@example.com",
+	} {
+		if got := Redact(map[string]string{"DATABASE_URL": in})["DATABASE_URL"]; got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}
 }
@@ -558,5 +589,31 @@ func TestKillFenced(t *testing.T) {
 	}
 	if _, err := KillFenced(ctx, h, event.KillTarget{PID: 1}, time.Second, Fence{File: lock, Token: "x'; rm -rf /"}); err == nil {
 		t.Error("a token that is not hex digits was accepted")
+	}
+}
+
+// TestLaunchWarnsOfAWorldWritableLogDir: an existing log directory that
+// every user may write (no sticky bit) is left as it is, and said.
+func TestLaunchWarnsOfAWorldWritableLogDir(t *testing.T) {
+	h := remote.NewLocal()
+	defer h.Close()
+	ctx := ctxT(t)
+	logDir := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(logDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(logDir, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	cleanupTree(t, h, logDir)
+	r, err := Launch(ctx, h, Spec{Preset: "sim", Argv: []string{"true"}, LogDir: logDir, Workdir: logDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], logDir+" is writable by every user") {
+		t.Errorf("warnings %q, want one naming %s", r.Warnings, logDir)
+	}
+	if fi, err := os.Stat(logDir); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Errorf("the existing directory was changed: %v %v", fi.Mode(), err)
 	}
 }

@@ -82,6 +82,10 @@ type LaunchRecord struct {
 	SID       int        `json:"sid"`        // session id (= PID after setsid)
 	StartTime uint64     `json:"start_time"` // field 22 of /proc/PID/stat, clock ticks since boot; guards against PID reuse
 	Launch    LaunchInfo `json:"launch"`
+	// Warnings are what the launch said about the host's setup, one
+	// sentence each ("/data/logs is writable by every user of the host:
+	// …"); not in the pidfile.
+	Warnings []string `json:"-"`
 }
 
 // LaunchInfo is the resolved launch, as recorded in the pidfile. Env values whose
