@@ -5,7 +5,8 @@ package server
 // /proc, and coreutils (cat, mkdir, mv, rm, sleep with fractions) plus
 // util-linux setsid for the launch — what every Linux GPU host has.
 
-// procTree defines two shell functions. procs prints every process as
+// procTree defines three shell functions. same PID STARTTIME succeeds when
+// PID is alive with that start time. procs prints every process as
 // "pid ppid pgid sid state starttime comm" from /proc/PID/stat (comm with
 // anything but [A-Za-z0-9_.:/@+=-] replaced by "?"). tree ROOT STARTTIME
 // PGID SID "KEEP" prints, in the same format, a server's processes: ROOT
@@ -28,6 +29,12 @@ procs() {
     if (comm == "") comm = "?"
     print substr($0, 1, p - 1), f[2], f[3], f[4], f[1], f[20], comm
   }'
+}
+same() {
+  s=
+  read -r s < "/proc/$1/stat" 2>/dev/null || return 1
+  set -- "$2" ${s##*) }
+  [ "${21}" = "$1" ]
 }
 tree() {
   procs | awk -v root="$1" -v rst="$2" -v pg="$3" -v sid="$4" -v keep="$5" '
@@ -129,7 +136,15 @@ if [ -s "$pidf" ]; then
   [ -s "$exitf" ] && printf 'exit %s\n' "$(head -c 64 "$exitf" | tr -d '\n')"
   old=$(sed -n 's/^{"pid":\([0-9]*\),"pgid":\([0-9]*\),"sid":\([0-9]*\),"start_time":\([0-9]*\),.*/\1 \4 \2 \3/p' "$pidf")
   if [ -n "$old" ]; then
-    t=$(tree $old "")
+    set -- $old
+    # The pidfile's group and session count only when the root leads them
+    # and is alive as recorded: a pidfile naming a gone pid and someone
+    # else's session must not make that session the server.
+    r=$1 rst=$2 rpg=$3 rsid=$4
+    same "$r" "$rst" || { rpg=0 rsid=0; }
+    [ "$rpg" = "$r" ] || rpg=0
+    [ "$rsid" = "$r" ] || rsid=0
+    t=$(tree "$r" "$rst" "$rpg" "$rsid" "")
     if [ -n "$t" ]; then
       # The pidfile's server runs: no need to look further.
       printf '%s\n' "$t" | sed 's/^/tree /'
@@ -177,6 +192,10 @@ done
 // Exit 0 when nothing is left, 1 when survivors remain (e.g. state D).
 const killScript = procTree + `
 root=$1 st=$2 pg=$3 sid=$4 grace=$5 keep=${6:-} fence=${7:-} token=${8:-}
+# The group and session are the server's only while the root that leads
+# them is alive as recorded at the start; once snapshotted, their members
+# are followed even after the root exits.
+same "$root" "$st" || { pg=0 sid=0; }
 snap=$(tree "$root" "$st" "$pg" "$sid" "$keep")
 if [ -z "$snap" ]; then echo stopped; exit 0; fi
 printf '%s\n' "$snap" | sed 's/^/member /'

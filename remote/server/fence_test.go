@@ -1,0 +1,116 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flightdeck-dev/flightdeck/remote"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
+
+// gonePID returns a pid that no process has now.
+func gonePID(t *testing.T) int {
+	for p := 999990; p > 900000; p-- {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(p)); os.IsNotExist(err) {
+			return p
+		}
+	}
+	t.Skip("no free pid found")
+	return 0
+}
+
+// TestForgedPidfileKillsNothingElse: a pidfile naming a gone pid (or a
+// live one with another start time) with someone else's session as its
+// group and session — pairs share a writable log_dir — is no server:
+// Find does not call that session running, and a kill aimed at it signals
+// nobody (issue 19, item 2).
+func TestForgedPidfileKillsNothingElse(t *testing.T) {
+	h := remote.NewLocal()
+	defer h.Close()
+	ctx := ctxT(t)
+	victim := exec.Command("sh", "-c", "sleep 1000 & sleep 1001")
+	victim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leader := victim.Process.Pid
+	t.Cleanup(func() {
+		syscall.Kill(-leader, syscall.SIGKILL)
+		victim.Wait()
+	})
+	waitFor(t, "the victim's two sleeps", func() bool { return len(sessionMembers(leader)) == 3 })
+	st := startTime(t, leader)
+	for _, c := range []struct {
+		name  string
+		pid   int
+		start uint64
+		pgid  int
+		sid   int
+	}{
+		{"gone root", gonePID(t), 12345, leader, leader},
+		{"reused pid", leader, st + 1, leader, leader},
+	} {
+		logDir := t.TempDir()
+		rec := fmt.Sprintf(`{"pid":%d,"pgid":%d,"sid":%d,"start_time":%d,"launch":{"preset":"sim","argv":["sleep"],"workdir":"/","log":"/x.log","exit":"/x.exit","at":"2026-12-01T10:00:00Z"}}`,
+			c.pid, c.pgid, c.sid, c.start)
+		if err := os.WriteFile(filepath.Join(logDir, PidfileName), []byte(rec+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Find(ctx, h, logDir, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Running || len(f.Tree) > 0 {
+			t.Errorf("%s: the forged pidfile's session counts as the server: %+v", c.name, f)
+		}
+		// A kill aimed at it as the pidfile says.
+		_, err = Kill(ctx, h, event.KillTarget{PID: c.pid, StartTime: c.start, PGID: c.pgid, SID: c.sid}, time.Second)
+		if err != nil {
+			t.Errorf("%s: kill: %v", c.name, err)
+		}
+		if n := len(sessionMembers(leader)); n != 3 {
+			t.Fatalf("%s: the victim's session has %d of its 3 processes left", c.name, n)
+		}
+	}
+}
+
+// sessionMembers lists the live, non-zombie processes of session sid.
+func sessionMembers(sid int) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) > 3 && f[3] == strconv.Itoa(sid) && f[0] != "Z" {
+			pid, _ := strconv.Atoi(strings.Fields(s)[0])
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// startTime reads field 22 of /proc/PID/stat.
+func startTime(t *testing.T, pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
