@@ -81,33 +81,37 @@ func TestForgedPidfileKillsNothingElse(t *testing.T) {
 	}
 }
 
+// statFields returns the fields of /proc/PID/stat after the command name:
+// [0] is the state, [3] the session, [19] the start time; nil when gone.
+func statFields(pid string) []string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+}
+
 // sessionMembers lists the live, non-zombie processes of session sid.
 func sessionMembers(sid int) []int {
 	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
-		b, err := os.ReadFile(d)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) > 3 && f[3] == strconv.Itoa(sid) && f[0] != "Z" {
-			pid, _ := strconv.Atoi(strings.Fields(s)[0])
-			out = append(out, pid)
+		pid := filepath.Base(d)
+		if f := statFields(pid); len(f) > 3 && f[3] == strconv.Itoa(sid) && f[0] != "Z" {
+			n, _ := strconv.Atoi(pid)
+			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// startTime reads field 22 of /proc/PID/stat.
+// startTime reads the start time of pid (field 22 of /proc/PID/stat).
 func startTime(t *testing.T, pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
+	f := statFields(strconv.Itoa(pid))
+	if len(f) < 20 {
+		t.Fatalf("pid %d is gone", pid)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	v, err := strconv.ParseUint(f[19], 10, 64)
 	if err != nil {
 		t.Fatal(err)
