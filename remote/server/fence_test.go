@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -117,4 +118,67 @@ func startTime(t *testing.T, pid int) uint64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// markedPIDs lists the live processes whose environment holds
+// FLIGHTDECK_LAUNCH=mark.
+func markedPIDs(mark string) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/environ")
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), "FLIGHTDECK_LAUNCH="+mark) {
+			continue
+		}
+		if f := statFields(filepath.Base(d)); len(f) > 0 && f[0] != "Z" {
+			n, _ := strconv.Atoi(filepath.Base(d))
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestKillSweepsTheLaunchMark: a preset that double-forks a daemon into a
+// session of its own, ignoring SIGTERM with children of its own, then
+// execs the server. Neither parent, group nor session leads to the daemon;
+// the launch's mark in its environment does: Kill escalates to it and
+// reports success only once nothing with the mark is left (issue 19,
+// item 3).
+func TestKillSweepsTheLaunchMark(t *testing.T) {
+	h := remote.NewLocal()
+	defer h.Close()
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	script := `( setsid sh -c 'trap "" TERM; sleep 401 & sleep 402 & wait' & ); exec sleep 403`
+	r, err := Launch(ctx, h, Spec{Preset: "daemon", Argv: []string{"sh", "-c", script}, LogDir: dir, Workdir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !validMark(r.Mark) || r.Mark == "" {
+		t.Fatalf("launch record mark %q", r.Mark)
+	}
+	t.Cleanup(func() {
+		for _, p := range markedPIDs(r.Mark) {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	// The wrapper, the server (sleep 403), the daemon's shell and its two sleeps.
+	waitFor(t, "the five marked processes", func() bool { return len(markedPIDs(r.Mark)) == 5 })
+	f, err := Find(ctx, h, dir, 0, "")
+	if err != nil || !f.Running || f.Target.Mark != r.Mark {
+		t.Fatalf("find: %+v %v", f, err)
+	}
+	if len(f.Tree) != 5 {
+		t.Errorf("the server's tree has %d processes, want the 5 marked ones: %+v", len(f.Tree), f.Tree)
+	}
+	res, err := Kill(ctx, h, f.Target, 500*time.Millisecond)
+	if err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if left := markedPIDs(r.Mark); len(left) > 0 {
+		t.Fatalf("kill reported success with marked processes alive: %v", left)
+	}
+	if len(res.Escalated) != 3 {
+		t.Errorf("escalated %v, want the daemon's shell and its two sleeps", res.Escalated)
+	}
 }

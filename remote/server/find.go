@@ -127,7 +127,7 @@ func parseFind(out []byte, port int) event.ServerFound {
 	if f.Record != nil && len(f.Tree) > 0 {
 		r := f.Record
 		f.Running, f.How = true, ByPidfile
-		f.Target = event.KillTarget{PID: r.PID, StartTime: r.StartTime, PGID: leads(r.PGID, r.PID), SID: leads(r.SID, r.PID), Keep: f.Tree}
+		f.Target = event.KillTarget{PID: r.PID, StartTime: r.StartTime, PGID: leads(r.PGID, r.PID), SID: leads(r.SID, r.PID), Keep: f.Tree, Mark: r.Mark}
 		f.ServerPID = r.PID
 		for _, p := range f.Tree {
 			if p.PPID == r.PID {

@@ -39,7 +39,9 @@ const DefaultGrace = 10 * time.Second
 // Kill stops the server t names and everything that belongs to it: the
 // root, its descendants (snapshotted before any signal, so workers that
 // called setsid or lost their parent are still found), its process group
-// and session when the root leads them, and t.Keep. It sends SIGTERM, waits
+// and session when the root leads them, t.Keep, and every process that
+// carries the launch's mark t.Mark (found again before each signal and at
+// the end: Kill succeeds only when none is left). It sends SIGTERM, waits
 // up to grace (0: DefaultGrace) for every non-zombie to exit, then SIGKILLs
 // the rest and waits 5 s more. A pid whose start time no longer matches is
 // another process and is never signalled.
@@ -80,13 +82,16 @@ func KillFenced(ctx context.Context, h remote.Host, t event.KillTarget, grace ti
 	if f.File != "" && (f.Token == "" || strings.Trim(f.Token, "0123456789abcdef") != "") {
 		return KillResult{}, fmt.Errorf("kill: fence token %q is not hex digits", f.Token)
 	}
+	if !validMark(t.Mark) {
+		return KillResult{}, fmt.Errorf("kill: launch mark %q is not %d hex digits", t.Mark, markLen)
+	}
 	secs := int((grace + time.Second - 1) / time.Second)
 	keep := make([]string, 0, len(t.Keep))
 	for _, p := range t.Keep {
 		keep = append(keep, keepWord(p))
 	}
 	cmd, err := remote.Command("sh", "-s", "--", strconv.Itoa(t.PID), strconv.FormatUint(t.StartTime, 10),
-		strconv.Itoa(t.PGID), strconv.Itoa(t.SID), strconv.Itoa(secs), strings.Join(keep, " "), f.File, f.Token)
+		strconv.Itoa(t.PGID), strconv.Itoa(t.SID), strconv.Itoa(secs), strings.Join(keep, " "), f.File, f.Token, t.Mark)
 	if err != nil {
 		return KillResult{}, err
 	}

@@ -129,6 +129,7 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (event.LaunchRecord, err
 		exports.WriteString("export " + k + "=" + q + "\n")
 	}
 	script := exports.String() + launchScript
+	mark := newMark()
 	for try := 0; ; try++ {
 		base := name + "-" + stamp
 		if try > 0 {
@@ -143,7 +144,7 @@ func Launch(ctx context.Context, h remote.Host, s Spec) (event.LaunchRecord, err
 		if err != nil {
 			return event.LaunchRecord{}, err
 		}
-		args := append([]string{"-s", "--", workdir, l.LogPath, path.Join(logDir, PidfileName), l.ExitPath, string(js)}, s.Argv...)
+		args := append([]string{"-s", "--", workdir, l.LogPath, path.Join(logDir, PidfileName), l.ExitPath, mark, string(js)}, s.Argv...)
 		cmd, err := remote.Command("sh", args...)
 		if err != nil {
 			return event.LaunchRecord{}, fmt.Errorf("launch: %w", err)

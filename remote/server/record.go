@@ -10,6 +10,8 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,9 +39,34 @@ func parseRecord(b []byte) (event.LaunchRecord, error) {
 	if r.PID <= 1 {
 		return r, fmt.Errorf("pidfile: pid %d is not a server", r.PID)
 	}
+	if !validMark(r.Mark) {
+		return r, fmt.Errorf("pidfile: mark %q is not %d hex digits", r.Mark, markLen)
+	}
 	// One written by an older flightdeck (or by hand) may hold secrets.
 	r.Launch = RedactLaunch(r.Launch)
 	return r, nil
+}
+
+// markLen is the length of a launch mark in hex digits (128 random bits).
+const markLen = 32
+
+// newMark returns a fresh launch mark: markLen random hex digits.
+func newMark() string {
+	b := make([]byte, markLen/2)
+	rand.Read(b) // never fails (crypto/rand, Go ≥ 1.24)
+	return hex.EncodeToString(b)
+}
+
+// validMark reports whether m is "" (an older pidfile) or a launch mark.
+func validMark(m string) bool {
+	if m == "" {
+		return true
+	}
+	if len(m) != markLen {
+		return false
+	}
+	_, err := hex.DecodeString(m)
+	return err == nil && strings.ToLower(m) == m
 }
 
 // ErrNoServer is returned by Find and Kill when no server is running.

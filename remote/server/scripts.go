@@ -2,10 +2,10 @@ package server
 
 // The scripts below are fixed text, sent on stdin to "sh -s -- ARGS…"; all
 // variable data arrives as positional parameters. They need a POSIX sh,
-// /proc, and coreutils (cat, mkdir, mv, rm, sleep with fractions) plus
-// util-linux setsid for the launch — what every Linux GPU host has.
+// /proc, coreutils (cat, mkdir, mv, rm, sleep with fractions), a grep with
+// -z (GNU, busybox) plus util-linux setsid for the launch — what every Linux GPU host has.
 
-// procTree defines three shell functions. same PID STARTTIME succeeds when
+// procTree defines four shell functions. same PID STARTTIME succeeds when
 // PID is alive with that start time. procs prints every process as
 // "pid ppid pgid sid state starttime comm" from /proc/PID/stat (comm with
 // anything but [A-Za-z0-9_.:/@+=-] replaced by "?"). tree ROOT STARTTIME
@@ -14,7 +14,11 @@ package server
 // group PGID and session SID (values ≤ 1 are ignored), and every
 // "pid:starttime" in KEEP that is still that process, with their
 // descendants. Zombies are left out: they hold no memory and cannot be
-// killed further.
+// killed further. With a sixth argument MARK (the launch's mark, hex
+// digits), the tree also holds every process whose environment has
+// FLIGHTDECK_LAUNCH=MARK (marked MARK lists them from /proc/PID/environ),
+// however it left the server's tree (double fork, setsid), and their
+// descendants (none when this script carries the mark itself).
 const procTree = `
 procs() {
   cat /proc/[0-9]*/stat 2>/dev/null | awk '{
@@ -36,8 +40,17 @@ same() {
   set -- "$2" ${s##*) }
   [ "${21}" = "$1" ]
 }
+marked() {
+  [ -n "$1" ] || return 0
+  # A script that carries the mark itself runs inside the launch: the
+  # sweep would hit its own shell and the login that started it.
+  grep -q -a -z -x -F -e "FLIGHTDECK_LAUNCH=$1" "/proc/$$/environ" 2>/dev/null && return 0
+  grep -a -l -z -x -F -e "FLIGHTDECK_LAUNCH=$1" /proc/[0-9]*/environ 2>/dev/null |
+    sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p' | tr '\n' ' '
+}
 tree() {
-  procs | awk -v root="$1" -v rst="$2" -v pg="$3" -v sid="$4" -v keep="$5" '
+  mk=$(marked "${6:-}")
+  procs | awk -v root="$1" -v rst="$2" -v pg="$3" -v sid="$4" -v keep="$5" -v marked="$mk" '
   { ids[++k] = $1; pp[$1] = $2; gr[$1] = $3; se[$1] = $4; st[$1] = $5; t[$1] = $6; line[$1] = $0 }
   END {
     if (pg <= 1) pg = -1
@@ -49,6 +62,8 @@ tree() {
     if (root in t) { if (t[root] == rst) in_[root] = 1; else { pg = -1; sid = -1 } }
     nk = split(keep, kv, " ")
     for (j = 1; j <= nk; j++) { split(kv[j], a, ":"); if ((a[1] in t) && t[a[1]] == a[2]) in_[a[1]] = 1 }
+    nm = split(marked, mv, " ")
+    for (j = 1; j <= nm; j++) if (mv[j] in t) in_[mv[j]] = 1
     do {
       changed = 0
       for (j = 1; j <= k; j++) {
@@ -63,15 +78,17 @@ tree() {
 `
 
 // launchScript starts the server detached and prints the pidfile.
-// Usage: sh -s -- WORKDIR LOG PIDFILE EXITFILE LAUNCHJSON ARGV…, with the
-// server's variables as quoted `export NAME='value'` lines before it on
-// stdin.
+// Usage: sh -s -- WORKDIR LOG PIDFILE EXITFILE MARK LAUNCHJSON ARGV…, with
+// the server's variables as quoted `export NAME='value'` lines before it on
+// stdin. MARK (hex digits) goes into the environment of the wrapper and so
+// of every process the launch starts, as FLIGHTDECK_LAUNCH, and into the
+// pidfile: Kill sweeps by it.
 // Exit 3: the host cannot run it (no setsid, no working directory);
 // 4: LOG exists already; 5: a server from PIDFILE is still running
 // (stdout says "running PID"); 6: the wrapper never wrote the pidfile.
 const launchScript = `set -u
-workdir=$1 log=$2 pidf=$3 exitf=$4 launch=$5
-shift 5
+workdir=$1 log=$2 pidf=$3 exitf=$4 mark=$5 launch=$6
+shift 6
 command -v setsid >/dev/null 2>&1 || { echo "setsid (util-linux) is not installed on the host: cannot detach the server" >&2; exit 3; }
 [ -d "$workdir" ] || { echo "working directory $workdir does not exist on the host" >&2; exit 3; }
 if [ -s "$pidf" ]; then
@@ -96,19 +113,21 @@ done
 ( set -C; : > "$log" ) 2>/dev/null || { echo "log file $log already exists" >&2; exit 4; }
 rm -f "$pidf" "$exitf"
 cd "$workdir" || exit 3
-setsid -f sh -c 'pidf=$1 exitf=$2 launch=$3 um=$4
-shift 4
+FLIGHTDECK_LAUNCH=$mark
+export FLIGHTDECK_LAUNCH
+setsid -f sh -c 'pidf=$1 exitf=$2 mark=$3 launch=$4 um=$5
+shift 5
 f() { pgid=$3 sid=$4 st=${20}; }
 read -r s < /proc/$$/stat
 f ${s##*) }
-printf "{\"pid\":%s,\"pgid\":%s,\"sid\":%s,\"start_time\":%s,\"launch\":%s}\n" "$$" "$pgid" "$sid" "$st" "$launch" > "$pidf.tmp.$$"
+printf "{\"pid\":%s,\"pgid\":%s,\"sid\":%s,\"start_time\":%s,\"mark\":\"%s\",\"launch\":%s}\n" "$$" "$pgid" "$sid" "$st" "$mark" "$launch" > "$pidf.tmp.$$"
 mv -f "$pidf.tmp.$$" "$pidf"
 umask "$um"
 "$@"
 rc=$?
 umask 077
 echo "$$ $rc" > "$exitf"
-exit "$rc"' flightdeck-server "$pidf" "$exitf" "$launch" "$um" "$@" >>"$log" 2>&1 </dev/null
+exit "$rc"' flightdeck-server "$pidf" "$exitf" "$mark" "$launch" "$um" "$@" >>"$log" 2>&1 </dev/null
 i=0
 while [ ! -s "$pidf" ]; do
   i=$((i + 1))
@@ -134,17 +153,19 @@ pidf=$1 exitf=$2 port=$3 pat=$4
 if [ -s "$pidf" ]; then
   printf 'pidfile %s\n' "$(head -c 65536 "$pidf" | tr -d '\n')"
   [ -s "$exitf" ] && printf 'exit %s\n' "$(head -c 64 "$exitf" | tr -d '\n')"
-  old=$(sed -n 's/^{"pid":\([0-9]*\),"pgid":\([0-9]*\),"sid":\([0-9]*\),"start_time":\([0-9]*\),.*/\1 \4 \2 \3/p' "$pidf")
+  old=$(sed -n 's/^{"pid":\([0-9]*\),"pgid":\([0-9]*\),"sid":\([0-9]*\),"start_time":\([0-9]*\),\("mark":"\([0-9a-f]*\)",\)\{0,1\}.*/\1 \4 \2 \3 \6/p' "$pidf")
   if [ -n "$old" ]; then
     set -- $old
     # The pidfile's group and session count only when the root leads them
     # and is alive as recorded: a pidfile naming a gone pid and someone
     # else's session must not make that session the server.
-    r=$1 rst=$2 rpg=$3 rsid=$4
-    same "$r" "$rst" || { rpg=0 rsid=0; }
+    # So does its mark: the processes the launch started that left its
+    # tree count while the root lives.
+    r=$1 rst=$2 rpg=$3 rsid=$4 rmark=${5:-}
+    same "$r" "$rst" || { rpg=0 rsid=0 rmark=""; }
     [ "$rpg" = "$r" ] || rpg=0
     [ "$rsid" = "$r" ] || rsid=0
-    t=$(tree "$r" "$rst" "$rpg" "$rsid" "")
+    t=$(tree "$r" "$rst" "$rpg" "$rsid" "" "$rmark")
     if [ -n "$t" ]; then
       # The pidfile's server runs: no need to look further.
       printf '%s\n' "$t" | sed 's/^/tree /'
@@ -183,7 +204,10 @@ done
 // killScript stops a server's whole process tree: SIGTERM to the root, its
 // group, its session and every process found in them (and descendants), then
 // SIGKILL to whatever is left after GRACE seconds.
-// Usage: sh -s -- ROOT STARTTIME PGID SID GRACE_SECONDS [KEEP [FENCE TOKEN]]
+// Usage: sh -s -- ROOT STARTTIME PGID SID GRACE_SECONDS [KEEP [FENCE TOKEN
+// [MARK]]]. With MARK (the pidfile's), every process that carries the
+// launch's mark is part of the tree, before, during and after the signals:
+// the kill succeeds only when none is left.
 // With FENCE (a driver lock file), the SIGTERM goes out only while FENCE
 // is absent or names TOKEN, checked under the lock's flock mutex when the
 // host has flock (see Fence): exit 5 otherwise, nothing signalled.
@@ -191,16 +215,16 @@ done
 // "term", "escalate PIDS", "survivor …" lines, then "stopped" or "alive".
 // Exit 0 when nothing is left, 1 when survivors remain (e.g. state D).
 const killScript = procTree + `
-root=$1 st=$2 pg=$3 sid=$4 grace=$5 keep=${6:-} fence=${7:-} token=${8:-}
+root=$1 st=$2 pg=$3 sid=$4 grace=$5 keep=${6:-} fence=${7:-} token=${8:-} mark=${9:-}
 # The group and session are the server's only while the root that leads
 # them is alive as recorded at the start; once snapshotted, their members
 # are followed even after the root exits.
 same "$root" "$st" || { pg=0 sid=0; }
-snap=$(tree "$root" "$st" "$pg" "$sid" "$keep")
+snap=$(tree "$root" "$st" "$pg" "$sid" "$keep" "$mark")
 if [ -z "$snap" ]; then echo stopped; exit 0; fi
 printf '%s\n' "$snap" | sed 's/^/member /'
 keep="$keep $(printf '%s\n' "$snap" | awk '{ printf "%s:%s ", $1, $6 }')"
-pids() { tree "$root" "$st" "$pg" "$sid" "$keep" | awk '{ printf "%s ", $1 }'; }
+pids() { tree "$root" "$st" "$pg" "$sid" "$keep" "$mark" | awk '{ printf "%s ", $1 }'; }
 signal() {
   [ "$pg" -gt 1 ] 2>/dev/null && kill "-$1" -- "-$pg" 2>/dev/null
   p=$(pids)
@@ -227,7 +251,7 @@ if [ -n "$p" ]; then
   i=0
   while [ -n "$(pids)" ] && [ "$i" -lt 25 ]; do sleep 0.2; i=$((i + 1)); done
 fi
-left=$(tree "$root" "$st" "$pg" "$sid" "$keep")
+left=$(tree "$root" "$st" "$pg" "$sid" "$keep" "$mark")
 if [ -n "$left" ]; then printf '%s\n' "$left" | sed 's/^/survivor /'; echo alive; exit 1; fi
 echo stopped
 `

@@ -20,6 +20,9 @@ type KillTarget struct {
 	StartTime uint64    // must match /proc/PID/stat, else PID was reused and is not followed
 	PGID, SID int       // 0: not used (the root does not lead them)
 	Keep      []Process // further processes known to belong to the server (orphaned workers)
+	// Mark is the launch's mark (LaunchRecord.Mark): every live process
+	// carrying it belongs to the server. "" when the server was adopted.
+	Mark string `json:",omitempty"`
 }
 
 // ServerFound is what Find learned about the server on a host.
@@ -77,11 +80,16 @@ type KillStep struct {
 
 // LaunchRecord is the pidfile: who the server is and how it was launched.
 type LaunchRecord struct {
-	PID       int        `json:"pid"`        // the launch wrapper (session leader); the server is its child
-	PGID      int        `json:"pgid"`       // process group id (= PID after setsid)
-	SID       int        `json:"sid"`        // session id (= PID after setsid)
-	StartTime uint64     `json:"start_time"` // field 22 of /proc/PID/stat, clock ticks since boot; guards against PID reuse
-	Launch    LaunchInfo `json:"launch"`
+	PID       int    `json:"pid"`        // the launch wrapper (session leader); the server is its child
+	PGID      int    `json:"pgid"`       // process group id (= PID after setsid)
+	SID       int    `json:"sid"`        // session id (= PID after setsid)
+	StartTime uint64 `json:"start_time"` // field 22 of /proc/PID/stat, clock ticks since boot; guards against PID reuse
+	// Mark is the launch's mark, 32 hex digits: every process the launch
+	// started carries FLIGHTDECK_LAUNCH=Mark in its environment, so a kill
+	// finds those that left the tree (double fork, setsid). "" in a
+	// pidfile from an older flightdeck.
+	Mark   string     `json:"mark,omitempty"`
+	Launch LaunchInfo `json:"launch"`
 	// Warnings are what the launch said about the host's setup, one
 	// sentence each ("/data/logs is writable by every user of the host:
 	// …"); not in the pidfile.
