@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -299,7 +299,8 @@ restore that would write over what it cannot save first, a usage error.`,
 }
 
 // writeJSON prints v indented. encoding/json escapes the C0 controls; the
-// C1 controls (U+009B is an 8-bit CSI) and the bidi controls are escaped
+// C1 controls (U+009B is an 8-bit CSI) and the invisible characters
+// (sanitize.Invisible: bidi controls, zero-width, tags) are escaped
 // here too, so that raw remote text cannot drive the terminal. The decoded
 // values are unchanged.
 func writeJSON(w io.Writer, v any) error {
@@ -310,9 +311,13 @@ func writeJSON(w io.Writer, v any) error {
 	out := make([]byte, 0, len(b)+1)
 	for len(b) > 0 {
 		r, n := utf8.DecodeRune(b)
-		if r >= 0x80 && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r) || r == 0x2028 || r == 0x2029 {
+		switch {
+		case r >= 0x80 && r <= 0x9f || r >= 0xa0 && r <= 0xffff && sanitize.Invisible(r):
 			out = fmt.Appendf(out, `\u%04x`, r)
-		} else {
+		case r > 0xffff && sanitize.Invisible(r):
+			hi, lo := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+		default:
 			out = append(out, b[:n]...)
 		}
 		b = b[n:]

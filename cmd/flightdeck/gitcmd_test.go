@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flightdeck-dev/flightdeck/remote/git"
+	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/config"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -345,5 +347,33 @@ func TestGitOverSSH(t *testing.T) {
 	wantExit(t, err, 0, "undo:\n"+stderr)
 	if after := treeState(t, tr.dir); after != before {
 		t.Errorf("undo over ssh is not exact:\n%s\nwant\n%s", after, before)
+	}
+}
+
+// TestWriteJSONEscapesWhatATerminalActsOnOrHides: the JSON a command
+// prints keeps its values (they decode back the same) while C1 controls
+// and invisible characters — bidi controls, zero-width, the BOM, tag
+// characters (as a surrogate pair) — arrive as \u escapes (issue 19,
+// item 8).
+func TestWriteJSONEscapesWhatATerminalActsOnOrHides(t *testing.T) {
+	in := map[string]string{"subject": "fix\u009b31m \u202eexe\u200b\ufeff tag\U000e0041 ok 🚀"}
+	var b bytes.Buffer
+	if err := writeJSON(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{`\u009b`, `\u202e`, `\u200b`, `\ufeff`, `\udb40\udc41`, "🚀"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s: %s", want, out)
+		}
+	}
+	for _, r := range out {
+		if sanitize.Invisible(r) || r >= 0x80 && r < 0xa0 {
+			t.Errorf("output holds %U raw: %q", r, out)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["subject"] != in["subject"] {
+		t.Errorf("decoded %q (%v), want %q", back["subject"], err, in["subject"])
 	}
 }

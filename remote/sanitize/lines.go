@@ -14,6 +14,18 @@ func All(ss []string) []string {
 	return out
 }
 
+// Names returns a copy of ss with Name applied to each; nil for nil.
+func Names(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = Name(s)
+	}
+	return out
+}
+
 // Lines are the non-empty lines of raw remote text (command output, an
 // error), trimmed and sanitised, at most n of them (n <= 0: all).
 func Lines(raw string, n int) []string {

@@ -17,9 +17,12 @@
 //  2. What remains is escaped so that it is visible and inert:
 //     C0 controls and DEL as \xNN (\r is \x0d, backspace \x08, NUL \x00);
 //     C1 controls U+0080–U+009F (including U+009B, the 8-bit CSI) as \u00NN;
-//     bidi controls (unicode.Bidi_Control: U+061C, U+200E/F, U+202A–U+202E,
-//     U+2066–U+2069) and the line/paragraph separators U+2028/U+2029 as
-//     \uNNNN; each byte that is not valid UTF-8 as \xNN.
+//     invisible characters as \uNNNN or \UNNNNNNNN: format characters
+//     (category Cf: bidi controls such as U+202E, zero-width U+200B–U+200D,
+//     U+2060–U+2064, the BOM U+FEFF, the interlinear annotations
+//     U+FFF9–U+FFFB, the tag characters U+E0000–U+E007F), private use
+//     (U+E000–U+F8FF and planes 15–16) and the line/paragraph separators
+//     U+2028/U+2029; each byte that is not valid UTF-8 as \xNN.
 //  3. A tab becomes spaces up to the next multiple of 8 columns (columns are
 //     counted in runes), so width arithmetic in the UI stays exact. One
 //     trailing \r (a CRLF line ending) is dropped.
@@ -30,7 +33,8 @@
 // like an escaped ESC; this keeps Windows paths and regexes readable.
 //
 // The output is always valid UTF-8 and never contains ESC, another C0
-// control (tab included), DEL, a C1 control or a bidi control.
+// control (tab included), DEL, a C1 control, a format (Cf) or a private-use
+// character.
 package sanitize
 
 import (
@@ -63,7 +67,7 @@ func Line(b []byte) string {
 	if isPlain(b) {
 		return string(b)
 	}
-	return slow(b)
+	return slow(b, stripMode)
 }
 
 // String is Line for a string; plain printable ASCII is returned as is,
@@ -72,7 +76,42 @@ func String(s string) string {
 	if isPlain(s) {
 		return s
 	}
-	return slow(s)
+	return slow(s, stripMode)
+}
+
+// Name is String for an identifier — a file name, a commit subject, a
+// branch, an author, a line of a patch — where two different values must
+// never look the same: nothing is removed. Escape sequences are shown
+// escaped (ESC as \x1b, the rest as text), and so are tabs (\x09) and a
+// final \r, along with everything String escapes; the result is cut at
+// MaxRunes runes like String's. "f-\x1b]2;x\x07-\x1b[31mred" reads
+// `f-\x1b]2;x\x07-\x1b[31mred`, not "f--red".
+func Name(s string) string {
+	if len(s) <= MaxRunes && isPrintableASCII(s) {
+		return s
+	}
+	return slow(s, nameMode)
+}
+
+// Verbatim is String without the stripping, for a line of text whose
+// bytes matter (a line of a patch): escape sequences are shown escaped
+// (ESC as \x1b, the rest as text); tabs expand and a final \r is dropped
+// as in String.
+func Verbatim(s string) string {
+	if len(s) <= MaxRunes && isPrintableASCII(s) {
+		return s
+	}
+	return slow(s, verbatimMode)
+}
+
+// isPrintableASCII reports whether every byte of s is in 0x20–0x7e.
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // OneLine makes remote or typed text (a note, a name, a command's output)
@@ -266,10 +305,21 @@ func cloudWatchLen[T string | []byte](s T, i int) int {
 	return 0
 }
 
-// slow is the general path: strip, escape, expand tabs, cut.
-func slow[T string | []byte](s T) string {
+// mode is what slow does beyond escaping: strip escape sequences (String),
+// keep them escaped (Verbatim), or also escape tabs and a final \r (Name).
+type mode uint8
+
+const (
+	stripMode mode = iota
+	verbatimMode
+	nameMode
+)
+
+// slow is the general path: strip (stripMode), escape, expand tabs
+// (except nameMode), cut.
+func slow[T string | []byte](s T, m mode) string {
 	n := len(s)
-	if n > 0 && s[n-1] == '\r' {
+	if m != nameMode && n > 0 && s[n-1] == '\r' {
 		n-- // CRLF line ending
 	}
 	s = s[:n]
@@ -285,12 +335,12 @@ func slow[T string | []byte](s T) string {
 			break
 		}
 		c := s[i]
-		if k := escapeLen(s, i); k > 0 {
+		if k := escapeLen(s, i); k > 0 && m == stripMode {
 			i += k
 			continue
 		}
 		switch {
-		case c == '\t':
+		case c == '\t' && m != nameMode:
 			pad := tabWidth - runes%tabWidth
 			for range pad {
 				out.WriteByte(' ')
@@ -314,10 +364,8 @@ func slow[T string | []byte](s T) string {
 			runes += writeByteEscape(&out, c)
 			i++
 			continue
-		case r < 0xa0, r >= 0x61c && r <= 0x2069 && (r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Bidi_Control, r)):
-			out.WriteString(`\u`)
-			out.WriteString(hex4(r))
-			runes += 6
+		case r < 0xa0 || Invisible(r):
+			runes += writeRuneEscape(&out, r)
 		default:
 			out.WriteRune(r)
 			runes++
@@ -344,8 +392,36 @@ func writeByteEscape(out *strings.Builder, c byte) int {
 	return 4
 }
 
-// hex4 formats r (≤ U+FFFF) as four lowercase hex digits.
-func hex4(r rune) string {
+// writeRuneEscape writes r as \uNNNN (≤ U+FFFF) or \UNNNNNNNN and returns
+// the runes written.
+func writeRuneEscape(out *strings.Builder, r rune) int {
+	if r > 0xffff {
+		out.WriteString(`\U`)
+		for sh := 28; sh >= 0; sh -= 4 {
+			out.WriteByte(hexDigits[r>>sh&0xf])
+		}
+		return 10
+	}
+	out.WriteString(`\u`)
 	b := [4]byte{hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf]}
-	return string(b[:])
+	out.Write(b[:])
+	return 6
+}
+
+// Invisible reports whether r (≥ U+00A0) draws nothing or may draw
+// anything: format characters (Unicode category Cf: bidi controls, U+00AD,
+// U+200B–U+200D, U+2060–U+2064, U+FEFF, U+FFF9–U+FFFB, the tag characters),
+// the unassigned rest of the tag block U+E0000–U+E007F, private use (Co),
+// and the line and paragraph separators U+2028/U+2029. Two names that
+// differ only in these would look the same.
+func Invisible(r rune) bool {
+	switch {
+	case r == 0xad:
+		return true
+	case r < 0x600:
+		return false
+	case r == 0x2028 || r == 0x2029, r >= 0xe0000 && r <= 0xe007f:
+		return true
+	}
+	return unicode.In(r, unicode.Cf, unicode.Co)
 }

@@ -42,6 +42,13 @@ func TestLine(t *testing.T) {
 		{"bidi rlo", "user\u202etxt.exe", `user\u202etxt.exe`},
 		{"bidi isolates and marks", "\u2066a\u2069\u200e\u200f\u061c", `\u2066a\u2069\u200e\u200f\u061c`},
 		{"line separator", "a\u2028b", `a\u2028b`},
+		{"zero-width space and joiners", "ad\u200bmin \u200c\u200d", `ad\u200bmin \u200c\u200d`},
+		{"bom and word joiner", "\ufeffname\u2060", `\ufeffname\u2060`},
+		{"soft hyphen", "pass\u00adword", `pass\u00adword`},
+		{"interlinear annotation", "a\ufff9b\ufffac\ufffb", `a\ufff9b\ufffac\ufffb`},
+		{"tag characters", "ok\U000e0041\U000e007f\U000e0000", `ok\U000e0041\U000e007f\U000e0000`},
+		{"private use", "x\ue000\uf8ff\U000f0000\U0010fffd", `x\ue000\uf8ff\U000f0000\U0010fffd`},
+		{"emoji and cjk kept", "ok 🚀 我", "ok 🚀 我"},
 		{"invalid utf-8", "caf\xe9 \xff\xfe", `caf\xe9 \xff\xfe`},
 		{"truncated utf-8 at end", "ab\xe2\x96", `ab\xe2\x96`},
 		{"valid non-ascii kept", "Capturing 100%|██████| 52/52 ½ 我是", "Capturing 100%|██████| 52/52 ½ 我是"},
@@ -62,6 +69,54 @@ func TestLine(t *testing.T) {
 			}
 			checkSafe(t, tc.in, Line([]byte(tc.in)))
 		})
+	}
+}
+
+// TestName: a name keeps what String removes, escaped, so two different
+// names never look the same (issue 19, item 8).
+func TestName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"model/pynccl.py", "model/pynccl.py"},
+		{"f-\x1b]2;x\x07-\x1b[31mred", `f-\x1b]2;x\x07-\x1b[31mred`},
+		{"f--red", "f--red"},
+		{"[36mnot sgr", "[36mnot sgr"},
+		{"#033[2mx", "#033[2mx"},
+		{"a\tb", `a\x09b`},
+		{"crlf\r", `crlf\x0d`},
+		{"bidi \u202eexe.txt", `bidi \u202eexe.txt`},
+		{"zw\u200bsp", `zw\u200bsp`},
+		{"caf\xe9", `caf\xe9`},
+		{"我的文件.py", "我的文件.py"},
+	} {
+		got := Name(tc.in)
+		if got != tc.want {
+			t.Errorf("Name(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		checkSafe(t, tc.in, got)
+	}
+	if Name("f-\x1b[31mred") == Name("f-red") {
+		t.Error("two names look the same")
+	}
+	long := strings.Repeat("x", MaxRunes+10) + "\x1b"
+	if got := Name(long); !strings.HasSuffix(got, TruncMarker+"11 bytes]") {
+		t.Errorf("long name not cut: ...%q", got[len(got)-20:])
+	}
+}
+
+// TestVerbatim: a patch line keeps its escape sequences, escaped, while
+// its tabs expand as String's do.
+func TestVerbatim(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"+\tx := 1", "+       x := 1"},
+		{"+\tfmt.Print(\"\x1b[31mred\")", `+       fmt.Print("\x1b[31mred")`},
+		{"-line\r", "-line"},
+		{"+ \u202e", `+ \u202e`},
+	} {
+		got := Verbatim(tc.in)
+		if got != tc.want {
+			t.Errorf("Verbatim(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		checkSafe(t, tc.in, got)
 	}
 }
 
@@ -150,6 +205,8 @@ func checkSafe(t *testing.T, in, out string) {
 			t.Fatalf("output of %q has C1 control %U at byte %d: %q", in, r, i, out)
 		case unicode.Is(unicode.Bidi_Control, r), r == 0x2028, r == 0x2029:
 			t.Fatalf("output of %q has bidi/separator %U at byte %d: %q", in, r, i, out)
+		case unicode.In(r, unicode.Cf, unicode.Co), r >= 0xe0000 && r <= 0xe007f:
+			t.Fatalf("output of %q has invisible %U at byte %d: %q", in, r, i, out)
 		}
 	}
 	if n := utf8.RuneCountInString(out); n > MaxRunes+32 {
@@ -160,13 +217,15 @@ func checkSafe(t *testing.T, in, out string) {
 func FuzzLine(f *testing.F) {
 	for _, s := range []string{
 		"plain", "\x1b]52;c;AAAA\x07", "\x1b[21t", "\x1b]0;x", "\x1b[2A", "a\rb", "\u202e", "\xff\xfe",
-		"\x00", "[36mx[0m", "#033[2mx#033[0m", "\x9b31m", "\u009b", "a\tb", "\x1bP\x1b\\", "é\x1b",
+		"\x00", "\u200b\ufeff\U000e0041\ue000", "[36mx[0m", "#033[2mx#033[0m", "\x9b31m", "\u009b", "a\tb", "\x1bP\x1b\\", "é\x1b",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out := Line(b)
 		checkSafe(t, string(b), out)
+		checkSafe(t, string(b), Name(string(b)))
+		checkSafe(t, string(b), Verbatim(string(b)))
 		if String(string(b)) != out {
 			t.Fatalf("Line and String differ on %q", b)
 		}
