@@ -135,10 +135,10 @@ func (m *Model) bisectFromCompare(d *scompare.Diff, a, b string) tea.Cmd {
 	ca, cb := d.A.Commit(), d.B.Commit()
 	switch {
 	case ca == "" || cb == "":
-		m.flash("bisect: the commit of "+sanitize.String(map[bool]string{true: a, false: b}[ca == ""])+" is not known (no fingerprint)", style.Warn)
+		m.flash("bisect: the commit of "+sanitize.Name(map[bool]string{true: a, false: b}[ca == ""])+" is not known (no fingerprint)", style.Warn)
 		return nil
 	case ca == cb:
-		m.flash("bisect: both experiments are at "+git.ShortID(sanitize.String(ca))+": nothing to bisect", style.Warn)
+		m.flash("bisect: both experiments are at "+git.ShortID(sanitize.Name(ca))+": nothing to bisect", style.Warn)
 		return nil
 	}
 	row := d.Row(scompare.MetricLogTokS)
@@ -150,7 +150,7 @@ func (m *Model) bisectFromCompare(d *scompare.Diff, a, b string) tea.Cmd {
 	if row.B.Median > row.A.Median {
 		good, bad = bad, good
 	}
-	return m.openBisectStart(good.commit, bad.commit, good.text(), bad.text(), "compare "+sanitize.String(a)+" vs "+sanitize.String(b))
+	return m.openBisectStart(good.commit, bad.commit, good.text(), bad.text(), "compare "+sanitize.Name(a)+" vs "+sanitize.Name(b))
 }
 
 // side is one experiment of a compare, for the start dialog.
@@ -160,7 +160,7 @@ type side struct {
 }
 
 func (s side) text() string {
-	return git.ShortID(sanitize.String(s.commit)) + "  " + sanitize.String(s.exp) + "  " + report.FormatNum(s.tokS) + " tok/s"
+	return git.ShortID(sanitize.Name(s.commit)) + "  " + sanitize.Name(s.exp) + "  " + report.FormatNum(s.tokS) + " tok/s"
 }
 
 // bisectFromGit opens the start dialog for a reflog entry of the git
@@ -177,12 +177,12 @@ func (m *Model) bisectFromGit(e event.RefEntry) tea.Cmd {
 		m.flash("bisect: that entry is HEAD itself; choose where HEAD was before (an older entry)", style.Warn)
 		return nil
 	}
-	short := sanitize.String(e.Short)
+	short := sanitize.Name(e.Short)
 	if short == "" {
-		short = git.ShortID(sanitize.String(e.ID))
+		short = git.ShortID(sanitize.Name(e.ID))
 	}
-	headText := git.ShortID(sanitize.String(head)) + "  HEAD " + style.Truncate(sanitize.String(st.Head.Subject), 50)
-	return m.openBisectStart(e.ID, head, short+"  "+style.Truncate(sanitize.String(e.Message), 50), headText, "git panel: reflog entry to HEAD")
+	headText := git.ShortID(sanitize.Name(head)) + "  HEAD " + style.Truncate(sanitize.Name(st.Head.Subject), 50)
+	return m.openBisectStart(e.ID, head, short+"  "+style.Truncate(sanitize.Name(e.Message), 50), headText, "git panel: reflog entry to HEAD")
 }
 
 // openBisectStart pushes the start dialog and returns its range read.
@@ -247,7 +247,7 @@ func (m *Model) startBisect(cfg sessions.BisectConfig) tea.Cmd {
 	m.overlay.Remove(cmpdialog.ID)
 	m.bis.Open = true
 	m.bis.Opened()
-	m.flash("bisect "+git.ShortID(sanitize.String(cfg.Good))+".."+git.ShortID(sanitize.String(cfg.Bad))+" started (X cancels)", style.OK)
+	m.flash("bisect "+git.ShortID(sanitize.Name(cfg.Good))+".."+git.ShortID(sanitize.Name(cfg.Bad))+" started (X cancels)", style.OK)
 	ctl := m.opts.Bisect
 	rec := m.recorder("bisect " + git.ShortID(cfg.Good) + ".." + git.ShortID(cfg.Bad))
 	return func() tea.Msg {
@@ -275,7 +275,7 @@ func (m *Model) bisectResult(r BisectResultMsg) {
 		if r.Outcome.Kind != event.BisectCulprit {
 			tn = style.Warn
 		}
-		what := sanitize.String(r.Outcome.Kind)
+		what := sanitize.Name(r.Outcome.Kind)
 		if w := sanitize.FirstLine(r.Outcome.Why); w != "" {
 			what += ": " + w
 		}
@@ -294,7 +294,7 @@ func (m *Model) confirmBisectCancel() {
 func (m *Model) bisectCancelQuestion() string {
 	q := "Cancel the bisect"
 	if id := m.bis.ID(); id != "" {
-		q += " " + sanitize.String(id)
+		q += " " + sanitize.Name(id)
 	}
 	if st := m.bis.State(); st != nil {
 		q += " (" + style.Plural(st.Left(), "candidate") + " left)"

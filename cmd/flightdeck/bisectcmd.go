@@ -190,7 +190,7 @@ func runBisect(cmd *cobra.Command, alias string, f bisectFlags) error {
 			}
 			f.journal.file = path // appended to: the whole bisect stays in one journal
 		}
-		fmt.Fprintf(stderr, "resuming the last unfinished bisect of %s\n", sanitize.String(f.journal.file))
+		fmt.Fprintf(stderr, "resuming the last unfinished bisect of %s\n", sanitize.Name(f.journal.file))
 	}
 	at := f.server.attach(ctx, h)
 	at.Repo = f.repo
@@ -206,7 +206,7 @@ func runBisect(cmd *cobra.Command, alias string, f bisectFlags) error {
 	_, at.OnHost = h.host.(*remote.Local)
 	err = s.Attach(ctx, at)
 	if st, ok := s.LockState(); err == nil && ok && st.Role != event.RoleDriving {
-		err = fmt.Errorf("%s (pid %d) drives %s (a cockpit, a bisect or a repeat): a bisect would relaunch its server; --take-over takes over (a bisect running there stops, its checkout not restored)", sanitize.String(st.Holder.Who()), st.Holder.PID, h.host.Name())
+		err = fmt.Errorf("%s (pid %d) drives %s (a cockpit, a bisect or a repeat): a bisect would relaunch its server; --take-over takes over (a bisect running there stops, its checkout not restored)", sanitize.Name(st.Holder.Who()), st.Holder.PID, h.host.Name())
 	}
 	if err == nil && !s.HasRepo() {
 		err = fmt.Errorf("%s has no checkout to bisect: give --repo DIR, or repo in the host's config", h.host.Name())
@@ -227,7 +227,7 @@ func runBisect(cmd *cobra.Command, alias string, f bisectFlags) error {
 	s.OnEvent(w.observe)
 	s.OnEvent(func(e event.Event) {
 		if st, ok := e.Data.(event.DriverState); ok && (st.Role == event.RoleWatching || st.Role == event.RoleUnsure) {
-			w.println("flightdeck: " + sanitize.String(st.Note) + ": stopping the bisect")
+			w.println("flightdeck: " + sanitize.Name(st.Note) + ": stopping the bisect")
 			stop()
 		}
 	})
@@ -251,7 +251,7 @@ func runBisect(cmd *cobra.Command, alias string, f bisectFlags) error {
 	err = endMeasuring(ctx, sctx, s, bisErr, "bisect", stdout, stderr, func(path string) {
 		if id := w.id(); id != "" {
 			if perr := printBisectResult(stdout, path, id); perr != nil {
-				fmt.Fprintf(stderr, "flightdeck: %s\n", sanitize.String(perr.Error()))
+				fmt.Fprintf(stderr, "flightdeck: %s\n", sanitize.Name(perr.Error()))
 			}
 		}
 	})

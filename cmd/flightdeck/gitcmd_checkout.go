@@ -61,7 +61,7 @@ of them is saved first, and the undo command printed.`,
 				return nil
 			}
 			if !f.yes {
-				if err := confirm(ctx, fmt.Sprintf("Check out %s in %s on %s?", sanitize.String(ref), sanitize.String(r.Path), r.Host.Name())); err != nil {
+				if err := confirm(ctx, fmt.Sprintf("Check out %s in %s on %s?", sanitize.Name(ref), sanitize.Name(r.Path), r.Host.Name())); err != nil {
 					return err
 				}
 			}
@@ -69,7 +69,7 @@ of them is saved first, and the undo command printed.`,
 			if err != nil {
 				return err
 			}
-			return t.report(a, "checked out "+sanitize.String(ref)+": HEAD "+headText(a.To, a.Branch)+", was "+headText(a.From, st.Branch))
+			return t.report(a, "checked out "+sanitize.Name(ref)+": HEAD "+headText(a.To, a.Branch)+", was "+headText(a.From, st.Branch))
 		}),
 	}
 	f.add(cmd)
@@ -81,7 +81,7 @@ func headText(id, branch string) string {
 	if branch == "" {
 		return git.ShortID(id) + " (detached)"
 	}
-	return git.ShortID(id) + " on " + sanitize.String(branch)
+	return git.ShortID(id) + " on " + sanitize.Name(branch)
 }
 
 // measuredAt is the tok/s the host's journals (the default journals
@@ -103,7 +103,7 @@ func measuredAt(host string) func(commit string) string {
 // printPreview prints what checking out p.Target does; measured, when
 // set, gives each commit listed the tok/s measured at it.
 func printPreview(w io.Writer, st event.GitStatus, p git.Preview, measured func(commit string) string) {
-	s := sanitize.String
+	s := sanitize.Name
 	to := "detached at " + s(p.To.Short)
 	if p.Branch != "" {
 		to = "branch " + s(p.Branch)

@@ -55,14 +55,14 @@ uncommitted work is saved first, and the undo command printed.`,
 			}
 			for _, p := range paths {
 				if _, ok := dirty[p]; !ok {
-					return refusedf("%s has no uncommitted change (give paths relative to the repository root, as flightdeck git status %s lists them)", sanitize.String(strconv.Quote(p)), t.alias)
+					return refusedf("%s has no uncommitted change (give paths relative to the repository root, as flightdeck git status %s lists them)", sanitize.Name(strconv.Quote(p)), t.alias)
 				}
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "revert %d file%s in %s:\n", len(paths), plural(len(paths)), sanitize.String(r.Path))
+			fmt.Fprintf(w, "revert %d file%s in %s:\n", len(paths), plural(len(paths)), sanitize.Name(r.Path))
 			for _, p := range paths {
 				f := dirty[p]
-				fmt.Fprintf(w, "  %s %s  %s\n", sanitize.String(string([]byte{f.X, f.Y})), sanitize.String(p), revertEffect(f))
+				fmt.Fprintf(w, "  %s %s  %s\n", sanitize.Name(string([]byte{f.X, f.Y})), sanitize.Name(p), revertEffect(f))
 			}
 			if !f.yes {
 				if err := confirm(ctx, fmt.Sprintf("Revert %d file%s on %s?", len(paths), plural(len(paths)), r.Host.Name())); err != nil {
@@ -90,7 +90,7 @@ func revertEffect(f event.GitFile) string {
 	case f.X == 'A':
 		return "new in the index: will be deleted"
 	case f.Orig != "":
-		return "renamed from " + sanitize.String(f.Orig) + ": both back to HEAD"
+		return "renamed from " + sanitize.Name(f.Orig) + ": both back to HEAD"
 	case f.Staged() && f.Unstaged():
 		return "staged and unstaged changes discarded"
 	case f.Staged():

@@ -50,14 +50,14 @@ untracked, bytes, dir}.`,
 				return writeJSON(w, js)
 			}
 			if len(snaps) == 0 {
-				fmt.Fprintln(w, "no snapshots in", sanitize.String(t.repo.SnapshotDir))
+				fmt.Fprintln(w, "no snapshots in", sanitize.Name(t.repo.SnapshotDir))
 				return nil
 			}
 			now := time.Now()
 			fmt.Fprintf(w, "%-24s  %-8s  %-7s  %-12s  %5s  %9s  %s\n", "ID", "AGE", "HEAD", "BRANCH", "FILES", "SIZE", "REASON")
 			for _, s := range snaps {
 				fmt.Fprintf(w, "%-24s  %-8s  %-7s  %-12s  %5d  %9s  %s\n", s.ID, ago(s.Time, now), git.ShortID(s.Head),
-					orDash(sanitize.String(s.Branch)), s.Files, sizeText(s.Bytes), sanitize.String(s.Reason))
+					orDash(sanitize.Name(s.Branch)), s.Files, sizeText(s.Bytes), sanitize.Name(s.Reason))
 			}
 			return nil
 		}),
@@ -116,11 +116,11 @@ restore can itself be undone.`,
 			}
 			now := time.Now()
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "snapshot %s, taken %s before %s\n", s.ID, ago(s.Time, now), sanitize.String(strconv.Quote(s.Reason)))
+			fmt.Fprintf(w, "snapshot %s, taken %s before %s\n", s.ID, ago(s.Time, now), sanitize.Name(strconv.Quote(s.Reason)))
 			fmt.Fprintf(w, "  HEAD %s, %d dirty file%s (%d untracked), %s\n", headText(s.Head, s.Branch), s.Files, plural(s.Files), s.Untracked, sizeText(s.Bytes))
 			fmt.Fprintf(w, "now: HEAD %s, %d dirty file%s: saved in a new snapshot, then discarded\n", headText(st.Head.ID, st.Branch), len(st.Files), plural(len(st.Files)))
 			if !f.yes {
-				if err := confirm(ctx, fmt.Sprintf("Restore snapshot %s in %s on %s?", s.ID, sanitize.String(r.Path), r.Host.Name())); err != nil {
+				if err := confirm(ctx, fmt.Sprintf("Restore snapshot %s in %s on %s?", s.ID, sanitize.Name(r.Path), r.Host.Name())); err != nil {
 					return err
 				}
 			}

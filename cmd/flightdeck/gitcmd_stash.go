@@ -97,7 +97,7 @@ as it was before, and brings back a dropped stash.`,
 				if err != nil {
 					return err
 				}
-				return t.report(a, fmt.Sprintf("stashed as stash@{0}: %s", sanitize.String(args[2])))
+				return t.report(a, fmt.Sprintf("stashed as stash@{0}: %s", sanitize.Name(args[2])))
 			}
 			st, err := r.Status(ctx, 1)
 			if err != nil {
@@ -109,7 +109,7 @@ as it was before, and brings back a dropped stash.`,
 			}
 			printStashOp(cmd.OutOrStdout(), verb, s, r.Path)
 			if !f.yes {
-				q := fmt.Sprintf("%s %s in %s on %s?", map[string]string{"apply": "Apply", "pop": "Pop", "drop": "Drop"}[verb], s.Ref(), sanitize.String(r.Path), r.Host.Name())
+				q := fmt.Sprintf("%s %s in %s on %s?", map[string]string{"apply": "Apply", "pop": "Pop", "drop": "Drop"}[verb], s.Ref(), sanitize.Name(r.Path), r.Host.Name())
 				if err := confirm(ctx, q); err != nil {
 					return err
 				}
@@ -125,7 +125,7 @@ as it was before, and brings back a dropped stash.`,
 				return err
 			}
 			done := map[string]string{"apply": "applied", "pop": "popped", "drop": "dropped"}[verb]
-			return t.report(a, fmt.Sprintf("%s %s (%s): %s", done, s.Ref(), git.ShortID(s.ID), sanitize.String(s.Message)))
+			return t.report(a, fmt.Sprintf("%s %s (%s): %s", done, s.Ref(), git.ShortID(s.ID), sanitize.Name(s.Message)))
 		}),
 	}
 	f.add(cmd)
@@ -137,7 +137,7 @@ as it was before, and brings back a dropped stash.`,
 // printStashOp says what a stash apply, pop or drop of s will do, before
 // it is confirmed.
 func printStashOp(w io.Writer, verb string, s event.Stash, repo string) {
-	fmt.Fprintf(w, "%s %s (%s) in %s: %s\n", verb, s.Ref(), git.ShortID(s.ID), sanitize.String(repo), sanitize.String(s.Message))
+	fmt.Fprintf(w, "%s %s (%s) in %s: %s\n", verb, s.Ref(), git.ShortID(s.ID), sanitize.Name(repo), sanitize.Name(s.Message))
 	switch verb {
 	case "apply":
 		fmt.Fprintln(w, "  applies it to the worktree; the stash is kept")
@@ -166,11 +166,11 @@ func resolveStash(ctx context.Context, r *git.Repo, stashes []event.Stash, arg, 
 		ref = "stash@{" + arg + "}"
 	case !stashRef.MatchString(arg) && !stashID.MatchString(arg):
 		// git itself reads "stash@{0}xyz" or "stash@{1}:f.txt" as stash@{N}.
-		return event.Stash{}, refusedf("%s is not stash@{N}, N or a stash's commit id (list them: flightdeck git stash %s)", sanitize.String(strconv.Quote(arg)), alias)
+		return event.Stash{}, refusedf("%s is not stash@{N}, N or a stash's commit id (list them: flightdeck git stash %s)", sanitize.Name(strconv.Quote(arg)), alias)
 	}
 	id, err := r.Resolve(ctx, ref)
 	if errors.Is(err, git.ErrBadRef) {
-		return event.Stash{}, fmt.Errorf("no stash %s (want stash@{N}, N or a stash's commit id; list them: flightdeck git stash %s): %w", sanitize.String(strconv.Quote(arg)), alias, err)
+		return event.Stash{}, fmt.Errorf("no stash %s (want stash@{N}, N or a stash's commit id; list them: flightdeck git stash %s): %w", sanitize.Name(strconv.Quote(arg)), alias, err)
 	}
 	if err != nil {
 		return event.Stash{}, err

@@ -162,7 +162,7 @@ Times are RFC 3339. Strings are git's raw text.`,
 }
 
 func printGitStatus(w io.Writer, st event.GitStatus, reflog int, now time.Time) {
-	s := sanitize.String
+	s := sanitize.Name
 	fmt.Fprintf(w, "repo       %s\n", s(st.Path))
 	branch := "(detached HEAD)"
 	if st.Branch != "" {
@@ -220,7 +220,7 @@ func printGitStatus(w io.Writer, st event.GitStatus, reflog int, now time.Time) 
 
 func printStashes(w io.Writer, stashes []event.Stash, now time.Time) {
 	for _, st := range stashes {
-		fmt.Fprintf(w, "  %-10s %s  %-8s  %s\n", st.Ref(), git.ShortID(st.ID), ago(st.Time, now), sanitize.String(st.Message))
+		fmt.Fprintf(w, "  %-10s %s  %-8s  %s\n", st.Ref(), git.ShortID(st.ID), ago(st.Time, now), sanitize.Name(st.Message))
 	}
 }
 
@@ -276,9 +276,9 @@ can go to, including what a pull would bring in (as of the last fetch).
 			for _, c := range commits {
 				refs := ""
 				if len(c.Refs) > 0 {
-					refs = " (" + sanitize.String(strings.Join(c.Refs, ", ")) + ")"
+					refs = " (" + sanitize.Name(strings.Join(c.Refs, ", ")) + ")"
 				}
-				fmt.Fprintf(w, "%s  %-8s  %s%s  [%s]\n", sanitize.String(c.Short), ago(c.Time, now), sanitize.String(c.Subject), refs, sanitize.String(c.Author))
+				fmt.Fprintf(w, "%s  %-8s  %s%s  [%s]\n", sanitize.Name(c.Short), ago(c.Time, now), sanitize.Name(c.Subject), refs, sanitize.Name(c.Author))
 			}
 			return nil
 		}),

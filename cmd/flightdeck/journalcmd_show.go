@@ -177,6 +177,7 @@ func showSession(out io.Writer, lj *loadedJournal, dir string) error {
 		tw.Flush()
 		writeMeasureSummary(out, r, earlier, earlierWhy)
 	}
+	writeOrphans(out, r)
 	for _, b := range r.Bisects {
 		fmt.Fprintln(out)
 		if err := report.WriteBisectText(out, b); err != nil {
@@ -354,11 +355,11 @@ func showExperiment(out io.Writer, r *report.Report, x *ledger.Experiment, patch
 				fmt.Fprintf(out, "  repository  %s\n", s(g.Repo))
 				branch := "detached"
 				if g.Branch != "" {
-					branch = "on " + s(g.Branch)
+					branch = "on " + sanitize.Name(g.Branch)
 				}
 				subject := ""
 				if g.Subject != "" {
-					subject = ": " + s(g.Subject)
+					subject = ": " + sanitize.Name(g.Subject)
 				}
 				fmt.Fprintf(out, "  commit      %s %s%s\n", s(g.Head), branch, subject)
 			}
@@ -485,7 +486,7 @@ func triggerWords(t event.Trigger) string {
 // and with full the patch itself, each line sanitised (it is the host's
 // text), framed so that it can be cut out and applied.
 func writePatchSummary(out io.Writer, g *event.GitState, full bool) {
-	s := sanitize.String
+	s := sanitize.Verbatim
 	cut := ""
 	if g.PatchTruncated {
 		cut = fmt.Sprintf(", stored cut at %s", compare.FormatBytes(ledger.MaxPatch))

@@ -52,7 +52,7 @@ func DiffStatSummary(patch string) string {
 
 // FileChange is one file of a patch's diffstat.
 type FileChange struct {
-	Path           string // the new path ("b/…" without the prefix), sanitised
+	Path           string // the new path ("b/…" without the prefix), sanitised (sanitize.Name)
 	Added, Deleted int    // lines
 	Binary         bool   // a binary change: no line counts
 }
@@ -72,7 +72,7 @@ func DiffStat(patch string) []FileChange {
 			if i := strings.LastIndex(p, " b/"); i >= 0 {
 				p = p[i+3:]
 			}
-			out = append(out, FileChange{Path: sanitize.OneLine(p)})
+			out = append(out, FileChange{Path: sanitize.Name(p)})
 			inHunk = false
 		case len(out) == 0:
 		case strings.HasPrefix(line, "@@"):

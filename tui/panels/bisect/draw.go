@@ -57,7 +57,7 @@ func Rows(st *sbisect.State, wide bool, culprit string) []Row {
 		if len(c.Samples) == 0 && len(c.Failures) == 0 {
 			continue
 		}
-		r := Row{Commit: c, Short: shortOf(c.BisectCommit), Subject: sanitize.String(c.Subject), Median: "-", Verdict: string(c.Verdict)}
+		r := Row{Commit: c, Short: shortOf(c.BisectCommit), Subject: sanitize.Name(c.Subject), Median: "-", Verdict: string(c.Verdict)}
 		switch {
 		case c.ID == culprit && culprit != "":
 			r.Tag = "culprit"
@@ -122,9 +122,9 @@ func pText(p float64) string {
 // shortOf is c's short id, sanitised.
 func shortOf(c event.BisectCommit) string {
 	if c.Short != "" {
-		return sanitize.String(c.Short)
+		return sanitize.Name(c.Short)
 	}
-	return git.ShortID(sanitize.String(c.ID))
+	return git.ShortID(sanitize.Name(c.ID))
 }
 
 // short is the short id of the range's commit id, else id's first 7.
@@ -139,7 +139,7 @@ func (p *Panel) short(id string) string {
 			return shortOf(c)
 		}
 	}
-	return git.ShortID(sanitize.String(id))
+	return git.ShortID(sanitize.Name(id))
 }
 
 // commit is the range's commit of full id, nil when it is not listed.
@@ -156,14 +156,14 @@ func (p *Panel) commit(id string) *event.BisectCommit {
 // fused_moe.py, pynccl.py +3 more", sanitised; "" when nothing is known.
 func culpritDetail(c event.BisectCommit) string {
 	var parts []string
-	if a := sanitize.String(c.Author); a != "" {
+	if a := sanitize.Name(c.Author); a != "" {
 		parts = append(parts, a)
 	}
 	if !c.Date.IsZero() {
 		parts = append(parts, c.Date.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	if len(c.Files) > 0 || c.FilesTotal > 0 {
-		parts = append(parts, "touches "+style.BaseNames(sanitize.All(c.Files), c.FilesTotal, 3))
+		parts = append(parts, "touches "+style.BaseNames(sanitize.Names(c.Files), c.FilesTotal, 3))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -172,7 +172,7 @@ func culpritDetail(c event.BisectCommit) string {
 func (p *Panel) subject(id string) string {
 	for _, c := range p.start.Commits {
 		if c.ID == id {
-			return sanitize.String(c.Subject)
+			return sanitize.Name(c.Subject)
 		}
 	}
 	return ""
@@ -213,7 +213,7 @@ func (p *Panel) title(st *style.Styles, w int) string {
 		tail = append(tail, part{Text: "  " + shortOf(c[0]) + ".." + shortOf(c[len(c)-1]), Tone: st.Text},
 			part{Text: "  " + style.Plural(len(c), "commit"), Tone: st.Dim})
 	}
-	metric := sanitize.String(s.Metric)
+	metric := sanitize.Name(s.Metric)
 	if metric == "" {
 		metric = "tok/s"
 	}
@@ -225,9 +225,9 @@ func (p *Panel) title(st *style.Styles, w int) string {
 	case p.end == nil:
 		tail = append(tail, part{Text: "  running", Tone: st.Warn})
 	default:
-		tail = append(tail, part{Text: "  " + sanitize.String(p.end.Outcome), Tone: outcomeTone(st, p.end.Outcome)})
+		tail = append(tail, part{Text: "  " + sanitize.Name(p.end.Outcome), Tone: outcomeTone(st, p.end.Outcome)})
 	}
-	return component.TitleRule(st, w, "bisect ", sanitize.String(s.ID), tail)
+	return component.TitleRule(st, w, "bisect ", sanitize.Name(s.ID), tail)
 }
 
 // outcomeTone is the tone an outcome is written in.
@@ -285,7 +285,7 @@ func (p *Panel) progress(w int) string {
 		if pr.Launch > 0 {
 			s += "launch " + strconv.Itoa(pr.Launch) + ": "
 		}
-		s += sanitize.String(pr.Phase)
+		s += sanitize.Name(pr.Phase)
 		if pr.Need > 0 {
 			s += " " + strconv.Itoa(pr.Samples) + "/" + strconv.Itoa(pr.Need)
 		}
@@ -322,7 +322,7 @@ func (p *Panel) Banners() []component.Banner {
 	if !p.Running() || p.Open {
 		return nil
 	}
-	s := "bisect " + sanitize.String(p.start.ID) + ": "
+	s := "bisect " + sanitize.Name(p.start.ID) + ": "
 	if p.state != nil {
 		s += strconv.Itoa(p.state.Left()) + " left, "
 	}
@@ -330,7 +330,7 @@ func (p *Panel) Banners() []component.Banner {
 		if pr.Commit != "" {
 			s += p.short(pr.Commit) + " "
 		}
-		s += sanitize.String(pr.Phase)
+		s += sanitize.Name(pr.Phase)
 		if pr.Need > 0 {
 			s += " " + strconv.Itoa(pr.Samples) + "/" + strconv.Itoa(pr.Need)
 		}
@@ -365,9 +365,9 @@ func (p *Panel) outcome(st *style.Styles, w int) []string {
 			head += ": suspects " + strings.Join(ss, ", ")
 		}
 	case event.BisectStopped, event.BisectCancelled:
-		head = sanitize.String(e.Outcome) + " (flightdeck bisect --resume continues it)"
+		head = sanitize.Name(e.Outcome) + " (flightdeck bisect --resume continues it)"
 	default:
-		head = sanitize.String(e.Outcome)
+		head = sanitize.Name(e.Outcome)
 	}
 	var out []string
 	for _, l := range style.Wrap(head, w) {

@@ -23,12 +23,12 @@ func gitSummary(g *event.GitState) string {
 		return "no repository"
 	}
 	var parts []string
-	head := git.ShortID(sanitize.String(g.Head))
+	head := git.ShortID(sanitize.Name(g.Head))
 	if g.Branch != "" {
-		head = sanitize.String(g.Branch) + " " + head
+		head = sanitize.Name(g.Branch) + " " + head
 	}
-	if s := sanitize.String(g.Subject); s != "" {
-		head += " " + strconv.Quote(style.Truncate(s, 50))
+	if s := sanitize.Name(g.Subject); s != "" {
+		head += ` "` + style.Truncate(s, 50) + `"`
 	}
 	parts = append(parts, head)
 	if g.PatchBytes > 0 {

@@ -130,7 +130,7 @@ func (p *Panel) StashOp(op string, s event.Stash) tea.Cmd {
 		verb, done, doing = "pop", "popped "+ref, "popping "+ref
 		c = func(ctx context.Context, g Control) (event.GitAction, error) { return g.StashApply(ctx, id, true) }
 	default:
-		verb, done, doing = "drop", "dropped "+ref+" (commit "+rgit.ShortID(sanitize.String(id))+")", "dropping "+ref
+		verb, done, doing = "drop", "dropped "+ref+" (commit "+rgit.ShortID(sanitize.Name(id))+")", "dropping "+ref
 		c = func(ctx context.Context, g Control) (event.GitAction, error) { return g.StashDrop(ctx, id) }
 	}
 	return p.start(verb, op, opNames[op]+" "+ref, done, doing, doing, c)
@@ -157,7 +157,7 @@ func (p *Panel) Undo(id, reason string) tea.Cmd {
 func (p *Panel) Stash(name string, untracked bool, files int) tea.Cmd {
 	done := "stashed " + style.Plural(files, "file")
 	if name != "" {
-		done += " as " + strconv.Quote(sanitize.String(name))
+		done += " as " + strconv.Quote(sanitize.Name(name))
 	}
 	return p.start("a stash", "stash", "stash", done, "stashing "+style.Plural(files, "file"), "stashing",
 		func(ctx context.Context, g Control) (event.GitAction, error) { return g.Stash(ctx, name, untracked) })
@@ -172,7 +172,7 @@ func (p *Panel) Checkout(ref, label, to string) tea.Cmd {
 
 // Restore starts restoring snapshot id.
 func (p *Panel) Restore(id string) tea.Cmd {
-	idText := sanitize.String(id)
+	idText := sanitize.Name(id)
 	return p.start("restore", "restore", "restore "+idText, "restored snapshot "+idText, "restoring snapshot "+idText, "restoring",
 		func(ctx context.Context, g Control) (event.GitAction, error) { return g.Restore(ctx, id) })
 }
@@ -205,7 +205,7 @@ func (p *Panel) Result(msg tea.Msg) (quit bool) {
 func (p *Panel) actionDone(r ActionMsg) {
 	a := r.Action
 	name := opNames[r.Op]
-	snap := sanitize.String(a.Snapshot)
+	snap := sanitize.Name(a.Snapshot)
 	if r.Op == "undo" {
 		p.undoSnap = snap
 		if snap == "" { // not made: no restore to show as the undo
@@ -224,7 +224,7 @@ func (p *Panel) actionDone(r ActionMsg) {
 		if r.Op == "stash-pop" || r.Op == "stash-apply" {
 			kept = ": the stash is kept"
 		}
-		p.flash(name+" conflicted in "+style.BaseNames(sanitize.All(a.Conflict), 0, 3)+kept+" (u restores the tree as it was)", style.Warn)
+		p.flash(name+" conflicted in "+style.BaseNames(sanitize.Names(a.Conflict), 0, 3)+kept+" (u restores the tree as it was)", style.Warn)
 	case a.Err != "":
 		why := sanitize.FirstLine(a.Err)
 		if why == "" {
@@ -238,7 +238,7 @@ func (p *Panel) actionDone(r ActionMsg) {
 	default:
 		done := r.Done
 		if isStashOp(r.Op) && len(a.Args) > 0 {
-			done = stashDone(r.Op, sanitize.All(a.Args))
+			done = stashDone(r.Op, sanitize.Names(a.Args))
 		}
 		if snap != "" {
 			done += " (snapshot " + snap + "; u undoes)"

@@ -109,22 +109,22 @@ func (d drawing) title(w int) string {
 		tail = append(tail, part{Text: "  reading status ...", Tone: st.Dim})
 	} else {
 		if s.Branch != "" {
-			tail = append(tail, part{Text: "  " + sanitize.String(s.Branch), Tone: st.Accent})
+			tail = append(tail, part{Text: "  " + sanitize.Name(s.Branch), Tone: st.Accent})
 		} else {
 			tail = append(tail, part{Text: "  detached", Tone: st.Warn})
 		}
 		if s.Operation != "" {
-			tail = append(tail, part{Text: "  " + strings.ToUpper(sanitize.String(s.Operation)) + " in progress", Tone: st.Crit})
+			tail = append(tail, part{Text: "  " + strings.ToUpper(sanitize.Name(s.Operation)) + " in progress", Tone: st.Crit})
 		}
-		tail = append(tail, part{Text: "  " + sanitize.String(s.Head.Short), Tone: st.Text})
-		subject = style.Truncate(sanitize.String(s.Head.Subject), 50)
+		tail = append(tail, part{Text: "  " + sanitize.Name(s.Head.Short), Tone: st.Text})
+		subject = style.Truncate(sanitize.Name(s.Head.Subject), 50)
 		subjAt = len(tail)
 		tail = append(tail, part{Text: "", Tone: st.Text})
 		if a := style.Age(d.now, s.Head.Time); a != "" {
 			tail = append(tail, part{Text: " (" + a + ")", Tone: st.Dim})
 		}
 		if s.Upstream != "" {
-			up := append([]part{{Text: "  " + sanitize.String(s.Upstream), Tone: st.Dim}}, d.aheadBehind(s.Ahead, s.Behind)...)
+			up := append([]part{{Text: "  " + sanitize.Name(s.Upstream), Tone: st.Dim}}, d.aheadBehind(s.Ahead, s.Behind)...)
 			upW := 0
 			for _, p := range up {
 				upW += style.Width(p.Text)
@@ -139,7 +139,7 @@ func (d drawing) title(w int) string {
 	// (a path cut short names nothing), and the subject has its room.
 	room := w - fixed
 	p := ""
-	if sp := sanitize.String(s.Path); sp != "" && style.Width(sp)+1+min(style.Width(subject)+1, 13) <= room {
+	if sp := sanitize.Name(s.Path); sp != "" && style.Width(sp)+1+min(style.Width(subject)+1, 13) <= room {
 		p = " " + sp
 		room -= style.Width(p)
 	}
@@ -342,9 +342,9 @@ func (d drawing) changes(out []line, w int) []line {
 // the panel and the git dialogs list it).
 func FileName(f event.GitFile) string {
 	if f.Orig != "" {
-		return sanitize.String(f.Orig) + arrow + sanitize.String(f.Path)
+		return sanitize.Name(f.Orig) + arrow + sanitize.Name(f.Path)
 	}
-	return sanitize.String(f.Path)
+	return sanitize.Name(f.Path)
 }
 
 // Porcelain is a file's XY status letters (git status --porcelain),
@@ -410,7 +410,7 @@ func (d drawing) stashes(out []line, w int) []line {
 		row := base + i
 		ref := style.PadRight(s.Ref(), len("stash@{10}"))
 		l := d.cursorMark(row) + "  " + d.rowText(row, ref) + "  " + st.Dim.Render(style.PadRight(style.Age(d.now, s.Time), 4)) +
-			"  " + d.rowText(row, sanitize.String(s.Message))
+			"  " + d.rowText(row, sanitize.Name(s.Message))
 		out = append(out, line{style.TruncateStyled(l, w), row})
 	}
 	return out
@@ -426,12 +426,12 @@ func (d drawing) reflog(out []line, w int) []line {
 	base := len(d.status.Files) + len(d.status.Stashes)
 	for i, e := range d.status.Reflog {
 		row := base + i
-		short := sanitize.String(e.Short)
+		short := sanitize.Name(e.Short)
 		if short == "" {
-			short = rgit.ShortID(sanitize.String(e.ID))
+			short = rgit.ShortID(sanitize.Name(e.ID))
 		}
 		l := d.cursorMark(row) + "  " + d.rowText(row, short) + "  " + st.Dim.Render(style.PadRight(style.Age(d.now, e.Time), 4)) +
-			"  " + d.rowText(row, sanitize.String(e.Message))
+			"  " + d.rowText(row, sanitize.Name(e.Message))
 		out = append(out, line{style.TruncateStyled(l, w), row})
 	}
 	return out

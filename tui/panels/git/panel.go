@@ -194,7 +194,7 @@ func (p *Panel) Act(b *component.Binding) tea.Cmd {
 		return p.Dialogs.OpenCheckout()
 	case &p.UndoKey:
 		id, reason := p.Ctl.LastSnapshot()
-		p.Dialogs.AskUndo(sanitize.String(id), sanitize.String(reason))
+		p.Dialogs.AskUndo(sanitize.Name(id), sanitize.Name(reason))
 	case &p.SnapshotsKey:
 		return p.Dialogs.OpenSnapshots()
 	case &p.BisectKey:

@@ -145,7 +145,7 @@ const maxOutputLines = 3
 // the error) but for that line, and its notes.
 func (p *Panel) SetAction(a event.GitAction, at time.Time) {
 	for _, f := range []*string{&a.Op, &a.Snapshot, &a.From, &a.To, &a.Branch} {
-		*f = sanitize.String(*f)
+		*f = sanitize.Name(*f)
 	}
 	out := a.Output
 	if strings.TrimSpace(out) == "" { // git's words are in the error
@@ -159,8 +159,8 @@ func (p *Panel) SetAction(a event.GitAction, at time.Time) {
 		}
 	}
 	a.Output = ""
-	a.Args = sanitize.All(a.Args)
-	a.Conflict = sanitize.All(a.Conflict)
+	a.Args = sanitize.Names(a.Args)
+	a.Conflict = sanitize.Names(a.Conflict)
 	p.lastNotes = nil
 	for _, n := range a.Notes {
 		p.lastNotes = append(p.lastNotes, sanitize.Lines(n, 0)...)
@@ -181,10 +181,10 @@ func (p *Panel) isUndo(a *event.GitAction) bool {
 // acknowledged.
 func (p *Panel) SetMoved(mv event.GitMoved) {
 	for _, f := range []*string{&mv.From, &mv.To, &mv.FromShort, &mv.ToShort, &mv.FromBranch, &mv.ToBranch, &mv.Action} {
-		*f = sanitize.String(*f)
+		*f = sanitize.Name(*f)
 	}
-	mv.Files = sanitize.All(mv.Files)
-	mv.DirtyChanged = sanitize.All(mv.DirtyChanged)
+	mv.Files = sanitize.Names(mv.Files)
+	mv.DirtyChanged = sanitize.Names(mv.DirtyChanged)
 	p.moved = mv
 	p.movedN++
 }
