@@ -107,6 +107,11 @@ func (l *Ledger) apply(e event.Event) bool {
 	case event.ExperimentFingerprint:
 		x := l.find(p.Exp)
 		if x == nil {
+			if o := l.orphan(e.At, p.Exp, p.Kind()); o != nil {
+				fp := p.Fingerprint
+				o.Fingerprint = &fp
+				return true
+			}
 			return false
 		}
 		fp := p.Fingerprint
@@ -115,7 +120,11 @@ func (l *Ledger) apply(e event.Event) bool {
 	case event.ExperimentUpdate:
 		x := l.find(p.Exp)
 		if x == nil {
-			return false
+			if o := l.orphan(e.At, p.Exp, p.Kind()); o != nil {
+				x = &o.Experiment
+			} else {
+				return false
+			}
 		}
 		if p.Name != "" {
 			x.Name = p.Name
@@ -129,7 +138,18 @@ func (l *Ledger) apply(e event.Event) bool {
 		return true
 	case event.ExperimentEnd:
 		x := l.find(p.Exp)
-		if x == nil || !x.Open() {
+		if x == nil {
+			o := l.orphan(e.At, p.Exp, p.Kind())
+			if o == nil || !o.Open() {
+				return false
+			}
+			o.Ended, o.EndedBy, o.Result, o.EndGPUs = e.At, p.Trigger, p.Result, p.GPUs
+			if p.Conclusion != "" {
+				o.Conclusion = p.Conclusion
+			}
+			return true // the open experiment, if any, is another one
+		}
+		if !x.Open() {
 			return false
 		}
 		x.Ended, x.EndedBy, x.Result, x.EndGPUs = e.At, p.Trigger, p.Result, p.GPUs
@@ -149,7 +169,7 @@ func (l *Ledger) apply(e event.Event) bool {
 	case event.Repeat:
 		x := l.find(p.Exp)
 		if x == nil {
-			return false
+			return false // an earlier journal's experiment, or a lost one's
 		}
 		r := p
 		x.Repeat = &r
@@ -172,6 +192,8 @@ func (l *Ledger) apply(e event.Event) bool {
 		l.notes = append(l.notes, n)
 		if x := l.find(p.Exp); x != nil {
 			x.Notes = append(x.Notes, n)
+		} else if o := l.orphan(e.At, p.Exp, p.Kind()); o != nil {
+			o.Notes = append(o.Notes, n)
 		}
 		return true
 	case event.BenchProgress, event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.GPUFailure, event.GPUSample,

@@ -28,7 +28,8 @@ import (
 type Ledger struct {
 	exps     []Experiment
 	notes    []TimedNote
-	baseline string // the marked experiment's id, "" when none
+	orphans  []Orphan // experiments whose exp-start is missing
+	baseline string   // the marked experiment's id, "" when none
 	fold     ledgerFold
 }
 

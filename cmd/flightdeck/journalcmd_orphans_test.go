@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// A garbled exp-start line loses that experiment from the table, but
+// journal show says so and keeps what its other records hold: the
+// fingerprint's commit and profile, the end and its result.
+func TestJournalShowReportsAnExperimentWhoseStartIsGarbled(t *testing.T) {
+	dir, file := journalDirWith(t)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	garbled := 0
+	for i, l := range lines {
+		if strings.Contains(l, `"exp-start"`) && strings.Contains(l, `"id":"e2"`) {
+			lines[i] = l[:len(l)/2] + "\x00\n" // bit rot in the middle of the line
+			garbled++
+		}
+	}
+	if garbled != 1 {
+		t.Fatalf("the fixture has %d exp-start lines of e2, want 1", garbled)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, nil, "journal", "show", file, "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"skipped 1 garbled line(s)",
+		"records of experiments whose exp-start is missing",
+		"e2 exp-fingerprint, note, exp-end, first at 0:01:05; commit 1a2b3c4, profile nccl-ll-ring; ended at 0:02:07 (relaunch): 89.0",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("journal show lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\ne2  nccl") {
+		t.Errorf("e2 is in the table without its start:\n%s", out)
+	}
+}
