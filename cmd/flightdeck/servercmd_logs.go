@@ -73,7 +73,7 @@ func newServerLogsCmd() *cobra.Command {
 						out.WriteString(sanitize.Line(l.Text) + "\n")
 					}
 				case event.LogReset:
-					fmt.Fprintf(out, "--- %s: %s ---\n", p.Reason, sanitize.String(p.Path))
+					fmt.Fprintf(out, "--- %s: %s ---\n", sanitize.String(p.Words()), sanitize.String(p.Path))
 				case nil,
 					event.Baseline, event.BenchDone, event.BenchProgress, event.BenchStarted,
 					event.ConnState, event.DriverState, event.HostChanges, event.HostState, event.ExperimentEnd,

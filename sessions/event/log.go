@@ -1,6 +1,9 @@
 package event
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // LogFollowError reports that following the log failed for a while: tail
 // could not start, its stream ended (connection lost, process killed), or
@@ -186,6 +189,42 @@ type LogReset struct {
 	// "missing" (the file is gone).
 	Reason string
 	Offset int64
+	// Delivered is how many bytes of the old content had been delivered
+	// when the change was found (0: none, or not known).
+	Delivered int64 `json:",omitempty"`
+	// Unwatched is set when the change happened while the log was not
+	// being followed (the connection was down, tail was restarting): lines
+	// written to the old content after Delivered may be missing, they are
+	// not in the new file.
+	Unwatched bool `json:",omitempty"`
+	// Missed is how many bytes the old content had beyond Delivered, when
+	// known: the size of the rotated copy (PATH.1, as logrotate's
+	// copytruncate and rotate leave it) less Delivered; -1 when not known.
+	// Only set with Unwatched.
+	Missed int64 `json:",omitempty"`
+}
+
+// Words describes the reset for the log window and the journal's
+// reports: "log truncated, restarting at 0", and for a change while the
+// log was not watched "log truncated while it was not watched (the
+// connection was down): lines after byte 5133 of the old file may be
+// missing (1937 bytes more in /data/server.log.1), restarting at 0".
+func (r LogReset) Words() string {
+	reason := r.Reason
+	if reason == "" {
+		reason = "reset"
+	}
+	s := "log " + reason
+	if r.Unwatched {
+		s += fmt.Sprintf(" while it was not watched (the connection was down): lines after byte %d of the old file may be missing", r.Delivered)
+		switch {
+		case r.Missed > 0:
+			s += fmt.Sprintf(" (%d bytes more in %s.1)", r.Missed, r.Path)
+		case r.Missed == 0:
+			s += fmt.Sprintf(" (%s.1 has no more)", r.Path)
+		}
+	}
+	return s + fmt.Sprintf(", restarting at %d", r.Offset)
 }
 
 // LogNotice reports a change in whether the followed file can be read: it is

@@ -126,6 +126,10 @@ type Follower struct {
 	anchor  []byte               // the file's last bytes before offset (at most anchorLen), as delivered
 	noCheck bool                 // dd is missing: no content checks
 	notice  event.LogNoticeClass // the class of the last Notice emitted
+	// unwatched is set while tail restarts after a run that ended (a lost
+	// connection) until it delivers checked lines: a reset found then
+	// happened while the log was not watched.
+	unwatched bool
 }
 
 // New returns a Follower of path on host that reports to sink. It
@@ -234,6 +238,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		first = false
 
 		res := f.follow(ctx, skipFirst)
+		f.unwatched = true // until the next run delivers checked lines
 		skipFirst = skipFirst && !res.skipped
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -272,8 +277,11 @@ type fileStat struct {
 // stat runs stat on the file. A missing file is not an error; a stat that
 // fails otherwise (not installed, odd output) yields an existing file of
 // unknown inode, size and type, so that no reset is made on its account.
-func (f *Follower) stat(ctx context.Context) (fileStat, error) {
-	cmd, err := remote.Command("env", "LC_ALL=C", "stat", "-L", "-c", "%i %s %f", "--", f.path)
+func (f *Follower) stat(ctx context.Context) (fileStat, error) { return f.statPath(ctx, f.path) }
+
+// statPath is stat for another path (the rotated copy).
+func (f *Follower) statPath(ctx context.Context, path string) (fileStat, error) {
+	cmd, err := remote.Command("env", "LC_ALL=C", "stat", "-L", "-c", "%i %s %f", "--", path)
 	if err != nil {
 		return fileStat{}, err
 	}
@@ -396,8 +404,11 @@ func (f *Follower) follow(ctx context.Context, skipFirst bool) followResult {
 					return res
 				case checkChanged, checkGone:
 					// Read before the change: deliver it, then read the
-					// file anew.
+					// file anew (a change found since a restart stays
+					// one that happened unwatched).
+					unwatched := f.unwatched
 					f.commit(p, &res)
+					f.unwatched = unwatched
 					reason := "replaced"
 					if v == checkGone {
 						reason = "missing"
@@ -456,9 +467,20 @@ func (f *Follower) emitLines(lines []event.LogLine) {
 }
 
 func (f *Follower) reset(reason string) {
+	r := event.LogReset{Path: f.path, Reason: reason, Delivered: f.Offset()}
+	if f.unwatched && r.Delivered > 0 {
+		// Found after a restart: what the old content got meanwhile was
+		// never read. The rotated copy, when there is one, says how much.
+		r.Unwatched, r.Missed = true, -1
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if st, err := f.statPath(ctx, f.path+".1"); err == nil && st.hasInode && st.regular && st.size >= r.Delivered {
+			r.Missed = st.size - r.Delivered
+		}
+		cancel()
+	}
 	f.offset.Store(0)
 	f.anchor = nil
-	f.emit(event.LogReset{Path: f.path, Reason: reason, Offset: 0})
+	f.emit(r)
 }
 
 // emitNotice emits a Notice when its class differs from the last one's.

@@ -409,6 +409,9 @@ func TestFollowerTruncation(t *testing.T) {
 	if resets[0].Reason != "truncated" || resets[0].Offset != 0 {
 		t.Errorf("reset = %+v, want truncated at 0", resets[0])
 	}
+	if r := resets[0]; r.Unwatched || r.Delivered != 10 || strings.Contains(r.Words(), "missing") {
+		t.Errorf("reset = %+v (%s), want one seen while watched, after 10 bytes", r, r.Words())
+	}
 	appendFile(t, path, "d\n")
 	c.waitFor(t, "the next line", func(l []string, _ []event.LogReset) bool { return strings.Join(l, ",") == "c,d" })
 	c.waitFor(t, "offset 4", func([]string, []event.LogReset) bool { return f.Offset() == 4 })
@@ -444,18 +447,34 @@ func TestFollowerRotatedOrTruncatedWhileDisconnected(t *testing.T) {
 		name   string
 		change func(t *testing.T, path string)
 		reason string
+		missed int64 // bytes of the old file never delivered, per the rotated copy; -1: no copy
 	}{
 		{"rotated", func(t *testing.T, path string) {
 			if err := os.Rename(path, path+".1"); err != nil {
 				t.Fatal(err)
 			}
 			appendFile(t, path, "new1\nnew2\nnew3\n") // longer than the old file: only the inode tells
-		}, "rotated"},
+		}, "rotated", 0},
 		{"truncated", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, []byte("n\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, "truncated"},
+		}, "truncated", -1},
+		{"copytruncate", func(t *testing.T, path string) {
+			// The server wrote two more lines while the link was down, then
+			// logrotate's copytruncate copied the file and cut it.
+			appendFile(t, path, "old3\nold4\n")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path+".1", b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte("n\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "truncated", int64(len("old3\nold4\n"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "d.log")
@@ -474,7 +493,15 @@ func TestFollowerRotatedOrTruncatedWhileDisconnected(t *testing.T) {
 			})
 			_, resets := c.lines()
 			if len(resets) != 1 || resets[0].Reason != tc.reason {
-				t.Errorf("resets = %+v, want one %q", resets, tc.reason)
+				t.Fatalf("resets = %+v, want one %q", resets, tc.reason)
+			}
+			// It happened unwatched: lines after the delivered bytes may be
+			// missing, and the rotated copy says how many bytes.
+			if r := resets[0]; !r.Unwatched || r.Delivered != int64(len("old1\nold2\n")) || r.Missed != tc.missed {
+				t.Errorf("reset %+v, want unwatched, 10 bytes delivered, %d missed", r, tc.missed)
+			}
+			if w := resets[0].Words(); !strings.Contains(w, "may be missing") || !strings.Contains(w, "after byte 10") {
+				t.Errorf("reset words %q", w)
 			}
 		})
 	}

@@ -125,6 +125,7 @@ func (f *Follower) commit(p processed, res *followResult) streamState {
 			f.offset.Store(op.end)
 			f.emitLines(op.lines)
 			res.healthy = true
+			f.unwatched = false
 			if f.notice != "" && f.notice != event.NoticeAppeared {
 				f.emitNotice(event.NoticeAppeared, quoteName(f.path)+" has appeared")
 			}

@@ -7,7 +7,6 @@ package logtail
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -213,12 +212,8 @@ func (t *Tail) Ingest(ls event.LogLines) {
 // Reset appends the truncation/rotation marker.
 func (t *Tail) Reset(r event.LogReset) {
 	t.Seen = true
-	reason := sanitize.String(r.Reason)
-	if reason == "" {
-		reason = "reset"
-	}
 	t.add(Entry{
-		Text: "-- log " + reason + ", restarting at " + strconv.FormatInt(r.Offset, 10) + " --",
+		Text: "-- " + sanitize.String(r.Words()) + " --",
 		kind: LineMarker,
 	})
 }
