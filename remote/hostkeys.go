@@ -65,6 +65,27 @@ func (e *HostKeyChangedError) Error() string {
 	return b.String()
 }
 
+// HostKeyRevokedError is a host key that a known_hosts file marks
+// @revoked: it is refused, whatever else the files say, with the key's
+// fingerprint and the line that revokes it. It wraps the known-hosts
+// library's *knownhosts.RevokedError (golang.org/x/crypto/ssh/knownhosts).
+type HostKeyRevokedError struct {
+	Host        string // name as looked up in known_hosts
+	KeyType     string // what the server presented
+	Fingerprint string // SHA256:… of the presented key
+	File        string // the known_hosts file with the @revoked line
+	Line        int    // 1-based
+	Err         error  // the library's error
+}
+
+func (e *HostKeyRevokedError) Error() string {
+	return fmt.Sprintf("ssh: the host key of %s is revoked: the server presented %s %s, which %s:%d marks @revoked. Refusing to connect",
+		e.Host, e.KeyType, e.Fingerprint, e.File, e.Line)
+}
+
+// Unwrap returns the library's error.
+func (e *HostKeyRevokedError) Unwrap() error { return e.Err }
+
 // opensshHostKeyOrder is the preference used for a host with no known key,
 // like OpenSSH's: ed25519 first, so the key recorded on first use is the
 // one OpenSSH will use later too. x/crypto's default puts ed25519 last.
@@ -146,9 +167,13 @@ func (c *hostKeyChecker) check(db *knownhosts.HostKeyDB, hostname string, remote
 	if db != nil {
 		err := db.HostKeyCallback()(hostname, remote, key)
 		var ke *xknownhosts.KeyError
+		var re *xknownhosts.RevokedError
 		switch {
 		case err == nil:
 			return nil
+		case errors.As(err, &re):
+			return &HostKeyRevokedError{Host: knownhosts.Normalize(hostname), KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key),
+				File: re.Revoked.Filename, Line: re.Revoked.Line, Err: err}
 		case errors.As(err, &ke) && len(ke.Want) > 0:
 			ce := &HostKeyChangedError{Host: knownhosts.Normalize(hostname), KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key)}
 			for _, w := range ke.Want {
@@ -158,7 +183,7 @@ func (c *hostKeyChecker) check(db *knownhosts.HostKeyDB, hostname string, remote
 		case errors.As(err, &ke):
 			// unknown: handled below
 		default:
-			return err // revoked key, bad file
+			return err // a bad file
 		}
 	}
 	if !c.acceptNew || c.writeFile == "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
+	xknownhosts "golang.org/x/crypto/ssh/knownhosts"
 )
 
 func genKey(t *testing.T, kind string) ssh.PublicKey {
@@ -137,6 +138,27 @@ func TestHostKeyCheck(t *testing.T) {
 	}
 	if b2, _ := os.ReadFile(known); string(b2) != string(b) {
 		t.Error("known_hosts modified for a changed key")
+	}
+
+	// Revoked: refused even with accept-new, with the key's fingerprint
+	// and the line that revokes it.
+	if err := os.WriteFile(known, []byte(string(b)+"@revoked * "+strings.TrimPrefix(knownhosts.Line([]string{"x"}, ed), "x ")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cb, _, _ = newHostKeyChecker(h, true).prepare()
+	err = cb("10.0.0.1:2222", remote, ed)
+	var revoked *HostKeyRevokedError
+	var libRevoked *xknownhosts.RevokedError
+	if !errors.As(err, &revoked) || !errors.As(err, &libRevoked) {
+		t.Fatalf("revoked key: %v", err)
+	}
+	if revoked.Fingerprint != ssh.FingerprintSHA256(ed) || revoked.File != known || revoked.Line != 2 || revoked.Host != "[10.0.0.1]:2222" {
+		t.Errorf("revoked: %+v", revoked)
+	}
+	for _, want := range []string{ssh.FingerprintSHA256(ed), known + ":2", "@revoked", "revoked"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
 	}
 }
 
