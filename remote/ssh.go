@@ -35,10 +35,12 @@ type SSHOptions struct {
 	User string
 	Port int
 	// IdentityFiles replace the configured IdentityFile list (all hops).
-	// Each must exist.
+	// Each must exist. A relative path is the working directory's (as
+	// with ssh -i); "~/" is the home directory.
 	IdentityFiles []string
 	// KnownHostsFiles replace UserKnownHostsFile and GlobalKnownHostsFile
-	// (all hops); an accepted new key is appended to the first.
+	// (all hops); an accepted new key is appended to the first. Relative
+	// paths as for IdentityFiles.
 	KnownHostsFiles []string
 	// AcceptNewHostKey records the key of a host that has none in
 	// known_hosts and connects (StrictHostKeyChecking=accept-new). A

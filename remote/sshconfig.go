@@ -368,7 +368,7 @@ func buildHostConfig(t targetSpec, kv map[string][]string, explicitIdentities bo
 	}
 	if len(opts.IdentityFiles) > 0 {
 		for _, f := range opts.IdentityFiles {
-			p, err := x.path(f, "IdentityFile")
+			p, err := x.optionPath(f, "IdentityFile")
 			if err != nil {
 				return nil, err
 			}
@@ -385,7 +385,7 @@ func buildHostConfig(t targetSpec, kv map[string][]string, explicitIdentities bo
 	}
 	if len(opts.KnownHostsFiles) > 0 {
 		for _, f := range opts.KnownHostsFiles {
-			p, err := x.path(f, "known_hosts")
+			p, err := x.optionPath(f, "known_hosts")
 			if err != nil {
 				return nil, err
 			}
@@ -466,6 +466,20 @@ func (x *expander) path(f, what string) (string, error) {
 		f = filepath.Join(x.home, f)
 	}
 	return f, nil
+}
+
+// optionPath is path for a file named on the command line (ssh -i, -o
+// UserKnownHostsFile=): a relative path is the working directory's, as
+// with ssh, not the home directory's as in a config file.
+func (x *expander) optionPath(f, what string) (string, error) {
+	if f != "" && !filepath.IsAbs(f) && !strings.HasPrefix(f, "~") {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return "", fmt.Errorf("remote: %s %q: %w", what, f, err)
+		}
+		f = abs
+	}
+	return x.path(f, what)
 }
 
 // expand replaces %%, %d, %h, %i, %k, %L, %l, %n, %p, %r, %u. Any other

@@ -169,6 +169,21 @@ func TestResolveOptionsOverride(t *testing.T) {
 				!reflect.DeepEqual(h.userKnownHosts, []string{"/kh"}) || h.globalKnown != nil || h.port != 2200 {
 				t.Errorf("got %+v", h)
 			}
+			// -i key, as ssh takes it: the working directory's file, not
+			// the home directory's; a config file's relative path stays
+			// the home directory's.
+			h, err = resolveHost(context.Background(), "x", &SSHOptions{
+				ConfigFile: cfg, HomeDir: home, DisableSSHG: disable,
+				IdentityFiles: []string{"keys/id"}, KnownHostsFiles: []string{"kh"},
+			}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wd, _ := os.Getwd()
+			if !reflect.DeepEqual(h.identityFiles, []identityFile{{path: filepath.Join(wd, "keys", "id"), explicit: true}}) ||
+				!reflect.DeepEqual(h.userKnownHosts, []string{filepath.Join(wd, "kh")}) {
+				t.Errorf("relative -i: got %+v, want under %s", h, wd)
+			}
 		})
 	}
 }
