@@ -20,16 +20,20 @@ import (
 // it grows, so that `flightdeck follow HOST` finds it there when the
 // driving cockpit runs elsewhere (a laptop talking to the host over SSH).
 //
-// It keeps one long-running remote process (`mkdir -p DIR && cat >>
-// FILE`) and writes to its stdin the complete lines appended to the local
+// It keeps one long-running remote process (a `cat >> FILE`, the writer)
+// and writes to its stdin the complete lines appended to the local
 // file since the last write: a line still being written (no '\n' yet) is
 // sent once it is complete, so the remote file never ends in a torn line
 // the mirror put there. After a dropped connection it waits for the host to
-// reconnect and reads the remote file's size: when the remote file is a
-// prefix of the local one it resumes there (a line cut off with the
-// connection is completed); else it cuts the remote file back to the last
-// line boundary both files agree on (`truncate -s N`) and resumes from
-// there. No line is lost or written twice.
+// reconnect, kills the previous writer if it still runs (a frozen peer
+// keeps it alive, holding lines it would append later; see
+// mirrorFenceScript) and reads the remote file's size: when the remote
+// file is a prefix of the local one it resumes there (a line cut off with
+// the connection is completed); else it cuts the remote file back to the
+// last line boundary both files agree on (`truncate -s N`) and resumes
+// from there. No line is lost or written twice. The writer is recorded in
+// a hidden sidecar file next to the mirror (.NAME.writer). Files it
+// creates on the host are 0600, directories 0700.
 //
 // Nothing is removed at the end: a follower may still be reading the
 // mirror. Mirrors are left on the host for `journal ls`-style cleanup.
@@ -134,10 +138,6 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mirror: %w", err)
 	}
-	qdir, _ := remote.Quote(path.Dir(dst))
-	// umask 077: the mirror holds launch commands, env and notes; on a
-	// shared host it is the user's alone, as the local journal is.
-	catCmd := "umask 077 && mkdir -p -- " + qdir + " && cat >> " + qdst
 
 	// The remote copy outlives ctx by at most grace: the last lines are
 	// written after it ends.
@@ -147,7 +147,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		sent, err := m.resync(ctx, f, dst, qdst)
+		sent, tok, err := m.resync(ctx, f, dst, qdst)
 		if m.hook != nil {
 			m.hook("sync")
 		}
@@ -156,6 +156,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		catCmd, err := remote.Command("sh", "-c", mirrorWriterScript, "flightdeck-mirror", dst, mirrorSidecar(dst), tok)
+		if err != nil {
+			return fmt.Errorf("mirror: %w", err)
 		}
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
@@ -227,6 +231,9 @@ func (m *Mirror) remoteErr(err error) error {
 	if errors.Is(err, errCatEnded) {
 		return fmt.Errorf("mirror to %s: the remote copy exited early", m.Host.Name())
 	}
+	if ee, ok := errors.AsType[*remote.ExitError](err); ok && ee.Code == mirrorSuperseded {
+		return fmt.Errorf("mirror to %s: another mirror of the same file took it over", m.Host.Name())
+	}
 	return fmt.Errorf("mirror to %s: %w", m.Host.Name(), err)
 }
 
@@ -272,57 +279,67 @@ func (m *Mirror) send(f *os.File, w io.Writer, sent *int64) error {
 	return nil
 }
 
-// resync returns where to resume: the remote file's size when the remote
-// file is (as far as its last bytes show) a prefix of the local one (a line
-// cut off with the connection is then completed, not cut: a follower's
-// `tail -F` never sees the file shrink); else the remote file is cut back
-// to the last line boundary both agree on (0 when it is not a copy of the
-// local file at all).
-func (m *Mirror) resync(ctx context.Context, f *os.File, dst, qdst string) (int64, error) {
-	res, err := m.Host.Run(ctx, "if [ -e "+qdst+" ]; then wc -c < "+qdst+"; else echo missing; fi", nil)
+// resync returns where to resume and the token of the writer to start
+// next (see mirrorFenceScript: the previous writer is dead by then, and
+// one started before cannot write any more): the remote file's size when
+// the remote file is (as far as its last bytes show) a prefix of the local
+// one (a line cut off with the connection is then completed, not cut: a
+// follower's `tail -F` never sees the file shrink); else the remote file is
+// cut back to the last line boundary both agree on (0 when it is not a copy
+// of the local file at all).
+func (m *Mirror) resync(ctx context.Context, f *os.File, dst, qdst string) (int64, string, error) {
+	tok := newMirrorToken()
+	fence, err := remote.Command("sh", "-s", "--", dst, path.Dir(dst), mirrorSidecar(dst), tok)
 	if err != nil {
-		return 0, fmt.Errorf("mirror: reading the size of %s on %s: %w", dst, m.Host.Name(), err)
+		return 0, "", fmt.Errorf("mirror: %w", err)
+	}
+	res, err := m.Host.Run(ctx, fence, strings.NewReader(mirrorFenceScript))
+	if err != nil {
+		return 0, "", fmt.Errorf("mirror: stopping the previous writer of %s on %s and reading its size: %w", dst, m.Host.Name(), withStderr(err, res.Stderr))
 	}
 	out := strings.TrimSpace(string(res.Stdout))
 	if out == "missing" {
-		return 0, nil
+		return 0, tok, nil
 	}
 	rsize, err := strconv.ParseInt(out, 10, 64)
 	if err != nil || rsize < 0 {
-		return 0, fmt.Errorf("mirror: size of %s on %s: %q is not a number", dst, m.Host.Name(), out)
+		return 0, "", fmt.Errorf("mirror: size of %s on %s: %q is not a number", dst, m.Host.Name(), out)
 	}
 	if rsize == 0 {
-		return 0, nil
+		return 0, tok, nil
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return 0, &localError{err}
+		return 0, "", &localError{err}
 	}
 	if rsize <= st.Size() {
 		same, err := m.sameBytes(ctx, f, qdst, dst, max(0, rsize-mirrorCheck), rsize)
-		if err != nil || same {
-			return rsize, err
+		if err != nil {
+			return 0, "", err
+		}
+		if same {
+			return rsize, tok, nil
 		}
 	}
 	n, lineStart, err := lastBoundary(f, rsize)
 	if err != nil {
-		return 0, &localError{err}
+		return 0, "", &localError{err}
 	}
 	if n > 0 {
 		// The last line both should hold must match, or the remote file
 		// is another file: start it over.
 		same, err := m.sameBytes(ctx, f, qdst, dst, max(lineStart, n-mirrorCheck), n)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		if !same {
 			n = 0
 		}
 	}
 	if _, err := m.Host.Run(ctx, "truncate -s "+strconv.FormatInt(n, 10)+" -- "+qdst, nil); err != nil {
-		return 0, fmt.Errorf("mirror: cutting %s on %s back to %d bytes: %w", dst, m.Host.Name(), n, err)
+		return 0, "", fmt.Errorf("mirror: cutting %s on %s back to %d bytes: %w", dst, m.Host.Name(), n, err)
 	}
-	return n, nil
+	return n, tok, nil
 }
 
 // sameBytes reports whether the bytes [from, to) of the remote file equal
