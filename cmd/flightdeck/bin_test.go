@@ -56,14 +56,17 @@ func runBin(t *testing.T, ctx context.Context, hook func(stderr string, send fun
 }
 
 // removeMirrors removes the journal mirrors that process pid wrote to the
-// simulated hosts, which are this machine: in this user's home.
+// simulated hosts, which are this machine: in this user's home; and their
+// writers' sidecar files (.NAME.writer).
 func removeMirrors(pid int) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return
 	}
-	mirrors, _ := filepath.Glob(filepath.Join(home, ".flightdeck", "journals", "*-"+strconv.Itoa(pid)+"-*.jsonl"))
-	for _, p := range mirrors {
+	dir := filepath.Join(home, ".flightdeck", "journals")
+	mirrors, _ := filepath.Glob(filepath.Join(dir, "*-"+strconv.Itoa(pid)+"-*.jsonl"))
+	sidecars, _ := filepath.Glob(filepath.Join(dir, ".*-"+strconv.Itoa(pid)+"-*.jsonl.writer"))
+	for _, p := range append(mirrors, sidecars...) {
 		os.Remove(p)
 	}
 }
