@@ -1,6 +1,8 @@
 package event
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -152,10 +154,14 @@ type GPUSample struct {
 	At   time.Time // when the tick's first row was read
 	GPUs []GPU     // sorted by Index
 
-	// Missing lists, sorted, the indices of GPUs that reported earlier in
-	// this sampler's run but sent no usable row in this tick (nvidia-smi
-	// stopped printing them, or their row was garbled). They are not in
-	// GPUs; a view keeps their last values and marks them as not reporting.
+	// Missing lists, sorted, the indices of GPUs that the host has but
+	// that sent no usable row in this tick: nvidia-smi stopped printing
+	// them or their row was garbled (GPUs it reported earlier in this
+	// sampler's run), or NVML gives no handle for them (a GPU whose handle
+	// fails, from NVML's start or since the agent restarted). They are not
+	// in GPUs, but they are GPUs of the host: Count counts them, and a
+	// view keeps their rows (the last values, or MissingGPU's) and marks
+	// them as not reporting.
 	Missing []int
 
 	// Apps are the compute processes on the sample's GPUs with their GPU
@@ -165,6 +171,63 @@ type GPUSample struct {
 	// (nvmlDeviceGetComputeRunningProcesses); the --query-gpu stream does
 	// not, and leaves Apps nil. Empty, not nil, when NVML listed none.
 	Apps []ComputeApp
+}
+
+// Count is how many GPUs the sample accounts for: the distinct indices of
+// its rows and of Missing. A GPU whose handle fails is still one of the
+// host's, and every count of GPUs (the default TP, the "8x NVIDIA H200"
+// summaries) counts it.
+func (s *GPUSample) Count() int {
+	n := len(s.GPUs)
+	for k, m := range s.Missing {
+		if !s.has(m) && !slices.Contains(s.Missing[:k], m) {
+			n++
+		}
+	}
+	return n
+}
+
+// has reports whether the sample has a row for GPU index.
+func (s *GPUSample) has(index int) bool {
+	return slices.ContainsFunc(s.GPUs, func(g GPU) bool { return g.Index == index })
+}
+
+// MissingGPU is the row that stands for GPU index while a sample lists it
+// in Missing: nothing was read (every field Absent) and Lost is set, so
+// that summaries count it and name it lost; its name, bus id and UUID are
+// last's, the GPU's latest row from an earlier sample, when last is not
+// nil.
+func MissingGPU(index int, last *GPU) GPU {
+	g := AbsentGPU(index)
+	if last != nil {
+		g.Name, g.BusID, g.UUID = last.Name, last.BusID, last.UUID
+	}
+	g.Lost = true
+	return g
+}
+
+// WithMissing is every GPU the sample accounts for, by index: its rows,
+// and for each index of Missing without one a MissingGPU row whose
+// identity is taken from prev, the GPUs of an earlier sample (an earlier
+// WithMissing's, so that a name read once is kept), which may be nil. It
+// returns s.GPUs itself when Missing adds nothing.
+func (s *GPUSample) WithMissing(prev []GPU) []GPU {
+	if s.Count() == len(s.GPUs) {
+		return s.GPUs
+	}
+	out := slices.Clone(s.GPUs)
+	for _, m := range s.Missing {
+		if slices.ContainsFunc(out, func(g GPU) bool { return g.Index == m }) {
+			continue
+		}
+		var last *GPU
+		if k := slices.IndexFunc(prev, func(g GPU) bool { return g.Index == m }); k >= 0 {
+			last = &prev[k]
+		}
+		out = append(out, MissingGPU(m, last))
+	}
+	slices.SortStableFunc(out, func(a, b GPU) int { return cmp.Compare(a.Index, b.Index) })
+	return out
 }
 
 // GPUFailureClass names a whole-command nvidia-smi failure, in kebab case:
