@@ -88,7 +88,7 @@ type Lab struct {
 	gpuNext   chan struct{}      // closed (and replaced) at every GPU sample
 	gpusAt    time.Time          // when the last GPU sample was taken
 	status    event.ServerStatus // the last server status seen
-	gpus      []event.GPU        // the last GPU sample's GPUs
+	gpus      []event.GPU        // the last GPU sample's GPUs, its Missing ones too (event.GPUSample.WithMissing)
 	head      string             // the checkout's short HEAD as last seen on the stream
 	defaulted map[string]string  // experiment id → its default name, until the fingerprint confirms the commit in it
 	auto      map[string]bool    // experiments named by the Lab, not renamed by hand since
@@ -170,12 +170,14 @@ func (l *Lab) Observe(e event.Event) {
 	l.ledger.Apply(e)
 	switch p := e.Data.(type) {
 	case event.GPUSample:
-		l.gpus, l.gpusAt = p.GPUs, p.At
+		// A GPU whose handle fails (Missing) stays in the experiments'
+		// GPUs, lost, under the name and bus id it had.
+		l.gpus, l.gpusAt = p.WithMissing(l.gpus), p.At
 		if l.gpusAt.IsZero() {
 			l.gpusAt = e.At
 		}
-		if busy(p.GPUs) {
-			l.busyGPUs, l.busyAt = p.GPUs, l.gpusAt
+		if busy(l.gpus) {
+			l.busyGPUs, l.busyAt = l.gpus, l.gpusAt
 		}
 		close(l.gpuNext)
 		l.gpuNext = make(chan struct{})

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"slices"
@@ -409,4 +410,62 @@ func TestLabEndGPUsAreTheLoadedOnes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A GPU whose handle fails (event.GPUSample.Missing) stays in the
+// experiment's GPUs, lost, under the name and bus id an earlier sample
+// gave it (and with none when no sample ever did), in the fingerprint
+// and at the end; the session's GPU count (the default TP) counts it.
+func TestLabKeepsAGPUWhoseHandleFails(t *testing.T) {
+	gpu := func(i int) event.GPU {
+		g := event.AbsentGPU(i)
+		g.Name, g.BusID = event.Text{S: "NVIDIA H200", Status: event.CellOK}, event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10), Status: event.CellOK}
+		g.UtilGPUPct = event.Reading{Value: 97, Status: event.CellOK}
+		return g
+	}
+	rig := newLabRig(&Lab{Preset: "sim", Host: refusingHost{}})
+	defer rig.lab.Close(context.Background())
+	rig.publish(event.Event{At: at(0), Data: event.GPUSample{At: at(0), GPUs: []event.GPU{gpu(0), gpu(1), gpu(2)}}})
+	rig.publish(event.Event{At: at(0), Data: status(event.PhaseNone, 0)})
+	rig.publish(event.Event{At: at(1), Data: launched("none")})
+	handleLost := event.GPUSample{At: at(2), GPUs: []event.GPU{gpu(0), gpu(1)}, Missing: []int{2, 3}}
+	rig.publish(event.Event{At: at(2), Data: handleLost})
+	check := func(what string, gs []event.GPU) {
+		t.Helper()
+		if len(gs) != 4 {
+			t.Fatalf("%s: %d GPUs, want 4 (2 and 3 lost): %+v", what, len(gs), gs)
+		}
+		if g := gs[2]; g.Index != 2 || !g.Lost || g.Name.S != "NVIDIA H200" || g.BusID.S != "00000000:38:00.0" {
+			t.Errorf("%s: GPU 2 %+v, want lost with its name and bus id", what, g)
+		}
+		if g := gs[3]; g.Index != 3 || !g.Lost || g.Name.Status != event.CellAbsent {
+			t.Errorf("%s: GPU 3 %+v, want lost, unnamed", what, g)
+		}
+	}
+	fp := count[event.ExperimentFingerprint](t, rig.rec, "the fingerprint", 1)[0]
+	check("fingerprint", fp.Fingerprint.GPUs)
+	rig.publish(event.Event{At: at(3), Data: status(event.PhaseExited, 3)})
+	check("end", count[event.ExperimentEnd](t, rig.rec, "the end", 1)[0].GPUs)
+
+	s, err := Open(Options{Name: "box", Journal: JournalOptions{Off: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background(), nil)
+	s.Publish(event.Event{At: at(2), Data: handleLost})
+	if n := s.GPUCount(); n != 4 {
+		t.Errorf("GPUCount %d, want 4", n)
+	}
+}
+
+// refusingHost is a host whose commands fail at once: a fingerprint of it
+// holds only what the Lab observed (the GPUs).
+type refusingHost struct {
+	remote.Host // nil: only Name and Run are called
+}
+
+func (refusingHost) Name() string { return "refusing" }
+
+func (refusingHost) Run(context.Context, string, io.Reader) (remote.Result, error) {
+	return remote.Result{}, errors.New("refused")
 }

@@ -186,7 +186,7 @@ func (s *Session) Publish(e event.Event) {
 	case event.ConnState:
 		s.lastConn.Store(&p)
 	case event.GPUSample:
-		s.gpus.Store(int64(len(p.GPUs)))
+		s.gpus.Store(int64(p.Count()))
 	case event.ServerStatus:
 		port := 0
 		if p.Phase.Up() {
@@ -213,8 +213,9 @@ func (s *Session) Publish(e event.Event) {
 	}
 }
 
-// GPUCount is how many GPUs the last sample had (0 before any): the launch
-// form's default {tp}. It never blocks.
+// GPUCount is how many GPUs the last sample had (0 before any), those
+// whose handle fails (event.GPUSample.Missing) too: the launch form's
+// default {tp}. It never blocks.
 func (s *Session) GPUCount() int { return int(s.gpus.Load()) }
 
 // ServerPort is the running server's HTTP port as the stream last said, 0

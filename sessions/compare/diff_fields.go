@@ -402,15 +402,29 @@ func gpuRows(f *fieldSet, a, b *ledger.Experiment) {
 		if len(gs) == 0 {
 			return unknown(none)
 		}
+		// A lost GPU (its handle fails, or it reads "[GPU is lost]") is
+		// counted and named once, as GPUStateSummary does.
 		names := map[string]bool{}
 		var list []string
+		var lost []int
 		for i := range gs {
+			if gs[i].Lost || gs[i].ShowsLost() {
+				lost = append(lost, gs[i].Index)
+				continue
+			}
 			if n := textText(gs[i].Name); !names[n] {
 				names[n] = true
 				list = append(list, n)
 			}
 		}
-		return known(strconv.Itoa(len(gs)) + "x " + strings.Join(list, ", "))
+		if len(list) == 0 {
+			list = []string{"GPU"}
+		}
+		s := strconv.Itoa(len(gs)) + "x " + strings.Join(list, ", ")
+		if len(lost) > 0 {
+			s += ", GPU " + IndexRanges(lost) + " lost"
+		}
+		return known(s)
 	}
 	ca, cb := count(a.EndGPUs), count(b.EndGPUs)
 	f.addText("gpu", "GPUs under load", ca, cb)
@@ -444,6 +458,9 @@ func gpuRows(f *fieldSet, a, b *ledger.Experiment) {
 	// has no state under load: its clocks, P-state and link width say
 	// nothing about the run.
 	value := func(g *event.GPU, fd gpuField) side {
+		if g.Lost || g.ShowsLost() {
+			return unknown("GPU lost")
+		}
 		if gpuIdle(g) {
 			return unknown("idle at the end, not under load")
 		}
@@ -460,7 +477,7 @@ func gpuRows(f *fieldSet, a, b *ledger.Experiment) {
 	sameSet := slices.Equal(slices.Sorted(slices.Values(ia)), all) && slices.Equal(slices.Sorted(slices.Values(ib)), all)
 	for _, fd := range gpuFields {
 		if sameSet && uniform(a.EndGPUs, fd) && uniform(b.EndGPUs, fd) {
-			f.addText("gpu", "GPU "+indexRanges(all)+" "+fd.name, value(&a.EndGPUs[0], fd), value(&b.EndGPUs[0], fd))
+			f.addText("gpu", "GPU "+IndexRanges(all)+" "+fd.name, value(&a.EndGPUs[0], fd), value(&b.EndGPUs[0], fd))
 			continue
 		}
 		for _, i := range all {

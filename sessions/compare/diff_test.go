@@ -358,3 +358,33 @@ func TestCompareIdleGPUsAtEnd(t *testing.T) {
 		t.Errorf("%d unknown gpu rows, want %d: %+v", n, len(gpuFields), d.Fields)
 	}
 }
+
+// TestCompareALostGPU: a GPU whose handle failed at one end (recorded as
+// event.MissingGPU) is counted and named lost in the GPU count, a change;
+// its fields are unknown there, not "absent" against values.
+func TestCompareALostGPU(t *testing.T) {
+	a, b := ledgertest.Experiment("e1", "baseline", ledgertest.HeadA, 62.5), ledgertest.Experiment("e2", "baseline", ledgertest.HeadA, 62.4)
+	b.EndGPUs = slices.Clone(b.EndGPUs)
+	last := len(b.EndGPUs) - 1
+	b.EndGPUs[last] = event.MissingGPU(b.EndGPUs[last].Index, &b.EndGPUs[last])
+	d, err := Compare([]ledger.Experiment{a, b}, "e1", "e2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changedRows(d); !slices.Equal(got, []string{"gpu GPUs under load"}) {
+		t.Errorf("changed rows %q, want the GPU count", got)
+	}
+	for _, f := range d.Fields {
+		switch {
+		case f.Name == "GPUs under load":
+			n := strconv.Itoa(len(a.EndGPUs))
+			if f.A != n+"x NVIDIA H200" || f.B != n+"x NVIDIA H200, GPU "+strconv.Itoa(b.EndGPUs[last].Index)+" lost" {
+				t.Errorf("count row %+v", f)
+			}
+		case f.Group == "gpu" && strings.HasPrefix(f.Name, "GPU "+strconv.Itoa(b.EndGPUs[last].Index)+" "):
+			if !f.Unknown || f.B != "unknown: GPU lost" {
+				t.Errorf("lost GPU's row %+v", f)
+			}
+		}
+	}
+}

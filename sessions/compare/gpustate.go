@@ -52,7 +52,7 @@ func GPUStateSummary(all []event.GPU) string {
 		}
 		parts := make([]string, len(gs))
 		for i, g := range gs {
-			parts[i] = g.val + " (GPU " + indexRanges(g.idx) + ")"
+			parts[i] = g.val + " (GPU " + IndexRanges(g.idx) + ")"
 		}
 		return strings.Join(parts, ", ")
 	}
@@ -102,7 +102,7 @@ func GPUStateSummary(all []event.GPU) string {
 		b.WriteString(", ECC " + e)
 	}
 	if len(lost) > 0 {
-		fmt.Fprintf(&b, ", GPU %s lost", indexRanges(lost))
+		fmt.Fprintf(&b, ", GPU %s lost", IndexRanges(lost))
 	}
 	return b.String()
 }
@@ -130,8 +130,9 @@ func pcieText(g *event.GPU) string {
 	return "Gen" + readingText(g.PCIeGenCurrent, 0) + " x" + readingText(g.PCIeWidthCurrent, 0)
 }
 
-// indexRanges formats sorted-or-not GPU indices as "0-2,4-7".
-func indexRanges(idx []int) string {
+// IndexRanges formats GPU indices, in the order given (sort them for
+// ranges), as "0-2,4-7".
+func IndexRanges(idx []int) string {
 	var parts []string
 	for i := 0; i < len(idx); {
 		j := i

@@ -180,6 +180,11 @@ func gpuChanges(was, now []event.GPU) []event.HostChange {
 		case !inW:
 			out = append(out, event.HostChange{Group: GroupGPUs, Name: name, Now: text(b.Name), Detail: []string{"new (bus " + text(b.BusID) + ")"}})
 			continue
+		case b.Lost && !a.Lost:
+			// Its handle fails or its cells read "[GPU is lost]": what it
+			// reads now is not its state.
+			out = append(out, event.HostChange{Group: GroupGPUs, Name: name, Was: text(a.Name), Now: "lost", Detail: []string{"lost (bus " + text(a.BusID) + ")"}})
+			continue
 		}
 		if an, bn := text(a.Name), text(b.Name); an != "" && bn != "" && an != bn {
 			out = append(out, event.HostChange{Group: GroupGPUs, Name: name, Was: an, Now: bn})

@@ -59,6 +59,7 @@ func TestCompare(t *testing.T) {
 		{"versions", func(f *event.Fingerprint) { f.Versions[1].Value = "2.6.0"; f.Versions[2].Value = "2.26.2" }, Between{},
 			[]string{"torch 2.5.1 -> 2.6.0", "nccl 2.21.5 -> 2.26.2"}},
 		{"a GPU gone", func(f *event.Fingerprint) { f.GPUs = f.GPUs[:1] }, Between{}, []string{"GPU 1 gone (NVIDIA H200)"}},
+		{"a GPU whose handle fails", func(f *event.Fingerprint) { f.GPUs[1] = event.MissingGPU(1, nil) }, Between{}, []string{"GPU 1 NVIDIA H200 -> lost"}},
 		{"a GPU renamed", func(f *event.Fingerprint) { f.GPUs[0].Name.S = "NVIDIA H100" }, Between{}, []string{"GPU 0 NVIDIA H200 -> NVIDIA H100"}},
 		{"PCIe trained down", func(f *event.Fingerprint) { f.GPUs[1] = gpu(1, "NVIDIA H200", 4, 8) }, Between{}, []string{"GPU 1 PCIe Gen5 x16 -> Gen4 x8"}},
 		{"the idle current link is no change", func(f *event.Fingerprint) { f.GPUs[1].PCIeGenCurrent.Value = 5 }, Between{}, nil},
