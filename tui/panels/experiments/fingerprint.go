@@ -70,15 +70,28 @@ func versionsSummary(vs []event.Version) string {
 // gpuSummary sums up the GPUs at an experiment's start: "8x NVIDIA H200
 // SM 1980 MHz mem 3201 MHz PCIe Gen5 x16 P0 persistence Enabled",
 // ranges where they differ ("SM 1410-1980 MHz"), throttle reasons when
-// any is active.
+// any is active. A lost GPU (its handle failed, or it read "[GPU is
+// lost]") is counted under the name it had and named after the counts
+// ("16x NVIDIA H200, GPU 2 lost"); one whose name was never read counts
+// in the total only ("16 GPUs: 15x NVIDIA H200, GPU 2 lost").
 func gpuSummary(gs []event.GPU) string {
 	if len(gs) == 0 {
 		return "none recorded"
 	}
 	var names []string
+	var lost []int
+	unnamed := false
 	count := map[string]int{}
 	for _, g := range gs {
+		isLost := g.Lost || g.ShowsLost()
+		if isLost {
+			lost = append(lost, g.Index)
+		}
 		n := sanitize.String(g.Name.S)
+		if n == "" && isLost {
+			unnamed = true
+			continue
+		}
 		if n == "" {
 			n = "GPU"
 		}
@@ -87,10 +100,22 @@ func gpuSummary(gs []event.GPU) string {
 		}
 		count[n]++
 	}
-	var parts []string
+	var counts []string
 	for _, n := range names {
-		parts = append(parts, strconv.Itoa(count[n])+"x "+n)
+		counts = append(counts, strconv.Itoa(count[n])+"x "+n)
 	}
+	if len(lost) > 0 {
+		counts = append(counts, "GPU "+compare.IndexRanges(lost)+" lost")
+	}
+	head := strings.Join(counts, ", ")
+	if unnamed {
+		total := strconv.Itoa(len(gs)) + " GPUs: "
+		if len(gs) == 1 {
+			total = "1 GPU: "
+		}
+		head = total + head
+	}
+	parts := []string{head}
 	rng := func(f func(event.GPU) event.Reading) string {
 		lo, hi, ok := 0.0, 0.0, false
 		for _, g := range gs {
