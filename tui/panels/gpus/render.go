@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -226,6 +227,41 @@ const (
 	lostShortNVML = "LOST  GPU is lost (NVML): reboot to recover it"
 )
 
+// The row message of a GPU a sample lists in Missing: through NVML, its
+// handle fails (nvmlDeviceGetHandleByIndex refuses it: the GPU fell off
+// the bus or its driver state is broken); through nvidia-smi, its row did
+// not come. Each is followed by the bus id last read, when one was.
+const (
+	handleLostLong  = "LOST  handle lost: NVML gives no handle for this GPU"
+	handleLostShort = "LOST  handle lost"
+	missingLong     = "LOST  missing from the latest sample"
+)
+
+// missingText is the message of a row missing from the latest sample, with
+// its bus id when known, in the longest form that fits w cells with room
+// for the row's Xid.
+func missingText(r *gpuRow, w int) string {
+	forms := []string{missingLong}
+	if r.handleLost {
+		forms = []string{handleLostLong, handleLostShort}
+	}
+	w -= xidW(r)
+	if r.g.BusID.Status == event.CellOK && r.g.BusID.S != "" {
+		bus := " (bus " + r.g.BusID.S + ")"
+		for _, f := range forms {
+			if style.Width(f+bus) <= w {
+				return f + bus
+			}
+		}
+	}
+	for _, f := range forms {
+		if style.Width(f) <= w {
+			return f
+		}
+	}
+	return forms[len(forms)-1]
+}
+
 // lostText is the message of a row whose GPU reads lost, worded by the
 // sampler of its latest sample, long when it fits w cells with room for
 // the row's Xid.
@@ -277,14 +313,17 @@ func (t *Table) renderRow(r *gpuRow, st *style.Styles) string {
 			x = r.procsS
 		}
 		if r.spanning() && c > colName {
-			// The GPU vanished from nvidia-smi's output, or its cells read
-			// "[GPU is lost]": say so once across the value columns rather
-			// than as LOST in every cell or as its last values.
-			x = cell{"LOST  missing from the latest sample", style.Crit}
+			// The GPU vanished from nvidia-smi's output, NVML gives no
+			// handle for it, or its cells read "[GPU is lost]": say so
+			// once across the value columns rather than as LOST in every
+			// cell or as its last values.
+			x = cell{"", style.Crit}
 			switch {
 			case r.lostWhy != "":
 				x.text = "LOST  " + r.lostWhy
-			case !r.missing:
+			case r.missing:
+				x.text = missingText(r, left)
+			default:
 				x.text = lostText(r, left)
 			}
 			if r.xid.text != "" {
@@ -294,7 +333,7 @@ func (t *Table) renderRow(r *gpuRow, st *style.Styles) string {
 			b.WriteString(paint(cell{style.Truncate(x.text, left), x.tone}))
 			break
 		}
-		if r.lostWhy != "" && c == colIdx {
+		if (r.lostWhy != "" || r.handleLost) && c == colIdx {
 			x.tone = style.Crit
 		}
 		if col(c) == colThrottle {

@@ -43,11 +43,15 @@ type gpuRow struct {
 	cells    [numCols]cell
 	procsS   cell // the procs column's short form (the count)
 	abnormal bool
-	missing  bool   // absent from the latest sample
-	lostWhy  string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
-	xid      cell   // "Xid 79 +1" when the GPU reported Xids (see xidMark), else empty
-	src      string // the sampler (event.GPUSourceMode) when its latest sample came, "" unknown
-	line     string // rendered; "" when it must be redrawn
+	missing  bool // absent from the latest sample
+	// handleLost: the latest sample, through NVML (here or in the agent),
+	// lists the GPU in Missing: NVML gives no handle for it. The row keeps
+	// the index, name and bus id last read, if any.
+	handleLost bool
+	lostWhy    string // a failure naming this GPU's bus id, e.g. "gpu-lost: GPU is lost"
+	xid        cell   // "Xid 79 +1" when the GPU reported Xids (see xidMark), else empty
+	src        string // the sampler (event.GPUSourceMode) when its latest sample came, "" unknown
+	line       string // rendered; "" when it must be redrawn
 }
 
 // spanning reports a row drawn as one message across the value columns
@@ -103,8 +107,10 @@ func cleanText(t event.Text) event.Text {
 
 // ApplySample applies a sample reported at time at (the sample's own
 // time when it has one): its GPUs' rows are filled (sanitised), a GPU it
-// no longer lists reads missing, and a failure is over once the GPU it
-// names reports again (a whole-host one at the next sample that lists GPUs).
+// no longer lists reads missing, a GPU it lists in Missing keeps its row
+// or gets one (its handle fails: the host has it, nothing could be read),
+// and a failure is over once the GPU it names reports again (a whole-host
+// one at the next sample that lists GPUs).
 func (t *Table) ApplySample(s event.GPUSample, at time.Time) {
 	if t.byIdx == nil {
 		t.byIdx = map[int]int{}
@@ -122,31 +128,38 @@ func (t *Table) ApplySample(s event.GPUSample, at time.Time) {
 		g.Name, g.BusID, g.UUID = cleanText(g.Name), cleanText(g.BusID), cleanText(g.UUID)
 		g.PState, g.Persistence = cleanText(g.PState), cleanText(g.Persistence)
 		present[g.Index] = true
-		pos, ok := t.byIdx[g.Index]
-		if !ok {
-			t.rows = append(t.rows, gpuRow{})
-			pos = len(t.rows) - 1
-			t.rows[pos].g.Index = g.Index
-			t.rows[pos].missing = true // forces the first fill below
-			sort.Slice(t.rows, func(a, b int) bool { return t.rows[a].g.Index < t.rows[b].g.Index })
-			for j := range t.rows {
-				t.byIdx[t.rows[j].g.Index] = j
-			}
-			pos = t.byIdx[g.Index]
-		}
-		r := &t.rows[pos]
+		r := &t.rows[t.rowFor(g.Index)]
 		ps := summarizeProcs(s.Apps, &g)
 		if r.g != g || r.procs != ps || r.missing || r.src != t.src {
 			r.g, r.procs, r.src = g, ps, t.src
-			r.missing = false
+			r.missing, r.handleLost = false, false
 			t.fill(r)
 		}
 	}
+	// Through NVML, Missing is the GPUs whose handle NVML refuses; through
+	// nvidia-smi, those whose row did not come (a row read before is kept).
+	listed := make(map[int]bool, len(s.Missing))
+	for _, idx := range s.Missing {
+		if present[idx] || listed[idx] {
+			continue
+		}
+		listed[idx] = true
+		if _, ok := t.byIdx[idx]; !ok {
+			r := &t.rows[t.rowFor(idx)]
+			r.g, r.src = event.AbsentGPU(idx), t.src
+			t.fill(r)
+		}
+	}
+	handle := nvmlMode(t.src)
 	for i := range t.rows {
-		if !present[t.rows[i].g.Index] && !t.rows[i].missing {
-			t.rows[i].missing = true
-			t.rows[i].abnormal = true
-			t.rows[i].line = ""
+		r := &t.rows[i]
+		if present[r.g.Index] {
+			continue
+		}
+		if hl := handle && listed[r.g.Index]; !r.missing || r.handleLost != hl {
+			r.missing, r.handleLost = true, hl
+			r.abnormal = true
+			r.line = ""
 		}
 	}
 	// A failure is over once the GPU it names reports again, or, for a
@@ -163,11 +176,29 @@ func (t *Table) ApplySample(s event.GPUSample, at time.Time) {
 	t.measure()
 }
 
+// rowFor is the position of GPU index's row, a new one (missing, so that
+// the caller fills it) when the table has none.
+func (t *Table) rowFor(index int) int {
+	if pos, ok := t.byIdx[index]; ok {
+		return pos
+	}
+	t.rows = append(t.rows, gpuRow{missing: true})
+	t.rows[len(t.rows)-1].g.Index = index
+	sort.Slice(t.rows, func(a, b int) bool { return t.rows[a].g.Index < t.rows[b].g.Index })
+	for j := range t.rows {
+		t.byIdx[t.rows[j].g.Index] = j
+	}
+	return t.byIdx[index]
+}
+
 // fill formats row r's cells from its sample and its Xids: the Xid leads
 // the throttle column ("Xid 79,sw-power", so a squeezed list keeps it) and
 // colours the index, which every layout shows.
 func (t *Table) fill(r *gpuRow) {
 	r.cells = gpuCells(&r.g)
+	if r.g.Name.Status == event.CellAbsent && r.missing {
+		r.cells[colName] = cell{"?", style.Dim} // never read: its handle failed from the start
+	}
 	r.cells[colProcs], r.procsS = procsCells(r.procs, &r.g)
 	r.xid = t.xidCell(r)
 	if r.xid.text != "" {
