@@ -328,6 +328,28 @@ func TestDemoWithGPUCaptureInTmux(t *testing.T) {
 	s.quit()
 }
 
+// TestDemoHandleLostInTmux: `demo --gpus 16 --fault handle-lost=2`, a
+// GPU whose handle NVML never gives (issue 19, item 6). Its row stays,
+// between GPUs 1 and 3, LOST with "handle lost"; the experiment's GPUs in
+// the x panel count 16, not 15.
+func TestDemoHandleLostInTmux(t *testing.T) {
+	bin := flightdeckBinary(t)
+	s := startTmux(t, 200, 50, bin+" demo --gpus 16 --fault handle-lost=2")
+	lost := regexp.MustCompile(`(?m)^1\s+H200 .*\n2\s+\?\s+LOST  handle lost: NVML gives no handle for this GPU\n3\s+H200 `)
+	s.waitScreen(30*time.Second, func(screen string) string {
+		if n := countGPURows(screen); n != 15 {
+			return fmt.Sprintf("%d GPU rows with values, want 15", n)
+		}
+		if !lost.MatchString(screen) {
+			return "no LOST row for GPU 2 between 1 and 3"
+		}
+		return ""
+	})
+	s.keys("x")
+	s.waitScreen(30*time.Second, has("gpus        16 GPUs: 15x NVIDIA H200, GPU 2 lost"))
+	s.quit()
+}
+
 // TestDemoCleansUpWhenItsPaneCloses: closing the pane (SIGHUP, as when a
 // tmux window is killed or an SSH session to the box drops) removes the
 // simulated host and stops its server, like q does.
