@@ -117,7 +117,9 @@ func TestGitSanitised(t *testing.T) {
 		t.Error("invalid UTF-8 or a C1 control on screen")
 	}
 	scr := plain(m)
-	for _, want := range []string{`evil\xff.py`, "Fix red", "clipboard", "Fast-forward"} {
+	// Escape sequences in names are shown escaped, not stripped: two
+	// different names never look alike (issue 19).
+	for _, want := range []string{`evil\x1b]0;pwn\x07\x1b[2J\xff.py`, `Fix \x1b[31mred`, "clipboard", "Fast-forward"} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("screen lacks %q:\n%s", want, scr)
 		}
