@@ -69,6 +69,13 @@ type SSHOptions struct {
 	// ReconnectMin and ReconnectMax bound the exponential backoff (with
 	// jitter) between redials. Default 250 ms and 30 s.
 	ReconnectMin, ReconnectMax time.Duration
+	// ReconnectRefusedMax caps that backoff while the host refuses
+	// quickly: the last dial failed within a second (connection refused
+	// or reset, no route, a jump host that could not connect), or with
+	// connection refused. A restarted sshd is then reached within this
+	// delay of listening again, where the full backoff would wait up to
+	// ReconnectMax. Default 2 s; at most ReconnectMax.
+	ReconnectRefusedMax time.Duration
 	// MaxSessions caps concurrent sessions (Run and Start) on the one
 	// connection; further calls wait for a slot within their context.
 	// Default 8, below OpenSSH's MaxSessions of 10.
@@ -81,6 +88,7 @@ const (
 	defaultKeepaliveCountMax = 3
 	defaultReconnectMin      = 250 * time.Millisecond
 	defaultReconnectMax      = 30 * time.Second
+	defaultReconnectRefused  = 2 * time.Second
 	defaultMaxSessions       = 8
 )
 
@@ -99,6 +107,7 @@ type SSH struct {
 	opts     SSHOptions // with defaults filled in
 	sem      chan struct{}
 	hub      *stateHub
+	retry    chan struct{} // RetryNow's wake-up for the redial loop; one slot
 
 	life   context.Context // ends at Close
 	cancel context.CancelFunc
@@ -162,6 +171,10 @@ func DialSSH(ctx context.Context, target string, opts SSHOptions) (*SSH, error) 
 	if o.ReconnectMax < o.ReconnectMin {
 		o.ReconnectMax = max(defaultReconnectMax, o.ReconnectMin)
 	}
+	if o.ReconnectRefusedMax <= 0 {
+		o.ReconnectRefusedMax = defaultReconnectRefused
+	}
+	o.ReconnectRefusedMax = min(max(o.ReconnectRefusedMax, o.ReconnectMin), o.ReconnectMax)
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = defaultMaxSessions
 	}
@@ -173,6 +186,7 @@ func DialSSH(ctx context.Context, target string, opts SSHOptions) (*SSH, error) 
 		target: h,
 		auth:   &authSource{noAgent: o.NoAgent, passphrase: o.Passphrase},
 		sem:    make(chan struct{}, o.MaxSessions),
+		retry:  make(chan struct{}, 1),
 	}
 	for _, hop := range h.proxyJump {
 		hc, err := resolveHost(ctx, hop, &o, true)
