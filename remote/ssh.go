@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -61,9 +62,12 @@ type SSHOptions struct {
 	// 15 s.
 	DialTimeout time.Duration
 	// KeepaliveInterval and KeepaliveCountMax: a keepalive request is sent
-	// every interval and the connection is declared dead after CountMax
-	// unanswered ones. Default: ServerAliveInterval / ServerAliveCountMax
-	// from the config, else 5 s and 3.
+	// every interval; one unanswered for an interval, with nothing else
+	// heard from the host meanwhile, makes the state event.NotAnswering,
+	// and CountMax in a row declare the connection dead (it is redialed).
+	// A frozen host is thus shown within 2 intervals and given up within
+	// CountMax+1: 4 s and 8 s by default. Default: ServerAliveInterval /
+	// ServerAliveCountMax from the config, else 2 s and 3.
 	KeepaliveInterval time.Duration
 	KeepaliveCountMax int
 	// ReconnectMin and ReconnectMax bound the exponential backoff (with
@@ -84,7 +88,7 @@ type SSHOptions struct {
 
 const (
 	defaultDialTimeout       = 15 * time.Second
-	defaultKeepaliveInterval = 5 * time.Second
+	defaultKeepaliveInterval = 2 * time.Second
 	defaultKeepaliveCountMax = 3
 	defaultReconnectMin      = 250 * time.Millisecond
 	defaultReconnectMax      = 30 * time.Second
@@ -118,6 +122,7 @@ type SSH struct {
 	ready  chan struct{} // closed while conn is set, or once failed or closed
 	failed error         // permanent failure; no more redials
 	closed bool
+	quiet  bool // conn is not answering (event.NotAnswering)
 }
 
 var (
@@ -131,7 +136,8 @@ type sshConn struct {
 	closers []io.Closer // ProxyJump hop clients (inner first), ssh-agent conns
 	dead    chan struct{}
 	once    sync.Once
-	cause   error // why it ended; valid once dead is closed
+	cause   error         // why it ended; valid once dead is closed
+	heard   *atomic.Int64 // when the target last sent anything (heardConn)
 }
 
 // kill closes the connection once, recording why. dead is closed before
@@ -287,6 +293,7 @@ func (s *SSH) dial(ctx context.Context) (*sshConn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
 	defer cancel()
+	heard := new(atomic.Int64)
 	var prev *ssh.Client
 	for i, h := range hosts {
 		signers := keys[i]
@@ -309,6 +316,9 @@ func (s *SSH) dial(ctx context.Context) (*sshConn, error) {
 		}
 		if err != nil {
 			return fail(fmt.Errorf("remote: dial %s: %w", h.addr(), err))
+		}
+		if i == len(hosts)-1 {
+			conn = heardConn{Conn: conn, last: heard}
 		}
 		// ClientConfig.Timeout does not bound the handshake, and deadlines do
 		// not work on a conn that is a channel of a hop: close it at ctx end.
@@ -339,7 +349,7 @@ func (s *SSH) dial(ctx context.Context) (*sshConn, error) {
 	for i := len(closers) - 1; i >= 0; i-- {
 		ordered = append(ordered, closers[i])
 	}
-	return &sshConn{client: prev, closers: ordered, dead: make(chan struct{})}, nil
+	return &sshConn{client: prev, closers: ordered, dead: make(chan struct{}), heard: heard}, nil
 }
 
 // permanent reports errors that redialing cannot fix.

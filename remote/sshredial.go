@@ -23,7 +23,12 @@ func (s *SSH) manage(c *sshConn) {
 			s.drop(c, fmt.Errorf("connection closed: %w", err))
 		}()
 		go func() {
-			if err := keepalive(kctx, c.client, s.opts.KeepaliveInterval, s.opts.KeepaliveCountMax); err != nil {
+			w := keepaliveWatch{
+				heard:    func() time.Time { return heardAt(c.heard) },
+				quiet:    func(heard, dead time.Time) { s.setQuiet(c, true, heard, dead) },
+				answered: func() { s.setQuiet(c, false, time.Time{}, time.Time{}) },
+			}
+			if err := keepalive(kctx, c.client, s.opts.KeepaliveInterval, s.opts.KeepaliveCountMax, w); err != nil {
 				s.drop(c, err)
 			}
 		}()
@@ -45,10 +50,29 @@ func (s *SSH) drop(c *sshConn, cause error) {
 	s.mu.Lock()
 	if s.conn == c {
 		s.conn = nil
+		s.quiet = false
 		s.ready = make(chan struct{})
 	}
 	s.mu.Unlock()
 	c.kill(cause)
+}
+
+// setQuiet publishes that c, while it is the current connection, stopped
+// answering (event.NotAnswering: last heard from at heard, given up at
+// dead) or answers again (event.Connected). Under s.mu, so that it never
+// follows the Reconnecting of c's drop.
+func (s *SSH) setQuiet(c *sshConn, quiet bool, heard, dead time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != c || s.quiet == quiet {
+		return
+	}
+	s.quiet = quiet
+	st := event.ConnState{Host: s.name, Conn: event.Connected}
+	if quiet {
+		st = event.ConnState{Host: s.name, Conn: event.NotAnswering, Heard: heard, NextTry: dead}
+	}
+	s.hub.set(st, false)
 }
 
 // redial dials with backoff until it succeeds (returning the new
@@ -121,20 +145,31 @@ func refusedQuickly(err error, took time.Duration) bool {
 	return took < quickFailure || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &oce)
 }
 
-// RetryNow cuts the wait before the next redial short: while the
-// connection is down, the next dial starts at once, or as soon as the dial
-// under way fails. It reports whether the connection is being redialed
-// (false while it is up, after Close or after a permanent failure). It
-// does not block.
+// errGivenUp is the cause recorded when RetryNow gives up a connection
+// that is not answering.
+var errGivenUp = errors.New("not answering: given up to redial now")
+
+// RetryNow redials without waiting: while the connection is down, the
+// next dial starts at once (or as soon as the dial under way fails);
+// while it is not answering (event.NotAnswering), it is given up and
+// redialed at once, its commands failing with ErrDisconnected. It reports
+// whether it did either: false while the connection is up and answering,
+// after Close, or after a permanent failure. It does not wait for the
+// dial.
 func (s *SSH) RetryNow() bool {
 	s.mu.Lock()
-	defer s.mu.Unlock() // a successful redial drains the slot under it
-	if s.conn != nil || s.closed || s.failed != nil {
+	c := s.conn
+	if s.closed || s.failed != nil || c != nil && !s.quiet {
+		s.mu.Unlock()
 		return false
 	}
 	select {
-	case s.retry <- struct{}{}:
+	case s.retry <- struct{}{}: // a successful redial drains it under s.mu
 	default: // one is pending already
+	}
+	s.mu.Unlock()
+	if c != nil {
+		s.drop(c, errGivenUp)
 	}
 	return true
 }

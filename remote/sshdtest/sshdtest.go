@@ -22,7 +22,9 @@
 //	})
 //
 // srv.Stop() then srv.Restart() drops every connection (and kills the
-// commands sshd ran) and brings the same host back on the same port.
+// commands sshd ran) and brings the same host back on the same port;
+// srv.Freeze() stops the sshd processes serving the open connections, as a
+// hung host, until the thaw it returns.
 // Commands run in the user's login shell, in the user's home directory.
 //
 // When sshd is not installed the test is skipped, unless the environment

@@ -14,6 +14,12 @@ const (
 	Reconnecting                  // connection lost; redialing with backoff
 	ConnClosed                    // Close was called
 	ConnFailed                    // gave up: an error that retrying cannot fix (host key, auth)
+	// NotAnswering: connected, but a keepalive has gone unanswered for a
+	// whole interval with nothing else heard from the host (a frozen
+	// sshd or host, a stalled link). Commands wait; the connection is
+	// given up and redialed at NextTry unless the host answers first
+	// (then Connected again, on the same connection).
+	NotAnswering
 )
 
 func (s ConnPhase) String() string {
@@ -28,6 +34,8 @@ func (s ConnPhase) String() string {
 		return "closed"
 	case ConnFailed:
 		return "failed"
+	case NotAnswering:
+		return "not answering"
 	}
 	return fmt.Sprintf("ConnState(%d)", uint8(s))
 }
@@ -39,5 +47,10 @@ type ConnState struct {
 	Attempt int       // reconnect attempt number, 0 when connected
 	Err     error     // why the last connection ended or the last dial failed; nil when healthy
 	Since   time.Time // when Conn last changed
-	NextTry time.Time // when the next dial happens (Reconnecting only)
+	// NextTry is when the next dial happens (Reconnecting), or when the
+	// connection is given up if the host stays silent (NotAnswering).
+	NextTry time.Time
+	// Heard is when anything last came from the host: a keepalive reply
+	// or data (NotAnswering only).
+	Heard time.Time `json:",omitzero"`
 }
