@@ -35,6 +35,17 @@ type Host interface {
 	Close() error
 }
 
+// Redialer is a Host whose connection can be redialed on request (SSH).
+type Redialer interface {
+	// RetryNow redials without waiting for the backoff or the keepalive:
+	// at once while the connection is down, after giving it up while it
+	// is not answering (event.NotAnswering). It reports whether it did
+	// either, and does not wait for the dial.
+	RetryNow() bool
+}
+
+var _ Redialer = (*SSH)(nil)
+
 // Process is a command started by Host.Start.
 type Process interface {
 	// Stdout and Stderr are the command's output streams; read both, or the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -370,4 +371,31 @@ func (s *Session) TakeOver(ctx context.Context) error {
 	defer cancel()
 	_, err := a.drv.lock().Acquire(ctx, true)
 	return err
+}
+
+// Connection: the C key.
+
+// ErrNothingToRedial is RetryNow's answer while the connection is up and
+// answering.
+var ErrNothingToRedial = errors.New("the connection is up and answering: nothing to redial")
+
+// RetryNow redials the host without waiting (remote.Redialer): while its
+// connection is down the next dial starts at once; while it is not
+// answering it is given up and redialed. It does not wait for the dial:
+// the event.ConnState events tell how it went. Errors: ErrNotYet before
+// Attach, ErrNothingToRedial, or one saying the host has no connection to
+// redial (local).
+func (s *Session) RetryNow() error {
+	a := s.att.Load()
+	if a == nil {
+		return ErrNotYet
+	}
+	r, ok := a.host.(remote.Redialer)
+	if !ok {
+		return errors.New("this host has no connection to redial")
+	}
+	if !r.RetryNow() {
+		return ErrNothingToRedial
+	}
+	return nil
 }

@@ -137,6 +137,9 @@ func controlUnavailable(m *Model, what string) string {
 // notConnected is "not connected" while the host's connection is down; a
 // session that never reported a connection state (local) counts as up.
 func notConnected(m *Model) string {
+	if m.hasConn && m.conn.Conn == event.NotAnswering {
+		return "the host is not answering"
+	}
 	if m.hasConn && m.conn.Conn != event.Connected {
 		return "not connected"
 	}

@@ -152,6 +152,8 @@ func (m *Model) act(b *component.Binding) (tea.Model, tea.Cmd) {
 	case &k.Since:
 		m.showHelp = false
 		m.overlay.Push(newSinceDialog(*m.since.c, m.now))
+	case &k.Redial:
+		return m, m.redialNow()
 	case &k.Experiment:
 		if id := m.exp.Pending(); id != "" && m.exp.Ledger().Find(id) != nil {
 			m.showHelp = false

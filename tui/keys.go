@@ -54,6 +54,9 @@ type KeyMap struct {
 	// Since lists what changed on the host since the last session
 	// recorded for it (the banner's changes, in full).
 	Since component.Binding
+	// Redial redials the host now while its connection is reconnecting
+	// or not answering (Options.Link).
+	Redial component.Binding
 }
 
 // logCovered is why the log is not on screen: a panel shown in its place
@@ -93,6 +96,7 @@ func DefaultKeyMap() KeyMap {
 		Axis:        footer(bind("view", "z", "axis", "z")),
 		TakeOver:    bind("actions", "T", "take over", "T"),
 		Since:       bind("host", "H", "host changes", "H"),
+		Redial:      bind("host", "C", "redial now", "C"),
 	}
 	// What is hard to take back asks first (a component.Confirm; the git
 	// panel's keys are marked by the panel).
@@ -106,6 +110,7 @@ func DefaultKeyMap() KeyMap {
 	k.TakeOver.Long = "take over from the cockpit that drives the host (asks first)"
 	k.Axis.Long = "tok/s axis: baseline/auto/zero"
 	k.Since.Long = "host changes since your last session here: what changed, in full"
+	k.Redial.Long = "redial now: while reconnecting, or while the host is not answering"
 	expBindings(&k)
 	return k
 }
@@ -123,6 +128,7 @@ func (m *Model) wireKeys() {
 	k.Note.Disabled = why(expUnavailable("a note"))
 	k.Git.Disabled = m.git.Unavailable
 	k.Since.Disabled = m.since.Unavailable
+	k.Redial.Disabled = why(redialUnavailable)
 }
 
 // all lists the cockpit's bindings in help order, its panels' among them
@@ -139,7 +145,7 @@ func (m *Model) all() []*component.Binding {
 	out = append(out, &k.TakeOver)
 	out = append(out, m.git.Bindings()...)
 	out = append(out, m.bis.Bindings()...)
-	return append(out, &k.Since)
+	return append(out, &k.Since, &k.Redial)
 }
 
 // matchOrder lists the bindings in the order a key is matched: the

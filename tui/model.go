@@ -143,6 +143,11 @@ type Options struct {
 	// event.DriverState events drive the header, the banners and what the
 	// keys that act do, either way.
 	Driver DriverControl
+	// Link redials the host's connection behind C, while it is
+	// reconnecting or not answering (its call runs in a tea.Cmd and does
+	// not wait for the dial); nil: C says it cannot. event.ConnState
+	// events drive the header either way.
+	Link LinkControl
 	// Bisect runs the bisects started from a compare view (b) or the git
 	// panel (I), in tea.Cmds under the context Control's do; X cancels
 	// the one running (asked first). nil: those keys say why they cannot.

@@ -52,6 +52,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		} else if m.status == "taking over ..." {
 			m.status = "" // the lock's note says whose it was
 		}
+	case RetryResultMsg:
+		m.redialResult(msg)
 	case GitRefreshMsg, GitActionMsg, GitLogMsg, GitPreviewMsg, GitSnapshotsMsg:
 		return m, m.gitResult(msg)
 	case ExperimentStartedMsg, ExperimentEndedMsg, ExperimentUpdatedMsg, NoteSavedMsg, BaselineMsg:

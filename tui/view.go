@@ -418,9 +418,21 @@ func (m *Model) connSeg() seg {
 				t += ", dialing"
 			}
 		}
-		t += ")"
+		t += m.redialHint() + ")"
 		if why := briefErr(c.Err); why != "" {
 			t += ": " + why
+		}
+		return seg{text: t, short: short, tone: style.Warn}
+	case event.NotAnswering:
+		// A frozen host or a stalled link: how long it has been silent,
+		// and when the connection is given up.
+		t := "not answering"
+		if !c.Heard.IsZero() && !m.now.IsZero() && m.now.After(c.Heard) {
+			t += " for " + style.ShortDur(m.now.Sub(c.Heard))
+		}
+		short := t
+		if !c.NextTry.IsZero() && !m.now.IsZero() && c.NextTry.After(m.now) {
+			t += " (redial in " + style.ShortDur(c.NextTry.Sub(m.now)) + m.redialHint() + ")"
 		}
 		return seg{text: t, short: short, tone: style.Warn}
 	case event.ConnFailed:

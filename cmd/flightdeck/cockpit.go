@@ -63,7 +63,7 @@ func (f lockFlags) driving() sessions.DriverOptions {
 // checkout (hasRepo); experiments, notes, the baseline and the repeat with
 // a journal; the bisect with both.
 func cockpitOptions(o tui.Options, s *sessions.Session, hasRepo bool) tui.Options {
-	o.Control, o.Bench, o.Driver = s, s, s
+	o.Control, o.Bench, o.Driver, o.Link = s, s, s, s
 	if hasRepo {
 		o.Git = s
 	}
