@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -164,16 +163,7 @@ func TestSSHRunAndStart(t *testing.T) {
 	t.Run("start stopped by close and ctx", func(t *testing.T) {
 		for _, how := range []string{"close", "ctx"} {
 			pctx, cancel := context.WithCancel(ctx)
-			p, err := h.Start(pctx, "while :; do echo tick; sleep 0.05; done")
-			if err != nil {
-				t.Fatal(err)
-			}
-			go io.Copy(io.Discard, p.Stderr())
-			r := bufio.NewReader(p.Stdout())
-			if line, err := r.ReadString('\n'); line != "tick\n" {
-				t.Fatalf("read %q %v", line, err)
-			}
-			go io.Copy(io.Discard, r)
+			p := startTicking(t, pctx, h, "0.05")
 			want := ErrClosed
 			if how == "close" {
 				p.Close()

@@ -31,16 +31,7 @@ func TestSSHFrozenSSHDShownAndRedialed(t *testing.T) {
 	states := h.Watch(t.Context())
 	<-states
 
-	p, err := h.Start(context.Background(), "while :; do echo tick; sleep 0.1; done")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	if line, err := r.ReadString('\n'); line != "tick\n" {
-		t.Fatalf("read %q %v", line, err)
-	}
-	go io.Copy(io.Discard, r)
+	p := startTicking(t, context.Background(), h, "0.1")
 
 	frozen := time.Now()
 	thaw := srv.Freeze()
@@ -166,4 +157,21 @@ func TestSSHRetryNowWhileNotAnswering(t *testing.T) {
 	if res, err := h.Run(context.Background(), "echo alive", nil); err != nil || string(res.Stdout) != "alive\n" {
 		t.Errorf("Run after RetryNow: %q %v", res.Stdout, err)
 	}
+}
+
+// startTicking starts a loop that prints "tick" every period seconds on
+// h, waits for the first tick and drains the rest.
+func startTicking(t *testing.T, ctx context.Context, h Host, period string) Process {
+	t.Helper()
+	p, err := h.Start(ctx, "while :; do echo tick; sleep "+period+"; done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stderr())
+	r := bufio.NewReader(p.Stdout())
+	if line, err := r.ReadString('\n'); line != "tick\n" {
+		t.Fatalf("read %q %v", line, err)
+	}
+	go io.Copy(io.Discard, r)
+	return p
 }

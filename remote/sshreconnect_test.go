@@ -1,14 +1,12 @@
 package remote
 
 import (
-	"bufio"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -32,16 +30,7 @@ func TestSSHReconnect(t *testing.T) {
 		t.Fatalf("first state %+v", s)
 	}
 
-	p, err := h.Start(ctx, "while :; do echo tick; sleep 0.1; done")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	if line, err := r.ReadString('\n'); line != "tick\n" {
-		t.Fatalf("read %q %v", line, err)
-	}
-	go io.Copy(io.Discard, r)
+	p := startTicking(t, ctx, h, "0.1")
 
 	srv.Stop()
 	if err := waitErr(t, p); !errors.Is(err, ErrDisconnected) {
@@ -238,20 +227,11 @@ func TestSSHKeepaliveDetectsFrozenPeer(t *testing.T) {
 	h := dialTest(t, srv.User()+"@"+proxyAddr, opts)
 	states := h.Watch(t.Context())
 
-	p, err := h.Start(context.Background(), "while :; do echo tick; sleep 0.05; done")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, p.Stderr())
-	r := bufio.NewReader(p.Stdout())
-	if line, err := r.ReadString('\n'); line != "tick\n" {
-		t.Fatalf("read %q %v", line, err)
-	}
-	go io.Copy(io.Discard, r)
+	p := startTicking(t, context.Background(), h, "0.05")
 
 	start := time.Now()
 	proxy.freeze()
-	err = waitErr(t, p)
+	err := waitErr(t, p)
 	if !errors.Is(err, ErrDisconnected) || !errors.Is(err, errKeepaliveTimeout) {
 		t.Fatalf("Wait = %v, want ErrDisconnected from a keepalive timeout", err)
 	}

@@ -3,25 +3,19 @@ package sanitize
 import "strings"
 
 // All returns a sanitised copy of ss (String on each); nil for nil.
-func All(ss []string) []string {
-	if ss == nil {
-		return nil
-	}
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = String(s)
-	}
-	return out
-}
+func All(ss []string) []string { return each(ss, String) }
 
 // Names returns a copy of ss with Name applied to each; nil for nil.
-func Names(ss []string) []string {
+func Names(ss []string) []string { return each(ss, Name) }
+
+// each returns a copy of ss with f applied to each; nil for nil.
+func each(ss []string, f func(string) string) []string {
 	if ss == nil {
 		return nil
 	}
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = Name(s)
+		out[i] = f(s)
 	}
 	return out
 }
