@@ -472,7 +472,10 @@ func (x *expander) path(f, what string) (string, error) {
 // UserKnownHostsFile=): a relative path is the working directory's, as
 // with ssh, not the home directory's as in a config file.
 func (x *expander) optionPath(f, what string) (string, error) {
-	if f != "" && !filepath.IsAbs(f) && !strings.HasPrefix(f, "~") {
+	if f == "" {
+		return "", fmt.Errorf("remote: %s: an empty path", what)
+	}
+	if !filepath.IsAbs(f) && !strings.HasPrefix(f, "~") {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			return "", fmt.Errorf("remote: %s %q: %w", what, f, err)

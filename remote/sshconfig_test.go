@@ -184,6 +184,10 @@ func TestResolveOptionsOverride(t *testing.T) {
 				!reflect.DeepEqual(h.userKnownHosts, []string{filepath.Join(wd, "kh")}) {
 				t.Errorf("relative -i: got %+v, want under %s", h, wd)
 			}
+			_, err = resolveHost(context.Background(), "x", &SSHOptions{ConfigFile: cfg, HomeDir: home, DisableSSHG: disable, IdentityFiles: []string{""}}, false)
+			if err == nil || !strings.Contains(err.Error(), "empty path") {
+				t.Errorf("-i '': err = %v, want an empty path refused", err)
+			}
 		})
 	}
 }

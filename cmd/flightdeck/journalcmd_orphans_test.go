@@ -46,4 +46,13 @@ func TestJournalShowReportsAnExperimentWhoseStartIsGarbled(t *testing.T) {
 	if strings.Contains(out, "\ne2  nccl") {
 		t.Errorf("e2 is in the table without its start:\n%s", out)
 	}
+	md, _, err := runCLI(t, nil, "journal", "export", file, "--format", "md", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md, "exp-start line is missing") || !strings.Contains(md, "> - e2: exp-fingerprint, note, exp-end; commit `1a2b3c4`; ended: 89.0") {
+		t.Errorf("the md export does not warn of e2:\n%s", md)
+	}
+	_, errOut, err := runCLI(t, nil, "journal", "show", file, "e2", "--dir", dir)
+	wantRefused(t, errOut, err, "experiment e2: its exp-start line in "+file+" is missing")
 }

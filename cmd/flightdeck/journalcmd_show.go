@@ -86,6 +86,12 @@ func runJournalShow(cmd *cobra.Command, arg, exp string, f journalShowFlags) err
 	var x *ledger.Experiment
 	if exp != "" {
 		if x = r.Ledger.Find(exp); x == nil {
+			for _, o := range r.Ledger.Orphans() {
+				if o.ID == exp {
+					return refusedf("experiment %s: its exp-start line in %s is missing (garbled or lost): flightdeck journal show %s lists what its other records kept",
+						sanitize.Name(exp), lj.path, lj.path)
+				}
+			}
 			return refusedf("experiment %s: not in %s (have %s)", exp, lj.path, r.ExpList())
 		}
 	}

@@ -128,6 +128,7 @@ func (m *mdWriter) title(r *Report, opts ReportOptions) {
 
 func (m *mdWriter) table(r *Report, exps []ledger.Experiment, base *ledger.Experiment) {
 	m.f("## Experiments\n\n")
+	m.orphans(r)
 	if len(exps) == 0 {
 		m.f("No experiments were recorded.\n\n")
 		return
@@ -330,4 +331,27 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// orphans warns of the experiments whose exp-start the journal lacks (a
+// garbled or lost line), with what their other records kept; nothing when
+// there are none.
+func (m *mdWriter) orphans(r *Report) {
+	orphans := r.Ledger.Orphans()
+	if len(orphans) == 0 {
+		return
+	}
+	m.f("> **Warning:** the journal has records of experiments whose exp-start line is missing (garbled or lost); they are not in the table:\n")
+	for i := range orphans {
+		o := &orphans[i]
+		m.f("> - %s: %s", mdCell(o.ID), mdCell(strings.Join(o.Records, ", ")))
+		if c := o.Commit(); c != "" {
+			m.f("; commit %s", mdCode(git.ShortID(sanitize.OneLine(c))))
+		}
+		if !o.Open() {
+			m.f("; ended: %s", mdCell(FormatResult(o.Result)))
+		}
+		m.f("\n")
+	}
+	m.f("\n")
 }
