@@ -8,7 +8,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 .PHONY: test demo build bench vet gpu-check-bins
 
 test: vet
-	$(GO) test -race -count=1 -timeout 15m -parallel 4 ./...
+	$(GO) test -race -count=1 -timeout 18m -parallel 4 ./...
 	# Without cgo NVML is unavailable, and says so.
 	CGO_ENABLED=0 $(GO) test -count=1 ./probes/gpu/nvml/
 
