@@ -62,20 +62,7 @@ func dialTest(t *testing.T, target string, opts SSHOptions) *SSH {
 // waitState reads ch until a state satisfies ok, or fails after 10 s.
 func waitState(t *testing.T, ch <-chan event.ConnState, what string, ok func(event.ConnState) bool) event.ConnState {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case s, open := <-ch:
-			if !open {
-				t.Fatalf("watch closed while waiting for %s", what)
-			}
-			if ok(s) {
-				return s
-			}
-		case <-deadline:
-			t.Fatalf("no %s state within 10s", what)
-		}
-	}
+	return nextState(t, ch, 10*time.Second, what, ok)
 }
 
 // waitErr waits for p.Wait, failing after 10 s.
