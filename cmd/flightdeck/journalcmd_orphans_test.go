@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
 // A garbled exp-start line loses that experiment from the table, but
@@ -52,6 +55,18 @@ func TestJournalShowReportsAnExperimentWhoseStartIsGarbled(t *testing.T) {
 	}
 	if !strings.Contains(md, "exp-start line is missing") || !strings.Contains(md, "> - e2: exp-fingerprint, note, exp-end; commit `1a2b3c4`; ended: 89.0") {
 		t.Errorf("the md export does not warn of e2:\n%s", md)
+	}
+	js, _, err := runCLI(t, nil, "journal", "export", file, "--format", "json", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.JSONReport
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Orphans) != 1 || doc.Orphans[0].ID != "e2" || !strings.HasPrefix(doc.Orphans[0].Commit, "1a2b3c4") ||
+		doc.Orphans[0].Result == nil || doc.Orphans[0].Result.N != 20 || doc.Orphans[0].EndedBy != "relaunch" {
+		t.Errorf("the json export's orphans: %+v", doc.Orphans)
 	}
 	_, errOut, err := runCLI(t, nil, "journal", "show", file, "e2", "--dir", dir)
 	wantRefused(t, errOut, err, "experiment e2: its exp-start line in "+file+" is missing")

@@ -43,6 +43,23 @@ type JSONReport struct {
 	// GPUEvents are the Xids and sampling-path changes
 	// (Report.GPUEvents); absent when none.
 	GPUEvents []JSONGPUEvent `json:"gpu_events,omitempty"`
+	// Orphans are the experiments whose exp-start line the journal lacks
+	// (garbled or lost), with what their other records kept
+	// (ledger.Orphans); absent when none. They are not in Experiments.
+	Orphans []JSONOrphan `json:"orphans,omitempty"`
+}
+
+// JSONOrphan is one ledger.Orphan.
+type JSONOrphan struct {
+	ID      string   `json:"id"`
+	Records []string `json:"records"` // the kinds of its records, in order of first appearance
+	FirstS  float64  `json:"first_s"` // its first record, seconds since the journal began
+	Commit  string   `json:"commit,omitempty"`
+	Profile string   `json:"profile,omitempty"`
+	// EndedBy, EndedS and Result are its exp-end's, absent without one.
+	EndedBy event.Trigger           `json:"ended_by,omitempty"`
+	EndedS  *float64                `json:"ended_s,omitempty"`
+	Result  *event.ExperimentResult `json:"result,omitempty"`
 }
 
 // JSONGPUEvent is one GPUEvent.
@@ -252,6 +269,14 @@ func BuildJSON(r *Report, opts ReportOptions) (*JSONReport, error) {
 	note := func(n ledger.TimedNote) JSONNote { return JSONNote{At: n.At, T: secs(n.At), Exp: n.Exp, Text: n.Text} }
 	for _, n := range r.Ledger.Notes() {
 		doc.Notes = append(doc.Notes, note(n))
+	}
+	for _, o := range r.Ledger.Orphans() {
+		j := JSONOrphan{ID: o.ID, Records: o.Records, FirstS: secs(o.First), Commit: o.Commit(), Profile: o.Profile()}
+		if !o.Open() {
+			s, res := secs(o.Ended), o.Result
+			j.EndedBy, j.EndedS, j.Result = o.EndedBy, &s, &res
+		}
+		doc.Orphans = append(doc.Orphans, j)
 	}
 	exps := r.Ledger.Experiments()
 	for i := range exps {
