@@ -113,6 +113,9 @@ type Runner struct {
 	MinStale time.Duration
 	Now      func() time.Time // default time.Now
 
+	// tool is the install outcome for AgentCommand.
+	tool toolState
+
 	// retryFirst and retryMax are the backoff of the agent's retries
 	// beside the fallback (default 30 s doubling to 5 min); a test seam.
 	retryFirst, retryMax time.Duration
@@ -201,6 +204,7 @@ func (r *Runner) Run(ctx context.Context, sink event.Sink) error {
 	}
 	run := &runState{r: r, c: c, out: sink, fb: fb}
 	if err != nil {
+		r.tool.settle(installed{}, c, err, true)
 		return run.fallback(ctx, err.Error())
 	}
 	conn := watchConn(ctx, r.Host)
@@ -330,13 +334,16 @@ func (s *runState) attempt(ctx context.Context, conn *atomic.Value) outcome {
 	case ctx.Err() != nil:
 		return outcome{}
 	case errors.As(err, new(fallbackReason)):
+		s.r.tool.settle(installed{}, s.c, err, true)
 		return outcome{reason: err.Error()}
 	case errors.As(err, new(transientReason)):
+		s.r.tool.settle(installed{}, s.c, err, false)
 		return outcome{reason: err.Error(), retry: true}
 	case err != nil:
 		// The connection dropped during the install.
 		return outcome{}
 	}
+	s.r.tool.settle(inst, s.c, nil, false)
 	// The host answered: an agent left behind by a lost connection can
 	// be killed now, before another starts.
 	s.killOrphan(ctx)
