@@ -129,16 +129,45 @@ func (l *Live) now() time.Time {
 // required (--sampler agent) a fallback is still taken, since a cockpit
 // without GPU samples helps nobody, and the header says why.
 func (l *Live) runAgent(ctx context.Context, smi *gpu.Sampler) error {
-	r := &agent.Runner{
-		Host:     l.cfg.Host,
-		Interval: l.cfg.Interval,
-		PCIe:     l.cfg.GPUPCIe,
-		Binary:   l.cfg.AgentBinary,
-		Version:  l.cfg.AgentVersion,
-		CacheDir: l.cfg.AgentCacheDir,
-		Fallback: smi,
-		MinStale: agentMinStale,
-		Now:      l.cfg.Now,
+	r, ok := l.agent.(*agent.Runner)
+	if !ok {
+		return errors.New("sessions: no agent runner for this host")
 	}
+	r.Fallback = smi
 	return r.Run(ctx, l.Sink)
+}
+
+// newAgent returns the agent.Runner that runGPU will run (over SSH, unless
+// --sampler nvidia-smi or nvml), which is also the host's remote.Agent for
+// the watchers; otherwise a remote.Agent that has none, saying why.
+func (l *Live) newAgent() remote.Agent {
+	cfg := &l.cfg
+	mode, err := ParseGPUMode(string(cfg.GPU))
+	switch {
+	case err != nil:
+		return noAgent{err.Error()}
+	case cfg.Host == nil:
+		return noAgent{"no host"}
+	case cfg.isLocal():
+		return noAgent{"the cockpit runs on the host itself"}
+	case mode == GPUNvidiaSMI || mode == GPUNVML:
+		return noAgent{"--sampler " + string(mode) + " runs no agent"}
+	}
+	return &agent.Runner{
+		Host:     cfg.Host,
+		Interval: cfg.Interval,
+		PCIe:     cfg.GPUPCIe,
+		Binary:   cfg.AgentBinary,
+		Version:  cfg.AgentVersion,
+		CacheDir: cfg.AgentCacheDir,
+		MinStale: agentMinStale,
+		Now:      cfg.Now,
+	}
+}
+
+// noAgent is the remote.Agent of a Live that runs none.
+type noAgent struct{ why string }
+
+func (n noAgent) AgentCommand(context.Context, ...string) (string, error) {
+	return "", fmt.Errorf("%w: %s", remote.ErrNoAgent, n.why)
 }

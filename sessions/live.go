@@ -97,6 +97,9 @@ type Live struct {
 	follow  chan followReq
 	cur     string // log path followed (guarded by mu)
 	health  chan struct{}
+	// agent starts the host-side watchers (remote.Agent): the GPU agent's
+	// Runner when the GPUs are sampled through it, else one that has none.
+	agent remote.Agent
 }
 
 // NewLive prepares a Live; call Run. When cfg.Control is set, its Publish
@@ -110,6 +113,7 @@ func NewLive(cfg LiveConfig, sink event.Sink) *Live {
 		cfg.LogBacklog = DefaultLogBacklog
 	}
 	l := &Live{cfg: cfg, out: sink, follow: make(chan followReq, 1), cur: cfg.LogPath, health: make(chan struct{}, 1)}
+	l.agent = l.newAgent()
 	if c := cfg.Control; c != nil {
 		if c.Publish == nil {
 			c.Publish = l.Sink
