@@ -78,8 +78,17 @@ and with --watch-stdin when stdin reaches its end.`,
 	fl.BoolVar(&f.noApps, "no-apps", false, "do not read per-process GPU memory")
 	fl.BoolVar(&f.once, "once", false, "print the hello line and one sample, then exit")
 	fl.BoolVar(&f.watchStdin, "watch-stdin", false, "exit when stdin reaches its end (for callers that hold it open)")
+	for _, sub := range agentSubcommands {
+		cmd.AddCommand(sub())
+	}
 	return cmd
 }
+
+// agentSubcommands are the constructors of `flightdeck agent`'s
+// subcommands: the host-side watchers the cockpit runs through
+// remote.Agent (issue 20). Each registers itself from an init function
+// in its own file, so that adding one touches no other.
+var agentSubcommands []func() *cobra.Command
 
 // runAgent runs the agent until ctx ends, the output breaks or (with
 // watchStdin) stdin ends. An unavailable NVML returns exitCode(3) after
