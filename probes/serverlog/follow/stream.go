@@ -129,6 +129,7 @@ var (
 		"using polling mode", "using notification mode", "using blocking mode",
 		"directory containing watched file was removed",
 		"cannot watch ", // "cannot watch parent directory of 'x'", "cannot watch 'x'": tail polls instead
+		keepaliveText,   // StreamFile's (the agent's), never tail's
 	}
 )
 
