@@ -43,11 +43,43 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxBatch is the most lines one event.LogLines carries (default 2048).
 	MaxBatch int
-	// CheckInterval is the least time between two content checks (see
-	// Follower), default 250 ms: while lines keep coming, they are
-	// delivered at most this much (plus a round trip) after tail read them.
+	// CheckInterval is the least time between two content checks in
+	// CheckStrict (see Follower), default 250 ms: while lines keep coming,
+	// they are delivered at most this much (plus a round trip) after tail
+	// read them.
 	CheckInterval time.Duration
+	// Check is when tail's batches are checked against the file (see
+	// Follower): CheckStrict, the zero value, before each is delivered;
+	// CheckLazy after, at most every LazyInterval. Not used on the agent
+	// path: the agent checks on the host, in-process.
+	Check CheckMode
+	// LazyInterval is the least time between two checks in CheckLazy
+	// (default 30 s: at most 2 processes a minute on the host).
+	LazyInterval time.Duration
+	// Agent, when set, follows with `flightdeck agent follow` on the host
+	// (StreamFile) instead of tail: no content checks from here, no
+	// process on the host while it runs. When AgentCommand says
+	// remote.ErrNoAgent, tail is used, and the agent asked again at the
+	// next restart.
+	Agent remote.Agent
+	// AgentWait is how long the first start waits for Agent's install to
+	// settle (default 5 s) before it starts tail; the Follower switches
+	// to the agent when it settles later.
+	AgentWait time.Duration
 }
+
+// CheckMode says when the Follower compares tail's batches with the file.
+type CheckMode uint8
+
+const (
+	// CheckStrict delivers a batch that continues the file only after a
+	// content check (one dd at most every CheckInterval while lines
+	// arrive): every line exactly once, even when tail misses a rewrite.
+	CheckStrict CheckMode = iota
+	// CheckLazy delivers at once and checks at most every LazyInterval
+	// after lines were delivered; see Follower for what it gives up.
+	CheckLazy
+)
 
 // Follower follows one log file on a host, like `tail -F`, and survives
 // dropped connections, truncation and rotation without losing or repeating
@@ -130,6 +162,12 @@ type Follower struct {
 	// connection) until it delivers checked lines: a reset found then
 	// happened while the log was not watched.
 	unwatched bool
+	strict    bool // the current run is tail's in CheckStrict
+	// CheckLazy: the offset last found to hold the bytes delivered before
+	// it (0: none yet), and those bytes.
+	lazyAt     int64
+	lazyAnchor []byte
+	agent      agentState
 }
 
 // New returns a Follower of path on host that reports to sink. It
@@ -146,6 +184,12 @@ func New(host remote.Host, path string, sink event.Sink, opts Options) *Follower
 	}
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = 250 * time.Millisecond
+	}
+	if opts.LazyInterval <= 0 {
+		opts.LazyInterval = 30 * time.Second
+	}
+	if opts.AgentWait <= 0 {
+		opts.AgentWait = 5 * time.Second
 	}
 	f := &Follower{host: host, path: path, sink: sink, opts: opts, marker: nonceMarker()}
 	if opts.Backlog <= 0 {
@@ -187,12 +231,16 @@ func (f *Follower) Run(ctx context.Context) error {
 	if _, err := remote.Quote(f.path); err != nil {
 		return fmt.Errorf("serverlog: follow %q: %w", f.path, err)
 	}
+	if f.opts.Agent != nil {
+		defer f.waitAgent(ctx)()
+	}
 	backoff := f.opts.MinBackoff
 	var inode uint64
 	haveInode := false
 	skipFirst := false // Backlog: drop the partial first line
 	first := true
 	for {
+		useAgent := f.agentUsable(ctx, first)
 		st, err := f.stat(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -225,7 +273,8 @@ func (f *Follower) Run(ctx context.Context) error {
 			case st.size < off:
 				f.reset("truncated")
 			}
-			if f.Offset() > 0 && !f.anchorHolds(ctx) {
+			// The agent compares the anchor itself, at its first read.
+			if f.Offset() > 0 && !useAgent && !f.anchorHolds(ctx) {
 				f.reset("truncated")
 				skipFirst = false
 			}
@@ -237,11 +286,24 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 		first = false
 
-		res := f.follow(ctx, skipFirst)
+		res := f.follow(ctx, skipFirst, useAgent)
 		f.unwatched = true // until the next run delivers checked lines
 		skipFirst = skipFirst && !res.skipped
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if !useAgent {
+			f.agent.broken = false // ask the agent again now
+		}
+		if res.reset {
+			// The stream said the file was replaced or rewritten: the
+			// inode from before is not the file's any more.
+			haveInode = false
+		}
+		if res.switched {
+			// The agent came after tail started: restart with it.
+			backoff = f.opts.MinBackoff
+			continue
 		}
 		if res.restarted {
 			// A content check found the file rewritten; Reset is out.
@@ -315,6 +377,8 @@ func (f *Follower) statPath(ctx context.Context, path string) (fileStat, error) 
 // followResult is how one run of tail ended.
 type followResult struct {
 	restarted bool // a content check found the file rewritten: Reset is out, start again at 0
+	switched  bool // the agent is ready: start it in tail's place
+	reset     bool // a Reset from the stream (tail's or the agent's message) was delivered
 	healthy   bool // it delivered data or ran long enough to reset the backoff
 	skipped   bool // the Backlog's partial first line was dropped
 	err       error
@@ -342,19 +406,33 @@ func (f *Follower) tailCommand(off int64) (string, error) {
 		`exec "` + string(f.marker) + `${p#/}" -c +` + strconv.FormatInt(off+1, 10) + ` -F -- ` + q + ` 2>&1`, nil
 }
 
-// follow runs one tail from the current offset until its stream ends or a
-// content check restarts it.
-func (f *Follower) follow(ctx context.Context, skipFirst bool) followResult {
-	cmd, err := f.tailCommand(f.Offset())
+// follow runs one tail (or the agent) from the current offset until its
+// stream ends or a content check restarts it.
+func (f *Follower) follow(ctx context.Context, skipFirst, useAgent bool) followResult {
+	var cmd string
+	var err error
+	if useAgent {
+		cmd, err = f.agentCommand(ctx)
+	} else {
+		cmd, err = f.tailCommand(f.Offset())
+	}
 	if err != nil {
 		return followResult{err: err}
 	}
+	f.strict = !useAgent && f.opts.Check == CheckStrict
+	lazy := !useAgent && f.opts.Check == CheckLazy
 	started := time.Now()
 	proc, err := f.host.Start(ctx, cmd)
 	if err != nil {
 		return followResult{err: err}
 	}
-	src := newChunkSource(proc.Stdout())
+	stdout := proc.Stdout()
+	var launch *launchLine
+	if useAgent {
+		launch = &launchLine{r: stdout}
+		stdout = launch
+	}
+	src := newChunkSource(stdout)
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
@@ -374,15 +452,28 @@ func (f *Follower) follow(ctx context.Context, skipFirst bool) followResult {
 	}
 	var batch []byte // what tail sent that is not delivered yet
 	var lastCheck time.Time
+	w := f.newRunWatch(useAgent, lazy, started)
+	defer w.stop()
+	if lazy {
+		f.lazyMark() // the restart's check found the bytes before the offset to hold
+	}
 	for {
 		data, end := src.take()
+		if len(data) > 0 {
+			w.heard()
+		}
 		batch = append(batch, data...)
 		if len(batch) > 0 && end == nil {
 			p := f.process(st, batch)
 			switch {
 			case !p.needsCheck:
+				before := f.Offset()
 				st = f.commit(p, &res)
 				batch = batch[:0]
+				if lazy && f.Offset() != before {
+					f.lazyMark()
+					w.delivered()
+				}
 			case time.Since(lastCheck) < f.opts.CheckInterval:
 				// Let more arrive; it is checked with this.
 				if !ctxwait.Sleep(ctx, f.opts.CheckInterval-time.Since(lastCheck)) {
@@ -433,10 +524,28 @@ func (f *Follower) follow(ctx context.Context, skipFirst bool) followResult {
 		case <-ctx.Done():
 			return res
 		case <-src.ready:
+		case <-w.agentReady:
+			if w.agentCame() {
+				res.switched = true
+				return res
+			}
+		case <-w.lazyC:
+			if f.lazyCheck(ctx, w) {
+				f.reset("rewritten")
+				res.restarted = true
+				return res
+			}
+		case <-w.silentC:
+			res.err = fmt.Errorf("agent follow: nothing heard for %v", agentSilence)
+			return res
 		}
 	}
-	if werr := proc.Wait(); res.err == nil {
+	werr := proc.Wait()
+	if res.err == nil {
 		res.err = werr
+	}
+	if launch != nil {
+		f.agentEnded(launch, res.err)
 	}
 	res.skipped = res.skipped || st.rd.skipped
 	res.healthy = res.healthy || time.Since(started) >= healthyAfter
@@ -480,6 +589,7 @@ func (f *Follower) reset(reason string) {
 	}
 	f.offset.Store(0)
 	f.anchor = nil
+	f.lazyAt, f.lazyAnchor = 0, nil
 	f.emit(r)
 }
 

@@ -113,7 +113,7 @@ func (f *Follower) process(st streamState, batch []byte) processed {
 		}
 	})
 	p.state = st
-	p.needsCheck = linesBefore && !resetSeen && p.at > 0 && len(p.anchor) > 0 && !f.noCheck
+	p.needsCheck = f.strict && linesBefore && !resetSeen && p.at > 0 && len(p.anchor) > 0 && !f.noCheck
 	return p
 }
 
@@ -134,6 +134,7 @@ func (f *Follower) commit(p processed, res *followResult) streamState {
 		case op.reset != "":
 			f.reset(op.reset)
 			res.skipped = true // the cut line of the old content is gone with it
+			res.reset = true
 		case op.err != "":
 			f.emitError(op.err, 0)
 		}
@@ -164,4 +165,47 @@ func (f *Follower) check(ctx context.Context, p processed) (checkResult, error) 
 		return checkStale, nil
 	}
 	return checkChanged, nil
+}
+
+// lazyCheck is CheckLazy's check (see Follower): one dd compares the
+// file's bytes before lazyAt with those delivered there. It reports
+// whether they differ: the file was rewritten since those bytes were
+// read, and lines delivered since may be the new file's, read at the old
+// offset. When they hold, the current offset becomes lazyAt: all that was
+// delivered up to it was read before this check, from the same file.
+func (f *Follower) lazyCheck(ctx context.Context, w *runWatch) bool {
+	w.lazyC, w.lastLazy = nil, time.Now()
+	if f.noCheck {
+		return false
+	}
+	cur, curAnchor := f.Offset(), bytes.Clone(f.anchor)
+	at, anchor := f.lazyAt, f.lazyAnchor
+	if at <= 0 || len(anchor) == 0 || at > cur {
+		at, anchor = cur, curAnchor
+	}
+	if at <= 0 || len(anchor) == 0 {
+		return false
+	}
+	got, err := f.readAt(ctx, at-int64(len(anchor)), int64(len(anchor)))
+	var exitErr *remote.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		f.checkUnavailable(exitErr) // missing or not a regular file: tail says so
+		return false
+	case err != nil:
+		return false // the connection: tail's stream ends too, and the restart checks
+	case !bytes.Equal(got, anchor):
+		return true
+	}
+	f.lazyAt, f.lazyAnchor = cur, curAnchor
+	return false
+}
+
+// lazyMark makes the current offset lazyAt when there is none: the
+// earliest point delivered since the last check (or the start) is where a
+// rewrite since is best seen (after it, tail may have read the new file).
+func (f *Follower) lazyMark() {
+	if f.lazyAt <= 0 && f.Offset() > 0 && len(f.anchor) > 0 {
+		f.lazyAt, f.lazyAnchor = f.Offset(), bytes.Clone(f.anchor)
+	}
 }
