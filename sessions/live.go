@@ -257,7 +257,9 @@ func (l *Live) followLogs(ctx context.Context) error {
 			lp.Publish(event.Event{At: time.Now(), Data: event.LogReset{Path: path, Reason: "switched", Offset: 0}})
 		}
 		switched = true
-		opt := follow.Options{Backlog: backlog}
+		// The agent follows on the host with no process at steady state;
+		// without it, tail with lazy checks (at most 2 a minute).
+		opt := follow.Options{Backlog: backlog, Agent: l.agent, Check: follow.CheckLazy}
 		go func() { done <- follow.New(l.cfg.Host, path, lp.Publish, opt).Run(fctx) }()
 		select {
 		case <-ctx.Done():
