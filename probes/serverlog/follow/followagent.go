@@ -127,7 +127,7 @@ func (l *launchLine) Read(p []byte) (int, error) {
 			continue
 		}
 		l.line = append(l.line, p[:i]...)
-		if !bytes.HasPrefix(l.line, launchPrefix) {
+		if !bytes.HasPrefix(l.line, launchPrefix) || len(l.line) > 256 {
 			return 0, fmt.Errorf("%w: %q", errNoLaunch, sanitize.String(string(l.line[:min(len(l.line), 64)])))
 		}
 		l.done = true

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sshdtest"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // TestFollowerOverRealSSHD repeats the user's test over OpenSSH, where
@@ -54,4 +56,61 @@ func TestFollowerOverRealSSHD(t *testing.T) {
 			c.waitStream(t, fmt.Sprintf("round %d: %d lines rewritten", round, n), expectStream(gens...))
 		}
 	}
+}
+
+// TestAgentFollowerOverRealSSHD: the agent path over OpenSSH: the user's
+// log life (agentScenario: truncation, cp over the log, rotation, a
+// removal and a new file, sshd killed and restarted while lines are
+// written) with every line exactly once; and at steady state, a few
+// seconds of appends open no session: the one agent session carries it
+// all.
+func TestAgentFollowerOverRealSSHD(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	srv.WriteKnownHosts(known)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ssh, err := remote.DialSSH(ctx, srv.Target(), remote.SSHOptions{
+		ConfigFile:      os.DevNull,
+		IdentityFiles:   []string{srv.ClientKeyPath()},
+		KnownHostsFiles: []string{known},
+		NoAgent:         true,
+		ReconnectMin:    50 * time.Millisecond,
+		ReconnectMax:    300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ssh.Close()
+	h := &countingHost{Host: ssh}
+
+	path := filepath.Join(t.TempDir(), "sglang.log")
+	writeFile(t, path, joinLines(genLines("start", 50)))
+	_, c := startFollower(t, h, path, Options{Agent: &testAgent{}})
+	c.waitStream(t, "the first lines", expectStream(genLines("start", 50)))
+
+	// Steady state: lines every 50 ms for 3 s, no new session.
+	runs0, starts0 := h.counts()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		appendFile(t, path, joinLines(genLines(fmt.Sprintf("steady %d", time.Now().UnixNano()), 2)))
+		time.Sleep(50 * time.Millisecond)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "the steady lines", func(l []string, _ []event.LogReset) bool { return len(l) == strings.Count(string(want), "\n") })
+	if runs, starts := h.counts(); starts0 != 1 || starts != 1 || runs != runs0 {
+		t.Errorf("sessions: %d runs, %d starts before 3 s of appends; %d, %d after: want one start, no run", runs0, starts0, runs, starts)
+	}
+
+	// The user's log life, with its own Follower.
+	path2 := filepath.Join(t.TempDir(), "server.log")
+	writeFile(t, path2, joinLines(genLines("start", 50)))
+	_, c2 := startFollower(t, h, path2, Options{Agent: &testAgent{}})
+	agentScenario(t, c2, path2, func(change func()) {
+		srv.Stop()
+		change()
+		srv.Restart()
+	})
 }

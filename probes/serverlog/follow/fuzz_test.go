@@ -1,6 +1,9 @@
 package follow
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -14,6 +17,8 @@ func FuzzSplitter(f *testing.F) {
 	marker := []byte("/./") // short, so that the fuzzer finds it
 	f.Add([]byte("one\ntw/./usr/bin/tail: x: file truncated\nnew\n/."), uint64(1))
 	f.Add([]byte("/./usr/bin/tail -c +1 -F -- /x\n/./usr/bin/tail: '/x' has appeared;  following new file\n"), uint64(7))
+	// The agent's (StreamFile's) messages: no path before "tail: ".
+	f.Add([]byte("part/./tail: flightdeck agent follow: alive\nial\n/./tail: '/x' has been replaced;  following new file\n"), uint64(9))
 	f.Fuzz(func(t *testing.T, in []byte, seed uint64) {
 		run := func(cuts bool) (string, []string, splitter) {
 			s := splitter{marker: marker}
@@ -53,4 +58,49 @@ func FuzzSplitter(f *testing.F) {
 			t.Fatalf("%d bytes in, %d accounted for", len(in), total)
 		}
 	})
+}
+
+// FuzzLaunchLine: however the agent's stdout is cut into reads, launchLine
+// passes on exactly what follows its first line when that line is the
+// launch line, and otherwise fails with errNoLaunch (or the stream ends
+// before the line does), passing nothing.
+func FuzzLaunchLine(f *testing.F) {
+	f.Add([]byte("{\"t\":\"launch\",\"pid\":42}\nline 1\n/./tail: x: file truncated\n"), uint64(1))
+	f.Add([]byte("{\"t\":\"launch\",\"pid\":42}\n"), uint64(2))
+	f.Add([]byte("Welcome to the host!\n{\"t\":\"launch\",\"pid\":42}\n"), uint64(3))
+	f.Add([]byte("{\"t\":\"launch\""), uint64(4))
+	f.Fuzz(func(t *testing.T, in []byte, seed uint64) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		l := &launchLine{r: &cutReader{in: in, r: r}}
+		got, err := io.ReadAll(l)
+		first, rest, found := bytes.Cut(in, []byte{'\n'})
+		switch {
+		case found && bytes.HasPrefix(first, launchPrefix) && len(first) <= 256:
+			if err != nil || !bytes.Equal(got, rest) {
+				t.Fatalf("got %q, %v; want %q", got, err, rest)
+			}
+			if l.after.Load() != int64(len(rest)) {
+				t.Fatalf("after = %d, want %d", l.after.Load(), len(rest))
+			}
+		case len(got) > 0:
+			t.Fatalf("passed %q on from a stream without the launch line first", got)
+		case found && !errors.Is(err, errNoLaunch):
+			t.Fatalf("error %v, want errNoLaunch", err)
+		}
+	})
+}
+
+// cutReader reads in in random pieces of 1 to 16 bytes.
+type cutReader struct {
+	in []byte
+	r  *rand.Rand
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if len(c.in) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 1+c.r.IntN(16))], c.in)
+	c.in = c.in[n:]
+	return n, nil
 }
