@@ -27,60 +27,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// Options tunes a Follower. The zero value follows the whole file
-// from byte 0.
-type Options struct {
-	// Offset is the byte offset to start at, e.g. one saved from an earlier
-	// Follower; it must be the start of a line. Ignored when Backlog > 0.
-	Offset int64
-	// Backlog > 0 starts near the end of the file instead: at the first
-	// line that starts within the last Backlog bytes (the cockpit does not
-	// replay a 2 GB log).
-	Backlog int64
-	// MinBackoff and MaxBackoff bound the wait between restarts of tail,
-	// doubling from one to the other while restarts keep failing
-	// (defaults 200 ms and 10 s).
-	MinBackoff, MaxBackoff time.Duration
-	// MaxBatch is the most lines one event.LogLines carries (default 2048).
-	MaxBatch int
-	// CheckInterval is the least time between two content checks in
-	// CheckStrict (see Follower), default 250 ms: while lines keep coming,
-	// they are delivered at most this much (plus a round trip) after tail
-	// read them.
-	CheckInterval time.Duration
-	// Check is when tail's batches are checked against the file (see
-	// Follower): CheckStrict, the zero value, before each is delivered;
-	// CheckLazy after, at most every LazyInterval. Not used on the agent
-	// path: the agent checks on the host, in-process.
-	Check CheckMode
-	// LazyInterval is the least time between two checks in CheckLazy
-	// (default 30 s: at most 2 processes a minute on the host).
-	LazyInterval time.Duration
-	// Agent, when set, follows with `flightdeck agent follow` on the host
-	// (StreamFile) instead of tail: no content checks from here, no
-	// process on the host while it runs. When AgentCommand says
-	// remote.ErrNoAgent, tail is used, and the agent asked again at the
-	// next restart.
-	Agent remote.Agent
-	// AgentWait is how long the first start waits for Agent's install to
-	// settle (default 5 s) before it starts tail; the Follower switches
-	// to the agent when it settles later.
-	AgentWait time.Duration
-}
-
-// CheckMode says when the Follower compares tail's batches with the file.
-type CheckMode uint8
-
-const (
-	// CheckStrict delivers a batch that continues the file only after a
-	// content check (one dd at most every CheckInterval while lines
-	// arrive): every line exactly once, even when tail misses a rewrite.
-	CheckStrict CheckMode = iota
-	// CheckLazy delivers at once and checks at most every LazyInterval
-	// after lines were delivered; see Follower for what it gives up.
-	CheckLazy
-)
-
 // Follower follows one log file on a host, like `tail -F`, and survives
 // dropped connections, truncation and rotation without losing or repeating
 // a line. It emits, through its sink:
@@ -94,7 +40,17 @@ const (
 //     appeared (once per change of class, not on every retry);
 //   - event.LogFollowError: following failed for a while and is being retried.
 //
-// How. It runs GNU tail from the offset with stderr merged into stdout,
+// Two ways, one stream. With Options.Agent and a usable agent on the
+// host, it runs `flightdeck agent follow` (StreamFile) on one session: the
+// agent reads the file in-process (stat, fstat, pread every 150 ms) and
+// makes the content check below itself, on every poll with news, so at
+// steady state nothing runs on the host but that one process, and nothing
+// is started. Otherwise (remote.ErrNoAgent, or an agent run that ended
+// without a byte: refused by its launcher, too old), GNU tail. The agent
+// writes what tail would (the same data bytes, messages worded as tail's
+// after the marker), so both are read by the same code.
+//
+// Tail. It runs GNU tail from the offset with stderr merged into stdout,
 // `tail -c +<offset+1> -F -- <path> 2>&1`, LC_ALL=C (English messages),
 // no PTY (byte-exact output), built with remote.Quote. The merge keeps
 // tail's messages in order with the data: tail writes a message with
@@ -113,7 +69,8 @@ const (
 // GNU tail misses a truncation when the file is rewritten to at least its
 // old size before tail looks (truncate and a large write in a row, or
 // `cp` over the log): it then prints the new file from the old offset,
-// without a message. So lines are delivered only after a content check:
+// without a message. So, in CheckStrict (the zero Options), lines are
+// delivered only after a content check:
 // before a batch that continues the file at offset o is delivered, `dd`
 // reads the file's bytes just before o (up to 128) and the batch's first
 // bytes. If the bytes before o are those delivered, nothing was rewritten
@@ -129,21 +86,52 @@ const (
 // lose bytes). A file rewritten with the very same bytes before o is not
 // told from an appended one; it does not matter, the bytes are the same.
 //
-// When the stream ends for any other reason (process exit, connection
-// lost) undelivered bytes are dropped (they are read again), and tail
-// restarts with backoff. Before every start `stat -L -c '%i %s %f'` runs:
-// a changed inode (rotation while disconnected), a size below the offset,
-// or bytes before the offset that are not those delivered (rewritten while
-// disconnected) restart at 0 with a Reset. A file that does not exist yet
-// is waited for (tail -F retries). Lines appended to a rotated-away file
-// after the connection dropped are not read (FILE.1 is not looked at).
+// CheckLazy (the cockpit's fallback: at most 2 processes a minute at
+// steady state, with the default LazyInterval of 30 s) delivers every
+// batch at once. After lines were delivered, at most every LazyInterval,
+// one dd compares the file's bytes before the first offset delivered since
+// the last check with those delivered there; when they differ the file was
+// rewritten since: Reset (reason "rewritten") and tail restarts at 0. What
+// it gives up: for up to LazyInterval plus a round trip after a rewrite
+// that tail misses, the lines tail prints from the old offset of the new
+// file are delivered as if they continued the old one (with offsets in the
+// new file), and after the Reset they come again, in their place, from 0.
+// So every line of the new content still comes exactly once after the
+// Reset, but some came before it as well, and a consumer must drop what it
+// derived before a Reset (the cockpit does); the strict guarantee, no line
+// delivered that the file does not hold at its offset, is lost for that
+// while. Tail's own messages (truncation it sees, rotation) are as prompt
+// as in CheckStrict.
 //
-// Needs GNU tail, stat and dd (coreutils) on the host. Without dd the
-// content check is off (a FollowError says so) and a rewrite that tail
-// misses goes unnoticed; another tail's messages would be read as log
-// lines. The nonce is on tail's command line, where local users of the
-// host can read it (ps); they could forge a message, log content alone
-// cannot.
+// The agent. Its command is remote.Agent's; the launcher's first line
+// ({"t":"launch",…}) is dropped, and a stream that does not start with it
+// is an error. It gets the offset, the marker and the delivered bytes
+// before the offset (which it compares before its first read). It writes a
+// keepalive when it wrote nothing for 2 s: a closed session ends it
+// (EPIPE), and 10 s without a byte is a lost connection (restarted). On
+// rotation it writes what the old file still has, then "has been
+// replaced". The first start waits up to AgentWait for the host's agent
+// install to settle, then starts tail, which is replaced by the agent (a
+// restart at the offset) when it settles usable. Tail is used while the
+// agent is not usable, and the agent asked again at the next restart.
+//
+// When the stream ends for any other reason (process exit, connection
+// lost) undelivered bytes are dropped (they are read again), and tail (or
+// the agent) restarts with backoff. Before every start `stat -L -c '%i %s
+// %f'` runs (a process per restart, not at steady state): a changed inode
+// (rotation while disconnected), a size below the offset, or (dd for
+// tail; the agent compares them itself) bytes before the offset that are
+// not those delivered (rewritten while disconnected) restart at 0 with a
+// Reset. A file that does not exist yet is waited for (tail -F retries;
+// so does the agent). Lines appended to a rotated-away file after the
+// connection dropped are not read (FILE.1 is not looked at).
+//
+// Needs GNU tail, stat and dd (coreutils) on the host, or the agent and
+// stat. Without dd the content check is off (a FollowError says so) and a
+// rewrite that tail misses goes unnoticed; another tail's messages would
+// be read as log lines. The nonce is on tail's (or the agent's) command
+// line, where local users of the host can read it (ps); they could forge a
+// message, log content alone cannot.
 type Follower struct {
 	host   remote.Host
 	path   string
@@ -325,53 +313,6 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, f.opts.MaxBackoff)
 	}
-}
-
-// fileStat is what `stat -L -c '%i %s %f'` said about the file.
-type fileStat struct {
-	exists   bool
-	hasInode bool
-	inode    uint64
-	size     int64
-	regular  bool
-}
-
-// stat runs stat on the file. A missing file is not an error; a stat that
-// fails otherwise (not installed, odd output) yields an existing file of
-// unknown inode, size and type, so that no reset is made on its account.
-func (f *Follower) stat(ctx context.Context) (fileStat, error) { return f.statPath(ctx, f.path) }
-
-// statPath is stat for another path (the rotated copy).
-func (f *Follower) statPath(ctx context.Context, path string) (fileStat, error) {
-	cmd, err := remote.Command("env", "LC_ALL=C", "stat", "-L", "-c", "%i %s %f", "--", path)
-	if err != nil {
-		return fileStat{}, err
-	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	res, err := f.host.Run(sctx, cmd, nil)
-	unknown := fileStat{exists: true, size: 1<<63 - 1}
-	var exitErr *remote.ExitError
-	if errors.As(err, &exitErr) {
-		if bytes.Contains(res.Stderr, []byte("No such file")) || bytes.Contains(exitErr.Stderr, []byte("No such file")) {
-			return fileStat{}, nil
-		}
-		return unknown, nil
-	}
-	if err != nil {
-		return fileStat{}, err
-	}
-	fields := strings.Fields(string(res.Stdout))
-	if len(fields) != 3 {
-		return unknown, nil
-	}
-	ino, err1 := strconv.ParseUint(fields[0], 10, 64)
-	size, err2 := strconv.ParseInt(fields[1], 10, 64)
-	mode, err3 := strconv.ParseUint(fields[2], 16, 32)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return unknown, nil
-	}
-	return fileStat{exists: true, hasInode: true, inode: ino, size: size, regular: mode&0o170000 == 0o100000}, nil
 }
 
 // followResult is how one run of tail ended.
