@@ -114,3 +114,120 @@ func TestAgentFollowerOverRealSSHD(t *testing.T) {
 		srv.Restart()
 	})
 }
+
+// dialSSHD starts sshd and connects to it.
+func dialSSHD(t *testing.T) (*sshdtest.Server, remote.Host) {
+	t.Helper()
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	srv.WriteKnownHosts(known)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := remote.DialSSH(ctx, srv.Target(), remote.SSHOptions{
+		ConfigFile:      os.DevNull,
+		IdentityFiles:   []string{srv.ClientKeyPath()},
+		KnownHostsFiles: []string{known},
+		NoAgent:         true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return srv, h
+}
+
+// steadyFor is how long the steady-state measurements append lines:
+// FLIGHTDECK_FOLLOW_STEADY (a Go duration, e.g. 60s for the figures in
+// docs/performance.md), else 3 s.
+func steadyFor(t *testing.T) time.Duration {
+	if v := os.Getenv("FLIGHTDECK_FOLLOW_STEADY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("FLIGHTDECK_FOLLOW_STEADY: %v", err)
+		}
+		return d
+	}
+	return 3 * time.Second
+}
+
+// TestFollowerSessionsAtSteadyStateOverRealSSHD counts the sessions (each
+// at least one process on the host) that a Follower opens over OpenSSH
+// while a line is appended every 50 ms: CheckStrict (what the cockpit ran
+// before issue 20) about one per CheckInterval; CheckLazy (the fallback)
+// at most one per LazyInterval; the agent none.
+func TestFollowerSessionsAtSteadyStateOverRealSSHD(t *testing.T) {
+	requireTail(t)
+	_, ssh := dialSSHD(t)
+	steady := steadyFor(t)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		most int // sessions during steady (-1: only reported)
+	}{
+		{"strict", Options{Agent: noAgent()}, -1},
+		{"lazy", Options{Agent: noAgent(), Check: CheckLazy}, int(steady/(30*time.Second)) + 1},
+		{"agent", Options{Agent: &testAgent{}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &countingHost{Host: ssh}
+			path := filepath.Join(t.TempDir(), "steady.log")
+			writeFile(t, path, joinLines(genLines("start", 50)))
+			_, c := startFollower(t, h, path, tc.opts)
+			c.waitStream(t, "the first lines", expectStream(genLines("start", 50)))
+			runs0, starts0 := h.counts()
+			n := 0
+			for end := time.Now().Add(steady); time.Now().Before(end); n++ {
+				appendFile(t, path, joinLines(genLines(fmt.Sprintf("steady %d", n), 1)))
+				time.Sleep(50 * time.Millisecond)
+			}
+			c.waitFor(t, "every line", func(l []string, _ []event.LogReset) bool { return len(l) == 50+n })
+			runs, starts := h.counts()
+			got := runs - runs0 + starts - starts0
+			t.Logf("%s: %d sessions in %v of %d lines (%.1f a minute)", tc.name, got, steady, n, float64(got)/steady.Minutes())
+			if tc.most >= 0 && got > tc.most {
+				t.Errorf("%d sessions in %v, want at most %d", got, steady, tc.most)
+			}
+			if tc.most < 0 && got == 0 {
+				t.Errorf("no session in %v: the strict checks did not run", steady)
+			}
+		})
+	}
+}
+
+// TestFollowerLazyOverRealSSHD: CheckLazy with a real tail over OpenSSH:
+// `cp` of a larger file over the log (a rewrite tail may miss) ends with
+// the new file, every line once, after the last Reset.
+func TestFollowerLazyOverRealSSHD(t *testing.T) {
+	requireTail(t)
+	_, ssh := dialSSHD(t)
+	path := filepath.Join(t.TempDir(), "lazy.log")
+	writeFile(t, path, joinLines(genLines("start", 50)))
+	_, c := startFollower(t, ssh, path, Options{Check: CheckLazy, LazyInterval: 300 * time.Millisecond})
+	c.waitStream(t, "the first lines", expectStream(genLines("start", 50)))
+	for round := range 4 {
+		fresh := genLines(fmt.Sprintf("round %d", round), 2000+10*round)
+		tmp := path + ".new"
+		writeFile(t, tmp, joinLines(fresh))
+		if err := os.Rename(tmp, path+".cp"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path + ".cp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, r0 := c.lines()
+		writeFile(t, path, string(b)) // O_TRUNC and one write, like cp
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			l, r := c.lines()
+			if len(r) > len(r0) && strings.Join(l, "\n") == strings.Join(fresh, "\n") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d lines after %d Resets (%d before the rewrite), want the new file's %d after a new one",
+					round, len(l), len(r), len(r0), len(fresh))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
