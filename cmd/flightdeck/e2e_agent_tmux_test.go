@@ -117,7 +117,7 @@ func sum(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// agentPID finds the process running exe as `agent`.
+// agentPID finds the process running exe as `agent` (the sampler).
 func agentPID(t *testing.T, exe string) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -132,7 +132,9 @@ func agentPID(t *testing.T, exe string) int {
 			// the image, not argv[0], names it.
 			args := bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0})
 			img, _ := os.Readlink(filepath.Join(filepath.Dir(p), "exe"))
-			if len(args) >= 2 && img == exe && string(args[1]) == "agent" {
+			// The sampler's arguments are flags; a subcommand (the host-side
+			// watchers: `agent follow`, …) is a word.
+			if len(args) >= 2 && img == exe && string(args[1]) == "agent" && (len(args) == 2 || bytes.HasPrefix(args[2], []byte("-"))) {
 				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 				return pid
 			}
