@@ -148,6 +148,8 @@ func (l *Live) newAgent() remote.Agent {
 		return noAgent{err.Error()}
 	case cfg.Host == nil:
 		return noAgent{"no host"}
+	case cfg.NoGPU:
+		return noAgent{"no GPU sampling: the agent is not installed"} // nothing runs the Runner to settle it
 	case cfg.isLocal():
 		return noAgent{"the cockpit runs on the host itself"}
 	case mode == GPUNvidiaSMI || mode == GPUNVML:
