@@ -337,4 +337,41 @@ func TestFollowerRotationThenDrop(t *testing.T) {
 	c.waitStream(t, "the lines after the drop, once", expectStream(gens...))
 }
 
+// TestAgentFollowerBacklog: the cockpit's first start, near the end of a
+// big log, through the agent: the cut line is dropped, the rest once.
+func TestAgentFollowerBacklog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b.log")
+	appendFile(t, path, "line-1\nline-2\nline-3\nline-4\n") // 7 bytes a line
+	_, c := startFollower(t, newShHost(), path, Options{Backlog: 10, Agent: &testAgent{}})
+	c.waitFor(t, "the last line", hasLines("line-4"))
+	appendFile(t, path, "line-5\n")
+	c.waitFor(t, "the next line", hasLines("line-4", "line-5"))
+	if got, _ := c.lines(); strings.Join(got, ",") != "line-4,line-5" {
+		t.Errorf("lines = %q, want line-4,line-5", got)
+	}
+}
+
+// TestAgentFollowerRewrittenWhileDisconnected: the log is rewritten,
+// larger, while the connection is down; the agent started at the old
+// offset finds the bytes before it changed (the anchor it was given):
+// one Reset, said to have happened unwatched, and the new file from 0.
+func TestAgentFollowerRewrittenWhileDisconnected(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.log")
+	old := genLines("old", 20)
+	writeFile(t, path, joinLines(old))
+	sh := newShHost()
+	_, c := startFollower(t, sh, path, Options{Agent: &testAgent{}})
+	c.waitStream(t, "the old lines", expectStream(old))
+	sh.setDown(true)
+	sh.drop()
+	fresh := genLines("fresh", 200)
+	writeFile(t, path, joinLines(fresh))
+	sh.setDown(false)
+	c.waitStream(t, "a Reset and the fresh file", expectStream(old, fresh))
+	_, resets := c.lines()
+	if r := resets[0]; r.Reason != "truncated" || !r.Unwatched || r.Delivered != int64(len(joinLines(old))) {
+		t.Errorf("reset %+v, want truncated, unwatched, after the old file's %d bytes", r, len(joinLines(old)))
+	}
+}
+
 var _ remote.Agent = (*testAgent)(nil)
