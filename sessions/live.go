@@ -257,9 +257,11 @@ func (l *Live) followLogs(ctx context.Context) error {
 			lp.Publish(event.Event{At: time.Now(), Data: event.LogReset{Path: path, Reason: "switched", Offset: 0}})
 		}
 		switched = true
-		// The agent follows on the host with no process at steady state;
-		// without it, tail with lazy checks (at most 2 a minute).
-		opt := follow.Options{Backlog: backlog, Agent: l.agent, Check: follow.CheckLazy}
+		// The agent follows on the host with no process at steady state (on
+		// this machine StreamFile, in-process); without it, tail with lazy
+		// checks (at most 2 a minute).
+		_, local := l.cfg.Host.(*remote.Local)
+		opt := follow.Options{Backlog: backlog, Agent: l.agent, Check: follow.CheckLazy, InProcess: local}
 		go func() { done <- follow.New(l.cfg.Host, path, lp.Publish, opt).Run(fctx) }()
 		select {
 		case <-ctx.Done():

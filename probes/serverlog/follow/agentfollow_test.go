@@ -374,4 +374,19 @@ func TestAgentFollowerRewrittenWhileDisconnected(t *testing.T) {
 	}
 }
 
+// TestInProcessFollowerRunsNothing: on the cockpit's own machine
+// (Options.InProcess) StreamFile follows in a goroutine: the user's log
+// life, every line once, and not one command run or started on the host.
+func TestInProcessFollowerRunsNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "local.log")
+	writeFile(t, path, joinLines(genLines("start", 50)))
+	h := &countingHost{Host: remote.NewLocal()}
+	defer h.Close()
+	_, c := startFollower(t, h, path, Options{InProcess: true, Agent: noAgent()})
+	agentScenario(t, c, path, nil)
+	if runs, starts := h.counts(); runs != 0 || starts != 0 {
+		t.Errorf("%d commands run and %d started on the host, want none", runs, starts)
+	}
+}
+
 var _ remote.Agent = (*testAgent)(nil)

@@ -48,7 +48,10 @@ import (
 // is started. Otherwise (remote.ErrNoAgent, or an agent run that ended
 // without a byte: refused by its launcher, too old), GNU tail. The agent
 // writes what tail would (the same data bytes, messages worded as tail's
-// after the marker), so both are read by the same code.
+// after the marker), so both are read by the same code. With
+// Options.InProcess (the host is this machine) StreamFile runs in a
+// goroutine here instead, and the stat below is os.Stat: no process at
+// all.
 //
 // Tail. It runs GNU tail from the offset with stderr merged into stdout,
 // `tail -c +<offset+1> -F -- <path> 2>&1`, LC_ALL=C (English messages),
@@ -219,7 +222,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	if _, err := remote.Quote(f.path); err != nil {
 		return fmt.Errorf("serverlog: follow %q: %w", f.path, err)
 	}
-	if f.opts.Agent != nil {
+	if f.opts.Agent != nil && !f.opts.InProcess {
 		defer f.waitAgent(ctx)()
 	}
 	backoff := f.opts.MinBackoff
@@ -228,7 +231,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	skipFirst := false // Backlog: drop the partial first line
 	first := true
 	for {
-		useAgent := f.agentUsable(ctx, first)
+		useAgent := f.opts.InProcess || f.agentUsable(ctx, first)
 		st, err := f.stat(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -352,9 +355,11 @@ func (f *Follower) tailCommand(off int64) (string, error) {
 func (f *Follower) follow(ctx context.Context, skipFirst, useAgent bool) followResult {
 	var cmd string
 	var err error
-	if useAgent {
+	switch {
+	case f.opts.InProcess:
+	case useAgent:
 		cmd, err = f.agentCommand(ctx)
-	} else {
+	default:
 		cmd, err = f.tailCommand(f.Offset())
 	}
 	if err != nil {
@@ -363,13 +368,15 @@ func (f *Follower) follow(ctx context.Context, skipFirst, useAgent bool) followR
 	f.strict = !useAgent && f.opts.Check == CheckStrict
 	lazy := !useAgent && f.opts.Check == CheckLazy
 	started := time.Now()
-	proc, err := f.host.Start(ctx, cmd)
-	if err != nil {
+	var proc remote.Process
+	if f.opts.InProcess {
+		proc = f.startInProcess(ctx)
+	} else if proc, err = f.host.Start(ctx, cmd); err != nil {
 		return followResult{err: err}
 	}
 	stdout := proc.Stdout()
 	var launch *launchLine
-	if useAgent {
+	if useAgent && !f.opts.InProcess {
 		launch = &launchLine{r: stdout}
 		stdout = launch
 	}

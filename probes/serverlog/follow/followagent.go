@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -159,7 +160,7 @@ func (f *Follower) newRunWatch(useAgent, lazy bool, started time.Time) *runWatch
 	case useAgent:
 		w.silentT = time.NewTimer(agentSilence)
 		w.silentC = w.silentT.C
-	case f.opts.Agent != nil && !f.agent.broken:
+	case f.opts.Agent != nil && !f.agent.broken && !f.opts.InProcess:
 		select {
 		case <-f.agent.ready: // settled without a usable agent: asked at the next start
 		default:
@@ -199,4 +200,42 @@ func (w *runWatch) stop() {
 	if w.silentT != nil {
 		w.silentT.Stop()
 	}
+}
+
+// startInProcess runs StreamFile from the current offset in a goroutine,
+// as the agent would run it on the host (Options.InProcess).
+func (f *Follower) startInProcess(ctx context.Context) remote.Process {
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	p := &inProcess{stdout: pr, cancel: cancel, done: make(chan struct{})}
+	o := StreamOptions{Path: f.path, Offset: f.Offset(), Anchor: bytes.Clone(f.anchor), Marker: f.marker}
+	go func() {
+		defer close(p.done)
+		p.err = StreamFile(ctx, pw, o)
+		pw.CloseWithError(p.err) // nil: EOF
+	}()
+	return p
+}
+
+// inProcess is StreamFile in a goroutine as a remote.Process.
+type inProcess struct {
+	stdout *io.PipeReader
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // StreamFile's, after done
+}
+
+func (p *inProcess) Stdout() io.Reader { return p.stdout }
+func (p *inProcess) Stderr() io.Reader { return strings.NewReader("") }
+
+func (p *inProcess) Wait() error {
+	<-p.done
+	return p.err
+}
+
+func (p *inProcess) Close() error {
+	p.cancel()
+	p.stdout.CloseWithError(io.ErrClosedPipe) // a write blocked on the pipe fails
+	<-p.done
+	return nil
 }

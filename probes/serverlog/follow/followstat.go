@@ -7,8 +7,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -30,6 +33,9 @@ func (f *Follower) stat(ctx context.Context) (fileStat, error) { return f.statPa
 
 // statPath is stat for another path (the rotated copy).
 func (f *Follower) statPath(ctx context.Context, path string) (fileStat, error) {
+	if f.opts.InProcess {
+		return localStat(path), nil
+	}
 	cmd, err := remote.Command("env", "LC_ALL=C", "stat", "-L", "-c", "%i %s %f", "--", path)
 	if err != nil {
 		return fileStat{}, err
@@ -59,4 +65,21 @@ func (f *Follower) statPath(ctx context.Context, path string) (fileStat, error) 
 		return unknown, nil
 	}
 	return fileStat{exists: true, hasInode: true, inode: ino, size: size, regular: mode&0o170000 == 0o100000}, nil
+}
+
+// localStat is statPath for Options.InProcess: stat(2) here, following
+// links, as `stat -L` does.
+func localStat(path string) fileStat {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fileStat{}
+	case err != nil:
+		return fileStat{exists: true, size: 1<<63 - 1}
+	}
+	st := fileStat{exists: true, size: fi.Size(), regular: fi.Mode().IsRegular()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.hasInode, st.inode = true, uint64(sys.Ino)
+	}
+	return st
 }

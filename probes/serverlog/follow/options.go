@@ -41,6 +41,11 @@ type Options struct {
 	// remote.ErrNoAgent, tail is used, and the agent asked again at the
 	// next restart.
 	Agent remote.Agent
+	// InProcess says the host is this machine (remote.Local): StreamFile
+	// then follows the file in a goroutine of this process, in place of
+	// the agent, so that no process is started for it at all (but the one
+	// stat before each start). Agent is not asked.
+	InProcess bool
 	// AgentWait is how long the first start waits for Agent's install to
 	// settle (default 5 s) before it starts tail; the Follower switches
 	// to the agent when it settles later.
