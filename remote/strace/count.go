@@ -1,0 +1,193 @@
+package strace
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Processes returns every process of the trace, in the order first seen.
+func (t *Trace) Processes() []*Process {
+	return append([]*Process(nil), t.all...)
+}
+
+// Started returns the processes started in [from, to) — each one a fork
+// (or the traced command itself) whose Start is in the window, whether it
+// then executed a program or not (a subshell) — in the order first seen.
+// A zero to is no upper bound.
+func (t *Trace) Started(from, to time.Time) []*Process {
+	var out []*Process
+	for _, p := range t.all {
+		if p.Start.Before(from) || (!to.IsZero() && !p.Start.Before(to)) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Descendants returns the processes below pid (its children, theirs, …),
+// in the order first seen.
+func (t *Trace) Descendants(pid int) []*Process {
+	below := map[*Process]bool{}
+	var out []*Process
+	for _, p := range t.all { // a child is always seen after its parent forked it
+		if p.Parent == 0 {
+			continue
+		}
+		if par := t.parentOf(p); par != nil && (par.PID == pid || below[par]) {
+			below[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parentOf is the process that forked p: the last one with that pid first
+// seen before p.
+func (t *Trace) parentOf(p *Process) *Process {
+	var par *Process
+	for _, q := range t.all {
+		if q == p {
+			break
+		}
+		if q.PID == p.Parent {
+			par = q
+		}
+	}
+	return par
+}
+
+// Group is the processes of one program in a Summary.
+type Group struct {
+	Program string // the path executed last, or "(fork, no exec) of PARENT"
+	Count   int
+	// Commands are the distinct argv lines (shell-quoted) with their
+	// counts, most frequent first.
+	Commands []Counted
+}
+
+// Counted is a command line and how many processes ran it.
+type Counted struct {
+	Line  string
+	Count int
+}
+
+// Groups groups ps by the program each executed last (a process that only
+// forked is grouped under the program of its nearest ancestor that ran
+// one, found in all; nil: "?"), most processes first.
+func Groups(ps []*Process, all *Trace) []Group {
+	byProg := map[string]*Group{}
+	lines := map[string]map[string]int{}
+	for _, p := range ps {
+		prog, line := "", ""
+		if len(p.Execs) > 0 {
+			e := p.Execs[len(p.Execs)-1]
+			prog, line = e.Path, ArgvLine(e.Argv, e.Truncated)
+		} else {
+			parent := "?"
+			if all != nil {
+				// The nearest ancestor that runs a program: a subshell's
+				// subshell is the script's.
+				for par := all.parentOf(p); par != nil; par = all.parentOf(par) {
+					if len(par.Execs) > 0 {
+						parent = path.Base(par.Execs[len(par.Execs)-1].Path)
+						break
+					}
+				}
+			}
+			prog, line = "(fork, no exec) of "+parent, "(subshell)"
+		}
+		g := byProg[prog]
+		if g == nil {
+			g = &Group{Program: prog}
+			byProg[prog] = g
+			lines[prog] = map[string]int{}
+		}
+		g.Count++
+		lines[prog][line]++
+	}
+	var out []Group
+	for prog, g := range byProg {
+		for l, n := range lines[prog] {
+			g.Commands = append(g.Commands, Counted{l, n})
+		}
+		sort.Slice(g.Commands, func(i, j int) bool {
+			a, b := g.Commands[i], g.Commands[j]
+			return a.Count > b.Count || (a.Count == b.Count && a.Line < b.Line)
+		})
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Count > out[j].Count || (out[i].Count == out[j].Count && out[i].Program < out[j].Program)
+	})
+	return out
+}
+
+// maxLine is how much of one command line Summary shows.
+const maxLine = 400
+
+// Summary is ps as a report for a failing test: the count, then per
+// program its count and every distinct command line with its count.
+func Summary(ps []*Process, all *Trace) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d processes started", len(ps))
+	if len(ps) == 0 {
+		return b.String()
+	}
+	b.WriteString(":\n")
+	for _, g := range Groups(ps, all) {
+		fmt.Fprintf(&b, "%5d  %s\n", g.Count, g.Program)
+		for _, c := range g.Commands {
+			l := c.Line
+			if len(l) > maxLine {
+				l = l[:maxLine] + " [cut]"
+			}
+			fmt.Fprintf(&b, "         %4d  %s\n", c.Count, l)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ArgvLine is argv as one line for a report: words of only letters,
+// digits and _@%+=:,./- as they are, others in single quotes as POSIX sh
+// reads them, Go-quoted (an escaped, terminal-safe form) when they hold a
+// control character, a single quote or bytes that are not UTF-8; with
+// " [truncated]" when strace cut it.
+func ArgvLine(argv []string, truncated bool) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = quoteWord(a)
+	}
+	l := strings.Join(words, " ")
+	if truncated {
+		l += " [truncated]"
+	}
+	return l
+}
+
+// quoteWord quotes one word for ArgvLine.
+func quoteWord(w string) string {
+	if w == "" {
+		return "''"
+	}
+	plain := true
+	for _, r := range w {
+		if !(r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_@%+=:,./-", r))) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return w
+	}
+	if !utf8.ValidString(w) || strings.ContainsRune(w, '\'') || strings.ContainsFunc(w, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+		return strconv.Quote(w)
+	}
+	return "'" + w + "'"
+}
