@@ -78,7 +78,8 @@ type Counted struct {
 	Count int
 }
 
-// Groups groups ps by the program each executed last (a process that only
+// Groups groups ps by the program each executed last (a command line
+// says which it exec'd first when it exec'd more than one) (a process that only
 // forked is grouped under the program of its nearest ancestor that ran
 // one, found in all; nil: "?"), most processes first.
 func Groups(ps []*Process, all *Trace) []Group {
@@ -89,6 +90,12 @@ func Groups(ps []*Process, all *Trace) []Group {
 		if len(p.Execs) > 0 {
 			e := p.Execs[len(p.Execs)-1]
 			prog, line = e.Path, ArgvLine(e.Argv, e.Truncated)
+			if len(p.Execs) > 1 {
+				// A shell that exec'd its last command: the shell's
+				// command line says who ran it.
+				first := p.Execs[0]
+				line += "   (exec'd by " + ArgvLine(first.Argv, first.Truncated) + ")"
+			}
 		} else {
 			parent := "?"
 			if all != nil {

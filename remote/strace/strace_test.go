@@ -102,6 +102,7 @@ func TestParseRealTree(t *testing.T) {
 		"    2  /usr/bin/sleep",
 		"            1  sleep 0.2",
 		"    1  /usr/bin/dd",
+		"            1  dd if=/dev/zero bs=1 count=4   (exec'd by sh -c 'exec env LC_ALL=C dd if=/dev/zero bs=1 count=4 2>/dev/null')",
 	} {
 		if !strings.Contains(sum, line+"\n") {
 			t.Errorf("summary lacks %q:\n%s", line, sum)
