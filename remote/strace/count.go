@@ -3,6 +3,7 @@ package strace
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,26 +66,36 @@ func (t *Trace) parentOf(p *Process) *Process {
 
 // Group is the processes of one program in a Summary.
 type Group struct {
-	Program string // the path executed last, or "(fork, no exec) of PARENT"
+	Program string // the path executed last, or "(fork, no exec) of PROGRAM"
 	Count   int
-	// Commands are the distinct argv lines (shell-quoted) with their
-	// counts, most frequent first.
+	// Commands are the distinct command shapes (Shape) with their counts,
+	// most frequent first.
 	Commands []Counted
 }
 
-// Counted is a command line and how many processes ran it.
+// Counted is a command shape, how many processes ran it, and the first
+// command line of that shape.
 type Counted struct {
-	Line  string
-	Count int
+	Shape   string
+	Count   int
+	Example string
 }
 
+// digits are what Shape replaces.
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// Shape is a command line with every run of digits as N: the commands a
+// poll repeats with another offset, pid or temporary name are one shape.
+func Shape(line string) string { return digits.ReplaceAllString(line, "N") }
+
 // Groups groups ps by the program each executed last (a command line
-// says which it exec'd first when it exec'd more than one) (a process that only
-// forked is grouped under the program of its nearest ancestor that ran
-// one, found in all; nil: "?"), most processes first.
+// says which it exec'd first when it exec'd more than one), and within a
+// program by command Shape; a process that only forked is grouped under
+// the program of its nearest ancestor that ran one, found in all (nil:
+// "?"). Most processes first.
 func Groups(ps []*Process, all *Trace) []Group {
 	byProg := map[string]*Group{}
-	lines := map[string]map[string]int{}
+	shapes := map[string]map[string]*Counted{}
 	for _, p := range ps {
 		prog, line := "", ""
 		if len(p.Execs) > 0 {
@@ -114,19 +125,25 @@ func Groups(ps []*Process, all *Trace) []Group {
 		if g == nil {
 			g = &Group{Program: prog}
 			byProg[prog] = g
-			lines[prog] = map[string]int{}
+			shapes[prog] = map[string]*Counted{}
 		}
 		g.Count++
-		lines[prog][line]++
+		sh := Shape(line)
+		c := shapes[prog][sh]
+		if c == nil {
+			c = &Counted{Shape: sh, Example: line}
+			shapes[prog][sh] = c
+		}
+		c.Count++
 	}
 	var out []Group
 	for prog, g := range byProg {
-		for l, n := range lines[prog] {
-			g.Commands = append(g.Commands, Counted{l, n})
+		for _, c := range shapes[prog] {
+			g.Commands = append(g.Commands, *c)
 		}
 		sort.Slice(g.Commands, func(i, j int) bool {
 			a, b := g.Commands[i], g.Commands[j]
-			return a.Count > b.Count || (a.Count == b.Count && a.Line < b.Line)
+			return a.Count > b.Count || (a.Count == b.Count && a.Shape < b.Shape)
 		})
 		out = append(out, *g)
 	}
@@ -140,7 +157,8 @@ func Groups(ps []*Process, all *Trace) []Group {
 const maxLine = 400
 
 // Summary is ps as a report for a failing test: the count, then per
-// program its count and every distinct command line with its count.
+// program its count and every command shape with its count and, when it
+// differs, its first command line ("e.g.").
 func Summary(ps []*Process, all *Trace) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d processes started", len(ps))
@@ -151,14 +169,21 @@ func Summary(ps []*Process, all *Trace) string {
 	for _, g := range Groups(ps, all) {
 		fmt.Fprintf(&b, "%5d  %s\n", g.Count, g.Program)
 		for _, c := range g.Commands {
-			l := c.Line
-			if len(l) > maxLine {
-				l = l[:maxLine] + " [cut]"
+			fmt.Fprintf(&b, "         %4d  %s\n", c.Count, clipLine(c.Shape))
+			if c.Example != c.Shape {
+				fmt.Fprintf(&b, "               e.g. %s\n", clipLine(c.Example))
 			}
-			fmt.Fprintf(&b, "         %4d  %s\n", c.Count, l)
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// clipLine cuts a command line at maxLine bytes.
+func clipLine(l string) string {
+	if len(l) > maxLine {
+		return l[:maxLine] + " [cut]"
+	}
+	return l
 }
 
 // ArgvLine is argv as one line for a report: words of only letters,

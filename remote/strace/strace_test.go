@@ -100,9 +100,11 @@ func TestParseRealTree(t *testing.T) {
 		"16 processes started:",
 		"    5  (fork, no exec) of fixture.sh", // 16503's parent is a subshell of fixture.sh
 		"    2  /usr/bin/sleep",
-		"            1  sleep 0.2",
+		"            2  sleep N.N", // one shape
+		"               e.g. sleep 0.2",
 		"    1  /usr/bin/dd",
-		"            1  dd if=/dev/zero bs=1 count=4   (exec'd by sh -c 'exec env LC_ALL=C dd if=/dev/zero bs=1 count=4 2>/dev/null')",
+		"            1  dd if=/dev/zero bs=N count=N   (exec'd by sh -c 'exec env LC_ALL=C dd if=/dev/zero bs=N count=N N>/dev/null')",
+		"               e.g. dd if=/dev/zero bs=1 count=4   (exec'd by sh -c 'exec env LC_ALL=C dd if=/dev/zero bs=1 count=4 2>/dev/null')",
 	} {
 		if !strings.Contains(sum, line+"\n") {
 			t.Errorf("summary lacks %q:\n%s", line, sum)
