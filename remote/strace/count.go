@@ -84,9 +84,24 @@ type Counted struct {
 // digits are what Shape replaces.
 var digits = regexp.MustCompile(`[0-9]+`)
 
-// Shape is a command line with every run of digits as N: the commands a
-// poll repeats with another offset, pid or temporary name are one shape.
-func Shape(line string) string { return digits.ReplaceAllString(line, "N") }
+// Shape is a command line with every run of digits as N and a word
+// repeated in a row written once, followed by "...": the commands a poll
+// repeats with another offset, pid, temporary name or list of /proc
+// entries are one shape.
+func Shape(line string) string {
+	words := strings.Split(digits.ReplaceAllString(line, "N"), " ")
+	out := make([]string, 0, len(words))
+	for i, w := range words {
+		if i > 0 && w == words[i-1] && w != "" {
+			if out[len(out)-1] != "..." {
+				out = append(out, "...")
+			}
+			continue
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
+}
 
 // Groups groups ps by the program each executed last (a command line
 // says which it exec'd first when it exec'd more than one), and within a

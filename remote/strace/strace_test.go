@@ -239,3 +239,16 @@ func FuzzParse(f *testing.F) {
 		_ = Summary(ps, tr)
 	})
 }
+
+func TestShape(t *testing.T) {
+	for in, want := range map[string]string{
+		"dd if=/tmp/sim-12/log bs=1 skip=15446 count=256":         "dd if=/tmp/sim-N/log bs=N skip=N count=N",
+		"cat /proc/1/stat /proc/10/stat /proc/1027/stat":          "cat /proc/N/stat ...",
+		"grep -l x /proc/1/cmdline /proc/2/cmdline -- /proc/3/fd": "grep -l x /proc/N/cmdline ... -- /proc/N/fd",
+		"printf '%s  %s'": "printf '%s  %s'",
+	} {
+		if got := Shape(in); got != want {
+			t.Errorf("Shape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
