@@ -173,7 +173,8 @@ const maxLine = 400
 
 // Summary is ps as a report for a failing test: the count, then per
 // program its count and every command shape with its count and, when it
-// differs, its first command line ("e.g.").
+// differs, its first command line ("e.g."); then the trees they form
+// (Roots), by the command that started each.
 func Summary(ps []*Process, all *Trace) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d processes started", len(ps))
@@ -190,7 +191,72 @@ func Summary(ps []*Process, all *Trace) string {
 			}
 		}
 	}
+	b.WriteString("by the command each tree of them started from (its first process's first command line):\n")
+	for _, r := range Roots(ps, all) {
+		fmt.Fprintf(&b, "%5d trees, %4d processes  %s\n", r.Trees, r.Processes, clipLine(r.Shape))
+	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Root is the processes that trees of one command started (Roots).
+type Root struct {
+	Shape     string // the Shape of the root's first command line
+	Trees     int    // how many roots ran it
+	Processes int    // the roots and their descendants among ps
+}
+
+// Roots groups ps into trees — a root is a process of ps whose parent
+// is not in ps (an SSH session's shell, whose sshd or in-process server
+// was there before) — and the trees by the Shape of their root's first
+// command line (a shell that exec'd its last command still says which
+// script it ran), most processes first. all gives the parents.
+func Roots(ps []*Process, all *Trace) []Root {
+	in := map[*Process]bool{}
+	for _, p := range ps {
+		in[p] = true
+	}
+	rootOf := map[*Process]*Process{}
+	var find func(p *Process) *Process
+	find = func(p *Process) *Process {
+		if r, ok := rootOf[p]; ok {
+			return r
+		}
+		r := p
+		if all != nil {
+			if par := all.parentOf(p); par != nil && in[par] && par != p {
+				r = find(par)
+			}
+		}
+		rootOf[p] = r
+		return r
+	}
+	byShape := map[string]*Root{}
+	trees := map[string]map[*Process]bool{}
+	for _, p := range ps {
+		r := find(p)
+		line := "(fork, no exec)"
+		if len(r.Execs) > 0 {
+			line = ArgvLine(r.Execs[0].Argv, r.Execs[0].Truncated)
+		}
+		sh := Shape(line)
+		g := byShape[sh]
+		if g == nil {
+			g = &Root{Shape: sh}
+			byShape[sh] = g
+			trees[sh] = map[*Process]bool{}
+		}
+		g.Processes++
+		trees[sh][r] = true
+	}
+	var out []Root
+	for sh, g := range byShape {
+		g.Trees = len(trees[sh])
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Processes > out[j].Processes || (out[i].Processes == out[j].Processes && out[i].Shape < out[j].Shape)
+	})
+	return out
 }
 
 // clipLine cuts a command line at maxLine bytes.

@@ -87,6 +87,12 @@ func TestParseRealTree(t *testing.T) {
 	if !reflect.DeepEqual(pids, []int{16501, 16502, 16503, 16504}) {
 		t.Errorf("started in [%v, %v) = %v", from, to, pids)
 	}
+	// In the window, git and the $(...) subshell are roots (the script
+	// was there before); cat and the builtin's fork belong to the subshell.
+	roots := Roots(tr.Started(from, to), tr)
+	if len(roots) != 2 || roots[0] != (Root{"(fork, no exec)", 1, 3}) || roots[1] != (Root{"git --version", 1, 1}) {
+		t.Errorf("roots in the window = %+v", roots)
+	}
 	var below []int
 	for _, p := range tr.Descendants(16511) {
 		below = append(below, p.PID)
@@ -105,8 +111,10 @@ func TestParseRealTree(t *testing.T) {
 		"    1  /usr/bin/dd",
 		"            1  dd if=/dev/zero bs=N count=N   (exec'd by sh -c 'exec env LC_ALL=C dd if=/dev/zero bs=N count=N N>/dev/null')",
 		"               e.g. dd if=/dev/zero bs=1 count=4   (exec'd by sh -c 'exec env LC_ALL=C dd if=/dev/zero bs=1 count=4 2>/dev/null')",
+		"by the command each tree of them started from (its first process's first command line):",
+		"    1 trees,   16 processes  ./fixture.sh",
 	} {
-		if !strings.Contains(sum, line+"\n") {
+		if !strings.Contains(sum+"\n", line+"\n") {
 			t.Errorf("summary lacks %q:\n%s", line, sum)
 		}
 	}
