@@ -32,7 +32,7 @@ bench:
 # The processes the cockpit starts on the GPU host in a minute of steady
 # state (issue 20, docs/performance.md): connect over a traced sshd and the
 # demo under strace, agent and nvidia-smi paths side by side, every command
-# listed; needs strace, sshd and tmux. About 100 s.
+# listed; needs strace, sshd and tmux. About 2 minutes.
 host-procs:
 	$(GO) test -count=1 -parallel 4 -run '^TestHostProcessesAtSteadyState' -v ./cmd/flightdeck/
 
