@@ -222,11 +222,13 @@ func needStrace(t *testing.T) string {
 }
 
 func FuzzParse(f *testing.F) {
-	real, err := os.ReadFile("testdata/tree.strace")
-	if err != nil {
-		f.Fatal(err)
+	for _, name := range []string{"testdata/tree.strace", "testdata/goexec.strace"} {
+		real, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(real))
 	}
-	f.Add(string(real))
 	f.Add("1 1.000001 execve(\"/a\\x41\\101\", [\"a\", ...], 0x1) = 0\n")
 	f.Add("1 1.1 clone3({flags=CLONE_THREAD} <unfinished ...>\n1 1.2 <... clone3 resumed> => {parent_tid=[2]}, 88) = 2\n")
 	f.Fuzz(func(t *testing.T, in string) {
@@ -258,5 +260,30 @@ func TestShape(t *testing.T) {
 		if got := Shape(in); got != want {
 			t.Errorf("Shape(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestParseRealGoProgram reads strace 6.1's output of
+// testdata/goexec.go.txt (built with go1.26.8, CGO_ENABLED=0): Go's
+// threads (clone with CLONE_THREAD, some created by other threads) are not
+// processes; os/exec's children (CLONE_VM|CLONE_PIDFD|CLONE_VFORK, split
+// across lines, forked by any thread) belong to the program, as does the
+// runtime's CLONE_PIDFD probe, a real fork that exits at once.
+func TestParseRealGoProgram(t *testing.T) {
+	tr, err := ParseFile("testdata/goexec.strace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProcs := []want{
+		{28862, 0, "./goexec", 1, "exited with 0"},
+		{28871, 28862, "", 0, "exited with 0"}, // the pidfd probe
+		{28874, 28862, "/bin/true", 1, "exited with 0"},
+		{28872, 28862, "/bin/true", 1, "exited with 0"},
+		{28882, 28862, "/bin/true", 1, "exited with 0"}, // forked by a thread a thread made
+		{28883, 28862, "/bin/sh -c '/bin/true; exit 2'", 1, "exited with 2"},
+		{28884, 28883, "/bin/true", 1, "exited with 0"},
+	}
+	if g := got(tr); !reflect.DeepEqual(g, wantProcs) {
+		t.Fatalf("processes:\n got %+v\nwant %+v", g, wantProcs)
 	}
 }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The fixture behind remote/strace/testdata/tree.strace.
+# The fixture behind remote/strace/testdata/tree.strace: run as ./fixture.sh
+# under strace.Args with env -i PATH=/usr/local/bin:/usr/bin:/bin (Debian 12).
 git --version >/dev/null
 nosuchcmd 2>/dev/null
 x=$(echo sub | cat)
