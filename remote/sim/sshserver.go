@@ -52,6 +52,7 @@ type SSHServer struct {
 	wg       sync.WaitGroup
 	hostKey  ssh.PublicKey
 	stopping bool
+	execs    execLog // the commands started (Host.ExecsSince)
 }
 
 // sshKeys are the throwaway keys of a sim host.
@@ -357,6 +358,7 @@ func (s *SSHServer) startProc(command string, sc *ssh.ServerConn) (*sessionProc,
 		rErr.Close()
 		return nil, err
 	}
+	s.execs.add(Exec{Time: time.Now(), Command: command, PID: cmd.Process.Pid})
 	return &sessionProc{cmd: cmd, stdin: stdin, rOut: rOut, rErr: rErr, done: make(chan struct{})}, nil
 }
 

@@ -79,6 +79,11 @@ type Options struct {
 	Config []string
 	// HostKeyTypes limits the host keys to these of KeyTypes; default all.
 	HostKeyTypes []string
+	// Trace runs sshd under strace -f, so that every process it starts
+	// (connection handlers, login shells and their commands) is recorded:
+	// Server.StartedSince counts them (trace.go). Without strace installed
+	// the test is skipped, or fails when $CI is set.
+	Trace bool
 }
 
 // Server is a running sshd. Its methods call t.Fatal on failure.
@@ -91,6 +96,9 @@ type Server struct {
 
 	clientKey    string // path of the unencrypted client key
 	encClientKey string // path of the encrypted client key
+
+	strace string   // strace's path, with Options.Trace
+	traces []string // trace files, one per start (guarded by mu)
 
 	mu       sync.Mutex
 	hostKeys map[string]ssh.PublicKey // by short type name
@@ -118,6 +126,9 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.HostKeyTypes = KeyTypes
 	}
 	s := &Server{t: t, sshd: sshd, dir: t.TempDir(), opts: opts}
+	if opts.Trace {
+		s.strace = needStrace(t)
+	}
 	if os.Geteuid() == 0 {
 		// sshd's privilege separation directory; packages create it only
 		// when the service starts.
@@ -258,8 +269,8 @@ func (s *Server) Restart() {
 
 // start runs sshd and waits until it listens.
 func (s *Server) start() error {
-	cfg := filepath.Join(s.dir, "sshd_config")
-	cmd := exec.Command(s.sshd, "-D", "-e", "-f", cfg)
+	argv := s.command(filepath.Join(s.dir, "sshd_config"))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
