@@ -109,10 +109,17 @@ func (a *Aggregator) Add(dst []event.TokRate, t event.Throughput) []event.TokRat
 	} else {
 		key = t.Engine
 	}
-	if t.Stamp != a.stamp || !a.stampDone {
+	return a.add(dst, sglang, key, t.Stamp, t.Line, t.TokPerSec, t.AcceptLength, t.Has&event.HasAcceptLength != 0)
+}
+
+// add is Add for a Throughput that counts, given by the fields that Add
+// reads: key is its DP rank or engine (-1 when none), accept its accept
+// length when hasAccept.
+func (a *Aggregator) add(dst []event.TokRate, sglang bool, key int, stamp string, line int, tokS, accept float64, hasAccept bool) []event.TokRate {
+	if stamp != a.stamp || !a.stampDone {
 		// Lines of one second share their stamp: parse it once.
-		a.stamp, a.stampDone = t.Stamp, true
-		a.stampSec, a.stampOK = stampSeconds(t.Stamp)
+		a.stamp, a.stampDone = stamp, true
+		a.stampSec, a.stampOK = stampSeconds(stamp)
 	}
 	sec, secOK := a.stampSec, a.stampOK
 
@@ -126,11 +133,11 @@ func (a *Aggregator) Add(dst []event.TokRate, t event.Throughput) []event.TokRat
 	}
 	g.keys = append(g.keys, key)
 	if a.track {
-		g.lines = append(g.lines, t.Line)
+		g.lines = append(g.lines, line)
 	}
-	g.sum += t.TokPerSec
-	if t.Has&event.HasAcceptLength != 0 {
-		g.acceptSum += t.AcceptLength
+	g.sum += tokS
+	if hasAccept {
+		g.acceptSum += accept
 		g.acceptN++
 	}
 	if key < 0 || (a.hasKnown && coversAll(g.keys, a.known)) {

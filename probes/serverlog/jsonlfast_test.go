@@ -1,0 +1,113 @@
+package serverlog
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/flightdeck-dev/flightdeck/probes/serverlog/synthlog"
+	"github.com/flightdeck-dev/flightdeck/sessions/event"
+)
+
+// checkFastJSON fails when jsonFast writes a record for line that is not
+// byte for byte what the general way (analyze, then appendPayload)
+// writes, or gives a decode point that differs from the Throughput's.
+// It reports whether the fast path took the line.
+func checkFastJSON(t *testing.T, line []byte) bool {
+	t.Helper()
+	own := ownPrefixEnd(line)
+	if own == 0 {
+		return false
+	}
+	var an analyzer
+	var p tputPoint
+	got, kind := jsonFast([]byte("x"), &an, line, own, 42, &p)
+	if kind == fastNone {
+		if string(got) != "x" {
+			t.Fatalf("jsonFast(%q) gave up but wrote %q", line, got)
+		}
+		return false
+	}
+	info := an.analyze(line, 42)
+	want := append([]byte("x"), appendPayload(nil, info.found)...)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("jsonFast(%q):\n got %s\nwant %s", line, got, want)
+	}
+	if kind == fastDecode {
+		tp := info.found.(event.Throughput)
+		want := tputPoint{
+			tokS: tp.TokPerSec, accept: tp.AcceptLength, stamp: tp.Stamp, line: tp.Line, key: tp.DP,
+			hasAccept: tp.Has&event.HasAcceptLength != 0, counts: tp.DP >= 0 || isTP0OrNone(tp.Rank),
+		}
+		if p != want {
+			t.Fatalf("jsonFast(%q) point %+v, want %+v", line, p, want)
+		}
+	}
+	return true
+}
+
+func TestFastJSONMatchesPayload(t *testing.T) {
+	took := 0
+	for _, l := range fastPathLines {
+		if checkFastJSON(t, []byte(l)) {
+			took++
+		}
+	}
+	for _, text := range fixtureTexts(t) {
+		for _, l := range bytes.Split(text, []byte("\n")) {
+			if checkFastJSON(t, trimCR(l)) {
+				took++
+			}
+		}
+	}
+	// Numbers whose text is not what the JSON holds, and the edges of
+	// the copy rule.
+	for _, num := range []string{"0.00", "0.10", "007.50", "00", "1.000000", "0.000001", "0.0000001", "0.0000010", "123456789012345", "12345678901234.5", "0.123456789", "0.1234567891", "9.99"} {
+		for _, l := range []string{
+			"[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 01, #token: 0186, token usage: %[1]s, accept len: %[1]s, accept rate: %[1]s, cuda graph: True, gen throughput (token/s): %[1]s, #queue-req: 00, ",
+			"[2025-10-22 10:27:57] Decode batch, #running-req: 1, #token: 186, token usage: %[1]s, cuda graph: False, gen throughput (token/s): %[1]s, #queue-req: 0",
+			"[2025-10-22 10:27:57 DP1 TP3] Decode batch. #running-req: 1, #token: 186, token usage: %[1]s, cuda graph: False, gen throughput (token/s): 1.5, #queue-req: 0, ",
+			"[2025-10-22 10:27:56 TP0] Prefill batch. #new-seq: 01, #new-token: 28, #cached-token: 000, token usage: %[1]s, #running-req: 0, #queue-req: 0, ",
+			"[2025-10-22 10:27:56 TP12] Prefill batch, #new-seq: 1, #new-token: 28, #cached-token: 0, token usage: %[1]s, #running-req: 0, #queue-req: 7",
+		} {
+			if checkFastJSON(t, fmt.Appendf(nil, l, num)) {
+				took++
+			}
+		}
+	}
+	if took < 50 {
+		t.Errorf("the fast path took only %d lines", took)
+	}
+}
+
+// TestFastJSONSyntheticLog: the generated benchmark log, every line.
+func TestFastJSONSyntheticLog(t *testing.T) {
+	var buf bytes.Buffer
+	st, err := synthlog.Write(&buf, 2<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took, want := 0, st.Decode
+	for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		if checkFastJSON(t, l) {
+			took++
+		}
+		// v0.4.1's "cache hit rate" is not the 2025 prefill layout.
+		if bytes.Contains(l, []byte("Prefill batch")) && !bytes.Contains(l, []byte("cache hit rate")) {
+			want++
+		}
+	}
+	if took != want {
+		t.Errorf("fast path took %d lines, want %d (%d decode lines)", took, want, st.Decode)
+	}
+}
+
+func FuzzFastJSONMatchesPayload(f *testing.F) {
+	for _, l := range fastPathLines {
+		f.Add([]byte(l))
+	}
+	f.Add([]byte("[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 186, token usage: 0.0000001, cuda graph: True, gen throughput (token/s): 0.000000, #queue-req: 0, "))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkFastJSON(t, line)
+	})
+}
