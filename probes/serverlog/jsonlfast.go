@@ -213,6 +213,9 @@ func appendCanon(dst, v []byte) []byte {
 func jsonFast(dst []byte, an *analyzer, line []byte, own, lineNo int, p *tputPoint) ([]byte, uint8) {
 	b := line[own:]
 	if len(b) >= 12 && string(b[:12]) == "Decode batch" {
+		if out, ok := appendDecodeRecord(dst, an, line, own, lineNo, p); ok {
+			return out, fastDecode
+		}
 		if out, ok := appendOwnDecodeJSON(dst, an, line, own, lineNo, p); ok {
 			return out, fastDecode
 		}

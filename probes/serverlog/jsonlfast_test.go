@@ -34,6 +34,13 @@ func checkFastJSON(t *testing.T, line []byte) bool {
 		t.Fatalf("jsonFast(%q):\n got %s\nwant %s", line, got, want)
 	}
 	if kind == fastDecode {
+		// The two-pass form, which jsonFast tries second, on its own.
+		var p2 tputPoint
+		if two, ok := appendOwnDecodeJSON([]byte("x"), &an, line, own, 42, &p2); !ok || !bytes.Equal(two, want) || p2 != p {
+			t.Fatalf("appendOwnDecodeJSON(%q) = %s, %v, point %+v; want %s, point %+v", line, two, ok, p2, want, p)
+		}
+	}
+	if kind == fastDecode {
 		tp := info.found.(event.Throughput)
 		want := tputPoint{
 			tokS: tp.TokPerSec, accept: tp.AcceptLength, stamp: tp.Stamp, line: tp.Line, key: tp.DP,
