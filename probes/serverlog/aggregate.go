@@ -68,7 +68,8 @@ type Aggregator struct {
 
 	held     event.TokRate // first point of a busy period, waiting for its successor
 	holding  bool
-	history  []float64 // last kept SGLang points
+	history  []float64 // last kept SGLang points, a ring once full (only their median is read)
+	histAt   int       // the oldest of history when it is full
 	specLen  float64   // latest vLLM mean acceptance length
 	haveSpec bool
 
@@ -123,6 +124,15 @@ func (a *Aggregator) add(dst []event.TokRate, sglang bool, key int, stamp string
 	}
 	sec, secOK := a.stampSec, a.stampOK
 
+	if sglang && key < 0 && !a.group.open {
+		// A point of its own (SGLang without DP, the usual case): what
+		// opening and closing a round of one line does.
+		r := event.TokRate{TokPerSec: tokS, Ranks: 1}
+		if hasAccept {
+			r.AcceptLength, r.HasAccept = accept, true
+		}
+		return a.closeSGLang(dst, r, sec, secOK, line)
+	}
 	if a.group.open && (a.group.sglang != sglang || key < 0 || slices.Contains(a.group.keys, key) ||
 		(secOK && a.group.secOK && (sec-a.group.sec > roundSpan || sec < a.group.sec))) {
 		dst = a.closeRound(dst)
@@ -205,11 +215,16 @@ func (a *Aggregator) closeRound(dst []event.TokRate) []event.TokRate {
 	if !g.sglang {
 		return append(dst, r)
 	}
+	return a.closeSGLang(dst, r, g.sec, g.secOK, -1)
+}
 
-	// SGLang idle-artefact rule.
-	firstOfBusy := !a.anyPoint || (a.prevOK && g.secOK && time.Duration(g.sec-a.prevSec)*time.Second >= a.idleGap())
+// closeSGLang applies the SGLang idle-artefact rule to the point r of the
+// round just closed, whose timestamp is sec (when secOK); its lines are
+// line when it is not -1 (a round of one line), else the group's.
+func (a *Aggregator) closeSGLang(dst []event.TokRate, r event.TokRate, sec int64, secOK bool, line int) []event.TokRate {
+	firstOfBusy := !a.anyPoint || (a.prevOK && secOK && time.Duration(sec-a.prevSec)*time.Second >= a.idleGap())
 	a.anyPoint = true
-	a.prevSec, a.prevOK = g.sec, g.secOK
+	a.prevSec, a.prevOK = sec, secOK
 	if a.holding {
 		h := a.held
 		a.holding = false
@@ -221,7 +236,14 @@ func (a *Aggregator) closeRound(dst []event.TokRate) []event.TokRate {
 	}
 	if firstOfBusy {
 		a.held, a.holding = r, true
-		a.heldLines = append(a.heldLines[:0], g.lines...)
+		a.heldLines = a.heldLines[:0]
+		if line != -1 {
+			if a.track {
+				a.heldLines = append(a.heldLines, line)
+			}
+		} else {
+			a.heldLines = append(a.heldLines, a.group.lines...)
+		}
 		return dst
 	}
 	return a.keep(dst, r)
@@ -231,9 +253,11 @@ func (a *Aggregator) closeRound(dst []event.TokRate) []event.TokRate {
 func (a *Aggregator) keep(dst []event.TokRate, r event.TokRate) []event.TokRate {
 	if !r.Dropped {
 		if len(a.history) == historyLen {
-			a.history = append(a.history[:0], a.history[1:]...)
+			a.history[a.histAt] = r.TokPerSec
+			a.histAt = (a.histAt + 1) % historyLen
+		} else {
+			a.history = append(a.history, r.TokPerSec)
 		}
-		a.history = append(a.history, r.TokPerSec)
 	}
 	return append(dst, r)
 }
