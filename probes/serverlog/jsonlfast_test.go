@@ -33,6 +33,11 @@ func checkFastJSON(t *testing.T, line []byte) bool {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("jsonFast(%q):\n got %s\nwant %s", line, got, want)
 	}
+	if kind == fastPrefill {
+		if two, ok := appendOwnPrefillJSON([]byte("x"), line, own, 42); !ok || !bytes.Equal(two, want) {
+			t.Fatalf("appendOwnPrefillJSON(%q) = %s, %v; want %s", line, two, ok, want)
+		}
+	}
 	if kind == fastDecode {
 		// The two-pass form, which jsonFast tries second, on its own.
 		var p2 tputPoint
@@ -94,18 +99,27 @@ func TestFastJSONSyntheticLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	took, want := 0, st.Decode
+	took, want, onePass := 0, st.Decode, 0
+	var an analyzer
+	var p tputPoint
 	for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
 		if checkFastJSON(t, l) {
 			took++
+		}
+		if own := ownPrefixEnd(l); own > 0 {
+			_, dok := appendDecodeRecord(nil, &an, l, own, 1, &p)
+			_, pok := appendPrefillRecord(nil, l, own, 1)
+			if dok || pok {
+				onePass++
+			}
 		}
 		// v0.4.1's "cache hit rate" is not the 2025 prefill layout.
 		if bytes.Contains(l, []byte("Prefill batch")) && !bytes.Contains(l, []byte("cache hit rate")) {
 			want++
 		}
 	}
-	if took != want {
-		t.Errorf("fast path took %d lines, want %d (%d decode lines)", took, want, st.Decode)
+	if took != want || onePass != want {
+		t.Errorf("fast path took %d lines, its one-pass form %d, want %d (%d decode lines)", took, onePass, want, st.Decode)
 	}
 }
 

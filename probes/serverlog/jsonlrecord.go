@@ -97,12 +97,8 @@ func appendSpan(dst, b []byte, s numSpan) []byte { return append(dst, b[s.start:
 // appendDecodeRecord is appendOwnDecodeJSON in one pass for the lines
 // described above; ok is false, with dst unchanged, for any other line.
 func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, p *tputPoint) ([]byte, bool) {
-	rank := ""
-	switch {
-	case own == 22:
-	case own == 26 && string(line[20:23]) == " TP" && line[23]-'0' <= 9: // "[stamp TPn] "
-		rank = tpTags[line[23]-'0']
-	default:
+	rank, ok := simpleRank(line, own)
+	if !ok {
 		return dst, false
 	}
 	b := line[own:]
@@ -150,13 +146,10 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 	if !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
 		return dst, false
 	}
-	// The last number ends the line, with or without ", ".
-	q0 := i + 12
-	j := digitsAt(b, q0)
-	if j == q0 || j-q0 > 18 || (b[q0] == '0' && j-q0 > 1) || !(j == len(b) || (j+2 == len(b) && b[j] == ',' && b[j+1] == ' ')) {
+	queued, ok := lastInt(b, i+12)
+	if !ok {
 		return dst, false
 	}
-	queued := numSpan{q0, j}
 
 	dst = slices.Grow(dst, 320)
 	dst = append(dst, `{"type":"throughput","tok_s":`...)
@@ -187,4 +180,82 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 		p.accept = decimal(am, af)
 	}
 	return dst, true
+}
+
+// appendPrefillRecord is appendDecodeRecord for a prefill line in the 2025
+// layout (prefillLayout's checks): appendOwnPrefillJSON in one pass.
+func appendPrefillRecord(dst []byte, line []byte, own, lineNo int) ([]byte, bool) {
+	rank, ok := simpleRank(line, own)
+	if !ok {
+		return dst, false
+	}
+	b := line[own:]
+	if len(b) < 25 || string(b[:13]) != "Prefill batch" || (b[13] != '.' && b[13] != ',') || b[14] != ' ' || string(b[15:25]) != "#new-seq: " {
+		return dst, false
+	}
+	b = b[15:]
+	seq, i, ok := spanInt(b, 10)
+	if !ok || len(b) < i+12 || string(b[i:i+12]) != "#new-token: " {
+		return dst, false
+	}
+	newTok, i, ok := spanInt(b, i+12)
+	if !ok || len(b) < i+15 || string(b[i:i+15]) != "#cached-token: " {
+		return dst, false
+	}
+	cached, i, ok := spanInt(b, i+15)
+	if !ok || len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
+		return dst, false
+	}
+	usage, _, _, i, ok := spanDecimal(b, i+13, false, false)
+	if !ok || len(b) < i+14 || string(b[i:i+14]) != "#running-req: " {
+		return dst, false
+	}
+	running, i, ok := spanInt(b, i+14)
+	if !ok || len(b) < i+12 || string(b[i:i+12]) != "#queue-req: " {
+		return dst, false
+	}
+	queued, ok := lastInt(b, i+12)
+	if !ok {
+		return dst, false
+	}
+	dst = slices.Grow(dst, 256)
+	dst = append(dst, `{"type":"prefill"`...)
+	if rank != "" {
+		dst = append(dst, `,"rank":"`...)
+		dst = append(dst, rank...)
+		dst = append(dst, '"')
+	}
+	dst = appendSpan(append(dst, `,"new_seq":`...), b, seq)
+	dst = appendSpan(append(dst, `,"new_token":`...), b, newTok)
+	dst = appendSpan(append(dst, `,"cached_token":`...), b, cached)
+	dst = appendSpan(append(dst, `,"token_usage":`...), b, usage)
+	dst = appendSpan(append(dst, `,"running":`...), b, running)
+	dst = appendSpan(append(dst, `,"queued":`...), b, queued)
+	dst = append(append(dst, `,"stamp":"`...), line[1:20]...)
+	dst = strconv.AppendInt(append(dst, `","line":`...), int64(lineNo), 10)
+	return append(dst, "}\n"...), true
+}
+
+// simpleRank returns the rank tag of the prefixes the one-pass records
+// take, "[YYYY-MM-DD HH:MM:SS] " (none) and "[YYYY-MM-DD HH:MM:SS TPn] ",
+// as prefixRankStamp reads them; ok is false for any other prefix.
+func simpleRank(line []byte, own int) (string, bool) {
+	switch {
+	case own == 22:
+		return "", true
+	case own == 26 && string(line[20:23]) == " TP" && line[23]-'0' <= 9:
+		return tpTags[line[23]-'0'], true
+	}
+	return "", false
+}
+
+// lastInt reads the line's last number, as decodeLayout and
+// prefillLayout read it: 1 to 18 digits (here without a leading zero)
+// that end the line, with or without ", ".
+func lastInt(b []byte, i int) (numSpan, bool) {
+	j := digitsAt(b, i)
+	if j == i || j-i > 18 || (b[i] == '0' && j-i > 1) || !(j == len(b) || (j+2 == len(b) && b[j] == ',' && b[j+1] == ' ')) {
+		return numSpan{}, false
+	}
+	return numSpan{i, j}, true
 }
