@@ -105,8 +105,10 @@ good rows are still written and the exit status is 1.`,
 // output runs write on w: buffered for a file, and flushed also after an
 // error (the good records before a garbled row are kept); unbuffered for
 // standard input, which may be a live stream (nvidia-smi -lms | parse gpu -)
-// whose records should come out as they are read.
+// whose records should come out as they are read. A pipe's buffer is
+// enlarged first (growPipe).
 func output(w io.Writer, input string, write func(io.Writer) error) error {
+	growPipe(w)
 	if input == "-" {
 		return write(w)
 	}

@@ -68,7 +68,8 @@ type Aggregator struct {
 
 	held     event.TokRate // first point of a busy period, waiting for its successor
 	holding  bool
-	history  []float64 // last kept SGLang points
+	history  []float64 // last kept SGLang points, a ring once full (only their median is read)
+	histAt   int       // the oldest of history when it is full
 	specLen  float64   // latest vLLM mean acceptance length
 	haveSpec bool
 
@@ -109,13 +110,29 @@ func (a *Aggregator) Add(dst []event.TokRate, t event.Throughput) []event.TokRat
 	} else {
 		key = t.Engine
 	}
-	if t.Stamp != a.stamp || !a.stampDone {
+	return a.add(dst, sglang, key, t.Stamp, t.Line, t.TokPerSec, t.AcceptLength, t.Has&event.HasAcceptLength != 0)
+}
+
+// add is Add for a Throughput that counts, given by the fields that Add
+// reads: key is its DP rank or engine (-1 when none), accept its accept
+// length when hasAccept.
+func (a *Aggregator) add(dst []event.TokRate, sglang bool, key int, stamp string, line int, tokS, accept float64, hasAccept bool) []event.TokRate {
+	if stamp != a.stamp || !a.stampDone {
 		// Lines of one second share their stamp: parse it once.
-		a.stamp, a.stampDone = t.Stamp, true
-		a.stampSec, a.stampOK = stampSeconds(t.Stamp)
+		a.stamp, a.stampDone = stamp, true
+		a.stampSec, a.stampOK = stampSeconds(stamp)
 	}
 	sec, secOK := a.stampSec, a.stampOK
 
+	if sglang && key < 0 && !a.group.open {
+		// A point of its own (SGLang without DP, the usual case): what
+		// opening and closing a round of one line does.
+		r := event.TokRate{TokPerSec: tokS, Ranks: 1}
+		if hasAccept {
+			r.AcceptLength, r.HasAccept = accept, true
+		}
+		return a.closeSGLang(dst, r, sec, secOK, line)
+	}
 	if a.group.open && (a.group.sglang != sglang || key < 0 || slices.Contains(a.group.keys, key) ||
 		(secOK && a.group.secOK && (sec-a.group.sec > roundSpan || sec < a.group.sec))) {
 		dst = a.closeRound(dst)
@@ -126,11 +143,11 @@ func (a *Aggregator) Add(dst []event.TokRate, t event.Throughput) []event.TokRat
 	}
 	g.keys = append(g.keys, key)
 	if a.track {
-		g.lines = append(g.lines, t.Line)
+		g.lines = append(g.lines, line)
 	}
-	g.sum += t.TokPerSec
-	if t.Has&event.HasAcceptLength != 0 {
-		g.acceptSum += t.AcceptLength
+	g.sum += tokS
+	if hasAccept {
+		g.acceptSum += accept
 		g.acceptN++
 	}
 	if key < 0 || (a.hasKnown && coversAll(g.keys, a.known)) {
@@ -198,11 +215,16 @@ func (a *Aggregator) closeRound(dst []event.TokRate) []event.TokRate {
 	if !g.sglang {
 		return append(dst, r)
 	}
+	return a.closeSGLang(dst, r, g.sec, g.secOK, -1)
+}
 
-	// SGLang idle-artefact rule.
-	firstOfBusy := !a.anyPoint || (a.prevOK && g.secOK && time.Duration(g.sec-a.prevSec)*time.Second >= a.idleGap())
+// closeSGLang applies the SGLang idle-artefact rule to the point r of the
+// round just closed, whose timestamp is sec (when secOK); its lines are
+// line when it is not -1 (a round of one line), else the group's.
+func (a *Aggregator) closeSGLang(dst []event.TokRate, r event.TokRate, sec int64, secOK bool, line int) []event.TokRate {
+	firstOfBusy := !a.anyPoint || (a.prevOK && secOK && time.Duration(sec-a.prevSec)*time.Second >= a.idleGap())
 	a.anyPoint = true
-	a.prevSec, a.prevOK = g.sec, g.secOK
+	a.prevSec, a.prevOK = sec, secOK
 	if a.holding {
 		h := a.held
 		a.holding = false
@@ -214,7 +236,14 @@ func (a *Aggregator) closeRound(dst []event.TokRate) []event.TokRate {
 	}
 	if firstOfBusy {
 		a.held, a.holding = r, true
-		a.heldLines = append(a.heldLines[:0], g.lines...)
+		a.heldLines = a.heldLines[:0]
+		if line != -1 {
+			if a.track {
+				a.heldLines = append(a.heldLines, line)
+			}
+		} else {
+			a.heldLines = append(a.heldLines, a.group.lines...)
+		}
 		return dst
 	}
 	return a.keep(dst, r)
@@ -224,9 +253,11 @@ func (a *Aggregator) closeRound(dst []event.TokRate) []event.TokRate {
 func (a *Aggregator) keep(dst []event.TokRate, r event.TokRate) []event.TokRate {
 	if !r.Dropped {
 		if len(a.history) == historyLen {
-			a.history = append(a.history[:0], a.history[1:]...)
+			a.history[a.histAt] = r.TokPerSec
+			a.histAt = (a.histAt + 1) % historyLen
+		} else {
+			a.history = append(a.history, r.TokPerSec)
 		}
-		a.history = append(a.history, r.TokPerSec)
 	}
 	return append(dst, r)
 }

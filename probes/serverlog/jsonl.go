@@ -85,12 +85,7 @@ func WriteJSONL(w io.Writer, r io.Reader) error {
 	// them to the idle marker (and encodes the few findings of the
 	// stateful part), which writes them out in order.
 	mark := newIdleMarker(enc.write)
-	var scratch []byte
-	emit := func(p event.Payload) {
-		scratch = appendPayload(scratch[:0], p)
-		mark.record(p, scratch)
-	}
-	pre := preEncoder{encode: appendPayload, item: mark.record}
+	pre, emit := jsonlPre(mark, true, enc.endRun)
 	s, err := scanBlocks(r, emit, &pre, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
 	mark.flush()
 	if err != nil {
@@ -103,34 +98,89 @@ func WriteJSONL(w io.Writer, r io.Reader) error {
 	return enc.flush()
 }
 
-// jsonlWriter appends JSON objects to buf and writes buf out in large
-// pieces; it remembers the first write error and then stops writing.
+// jsonlPre returns WriteJSONL's preEncoder and emit, which pass the
+// records in order to mark: the workers encode the parsers' findings (and,
+// with fast, write the records of SGLang's batch lines from their text);
+// emit encodes the few findings of the stateful part. blockDone is called
+// when a block's records have been passed on.
+func jsonlPre(mark *idleMarker, fast bool, blockDone func()) (preEncoder, func(event.Payload)) {
+	var scratch []byte
+	emit := func(p event.Payload) {
+		scratch = appendPayload(scratch[:0], p)
+		mark.record(p, scratch, false)
+	}
+	return preEncoder{
+		encode:    appendPayload,
+		item:      func(p event.Payload, enc []byte) { mark.record(p, enc, true) },
+		fast:      fast,
+		point:     mark.recordPoint,
+		prefill:   func(enc []byte) { mark.pass(enc, true, false, 0) },
+		blockDone: blockDone,
+	}, emit
+}
+
+// jsonlWriter writes JSON records out in large pieces: records that stay
+// valid until their block ends (the workers' encodings, which lie one
+// after another in the block's buffer) are gathered as one run of that
+// buffer and written with one Write, others are copied to buf. Output is
+// buf, then run. It remembers the first write error and then stops
+// writing.
 type jsonlWriter struct {
 	w   io.Writer
 	buf []byte
+	run []byte // stable records not yet written, after buf
 	err error
 }
 
 func (e *jsonlWriter) flush() error {
-	if e.err == nil && len(e.buf) > 0 {
-		_, e.err = e.w.Write(e.buf)
-	}
-	e.buf = e.buf[:0]
+	e.endRun()
 	return e.err
 }
 
-// write writes records that appendPayload encoded: a large run directly,
-// after what is buffered.
-func (e *jsonlWriter) write(records []byte) {
-	if len(records) < 16<<10 {
-		e.buf = append(e.buf, records...)
-		if len(e.buf) >= 60<<10 {
-			e.flush()
-		}
+// endRun writes buf and run out; a block's records must be written
+// before its buffer is reused.
+func (e *jsonlWriter) endRun() {
+	e.put(e.buf)
+	e.buf = e.buf[:0]
+	e.put(e.run)
+	e.run = nil
+}
+
+func (e *jsonlWriter) put(b []byte) {
+	if e.err == nil && len(b) > 0 {
+		_, e.err = e.w.Write(b)
+	}
+}
+
+// write writes records that appendPayload encoded; stable says that they
+// stay valid until endRun.
+func (e *jsonlWriter) write(records []byte, stable bool) {
+	if len(records) == 0 {
 		return
 	}
-	if e.flush() == nil {
-		_, e.err = e.w.Write(records)
+	if stable {
+		// The next records in the same buffer extend the run.
+		if rest := e.run[len(e.run):cap(e.run)]; len(e.run) > 0 && len(rest) >= len(records) && &rest[0] == &records[0] {
+			e.run = e.run[:len(e.run)+len(records)]
+			return
+		}
+		if len(e.run) > 0 || len(e.buf) >= 60<<10 {
+			e.endRun()
+		}
+		e.run = records
+		return
+	}
+	if len(e.run) > 0 {
+		e.endRun()
+	}
+	if len(records) >= 16<<10 {
+		e.endRun()
+		e.put(records)
+		return
+	}
+	e.buf = append(e.buf, records...)
+	if len(e.buf) >= 60<<10 {
+		e.endRun()
 	}
 }
 
@@ -174,6 +224,9 @@ func appendPayload(b []byte, p event.Payload) []byte {
 }
 
 func (e *jsonlWriter) summary(primary event.ServerFailure, all []event.ServerFailure) {
+	if len(e.run) > 0 {
+		e.endRun() // buf is written before run
+	}
 	b := append(e.buf, `{"type":"failure_summary"`...)
 	b = strField(b, `,"failure":`, string(primary.Class))
 	b = appendKey(b, `,"failure_also":`)

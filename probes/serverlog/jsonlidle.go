@@ -23,9 +23,9 @@ import (
 type idleMarker struct {
 	agg   Aggregator
 	rates []event.TokRate
-	hold  []byte       // records held back, in order
-	tput  []heldRecord // the throughput records in hold
-	out   func(records []byte)
+	hold  []byte                            // records held back, in order
+	tput  []heldRecord                      // the throughput records in hold
+	out   func(records []byte, stable bool) // stable: records stay valid until the block ends
 }
 
 // heldRecord is a throughput record in idleMarker.hold: its line and where
@@ -35,25 +35,41 @@ type heldRecord struct {
 	end  int
 }
 
-func newIdleMarker(out func([]byte)) *idleMarker {
+func newIdleMarker(out func(records []byte, stable bool)) *idleMarker {
 	m := &idleMarker{out: out}
 	m.agg.track = true
 	return m
 }
 
-// record takes the next record, enc, the encoding of p.
-func (m *idleMarker) record(p event.Payload, enc []byte) {
+// record takes the next record, enc, the encoding of p; stable says
+// that enc stays valid until the end of its block (a worker's encoding).
+func (m *idleMarker) record(p event.Payload, enc []byte, stable bool) {
 	t, isTput := p.(event.Throughput)
 	if isTput {
 		m.rates = m.agg.Add(m.rates[:0], t)
 	}
+	m.pass(enc, stable, isTput, t.Line)
+}
+
+// recordPoint is record for a decode line of the fast path: p holds its
+// Aggregator inputs, enc (stable) its record.
+func (m *idleMarker) recordPoint(p *tputPoint, enc []byte) {
+	if p.counts {
+		m.rates = m.agg.add(m.rates[:0], true, p.key, p.stamp, p.line, p.tokS, p.accept, p.hasAccept)
+	}
+	m.pass(enc, true, true, p.line)
+}
+
+// pass passes enc on or holds it back; isTput says that it is the record
+// of the Throughput of line that was just added.
+func (m *idleMarker) pass(enc []byte, stable, isTput bool, line int) {
 	if len(m.hold) == 0 && !m.agg.undecided() {
-		m.out(enc) // the usual case: nothing pending
+		m.out(enc, stable) // the usual case: nothing pending
 		return
 	}
 	m.hold = append(m.hold, enc...)
 	if isTput {
-		m.tput = append(m.tput, heldRecord{line: t.Line, end: len(m.hold)})
+		m.tput = append(m.tput, heldRecord{line: line, end: len(m.hold)})
 	}
 	if !m.agg.undecided() {
 		m.release()
@@ -75,7 +91,7 @@ func (m *idleMarker) release() {
 		return
 	}
 	if len(m.agg.dropped) == 0 {
-		m.out(m.hold)
+		m.out(m.hold, false)
 	} else {
 		out := make([]byte, 0, len(m.hold)+len(m.agg.dropped)*len(kwIdleArtifact))
 		start := 0
@@ -92,7 +108,7 @@ func (m *idleMarker) release() {
 			}
 		}
 		out = append(out, m.hold[start:]...)
-		m.out(out)
+		m.out(out, false)
 	}
 	m.hold, m.tput, m.agg.dropped = m.hold[:0], m.tput[:0], m.agg.dropped[:0]
 }

@@ -37,9 +37,20 @@ func Scan(r io.Reader, emit func(event.Payload)) (*Scanner, error) {
 // emit, with each such finding and its encoding (valid during the call).
 // Findings of the stateful part (failures, benchmark results, uvicorn
 // readiness) still go to emit.
+//
+// With fast set, the workers also write the records of SGLang's 2025
+// decode and prefill lines straight from their text (jsonFast), and
+// point and prefill are called for them in place of item: point with the
+// decode line's Aggregator inputs. blockDone is called after a block's
+// last record and before its buffers are reused: the encodings passed
+// for it are valid until then.
 type preEncoder struct {
-	encode func(dst []byte, p event.Payload) []byte
-	item   func(found event.Payload, encoded []byte)
+	encode    func(dst []byte, p event.Payload) []byte
+	item      func(found event.Payload, encoded []byte)
+	fast      bool
+	point     func(p *tputPoint, encoded []byte)
+	prefill   func(encoded []byte)
+	blockDone func()
 }
 
 // block is a run of whole lines of the input, each ending in '\n', and what
@@ -50,6 +61,7 @@ type block struct {
 	lines      int
 	skipSource bool // its first line is the input's "# source:" header
 	items      []item
+	points     []tputPoint   // the fast path's decode lines, in order
 	prefixed   []lineAt      // lines whose only finding is SGLang's prefix
 	enc        []byte        // the items' encoded findings, with a preEncoder
 	done       chan struct{} // closed when items is ready
@@ -64,6 +76,8 @@ type item struct {
 	idx         int32 // line index in the block
 	start, end  int32 // the line's bytes, without '\n' (a block is a few MiB at most)
 	enc, encEnd int32 // the finding's encoding in the block's enc, with a preEncoder
+	fast        uint8 // written by jsonFast (info is then empty): fastDecode or fastPrefill
+	pt          int32 // fastDecode: its index in the block's points
 }
 
 func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers, blockSize, maxLine int) (*Scanner, error) {
@@ -141,6 +155,9 @@ func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers,
 			skipped = 1
 		}
 		s.applyBlock(b, skipped, emit, pre)
+		if pre != nil && pre.blockDone != nil {
+			pre.blockDone()
+		}
 		free <- b
 	}
 	wg.Wait()
@@ -154,13 +171,17 @@ func (b *block) analyze(an *analyzer, pre *preEncoder) {
 	b.items = b.items[:0]
 	b.enc = b.enc[:0]
 	b.prefixed = b.prefixed[:0]
+	b.points = b.points[:0]
 	b.skipSource = false
+	fast := pre != nil && pre.fast
 	for idx, pos := 0, 0; pos < len(b.data); idx++ {
 		end := pos + bytes.IndexByte(b.data[pos:], '\n')
 		line := trimCR(b.data[pos:end])
 		lineNo := b.firstLine + idx
 		if lineNo == 1 && bytes.HasPrefix(line, kwSourceHeader) {
 			b.skipSource = true
+		} else if fast && b.analyzeFast(an, line, lineNo, idx, pos, end) {
+			// written by jsonFast
 		} else {
 			info := an.analyze(line, lineNo)
 			if info == (lineInfo{flags: infoSGLangPrefix}) {
@@ -180,6 +201,29 @@ func (b *block) analyze(an *analyzer, pre *preEncoder) {
 		}
 		pos = end + 1
 	}
+}
+
+// analyzeFast writes the record of line with jsonFast and adds its item;
+// false when the line goes the general way.
+func (b *block) analyzeFast(an *analyzer, line []byte, lineNo, idx, pos, end int) bool {
+	own := ownPrefixEnd(line)
+	if own == 0 {
+		return false
+	}
+	at := len(b.enc)
+	var p tputPoint
+	enc, kind := jsonFast(b.enc, an, line, own, lineNo, &p)
+	if kind == fastNone {
+		return false
+	}
+	b.enc = enc
+	it := item{idx: int32(idx), start: int32(pos), end: int32(end), enc: int32(at), encEnd: int32(len(enc)), fast: kind}
+	if kind == fastDecode {
+		it.pt = int32(len(b.points))
+		b.points = append(b.points, p)
+	}
+	b.items = append(b.items, it)
+	return true
 }
 
 // applyBlock runs the stateful part over b's lines with findings, and over
@@ -219,7 +263,24 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pr
 		it := &b.items[i]
 		upTo(int(it.idx))
 		lineNo := b.firstLine + int(it.idx)
-		if it.info.found != nil && it.info.flags&infoReady == 0 && !s.bench.active() {
+		if it.fast != fastNone {
+			line := trimCR(b.data[it.start:it.end])
+			switch {
+			case s.bench.active():
+				// Every line is a row of the open table or ends it: the
+				// general way, as the line was read in the first place.
+				info := s.an.analyze(line, lineNo)
+				s.apply(&info, line, lineNo-skipped, lineNo, emit)
+			case it.fast == fastDecode:
+				s.n = lineNo - skipped
+				s.sawSGLang = true
+				pre.point(&b.points[it.pt], b.enc[it.enc:it.encEnd])
+			default:
+				s.n = lineNo - skipped
+				s.sawSGLang = true
+				pre.prefill(b.enc[it.enc:it.encEnd])
+			}
+		} else if it.info.found != nil && it.info.flags&infoReady == 0 && !s.bench.active() {
 			// What apply does with a parser's finding outside a table,
 			// without touching the line: its bytes were last seen by
 			// another core, and reading them costs a cache miss.

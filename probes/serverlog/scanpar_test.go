@@ -33,12 +33,12 @@ func scanParallel(data []byte, workers, blockSize int) ([]event.Payload, []event
 }
 
 // scanPreEncoded is scanParallel with WriteJSONL's pre-encoding and idle
-// marking: the JSON records in the order written.
-func scanPreEncoded(data []byte, workers, blockSize int) []byte {
+// marking: the JSON records in the order written. With fast, the workers
+// write SGLang's batch lines from their text, as WriteJSONL does.
+func scanPreEncoded(data []byte, workers, blockSize int, fast bool) []byte {
 	var out []byte
-	m := newIdleMarker(func(b []byte) { out = append(out, b...) })
-	emit := func(p event.Payload) { m.record(p, appendPayload(nil, p)) }
-	pre := preEncoder{encode: appendPayload, item: m.record}
+	m := newIdleMarker(func(b []byte, _ bool) { out = append(out, b...) })
+	pre, emit := jsonlPre(m, fast, func() {})
 	_, _ = scanBlocks(bytes.NewReader(data), emit, &pre, workers, blockSize, MaxLineBytes)
 	m.flush()
 	return out
@@ -48,9 +48,9 @@ func scanPreEncoded(data []byte, workers, blockSize int) []byte {
 // scanSequential, encoded one by one and marked.
 func encodeSequential(found []event.Payload) []byte {
 	var out []byte
-	m := newIdleMarker(func(b []byte) { out = append(out, b...) })
+	m := newIdleMarker(func(b []byte, _ bool) { out = append(out, b...) })
 	for _, p := range found {
-		m.record(p, appendPayload(nil, p))
+		m.record(p, appendPayload(nil, p), false)
 	}
 	m.flush()
 	return out
@@ -60,8 +60,10 @@ func checkSameScan(t *testing.T, name string, data []byte, workers, blockSize in
 	t.Helper()
 	want, wantF := scanSequential(data)
 	wantJSON := encodeSequential(want)
-	if got := scanPreEncoded(data, workers, blockSize); !bytes.Equal(got, wantJSON) {
-		t.Fatalf("%s (workers %d, block %d): pre-encoded scan differs:\n got %s\nwant %s", name, workers, blockSize, got, wantJSON)
+	for _, fast := range []bool{false, true} {
+		if got := scanPreEncoded(data, workers, blockSize, fast); !bytes.Equal(got, wantJSON) {
+			t.Fatalf("%s (workers %d, block %d, fast %v): pre-encoded scan differs:\n got %s\nwant %s", name, workers, blockSize, fast, got, wantJSON)
+		}
 	}
 	got, gotF := scanParallel(data, workers, blockSize)
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotF, wantF) {
