@@ -60,8 +60,17 @@ type Lock struct {
 	// Publish, when not nil, receives an event.DriverState (At: time.Now())
 	// at each change of role, holder, note or error. It must not block.
 	Publish event.Sink
+	// Agent, when not nil, lets Run keep the lock through one long-lived
+	// stream instead of a script per beat: `flightdeck agent lock` on the
+	// host (no process spawned per beat), or, while the host has no agent
+	// (remote.ErrNoAgent), a shell loop of builtins (see lock_stream.go).
+	// Nil: lockScript every Heartbeat, as before.
+	Agent remote.Agent
 
 	mutex string // lockScript's MUTEX: "" is mutexFlock
+
+	kickOnce sync.Once
+	kick     chan struct{} // Run's stream loop: the version changed outside the stream
 
 	op        sync.Mutex       // held by each operation on the host; guards the fields below
 	ready     bool             // dir, file and me are set
@@ -250,6 +259,9 @@ func (l *Lock) Run(ctx context.Context) error {
 	wctx, stopWatchdog := context.WithCancel(ctx)
 	defer stopWatchdog()
 	go l.watchdog(wctx, every)
+	if l.Agent != nil {
+		return l.runStreams(ctx, every)
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -384,6 +396,7 @@ func (l *Lock) refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	l.heartbeat(ctx)
+	l.poke()
 }
 
 // heartbeat rewrites our lock file (its mtime is the heartbeat) if it is
