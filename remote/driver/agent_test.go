@@ -45,7 +45,6 @@ func agentRole(args []string) int {
 	put := ""
 	fs := flag.NewFlagSet("agent lock", flag.ContinueOnError)
 	fs.StringVar(&o.File, "file", "", "")
-	fs.DurationVar(&o.Heartbeat, "heartbeat", DefaultHeartbeat, "")
 	fs.StringVar(&o.Mutex, "mutex", "flock", "")
 	fs.StringVar(&put, "put", "", "")
 	fs.StringVar(&o.Want, "want", "", "")
@@ -64,7 +63,7 @@ func agentRole(args []string) int {
 			f.Close()
 		}
 	}
-	if err := ServeLock(context.Background(), os.Stdout, o); err != nil {
+	if err := ServeLock(context.Background(), os.Stdin, os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "agent lock:", err)
 		return 1
 	}
@@ -137,6 +136,11 @@ func (c *counting) Run(ctx context.Context, cmd string, stdin io.Reader) (remote
 func (c *counting) Start(ctx context.Context, cmd string) (remote.Process, error) {
 	c.starts.Add(1)
 	return c.Host.Start(ctx, cmd)
+}
+
+func (c *counting) StartInput(ctx context.Context, cmd string) (remote.Process, io.WriteCloser, error) {
+	c.starts.Add(1)
+	return c.Host.(remote.InputStarter).StartInput(ctx, cmd)
 }
 
 // sessions is how many sessions c opened so far.

@@ -6,6 +6,7 @@ package driver
 // per result; the cockpit's Lock feeds its state machine from the lines.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,8 +21,6 @@ import (
 type LockAgentOptions struct {
 	// File is the lock file's absolute path on this host.
 	File string
-	// Heartbeat is the time between two operations (at least 10 ms).
-	Heartbeat time.Duration
 	// Mutex is "flock" (flock(2) on File.mutex and the mkdir mutex
 	// File.mutex.d, excluding lockScripts of both kinds) or "mkdir" (the
 	// mkdir mutex only); "" is "flock".
@@ -55,8 +54,6 @@ func (o LockAgentOptions) check() error {
 	switch {
 	case o.File == "" || !path.IsAbs(o.File):
 		return fmt.Errorf("agent lock: --file %q: must be an absolute path", o.File)
-	case o.Heartbeat < 10*time.Millisecond:
-		return fmt.Errorf("agent lock: --heartbeat %v: must be at least 10ms", o.Heartbeat)
 	case o.Mutex != "" && o.Mutex != mutexFlock && o.Mutex != mutexMkdir:
 		return fmt.Errorf("agent lock: --mutex %q: want flock or mkdir", o.Mutex)
 	case o.Drive && (len(o.Content) == 0 || len(o.Content) > MaxFileBytes-1):
@@ -67,20 +64,35 @@ func (o LockAgentOptions) check() error {
 	return nil
 }
 
-// ServeLock runs `flightdeck agent lock` until ctx ends, a write to w
-// fails (the SSH session closed: EPIPE), or, driving, a put finds the file
-// changed: it operates on the lock file now and every Heartbeat, writing
-// one line to w for each operation. It spawns no process. Errors: o's, or
-// the write's.
-func ServeLock(ctx context.Context, w io.Writer, o LockAgentOptions) error {
+// ServeLock runs `flightdeck agent lock`: one operation on the lock file
+// now and one for each line read from in (the cockpit writes one per
+// heartbeat, so the lock is refreshed only while the cockpit runs: a
+// frozen cockpit's lock goes stale as with the script), each followed by
+// one line on w. It returns at in's end, when ctx ends, when a write to w
+// fails (the SSH session closed: EPIPE) or, driving, after a put found
+// the file changed. It spawns no process. Errors: o's, in's, or w's.
+func ServeLock(ctx context.Context, in io.Reader, w io.Writer, o LockAgentOptions) error {
 	if err := o.check(); err != nil {
 		return err
 	}
 	start := time.Now()
+	pings := make(chan error, 1)
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			if _, err := r.ReadSlice('\n'); err != nil && err != bufio.ErrBufferFull {
+				pings <- err
+				return
+			}
+			select {
+			case pings <- nil:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	h := hostFile{file: o.File, mutex: o.Mutex}
 	want := o.Want
-	t := time.NewTicker(o.Heartbeat)
-	defer t.Stop()
 	var buf []byte
 	for {
 		ln := lockLine{T: "lock", MS: time.Since(start).Milliseconds()}
@@ -120,7 +132,13 @@ func ServeLock(ctx context.Context, w io.Writer, o LockAgentOptions) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case err := <-pings:
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("agent lock: stdin: %w", err)
+			}
 		}
 	}
 }

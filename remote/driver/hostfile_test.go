@@ -4,9 +4,11 @@ package driver
 // same versions, the same checksum as cksum(1), and one mutex.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
 )
@@ -124,5 +127,57 @@ func TestHostFileAndScriptExclusion(t *testing.T) {
 				t.Errorf("mkdir mutex left: %v", err)
 			}
 		})
+	}
+}
+
+// ServeLock does one operation at start and one per line on its stdin, no
+// more: a cockpit that stops writing (frozen) stops the heartbeat, and its
+// lock goes stale as with the script. The end of stdin ends it.
+func TestServeLockOnePutPerPing(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, FileName)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- ServeLock(context.Background(), inR, outW, LockAgentOptions{File: file, Mutex: mutexMkdir,
+			Drive: true, Content: []byte(`{"token":"a11ce0"}`), Want: verAbsent})
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	next := func() snapshot {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("no line: %v", lines.Err())
+		}
+		s, _, opErr, err := parseLockLine(lines.Bytes())
+		if err != nil || opErr != "" || !s.Wrote {
+			t.Fatalf("line %s: %+v %q %v", lines.Bytes(), s, opErr, err)
+		}
+		return s
+	}
+	first := next()
+	for range 3 {
+		inW.Write([]byte("\n"))
+		next()
+	}
+	st0, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // no ping: no write
+	st1, err := os.Stat(file)
+	if err != nil || !os.SameFile(st0, st1) {
+		t.Errorf("the file was rewritten without a ping: %v", err)
+	}
+	if first.Absent() {
+		t.Errorf("first put: %+v", first)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Errorf("ServeLock at the end of stdin: %v", err)
+	}
+	if lines.Scan() {
+		t.Errorf("a line after the end of stdin: %s", lines.Bytes())
 	}
 }

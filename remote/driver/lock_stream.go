@@ -238,7 +238,8 @@ func (l *Lock) openStream(ctx context.Context, agentOK bool, gen int, out chan<-
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	s.started = mono()
-	go l.readStream(sctx, cmd, s.kind, gen, out)
+	every, _, _ := l.periods()
+	go l.readStream(sctx, cmd, s.kind, gen, every, out)
 	return s
 }
 
@@ -263,7 +264,10 @@ func (l *Lock) streamCommand(ctx context.Context, agentOK bool) (string, *lockSt
 		cmd, err := l.loopCommand(s, every)
 		return cmd, s, err
 	}
-	args := []string{"agent", "lock", "--file", l.file, "--heartbeat", every.String(), "--mutex", mx}
+	if _, ok := l.Host.(remote.InputStarter); !ok {
+		return "", nil, nil // no stdin to say we are alive: lockScript beats
+	}
+	args := []string{"agent", "lock", "--file", l.file, "--mutex", mx}
 	if s.drive {
 		content, err := l.content()
 		if err != nil {
@@ -277,9 +281,11 @@ func (l *Lock) streamCommand(ctx context.Context, agentOK bool) (string, *lockSt
 	return cmd, s, err
 }
 
-// readStream runs cmd on the host and sends its stdout's lines to out
-// (the agent's launch line left out), then its end.
-func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen int, out chan<- streamMsg) {
+// readStream runs cmd on the host, writes a line to its stdin every
+// heartbeat (each asks for one operation: no line, no heartbeat), and
+// sends its stdout's lines to out (the agent's launch line left out),
+// then its end.
+func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen int, every time.Duration, out chan<- streamMsg) {
 	send := func(m streamMsg) bool {
 		select {
 		case out <- m:
@@ -288,12 +294,14 @@ func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen 
 			return false
 		}
 	}
-	p, err := l.Host.Start(ctx, cmd)
+	p, in, err := l.Host.(remote.InputStarter).StartInput(ctx, cmd)
 	if err != nil {
 		send(streamMsg{gen: gen, err: err})
 		return
 	}
 	defer p.Close()
+	defer in.Close()
+	go ping(ctx, in, every)
 	go io.Copy(io.Discard, p.Stderr()) // its tail is kept for Wait's error
 	sc := bufio.NewScanner(p.Stdout())
 	sc.Buffer(make([]byte, 0, 4096), maxLineBytes)
@@ -323,6 +331,24 @@ func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen 
 		err = io.EOF
 	}
 	send(streamMsg{gen: gen, err: err})
+}
+
+// ping writes a line to in every heartbeat until ctx ends or a write
+// fails. It runs on its own: a slow host operation under l.op never
+// delays the agent's heartbeat.
+func ping(ctx context.Context, in io.Writer, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := in.Write([]byte{'\n'}); err != nil {
+			return
+		}
+	}
 }
 
 // streamLine feeds one line of stream s to the state machine.
