@@ -64,6 +64,8 @@ func TestLockStreamsOverSSH(t *testing.T) {
 	t.Run("frozen stream", func(t *testing.T) { testAgentFrozenStream(t, rig) })
 	t.Run("mixed with the script", func(t *testing.T) { testAgentMixedWithScript(t, rig) })
 	t.Run("no child process", func(t *testing.T) { testAgentNoChildProcess(t, rig) })
+	t.Run("fallback loop", func(t *testing.T) { testLoopTwoCockpits(t, rig) })
+	t.Run("fallback budget", func(t *testing.T) { testLoopBudget(t, rig) })
 }
 
 // Two cockpits, one driving and one watching, each through its agent
@@ -248,7 +250,9 @@ func testAgentMixedWithScript(t *testing.T, rig *sshRig) {
 	pa.next(t, "a watches", func(s event.DriverState) bool { return s.Role == event.RoleWatching && s.Holder.Token == bob.Token })
 	one("b took over", b)
 	mustAcquire(t, a, true, event.RoleDriving)
-	pb.next(t, "b watches", func(s event.DriverState) bool { return s.Role == event.RoleWatching && s.Holder.Token == alice.Token })
+	pb.next(t, "b watches", func(s event.DriverState) bool {
+		return s.Role == event.RoleWatching && strings.HasPrefix(s.Note, "alice@laptop (pid 4123) took over at ")
+	})
 	eventually(t, "a's driving stream", func() bool { return len(ag.pidList()) >= 3 })
 	one("a took over", a)
 	// a quits; b's script beat takes the free lock.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/remote"
@@ -58,6 +59,7 @@ type lockStream struct {
 	want    string // drive: the version the host side compares with next; "" once it ended
 	started int64  // mono() just before the start: host-side times count from it
 	lines   int    // lines handled
+	quiet   int    // the shell loop: looks in a row that found the holder's file untouched
 	over    bool   // it ended, or it must be replaced
 	cancel  context.CancelFunc
 }
@@ -66,6 +68,7 @@ type lockStream struct {
 type streamMsg struct {
 	gen  int
 	line []byte
+	at   int64 // mono() when the operation the line answers was asked for
 	err  error
 }
 
@@ -176,7 +179,7 @@ func (l *Lock) runStreams(ctx context.Context, every time.Duration) error {
 				stop()
 				continue
 			}
-			l.streamLine(ctx, cur, m.line)
+			l.streamLine(ctx, cur, m.line, m.at)
 			silence.Reset(silenceLimit(every, stale, false))
 		case <-silence.C:
 			if cur == nil {
@@ -239,7 +242,7 @@ func (l *Lock) openStream(ctx context.Context, agentOK bool, gen int, out chan<-
 	s.cancel = cancel
 	s.started = mono()
 	every, _, _ := l.periods()
-	go l.readStream(sctx, cmd, s.kind, gen, every, out)
+	go l.readStream(sctx, cmd, s.kind, gen, every, s.started, out)
 	return s
 }
 
@@ -281,11 +284,12 @@ func (l *Lock) streamCommand(ctx context.Context, agentOK bool) (string, *lockSt
 	return cmd, s, err
 }
 
-// readStream runs cmd on the host, writes a line to its stdin every
-// heartbeat (each asks for one operation: no line, no heartbeat), and
-// sends its stdout's lines to out (the agent's launch line left out),
-// then its end.
-func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen int, every time.Duration, out chan<- streamMsg) {
+// readStream runs cmd on the host, writes a line to its stdin a heartbeat
+// after each answer (each line asks for one operation: no line, no
+// heartbeat), and sends its stdout's lines to out (the agent's launch
+// line left out), each dated by when its operation was asked for (the
+// first by started), then its end.
+func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen int, every time.Duration, started int64, out chan<- streamMsg) {
 	send := func(m streamMsg) bool {
 		select {
 		case out <- m:
@@ -301,7 +305,10 @@ func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen 
 	}
 	defer p.Close()
 	defer in.Close()
-	go ping(ctx, in, every)
+	var asked atomic.Int64
+	asked.Store(started)
+	answered := make(chan struct{}, 1)
+	go ping(ctx, in, every, &asked, answered)
 	go io.Copy(io.Discard, p.Stderr()) // its tail is kept for Wait's error
 	sc := bufio.NewScanner(p.Stdout())
 	sc.Buffer(make([]byte, 0, 4096), maxLineBytes)
@@ -313,8 +320,12 @@ func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen 
 			continue
 		}
 		first = false
-		if !send(streamMsg{gen: gen, line: bytes.Clone(b)}) {
+		if !send(streamMsg{gen: gen, line: bytes.Clone(b), at: asked.Load()}) {
 			return
+		}
+		select {
+		case answered <- struct{}{}:
+		default:
 		}
 	}
 	err = sc.Err()
@@ -333,18 +344,26 @@ func (l *Lock) readStream(ctx context.Context, cmd string, kind streamKind, gen 
 	send(streamMsg{gen: gen, err: err})
 }
 
-// ping writes a line to in every heartbeat until ctx ends or a write
-// fails. It runs on its own: a slow host operation under l.op never
-// delays the agent's heartbeat.
-func ping(ctx context.Context, in io.Writer, every time.Duration) {
-	t := time.NewTicker(every)
+// ping writes a line to in a heartbeat after each answer, storing in
+// asked when (mono()) it asks, until ctx ends or a write fails: one
+// operation is outstanding at a time. It runs on its own: a slow host
+// operation under l.op never delays the heartbeat.
+func ping(ctx context.Context, in io.Writer, every time.Duration, asked *atomic.Int64, answered <-chan struct{}) {
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-answered:
+		}
+		t.Reset(every)
+		select {
+		case <-ctx.Done():
+			return
 		case <-t.C:
 		}
+		asked.Store(mono())
 		if _, err := in.Write([]byte{'\n'}); err != nil {
 			return
 		}
@@ -352,14 +371,14 @@ func ping(ctx context.Context, in io.Writer, every time.Duration) {
 }
 
 // streamLine feeds one line of stream s to the state machine.
-func (l *Lock) streamLine(ctx context.Context, s *lockStream, line []byte) {
+func (l *Lock) streamLine(ctx context.Context, s *lockStream, line []byte, at int64) {
 	l.op.Lock()
 	defer l.op.Unlock()
 	s.lines++
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if s.kind == loopStream {
-		l.loopLine(ctx, s, line)
+		l.loopLine(ctx, s, line, at)
 		return
 	}
 	snap, ms, opErr, err := parseLockLine(line)
@@ -394,7 +413,7 @@ func (l *Lock) streamLine(ctx context.Context, s *lockStream, line []byte) {
 		return
 	}
 	s.want = snap.Version
-	l.wroteAt(s.started+ms*int64(time.Millisecond), snap.Version)
+	l.wroteAt(max(at, s.started+ms*int64(time.Millisecond)), snap.Version)
 }
 
 // wroteAt records a heartbeat written by a stream: the file's version is
