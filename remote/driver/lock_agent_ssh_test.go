@@ -66,6 +66,7 @@ func TestLockStreamsOverSSH(t *testing.T) {
 	t.Run("no child process", func(t *testing.T) { testAgentNoChildProcess(t, rig) })
 	t.Run("fallback loop", func(t *testing.T) { testLoopTwoCockpits(t, rig) })
 	t.Run("fallback budget", func(t *testing.T) { testLoopBudget(t, rig) })
+	t.Run("sshd restarted", func(t *testing.T) { testAgentReconnect(t, rig) }) // last: it drops every connection
 }
 
 // Two cockpits, one driving and one watching, each through its agent
@@ -331,5 +332,42 @@ func testAgentNoChildProcess(t *testing.T, rig *sshRig) {
 		if !strings.Contains(string(b), "exit_group(") && !strings.Contains(string(b), "+++ exited") && !strings.Contains(string(b), "+++ killed") {
 			t.Logf("%s: trace without an exit:\n%s", filepath.Base(f), b)
 		}
+	}
+}
+
+// The host's sshd goes away and comes back: the driver turns unsure in
+// time (the stream's silence and the failed script beats are published
+// as errors, not taking turns), then drives again through a new stream.
+func testAgentReconnect(t *testing.T, rig *sshRig) {
+	dir := t.TempDir()
+	h := rig.dial(t)
+	ag := newTestAgent(t)
+	pub := newStates()
+	a := streamLock(h, ag, dir, alice, pub)
+	mustAcquire(t, a, false, event.RoleDriving)
+	runLock(t, a)
+	eventually(t, "the stream started", func() bool { return len(ag.pidList()) == 1 })
+	rig.srv.Stop()
+	pub.next(t, "unsure", func(s event.DriverState) bool { return s.Role == event.RoleUnsure })
+	if a.Driving() {
+		t.Error("still driving with the host gone")
+	}
+	time.Sleep(a.StaleAfter) // several restarts in vain
+	rig.srv.Restart()
+	st := pub.next(t, "driving again", func(s event.DriverState) bool { return s.Role == event.RoleDriving && s.Err == "" })
+	if st.Note != "the host answers again: still driving" {
+		t.Errorf("after the restart: %+v", st)
+	}
+	eventually(t, "a new stream", func() bool { return len(ag.pidList()) >= 2 && a.Driving() })
+	flips := 0
+	prev := ""
+	for _, s := range pub.list() {
+		if s.Err != prev && s.Err != "" && prev != "" {
+			flips++
+		}
+		prev = s.Err
+	}
+	if flips > 2 {
+		t.Errorf("the error changed %d times while the host was away: %+v", flips, pub.list())
 	}
 }

@@ -221,10 +221,16 @@ func (l *Lock) fits(s *lockStream) bool {
 	return l.ver == ""
 }
 
-// silent records that stream s sent nothing for d: like a failed exchange.
+// silent records that stream s sent nothing for d, like a failed
+// exchange, unless an error is shown already (the host is unreachable:
+// the script beat that follows says so, and a stream restarted in vain
+// must not make the two messages take turns on the screen).
 func (l *Lock) silent(s *lockStream, d time.Duration) {
 	l.op.Lock()
 	defer l.op.Unlock()
+	if l.State().Err != "" {
+		return
+	}
 	l.fail(fmt.Errorf("driver lock on %s: %s sent nothing for %s", l.Host.Name(), s.kind, d))
 }
 
