@@ -29,16 +29,26 @@ func noAgent(t *testing.T) *testAgent {
 }
 
 // traced is a counting Host whose streams run under strace -f, each
-// writing its trace to the next file in dir.
+// writing its trace to the next file in dir. With simple, the command is
+// one simple command that strace's shell execs (no fork of its own).
 type traced struct {
 	*counting
-	dir string
-	n   atomic.Int32
+	dir    string
+	simple bool
+	n      atomic.Int32
+}
+
+// wrap is cmd under strace, tracing to out.
+func (h *traced) wrap(cmd, out string) (string, error) {
+	if h.simple {
+		cmd = "exec " + cmd
+	}
+	return remote.Command("strace", "-f", "-qq", "-e", "trace=process", "-o", out, "sh", "-c", cmd)
 }
 
 func (h *traced) StartInput(ctx context.Context, cmd string) (remote.Process, io.WriteCloser, error) {
 	out := filepath.Join(h.dir, fmt.Sprintf("trace-%d", h.n.Add(1)))
-	wrapped, err := remote.Command("strace", "-f", "-qq", "-e", "trace=process", "-o", out, "sh", "-c", "exec "+cmd)
+	wrapped, err := h.wrap(cmd, out)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,8 +140,8 @@ func testLoopBudget(t *testing.T, rig *sshRig) {
 		t.Skip("no strace")
 	}
 	dir, traces := t.TempDir(), t.TempDir()
-	ha := &traced{counting: rig.dial(t), dir: filepath.Join(traces, "a")}
-	hb := &traced{counting: rig.dial(t), dir: filepath.Join(traces, "b")}
+	ha := &traced{counting: rig.dial(t), dir: filepath.Join(traces, "a"), simple: true}
+	hb := &traced{counting: rig.dial(t), dir: filepath.Join(traces, "b"), simple: true}
 	os.Mkdir(ha.dir, 0o700)
 	os.Mkdir(hb.dir, 0o700)
 	pb := newStates()
