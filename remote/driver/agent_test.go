@@ -157,3 +157,26 @@ func eventually(t *testing.T, what string, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// settle waits until none of hosts opened a session for 5 heartbeats
+// (streams started, first lines in): the steady state the tests measure.
+func settle(t *testing.T, every time.Duration, hosts ...*counting) {
+	t.Helper()
+	sum := func() (n int) {
+		for _, h := range hosts {
+			n += h.sessions()
+		}
+		return n
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		n := sum()
+		time.Sleep(5 * every)
+		if sum() == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hosts never settled: %d sessions", sum())
+		}
+	}
+}

@@ -31,7 +31,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/sanitize"
-	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
 // loopScript is run as "sh -c SCRIPT flightdeck-lock MODE FILE NEW" (MODE
@@ -134,11 +133,7 @@ func (l *Lock) loopLine(ctx context.Context, s *lockStream, line []byte, at int6
 	case s.drive && strings.HasPrefix(w, "error "):
 		l.fail(fmt.Errorf("driver lock on %s: %s", l.Host.Name(), sanitize.String(strings.TrimPrefix(w, "error "))))
 	case !s.drive && w == "fresh":
-		s.quiet = 0
-		if st := l.State(); st.Role == event.RoleWatching && st.Holder.Token != "" {
-			st.Holder.Heartbeat = time.Now()
-			l.set(st)
-		}
+		s.quiet = 0 // State's Holder.Heartbeat stays the mtime last read by a script
 	case !s.drive && w == "same":
 		s.quiet++
 		if time.Duration(s.quiet)*every >= stale-every {

@@ -85,7 +85,7 @@ func testLoopTwoCockpits(t *testing.T, rig *sshRig) {
 	runLock(t, a)
 	stopB := runLock(t, b)
 	eventually(t, "both loops started", func() bool { return ha.starts.Load() == 1 && hb.starts.Load() == 1 })
-	time.Sleep(2 * a.Heartbeat)
+	settle(t, a.Heartbeat, ha, hb)
 	const beats = 12
 	na, nb := ha.sessions(), hb.sessions()
 	st0, err := os.Stat(lockFile(dir))
@@ -114,7 +114,7 @@ func testLoopTwoCockpits(t *testing.T, rig *sshRig) {
 	}
 	// b's loop heartbeats in place now; a's loop sees it fresh: no
 	// session on either side.
-	time.Sleep(3 * a.Heartbeat)
+	settle(t, a.Heartbeat, ha, hb)
 	na, nb = ha.sessions(), hb.sessions()
 	time.Sleep(beats * a.Heartbeat)
 	if da, db := ha.sessions()-na, hb.sessions()-nb; da != 0 || db != 0 {
@@ -159,7 +159,7 @@ func testLoopBudget(t *testing.T, rig *sshRig) {
 	stopB()
 	stopA()
 	for _, h := range []*traced{ha, hb} {
-		files, _ := filepath.Glob(filepath.Join(h.dir, "*"))
+		files, _ := filepath.Glob(filepath.Join(h.dir, "trace-*"))
 		if len(files) != 1 || h.starts.Load() != 1 {
 			first, _ := os.ReadFile(files[0])
 			t.Errorf("%s: %d loops started (%v), want 1; the first:\n%s", h.dir, h.starts.Load(), files, first)
