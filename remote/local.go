@@ -83,32 +83,60 @@ func (l *Local) Run(ctx context.Context, cmd string, stdin io.Reader) (Result, e
 
 // Start starts `sh -c cmd` with stdin from /dev/null. See Host.Start.
 func (l *Local) Start(ctx context.Context, cmd string) (Process, error) {
+	p, _, err := l.startCmd(ctx, cmd, false)
+	return p, err
+}
+
+// startCmd is Start, with the command's stdin when withStdin (StartInput).
+func (l *Local) startCmd(ctx context.Context, cmd string, withStdin bool) (Process, io.WriteCloser, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("remote: local start: %w", err)
+		return nil, nil, fmt.Errorf("remote: local start: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return nil, fmt.Errorf("remote: local start: %w", err)
+		return nil, nil, fmt.Errorf("remote: local start: %w", err)
+	}
+	var inR, inW *os.File
+	if withStdin {
+		if inR, inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, nil, fmt.Errorf("remote: local start: %w", err)
+		}
 	}
 	c := exec.Command("sh", "-c", cmd)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Our own pipes (not StdoutPipe): exec would close them in Wait while the
 	// caller may still be reading.
 	c.Stdout, c.Stderr = outW, errW
+	if inR != nil {
+		c.Stdin = inR
+	}
 	p := &localProc{cmd: c, done: make(chan struct{}), stdout: outR, stderrTail: newTailBuffer(stderrTailBytes), files: []*os.File{outR, errR}}
 	p.stderr = io.TeeReader(errR, p.stderrTail)
 	err = l.start(ctx, p)
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return nil, err
+		if inW != nil {
+			inW.Close()
+		}
+		return nil, nil, err
 	}
-	return p, nil
+	if inW == nil {
+		return p, nil, nil
+	}
+	return p, inW, nil
 }
 
 // Close kills every running command's process group; later calls fail with

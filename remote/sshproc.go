@@ -136,11 +136,24 @@ func (s *SSH) Run(ctx context.Context, cmd string, stdin io.Reader) (Result, err
 // the request (OpenSSH before 7.9) a command that neither reads nor writes
 // keeps its slot (and its server-side session) until it exits.
 func (s *SSH) Start(ctx context.Context, cmd string) (Process, error) {
+	p, _, err := s.start(ctx, cmd, false)
+	return p, err
+}
+
+// start is Start, with the command's stdin when withStdin (StartInput).
+func (s *SSH) start(ctx context.Context, cmd string, withStdin bool) (Process, io.WriteCloser, error) {
 	sess, c, release, err := s.newSession(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	stdout, err := sess.StdoutPipe()
+	var stdin io.WriteCloser
+	if withStdin {
+		stdin, err = sess.StdinPipe()
+	}
+	var stdout io.Reader
+	if err == nil {
+		stdout, err = sess.StdoutPipe()
+	}
 	if err == nil {
 		var stderr io.Reader
 		if stderr, err = sess.StderrPipe(); err == nil {
@@ -155,13 +168,13 @@ func (s *SSH) Start(ctx context.Context, cmd string) (Process, error) {
 					release()
 					p.finish(err)
 				}()
-				return p, nil
+				return p, stdin, nil
 			}
 		}
 	}
 	closeSession(sess)
 	release()
-	return nil, s.startError(c, err)
+	return nil, nil, s.startError(c, err)
 }
 
 // closeSession closes sess without waiting: on a frozen connection Close

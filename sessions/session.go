@@ -239,8 +239,9 @@ func (s *Session) Run(ctx context.Context, cfg LiveConfig, then ...func()) error
 	if cfg.RepoPath == "" {
 		cfg.Git = a.git
 	}
-	defer a.drv.start(ctx, s.Publish)() // the lock is released before the host closes
 	lv := NewLive(cfg, s.Publish)
+	a.drv.useAgent(lv.agent)            // the lock's heartbeat rides the host's agent when it has one
+	defer a.drv.start(ctx, s.Publish)() // the lock is released before the host closes
 	s.lv.Store(lv)
 	defer s.lv.Store(nil)
 	for _, f := range then {

@@ -177,6 +177,15 @@ func (d *driving) fence() server.Fence {
 	return server.Fence{File: file, Token: token}
 }
 
+// useAgent makes the lock's Run keep it through ag's `agent lock` stream
+// (or the shell loop while the host has no agent) instead of a script per
+// heartbeat. Call it before start.
+func (d *driving) useAgent(ag remote.Agent) {
+	if l := d.lock(); l != nil {
+		l.Agent = ag
+	}
+}
+
 // lock is the session's lock; nil unless it holds one (DriverTake).
 func (d *driving) lock() *driver.Lock {
 	if d == nil {

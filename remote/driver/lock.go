@@ -32,9 +32,10 @@ const releaseTimeout = 3 * time.Second
 const maxTries = 5
 
 // Lock is this cockpit's side of the driver lock on one host: the lock file
-// Dir/FileName on the host, read and written only through Host.Run with a
-// POSIX shell script (a compare-and-swap under a mutex, so two cockpits
-// never both think they drive). Set the exported fields, then call Acquire
+// Dir/FileName on the host, read and written through Host.Run with a POSIX
+// shell script (a compare-and-swap under a mutex, so two cockpits never
+// both think they drive), or, with an Agent, the heartbeat through one
+// long-lived stream doing the same (lock_stream.go). Set the exported fields, then call Acquire
 // (or just Run). The methods are safe for concurrent use; operations on the
 // host are serialised.
 type Lock struct {
@@ -60,8 +61,17 @@ type Lock struct {
 	// Publish, when not nil, receives an event.DriverState (At: time.Now())
 	// at each change of role, holder, note or error. It must not block.
 	Publish event.Sink
+	// Agent, when not nil, lets Run keep the lock through one long-lived
+	// stream instead of a script per beat: `flightdeck agent lock` on the
+	// host (no process spawned per beat), or, while the host has no agent
+	// (remote.ErrNoAgent), a shell loop of builtins (see lock_stream.go).
+	// Nil: lockScript every Heartbeat, as before.
+	Agent remote.Agent
 
 	mutex string // lockScript's MUTEX: "" is mutexFlock
+
+	kickOnce sync.Once
+	kick     chan struct{} // Run's stream loop: the version changed outside the stream
 
 	op        sync.Mutex       // held by each operation on the host; guards the fields below
 	ready     bool             // dir, file and me are set
@@ -145,56 +155,6 @@ func (l *Lock) Fence() (file, token string) {
 	return l.file, l.me.Token
 }
 
-// mono is a monotonic clock reading in ns (wall-clock jumps do not move it).
-func mono() int64 { return int64(time.Since(monoBase)) }
-
-var monoBase = time.Now()
-
-// expired reports whether the last write of the lock is too old to drive
-// on: StaleAfter less one heartbeat has passed since it started.
-func (l *Lock) expired() bool {
-	w := l.wrote.Load()
-	if w == 0 {
-		return false
-	}
-	every, stale, err := l.periods()
-	if err != nil {
-		return false
-	}
-	return time.Duration(mono()-w) > stale-every
-}
-
-// watchdog publishes RoleUnsure as soon as the lock expires while a beat
-// still waits on the host (a call to a host that is reconnecting returns
-// only at its timeout): the screen stops the keys that act in time.
-func (l *Lock) watchdog(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(max(every/4, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !l.driving.Load() || !l.expired() {
-			continue
-		}
-		st := l.State()
-		if st.Role != event.RoleDriving {
-			continue
-		}
-		quiet := time.Duration(mono() - l.wrote.Load())
-		st.Role = event.RoleUnsure
-		st.Note = unsureNote(quiet)
-		l.set(st)
-	}
-}
-
-// unsureNote says why a driver turned read-only by itself.
-func unsureNote(quiet time.Duration) string {
-	return fmt.Sprintf("could not refresh the driver lock for %s: another cockpit may take it; keys that act wait until the host answers", quiet.Round(time.Second))
-}
-
 // State returns the latest state: the one last published, with the
 // holder's heartbeat possibly newer (heartbeats alone are not published).
 func (l *Lock) State() event.DriverState {
@@ -233,8 +193,9 @@ func (l *Lock) Acquire(ctx context.Context, takeOver bool) (event.DriverState, e
 // while watching (taking it when its holder released it or went stale). It
 // calls Acquire(ctx, false) first when no Acquire was made. Errors (a lost
 // connection) keep the role, are published once in State.Err, and the next
-// beat retries. When ctx ends, Run releases the lock (with a 3 s limit of
-// its own) and returns Release's error, nil when all went well.
+// beat retries. With an Agent the beats ride a stream (lock_stream.go).
+// When ctx ends, Run releases the lock (with a 3 s limit of its own) and
+// returns Release's error, nil when all went well.
 func (l *Lock) Run(ctx context.Context) error {
 	every, _, err := l.periods()
 	if err != nil {
@@ -250,6 +211,9 @@ func (l *Lock) Run(ctx context.Context) error {
 	wctx, stopWatchdog := context.WithCancel(ctx)
 	defer stopWatchdog()
 	go l.watchdog(wctx, every)
+	if l.Agent != nil {
+		return l.runStreams(ctx, every)
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -384,6 +348,7 @@ func (l *Lock) refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	l.heartbeat(ctx)
+	l.poke()
 }
 
 // heartbeat rewrites our lock file (its mtime is the heartbeat) if it is
