@@ -31,10 +31,11 @@ type ServerSpec struct {
 //     (and not a zombie), and its children (/proc/PID/task/PID/children):
 //     the server the wrapper runs;
 //   - the socket inodes listening on Port (/proc/net/tcp, tcp6);
-//   - the processes whose command line matches Match, less shells, this
-//     process and any process that has Match itself as an argument (Find's
-//     own script and grep, which would otherwise make each Find trigger the
-//     next). A process's command line is read when it is first seen and for
+//   - the processes whose command line matches Match and whose --port
+//     argument is Port (Find takes no other; with Port 0 it matches none),
+//     less shells, this process and any process that has Match itself as
+//     an argument (Find's own script and grep, which would otherwise make
+//     each Find trigger the next). A process's command line is read when it is first seen and for
 //     youngReads intervals after (a fork execs its program just after),
 //     then every fullReads intervals: /proc is listed every interval, the
 //     command lines of old processes are read every 30 s only, so a
@@ -115,7 +116,7 @@ func (s *ServerPrint) read() serverState {
 	if s.spec.Port > 0 {
 		st.listen = listenInodes(s.spec.Port)
 	}
-	if s.re != nil {
+	if s.re != nil && s.spec.Port > 0 { // Find matches command lines only for a port
 		st.match = s.matches()
 	}
 	return st
@@ -229,10 +230,25 @@ func (s *ServerPrint) cmdlineMatches(pid int) bool {
 	if err != nil || len(b) == 0 || !s.re.Match(b) {
 		return false
 	}
+	port, next := 0, false
 	for arg := range bytes.SplitSeq(b, []byte{0}) {
-		if string(arg) == s.spec.Match {
+		a := string(arg)
+		if a == s.spec.Match {
 			return false // Find's script, its grep, a watcher: they carry the pattern
 		}
+		v, ok := strings.CutPrefix(a, "--port=")
+		if next || ok {
+			if !ok {
+				v = a
+			}
+			if p, err := strconv.Atoi(v); err == nil && port == 0 {
+				port = p
+			}
+		}
+		next = a == "--port"
+	}
+	if port != s.spec.Port {
+		return false // Find takes only a server that says it serves the port
 	}
 	comm, _ := readSmall("/proc/"+strconv.Itoa(pid)+"/comm", 64)
 	return !isShell(strings.TrimSpace(string(comm)))

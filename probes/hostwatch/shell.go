@@ -40,7 +40,8 @@ import (
 //     file whose mtime was set back (`touch -d`), nor ignored paths (they
 //     are not checked; git does not show them either);
 //   - the server: as the agent, with bash's regular expressions (POSIX
-//     ERE, as Find's grep -E) for the command lines.
+//     ERE, as Find's grep -E) for the command lines; a --port given as
+//     "--port=08000" is compared as text, not as a number.
 //
 // interval and keepalive are rounded to what bash takes (ms; s).
 func ShellCommand(o Options) (string, error) {
@@ -162,7 +163,7 @@ hex=
 declare -A seen=() mt=()
 tick=0
 matches() {
-  local d p c a carrier cm
+  local d p c a carrier cm pa nx
   local -A now=()
   m=
   for d in /proc/[0-9]*; do
@@ -171,10 +172,17 @@ matches() {
     now[$p]=1
     [ -n "${seen[$p]-}" ] || seen[$p]=$tick
     if [ $((tick - seen[$p])) -le 3 ] || [ $((tick % 30)) -eq 0 ]; then
-      c= carrier=
-      while IFS= read -r -d '' a; do c+=$a$'\001'; [ "$a" = "$pat" ] && carrier=1; done 2>/dev/null < "$d/cmdline"
+      c= carrier= pa= nx=
+      while IFS= read -r -d '' a; do
+        c+=$a$'\001'
+        [ "$a" = "$pat" ] && carrier=1
+        if [ -z "$pa" ]; then
+          case $a in --port=*) pa=${a#--port=} ;; *) [ -n "$nx" ] && pa=$a ;; esac
+        fi
+        nx=; [ "$a" = --port ] && nx=1
+      done 2>/dev/null < "$d/cmdline"
       mt[$p]=
-      if [ -z "$carrier" ] && [[ $c =~ $pat ]]; then
+      if [ -z "$carrier" ] && [ "$pa" = "$port" ] && [[ $c =~ $pat ]]; then
         cm=; read -r cm 2>/dev/null < "$d/comm"
         case $cm in sh|bash|dash|zsh|ksh|ash|mksh|busybox|fish) ;; *) mt[$p]=1 ;; esac
       fi
@@ -208,7 +216,7 @@ srvprint() {
       done < "$f"
     done
   fi
-  [ -n "$pat" ] && matches
+  [ -n "$pat" ] && [ -n "$hex" ] && matches
   sp="$pf|$ex|$root|$ch|$ln|$m"
 }
 
