@@ -249,8 +249,7 @@ func (t *Trigger) stream(ctx context.Context, cmd, via string, fire func()) erro
 		for sc.Scan() {
 			l, err := ParseLine(sc.Bytes())
 			if err != nil {
-				readErr <- err
-				return
+				continue // not a line of this protocol: skipped, as the agent's readers do
 			}
 			select {
 			case lines <- l:
