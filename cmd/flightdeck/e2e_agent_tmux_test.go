@@ -132,7 +132,9 @@ func agentPID(t *testing.T, exe string) int {
 			// the image, not argv[0], names it.
 			args := bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0})
 			img, _ := os.Readlink(filepath.Join(filepath.Dir(p), "exe"))
-			if len(args) >= 2 && img == exe && string(args[1]) == "agent" {
+			// The sampler's arguments are flags only: `agent watch`, `agent
+			// follow`… are the host-side watchers, not the sampler.
+			if len(args) >= 2 && img == exe && string(args[1]) == "agent" && (len(args) == 2 || strings.HasPrefix(string(args[2]), "-")) {
 				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 				return pid
 			}
