@@ -30,7 +30,8 @@ type ServerSpec struct {
 //   - whether the pidfile's process is alive with its recorded start time
 //     (and not a zombie), and its children (/proc/PID/task/PID/children):
 //     the server the wrapper runs;
-//   - the socket inodes listening on Port (/proc/net/tcp, tcp6);
+//   - the socket inodes listening on Port (through sock_diag; else
+//     /proc/net/tcp, tcp6);
 //   - the processes whose command line matches Match and whose --port
 //     argument is Port (Find takes no other; with Port 0 it matches none),
 //     less shells, this process and any process that has Match itself as
@@ -157,8 +158,17 @@ func procStat(pid int) (state, start string, ok bool) {
 }
 
 // listenInodes lists the inodes of the TCP sockets listening on port, IPv4
-// and IPv6, sorted ("" when none).
+// and IPv6, sorted ("" when none): through sock_diag (listenDiag), else
+// from /proc/net/tcp and tcp6 (listenProc).
 func listenInodes(port int) string {
+	if s, err := listenDiag(port); err == nil {
+		return s
+	}
+	return listenProc(port)
+}
+
+// listenProc is listenInodes from /proc/net/tcp and tcp6.
+func listenProc(port int) string {
 	want := fmt.Sprintf(":%04X", port)
 	var inodes []string
 	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {

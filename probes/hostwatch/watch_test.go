@@ -406,3 +406,38 @@ func sleeper(args ...string) *exec.Cmd {
 	c.Env = append(os.Environ(), "FLIGHTDECK_HOSTWATCH_SLEEP=1")
 	return c
 }
+
+// TestListenDiagAgreesWithProc: sock_diag's listeners on a port are the
+// ones /proc/net/tcp and tcp6 list, IPv4 and IPv6, and none once closed.
+func TestListenDiagAgreesWithProc(t *testing.T) {
+	l4, err := net.Listen("tcp4", "127.0.0.1:0")
+	must(t, err)
+	port := l4.Addr().(*net.TCPAddr).Port
+	var l6 net.Listener
+	if l6, err = net.Listen("tcp6", fmt.Sprintf("[::1]:%d", port)); err != nil {
+		t.Logf("no IPv6 listener: %v", err)
+	}
+	// A connection to it is no listener.
+	c, err := net.Dial("tcp4", l4.Addr().String())
+	must(t, err)
+	defer c.Close()
+	got, err := listenDiag(port)
+	if err != nil {
+		t.Skipf("no sock_diag here: %v", err)
+	}
+	want := listenProc(port)
+	n := 1
+	if l6 != nil {
+		n = 2
+	}
+	if got != want || len(strings.Fields(got)) != n {
+		t.Fatalf("sock_diag %q, /proc %q, want the same %d inodes", got, want, n)
+	}
+	l4.Close()
+	if l6 != nil {
+		l6.Close()
+	}
+	if got, _ := listenDiag(port); got != "" {
+		t.Errorf("after close: %q", got)
+	}
+}
