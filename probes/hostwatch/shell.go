@@ -40,8 +40,12 @@ import (
 //     file whose mtime was set back (`touch -d`), nor ignored paths (they
 //     are not checked; git does not show them either);
 //   - the server: as the agent, with bash's regular expressions (POSIX
-//     ERE, as Find's grep -E) for the command lines; a --port given as
-//     "--port=08000" is compared as text, not as a number.
+//     ERE, as Find's grep -E) for the command lines (a --port given as
+//     "--port=08000" is compared as text, not as a number), but the
+//     listener on the port every 5 intervals only (/proc/net/tcp costs the
+//     kernel a walk of its whole connection table; the agent asks
+//     sock_diag instead): a server started by hand that the command-line
+//     pattern does not match is seen within 5 intervals.
 //
 // interval and keepalive are rounded to what bash takes (ms; s).
 func ShellCommand(o Options) (string, error) {
@@ -150,10 +154,10 @@ treecheck() {
     echo "$round" > "$tmp/c$((round % 2))"
   fi
   local prev=$tmp/c$(((round + 1) % 2))
-  while [ "$i" -lt "$batch" ] && [ "$pos" -lt "$n" ]; do
-    p=$top/${paths[$pos]}
-    newer "$p" "$prev" && tch=1
-    pos=$((pos + 1)) i=$((i + 1))
+  while (( i < batch && pos < n )); do
+    p=$top/${paths[pos]}
+    [[ -e $p && ! $p -ot $prev ]] && tch=1
+    ((pos++, i++))
   done
 }
 
@@ -168,10 +172,10 @@ matches() {
   m=
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
-    [ "$p" = "$$" ] && continue
+    [[ $p == "$$" ]] && continue
     now[$p]=1
-    [ -n "${seen[$p]-}" ] || seen[$p]=$tick
-    if [ $((tick - seen[$p])) -le 3 ] || [ $((tick % 30)) -eq 0 ]; then
+    [[ -n ${seen[$p]-} ]] || seen[$p]=$tick
+    if (( tick - seen[$p] <= 3 || tick % 30 == 0 )); then
       c= carrier= pa= nx=
       while IFS= read -r -d '' a; do
         c+=$a$'\001'
@@ -187,11 +191,11 @@ matches() {
         case $cm in sh|bash|dash|zsh|ksh|ash|mksh|busybox|fish) ;; *) mt[$p]=1 ;; esac
       fi
     fi
-    [ -n "${mt[$p]-}" ] && m="$m $p"
+    [[ -n ${mt[$p]-} ]] && m+=" $p"
   done
-  for p in "${!seen[@]}"; do [ -n "${now[$p]-}" ] || unset "seen[$p]" "mt[$p]"; done
+  for p in "${!seen[@]}"; do [[ -n ${now[$p]-} ]] || unset "seen[$p]" "mt[$p]"; done
 }
-sp=
+sp= lnlast=
 srvprint() {
   local pf=- ex= root= ch= ln= f la st ino s rp rst
   m=
@@ -208,14 +212,23 @@ srvprint() {
       fi
     fi
   fi
-  if [ -n "$hex" ]; then
+  # The listeners, every 5th interval: the kernel walks its whole
+  # connection table for /proc/net/tcp (milliseconds on a big host), and
+  # bash's read re-reads a /proc file for each line: it is read whole
+  # (read -N) and searched in memory.
+  if [ -n "$hex" ] && (( tick % 5 == 0 )); then
+    local nt re4='[0-9A-F]+:'$hex' [0-9A-F]+:[0-9A-F]+ 0A [0-9A-F]+:[0-9A-F]+ [0-9A-F]+:[0-9A-F]+ [0-9A-F]+ +[0-9]+ +[0-9]+ ([0-9]+)'
     for f in /proc/net/tcp /proc/net/tcp6; do
       [ -r "$f" ] || continue
-      while read -r _ la _ st _ _ _ _ _ ino _; do
-        [ "$st" = 0A ] && [ "${la##*:}" = "$hex" ] && ln="$ln $ino"
-      done < "$f"
+      nt=; IFS= read -r -d '' -N 16777216 nt 2>/dev/null < "$f"
+      while [[ $nt =~ $re4 ]]; do
+        ln="$ln ${BASH_REMATCH[1]}"
+        nt=${nt#*"${BASH_REMATCH[0]}"}
+      done
     done
+    lnlast=$ln
   fi
+  ln=$lnlast
   [ -n "$pat" ] && [ -n "$hex" ] && matches
   sp="$pf|$ex|$root|$ch|$ln|$m"
 }

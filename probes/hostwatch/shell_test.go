@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +112,24 @@ func TestShellServerChanges(t *testing.T) {
 	logDir := t.TempDir()
 	spec := &ServerSpec{Pidfile: filepath.Join(logDir, "flightdeck-server.json"), ExitFile: filepath.Join(logDir, "flightdeck-server.exit"),
 		Port: 1, Match: `flightdeck-fake-server[^[:print:]]--port`}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	lport := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	lspec := *spec
+	lspec.Port, lspec.Match = lport, ""
+	llines := shellStream(t, Options{Server: &lspec, Interval: 100 * time.Millisecond}, "")
+	expect(t, llines, TypeWatch, 5*time.Second, "start")
+	expect(t, llines, TypeServer, 5*time.Second, "start")
+	ln, err = net.Listen("tcp6", fmt.Sprintf("[::1]:%d", lport))
+	if err != nil {
+		ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lport))
+	}
+	must(t, err)
+	expect(t, llines, TypeServer, 3*time.Second, "a listener on the port")
+	ln.Close()
+	expect(t, llines, TypeServer, 3*time.Second, "the listener closed")
+
 	lines := shellStream(t, Options{Server: spec, Interval: 100 * time.Millisecond}, "")
 	expect(t, lines, TypeWatch, 5*time.Second, "start")
 	expect(t, lines, TypeServer, 5*time.Second, "start")
