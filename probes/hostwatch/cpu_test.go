@@ -50,7 +50,7 @@ func TestWatcherCPU(t *testing.T) {
 			}
 			must(t, cmd.Start())
 			time.Sleep(3 * time.Second) // the start
-			pid := cmd.Process.Pid // the shell's sh execs bash: the same pid
+			pid := cmd.Process.Pid      // the shell's sh execs bash: the same pid
 			a := cpuTicks(t, pid)
 			time.Sleep(time.Duration(secs) * time.Second)
 			b := cpuTicks(t, pid)
