@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/probes/hostwatch"
 	"github.com/flightdeck-dev/flightdeck/probes/repo"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/remote/git"
@@ -16,7 +17,9 @@ import (
 )
 
 // Git is the cockpit's side of the server's git checkout: it polls HEAD,
-// the branch and the dirty set cheaply (probes/repo.Read, every Interval),
+// the branch and the dirty set cheaply (probes/repo.Read, every Interval,
+// or with an Agent only when the host's watch stream says they may have
+// changed),
 // runs the git actions (remote/git) one at a time, and publishes on the
 // event stream: event.RepoHead when the checkout changes, event.GitStatus after each
 // change or Refresh, event.GitAction for each action, and event.GitMoved when HEAD,
@@ -32,6 +35,14 @@ type Git struct {
 	Publish event.Sink
 	// Interval between polls; default 3 s. Timeout of one poll; default 10 s.
 	Interval, Timeout time.Duration
+	// Agent, when set, makes Run poll only when the host says the checkout
+	// may have changed (hostwatch.Trigger: `flightdeck agent watch`, else
+	// the shell watcher, else every Interval); Live sets its host's. Nil
+	// polls every Interval.
+	Agent remote.Agent
+	// WatchInterval is how often the host side checks the checkout;
+	// default 1 s.
+	WatchInterval time.Duration
 	// Guard, when set, is asked right before each action that changes the
 	// checkout: an error refuses it (the driver lock, as Control.Guard).
 	Guard func(context.Context) error
@@ -86,22 +97,40 @@ func (g *Git) publish(at time.Time, p event.Payload) {
 // nothing is published: the last state stands.
 func (g *Git) Run(ctx context.Context) error {
 	every, timeout := g.pollDefaults()
-	t := time.NewTicker(every)
-	defer t.Stop()
+	var tick <-chan time.Time
+	var wake <-chan struct{}
+	if g.Agent != nil {
+		tr := &hostwatch.Trigger{Host: g.Host, Agent: g.Agent, Poll: every,
+			Watch: hostwatch.Options{Repo: g.Path, Interval: g.WatchInterval}}
+		wake = tr.Start(ctx)
+	} else {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
-		g.poll(pctx)
+		settled := g.poll(pctx)
 		cancel()
+		var again <-chan time.Time
+		if !settled && tick == nil {
+			// Still changing: look again after an interval, whether or
+			// not the stream says more.
+			again = time.After(every)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-tick:
+		case <-wake:
+		case <-again:
 		}
 	}
 }
 
-// poll reads the cheap state once and publishes what changed.
-func (g *Git) poll(ctx context.Context) {
+// poll reads the cheap state once and publishes what changed. It returns
+// false when the checkout was still changing (the next poll looks again).
+func (g *Git) poll(ctx context.Context) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, err := g.open(ctx)
@@ -111,20 +140,20 @@ func (g *Git) poll(ctx context.Context) {
 	}
 	switch {
 	case ctx.Err() != nil, errors.Is(err, remote.ErrDisconnected), errors.Is(err, context.DeadlineExceeded):
-		return
+		return true // the stream's restart after the reconnection polls again
 	case err != nil:
 		if msg := err.Error(); msg != g.lastErr {
 			g.lastErr, g.hasLast = msg, false
 			g.publish(time.Now(), event.RepoUnreadable{Path: g.Path, Err: msg})
 		}
-		return
+		return true
 	case g.hasLast && h.Same(g.last):
-		return
+		return true
 	}
 	if g.hasLast {
 		var ok bool
 		if h, ok = g.settle(ctx, r, h); !ok {
-			return // still changing: the next poll looks again
+			return false // still changing: the next poll looks again
 		}
 	}
 	g.lastErr = ""
@@ -142,6 +171,7 @@ func (g *Git) poll(ctx context.Context) {
 	if serr == nil {
 		g.publish(now, st)
 	}
+	return true
 }
 
 // settleGap is how long settle waits between its reads.

@@ -125,6 +125,9 @@ func NewLive(cfg LiveConfig, sink event.Sink) *Live {
 	if g := cfg.Git; g != nil && g.Publish == nil {
 		g.Publish = l.Sink
 	}
+	if g := cfg.Git; g != nil && g.Agent == nil {
+		g.Agent = l.agent // HEAD and the dirty set read on the watch stream's signals
+	}
 	return l
 }
 
@@ -216,7 +219,7 @@ func (l *Live) Run(ctx context.Context) error {
 		run(func() error { return cfg.Git.Run(ctx) })
 	} else if cfg.RepoPath != "" {
 		run(func() error {
-			w := &repo.Watcher{Host: cfg.Host, Path: cfg.RepoPath}
+			w := &repo.Watcher{Host: cfg.Host, Path: cfg.RepoPath, Agent: l.agent}
 			return w.Run(ctx, l.Sink)
 		})
 	}
@@ -354,38 +357,48 @@ func (p *LogPipeline) Publish(e event.Event) {
 
 func (p *LogPipeline) collect(f event.Payload) { p.found = append(p.found, f) }
 
-// monitor looks for the server every few seconds (every second while it
-// starts), publishes event.ServerObserved, follows the log of the server it
-// finds when none was given, and checks HTTP health when the tracker wants
-// it (after the ready line, or for an adopted server).
+// monitor looks for the server (Find) when the host's watch stream says
+// what Find reads changed (watchServer: the agent's, else the shell
+// watcher's; while neither runs, every 3 s), or every few seconds (every
+// second while it starts) until the stream is set up; publishes
+// event.ServerObserved, follows the log of the server it finds when none
+// was given, and checks HTTP health when the tracker wants it (after the
+// ready line, or for an adopted server), every second then.
 func (l *Live) monitor(ctx context.Context) {
 	c := l.cfg.Control
 	d := c.dialer()
 	var lastKey, lastRecord string
+	var wake <-chan struct{} // the watch stream's signals; nil until it runs
+	find := true
 	for {
-		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		f, err := c.Find(fctx)
-		cancel()
-		if ctx.Err() != nil {
-			return
+		if wake == nil {
+			wake = l.watchServer(ctx)
 		}
-		if err == nil {
-			// Only changes go on the stream: a quiet server is not news.
-			if key := observedKey(f); key != lastKey {
-				lastKey = key
-				l.Sink(event.Event{At: time.Now(), Data: event.ServerObserved{Found: f}})
+		if find {
+			fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			f, err := c.Find(fctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
 			}
-			// Without --log, the screen follows the log of the server the
-			// pidfile names: the one found at start, and any launched later
-			// from elsewhere (a teammate's pane, the CLI). Our own launches
-			// have switched already (FollowLog).
-			if r := f.Record; r != nil && l.cfg.LogPath == "" {
-				rk := fmt.Sprintf("%d %d", r.PID, r.StartTime)
-				if rk != lastRecord {
-					// The first server found: its recent lines. A later
-					// launch: its log from the start.
-					l.switchLog(followReq{path: r.Launch.LogPath, fromStart: lastRecord != ""})
-					lastRecord = rk
+			if err == nil {
+				// Only changes go on the stream: a quiet server is not news.
+				if key := observedKey(f); key != lastKey {
+					lastKey = key
+					l.Sink(event.Event{At: time.Now(), Data: event.ServerObserved{Found: f}})
+				}
+				// Without --log, the screen follows the log of the server the
+				// pidfile names: the one found at start, and any launched later
+				// from elsewhere (a teammate's pane, the CLI). Our own launches
+				// have switched already (FollowLog).
+				if r := f.Record; r != nil && l.cfg.LogPath == "" {
+					rk := fmt.Sprintf("%d %d", r.PID, r.StartTime)
+					if rk != lastRecord {
+						// The first server found: its recent lines. A later
+						// launch: its log from the start.
+						l.switchLog(followReq{path: r.Launch.LogPath, fromStart: lastRecord != ""})
+						lastRecord = rk
+					}
 				}
 			}
 		}
@@ -403,18 +416,30 @@ func (l *Live) monitor(ctx context.Context) {
 				l.Sink(event.Event{At: time.Now(), Data: event.ServerHealthy{Port: port, Path: path}})
 			}
 		}
-		wait := 3 * time.Second
-		if starting || need {
-			wait = time.Second
+		// With the stream, Find waits for its signal and the timer is only
+		// the health check's (over direct-tcpip: nothing spawned).
+		var timer <-chan time.Time
+		stop := func() bool { return false }
+		if wake == nil || need {
+			wait := 3 * time.Second
+			if starting || need {
+				wait = time.Second
+			}
+			t := time.NewTimer(wait)
+			stop = t.Stop
+			timer = t.C
 		}
-		t := time.NewTimer(wait)
+		find = wake == nil
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		case <-timer:
+		case <-wake:
+			find = true
 		case <-l.health:
-			t.Stop()
+		}
+		stop()
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }

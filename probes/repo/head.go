@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/probes/hostwatch"
 	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -109,6 +110,16 @@ type Watcher struct {
 	Path     string
 	Interval time.Duration // between polls; default 3 s
 	Timeout  time.Duration // deadline of one poll; default 10 s
+	// Agent, when set, makes the watcher read only when the host says the
+	// checkout may have changed (hostwatch.Trigger: `flightdeck agent
+	// watch` through Agent; without an agent, remote.ErrNoAgent, the
+	// shell watcher; while neither runs, a poll every Interval), instead
+	// of every Interval: nothing is spawned on the host while nothing
+	// changes. Nil polls every Interval.
+	Agent remote.Agent
+	// WatchInterval is how often the host side checks the checkout;
+	// default 1 s.
+	WatchInterval time.Duration
 }
 
 // Run polls until ctx ends, then returns nil.
@@ -123,8 +134,17 @@ func (w *Watcher) Run(ctx context.Context, sink event.Sink) error {
 	}
 	var last event.RepoHead
 	var lastErr string
-	t := time.NewTicker(every)
-	defer t.Stop()
+	var tick <-chan time.Time
+	var wake <-chan struct{}
+	if w.Agent != nil {
+		tr := &hostwatch.Trigger{Host: w.Host, Agent: w.Agent, Poll: every,
+			Watch: hostwatch.Options{Repo: w.Path, Interval: w.WatchInterval}}
+		wake = tr.Start(ctx)
+	} else {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		h, err := Read(pctx, w.Host, w.Path)
@@ -148,7 +168,8 @@ func (w *Watcher) Run(ctx context.Context, sink event.Sink) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-tick:
+		case <-wake:
 		}
 	}
 }
