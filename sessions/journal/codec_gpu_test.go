@@ -111,6 +111,9 @@ func TestJournalBeforeNVMLStillReads(t *testing.T) {
 			if p.Apps != nil || len(p.GPUs) > 0 && p.GPUs[0].PCIeRxKBs.Status != event.CellAbsent {
 				continue // an NVML sample: not in that journal
 			}
+		case event.Session:
+			p.Version = 1 // written in format version 1
+			e.Data = p
 		}
 		want = append(want, e)
 	}

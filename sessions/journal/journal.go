@@ -21,4 +21,4 @@ const FormatName = "flightdeck-journal"
 
 // FormatVersion is the format version this package writes and reads. A reader
 // refuses a file with a higher version (VersionError).
-const FormatVersion = 1
+const FormatVersion = 2

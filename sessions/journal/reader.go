@@ -97,6 +97,12 @@ type entry struct {
 	// other), for log-lines the number of lines, for tok-rate 1 when
 	// Dropped.
 	aux uint64
+	// sub is 0 for a line's own event; k > 0 for the k-th event derived
+	// from the v2 log-lines line of entry key (it shares that line).
+	sub uint16
+	// link is, for a v2 log-lines entry, the log-lines entry before it
+	// in its key's chain (-1 for the key itself).
+	link int32
 }
 
 // Mark is a point of interest for the replay's [ and ] keys: an
@@ -118,13 +124,17 @@ type Journal struct {
 	f    *os.File
 	h    event.SessionHeader
 
-	data    []byte // the file's bytes read so far
-	indexed int64  // end of the last complete line consumed
-	lines   int    // lines consumed, the header included
-	entries []entry
-	probs   Problems
-	marks   []Mark
-	lastKey int32 // the latest gpu-sample keyframe entry, -1 none
+	data       []byte // the file's bytes read so far
+	indexed    int64  // end of the last complete line consumed
+	lines      int    // lines consumed, the header included
+	entries    []entry
+	probs      Problems
+	marks      []Mark
+	lastKey    int32 // the latest gpu-sample keyframe entry, -1 none
+	lastLogKey int32 // the latest v2 log-lines key entry, -1 none
+	lastLog    int32 // the latest v2 log-lines entry, -1 none
+	derKinds   []event.Kind
+	derAux     []uint64
 
 	cache decState // decoder state of random access (seek)
 	// cacheKey is the keyframe entry whose rows cache holds, -1 none.
@@ -158,7 +168,7 @@ func Open(path string) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, lastKey: -1, cacheKey: -1}
+	j := &Journal{path: path, f: f, lastKey: -1, cacheKey: -1, lastLogKey: -1, lastLog: -1}
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
 		j.data = make([]byte, 0, st.Size()+4096)
 	}
@@ -258,7 +268,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		}
 		return
 	}
-	e := entry{off: off, n: int32(len(line)), kind: id, key: -1, t: fr.t, max: fr.t}
+	e := entry{off: off, n: int32(len(line)), kind: id, key: -1, t: fr.t, max: fr.t, link: -1}
 	if n := len(j.entries); n > 0 && j.entries[n-1].max > e.max {
 		e.max = j.entries[n-1].max
 	}
@@ -275,8 +285,13 @@ func (j *Journal) indexLine(off int64, line []byte) {
 			j.gpuEver = append(j.gpuEver, everMark{idx: idx, mask: j.gpuEverMask})
 		}
 	case logLinesID:
-		if el, err := splitArray(fr.data, j.scratch[:0]); err == nil && len(el) >= 2 {
+		el, err := splitArray(fr.data, j.scratch[:0])
+		if err == nil && len(el) >= 1 && len(el[0]) > 0 && el[0][0] != '"' {
+			j.indexLinesV2(&e, idx, el)
+		} else if err == nil && len(el) >= 2 {
 			e.aux = uint64(len(el) - 2)
+		}
+		if err == nil {
 			j.scratch = el[:0]
 		}
 	case logResetID:
@@ -293,6 +308,10 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		}
 	}
 	j.entries = append(j.entries, e)
+	for k, kind := range j.derKinds {
+		j.entries = append(j.entries, entry{off: e.off, n: e.n, kind: kind, key: idx, t: e.t, max: e.max, aux: j.derAux[k], sub: uint16(k + 1), link: -1})
+	}
+	j.derKinds, j.derAux = j.derKinds[:0], j.derAux[:0]
 	switch id {
 	case expStartID, expEndID, noteID, sessionID:
 		ev, err := j.decodeEntry(int(idx), &decState{created: j.h.Created})
@@ -409,8 +428,96 @@ func isKeyframe(data []byte) bool {
 	return n&gpuFlagKey != 0
 }
 
-// decodeEntry decodes entry i with decoder state st.
+// indexLinesV2 indexes v2 log-lines data el (split, flags first) as
+// entry e at idx: its chain, its line count and the events derived from
+// it (j.derKinds, j.derAux: added as entries after it).
+func (j *Journal) indexLinesV2(e *entry, idx int32, el [][]byte) {
+	flags, ok := parseInt(el[0])
+	if !ok || flags < 0 || flags > logFlagKey|logFlagDerived {
+		return // undecodable: counted when decoded
+	}
+	n := len(el) - 1
+	if flags&logFlagKey != 0 {
+		j.lastLogKey, j.lastLog = idx, -1
+		n -= 2
+	}
+	if flags&logFlagDerived != 0 {
+		n--
+	}
+	e.aux = uint64(max(n, 0))
+	e.key = j.lastLogKey
+	if j.lastLog >= 0 && j.entries[j.lastLog].key == e.key {
+		e.link = j.lastLog
+	}
+	j.lastLog = idx
+	var kok bool
+	if j.derKinds, j.derAux, kok = derivedKinds(el, j.derKinds[:0], j.derAux[:0]); !kok {
+		j.derKinds, j.derAux = j.derKinds[:0], j.derAux[:0]
+	}
+}
+
+// decodeEntry decodes entry i with decoder state st: a v2 log-lines line
+// after the lines of its chain that st has not seen (primeLog), an event
+// derived from a log line from that line.
 func (j *Journal) decodeEntry(i int, st *decState) (event.Event, error) {
+	e := j.entries[i]
+	if e.sub > 0 {
+		p := int(e.key)
+		if !st.log.has || st.log.last != e.key {
+			if _, err := j.decodeEntry(p, st); err != nil {
+				return event.Event{}, err
+			}
+		}
+		if int(e.sub) > len(st.log.derived) {
+			return event.Event{}, fmt.Errorf("line at byte %d: derived event %d of %d: %w", e.off, e.sub, len(st.log.derived), errSyntax)
+		}
+		at := j.h.Created.Add(e.t.Duration()).Local()
+		return event.Event{At: at, Data: st.log.derived[e.sub-1]}, nil
+	}
+	if e.kind != logLinesID || e.key < 0 {
+		return j.decodeRaw(i, st)
+	}
+	j.primeLog(i, st)
+	ev, err := j.decodeRaw(i, st)
+	if err != nil {
+		st.log.has, st.log.last = false, -1
+		return ev, err
+	}
+	st.log.key, st.log.last = e.key, int32(i)
+	return ev, nil
+}
+
+// primeLog brings st's log state to just before v2 log-lines entry i by
+// decoding the lines of its chain that it lacks.
+func (j *Journal) primeLog(i int, st *decState) {
+	e := j.entries[i]
+	if e.key == int32(i) {
+		return // a key: it sets the state itself
+	}
+	if st.log.has && st.log.key == e.key && st.log.last == e.link {
+		return
+	}
+	from := int(e.key)
+	if st.log.has && st.log.key == e.key && st.log.last >= e.key && st.log.last < int32(i) {
+		from = int(st.log.last) + 1
+	} else {
+		st.log.has, st.log.last = false, -1
+	}
+	for k := from; k < i; k++ {
+		x := j.entries[k]
+		if x.kind != logLinesID || x.sub > 0 || x.key != e.key {
+			continue
+		}
+		if _, err := j.decodeRaw(k, st); err != nil {
+			st.log.has, st.log.last = false, -1
+			return
+		}
+		st.log.key, st.log.last = e.key, int32(k)
+	}
+}
+
+// decodeRaw decodes the line of entry i with decoder state st.
+func (j *Journal) decodeRaw(i int, st *decState) (event.Event, error) {
 	e := j.entries[i]
 	line := j.data[e.off : e.off+int64(e.n)]
 	fr, ok := splitFrame(line)
