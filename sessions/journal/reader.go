@@ -611,6 +611,33 @@ func (j *Journal) Scan(fn func(e event.Event) error) error {
 	return nil
 }
 
+// ScanLight is Scan for readers that take every event but read no GPU
+// rows (the report and its ledger: `journal show`, history): a gpu-sample
+// is passed undecoded, as an empty event.GPUSample (no rows, no Missing,
+// zero At) at its time, which costs nothing. Everything else is decoded
+// as Scan decodes it.
+func (j *Journal) ScanLight(fn func(e event.Event) error) error {
+	st := decState{created: j.h.Created}
+	for i := range j.entries {
+		e := &j.entries[i]
+		if e.kind == gpuSampleID {
+			if err := fn(event.Event{At: j.h.Created.Add(e.t.Duration()).Local(), Data: event.GPUSample{}}); err != nil {
+				return err
+			}
+			continue
+		}
+		ev, err := j.decodeEntry(i, &st)
+		if err != nil {
+			j.undecodable(i)
+			continue
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ScanKinds is Scan for the events of kinds only, decoding nothing else:
 // cheap on a long journal (its GPU samples are skipped unread). The
 // gpu-sample kind, whose deltas need the lines before them, is not one it
