@@ -256,11 +256,15 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		return
 	}
 	fr, ok := splitFrame(line)
-	if !ok || !json.Valid(fr.data) {
+	if !ok {
 		j.garbled(j.lines)
 		return
 	}
 	id := kindIDs[string(fr.kind)]
+	if !wellFormed(id, fr.data) {
+		j.garbled(j.lines)
+		return
+	}
 	if id == 0 {
 		j.probs.Unknown++
 		if len(j.probs.UnknownKinds) < maxUnknownKinds && !slices.Contains(j.probs.UnknownKinds, string(fr.kind)) {
@@ -347,6 +351,21 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		j.marks = append(j.marks, m)
 		j.markIdx = append(j.markIdx, idx)
 	}
+}
+
+// wellFormed reports whether data is JSON enough to index: for the
+// high-rate compact kinds, whose decoders read every byte with this
+// package's tokenizer, a value whose brackets and strings close where the
+// data ends (a torn or spliced line is not); for the others
+// json.Valid (their decoders are encoding/json's). A bad number inside a
+// compact kind's data is found when it is decoded (Undecodable).
+func wellFormed(id event.Kind, data []byte) bool {
+	switch id {
+	case gpuSampleID, logLinesID, tokRateID:
+		end, err := skipValue(data, 0)
+		return err == nil && end == len(data)
+	}
+	return json.Valid(data)
 }
 
 // everMark records that by entry idx the GPU indices in mask had been seen.
