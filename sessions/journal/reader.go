@@ -171,6 +171,9 @@ func Open(path string) (*Journal, error) {
 	j := &Journal{path: path, f: f, lastKey: -1, cacheKey: -1, lastLogKey: -1, lastLog: -1}
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
 		j.data = make([]byte, 0, st.Size()+4096)
+		// About 70 bytes a line in the demo's journal: no regrowth of
+		// the index for most files.
+		j.entries = make([]entry, 0, st.Size()/64+16)
 	}
 	if err := j.readMore(); err != nil {
 		f.Close()
@@ -261,9 +264,22 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		return
 	}
 	id := kindIDs[string(fr.kind)]
-	if !wellFormed(id, fr.data) {
-		j.garbled(j.lines)
-		return
+	// The compact arrays are split once: what the index reads of them,
+	// and their check.
+	var el [][]byte
+	switch id {
+	case gpuSampleID, logLinesID:
+		var err error
+		if el, err = splitArray(fr.data, j.scratch[:0]); err != nil || len(el) == 0 {
+			j.garbled(j.lines)
+			return
+		}
+		j.scratch = el[:0]
+	default:
+		if !wellFormed(id, fr.data) {
+			j.garbled(j.lines)
+			return
+		}
 	}
 	if id == 0 {
 		j.probs.Unknown++
@@ -283,20 +299,16 @@ func (j *Journal) indexLine(off int64, line []byte) {
 			j.lastKey = idx
 		}
 		e.key = j.lastKey
-		e.aux = j.gpuPresent(fr.data)
+		e.aux = gpuPresent(el)
 		if e.aux&^j.gpuEverMask != 0 {
 			j.gpuEverMask |= e.aux
 			j.gpuEver = append(j.gpuEver, everMark{idx: idx, mask: j.gpuEverMask})
 		}
 	case logLinesID:
-		el, err := splitArray(fr.data, j.scratch[:0])
-		if err == nil && len(el) >= 1 && len(el[0]) > 0 && el[0][0] != '"' {
+		if len(el[0]) > 0 && el[0][0] != '"' {
 			j.indexLinesV2(&e, idx, el)
-		} else if err == nil && len(el) >= 2 {
+		} else if len(el) >= 2 {
 			e.aux = uint64(len(el) - 2)
-		}
-		if err == nil {
-			j.scratch = el[:0]
 		}
 	case logResetID:
 		e.aux = 1
@@ -361,7 +373,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 // compact kind's data is found when it is decoded (Undecodable).
 func wellFormed(id event.Kind, data []byte) bool {
 	switch id {
-	case gpuSampleID, logLinesID, tokRateID:
+	case gpuSampleID, logLinesID, tokRateID: // the first two are split by indexLine instead
 		end, err := skipValue(data, 0)
 		return err == nil && end == len(data)
 	}
@@ -374,14 +386,9 @@ type everMark struct {
 	mask uint64
 }
 
-// gpuPresent returns the present-index mask of gpu-sample data (0 when it
-// does not parse: decoding will skip it).
-func (j *Journal) gpuPresent(data []byte) uint64 {
-	el, err := splitArray(data, j.scratch[:0])
-	if err != nil || len(el) == 0 {
-		return 0
-	}
-	j.scratch = el[:0]
+// gpuPresent returns the present-index mask of gpu-sample data, split (0
+// when it does not parse: decoding will skip it).
+func gpuPresent(el [][]byte) uint64 {
 	flags, ok := parseInt(el[0])
 	if !ok {
 		return 0
