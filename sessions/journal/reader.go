@@ -489,7 +489,14 @@ func (j *Journal) decodeEntry(i int, st *decState) (event.Event, error) {
 	e := j.entries[i]
 	if e.sub > 0 {
 		p := int(e.key)
+		at := j.h.Created.Add(e.t.Duration()).Local()
 		if !st.log.has || st.log.last != e.key {
+			// A tok/s point or an event stored whole reads from its
+			// own item, without the lines (CatchUp keeps every point of
+			// an open experiment: their batches are not decoded).
+			if d, ok := j.derivedItem(i); ok {
+				return event.Event{At: at, Data: d}, nil
+			}
 			if _, err := j.decodeEntry(p, st); err != nil {
 				return event.Event{}, err
 			}
@@ -497,7 +504,6 @@ func (j *Journal) decodeEntry(i int, st *decState) (event.Event, error) {
 		if int(e.sub) > len(st.log.derived) {
 			return event.Event{}, fmt.Errorf("line at byte %d: derived event %d of %d: %w", e.off, e.sub, len(st.log.derived), errSyntax)
 		}
-		at := j.h.Created.Add(e.t.Duration()).Local()
 		return event.Event{At: at, Data: st.log.derived[e.sub-1]}, nil
 	}
 	if e.kind != logLinesID || e.key < 0 {
@@ -512,6 +518,57 @@ func (j *Journal) decodeEntry(i int, st *decState) (event.Event, error) {
 	st.log.key, st.log.last = e.key, int32(i)
 	return ev, nil
 }
+
+// derivedItem decodes the item of derived entry i when it does not refer
+// to a line (a tok/s point, or an event's data); ok is false otherwise or
+// when it does not decode (the caller decodes the batch then).
+func (j *Journal) derivedItem(i int) (event.Payload, bool) {
+	e := j.entries[i]
+	if e.kind == throughputID {
+		return nil, false // usually a reference
+	}
+	fr, ok := splitFrame(j.data[e.off : e.off+int64(e.n)])
+	if !ok {
+		return nil, false
+	}
+	el, err := splitArray(fr.data, j.scratch[:0])
+	if err != nil || len(el) < 2 {
+		return nil, false
+	}
+	j.scratch = el[:0]
+	var arr [16][]byte
+	items, err := splitArray(el[len(el)-1], arr[:0])
+	if err != nil {
+		return nil, false
+	}
+	k := 0 // the item's index among the items, kind names skipped
+	for x := 0; x < len(items); x++ {
+		it := items[x]
+		named := it[0] == '"'
+		if named {
+			if x+1 >= len(items) {
+				return nil, false
+			}
+			x++
+		}
+		k++
+		if k < int(e.sub) {
+			continue
+		}
+		switch {
+		case it[0] == '[':
+			p, err := decRate(nil, time.Time{}, it)
+			return p, err == nil
+		case named && string(it) == `"prefill"` && items[x][0] == '{':
+			p, err := decPrefill(nil, time.Time{}, items[x])
+			return p, err == nil
+		}
+		return nil, false
+	}
+	return nil, false
+}
+
+var throughputID = event.KindThroughput
 
 // primeLog brings st's log state to just before v2 log-lines entry i by
 // decoding the lines of its chain that it lacks.
