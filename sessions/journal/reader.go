@@ -568,7 +568,10 @@ func (j *Journal) derivedItem(i int) (event.Payload, bool) {
 	return nil, false
 }
 
-var throughputID = event.KindThroughput
+var (
+	throughputID = event.KindThroughput
+	prefillID    = event.KindPrefill
+)
 
 // primeLog brings st's log state to just before v2 log-lines entry i by
 // decoding the lines of its chain that it lacks.
@@ -694,17 +697,29 @@ func (j *Journal) Scan(fn func(e event.Event) error) error {
 	return nil
 }
 
-// ScanLight is Scan for readers that take every event but read no GPU
-// rows (the report and its ledger: `journal show`, history): a gpu-sample
-// is passed undecoded, as an empty event.GPUSample (no rows, no Missing,
-// zero At) at its time, which costs nothing. Everything else is decoded
-// as Scan decodes it.
+// ScanLight is Scan for readers that take every event but read neither
+// GPU rows nor log lines (the report and its ledger: `journal show`,
+// history): the bulk kinds gpu-sample, log-lines, throughput and prefill
+// are passed undecoded, as their empty payload (event.GPUSample{},
+// event.LogLines{}, ...) at their time, which costs nothing. Everything
+// else is decoded as Scan decodes it.
 func (j *Journal) ScanLight(fn func(e event.Event) error) error {
 	st := decState{created: j.h.Created}
 	for i := range j.entries {
 		e := &j.entries[i]
-		if e.kind == gpuSampleID {
-			if err := fn(event.Event{At: j.h.Created.Add(e.t.Duration()).Local(), Data: event.GPUSample{}}); err != nil {
+		var bare event.Payload
+		switch e.kind {
+		case gpuSampleID:
+			bare = event.GPUSample{}
+		case logLinesID:
+			bare = event.LogLines{}
+		case throughputID:
+			bare = event.Throughput{}
+		case prefillID:
+			bare = event.Prefill{}
+		}
+		if bare != nil {
+			if err := fn(event.Event{At: j.h.Created.Add(e.t.Duration()).Local(), Data: bare}); err != nil {
 				return err
 			}
 			continue
