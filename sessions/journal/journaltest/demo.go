@@ -16,7 +16,6 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
-	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -175,10 +174,34 @@ type simGPU struct {
 	heat float64
 }
 
+// newSimGPU is GPU i of the simulated host, idle, as nvidia-smi reads it.
 func newSimGPU(i int) *simGPU {
-	s := &simGPU{g: eventtest.GPU(i, 0)}
-	s.g.UtilGPUPct, s.g.UtilMemPct = ok(0), ok(0)
-	return s
+	return &simGPU{g: event.GPU{
+		Index:            i,
+		Name:             event.Text{S: "NVIDIA H200"},
+		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
+		UUID:             event.Text{S: fmt.Sprintf("GPU-3f1c%04d-8a7b-4c2d-9e0f-1a2b3c4d5e6f", i)},
+		MemUsedMiB:       ok(0),
+		MemTotalMiB:      ok(143771),
+		PowerDrawW:       ok(75),
+		PowerLimitW:      ok(700),
+		TempC:            ok(30),
+		SMClockMHz:       ok(345),
+		MemClockMHz:      ok(3201),
+		SMClockMax:       ok(1980),
+		FanPct:           event.Reading{Status: event.CellNA, Raw: "[N/A]"},
+		PState:           event.Text{S: "P0"},
+		PCIeGenCurrent:   ok(5),
+		PCIeGenMax:       ok(5),
+		PCIeWidthCurrent: ok(16),
+		PCIeWidthMax:     ok(16),
+		ClockEvents:      event.ClockEvents{Mask: event.ReasonGPUIdle},
+		Persistence:      event.Text{S: "Enabled"},
+		ECCMode:          event.Text{S: "Enabled"},
+		MIGMode:          event.Text{S: "Disabled"},
+		PCIeRxKBs:        event.Reading{Status: event.CellAbsent}, // nvidia-smi does not read them
+		PCIeTxKBs:        event.Reading{Status: event.CellAbsent},
+	}}
 }
 
 func ok(v float64) event.Reading { return event.Reading{Value: v} }
