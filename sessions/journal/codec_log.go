@@ -44,7 +44,8 @@ type logEncState struct {
 	heldT   micros
 	head    []byte   // `[t,"log-lines",`
 	body    []byte   // the elements after the flags, each with its leading ','
-	lines   [][]byte // the held lines' texts, for the derived references
+	lines   [][]byte // the held lines' texts (in text), for the derived references
+	text    []byte   // a copy of the held lines: the payload's bytes are the caller's
 	items   []byte   // the derived items, comma-separated
 	nItems  int
 	scratch [2][]int // digit runs of a line and of the line before
@@ -72,7 +73,7 @@ func (w *Writer) holdLines(t micros, head []byte, at time.Time, ls event.LogLine
 	s.held, s.key, s.heldT = true, key, t
 	s.head = append(s.head[:0], head...)
 	s.body = s.body[:0]
-	s.lines = s.lines[:0]
+	s.lines, s.text = s.lines[:0], s.text[:0]
 	s.items, s.nItems = s.items[:0], 0
 	if key {
 		s.has, s.path, s.prev = true, ls.Path, s.prev[:0]
@@ -119,7 +120,14 @@ func (w *Writer) holdLines(t micros, head []byte, at time.Time, ls event.LogLine
 		first = false
 		s.prev = append(s.prev[:0], l.Text...)
 		s.next = l.Offset + int64(len(l.Text)) + 1
-		s.lines = append(s.lines, l.Text)
+		s.text = append(s.text, l.Text...)
+		s.lines = append(s.lines, s.text[len(s.text)-len(l.Text):len(s.text):len(s.text)])
+	}
+	// s.text may have moved while growing: the lines are cut again.
+	off := 0
+	for k, l := range ls.Lines {
+		s.lines[k] = s.text[off : off+len(l.Text) : off+len(l.Text)]
+		off += len(l.Text)
 	}
 	if key {
 		s.keyAt = at

@@ -246,6 +246,9 @@ func (w *Writer) Path() string { return w.path }
 func (w *Writer) Created() time.Time { return w.enc.created }
 
 // Write encodes e into the memory buffer; it never touches the disk. A
+// log-lines batch is held until the next event that is not derived from
+// it (its throughput, prefill and tok/s events at its time ride on its
+// line: docs/journal-format.md) or the next Flush. A
 // payload for the screen only (journal-status, bench-progress,
 // repeat-progress) is skipped. It
 // returns an error wrapping ErrUnknownKind for a payload outside the
