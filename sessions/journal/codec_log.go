@@ -487,7 +487,8 @@ func decDerived(st *logDecState, b []byte, lines []event.LogLine) error {
 				}
 				st.derived = append(st.derived, p)
 			default:
-				return fmt.Errorf("log-lines derived: kind %q cannot ride on a log line", kind)
+				// A kind a newer writer puts on a log line: skipped here,
+				// counted by the index (derivedKinds).
 			}
 		default:
 			l, ok := line(e)
@@ -506,8 +507,10 @@ func decDerived(st *logDecState, b []byte, lines []event.LogLine) error {
 
 // derivedKinds returns the kinds of the derived items of v2 log-lines
 // data (split, flags first) and, for tok/s points, their index aux bits;
-// nil when it carries none. It reads only what the index needs.
-func derivedKinds(el [][]byte, kinds []event.Kind, aux []uint64) ([]event.Kind, []uint64, bool) {
+// nil when it carries none. Items of kinds it does not know (a newer
+// writer's) are left out and passed to unknown. It reads only what the
+// index needs.
+func derivedKinds(el [][]byte, kinds []event.Kind, aux []uint64, unknown func(name []byte)) ([]event.Kind, []uint64, bool) {
 	flags, ok := parseInt(el[0])
 	if !ok || flags&logFlagDerived == 0 || len(el) < 2 {
 		return kinds, aux, ok
@@ -538,7 +541,12 @@ func derivedKinds(el [][]byte, kinds []event.Kind, aux []uint64) ([]event.Kind, 
 			case `"prefill"`:
 				kinds = append(kinds, event.KindPrefill)
 			default:
-				return kinds, aux, false
+				// A newer writer's: not an entry (decDerived skips it too).
+				if unknown != nil {
+					unknown(e)
+				}
+				i++
+				continue
 			}
 			aux = append(aux, 0)
 			i++

@@ -118,7 +118,10 @@ func TestV2SeedReads(t *testing.T) {
 	os.WriteFile(path, []byte(`{"format":"flightdeck-journal","version":2,"created":"2026-11-29T00:00:00Z"}`+"\n"+
 		`[0.5,"log-lines",[3,"/l",0,"[2026-12-01 08:00:00 TP0] Decode batch. #running-req: 1, #token: 1169, token usage: 0.00, cuda graph: True, gen throughput (token/s): 76.22, #queue-req: 0, ",[0,[76.22,1]]]]`+"\n"+
 		`[1,"log-lines",[2,[8,"1209",11,"88",12,"68"],[0,[88.68,1,1]]]]`+"\n"+
-		`[1.5,"log-lines",[0,{"b":"//5iYWQ="},[]]]`+"\n"), 0o600)
+		`[1.5,"log-lines",[0,{"b":"//5iYWQ="},[]]]`+"\n"+
+		// a newer writer's kind on a log line: skipped and counted, the
+		// line and the rest read
+		`[2,"log-lines",[3,"/l",500,"x 2",["gpu-power",{"w":1},[5,1]]]]`+"\n"), 0o600)
 	j, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +129,7 @@ func TestV2SeedReads(t *testing.T) {
 	defer j.Close()
 	var got []event.Event
 	j.Scan(func(e event.Event) error { got = append(got, e); return nil })
-	if len(got) != 6 || j.Problems().Undecodable != 1 {
+	if p := j.Problems(); len(got) != 8 || p.Undecodable != 1 || p.Unknown != 1 || p.UnknownKinds[0] != "gpu-power" {
 		t.Fatalf("%d events, problems %s", len(got), j.Problems())
 	}
 	l := got[3].Data.(event.LogLines)
@@ -138,5 +141,13 @@ func TestV2SeedReads(t *testing.T) {
 	}
 	if r := got[2].Data.(event.TokRate); r.TokPerSec != 76.22 || got[2].At != got[0].At {
 		t.Errorf("tok-rate %+v at %s", r, got[2].At)
+	}
+	if l, r := got[6].Data.(event.LogLines), got[7].Data.(event.TokRate); string(l.Lines[0].Text) != "x 2" || r.TokPerSec != 5 {
+		t.Errorf("after the unknown kind: %+v, %+v", l, r)
+	}
+	// CatchUp decodes the point from its own item: the same.
+	evs, _ := j.CatchUp(time.Minute)
+	if last := evs[len(evs)-1]; last.Data != got[7].Data {
+		t.Errorf("CatchUp's last event %+v", last)
 	}
 }

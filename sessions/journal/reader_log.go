@@ -6,6 +6,7 @@ package journal
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
@@ -34,7 +35,7 @@ func (j *Journal) indexLinesV2(e *entry, idx int32, el [][]byte) {
 	}
 	j.lastLog = idx
 	var kok bool
-	if j.derKinds, j.derAux, kok = derivedKinds(el, j.derKinds[:0], j.derAux[:0]); !kok {
+	if j.derKinds, j.derAux, kok = derivedKinds(el, j.derKinds[:0], j.derAux[:0], j.unknownDerived); !kok {
 		j.derKinds, j.derAux = j.derKinds[:0], j.derAux[:0]
 	}
 }
@@ -76,6 +77,19 @@ func (j *Journal) decodeEntry(i int, st *decState) (event.Event, error) {
 	return ev, nil
 }
 
+// unknownDerived counts an item of an unknown kind on a log line (its
+// name, quoted) in Problems.Unknown.
+func (j *Journal) unknownDerived(name []byte) {
+	kind, ok := parseString(name)
+	if !ok {
+		kind = string(name)
+	}
+	j.probs.Unknown++
+	if len(j.probs.UnknownKinds) < maxUnknownKinds && !slices.Contains(j.probs.UnknownKinds, kind) {
+		j.probs.UnknownKinds = append(j.probs.UnknownKinds, kind)
+	}
+}
+
 // derivedItem decodes the item of derived entry i when it does not refer
 // to a line (a tok/s point, or an event's data); ok is false otherwise or
 // when it does not decode (the caller decodes the batch then).
@@ -107,6 +121,9 @@ func (j *Journal) derivedItem(i int) (event.Payload, bool) {
 				return nil, false
 			}
 			x++
+			if string(it) != `"throughput"` && string(it) != `"prefill"` {
+				continue // a newer writer's kind: not an entry
+			}
 		}
 		k++
 		if k < int(e.sub) {
