@@ -10,7 +10,9 @@ import (
 )
 
 // Recorder writes the event stream to a journal: every event is encoded
-// into memory at once, and a flusher writes it to the file every
+// into memory at once (a log batch waits there for the throughput, prefill
+// and tok/s events the log pipeline derives from it, which ride on its
+// line: journal.Writer.Write), and a flusher writes it to the file every
 // WriteEvery (write(2) only: a follower reading the file sees it within
 // that), syncs it every FlushEvery (write and fsync), and writes and syncs
 // at once after the events that must survive a crash: notes, keys,

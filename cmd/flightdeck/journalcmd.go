@@ -162,7 +162,7 @@ func loadJournal(path string) (*loadedJournal, error) {
 		return nil, err
 	}
 	live := journal.Live(path)
-	r, err := report.ReadReport(j.Header(), j.Scan, live)
+	r, err := report.ReadReport(j.Header(), j.ScanLight, live) // the report reads no GPU rows or log lines
 	if err != nil {
 		j.Close()
 		return nil, fmt.Errorf("read %s: %w", path, err)

@@ -148,7 +148,7 @@ func Load(path string) (*report.Report, journal.Problems, error) {
 		return nil, journal.Problems{}, err
 	}
 	defer j.Close()
-	r, err := report.ReadReport(j.Header(), j.Scan, journal.Live(path))
+	r, err := report.ReadReport(j.Header(), j.ScanLight, journal.Live(path)) // the report reads no GPU rows or log lines
 	if err != nil {
 		return nil, j.Problems(), fmt.Errorf("history: read %s: %w", path, err)
 	}

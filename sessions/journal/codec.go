@@ -115,12 +115,15 @@ func codecOf(k event.Kind) *codec { return codecByKind[k] }
 type encState struct {
 	created time.Time // the header's: times inside data count from it
 	gpu     gpuEncState
+	log     logEncState
+	v1      bool // appending to a version 1 journal: its layouts only
 }
 
 // decState is a reader's decoder state (the gpu-sample keyframe).
 type decState struct {
 	created time.Time
 	gpu     gpuDecState
+	log     logDecState
 }
 
 // payloadAs returns p as a T: payloads are values, but a pointer to one is

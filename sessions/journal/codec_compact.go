@@ -130,8 +130,20 @@ type lineJSON struct {
 	B []byte  `json:"b"` // base64
 }
 
-func decLines(_ *decState, _ time.Time, data []byte) (event.Payload, error) {
+// decLines reads both layouts: v1's [path, offset, line...] (a string
+// first) and v2's [flags, ...] (a number first: decLinesV2).
+func decLines(st *decState, _ time.Time, data []byte) (event.Payload, error) {
 	el, err := splitArray(data, nil)
+	if err == nil && len(el) >= 1 && len(el[0]) > 0 && el[0][0] != '"' {
+		if st == nil {
+			st = &decState{}
+		}
+		ls, err := decLinesV2(&st.log, el)
+		if err != nil {
+			return nil, err
+		}
+		return ls, nil
+	}
 	if err != nil || len(el) < 2 {
 		return nil, fmt.Errorf("log-lines: %w", errSyntax)
 	}

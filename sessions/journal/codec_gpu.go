@@ -298,8 +298,8 @@ func decGPUSample(st *decState, at time.Time, data []byte) (event.Payload, error
 			if len(v) == 0 || len(v[0]) == 0 {
 				return nil, fmt.Errorf("gpu-sample row: %w", errSyntax)
 			}
-			if err := parseField(g, f, v[0], fs[:0]); err != nil {
-				return nil, fmt.Errorf("gpu-sample GPU %d: %w", idx, err)
+			if !parseField(g, f, v[0], fs[:0]) {
+				return nil, fmt.Errorf("gpu-sample GPU %d: %w", idx, fieldError(f))
 			}
 			v = v[1:]
 		}

@@ -111,6 +111,9 @@ func TestJournalBeforeNVMLStillReads(t *testing.T) {
 			if p.Apps != nil || len(p.GPUs) > 0 && p.GPUs[0].PCIeRxKBs.Status != event.CellAbsent {
 				continue // an NVML sample: not in that journal
 			}
+		case event.Session:
+			p.Version = 1 // written in format version 1
+			e.Data = p
 		}
 		want = append(want, e)
 	}
@@ -243,4 +246,35 @@ func FuzzGPUSample(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeSampleAllocations: decoding a gpu-sample allocates per
+// sample, not per field (an error was once built for every field read).
+func TestDecodeSampleAllocations(t *testing.T) {
+	var es encState
+	es.created = t0
+	key, err := encGPUSample(&es, nil, t0, testSample(t0, 0, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(500 * time.Millisecond)
+	delta, err := encGPUSample(&es, nil, at, testSample(at, 1, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := decState{created: t0}
+	if _, err := decGPUSample(&ds, t0, key); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"delta": delta} {
+		n := testing.AllocsPerRun(50, func() {
+			if _, err := decGPUSample(&ds, at, data); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// The GPU slice and the payload's interface box.
+		if n > 3 {
+			t.Errorf("%s: %.0f allocations a sample of 8 GPUs", name, n)
+		}
+	}
 }

@@ -157,45 +157,49 @@ func parseStatus(b []byte) (event.CellStatus, bool) {
 	return event.CellStatus(n), ok && n >= 0 && n < 256
 }
 
-func parseField(g *event.GPU, f int, v []byte, scratch [][]byte) error {
-	bad := fmt.Errorf("gpu field %s: %w", gpuFieldNames[f], errSyntax)
+// fieldError is the error of field f that parseField refused (made only
+// then: a sample has about 200 fields).
+func fieldError(f int) error { return fmt.Errorf("gpu field %s: %w", gpuFieldNames[f], errSyntax) }
+
+// parseField reads field f of g from v; false when v is not its form.
+func parseField(g *event.GPU, f int, v []byte, scratch [][]byte) bool {
 	if r := reading(g, f); r != nil {
 		x, ok := parseReading(v, scratch)
 		if !ok {
-			return bad
+			return false
 		}
 		*r = x
-		return nil
+		return true
 	}
 	if t := text(g, f); t != nil {
 		x, ok := parseText(v, scratch)
 		if !ok {
-			return bad
+			return false
 		}
 		*t = x
-		return nil
+		return true
 	}
 	if f == fClockEvent {
 		if v[0] != '[' {
 			m, ok := parseInt(v)
 			if !ok || m < 0 {
-				return bad
+				return false
 			}
 			g.ClockEvents = event.ClockEvents{Mask: event.ClockEventReason(m)}
-			return nil
+			return true
 		}
 		el, err := splitArray(v, scratch[:0])
 		if err != nil || len(el) != 3 {
-			return bad
+			return false
 		}
 		st, ok1 := parseStatus(el[0])
 		raw, ok2 := parseString(el[1])
 		m, ok3 := parseInt(el[2])
 		if !ok1 || !ok2 || !ok3 || m < 0 {
-			return bad
+			return false
 		}
 		g.ClockEvents = event.ClockEvents{Mask: event.ClockEventReason(m), Status: st, Raw: raw}
-		return nil
+		return true
 	}
 	switch string(v) {
 	case "0":
@@ -203,9 +207,9 @@ func parseField(g *event.GPU, f int, v []byte, scratch [][]byte) error {
 	case "1":
 		g.Lost = true
 	default:
-		return bad
+		return false
 	}
-	return nil
+	return true
 }
 
 // parseReading reads what appendReading writes; v is not empty.

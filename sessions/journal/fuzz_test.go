@@ -71,6 +71,18 @@ func FuzzOpen(f *testing.F) {
 	f.Add([]byte(`{"format":"flightdeck-journal","version":1,"created":"2026-11-29T00:00:00Z"}` + "\n" + `[1,"gpu-sample",[0,[0,8,97]]]` + "\n"))
 	f.Add([]byte(`{"format":"flightdeck-journal","version":1,"created":"2026-11-29T00:00:00Z"}` + "\n" + `[1,"log-lines",["p",0,{"o":-5,"b":"////"},{"t":1}]]` + "\n"))
 	f.Add([]byte(`{"format":"flightdeck-journal","version":1,"created":"2026-11-29T00:00:00Z"}` + "\n" + `[1e308,"note",{}]` + "\n" + `[-1e15,"tok-rate",[1,2,3,4,5]]` + "\n"))
+	// Format v2's log lines: a key, digit-run deltas, derived events
+	// (references, a tok/s point, data), a line that is not UTF-8; and the
+	// v1 demo fixture.
+	v2 := `{"format":"flightdeck-journal","version":2,"created":"2026-11-29T00:00:00Z"}` + "\n" +
+		`[0.5,"log-lines",[3,"/l",0,"[2026-12-01 08:00:00 TP0] Decode batch. #running-req: 1, #token: 1169, token usage: 0.00, cuda graph: True, gen throughput (token/s): 76.22, #queue-req: 0, ",[0,[76.22,1]]]]` + "\n" +
+		`[1,"log-lines",[2,[8,"1209",11,"88",12,"68"],[0,[88.68,1,1],"throughput",{"t":1,"dp":-1,"e":-1}]]]` + "\n" +
+		`[1.5,"log-lines",[0,{"b":"//5iYWQ="},[],{"o":900,"t":"x 1"}]]` + "\n" +
+		`[2,"log-lines",[2,"[2026-12-01 08:00:02 TP0] Prefill batch. #new-seq: 1, #new-token: 1129, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, ",["prefill",0,"prefill",{"ns":1,"dp":-1}]]]` + "\n"
+	f.Add([]byte(v2))
+	if demo, err := os.ReadFile("testdata/v1-demo-2026-12-03.jsonl"); err == nil {
+		f.Add(demo)
+	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, "f.jsonl")
@@ -96,4 +108,46 @@ func FuzzOpen(f *testing.F) {
 		_ = j.Problems().String()
 		j.Refresh()
 	})
+}
+
+// TestV2SeedReads: the v2 seed of FuzzOpen reads as what it says (a
+// delta applied to its line, references rebuilt, the undecodable delta
+// after a line that is not UTF-8 counted, never misread).
+func TestV2SeedReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v2.jsonl")
+	os.WriteFile(path, []byte(`{"format":"flightdeck-journal","version":2,"created":"2026-11-29T00:00:00Z"}`+"\n"+
+		`[0.5,"log-lines",[3,"/l",0,"[2026-12-01 08:00:00 TP0] Decode batch. #running-req: 1, #token: 1169, token usage: 0.00, cuda graph: True, gen throughput (token/s): 76.22, #queue-req: 0, ",[0,[76.22,1]]]]`+"\n"+
+		`[1,"log-lines",[2,[8,"1209",11,"88",12,"68"],[0,[88.68,1,1]]]]`+"\n"+
+		`[1.5,"log-lines",[0,{"b":"//5iYWQ="},[]]]`+"\n"+
+		// a newer writer's kind on a log line: skipped and counted, the
+		// line and the rest read
+		`[2,"log-lines",[3,"/l",500,"x 2",["gpu-power",{"w":1},[5,1]]]]`+"\n"), 0o600)
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var got []event.Event
+	j.Scan(func(e event.Event) error { got = append(got, e); return nil })
+	if p := j.Problems(); len(got) != 8 || p.Undecodable != 1 || p.Unknown != 1 || p.UnknownKinds[0] != "gpu-power" {
+		t.Fatalf("%d events, problems %s", len(got), j.Problems())
+	}
+	l := got[3].Data.(event.LogLines)
+	if want := "[2026-12-01 08:00:00 TP0] Decode batch. #running-req: 1, #token: 1209, token usage: 0.00, cuda graph: True, gen throughput (token/s): 88.68, #queue-req: 0, "; string(l.Lines[0].Text) != want || l.Lines[0].Offset != 157 || l.Path != "/l" {
+		t.Errorf("delta line %+v", l)
+	}
+	if th := got[4].Data.(event.Throughput); th.TokPerSec != 88.68 || th.Tokens != 1209 || th.Stamp != "2026-12-01 08:00:00" {
+		t.Errorf("throughput %+v", th)
+	}
+	if r := got[2].Data.(event.TokRate); r.TokPerSec != 76.22 || got[2].At != got[0].At {
+		t.Errorf("tok-rate %+v at %s", r, got[2].At)
+	}
+	if l, r := got[6].Data.(event.LogLines), got[7].Data.(event.TokRate); string(l.Lines[0].Text) != "x 2" || r.TokPerSec != 5 {
+		t.Errorf("after the unknown kind: %+v, %+v", l, r)
+	}
+	// CatchUp decodes the point from its own item: the same.
+	evs, _ := j.CatchUp(time.Minute)
+	if last := evs[len(evs)-1]; last.Data != got[7].Data {
+		t.Errorf("CatchUp's last event %+v", last)
+	}
 }

@@ -1,4 +1,5 @@
-// Package journal is flightdeck's session journal, format v1: one
+// Package journal is flightdeck's session journal, format v2 (reading v1
+// too): one
 // append-only JSON Lines file per cockpit session — a header line, then one
 // line per event of the stream, [t, "kind", data] with t in seconds since
 // the header's created time (the spirit of asciicast v2). The format is
@@ -19,6 +20,8 @@ package journal
 // FormatName is the header's "format" value.
 const FormatName = "flightdeck-journal"
 
-// FormatVersion is the format version this package writes and reads. A reader
-// refuses a file with a higher version (VersionError).
-const FormatVersion = 1
+// FormatVersion is the format version this package writes and reads (and
+// every version before it). A reader refuses a file with a higher version
+// (VersionError). Version 2 stores a log line once and the events derived
+// from it on its line (docs/journal-format.md).
+const FormatVersion = 2

@@ -14,76 +14,6 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
-// Problems is what a reader skipped in a journal. Nothing here stops a
-// journal from opening.
-type Problems struct {
-	// Torn is set when the last line is incomplete (no "\n": the writer
-	// was killed mid-line, or is writing it now); it is skipped.
-	// TornBytes is its length.
-	Torn      bool
-	TornBytes int
-	// Garbled counts complete lines ("\n"-terminated, the last one
-	// included) that are not events (a foreign write, bit rot);
-	// FirstGarbled is the 1-based line number of the first (the header is
-	// line 1), 0 when none.
-	Garbled      int
-	FirstGarbled int
-	// Unknown counts events of kinds this version does not know (written
-	// by a newer flightdeck); UnknownKinds lists the first few kinds.
-	Unknown      int
-	UnknownKinds []string
-	// Undecodable counts events whose line looked right but whose data did
-	// not decode (seen while decoding: Scan, Events, CatchUp), and gpu
-	// samples whose keyframe was damaged.
-	Undecodable int
-	Blank       int // empty lines, skipped
-}
-
-// Any reports whether anything was skipped.
-func (p Problems) Any() bool {
-	return p.Torn || p.Garbled > 0 || p.Unknown > 0 || p.Undecodable > 0
-}
-
-// String is a one-line summary: "torn last line (37 bytes); 2 garbled
-// lines (first: line 1041); 5 events of unknown kinds (gpu-power)".
-func (p Problems) String() string {
-	var parts []string
-	if p.Torn {
-		parts = append(parts, fmt.Sprintf("torn last line (%d bytes)", p.TornBytes))
-	}
-	if p.Garbled > 0 {
-		parts = append(parts, fmt.Sprintf("%d garbled line(s) (first: line %d)", p.Garbled, p.FirstGarbled))
-	}
-	if p.Unknown > 0 {
-		parts = append(parts, fmt.Sprintf("%d event(s) of unknown kinds (%s)", p.Unknown, joinKinds(p.UnknownKinds)))
-	}
-	if p.Undecodable > 0 {
-		parts = append(parts, fmt.Sprintf("%d undecodable event(s)", p.Undecodable))
-	}
-	if len(parts) == 0 {
-		return "no problems"
-	}
-	s := parts[0]
-	for _, x := range parts[1:] {
-		s += "; " + x
-	}
-	return s
-}
-
-func joinKinds(k []string) string {
-	s := ""
-	for i, x := range k {
-		if i > 0 {
-			s += ", "
-		}
-		s += x
-	}
-	return s
-}
-
-// maxUnknownKinds caps Problems.UnknownKinds.
-const maxUnknownKinds = 8
-
 // entry indexes one event line.
 type entry struct {
 	off  int64      // of the line's first byte
@@ -97,6 +27,12 @@ type entry struct {
 	// other), for log-lines the number of lines, for tok-rate 1 when
 	// Dropped.
 	aux uint64
+	// sub is 0 for a line's own event; k > 0 for the k-th event derived
+	// from the v2 log-lines line of entry key (it shares that line).
+	sub uint16
+	// link is, for a v2 log-lines entry, the log-lines entry before it
+	// in its key's chain (-1 for the key itself).
+	link int32
 }
 
 // Mark is a point of interest for the replay's [ and ] keys: an
@@ -118,13 +54,17 @@ type Journal struct {
 	f    *os.File
 	h    event.SessionHeader
 
-	data    []byte // the file's bytes read so far
-	indexed int64  // end of the last complete line consumed
-	lines   int    // lines consumed, the header included
-	entries []entry
-	probs   Problems
-	marks   []Mark
-	lastKey int32 // the latest gpu-sample keyframe entry, -1 none
+	data       []byte // the file's bytes read so far
+	indexed    int64  // end of the last complete line consumed
+	lines      int    // lines consumed, the header included
+	entries    []entry
+	probs      Problems
+	marks      []Mark
+	lastKey    int32 // the latest gpu-sample keyframe entry, -1 none
+	lastLogKey int32 // the latest v2 log-lines key entry, -1 none
+	lastLog    int32 // the latest v2 log-lines entry, -1 none
+	derKinds   []event.Kind
+	derAux     []uint64
 
 	cache decState // decoder state of random access (seek)
 	// cacheKey is the keyframe entry whose rows cache holds, -1 none.
@@ -158,9 +98,12 @@ func Open(path string) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, lastKey: -1, cacheKey: -1}
+	j := &Journal{path: path, f: f, lastKey: -1, cacheKey: -1, lastLogKey: -1, lastLog: -1}
 	if st, err := f.Stat(); err == nil && st.Size() > 0 {
 		j.data = make([]byte, 0, st.Size()+4096)
+		// About 70 bytes a line in the demo's journal: no regrowth of
+		// the index for most files.
+		j.entries = make([]entry, 0, st.Size()/64+16)
 	}
 	if err := j.readMore(); err != nil {
 		f.Close()
@@ -246,11 +189,28 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		return
 	}
 	fr, ok := splitFrame(line)
-	if !ok || !json.Valid(fr.data) {
+	if !ok {
 		j.garbled(j.lines)
 		return
 	}
 	id := kindIDs[string(fr.kind)]
+	// The compact arrays are split once: what the index reads of them,
+	// and their check.
+	var el [][]byte
+	switch id {
+	case gpuSampleID, logLinesID:
+		var err error
+		if el, err = splitArray(fr.data, j.scratch[:0]); err != nil || len(el) == 0 {
+			j.garbled(j.lines)
+			return
+		}
+		j.scratch = el[:0]
+	default:
+		if !wellFormed(id, fr.data) {
+			j.garbled(j.lines)
+			return
+		}
+	}
 	if id == 0 {
 		j.probs.Unknown++
 		if len(j.probs.UnknownKinds) < maxUnknownKinds && !slices.Contains(j.probs.UnknownKinds, string(fr.kind)) {
@@ -258,7 +218,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		}
 		return
 	}
-	e := entry{off: off, n: int32(len(line)), kind: id, key: -1, t: fr.t, max: fr.t}
+	e := entry{off: off, n: int32(len(line)), kind: id, key: -1, t: fr.t, max: fr.t, link: -1}
 	if n := len(j.entries); n > 0 && j.entries[n-1].max > e.max {
 		e.max = j.entries[n-1].max
 	}
@@ -269,15 +229,16 @@ func (j *Journal) indexLine(off int64, line []byte) {
 			j.lastKey = idx
 		}
 		e.key = j.lastKey
-		e.aux = j.gpuPresent(fr.data)
+		e.aux = gpuPresent(el)
 		if e.aux&^j.gpuEverMask != 0 {
 			j.gpuEverMask |= e.aux
 			j.gpuEver = append(j.gpuEver, everMark{idx: idx, mask: j.gpuEverMask})
 		}
 	case logLinesID:
-		if el, err := splitArray(fr.data, j.scratch[:0]); err == nil && len(el) >= 2 {
+		if len(el[0]) > 0 && el[0][0] != '"' {
+			j.indexLinesV2(&e, idx, el)
+		} else if len(el) >= 2 {
 			e.aux = uint64(len(el) - 2)
-			j.scratch = el[:0]
 		}
 	case logResetID:
 		e.aux = 1
@@ -293,6 +254,10 @@ func (j *Journal) indexLine(off int64, line []byte) {
 		}
 	}
 	j.entries = append(j.entries, e)
+	for k, kind := range j.derKinds {
+		j.entries = append(j.entries, entry{off: e.off, n: e.n, kind: kind, key: idx, t: e.t, max: e.max, aux: j.derAux[k], sub: uint16(k + 1), link: -1})
+	}
+	j.derKinds, j.derAux = j.derKinds[:0], j.derAux[:0]
 	switch id {
 	case expStartID, expEndID, noteID, sessionID:
 		ev, err := j.decodeEntry(int(idx), &decState{created: j.h.Created})
@@ -330,20 +295,30 @@ func (j *Journal) indexLine(off int64, line []byte) {
 	}
 }
 
+// wellFormed reports whether data is JSON enough to index: for the
+// high-rate compact kinds, whose decoders read every byte with this
+// package's tokenizer, a value whose brackets and strings close where the
+// data ends (a torn or spliced line is not); for the others
+// json.Valid (their decoders are encoding/json's). A bad number inside a
+// compact kind's data is found when it is decoded (Undecodable).
+func wellFormed(id event.Kind, data []byte) bool {
+	switch id {
+	case gpuSampleID, logLinesID, tokRateID: // the first two are split by indexLine instead
+		end, err := skipValue(data, 0)
+		return err == nil && end == len(data)
+	}
+	return json.Valid(data)
+}
+
 // everMark records that by entry idx the GPU indices in mask had been seen.
 type everMark struct {
 	idx  int32
 	mask uint64
 }
 
-// gpuPresent returns the present-index mask of gpu-sample data (0 when it
-// does not parse: decoding will skip it).
-func (j *Journal) gpuPresent(data []byte) uint64 {
-	el, err := splitArray(data, j.scratch[:0])
-	if err != nil || len(el) == 0 {
-		return 0
-	}
-	j.scratch = el[:0]
+// gpuPresent returns the present-index mask of gpu-sample data, split (0
+// when it does not parse: decoding will skip it).
+func gpuPresent(el [][]byte) uint64 {
 	flags, ok := parseInt(el[0])
 	if !ok {
 		return 0
@@ -409,8 +384,8 @@ func isKeyframe(data []byte) bool {
 	return n&gpuFlagKey != 0
 }
 
-// decodeEntry decodes entry i with decoder state st.
-func (j *Journal) decodeEntry(i int, st *decState) (event.Event, error) {
+// decodeRaw decodes the line of entry i with decoder state st.
+func (j *Journal) decodeRaw(i int, st *decState) (event.Event, error) {
 	e := j.entries[i]
 	line := j.data[e.off : e.off+int64(e.n)]
 	fr, ok := splitFrame(line)
@@ -493,34 +468,6 @@ func (j *Journal) Scan(fn func(e event.Event) error) error {
 	key := int32(-1)
 	for i := range j.entries {
 		ev, err := j.decodeSeq(i, &st, &key)
-		if err != nil {
-			j.undecodable(i)
-			continue
-		}
-		if err := fn(ev); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ScanKinds is Scan for the events of kinds only, decoding nothing else:
-// cheap on a long journal (its GPU samples are skipped unread). The
-// gpu-sample kind, whose deltas need the lines before them, is not one it
-// takes: use Scan.
-func (j *Journal) ScanKinds(fn func(e event.Event) error, kinds ...event.Kind) error {
-	var want [event.NumKinds]bool
-	for _, k := range kinds {
-		if k != gpuSampleID && int(k) < event.NumKinds {
-			want[k] = true
-		}
-	}
-	st := decState{created: j.h.Created}
-	for i := range j.entries {
-		if !want[j.entries[i].kind] {
-			continue
-		}
-		ev, err := j.decodeEntry(i, &st)
 		if err != nil {
 			j.undecodable(i)
 			continue

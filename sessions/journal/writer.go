@@ -174,6 +174,10 @@ func Append(path string, h event.SessionHeader) (*Writer, error) {
 	}
 	w := &Writer{path: path, lock: lock, f: f, bytes: end}
 	w.enc.created = fh.Created
+	// A version 1 journal goes on in version 1 (log lines and what they
+	// derive written apart), so that the release that wrote it reads it
+	// whole; the session event says which version wrote it.
+	w.enc.v1 = fh.Version < 2
 	h = normalHeader(h)
 	if err := w.Write(event.Event{At: h.Created, Data: event.Session{SessionHeader: h}}); err != nil {
 		w.Close()
@@ -242,6 +246,9 @@ func (w *Writer) Path() string { return w.path }
 func (w *Writer) Created() time.Time { return w.enc.created }
 
 // Write encodes e into the memory buffer; it never touches the disk. A
+// log-lines batch is held until the next event that is not derived from
+// it (its throughput, prefill and tok/s events at its time ride on its
+// line: docs/journal-format.md) or the next Flush. A
 // payload for the screen only (journal-status, bench-progress,
 // repeat-progress) is skipped. It
 // returns an error wrapping ErrUnknownKind for a payload outside the
@@ -265,17 +272,29 @@ func (w *Writer) Write(e event.Event) error {
 	if w.closed {
 		return errors.New("journal: write after close")
 	}
+	t := toMicros(e.At, w.enc.created)
+	if !w.enc.v1 && w.absorb(t, e.Data) {
+		return nil // rides on the log-lines line it is derived from
+	}
+	w.finishLines()
 	if len(w.buf) >= MaxPending {
 		w.dropped++
-		if kind == event.KindGPUSample {
+		switch kind {
+		case event.KindGPUSample:
 			// The next sample must be a keyframe: the one it would refer
 			// to may be this.
 			w.enc.gpu.has = false
+		case event.KindLogLines:
+			w.enc.log.has = false // the next line is a key
 		}
 		return nil
 	}
+	if ls, ok := e.Data.(event.LogLines); ok && !w.enc.v1 {
+		w.holdLines(t, appendFrameStart(nil, t, kind.String()), e.At, ls)
+		return nil
+	}
 	n := len(w.buf)
-	b := appendFrameStart(w.buf, toMicros(e.At, w.enc.created), kind.String())
+	b := appendFrameStart(w.buf, t, kind.String())
 	b, err := c.enc(&w.enc, b, e.At, e.Data)
 	if err != nil {
 		w.buf = b[:n]
@@ -298,6 +317,7 @@ func (w *Writer) Flush(sync bool) error {
 		w.mu.Unlock()
 		return errors.New("journal: flush after close")
 	}
+	w.finishLines()
 	out := w.buf
 	w.buf = nil
 	f := w.f

@@ -40,7 +40,7 @@ func TestCreateModes(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(path)
-	if !bytes.HasPrefix(b, []byte(`{"format":"flightdeck-journal","version":1,"created":"2026-11-29T21:58:07.123457Z"`)) || !bytes.HasSuffix(b, []byte("}\n")) {
+	if !bytes.HasPrefix(b, []byte(`{"format":"flightdeck-journal","version":2,"created":"2026-11-29T21:58:07.123457Z"`)) || !bytes.HasSuffix(b, []byte("}\n")) {
 		t.Errorf("header line %q", b)
 	}
 	if _, err := Create(path, event.SessionHeader{}); !errors.Is(err, fs.ErrExist) && !isLocked(err) {
@@ -250,7 +250,7 @@ func TestAppendRefuses(t *testing.T) {
 		"text":    "hello\nworld\n",
 		"torn":    `{"format":"flightdeck-journal","version":1`,
 		"other":   `{"format":"asciicast","version":2,"created":"2026-11-29T00:00:00Z"}` + "\n",
-		"newer":   `{"format":"flightdeck-journal","version":2,"created":"2026-11-29T00:00:00Z"}` + "\n",
+		"newer":   `{"format":"flightdeck-journal","version":3,"created":"2026-11-29T00:00:00Z"}` + "\n",
 		"nocreat": `{"format":"flightdeck-journal","version":1}` + "\n",
 	} {
 		path := filepath.Join(dir, name)
@@ -261,7 +261,7 @@ func TestAppendRefuses(t *testing.T) {
 			var ve *VersionError
 			switch {
 			case name == "newer":
-				if !errors.As(e, &ve) || ve.Got != 2 || ve.Max != 1 || !strings.Contains(e.Error(), "version 2") || !strings.Contains(e.Error(), "up to 1") {
+				if !errors.As(e, &ve) || ve.Got != 3 || ve.Max != 2 || !strings.Contains(e.Error(), "version 3") || !strings.Contains(e.Error(), "up to 2") {
 					t.Errorf("%s: %v", name, e)
 				}
 			case !errors.Is(e, ErrNotJournal):
