@@ -70,10 +70,11 @@ type Screen struct {
 	buf      bytes.Buffer // the renderer's output for one frame
 	cells    uv.ScreenBuffer
 	mapNL    bool
-	drawn    bool   // the terminal is set up (alternate screen, modes)
-	wide     bool   // unicode core is on
-	frameSyn bool   // this frame is wrapped in synchronized output
-	title    string // the window title on the terminal
+	drawn    bool     // the terminal is set up (alternate screen, modes)
+	wide     bool     // unicode core is on
+	lines    []string // the view's lines in cells, nil: none reusable
+	frameSyn bool     // this frame is wrapped in synchronized output
+	title    string   // the window title on the terminal
 	lastDraw time.Time
 }
 
@@ -267,6 +268,7 @@ func (s *Screen) frame() {
 		s.buf.WriteString(ansi.SetModeUnicodeCore)
 		s.cells.Method = ansi.GraphemeWidth
 		s.wide = true
+		s.lines = nil
 	}
 	if redraw {
 		s.scr.SetColorProfile(p)
@@ -275,6 +277,7 @@ func (s *Screen) frame() {
 	if w != s.cells.Width() || h != s.cells.Height() {
 		s.cells.Resize(w, h)
 		s.cells.Touched = nil
+		s.lines = nil
 		s.scr.Resize(w, h)
 		s.scr.Erase()
 	}
@@ -282,10 +285,67 @@ func (s *Screen) frame() {
 		s.buf.WriteString(ansi.SetWindowTitle(v.WindowTitle))
 		s.title = v.WindowTitle
 	}
-	s.cells.Clear()
-	uv.NewStyledString(v.Content).Draw(s.cells, s.cells.Bounds())
+	s.lines = drawLines(s.cells, v.Content, s.lines)
 	s.scr.Render(s.cells.RenderBuffer)
 	s.write(true)
+}
+
+// drawLines puts content's cells in cells and returns its lines. When prev
+// (the lines drawn last) is not nil and every line ends with its text
+// attributes and link reset (as lipgloss and the cockpit's views do), only
+// the lines that differ from prev are parsed again: a new log line or GPU
+// sample costs its rows, not the screen's 12,000 cells. Otherwise the
+// whole content is drawn as Bubble Tea does, and the result is nil (no
+// line may be reused next time).
+func drawLines(cells uv.ScreenBuffer, content string, prev []string) []string {
+	lines := strings.Split(content, "\n")
+	h := cells.Height()
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	all := false
+	for _, l := range lines[:max(len(lines)-1, 0)] {
+		if !endsReset(l) {
+			all = true // a style carried to the next line: draw it whole
+			break
+		}
+	}
+	if all || prev == nil {
+		cells.Clear()
+		uv.NewStyledString(content).Draw(cells, cells.Bounds())
+		if all {
+			return nil
+		}
+		return lines
+	}
+	w := cells.Width()
+	for y := range max(len(lines), len(prev)) {
+		if y < len(lines) && y < len(prev) && lines[y] == prev[y] {
+			continue
+		}
+		area := uv.Rect(0, y, w, 1)
+		if y < len(lines) {
+			uv.NewStyledString(lines[y]).Draw(cells, area) // clears the row first
+		} else {
+			cells.ClearArea(area)
+		}
+	}
+	return lines
+}
+
+// endsReset reports whether a line leaves no text attribute or hyperlink
+// to the next: it has no escape sequence, or its last SGR is a full reset
+// and it has no OSC (a hyperlink's state would carry).
+func endsReset(l string) bool {
+	i := strings.LastIndex(l, "\x1b[")
+	if i < 0 {
+		return !strings.Contains(l, "\x1b")
+	}
+	if strings.Contains(l, "\x1b]") {
+		return false
+	}
+	rest := l[i:]
+	return strings.HasPrefix(rest, "\x1b[m") || strings.HasPrefix(rest, "\x1b[0m")
 }
 
 // write flushes the renderer into s.buf and writes it to out in one Write;

@@ -10,6 +10,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
+	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -214,4 +215,47 @@ func TestDrawOnlyUnstarted(t *testing.T) {
 	if st := s.Stats(); st.Frames != 1 || st.Wakes != 0 {
 		t.Errorf("stats %+v, want 1 frame and no wake-up", st)
 	}
+}
+
+// TestDrawLinesMatchesWholeDraw: drawing only the changed lines leaves the
+// same cells as drawing the whole view, through views whose lines change,
+// grow, shrink, and carry a style or a hyperlink to the next line.
+func TestDrawLinesMatchesWholeDraw(t *testing.T) {
+	red, reset := "\x1b[38;5;196m", "\x1b[m"
+	link := "\x1b]8;;https://example.com\x1b\\"
+	views := []string{
+		"plain\n" + red + "red" + reset + " tail\nthird",
+		"plain\n" + red + "red" + reset + " tail\nthird changed",
+		"plain\n" + red + "red" + reset + " tail\nthird changed\nfourth\nfifth",
+		"PLAIN\n" + red + "red" + reset + " tail",
+		"PLAIN\n" + red + "red leaks\nso this is red\n" + reset + "and this not",
+		"PLAIN\n" + red + "red" + reset + "\nwide 日本語 cells" + red + "x" + reset,
+		"PLAIN\n" + link + "a link" + "\nstill linked\x1b]8;;\x1b\\ end",
+		"PLAIN\n" + red + "red" + reset + "\nwide 日本語 cells",
+		"",
+		"x\n\n\ny",
+		"x\n\n\nz and a line longer than the screen is wide: cut",
+	}
+	const w, h = 24, 4
+	cells := uv.NewScreenBuffer(w, h)
+	var prev []string
+	for i, v := range views {
+		prev = drawLines(cells, v, prev)
+		whole := uv.NewScreenBuffer(w, h)
+		uv.NewStyledString(v).Draw(whole, whole.Bounds())
+		for y := range h {
+			for x := range w {
+				if got, want := cells.CellAt(x, y), whole.CellAt(x, y); !cellSame(got, want) {
+					t.Fatalf("view %d, cell %d,%d: %+v, whole draw %+v", i, x, y, got, want)
+				}
+			}
+		}
+	}
+}
+
+func cellSame(a, b *uv.Cell) bool {
+	if a == nil || b == nil {
+		return (a == nil || a.Equal(&uv.EmptyCell)) && (b == nil || b.Equal(&uv.EmptyCell))
+	}
+	return a.Equal(b)
 }
