@@ -110,15 +110,15 @@ func (o Options) plain() bool { return o.NoColor || o.Color == ColorNever }
 // ColorOptions are the program options that carry the colour mode:
 // a forced profile, or none for ColorAuto (Bubble Tea detects it).
 func (o Options) ColorOptions() []tea.ProgramOption {
-	if p := o.forcedProfile(); p != colorprofile.Unknown {
+	if p := o.ForcedProfile(); p != colorprofile.Unknown {
 		return []tea.ProgramOption{tea.WithColorProfile(p)}
 	}
 	return nil
 }
 
-// forcedProfile is the colour mode's profile, colorprofile.Unknown for
-// ColorAuto (detected).
-func (o Options) forcedProfile() colorprofile.Profile {
+// ForcedProfile is the profile the colour options force (NoColor or
+// ColorNever: ASCII), colorprofile.Unknown for ColorAuto (detected).
+func (o Options) ForcedProfile() colorprofile.Profile {
 	c := o.Color
 	if o.plain() {
 		c = ColorNever

@@ -60,7 +60,7 @@ func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) er
 	m.ctx = ctx
 	target := b.Screen
 	if target.Profile == colorprofile.Unknown {
-		target.Profile = m.opts.forcedProfile()
+		target.Profile = m.opts.ForcedProfile()
 	}
 	// The colour mode's profile first, so that opts can still override it.
 	p, err := screen.NewProgram(m, target, append(append([]tea.ProgramOption{tea.WithContext(parent)}, m.opts.ColorOptions()...), opts...)...)
