@@ -75,6 +75,7 @@ func NewProgram(m tea.Model, t Target, opts ...tea.ProgramOption) (*Program, err
 		profile = colorprofile.Detect(out, env)
 	}
 	s := New(out, env, w, h, profile, tt == nil)
+	s.HoldUntilSized() // the program sends its size (tea.WindowSizeMsg) as it starts
 	sm := &shown{m: m, s: s}
 	base := []tea.ProgramOption{
 		tea.WithoutRenderer(), tea.WithFPS(1), tea.WithOutput(out),
@@ -127,10 +128,14 @@ func (p *Program) Run() (tea.Model, error) {
 }
 
 // shown is the model the tea.Program runs: m's, with its size, colour
-// profile and views passed to the screen.
+// profile and views passed to the screen. The size and profile go with
+// the next view (Bubble Tea calls View after every Update), so the screen
+// draws the view m laid out for them.
 type shown struct {
-	m tea.Model
-	s *Screen
+	m             tea.Model
+	s             *Screen
+	width, height int                  // the latest size, 0 until one
+	profile       colorprofile.Profile // the latest profile, Unknown until one
 }
 
 func (w *shown) Init() tea.Cmd { return w.m.Init() }
@@ -138,9 +143,9 @@ func (w *shown) Init() tea.Cmd { return w.m.Init() }
 func (w *shown) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		w.s.Resize(msg.Width, msg.Height)
+		w.width, w.height = msg.Width, msg.Height
 	case tea.ColorProfileMsg:
-		w.s.SetProfile(msg.Profile)
+		w.profile = msg.Profile
 	case tea.ModeReportMsg:
 		w.s.SetModes(msg)
 	}
@@ -152,7 +157,7 @@ func (w *shown) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // View hands m's view to the screen (which draws it if it changed) and
 // gives the program's disabled renderer an empty one.
 func (w *shown) View() tea.View {
-	w.s.Show(w.m.View())
+	w.s.ShowSized(w.m.View(), w.width, w.height, w.profile)
 	return tea.View{}
 }
 

@@ -51,6 +51,7 @@ type Screen struct {
 	height  int
 	profile colorprofile.Profile
 	dirty   bool // view, size or profile changed since the last frame
+	unsized bool // hold frames until the first Resize (see HoldUntilSized)
 	redraw  bool // the next frame repaints every cell (size or profile changed)
 	syncd   bool // the terminal has synchronized output (mode 2026)
 	unicode bool // the terminal has unicode core (mode 2027): grapheme widths
@@ -115,39 +116,81 @@ func (s *Screen) Start() {
 // shown costs a comparison and nothing else: no wake-up, no frame.
 func (s *Screen) Show(v tea.View) {
 	s.mu.Lock()
-	if s.hasView && sameView(&s.view, &v) {
-		s.mu.Unlock()
-		return
-	}
-	s.view, s.hasView = v, true
-	s.changed()
+	s.apply(s.show(v))
+}
+
+// ShowSized is Show, Resize and SetProfile at once, under one lock, so
+// that the drawing goroutine never draws the view before a resize at the
+// new size (a program tells its model the size, then renders the view for
+// it). A width or height under 1 and colorprofile.Unknown change nothing.
+func (s *Screen) ShowSized(v tea.View, width, height int, p colorprofile.Profile) {
+	s.mu.Lock()
+	a, b, c := s.resize(width, height), s.setProfile(p), s.show(v)
+	s.apply(a || b || c)
+}
+
+// HoldUntilSized makes the screen draw nothing until the first Resize
+// (Close still draws): a program's first view comes before it is told the
+// terminal's size, laid out for a default size, and would be a wasted
+// frame at once replaced.
+func (s *Screen) HoldUntilSized() {
+	s.mu.Lock()
+	s.unsized = true
+	s.mu.Unlock()
 }
 
 // Resize sets the terminal's size in cells; the next frame repaints it all.
 // Sizes under 1×1 are ignored.
 func (s *Screen) Resize(width, height int) {
-	if width < 1 || height < 1 {
-		return
-	}
 	s.mu.Lock()
-	if width == s.width && height == s.height {
-		s.mu.Unlock()
-		return
-	}
-	s.width, s.height, s.redraw = width, height, true
-	s.changed()
+	s.apply(s.resize(width, height))
 }
 
 // SetProfile sets the colour profile frames are drawn in (Bubble Tea's
 // tea.ColorProfileMsg); a change repaints every cell.
 func (s *Screen) SetProfile(p colorprofile.Profile) {
 	s.mu.Lock()
-	if p == s.profile {
-		s.mu.Unlock()
-		return
+	s.apply(s.setProfile(p))
+}
+
+// show, resize and setProfile change the state (s.mu held) and report
+// whether a frame is due.
+func (s *Screen) show(v tea.View) bool {
+	if s.hasView && sameView(&s.view, &v) {
+		return false
+	}
+	s.view, s.hasView = v, true
+	return true
+}
+
+func (s *Screen) resize(width, height int) bool {
+	if width < 1 || height < 1 {
+		return false
+	}
+	held := s.unsized
+	s.unsized = false
+	if width == s.width && height == s.height {
+		return held && s.dirty
+	}
+	s.width, s.height, s.redraw = width, height, true
+	return true
+}
+
+func (s *Screen) setProfile(p colorprofile.Profile) bool {
+	if p == colorprofile.Unknown || p == s.profile {
+		return false
 	}
 	s.profile, s.redraw = p, true
-	s.changed()
+	return true
+}
+
+// apply releases s.mu, first marking a frame due when due is true.
+func (s *Screen) apply(due bool) {
+	if due {
+		s.changed()
+		return
+	}
+	s.mu.Unlock()
 }
 
 // SetModes takes the terminal's answer to the first frame's mode queries
@@ -200,7 +243,7 @@ func (s *Screen) Stats() Stats {
 // (a benchmark, a test); on a started one it does nothing.
 func (s *Screen) Draw() bool {
 	s.mu.Lock()
-	started, due := s.started || s.closed, s.dirty && s.hasView
+	started, due := s.started || s.closed, s.dirty && s.hasView && !s.unsized
 	s.mu.Unlock()
 	if started || !due {
 		return false
@@ -242,7 +285,7 @@ func (s *Screen) loop() {
 // from the terminal's, in one write.
 func (s *Screen) frame() {
 	s.mu.Lock()
-	if !s.dirty || !s.hasView || s.err != nil {
+	if !s.dirty || !s.hasView || s.err != nil || s.unsized && !s.closed {
 		s.mu.Unlock()
 		return
 	}

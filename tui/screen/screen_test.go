@@ -259,3 +259,36 @@ func cellSame(a, b *uv.Cell) bool {
 	}
 	return a.Equal(b)
 }
+
+// TestHoldUntilSized: a held screen draws nothing before its first size,
+// then the latest view at once; Close draws a view still held.
+func TestHoldUntilSized(t *testing.T) {
+	var out fakeTerm
+	s := New(&out, testEnv, 20, 3, colorprofile.ANSI256, true)
+	s.HoldUntilSized()
+	s.Start()
+	s.Show(view("laid out for 80x24"))
+	s.Show(view("laid out for 20x3"))
+	time.Sleep(30 * time.Millisecond)
+	if st := s.Stats(); st.Frames != 0 {
+		t.Fatalf("%d frames before the size, want 0", st.Frames)
+	}
+	s.Resize(20, 3) // the size it has: still the end of the hold
+	waitUntil(t, "the frame after the size", func() bool { return s.Stats().Frames == 1 })
+	if got := ansi.Strip(out.String()); strings.Contains(got, "80x24") || !strings.Contains(got, "20x3") {
+		t.Errorf("drew %q, want only the latest view", got)
+	}
+	_ = s.Close()
+
+	var out2 fakeTerm
+	s = New(&out2, testEnv, 20, 3, colorprofile.ANSI256, true)
+	s.HoldUntilSized()
+	s.Show(view("quit at once"))
+	if s.Draw() {
+		t.Error("Draw drew a held view")
+	}
+	_ = s.Close()
+	if !strings.Contains(out2.String(), "quit at once") {
+		t.Errorf("Close did not draw the held view: %q", out2.String())
+	}
+}
