@@ -110,12 +110,18 @@ func (o Options) plain() bool { return o.NoColor || o.Color == ColorNever }
 // ColorOptions are the program options that carry the colour mode:
 // a forced profile, or none for ColorAuto (Bubble Tea detects it).
 func (o Options) ColorOptions() []tea.ProgramOption {
+	if p := o.ForcedProfile(); p != colorprofile.Unknown {
+		return []tea.ProgramOption{tea.WithColorProfile(p)}
+	}
+	return nil
+}
+
+// ForcedProfile is the profile the colour options force (NoColor or
+// ColorNever: ASCII), colorprofile.Unknown for ColorAuto (detected).
+func (o Options) ForcedProfile() colorprofile.Profile {
 	c := o.Color
 	if o.plain() {
 		c = ColorNever
 	}
-	if c == ColorAuto {
-		return nil
-	}
-	return []tea.ProgramOption{tea.WithColorProfile(c.Profile())}
+	return c.Profile()
 }

@@ -10,6 +10,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
+
+	"github.com/flightdeck-dev/flightdeck/tui/screen"
 )
 
 func TestParseColorMode(t *testing.T) {
@@ -84,14 +86,19 @@ func sgrHas(out []byte, param string) bool {
 // runToFrame runs m in a real program writing to a buffer at 80x24 and
 // quits at once: the buffer holds the whole first frame as the terminal
 // would receive it.
-func runToFrame(t *testing.T, m *Model, opts ...tea.ProgramOption) []byte {
+// env is the terminal's environment (nil: the process's).
+func runToFrame(t *testing.T, m *Model, env []string) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	msgs := make(chan tea.Msg, 1)
 	msgs <- tea.KeyPressMsg{Code: 'q', Text: "q"}
 	close(msgs)
-	opts = append([]tea.ProgramOption{tea.WithInput(nil), tea.WithOutput(&out), tea.WithWindowSize(80, 24), tea.WithoutSignalHandler()}, opts...)
-	if err := (Bridge{Msgs: msgs}).Run(context.Background(), m, opts...); err != nil {
+	opts := []tea.ProgramOption{tea.WithInput(nil), tea.WithWindowSize(80, 24), tea.WithoutSignalHandler()}
+	if env != nil {
+		opts = append(opts, tea.WithEnvironment(env))
+	}
+	b := Bridge{Msgs: msgs, Screen: screen.Target{Out: &out, Env: env, Width: 80, Height: 24}}
+	if err := b.Run(context.Background(), m, opts...); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if !bytes.Contains(out.Bytes(), []byte("Gen5x16")) {
@@ -105,28 +112,28 @@ func runToFrame(t *testing.T, m *Model, opts ...tea.ProgramOption) []byte {
 // crit, OK, dim and accent cells.
 func TestColorModesWriteTheirEscapes(t *testing.T) {
 	// Detection as Bubble Tea does it, on a terminal claiming 256 colours.
-	env256 := tea.WithEnvironment([]string{"TERM=xterm-256color", "CLICOLOR_FORCE=1"})
+	env256 := []string{"TERM=xterm-256color", "CLICOLOR_FORCE=1"}
 	for _, tc := range []struct {
 		name  string
 		o     Options
-		opts  []tea.ProgramOption
+		env   []string
 		want  string // the one kind of colour escape expected; "" for none
 		plain bool
 	}{
 		{"never", Options{Color: ColorNever}, nil, "", true},
 		{"NoColor", Options{NoColor: true}, nil, "", true},
-		{"never beats a 256-colour terminal", Options{Color: ColorNever}, []tea.ProgramOption{env256}, "", true},
+		{"never beats a 256-colour terminal", Options{Color: ColorNever}, env256, "", true},
 		{"16", Options{Color: Color16}, nil, "basic", false},
 		{"256", Options{Color: Color256}, nil, "256", false},
 		{"truecolor", Options{Color: ColorTrueColor}, nil, "truecolor", false},
-		{"auto detects", Options{}, []tea.ProgramOption{env256}, "256", false},
+		{"auto detects", Options{}, env256, "256", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := troubleScene(tc.o)
 			if m.Styles().Plain != tc.plain {
 				t.Errorf("palette plain = %v, want %v", m.Styles().Plain, tc.plain)
 			}
-			out := runToFrame(t, m, tc.opts...)
+			out := runToFrame(t, m, tc.env)
 			seen := sgrColours(out)
 			for kind, n := range seen {
 				if kind != tc.want {

@@ -475,7 +475,7 @@ func TestRunCancelsActionsOnQuit(t *testing.T) {
 		msgs <- keyMsg("q")
 	}()
 	done := make(chan error, 1)
-	go func() { done <- Bridge{Msgs: msgs}.Run(context.Background(), m, runOpts()...) }()
+	go func() { done <- Bridge{Msgs: msgs, Screen: discardScreen}.Run(context.Background(), m, runOpts()...) }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -18,11 +18,12 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/screen"
 )
 
 // The output economy of issue 7: what the cockpit writes to the terminal
-// per second of a steady 1 Hz stream, through a real tea.Program and its
-// renderer, counted by a terminal that only counts bytes.
+// per second of a steady 1 Hz stream, through a real tea.Program and the
+// cockpit's screen (package screen), counted by a terminal that only counts bytes.
 
 // steadyStream makes the events of a steady decode, one second at a time:
 // an 8-GPU sample whose utilisation, power, temperature, clocks and memory
@@ -189,7 +190,7 @@ type steadyRun struct {
 	stream *steadyStream
 	f      *framedModel
 	term   *countingTerminal
-	p      *tea.Program
+	p      *screen.Program
 	done   chan error
 	next   int   // the next second of the stream
 	id     int64 // the last frame sent
@@ -209,9 +210,12 @@ func startSteady(tb testing.TB, w, h int, profile colorprofile.Profile) *steadyR
 		m.Update(clock)
 	}
 	r := &steadyRun{tb: tb, stream: s, f: &framedModel{m: m}, term: &countingTerminal{}, done: make(chan error, 1), next: 1}
-	r.p = tea.NewProgram(r.f, tea.WithInput(nil), tea.WithOutput(r.term), tea.WithWindowSize(w, h),
-		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithFPS(120),
-		tea.WithEnvironment([]string{"TERM=tmux-256color"}))
+	p, err := screen.NewProgram(r.f, screen.Target{Out: r.term, Env: []string{"TERM=tmux-256color"}, Width: w, Height: h, Profile: profile},
+		tea.WithInput(nil), tea.WithoutSignalHandler())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.p = p
 	go func() {
 		_, err := r.p.Run()
 		r.done <- err
@@ -224,8 +228,8 @@ func startSteady(tb testing.TB, w, h int, profile colorprofile.Profile) *steadyR
 
 // waitFrame waits until the model has drawn frame id and, when the
 // screen changed, the terminal has had more than writes writes. The
-// renderer writes a frame in one Write on its next tick (at most 1/120 s
-// later); the deadline is for a broken program only.
+// screen writes a frame in one Write at once (at most screen.MinFrame
+// after the one before); the deadline is for a broken program only.
 func (r *steadyRun) waitFrame(id, writes int64) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {

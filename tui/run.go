@@ -6,8 +6,10 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/screen"
 )
 
 // Bridge batches a stream of events into EventsMsg for a running program.
@@ -25,6 +27,10 @@ type Bridge struct {
 	FlushEvery time.Duration
 	// MaxBatch defaults to 512 events.
 	MaxBatch int
+	// Screen is where the cockpit is drawn; the zero Target is the
+	// process's terminal. Its colour profile defaults to the model's
+	// forced colour mode (Options.Color), else it is detected.
+	Screen screen.Target
 }
 
 const (
@@ -40,25 +46,33 @@ func Run(ctx context.Context, m *Model, events <-chan event.Event, opts ...tea.P
 	return Bridge{Events: events}.Run(ctx, m, opts...)
 }
 
-// Run starts a tea.Program for m with opts (AltScreen comes from the view;
-// the colour profile from m's Options.Color unless opts set one) and the
-// bridge goroutine, and returns when the program ends. The bridge
-// stops when ctx ends or the program quits; Run waits for it. A server
-// action still running (Options.Control's Launch or Kill) has its context
-// cancelled when Run returns.
+// Run starts a tea.Program for m with opts, drawn on b.Screen (a frame
+// only when the view changed, see package screen; the colour profile from
+// m's Options.Color unless opts set one), and the bridge goroutine, and
+// returns when the program ends. The bridge stops when ctx ends or the
+// program quits; Run waits for it. A server action still running
+// (Options.Control's Launch or Kill) has its context cancelled when Run
+// returns.
 func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m.ctx = ctx
+	target := b.Screen
+	if target.Profile == colorprofile.Unknown {
+		target.Profile = m.opts.ForcedProfile()
+	}
 	// The colour mode's profile first, so that opts can still override it.
-	p := tea.NewProgram(m, append(append([]tea.ProgramOption{tea.WithContext(parent)}, m.opts.ColorOptions()...), opts...)...)
+	p, err := screen.NewProgram(m, target, append(append([]tea.ProgramOption{tea.WithContext(parent)}, m.opts.ColorOptions()...), opts...)...)
+	if err != nil {
+		return err
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		b.pump(ctx, p.Send)
 	}()
-	_, err := p.Run()
+	_, err = p.Run()
 	cancel()
 	<-done
 	if err != nil && parent.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {

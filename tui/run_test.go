@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/tui/screen"
 )
 
 // recv waits for the bridge's next message, failing after a deadline.
@@ -115,6 +116,9 @@ func TestBridgeStopsWhenContextEnds(t *testing.T) {
 	stop() // fails the test if the goroutine does not return
 }
 
+// discardScreen draws a test program's frames nowhere, at 80x24.
+var discardScreen = screen.Target{Out: io.Discard, Width: 80, Height: 24}
+
 func runOpts() []tea.ProgramOption {
 	return []tea.ProgramOption{
 		tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithWindowSize(80, 24),
@@ -137,7 +141,7 @@ func TestRunDeliversEventsAndQuits(t *testing.T) {
 		msgs <- tea.KeyPressMsg{Code: 'q', Text: "q"}
 		close(msgs)
 	}()
-	err := Bridge{Events: events, Msgs: msgs}.Run(context.Background(), m, runOpts()...)
+	err := Bridge{Events: events, Msgs: msgs, Screen: discardScreen}.Run(context.Background(), m, runOpts()...)
 	if err != nil {
 		t.Fatalf("Run after q: %v", err)
 	}
@@ -149,7 +153,9 @@ func TestRunDeliversEventsAndQuits(t *testing.T) {
 func TestRunEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- Run(ctx, New(Options{}), make(chan event.Event), runOpts()...) }()
+	go func() {
+		errc <- Bridge{Events: make(chan event.Event), Screen: discardScreen}.Run(ctx, New(Options{}), runOpts()...)
+	}()
 	cancel()
 	select {
 	case err := <-errc:

@@ -23,6 +23,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 	"github.com/flightdeck-dev/flightdeck/tui"
+	"github.com/flightdeck-dev/flightdeck/tui/screen"
 	"github.com/flightdeck-dev/flightdeck/tui/style"
 )
 
@@ -380,10 +381,15 @@ var _ tea.Model = (*Model)(nil)
 
 // Run runs r on the terminal until the user quits (nil), ctx ends
 // (ctx.Err()), or the program fails.
+// Frames are drawn only when the view changed (package screen).
 func Run(ctx context.Context, r *Model, opts ...tea.ProgramOption) error {
 	// The colour mode's profile first, so that opts can still override it.
-	p := tea.NewProgram(r, append(append([]tea.ProgramOption{tea.WithContext(ctx)}, r.opts.ColorOptions()...), opts...)...)
-	_, err := p.Run()
+	p, err := screen.NewProgram(r, screen.Target{Profile: r.opts.ForcedProfile()},
+		append(append([]tea.ProgramOption{tea.WithContext(ctx)}, r.opts.ColorOptions()...), opts...)...)
+	if err != nil {
+		return err
+	}
+	_, err = p.Run()
 	if err != nil && ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
 		return ctx.Err()
 	}
