@@ -177,6 +177,14 @@ func (t *Trace) call(tid int, p *Process, at time.Time, s string) {
 			}
 			return
 		}
+		if c := t.procs[child]; c != nil && !c.Forked && c.Parent == 0 && len(t.all) > 0 && c != t.all[0] {
+			// The child's own lines, even its exit, came before its
+			// fork returned in the parent (strace logs a call when it
+			// completes; a short-lived subshell can end first): the
+			// same process, not a reused pid.
+			c.Parent, c.Forked = p.PID, true
+			return
+		}
 		c := t.task(child, at)
 		c.Parent, c.Forked = p.PID, true
 	}

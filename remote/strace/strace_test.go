@@ -142,6 +142,9 @@ func TestParseSplitsAndEdges(t *testing.T) {
 		`101 10.000042 execve("/bin/c", ["c"], 0x1 /* 2 vars */) = -1 ENOENT (No such file or directory)`,
 		`101 10.000043 execve("/usr/bin/c", ["c"], 0x1 /* 2 vars */) = 0`,
 		`101 10.000050 +++ killed by SIGSEGV (core dumped) +++`,
+		`100 10.000055 fork( <unfinished ...>`,
+		`104 10.000056 +++ exited with 0 +++`, // a subshell that ended before its fork returned
+		`100 10.000057 <... fork resumed>) = 104`,
 		`100 10.000060 execve("/bin/d", ["d"], 0x1 /* 2 v`, // still being written
 	}, "\n")
 	tr, err := Parse(strings.NewReader(in))
@@ -153,6 +156,7 @@ func TestParseSplitsAndEdges(t *testing.T) {
 		{101, 100, "a x [truncated]", 1, "exited with 0"},
 		{103, 100, "b 1 2 [truncated]", 1, ""},
 		{101, 100, "c", 1, "killed by SIGSEGV (core dumped)"},
+		{104, 100, "", 0, "exited with 0"},
 	}
 	if g := got(tr); !reflect.DeepEqual(g, wantProcs) {
 		t.Fatalf("processes:\n got %+v\nwant %+v", g, wantProcs)
