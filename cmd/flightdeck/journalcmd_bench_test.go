@@ -2,10 +2,8 @@ package main
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,25 +13,8 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/report"
 )
 
-// demoDay is a 24 h journal of the demo's workload
-// (journaltest.DemoDay), written once per test binary run, or the file
-// FD_DEMO_JOURNAL names when set (written there when missing).
-var demoDay = sync.OnceValues(func() (string, error) {
-	path := os.Getenv("FD_DEMO_JOURNAL")
-	if path != "" {
-		if _, err := os.Stat(path); err == nil {
-			return path, nil
-		}
-	} else {
-		dir, err := os.MkdirTemp("", "fd-demo-day-")
-		if err != nil {
-			return "", err
-		}
-		path = filepath.Join(dir, "day.jsonl")
-	}
-	_, err := journaltest.DemoDay(path, 24*time.Hour)
-	return path, err
-})
+// demoDay is journaltest.DemoDayFile: a 24 h journal of the demo's workload.
+var demoDay = journaltest.DemoDayFile
 
 // BenchmarkJournalShow is `flightdeck journal show` of a 24 h journal of
 // the demo's workload: open, read the report, print the summary.

@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
@@ -41,6 +44,27 @@ var DemoStart = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 
 // DemoLogPath is the server log the demo journal follows.
 const DemoLogPath = "/tmp/flightdeck-sim-1331372090/logs/sim-20261201-080000.log"
+
+// DemoDayFile is a 24 h DemoDay journal for benchmarks: written once per
+// test binary into a new temporary directory, or the file the environment
+// variable FD_DEMO_JOURNAL names (written there when missing, reused when
+// it exists). It returns the journal's path.
+var DemoDayFile = sync.OnceValues(func() (string, error) {
+	path := os.Getenv("FD_DEMO_JOURNAL")
+	if path != "" {
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "fd-demo-day-")
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, "day.jsonl")
+	}
+	_, err := DemoDay(path, 24*time.Hour)
+	return path, err
+})
 
 // DemoDay creates the journal at path and records d of the demo's
 // workload into it through a sessions.Recorder (its periodic flushes run
