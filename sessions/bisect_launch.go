@@ -114,18 +114,22 @@ func failureOf(st event.ServerStatus) *errBisectFailed {
 	return &errBisectFailed{"ended", "its experiment was ended (another launch, or e)"}
 }
 
-// failureSettle is how long a failed server's status is given to settle:
-// a traceback's cause (its class) follows its first line.
+// failureSettle is how long a failed or exited server's status is given
+// to settle: a traceback's cause (its class) follows its first line, and
+// the log's last lines can arrive after the exit (the exit comes on the
+// host's watch stream, the lines on the log's follower).
 const failureSettle = 1500 * time.Millisecond
 
-// settled is the server's status once a failure has had failureSettle to
-// name its cause (not cut by ctx: it is short).
+// settled is the server's status once a failure or an exit has had
+// failureSettle to name its cause (not cut by ctx: it is short). An exit
+// that the log's last lines explain is that failure (the tracker turns
+// Exited into Failed, the exit status kept).
 func (run *bisectRun) settled(st event.ServerStatus) event.ServerStatus {
-	if st.Phase != event.PhaseFailed {
+	if st.Phase != event.PhaseFailed && st.Phase != event.PhaseExited {
 		return st
 	}
 	time.Sleep(failureSettle)
-	if now, _ := run.b.Lab.serverState(); now.Phase == event.PhaseFailed {
+	if now, _ := run.b.Lab.serverState(); now.Phase == event.PhaseFailed || now.Phase == st.Phase {
 		return now
 	}
 	return st

@@ -82,7 +82,15 @@ func TestHostProcessesAtSteadyStateOverSSHD(t *testing.T) {
 			srv := sshdtest.Start(t, sshdtest.Options{PathDirs: []string{h.BinDir}, Env: map[string]string{sim.EnvNVML: h.Dir}, Trace: true})
 			known := filepath.Join(t.TempDir(), "known_hosts")
 			srv.WriteKnownHosts(known)
-			cmd, err := remote.Command(flightdeckBinary(t), "connect", srv.Target(), "-F", os.DevNull, "-i", srv.ClientKeyPath(),
+			// The server's own port, as a user's config gives it: the
+			// test host is shared with other tests' servers, started and
+			// stopped while this one counts, and a cockpit watching the
+			// default port 30000 is right to look again when one appears.
+			conf := filepath.Join(t.TempDir(), "flightdeck.toml")
+			if err := os.WriteFile(conf, fmt.Appendf(nil, "[defaults]\nport = %d\n", h.ServerPort), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd, err := remote.Command(flightdeckBinary(t), "--config", conf, "connect", srv.Target(), "-F", os.DevNull, "-i", srv.ClientKeyPath(),
 				"--known-hosts", known, "--log", h.LogPath, "--repo", h.RepoPath, "--sampler", c.sampler)
 			if err != nil {
 				t.Fatal(err)

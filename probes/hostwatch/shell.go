@@ -195,7 +195,10 @@ matches() {
   done
   for p in "${!seen[@]}"; do [[ -n ${now[$p]-} ]] || unset "seen[$p]" "mt[$p]"; done
 }
-sp= lnlast=
+# srvprint sets the parts of the server's fingerprint, named as the
+# agent's (serverState.diff): s_pidfile s_exit s_root s_children s_listen
+# s_match.
+s_pidfile= s_exit= s_root= s_children= s_listen= s_match= lnlast=
 srvprint() {
   local pf=- ex= root= ch= ln= f la st ino s rp rst
   m=
@@ -230,8 +233,11 @@ srvprint() {
   fi
   ln=$lnlast
   [ -n "$pat" ] && [ -n "$hex" ] && matches
-  sp="$pf|$ex|$root|$ch|$ln|$m"
+  s_pidfile=$pf s_exit=$ex s_root=$root s_children=$ch s_listen=$ln s_match=$m
 }
+srvparts='pidfile exit root children listen match'
+srvsave() { local n; for n in $srvparts; do eval "o_$n=\$s_$n"; done; }
+srvwhy() { local n; why=; for n in $srvparts; do eval '[ "$o_'$n'" = "$s_'$n'" ]' || why=$why,$n; done; }
 
 out "{\"t\":\"watch\",\"v\":1,\"via\":\"shell\",\"interval_ms\":$(( ${iv%.*} * 1000 + 10#${iv#*.} ))}"
 if [ -n "$repo" ]; then
@@ -258,9 +264,10 @@ while :; do
     [ -n "$why" ] && out "{\"t\":\"git\",\"why\":\"${why#,}\"}"
   fi
   if [ -n "$pidf" ]; then
-    old=$sp
+    srvsave
     srvprint
-    [ "$sp" = "$old" ] || out '{"t":"server","why":"changed"}'
+    srvwhy
+    [ -n "$why" ] && out "{\"t\":\"server\",\"why\":\"${why#,}\"}"
   fi
   [ $((SECONDS - last)) -ge "$ka" ] && out '{"t":"alive"}'
 done

@@ -30,6 +30,11 @@ func shellStream(t *testing.T, o Options, wrap string) <-chan Line {
 		must(t, err)
 		cmd = wrap + " sh -c " + q
 	}
+	// The watcher's stamp directory goes under the test's: Close kills
+	// the watcher (SIGKILL) before its exit trap can remove it.
+	tmp, err := remote.Quote(t.TempDir())
+	must(t, err)
+	cmd = "TMPDIR=" + tmp + " " + cmd
 	h := remote.NewLocal()
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := h.Start(ctx, cmd)
@@ -126,9 +131,9 @@ func TestShellServerChanges(t *testing.T) {
 		ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lport))
 	}
 	must(t, err)
-	expect(t, llines, TypeServer, 3*time.Second, "a listener on the port")
+	expectWhy(t, llines, "a listener on the port", "listen")
 	ln.Close()
-	expect(t, llines, TypeServer, 3*time.Second, "the listener closed")
+	expectWhy(t, llines, "the listener closed", "listen")
 
 	lines := shellStream(t, Options{Server: spec, Interval: 100 * time.Millisecond}, "")
 	expect(t, lines, TypeWatch, 5*time.Second, "start")
@@ -136,7 +141,7 @@ func TestShellServerChanges(t *testing.T) {
 	quiet(t, lines, 500*time.Millisecond, "nothing changed")
 	p := sleeper("flightdeck-fake-server", "--port", "1")
 	must(t, p.Start())
-	expect(t, lines, TypeServer, 3*time.Second, "a matching process starts")
+	expectWhy(t, lines, "a matching process starts", "match")
 	quiet(t, lines, 500*time.Millisecond, "settled")
 	sh := exec.Command("sh", "-c", "sleep 60; :", "flightdeck-fake-server", "--port")
 	must(t, sh.Start())
@@ -145,7 +150,7 @@ func TestShellServerChanges(t *testing.T) {
 	sh.Wait()
 	p.Process.Kill()
 	p.Wait()
-	expect(t, lines, TypeServer, 3*time.Second, "the matching process is killed")
+	expectWhy(t, lines, "the matching process is killed", "match")
 	quiet(t, lines, 500*time.Millisecond, "settled")
 
 	root := sleeper()
@@ -153,14 +158,24 @@ func TestShellServerChanges(t *testing.T) {
 	_, start, _ := procStat(root.Process.Pid)
 	rec := fmt.Sprintf(`{"pid":%d,"pgid":%d,"sid":1,"start_time":%s,"mark":"ab","launch":{}}`+"\n", root.Process.Pid, root.Process.Pid, start)
 	must(t, os.WriteFile(spec.Pidfile, []byte(rec), 0o600))
-	expect(t, lines, TypeServer, 3*time.Second, "the pidfile is written")
+	expectWhy(t, lines, "the pidfile is written", "pidfile,root")
 	quiet(t, lines, 500*time.Millisecond, "settled")
 	root.Process.Kill()
 	root.Wait()
-	expect(t, lines, TypeServer, 3*time.Second, "the pidfile's process is killed")
+	expectWhy(t, lines, "the pidfile's process is killed", "root")
 	quiet(t, lines, 500*time.Millisecond, "settled")
 	must(t, os.Remove(spec.Pidfile))
-	expect(t, lines, TypeServer, 3*time.Second, "the pidfile is removed")
+	expectWhy(t, lines, "the pidfile is removed", "pidfile,root") // root: gone, then none named
+}
+
+// expectWhy waits for the server line of what and checks it names the
+// parts that changed (as the agent's serverState.diff names them), so a
+// cockpit's log says why it looked again.
+func expectWhy(t *testing.T, lines <-chan Line, what, why string) {
+	t.Helper()
+	if l := expect(t, lines, TypeServer, 3*time.Second, what); l.Why != why {
+		t.Fatalf("%s: why %q, want %q", what, l.Why, why)
+	}
 }
 
 // TestShellSpawnsNothingAtSteadyState runs the shell watcher under strace
