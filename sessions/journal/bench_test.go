@@ -23,50 +23,18 @@ const (
 	maxBenchBytes = 60e6
 )
 
-// simGPU is one H200 the way the simulator draws it: busy values with
-// noise (util 95-100 %, power ±20 W with 2 decimals, temperature drifting
-// with load, the SM clock at boost and sometimes capped by power), idle
-// values between runs.
-type simGPU struct {
-	g    event.GPU
-	heat float64
-}
-
-func newSimGPU(i int) *simGPU {
-	s := &simGPU{g: eventtest.GPU(i, 0)}
-	s.g.UtilGPUPct, s.g.UtilMemPct = ok(0), ok(0)
+// newSimGPU is GPU i of the benchmark journal: an H200 that clocks down
+// between runs.
+func newSimGPU(i int) *eventtest.SimGPU {
+	s := &eventtest.SimGPU{G: eventtest.GPU(i, 0), Load: eventtest.SimLoad{BusyMemMiB: 131072, IdleW: 77, IdleJitterW: 2.5, IdleSMClockMHz: 345, IdleMemMiB: 1}}
+	s.G.UtilGPUPct, s.G.UtilMemPct = ok(0), ok(0)
 	return s
-}
-
-func (s *simGPU) step(rng *rand.Rand, busy bool) event.GPU {
-	g := &s.g
-	if busy {
-		s.heat = min(1, s.heat+0.002)
-		g.UtilGPUPct = ok(float64(95 + rng.IntN(6)))
-		g.UtilMemPct = ok(float64(55 + rng.IntN(15)))
-		g.PowerDrawW = ok(math.Round((600+s.heat*12+(rng.Float64()*2-1)*20)*100) / 100)
-		g.MemUsedMiB = ok(131072)
-		if rng.IntN(20) == 0 {
-			g.SMClockMHz, g.ClockEvents.Mask = ok(1965), event.ReasonSWPowerCap
-		} else {
-			g.SMClockMHz, g.ClockEvents.Mask = ok(1980), 0
-		}
-		g.PState = event.Text{S: "P0"}
-	} else {
-		s.heat = max(0, s.heat-0.004)
-		g.UtilGPUPct, g.UtilMemPct = ok(0), ok(0)
-		g.PowerDrawW = ok(math.Round((77+(rng.Float64()*2-1)*2.5)*100) / 100)
-		g.SMClockMHz, g.ClockEvents.Mask = ok(345), event.ReasonGPUIdle
-		g.MemUsedMiB = ok(1)
-	}
-	g.TempC = ok(math.Round(30 + float64(g.Index*7%5) + s.heat*27 + (rng.Float64()*2-1)*0.6))
-	return *g
 }
 
 // benchEvents calls fn with the events of the benchmark journal in order.
 func benchEvents(hours float64, fn func(event.Event)) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	gpus := make([]*simGPU, benchGPUs)
+	gpus := make([]*eventtest.SimGPU, benchGPUs)
 	for i := range gpus {
 		gpus[i] = newSimGPU(i)
 	}
@@ -78,7 +46,7 @@ func benchEvents(hours float64, fn func(event.Event)) {
 		busy := (k/120)%60 >= 5
 		s := event.GPUSample{At: at, GPUs: make([]event.GPU, benchGPUs)}
 		for i, g := range gpus {
-			s.GPUs[i] = g.step(rng, busy)
+			s.GPUs[i] = g.Step(rng, busy)
 		}
 		fn(event.Event{At: at, Data: s})
 		if k%2 == 1 {

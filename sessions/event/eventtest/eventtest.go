@@ -4,6 +4,8 @@ package eventtest
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
@@ -70,3 +72,53 @@ func SessionGPU(i int, load bool) event.GPU {
 
 // SessionGPUs are GPUs 0 and 1 of SessionGPU.
 func SessionGPUs(load bool) []event.GPU { return []event.GPU{SessionGPU(0, load), SessionGPU(1, load)} }
+
+// SimGPU draws one simulated H200's readings a sample at a time, as the
+// simulator does: under load, utilization 95–100 %, power 600 W ± 20 W
+// (two decimals) rising 12 W as the GPU warms, the SM clock at boost
+// (1980 MHz) and one sample in 20 capped by power (1965 MHz, SW power
+// cap); between runs, the Load's idle values; the temperature drifting
+// with the heat. The journals' size benchmarks and the demo's 24 h journal
+// are drawn with it.
+type SimGPU struct {
+	G    event.GPU // the readings; Step changes the varying ones
+	Load SimLoad
+	heat float64 // 0 (cold) to 1 (warm after about 500 busy samples)
+}
+
+// SimLoad is what a SimGPU reads under load and between runs.
+type SimLoad struct {
+	BusyMemMiB     float64 // memory used under load, MiB
+	IdleW          float64 // power between runs, W, ± IdleJitterW
+	IdleJitterW    float64
+	IdleSMClockMHz float64 // the SM clock between runs (345: clocked down; 1980: held at boost)
+	IdleMemMiB     float64 // memory used between runs, MiB; 0 leaves it as under load
+}
+
+// Step draws the next sample (busy: under load) from rng and returns it.
+func (s *SimGPU) Step(rng *rand.Rand, busy bool) event.GPU {
+	g := &s.G
+	if busy {
+		s.heat = min(1, s.heat+0.002)
+		g.UtilGPUPct = OK(float64(95 + rng.IntN(6)))
+		g.UtilMemPct = OK(float64(55 + rng.IntN(15)))
+		g.PowerDrawW = OK(math.Round((600+s.heat*12+(rng.Float64()*2-1)*20)*100) / 100)
+		g.MemUsedMiB = OK(s.Load.BusyMemMiB)
+		if rng.IntN(20) == 0 {
+			g.SMClockMHz, g.ClockEvents.Mask = OK(1965), event.ReasonSWPowerCap
+		} else {
+			g.SMClockMHz, g.ClockEvents.Mask = OK(1980), 0
+		}
+		g.PState = event.Text{S: "P0"}
+	} else {
+		s.heat = max(0, s.heat-0.004)
+		g.UtilGPUPct, g.UtilMemPct = OK(0), OK(0)
+		g.PowerDrawW = OK(math.Round((s.Load.IdleW+(rng.Float64()*2-1)*s.Load.IdleJitterW)*100) / 100)
+		g.SMClockMHz, g.ClockEvents.Mask = OK(s.Load.IdleSMClockMHz), event.ReasonGPUIdle
+		if s.Load.IdleMemMiB > 0 {
+			g.MemUsedMiB = OK(s.Load.IdleMemMiB)
+		}
+	}
+	g.TempC = OK(math.Round(30 + float64(g.Index*7%5) + s.heat*27 + (rng.Float64()*2-1)*0.6))
+	return *g
+}

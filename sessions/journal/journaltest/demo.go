@@ -10,7 +10,6 @@ package journaltest
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/flightdeck-dev/flightdeck/sessions"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
+	"github.com/flightdeck-dev/flightdeck/sessions/event/eventtest"
 	"github.com/flightdeck-dev/flightdeck/sessions/journal"
 )
 
@@ -98,7 +98,7 @@ func DemoDay(path string, d time.Duration) (int, error) {
 // The same d gives the same events.
 func DemoEvents(d time.Duration, fn func(event.Event)) {
 	rng := rand.New(rand.NewPCG(20, 12))
-	gpus := make([]*simGPU, DemoGPUs)
+	gpus := make([]*eventtest.SimGPU, DemoGPUs)
 	for i := range gpus {
 		gpus[i] = newSimGPU(i)
 	}
@@ -116,7 +116,7 @@ func DemoEvents(d time.Duration, fn func(event.Event)) {
 			at := nextSample.Add(time.Duration(rng.IntN(4000)) * time.Microsecond)
 			s := event.GPUSample{At: at, GPUs: make([]event.GPU, DemoGPUs)}
 			for i, g := range gpus {
-				s.GPUs[i] = g.step(rng, srv.busy)
+				s.GPUs[i] = g.Step(rng, srv.busy)
 			}
 			fn(event.Event{At: at, Data: s})
 			nextSample = nextSample.Add(DemoTick)
@@ -189,18 +189,10 @@ func (s *simServer) stamp(msg string) []byte {
 	return []byte("[" + s.now.Format("2006-01-02 15:04:05") + " TP0] " + msg)
 }
 
-// simGPU is one H200 the way the simulator draws it: busy values with
-// noise (util 95-100 %, power ±20 W with 2 decimals, temperature drifting
-// with load, the SM clock at boost and sometimes capped by power), idle
-// values between runs.
-type simGPU struct {
-	g    event.GPU
-	heat float64
-}
-
-// newSimGPU is GPU i of the simulated host, idle, as nvidia-smi reads it.
-func newSimGPU(i int) *simGPU {
-	return &simGPU{g: event.GPU{
+// newSimGPU is GPU i of the simulated host, idle, as nvidia-smi reads it:
+// between runs it keeps its boost clock and its memory (the server holds it).
+func newSimGPU(i int) *eventtest.SimGPU {
+	return &eventtest.SimGPU{G: event.GPU{
 		Index:            i,
 		Name:             event.Text{S: "NVIDIA H200"},
 		BusID:            event.Text{S: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)},
@@ -225,31 +217,7 @@ func newSimGPU(i int) *simGPU {
 		MIGMode:          event.Text{S: "Disabled"},
 		PCIeRxKBs:        event.Reading{Status: event.CellAbsent}, // nvidia-smi does not read them
 		PCIeTxKBs:        event.Reading{Status: event.CellAbsent},
-	}}
+	}, Load: eventtest.SimLoad{BusyMemMiB: 126566, IdleW: 120, IdleJitterW: 8, IdleSMClockMHz: 1980}}
 }
 
 func ok(v float64) event.Reading { return event.Reading{Value: v} }
-
-func (s *simGPU) step(rng *rand.Rand, busy bool) event.GPU {
-	g := &s.g
-	if busy {
-		s.heat = min(1, s.heat+0.002)
-		g.UtilGPUPct = ok(float64(95 + rng.IntN(6)))
-		g.UtilMemPct = ok(float64(55 + rng.IntN(15)))
-		g.PowerDrawW = ok(math.Round((600+s.heat*12+(rng.Float64()*2-1)*20)*100) / 100)
-		g.MemUsedMiB = ok(126566)
-		if rng.IntN(20) == 0 {
-			g.SMClockMHz, g.ClockEvents.Mask = ok(1965), event.ReasonSWPowerCap
-		} else {
-			g.SMClockMHz, g.ClockEvents.Mask = ok(1980), 0
-		}
-		g.PState = event.Text{S: "P0"}
-	} else {
-		s.heat = max(0, s.heat-0.004)
-		g.UtilGPUPct, g.UtilMemPct = ok(0), ok(0)
-		g.PowerDrawW = ok(math.Round((120+(rng.Float64()*2-1)*8)*100) / 100)
-		g.SMClockMHz, g.ClockEvents.Mask = ok(1980), event.ReasonGPUIdle
-	}
-	g.TempC = ok(math.Round(30 + float64(g.Index*7%5) + s.heat*27 + (rng.Float64()*2-1)*0.6))
-	return *g
-}
