@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,11 +52,19 @@ func TestFollowersSeeTheDriversNoteInTmux(t *testing.T) {
 	byPath := s.open("bypath", 140, 40, cache+bin+" follow "+info.Journal)
 	byHost := s.open("byhost", 120, 30, cache+bin+" follow sim "+flags)
 	for _, f := range []win{byPath, byHost} {
-		screen := f.wait(20*time.Second, has("LIVE"))
-		head := strings.SplitN(screen, "\n", 2)[0]
-		if !strings.Contains(head, "flightdeck  follow") || !strings.Contains(head, "driver "+info.Who()) {
-			t.Errorf("%s: header %q does not say follow and who drives", f.name, head)
-		}
+		// LIVE: caught up with the mirror as it is; the driver's lock
+		// state may be in its next flush (a second or so on a loaded
+		// host), so the header says who drives within the same bound.
+		f.wait(20*time.Second, func(screen string) string {
+			head := strings.SplitN(screen, "\n", 2)[0]
+			switch {
+			case !strings.Contains(screen, "LIVE"):
+				return "screen lacks LIVE"
+			case !strings.Contains(head, "flightdeck  follow") || !strings.Contains(head, "driver "+info.Who()):
+				return fmt.Sprintf("header %q does not say follow and who drives", head)
+			}
+			return ""
+		})
 	}
 
 	drv.keys("n")
