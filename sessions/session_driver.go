@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -251,7 +252,11 @@ func (d *driving) finishMirror() {
 func (d *driving) fail(what string, err error) {
 	d.mu.Lock()
 	if !d.silent {
-		d.errs = append(d.errs, what+": "+sanitize.String(err.Error()))
+		msg := sanitize.String(err.Error())
+		if !strings.HasPrefix(msg, what) {
+			msg = what + ": " + msg // a NotReleasedError says "driver lock" itself
+		}
+		d.errs = append(d.errs, msg)
 	}
 	d.mu.Unlock()
 }

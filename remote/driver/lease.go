@@ -5,9 +5,12 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/flightdeck-dev/flightdeck/remote"
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 )
 
@@ -59,4 +62,44 @@ func (l *Lock) watchdog(ctx context.Context, every time.Duration) {
 // unsureNote says why a driver turned read-only by itself.
 func unsureNote(quiet time.Duration) string {
 	return fmt.Sprintf("could not refresh the driver lock for %s: another cockpit may take it; keys that act wait until the host answers", quiet.Round(time.Second))
+}
+
+// NotReleasedError is Release's error when the lock file stays on the
+// host: the host did not answer, or the removal failed. The lock then
+// ends by itself: a watcher takes it as stale once its file is StaleAfter
+// old (host clock).
+type NotReleasedError struct {
+	Host string
+	// StaleAt is when the lock goes stale by this cockpit's clock:
+	// StaleAfter after its last heartbeat started (zero: none written).
+	StaleAt time.Time
+	Err     error // why: the exchange's error (remote.ErrDisconnected: the host is unreachable)
+}
+
+func (e *NotReleasedError) Error() string {
+	why := strings.TrimPrefix(e.Err.Error(), "driver lock on "+e.Host+": ")
+	if errors.Is(e.Err, remote.ErrDisconnected) {
+		why = "the host is unreachable"
+	}
+	msg := "driver lock on " + e.Host + " not released: " + why
+	if !e.StaleAt.IsZero() {
+		msg += "; it goes stale at " + e.StaleAt.Local().Format("15:04:05") + ", and another cockpit can take over then"
+	}
+	return msg
+}
+
+func (e *NotReleasedError) Unwrap() error { return e.Err }
+
+// notReleased is Release's error for err. l.op is held.
+func (l *Lock) notReleased(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	e := &NotReleasedError{Host: l.Host.Name(), Err: err}
+	if w := l.wrote.Load(); w != 0 {
+		if _, stale, perr := l.periods(); perr == nil {
+			e.StaleAt = monoBase.Add(time.Duration(w) + stale)
+		}
+	}
+	return e
 }

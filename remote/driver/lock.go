@@ -231,8 +231,9 @@ func (l *Lock) Run(ctx context.Context) error {
 // Release removes the lock file if it is still ours (another cockpit's lock
 // is left alone) and publishes RoleNone with the note "released the lock".
 // It does nothing when this cockpit does not drive. A Run still going
-// takes the lock again at its next beat if it is free. Errors are the
-// host's (the lock is then still held, until it goes stale).
+// takes the lock again at its next beat if it is free. An error is a
+// *NotReleasedError (the lock is then still held, until it goes stale),
+// or ctx's cancellation.
 func (l *Lock) Release(ctx context.Context) error {
 	l.op.Lock()
 	defer l.op.Unlock()
@@ -243,7 +244,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	for range maxTries {
 		s, err := l.exchange(ctx, opDel, want, nil)
 		if err != nil {
-			return err
+			return l.notReleased(err)
 		}
 		if !s.Wrote && !s.Absent() {
 			if i, err := parseInfo(s); err == nil && i.Token == l.me.Token {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,6 +31,42 @@ func (f *flaky) Run(ctx context.Context, cmd string, stdin io.Reader) (remote.Re
 		return remote.Result{}, fmt.Errorf("remote: gpu-box: %w: EOF", remote.ErrDisconnected)
 	}
 	return f.Host.Run(ctx, cmd, stdin)
+}
+
+// A release the host does not answer says so in one sentence: the lock is
+// still there, and when it goes stale (StaleAfter after the last
+// heartbeat) another cockpit can take over; the lock file stays.
+func TestReleaseWhileUnreachable(t *testing.T) {
+	local := remote.NewLocal()
+	defer local.Close()
+	h := &flaky{Host: local}
+	dir := t.TempDir()
+	l := newLock(h, dir, bob, nil)
+	before := time.Now()
+	mustAcquire(t, l, false, event.RoleDriving)
+	h.down.Store(true)
+	err := l.Release(context.Background())
+	var nr *NotReleasedError
+	if !errors.As(err, &nr) || !errors.Is(err, remote.ErrDisconnected) {
+		t.Fatalf("Release: %v (%T), want a *NotReleasedError wrapping ErrDisconnected", err, err)
+	}
+	stale := l.StaleAfter
+	if stale == 0 {
+		stale = DefaultStaleAfter
+	}
+	if nr.StaleAt.Before(before.Add(stale)) || nr.StaleAt.After(time.Now().Add(stale)) {
+		t.Errorf("StaleAt %v, want %v after the acquire (%v)", nr.StaleAt, stale, before)
+	}
+	want := "driver lock on " + h.Name() + " not released: the host is unreachable; it goes stale at " + nr.StaleAt.Local().Format("15:04:05") + ", and another cockpit can take over then"
+	if err.Error() != want {
+		t.Errorf("Release: %q\nwant      %q", err, want)
+	}
+	if _, serr := os.Stat(lockFile(dir)); serr != nil {
+		t.Errorf("the lock file: %v, want it still there", serr)
+	}
+	if !l.Driving() && l.State().Role == event.RoleNone {
+		t.Errorf("state %+v after a failed release, want the role kept", l.State())
+	}
 }
 
 // A lost connection keeps the role, is published once, and clears when the
