@@ -170,7 +170,18 @@ func (t *Table) render(out []string, st *style.Styles, width, maxRows int, focus
 		out = t.renderRows(out, st, visible)
 		return append(out, noteTone.Render(style.Truncate(note+hint, width)))
 	default:
-		note = ""
+		// Too narrow for the note and no room for a row of it: the
+		// headers give way to a short one, so that hidden GPUs are
+		// never silent ("+7 GPUs", warning when an abnormal one is
+		// among them).
+		note = "+" + strconv.Itoa(len(t.rows)-visible) + " GPUs"
+		if len(note)+1 > width {
+			note = "+" + strconv.Itoa(len(t.rows)-visible)
+		}
+		head = ansi.Truncate(head, max(width-len(note)-1, 0), "")
+		if len(note) > width {
+			note = ""
+		}
 	}
 	if note == "" {
 		out = append(out, st.Title.Render(head))

@@ -57,3 +57,30 @@ func TestScrollReachesTheLastRow(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowOneRowSaysWhatIsHidden: a table too narrow for the "GPU a-b
+// of n" note and too short for a row of it (40 columns, one GPU row)
+// still says how many GPUs it hides, in the headers' place, and never
+// overflows the width.
+func TestNarrowOneRowSaysWhatIsHidden(t *testing.T) {
+	st := style.Plain()
+	for _, width := range []int{40, 30, 12, 3} {
+		p := NewPanel()
+		p.ApplySample(tuitest.H200s(8), tuitest.T0)
+		p.SetSize(width, 1)
+		lines := p.View(nil, &st)
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w > width {
+				t.Errorf("width %d: line %d is %d wide: %q", width, i, w, ansi.Strip(l))
+			}
+		}
+		head := ansi.Strip(lines[0])
+		want := "+7 GPUs"
+		if width < len(want)+1 {
+			want = "+7"
+		}
+		if !strings.HasSuffix(head, want) {
+			t.Errorf("width %d: header %q does not end with %q", width, head, want)
+		}
+	}
+}
