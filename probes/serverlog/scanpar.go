@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -28,6 +29,20 @@ const scanBlockSize = 1 << 20
 // those of feeding every line to Scanner.Feed. Every goroutine has ended
 // when Scan returns. It returns the first read error other than io.EOF.
 func Scan(r io.Reader, emit func(event.Payload)) (*Scanner, error) {
+	if f, ok := r.(*os.File); ok {
+		if mf := mapFile(f); mf != nil {
+			defer mf.unmap()
+			src, err := mf.source(MaxLineBytes)
+			if err != nil {
+				return &Scanner{}, fmt.Errorf("serverlog: read log: %w", err)
+			}
+			s, err := scanSource(src, faultGuard{mf}, emit, nil, runtime.GOMAXPROCS(0), scanBlockSize)
+			if err == nil && mf.shrank() {
+				err = fmt.Errorf("serverlog: read log: %w", ErrInputShrank)
+			}
+			return s, err
+		}
+	}
 	return scanBlocks(r, emit, nil, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
 }
 
@@ -56,8 +71,9 @@ type preEncoder struct {
 // block is a run of whole lines of the input, each ending in '\n', and what
 // a worker found on them.
 type block struct {
-	data       []byte
-	firstLine  int // line number of the first line
+	data       []byte // the lines: buf, or a mapped file's pages
+	buf        []byte // the block's own storage
+	firstLine  int    // line number of the first line
 	lines      int
 	skipSource bool // its first line is the input's "# source:" header
 	items      []item
@@ -65,6 +81,7 @@ type block struct {
 	prefixed   []lineAt      // lines whose only finding is SGLang's prefix
 	enc        []byte        // the items' encoded findings, with a preEncoder
 	done       chan struct{} // closed when items is ready
+	err        error         // what ended the analysis: a fault in a mapped file
 }
 
 // lineAt is a line of a block: its index and the offset of its first byte.
@@ -81,9 +98,15 @@ type item struct {
 }
 
 func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers, blockSize, maxLine int) (*Scanner, error) {
+	return scanSource(&blockSource{r: r, maxLine: max(maxLine, 1)}, faultGuard{}, emit, pre, workers, blockSize)
+}
+
+// scanSource is scanBlocks over src; guard protects every goroutine that
+// touches the blocks' data (a mapped file's pages) and the error of a
+// fault ends the scan.
+func scanSource(src lineSource, guard faultGuard, emit func(event.Payload), pre *preEncoder, workers, blockSize int) (*Scanner, error) {
 	workers = max(workers, 1)
 	inflight := min(max(2*workers, 2), 16)
-	src := blockSource{r: r, maxLine: max(maxLine, 1)}
 
 	free := make(chan *block, inflight)
 	for range inflight {
@@ -95,12 +118,12 @@ func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers,
 	var readErr error
 	var wg sync.WaitGroup
 	defer func() {
-		close(quit) // stops the reader if emit panicked
+		close(quit) // stops the reader if emit panicked or a block faulted
 		wg.Wait()
 	}()
 
 	wg.Add(1)
-	go func() { // reader: the only goroutine that touches r
+	go func() { // reader: the only goroutine that touches src
 		defer wg.Done()
 		defer close(work)
 		defer close(order)
@@ -112,17 +135,19 @@ func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers,
 			case <-quit:
 				return
 			}
-			if b.data == nil {
-				// Room for the block and one read past it; only a line
-				// longer than that makes it grow.
-				b.data = make([]byte, 0, blockSize+minRead)
-			}
 			var err error
-			b.data, err = src.fill(b.data[:0], blockSize)
-			b.firstLine, b.lines = next, bytes.Count(b.data, []byte{'\n'})
+			if ferr := guard.run(func() {
+				err = src.next(b, blockSize)
+				b.lines = bytes.Count(b.data, []byte{'\n'})
+			}); ferr != nil {
+				readErr = ferr
+				return
+			}
+			b.firstLine = next
 			next += b.lines
 			if len(b.data) > 0 {
 				b.done = make(chan struct{})
+				b.err = nil
 				order <- b // both channels hold inflight blocks: never blocks
 				work <- b
 			}
@@ -141,7 +166,7 @@ func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers,
 			defer wg.Done()
 			var an analyzer
 			for b := range work {
-				b.analyze(&an, pre)
+				b.err = guard.run(func() { b.analyze(&an, pre) })
 				close(b.done)
 			}
 		}()
@@ -151,10 +176,16 @@ func scanBlocks(r io.Reader, emit func(event.Payload), pre *preEncoder, workers,
 	skipped := 0 // 1 when line 1 was a "# source:" header: it is not fed
 	for b := range order {
 		<-b.done
-		if b.firstLine == 1 && b.skipSource {
-			skipped = 1
+		err := b.err
+		if err == nil {
+			if b.firstLine == 1 && b.skipSource {
+				skipped = 1
+			}
+			err = guard.run(func() { s.applyBlock(b, skipped, emit, pre) })
 		}
-		s.applyBlock(b, skipped, emit, pre)
+		if err != nil {
+			return s, err // the deferred function waits for the others
+		}
 		if pre != nil && pre.blockDone != nil {
 			pre.blockDone()
 		}
