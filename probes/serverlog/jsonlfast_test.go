@@ -3,6 +3,8 @@ package serverlog
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/flightdeck-dev/flightdeck/probes/serverlog/synthlog"
@@ -108,7 +110,7 @@ func TestFastJSONSyntheticLog(t *testing.T) {
 		}
 		if own := ownPrefixEnd(l); own > 0 {
 			_, dok := appendDecodeRecord(nil, &an, l, own, 1, &p)
-			_, pok := appendPrefillRecord(nil, l, own, 1)
+			_, pok := appendPrefillRecord(nil, &an, l, own, 1)
 			if dok || pok {
 				onePass++
 			}
@@ -158,4 +160,33 @@ func TestWriteJSONLSyntheticLogMatchesReference(t *testing.T) {
 		t.Fatalf("WriteJSONL differs from the reference (%d and %d bytes)", got.Len(), len(want))
 	}
 	checkSameScan(t, "synthetic", data[:2<<20], 3, 4093)
+}
+
+// TestRecordEndCounts: the line numbers that recordEnd adds up are
+// strconv's, through every carry, after jumps and from any start.
+func TestRecordEndCounts(t *testing.T) {
+	var e recordEnd
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 0
+	for i := range 200000 {
+		switch {
+		case i%5000 == 0:
+			n = r.IntN(1 << 40) // a jump
+		case i%3 == 0:
+			n += r.IntN(10)
+		default:
+			n += 1 + r.IntN(3)
+		}
+		if i == 100 {
+			n = 99999990
+		}
+		if got, want := string(e.of(n)), strconv.Itoa(n)+"}\n"; got != want {
+			t.Fatalf("step %d: of(%d) = %q, want %q", i, n, got, want)
+		}
+	}
+	for _, n := range []int{0, 9, 10, 8, -3, 1<<63 - 1, 1<<63 - 1} {
+		if got, want := string(e.of(n)), strconv.Itoa(n)+"}\n"; got != want {
+			t.Fatalf("of(%d) = %q, want %q", n, got, want)
+		}
+	}
 }

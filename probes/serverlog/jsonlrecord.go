@@ -173,8 +173,7 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 		dst = append(dst, `,"cuda_graph":false,"stamp":"`...)
 	}
 	dst = append(dst, line[1:20]...)
-	dst = strconv.AppendInt(append(dst, `","line":`...), int64(lineNo), 10)
-	dst = append(dst, "}\n"...)
+	dst = append(append(dst, `","line":`...), an.lineEnd.of(lineNo)...)
 	*p = tputPoint{tokS: decimal(tm, tf), stamp: an.intern(line[1:20]), line: lineNo, key: -1, hasAccept: spec, counts: rank == "" || rank == "TP0"}
 	if spec {
 		p.accept = decimal(am, af)
@@ -184,7 +183,7 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 
 // appendPrefillRecord is appendDecodeRecord for a prefill line in the 2025
 // layout (prefillLayout's checks): appendOwnPrefillJSON in one pass.
-func appendPrefillRecord(dst []byte, line []byte, own, lineNo int) ([]byte, bool) {
+func appendPrefillRecord(dst []byte, an *analyzer, line []byte, own, lineNo int) ([]byte, bool) {
 	rank, ok := simpleRank(line, own)
 	if !ok {
 		return dst, false
@@ -232,8 +231,7 @@ func appendPrefillRecord(dst []byte, line []byte, own, lineNo int) ([]byte, bool
 	dst = appendSpan(append(dst, `,"running":`...), b, running)
 	dst = appendSpan(append(dst, `,"queued":`...), b, queued)
 	dst = append(append(dst, `,"stamp":"`...), line[1:20]...)
-	dst = strconv.AppendInt(append(dst, `","line":`...), int64(lineNo), 10)
-	return append(dst, "}\n"...), true
+	return append(append(dst, `","line":`...), an.lineEnd.of(lineNo)...), true
 }
 
 // simpleRank returns the rank tag of the prefixes the one-pass records
@@ -258,4 +256,46 @@ func lastInt(b []byte, i int) (numSpan, bool) {
 		return numSpan{}, false
 	}
 	return numSpan{i, j}, true
+}
+
+// recordEnd is the end of a fast record, a line number's digits and
+// "}\n", kept from record to record: the lines of a block come in order,
+// so the next number is the last one plus a few, added to the digits
+// (no division per record).
+type recordEnd struct {
+	n   int
+	at  int // the text is buf[at:]; 0 when none was made yet
+	buf [24]byte
+}
+
+// of returns the end of the record of line n: its decimal digits and
+// "}\n", valid until the next call.
+func (e *recordEnd) of(n int) []byte {
+	const last = len(e.buf) - 3 // the last digit; "}\n" follows
+	d := n - e.n
+	if n < 0 {
+		e.at = 0
+		return append(strconv.AppendInt(nil, int64(n), 10), "}\n"...)
+	}
+	if e.at == 0 || d < 0 || d > 9 {
+		e.buf[last+1], e.buf[last+2] = '}', '\n'
+		digits := strconv.AppendInt(e.buf[:0:0], int64(n), 10)
+		e.at = last + 1 - len(digits) // at least 3: an int has at most 19 digits
+		copy(e.buf[e.at:], digits)
+		e.n = n
+		return e.buf[e.at:]
+	}
+	e.n = n
+	i := last
+	v := e.buf[i] + byte(d)
+	for v > '9' {
+		e.buf[i] = v - 10
+		i--
+		if i < e.at {
+			e.at, e.buf[i] = i, '0'
+		}
+		v = e.buf[i] + 1
+	}
+	e.buf[i] = v
+	return e.buf[e.at:]
 }
