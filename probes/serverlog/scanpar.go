@@ -295,11 +295,13 @@ func (s *Scanner) applyBlock(b *block, skipped int, emit func(event.Payload), pr
 		upTo(int(it.idx))
 		lineNo := b.firstLine + int(it.idx)
 		if it.fast != fastNone {
-			line := trimCR(b.data[it.start:it.end])
 			switch {
 			case s.bench.active():
 				// Every line is a row of the open table or ends it: the
 				// general way, as the line was read in the first place.
+				// (Only here is the line read: its bytes were last seen
+				// by another core.)
+				line := trimCR(b.data[it.start:it.end])
 				info := s.an.analyze(line, lineNo)
 				s.apply(&info, line, lineNo-skipped, lineNo, emit)
 			case it.fast == fastDecode:
