@@ -180,13 +180,13 @@ func TestRecordEndCounts(t *testing.T) {
 		if i == 100 {
 			n = 99999990
 		}
-		if got, want := string(e.of(n)), strconv.Itoa(n)+"}\n"; got != want {
-			t.Fatalf("step %d: of(%d) = %q, want %q", i, n, got, want)
+		if e.set(n); string(e.text()) != strconv.Itoa(n)+"}\n" {
+			t.Fatalf("step %d: set(%d) gives %q", i, n, e.text())
 		}
 	}
 	for _, n := range []int{0, 9, 10, 8, -3, 1<<63 - 1, 1<<63 - 1} {
-		if got, want := string(e.of(n)), strconv.Itoa(n)+"}\n"; got != want {
-			t.Fatalf("of(%d) = %q, want %q", n, got, want)
+		if e.set(n); string(e.text()) != strconv.Itoa(n)+"}\n" {
+			t.Fatalf("set(%d) gives %q", n, e.text())
 		}
 	}
 }

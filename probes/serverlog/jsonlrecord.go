@@ -2,7 +2,6 @@ package serverlog
 
 import (
 	"slices"
-	"strconv"
 )
 
 // The one-pass form of appendOwnDecodeJSON for the decode lines SGLang
@@ -151,30 +150,30 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 		return dst, false
 	}
 
-	dst = slices.Grow(dst, 320)
-	dst = append(dst, `{"type":"throughput","tok_s":`...)
-	dst = appendSpan(dst, b, rate)
-	if rank != "" {
-		dst = append(dst, `,"rank":"`...)
-		dst = append(dst, rank...)
-		dst = append(dst, '"')
+	dst = slices.Grow(dst, recRoom)
+	n := len(dst)
+	w, bx := dst[:n+recRoom], b[:cap(b)] // bx: the line and what follows it in the block
+	n = putPad(w, n, &padTputHead)
+	n = putSpan(w, n, bx, rate)
+	if rank >= 0 {
+		n = putPad(w, n, &rankPads[rank])
 	}
 	if spec {
-		dst = appendSpan(append(dst, `,"accept_length":`...), b, alen)
-		dst = appendSpan(append(dst, `,"accept_rate":`...), b, arate)
+		n = putSpan(w, putPad(w, n, &padAcceptLength), bx, alen)
+		n = putSpan(w, putPad(w, n, &padAcceptRate), bx, arate)
 	}
-	dst = appendSpan(append(dst, `,"server":"sglang","running":`...), b, running)
-	dst = appendSpan(append(dst, `,"queued":`...), b, queued)
-	dst = appendSpan(append(dst, `,"tokens":`...), b, tokens)
-	dst = appendSpan(append(dst, `,"token_usage":`...), b, usage)
+	n = putSpan(w, putPad(w, n, &padServerRunning), bx, running)
+	n = putSpan(w, putPad(w, n, &padQueued), bx, queued)
+	n = putSpan(w, putPad(w, n, &padTokens), bx, tokens)
+	n = putSpan(w, putPad(w, n, &padTokenUsage), bx, usage)
 	if graph {
-		dst = append(dst, `,"cuda_graph":true,"stamp":"`...)
+		n = putPad(w, n, &padGraphTrueStamp)
 	} else {
-		dst = append(dst, `,"cuda_graph":false,"stamp":"`...)
+		n = putPad(w, n, &padGraphFalseStamp)
 	}
-	dst = append(dst, line[1:20]...)
-	dst = append(append(dst, `","line":`...), an.lineEnd.of(lineNo)...)
-	*p = tputPoint{tokS: decimal(tm, tf), stamp: an.intern(line[1:20]), line: lineNo, key: -1, hasAccept: spec, counts: rank == "" || rank == "TP0"}
+	n = putStampLine(w, n, line, &an.lineEnd, lineNo)
+	dst = w[:n]
+	*p = tputPoint{tokS: decimal(tm, tf), stamp: an.intern(line[1:20]), line: lineNo, key: -1, hasAccept: spec, counts: rank <= 0}
 	if spec {
 		p.accept = decimal(am, af)
 	}
@@ -217,34 +216,35 @@ func appendPrefillRecord(dst []byte, an *analyzer, line []byte, own, lineNo int)
 	if !ok {
 		return dst, false
 	}
-	dst = slices.Grow(dst, 256)
-	dst = append(dst, `{"type":"prefill"`...)
-	if rank != "" {
-		dst = append(dst, `,"rank":"`...)
-		dst = append(dst, rank...)
-		dst = append(dst, '"')
+	dst = slices.Grow(dst, recRoom)
+	n := len(dst)
+	w, bx := dst[:n+recRoom], b[:cap(b)]
+	n = putPad(w, n, &padPrefillHead)
+	if rank >= 0 {
+		n = putPad(w, n, &rankPads[rank])
 	}
-	dst = appendSpan(append(dst, `,"new_seq":`...), b, seq)
-	dst = appendSpan(append(dst, `,"new_token":`...), b, newTok)
-	dst = appendSpan(append(dst, `,"cached_token":`...), b, cached)
-	dst = appendSpan(append(dst, `,"token_usage":`...), b, usage)
-	dst = appendSpan(append(dst, `,"running":`...), b, running)
-	dst = appendSpan(append(dst, `,"queued":`...), b, queued)
-	dst = append(append(dst, `,"stamp":"`...), line[1:20]...)
-	return append(append(dst, `","line":`...), an.lineEnd.of(lineNo)...), true
+	n = putSpan(w, putPad(w, n, &padNewSeq), bx, seq)
+	n = putSpan(w, putPad(w, n, &padNewToken), bx, newTok)
+	n = putSpan(w, putPad(w, n, &padCachedToken), bx, cached)
+	n = putSpan(w, putPad(w, n, &padTokenUsage), bx, usage)
+	n = putSpan(w, putPad(w, n, &padRunning), bx, running)
+	n = putSpan(w, putPad(w, n, &padQueued), bx, queued)
+	n = putStampLine(w, putPad(w, n, &padStamp), line, &an.lineEnd, lineNo)
+	return w[:n], true
 }
 
-// simpleRank returns the rank tag of the prefixes the one-pass records
-// take, "[YYYY-MM-DD HH:MM:SS] " (none) and "[YYYY-MM-DD HH:MM:SS TPn] ",
-// as prefixRankStamp reads them; ok is false for any other prefix.
-func simpleRank(line []byte, own int) (string, bool) {
+// simpleRank returns the rank of the prefixes the one-pass records take:
+// -1 for "[YYYY-MM-DD HH:MM:SS] " (no tag), n for
+// "[YYYY-MM-DD HH:MM:SS TPn] " (the tag prefixRankStamp reads, TP0 to
+// TP9); ok is false for any other prefix.
+func simpleRank(line []byte, own int) (int, bool) {
 	switch {
 	case own == 22:
-		return "", true
+		return -1, true
 	case own == 26 && string(line[20:23]) == " TP" && line[23]-'0' <= 9:
-		return tpTags[line[23]-'0'], true
+		return int(line[23] - '0'), true
 	}
-	return "", false
+	return 0, false
 }
 
 // lastInt reads the line's last number, as decodeLayout and
@@ -256,46 +256,4 @@ func lastInt(b []byte, i int) (numSpan, bool) {
 		return numSpan{}, false
 	}
 	return numSpan{i, j}, true
-}
-
-// recordEnd is the end of a fast record, a line number's digits and
-// "}\n", kept from record to record: the lines of a block come in order,
-// so the next number is the last one plus a few, added to the digits
-// (no division per record).
-type recordEnd struct {
-	n   int
-	at  int // the text is buf[at:]; 0 when none was made yet
-	buf [24]byte
-}
-
-// of returns the end of the record of line n: its decimal digits and
-// "}\n", valid until the next call.
-func (e *recordEnd) of(n int) []byte {
-	const last = len(e.buf) - 3 // the last digit; "}\n" follows
-	d := n - e.n
-	if n < 0 {
-		e.at = 0
-		return append(strconv.AppendInt(nil, int64(n), 10), "}\n"...)
-	}
-	if e.at == 0 || d < 0 || d > 9 {
-		e.buf[last+1], e.buf[last+2] = '}', '\n'
-		digits := strconv.AppendInt(e.buf[:0:0], int64(n), 10)
-		e.at = last + 1 - len(digits) // at least 3: an int has at most 19 digits
-		copy(e.buf[e.at:], digits)
-		e.n = n
-		return e.buf[e.at:]
-	}
-	e.n = n
-	i := last
-	v := e.buf[i] + byte(d)
-	for v > '9' {
-		e.buf[i] = v - 10
-		i--
-		if i < e.at {
-			e.at, e.buf[i] = i, '0'
-		}
-		v = e.buf[i] + 1
-	}
-	e.buf[i] = v
-	return e.buf[e.at:]
 }
