@@ -79,7 +79,8 @@ type Aggregator struct {
 	stampDone bool
 
 	// WriteJSONL's bookkeeping (track set): the Line of every Throughput
-	// of the held point, and of the points that were dropped.
+	// of the held point, and of the points that were dropped. With track
+	// set, Add and Flush return no SGLang points (keep).
 	track     bool
 	heldLines []int
 	dropped   []int
@@ -177,7 +178,7 @@ func (a *Aggregator) Flush(dst []event.TokRate) []event.TokRate {
 			r.Dropped = true
 			a.dropped = append(a.dropped, a.heldLines...)
 		}
-		dst = a.keep(dst, r)
+		dst = a.keep(dst, &r)
 	}
 	return dst
 }
@@ -232,7 +233,7 @@ func (a *Aggregator) closeSGLang(dst []event.TokRate, r event.TokRate, sec int64
 			h.Dropped = true
 			a.dropped = append(a.dropped, a.heldLines...)
 		}
-		dst = a.keep(dst, h)
+		dst = a.keep(dst, &h)
 	}
 	if firstOfBusy {
 		a.held, a.holding = r, true
@@ -246,11 +247,12 @@ func (a *Aggregator) closeSGLang(dst []event.TokRate, r event.TokRate, sec int64
 		}
 		return dst
 	}
-	return a.keep(dst, r)
+	return a.keep(dst, &r)
 }
 
-// keep appends r and, when it is part of the series, remembers it.
-func (a *Aggregator) keep(dst []event.TokRate, r event.TokRate) []event.TokRate {
+// keep appends r and, when it is part of the series, remembers it. With
+// track set it appends nothing: WriteJSONL reads only the lines dropped.
+func (a *Aggregator) keep(dst []event.TokRate, r *event.TokRate) []event.TokRate {
 	if !r.Dropped {
 		if len(a.history) == historyLen {
 			a.history[a.histAt] = r.TokPerSec
@@ -259,7 +261,10 @@ func (a *Aggregator) keep(dst []event.TokRate, r event.TokRate) []event.TokRate 
 			a.history = append(a.history, r.TokPerSec)
 		}
 	}
-	return append(dst, r)
+	if a.track {
+		return dst
+	}
+	return append(dst, *r)
 }
 
 func (a *Aggregator) idleGap() time.Duration {
