@@ -43,7 +43,26 @@ func spanInt(b []byte, i int) (s numSpan, next int, ok bool) {
 // small, at most 6 integer and 9 fraction digits (round9 is then exact).
 // s is the text to copy; m and frac give the value, decimal(m, frac).
 func spanDecimal(b []byte, i int, rate, small bool) (s numSpan, m uint64, frac, next int, ok bool) {
-	j := i
+	s, m, frac, j, ok := decimalAt(b, i, rate, small)
+	if !ok || j+1 >= len(b) || b[j] != ',' || b[j+1] != ' ' {
+		return s, 0, 0, 0, false
+	}
+	return s, m, frac, j + 2, true
+}
+
+// spanPercent is spanDecimal for a percentage, "12.50%, " (the general
+// parsers cut the '%').
+func spanPercent(b []byte, i int) (s numSpan, next int, ok bool) {
+	s, _, _, j, ok := decimalAt(b, i, false, false)
+	if !ok || j+2 >= len(b) || b[j] != '%' || b[j+1] != ',' || b[j+2] != ' ' {
+		return s, 0, false
+	}
+	return s, j + 3, true
+}
+
+// decimalAt is spanDecimal up to the end of the number, j.
+func decimalAt(b []byte, i int, rate, small bool) (s numSpan, m uint64, frac, j int, ok bool) {
+	j = i
 	for j < len(b) && b[j]-'0' <= 9 {
 		m = m*10 + uint64(b[j]-'0')
 		j++
@@ -75,10 +94,10 @@ func spanDecimal(b []byte, i int, rate, small bool) (s numSpan, m uint64, frac, 
 	} else if rate {
 		return s, 0, 0, 0, false
 	}
-	if ints+frac > 15 || (small && (ints > 6 || frac > 9)) || j+1 >= len(b) || b[j] != ',' || b[j+1] != ' ' {
+	if ints+frac > 15 || (small && (ints > 6 || frac > 9)) {
 		return s, 0, 0, 0, false
 	}
-	return numSpan{i, end}, m, frac, j + 2, true
+	return numSpan{i, end}, m, frac, j, true
 }
 
 func firstNonZero(b []byte) int {
@@ -181,7 +200,9 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 }
 
 // appendPrefillRecord is appendDecodeRecord for a prefill line in the 2025
-// layout (prefillLayout's checks): appendOwnPrefillJSON in one pass.
+// layout (prefillLayout's checks: appendOwnPrefillJSON in one pass), or in
+// v0.4.1's, which has "cache hit rate: P%, " after the cached tokens (the
+// general parsers read it; the record has it in the same place).
 func appendPrefillRecord(dst []byte, an *analyzer, line []byte, own, lineNo int) ([]byte, bool) {
 	rank, ok := simpleRank(line, own)
 	if !ok {
@@ -201,7 +222,18 @@ func appendPrefillRecord(dst []byte, an *analyzer, line []byte, own, lineNo int)
 		return dst, false
 	}
 	cached, i, ok := spanInt(b, i+15)
-	if !ok || len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
+	if !ok {
+		return dst, false
+	}
+	// v0.4.1 printed the cache hit rate here.
+	var hit numSpan
+	hasHit := len(b) >= i+16 && string(b[i:i+16]) == "cache hit rate: "
+	if hasHit {
+		if hit, i, ok = spanPercent(b, i+16); !ok {
+			return dst, false
+		}
+	}
+	if len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
 		return dst, false
 	}
 	usage, _, _, i, ok := spanDecimal(b, i+13, false, false)
@@ -226,6 +258,9 @@ func appendPrefillRecord(dst []byte, an *analyzer, line []byte, own, lineNo int)
 	n = putSpan(w, putPad(w, n, &padNewSeq), bx, seq)
 	n = putSpan(w, putPad(w, n, &padNewToken), bx, newTok)
 	n = putSpan(w, putPad(w, n, &padCachedToken), bx, cached)
+	if hasHit {
+		n = putSpan(w, putPad(w, n, &padCacheHitRate), bx, hit)
+	}
 	n = putSpan(w, putPad(w, n, &padTokenUsage), bx, usage)
 	n = putSpan(w, putPad(w, n, &padRunning), bx, running)
 	n = putSpan(w, putPad(w, n, &padQueued), bx, queued)

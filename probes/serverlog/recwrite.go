@@ -47,6 +47,7 @@ var (
 	padNewSeq          = mkPad(`,"new_seq":`)
 	padNewToken        = mkPad(`,"new_token":`)
 	padCachedToken     = mkPad(`,"cached_token":`)
+	padCacheHitRate    = mkPad(`,"cache_hit_rate_pct":`)
 	padRunning         = mkPad(`,"running":`)
 	padStamp           = mkPad(`,"stamp":"`)
 	padLineKey         = mkPad(`","line":`)
