@@ -16,10 +16,10 @@ import (
 // raises SIGBUS, which the goroutines that touch the mapping turn into a
 // panic (debug.SetPanicOnFault) and then into ErrInputShrank.
 
-// ErrInputShrank is wrapped by the error Scan and WriteJSONL return when
-// the file they read through a memory mapping was truncated while it was
-// being read: the findings before the error were written, those after it
-// are unknown.
+// ErrInputShrank is wrapped by the error WriteJSONL returns when the file
+// it read through a memory mapping was truncated while it was being read:
+// the findings before the error were written, those after it are
+// unknown.
 var ErrInputShrank = errors.New("the log file shrank while it was read (truncated?)")
 
 // lineSource gives scanBlocks the input in runs of whole lines, each

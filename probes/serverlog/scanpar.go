@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -29,20 +28,6 @@ const scanBlockSize = 1 << 20
 // those of feeding every line to Scanner.Feed. Every goroutine has ended
 // when Scan returns. It returns the first read error other than io.EOF.
 func Scan(r io.Reader, emit func(event.Payload)) (*Scanner, error) {
-	if f, ok := r.(*os.File); ok {
-		if mf := mapFile(f); mf != nil {
-			defer mf.unmap()
-			src, err := mf.source(MaxLineBytes)
-			if err != nil {
-				return &Scanner{}, fmt.Errorf("serverlog: read log: %w", err)
-			}
-			s, err := scanSource(src, faultGuard{mf}, emit, nil, runtime.GOMAXPROCS(0), scanBlockSize)
-			if err == nil && mf.shrank() {
-				err = fmt.Errorf("serverlog: read log: %w", ErrInputShrank)
-			}
-			return s, err
-		}
-	}
 	return scanBlocks(r, emit, nil, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
 }
 
