@@ -51,13 +51,19 @@ func (s *blockSource) next(b *block, target int) error {
 // mapping's unterminated last line, and whatever was appended to the file
 // since it was mapped) is read with rest, as blockSource reads.
 type mappedSource struct {
-	m       []byte // the mapped input not yet cut into blocks
+	m       []byte      // the mapped input not yet cut into blocks
+	mf      *mappedFile // the mapping, whose pages are let go behind the scan; nil in tests
 	maxLine int
 	rest    blockSource // reads the file from the end of the mapping on
 	inRest  bool        // the mapping is done: rest gives the blocks
 }
 
 func (s *mappedSource) next(b *block, target int) error {
+	// b comes back when its lines are done with, in order: the pages
+	// before its end are not needed again.
+	if s.mf != nil && len(b.data) > 0 {
+		s.mf.release(b.data)
+	}
 	if s.inRest {
 		return s.rest.next(b, target)
 	}
@@ -108,10 +114,11 @@ func (s *mappedSource) next(b *block, target int) error {
 // mappedFile is a regular file mapped for reading, from its offset at the
 // time to its size then.
 type mappedFile struct {
-	f     *os.File
-	whole []byte // the mapping, from a page boundary
-	data  []byte // the input: whole from the file's offset
-	end   int64  // the file offset where the mapping ends
+	f        *os.File
+	whole    []byte // the mapping, from a page boundary
+	data     []byte // the input: whole from the file's offset
+	end      int64  // the file offset where the mapping ends
+	released int    // whole[:released] was let go (release)
 }
 
 // source returns the mappedSource of the file; rest goes on reading the
@@ -120,7 +127,7 @@ func (mf *mappedFile) source(maxLine int) (*mappedSource, error) {
 	if _, err := mf.f.Seek(mf.end, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return &mappedSource{m: mf.data, maxLine: max(maxLine, 1), rest: blockSource{r: mf.f, maxLine: max(maxLine, 1)}}, nil
+	return &mappedSource{m: mf.data, mf: mf, maxLine: max(maxLine, 1), rest: blockSource{r: mf.f, maxLine: max(maxLine, 1)}}, nil
 }
 
 // inMapping reports whether addr, a fault's address, lies in the mapping.

@@ -9,4 +9,6 @@ func mapFile(*os.File) *mappedFile { return nil }
 
 func (mf *mappedFile) unmap() {}
 
+func (mf *mappedFile) release([]byte) {}
+
 func addrOf([]byte) uintptr { return 0 }

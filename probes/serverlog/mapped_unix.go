@@ -38,6 +38,28 @@ func mapFile(f *os.File) *mappedFile {
 	return &mappedFile{f: f, whole: whole, data: whole[off-start:], end: size}
 }
 
+// release lets go of the mapped pages that lie wholly before the end of
+// done, a block of the mapping that is finished with (or nothing when it
+// is not in the mapping): they leave the process's resident set (they
+// stay in the page cache), so that a large log does not count in it
+// whole; the mapping is unmapped at the end all the same. Touching them
+// again would read them in again.
+func (mf *mappedFile) release(done []byte) {
+	if len(mf.whole) == 0 || !mf.inMapping(addrOf(done)) {
+		return
+	}
+	start := addrOf(mf.whole)
+	end := int(addrOf(done)-start) + len(done)
+	end &^= os.Getpagesize() - 1
+	if end-mf.released >= releaseBytes {
+		_ = unix.Madvise(mf.whole[mf.released:end], unix.MADV_DONTNEED)
+		mf.released = end
+	}
+}
+
+// releaseBytes: release works in steps of at least this much.
+const releaseBytes = 4 << 20
+
 // unmap releases the mapping; nothing may touch it afterwards.
 func (mf *mappedFile) unmap() {
 	if mf.whole != nil {
