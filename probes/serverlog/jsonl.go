@@ -68,7 +68,10 @@ import (
 // not text (a NUL byte, gzip/zstd/xz/bzip2 or UTF-16 data, more than a
 // quarter invalid UTF-8) is refused before anything is written, with an
 // error wrapping ErrBinaryInput; empty input writes nothing and is not an
-// error. Otherwise it returns the first read or write error.
+// error. Otherwise it returns the first read or write error. When r is an
+// *os.File of a regular file of 1 MiB or more, the file is read through a
+// memory mapping from its offset (then whatever was appended since, with
+// read); if it is truncated meanwhile, the error wraps ErrInputShrank.
 func WriteJSONL(w io.Writer, r io.Reader) error {
 	if f, ok := r.(*os.File); ok {
 		if mf := mapFile(f); mf != nil {
