@@ -5,6 +5,7 @@ import (
 	"github.com/flightdeck-dev/flightdeck/sessions/event"
 	"math"
 	"testing"
+	"time"
 )
 
 func sglangTP(stamp, rank string, tokS float64) event.Throughput {
@@ -146,6 +147,29 @@ func TestAggregatorVLLM(t *testing.T) {
 		rs = b.Add(rs, v)
 		if len(rs) != i+1 {
 			t.Fatalf("V0 point %d not emitted at once", i)
+		}
+	}
+}
+
+// TestStampSecondsMatchesTimeDate: the day count is time.Date's, with and
+// without a year, for every day of years around the eras' edges and for
+// days past a month's end (which time.Date runs on into the next month).
+func TestStampSecondsMatchesTimeDate(t *testing.T) {
+	for _, year := range []int{0, 1, 4, 99, 100, 399, 400, 1600, 1900, 1969, 1970, 2000, 2024, 2025, 2100, 2400, 9999} {
+		for mon := 1; mon <= 12; mon++ {
+			for day := 1; day <= 31; day++ {
+				want := time.Date(year, time.Month(mon), day, 23, 59, 58, 0, time.UTC).Unix()
+				s := fmt.Sprintf("%04d-%02d-%02d 23:59:58", year, mon, day)
+				if got, ok := stampSeconds(s); !ok || got != want {
+					t.Fatalf("stampSeconds(%q) = %d, %v; want %d", s, got, ok, want)
+				}
+				if year == 0 {
+					s = fmt.Sprintf("%02d-%02d 23:59:58", mon, day)
+					if got, ok := stampSeconds(s); !ok || got != want {
+						t.Fatalf("stampSeconds(%q) = %d, %v; want %d", s, got, ok, want)
+					}
+				}
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"strconv"
 
@@ -67,8 +68,17 @@ import (
 // not text (a NUL byte, gzip/zstd/xz/bzip2 or UTF-16 data, more than a
 // quarter invalid UTF-8) is refused before anything is written, with an
 // error wrapping ErrBinaryInput; empty input writes nothing and is not an
-// error. Otherwise it returns the first read or write error.
+// error. Otherwise it returns the first read or write error. When r is an
+// *os.File of a regular file of 1 MiB or more, the file is read through a
+// memory mapping from its offset (then whatever was appended since, with
+// read); if it is truncated meanwhile, the error wraps ErrInputShrank.
 func WriteJSONL(w io.Writer, r io.Reader) error {
+	if f, ok := r.(*os.File); ok {
+		if mf := mapFile(f); mf != nil {
+			defer mf.unmap()
+			return writeJSONLMapped(w, mf)
+		}
+	}
 	// Reads of a block or more bypass the bufio buffer once it is drained,
 	// so the sniffing costs one small copy.
 	br := bufio.NewReaderSize(r, 4096)
@@ -76,17 +86,43 @@ func WriteJSONL(w io.Writer, r io.Reader) error {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return fmt.Errorf("serverlog: read log: %w", err)
 	}
+	return writeJSONL(w, head, &blockSource{r: br, maxLine: MaxLineBytes}, faultGuard{})
+}
+
+// writeJSONLMapped is WriteJSONL for a mapped file.
+func writeJSONLMapped(w io.Writer, mf *mappedFile) error {
+	src, err := mf.source(MaxLineBytes)
+	if err != nil {
+		return fmt.Errorf("serverlog: read log: %w", err)
+	}
+	guard := faultGuard{mf}
+	var head []byte
+	if err := guard.run(func() { head = append(head, mf.data[:min(len(mf.data), sniffLen)]...) }); err != nil {
+		return err
+	}
+	if err := writeJSONL(w, head, src, guard); err != nil {
+		return err
+	}
+	if mf.shrank() {
+		// Pages past the new end may have read as zeros.
+		return fmt.Errorf("serverlog: read log: %w", ErrInputShrank)
+	}
+	return nil
+}
+
+// writeJSONL is WriteJSONL over src, whose first bytes are head (up to
+// sniffLen of them).
+func writeJSONL(w io.Writer, head []byte, src lineSource, guard faultGuard) error {
 	if why := sanitize.NotText(head, len(head) == sniffLen); why != "" {
 		return fmt.Errorf("serverlog: %w: %s", ErrBinaryInput, why)
 	}
-	r = br
 	enc := jsonlWriter{w: w, buf: make([]byte, 0, 64<<10)}
 	// The workers encode the parsers' findings; the ordered merge passes
 	// them to the idle marker (and encodes the few findings of the
 	// stateful part), which writes them out in order.
 	mark := newIdleMarker(enc.write)
 	pre, emit := jsonlPre(mark, true, enc.endRun)
-	s, err := scanBlocks(r, emit, &pre, runtime.GOMAXPROCS(0), scanBlockSize, MaxLineBytes)
+	s, err := scanSource(src, guard, emit, &pre, runtime.GOMAXPROCS(0), scanBlockSize)
 	mark.flush()
 	if err != nil {
 		enc.flush()

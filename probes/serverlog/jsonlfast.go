@@ -220,7 +220,7 @@ func jsonFast(dst []byte, an *analyzer, line []byte, own, lineNo int, p *tputPoi
 			return out, fastDecode
 		}
 	} else if len(b) >= 13 && string(b[:13]) == "Prefill batch" {
-		if out, ok := appendPrefillRecord(dst, line, own, lineNo); ok {
+		if out, ok := appendPrefillRecord(dst, an, line, own, lineNo); ok {
 			return out, fastPrefill
 		}
 		if out, ok := appendOwnPrefillJSON(dst, line, own, lineNo); ok {

@@ -2,7 +2,6 @@ package serverlog
 
 import (
 	"slices"
-	"strconv"
 )
 
 // The one-pass form of appendOwnDecodeJSON for the decode lines SGLang
@@ -44,7 +43,26 @@ func spanInt(b []byte, i int) (s numSpan, next int, ok bool) {
 // small, at most 6 integer and 9 fraction digits (round9 is then exact).
 // s is the text to copy; m and frac give the value, decimal(m, frac).
 func spanDecimal(b []byte, i int, rate, small bool) (s numSpan, m uint64, frac, next int, ok bool) {
-	j := i
+	s, m, frac, j, ok := decimalAt(b, i, rate, small)
+	if !ok || j+1 >= len(b) || b[j] != ',' || b[j+1] != ' ' {
+		return s, 0, 0, 0, false
+	}
+	return s, m, frac, j + 2, true
+}
+
+// spanPercent is spanDecimal for a percentage, "12.50%, " (the general
+// parsers cut the '%').
+func spanPercent(b []byte, i int) (s numSpan, next int, ok bool) {
+	s, _, _, j, ok := decimalAt(b, i, false, false)
+	if !ok || j+2 >= len(b) || b[j] != '%' || b[j+1] != ',' || b[j+2] != ' ' {
+		return s, 0, false
+	}
+	return s, j + 3, true
+}
+
+// decimalAt is spanDecimal up to the end of the number, j.
+func decimalAt(b []byte, i int, rate, small bool) (s numSpan, m uint64, frac, j int, ok bool) {
+	j = i
 	for j < len(b) && b[j]-'0' <= 9 {
 		m = m*10 + uint64(b[j]-'0')
 		j++
@@ -76,10 +94,10 @@ func spanDecimal(b []byte, i int, rate, small bool) (s numSpan, m uint64, frac, 
 	} else if rate {
 		return s, 0, 0, 0, false
 	}
-	if ints+frac > 15 || (small && (ints > 6 || frac > 9)) || j+1 >= len(b) || b[j] != ',' || b[j+1] != ' ' {
+	if ints+frac > 15 || (small && (ints > 6 || frac > 9)) {
 		return s, 0, 0, 0, false
 	}
-	return numSpan{i, end}, m, frac, j + 2, true
+	return numSpan{i, end}, m, frac, j, true
 }
 
 func firstNonZero(b []byte) int {
@@ -151,31 +169,30 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 		return dst, false
 	}
 
-	dst = slices.Grow(dst, 320)
-	dst = append(dst, `{"type":"throughput","tok_s":`...)
-	dst = appendSpan(dst, b, rate)
-	if rank != "" {
-		dst = append(dst, `,"rank":"`...)
-		dst = append(dst, rank...)
-		dst = append(dst, '"')
+	dst = slices.Grow(dst, recRoom)
+	n := len(dst)
+	w, bx := dst[:n+recRoom], b[:cap(b)] // bx: the line and what follows it in the block
+	n = putPad(w, n, &padTputHead)
+	n = putSpan(w, n, bx, rate)
+	if rank >= 0 {
+		n = putPad(w, n, &rankPads[rank])
 	}
 	if spec {
-		dst = appendSpan(append(dst, `,"accept_length":`...), b, alen)
-		dst = appendSpan(append(dst, `,"accept_rate":`...), b, arate)
+		n = putSpan(w, putPad(w, n, &padAcceptLength), bx, alen)
+		n = putSpan(w, putPad(w, n, &padAcceptRate), bx, arate)
 	}
-	dst = appendSpan(append(dst, `,"server":"sglang","running":`...), b, running)
-	dst = appendSpan(append(dst, `,"queued":`...), b, queued)
-	dst = appendSpan(append(dst, `,"tokens":`...), b, tokens)
-	dst = appendSpan(append(dst, `,"token_usage":`...), b, usage)
+	n = putSpan(w, putPad(w, n, &padServerRunning), bx, running)
+	n = putSpan(w, putPad(w, n, &padQueued), bx, queued)
+	n = putSpan(w, putPad(w, n, &padTokens), bx, tokens)
+	n = putSpan(w, putPad(w, n, &padTokenUsage), bx, usage)
 	if graph {
-		dst = append(dst, `,"cuda_graph":true,"stamp":"`...)
+		n = putPad(w, n, &padGraphTrueStamp)
 	} else {
-		dst = append(dst, `,"cuda_graph":false,"stamp":"`...)
+		n = putPad(w, n, &padGraphFalseStamp)
 	}
-	dst = append(dst, line[1:20]...)
-	dst = strconv.AppendInt(append(dst, `","line":`...), int64(lineNo), 10)
-	dst = append(dst, "}\n"...)
-	*p = tputPoint{tokS: decimal(tm, tf), stamp: an.intern(line[1:20]), line: lineNo, key: -1, hasAccept: spec, counts: rank == "" || rank == "TP0"}
+	n = putStampLine(w, n, line, &an.lineEnd, lineNo)
+	dst = w[:n]
+	*p = tputPoint{tokS: decimal(tm, tf), stamp: an.intern(line[1:20]), line: lineNo, key: -1, hasAccept: spec, counts: rank <= 0}
 	if spec {
 		p.accept = decimal(am, af)
 	}
@@ -183,8 +200,10 @@ func appendDecodeRecord(dst []byte, an *analyzer, line []byte, own, lineNo int, 
 }
 
 // appendPrefillRecord is appendDecodeRecord for a prefill line in the 2025
-// layout (prefillLayout's checks): appendOwnPrefillJSON in one pass.
-func appendPrefillRecord(dst []byte, line []byte, own, lineNo int) ([]byte, bool) {
+// layout (prefillLayout's checks: appendOwnPrefillJSON in one pass), or in
+// v0.4.1's, which has "cache hit rate: P%, " after the cached tokens (the
+// general parsers read it; the record has it in the same place).
+func appendPrefillRecord(dst []byte, an *analyzer, line []byte, own, lineNo int) ([]byte, bool) {
 	rank, ok := simpleRank(line, own)
 	if !ok {
 		return dst, false
@@ -203,7 +222,18 @@ func appendPrefillRecord(dst []byte, line []byte, own, lineNo int) ([]byte, bool
 		return dst, false
 	}
 	cached, i, ok := spanInt(b, i+15)
-	if !ok || len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
+	if !ok {
+		return dst, false
+	}
+	// v0.4.1 printed the cache hit rate here.
+	var hit numSpan
+	hasHit := len(b) >= i+16 && string(b[i:i+16]) == "cache hit rate: "
+	if hasHit {
+		if hit, i, ok = spanPercent(b, i+16); !ok {
+			return dst, false
+		}
+	}
+	if len(b) < i+13 || string(b[i:i+13]) != "token usage: " {
 		return dst, false
 	}
 	usage, _, _, i, ok := spanDecimal(b, i+13, false, false)
@@ -218,35 +248,38 @@ func appendPrefillRecord(dst []byte, line []byte, own, lineNo int) ([]byte, bool
 	if !ok {
 		return dst, false
 	}
-	dst = slices.Grow(dst, 256)
-	dst = append(dst, `{"type":"prefill"`...)
-	if rank != "" {
-		dst = append(dst, `,"rank":"`...)
-		dst = append(dst, rank...)
-		dst = append(dst, '"')
+	dst = slices.Grow(dst, recRoom)
+	n := len(dst)
+	w, bx := dst[:n+recRoom], b[:cap(b)]
+	n = putPad(w, n, &padPrefillHead)
+	if rank >= 0 {
+		n = putPad(w, n, &rankPads[rank])
 	}
-	dst = appendSpan(append(dst, `,"new_seq":`...), b, seq)
-	dst = appendSpan(append(dst, `,"new_token":`...), b, newTok)
-	dst = appendSpan(append(dst, `,"cached_token":`...), b, cached)
-	dst = appendSpan(append(dst, `,"token_usage":`...), b, usage)
-	dst = appendSpan(append(dst, `,"running":`...), b, running)
-	dst = appendSpan(append(dst, `,"queued":`...), b, queued)
-	dst = append(append(dst, `,"stamp":"`...), line[1:20]...)
-	dst = strconv.AppendInt(append(dst, `","line":`...), int64(lineNo), 10)
-	return append(dst, "}\n"...), true
+	n = putSpan(w, putPad(w, n, &padNewSeq), bx, seq)
+	n = putSpan(w, putPad(w, n, &padNewToken), bx, newTok)
+	n = putSpan(w, putPad(w, n, &padCachedToken), bx, cached)
+	if hasHit {
+		n = putSpan(w, putPad(w, n, &padCacheHitRate), bx, hit)
+	}
+	n = putSpan(w, putPad(w, n, &padTokenUsage), bx, usage)
+	n = putSpan(w, putPad(w, n, &padRunning), bx, running)
+	n = putSpan(w, putPad(w, n, &padQueued), bx, queued)
+	n = putStampLine(w, putPad(w, n, &padStamp), line, &an.lineEnd, lineNo)
+	return w[:n], true
 }
 
-// simpleRank returns the rank tag of the prefixes the one-pass records
-// take, "[YYYY-MM-DD HH:MM:SS] " (none) and "[YYYY-MM-DD HH:MM:SS TPn] ",
-// as prefixRankStamp reads them; ok is false for any other prefix.
-func simpleRank(line []byte, own int) (string, bool) {
+// simpleRank returns the rank of the prefixes the one-pass records take:
+// -1 for "[YYYY-MM-DD HH:MM:SS] " (no tag), n for
+// "[YYYY-MM-DD HH:MM:SS TPn] " (the tag prefixRankStamp reads, TP0 to
+// TP9); ok is false for any other prefix.
+func simpleRank(line []byte, own int) (int, bool) {
 	switch {
 	case own == 22:
-		return "", true
+		return -1, true
 	case own == 26 && string(line[20:23]) == " TP" && line[23]-'0' <= 9:
-		return tpTags[line[23]-'0'], true
+		return int(line[23] - '0'), true
 	}
-	return "", false
+	return 0, false
 }
 
 // lastInt reads the line's last number, as decodeLayout and

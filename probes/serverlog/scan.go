@@ -115,8 +115,9 @@ func (i *lineInfo) empty() bool {
 // stripping colour codes and the last timestamp string, reused while it
 // repeats (log timestamps repeat for every line of a second).
 type analyzer struct {
-	buf   [cleanBufSize]byte
-	stamp string
+	buf     [cleanBufSize]byte
+	stamp   string
+	lineEnd recordEnd // the fast records' line numbers
 }
 
 func (a *analyzer) intern(b []byte) string {
