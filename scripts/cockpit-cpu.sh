@@ -23,3 +23,6 @@ b=($(read_t)); t1=$(date +%s.%N)
 awk -v l="$label" -v a="${a[0]}" -v b="${b[0]}" -v ca="${a[1]}" -v cb="${b[1]}" -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" \
 	'BEGIN{w=t1-t0; printf "%s: %.3f %% of one core (%d ticks in %.1f s; children %d ticks)\n", l, 100*(b-a)/hz/w, b-a, w, cb-ca}'
 tmux -L cockpit-cpu kill-session -t "$label"
+# The tmux server exits with its last session, a moment later: a run started
+# at once could reach the dying server ("server exited unexpectedly").
+sleep 2

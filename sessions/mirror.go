@@ -144,7 +144,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 
-	tick := time.NewTicker(every)
+	tick := newPhaseTimer(every) // with the recorder's writes (phaseTimer)
 	defer tick.Stop()
 	for {
 		sent, tok, err := m.resync(ctx, f, dst, qdst)
@@ -171,7 +171,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			pr.CloseWithError(err)
 			done <- err
 		}()
-		err = m.pump(ctx, f, pw, &sent, tick.C, done, func() *time.Timer { return time.AfterFunc(grace, cancelRun) })
+		err = m.pump(ctx, f, pw, &sent, tick, done, func() *time.Timer { return time.AfterFunc(grace, cancelRun) })
 		if err == nil {
 			return nil
 		}
@@ -186,7 +186,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 // copy ends (its error is returned) or ctx ends (the last lines are
 // written, the copy's stdin is closed and nil is returned once it exits;
 // stopRun starts the grace period after which the copy is cut off).
-func (m *Mirror) pump(ctx context.Context, f *os.File, pw *io.PipeWriter, sent *int64, tick <-chan time.Time, done <-chan error, stopRun func() *time.Timer) error {
+func (m *Mirror) pump(ctx context.Context, f *os.File, pw *io.PipeWriter, sent *int64, tick *phaseTimer, done <-chan error, stopRun func() *time.Timer) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -207,7 +207,8 @@ func (m *Mirror) pump(ctx context.Context, f *os.File, pw *io.PipeWriter, sent *
 			return fmt.Errorf("mirror: the last lines of %s may be missing on %s: %w", m.Local, m.Host.Name(), err)
 		case err := <-done:
 			return m.remoteErr(err)
-		case <-tick:
+		case <-tick.C():
+			tick.Next()
 			err := m.send(f, pw, sent)
 			if m.hook != nil {
 				m.hook("poll")

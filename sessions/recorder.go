@@ -175,31 +175,33 @@ func (r *Recorder) Run(ctx context.Context, events <-chan event.Event) error {
 // flusher writes every writeEvery, writes and syncs every syncEvery and
 // when kicked, and publishes the status when its error or drop count
 // changes.
+//
+// The periodic flushes fall on the multiples of their period on the clock
+// (phaseTimer), as the journal mirror's polls do: one timer, at the write
+// period, whose every syncEvery-th tick also syncs. Without a write period
+// shorter than the sync period every tick syncs.
 func (r *Recorder) flusher(syncEvery, writeEvery time.Duration, kick <-chan struct{}, done <-chan struct{}) {
-	t := time.NewTicker(syncEvery)
+	period := min(writeEvery, syncEvery)
+	t := newPhaseTimer(period)
 	defer t.Stop()
-	// Without a write period shorter than the sync period the write
-	// ticker never fires.
-	var writes <-chan time.Time
-	if writeEvery < syncEvery {
-		wt := time.NewTicker(writeEvery)
-		defer wt.Stop()
-		writes = wt.C
-	}
 	var last event.JournalStatus
 	if r.Publish != nil {
 		last = r.W.Status()
 		r.Publish(event.Event{At: time.Now(), Data: last})
 	}
+	lastSync := time.Now()
 	for {
 		sync := true
 		select {
 		case <-done:
 			return
-		case <-t.C:
 		case <-kick:
-		case <-writes:
-			sync = false
+		case now := <-t.C():
+			t.Next()
+			sync = period == syncEvery || now.Sub(lastSync) >= syncEvery-period/2
+		}
+		if sync {
+			lastSync = time.Now()
 		}
 		_ = r.W.Flush(sync) // the error shows in Status
 		if r.hook != nil {

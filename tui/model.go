@@ -358,8 +358,11 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
+// tick asks for the next ClockMsg on the next whole second (tea.Every),
+// the instants the recorder's flushes and the journal mirror's polls fall
+// on too, so that the clock wakes the process with them.
 func tick() tea.Cmd {
-	return tea.Tick(clockEvery, func(t time.Time) tea.Msg { return ClockMsg{Now: t} })
+	return tea.Every(clockEvery, func(t time.Time) tea.Msg { return ClockMsg{Now: t} })
 }
 
 // Quitting reports whether the model asked the program to quit. Quitting

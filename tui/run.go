@@ -62,6 +62,9 @@ func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) er
 	if target.Profile == colorprofile.Unknown {
 		target.Profile = m.opts.ForcedProfile()
 	}
+	if target.Later == nil {
+		target.Later, target.Coalesce = heldEvents, coalesce(m.opts.ReadOnly)
+	}
 	// The colour mode's profile first, so that opts can still override it.
 	p, err := screen.NewProgram(m, target, append(append([]tea.ProgramOption{tea.WithContext(parent)}, m.opts.ColorOptions()...), opts...)...)
 	if err != nil {
@@ -79,6 +82,26 @@ func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) er
 		return parent.Err()
 	}
 	return err
+}
+
+// heldEvents is the cockpit's screen.Target.Later: a batch of events (a
+// GPU sample, log lines) may wait to be drawn with the next frame; keys,
+// the clock and every other message draw at once.
+func heldEvents(msg tea.Msg) bool {
+	_, ok := msg.(EventsMsg)
+	return ok
+}
+
+// coalesce is how long a batch of events waits for the frame it is drawn
+// in: the clock's tick draws it (every second, with the header's age), so
+// the period is a little longer than the clock's and a second's sample,
+// log lines and clock make one frame. A read-only cockpit has no clock:
+// its events wait half a second at most.
+func coalesce(readOnly bool) time.Duration {
+	if readOnly {
+		return clockEvery / 2
+	}
+	return clockEvery + clockEvery/4
 }
 
 // pump moves events and messages to send until ctx ends or both inputs

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -30,6 +31,15 @@ type Target struct {
 	// detects it from Out and Env as Bubble Tea does. A
 	// tea.ColorProfileMsg changes it.
 	Profile colorprofile.Profile
+	// Later reports whether the view after msg may wait to be drawn
+	// with the next views (Screen.ShowLater): a background message, such
+	// as a batch of events, rather than a key. nil draws every view at
+	// once.
+	Later func(msg tea.Msg) bool
+	// Coalesce is the longest a view after a Later message waits: it is
+	// drawn with the next view after any other message, or Coalesce after
+	// the first one held, whichever comes first (Screen.SetCoalesce).
+	Coalesce time.Duration
 }
 
 // Program is a tea.Program whose views a Screen draws: the program runs
@@ -76,7 +86,10 @@ func NewProgram(m tea.Model, t Target, opts ...tea.ProgramOption) (*Program, err
 	}
 	s := New(out, env, w, h, profile, tt == nil)
 	s.HoldUntilSized() // the program sends its size (tea.WindowSizeMsg) as it starts
-	sm := &shown{m: m, s: s}
+	if t.Later != nil {
+		s.SetCoalesce(t.Coalesce)
+	}
+	sm := &shown{m: m, s: s, later: t.Later}
 	base := []tea.ProgramOption{
 		tea.WithoutRenderer(), tea.WithFPS(1), tea.WithOutput(out),
 		tea.WithWindowSize(w, h), tea.WithEnvironment(env),
@@ -136,6 +149,8 @@ type shown struct {
 	s             *Screen
 	width, height int                  // the latest size, 0 until one
 	profile       colorprofile.Profile // the latest profile, Unknown until one
+	later         func(tea.Msg) bool   // Target.Later
+	held          bool                 // the view after this Update may wait
 }
 
 func (w *shown) Init() tea.Cmd { return w.m.Init() }
@@ -149,15 +164,17 @@ func (w *shown) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.ModeReportMsg:
 		w.s.SetModes(msg)
 	}
+	w.held = w.later != nil && w.later(msg)
 	var cmd tea.Cmd
 	w.m, cmd = w.m.Update(msg)
 	return w, cmd
 }
 
-// View hands m's view to the screen (which draws it if it changed) and
-// gives the program's disabled renderer an empty one.
+// View hands m's view to the screen (which draws it if it changed, at
+// once or, after a Later message, with the next views) and gives the
+// program's disabled renderer an empty one.
 func (w *shown) View() tea.View {
-	w.s.ShowSized(w.m.View(), w.width, w.height, w.profile)
+	w.s.ShowSized(w.m.View(), w.width, w.height, w.profile, w.held)
 	return tea.View{}
 }
 

@@ -12,6 +12,11 @@
 // (ultraviolet's TerminalRenderer), so the bytes on the wire are Bubble
 // Tea's.
 //
+// A background change (ShowLater) may wait: with SetCoalesce it is held
+// until the next change shown with Show (a key, a clock tick), or for the
+// coalescing period at most, so that a second's GPU sample, log lines and
+// clock are one frame rather than four.
+//
 // A Screen always uses the alternate screen, hides the text cursor, turns
 // on bracketed paste and the keyboard disambiguation Bubble Tea asks for,
 // and sets the window title. Of tea.View it draws Content and WindowTitle;
@@ -50,14 +55,17 @@ type Screen struct {
 	width   int // the size to draw at, in cells
 	height  int
 	profile colorprofile.Profile
-	dirty   bool // view, size or profile changed since the last frame
-	unsized bool // hold frames until the first Resize (see HoldUntilSized)
-	redraw  bool // the next frame repaints every cell (size or profile changed)
-	syncd   bool // the terminal has synchronized output (mode 2026)
-	unicode bool // the terminal has unicode core (mode 2027): grapheme widths
-	wakes   int  // times the drawing goroutine woke
-	frames  int  // frames drawn
-	bytes   int  // bytes written
+	dirty   bool          // view, size or profile changed since the last frame
+	urgent  bool          // a change shown with Show is pending: draw it at once
+	since   time.Time     // when the first change held since the last frame came
+	hold    time.Duration // the longest a ShowLater change waits (SetCoalesce)
+	unsized bool          // hold frames until the first Resize (see HoldUntilSized)
+	redraw  bool          // the next frame repaints every cell (size or profile changed)
+	syncd   bool          // the terminal has synchronized output (mode 2026)
+	unicode bool          // the terminal has unicode core (mode 2027): grapheme widths
+	wakes   int           // times the drawing goroutine woke
+	frames  int           // frames drawn
+	bytes   int           // bytes written
 	err     error
 
 	wake    chan struct{} // a change is waiting (capacity 1)
@@ -113,20 +121,44 @@ func (s *Screen) Start() {
 }
 
 // Show hands over the program's latest view. A view equal to the last one
-// shown costs a comparison and nothing else: no wake-up, no frame.
+// shown costs a comparison and nothing else: no wake-up, no frame, unless a
+// change held by ShowLater is pending, which is then drawn at once.
 func (s *Screen) Show(v tea.View) {
 	s.mu.Lock()
-	s.apply(s.show(v))
+	s.apply(s.show(v) || s.dirty)
+}
+
+// ShowLater is Show for a background change (a new sample, a log line):
+// with a coalescing period set (SetCoalesce), a changed view is drawn with
+// the next Show or SetCoalesce's period after the first change held,
+// whichever comes first; without one it is Show.
+func (s *Screen) ShowLater(v tea.View) {
+	s.mu.Lock()
+	s.applyLater(s.show(v))
 }
 
 // ShowSized is Show, Resize and SetProfile at once, under one lock, so
 // that the drawing goroutine never draws the view before a resize at the
 // new size (a program tells its model the size, then renders the view for
 // it). A width or height under 1 and colorprofile.Unknown change nothing.
-func (s *Screen) ShowSized(v tea.View, width, height int, p colorprofile.Profile) {
+// later makes it ShowLater's (a resize or a new profile is still drawn at
+// once).
+func (s *Screen) ShowSized(v tea.View, width, height int, p colorprofile.Profile, later bool) {
 	s.mu.Lock()
 	a, b, c := s.resize(width, height), s.setProfile(p), s.show(v)
-	s.apply(a || b || c)
+	if later && !a && !b {
+		s.applyLater(c)
+		return
+	}
+	s.apply(a || b || c || s.dirty)
+}
+
+// SetCoalesce sets how long a change shown with ShowLater may wait for
+// more changes to draw with it; 0 (the default) draws it at once.
+func (s *Screen) SetCoalesce(d time.Duration) {
+	s.mu.Lock()
+	s.hold = max(d, 0)
+	s.mu.Unlock()
 }
 
 // HoldUntilSized makes the screen draw nothing until the first Resize
@@ -184,13 +216,35 @@ func (s *Screen) setProfile(p colorprofile.Profile) bool {
 	return true
 }
 
-// apply releases s.mu, first marking a frame due when due is true.
+// apply releases s.mu, first marking a frame due at once when due is
+// true.
 func (s *Screen) apply(due bool) {
 	if due {
 		s.changed()
 		return
 	}
 	s.mu.Unlock()
+}
+
+// applyLater releases s.mu, first marking a held frame due when due is
+// true. Only the first change held since the last frame wakes the drawing
+// goroutine (to start the period); those after it cost nothing.
+func (s *Screen) applyLater(due bool) {
+	if !due {
+		s.mu.Unlock()
+		return
+	}
+	if s.hold <= 0 || s.urgent {
+		s.changed()
+		return
+	}
+	if s.dirty {
+		s.mu.Unlock() // the period is running (or a frame is on its way)
+		return
+	}
+	s.dirty, s.since = true, time.Now()
+	s.mu.Unlock()
+	s.poke()
 }
 
 // SetModes takes the terminal's answer to the first frame's mode queries
@@ -212,11 +266,16 @@ func (s *Screen) SetModes(r tea.ModeReportMsg) {
 	s.mu.Unlock()
 }
 
-// changed marks a frame due and wakes the drawing goroutine; s.mu is held
-// and is released.
+// changed marks a frame due at once and wakes the drawing goroutine; s.mu
+// is held and is released.
 func (s *Screen) changed() {
-	s.dirty = true
+	s.dirty, s.urgent = true, true
 	s.mu.Unlock()
+	s.poke()
+}
+
+// poke wakes the drawing goroutine.
+func (s *Screen) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -264,7 +323,15 @@ func (s *Screen) loop() {
 		s.mu.Lock()
 		s.wakes++
 		s.mu.Unlock()
-		if wait := MinFrame - time.Since(s.lastDraw); wait > 0 {
+		for {
+			wait, due := s.wait()
+			if !due {
+				break // drawn already (Draw, or the frame before)
+			}
+			if wait <= 0 {
+				s.frame()
+				break
+			}
 			if pace == nil {
 				pace = time.NewTimer(wait)
 			} else {
@@ -275,10 +342,28 @@ func (s *Screen) loop() {
 				pace.Stop()
 				return
 			case <-pace.C:
+			case <-s.wake: // a change to draw sooner, perhaps
+				pace.Stop()
 			}
 		}
-		s.frame()
 	}
+}
+
+// wait reports whether a frame is due and how long to wait before drawing
+// it: until MinFrame after the last frame, and for a held change until its
+// coalescing period has passed.
+func (s *Screen) wait() (time.Duration, bool) {
+	s.mu.Lock()
+	dirty, urgent, since, hold := s.dirty, s.urgent, s.since, s.hold
+	s.mu.Unlock()
+	if !dirty {
+		return 0, false
+	}
+	wait := MinFrame - time.Since(s.lastDraw)
+	if !urgent && hold > 0 {
+		wait = max(wait, hold-time.Since(since))
+	}
+	return wait, true
 }
 
 // frame draws the pending change, if any: the view's cells that differ
@@ -292,7 +377,7 @@ func (s *Screen) frame() {
 	v, w, h, p, redraw := s.view, s.width, s.height, s.profile, s.redraw
 	s.frameSyn = s.syncd
 	wide := s.unicode
-	s.dirty, s.redraw = false, false
+	s.dirty, s.redraw, s.urgent, s.since = false, false, false, time.Time{}
 	s.mu.Unlock()
 
 	s.lastDraw = time.Now()
@@ -362,18 +447,41 @@ func drawLines(cells uv.ScreenBuffer, content string, prev []string) []string {
 		return lines
 	}
 	w := cells.Width()
+	k := 0 // how far the last line found lower down had moved up
 	for y := range max(len(lines), len(prev)) {
 		if y < len(lines) && y < len(prev) && lines[y] == prev[y] {
 			continue
 		}
 		area := uv.Rect(0, y, w, 1)
-		if y < len(lines) {
-			uv.NewStyledString(lines[y]).Draw(cells, area) // clears the row first
-		} else {
+		if y >= len(lines) {
 			cells.ClearArea(area)
+			continue
 		}
+		// A line drawn lower down last time (the log scrolled up) is in
+		// the cells already: copied, not parsed again. The rows below y
+		// are not drawn yet in this frame.
+		if k = movedUp(lines[y], prev, y, k); k > 0 {
+			copy(cells.Lines[y], cells.Lines[y+k])
+			cells.TouchLine(0, y, w)
+			continue
+		}
+		uv.NewStyledString(lines[y]).Draw(cells, area) // clears the row first
 	}
 	return lines
+}
+
+// movedUp returns k > 0 when line was prev[y+k], trying the last line's
+// k first, else 0.
+func movedUp(line string, prev []string, y, k int) int {
+	if k > 0 && y+k < len(prev) && prev[y+k] == line {
+		return k
+	}
+	for j := y + 1; j < len(prev); j++ {
+		if prev[j] == line {
+			return j - y
+		}
+	}
+	return 0
 }
 
 // endsReset reports whether a line leaves no text attribute or hyperlink

@@ -171,6 +171,50 @@ func TestScreenBurstIsPaced(t *testing.T) {
 	}
 }
 
+// TestScreenHoldsLaterChanges: with a coalescing period, a change shown
+// with ShowLater waits: the changes after it cost no wake-up, and the next
+// Show draws them all in one frame, even a Show of the same view; without
+// a Show, the period's end draws it.
+func TestScreenHoldsLaterChanges(t *testing.T) {
+	var out fakeTerm
+	s := New(&out, testEnv, 20, 2, colorprofile.ANSI256, true)
+	s.SetCoalesce(time.Hour)
+	s.Start()
+	s.Show(view("clock 1\nlog a"))
+	waitUntil(t, "the first frame", func() bool { return s.Stats().Frames == 1 })
+	s.ShowLater(view("clock 1\nlog b"))
+	s.ShowLater(view("clock 1\nlog c"))
+	s.ShowLater(view("clock 1\nlog d"))
+	time.Sleep(50 * time.Millisecond)
+	if st := s.Stats(); st.Frames != 1 || st.Wakes != 2 {
+		t.Errorf("three held changes: %d frames, %d wake-ups; want 1 and 2 (the first change held)", st.Frames, st.Wakes)
+	}
+	n := out.Len()
+	s.Show(view("clock 1\nlog d")) // the clock, its text unchanged
+	waitUntil(t, "the held frame", func() bool { return s.Stats().Frames == 2 })
+	if got := ansi.Strip(out.String()[n:]); !strings.Contains(got, "d") || strings.Contains(got, "b") {
+		t.Errorf("the held frame drew %q, want only the latest view", got)
+	}
+	s.ShowLater(view("clock 1\nlog e"))
+	s.Show(view("clock 2\nlog e"))
+	waitUntil(t, "the clock's frame", func() bool { return s.Stats().Frames == 3 })
+	s.ShowLater(view("clock 2\nlog e")) // unchanged: nothing held
+	time.Sleep(30 * time.Millisecond)
+	if st := s.Stats(); st.Frames != 3 {
+		t.Errorf("%d frames after an unchanged held view, want 3", st.Frames)
+	}
+	s.SetCoalesce(MinFrame)
+	s.ShowLater(view("clock 2\nlog f"))
+	waitUntil(t, "the held frame at the period's end", func() bool { return s.Stats().Frames == 4 })
+	s.SetCoalesce(0)
+	s.ShowLater(view("clock 2\nlog g"))
+	waitUntil(t, "a ShowLater without a period", func() bool { return s.Stats().Frames == 5 })
+	_ = s.Close()
+	if !strings.Contains(ansi.Strip(out.String()), "g") {
+		t.Errorf("the last view was not drawn: %q", ansi.Strip(out.String()))
+	}
+}
+
 // TestScreenModes: the first frame asks for modes 2026 and 2027 where
 // Bubble Tea would; the answers turn on synchronized frames.
 func TestScreenModes(t *testing.T) {
@@ -235,6 +279,13 @@ func TestDrawLinesMatchesWholeDraw(t *testing.T) {
 		"",
 		"x\n\n\ny",
 		"x\n\n\nz and a line longer than the screen is wide: cut",
+		// A log scrolling up under a header: moved lines are copied.
+		"head\nl1 " + red + "red" + reset + "\nl2 日本語\nl3",
+		"head\nl2 日本語\nl3\nl4",
+		"HEAD\nl3\nl4\nl5 " + red + "x" + reset,
+		"HEAD\nl5 " + red + "x" + reset + "\nl6\nl6",
+		"HEAD\nl6\nl6\nl6",
+		"HEAD\nl6\nl7",
 	}
 	const w, h = 24, 4
 	cells := uv.NewScreenBuffer(w, h)
