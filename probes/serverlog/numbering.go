@@ -39,12 +39,17 @@ func newNumbering(inflight int) *numbering {
 func (n *numbering) guess(b *block) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	gap := b.off - n.off // the bytes of the blocks not yet counted
 	if b.seq == n.next || n.off == 0 {
-		// Exact, or nothing to go by: a block is 1 MiB, about 5,000
-		// lines of a server log.
-		return n.line + (b.off-n.off)/200
+		// Exact (gap is 0), or nothing to go by: a block is 1 MiB,
+		// about 5,000 lines of a server log.
+		return n.line + gap/200
 	}
-	return n.line + int(int64(b.off-n.off)*int64(n.line-1)/int64(n.off))
+	// In float64: bytes times lines can overflow an int64. The lines in
+	// the gap are at least none and at most one a byte, which keeps the
+	// guess positive whatever the density.
+	g := float64(gap) * float64(n.line-1) / float64(n.off)
+	return n.line + int(min(max(g, 0), float64(gap)))
 }
 
 // counted records b.lines and returns b's first line when it is known.
