@@ -267,6 +267,11 @@ func busy(gs []event.GPU) bool {
 // clean trims typed text and makes it safe to print (probes/sanitize).
 func clean(s string) string { return sanitize.String(strings.TrimSpace(s)) }
 
+// typed is clean for what the user typed (a note, an experiment's name,
+// hypothesis, conclusion): kept as typed but for escape sequences and
+// controls (sanitize.Typed).
+func typed(s string) string { return sanitize.Typed(strings.TrimSpace(s)) }
+
 // shortOf is a short commit id: short when given, else the id cut.
 func shortOf(short, id string) string {
 	if short != "" {

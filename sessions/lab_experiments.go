@@ -28,7 +28,7 @@ func (l *Lab) Start(ctx context.Context, name, hypothesis string) (event.Experim
 		if l.ledger.Current() != nil {
 			l.endLocked(now, event.TriggerKey, "")
 		}
-		s = l.startLocked(now, clean(name), clean(hypothesis), event.TriggerKey, nil, nil)
+		s = l.startLocked(now, typed(name), typed(hypothesis), event.TriggerKey, nil, nil)
 		return nil
 	})
 	return s, err
@@ -44,7 +44,7 @@ func (l *Lab) End(ctx context.Context, conclusion string) (event.ExperimentEnd, 
 		if l.ledger.Current() == nil {
 			return ErrNoExperiment
 		}
-		end = l.endLocked(time.Now(), event.TriggerKey, clean(conclusion))
+		end = l.endLocked(time.Now(), event.TriggerKey, typed(conclusion))
 		return nil
 	})
 	return end, err
@@ -55,7 +55,7 @@ func (l *Lab) End(ctx context.Context, conclusion string) (event.ExperimentEnd, 
 // u.Exp is "" and none is open, an unknown experiment, ErrLabClosed, or
 // ctx's.
 func (l *Lab) Update(ctx context.Context, u event.ExperimentUpdate) error {
-	u.Name, u.Hypothesis, u.Conclusion = clean(u.Name), clean(u.Hypothesis), clean(u.Conclusion)
+	u.Name, u.Hypothesis, u.Conclusion = typed(u.Name), typed(u.Hypothesis), typed(u.Conclusion)
 	return l.act(ctx, func() error {
 		switch {
 		case u.Exp == "":
@@ -84,7 +84,7 @@ func (l *Lab) Note(ctx context.Context, text string) (event.Note, error) {
 	if err := ctx.Err(); err != nil {
 		return event.Note{}, err
 	}
-	text = clean(text)
+	text = typed(text)
 	if text == "" {
 		return event.Note{}, ErrEmptyNote
 	}

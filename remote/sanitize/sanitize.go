@@ -79,6 +79,18 @@ func String(s string) string {
 	return slow(s, stripMode)
 }
 
+// Typed is String for text a person typed (a note, an experiment's name,
+// hypothesis or conclusion): ESC sequences are removed and controls
+// escaped as String does, but the damaged forms found in server logs
+// ("[31m" whose ESC was lost, "#033[2m") are text here and are kept, so
+// that "KV for [1m ctx]" is stored as typed.
+func Typed(s string) string {
+	if len(s) <= MaxRunes && isPrintableASCII(s) {
+		return s
+	}
+	return slow(s, typedMode)
+}
+
 // Name is String for an identifier — a file name, a commit subject, a
 // branch, an author, a line of a patch — where two different values must
 // never look the same: nothing is removed. Escape sequences are shown
@@ -313,6 +325,7 @@ const (
 	stripMode mode = iota
 	verbatimMode
 	nameMode
+	typedMode // stripMode for ESC sequences only (Typed)
 )
 
 // slow is the general path: strip (stripMode), escape, expand tabs
@@ -338,6 +351,12 @@ func slow[T string | []byte](s T, m mode) string {
 		if k := escapeLen(s, i); k > 0 && m == stripMode {
 			i += k
 			continue
+		}
+		if c == 0x1b && m == typedMode {
+			if k := escSeqLen(s, i); k > 0 {
+				i += k
+				continue
+			}
 		}
 		switch {
 		case c == '\t' && m != nameMode:

@@ -264,3 +264,29 @@ func BenchmarkLineUTF8(b *testing.B) {
 		sink = Line(line)
 	}
 }
+
+// TestTyped: typed text keeps what only looks like a log's damaged escape
+// ("[1m" whose ESC was lost, "#033[2m"); a real escape sequence and
+// controls go as in String; plain ASCII is returned as is.
+func TestTyped(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"KV for [1m ctx]", "KV for [1m ctx]"},
+		{"a[31mb #033[2mdim", "a[31mb #033[2mdim"},
+		{"red \x1b[31mtext\x1b[0m", "red text"},
+		{"title \x1b]2;pwned\x07 done", "title  done"},
+		{"bell\a tab\tend\r", "bell\\x07 tab    end"},
+		{"bidi \u202e here ünï", "bidi \\u202e here ünï"},
+		{"bad \xff byte", "bad \\xff byte"},
+	} {
+		if got := Typed(c.in); got != c.want {
+			t.Errorf("Typed(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got, plain := Typed(c.in), String(c.in); strings.Contains(c.in, "\x1b") && got != plain {
+			t.Errorf("Typed(%q) = %q, String gives %q: a real escape must go the same way", c.in, got, plain)
+		}
+	}
+	long := strings.Repeat("x", MaxRunes+10)
+	if got := Typed(long); !strings.HasSuffix(got, TruncMarker+"10 bytes]") {
+		t.Errorf("Typed of %d bytes ends %q", len(long), got[len(got)-20:])
+	}
+}

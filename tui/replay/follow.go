@@ -498,7 +498,7 @@ func (r *Model) flashNotes(role event.DriverRole, evs []event.Event) {
 		if x := sanitize.String(n.Exp); x != "" {
 			head += " (" + x + ")"
 		}
-		r.inner.Flash(head+": "+sanitize.String(n.Text), style.Accent)
+		r.inner.Flash(head+": "+sanitize.Typed(n.Text), style.Accent)
 		return
 	}
 }

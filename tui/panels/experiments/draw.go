@@ -351,8 +351,8 @@ func (p *Panel) detail(st *style.Styles, e *ledger.Experiment, w int) []string {
 			out = append(out, style.TruncateStyled(st.Dim.Render(style.PadRight(label, detailLabel))+tn.Render(style.Truncate(text, w-detailLabel)), w))
 		}
 	}
-	field("hypothesis", sanitize.String(e.Hypothesis), st.Text)
-	field("conclusion", sanitize.String(e.Conclusion), st.Text)
+	field("hypothesis", sanitize.Typed(e.Hypothesis), st.Text)
+	field("conclusion", sanitize.Typed(e.Conclusion), st.Text)
 	r := p.resultOf(e)
 	res := ResultText(r)
 	warm := p.WarmingUp(e, r)
@@ -444,7 +444,7 @@ func (p *Panel) detail(st *style.Styles, e *ledger.Experiment, w int) []string {
 		if i == 0 {
 			lab = "notes"
 		}
-		field(lab, Clock(n.At)+"  "+sanitize.String(n.Text), st.Text)
+		field(lab, Clock(n.At)+"  "+sanitize.Typed(n.Text), st.Text)
 	}
 	return out
 }
