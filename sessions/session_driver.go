@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -238,6 +239,18 @@ func (d *driving) startMirror(ctx context.Context) (stop func()) {
 		cancel()
 		<-done
 	}
+}
+
+// ownMirror is the base name of the session's own mirror on the host
+// ("" when it writes none): what changed since the last session must not
+// take the session's own journal for another cockpit's. The mirror is
+// named for the cockpit (user@machine-PID-journal, takeLock), so another
+// cockpit's journal of the same name is not taken for it.
+func (d *driving) ownMirror() string {
+	if d == nil || d.mirror == nil {
+		return ""
+	}
+	return path.Base(d.mirror.Remote)
 }
 
 // finishMirror stops the journal's mirror, if any, after its last lines

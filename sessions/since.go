@@ -116,7 +116,7 @@ func (s *Session) SinceLast(ctx context.Context, o SinceOptions) (event.HostStat
 	prior, errs := lastLocalState(dir, host, s.JournalPath(), s.opened, repo)
 	hc.Errs = append(hc.Errs, errs...)
 	if prior == nil && !o.NoMirror {
-		prior, errs = lastMirrorState(ctx, a.host, repo, filepath.Base(s.JournalPath()))
+		prior, errs = lastMirrorState(ctx, a.host, repo, a.drv.ownMirror())
 		hc.Errs = append(hc.Errs, errs...)
 	}
 	if prior == nil {

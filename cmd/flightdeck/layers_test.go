@@ -21,7 +21,7 @@ var roomOrder = map[string]int{"remote": 0, "probes": 1, "sessions": 2, "tui": 3
 const vocabulary = module + "/sessions/event"
 
 // testHarnesses are imported only by tests.
-var testHarnesses = []string{module + "/remote/sshdtest", module + "/remote/sim/simtest", module + "/sessions/event/eventtest", module + "/tui/tuitest", module + "/sessions/ledger/ledgertest"}
+var testHarnesses = []string{module + "/remote/sshdtest", module + "/remote/sim/simtest", module + "/sessions/event/eventtest", module + "/tui/tuitest", module + "/sessions/ledger/ledgertest", module + "/sessions/journal/journaltest"}
 
 // goPackage is one package of `go list`.
 type goPackage struct {
