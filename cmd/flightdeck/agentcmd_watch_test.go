@@ -34,7 +34,13 @@ func TestAgentWatchCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	time.Sleep(200 * time.Millisecond)
-	if err := os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte("ref: refs/heads/other\n"), 0o644); err != nil {
+	// As git writes it: a new file renamed over HEAD (a write in place
+	// could be read half done, between its truncation and its bytes).
+	tmp := filepath.Join(dir, ".git", "HEAD.lock")
+	if err := os.WriteFile(tmp, []byte("ref: refs/heads/other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ".git", "HEAD")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
