@@ -40,7 +40,7 @@ func unknownJournal(t *testing.T) string {
 		{At: at(62), Data: event.ExperimentFingerprint{Exp: "e2", Fingerprint: fp2}},
 		{At: at(120), Data: event.ExperimentEnd{Exp: "e2", Trigger: event.TriggerKey}},
 		{At: at(130), Data: event.ExperimentStart{ID: "e3", Name: "crashed", Trigger: event.TriggerKey}},
-		{At: at(140), Data: event.Note{Text: "last words", Exp: "e3"}},
+		{At: at(140), Data: event.Note{Text: "last words [1m ctx]", Exp: "e3"}},
 	} {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
@@ -69,6 +69,7 @@ func TestJournalShowUnknownPatchSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"e1  base     unknown", "by hand", "e3  crashed  unknown", "crash",
+		"[e3] last words [1m ctx]", // a typed note as typed
 		"sessions (--journal appended to this file)", "0:00:00 flightdeck v1 pid 10 (ana@laptop) (created it)",
 		"1:00:00 flightdeck v2 pid 11 (ana@laptop); e3, left open by the previous session, ended at its last event (0:02:20)"} {
 		if !strings.Contains(out, want) {

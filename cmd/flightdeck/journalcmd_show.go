@@ -211,7 +211,7 @@ func showSession(out io.Writer, lj *loadedJournal, dir string) error {
 			if n.Exp != "" {
 				exp = " [" + s(n.Exp) + "]"
 			}
-			fmt.Fprintf(out, "  %s%s %s\n", report.FormatElapsed(n.At.Sub(h.Created)), exp, sanitize.OneLine(n.Text))
+			fmt.Fprintf(out, "  %s%s %s\n", report.FormatElapsed(n.At.Sub(h.Created)), exp, sanitize.TypedLine(n.Text))
 		}
 	}
 	return nil

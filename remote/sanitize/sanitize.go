@@ -132,6 +132,10 @@ func isPrintableASCII(s string) bool {
 // cuts it at MaxRunes runes).
 func OneLine(s string) string { return String(newlines.Replace(s)) }
 
+// TypedLine is OneLine for text a person typed (Typed): what only looks
+// like a log's damaged escape ("[1m") is kept.
+func TypedLine(s string) string { return Typed(newlines.Replace(s)) }
+
 // newlines turns each line break into a space (OneLine).
 var newlines = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 

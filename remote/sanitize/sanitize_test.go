@@ -97,6 +97,9 @@ func TestName(t *testing.T) {
 	if Name("f-\x1b[31mred") == Name("f-red") {
 		t.Error("two names look the same")
 	}
+	if got := TypedLine("KV for [1m ctx]\r\nsecond\x1b[0m"); got != "KV for [1m ctx] second" {
+		t.Errorf("TypedLine: %q", got)
+	}
 	long := strings.Repeat("x", MaxRunes+10) + "\x1b"
 	if got := Name(long); !strings.HasSuffix(got, TruncMarker+"11 bytes]") {
 		t.Errorf("long name not cut: ...%q", got[len(got)-20:])
@@ -284,6 +287,9 @@ func TestTyped(t *testing.T) {
 		if got, plain := Typed(c.in), String(c.in); strings.Contains(c.in, "\x1b") && got != plain {
 			t.Errorf("Typed(%q) = %q, String gives %q: a real escape must go the same way", c.in, got, plain)
 		}
+	}
+	if got := TypedLine("KV for [1m ctx]\r\nsecond\x1b[0m"); got != "KV for [1m ctx] second" {
+		t.Errorf("TypedLine: %q", got)
 	}
 	long := strings.Repeat("x", MaxRunes+10)
 	if got := Typed(long); !strings.HasSuffix(got, TruncMarker+"10 bytes]") {
