@@ -161,7 +161,7 @@ func (l *Lab) Observe(e event.Event) {
 		event.Prefill, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
-		event.TokRate, event.Xid:
+		event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// nothing for the Lab
 	}
 	l.mu.Lock()
@@ -248,7 +248,7 @@ func (l *Lab) Observe(e event.Event) {
 		event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
 		event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
 		event.ServerReady, event.Session, event.SpecDecode, event.Throughput, event.TokRate,
-		event.Xid:
+		event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// nothing for the Lab
 	}
 }

@@ -338,7 +338,7 @@ func (p *LogPipeline) Publish(e event.Event) {
 				event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
 				event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 				event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
-				event.ServerReady, event.ServerStatus, event.Session, event.TokRate, event.Xid:
+				event.ServerReady, event.ServerStatus, event.Session, event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 				// passed on as they are
 			}
 		}
@@ -350,7 +350,7 @@ func (p *LogPipeline) Publish(e event.Event) {
 		event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
-		event.TokRate, event.Xid:
+		event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// passed on as they are
 	}
 }

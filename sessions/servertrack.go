@@ -138,7 +138,7 @@ func (t *ServerTracker) Apply(e event.Event) (event.ServerStatus, bool) {
 		event.LogBench, event.LogFollowError, event.LogNotice, event.LogReset, event.Note,
 		event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerStatus, event.Session, event.SpecDecode, event.Throughput, event.TokRate,
-		event.Xid:
+		event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// the server's status does not depend on them
 	}
 	return t.st, t.st != before

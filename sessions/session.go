@@ -201,7 +201,7 @@ func (s *Session) Publish(e event.Event) {
 		event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset, event.Note,
 		event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
-		event.ServerReady, event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
+		event.ServerReady, event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// the defaults do not read them
 	}
 	s.stream.Publish(e)

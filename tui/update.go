@@ -206,7 +206,7 @@ func (m *Model) apply(ev event.Event) {
 	case event.Baseline, event.Key,
 		event.KillStep, event.LogBench, event.LogFollowError, event.Note, event.Prefill,
 		event.Repeat, event.ServerHealthy, event.ServerObserved, event.Session, event.SpecDecode,
-		event.Throughput:
+		event.Throughput, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// experiment and note kinds are the ledger's (exp.Apply above); the rest are not shown
 	}
 }

@@ -374,7 +374,7 @@ func (w *bisectWatch) observe(e event.Event) {
 		event.History, event.LogReset, event.Note, event.Prefill, event.Repeat, event.RepeatProgress, event.RepoHead,
 		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
 		event.ServerObserved, event.ServerReady, event.Session, event.SpecDecode, event.Throughput,
-		event.TokRate, event.Xid:
+		event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// not the bisect's progress
 	}
 }

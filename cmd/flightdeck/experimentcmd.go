@@ -154,7 +154,7 @@ func runExperimentStart(cmd *cobra.Command, alias string, f experimentFlags) err
 			event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
 			event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerFailure,
 			event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerReady, event.Session,
-			event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
+			event.SpecDecode, event.Throughput, event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 			// not the experiment's course
 		}
 	})

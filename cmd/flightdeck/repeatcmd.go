@@ -279,7 +279,7 @@ func (w *repeatWatch) observe(e event.Event) {
 		event.History, event.LogReset, event.Note, event.Prefill, event.Repeat, event.RepoHead,
 		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
 		event.ServerObserved, event.ServerReady, event.Session, event.SpecDecode, event.Throughput,
-		event.TokRate, event.Xid, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart:
+		event.TokRate, event.Xid, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// not the repeat's progress
 	}
 }

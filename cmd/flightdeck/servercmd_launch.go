@@ -167,7 +167,7 @@ func waitReady(ctx context.Context, c *sessions.Control, rec event.LaunchRecord,
 			event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
 			event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerHealthy,
 			event.ServerLaunched, event.ServerObserved, event.ServerReady, event.Session,
-			event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
+			event.SpecDecode, event.Throughput, event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 			// not the launch's progress
 		}
 	}

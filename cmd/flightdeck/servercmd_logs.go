@@ -85,7 +85,7 @@ func newServerLogsCmd() *cobra.Command {
 					event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
 					event.ServerLaunched, event.ServerObserved, event.ServerReady,
 					event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
-					event.TokRate, event.Xid:
+					event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 					return
 				}
 				out.Flush()

@@ -253,7 +253,7 @@ func appendPayload(b []byte, p event.Payload) []byte {
 		event.KillStep, event.LogFollowError, event.LogLines, event.LogNotice, event.LogReset,
 		event.Note, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerStatus,
-		event.Session, event.TokRate, event.Xid:
+		event.Session, event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// not a parser's output
 	}
 	return b

@@ -272,17 +272,48 @@ type GPUStale struct {
 	Reason string
 }
 
-// Xid is one NVIDIA driver error event (an "Xid") reported for a GPU
-// through an NVML event set (nvmlEventTypeXidCriticalError). NVML does not
-// replay events from before registration; the kernel log keeps the
-// history. It is an event payload; the event's time is when NVML reported
-// it.
+// Xid is one NVIDIA driver error event (an "Xid") reported for a GPU:
+// through an NVML event set (nvmlEventTypeXidCriticalError), or read from
+// the kernel log (`journalctl -k`, `dmesg`: "NVRM: Xid (PCI:0000:2b:00):
+// 79, pid=…, name=…, GPU has fallen off the bus"). NVML does not replay
+// events from before registration; the kernel log keeps the history since
+// the last boot. It is an event payload; the event's time is when the
+// cockpit learnt of it (for a kernel line read at connect, the read), and
+// KernelTime is when the kernel logged it.
 type Xid struct {
 	Index int    // GPU index (NVML/nvidia-smi order); -1 when NVML named no device
 	UUID  string // "GPU-…", "" when unknown
 	BusID string // "00000000:83:00.0", "" when unknown
 	Code  uint64 // the Xid number, e.g. 79 ("GPU has fallen off the bus")
+
+	// Source is XidFromNVML ("", the zero value: an NVML event) or
+	// XidFromKernel (a kernel log line).
+	Source XidSource `json:",omitempty"`
+	// KernelTime is the kernel line's wall time (journalctl's, or dmesg's
+	// boot time plus its stamp); zero when unknown.
+	KernelTime time.Time `json:",omitzero"`
+	// Uptime is the kernel's stamp, seconds since boot ("[74889.644138]");
+	// 0 when the line had none.
+	Uptime float64 `json:",omitempty"`
+	// Boot is the boot the line belongs to (the host's boot id, or its
+	// boot time), so that a line is journaled once across sessions.
+	Boot string `json:",omitempty"`
+	// PID and Process are the process the driver named ("pid=13705,
+	// name=python3"); 0 and "" when not printed or "<unknown>".
+	PID     int    `json:",omitempty"`
+	Process string `json:",omitempty"`
+	// Message is the driver's text after the code, sanitised ("GPU has
+	// fallen off the bus."), "" for an NVML event.
+	Message string `json:",omitempty"`
 }
+
+// XidSource says where an Xid was read.
+type XidSource string
+
+const (
+	XidFromNVML   XidSource = ""       // an NVML event set
+	XidFromKernel XidSource = "kernel" // a kernel log line
+)
 
 // GPUName names the GPU of the Xid as well as NVML did: "GPU 3
 // (00000000:83:00.0)", "GPU 3", "GPU 00000000:83:00.0", or "a GPU NVML did

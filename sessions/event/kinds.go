@@ -54,6 +54,11 @@ const (
 	KindBisectStart
 	KindBisectLaunch
 	KindBisectEnd
+	KindEngineSample
+	KindEngineEndpoint
+	KindTopology
+	KindNCCL
+	KindKernelLog
 	KindJournalStatus
 	KindBenchProgress
 	KindRepeatProgress
@@ -193,6 +198,15 @@ var kinds = [numKinds]KindInfo{
 	KindBisectStart:  {Name: "bisect-start", Urgent: true, CatchUp: CatchAll},
 	KindBisectLaunch: {Name: "bisect-launch", Urgent: true, CatchUp: CatchAll},
 	KindBisectEnd:    {Name: "bisect-end", Urgent: true, CatchUp: CatchAll},
+	// The engine line shows the latest scrape and the endpoint's state.
+	KindEngineSample:   {Name: "engine-sample", CatchUp: CatchLatest},
+	KindEngineEndpoint: {Name: "engine-endpoint", CatchUp: CatchLatest},
+	// The topology view shows the latest (once per connection); NCCL's
+	// account is the latest fold of the run's log; the kernel log's
+	// state the latest.
+	KindTopology:  {Name: "topology", CatchUp: CatchLatest},
+	KindNCCL:      {Name: "nccl", CatchUp: CatchLatest},
+	KindKernelLog: {Name: "kernel-log", CatchUp: CatchLatest},
 	// Published for the screen only.
 	KindJournalStatus:  {Name: "journal-status", ScreenOnly: true},
 	KindBenchProgress:  {Name: "bench-progress", ScreenOnly: true},
@@ -291,6 +305,11 @@ func (BisectStart) Kind() Kind           { return KindBisectStart }
 func (BisectLaunch) Kind() Kind          { return KindBisectLaunch }
 func (BisectEnd) Kind() Kind             { return KindBisectEnd }
 func (BisectProgress) Kind() Kind        { return KindBisectProgress }
+func (EngineSample) Kind() Kind          { return KindEngineSample }
+func (EngineEndpoint) Kind() Kind        { return KindEngineEndpoint }
+func (Topology) Kind() Kind              { return KindTopology }
+func (NCCL) Kind() Kind                  { return KindNCCL }
+func (KernelLog) Kind() Kind             { return KindKernelLog }
 
 func (GPUSample) sealed()             {}
 func (GPUFailure) sealed()            {}
@@ -341,3 +360,8 @@ func (BisectStart) sealed()           {}
 func (BisectLaunch) sealed()          {}
 func (BisectEnd) sealed()             {}
 func (BisectProgress) sealed()        {}
+func (EngineSample) sealed()          {}
+func (EngineEndpoint) sealed()        {}
+func (Topology) sealed()              {}
+func (NCCL) sealed()                  {}
+func (KernelLog) sealed()             {}

@@ -75,6 +75,11 @@ var codecs = []codec{
 	jsonCodec[event.BisectStart](),                                                         // a bisect's range and settings
 	jsonCodec[event.BisectLaunch](),                                                        // one per launch of a bisect
 	jsonCodec[event.BisectEnd](),
+	jsonCodec[event.EngineSample](),   // per scrape (the sampling interval) while the endpoint answers
+	jsonCodec[event.EngineEndpoint](), // on change
+	jsonCodec[event.Topology](),       // once per connection
+	jsonCodec[event.NCCL](),           // after a batch of NCCL lines at a run's start
+	jsonCodec[event.KernelLog](),      // once per connection
 }
 
 // codecByKind is each kind's codec, nil for the kinds the format leaves

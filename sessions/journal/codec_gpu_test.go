@@ -105,7 +105,8 @@ func TestJournalBeforeNVMLStillReads(t *testing.T) {
 	var want []event.Event
 	for _, e := range append(roundTripEvents(), sessionEvents()...) {
 		switch p := e.Data.(type) {
-		case event.Xid, event.GPUSource, event.HostState, event.HostChanges, event.BisectStart, event.BisectLaunch, event.BisectEnd: // newer kinds
+		case event.Xid, event.GPUSource, event.HostState, event.HostChanges, event.BisectStart, event.BisectLaunch, event.BisectEnd,
+			event.EngineSample, event.EngineEndpoint, event.Topology, event.NCCL, event.KernelLog: // newer kinds
 			continue
 		case event.GPUSample:
 			if p.Apps != nil || len(p.GPUs) > 0 && p.GPUs[0].PCIeRxKBs.Status != event.CellAbsent {

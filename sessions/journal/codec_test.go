@@ -161,6 +161,23 @@ func roundTripEvents() []event.Event {
 	add(39.6, event.BisectLaunch{ID: "b1", Commit: "65b09bfe", Exp: "e4", Value: 81.9, Took: 12 * time.Second})
 	add(39.7, event.BisectLaunch{ID: "b1", Commit: "65b09bfe", Failed: "oom", Why: "CUDA out of memory"})
 	add(39.8, event.BisectEnd{ID: "b1", Outcome: event.BisectCulprit, Culprit: "65b09bfe", Suspects: []string{"65b09bfe"}, Why: "8.0 % slower", Restored: "main at e7b9c70"})
+	add(39.81, event.EngineSample{Engine: "sglang", Port: 30000, Has: event.HasEngineRunning | event.HasEngineQueued | event.HasEngineKVUsage | event.HasEngineAcceptLength | event.HasEngineTTFT,
+		Running: 12, Queued: 3, KVUsage: 0.41, AcceptLength: 2.31, TTFTMean: 0.084, TTFTP50: 0.071, TTFTP99: 0.52, TTFTCount: 17})
+	add(39.82, event.EngineSample{Engine: "vllm", Port: 8000, Has: event.HasEnginePerPosition | event.HasEngineAcceptRate, AcceptRate: 0.62, PerPosition: []float64{0.81, 0.6, 0.45}})
+	add(39.83, event.EngineEndpoint{State: event.EngineMetricsOff, Engine: "sglang", Port: 30000, Path: "/metrics", Reason: "404 Not Found", Hint: "start SGLang with --enable-metrics"})
+	add(39.84, event.Topology{GPUs: 2, Devices: []event.TopoDevice{{Name: "GPU0", CPUAffinity: "0-47", NUMAAffinity: "0", GPUNUMAID: "N/A"}, {Name: "GPU1", CPUAffinity: "48-95", NUMAAffinity: "1"}, {Name: "NIC0", Port: "mlx5_0"}},
+		Links: [][]event.TopoLink{{{Link: event.LinkSelf, Token: "X"}, {Link: event.LinkNVLink, NVLinks: 18, Token: "NV18"}, {Link: event.LinkPXB, Token: "PXB"}},
+			{{Link: event.LinkNVLink, NVLinks: 18, Token: "NV18"}, {Link: event.LinkSelf, Token: "X"}, {Link: event.LinkUnknown, Token: "QPX"}},
+			{{Link: event.LinkPXB, Token: "PXB"}, {Link: event.LinkSYS, Token: "SYS"}, {Link: event.LinkSelf, Token: "X"}}},
+		NVLink: []event.GPULinks{{Index: 0, UUID: "GPU-0", Links: []event.NVLinkState{{Link: 0, Active: true, GBPerSec: 26.562}, {Link: 1}}}}})
+	add(39.85, event.Topology{Err: "topo -m: line 4: 7 cells for 9 columns", NVLinkNote: "Nvlink queries are not supported for Devices in MIG mode"})
+	add(39.86, event.NCCL{Version: "2.21.5+cuda12.4", Env: map[string]string{"NCCL_P2P_LEVEL": "SYS"}, Rings: 2, Trees: 2, Protocols: "LL", Algorithms: "Ring",
+		Paths:    []event.NCCLPath{{Channel: 0, Channels: 2, FromRank: 0, FromGPU: 0, ToRank: 1, ToGPU: 1, Transport: "P2P/IPC", Line: "x Channel 00/02 : 0[0] -> 1[1] via P2P/IPC"}},
+		Warnings: []string{"NCCL_P2P_LEVEL=SYS forces P2P across the SMP link"}})
+	add(39.87, event.KernelLog{Readable: true, Via: "journalctl -k", Xids: 2})
+	add(39.88, event.KernelLog{Reason: "dmesg: read kernel buffer failed: Operation not permitted"})
+	add(39.89, event.Xid{Index: 2, BusID: "00000000:2B:00.0", Code: 79, Source: event.XidFromKernel, KernelTime: at(-7200).UTC(), Uptime: 74889.644138,
+		Boot: "6b1f3c6e-boot", PID: 13705, Process: "python3", Message: "GPU has fallen off the bus."})
 	add(0.1, event.GPUSource{Mode: event.SourceNVML, Detail: "NVML 12.550.54.15, driver 550.54.15"})
 	add(40, event.Xid{Index: 3, UUID: "GPU-3f1c0003-8a7b-4c2d-9e0f-1a2b3c4d5e6f", BusID: "00000000:48:00.0", Code: 79})
 	add(40.5, event.Xid{Index: -1, Code: 1<<64 - 1})
@@ -342,7 +359,7 @@ func TestKindsTable(t *testing.T) {
 		"server-launched", "server-observed", "server-healthy", "server-kill", "repo-head", "repo-unreadable", "git-status",
 		"git-action", "git-moved", "conn-state", "note", "exp-start", "exp-fingerprint", "exp-update", "exp-end", "key", "session",
 		"exp-baseline", "exp-repeat", "bench-start", "bench-done", "driver", "host-state", "host-changes",
-		"bisect-start", "bisect-launch", "bisect-end"}
+		"bisect-start", "bisect-launch", "bisect-end", "engine-sample", "engine-endpoint", "topology", "nccl", "kernel-log"}
 	got := Kinds()
 	slices.Sort(got)
 	slices.Sort(want)

@@ -286,7 +286,7 @@ func (j *Journal) indexLine(off int64, line []byte) {
 			event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 			event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 			event.ServerReady, event.ServerStatus, event.SpecDecode, event.Throughput, event.TokRate,
-			event.Xid:
+			event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 			// not a mark
 		}
 		// Marks arrive in running-max order, which never decreases.

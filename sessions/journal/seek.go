@@ -111,7 +111,7 @@ func (j *Journal) CatchUp(t time.Duration) ([]event.Event, error) {
 				event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill,
 				event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 				event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerStatus,
-				event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
+				event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 				// kept by the rules of the kind table (event.KindInfo.CatchUp), not rewritten
 			}
 		}

@@ -201,7 +201,7 @@ func (l *Ledger) apply(e event.Event) bool {
 		event.JournalStatus, event.Key, event.KillStep, event.LogBench, event.LogFollowError,
 		event.LogLines, event.LogNotice, event.Prefill, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead,
 		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerObserved,
-		event.SpecDecode, event.Throughput, event.Xid:
+		event.SpecDecode, event.Throughput, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// no part of an experiment
 	}
 	return false

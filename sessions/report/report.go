@@ -159,7 +159,7 @@ func ReadReport(h event.SessionHeader, scan ScanFunc, live bool) (*Report, error
 			event.Note, event.Prefill, event.Repeat, event.History, event.BisectProgress, event.RepeatProgress, event.RepoHead,
 			event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
 			event.ServerObserved, event.ServerReady, event.ServerStatus, event.SpecDecode,
-			event.Throughput, event.TokRate:
+			event.Throughput, event.TokRate, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 			// not in the report
 		}
 		if rt, ok := e.Data.(event.TokRate); ok && !rt.Dropped {

@@ -121,7 +121,7 @@ func WriteGPUCSV(w io.Writer, h event.SessionHeader, scan ScanFunc) error {
 			event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 			event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 			event.ServerReady, event.ServerStatus, event.SpecDecode, event.Throughput, event.TokRate,
-			event.Xid:
+			event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 			// not a GPU row
 		}
 		return nil

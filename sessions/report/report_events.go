@@ -147,7 +147,7 @@ func (r *Report) addGPUEvent(at time.Time, exp string, p event.Payload) {
 		event.Note, event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead,
 		event.RepoUnreadable, event.ServerFailure, event.ServerHealthy, event.ServerLaunched,
 		event.ServerObserved, event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode,
-		event.Throughput, event.TokRate:
+		event.Throughput, event.TokRate, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// not a GPU event
 	}
 }

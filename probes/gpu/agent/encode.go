@@ -75,7 +75,7 @@ func AppendEvent(b []byte, e event.Event) ([]byte, bool) {
 		event.LogLines, event.LogNotice, event.LogReset, event.Note, event.Prefill, event.Repeat,
 		event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable, event.ServerFailure,
 		event.ServerHealthy, event.ServerLaunched, event.ServerObserved, event.ServerReady,
-		event.ServerStatus, event.Session, event.SpecDecode, event.Throughput, event.TokRate:
+		event.ServerStatus, event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		// not in the agent protocol
 	}
 	return b, false

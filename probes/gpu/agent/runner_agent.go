@@ -305,7 +305,7 @@ func (a *agentStream) handle(l lineMsg) (reason string, alive bool) {
 		event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress, event.RepoHead, event.RepoUnreadable,
 		event.ServerFailure, event.ServerHealthy, event.ServerLaunched, event.ServerObserved,
 		event.ServerReady, event.ServerStatus, event.Session, event.SpecDecode, event.Throughput,
-		event.TokRate, event.Xid:
+		event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 		s.emit(l.at, m.Payload)
 	}
 	return "", true

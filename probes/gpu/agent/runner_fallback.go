@@ -48,7 +48,7 @@ func (s *runState) emit(at time.Time, p event.Payload) {
 			event.LogReset, event.Note, event.Prefill, event.Repeat, event.History, event.BisectEnd, event.BisectLaunch, event.BisectProgress, event.BisectStart, event.RepeatProgress,
 			event.RepoHead, event.RepoUnreadable, event.ServerFailure, event.ServerHealthy,
 			event.ServerLaunched, event.ServerObserved, event.ServerReady, event.ServerStatus,
-			event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid:
+			event.Session, event.SpecDecode, event.Throughput, event.TokRate, event.Xid, event.EngineEndpoint, event.EngineSample, event.KernelLog, event.NCCL, event.Topology:
 			if len(s.held) < maxHeld {
 				s.held = append(s.held, event.Event{At: at, Data: p})
 			}
