@@ -86,10 +86,20 @@ func (b Bridge) Run(ctx context.Context, m *Model, opts ...tea.ProgramOption) er
 
 // heldEvents is the cockpit's screen.Target.Later: a batch of events (a
 // GPU sample, log lines) may wait to be drawn with the next frame; keys,
-// the clock and every other message draw at once.
+// the clock, every other message and a batch holding an urgent kind (an
+// Xid, a launch, a kill step, a note: event.KindInfo.Urgent, what the
+// journal syncs at once) draw at once.
 func heldEvents(msg tea.Msg) bool {
-	_, ok := msg.(EventsMsg)
-	return ok
+	evs, ok := msg.(EventsMsg)
+	if !ok {
+		return false
+	}
+	for _, e := range evs {
+		if e.Data != nil && e.Data.Kind().Info().Urgent {
+			return false
+		}
+	}
+	return true
 }
 
 // coalesce is how long a batch of events waits for the frame it is drawn
