@@ -291,12 +291,19 @@ func testAgentNoChildProcess(t *testing.T, rig *sshRig) {
 	aa, ab := newTestAgent(t), newTestAgent(t)
 	aa.wrap, ab.wrap = wrap("a"), wrap("b")
 	a, b := streamLock(ha, aa, dir, alice, nil), streamLock(hb, ab, dir, bob, nil)
+	// strace -f slows the agents; on a loaded 2-core CI machine a stream at
+	// 200 ms beats went silent past its 500 ms limit and was restarted (one
+	// SSH session more, counted below). A 1 s beat gives 2.5 s of slack and
+	// still tests many beats.
+	for _, l := range []*Lock{a, b} {
+		l.Heartbeat, l.StaleAfter = time.Second, 10*time.Second
+	}
 	mustAcquire(t, a, false, event.RoleDriving)
 	mustAcquire(t, b, false, event.RoleWatching)
 	stopA, stopB := runLock(t, a), runLock(t, b)
 	eventually(t, "both streams started", func() bool { return len(aa.pidList()) == 1 && len(ab.pidList()) == 1 })
 	settle(t, a.Heartbeat, ha, hb)
-	const beats = 15
+	const beats = 10
 	na, nb := ha.sessions(), hb.sessions()
 	time.Sleep(beats * a.Heartbeat)
 	if da, db := ha.sessions()-na, hb.sessions()-nb; da != 0 || db != 0 {
